@@ -1,0 +1,107 @@
+// Package console is askbridge's web console: server-rendered pages to see
+// and answer questions, reached by signed links.
+package console
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Link scopes. A question link opens one question; a job link one job's
+// questions; a list link the pending list of its identity.
+const (
+	ScopeQuestion = "question"
+	ScopeJob      = "job"
+	ScopeList     = "list"
+)
+
+// Link is what a signed console URL grants: Identity may act within Scope
+// (on Tenant/JobID/QuestionID as the scope needs) until Expires.
+type Link struct {
+	Identity   string
+	Scope      string
+	Tenant     string
+	JobID      string
+	QuestionID string
+	Expires    time.Time
+}
+
+// DefaultLinkTTL is how long links minted by the chat adapters stay valid.
+const DefaultLinkTTL = 7 * 24 * time.Hour
+
+// Errors returned by Signer.Verify; the console shows each as its own page.
+var (
+	ErrLinkExpired = errors.New("console: link expired")
+	ErrLinkForged  = errors.New("console: link signature does not match")
+	ErrLinkInvalid = errors.New("console: link is incomplete")
+)
+
+// Signer mints and checks console links with an HMAC-SHA256 key.
+type Signer struct {
+	// PublicURL is askbridge's external base URL, without a trailing slash.
+	PublicURL string
+	Secret    []byte
+}
+
+// Path is the link's path under /console, before the query.
+func (l Link) Path() string {
+	switch l.Scope {
+	case ScopeQuestion:
+		return "/console/q/" + url.PathEscape(l.Tenant) + "/" + url.PathEscape(l.JobID) + "/" + url.PathEscape(l.QuestionID)
+	case ScopeJob:
+		return "/console/job/" + url.PathEscape(l.Tenant) + "/" + url.PathEscape(l.JobID)
+	default:
+		return "/console/"
+	}
+}
+
+func (s Signer) mac(l Link) string {
+	m := hmac.New(sha256.New, s.Secret)
+	fmt.Fprintf(m, "askbridge-console-v1\n%s\n%s\n%s\n%s\n%s\n%d", l.Scope, l.Identity, l.Tenant, l.JobID, l.QuestionID, l.Expires.Unix())
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// URL returns the absolute signed URL for l.
+func (s Signer) URL(l Link) string {
+	q := url.Values{}
+	q.Set("as", l.Identity)
+	q.Set("exp", strconv.FormatInt(l.Expires.Unix(), 10))
+	q.Set("sig", s.mac(l))
+	return strings.TrimRight(s.PublicURL, "/") + l.Path() + "?" + q.Encode()
+}
+
+// QuestionURL mints a link to one question for identity, valid for ttl.
+func (s Signer) QuestionURL(identity, tenant, job, question string, ttl time.Duration) string {
+	return s.URL(Link{Identity: identity, Scope: ScopeQuestion, Tenant: tenant, JobID: job, QuestionID: question, Expires: time.Now().Add(ttl)})
+}
+
+// JobURL mints a link to a job's page for identity, valid for ttl.
+func (s Signer) JobURL(identity, tenant, job string, ttl time.Duration) string {
+	return s.URL(Link{Identity: identity, Scope: ScopeJob, Tenant: tenant, JobID: job, Expires: time.Now().Add(ttl)})
+}
+
+// ListURL mints a link to identity's pending list, valid for ttl.
+func (s Signer) ListURL(identity string, ttl time.Duration) string {
+	return s.URL(Link{Identity: identity, Scope: ScopeList, Expires: time.Now().Add(ttl)})
+}
+
+// Verify checks the signature and expiry of l against sig.
+func (s Signer) Verify(l Link, sig string, now time.Time) error {
+	if l.Identity == "" || l.Scope == "" || sig == "" || l.Expires.IsZero() {
+		return ErrLinkInvalid
+	}
+	if !hmac.Equal([]byte(s.mac(l)), []byte(sig)) {
+		return ErrLinkForged
+	}
+	if now.After(l.Expires) {
+		return ErrLinkExpired
+	}
+	return nil
+}

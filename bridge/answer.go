@@ -1,0 +1,366 @@
+package bridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// AnswerError is why an attempt does not fit its question. Reason is
+// RefusedWrongKind or RefusedInvalid; Fields holds per-field problems.
+type AnswerError struct {
+	Reason string
+	Text   string
+	Fields map[string]string
+}
+
+func (e *AnswerError) Error() string { return e.Text }
+
+// Approval answers as the agent reads them.
+const (
+	Approved = "approved"
+	Denied   = "denied"
+)
+
+// CheckedAnswer is an attempt that fits its question.
+type CheckedAnswer struct {
+	// Action is answer, decline, approve or deny (never empty).
+	Action string
+	// Value is the canonical JSON of the answer (nil for a decline).
+	Value json.RawMessage
+	// Display is the answer as a person reads it ("blue", "on: 2026-10-20, copies: 2").
+	Display string
+}
+
+// CheckAnswer checks an attempt's kind and value against its question: the
+// one validator that the runtime, the modals and the console all use.
+func CheckAnswer(q *Question, action string, answer json.RawMessage, comment string) (*CheckedAnswer, *AnswerError) {
+	wrongKind := func(format string, args ...any) *AnswerError {
+		return &AnswerError{Reason: RefusedWrongKind, Text: fmt.Sprintf(format, args...)}
+	}
+	if utf8.RuneCountInString(comment) > MaxCommentText {
+		return nil, &AnswerError{Reason: RefusedInvalid, Text: fmt.Sprintf("comment: must be at most %d characters", MaxCommentText)}
+	}
+	if len(answer) > MaxAnswerBytes {
+		return nil, &AnswerError{Reason: RefusedInvalid, Text: fmt.Sprintf("answer: must be at most %d bytes", MaxAnswerBytes)}
+	}
+	present := hasValue(answer)
+	if action == "" {
+		action = ActionAnswer
+	}
+	switch action {
+	case ActionDecline:
+		if present {
+			return nil, wrongKind("A decline can't carry an answer: send the answer, or decline with a reason.")
+		}
+		return &CheckedAnswer{Action: ActionDecline}, nil
+	case ActionApprove, ActionDeny:
+		if !q.IsApproval() {
+			return nil, wrongKind("This is a question, not an approval: answer it instead of approving or denying.")
+		}
+		return approval(action), nil
+	case ActionAnswer:
+	default:
+		return nil, wrongKind("action: must be answer, decline, approve or deny, not %q", action)
+	}
+	if q.IsApproval() {
+		var s string
+		if json.Unmarshal(answer, &s) == nil {
+			switch strings.ToLower(strings.TrimSpace(s)) {
+			case "approve", Approved, "yes":
+				return approval(ActionApprove), nil
+			case "deny", Denied, "no":
+				return approval(ActionDeny), nil
+			}
+		}
+		return nil, wrongKind("This is an approval: approve or deny it, or decline to answer.")
+	}
+	if !present {
+		return nil, &AnswerError{Reason: RefusedInvalid, Text: "answer: is required"}
+	}
+	switch {
+	case len(q.Fields) > 0:
+		return checkFields(q.Fields, answer)
+	case len(q.Choices) > 0:
+		s, ok := stringValue(answer)
+		if ok {
+			if c, found := matchOption(q.Choices, s); found {
+				return textAnswer(c), nil
+			}
+		}
+		return nil, &AnswerError{Reason: RefusedInvalid, Text: "answer: must be one of: " + strings.Join(q.Choices, ", ")}
+	default:
+		s, ok := stringValue(answer)
+		if !ok {
+			return nil, &AnswerError{Reason: RefusedInvalid, Text: "answer: must be text"}
+		}
+		if strings.TrimSpace(s) == "" {
+			return nil, &AnswerError{Reason: RefusedInvalid, Text: "answer: is required"}
+		}
+		return textAnswer(s), nil
+	}
+}
+
+func approval(action string) *CheckedAnswer {
+	v := Approved
+	if action == ActionDeny {
+		v = Denied
+	}
+	raw, _ := json.Marshal(v)
+	return &CheckedAnswer{Action: action, Value: raw, Display: v}
+}
+
+func textAnswer(s string) *CheckedAnswer {
+	raw, _ := json.Marshal(s)
+	return &CheckedAnswer{Action: ActionAnswer, Value: raw, Display: s}
+}
+
+func hasValue(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && !bytes.Equal(t, []byte("null"))
+}
+
+// stringValue reads a JSON string, or a bare number or bool as its text.
+func stringValue(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String(), true
+	}
+	return "", false
+}
+
+// matchOption finds s among options: exactly, else ignoring case and
+// surrounding space, returning the option as written by the asker.
+func matchOption(options []string, s string) (string, bool) {
+	if slices.Contains(options, s) {
+		return s, true
+	}
+	t := strings.TrimSpace(s)
+	for _, o := range options {
+		if strings.EqualFold(strings.TrimSpace(o), t) {
+			return o, true
+		}
+	}
+	return "", false
+}
+
+func checkFields(fields []Field, answer json.RawMessage) (*CheckedAnswer, *AnswerError) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(answer, &obj); err != nil {
+		// A CLI or slash command may send the object as a string.
+		var s string
+		if json.Unmarshal(answer, &s) != nil || json.Unmarshal([]byte(s), &obj) != nil || obj == nil {
+			names := make([]string, len(fields))
+			for i, f := range fields {
+				names[i] = f.Name
+			}
+			return nil, &AnswerError{Reason: RefusedInvalid, Text: "answer: must be an object with the fields " + strings.Join(names, ", ")}
+		}
+	}
+	ve := &ValidationError{}
+	known := map[string]bool{}
+	var out bytes.Buffer
+	var display []string
+	out.WriteByte('{')
+	for _, f := range fields {
+		known[f.Name] = true
+		raw, ok := obj[f.Name]
+		if !ok || !hasValue(raw) || isEmptyString(raw) {
+			if f.Required {
+				ve.addField(f.Name, "is required")
+			}
+			continue
+		}
+		v, shown, problem := checkField(&f, raw)
+		if problem != "" {
+			ve.addField(f.Name, "%s", problem)
+			continue
+		}
+		if out.Len() > 1 {
+			out.WriteByte(',')
+		}
+		name, _ := json.Marshal(f.Name)
+		out.Write(name)
+		out.WriteByte(':')
+		out.Write(v)
+		display = append(display, f.Name+": "+shown)
+	}
+	out.WriteByte('}')
+	var extra []string
+	for name := range obj {
+		if !known[name] {
+			extra = append(extra, name)
+		}
+	}
+	slices.Sort(extra)
+	for _, name := range extra {
+		ve.addField(name, "is not a field of this question")
+	}
+	if len(ve.Problems) > 0 {
+		return nil, &AnswerError{Reason: RefusedInvalid, Text: ve.Error(), Fields: ve.Fields}
+	}
+	return &CheckedAnswer{Action: ActionAnswer, Value: out.Bytes(), Display: strings.Join(display, ", ")}, nil
+}
+
+func isEmptyString(raw json.RawMessage) bool {
+	var s string
+	return json.Unmarshal(raw, &s) == nil && strings.TrimSpace(s) == ""
+}
+
+// checkField returns the canonical JSON of one field's value and its text,
+// or a problem in words.
+func checkField(f *Field, raw json.RawMessage) (json.RawMessage, string, string) {
+	switch f.Kind {
+	case FieldText:
+		s, ok := stringValue(raw)
+		if !ok {
+			return nil, "", "must be text"
+		}
+		if f.MaxLength > 0 && utf8.RuneCountInString(s) > f.MaxLength {
+			return nil, "", fmt.Sprintf("must be at most %d characters", f.MaxLength)
+		}
+		if !f.Multiline && strings.ContainsAny(s, "\r\n") {
+			return nil, "", "must be a single line"
+		}
+		v, _ := json.Marshal(s)
+		return v, s, ""
+	case FieldNumber:
+		n, ok := numberValue(raw)
+		if !ok {
+			return nil, "", "must be a number"
+		}
+		if f.Integer && n != math.Trunc(n) {
+			return nil, "", "must be a whole number"
+		}
+		if f.Min != nil && n < *f.Min {
+			return nil, "", "must be at least " + formatNumber(*f.Min)
+		}
+		if f.Max != nil && n > *f.Max {
+			return nil, "", "must be at most " + formatNumber(*f.Max)
+		}
+		s := formatNumber(n)
+		return json.RawMessage(s), s, ""
+	case FieldChoice:
+		s, ok := stringValue(raw)
+		if ok {
+			if o, found := matchOption(f.Options, s); found {
+				v, _ := json.Marshal(o)
+				return v, o, ""
+			}
+		}
+		return nil, "", "must be one of: " + strings.Join(f.Options, ", ")
+	case FieldMultiChoice:
+		var list []string
+		if json.Unmarshal(raw, &list) != nil {
+			s, ok := stringValue(raw)
+			if !ok {
+				return nil, "", "must be a list of: " + strings.Join(f.Options, ", ")
+			}
+			list = []string{s}
+		}
+		var picked []string
+		for _, s := range list {
+			o, found := matchOption(f.Options, s)
+			if !found {
+				return nil, "", fmt.Sprintf("%q is not one of: %s", s, strings.Join(f.Options, ", "))
+			}
+			if !slices.Contains(picked, o) {
+				picked = append(picked, o)
+			}
+		}
+		if len(picked) == 0 && f.Required {
+			return nil, "", "is required"
+		}
+		if picked == nil {
+			picked = []string{}
+		}
+		v, _ := json.Marshal(picked)
+		return v, strings.Join(picked, ", "), ""
+	case FieldDate:
+		return checkDate(f, raw)
+	case FieldToggle:
+		var b bool
+		if json.Unmarshal(raw, &b) != nil {
+			s, _ := stringValue(raw)
+			switch strings.ToLower(strings.TrimSpace(s)) {
+			case "true", "yes", "on", "1":
+				b = true
+			case "false", "no", "off", "0":
+				b = false
+			default:
+				return nil, "", "must be yes or no"
+			}
+		}
+		if b {
+			return json.RawMessage("true"), "yes", ""
+		}
+		return json.RawMessage("false"), "no", ""
+	}
+	return nil, "", "has an unknown kind"
+}
+
+func numberValue(raw json.RawMessage) (float64, bool) {
+	var n float64
+	if json.Unmarshal(raw, &n) == nil {
+		return n, true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+		return 0, false
+	}
+	return n, true
+}
+
+// Date and date-time layouts accepted from forms and people.
+var dateTimeLayouts = []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04"}
+
+func checkDate(f *Field, raw json.RawMessage) (json.RawMessage, string, string) {
+	if f.DateTime {
+		// Slack's datetimepicker sends Unix seconds.
+		var secs int64
+		if json.Unmarshal(raw, &secs) == nil {
+			t := time.Unix(secs, 0).UTC().Format(time.RFC3339)
+			v, _ := json.Marshal(t)
+			return v, t, ""
+		}
+	}
+	s, ok := stringValue(raw)
+	if !ok {
+		return nil, "", "must be a date"
+	}
+	s = strings.TrimSpace(s)
+	if !f.DateTime {
+		d, err := time.Parse(time.DateOnly, s)
+		if err != nil {
+			return nil, "", "must be a date as YYYY-MM-DD"
+		}
+		out := d.Format(time.DateOnly)
+		v, _ := json.Marshal(out)
+		return v, out, ""
+	}
+	for _, layout := range dateTimeLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			out := t.UTC().Format(time.RFC3339)
+			if layout == time.RFC3339 {
+				out = t.Format(time.RFC3339)
+			}
+			v, _ := json.Marshal(out)
+			return v, out, ""
+		}
+	}
+	return nil, "", "must be a date and time as YYYY-MM-DDTHH:MM"
+}

@@ -1,0 +1,91 @@
+package bridge
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ListRequest asks ask.v1.api.list for the questions an identity may see.
+type ListRequest struct {
+	// As is the identity asking ("slack:U0123"); it decides what is shown.
+	As    string   `json:"as"`
+	Roles []string `json:"roles,omitempty"`
+	// Tenant limits the list to one tenant; empty lists all.
+	Tenant string `json:"tenant,omitempty"`
+	JobID  string `json:"job_id,omitempty"`
+	// State defaults to pending; "all" lists every state.
+	State string `json:"state,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+	// After is the cursor a previous reply returned as Next.
+	After string `json:"after,omitempty"`
+}
+
+// ListReply answers ListRequest.
+type ListReply struct {
+	Questions []QuestionView `json:"questions"`
+	Next      string         `json:"next,omitempty"`
+	Error     string         `json:"error,omitempty"`
+}
+
+// ShowRequest asks ask.v1.api.show for one question and its audit trail.
+// JobID may be empty when QuestionID is unique in the tenant.
+type ShowRequest struct {
+	As          string   `json:"as"`
+	Roles       []string `json:"roles,omitempty"`
+	Tenant      string   `json:"tenant,omitempty"`
+	JobID       string   `json:"job_id,omitempty"`
+	QuestionID  string   `json:"question_id"`
+	TaskVersion int64    `json:"task_version,omitempty"`
+}
+
+// ShowReply answers ShowRequest.
+type ShowReply struct {
+	Question *QuestionView `json:"question,omitempty"`
+	Audit    []AuditEntry  `json:"audit,omitempty"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// StatsReply answers ask.v1.api.stats (any request body).
+type StatsReply struct {
+	ByState       map[string]int64 `json:"by_state"`
+	OutboxBacklog int64            `json:"outbox_backlog"`
+	Error         string           `json:"error,omitempty"`
+}
+
+// QuestionView is a stored question as one identity may see it. When Hidden
+// is set the asker may know that it waits, not what it asks: Question is nil.
+type QuestionView struct {
+	Tenant      string    `json:"tenant"`
+	JobID       string    `json:"job_id"`
+	QuestionID  string    `json:"question_id"`
+	TaskVersion int64     `json:"task_version"`
+	Kind        string    `json:"kind"`
+	State       string    `json:"state"`
+	Hidden      bool      `json:"hidden,omitempty"`
+	Question    *Question `json:"question,omitempty"`
+	AskedAt     time.Time `json:"asked_at"`
+	Deadline    time.Time `json:"deadline"`
+	// CanAnswer and CanDecline say what the asking identity may do.
+	CanAnswer  bool `json:"can_answer"`
+	CanDecline bool `json:"can_decline"`
+	// Settlement, once the question is no longer pending.
+	By         string          `json:"by,omitempty"`
+	ByName     string          `json:"by_name,omitempty"`
+	Via        string          `json:"via,omitempty"`
+	Answer     json.RawMessage `json:"answer,omitempty"`
+	AnswerText string          `json:"answer_text,omitempty"`
+	Comment    string          `json:"comment,omitempty"`
+	Text       string          `json:"text,omitempty"`
+	SettledAt  time.Time       `json:"settled_at,omitzero"`
+	Messages   []MessageRef    `json:"messages,omitempty"`
+}
+
+// AuditEntry is one transition of a question's state.
+type AuditEntry struct {
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	By     string    `json:"by,omitempty"`
+	Via    string    `json:"via,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}

@@ -1,0 +1,218 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// NATSOptions says which NATS to use: an external one at URL, or an
+// embedded server with JetStream under StoreDir listening on Listen.
+type NATSOptions struct {
+	URL   string
+	Creds string
+	// Listen is host:port for the embedded server; port 0 picks a free one.
+	Listen   string
+	StoreDir string
+	// SyncAlways fsyncs every JetStream write before acknowledging it. With
+	// it off the server fsyncs every two minutes: acknowledged messages can
+	// be lost on power loss (not on a process crash).
+	SyncAlways bool
+	// Replicas is the stream replica count on a cluster (1 when embedded).
+	Replicas int
+	Name     string
+}
+
+// NATS is a connection with JetStream, and the embedded server when there is one.
+type NATS struct {
+	Conn   *nats.Conn
+	JS     jetstream.JetStream
+	Server *server.Server
+}
+
+// ConnectNATS starts the embedded server (when no URL is given), connects,
+// and makes sure askbridge's streams exist.
+func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
+	n := &NATS{}
+	name := o.Name
+	if name == "" {
+		name = "askbridge"
+	}
+	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	url := o.URL
+	if url == "" {
+		ns, err := StartEmbedded(o)
+		if err != nil {
+			return nil, err
+		}
+		n.Server = ns
+		opts = append(opts, nats.InProcessServer(ns))
+	} else if o.Creds != "" {
+		opts = append(opts, nats.UserCredentials(o.Creds))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		n.Close()
+		return nil, fmt.Errorf("nats: connect: %w", err)
+	}
+	n.Conn = nc
+	js, err := jetstream.New(nc)
+	if err != nil {
+		n.Close()
+		return nil, fmt.Errorf("nats: jetstream: %w", err)
+	}
+	n.JS = js
+	if err := EnsureStreams(ctx, js, o.Replicas); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// Close drains the connection and stops the embedded server.
+func (n *NATS) Close() {
+	if n.Conn != nil {
+		n.Conn.Close()
+	}
+	if n.Server != nil {
+		n.Server.Shutdown()
+		n.Server.WaitForShutdown()
+	}
+}
+
+// ClientURL is the URL other processes use to reach this NATS, when known.
+func (n *NATS) ClientURL() string {
+	if n.Server != nil {
+		return n.Server.ClientURL()
+	}
+	if n.Conn != nil {
+		return n.Conn.ConnectedUrl()
+	}
+	return ""
+}
+
+// StartEmbedded starts an in-process nats-server with JetStream.
+func StartEmbedded(o NATSOptions) (*server.Server, error) {
+	host, port := "127.0.0.1", 4222
+	if o.Listen != "" {
+		h, p, err := net.SplitHostPort(o.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("nats: listen address %q: %w", o.Listen, err)
+		}
+		if port, err = strconv.Atoi(p); err != nil {
+			return nil, fmt.Errorf("nats: listen port %q is not a number", p)
+		}
+		if port == 0 {
+			port = server.RANDOM_PORT
+		}
+		host = h
+	}
+	sopts := &server.Options{
+		ServerName: "askbridge",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   o.StoreDir,
+		SyncAlways: o.SyncAlways,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+	ns, err := server.NewServer(sopts)
+	if err != nil {
+		return nil, fmt.Errorf("nats: embedded server: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("nats: embedded server did not start listening on %s:%d", host, port)
+	}
+	return ns, nil
+}
+
+// streamSpecs are askbridge's durable subjects. Resumes and questions are
+// kept long enough for an agent that was down for days to re-attach.
+var streamSpecs = []struct {
+	name, subjects string
+	maxAge         time.Duration
+}{
+	{StreamQuestions, PrefixQuestion + ".>", 30 * 24 * time.Hour},
+	{StreamCancels, PrefixCancel + ".>", 30 * 24 * time.Hour},
+	{StreamAnswers, PrefixAnswer + ".>", 30 * 24 * time.Hour},
+	{StreamEvents, PrefixEvent + ".>", 7 * 24 * time.Hour},
+	{StreamResumes, PrefixResume + ".>", 30 * 24 * time.Hour},
+	{StreamDelivery, PrefixDelivery + ".>", 7 * 24 * time.Hour},
+}
+
+// StreamNames lists the streams EnsureStreams creates.
+func StreamNames() []string {
+	names := make([]string, len(streamSpecs))
+	for i, s := range streamSpecs {
+		names[i] = s.name
+	}
+	return names
+}
+
+// DuplicateWindow is how long JetStream remembers a Nats-Msg-Id.
+const DuplicateWindow = 10 * time.Minute
+
+// EnsureStreams creates or updates askbridge's streams; safe to call from
+// every replica at every start.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
+	if replicas < 1 {
+		replicas = 1
+	}
+	for _, s := range streamSpecs {
+		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:       s.name,
+			Subjects:   []string{s.subjects},
+			Storage:    jetstream.FileStorage,
+			Retention:  jetstream.LimitsPolicy,
+			MaxAge:     s.maxAge,
+			Duplicates: DuplicateWindow,
+			Replicas:   replicas,
+		})
+		if err != nil {
+			return fmt.Errorf("nats: stream %s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// CheckStreams reports the first missing stream, for readiness.
+func CheckStreams(ctx context.Context, js jetstream.JetStream) error {
+	for _, s := range streamSpecs {
+		if _, err := js.Stream(ctx, s.name); err != nil {
+			return fmt.Errorf("nats: stream %s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// Publish publishes v as JSON on a durable subject with Nats-Msg-Id set,
+// and waits for JetStream's acknowledgement.
+func Publish(ctx context.Context, js jetstream.JetStream, subject, msgID string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("nats: encode %s: %w", subject, err)
+	}
+	return PublishRaw(ctx, js, subject, msgID, data)
+}
+
+// PublishRaw is Publish for an already encoded body.
+func PublishRaw(ctx context.Context, js jetstream.JetStream, subject, msgID string, data []byte) error {
+	if msgID == "" {
+		return errors.New("nats: durable publish without a message id")
+	}
+	if _, err := js.Publish(ctx, subject, data, jetstream.WithMsgID(msgID)); err != nil {
+		return fmt.Errorf("nats: publish %s: %w", subject, err)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package bridge
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The sentences an agent reads on its resume subject. They are part of the
+// public contract: change them only deliberately.
+
+// AnsweredText is "The answer: blue" or "The answer: {...}".
+func AnsweredText(value []byte) string {
+	var s string
+	if err := jsonUnmarshalString(value, &s); err == nil {
+		return "The answer: " + s
+	}
+	return "The answer: " + string(value)
+}
+
+// DeniedText is what the agent reads when an approval is denied.
+func DeniedText(reason string) string {
+	if reason = strings.TrimSpace(reason); reason == "" {
+		return "The answer: denied"
+	}
+	return "The answer: denied. Reason: " + sentence(reason)
+}
+
+// DeclinedText is "slack:U0KEV (kevin) declined to answer: ask Ana."
+func DeclinedText(by, byName, reason string) string {
+	who := DisplayIdentity(by, byName)
+	if reason = strings.TrimSpace(reason); reason == "" {
+		return who + " declined to answer."
+	}
+	return who + " declined to answer: " + sentence(reason)
+}
+
+// TimedOutText is "Nobody answered within 4:00:00."
+func TimedOutText(timeout time.Duration) string {
+	return "Nobody answered within " + FormatTimeout(timeout) + "."
+}
+
+// CancelledText says a question was cancelled, with the reason when given.
+func CancelledText(reason string) string {
+	if reason = strings.TrimSpace(reason); reason == "" {
+		return "The question was cancelled."
+	}
+	return "The question was cancelled: " + sentence(reason)
+}
+
+// SupersededText says a newer task version replaced the question.
+func SupersededText(newVersion int64) string {
+	return fmt.Sprintf("The question was superseded by task version %d.", newVersion)
+}
+
+// InvalidText says why a question was refused.
+func InvalidText(err error) string {
+	return "The question was refused: " + sentence(err.Error())
+}
+
+// DisplayIdentity is "slack:U0KEV (kevin)", or the identity alone when the
+// name adds nothing.
+func DisplayIdentity(id, name string) string {
+	_, user, _ := strings.Cut(id, ":")
+	if name == "" || name == user || name == id {
+		return id
+	}
+	return id + " (" + name + ")"
+}
+
+// sentence ends s with a full stop unless it already ends a sentence.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return s
+	}
+	switch s[len(s)-1] {
+	case '.', '!', '?':
+		return s
+	}
+	return s + "."
+}
+
+func jsonUnmarshalString(b []byte, s *string) error { return json.Unmarshal(b, s) }

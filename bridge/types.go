@@ -1,0 +1,373 @@
+package bridge
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Question kinds.
+const (
+	KindQuestion = "question"
+	KindApproval = "approval"
+)
+
+// What happens when nobody answers in time.
+const (
+	OnTimeoutContinue = "continue"
+	OnTimeoutFail     = "fail"
+)
+
+// DefaultTimeout applies when a question names none.
+const DefaultTimeout = 24 * time.Hour
+
+// Question is what an agent publishes on ask.v1.question.<tenant>.<job>.
+// It is written for a person who has not seen the agent's conversation.
+type Question struct {
+	Tenant       string `json:"tenant"`
+	JobID        string `json:"job_id"`
+	QuestionID   string `json:"question_id"`
+	TaskVersion  int64  `json:"task_version"`
+	Kind         string `json:"kind,omitempty"`
+	Question     string `json:"question"`
+	Context      string `json:"context,omitempty"`
+	MissingField string `json:"missing_field,omitempty"`
+	WhyItMatters string `json:"why_it_matters,omitempty"`
+	Priority     string `json:"priority,omitempty"`
+	// Choices and Fields are exclusive; with neither the answer is free text.
+	Choices      []string  `json:"choices,omitempty"`
+	Fields       []Field   `json:"fields,omitempty"`
+	Proposal     *Proposal `json:"proposal,omitempty"`
+	BlockedTools []string  `json:"blocked_tools,omitempty"`
+	Timeout      string    `json:"timeout,omitempty"`
+	OnTimeout    string    `json:"on_timeout,omitempty"`
+	Route        *Route    `json:"route,omitempty"`
+	Answerers    []string  `json:"answerers,omitempty"`
+	Owner        string    `json:"owner,omitempty"`
+	Agent        string    `json:"agent,omitempty"`
+	// Escalation reshapes the reminder ladder; nil means the default ladder.
+	Escalation       *Escalation `json:"escalation,omitempty"`
+	EscalationReason string      `json:"escalation_reason,omitempty"`
+}
+
+// IsApproval reports whether the question takes approve/deny only.
+func (q *Question) IsApproval() bool { return q.Kind == KindApproval }
+
+// TimeoutDuration is the question's timeout, DefaultTimeout when unset.
+// It assumes the question passed ValidateQuestion.
+func (q *Question) TimeoutDuration() time.Duration {
+	if q.Timeout == "" {
+		return DefaultTimeout
+	}
+	d, err := ParseTimeout(q.Timeout)
+	if err != nil {
+		return DefaultTimeout
+	}
+	return d
+}
+
+// Field kinds.
+const (
+	FieldText        = "text"
+	FieldNumber      = "number"
+	FieldChoice      = "choice"
+	FieldMultiChoice = "multi-choice"
+	FieldDate        = "date"
+	FieldToggle      = "toggle"
+)
+
+// Field is one typed input of a question.
+type Field struct {
+	Name        string   `json:"name"`
+	Kind        string   `json:"kind"`
+	Label       string   `json:"label,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Required    bool     `json:"required,omitempty"`
+	Options     []string `json:"options,omitempty"`
+	Min         *float64 `json:"min,omitempty"`
+	Max         *float64 `json:"max,omitempty"`
+	Integer     bool     `json:"integer,omitempty"`
+	MaxLength   int      `json:"max_length,omitempty"`
+	Multiline   bool     `json:"multiline,omitempty"`
+	DateTime    bool     `json:"date_time,omitempty"`
+}
+
+// Title is the field's label, or its name when it has none.
+func (f *Field) Title() string {
+	if f.Label != "" {
+		return f.Label
+	}
+	return f.Name
+}
+
+// Proposal is what an approval asks a person to approve or deny.
+type Proposal struct {
+	ID      string   `json:"id"`
+	Summary []string `json:"summary"`
+}
+
+// Route says where a question should be shown.
+type Route struct {
+	Slack   *SlackRoute   `json:"slack,omitempty"`
+	Discord *DiscordRoute `json:"discord,omitempty"`
+}
+
+// SlackRoute names a Slack channel and, optionally, an existing thread.
+type SlackRoute struct {
+	Channel  string `json:"channel"`
+	ThreadTS string `json:"thread_ts,omitempty"`
+}
+
+// DiscordRoute names a Discord channel.
+type DiscordRoute struct {
+	ChannelID string `json:"channel_id"`
+}
+
+// Escalation reshapes the ladder. Off turns it off (EscalationReason then
+// says why); Steps replaces the default steps.
+type Escalation struct {
+	Off   bool         `json:"off,omitempty"`
+	Steps []LadderStep `json:"steps,omitempty"`
+}
+
+// Ladder step targets.
+const (
+	TargetAnswerers = "answerers"
+	TargetOwner     = "owner"
+	TargetAdmins    = "admins"
+)
+
+// LadderStep is one rung: at a fraction of the timeout, remind a target.
+type LadderStep struct {
+	// At is the fraction of the timeout elapsed, in (0,1).
+	At float64 `json:"at"`
+	// To is answerers, owner or admins.
+	To string `json:"to"`
+}
+
+// DefaultLadder is DESIGN.md's ladder: answerers at ¼, owner at ½, admins at ¾.
+var DefaultLadder = []LadderStep{
+	{At: 0.25, To: TargetAnswerers},
+	{At: 0.5, To: TargetOwner},
+	{At: 0.75, To: TargetAdmins},
+}
+
+// Ladder returns the steps this question climbs (none when turned off).
+func (q *Question) Ladder() []LadderStep {
+	if q.Escalation == nil {
+		return DefaultLadder
+	}
+	if q.Escalation.Off {
+		return nil
+	}
+	if len(q.Escalation.Steps) == 0 {
+		return DefaultLadder
+	}
+	return q.Escalation.Steps
+}
+
+// Cancel is what an agent publishes on ask.v1.cancel.<tenant>.<job>. With a
+// TaskVersion above the job's current one it bumps the version and
+// supersedes older pending questions; otherwise it cancels the job's pending
+// questions (only QuestionID's, when given).
+type Cancel struct {
+	Tenant      string `json:"tenant"`
+	JobID       string `json:"job_id"`
+	QuestionID  string `json:"question_id,omitempty"`
+	TaskVersion int64  `json:"task_version,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	By          string `json:"by,omitempty"`
+}
+
+// Answer actions.
+const (
+	ActionAnswer  = "answer"
+	ActionDecline = "decline"
+	ActionApprove = "approve"
+	ActionDeny    = "deny"
+)
+
+// AnswerAttempt is what a front-end proposes on ask.v1.answer.<tenant>.<job>.
+// The runtime decides; an attempt is never an answer until it does.
+type AnswerAttempt struct {
+	Tenant     string `json:"tenant"`
+	JobID      string `json:"job_id"`
+	QuestionID string `json:"question_id"`
+	// TaskVersion binds the attempt to the version the person saw; 0 means
+	// the question's latest version (the CLI, which saw no card).
+	TaskVersion int64 `json:"task_version,omitempty"`
+	// AttemptID is unique per interaction (Slack/Discord interaction id,
+	// console form nonce); the same id twice is one attempt.
+	AttemptID string `json:"attempt_id"`
+	Action    string `json:"action"`
+	// Answer is a string for choices and free text, an object keyed by field
+	// name for typed fields.
+	Answer  json.RawMessage `json:"answer,omitempty"`
+	Comment string          `json:"comment,omitempty"`
+	By      string          `json:"by"`
+	ByName  string          `json:"by_name,omitempty"`
+	Via     string          `json:"via,omitempty"`
+	// Roles are platform roles the adapter saw (e.g. "admin" from a mapped
+	// Discord role); the runtime adds them to the configured ones.
+	Roles []string  `json:"roles,omitempty"`
+	At    time.Time `json:"at,omitzero"`
+	// ReplyTo is opaque to the runtime and echoed on the events this attempt
+	// causes, so the adapter can answer the person who clicked.
+	ReplyTo map[string]string `json:"reply_to,omitempty"`
+}
+
+// Event types on ask.v1.event.<tenant>.<job>.
+const (
+	EventAsked          = "asked"
+	EventAnswered       = "answered"
+	EventDeclined       = "declined"
+	EventRefused        = "refused"
+	EventReminded       = "reminded"
+	EventEscalated      = "escalated"
+	EventTimedOut       = "timed_out"
+	EventCancelled      = "cancelled"
+	EventSuperseded     = "superseded"
+	EventDeliveryFailed = "delivery_failed"
+)
+
+// Refusal reasons, for the refused event and the metrics.
+const (
+	RefusedUnknown    = "unknown_question"
+	RefusedNotPending = "not_pending"
+	RefusedStale      = "stale"
+	RefusedForbidden  = "not_allowed"
+	RefusedWrongKind  = "wrong_kind"
+	RefusedInvalid    = "invalid_answer"
+)
+
+// Event is what the runtime tells the front-ends.
+type Event struct {
+	Type        string `json:"type"`
+	EventID     string `json:"event_id"`
+	Tenant      string `json:"tenant"`
+	JobID       string `json:"job_id"`
+	QuestionID  string `json:"question_id"`
+	TaskVersion int64  `json:"task_version"`
+	// Question is the whole question on asked, reminded and escalated.
+	Question *Question `json:"question,omitempty"`
+	State    string    `json:"state,omitempty"`
+	AskedAt  time.Time `json:"asked_at,omitzero"`
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Who settled or attempted, and what.
+	By         string          `json:"by,omitempty"`
+	ByName     string          `json:"by_name,omitempty"`
+	Via        string          `json:"via,omitempty"`
+	Answer     json.RawMessage `json:"answer,omitempty"`
+	AnswerText string          `json:"answer_text,omitempty"`
+	Comment    string          `json:"comment,omitempty"`
+	// Text is the sentence a person reads: the outcome, or the refusal.
+	Text string `json:"text,omitempty"`
+	// Reason is the refusal reason (Refused*); FieldErrors the per-field
+	// refusals of an invalid answer, keyed by field name.
+	Reason      string            `json:"reason,omitempty"`
+	FieldErrors map[string]string `json:"field_errors,omitempty"`
+	// To is the identity a refusal is addressed to.
+	To string `json:"to,omitempty"`
+	// Step and Targets name a ladder step and whom it reminds.
+	Step      string            `json:"step,omitempty"`
+	Targets   []string          `json:"targets,omitempty"`
+	AttemptID string            `json:"attempt_id,omitempty"`
+	ReplyTo   map[string]string `json:"reply_to,omitempty"`
+	Failure   *Failure          `json:"failure,omitempty"`
+	// Messages are the chat messages that show this question, as reported
+	// by the adapters, so an outcome can update them after any restart.
+	Messages []MessageRef `json:"messages,omitempty"`
+	At       time.Time    `json:"at"`
+}
+
+// Outcomes on ask.v1.resume.<tenant>.<job>.
+const (
+	OutcomeAnswered = "answered"
+	OutcomeDeclined = "declined"
+	OutcomeTimedOut = "timed_out"
+	OutcomeCanceled = "cancelled"
+	OutcomeFailed   = "failed"
+	OutcomeInvalid  = "invalid"
+)
+
+// Resume is the outcome a job reads.
+type Resume struct {
+	Tenant      string          `json:"tenant"`
+	JobID       string          `json:"job_id"`
+	QuestionID  string          `json:"question_id"`
+	TaskVersion int64           `json:"task_version"`
+	Outcome     string          `json:"outcome"`
+	Text        string          `json:"text"`
+	Answer      json.RawMessage `json:"answer,omitempty"`
+	Comment     string          `json:"comment,omitempty"`
+	By          string          `json:"by,omitempty"`
+	ByName      string          `json:"by_name,omitempty"`
+	Via         string          `json:"via,omitempty"`
+	// Code is set on failed outcomes (QuestionTimedOut or a failure code).
+	Code    string    `json:"code,omitempty"`
+	Failure *Failure  `json:"failure,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// Failure codes.
+const (
+	CodeCapabilityUnavailable = "CAPABILITY_UNAVAILABLE"
+	CodeAccessDenied          = "ACCESS_DENIED"
+	CodeReferenceUnresolved   = "REFERENCE_UNRESOLVED"
+	CodeSourceUnreliable      = "SOURCE_UNRELIABLE"
+	CodeInputMissing          = "INPUT_MISSING"
+	CodeQuestionTimedOut      = "QuestionTimedOut"
+)
+
+// Failure is a typed integration failure. OperatorMessage never holds
+// tokens or raw provider responses.
+type Failure struct {
+	Code               string `json:"code"`
+	Dependency         string `json:"dependency,omitempty"`
+	Operation          string `json:"operation,omitempty"`
+	Retryable          bool   `json:"retryable"`
+	RequiredCapability string `json:"required_capability,omitempty"`
+	SafeFallback       string `json:"safe_fallback,omitempty"`
+	OperatorMessage    string `json:"operator_message,omitempty"`
+}
+
+// Delivery is an adapter's report on ask.v1.delivery.<tenant>.<job>: it
+// showed the question (OK, with the message reference) or could not (Failure).
+type Delivery struct {
+	Tenant      string      `json:"tenant"`
+	JobID       string      `json:"job_id"`
+	QuestionID  string      `json:"question_id"`
+	TaskVersion int64       `json:"task_version"`
+	Platform    string      `json:"platform"`
+	OK          bool        `json:"ok"`
+	Message     *MessageRef `json:"message,omitempty"`
+	Failure     *Failure    `json:"failure,omitempty"`
+	At          time.Time   `json:"at,omitzero"`
+}
+
+// MessageRef points at a chat message showing a question.
+type MessageRef struct {
+	Platform  string `json:"platform"`
+	Channel   string `json:"channel"`
+	MessageID string `json:"message_id"`
+	// Thread is the Slack thread ts or Discord thread id the message is in.
+	Thread string `json:"thread,omitempty"`
+}
+
+// Question states in the store.
+const (
+	StatePending    = "pending"
+	StateAnswered   = "answered"
+	StateDeclined   = "declined"
+	StateTimedOut   = "timed_out"
+	StateCancelled  = "cancelled"
+	StateSuperseded = "superseded"
+	StateFailed     = "failed"
+)
+
+// Platforms, also the prefixes of identities.
+const (
+	PlatformSlack   = "slack"
+	PlatformDiscord = "discord"
+	PlatformConsole = "console"
+	PlatformCLI     = "cli"
+)

@@ -1,0 +1,363 @@
+package bridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits of a question, from DESIGN.md and the chat platforms.
+const (
+	MaxFields        = 20
+	MaxFieldsJSON    = 16 << 10
+	MaxQuestionBytes = 64 << 10
+	MaxQuestionText  = 10000
+	MaxChoices       = 100
+	MaxChoiceText    = 200
+	MaxOptions       = 100
+	MaxTimeout       = 90 * 24 * time.Hour
+	MaxAnswerBytes   = 64 << 10
+	MaxCommentText   = 2000
+)
+
+var fieldNamePattern = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
+
+// ValidationError lists every problem found, each in the asker's words
+// ("copies: must be at most 9").
+type ValidationError struct {
+	Problems []string
+	// Fields maps a field name to its problem, for inline form errors.
+	Fields map[string]string
+}
+
+func (e *ValidationError) Error() string { return strings.Join(e.Problems, "; ") }
+
+func (e *ValidationError) add(format string, args ...any) {
+	e.Problems = append(e.Problems, fmt.Sprintf(format, args...))
+}
+
+func (e *ValidationError) addField(name, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if e.Fields == nil {
+		e.Fields = map[string]string{}
+	}
+	if _, dup := e.Fields[name]; !dup {
+		e.Fields[name] = msg
+	}
+	e.Problems = append(e.Problems, name+": "+msg)
+}
+
+func (e *ValidationError) orNil() error {
+	if len(e.Problems) == 0 {
+		return nil
+	}
+	return e
+}
+
+// DecodeQuestion parses and validates a question as published by an agent.
+// On a validation error it still returns what it could decode, so the
+// refusal can be sent to the agent's resume subject.
+func DecodeQuestion(data []byte) (*Question, error) {
+	if len(data) > MaxQuestionBytes {
+		return nil, fmt.Errorf("question: is %d bytes; at most %d are accepted", len(data), MaxQuestionBytes)
+	}
+	var q Question
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&q); err != nil {
+		return nil, fmt.Errorf("question: is not valid JSON for a question: %s", jsonProblem(err))
+	}
+	if dec.More() {
+		return &q, errors.New("question: has trailing data after the JSON object")
+	}
+	return &q, ValidateQuestion(&q)
+}
+
+// jsonProblem turns a decoding error into words without Go type names.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return fmt.Sprintf("%s must not be a JSON %s", te.Field, te.Value)
+		}
+		return fmt.Sprintf("expected an object, got a JSON %s", te.Value)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+	}
+	return err.Error()
+}
+
+// ValidateQuestion checks a question against DESIGN.md's limits. It fills
+// nothing in; defaults are read through the accessor methods.
+func ValidateQuestion(q *Question) error {
+	ve := &ValidationError{}
+	for _, t := range []struct{ what, v string }{
+		{"tenant", q.Tenant}, {"job_id", q.JobID}, {"question_id", q.QuestionID},
+	} {
+		if err := CheckToken(t.what, t.v); err != nil {
+			ve.add("%s", err)
+		}
+	}
+	if q.TaskVersion < 0 {
+		ve.add("task_version: must not be negative")
+	}
+	switch q.Kind {
+	case "", KindQuestion, KindApproval:
+	default:
+		ve.add("kind: must be question or approval, not %q", q.Kind)
+	}
+	text := strings.TrimSpace(q.Question)
+	switch {
+	case text == "":
+		ve.add("question: is required: write it for a person who has not seen the conversation")
+	case utf8.RuneCountInString(q.Question) > MaxQuestionText:
+		ve.add("question: must be at most %d characters", MaxQuestionText)
+	}
+	if len(q.Choices) > 0 && len(q.Fields) > 0 {
+		ve.add("choices and fields: give one or the other, not both")
+	}
+	if q.IsApproval() {
+		if len(q.Choices) > 0 || len(q.Fields) > 0 {
+			ve.add("kind: an approval takes approve or deny only, so it has no choices or fields")
+		}
+		switch {
+		case q.Proposal == nil:
+			ve.add("proposal: is required for an approval")
+		case strings.TrimSpace(q.Proposal.ID) == "":
+			ve.add("proposal.id: is required")
+		case len(q.Proposal.Summary) == 0:
+			ve.add("proposal.summary: needs at least one line")
+		}
+	} else if q.Proposal != nil {
+		ve.add("proposal: only an approval carries a proposal")
+	}
+	validateChoices(ve, q.Choices)
+	validateFields(ve, q.Fields)
+	if q.Timeout != "" {
+		if _, err := ParseTimeout(q.Timeout); err != nil {
+			ve.add("timeout: %s", err)
+		}
+	}
+	switch q.OnTimeout {
+	case "", OnTimeoutContinue, OnTimeoutFail:
+	default:
+		ve.add("on_timeout: must be continue or fail, not %q", q.OnTimeout)
+	}
+	for i, a := range q.Answerers {
+		if err := CheckIdentity(a); err != nil {
+			ve.add("answerers[%d]: %s", i, err)
+		}
+	}
+	if q.Owner != "" {
+		if err := CheckIdentity(q.Owner); err != nil {
+			ve.add("owner: %s", err)
+		}
+	}
+	if q.Route != nil {
+		if q.Route.Slack != nil && q.Route.Slack.Channel == "" && q.Route.Slack.ThreadTS != "" {
+			ve.add("route.slack.channel: is required with thread_ts")
+		}
+	}
+	validateEscalation(ve, q)
+	return ve.orNil()
+}
+
+func validateChoices(ve *ValidationError, choices []string) {
+	if len(choices) > MaxChoices {
+		ve.add("choices: at most %d, got %d", MaxChoices, len(choices))
+	}
+	seen := map[string]bool{}
+	for i, c := range choices {
+		switch {
+		case strings.TrimSpace(c) == "":
+			ve.add("choices[%d]: must not be empty", i)
+		case utf8.RuneCountInString(c) > MaxChoiceText:
+			ve.add("choices[%d]: must be at most %d characters", i, MaxChoiceText)
+		case seen[c]:
+			ve.add("choices[%d]: %q is listed twice", i, c)
+		}
+		seen[c] = true
+	}
+}
+
+func validateFields(ve *ValidationError, fields []Field) {
+	if len(fields) == 0 {
+		return
+	}
+	if len(fields) > MaxFields {
+		ve.add("fields: at most %d, got %d", MaxFields, len(fields))
+	}
+	if raw, err := json.Marshal(fields); err == nil && len(raw) > MaxFieldsJSON {
+		ve.add("fields: are %d bytes of JSON together; at most %d (16 KiB)", len(raw), MaxFieldsJSON)
+	}
+	seen := map[string]bool{}
+	for i, f := range fields {
+		name := f.Name
+		if !fieldNamePattern.MatchString(name) {
+			ve.add("fields[%d].name: %q must be lower-case letters, digits and _", i, name)
+			name = fmt.Sprintf("fields[%d]", i)
+		} else if seen[name] {
+			ve.add("%s: the name is used by two fields", name)
+		}
+		seen[f.Name] = true
+		choiceKind := f.Kind == FieldChoice || f.Kind == FieldMultiChoice
+		switch f.Kind {
+		case FieldText, FieldNumber, FieldChoice, FieldMultiChoice, FieldDate, FieldToggle:
+		case "":
+			ve.add("%s: kind is required (text, number, choice, multi-choice, date or toggle)", name)
+		default:
+			ve.add("%s: kind must be text, number, choice, multi-choice, date or toggle, not %q", name, f.Kind)
+		}
+		if choiceKind {
+			if len(f.Options) == 0 {
+				ve.add("%s: a %s field needs options", name, f.Kind)
+			}
+			if len(f.Options) > MaxOptions {
+				ve.add("%s: at most %d options, got %d", name, MaxOptions, len(f.Options))
+			}
+			opts := map[string]bool{}
+			for j, o := range f.Options {
+				switch {
+				case strings.TrimSpace(o) == "":
+					ve.add("%s: options[%d] must not be empty", name, j)
+				case utf8.RuneCountInString(o) > MaxChoiceText:
+					ve.add("%s: options[%d] must be at most %d characters", name, j, MaxChoiceText)
+				case opts[o]:
+					ve.add("%s: option %q is listed twice", name, o)
+				}
+				opts[o] = true
+			}
+		} else if len(f.Options) > 0 {
+			ve.add("%s: only choice and multi-choice fields take options", name)
+		}
+		if f.Kind != FieldNumber && (f.Min != nil || f.Max != nil || f.Integer) {
+			ve.add("%s: min, max and integer apply to number fields only", name)
+		}
+		if f.Min != nil && f.Max != nil && *f.Min > *f.Max {
+			ve.add("%s: min %s is greater than max %s", name, formatNumber(*f.Min), formatNumber(*f.Max))
+		}
+		for _, p := range []*float64{f.Min, f.Max} {
+			if p != nil && (math.IsNaN(*p) || math.IsInf(*p, 0)) {
+				ve.add("%s: min and max must be finite numbers", name)
+			}
+		}
+		if f.Kind != FieldText && (f.MaxLength != 0 || f.Multiline) {
+			ve.add("%s: max_length and multiline apply to text fields only", name)
+		}
+		if f.MaxLength < 0 {
+			ve.add("%s: max_length must not be negative", name)
+		}
+		if f.Kind != FieldDate && f.DateTime {
+			ve.add("%s: date_time applies to date fields only", name)
+		}
+		if utf8.RuneCountInString(f.Label) > 200 {
+			ve.add("%s: label must be at most 200 characters", name)
+		}
+		if utf8.RuneCountInString(f.Description) > 1000 {
+			ve.add("%s: description must be at most 1000 characters", name)
+		}
+	}
+}
+
+func validateEscalation(ve *ValidationError, q *Question) {
+	e := q.Escalation
+	if e == nil {
+		return
+	}
+	if e.Off {
+		if strings.TrimSpace(q.EscalationReason) == "" {
+			ve.add("escalation_reason: is required to turn the escalation ladder off")
+		}
+		if len(e.Steps) > 0 {
+			ve.add("escalation: give steps or turn it off, not both")
+		}
+		return
+	}
+	last := 0.0
+	for i, s := range e.Steps {
+		if !(s.At > 0 && s.At < 1) {
+			ve.add("escalation.steps[%d].at: must be a fraction of the timeout between 0 and 1", i)
+		} else if s.At <= last {
+			ve.add("escalation.steps[%d].at: steps must climb in order", i)
+		} else {
+			last = s.At
+		}
+		switch s.To {
+		case TargetAnswerers, TargetOwner, TargetAdmins:
+		default:
+			ve.add("escalation.steps[%d].to: must be answerers, owner or admins, not %q", i, s.To)
+		}
+	}
+	if len(e.Steps) > 10 {
+		ve.add("escalation.steps: at most 10")
+	}
+}
+
+var identityPattern = regexp.MustCompile(`^(slack|discord|console|cli):[A-Za-z0-9._@-]{1,128}$`)
+
+// CheckIdentity checks an identity such as slack:U0123 or cli:alice.
+func CheckIdentity(id string) error {
+	if !identityPattern.MatchString(id) {
+		return fmt.Errorf("%q must be slack:<user>, discord:<user>, console:<user> or cli:<user>", id)
+	}
+	return nil
+}
+
+// ParseTimeout parses a question timeout: a Go duration ("90s", "4h",
+// "1h30m") or a number of days ("2d").
+func ParseTimeout(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a duration such as 30m, 4h or 2d", s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("%q is not a duration such as 30m, 4h or 2d", s)
+		}
+	}
+	if d < time.Second {
+		return 0, fmt.Errorf("%q must be at least one second", s)
+	}
+	if d > MaxTimeout {
+		return 0, fmt.Errorf("%q must be at most 90 days", s)
+	}
+	return d, nil
+}
+
+// FormatTimeout writes a duration as the agent reads it: 4:00:00,
+// 0:00:04, 1 day, 2:00:00.
+func FormatTimeout(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	days := int64(d / (24 * time.Hour))
+	d -= time.Duration(days) * 24 * time.Hour
+	h := int64(d / time.Hour)
+	m := int64(d%time.Hour) / int64(time.Minute)
+	s := int64(d%time.Minute) / int64(time.Second)
+	clock := fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	switch days {
+	case 0:
+		return clock
+	case 1:
+		return "1 day, " + clock
+	default:
+		return fmt.Sprintf("%d days, %s", days, clock)
+	}
+}
+
+func formatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

@@ -1,0 +1,221 @@
+// Package config reads askbridge's environment (prefix ASK_) and checks it
+// at start, with one clear line per problem and never a secret in it.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// Config is every ASK_ variable. Secrets are never printed: see Redacted.
+type Config struct {
+	DataDir    string `envconfig:"DATA_DIR" default:"./data"`
+	HTTPAddr   string `envconfig:"HTTP_ADDR" default:":8080"`
+	PublicURL  string `envconfig:"PUBLIC_URL"`
+	NATSURL    string `envconfig:"NATS_URL"`
+	NATSCreds  string `envconfig:"NATS_CREDS"`
+	NATSListen string `envconfig:"NATS_LISTEN" default:"127.0.0.1:4222"`
+	// NATSSync is the embedded server's JetStream durability: "always"
+	// fsyncs each write before acknowledging; "interval" every two minutes.
+	NATSSync     string `envconfig:"NATS_SYNC" default:"always"`
+	NATSReplicas int    `envconfig:"NATS_REPLICAS" default:"1"`
+
+	SlackBotToken      string `envconfig:"SLACK_BOT_TOKEN"`
+	SlackSigningSecret string `envconfig:"SLACK_SIGNING_SECRET"`
+	SlackAppToken      string `envconfig:"SLACK_APP_TOKEN"`
+	SlackAPIURL        string `envconfig:"SLACK_API_URL" default:"https://slack.com/api/"`
+	SlackChannel       string `envconfig:"SLACK_CHANNEL"`
+
+	DiscordBotToken      string   `envconfig:"DISCORD_BOT_TOKEN"`
+	DiscordPublicKey     string   `envconfig:"DISCORD_PUBLIC_KEY"`
+	DiscordAppID         string   `envconfig:"DISCORD_APP_ID"`
+	DiscordAPIURL        string   `envconfig:"DISCORD_API_URL" default:"https://discord.com/api/v10/"`
+	DiscordChannel       string   `envconfig:"DISCORD_CHANNEL"`
+	DiscordGuild         string   `envconfig:"DISCORD_GUILD"`
+	DiscordAdminRoles    []string `envconfig:"DISCORD_ADMIN_ROLES"`
+	DiscordOperatorRoles []string `envconfig:"DISCORD_OPERATOR_ROLES"`
+
+	ConsoleSecret string `envconfig:"CONSOLE_SECRET"`
+
+	Owners    []string `envconfig:"OWNERS"`
+	Admins    []string `envconfig:"ADMINS"`
+	Operators []string `envconfig:"OPERATORS"`
+	Readers   []string `envconfig:"READERS"`
+
+	LogLevel string `envconfig:"LOG_LEVEL" default:"info"`
+	// ShutdownGrace bounds a graceful stop.
+	ShutdownGrace time.Duration `envconfig:"SHUTDOWN_GRACE" default:"10s"`
+}
+
+// Load reads the environment and validates it.
+func Load() (*Config, error) {
+	var c Config
+	if err := envconfig.Process("ask", &c); err != nil {
+		return nil, plainEnvError(err)
+	}
+	c.normalize()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// plainEnvError rewrites envconfig's error without echoing the value, which
+// may be a secret.
+func plainEnvError(err error) error {
+	var pe *envconfig.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("ASK_%s must be a %s", pe.KeyName, kindWord(pe.TypeName))
+	}
+	return fmt.Errorf("config: %w", err)
+}
+
+func kindWord(t string) string {
+	switch t {
+	case "int":
+		return "whole number"
+	case "Duration":
+		return "duration such as 10s or 2m"
+	}
+	return t
+}
+
+func (c *Config) normalize() {
+	for _, l := range []*[]string{&c.Owners, &c.Admins, &c.Operators, &c.Readers, &c.DiscordAdminRoles, &c.DiscordOperatorRoles} {
+		var out []string
+		for _, s := range *l {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		*l = out
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+}
+
+// Validate returns one line per problem, each naming the variable.
+func (c *Config) Validate() error {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	if strings.TrimSpace(c.DataDir) == "" {
+		bad("ASK_DATA_DIR must not be empty")
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		bad("ASK_HTTP_ADDR must be host:port (such as :8080), not %q", c.HTTPAddr)
+	}
+	if c.NATSURL == "" {
+		if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
+			bad("ASK_NATS_LISTEN must be host:port (such as 127.0.0.1:4222), not %q", c.NATSListen)
+		}
+	} else if _, err := url.Parse(c.NATSURL); err != nil || !strings.Contains(c.NATSURL, "://") {
+		bad("ASK_NATS_URL must be a URL such as nats://host:4222")
+	}
+	switch c.NATSSync {
+	case "always", "interval":
+	default:
+		bad("ASK_NATS_SYNC must be always or interval, not %q", c.NATSSync)
+	}
+	if c.NATSReplicas < 1 || c.NATSReplicas > 5 {
+		bad("ASK_NATS_REPLICAS must be 1 to 5")
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("ASK_PUBLIC_URL must be an http or https URL such as https://askbridge.example.com")
+		}
+	}
+	if c.SlackBotToken != "" && c.SlackSigningSecret == "" && c.SlackAppToken == "" {
+		bad("ASK_SLACK_SIGNING_SECRET is required when ASK_SLACK_BOT_TOKEN is set")
+	}
+	if (c.SlackSigningSecret != "" || c.SlackAppToken != "") && c.SlackBotToken == "" {
+		bad("ASK_SLACK_BOT_TOKEN is required when ASK_SLACK_SIGNING_SECRET or ASK_SLACK_APP_TOKEN is set")
+	}
+	if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
+		bad("ASK_SLACK_APP_TOKEN must be an app-level token starting with xapp-")
+	}
+	if c.SlackBotToken != "" && !strings.HasSuffix(c.SlackAPIURL, "/") {
+		bad("ASK_SLACK_API_URL must end with / (such as https://slack.com/api/)")
+	}
+	if c.DiscordBotToken != "" {
+		if c.DiscordPublicKey == "" {
+			bad("ASK_DISCORD_PUBLIC_KEY is required when ASK_DISCORD_BOT_TOKEN is set")
+		}
+		if c.DiscordAppID == "" {
+			bad("ASK_DISCORD_APP_ID is required when ASK_DISCORD_BOT_TOKEN is set")
+		}
+		if !strings.HasSuffix(c.DiscordAPIURL, "/") {
+			bad("ASK_DISCORD_API_URL must end with / (such as https://discord.com/api/v10/)")
+		}
+	}
+	if c.DiscordPublicKey != "" && !isHexKey(c.DiscordPublicKey) {
+		bad("ASK_DISCORD_PUBLIC_KEY must be the application's public key: 64 hexadecimal characters")
+	}
+	if c.ConsoleSecret != "" && len(c.ConsoleSecret) < 16 {
+		bad("ASK_CONSOLE_SECRET must be at least 16 characters")
+	}
+	for _, l := range []struct {
+		name string
+		ids  []string
+	}{{"ASK_OWNERS", c.Owners}, {"ASK_ADMINS", c.Admins}, {"ASK_OPERATORS", c.Operators}, {"ASK_READERS", c.Readers}} {
+		for _, id := range l.ids {
+			if err := bridge.CheckIdentity(id); err != nil {
+				bad("%s: %s", l.name, err)
+			}
+		}
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("ASK_LOG_LEVEL must be debug, info, warn or error")
+	}
+	if len(problems) > 0 {
+		return &Error{Problems: problems}
+	}
+	return nil
+}
+
+// Error lists configuration problems, one line each.
+type Error struct{ Problems []string }
+
+func (e *Error) Error() string { return strings.Join(e.Problems, "\n") }
+
+func isHexKey(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// SlackEnabled reports whether Slack credentials are set.
+func (c *Config) SlackEnabled() bool { return c.SlackBotToken != "" }
+
+// DiscordEnabled reports whether Discord credentials are set.
+func (c *Config) DiscordEnabled() bool { return c.DiscordBotToken != "" }
+
+// BaseURL is PublicURL, or a loopback URL derived from HTTPAddr.
+func (c *Config) BaseURL() string {
+	if c.PublicURL != "" {
+		return c.PublicURL
+	}
+	host, port, err := net.SplitHostPort(c.HTTPAddr)
+	if err != nil {
+		return "http://127.0.0.1:8080"
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
