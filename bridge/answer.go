@@ -50,7 +50,7 @@ func CheckAnswer(q *Question, action string, answer json.RawMessage, comment str
 	if len(answer) > MaxAnswerBytes {
 		return nil, &AnswerError{Reason: RefusedInvalid, Text: fmt.Sprintf("answer: must be at most %d bytes", MaxAnswerBytes)}
 	}
-	present := hasValue(answer)
+	present := hasValue(answer) && !isEmptyString(answer)
 	if action == "" {
 		action = ActionAnswer
 	}
@@ -81,7 +81,7 @@ func CheckAnswer(q *Question, action string, answer json.RawMessage, comment str
 		}
 		return nil, wrongKind("This is an approval: approve or deny it, or decline to answer.")
 	}
-	if !present {
+	if !hasValue(answer) {
 		return nil, &AnswerError{Reason: RefusedInvalid, Text: "answer: is required"}
 	}
 	switch {
@@ -175,7 +175,7 @@ func checkFields(fields []Field, answer json.RawMessage) (*CheckedAnswer, *Answe
 	for _, f := range fields {
 		known[f.Name] = true
 		raw, ok := obj[f.Name]
-		if !ok || !hasValue(raw) || isEmptyString(raw) {
+		if !ok || !hasValue(raw) || isEmptyString(raw) || isEmptyList(raw) {
 			if f.Required {
 				ve.addField(f.Name, "is required")
 			}
@@ -217,6 +217,13 @@ func isEmptyString(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &s) == nil && strings.TrimSpace(s) == ""
 }
 
+// isEmptyList reports an empty JSON list: a multi-select with nothing picked
+// is no answer for that field, like an empty text box.
+func isEmptyList(raw json.RawMessage) bool {
+	var l []json.RawMessage
+	return json.Unmarshal(raw, &l) == nil && len(l) == 0
+}
+
 // checkField returns the canonical JSON of one field's value and its text,
 // or a problem in words.
 func checkField(f *Field, raw json.RawMessage) (json.RawMessage, string, string) {
@@ -248,6 +255,9 @@ func checkField(f *Field, raw json.RawMessage) (json.RawMessage, string, string)
 		if f.Max != nil && n > *f.Max {
 			return nil, "", "must be at most " + formatNumber(*f.Max)
 		}
+		if n == 0 {
+			n = 0 // not -0
+		}
 		s := formatNumber(n)
 		return json.RawMessage(s), s, ""
 	case FieldChoice:
@@ -267,6 +277,10 @@ func checkField(f *Field, raw json.RawMessage) (json.RawMessage, string, string)
 				return nil, "", "must be a list of: " + strings.Join(f.Options, ", ")
 			}
 			list = []string{s}
+			if _, found := matchOption(f.Options, s); !found && strings.Contains(s, ",") {
+				// Typed as "red, green" in a CLI or slash command.
+				list = strings.Split(s, ",")
+			}
 		}
 		var picked []string
 		for _, s := range list {
@@ -325,24 +339,28 @@ func numberValue(raw json.RawMessage) (float64, bool) {
 	return n, true
 }
 
+// maxUnixSeconds is 9999-12-31T23:59:59Z: RFC 3339 has four-digit years.
+const maxUnixSeconds = 253402300799
+
 // Date and date-time layouts accepted from forms and people.
 var dateTimeLayouts = []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04"}
 
 func checkDate(f *Field, raw json.RawMessage) (json.RawMessage, string, string) {
-	if f.DateTime {
-		// Slack's datetimepicker sends Unix seconds.
-		var secs int64
-		if json.Unmarshal(raw, &secs) == nil {
-			t := time.Unix(secs, 0).UTC().Format(time.RFC3339)
-			v, _ := json.Marshal(t)
-			return v, t, ""
-		}
-	}
 	s, ok := stringValue(raw)
 	if !ok {
 		return nil, "", "must be a date"
 	}
 	s = strings.TrimSpace(s)
+	if f.DateTime && s != "" && strings.Trim(s, "0123456789") == "" {
+		// Unix seconds: Slack's datetimepicker sends them.
+		secs, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || secs > maxUnixSeconds {
+			return nil, "", "must be a date and time before the year 10000"
+		}
+		t := time.Unix(secs, 0).UTC().Format(time.RFC3339)
+		v, _ := json.Marshal(t)
+		return v, t, ""
+	}
 	if !f.DateTime {
 		d, err := time.Parse(time.DateOnly, s)
 		if err != nil {

@@ -70,7 +70,11 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 		return nil, fmt.Errorf("nats: jetstream: %w", err)
 	}
 	n.JS = js
-	if err := EnsureStreams(ctx, js, o.Replicas); err != nil {
+	replicas := o.Replicas
+	if n.Server != nil {
+		replicas = 1 // one embedded server holds one copy
+	}
+	if err := EnsureStreams(ctx, js, replicas); err != nil {
 		n.Close()
 		return nil, err
 	}

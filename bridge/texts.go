@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -16,7 +17,11 @@ func AnsweredText(value []byte) string {
 	if err := jsonUnmarshalString(value, &s); err == nil {
 		return "The answer: " + s
 	}
-	return "The answer: " + string(value)
+	var compact bytes.Buffer
+	if json.Compact(&compact, value) == nil {
+		return "The answer: " + compact.String()
+	}
+	return "The answer: " + string(bytes.TrimSpace(value))
 }
 
 // DeniedText is what the agent reads when an approval is denied.

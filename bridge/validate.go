@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -62,37 +64,110 @@ func (e *ValidationError) orNil() error {
 }
 
 // DecodeQuestion parses and validates a question as published by an agent.
-// On a validation error it still returns what it could decode, so the
-// refusal can be sent to the agent's resume subject.
+// Every error it returns is a *ValidationError whose problems are in the
+// asker's words ("timeout: \"banana\" is not a duration such as 30m, 4h or 2d",
+// "fields.min: must be a number, not text").
+//
+// The returned question is nil only when nothing could be decoded (the body
+// is empty, too large or not JSON). When a value had the wrong JSON type, or
+// the question failed validation, it returns what it could decode, so the
+// refusal can be addressed to the agent's resume subject.
 func DecodeQuestion(data []byte) (*Question, error) {
 	if len(data) > MaxQuestionBytes {
-		return nil, fmt.Errorf("question: is %d bytes; at most %d are accepted", len(data), MaxQuestionBytes)
+		return nil, problem("question: is %d bytes; at most %d are accepted", len(data), MaxQuestionBytes)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, problem("question: is empty: send a JSON object")
 	}
 	var q Question
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&q); err != nil {
-		return nil, fmt.Errorf("question: is not valid JSON for a question: %s", jsonProblem(err))
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			// The rest of the object was decoded; only this value was skipped.
+			return &q, problem("%s", jsonProblem(err))
+		}
+		return nil, problem("question: is not a JSON object: %s", jsonProblem(err))
 	}
-	if dec.More() {
-		return &q, errors.New("question: has trailing data after the JSON object")
+	if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
+		return &q, problem("question: has trailing data after the JSON object")
 	}
 	return &q, ValidateQuestion(&q)
 }
 
-// jsonProblem turns a decoding error into words without Go type names.
+func problem(format string, args ...any) *ValidationError {
+	ve := &ValidationError{}
+	ve.add(format, args...)
+	return ve
+}
+
+// jsonProblem turns a decoding error into words a person can read: the
+// field's JSON path and the kind of value expected, never Go type names.
 func jsonProblem(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		if te.Field != "" {
-			return fmt.Sprintf("%s must not be a JSON %s", te.Field, te.Value)
+		got := te.Value
+		switch {
+		case got == "string":
+			got = "text"
+		case strings.HasPrefix(got, "number "):
+			got = strings.TrimPrefix(got, "number ")
+		case got == "bool":
+			got = "true or false"
+		case got == "array":
+			got = "a list"
+		case got == "object":
+			got = "an object"
+		case got == "number":
+			got = "a number"
 		}
-		return fmt.Sprintf("expected an object, got a JSON %s", te.Value)
+		if te.Field == "" {
+			return "expected an object, not " + got
+		}
+		if n, ok := strings.CutPrefix(te.Value, "number "); ok && jsonKindWord(te.Type) == "a whole number" {
+			if f, err := strconv.ParseFloat(n, 64); err == nil && f == math.Trunc(f) {
+				return fmt.Sprintf("%s: %s is too large", te.Field, n)
+			}
+		}
+		return fmt.Sprintf("%s: must be %s, not %s", te.Field, jsonKindWord(te.Type), got)
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
 	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "it ends before the JSON is complete"
+	}
 	return err.Error()
+}
+
+// jsonKindWord names what a Go type expects, in JSON words.
+func jsonKindWord(t reflect.Type) string {
+	if t == nil {
+		return "another kind of value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "text"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.String {
+			return "a list of text"
+		}
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another kind of value"
 }
 
 // ValidateQuestion checks a question against DESIGN.md's limits. It fills
@@ -174,18 +249,29 @@ func validateChoices(ve *ValidationError, choices []string) {
 	if len(choices) > MaxChoices {
 		ve.add("choices: at most %d, got %d", MaxChoices, len(choices))
 	}
-	seen := map[string]bool{}
 	for i, c := range choices {
 		switch {
 		case strings.TrimSpace(c) == "":
 			ve.add("choices[%d]: must not be empty", i)
 		case utf8.RuneCountInString(c) > MaxChoiceText:
 			ve.add("choices[%d]: must be at most %d characters", i, MaxChoiceText)
-		case seen[c]:
+		case sameOptionBefore(choices, i):
 			ve.add("choices[%d]: %q is listed twice", i, c)
 		}
-		seen[c] = true
 	}
+}
+
+// sameOptionBefore reports whether options[i] is listed earlier, compared
+// as answers are matched (ignoring case and surrounding space): a person
+// typing it could not pick one of the two.
+func sameOptionBefore(options []string, i int) bool {
+	t := strings.TrimSpace(options[i])
+	for _, o := range options[:i] {
+		if strings.EqualFold(strings.TrimSpace(o), t) {
+			return true
+		}
+	}
+	return false
 }
 
 func validateFields(ve *ValidationError, fields []Field) {
@@ -202,7 +288,7 @@ func validateFields(ve *ValidationError, fields []Field) {
 	for i, f := range fields {
 		name := f.Name
 		if !fieldNamePattern.MatchString(name) {
-			ve.add("fields[%d].name: %q must be lower-case letters, digits and _", i, name)
+			ve.add("fields[%d].name: %q must be 1 to 64 lower-case letters, digits and _", i, name)
 			name = fmt.Sprintf("fields[%d]", i)
 		} else if seen[name] {
 			ve.add("%s: the name is used by two fields", name)
@@ -223,17 +309,15 @@ func validateFields(ve *ValidationError, fields []Field) {
 			if len(f.Options) > MaxOptions {
 				ve.add("%s: at most %d options, got %d", name, MaxOptions, len(f.Options))
 			}
-			opts := map[string]bool{}
 			for j, o := range f.Options {
 				switch {
 				case strings.TrimSpace(o) == "":
 					ve.add("%s: options[%d] must not be empty", name, j)
 				case utf8.RuneCountInString(o) > MaxChoiceText:
 					ve.add("%s: options[%d] must be at most %d characters", name, j, MaxChoiceText)
-				case opts[o]:
+				case sameOptionBefore(f.Options, j):
 					ve.add("%s: option %q is listed twice", name, o)
 				}
-				opts[o] = true
 			}
 		} else if len(f.Options) > 0 {
 			ve.add("%s: only choice and multi-choice fields take options", name)
@@ -320,6 +404,10 @@ func ParseTimeout(s string) (time.Duration, error) {
 		n, err := strconv.Atoi(days)
 		if err != nil {
 			return 0, fmt.Errorf("%q is not a duration such as 30m, 4h or 2d", s)
+		}
+		if n > int(MaxTimeout/(24*time.Hour)) {
+			// Checked before multiplying, which could overflow.
+			return 0, fmt.Errorf("%q must be at most 90 days", s)
 		}
 		d = time.Duration(n) * 24 * time.Hour
 	} else {
