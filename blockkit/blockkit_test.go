@@ -1,0 +1,366 @@
+package blockkit
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+func ptr(f float64) *float64 { return &f }
+
+var (
+	asked    = time.Date(2026, 10, 20, 10, 0, 0, 0, time.UTC)
+	deadline = asked.Add(4 * time.Hour)
+	console  = "https://ask.example.com/console/q/acme/job-1/q-1?as=slack%3AU0ANA&exp=1&sig=abc"
+)
+
+func baseQ() *bridge.Question {
+	return &bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
+		Question: "Which colour should the report use?", WhyItMatters: "The board prints it.",
+		Answerers: []string{"slack:U0ANA"}, Owner: "slack:U0OWNER", Agent: "acme-support", Timeout: "4h"}
+}
+
+func allFields() []bridge.Field {
+	many := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"}
+	return []bridge.Field{
+		{Name: "title", Kind: bridge.FieldText, Label: "Title", Description: "Shown on the cover", Required: true, MaxLength: 80},
+		{Name: "notes", Kind: bridge.FieldText, Multiline: true},
+		{Name: "copies", Kind: bridge.FieldNumber, Integer: true, Min: ptr(1), Max: ptr(9), Required: true},
+		{Name: "budget", Kind: bridge.FieldNumber, Min: ptr(0.5)},
+		{Name: "colour", Kind: bridge.FieldChoice, Options: []string{"red", "blue"}, Required: true},
+		{Name: "font", Kind: bridge.FieldChoice, Options: many},
+		{Name: "parts", Kind: bridge.FieldMultiChoice, Options: []string{"summary", "tables", "appendix"}},
+		{Name: "tags", Kind: bridge.FieldMultiChoice, Options: many},
+		{Name: "on", Kind: bridge.FieldDate, Label: "Send on", Required: true},
+		{Name: "at", Kind: bridge.FieldDate, DateTime: true},
+		{Name: "urgent", Kind: bridge.FieldToggle, Label: "Urgent?"},
+	}
+}
+
+func golden(t *testing.T, name string, v any) {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	got := buf.Bytes()
+	checkLimits(t, name, got)
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./blockkit -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from %s:\n%s", name, path, got)
+	}
+}
+
+// checkLimits walks rendered JSON and enforces Block Kit's limits, so a
+// golden file can never bless a payload Slack would refuse.
+func checkLimits(t *testing.T, name string, raw []byte) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(any, string)
+	walk = func(x any, parent string) {
+		switch x := x.(type) {
+		case map[string]any:
+			typ, _ := x["type"].(string)
+			if typ == "section" {
+				if txt, ok := x["text"].(map[string]any); ok {
+					if n := utf8.RuneCountInString(txt["text"].(string)); n > MaxSectionText {
+						t.Errorf("%s: section text of %d characters", name, n)
+					}
+				}
+			}
+			if typ == "button" {
+				if n := utf8.RuneCountInString(x["text"].(map[string]any)["text"].(string)); n > MaxButtonText {
+					t.Errorf("%s: button text of %d characters", name, n)
+				}
+			}
+			if id, ok := x["action_id"].(string); ok && len(id) > 255 {
+				t.Errorf("%s: action_id of %d", name, len(id))
+			}
+			if id, ok := x["block_id"].(string); ok && len(id) > 255 {
+				t.Errorf("%s: block_id of %d", name, len(id))
+			}
+			if opts, ok := x["options"].([]any); ok && len(opts) > MaxSelectOpts {
+				t.Errorf("%s: %d options", name, len(opts))
+			}
+			if parent == "options" {
+				if n := utf8.RuneCountInString(x["text"].(map[string]any)["text"].(string)); n > MaxOptionText {
+					t.Errorf("%s: option text of %d", name, n)
+				}
+				if n := len(x["value"].(string)); n > MaxOptionValue {
+					t.Errorf("%s: option value of %d", name, n)
+				}
+			}
+			if blocks, ok := x["blocks"].([]any); ok && len(blocks) > MaxMessageBlks {
+				t.Errorf("%s: %d blocks", name, len(blocks))
+			}
+			for k, c := range x {
+				walk(c, k)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c, parent)
+			}
+		}
+	}
+	walk(v, "")
+}
+
+type message struct {
+	Text   string        `json:"text"`
+	Blocks []slack.Block `json:"blocks"`
+}
+
+func card(q *bridge.Question) Card {
+	return Card{Question: q, AskedAt: asked, Deadline: deadline, ConsoleURL: console}
+}
+
+func TestCardsGolden(t *testing.T) {
+	choices := baseQ()
+	choices.Choices = []string{"red", "blue", "green"}
+	many := baseQ()
+	many.Choices = nil
+	for i := range 120 {
+		many.Choices = append(many.Choices, fmt.Sprintf("option %d with a rather long description that goes on and on beyond seventy-five characters", i))
+	}
+	free := baseQ()
+	free.Answerers, free.Owner = nil, ""
+	fields := baseQ()
+	fields.Fields = allFields()
+	approval := baseQ()
+	approval.Kind = bridge.KindApproval
+	approval.Question = "May I send the refund?"
+	approval.Proposal = &bridge.Proposal{ID: "refund-42", Summary: []string{"Refund 120 EUR to <customer> & co", "Close the ticket"}}
+	long := baseQ()
+	long.Question = strings.Repeat("This question is long & <detailed>. ", 300)
+	long.WhyItMatters = strings.Repeat("why ", 900)
+
+	for name, q := range map[string]*bridge.Question{
+		"card_choices_buttons": choices, "card_choices_select": many, "card_free_text": free,
+		"card_fields": fields, "card_approval": approval, "card_long": long,
+	} {
+		t.Run(name, func(t *testing.T) {
+			blocks, text := QuestionMessage(card(q))
+			golden(t, name, message{Text: text, Blocks: blocks})
+		})
+	}
+	t.Run("card_settled", func(t *testing.T) {
+		ev := &bridge.Event{Type: bridge.EventAnswered, By: "slack:U0KEV", ByName: "kevin", AnswerText: "blue"}
+		blocks, text := SettledMessage(card(choices), OutcomeLine(ev, choices))
+		golden(t, "card_settled", message{Text: text, Blocks: blocks})
+	})
+	t.Run("thread_parent", func(t *testing.T) {
+		blocks, text := ThreadParent(choices, "https://ask.example.com/console/job/acme/job-1?sig=x")
+		golden(t, "thread_parent", message{Text: text, Blocks: blocks})
+	})
+	meta := ModalMeta{Ref: RefOf(fields), Channel: "C0123", MessageTS: "1700000000.000100"}
+	t.Run("modal_fields", func(t *testing.T) { golden(t, "modal_fields", AnswerModal(card(fields), meta)) })
+	t.Run("modal_free_text", func(t *testing.T) { golden(t, "modal_free_text", AnswerModal(card(free), meta)) })
+	t.Run("modal_long", func(t *testing.T) { golden(t, "modal_long", AnswerModal(card(long), meta)) })
+	t.Run("modal_decline", func(t *testing.T) { golden(t, "modal_decline", DeclineModal(card(choices), meta)) })
+	t.Run("modal_deny", func(t *testing.T) { golden(t, "modal_deny", DenyModal(card(approval), meta)) })
+}
+
+func TestLongTextKeepsConsoleLink(t *testing.T) {
+	q := baseQ()
+	q.Question = strings.Repeat("x", bridge.MaxQuestionText)
+	blocks, _ := QuestionMessage(card(q))
+	sec := blocks[0].(*slack.SectionBlock)
+	if !strings.Contains(sec.Text.Text, "<"+console+"|Read the whole text in the console>") {
+		t.Fatalf("long question lost its console link: ...%s", sec.Text.Text[len(sec.Text.Text)-200:])
+	}
+	if n := utf8.RuneCountInString(sec.Text.Text); n > MaxSectionText {
+		t.Fatalf("section of %d characters", n)
+	}
+	// Short text: no link, not cut.
+	blocks, _ = QuestionMessage(card(baseQ()))
+	if s := blocks[0].(*slack.SectionBlock).Text.Text; s != "Which colour should the report use?" {
+		t.Fatalf("short question rendered as %q", s)
+	}
+}
+
+func TestEscapesUserText(t *testing.T) {
+	q := baseQ()
+	q.Question = "Ping <!channel> & <@U999>?"
+	blocks, _ := QuestionMessage(card(q))
+	if s := blocks[0].(*slack.SectionBlock).Text.Text; s != "Ping &lt;!channel&gt; &amp; &lt;@U999&gt;?" {
+		t.Fatalf("user text not escaped: %q", s)
+	}
+}
+
+func TestRefRoundTripAndStrictness(t *testing.T) {
+	r := Ref{Tenant: "acme", JobID: "job-1", QuestionID: "q_1", Version: 42}
+	got, err := ParseRef(r.String())
+	if err != nil || got != r {
+		t.Fatalf("round trip: %v %v", got, err)
+	}
+	for _, bad := range []string{"", "acme.job.q", "acme.job.q.3.4", "acme.job.q.-1", "acme.job.q.03", "acme.jo b.q.3",
+		"acme..q.3", "acme.job.q.x", "acme.job.q.+3", strings.Repeat("a", 65) + ".j.q.1"} {
+		if _, err := ParseRef(bad); err == nil {
+			t.Errorf("ParseRef(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseClick(t *testing.T) {
+	r := Ref{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", Version: 3}
+	bid := ActionsBlockID(r)
+	cases := []struct {
+		block, action, value, selected string
+		want                           Click
+		ok                             bool
+	}{
+		{bid, "choice.1", "blue", "", Click{Ref: r, Action: Choose, Index: 1, Choice: "blue"}, true},
+		{bid, "select", "", "7", Click{Ref: r, Action: Choose, Index: 7}, true},
+		{bid, "answer", "answer", "", Click{Ref: r, Action: ActionAnswer}, true},
+		{bid, "decline", "", "", Click{Ref: r, Action: ActionDecline}, true},
+		{bid, "approve", "", "", Click{Ref: r, Action: ActionApprove}, true},
+		{bid, "deny", "", "", Click{Ref: r, Action: ActionDeny}, true},
+		{bid, "choice.01", "blue", "", Click{}, false},
+		{bid, "choice.1", "", "", Click{}, false},
+		{bid, "choice.-1", "x", "", Click{}, false},
+		{bid, "select", "", "abc", Click{}, false},
+		{bid, "delete", "", "", Click{}, false},
+		{"other.acme.job-1.q-1.3", "answer", "", "", Click{}, false},
+		{"ask.acme.job-1.q-1", "answer", "", "", Click{}, false},
+	}
+	for _, c := range cases {
+		got, err := ParseClick(c.block, c.action, c.value, c.selected)
+		if (err == nil) != c.ok || (c.ok && got != c.want) {
+			t.Errorf("ParseClick(%q,%q,%q,%q) = %+v, %v", c.block, c.action, c.value, c.selected, got, err)
+		}
+	}
+}
+
+func TestModalMeta(t *testing.T) {
+	m := ModalMeta{Ref: Ref{"acme", "job-1", "q-1", 3}, Channel: "C0123", MessageTS: "1700000000.000100"}
+	got, err := ParseModalMeta(m.String())
+	if err != nil || got != m {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	for _, bad := range []string{"", "acme.job-1.q-1.3", "acme.job-1.q-1.3|c0123|1.2", "acme.job-1.q-1.3|C1|1.2|x", "acme.job-1.q-1.3|C1|abc", "x|C1|1.2"} {
+		if _, err := ParseModalMeta(bad); err == nil {
+			t.Errorf("ParseModalMeta(%q) accepted", bad)
+		}
+	}
+}
+
+func state(values map[string]slack.BlockAction) *slack.ViewState {
+	s := &slack.ViewState{Values: map[string]map[string]slack.BlockAction{}}
+	for block, a := range values {
+		s.Values[block] = map[string]slack.BlockAction{InputAction: a}
+	}
+	return s
+}
+
+func TestAnswerFromStateAllKinds(t *testing.T) {
+	q := baseQ()
+	q.Fields = allFields()
+	st := state(map[string]slack.BlockAction{
+		"f.title":  {Value: "Q3"},
+		"f.notes":  {Value: "line 1\nline 2"},
+		"f.copies": {Value: "2"},
+		"f.budget": {Value: "10.5"},
+		"f.colour": {SelectedOption: slack.OptionBlockObject{Value: "1"}},
+		"f.font":   {SelectedOption: slack.OptionBlockObject{Value: "11"}},
+		"f.parts":  {SelectedOptions: []slack.OptionBlockObject{{Value: "0"}, {Value: "2"}}},
+		"f.tags":   {SelectedOptions: []slack.OptionBlockObject{}},
+		"f.on":     {SelectedDate: "2026-10-20"},
+		"f.at":     {SelectedDateTime: 1792490400},
+		"f.urgent": {SelectedOptions: []slack.OptionBlockObject{{Value: "true"}}},
+	})
+	raw := AnswerFromState(q, st)
+	checked, aerr := bridge.CheckAnswer(q, bridge.ActionAnswer, raw, "")
+	if aerr != nil {
+		t.Fatalf("valid modal refused: %v (%s)", aerr, raw)
+	}
+	want := `{"title":"Q3","notes":"line 1\nline 2","copies":2,"budget":10.5,"colour":"blue","font":"l","parts":["summary","appendix"],"on":"2026-10-20","at":"2026-10-20T10:00:00Z","urgent":true}`
+	if string(checked.Value) != want {
+		t.Fatalf("answer\n got %s\nwant %s", checked.Value, want)
+	}
+}
+
+func TestModalErrorsLandOnTheFieldBlock(t *testing.T) {
+	q := baseQ()
+	q.Fields = allFields()
+	st := state(map[string]slack.BlockAction{
+		"f.title":  {Value: "Q3"},
+		"f.copies": {Value: "12"},
+		"f.colour": {SelectedOption: slack.OptionBlockObject{Value: "9"}},
+		"f.on":     {SelectedDate: "2026-10-20"},
+	})
+	_, aerr := bridge.CheckAnswer(q, bridge.ActionAnswer, AnswerFromState(q, st), "")
+	if aerr == nil {
+		t.Fatal("invalid answer accepted")
+	}
+	got := ModalErrors(q, CallbackAnswer, aerr)
+	want := map[string]string{"f.copies": "must be at most 9", "f.colour": "must be one of: red, blue"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("errors = %v, want %v", got, want)
+	}
+	free := baseQ()
+	_, aerr = bridge.CheckAnswer(free, bridge.ActionAnswer, AnswerFromState(free, state(map[string]slack.BlockAction{"answer": {Value: "  "}})), "")
+	if aerr == nil {
+		t.Fatal("blank free text accepted")
+	}
+	if got := ModalErrors(free, CallbackAnswer, aerr); got[BlockFreeText] != "is required" || len(got) != 1 {
+		t.Fatalf("free-text errors = %v", got)
+	}
+}
+
+func TestOutcomeLines(t *testing.T) {
+	q := baseQ()
+	ap := baseQ()
+	ap.Kind = bridge.KindApproval
+	cases := []struct {
+		ev   bridge.Event
+		q    *bridge.Question
+		want string
+	}{
+		{bridge.Event{Type: bridge.EventAnswered, By: "slack:U0KEV", ByName: "kevin", AnswerText: "blue"}, q, "Answered by @kevin: blue"},
+		{bridge.Event{Type: bridge.EventDeclined, By: "slack:U0KEV", ByName: "kevin", Comment: "ask Ana"}, q, "Declined by @kevin: ask Ana"},
+		{bridge.Event{Type: bridge.EventDeclined, By: "cli:bob"}, q, "Declined by `cli:bob`"},
+		{bridge.Event{Type: bridge.EventTimedOut, Text: "Nobody answered within 4:00:00."}, q, "Nobody answered within 4:00:00"},
+		{bridge.Event{Type: bridge.EventTimedOut, Text: "Nobody answered within 4:00:00."}, nil, "Nobody answered within 4:00:00"},
+		{bridge.Event{Type: bridge.EventSuperseded}, q, "Superseded by a newer version of this task"},
+		{bridge.Event{Type: bridge.EventCancelled}, q, "Cancelled"},
+		{bridge.Event{Type: bridge.EventAnswered, ByName: "kevin", Answer: json.RawMessage(`"approved"`)}, ap, "Approved by @kevin"},
+		{bridge.Event{Type: bridge.EventAnswered, ByName: "kevin", Answer: json.RawMessage(`"denied"`), Comment: "too much"}, ap, "Denied by @kevin: too much"},
+	}
+	for _, c := range cases {
+		if got := OutcomeLine(&c.ev, c.q); got != c.want {
+			t.Errorf("%s: %q, want %q", c.ev.Type, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package blockkit
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Block Kit limits (see FIELD-NOTES.md). Exceeding one makes Slack refuse
+// the whole message with invalid_blocks, so every text is fitted.
+const (
+	MaxSectionText = 3000
+	MaxButtonText  = 75
+	MaxOptionText  = 75
+	MaxOptionValue = 150
+	MaxLabelText   = 2000
+	MaxHintText    = 2000
+	MaxModalTitle  = 24
+	MaxContextText = 3000
+	MaxMessageBlks = 50
+	MaxModalBlocks = 100
+	MaxSelectOpts  = 100
+	MaxCheckboxes  = 10
+	MaxRadios      = 5 // we use radios only up to 5; Slack allows 10
+	MaxTextInput   = 3000
+	// maxButtonChoices and maxShortChoice decide buttons versus a select.
+	maxButtonChoices = 5
+	maxShortChoice   = 30
+)
+
+// escape makes user text safe in mrkdwn: Slack reads &, < and > as markup.
+func escape(s string) string {
+	return mrkdwnEscaper.Replace(s)
+}
+
+var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// fitEscaped escapes s and cuts it so that the result, plus room bytes,
+// stays within limit characters. It never cuts inside an entity. The bool
+// says whether anything was cut.
+func fitEscaped(s string, limit, room int) (string, bool) {
+	var b strings.Builder
+	n := 0
+	budget := limit - room - 1 // the ellipsis
+	for _, r := range s {
+		e := string(r)
+		switch r {
+		case '&':
+			e = "&amp;"
+		case '<':
+			e = "&lt;"
+		case '>':
+			e = "&gt;"
+		}
+		w := utf8.RuneCountInString(e)
+		if n+w > budget {
+			return strings.TrimRight(b.String(), " \n") + "…", true
+		}
+		b.WriteString(e)
+		n += w
+	}
+	return b.String(), false
+}
+
+// plain cuts plain text (button labels, option texts, titles) to limit
+// characters, marking the cut with an ellipsis.
+func plain(s string, limit int) string {
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:limit-1])) + "…"
+}
+
+// SlackDate renders t with Slack's date formatting, which shows it in the
+// reader's own time zone; the fallback is UTC for clients that cannot.
+func SlackDate(t time.Time) string {
+	return "<!date^" + strconv.FormatInt(t.Unix(), 10) + "^{date_short_pretty} at {time}|" +
+		t.UTC().Format("2006-01-02 15:04 UTC") + ">"
+}
+
+// Mention renders an identity for a person: a Slack mention for slack:
+// identities, the identity in code otherwise.
+func Mention(identity string) string {
+	if user, ok := strings.CutPrefix(identity, "slack:"); ok && slackID(user) && user != "" {
+		return "<@" + user + ">"
+	}
+	return "`" + escape(identity) + "`"
+}
+
+// Who is "@kevin" when the name is known, else the identity's mention.
+func Who(identity, name string) string {
+	if name != "" {
+		return "@" + escape(name)
+	}
+	if identity == "" {
+		return "someone"
+	}
+	return Mention(identity)
+}
