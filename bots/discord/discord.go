@@ -1,0 +1,270 @@
+// Package discord is askbridge's Discord front-end. It shows questions as
+// channel messages with components (one thread per job), takes clicks,
+// modal submits and the /ask command over HTTP interactions, and proposes
+// answers to the runtime. It decides nothing: the runtime validates every
+// attempt and tells the bot, through events, what to show.
+//
+// It meets the rest of askbridge only on NATS subjects and bridge types.
+package discord
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// Options configure the bot; the serve command fills them from config.
+type Options struct {
+	NATS           *bridge.NATS
+	BotToken       string   // ASK_DISCORD_BOT_TOKEN
+	PublicKey      string   // ASK_DISCORD_PUBLIC_KEY (hex ed25519)
+	AppID          string   // ASK_DISCORD_APP_ID
+	APIURL         string   // ASK_DISCORD_API_URL, ends with "/", e.g. https://discord.com/api/v10/
+	DefaultChannel string   // ASK_DISCORD_CHANNEL
+	Guild          string   // ASK_DISCORD_GUILD (guild-scoped command registration when set)
+	AdminRoles     []string // ASK_DISCORD_ADMIN_ROLES (Discord role ids → askbridge admin)
+	OperatorRoles  []string // ASK_DISCORD_OPERATOR_ROLES
+	Console        console.Signer
+	Logger         *slog.Logger
+}
+
+// Names of the JetStream objects the bot owns.
+const (
+	// ConsumerName is the durable pull consumer on bridge.StreamEvents.
+	ConsumerName = "discord"
+	// RefsBucket records what the bot posted: cards (per question and
+	// task version) and threads (per job), so nothing is posted twice and
+	// outcomes edit the right message after any restart.
+	RefsBucket = "ASK_DISCORD_REFS"
+	// SeenBucket remembers interaction ids, sent refusals and sent
+	// reminders for a day, so replays and redeliveries do nothing twice.
+	SeenBucket = "ASK_DISCORD_SEEN"
+	seenTTL    = 24 * time.Hour
+)
+
+// Timing limits.
+const (
+	// maxClockSkew is how far an interaction's signed timestamp may be
+	// from our clock.
+	maxClockSkew = 5 * time.Minute
+	// interactionBudget bounds the work done before answering Discord,
+	// which wants the initial response within 3 seconds.
+	interactionBudget = 2 * time.Second
+	maxBodyBytes      = 1 << 20
+	httpTimeout       = 15 * time.Second
+	// A 429 is retried at most rateLimitRetries times, and only when
+	// Discord asks to wait no longer than maxRateLimitWait.
+	rateLimitRetries = 3
+	maxRateLimitWait = 10 * time.Second
+	// maxEventAttempts bounds how often a transient failure of one event
+	// is retried before it is reported and dropped.
+	maxEventAttempts = 6
+)
+
+// Bot is the Discord front-end.
+type Bot struct {
+	o       Options
+	log     *slog.Logger
+	s       *discordgo.Session
+	pub     ed25519.PublicKey
+	refs    jetstream.KeyValue
+	seen    jetstream.KeyValue
+	admin   map[string]bool
+	oper    map[string]bool
+	now     func() time.Time
+	backoff func(attempt uint64) time.Duration
+}
+
+// endpointsMu serializes re-pointing discordgo's package-level endpoints.
+var endpointsMu sync.Mutex
+
+// New checks the options, points discordgo at APIURL and creates the
+// bot's JetStream key-value buckets. Errors never carry the token.
+func New(ctx context.Context, o Options) (*Bot, error) {
+	if o.NATS == nil || o.NATS.Conn == nil || o.NATS.JS == nil {
+		return nil, errors.New("discord: a NATS connection with JetStream is required")
+	}
+	var problems []string
+	if strings.TrimSpace(o.BotToken) == "" {
+		problems = append(problems, "the bot token (ASK_DISCORD_BOT_TOKEN) is required")
+	}
+	if strings.TrimSpace(o.AppID) == "" {
+		problems = append(problems, "the application id (ASK_DISCORD_APP_ID) is required")
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(o.PublicKey))
+	if err != nil || len(key) != ed25519.PublicKeySize {
+		problems = append(problems, "the public key (ASK_DISCORD_PUBLIC_KEY) must be 64 hexadecimal characters")
+	}
+	if o.APIURL == "" {
+		o.APIURL = "https://discord.com/api/v10/"
+	}
+	if u, err := url.Parse(o.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.HasSuffix(o.APIURL, "/") {
+		problems = append(problems, "the API URL (ASK_DISCORD_API_URL) must be an http(s) URL ending with /, such as https://discord.com/api/v10/")
+	}
+	if len(problems) > 0 {
+		return nil, errors.New("discord: " + strings.Join(problems, "; "))
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	pointEndpoints(o.APIURL)
+
+	s, err := discordgo.New("Bot " + o.BotToken)
+	if err != nil {
+		return nil, errors.New("discord: cannot create the REST client")
+	}
+	s.ShouldRetryOnRateLimit = false
+	s.MaxRestRetries = 1
+	s.Client = &http.Client{Timeout: httpTimeout}
+	s.UserAgent = "DiscordBot (https://github.com/askbridge/askbridge, 1) askbridge"
+
+	refs, err := o.NATS.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      RefsBucket,
+		Description: "askbridge Discord cards and job threads",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("discord: key-value bucket %s: %w", RefsBucket, err)
+	}
+	seen, err := o.NATS.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      SeenBucket,
+		Description: "askbridge Discord interactions, refusals and reminders already handled",
+		History:     1,
+		TTL:         seenTTL,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("discord: key-value bucket %s: %w", SeenBucket, err)
+	}
+	b := &Bot{
+		o:     o,
+		log:   o.Logger.With("component", "discord"),
+		s:     s,
+		pub:   ed25519.PublicKey(key),
+		refs:  refs,
+		seen:  seen,
+		admin: set(o.AdminRoles),
+		oper:  set(o.OperatorRoles),
+		now:   time.Now,
+		backoff: func(attempt uint64) time.Duration {
+			d := time.Duration(attempt*attempt) * 2 * time.Second
+			return min(d, 2*time.Minute)
+		},
+	}
+	return b, nil
+}
+
+func set(l []string) map[string]bool {
+	m := map[string]bool{}
+	for _, s := range l {
+		if s = strings.TrimSpace(s); s != "" {
+			m[s] = true
+		}
+	}
+	return m
+}
+
+// pointEndpoints re-points discordgo's endpoint variables, computed once at
+// its init from the default API base, at api (ending with "/"). The
+// variables are package globals: only assign when they change, so bots in
+// one process sharing a base never write them concurrently with readers.
+func pointEndpoints(api string) {
+	endpointsMu.Lock()
+	defer endpointsMu.Unlock()
+	if discordgo.EndpointAPI == api {
+		return
+	}
+	discordgo.EndpointAPI = api
+	discordgo.EndpointGuilds = api + "guilds/"
+	discordgo.EndpointChannels = api + "channels/"
+	discordgo.EndpointUsers = api + "users/"
+	discordgo.EndpointGateway = api + "gateway"
+	discordgo.EndpointGatewayBot = discordgo.EndpointGateway + "/bot"
+	discordgo.EndpointWebhooks = api + "webhooks/"
+	discordgo.EndpointStickers = api + "stickers/"
+	discordgo.EndpointStageInstances = api + "stage-instances"
+	discordgo.EndpointSKUs = api + "skus"
+	discordgo.EndpointVoice = api + "/voice/"
+	discordgo.EndpointVoiceRegions = discordgo.EndpointVoice + "regions"
+	discordgo.EndpointNitroStickersPacks = api + "/sticker-packs"
+	discordgo.EndpointGuildCreate = api + "guilds"
+	discordgo.EndpointApplications = api + "applications"
+	discordgo.EndpointOAuth2 = api + "oauth2/"
+	discordgo.EndpointOAuth2Applications = discordgo.EndpointOAuth2 + "applications"
+	discordgo.EndpointOauth2 = discordgo.EndpointOAuth2
+	discordgo.EndpointOauth2Applications = discordgo.EndpointOAuth2Applications
+}
+
+// Routes mounts the interactions endpoint.
+func (b *Bot) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /discord/interactions", b.handleInteraction)
+}
+
+// Run registers the /ask command and consumes the runtime's events until
+// ctx is done; then it returns nil.
+func (b *Bot) Run(ctx context.Context) error {
+	if err := b.registerCommands(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Posting questions works without the command: say so, go on.
+		b.log.Error("discord: could not register the /ask command", "err", err)
+	}
+	cons, err := b.o.NATS.JS.CreateOrUpdateConsumer(ctx, bridge.StreamEvents, jetstream.ConsumerConfig{
+		Durable:       ConsumerName,
+		Description:   "askbridge Discord front-end",
+		FilterSubject: bridge.PrefixEvent + ".>",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       2 * time.Minute,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		MaxAckPending: 256,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("discord: consumer %s on %s: %w", ConsumerName, bridge.StreamEvents, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(32))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("discord: consume %s: %w", bridge.StreamEvents, err)
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+		}
+		it.Stop()
+	}()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			b.log.Warn("discord: event consumer", "err", err)
+			continue
+		}
+		b.process(ctx, msg)
+	}
+}

@@ -1,0 +1,384 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// errPermanent marks an event that can never be handled; it is acked.
+var errPermanent = errors.New("discord: event cannot be handled")
+
+// process handles one event and acks it, or asks for a redelivery when the
+// failure may pass. Handlers are idempotent: a redelivered event, a restart
+// or a second replica changes nothing twice.
+func (b *Bot) process(ctx context.Context, msg jetstream.Msg) {
+	var ev bridge.Event
+	if err := json.Unmarshal(msg.Data(), &ev); err != nil {
+		b.log.Error("discord: undecodable event; dropped", "subject", msg.Subject(), "err", err)
+		_ = msg.Term()
+		return
+	}
+	attempt := uint64(1)
+	if md, err := msg.Metadata(); err == nil {
+		attempt = md.NumDelivered
+	}
+	last := attempt >= maxEventAttempts
+	err := b.handleEvent(ctx, &ev, last)
+	switch {
+	case err == nil:
+		_ = msg.Ack()
+	case ctx.Err() != nil:
+		// Shutting down: leave it for the next start.
+		_ = msg.Nak()
+	case errors.Is(err, errPermanent) || !isTransient(err) || last:
+		b.log.Error("discord: event not handled; dropped", "type", ev.Type, "tenant", ev.Tenant, "job", ev.JobID,
+			"question", ev.QuestionID, "attempt", attempt, "err", err)
+		_ = msg.Ack()
+	default:
+		b.log.Warn("discord: event failed; will retry", "type", ev.Type, "tenant", ev.Tenant, "job", ev.JobID,
+			"question", ev.QuestionID, "attempt", attempt, "err", err)
+		_ = msg.NakWithDelay(b.backoff(attempt))
+	}
+}
+
+func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, last bool) error {
+	if !bridge.ValidToken(ev.Tenant) || !bridge.ValidToken(ev.JobID) || !bridge.ValidToken(ev.QuestionID) {
+		return fmt.Errorf("%w: bad ids", errPermanent)
+	}
+	switch ev.Type {
+	case bridge.EventAsked:
+		return b.onAsked(ctx, ev, last)
+	case bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded:
+		return b.onOutcome(ctx, ev)
+	case bridge.EventRefused:
+		return b.onRefused(ctx, ev)
+	case bridge.EventReminded, bridge.EventEscalated:
+		return b.onReminder(ctx, ev)
+	}
+	return nil
+}
+
+// deliveryID is the Nats-Msg-Id of a delivery report.
+func deliveryID(tenant, job, question string, version int64) string {
+	return fmt.Sprintf("delivery-%s-%s-%s-%s-%d", bridge.PlatformDiscord, tenant, job, question, version)
+}
+
+func (b *Bot) report(ctx context.Context, c *card, ref *bridge.MessageRef, f *bridge.Failure) error {
+	d := bridge.Delivery{
+		Tenant: c.Tenant, JobID: c.JobID, QuestionID: c.QuestionID, TaskVersion: c.TaskVersion,
+		Platform: bridge.PlatformDiscord, OK: f == nil, Message: ref, Failure: f, At: b.now().UTC(),
+	}
+	return bridge.Publish(ctx, b.o.NATS.JS, bridge.DeliverySubject(c.Tenant, c.JobID),
+		deliveryID(c.Tenant, c.JobID, c.QuestionID, c.TaskVersion), d)
+}
+
+func (c *card) ref() *bridge.MessageRef {
+	return &bridge.MessageRef{Platform: bridge.PlatformDiscord, Channel: c.Channel, MessageID: c.MessageID, Thread: c.Thread}
+}
+
+// onAsked posts the question's card, once: in the job's thread when it has
+// one, else in the routed channel, starting the job's thread from it.
+func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
+	q := ev.Question
+	if q == nil {
+		return fmt.Errorf("%w: asked without a question", errPermanent)
+	}
+	channel := b.o.DefaultChannel
+	if q.Route != nil && q.Route.Discord != nil && strings.TrimSpace(q.Route.Discord.ChannelID) != "" {
+		channel = strings.TrimSpace(q.Route.Discord.ChannelID)
+	}
+	key := cardKey(ev.Tenant, ev.JobID, ev.QuestionID, ev.TaskVersion)
+	init := card{Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: ev.QuestionID, TaskVersion: ev.TaskVersion,
+		Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline}
+	c, err := b.updateCard(ctx, key, init, func(c *card) bool {
+		if c.Question == nil { // an outcome arrived first
+			c.Question, c.AskedAt, c.Deadline = q, ev.AskedAt, ev.Deadline
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.MessageID != "":
+		return b.report(ctx, c, c.ref(), nil) // posted before: report again (deduplicated)
+	case c.Outcome != nil:
+		return nil // settled before it could be shown
+	case c.Failed:
+		return nil
+	}
+	if channel == "" || !validSnowflake(channel) {
+		f := &bridge.Failure{Code: bridge.CodeInputMissing, Dependency: "discord", Operation: "post question",
+			RequiredCapability: "route.discord.channel_id or ASK_DISCORD_CHANNEL",
+			SafeFallback:       "answer in the askbridge console or with /ask",
+			OperatorMessage:    "No Discord channel to post in: the question has no route.discord.channel_id and ASK_DISCORD_CHANNEL is not set (or is not a channel id)."}
+		return b.fail(ctx, key, c, f)
+	}
+	if err := b.putIndex(ctx, c.Tenant, c.JobID, c.QuestionID); err != nil {
+		return err
+	}
+
+	var jt jobThread
+	_, haveThread, err := getJSON(ctx, b.refs, jobKey(c.Tenant, c.JobID), &jt)
+	if err != nil {
+		return err
+	}
+	target := channel
+	if haveThread {
+		target = jt.Thread
+	}
+	m := &messageCreate{
+		Embeds:          []*discordgo.MessageEmbed{cardEmbed(c)},
+		Components:      b.cardComponents(c),
+		AllowedMentions: noMentions,
+		Nonce:           nonceFor("card", c.Tenant, c.JobID, c.QuestionID, fmt.Sprint(c.TaskVersion)),
+		EnforceNonce:    true,
+	}
+	msg, err := b.postMessage(ctx, "post question", target, m)
+	if err != nil {
+		if isTransient(err) && !last {
+			return err
+		}
+		return b.fail(ctx, key, c, failureFor(err, target))
+	}
+	posted := card{Channel: msg.ChannelID, MessageID: msg.ID, Guild: msg.GuildID}
+	if posted.Channel == "" {
+		posted.Channel = target
+	}
+	if haveThread {
+		posted.Thread, posted.Guild = jt.Thread, firstNonEmpty(posted.Guild, jt.Guild)
+	} else {
+		th, err := b.startThread(ctx, channel, msg.ID, q)
+		if err != nil {
+			// The card is up; later questions try the thread again.
+			b.log.Warn("discord: could not start the job's thread", "tenant", c.Tenant, "job", c.JobID, "err", err)
+		} else {
+			jt = jobThread{Channel: channel, Thread: th.ID, Guild: th.GuildID}
+			data, _ := json.Marshal(jt)
+			if _, err := b.refs.Create(ctx, jobKey(c.Tenant, c.JobID), data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+				return fmt.Errorf("discord: record thread: %w", err)
+			}
+			posted.Thread, posted.Guild = th.ID, firstNonEmpty(posted.Guild, th.GuildID)
+		}
+	}
+	if posted.Guild == "" {
+		posted.Guild = b.o.Guild
+	}
+	c, err = b.updateCard(ctx, key, init, func(c *card) bool {
+		c.Channel, c.MessageID, c.Thread, c.Guild = posted.Channel, posted.MessageID, posted.Thread, posted.Guild
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if c.Outcome != nil { // settled while we posted
+		if err := b.editSettled(ctx, c); err != nil {
+			return err
+		}
+	}
+	return b.report(ctx, c, c.ref(), nil)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func validSnowflake(s string) bool {
+	if len(s) == 0 || len(s) > 20 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// fail records that the card could not be shown and reports the failure.
+func (b *Bot) fail(ctx context.Context, key string, c *card, f *bridge.Failure) error {
+	b.log.Warn("discord: could not show question", "tenant", c.Tenant, "job", c.JobID, "question", c.QuestionID, "code", f.Code, "reason", f.OperatorMessage)
+	if _, err := b.updateCard(ctx, key, *c, func(c *card) bool { c.Failed = true; return true }); err != nil {
+		return err
+	}
+	return b.report(ctx, c, nil, f)
+}
+
+// startThread starts the job's thread from the job's first card.
+func (b *Bot) startThread(ctx context.Context, channel, messageID string, q *bridge.Question) (*discordgo.Channel, error) {
+	name := "askbridge: " + q.JobID
+	if q.Agent != "" {
+		name = q.Agent + ": " + q.JobID
+	}
+	var th *discordgo.Channel
+	err := b.call(ctx, "start thread", func(opts ...discordgo.RequestOption) error {
+		var err error
+		th, err = b.s.MessageThreadStartComplex(channel, messageID, &discordgo.ThreadStart{
+			Name: truncate(name, 100), AutoArchiveDuration: 10080,
+		}, opts...)
+		return err
+	})
+	if discordCode(err) == codeThreadExists {
+		// A retry after a crash: a thread started from a message has the
+		// message's id.
+		return &discordgo.Channel{ID: messageID}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if th == nil || th.ID == "" {
+		return nil, &apiError{Op: "start thread", Status: 200, Network: "response without a thread id"}
+	}
+	return th, nil
+}
+
+// onOutcome records how the question ended and edits its card: the
+// outcome added, the components removed.
+func (b *Bot) onOutcome(ctx context.Context, ev *bridge.Event) error {
+	o := &outcome{Type: ev.Type, Text: ev.Text, By: ev.By, ByName: ev.ByName, Reason: ev.Comment, At: ev.At}
+	if ev.Type == bridge.EventAnswered {
+		o.Answer = ev.AnswerText
+		if o.Answer == "" {
+			o.Answer = strings.TrimPrefix(bridge.AnsweredText(ev.Answer), "The answer: ")
+		}
+	}
+	key := cardKey(ev.Tenant, ev.JobID, ev.QuestionID, ev.TaskVersion)
+	init := card{Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: ev.QuestionID, TaskVersion: ev.TaskVersion}
+	c, err := b.updateCard(ctx, key, init, func(c *card) bool {
+		if c.Outcome != nil && c.Outcome.Type == o.Type && c.Outcome.At.Equal(o.At) {
+			return false
+		}
+		c.Outcome = o
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if c.MessageID == "" || c.Question == nil {
+		// Not posted by us (or the record is gone): edit what the
+		// runtime says shows the question.
+		return b.editRefs(ctx, ev, o)
+	}
+	return b.editSettled(ctx, c)
+}
+
+// editSettled rewrites a settled card: outcome added, components removed.
+func (b *Bot) editSettled(ctx context.Context, c *card) error {
+	embed := settledEmbed(cardEmbed(c), c.Outcome)
+	return b.editMessage(ctx, c.Channel, c.MessageID, embed)
+}
+
+func (b *Bot) editMessage(ctx context.Context, channel, messageID string, embed *discordgo.MessageEmbed) error {
+	embeds := []*discordgo.MessageEmbed{embed}
+	none := []discordgo.MessageComponent{}
+	err := b.call(ctx, "edit question", func(opts ...discordgo.RequestOption) error {
+		_, err := b.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
+			ID: messageID, Channel: channel, Embeds: &embeds, Components: &none, AllowedMentions: noMentions,
+		}, opts...)
+		return err
+	})
+	if code := discordCode(err); code == codeUnknownMessage || code == codeUnknownChannel {
+		b.log.Warn("discord: the card to update is gone", "channel", channel, "message", messageID)
+		return nil
+	}
+	return err
+}
+
+// editRefs updates messages the bot has no record of, from the event's
+// message references: the first embed is kept and the outcome added.
+func (b *Bot) editRefs(ctx context.Context, ev *bridge.Event, o *outcome) error {
+	for _, ref := range ev.Messages {
+		if ref.Platform != bridge.PlatformDiscord || !validSnowflake(ref.Channel) || !validSnowflake(ref.MessageID) {
+			continue
+		}
+		var msg *discordgo.Message
+		err := b.call(ctx, "read question", func(opts ...discordgo.RequestOption) error {
+			var err error
+			msg, err = b.s.ChannelMessage(ref.Channel, ref.MessageID, opts...)
+			return err
+		})
+		if code := discordCode(err); code == codeUnknownMessage || code == codeUnknownChannel {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		embed := &discordgo.MessageEmbed{Type: discordgo.EmbedTypeRich, Title: "Question"}
+		if msg != nil && len(msg.Embeds) > 0 && msg.Embeds[0] != nil {
+			embed = msg.Embeds[0]
+		}
+		if err := b.editMessage(ctx, ref.Channel, ref.MessageID, settledEmbed(embed, o)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onRefused tells the person who clicked, and only them, why their answer
+// was refused: an ephemeral follow-up on their interaction.
+func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
+	if ev.ReplyTo[replyPlatform] != bridge.PlatformDiscord {
+		return nil // another front-end's attempt
+	}
+	appID, token := ev.ReplyTo[replyAppID], ev.ReplyTo[replyToken]
+	if appID == "" || token == "" {
+		return fmt.Errorf("%w: refusal without a Discord reply address", errPermanent)
+	}
+	key := seenKey("refused", ev.AttemptID, ev.EventID)
+	if done, err := b.wasSeen(ctx, key); err != nil || done {
+		return err
+	}
+	text := refusalText(ev)
+	err := b.call(ctx, "tell refusal", func(opts ...discordgo.RequestOption) error {
+		_, err := b.s.FollowupMessageCreate(&discordgo.Interaction{AppID: appID, Token: token}, true, &discordgo.WebhookParams{
+			Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions,
+		}, opts...)
+		return err
+	})
+	switch code := discordCode(err); {
+	case code == codeUnknownWebhook || code == codeInvalidWebhookTok || code == codeUnknownInteract:
+		// The interaction token expired (15 minutes): nobody to tell.
+		b.log.Info("discord: refusal not shown: the interaction expired", "to", ev.To, "reason", ev.Reason)
+	case err != nil:
+		return err
+	}
+	_, err = b.markSeen(ctx, key)
+	return err
+}
+
+// refusalText is the refusal as the clicker reads it.
+func refusalText(ev *bridge.Event) string {
+	text := ev.Text
+	if text == "" {
+		text = "askbridge refused your answer (" + ev.Reason + ")."
+	}
+	if len(ev.FieldErrors) > 0 && !strings.Contains(text, "\n") {
+		var lines []string
+		for _, name := range slices.Sorted(maps.Keys(ev.FieldErrors)) {
+			p := ev.FieldErrors[name]
+			if !strings.Contains(text, name+": "+p) {
+				lines = append(lines, "• "+name+": "+p)
+			}
+		}
+		if len(lines) > 0 {
+			text += "\n" + strings.Join(lines, "\n")
+		}
+	}
+	return truncate(text, maxContent)
+}

@@ -1,0 +1,317 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// Keys of an attempt's reply_to: what the bot needs to answer the clicker
+// with a follow-up when the runtime refuses (the token lasts 15 minutes).
+const (
+	replyPlatform = "platform"
+	replyAppID    = "app_id"
+	replyToken    = "token"
+	replyChannel  = "channel_id"
+)
+
+// handleInteraction is POST /discord/interactions: verify, deduplicate,
+// dispatch, and answer inline within Discord's 3 seconds.
+func (b *Bot) handleInteraction(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	if !discordgo.VerifyInteraction(r, b.pub) {
+		http.Error(w, "invalid request signature", http.StatusUnauthorized)
+		return
+	}
+	ts, err := strconv.ParseInt(r.Header.Get("X-Signature-Timestamp"), 10, 64)
+	if err != nil {
+		http.Error(w, "invalid request timestamp", http.StatusUnauthorized)
+		return
+	}
+	if skew := b.now().Sub(time.Unix(ts, 0)); skew > maxClockSkew || skew < -maxClockSkew {
+		http.Error(w, "request timestamp too far from now", http.StatusUnauthorized)
+		return
+	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "unreadable body", http.StatusBadRequest)
+		return
+	}
+	var in discordgo.Interaction
+	if err := json.Unmarshal(raw, &in); err != nil {
+		http.Error(w, "body is not an interaction", http.StatusBadRequest)
+		return
+	}
+	if in.Type == discordgo.InteractionPing {
+		writeJSON(w, &discordgo.InteractionResponse{Type: discordgo.InteractionResponsePong})
+		return
+	}
+	if !validSnowflake(in.ID) || in.Token == "" {
+		http.Error(w, "interaction without an id or token", http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), interactionBudget)
+	defer cancel()
+	fresh, err := b.markSeen(ctx, seenKey("i", in.ID))
+	if err != nil {
+		b.log.Error("discord: cannot record interaction", "interaction", in.ID, "err", err)
+		http.Error(w, "askbridge is unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	if !fresh {
+		b.log.Info("discord: replayed interaction ignored", "interaction", in.ID)
+		writeJSON(w, ephemeral("This interaction was already handled."))
+		return
+	}
+	writeJSON(w, b.dispatch(ctx, &in))
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "cannot encode the response", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(data)
+}
+
+// ephemeral is a message only the person who interacted sees.
+func ephemeral(text string, components ...discordgo.MessageComponent) *discordgo.InteractionResponse {
+	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: truncate(text, maxContent), Flags: discordgo.MessageFlagsEphemeral,
+			Components: components, AllowedMentions: noMentions}}
+}
+
+// deferredUpdate acknowledges a click without changing the message; the
+// card is edited when the runtime decides.
+var deferredUpdate = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}
+
+// clicker is who interacted.
+type clicker struct {
+	Identity string
+	Name     string
+	Roles    []string
+}
+
+func (b *Bot) clickerOf(in *discordgo.Interaction) (clicker, bool) {
+	var u *discordgo.User
+	var roleIDs []string
+	if in.Member != nil && in.Member.User != nil {
+		u, roleIDs = in.Member.User, in.Member.Roles
+	} else if in.User != nil {
+		u = in.User
+	}
+	if u == nil || !validSnowflake(u.ID) {
+		return clicker{}, false
+	}
+	c := clicker{Identity: bridge.PlatformDiscord + ":" + u.ID, Name: u.Username}
+	for _, r := range roleIDs {
+		if b.admin[r] && !slices.Contains(c.Roles, "admin") {
+			c.Roles = append(c.Roles, "admin")
+		}
+		if b.oper[r] && !slices.Contains(c.Roles, "operator") {
+			c.Roles = append(c.Roles, "operator")
+		}
+	}
+	slices.Sort(c.Roles)
+	return c, true
+}
+
+func (b *Bot) dispatch(ctx context.Context, in *discordgo.Interaction) *discordgo.InteractionResponse {
+	who, ok := b.clickerOf(in)
+	if !ok {
+		return ephemeral("askbridge cannot tell who you are in this interaction.")
+	}
+	switch in.Type {
+	case discordgo.InteractionMessageComponent:
+		data, ok := in.Data.(discordgo.MessageComponentInteractionData)
+		if !ok {
+			return ephemeral("This interaction has no component data.")
+		}
+		return b.onComponent(ctx, in, who, data)
+	case discordgo.InteractionModalSubmit:
+		data, ok := in.Data.(discordgo.ModalSubmitInteractionData)
+		if !ok {
+			return ephemeral("This form submission has no data.")
+		}
+		return b.onModal(ctx, in, who, data)
+	case discordgo.InteractionApplicationCommand:
+		data, ok := in.Data.(discordgo.ApplicationCommandInteractionData)
+		if !ok {
+			return ephemeral("This command has no data.")
+		}
+		return b.onCommand(ctx, in, who, data)
+	}
+	return ephemeral("askbridge does not handle this kind of interaction.")
+}
+
+// cardFor parses a custom_id and loads the card it names.
+func (b *Bot) cardFor(ctx context.Context, customID string) (action, *card, *discordgo.InteractionResponse) {
+	a, err := parseCustomID(customID)
+	if err != nil {
+		return a, nil, ephemeral("This button is not one askbridge understands.")
+	}
+	found, err := b.resolve(ctx, &a)
+	if err != nil {
+		b.log.Error("discord: cannot read the card index", "err", err)
+		return a, nil, ephemeral("askbridge could not look this question up right now; please try again.")
+	}
+	if !found {
+		return a, nil, ephemeral("askbridge no longer knows this question. Use `/ask list` to see what waits.")
+	}
+	c, err := b.loadCard(ctx, a.Tenant, a.JobID, a.QuestionID, a.TaskVersion)
+	if err != nil {
+		b.log.Error("discord: cannot read the card", "err", err)
+		return a, nil, ephemeral("askbridge could not look this question up right now; please try again.")
+	}
+	if c == nil || c.Question == nil {
+		return a, nil, ephemeral("askbridge no longer knows this question. Use `/ask list` to see what waits.")
+	}
+	return a, c, nil
+}
+
+func (b *Bot) onComponent(ctx context.Context, in *discordgo.Interaction, who clicker, data discordgo.MessageComponentInteractionData) *discordgo.InteractionResponse {
+	a, c, refusal := b.cardFor(ctx, data.CustomID)
+	if refusal != nil {
+		return refusal
+	}
+	q := c.Question
+	switch a.Act {
+	case actChoice, actSelect:
+		idx := a.Index
+		if a.Act == actSelect {
+			if len(data.Values) != 1 {
+				return ephemeral("Choose exactly one answer.")
+			}
+			i, err := canonicalInt(data.Values[0], maxChoices-1)
+			if err != nil {
+				return ephemeral("That choice is not one of this question's.")
+			}
+			idx = int(i)
+		}
+		if idx >= len(q.Choices) || len(q.Choices) > maxChoices {
+			return ephemeral("That choice is not one of this question's.")
+		}
+		answer, _ := json.Marshal(q.Choices[idx])
+		return b.propose(ctx, in, who, c, bridge.ActionAnswer, answer, "")
+	case actApprove:
+		return b.propose(ctx, in, who, c, bridge.ActionApprove, nil, "")
+	case actDeny:
+		return b.propose(ctx, in, who, c, bridge.ActionDeny, nil, "")
+	case actAnswer:
+		if len(q.Choices) > 0 || len(q.Fields) > 0 || q.IsApproval() {
+			return ephemeral("This question is not answered with free text.")
+		}
+		return answerModal(c)
+	case actDecline:
+		return declineModal(c)
+	case actConsole:
+		u := b.questionLink(who.Identity, c.Tenant, c.JobID, c.QuestionID)
+		if u == "" {
+			return ephemeral("The askbridge console is not set up; answer with `/ask answer`.")
+		}
+		return ephemeral("Here is your personal link to this question (do not share it):",
+			discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+				discordgo.Button{Label: "Open in console", Style: discordgo.LinkButton, URL: u},
+			}})
+	}
+	return ephemeral("This button is not one askbridge understands.")
+}
+
+func (b *Bot) onModal(ctx context.Context, in *discordgo.Interaction, who clicker, data discordgo.ModalSubmitInteractionData) *discordgo.InteractionResponse {
+	a, c, refusal := b.cardFor(ctx, data.CustomID)
+	if refusal != nil {
+		return refusal
+	}
+	values := textInputs(data.Components)
+	switch a.Act {
+	case actModalAnswer:
+		text, ok := values["answer"]
+		if !ok {
+			return ephemeral("The form came back without an answer.")
+		}
+		answer, _ := json.Marshal(text)
+		if _, aerr := bridge.CheckAnswer(c.Question, bridge.ActionAnswer, answer, ""); aerr != nil {
+			return ephemeral(aerr.Text)
+		}
+		return b.propose(ctx, in, who, c, bridge.ActionAnswer, answer, "")
+	case actModalReason:
+		reason := strings.TrimSpace(values["reason"])
+		if _, aerr := bridge.CheckAnswer(c.Question, bridge.ActionDecline, nil, reason); aerr != nil {
+			return ephemeral(aerr.Text)
+		}
+		return b.propose(ctx, in, who, c, bridge.ActionDecline, nil, reason)
+	}
+	return ephemeral("This form is not one askbridge understands.")
+}
+
+// textInputs collects a modal's text inputs by custom_id.
+func textInputs(rows []discordgo.MessageComponent) map[string]string {
+	out := map[string]string{}
+	for _, row := range rows {
+		var comps []discordgo.MessageComponent
+		switch r := row.(type) {
+		case *discordgo.ActionsRow:
+			comps = r.Components
+		case discordgo.ActionsRow:
+			comps = r.Components
+		}
+		for _, c := range comps {
+			switch t := c.(type) {
+			case *discordgo.TextInput:
+				out[t.CustomID] = t.Value
+			case discordgo.TextInput:
+				out[t.CustomID] = t.Value
+			}
+		}
+	}
+	return out
+}
+
+// attemptID is the id of the attempt an interaction makes.
+func attemptID(in *discordgo.Interaction) string { return bridge.PlatformDiscord + "-" + in.ID }
+
+// propose publishes an answer attempt for the card's question and
+// acknowledges the click; the runtime decides and the card follows.
+func (b *Bot) propose(ctx context.Context, in *discordgo.Interaction, who clicker, c *card, act string, answer json.RawMessage, comment string) *discordgo.InteractionResponse {
+	at := bridge.AnswerAttempt{
+		Tenant: c.Tenant, JobID: c.JobID, QuestionID: c.QuestionID, TaskVersion: c.TaskVersion,
+		AttemptID: attemptID(in), Action: act, Answer: answer, Comment: comment,
+		By: who.Identity, ByName: who.Name, Via: bridge.PlatformDiscord, Roles: who.Roles, At: b.now().UTC(),
+		ReplyTo: b.replyTo(in),
+	}
+	if err := b.publishAttempt(ctx, &at); err != nil {
+		return ephemeral("askbridge could not record your answer right now; please try again.")
+	}
+	if in.Type == discordgo.InteractionApplicationCommand {
+		return ephemeral(fmt.Sprintf("Sent to askbridge (question %s). The question's card updates when askbridge accepts it; if it refuses, you will be told here.", c.QuestionID))
+	}
+	return deferredUpdate
+}
+
+func (b *Bot) replyTo(in *discordgo.Interaction) map[string]string {
+	app := in.AppID
+	if app == "" {
+		app = b.o.AppID
+	}
+	return map[string]string{replyPlatform: bridge.PlatformDiscord, replyAppID: app, replyToken: in.Token, replyChannel: in.ChannelID}
+}
+
+func (b *Bot) publishAttempt(ctx context.Context, at *bridge.AnswerAttempt) error {
+	err := bridge.Publish(ctx, b.o.NATS.JS, bridge.AnswerSubject(at.Tenant, at.JobID), "attempt-"+at.AttemptID, at)
+	if err != nil {
+		b.log.Error("discord: cannot publish the answer attempt", "attempt", at.AttemptID, "tenant", at.Tenant, "job", at.JobID, "err", err)
+	}
+	return err
+}

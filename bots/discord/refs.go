@@ -1,0 +1,205 @@
+package discord
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// card is the bot's durable record of one question (one task version) on
+// Discord: the question as asked, where it was posted, and its outcome once
+// known. It lives in RefsBucket under cardKey.
+type card struct {
+	Tenant      string           `json:"tenant"`
+	JobID       string           `json:"job_id"`
+	QuestionID  string           `json:"question_id"`
+	TaskVersion int64            `json:"task_version"`
+	Question    *bridge.Question `json:"question,omitempty"`
+	AskedAt     time.Time        `json:"asked_at,omitzero"`
+	Deadline    time.Time        `json:"deadline,omitzero"`
+	// Channel is where the message lives (the job's thread for later
+	// questions); Thread the job's thread; Guild the server, when known.
+	Channel   string `json:"channel,omitempty"`
+	MessageID string `json:"message_id,omitempty"`
+	Thread    string `json:"thread,omitempty"`
+	Guild     string `json:"guild,omitempty"`
+	// Outcome is set once the question is settled.
+	Outcome *outcome `json:"outcome,omitempty"`
+	// Failed is set when the question could not be shown (reported).
+	Failed bool `json:"failed,omitempty"`
+}
+
+// outcome is how a question ended, as the card shows it.
+type outcome struct {
+	Type   string    `json:"type"`
+	Text   string    `json:"text,omitempty"`
+	By     string    `json:"by,omitempty"`
+	ByName string    `json:"by_name,omitempty"`
+	Answer string    `json:"answer,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at,omitzero"`
+}
+
+// jobThread records a job's thread.
+type jobThread struct {
+	Channel string `json:"channel"`
+	Thread  string `json:"thread"`
+	Guild   string `json:"guild,omitempty"`
+}
+
+// cardIndex resolves keyed custom ids.
+type cardIndex struct {
+	Tenant     string `json:"tenant"`
+	JobID      string `json:"job_id"`
+	QuestionID string `json:"question_id"`
+}
+
+func cardKey(tenant, job, question string, version int64) string {
+	return "card." + tenant + "." + job + "." + question + "." + strconv.FormatInt(version, 10)
+}
+
+func jobKey(tenant, job string) string { return "job." + tenant + "." + job }
+
+func indexKey(hash string) string { return "ix." + hash }
+
+// seenKey makes a key-value key from parts that may hold characters keys
+// cannot; such parts are hashed.
+func seenKey(kind string, parts ...string) string {
+	k := kind
+	for _, p := range parts {
+		if !safeKeyPart(p) {
+			sum := sha256.Sum256([]byte(p))
+			p = "h" + hex.EncodeToString(sum[:12])
+		}
+		k += "." + p
+	}
+	return k
+}
+
+func safeKeyPart(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// getJSON reads a key into v; found is false when the key does not exist.
+func getJSON(ctx context.Context, kv jetstream.KeyValue, key string, v any) (rev uint64, found bool, err error) {
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("discord: read %s: %w", key, err)
+	}
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		return 0, false, fmt.Errorf("discord: decode %s: %w", key, err)
+	}
+	return e.Revision(), true, nil
+}
+
+func (b *Bot) loadCard(ctx context.Context, tenant, job, question string, version int64) (*card, error) {
+	var c card
+	_, found, err := getJSON(ctx, b.refs, cardKey(tenant, job, question, version), &c)
+	if err != nil || !found {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// updateCard applies fn to the card under key with compare-and-set,
+// creating it (from init) when missing. fn returns false to write nothing.
+func (b *Bot) updateCard(ctx context.Context, key string, init card, fn func(c *card) bool) (*card, error) {
+	var lastErr error
+	for range 8 {
+		var c card
+		rev, found, err := getJSON(ctx, b.refs, key, &c)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			c = init
+		}
+		if !fn(&c) {
+			return &c, nil
+		}
+		data, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("discord: encode %s: %w", key, err)
+		}
+		if found {
+			_, err = b.refs.Update(ctx, key, data, rev)
+		} else {
+			_, err = b.refs.Create(ctx, key, data)
+		}
+		if err == nil {
+			return &c, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		lastErr = err // somebody else wrote first: read again
+	}
+	return nil, fmt.Errorf("discord: write %s: %w", key, lastErr)
+}
+
+// putIndex records the keyed custom id index for a card's question.
+func (b *Bot) putIndex(ctx context.Context, tenant, job, question string) error {
+	data, _ := json.Marshal(cardIndex{Tenant: tenant, JobID: job, QuestionID: question})
+	if _, err := b.refs.Put(ctx, indexKey(cardHash(tenant, job, question)), data); err != nil {
+		return fmt.Errorf("discord: write card index: %w", err)
+	}
+	return nil
+}
+
+// resolve fills a keyed action's ids from the card index.
+func (b *Bot) resolve(ctx context.Context, a *action) (bool, error) {
+	if a.Key == "" {
+		return true, nil
+	}
+	var ix cardIndex
+	_, found, err := getJSON(ctx, b.refs, indexKey(a.Key), &ix)
+	if err != nil || !found {
+		return false, err
+	}
+	a.Tenant, a.JobID, a.QuestionID = ix.Tenant, ix.JobID, ix.QuestionID
+	return true, nil
+}
+
+// markSeen records key in SeenBucket; it reports false when it was there.
+func (b *Bot) markSeen(ctx context.Context, key string) (bool, error) {
+	_, err := b.seen.Create(ctx, key, []byte(b.now().UTC().Format(time.RFC3339)))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discord: record %s: %w", key, err)
+	}
+	return true, nil
+}
+
+// wasSeen reports whether key is in SeenBucket.
+func (b *Bot) wasSeen(ctx context.Context, key string) (bool, error) {
+	_, err := b.seen.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discord: read %s: %w", key, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,127 @@
+package discord
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// onReminder sends each Discord target of a ladder step a direct message,
+// once. A person who cannot be messaged (50007) is reported in the log and
+// in the question's thread, and not tried again.
+func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
+	c, err := b.loadCard(ctx, ev.Tenant, ev.JobID, ev.QuestionID, ev.TaskVersion)
+	if err != nil {
+		return err
+	}
+	q := ev.Question
+	if q == nil && c != nil {
+		q = c.Question
+	}
+	for _, target := range ev.Targets {
+		user, ok := strings.CutPrefix(target, bridge.PlatformDiscord+":")
+		if !ok || !validSnowflake(user) {
+			continue
+		}
+		key := seenKey("dm", ev.EventID, ev.Tenant, ev.JobID, ev.QuestionID, user)
+		if done, err := b.wasSeen(ctx, key); err != nil {
+			return err
+		} else if done {
+			continue
+		}
+		err := b.sendDM(ctx, user, b.reminderMessage(ev, q, c, target))
+		switch {
+		case discordCode(err) == codeCannotDM:
+			b.log.Warn("discord: cannot send a reminder DM: the user does not accept direct messages from this app",
+				"user", target, "tenant", ev.Tenant, "job", ev.JobID, "question", ev.QuestionID, "step", ev.Step)
+			b.noteUnreachable(ctx, c, user)
+		case err != nil && isTransient(err):
+			return err
+		case err != nil:
+			b.log.Warn("discord: reminder DM refused", "user", target, "question", ev.QuestionID, "err", err)
+		}
+		if _, err := b.markSeen(ctx, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Bot) sendDM(ctx context.Context, user string, m *messageCreate) error {
+	var ch *discordgo.Channel
+	err := b.call(ctx, "open DM", func(opts ...discordgo.RequestOption) error {
+		var err error
+		ch, err = b.s.UserChannelCreate(user, opts...)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if ch == nil || ch.ID == "" {
+		return &apiError{Op: "open DM", Status: 200, Network: "response without a channel id"}
+	}
+	_, err = b.postMessage(ctx, "send DM", ch.ID, m)
+	return err
+}
+
+// reminderMessage is the DM: what waits, until when, and where to answer.
+func (b *Bot) reminderMessage(ev *bridge.Event, q *bridge.Question, c *card, target string) *messageCreate {
+	intro := "A question is waiting for your answer."
+	if ev.Type == bridge.EventEscalated {
+		switch ev.Step {
+		case bridge.TargetOwner:
+			intro = "Nobody has answered a question on your job yet."
+		case bridge.TargetAdmins:
+			intro = "Nobody has answered a question yet; it is escalated to the admins."
+		default:
+			intro = "Nobody has answered a question yet."
+		}
+	}
+	e := &discordgo.MessageEmbed{Type: discordgo.EmbedTypeRich, Title: "Reminder", Color: colorDeclined,
+		Footer: &discordgo.MessageEmbedFooter{Text: fmt.Sprintf("askbridge · %s/%s/%s", ev.Tenant, ev.JobID, ev.QuestionID)}}
+	if q != nil {
+		e.Description = truncate(q.Question, maxDescription)
+		if q.WhyItMatters != "" {
+			e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Why it matters", Value: truncate(q.WhyItMatters, maxFieldValue)})
+		}
+	}
+	if !ev.Deadline.IsZero() {
+		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Deadline", Value: stamp(ev.Deadline)})
+	}
+	var buttons []discordgo.MessageComponent
+	if c != nil && c.MessageID != "" && c.Guild != "" {
+		buttons = append(buttons, discordgo.Button{Label: "Go to the question", Style: discordgo.LinkButton,
+			URL: "https://discord.com/channels/" + c.Guild + "/" + c.Channel + "/" + c.MessageID})
+	}
+	if u := b.questionLink(target, ev.Tenant, ev.JobID, ev.QuestionID); u != "" {
+		buttons = append(buttons, discordgo.Button{Label: "Open in console", Style: discordgo.LinkButton, URL: u})
+	}
+	m := &messageCreate{Content: intro, Embeds: []*discordgo.MessageEmbed{e}, AllowedMentions: noMentions,
+		Nonce: nonceFor("dm", ev.EventID, target), EnforceNonce: true}
+	if len(buttons) > 0 {
+		m.Components = []discordgo.MessageComponent{discordgo.ActionsRow{Components: buttons}}
+	}
+	return m
+}
+
+// noteUnreachable says in the question's thread that a reminder could not
+// be delivered, so the people there know. Best effort.
+func (b *Bot) noteUnreachable(ctx context.Context, c *card, user string) {
+	if c == nil || c.Channel == "" {
+		return
+	}
+	channel := firstNonEmpty(c.Thread, c.Channel)
+	_, err := b.postMessage(ctx, "note unreachable", channel, &messageCreate{
+		Content:         fmt.Sprintf("askbridge could not send <@%s> a reminder: they do not accept direct messages from this app.", user),
+		AllowedMentions: noMentions,
+		Nonce:           nonceFor("unreachable", c.Tenant, c.JobID, c.QuestionID, user),
+		EnforceNonce:    true,
+	})
+	if err != nil {
+		b.log.Warn("discord: could not note an unreachable user", "channel", channel, "err", err)
+	}
+}

@@ -1,0 +1,290 @@
+package discord
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// Discord limits the rendering respects.
+const (
+	maxTitle        = 256
+	maxDescription  = 2000 // of 4096: keeps the embed under 6000 in total
+	maxFieldValue   = 600  // of 1024
+	maxButtonLabel  = 80
+	maxOptionLabel  = 100
+	maxButtonChoice = 20 // 4 rows of 5, the fifth row holds Decline
+	maxLinkURL      = 512
+	maxContent      = 2000
+	maxModalTitle   = 45
+	maxInputLabel   = 45
+	maxPlaceholder  = 100
+	maxAnswerInput  = 4000
+)
+
+// Embed colours.
+const (
+	colorPending  = 0x5865F2
+	colorAnswered = 0x57F287
+	colorDeclined = 0xFEE75C
+	colorClosed   = 0x95A5A6
+	colorRefused  = 0xED4245
+)
+
+// truncate cuts s to n runes, marking the cut.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// who shows an identity: a Discord user as a mention, others as written.
+func who(id, name string) string {
+	if user, ok := strings.CutPrefix(id, bridge.PlatformDiscord+":"); ok && user != "" {
+		return "<@" + user + ">"
+	}
+	return bridge.DisplayIdentity(id, name)
+}
+
+func stamp(t time.Time) string {
+	return fmt.Sprintf("<t:%d:f> (<t:%d:R>)", t.Unix(), t.Unix())
+}
+
+// consoleEnabled reports whether console links can be signed.
+func (b *Bot) consoleEnabled() bool {
+	return len(b.o.Console.Secret) > 0 && b.o.Console.PublicURL != ""
+}
+
+// linkIdentity is who the card's console link is signed for: the
+// question's first Discord answerer, else its owner when a Discord identity.
+func linkIdentity(q *bridge.Question) string {
+	for _, a := range q.Answerers {
+		if strings.HasPrefix(a, bridge.PlatformDiscord+":") {
+			return a
+		}
+	}
+	if strings.HasPrefix(q.Owner, bridge.PlatformDiscord+":") {
+		return q.Owner
+	}
+	return ""
+}
+
+// questionLink signs a console link to c's question for identity, or "" when
+// the console is off or the URL would not fit a link button.
+func (b *Bot) questionLink(identity, tenant, job, question string) string {
+	if !b.consoleEnabled() || identity == "" {
+		return ""
+	}
+	u := b.o.Console.QuestionURL(identity, tenant, job, question, console.DefaultLinkTTL)
+	if len(u) > maxLinkURL {
+		return ""
+	}
+	return u
+}
+
+// inConsole reports whether a question is answered in the console rather
+// than on the card: typed fields, or more choices than Discord can show.
+func inConsole(q *bridge.Question) bool {
+	return len(q.Fields) > 0 || len(q.Choices) > maxChoices
+}
+
+// cardEmbed renders the question as an embed.
+func cardEmbed(c *card) *discordgo.MessageEmbed {
+	q := c.Question
+	title := "Question"
+	if q.IsApproval() {
+		title = "Approval needed"
+	}
+	if q.Agent != "" {
+		title += " from " + q.Agent
+	}
+	e := &discordgo.MessageEmbed{
+		Type:        discordgo.EmbedTypeRich,
+		Title:       truncate(title, maxTitle),
+		Description: truncate(q.Question, maxDescription),
+		Color:       colorPending,
+		Footer: &discordgo.MessageEmbedFooter{
+			Text: truncate(fmt.Sprintf("askbridge · %s/%s/%s · task version %d", c.Tenant, c.JobID, c.QuestionID, c.TaskVersion), 200),
+		},
+	}
+	if !c.AskedAt.IsZero() {
+		e.Timestamp = c.AskedAt.UTC().Format(time.RFC3339)
+	}
+	add := func(name, value string, inline bool) {
+		if strings.TrimSpace(value) == "" {
+			return
+		}
+		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: name, Value: truncate(value, maxFieldValue), Inline: inline})
+	}
+	add("Context", q.Context, false)
+	add("Why it matters", q.WhyItMatters, false)
+	if q.Proposal != nil {
+		add("Proposal", strings.Join(q.Proposal.Summary, "\n"), false)
+	}
+	switch {
+	case len(q.Fields) > 0:
+		var lines []string
+		for _, f := range q.Fields {
+			l := "• " + f.Title() + " (" + f.Kind
+			if f.Required {
+				l += ", required"
+			}
+			lines = append(lines, l+")")
+		}
+		add("Answer in the askbridge console", strings.Join(lines, "\n"), false)
+	case len(q.Choices) > maxChoices:
+		add("Answer in the askbridge console", fmt.Sprintf("%d choices, more than Discord can show: %s", len(q.Choices), strings.Join(q.Choices, ", ")), false)
+	}
+	var may []string
+	for _, a := range q.Answerers {
+		may = append(may, who(a, ""))
+	}
+	if q.Owner != "" {
+		may = append(may, who(q.Owner, "")+" (owner)")
+	}
+	if len(may) == 0 {
+		may = append(may, "operators and admins")
+	}
+	add("Who may answer", strings.Join(may, ", "), true)
+	if !c.Deadline.IsZero() {
+		add("Deadline", stamp(c.Deadline), true)
+	}
+	if len(q.BlockedTools) > 0 {
+		add("Waiting on this", strings.Join(q.BlockedTools, ", "), true)
+	}
+	return e
+}
+
+// cardComponents renders the card's buttons and selects.
+func (b *Bot) cardComponents(c *card) []discordgo.MessageComponent {
+	q := c.Question
+	id := func(act string, index int) string {
+		return customID(act, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, index)
+	}
+	decline := discordgo.Button{Label: "Decline", Style: discordgo.SecondaryButton, CustomID: id(actDecline, 0)}
+	var rows []discordgo.MessageComponent
+	switch {
+	case q.IsApproval():
+		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+			discordgo.Button{Label: "Approve", Style: discordgo.SuccessButton, CustomID: id(actApprove, 0)},
+			discordgo.Button{Label: "Deny", Style: discordgo.DangerButton, CustomID: id(actDeny, 0)},
+		}})
+		return rows
+	case inConsole(q):
+		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{b.consoleButton(c), decline}})
+	case len(q.Choices) > maxButtonChoice:
+		opts := make([]discordgo.SelectMenuOption, len(q.Choices))
+		for i, ch := range q.Choices {
+			opts[i] = discordgo.SelectMenuOption{Label: truncate(ch, maxOptionLabel), Value: fmt.Sprint(i)}
+		}
+		one := 1
+		rows = append(rows,
+			discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.SelectMenu{
+				MenuType: discordgo.StringSelectMenu, CustomID: id(actSelect, 0), Placeholder: "Choose an answer",
+				MinValues: &one, MaxValues: 1, Options: opts,
+			}}},
+			discordgo.ActionsRow{Components: []discordgo.MessageComponent{decline}})
+	case len(q.Choices) > 0:
+		var row []discordgo.MessageComponent
+		for i, ch := range q.Choices {
+			row = append(row, discordgo.Button{Label: truncate(ch, maxButtonLabel), Style: discordgo.PrimaryButton, CustomID: id(actChoice, i)})
+			if len(row) == 5 {
+				rows = append(rows, discordgo.ActionsRow{Components: row})
+				row = nil
+			}
+		}
+		if len(row) > 0 {
+			rows = append(rows, discordgo.ActionsRow{Components: row})
+		}
+		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{decline}})
+	default:
+		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+			discordgo.Button{Label: "Answer", Style: discordgo.PrimaryButton, CustomID: id(actAnswer, 0)},
+			decline,
+		}})
+	}
+	return rows
+}
+
+// consoleButton is a link button to the question's console page, signed for
+// linkIdentity; without one, a button whose click replies with a link
+// signed for the clicker.
+func (b *Bot) consoleButton(c *card) discordgo.MessageComponent {
+	if u := b.questionLink(linkIdentity(c.Question), c.Tenant, c.JobID, c.QuestionID); u != "" {
+		return discordgo.Button{Label: "Open in console", Style: discordgo.LinkButton, URL: u}
+	}
+	return discordgo.Button{Label: "Open in console", Style: discordgo.PrimaryButton,
+		CustomID: customID(actConsole, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0)}
+}
+
+// outcomeLine is what a settled card says happened.
+func outcomeLine(o *outcome) (string, int) {
+	at := ""
+	if !o.At.IsZero() {
+		at = " · " + stamp(o.At)
+	}
+	switch o.Type {
+	case bridge.EventAnswered:
+		return fmt.Sprintf("Answered by %s: **%s**%s", who(o.By, o.ByName), truncate(o.Answer, 400), at), colorAnswered
+	case bridge.EventDeclined:
+		s := "Declined by " + who(o.By, o.ByName)
+		if strings.TrimSpace(o.Reason) != "" {
+			s += ": " + truncate(o.Reason, 400)
+		}
+		return s + at, colorDeclined
+	case bridge.EventTimedOut:
+		return "Timed out. " + o.Text + at, colorClosed
+	case bridge.EventCancelled:
+		return "Cancelled. " + o.Text + at, colorClosed
+	case bridge.EventSuperseded:
+		return "Superseded. " + o.Text + at, colorClosed
+	}
+	return o.Text + at, colorClosed
+}
+
+// settledEmbed is the card's embed with its outcome.
+func settledEmbed(e *discordgo.MessageEmbed, o *outcome) *discordgo.MessageEmbed {
+	line, color := outcomeLine(o)
+	out := *e
+	out.Color = color
+	out.Fields = nil
+	for _, f := range e.Fields {
+		if f.Name != "Outcome" {
+			out.Fields = append(out.Fields, f)
+		}
+	}
+	out.Fields = append(out.Fields, &discordgo.MessageEmbedField{Name: "Outcome", Value: truncate(line, 1000)})
+	return &out
+}
+
+// answerModal is the free-text answer form.
+func answerModal(c *card) *discordgo.InteractionResponse {
+	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: &discordgo.InteractionResponseData{
+		CustomID: customID(actModalAnswer, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0),
+		Title:    "Answer the question",
+		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+			discordgo.TextInput{CustomID: "answer", Label: "Your answer", Style: discordgo.TextInputParagraph,
+				Placeholder: truncate(c.Question.Question, maxPlaceholder), Required: true, MinLength: 1, MaxLength: maxAnswerInput},
+		}}},
+	}}
+}
+
+// declineModal asks for the reason of a decline.
+func declineModal(c *card) *discordgo.InteractionResponse {
+	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: &discordgo.InteractionResponseData{
+		CustomID: customID(actModalReason, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0),
+		Title:    "Decline to answer",
+		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+			discordgo.TextInput{CustomID: "reason", Label: "Why? Who could answer instead?", Style: discordgo.TextInputParagraph,
+				Placeholder: "For example: ask Ana, she owns the report.", Required: false, MaxLength: bridge.MaxCommentText},
+		}}},
+	}}
+}
