@@ -1,0 +1,191 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func startNATS(t *testing.T) *NATS {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := ConnectNATS(ctx, NATSOptions{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", Name: "test"})
+	if err != nil {
+		t.Fatalf("ConnectNATS: %v", err)
+	}
+	t.Cleanup(n.Close)
+	return n
+}
+
+func TestNATS(t *testing.T) {
+	n := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	url := n.ClientURL()
+	if !strings.HasPrefix(url, "nats://127.0.0.1:") || strings.HasSuffix(url, ":0") || strings.HasSuffix(url, ":-1") {
+		t.Fatalf("ClientURL = %q, want the loopback address with the picked port", url)
+	}
+
+	t.Run("streams exist with their limits", func(t *testing.T) {
+		if err := CheckStreams(ctx, n.JS); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]time.Duration{
+			StreamQuestions: 30 * 24 * time.Hour, StreamCancels: 30 * 24 * time.Hour,
+			StreamAnswers: 30 * 24 * time.Hour, StreamEvents: 7 * 24 * time.Hour,
+			StreamResumes: 30 * 24 * time.Hour, StreamDelivery: 7 * 24 * time.Hour,
+		}
+		if names := StreamNames(); len(names) != len(want) {
+			t.Errorf("StreamNames = %v", names)
+		}
+		for _, name := range StreamNames() {
+			s, err := n.JS.Stream(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := s.CachedInfo().Config
+			if cfg.MaxAge != want[name] || cfg.Duplicates != DuplicateWindow || cfg.Storage != jetstream.FileStorage {
+				t.Errorf("%s: max age %v, duplicates %v, storage %v", name, cfg.MaxAge, cfg.Duplicates, cfg.Storage)
+			}
+		}
+	})
+
+	t.Run("EnsureStreams is idempotent", func(t *testing.T) {
+		for range 2 {
+			if err := EnsureStreams(ctx, n.JS, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A second replica pointed at the first's NATS ensures them again.
+		other, err := ConnectNATS(ctx, NATSOptions{URL: url, Name: "replica"})
+		if err != nil {
+			t.Fatalf("second ConnectNATS: %v", err)
+		}
+		defer other.Close()
+		if other.Server != nil {
+			t.Error("a URL must not start an embedded server")
+		}
+		if err := CheckStreams(ctx, other.JS); err != nil {
+			t.Fatal(err)
+		}
+		if got := other.ClientURL(); got != url {
+			t.Errorf("ClientURL of the second = %q, want %q", got, url)
+		}
+	})
+
+	t.Run("Nats-Msg-Id dedupes", func(t *testing.T) {
+		subject := QuestionSubject("acme", "job-dedupe")
+		q := validQuestion()
+		for range 2 {
+			if err := Publish(ctx, n.JS, subject, "q-acme-job-dedupe-q-1-3", q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := Publish(ctx, n.JS, subject, "q-acme-job-dedupe-q-2-3", q); err != nil {
+			t.Fatal(err)
+		}
+		s, err := n.JS.Stream(ctx, StreamQuestions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := info.State.Subjects[subject]; got != 2 {
+			t.Errorf("stored %d messages on %s, want 2 (one per message id)", got, subject)
+		}
+		msg, err := s.GetLastMsgForSubject(ctx, subject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeQuestion(msg.Data)
+		if err != nil || got.QuestionID != q.QuestionID {
+			t.Errorf("stored question decodes to %+v, %v", got, err)
+		}
+	})
+
+	t.Run("durable publish needs a message id", func(t *testing.T) {
+		err := PublishRaw(ctx, n.JS, AnswerSubject("acme", "job-1"), "", []byte(`{}`))
+		if err == nil || err.Error() != "nats: durable publish without a message id" {
+			t.Errorf("PublishRaw without id = %v", err)
+		}
+		if err := Publish(ctx, n.JS, AnswerSubject("acme", "job-1"), "", struct{}{}); err == nil {
+			t.Error("Publish without id succeeded")
+		}
+	})
+
+	t.Run("a value that is not JSON", func(t *testing.T) {
+		err := Publish(ctx, n.JS, AnswerSubject("acme", "job-1"), "x", func() {})
+		if err == nil || !strings.HasPrefix(err.Error(), "nats: encode ask.v1.answer.acme.job-1:") {
+			t.Errorf("Publish(func) = %v", err)
+		}
+	})
+
+	t.Run("a subject without a stream", func(t *testing.T) {
+		if err := PublishRaw(ctx, n.JS, "nowhere.at.all", "x", []byte(`{}`)); err == nil {
+			t.Error("publishing where no stream listens succeeded")
+		}
+	})
+}
+
+// An embedded server asked for replicas (ASK_NATS_REPLICAS meant for a
+// cluster) still starts: one server holds one copy.
+func TestConnectNATSEmbeddedIgnoresReplicas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := ConnectNATS(ctx, NATSOptions{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", Replicas: 3})
+	if err != nil {
+		t.Fatalf("ConnectNATS: %v", err)
+	}
+	defer n.Close()
+	if err := CheckStreams(ctx, n.JS); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckStreamsReportsMissing(t *testing.T) {
+	n := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.JS.DeleteStream(ctx, StreamEvents); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckStreams(ctx, n.JS)
+	if err == nil || !strings.Contains(err.Error(), "nats: stream ASK_EVENTS") || !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("CheckStreams = %v, want ASK_EVENTS not found", err)
+	}
+	if err := EnsureStreams(ctx, n.JS, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckStreams(ctx, n.JS); err != nil {
+		t.Errorf("after EnsureStreams: %v", err)
+	}
+}
+
+func TestStartEmbeddedBadListen(t *testing.T) {
+	for listen, want := range map[string]string{
+		"localhost":      `nats: listen address "localhost":`,
+		"127.0.0.1:nats": `nats: listen port "nats" is not a number`,
+	} {
+		_, err := StartEmbedded(NATSOptions{Listen: listen, StoreDir: t.TempDir()})
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("StartEmbedded(%q) = %v, want %q", listen, err, want)
+		}
+	}
+}
+
+func TestConnectNATSUnreachable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := ConnectNATS(ctx, NATSOptions{URL: "nats://127.0.0.1:1"})
+	if err == nil || !strings.HasPrefix(err.Error(), "nats: connect:") {
+		t.Errorf("ConnectNATS to a closed port = %v", err)
+	}
+}
