@@ -351,6 +351,7 @@ func TestOutcomeLines(t *testing.T) {
 		{bridge.Event{Type: bridge.EventAnswered, By: "slack:U0KEV", ByName: "kevin", AnswerText: "blue"}, q, "Answered by @kevin: blue"},
 		{bridge.Event{Type: bridge.EventDeclined, By: "slack:U0KEV", ByName: "kevin", Comment: "ask Ana"}, q, "Declined by @kevin: ask Ana"},
 		{bridge.Event{Type: bridge.EventDeclined, By: "cli:bob"}, q, "Declined by `cli:bob`"},
+		{bridge.Event{Type: bridge.EventDeclined, By: "slack:U0KEV", Comment: "<!here> & co"}, q, "Declined by <@U0KEV>: &lt;!here&gt; &amp; co"},
 		{bridge.Event{Type: bridge.EventTimedOut, Text: "Nobody answered within 4:00:00."}, q, "Nobody answered within 4:00:00"},
 		{bridge.Event{Type: bridge.EventTimedOut, Text: "Nobody answered within 4:00:00."}, nil, "Nobody answered within 4:00:00"},
 		{bridge.Event{Type: bridge.EventSuperseded}, q, "Superseded by a newer version of this task"},

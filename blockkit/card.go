@@ -39,9 +39,8 @@ func QuestionMessage(c Card) ([]slack.Block, string) {
 // no controls, and one context line saying how it ended.
 func SettledMessage(c Card, outcome string) ([]slack.Block, string) {
 	blocks := content(c)
-	line, _ := fitEscaped(outcome, MaxContextText, 0)
 	blocks = capBlocks(blocks, MaxMessageBlks-1)
-	blocks = append(blocks, slack.NewContextBlock("outcome", mrkdwn(line)))
+	blocks = append(blocks, slack.NewContextBlock("outcome", mrkdwn(outcome)))
 	text := outcome
 	if c.Question != nil {
 		text = fallback(c.Question) + " — " + outcome
@@ -222,10 +221,15 @@ func ptext(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.PlainTextType, plain(s, MaxButtonText), false, false)
 }
 
-// OutcomeLine is the context line of a settled card, e.g. "Answered by
-// @kevin: blue". timeout is the question's timeout, for timed_out events.
+// OutcomeLine is the mrkdwn context line of a settled card, e.g. "Answered
+// by @kevin: blue". q, when known, gives the timeout for timed_out events.
+// Answers and comments are escaped and cut so the line fits its block.
 func OutcomeLine(ev *bridge.Event, q *bridge.Question) string {
 	who := Who(ev.By, ev.ByName)
+	user := func(s string) string {
+		out, _ := fitEscaped(strings.TrimSpace(s), 2500, 0)
+		return out
+	}
 	switch ev.Type {
 	case bridge.EventAnswered:
 		if q != nil && q.IsApproval() {
@@ -233,7 +237,7 @@ func OutcomeLine(ev *bridge.Event, q *bridge.Question) string {
 			if s := strings.Trim(string(ev.Answer), `"`); s == bridge.Denied {
 				v = "Denied by " + who
 				if ev.Comment != "" {
-					v += ": " + ev.Comment
+					v += ": " + user(ev.Comment)
 				}
 				return v
 			}
@@ -243,18 +247,18 @@ func OutcomeLine(ev *bridge.Event, q *bridge.Question) string {
 		if text == "" {
 			text = string(ev.Answer)
 		}
-		return "Answered by " + who + ": " + text
+		return "Answered by " + who + ": " + user(text)
 	case bridge.EventDeclined:
 		if strings.TrimSpace(ev.Comment) == "" {
 			return "Declined by " + who
 		}
-		return "Declined by " + who + ": " + ev.Comment
+		return "Declined by " + who + ": " + user(ev.Comment)
 	case bridge.EventTimedOut:
 		if q != nil {
 			return "Nobody answered within " + bridge.FormatTimeout(q.TimeoutDuration())
 		}
 		if ev.Text != "" {
-			return strings.TrimSuffix(ev.Text, ".")
+			return user(strings.TrimSuffix(ev.Text, "."))
 		}
 		return "Nobody answered in time"
 	case bridge.EventSuperseded:

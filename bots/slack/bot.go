@@ -1,0 +1,286 @@
+// Package slack is askbridge's Slack front-end. It shows questions as
+// Block Kit cards in each job's thread, turns clicks, modal submissions and
+// /ask commands into answer attempts for the runtime, and keeps the cards
+// in step with the runtime's events. It decides nothing: the runtime owns
+// every question's state, and a card is only a projection of it.
+//
+// It meets the rest of askbridge only on NATS (bridge types) and keeps its
+// own small durable memory in a JetStream KV bucket (KVBucket).
+package slack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// Options configure the Slack adapter; the serve command fills them from
+// the ASK_SLACK_* variables.
+type Options struct {
+	NATS           *bridge.NATS   // connected, streams exist
+	BotToken       string         // ASK_SLACK_BOT_TOKEN
+	SigningSecret  string         // ASK_SLACK_SIGNING_SECRET
+	AppToken       string         // ASK_SLACK_APP_TOKEN (xapp-..., Socket Mode when set)
+	APIURL         string         // ASK_SLACK_API_URL, ends with "/"
+	DefaultChannel string         // ASK_SLACK_CHANNEL
+	Console        console.Signer // PublicURL + Secret; links for people
+	Logger         *slog.Logger
+}
+
+// ConsumerName is the durable JetStream consumer all replicas share, so
+// each event is handled by one of them.
+const ConsumerName = "slack"
+
+// Bot is the Slack adapter. It is safe for concurrent use.
+type Bot struct {
+	o     Options
+	api   *slack.Client
+	http  *http.Client
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	log   *slog.Logger
+	pace  *pacer
+	retry retryPolicy
+	id    string // this replica, for posting claims
+	now   func() time.Time
+	// claimTTL is how long another replica's unfinished posting claim is
+	// respected before this one takes over (a crashed poster).
+	claimTTL time.Duration
+	// workers is how many events are handled at once (ordered per job).
+	workers int
+	clicks  *dedupe
+}
+
+// New checks the options and prepares the adapter: the Slack client and
+// the KV bucket. It does not call Slack, so a Slack outage does not stop
+// askbridge from starting; failures show up as delivery failures.
+func New(ctx context.Context, o Options) (*Bot, error) {
+	if o.NATS == nil || o.NATS.JS == nil || o.NATS.Conn == nil {
+		return nil, errors.New("slack: a connected NATS with JetStream is required")
+	}
+	if o.BotToken == "" {
+		return nil, errors.New("slack: ASK_SLACK_BOT_TOKEN is required")
+	}
+	if o.SigningSecret == "" && o.AppToken == "" {
+		return nil, errors.New("slack: ASK_SLACK_SIGNING_SECRET (HTTP) or ASK_SLACK_APP_TOKEN (Socket Mode) is required")
+	}
+	if o.AppToken != "" && !strings.HasPrefix(o.AppToken, "xapp-") {
+		return nil, errors.New("slack: ASK_SLACK_APP_TOKEN must be an app-level token starting with xapp-")
+	}
+	if o.APIURL == "" {
+		o.APIURL = "https://slack.com/api/"
+	}
+	if !strings.HasSuffix(o.APIURL, "/") {
+		return nil, errors.New("slack: ASK_SLACK_API_URL must end with / (such as https://slack.com/api/)")
+	}
+	if o.DefaultChannel != "" && !validChannel(o.DefaultChannel) {
+		return nil, fmt.Errorf("slack: ASK_SLACK_CHANNEL %q must be a channel id such as C0123", o.DefaultChannel)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	hc := &http.Client{Timeout: 15 * time.Second}
+	opts := []slack.Option{slack.OptionAPIURL(o.APIURL), slack.OptionHTTPClient(hc)}
+	if o.AppToken != "" {
+		opts = append(opts, slack.OptionAppLevelToken(o.AppToken))
+	}
+	kv, err := o.NATS.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      KVBucket,
+		Description: "askbridge Slack adapter: card and thread references, one-off side effects",
+		History:     1,
+		TTL:         kvTTL,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("slack: KV bucket %s: %w", KVBucket, err)
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	return &Bot{
+		o:        o,
+		api:      slack.New(o.BotToken, opts...),
+		http:     hc,
+		js:       o.NATS.JS,
+		kv:       kv,
+		log:      o.Logger.With("component", "slack"),
+		pace:     newPacer(time.Second, 3),
+		retry:    defaultRetry,
+		id:       hex.EncodeToString(rnd[:]),
+		now:      time.Now,
+		claimTTL: 2 * time.Minute,
+		workers:  4,
+		clicks:   newDedupe(10 * time.Second),
+	}, nil
+}
+
+// Routes registers Slack's HTTP endpoints.
+func (b *Bot) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /slack/interactions", b.serveInteractions)
+	mux.HandleFunc("POST /slack/commands", b.serveCommands)
+}
+
+// Run consumes the runtime's events (and, with an app token, Slack's
+// Socket Mode) until ctx is done; it then returns nil.
+func (b *Bot) Run(ctx context.Context) error {
+	cons, err := b.js.CreateOrUpdateConsumer(ctx, bridge.StreamEvents, jetstream.ConsumerConfig{
+		Durable:       ConsumerName,
+		Description:   "askbridge Slack adapter",
+		FilterSubject: bridge.PrefixEvent + ".>",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       2 * time.Minute,
+		MaxAckPending: 256,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("slack: events consumer: %w", err)
+	}
+	var wg sync.WaitGroup
+	if b.o.AppToken != "" {
+		wg.Go(func() { b.runSocketMode(ctx) })
+	}
+	queues := make([]chan jetstream.Msg, b.workers)
+	for i := range queues {
+		queues[i] = make(chan jetstream.Msg, 16)
+		wg.Go(func() {
+			for m := range queues[i] {
+				b.handleMsg(ctx, m)
+			}
+		})
+	}
+	defer func() {
+		for _, q := range queues {
+			close(q)
+		}
+		wg.Wait()
+	}()
+	it, err := cons.Messages(jetstream.PullMaxMessages(64))
+	if err != nil {
+		return fmt.Errorf("slack: consume events: %w", err)
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			b.log.WarnContext(ctx, "slack: reading events", "err", err)
+			continue
+		}
+		// One queue per job keeps a job's events in order.
+		h := fnv.New32a()
+		h.Write([]byte(m.Subject()))
+		select {
+		case queues[int(h.Sum32())%len(queues)] <- m:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// errLater asks for the event to be redelivered after a pause: another
+// replica holds a fresh claim, or Slack is unavailable for now.
+type errLater struct {
+	after time.Duration
+	why   string
+}
+
+func (e *errLater) Error() string { return "slack: retry later: " + e.why }
+
+// maxDeliveries bounds redeliveries of an event that keeps failing for
+// transient reasons; after that the failure is reported, not retried.
+const maxDeliveries = 6
+
+func (b *Bot) handleMsg(ctx context.Context, m jetstream.Msg) {
+	if ctx.Err() != nil {
+		return // not acked: redelivered to whoever runs next
+	}
+	var ev bridge.Event
+	if err := json.Unmarshal(m.Data(), &ev); err != nil {
+		b.log.ErrorContext(ctx, "slack: dropping an event that is not JSON", "subject", m.Subject(), "err", err)
+		_ = m.Term()
+		return
+	}
+	delivered := uint64(1)
+	if md, err := m.Metadata(); err == nil {
+		delivered = md.NumDelivered
+	}
+	hctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	err := b.handleEvent(hctx, &ev, delivered >= maxDeliveries)
+	cancel()
+	var later *errLater
+	switch {
+	case err == nil:
+		_ = m.Ack()
+	case ctx.Err() != nil:
+		// Shutting down: leave it for the next run.
+	case errors.As(err, &later):
+		b.log.InfoContext(ctx, "slack: event deferred", "type", ev.Type, "job", ev.JobID, "question", ev.QuestionID, "why", later.why)
+		_ = m.NakWithDelay(later.after)
+	default:
+		b.log.ErrorContext(ctx, "slack: event failed", "type", ev.Type, "job", ev.JobID, "question", ev.QuestionID,
+			"delivery", delivered, "err", err)
+		_ = m.NakWithDelay(min(time.Duration(delivered)*2*time.Second, 30*time.Second))
+	}
+}
+
+// validChannel accepts Slack conversation ids (C…, G…, D…).
+func validChannel(s string) bool {
+	if len(s) < 2 || len(s) > 32 {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// dedupe remembers recent keys, so a double click is one attempt even
+// before the runtime sees it.
+type dedupe struct {
+	mu   sync.Mutex
+	ttl  time.Duration
+	seen map[string]time.Time
+}
+
+func newDedupe(ttl time.Duration) *dedupe { return &dedupe{ttl: ttl, seen: map[string]time.Time{}} }
+
+// first reports whether key was not seen within the window, and records it.
+func (d *dedupe) first(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	if t, ok := d.seen[key]; ok && now.Sub(t) < d.ttl {
+		return false
+	}
+	if len(d.seen) > 4096 {
+		for k, t := range d.seen {
+			if now.Sub(t) >= d.ttl {
+				delete(d.seen, k)
+			}
+		}
+	}
+	d.seen[key] = now
+	return true
+}

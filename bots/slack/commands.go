@@ -1,0 +1,223 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/blockkit"
+	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// commandReply is the ephemeral answer to /ask.
+type commandReply struct {
+	ResponseType string `json:"response_type"`
+	Text         string `json:"text"`
+}
+
+func ephemeral(format string, args ...any) *commandReply {
+	return &commandReply{ResponseType: slack.ResponseTypeEphemeral, Text: fmt.Sprintf(format, args...)}
+}
+
+func (b *Bot) serveCommands(w http.ResponseWriter, r *http.Request) {
+	if !b.verified(w, r) {
+		return
+	}
+	cmd, err := slack.SlashCommandParse(r)
+	if err != nil || cmd.UserID == "" {
+		http.Error(w, "not a Slack slash command", http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2500*time.Millisecond)
+	defer cancel()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(b.command(ctx, &cmd))
+}
+
+const usage = "*/ask* — questions askbridge's agents are waiting on\n" +
+	"• `/ask list` — pending questions you may see\n" +
+	"• `/ask show <id>` — one question (`<question_id>` or `<job_id>/<question_id>`)\n" +
+	"• `/ask answer <id> <answer>` — answer it (typed fields: a JSON object)\n" +
+	"• `/ask decline <id> [reason]` — decline to answer\n" +
+	"• `/ask cancel <id>` — cancel it (admins and owners)\n" +
+	"• `/ask help` — this text"
+
+// command runs one /ask command for HTTP and Socket Mode alike. The
+// runtime applies the permission rules; we only pass who is asking.
+func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandReply {
+	if !validChannel(cmd.UserID) {
+		return ephemeral("askbridge could not tell who you are.")
+	}
+	identity := "slack:" + cmd.UserID
+	text := strings.TrimSpace(cmd.Text)
+	sub, rest, _ := strings.Cut(text, " ")
+	rest = strings.TrimSpace(rest)
+	switch strings.ToLower(sub) {
+	case "", "help":
+		return ephemeral("%s", usage)
+	case "list":
+		return b.cmdList(ctx, identity)
+	case "show", "answer", "decline", "cancel":
+	default:
+		return ephemeral("I don't know `%s`.\n%s", quote(sub, 40), usage)
+	}
+	idText, arg, _ := strings.Cut(rest, " ")
+	arg = strings.TrimSpace(arg)
+	if idText == "" {
+		return ephemeral("Say which question: `/ask %s <question_id>` or `<job_id>/<question_id>`.", strings.ToLower(sub))
+	}
+	job, qid, ok := parseID(idText)
+	if !ok {
+		return ephemeral("`%s` is not a question id: use `<question_id>` or `<job_id>/<question_id>` (letters, digits, - and _).", quote(idText, 80))
+	}
+	var show bridge.ShowReply
+	if err := b.request(ctx, bridge.APIShow, bridge.ShowRequest{As: identity, JobID: job, QuestionID: qid}, &show); err != nil {
+		b.log.WarnContext(ctx, "slack: /ask show request failed", "err", err)
+		return ephemeral("askbridge did not answer in time. Please try again.")
+	}
+	if show.Error != "" || show.Question == nil {
+		msg := show.Error
+		if msg == "" {
+			msg = "no such question"
+		}
+		return ephemeral("`%s`: %s", quote(idText, 80), quote(msg, 300))
+	}
+	v := show.Question
+	switch strings.ToLower(sub) {
+	case "show":
+		return ephemeral("%s", b.describe(identity, v, true))
+	case "answer":
+		return b.cmdAttempt(ctx, cmd, v, bridge.ActionAnswer, arg)
+	case "decline":
+		return b.cmdAttempt(ctx, cmd, v, bridge.ActionDecline, arg)
+	default:
+		c := bridge.Cancel{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, By: identity, Reason: "cancelled from Slack by " + identity}
+		if err := bridge.Publish(ctx, b.js, bridge.CancelSubject(v.Tenant, v.JobID), "cancel-slack-"+firstNonEmpty(cmd.TriggerID, cmd.UserID+"-"+v.QuestionID), c); err != nil {
+			b.log.ErrorContext(ctx, "slack: could not publish a cancel", "err", err)
+			return ephemeral("askbridge could not record the cancel just now. Please try again.")
+		}
+		return ephemeral("Asked askbridge to cancel `%s/%s`. Only owners and admins may cancel; the card in the thread shows the result.", v.JobID, v.QuestionID)
+	}
+}
+
+// parseID reads "<question_id>" or "<job_id>/<question_id>" strictly.
+func parseID(s string) (job, question string, ok bool) {
+	if j, q, found := strings.Cut(s, "/"); found {
+		return j, q, bridge.ValidToken(j) && bridge.ValidToken(q)
+	}
+	return "", s, bridge.ValidToken(s)
+}
+
+func (b *Bot) cmdList(ctx context.Context, identity string) *commandReply {
+	var reply bridge.ListReply
+	if err := b.request(ctx, bridge.APIList, bridge.ListRequest{As: identity, State: bridge.StatePending, Limit: 20}, &reply); err != nil {
+		b.log.WarnContext(ctx, "slack: /ask list request failed", "err", err)
+		return ephemeral("askbridge did not answer in time. Please try again.")
+	}
+	if reply.Error != "" {
+		return ephemeral("askbridge: %s", quote(reply.Error, 300))
+	}
+	if len(reply.Questions) == 0 {
+		return ephemeral("No questions wait for you.")
+	}
+	lines := []string{fmt.Sprintf("*%d pending question(s) you may see:*", len(reply.Questions))}
+	for i := range reply.Questions {
+		lines = append(lines, "• "+b.describe(identity, &reply.Questions[i], false))
+	}
+	if reply.Next != "" {
+		if u := b.listURL(identity); u != "" {
+			lines = append(lines, "<"+u+"|More in the askbridge console>")
+		} else {
+			lines = append(lines, "…and more.")
+		}
+	}
+	return ephemeral("%s", strings.Join(lines, "\n"))
+}
+
+func (b *Bot) listURL(identity string) string {
+	if b.o.Console.PublicURL == "" || len(b.o.Console.Secret) == 0 {
+		return ""
+	}
+	return b.o.Console.ListURL(identity, console.DefaultLinkTTL)
+}
+
+// describe renders a question view as the identity may see it: a hidden
+// one says only that it waits.
+func (b *Bot) describe(identity string, v *bridge.QuestionView, full bool) string {
+	id := "`" + v.JobID + "/" + v.QuestionID + "`"
+	if v.Hidden || v.Question == nil {
+		return id + " (" + v.Tenant + ") — a question waits here; you can't see what it asks."
+	}
+	n := 150
+	if full {
+		n = 2500
+	}
+	s := id + " (" + v.Tenant + ") — " + quote(v.Question.Question, n)
+	if full {
+		switch {
+		case len(v.Question.Fields) > 0:
+			var names []string
+			for _, f := range v.Question.Fields {
+				names = append(names, f.Name+" ("+f.Kind+")")
+			}
+			s += "\nFields: " + quote(strings.Join(names, ", "), 400)
+		case len(v.Question.Choices) > 0:
+			s += "\nChoices: " + quote(strings.Join(v.Question.Choices, " | "), 400)
+		}
+		s += "\nState: " + v.State
+		if v.Text != "" {
+			s += " — " + quote(v.Text, 300)
+		}
+	}
+	if v.State == bridge.StatePending && !v.Deadline.IsZero() {
+		s += " · due " + blockkit.SlackDate(v.Deadline)
+	}
+	if u := b.questionURL(identity, blockkit.Ref{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, Version: v.TaskVersion}); u != "" {
+		s += " · <" + u + "|open>"
+	}
+	return s
+}
+
+// cmdAttempt proposes an answer or decline typed in /ask. It is checked
+// here first when the question is visible, for an immediate clear error;
+// the runtime checks it again and decides.
+func (b *Bot) cmdAttempt(ctx context.Context, cmd *slack.SlashCommand, v *bridge.QuestionView, action, arg string) *commandReply {
+	var answer json.RawMessage
+	comment := ""
+	if action == bridge.ActionAnswer {
+		if arg == "" {
+			return ephemeral("Say the answer: `/ask answer %s/%s <answer>`.", v.JobID, v.QuestionID)
+		}
+		if strings.HasPrefix(arg, "{") && json.Valid([]byte(arg)) {
+			answer = json.RawMessage(arg)
+		} else {
+			answer, _ = json.Marshal(arg)
+		}
+	} else {
+		comment = arg
+	}
+	if v.Question != nil {
+		if _, aerr := bridge.CheckAnswer(v.Question, action, answer, comment); aerr != nil {
+			return ephemeral("Not sent: %s", quote(aerr.Text, 1000))
+		}
+	}
+	at := bridge.AnswerAttempt{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID,
+		AttemptID: "slack-cmd-" + firstNonEmpty(cmd.TriggerID, fmt.Sprint(b.now().UnixNano())),
+		Action:    action, Answer: answer, Comment: comment, By: "slack:" + cmd.UserID, ByName: cmd.UserName,
+		Via: bridge.PlatformSlack, At: b.now().UTC(),
+		ReplyTo: map[string]string{replyUser: cmd.UserID, replyChannel: cmd.ChannelID, replyResponseURL: cmd.ResponseURL}}
+	if err := bridge.Publish(ctx, b.js, bridge.AnswerSubject(v.Tenant, v.JobID), "attempt-"+at.AttemptID, at); err != nil {
+		b.log.ErrorContext(ctx, "slack: could not publish an answer attempt", "err", err)
+		return ephemeral("askbridge could not record that just now. Please try again.")
+	}
+	if action == bridge.ActionDecline {
+		return ephemeral("Sent your decline for `%s/%s`. You'll hear here if askbridge refuses it.", v.JobID, v.QuestionID)
+	}
+	return ephemeral("Sent your answer for `%s/%s`. You'll hear here if askbridge refuses it.", v.JobID, v.QuestionID)
+}

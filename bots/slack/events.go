@@ -1,0 +1,523 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/blockkit"
+	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// handleEvent applies one runtime event. Every branch is idempotent: the
+// same event twice, or events redelivered after a restart, change nothing
+// more. lastTry says transient failures are to be reported, not retried.
+func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, lastTry bool) error {
+	if !bridge.ValidToken(ev.Tenant) || !bridge.ValidToken(ev.JobID) || !bridge.ValidToken(ev.QuestionID) {
+		b.log.WarnContext(ctx, "slack: ignoring an event with invalid ids", "type", ev.Type)
+		return nil
+	}
+	switch ev.Type {
+	case bridge.EventAsked:
+		return b.onAsked(ctx, ev, lastTry)
+	case bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded:
+		return b.onSettled(ctx, ev)
+	case bridge.EventRefused:
+		return b.onRefused(ctx, ev)
+	case bridge.EventReminded, bridge.EventEscalated:
+		return b.onReminder(ctx, ev)
+	}
+	return nil
+}
+
+func refOf(ev *bridge.Event) blockkit.Ref {
+	return blockkit.Ref{Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: ev.QuestionID, Version: ev.TaskVersion}
+}
+
+// channelFor is the question's Slack channel: its route, else the default.
+func (b *Bot) channelFor(q *bridge.Question) (channel, threadTS string) {
+	if q.Route != nil && q.Route.Slack != nil && q.Route.Slack.Channel != "" {
+		return q.Route.Slack.Channel, q.Route.Slack.ThreadTS
+	}
+	return b.o.DefaultChannel, ""
+}
+
+// questionURL is a signed console link to the question for identity
+// (empty identity: a link for whoever reads the channel, scoped to the job).
+func (b *Bot) questionURL(identity string, r blockkit.Ref) string {
+	if b.o.Console.PublicURL == "" || len(b.o.Console.Secret) == 0 {
+		return ""
+	}
+	if identity == "" {
+		identity = "slack:channel"
+	}
+	return b.o.Console.QuestionURL(identity, r.Tenant, r.JobID, r.QuestionID, console.DefaultLinkTTL)
+}
+
+func (b *Bot) jobURL(tenant, job string) string {
+	if b.o.Console.PublicURL == "" || len(b.o.Console.Secret) == 0 {
+		return ""
+	}
+	return b.o.Console.JobURL("slack:channel", tenant, job, console.DefaultLinkTTL)
+}
+
+func (b *Bot) cardView(c *card, r blockkit.Ref) blockkit.Card {
+	return blockkit.Card{Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, ConsoleURL: b.questionURL("", r)}
+}
+
+// onAsked posts the question's card once, in the job's thread, and reports
+// the delivery. A claim in the KV record makes it once across replicas and
+// restarts; a crash between Slack accepting the post and the record being
+// written is the one window in which a card can appear twice.
+func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error {
+	q := ev.Question
+	if q == nil || q.Tenant != ev.Tenant || q.JobID != ev.JobID || q.QuestionID != ev.QuestionID {
+		b.log.WarnContext(ctx, "slack: asked event without its question", "job", ev.JobID, "question", ev.QuestionID)
+		return nil
+	}
+	q.TaskVersion = ev.TaskVersion
+	ref := refOf(ev)
+	channel, routeThread := b.channelFor(q)
+	if channel == "" {
+		// Not routed to Slack and no default channel: not ours to show.
+		return nil
+	}
+	if !validChannel(channel) {
+		return b.report(ctx, ref, nil, failure("chat.postMessage", "", &apiError{Op: "chat.postMessage", Code: "invalid_channel"}))
+	}
+	if !ev.Deadline.IsZero() && b.now().After(ev.Deadline) {
+		return nil // an old event replayed to a new consumer; the question is over
+	}
+	var action string // "post", "report", "update", "none"
+	rec, err := b.updateCard(ctx, ref, func(c *card) *card {
+		now := b.now()
+		switch {
+		case c == nil:
+			action = "post"
+			return &card{Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline, ClaimBy: b.id, ClaimSince: now}
+		case c.TS != "" || c.Failure != nil:
+			action = "report"
+			return nil
+		case c.Outcome != "":
+			action = "none" // settled before it could be shown
+			return nil
+		case c.ClaimBy != "" && c.ClaimBy != b.id && now.Sub(c.ClaimSince) < b.claimTTL:
+			action = "wait"
+			return nil
+		}
+		action = "post"
+		n := *c
+		n.Question, n.AskedAt, n.Deadline, n.ClaimBy, n.ClaimSince = q, ev.AskedAt, ev.Deadline, b.id, now
+		return &n
+	})
+	if err != nil {
+		return err
+	}
+	switch action {
+	case "none":
+		return nil
+	case "wait":
+		return &errLater{after: 5 * time.Second, why: "another replica is posting this question"}
+	case "report":
+		if rec.Failure != nil {
+			return b.report(ctx, ref, nil, rec.Failure)
+		}
+		if err := b.report(ctx, ref, &bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: rec.Channel, MessageID: rec.TS, Thread: rec.Thread}, nil); err != nil {
+			return err
+		}
+		if rec.Outcome != "" && !rec.Updated {
+			return b.refreshCard(ctx, ref)
+		}
+		return nil
+	}
+
+	thread := routeThread
+	if thread == "" {
+		thread, err = b.jobThread(ctx, q, channel)
+	}
+	var ts string
+	if err == nil {
+		blocks, text := blockkit.QuestionMessage(b.cardView(rec, ref))
+		err = b.call(ctx, "chat.postMessage", channel, func(ctx context.Context) error {
+			_, t, err := b.api.PostMessageContext(ctx, channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false), slack.MsgOptionTS(thread))
+			ts = t
+			return err
+		})
+	}
+	if err != nil {
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			return err
+		}
+		if ae.Transient && !lastTry {
+			return &errLater{after: 10 * time.Second, why: ae.Error()}
+		}
+		f := failure(ae.Op, channel, ae)
+		if _, err := b.updateCard(ctx, ref, func(c *card) *card {
+			if c == nil {
+				c = &card{Question: q}
+			}
+			n := *c
+			n.Failure, n.ClaimBy = f, ""
+			return &n
+		}); err != nil {
+			return err
+		}
+		b.log.ErrorContext(ctx, "slack: could not show a question", "job", q.JobID, "question", q.QuestionID, "code", f.Code, "slack_error", ae.Code)
+		return b.report(ctx, ref, nil, f)
+	}
+	rec, err = b.updateCard(ctx, ref, func(c *card) *card {
+		if c == nil {
+			c = &card{Question: q}
+		}
+		n := *c
+		n.Channel, n.TS, n.Thread, n.ClaimBy = channel, ts, thread, ""
+		return &n
+	})
+	if err != nil {
+		return err
+	}
+	if err := b.report(ctx, ref, &bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: channel, MessageID: ts, Thread: thread}, nil); err != nil {
+		return err
+	}
+	if rec.Outcome != "" {
+		// It settled while we were posting.
+		return b.refreshCard(ctx, ref)
+	}
+	return nil
+}
+
+// jobThread returns the ts of the job's thread parent in channel, posting
+// the parent the first time. One thread per job and channel, across
+// replicas and restarts.
+func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string) (string, error) {
+	key := threadKey(q.Tenant, q.JobID, channel)
+	for range 10 {
+		var t thread
+		rev, err := getJSON(ctx, b.kv, key, &t)
+		if err != nil {
+			return "", err
+		}
+		if t.TS != "" {
+			return t.TS, nil
+		}
+		if t.ClaimBy != "" && t.ClaimBy != b.id && b.now().Sub(t.ClaimSince) < b.claimTTL {
+			return "", &errLater{after: 2 * time.Second, why: "another replica is opening this job's thread"}
+		}
+		rev, err = putJSON(ctx, b.kv, key, rev, thread{ClaimBy: b.id, ClaimSince: b.now()})
+		if err == errConflict {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		blocks, text := blockkit.ThreadParent(q, b.jobURL(q.Tenant, q.JobID))
+		var ts string
+		err = b.call(ctx, "chat.postMessage", channel, func(ctx context.Context) error {
+			_, t, err := b.api.PostMessageContext(ctx, channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
+			ts = t
+			return err
+		})
+		if err != nil {
+			if _, derr := putJSON(ctx, b.kv, key, rev, thread{}); derr != nil {
+				b.log.WarnContext(ctx, "slack: could not release a thread claim", "err", derr)
+			}
+			return "", err
+		}
+		if _, err := putJSON(ctx, b.kv, key, rev, thread{TS: ts}); err != nil {
+			return "", err
+		}
+		return ts, nil
+	}
+	return "", errConflict
+}
+
+// report publishes the delivery report; its message id makes repeats free.
+func (b *Bot) report(ctx context.Context, r blockkit.Ref, msg *bridge.MessageRef, f *bridge.Failure) error {
+	d := bridge.Delivery{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID, TaskVersion: r.Version,
+		Platform: bridge.PlatformSlack, OK: f == nil, Message: msg, Failure: f, At: b.now().UTC()}
+	id := fmt.Sprintf("delivery-slack-%s-%s-%s-%d", r.Tenant, r.JobID, r.QuestionID, r.Version)
+	return bridge.Publish(ctx, b.js, bridge.DeliverySubject(r.Tenant, r.JobID), id, d)
+}
+
+// onSettled records how the question ended and updates its card: controls
+// removed, one context line. If the card is not posted yet, the poster
+// applies the outcome when it finishes.
+func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event) error {
+	ref := refOf(ev)
+	var mustUpdate bool
+	rec, err := b.updateCard(ctx, ref, func(c *card) *card {
+		mustUpdate = false
+		if c == nil {
+			c = &card{}
+		}
+		if c.Outcome != "" {
+			mustUpdate = c.TS != "" && !c.Updated
+			return nil // first outcome wins; repeats change nothing
+		}
+		n := *c
+		n.Outcome = blockkit.OutcomeLine(ev, c.Question)
+		if n.TS == "" {
+			// Posted by someone before the KV record existed (events name it).
+			for _, m := range ev.Messages {
+				if m.Platform == bridge.PlatformSlack && m.MessageID != "" {
+					n.Channel, n.TS, n.Thread = m.Channel, m.MessageID, m.Thread
+					break
+				}
+			}
+		}
+		mustUpdate = n.TS != ""
+		return &n
+	})
+	if err != nil {
+		return err
+	}
+	if !mustUpdate || rec == nil {
+		return nil
+	}
+	return b.refreshCard(ctx, ref)
+}
+
+// refreshCard rewrites a settled card in Slack and marks it done.
+func (b *Bot) refreshCard(ctx context.Context, ref blockkit.Ref) error {
+	rec, err := b.loadCard(ctx, ref)
+	if err != nil || rec == nil || rec.TS == "" || rec.Outcome == "" || rec.Updated {
+		return err
+	}
+	blocks, text := blockkit.SettledMessage(b.cardView(rec, ref), rec.Outcome)
+	err = b.call(ctx, "chat.update", rec.Channel, func(ctx context.Context) error {
+		_, _, _, err := b.api.UpdateMessageContext(ctx, rec.Channel, rec.TS, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
+		return err
+	})
+	if err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && !ae.Transient {
+			// The card is gone or unreachable; nothing to retry.
+			b.log.WarnContext(ctx, "slack: could not update a card", "job", ref.JobID, "question", ref.QuestionID, "slack_error", ae.Code)
+			return nil
+		}
+		return err
+	}
+	_, err = b.updateCard(ctx, ref, func(c *card) *card {
+		if c == nil || c.Updated {
+			return nil
+		}
+		n := *c
+		n.Updated = true
+		return &n
+	})
+	return err
+}
+
+// Keys of an attempt's reply_to, echoed on refusals.
+const (
+	replyUser        = "slack_user"
+	replyChannel     = "channel"
+	replyThread      = "thread_ts"
+	replyResponseURL = "response_url"
+)
+
+// onRefused tells the person who clicked, and only them, why their answer
+// was refused, in the refusal's own words.
+func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
+	user := ev.ReplyTo[replyUser]
+	if user == "" || !validChannel(user) || (ev.To != "" && ev.To != "slack:"+user) {
+		return nil // not an attempt made in Slack
+	}
+	text := ev.Text
+	if text == "" {
+		text = "askbridge refused your answer."
+	}
+	key := onceKey("refused", ev.EventID, ev.AttemptID)
+	ok, err := b.once(ctx, key)
+	if err != nil || !ok {
+		return err
+	}
+	if err := b.tell(ctx, ev.ReplyTo, text); err != nil {
+		b.release(ctx, key)
+		return err
+	}
+	return nil
+}
+
+// tell sends an ephemeral message to the person in reply_to: through the
+// interaction's response_url when there is one, else chat.postEphemeral.
+func (b *Bot) tell(ctx context.Context, to map[string]string, text string) error {
+	if u := to[replyResponseURL]; u != "" && b.responseURLOK(u) {
+		err := slack.PostWebhookCustomHTTPContext(ctx, u, b.http, &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: text})
+		if err == nil {
+			return nil
+		}
+		// response_urls expire after 30 minutes or five uses: fall back.
+		b.log.InfoContext(ctx, "slack: response_url failed, using chat.postEphemeral", "err", classify("response_url", err).Code)
+	}
+	channel, user := to[replyChannel], to[replyUser]
+	if channel == "" || user == "" {
+		return nil
+	}
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	if ts := to[replyThread]; ts != "" {
+		opts = append(opts, slack.MsgOptionTS(ts))
+	}
+	err := b.call(ctx, "chat.postEphemeral", channel, func(ctx context.Context) error {
+		_, err := b.api.PostEphemeralContext(ctx, channel, user, opts...)
+		return err
+	})
+	var ae *apiError
+	if errors.As(err, &ae) && !ae.Transient {
+		b.log.WarnContext(ctx, "slack: could not tell a person", "slack_error", ae.Code)
+		return nil
+	}
+	return err
+}
+
+// responseURLOK accepts only Slack's own response URLs (or the configured
+// API host, for proxies and tests): reply_to crosses NATS, and askbridge
+// must not POST wherever a message says.
+func (b *Bot) responseURLOK(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.User != nil {
+		return false
+	}
+	if u.Scheme == "https" && (u.Host == "hooks.slack.com" || u.Host == "hooks.slack-gov.com") {
+		return true
+	}
+	api, err := url.Parse(b.o.APIURL)
+	return err == nil && u.Scheme == api.Scheme && u.Host == api.Host
+}
+
+// onReminder DMs each Slack target of a reminder or escalation step.
+func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
+	ref := refOf(ev)
+	rec, err := b.loadCard(ctx, ref)
+	if err != nil {
+		return err
+	}
+	q := ev.Question
+	if q == nil && rec != nil {
+		q = rec.Question
+	}
+	if rec != nil && rec.Outcome != "" {
+		return nil // settled meanwhile: nothing to remind about
+	}
+	link := ""
+	if rec != nil && rec.TS != "" {
+		_ = b.call(ctx, "chat.getPermalink", "", func(ctx context.Context) error {
+			var err error
+			link, err = b.api.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: rec.Channel, Ts: rec.TS})
+			return err
+		})
+	}
+	deadline := ev.Deadline
+	if deadline.IsZero() && rec != nil {
+		deadline = rec.Deadline
+	}
+	askedAt := ev.AskedAt
+	if askedAt.IsZero() && rec != nil {
+		askedAt = rec.AskedAt
+	}
+	var failed error
+	for _, target := range ev.Targets {
+		user, ok := strings.CutPrefix(target, "slack:")
+		if !ok || !validChannel(user) {
+			continue
+		}
+		key := onceKey("dm", ev.EventID, target)
+		first, err := b.once(ctx, key)
+		if err != nil {
+			return err
+		}
+		if !first {
+			continue
+		}
+		text := reminderText(ev, q, link, askedAt, deadline, b.now(), b.questionURL(target, ref))
+		if err := b.dm(ctx, user, text); err != nil {
+			var ae *apiError
+			if errors.As(err, &ae) && !ae.Transient {
+				b.log.WarnContext(ctx, "slack: could not DM a reminder", "to", target, "slack_error", ae.Code)
+				continue
+			}
+			b.release(ctx, key)
+			failed = err
+		}
+	}
+	return failed
+}
+
+func (b *Bot) dm(ctx context.Context, user, text string) error {
+	var channel string
+	err := b.call(ctx, "conversations.open", "", func(ctx context.Context) error {
+		ch, _, _, err := b.api.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}, ReturnIM: true})
+		if err == nil {
+			channel = ch.ID
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return b.call(ctx, "chat.postMessage", channel, func(ctx context.Context) error {
+		_, _, err := b.api.PostMessageContext(ctx, channel, slack.MsgOptionText(text, false))
+		return err
+	})
+}
+
+// reminderText is the DM: the question, a link to the card, the time
+// left; owner and admin steps also say who was asked and since when.
+func reminderText(ev *bridge.Event, q *bridge.Question, link string, askedAt, deadline, now time.Time, consoleURL string) string {
+	var sb strings.Builder
+	if ev.Type == bridge.EventEscalated || (ev.Step != "" && ev.Step != bridge.TargetAnswerers) {
+		sb.WriteString(":rotating_light: A question for one of your jobs is still unanswered")
+	} else {
+		sb.WriteString(":bell: Reminder: a question waits for your answer")
+	}
+	if q != nil {
+		sb.WriteString(" (job `" + q.JobID + "`):\n>" + quote(q.Question, 600))
+	} else {
+		sb.WriteString(" (job `" + ev.JobID + "`).")
+	}
+	sb.WriteString("\n")
+	if link != "" {
+		sb.WriteString("<" + link + "|Answer it in the thread>")
+	} else if consoleURL != "" {
+		sb.WriteString("<" + consoleURL + "|Answer it in the askbridge console>")
+	}
+	if !deadline.IsZero() {
+		left := max(deadline.Sub(now), 0)
+		sb.WriteString(" · Time left: " + bridge.FormatTimeout(left) + " (until " + blockkit.SlackDate(deadline) + ")")
+	}
+	if ev.Step == bridge.TargetOwner || ev.Step == bridge.TargetAdmins {
+		var who []string
+		if q != nil {
+			for _, a := range q.Answerers {
+				who = append(who, blockkit.Mention(a))
+			}
+		}
+		asked := "operators"
+		if len(who) > 0 {
+			asked = strings.Join(who, ", ")
+		}
+		sb.WriteString("\nAsked of " + asked)
+		if !askedAt.IsZero() {
+			sb.WriteString(" since " + blockkit.SlackDate(askedAt))
+		}
+		sb.WriteString(".")
+	}
+	return sb.String()
+}
+
+// quote escapes and shortens text for a one-paragraph mrkdwn quote.
+func quote(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) > n {
+		s = string(r[:n-1]) + "…"
+	}
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}

@@ -1,0 +1,352 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/blockkit"
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// maxBody bounds what Slack may send us; real payloads are far smaller.
+const maxBody = 1 << 20
+
+// verified reads the body once (bounded), checks Slack's v0 signature and
+// timestamp window, and restores the body for slack-go's form parsers.
+// It answers the request itself and returns false when it is refused.
+func (b *Bot) verified(w http.ResponseWriter, r *http.Request) bool {
+	if b.o.SigningSecret == "" {
+		// Socket Mode only: an empty secret would make any signature "valid".
+		http.Error(w, "Slack HTTP endpoints are not configured (no signing secret)", http.StatusNotFound)
+		return false
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return false
+		}
+		http.Error(w, "could not read the request body", http.StatusBadRequest)
+		return false
+	}
+	sv, err := slack.NewSecretsVerifier(r.Header, b.o.SigningSecret)
+	if err == nil {
+		if _, err = sv.Write(raw); err == nil {
+			err = sv.Ensure()
+		}
+	}
+	if err != nil {
+		b.log.WarnContext(r.Context(), "slack: refused an unsigned or stale request", "path", r.URL.Path, "remote", r.RemoteAddr)
+		http.Error(w, "invalid Slack signature", http.StatusUnauthorized)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	return true
+}
+
+func (b *Bot) serveInteractions(w http.ResponseWriter, r *http.Request) {
+	if !b.verified(w, r) {
+		return
+	}
+	cb, err := slack.InteractionCallbackParse(r)
+	if err != nil {
+		http.Error(w, "not a Slack interaction payload", http.StatusBadRequest)
+		return
+	}
+	// Slack wants an answer within 3 s; everything below is bounded.
+	ctx, cancel := context.WithTimeout(r.Context(), 2500*time.Millisecond)
+	defer cancel()
+	resp := b.interact(ctx, &cb)
+	if resp == nil {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// interact handles one interaction for both HTTP and Socket Mode. The
+// result, when not nil, is the response body (inline modal errors).
+func (b *Bot) interact(ctx context.Context, cb *slack.InteractionCallback) any {
+	if !validChannel(cb.User.ID) {
+		return nil
+	}
+	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		for _, a := range cb.ActionCallback.BlockActions {
+			b.click(ctx, cb, a)
+		}
+	case slack.InteractionTypeViewSubmission:
+		if r := b.submit(ctx, cb); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// replyTo is what the runtime echoes on a refusal so we can tell the clicker.
+func replyTo(cb *slack.InteractionCallback, channel, ts string) map[string]string {
+	m := map[string]string{replyUser: cb.User.ID}
+	if channel != "" {
+		m[replyChannel] = channel
+	}
+	if ts != "" {
+		m[replyThread] = ts
+	}
+	if cb.ResponseURL != "" {
+		m[replyResponseURL] = cb.ResponseURL
+	}
+	return m
+}
+
+// click handles a card button or select.
+func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack.BlockAction) {
+	c, err := blockkit.ParseClick(a.BlockID, a.ActionID, a.Value, a.SelectedOption.Value)
+	if err != nil {
+		b.log.DebugContext(ctx, "slack: ignoring a foreign action", "err", err)
+		return
+	}
+	channel := cb.Container.ChannelID
+	if channel == "" {
+		channel = cb.Channel.ID
+	}
+	msgTS := cb.Container.MessageTs
+	to := replyTo(cb, channel, threadOf(cb, msgTS))
+	switch c.Action {
+	case blockkit.ActionAnswer, blockkit.ActionDecline, blockkit.ActionDeny:
+		b.openModal(ctx, cb, c, channel, msgTS, to)
+		return
+	}
+	// Double clicks arrive as separate interactions: one attempt.
+	if !b.clicks.first(cb.User.ID + "|" + a.BlockID + "|" + a.ActionID + "|" + a.Value + "|" + a.SelectedOption.Value) {
+		return
+	}
+	at := b.attempt(cb, c.Ref, to)
+	at.AttemptID = "slack-" + firstNonEmpty(cb.TriggerID, a.ActionTs+"-"+cb.User.ID)
+	switch c.Action {
+	case blockkit.ActionApprove:
+		at.Action = bridge.ActionApprove
+	case blockkit.Choose:
+		choice := c.Choice
+		if rec, _ := b.loadCard(ctx, c.Ref); rec != nil && rec.Question != nil && c.Index < len(rec.Question.Choices) {
+			choice = rec.Question.Choices[c.Index] // the asker's words, not the button's
+		}
+		if choice == "" {
+			b.say(to, "This question is no longer available here; see /ask list.")
+			return
+		}
+		at.Action = bridge.ActionAnswer
+		at.Answer, _ = json.Marshal(choice)
+	}
+	b.publishAttempt(ctx, at, to)
+}
+
+// threadOf is the thread the card lives in, for ephemeral fallbacks.
+func threadOf(cb *slack.InteractionCallback, msgTS string) string {
+	if cb.Container.ThreadTs != "" {
+		return cb.Container.ThreadTs
+	}
+	if cb.Message.ThreadTimestamp != "" {
+		return cb.Message.ThreadTimestamp
+	}
+	return msgTS
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func (b *Bot) attempt(cb *slack.InteractionCallback, r blockkit.Ref, to map[string]string) bridge.AnswerAttempt {
+	return bridge.AnswerAttempt{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID, TaskVersion: r.Version,
+		By: "slack:" + cb.User.ID, ByName: firstNonEmpty(cb.User.Name, cb.User.Profile.DisplayName), Via: bridge.PlatformSlack,
+		At: b.now().UTC(), ReplyTo: to}
+}
+
+// publishAttempt proposes the attempt to the runtime. Its message id is
+// the attempt id, so Slack's retries of one interaction are one attempt.
+func (b *Bot) publishAttempt(ctx context.Context, at bridge.AnswerAttempt, to map[string]string) bool {
+	err := bridge.Publish(ctx, b.js, bridge.AnswerSubject(at.Tenant, at.JobID), "attempt-"+at.AttemptID, at)
+	if err != nil {
+		b.log.ErrorContext(ctx, "slack: could not publish an answer attempt", "job", at.JobID, "question", at.QuestionID, "err", err)
+		if to != nil {
+			b.say(to, "askbridge could not record your answer just now. Please try again in a moment.")
+		}
+		return false
+	}
+	return true
+}
+
+// say tells the clicker something in the background: the interaction's
+// HTTP answer must not wait for it.
+func (b *Bot) say(to map[string]string, text string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := b.tell(ctx, to, text); err != nil {
+			b.log.WarnContext(ctx, "slack: could not tell a person", "err", err)
+		}
+	}()
+}
+
+// question finds the question a click or modal is about: from the KV
+// record (fast: trigger ids expire in 3 s), else from the runtime as the
+// clicker may see it.
+func (b *Bot) question(ctx context.Context, r blockkit.Ref, user string) (*card, error) {
+	rec, err := b.loadCard(ctx, r)
+	if err == nil && rec != nil && rec.Question != nil {
+		return rec, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var reply bridge.ShowReply
+	if err := b.request(ctx, bridge.APIShow, bridge.ShowRequest{As: "slack:" + user, Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID}, &reply); err != nil {
+		return nil, err
+	}
+	if reply.Question == nil || reply.Question.Question == nil {
+		return nil, nil
+	}
+	v := reply.Question
+	c := &card{Question: v.Question, AskedAt: v.AskedAt, Deadline: v.Deadline}
+	if v.State != bridge.StatePending {
+		c.Outcome = v.State
+	}
+	return c, nil
+}
+
+// openModal opens the answer, decline or deny modal at once: the trigger
+// id is only good for 3 seconds.
+func (b *Bot) openModal(ctx context.Context, cb *slack.InteractionCallback, c blockkit.Click, channel, msgTS string, to map[string]string) {
+	rec, err := b.question(ctx, c.Ref, cb.User.ID)
+	if err != nil || rec == nil {
+		b.say(to, "This question is no longer available here; see /ask list.")
+		return
+	}
+	if rec.Outcome != "" {
+		b.say(to, "This question no longer waits for an answer.")
+		return
+	}
+	meta := blockkit.ModalMeta{Ref: c.Ref, Channel: channel, MessageTS: msgTS}
+	if !validChannel(channel) || (msgTS != "" && !validTS(msgTS)) {
+		meta.Channel, meta.MessageTS = "", ""
+	}
+	rec.Question.TaskVersion = c.Ref.Version
+	view := b.cardView(rec, c.Ref)
+	view.ConsoleURL = b.questionURL("slack:"+cb.User.ID, c.Ref)
+	var modal slack.ModalViewRequest
+	switch c.Action {
+	case blockkit.ActionAnswer:
+		modal = blockkit.AnswerModal(view, meta)
+	case blockkit.ActionDecline:
+		modal = blockkit.DeclineModal(view, meta)
+	default:
+		modal = blockkit.DenyModal(view, meta)
+	}
+	if _, err := b.api.OpenViewContext(ctx, cb.TriggerID, modal); err != nil {
+		b.log.WarnContext(ctx, "slack: views.open failed", "slack_error", classify("views.open", err).Code)
+		b.say(to, "Slack did not open the form in time. Please click again.")
+	}
+}
+
+func validTS(s string) bool {
+	_, err := blockkit.ParseModalMeta("a.b.c.0||" + s)
+	return err == nil
+}
+
+// submit handles a modal submission: checked with the shared validator,
+// errors inline on their input blocks, otherwise proposed to the runtime.
+func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) *slack.ViewSubmissionResponse {
+	cbID := cb.View.CallbackID
+	if cbID != blockkit.CallbackAnswer && cbID != blockkit.CallbackDecline && cbID != blockkit.CallbackDeny {
+		return nil
+	}
+	meta, err := blockkit.ParseModalMeta(cb.View.PrivateMetadata)
+	if err != nil {
+		b.log.WarnContext(ctx, "slack: modal with foreign metadata", "err", err)
+		return nil
+	}
+	first := firstInput(cb.View.Blocks)
+	rec, err := b.question(ctx, meta.Ref, cb.User.ID)
+	if err != nil || rec == nil {
+		return inlineError(first, "This question is no longer available.")
+	}
+	q := rec.Question
+	var action string
+	var answer json.RawMessage
+	var comment string
+	switch cbID {
+	case blockkit.CallbackAnswer:
+		action, answer = bridge.ActionAnswer, blockkit.AnswerFromState(q, cb.View.State)
+	case blockkit.CallbackDecline:
+		action, comment = bridge.ActionDecline, blockkit.ReasonFromState(cb.View.State)
+	case blockkit.CallbackDeny:
+		action, comment = bridge.ActionDeny, blockkit.ReasonFromState(cb.View.State)
+	}
+	checked, aerr := bridge.CheckAnswer(q, action, answer, comment)
+	if aerr != nil {
+		return slack.NewErrorsViewSubmissionResponse(blockkit.ModalErrors(q, cbID, aerr))
+	}
+	to := map[string]string{replyUser: cb.User.ID}
+	if meta.Channel != "" {
+		to[replyChannel] = meta.Channel
+	}
+	if meta.MessageTS != "" {
+		if rec.Thread != "" {
+			to[replyThread] = rec.Thread
+		} else {
+			to[replyThread] = meta.MessageTS
+		}
+	}
+	at := b.attempt(cb, meta.Ref, to)
+	at.AttemptID = "slack-view-" + cb.View.ID + "-" + cb.View.Hash
+	at.Action, at.Answer, at.Comment = checked.Action, checked.Value, comment
+	if checked.Action == bridge.ActionDecline {
+		at.Answer = nil
+	}
+	if !b.publishAttempt(ctx, at, nil) {
+		return inlineError(first, "askbridge could not record this just now. Please submit again.")
+	}
+	return nil
+}
+
+func firstInput(blocks slack.Blocks) string {
+	for _, bl := range blocks.BlockSet {
+		if in, ok := bl.(*slack.InputBlock); ok {
+			return in.BlockID
+		}
+	}
+	return blockkit.BlockReason
+}
+
+func inlineError(block, msg string) *slack.ViewSubmissionResponse {
+	return slack.NewErrorsViewSubmissionResponse(map[string]string{block: msg})
+}
+
+// request does a request/reply call on the runtime's API.
+func (b *Bot) request(ctx context.Context, subject string, req, reply any) error {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	msg, err := b.o.NATS.Conn.RequestWithContext(ctx, subject, data)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(msg.Data, reply); err != nil {
+		return errors.New("the runtime's reply is not JSON")
+	}
+	return nil
+}
+

@@ -1,0 +1,221 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// apiError is a Slack Web API call that failed for good (after retries).
+// It carries Slack's error code, never the request or the token.
+type apiError struct {
+	Op        string // e.g. chat.postMessage
+	Code      string // Slack's error code, e.g. channel_not_found
+	Transient bool   // worth retrying later (rate limit, 5xx, network)
+	err       error
+}
+
+func (e *apiError) Error() string {
+	if e.Code != "" {
+		return fmt.Sprintf("slack: %s: %s", e.Op, e.Code)
+	}
+	return fmt.Sprintf("slack: %s: %v", e.Op, e.err)
+}
+
+func (e *apiError) Unwrap() error { return e.err }
+
+// transientCodes are Slack error codes that say "try again later".
+var transientCodes = map[string]bool{
+	"internal_error": true, "fatal_error": true, "service_unavailable": true,
+	"request_timeout": true, "ratelimited": true, "team_added_to_org": true,
+}
+
+// classify turns a slack-go error into an apiError.
+func classify(op string, err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	out := &apiError{Op: op, err: err}
+	var se slack.SlackErrorResponse
+	var sc slack.StatusCodeError
+	var rl *slack.RateLimitedError
+	var ne net.Error
+	var ue *url.Error
+	switch {
+	case errors.As(err, &rl):
+		out.Code, out.Transient = "ratelimited", true
+	case errors.As(err, &se):
+		out.Code = se.Err
+		out.Transient = transientCodes[se.Err]
+	case errors.As(err, &sc):
+		out.Code = fmt.Sprintf("http_%d", sc.Code)
+		out.Transient = sc.Code >= 500 || sc.Code == 408
+	case errors.As(err, &ne), errors.As(err, &ue):
+		out.Code, out.Transient = "network_error", true
+	case errors.Is(err, context.DeadlineExceeded):
+		out.Code, out.Transient = "timeout", true
+	default:
+		out.Code = "unexpected_error"
+	}
+	return out
+}
+
+// failure maps a failed Slack call to DESIGN.md's typed failures, with a
+// message an operator can act on and nothing secret in it.
+func failure(op, channel string, e *apiError) *bridge.Failure {
+	f := &bridge.Failure{Dependency: "slack", Operation: op, Retryable: e.Transient}
+	where := ""
+	if channel != "" {
+		where = " in channel " + channel
+	}
+	switch e.Code {
+	case "channel_not_found", "thread_not_found", "message_not_found", "user_not_found", "users_not_found", "invalid_channel":
+		f.Code = bridge.CodeReferenceUnresolved
+		f.SafeFallback = "Check route.slack.channel / ASK_SLACK_CHANNEL: use a channel id such as C0123 the app can see."
+	case "not_in_channel", "is_archived", "channel_is_archived", "restricted_action", "restricted_action_read_only_channel",
+		"restricted_action_thread_only_channel", "restricted_action_non_threadable_channel", "cannot_dm_bot", "access_denied",
+		"ekm_access_denied", "team_access_not_granted", "messages_tab_disabled", "user_disabled":
+		f.Code = bridge.CodeAccessDenied
+		f.SafeFallback = "Invite the askbridge app to the channel (/invite @askbridge), or route the question elsewhere."
+	case "missing_scope", "invalid_auth", "account_inactive", "token_revoked", "token_expired", "not_authed",
+		"no_permission", "not_allowed_token_type", "org_login_required", "ekm_access_denied_on_team":
+		f.Code = bridge.CodeCapabilityUnavailable
+		f.RequiredCapability = "slack:chat:write"
+		if e.Code == "missing_scope" {
+			f.RequiredCapability = "slack:scopes of deploy/slack-app-manifest.yaml"
+		}
+		f.SafeFallback = "Reinstall the Slack app from deploy/slack-app-manifest.yaml and set ASK_SLACK_BOT_TOKEN."
+	default:
+		if e.Transient {
+			f.Code = bridge.CodeSourceUnreliable
+			f.SafeFallback = "Slack did not accept the message after several tries; askbridge will not retry this delivery."
+		} else {
+			f.Code = bridge.CodeCapabilityUnavailable
+			f.SafeFallback = "Slack refused the message; see the operator message and the askbridge log."
+		}
+	}
+	f.OperatorMessage = fmt.Sprintf("Slack refused %s%s: %s", op, where, e.Code)
+	return f
+}
+
+// retryPolicy bounds retries of one Slack call. Rate limits honour
+// Retry-After; other transient errors back off exponentially with jitter.
+type retryPolicy struct {
+	Tries       int           // attempts in all
+	Base        time.Duration // first backoff
+	Cap         time.Duration // longest backoff
+	MaxRetryAft time.Duration // longest Retry-After we wait in-process
+}
+
+var defaultRetry = retryPolicy{Tries: 4, Base: 250 * time.Millisecond, Cap: 5 * time.Second, MaxRetryAft: 30 * time.Second}
+
+// call runs one Slack Web API call with per-channel pacing and bounded
+// retries. channel may be empty for calls not tied to one.
+func (b *Bot) call(ctx context.Context, op, channel string, fn func(context.Context) error) error {
+	p := b.retry
+	var last error
+	for attempt := 0; attempt < p.Tries; attempt++ {
+		if err := b.pace.wait(ctx, channel); err != nil {
+			return classify(op, err)
+		}
+		err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		last = err
+		var rl *slack.RateLimitedError
+		if errors.As(err, &rl) {
+			wait := max(rl.RetryAfter, time.Second)
+			if wait > p.MaxRetryAft {
+				return classify(op, err)
+			}
+			b.log.WarnContext(ctx, "slack: rate limited", "op", op, "channel", channel, "retry_after", wait)
+			// Everyone posting to this channel waits, not just this call.
+			b.pace.block(channel, wait)
+			continue
+		}
+		e := classify(op, err)
+		if !e.Transient {
+			return e
+		}
+		d := min(p.Base<<attempt, p.Cap)
+		d = d/2 + rand.N(d/2+1)
+		b.log.WarnContext(ctx, "slack: transient error, retrying", "op", op, "channel", channel, "code", e.Code, "in", d)
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return classify(op, ctx.Err())
+		}
+	}
+	return classify(op, last)
+}
+
+// pacer spaces calls per channel: Slack allows about one message a second
+// in a channel, with short bursts. A 429 blocks the channel for its
+// Retry-After.
+type pacer struct {
+	mu    sync.Mutex
+	gap   time.Duration
+	burst int
+	next  map[string]time.Time // earliest time the next call may start
+}
+
+func newPacer(gap time.Duration, burst int) *pacer {
+	return &pacer{gap: gap, burst: burst, next: map[string]time.Time{}}
+}
+
+// wait reserves a slot on channel and sleeps until it comes.
+func (p *pacer) wait(ctx context.Context, channel string) error {
+	if channel == "" {
+		channel = "-"
+	}
+	p.mu.Lock()
+	now := time.Now()
+	n := p.next[channel]
+	// A burst: the schedule may lag "now" by up to burst gaps.
+	floor := now.Add(-time.Duration(p.burst-1) * p.gap)
+	if n.Before(floor) {
+		n = floor
+	}
+	p.next[channel] = n.Add(p.gap)
+	if len(p.next) > 10000 { // forget idle channels
+		for k, v := range p.next {
+			if v.Before(now) {
+				delete(p.next, k)
+			}
+		}
+	}
+	p.mu.Unlock()
+	if d := time.Until(n); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// block keeps every call on channel waiting for d from now.
+func (p *pacer) block(channel string, d time.Duration) {
+	if channel == "" {
+		channel = "-"
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if until := time.Now().Add(d); p.next[channel].Before(until) {
+		p.next[channel] = until
+	}
+}

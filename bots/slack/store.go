@@ -1,0 +1,174 @@
+package slack
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/blockkit"
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// KVBucket holds the Slack adapter's own durable memory: which message
+// shows which question, which thread belongs to which job, and which
+// one-off side effects (DMs, ephemeral refusals) were already done. It is
+// shared by every replica, so "post once" and "one thread per job" hold
+// across restarts and replicas without the adapter touching the store.
+const KVBucket = "ASK_SLACK_REFS"
+
+// kvTTL outlives the longest question (90 days) with margin.
+const kvTTL = 120 * 24 * time.Hour
+
+// card is what the adapter remembers about one question at one version.
+type card struct {
+	Question *bridge.Question `json:"question,omitempty"`
+	AskedAt  time.Time        `json:"asked_at,omitzero"`
+	Deadline time.Time        `json:"deadline,omitzero"`
+	// Where the card is, once posted.
+	Channel string `json:"channel,omitempty"`
+	TS      string `json:"ts,omitempty"`
+	Thread  string `json:"thread,omitempty"`
+	// Claim says a replica is posting the card right now (crash-safe: a
+	// claim older than claimTTL may be taken over).
+	ClaimBy    string    `json:"claim_by,omitempty"`
+	ClaimSince time.Time `json:"claim_since,omitzero"`
+	// Failure is the delivery failure, once posting failed for good.
+	Failure *bridge.Failure `json:"failure,omitempty"`
+	// Outcome is the settled card's context line; Updated says the card in
+	// Slack already shows it.
+	Outcome string `json:"outcome,omitempty"`
+	Updated bool   `json:"updated,omitempty"`
+}
+
+// thread is a job's thread parent in one channel.
+type thread struct {
+	TS         string    `json:"ts,omitempty"`
+	ClaimBy    string    `json:"claim_by,omitempty"`
+	ClaimSince time.Time `json:"claim_since,omitzero"`
+}
+
+func cardKey(r blockkit.Ref) string {
+	return fmt.Sprintf("q.%s.%s.%s.%d", r.Tenant, r.JobID, r.QuestionID, r.Version)
+}
+
+func threadKey(tenant, job, channel string) string {
+	return "t." + tenant + "." + job + "." + channel
+}
+
+// onceKey names a one-off side effect; hashed because event ids and
+// identities may hold characters KV keys do not allow.
+func onceKey(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return "o." + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// errConflict is a lost compare-and-set race: re-read and try again.
+var errConflict = errors.New("slack: concurrent update of a card record")
+
+func isConflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
+
+// getJSON reads key into v; a missing key gives revision 0 and no error.
+func getJSON(ctx context.Context, kv jetstream.KeyValue, key string, v any) (uint64, error) {
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("slack: read %s: %w", key, err)
+	}
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		return 0, fmt.Errorf("slack: decode %s: %w", key, err)
+	}
+	return e.Revision(), nil
+}
+
+// putJSON writes v at key if the key is still at rev (0: absent).
+func putJSON(ctx context.Context, kv jetstream.KeyValue, key string, rev uint64, v any) (uint64, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return 0, fmt.Errorf("slack: encode %s: %w", key, err)
+	}
+	if rev == 0 {
+		rev, err = kv.Create(ctx, key, data)
+	} else {
+		rev, err = kv.Update(ctx, key, data, rev)
+	}
+	if isConflict(err) {
+		return 0, errConflict
+	}
+	if err != nil {
+		return 0, fmt.Errorf("slack: write %s: %w", key, err)
+	}
+	return rev, nil
+}
+
+// updateCard applies change to the record of r with compare-and-set,
+// retrying lost races. change sees the current record (nil when absent)
+// and returns the new one, or nil to write nothing.
+func (b *Bot) updateCard(ctx context.Context, r blockkit.Ref, change func(*card) *card) (*card, error) {
+	key := cardKey(r)
+	for range 20 {
+		var cur card
+		rev, err := getJSON(ctx, b.kv, key, &cur)
+		if err != nil {
+			return nil, err
+		}
+		var in *card
+		if rev != 0 {
+			in = &cur
+		}
+		next := change(in)
+		if next == nil {
+			return in, nil
+		}
+		if _, err := putJSON(ctx, b.kv, key, rev, next); err == errConflict {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		return next, nil
+	}
+	return nil, errConflict
+}
+
+// loadCard reads the record of r, nil when there is none.
+func (b *Bot) loadCard(ctx context.Context, r blockkit.Ref) (*card, error) {
+	var c card
+	rev, err := getJSON(ctx, b.kv, cardKey(r), &c)
+	if err != nil || rev == 0 {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// once claims a one-off side effect. It returns false when the effect was
+// claimed before (by this or another replica); release undoes the claim
+// when the effect could not be done, so a redelivery tries again.
+func (b *Bot) once(ctx context.Context, key string) (bool, error) {
+	_, err := b.kv.Create(ctx, key, []byte(b.now().UTC().Format(time.RFC3339)))
+	if isConflict(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("slack: claim %s: %w", key, err)
+	}
+	return true, nil
+}
+
+func (b *Bot) release(ctx context.Context, key string) {
+	if err := b.kv.Delete(ctx, key); err != nil {
+		b.log.WarnContext(ctx, "slack: could not release a claim", "key", key, "err", err)
+	}
+}
