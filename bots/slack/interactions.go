@@ -349,4 +349,3 @@ func (b *Bot) request(ctx context.Context, subject string, req, reply any) error
 	}
 	return nil
 }
-
