@@ -1,0 +1,314 @@
+package discord
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeDiscord is a loopback Discord REST API speaking Discord's wire
+// format (v10 paths, JSON error bodies with codes, 429 with retry_after in
+// seconds) and recording every request it receives.
+type fakeDiscord struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	token    string
+	reqs     []fakeReq
+	msgs     map[string]map[string]any // message id → message
+	nonces   map[string]string         // channel + nonce → message id
+	threads  map[string]bool           // message ids with a thread
+	next     int64
+	rules    []*failRule
+	noDM     map[string]bool // users who do not accept DMs
+	commands map[string][]map[string]any
+}
+
+type fakeReq struct {
+	Method string
+	Path   string // without the /api/v10 prefix
+	Query  string
+	Auth   string
+	Body   []byte
+}
+
+// JSON decodes the request body.
+func (r fakeReq) JSON(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("request %s %s: body is not a JSON object: %v: %s", r.Method, r.Path, err, r.Body)
+	}
+	return m
+}
+
+// failRule makes requests matching method and path prefix fail.
+type failRule struct {
+	Method, Prefix string
+	Status, Code   int
+	RetryAfter     float64 // seconds, for 429
+	Times          int     // how many requests fail; <0 for all
+}
+
+const apiPrefix = "/api/v10"
+
+func newFakeDiscord() *fakeDiscord {
+	f := &fakeDiscord{}
+	f.reset("")
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+apiPrefix+"/channels/{cid}/messages", f.createMessage)
+	mux.HandleFunc("GET "+apiPrefix+"/channels/{cid}/messages/{mid}", f.getMessage)
+	mux.HandleFunc("PATCH "+apiPrefix+"/channels/{cid}/messages/{mid}", f.editMessage)
+	mux.HandleFunc("POST "+apiPrefix+"/channels/{cid}/messages/{mid}/threads", f.startThread)
+	mux.HandleFunc("POST "+apiPrefix+"/users/@me/channels", f.openDM)
+	mux.HandleFunc("PUT "+apiPrefix+"/applications/{app}/commands", f.putCommands)
+	mux.HandleFunc("PUT "+apiPrefix+"/applications/{app}/guilds/{guild}/commands", f.putCommands)
+	mux.HandleFunc("POST "+apiPrefix+"/webhooks/{app}/{token}", f.followup)
+	f.srv = httptest.NewServer(f.wrap(mux))
+	return f
+}
+
+// reset forgets everything; token is the bot token requests must carry.
+func (f *fakeDiscord) reset(token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.token = token
+	f.reqs = nil
+	f.msgs = map[string]map[string]any{}
+	f.nonces = map[string]string{}
+	f.threads = map[string]bool{}
+	f.next = 1300000000000000000
+	f.rules = nil
+	f.noDM = map[string]bool{}
+	f.commands = map[string][]map[string]any{}
+}
+
+func (f *fakeDiscord) apiURL() string { return f.srv.URL + apiPrefix + "/" }
+
+func (f *fakeDiscord) failOn(r failRule) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules = append(f.rules, &r)
+}
+
+func (f *fakeDiscord) blockDMs(user string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noDM[user] = true
+}
+
+// requests returns the recorded requests matching method and a path prefix.
+func (f *fakeDiscord) requests(method, prefix string) []fakeReq {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fakeReq
+	for _, r := range f.reqs {
+		if (method == "" || r.Method == method) && strings.HasPrefix(r.Path, prefix) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// message returns a copy of a stored message.
+func (f *fakeDiscord) message(id string) map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m, ok := f.msgs[id]
+	if !ok {
+		return nil
+	}
+	data, _ := json.Marshal(m)
+	var out map[string]any
+	_ = json.Unmarshal(data, &out)
+	return out
+}
+
+func apiErr(w http.ResponseWriter, status, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"message": msg, "code": code})
+}
+
+func reply(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// wrap records the request, checks authorization and applies fail rules.
+func (f *fakeDiscord) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		path := strings.TrimPrefix(r.URL.Path, apiPrefix)
+		f.mu.Lock()
+		f.reqs = append(f.reqs, fakeReq{Method: r.Method, Path: path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization"), Body: body})
+		token := f.token
+		var rule *failRule
+		for _, fr := range f.rules {
+			if fr.Method == r.Method && strings.HasPrefix(path, fr.Prefix) && fr.Times != 0 {
+				rule = fr
+				if fr.Times > 0 {
+					fr.Times--
+				}
+				break
+			}
+		}
+		f.mu.Unlock()
+		// Interaction webhooks are authorized by their token; the rest
+		// need the bot token.
+		if !strings.HasPrefix(path, "/webhooks/") && r.Header.Get("Authorization") != "Bot "+token {
+			apiErr(w, http.StatusUnauthorized, 0, "401: Unauthorized")
+			return
+		}
+		if rule != nil {
+			if rule.Status == http.StatusTooManyRequests {
+				w.Header().Set("Retry-After", fmt.Sprint(rule.RetryAfter))
+				reply(w, 429, map[string]any{"message": "You are being rate limited.", "retry_after": rule.RetryAfter, "global": false})
+				return
+			}
+			apiErr(w, rule.Status, rule.Code, fmt.Sprintf("error %d", rule.Code))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (f *fakeDiscord) newID() string {
+	f.next++
+	return fmt.Sprint(f.next)
+}
+
+func (f *fakeDiscord) createMessage(w http.ResponseWriter, r *http.Request) {
+	cid := r.PathValue("cid")
+	var m map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+		apiErr(w, 400, 50109, "The request body contains invalid JSON.")
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if strings.HasPrefix(cid, "77") && f.noDM[strings.TrimPrefix(cid, "77")] {
+		apiErr(w, 403, 50007, "Cannot send messages to this user")
+		return
+	}
+	if n, _ := m["nonce"].(string); n != "" && m["enforce_nonce"] == true {
+		if id, ok := f.nonces[cid+"/"+n]; ok {
+			reply(w, 200, f.msgs[id])
+			return
+		}
+	}
+	id := f.newID()
+	m["id"], m["channel_id"], m["type"] = id, cid, 0
+	m["author"] = map[string]any{"id": "424242", "username": "askbridge", "bot": true}
+	if m["components"] == nil {
+		m["components"] = []any{}
+	}
+	f.msgs[id] = m
+	if n, _ := m["nonce"].(string); n != "" {
+		f.nonces[cid+"/"+n] = id
+	}
+	reply(w, 200, m)
+}
+
+func (f *fakeDiscord) getMessage(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m, ok := f.msgs[r.PathValue("mid")]
+	if !ok || m["channel_id"] != r.PathValue("cid") {
+		apiErr(w, 404, 10008, "Unknown Message")
+		return
+	}
+	reply(w, 200, m)
+}
+
+func (f *fakeDiscord) editMessage(w http.ResponseWriter, r *http.Request) {
+	var patch map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&patch); err != nil {
+		apiErr(w, 400, 50109, "The request body contains invalid JSON.")
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m, ok := f.msgs[r.PathValue("mid")]
+	if !ok || m["channel_id"] != r.PathValue("cid") {
+		apiErr(w, 404, 10008, "Unknown Message")
+		return
+	}
+	for _, k := range []string{"content", "embeds", "components", "flags"} {
+		if v, ok := patch[k]; ok {
+			m[k] = v
+		}
+	}
+	reply(w, 200, m)
+}
+
+func (f *fakeDiscord) startThread(w http.ResponseWriter, r *http.Request) {
+	var body map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	mid, cid := r.PathValue("mid"), r.PathValue("cid")
+	if m, ok := f.msgs[mid]; !ok || m["channel_id"] != cid {
+		apiErr(w, 404, 10008, "Unknown Message")
+		return
+	}
+	if f.threads[mid] {
+		apiErr(w, 400, 160004, "A thread has already been created for this message")
+		return
+	}
+	f.threads[mid] = true
+	reply(w, 201, map[string]any{"id": mid, "type": 11, "guild_id": "900", "parent_id": cid, "name": body["name"]})
+}
+
+func (f *fakeDiscord) openDM(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		RecipientID string `json:"recipient_id"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.RecipientID == "" {
+		apiErr(w, 400, 50035, "Invalid Form Body")
+		return
+	}
+	reply(w, 200, map[string]any{"id": "77" + body.RecipientID, "type": 1,
+		"recipients": []any{map[string]any{"id": body.RecipientID, "username": "user" + body.RecipientID}}})
+}
+
+func (f *fakeDiscord) putCommands(w http.ResponseWriter, r *http.Request) {
+	var cmds []map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&cmds); err != nil {
+		apiErr(w, 400, 50035, "Invalid Form Body")
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range cmds {
+		c["id"] = f.newID()
+		c["application_id"] = r.PathValue("app")
+		c["version"] = f.newID()
+	}
+	f.commands[r.PathValue("guild")] = cmds
+	reply(w, 200, cmds)
+}
+
+func (f *fakeDiscord) followup(w http.ResponseWriter, r *http.Request) {
+	var m map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+		apiErr(w, 400, 50109, "The request body contains invalid JSON.")
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if strings.HasPrefix(r.PathValue("token"), "expired") {
+		apiErr(w, 404, 10015, "Unknown Webhook")
+		return
+	}
+	id := f.newID()
+	m["id"], m["webhook_id"] = id, r.PathValue("app")
+	reply(w, 200, m)
+}

@@ -1,0 +1,456 @@
+package discord
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// fake is the one fake Discord API of this package's tests: discordgo's
+// endpoints are package globals, so every bot points at the same base and
+// the tests do not run in parallel.
+var fake *fakeDiscord
+
+func TestMain(m *testing.M) {
+	fake = newFakeDiscord()
+	code := m.Run()
+	fake.srv.Close()
+	os.Exit(code)
+}
+
+const (
+	testToken = "test-bot-token-do-not-log"
+	testApp   = "555000111"
+	channelA  = "1000000000000000001"
+	adminRole = "2000000000000000001"
+	operRole  = "2000000000000000002"
+)
+
+// checkFor polls cond until it returns nil or the timeout passes.
+func checkFor(t *testing.T, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s: %v", timeout, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval, not synchronization
+	}
+}
+
+// collector records the messages published on a subject (core NATS sees
+// every publish, including ones JetStream would deduplicate).
+type collector struct {
+	mu   sync.Mutex
+	msgs []*nats.Msg
+}
+
+func (c *collector) all() []*nats.Msg {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*nats.Msg(nil), c.msgs...)
+}
+
+func collect(t *testing.T, nc *nats.Conn, subject string) *collector {
+	t.Helper()
+	c := &collector{}
+	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		c.mu.Lock()
+		c.msgs = append(c.msgs, m)
+		c.mu.Unlock()
+	})
+	if err != nil {
+		t.Fatalf("subscribe %s: %v", subject, err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return c
+}
+
+// logBuffer captures the bot's logs, to check no secret reaches them.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+type harness struct {
+	t          *testing.T
+	ctx        context.Context
+	nats       *bridge.NATS
+	bot        *Bot
+	web        *httptest.Server
+	priv       ed25519.PrivateKey
+	signer     console.Signer
+	attempts   *collector
+	deliveries *collector
+	cancels    *collector
+	logs       *logBuffer
+	nextID     atomic.Int64
+}
+
+type harnessOptions struct {
+	nats   *bridge.NATS // shared NATS (restart tests); nil starts one
+	mutate func(*Options)
+	noRun  bool
+}
+
+// start starts embedded NATS, the bot pointed at the fake Discord API, and
+// an HTTP server with its routes.
+func start(t *testing.T, ho harnessOptions) *harness {
+	t.Helper()
+	fake.reset(testToken)
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, ctx: ctx, logs: &logBuffer{}}
+	h.nextID.Store(1400000000000000000)
+	h.nats = ho.nats
+	if h.nats == nil {
+		n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatalf("nats: %v", err)
+		}
+		h.nats = n
+		t.Cleanup(n.Close)
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.priv = priv
+	h.signer = console.Signer{PublicURL: "https://askbridge.example.com", Secret: []byte("console-secret-0123456789")}
+	o := Options{
+		NATS: h.nats, BotToken: testToken, PublicKey: hex.EncodeToString(pub), AppID: testApp,
+		APIURL: fake.apiURL(), DefaultChannel: channelA, AdminRoles: []string{adminRole}, OperatorRoles: []string{operRole},
+		Console: h.signer,
+		Logger:  slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	if ho.mutate != nil {
+		ho.mutate(&o)
+	}
+	bot, err := New(ctx, o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	bot.backoff = func(uint64) time.Duration { return 20 * time.Millisecond }
+	h.bot = bot
+	h.attempts = collect(t, h.nats.Conn, bridge.PrefixAnswer+".>")
+	h.deliveries = collect(t, h.nats.Conn, bridge.PrefixDelivery+".>")
+	h.cancels = collect(t, h.nats.Conn, bridge.PrefixCancel+".>")
+	mux := http.NewServeMux()
+	bot.Routes(mux)
+	h.web = httptest.NewServer(mux)
+	done := make(chan error, 1)
+	if !ho.noRun {
+		go func() { done <- bot.Run(ctx) }()
+	} else {
+		done <- nil
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("Run did not return after its context ended")
+		}
+		h.web.Close()
+		if s := h.logs.String(); bytes.Contains([]byte(s), []byte(testToken)) {
+			t.Errorf("the bot token reached the logs:\n%s", s)
+		}
+	})
+	return h
+}
+
+// publishEvent publishes an event as the runtime does.
+func (h *harness) publishEvent(ev bridge.Event) {
+	h.t.Helper()
+	if ev.At.IsZero() {
+		ev.At = time.Now().UTC()
+	}
+	if ev.EventID == "" {
+		ev.EventID = fmt.Sprintf("ob-%d", h.nextID.Add(1))
+	}
+	if err := bridge.Publish(h.ctx, h.nats.JS, bridge.EventSubject(ev.Tenant, ev.JobID), ev.EventID, ev); err != nil {
+		h.t.Fatalf("publish event: %v", err)
+	}
+}
+
+// sign signs body as Discord does: Ed25519 over timestamp + body.
+func (h *harness) post(body []byte, ts time.Time, key ed25519.PrivateKey) (int, []byte) {
+	h.t.Helper()
+	stamp := strconv.FormatInt(ts.Unix(), 10)
+	sig := ed25519.Sign(key, append([]byte(stamp), body...))
+	req, err := http.NewRequest(http.MethodPost, h.web.URL+"/discord/interactions", bytes.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Signature-Ed25519", hex.EncodeToString(sig))
+	req.Header.Set("X-Signature-Timestamp", stamp)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("post interaction: %v", err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// interact posts a signed interaction and decodes the response.
+func (h *harness) interact(in map[string]any) map[string]any {
+	h.t.Helper()
+	body, _ := json.Marshal(in)
+	status, out := h.post(body, time.Now(), h.priv)
+	if status != http.StatusOK {
+		h.t.Fatalf("interaction: HTTP %d: %s", status, out)
+	}
+	var resp map[string]any
+	if err := json.Unmarshal(out, &resp); err != nil {
+		h.t.Fatalf("interaction response is not JSON: %v: %s", err, out)
+	}
+	return resp
+}
+
+func (h *harness) newSnowflake() string { return strconv.FormatInt(h.nextID.Add(1), 10) }
+
+type person struct {
+	ID, Name string
+	Roles    []string
+}
+
+var (
+	kevin    = person{ID: "3000000000000000001", Name: "kevin"}
+	ana      = person{ID: "3000000000000000002", Name: "ana"}
+	stranger = person{ID: "3000000000000000009", Name: "mallory"}
+)
+
+// interaction builds an interaction as Discord sends it from a guild.
+func (h *harness) interaction(typ int, p person, data map[string]any) map[string]any {
+	id := h.newSnowflake()
+	roles := p.Roles
+	if roles == nil {
+		roles = []string{}
+	}
+	return map[string]any{
+		"id": id, "application_id": testApp, "type": typ, "token": "itoken-" + id, "version": 1,
+		"guild_id": "900", "channel_id": channelA, "locale": "en-US",
+		"member": map[string]any{"user": map[string]any{"id": p.ID, "username": p.Name, "global_name": p.Name + " G"},
+			"roles": roles, "joined_at": "2026-01-01T00:00:00Z"},
+		"data": data,
+	}
+}
+
+func (h *harness) click(p person, customID string) map[string]any {
+	return h.interaction(3, p, map[string]any{"custom_id": customID, "component_type": 2})
+}
+
+func (h *harness) selectChoice(p person, customID string, values ...string) map[string]any {
+	return h.interaction(3, p, map[string]any{"custom_id": customID, "component_type": 3, "values": values})
+}
+
+func (h *harness) submit(p person, customID string, inputs map[string]string) map[string]any {
+	var rows []any
+	for k, v := range inputs {
+		rows = append(rows, map[string]any{"type": 1, "components": []any{map[string]any{"type": 4, "custom_id": k, "value": v}}})
+	}
+	return h.interaction(5, p, map[string]any{"custom_id": customID, "components": rows})
+}
+
+func (h *harness) command(p person, sub string, opts map[string]string) map[string]any {
+	var o []any
+	for k, v := range opts {
+		o = append(o, map[string]any{"name": k, "type": 3, "value": v})
+	}
+	return h.interaction(2, p, map[string]any{"id": "777", "name": "ask", "type": 1,
+		"options": []any{map[string]any{"name": sub, "type": 1, "options": o}}})
+}
+
+// attemptsNow decodes the attempts published so far.
+func (h *harness) attemptsNow() []bridge.AnswerAttempt {
+	var out []bridge.AnswerAttempt
+	for _, m := range h.attempts.all() {
+		var a bridge.AnswerAttempt
+		if err := json.Unmarshal(m.Data, &a); err != nil {
+			h.t.Fatalf("attempt is not JSON: %v", err)
+		}
+		if got, want := m.Header.Get("Nats-Msg-Id"), "attempt-"+a.AttemptID; got != want {
+			h.t.Errorf("attempt Nats-Msg-Id = %q, want %q", got, want)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// waitAttempts waits for n attempts.
+func (h *harness) waitAttempts(n int) []bridge.AnswerAttempt {
+	h.t.Helper()
+	checkFor(h.t, 5*time.Second, func() error {
+		if got := len(h.attempts.all()); got != n {
+			return fmt.Errorf("%d attempts, want %d", got, n)
+		}
+		return nil
+	})
+	return h.attemptsNow()
+}
+
+func (h *harness) deliveriesNow() []bridge.Delivery {
+	var out []bridge.Delivery
+	for _, m := range h.deliveries.all() {
+		var d bridge.Delivery
+		if err := json.Unmarshal(m.Data, &d); err != nil {
+			h.t.Fatalf("delivery is not JSON: %v", err)
+		}
+		want := deliveryID(d.Tenant, d.JobID, d.QuestionID, d.TaskVersion)
+		if got := m.Header.Get("Nats-Msg-Id"); got != want {
+			h.t.Errorf("delivery Nats-Msg-Id = %q, want %q", got, want)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func (h *harness) waitDelivery() bridge.Delivery {
+	h.t.Helper()
+	var d bridge.Delivery
+	checkFor(h.t, 10*time.Second, func() error {
+		ds := h.deliveriesNow()
+		if len(ds) == 0 {
+			return fmt.Errorf("no delivery report yet")
+		}
+		d = ds[len(ds)-1]
+		return nil
+	})
+	return d
+}
+
+// asked is the event the runtime publishes for a new question.
+func asked(q bridge.Question) bridge.Event {
+	now := time.Now().UTC().Truncate(time.Second)
+	return bridge.Event{Type: bridge.EventAsked, Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID,
+		TaskVersion: q.TaskVersion, Question: &q, State: bridge.StatePending, AskedAt: now, Deadline: now.Add(4 * time.Hour)}
+}
+
+func colorQuestion() bridge.Question {
+	return bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
+		Question: "Which colour should the report use?", WhyItMatters: "The brand guide changed.",
+		Choices: []string{"red", "blue", "green"}, Answerers: []string{"discord:" + kevin.ID}, Agent: "acme-support"}
+}
+
+// components returns a stored message's components flattened: every
+// button or select with its fields.
+func components(msg map[string]any) []map[string]any {
+	var out []map[string]any
+	rows, _ := msg["components"].([]any)
+	for _, r := range rows {
+		row, _ := r.(map[string]any)
+		cs, _ := row["components"].([]any)
+		for _, c := range cs {
+			if m, ok := c.(map[string]any); ok {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func findComponent(t *testing.T, msg map[string]any, label string) map[string]any {
+	t.Helper()
+	for _, c := range components(msg) {
+		if c["label"] == label {
+			return c
+		}
+	}
+	t.Fatalf("no component labelled %q in %v", label, components(msg))
+	return nil
+}
+
+// posted waits for the n-th card posted to a channel and returns it.
+func (h *harness) posted(channel string, n int) map[string]any {
+	h.t.Helper()
+	var id string
+	checkFor(h.t, 10*time.Second, func() error {
+		reqs := fake.requests("POST", "/channels/"+channel+"/messages")
+		var posts []fakeReq
+		for _, r := range reqs {
+			if r.Path == "/channels/"+channel+"/messages" {
+				posts = append(posts, r)
+			}
+		}
+		if len(posts) < n {
+			return fmt.Errorf("%d posts to %s, want %d", len(posts), channel, n)
+		}
+		return nil
+	})
+	// The stored message carries the id.
+	fake.mu.Lock()
+	var ids []string
+	for mid, m := range fake.msgs {
+		if m["channel_id"] == channel {
+			ids = append(ids, mid)
+		}
+	}
+	fake.mu.Unlock()
+	if len(ids) < n {
+		h.t.Fatalf("%d messages stored in %s, want %d", len(ids), channel, n)
+	}
+	slices.Sort(ids) // ids of one length: numeric order
+	id = ids[n-1]
+	return fake.message(id)
+}
+
+// postTampered signs body and sends it with one byte changed.
+func (h *harness) postTampered(body []byte, ts time.Time) (int, []byte) {
+	h.t.Helper()
+	stamp := strconv.FormatInt(ts.Unix(), 10)
+	sig := ed25519.Sign(h.priv, append([]byte(stamp), body...))
+	changed := bytes.Replace(body, []byte(`"type":1`), []byte(`"type":2`), 1)
+	req, _ := http.NewRequest(http.MethodPost, h.web.URL+"/discord/interactions", bytes.NewReader(changed))
+	req.Header.Set("X-Signature-Ed25519", hex.EncodeToString(sig))
+	req.Header.Set("X-Signature-Timestamp", stamp)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("post: %v", err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}

@@ -1,0 +1,136 @@
+package discord
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+func TestPingAnsweredInline(t *testing.T) {
+	h := start(t, harnessOptions{})
+	status, body := h.post([]byte(`{"id":"1","application_id":"555000111","type":1,"token":"t","version":1}`), time.Now(), h.priv)
+	if status != http.StatusOK {
+		t.Fatalf("PING: HTTP %d: %s", status, body)
+	}
+	var resp map[string]any
+	if err := json.Unmarshal(body, &resp); err != nil {
+		t.Fatalf("PING response: %v: %s", err, body)
+	}
+	if len(resp) != 1 || resp["type"] != float64(1) {
+		t.Fatalf("PING response = %s, want {\"type\":1}", body)
+	}
+}
+
+func TestBadSignatureRefused(t *testing.T) {
+	h := start(t, harnessOptions{})
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	body := []byte(`{"id":"1","application_id":"555000111","type":1,"token":"t","version":1}`)
+	if status, out := h.post(body, time.Now(), other); status != http.StatusUnauthorized {
+		t.Fatalf("signed with another key: HTTP %d (%s), want 401", status, out)
+	}
+	// A body changed after signing.
+	stamp := time.Now()
+	status, _ := h.postTampered(body, stamp)
+	if status != http.StatusUnauthorized {
+		t.Fatalf("tampered body: HTTP %d, want 401", status)
+	}
+	// No signature at all.
+	resp, err := http.Post(h.web.URL+"/discord/interactions", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("unsigned: HTTP %d, want 401", resp.StatusCode)
+	}
+}
+
+func TestOldTimestampRefused(t *testing.T) {
+	h := start(t, harnessOptions{})
+	h.publishEvent(asked(colorQuestion()))
+	msg := h.posted(channelA, 1)
+	in := h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string))
+	body, _ := json.Marshal(in)
+	for _, ts := range []time.Time{time.Now().Add(-6 * time.Minute), time.Now().Add(6 * time.Minute)} {
+		status, out := h.post(body, ts, h.priv)
+		if status != http.StatusUnauthorized {
+			t.Fatalf("timestamp %s off: HTTP %d (%s), want 401", time.Until(ts).Round(time.Minute), status, out)
+		}
+	}
+	// The same interaction, fresh, is accepted: the refusal was the time.
+	if status, out := h.post(body, time.Now(), h.priv); status != http.StatusOK {
+		t.Fatalf("fresh: HTTP %d: %s", status, out)
+	}
+	if got := h.waitAttempts(1); got[0].By != "discord:"+kevin.ID {
+		t.Fatalf("attempt by %q", got[0].By)
+	}
+}
+
+func TestReplayedInteractionMakesNoSecondAttempt(t *testing.T) {
+	h := start(t, harnessOptions{})
+	h.publishEvent(asked(colorQuestion()))
+	msg := h.posted(channelA, 1)
+	in := h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string))
+	first := h.interact(in)
+	if first["type"] != float64(6) {
+		t.Fatalf("first click response = %v, want a deferred update (6)", first)
+	}
+	h.waitAttempts(1)
+	again := h.interact(in)
+	data, _ := again["data"].(map[string]any)
+	if again["type"] != float64(4) || data["flags"] != float64(64) || !strings.Contains(data["content"].(string), "already handled") {
+		t.Fatalf("replay response = %v, want an ephemeral 'already handled'", again)
+	}
+	// Core NATS sees every publish, even ones JetStream would drop: the
+	// replay published nothing.
+	if got := len(h.attempts.all()); got != 1 {
+		t.Fatalf("%d attempts published after a replay, want 1", got)
+	}
+}
+
+func TestBadInteractionsGetClearErrors(t *testing.T) {
+	h := start(t, harnessOptions{})
+	for name, tc := range map[string]struct {
+		in   map[string]any
+		want string
+	}{
+		"unknown custom id":         {h.click(kevin, "nope:c:acme:job-1:q-1:3:0"), "not one askbridge understands"},
+		"index out of range":        {h.click(kevin, "ab:c:acme:job-1:q-1:3:25"), "not one askbridge understands"},
+		"leading zero version":      {h.click(kevin, "ab:c:acme:job-1:q-1:03:0"), "not one askbridge understands"},
+		"unknown card":              {h.click(kevin, "ab:c:acme:job-9:q-9:1:0"), "no longer knows"},
+		"component without data":    {h.interaction(3, kevin, nil), "not one askbridge understands"},
+		"modal for unknown card":    {h.submit(kevin, "ab:ma:acme:job-9:q-9:1", map[string]string{"answer": "x"}), "no longer knows"},
+		"unknown interaction type":  {h.interaction(4, kevin, map[string]any{"name": "ask"}), "does not handle"},
+		"command with no subcommand": {h.interaction(2, kevin, map[string]any{"name": "ask", "type": 1}), "/ask help"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			resp := h.interact(tc.in)
+			data, _ := resp["data"].(map[string]any)
+			if resp["type"] != float64(4) || data["flags"] != float64(64) {
+				t.Fatalf("response = %v, want an ephemeral message", resp)
+			}
+			if c, _ := data["content"].(string); !strings.Contains(c, tc.want) {
+				t.Fatalf("content = %q, want it to say %q", c, tc.want)
+			}
+		})
+	}
+	// Garbage that is signed: a clear 400, no panic.
+	status, out := h.post([]byte(`{"type": 3, "data": 17`), time.Now(), h.priv)
+	if status != http.StatusBadRequest {
+		t.Fatalf("malformed JSON: HTTP %d (%s), want 400", status, out)
+	}
+	status, out = h.post([]byte(`{"type": 3, "id": "12", "token": "x", "data": "not an object"}`), time.Now(), h.priv)
+	if status != http.StatusBadRequest {
+		t.Fatalf("data of the wrong shape: HTTP %d (%s), want 400", status, out)
+	}
+	if got := len(h.attempts.all()); got != 0 {
+		t.Fatalf("%d attempts published for bad input, want 0", got)
+	}
+	_ = bridge.PlatformDiscord
+}
