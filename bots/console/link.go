@@ -70,11 +70,7 @@ func (s Signer) mac(l Link) string {
 
 // URL returns the absolute signed URL for l.
 func (s Signer) URL(l Link) string {
-	q := url.Values{}
-	q.Set("as", l.Identity)
-	q.Set("exp", strconv.FormatInt(l.Expires.Unix(), 10))
-	q.Set("sig", s.mac(l))
-	return strings.TrimRight(s.PublicURL, "/") + l.Path() + "?" + q.Encode()
+	return strings.TrimRight(s.PublicURL, "/") + s.RelativeURL(l)
 }
 
 // QuestionURL mints a link to one question for identity, valid for ttl.
@@ -97,6 +93,29 @@ func (s Signer) Verify(l Link, sig string, now time.Time) error {
 	if l.Identity == "" || l.Scope == "" || sig == "" || l.Expires.IsZero() {
 		return ErrLinkInvalid
 	}
+	for _, f := range []string{l.Scope, l.Identity, l.Tenant, l.JobID, l.QuestionID} {
+		// The MAC separates fields with newlines: a field holding one could
+		// shift the others.
+		if strings.ContainsAny(f, "\r\n") {
+			return ErrLinkInvalid
+		}
+	}
+	switch l.Scope {
+	case ScopeQuestion:
+		if l.Tenant == "" || l.JobID == "" || l.QuestionID == "" {
+			return ErrLinkInvalid
+		}
+	case ScopeJob:
+		if l.Tenant == "" || l.JobID == "" || l.QuestionID != "" {
+			return ErrLinkInvalid
+		}
+	case ScopeList:
+		if l.Tenant != "" || l.JobID != "" || l.QuestionID != "" {
+			return ErrLinkInvalid
+		}
+	default:
+		return ErrLinkInvalid
+	}
 	if !hmac.Equal([]byte(s.mac(l)), []byte(sig)) {
 		return ErrLinkForged
 	}
@@ -104,4 +123,34 @@ func (s Signer) Verify(l Link, sig string, now time.Time) error {
 		return ErrLinkExpired
 	}
 	return nil
+}
+
+// Query is l's signed query string (as, exp, sig), without the leading "?".
+func (s Signer) Query(l Link) string {
+	q := url.Values{}
+	q.Set("as", l.Identity)
+	q.Set("exp", strconv.FormatInt(l.Expires.Unix(), 10))
+	q.Set("sig", s.mac(l))
+	return q.Encode()
+}
+
+// RelativeURL is l's path and signed query without the public base URL: the
+// console uses it for links between its own pages.
+func (s Signer) RelativeURL(l Link) string { return l.Path() + "?" + s.Query(l) }
+
+// FormToken is the anti-forgery token of a console form: an HMAC binding
+// the link's identity and target to the form's nonce. It is a different
+// message from a link signature, so neither can stand in for the other.
+func (s Signer) FormToken(l Link, nonce string) string {
+	m := hmac.New(sha256.New, s.Secret)
+	fmt.Fprintf(m, "askbridge-console-form-v1\n%s\n%s\n%s\n%s\n%s\n%s", l.Scope, l.Identity, l.Tenant, l.JobID, l.QuestionID, nonce)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// CheckFormToken reports whether token is FormToken(l, nonce).
+func (s Signer) CheckFormToken(l Link, nonce, token string) bool {
+	if nonce == "" || token == "" {
+		return false
+	}
+	return hmac.Equal([]byte(s.FormToken(l, nonce)), []byte(token))
 }

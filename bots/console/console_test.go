@@ -1,0 +1,840 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+const testSecret = "0123456789abcdef-console-test-secret"
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type harness struct {
+	t      *testing.T
+	n      *bridge.NATS
+	rt     *responder
+	srv    *httptest.Server
+	signer Signer
+	logs   *syncBuffer
+	client *http.Client
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	n := startNATS(t)
+	h := &harness{t: t, n: n, logs: &syncBuffer{}}
+	h.rt = startResponder(t, n)
+	h.start(n)
+	return h
+}
+
+// start serves a console on n at a loopback HTTP server.
+func (h *harness) start(n *bridge.NATS) {
+	t := h.t
+	mux := http.NewServeMux()
+	h.srv = httptest.NewServer(mux)
+	t.Cleanup(h.srv.Close)
+	h.signer = Signer{PublicURL: h.srv.URL, Secret: []byte(testSecret)}
+	c, err := New(Options{NATS: n, Signer: h.signer, Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatalf("console.New: %v", err)
+	}
+	c.Routes(mux)
+	h.client = &http.Client{
+		Timeout:       15 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+type page struct {
+	status int
+	body   string
+	header http.Header
+}
+
+func (h *harness) do(req *http.Request) page {
+	h.t.Helper()
+	resp, err := h.client.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatalf("read body: %v", err)
+	}
+	body := string(b)
+	if strings.Contains(body, testSecret) {
+		h.t.Fatalf("%s %s: the console secret is in the page", req.Method, req.URL.Path)
+	}
+	if strings.Contains(body, "goroutine ") || strings.Contains(body, "panic") {
+		h.t.Fatalf("%s %s: a stack trace or panic is in the page:\n%s", req.Method, req.URL.Path, body)
+	}
+	return page{status: resp.StatusCode, body: body, header: resp.Header}
+}
+
+func (h *harness) get(u string) page {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, h.abs(u), nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return h.do(req)
+}
+
+// post sends a form as a browser on the console's own page would.
+func (h *harness) post(u string, form url.Values) page {
+	h.t.Helper()
+	return h.postRaw(u, form.Encode(), http.Header{"Origin": {h.srv.URL}, "Sec-Fetch-Site": {"same-origin"}})
+}
+
+func (h *harness) postRaw(u, body string, hdr http.Header) page {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.abs(u), strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	return h.do(req)
+}
+
+func (h *harness) abs(u string) string {
+	if strings.HasPrefix(u, "/") {
+		return h.srv.URL + u
+	}
+	return u
+}
+
+// answersInStream counts the attempts JetStream holds: the durable proof
+// of whether anything was proposed.
+func (h *harness) answersInStream() uint64 {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := h.n.JS.Stream(ctx, bridge.StreamAnswers)
+	if err != nil {
+		h.t.Fatalf("stream: %v", err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		h.t.Fatalf("stream info: %v", err)
+	}
+	return info.State.Msgs
+}
+
+var hiddenInput = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)
+
+// formValues returns the hidden inputs of the form with id formID.
+func formValues(t *testing.T, body, formID string) url.Values {
+	t.Helper()
+	start := strings.Index(body, `id="`+formID+`"`)
+	if start < 0 {
+		t.Fatalf("no form %q in page:\n%s", formID, body)
+	}
+	rest := body[start:]
+	end := strings.Index(rest, "</form>")
+	if end < 0 {
+		t.Fatalf("form %q is not closed", formID)
+	}
+	v := url.Values{}
+	for _, m := range hiddenInput.FindAllStringSubmatch(rest[:end], -1) {
+		v.Set(m[1], m[2])
+	}
+	if v.Get("nonce") == "" || v.Get("csrf") == "" || v.Get("task_version") == "" {
+		t.Fatalf("form %q lacks its hidden inputs: %v", formID, v)
+	}
+	return v
+}
+
+func ptr(f float64) *float64 { return &f }
+
+// reportQuestion has a date field and a bounded number field.
+func reportQuestion(job string) bridge.Question {
+	return bridge.Question{
+		Tenant: "acme", JobID: job, QuestionID: "q-1", TaskVersion: 3,
+		Question: "When should I send the report, and how many copies?",
+		Context:  "The quarterly report for the board is ready.",
+		Fields: []bridge.Field{
+			{Name: "on", Kind: bridge.FieldDate, Label: "Send on", Required: true},
+			{Name: "copies", Kind: bridge.FieldNumber, Label: "Copies", Integer: true, Min: ptr(1), Max: ptr(9)},
+		},
+		WhyItMatters: "The date decides which records are included.",
+		Priority:     "blocking", BlockedTools: []string{"send_report"},
+		Answerers: []string{"console:alice"}, Owner: "slack:U0OWNER", Agent: "acme-support",
+	}
+}
+
+func (h *harness) questionURL(identity string, q bridge.Question) string {
+	return h.signer.QuestionURL(identity, q.Tenant, q.JobID, q.QuestionID, time.Hour)
+}
+
+func TestQuestionPageShowsTheFormDrawnFromFields(t *testing.T) {
+	h := newHarness(t)
+	q := reportQuestion("job-1")
+	q.Fields = append(q.Fields,
+		bridge.Field{Name: "when", Kind: bridge.FieldDate, DateTime: true},
+		bridge.Field{Name: "ratio", Kind: bridge.FieldNumber},
+		bridge.Field{Name: "format", Kind: bridge.FieldChoice, Options: []string{"pdf", "paper"}},
+		bridge.Field{Name: "to", Kind: bridge.FieldMultiChoice, Options: []string{"board", "staff"}},
+		bridge.Field{Name: "urgent", Kind: bridge.FieldToggle, Label: "Urgent"},
+		bridge.Field{Name: "title", Kind: bridge.FieldText, MaxLength: 40},
+		bridge.Field{Name: "notes", Kind: bridge.FieldText, Multiline: true, Description: "Anything the printer should know <b>now</b>"},
+	)
+	h.rt.add(q)
+	p := h.get(h.questionURL("console:alice", q))
+	if p.status != http.StatusOK {
+		t.Fatalf("status %d:\n%s", p.status, p.body)
+	}
+	for _, want := range []string{
+		"When should I send the report, and how many copies?",
+		"The quarterly report for the board is ready.",
+		"The date decides which records are included.",
+		"Signed in as <strong>console:alice</strong>",
+		`<label for="f-on">Send on <span class="req">(required)</span></label>`,
+		`<input type="date" id="f-on" name="f.on" value="" required`,
+		`<input type="datetime-local" id="f-when" name="f.when"`,
+		`<input type="number" id="f-copies" name="f.copies" value="" step="1" min="1" max="9" inputmode="numeric"`,
+		`<input type="number" id="f-ratio" name="f.ratio" value="" step="any" inputmode="decimal"`,
+		`<select id="f-format" name="f.format">`, `<option value="paper">paper</option>`,
+		`<input type="checkbox" id="f-to-0" name="f.to" value="board">`,
+		`<input type="checkbox" id="f-urgent" name="f.urgent" value="true"`,
+		`<input type="text" id="f-title" name="f.title" value="" maxlength="40"`,
+		`<textarea id="f-notes" name="f.notes" rows="5"`,
+		"Anything the printer should know &lt;b&gt;now&lt;/b&gt;",
+		"A whole number from 1 to 9.",
+		`<button type="submit" name="action" value="answer">Answer</button>`,
+		`id="decline-form"`, `<textarea id="decline-comment" name="comment"`,
+		`novalidate`,
+	} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(p.body, "<b>now</b>") {
+		t.Error("a field description was not escaped")
+	}
+	for _, hdr := range []string{"Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy"} {
+		if p.header.Get(hdr) == "" {
+			t.Errorf("header %s not set", hdr)
+		}
+	}
+	if got := p.header.Get("Cache-Control"); got != "no-store" {
+		t.Errorf("Cache-Control = %q, want no-store", got)
+	}
+}
+
+func TestOtherQuestionKindsRender(t *testing.T) {
+	h := newHarness(t)
+	choices := bridge.Question{Tenant: "acme", JobID: "job-c", QuestionID: "q-c", Question: "Which colour?", Choices: []string{"blue", "green"}, Answerers: []string{"console:alice"}}
+	free := bridge.Question{Tenant: "acme", JobID: "job-f", QuestionID: "q-f", Question: "What should the subject line say?", Answerers: []string{"console:alice"}}
+	approval := bridge.Question{Tenant: "acme", JobID: "job-a", QuestionID: "q-a", Kind: bridge.KindApproval, Question: "May I send the refund?",
+		Proposal: &bridge.Proposal{ID: "refund-1", Summary: []string{"Refund 40 EUR to order 1234"}}, Answerers: []string{"console:alice"}}
+	for _, q := range []bridge.Question{choices, free, approval} {
+		h.rt.add(q)
+	}
+	cases := []struct {
+		q    bridge.Question
+		want []string
+	}{
+		{choices, []string{`<input type="radio" id="choice-0" name="answer" value="blue">`, `<input type="radio" id="choice-1" name="answer" value="green">`, "<legend>Pick one</legend>"}},
+		{free, []string{`<label for="answer">Your answer</label>`, `<textarea id="answer" name="answer" rows="5">`}},
+		{approval, []string{"Refund 40 EUR to order 1234", `value="approve">Approve</button>`, `value="deny" class="secondary">Deny</button>`, `<textarea id="answer-comment" name="comment"`}},
+	}
+	for _, tc := range cases {
+		p := h.get(h.questionURL("console:alice", tc.q))
+		if p.status != http.StatusOK {
+			t.Fatalf("%s: status %d", tc.q.QuestionID, p.status)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(p.body, w) {
+				t.Errorf("%s: page lacks %q", tc.q.QuestionID, w)
+			}
+		}
+	}
+}
+
+func TestLinkErrorsGetClearPages(t *testing.T) {
+	h := newHarness(t)
+	a := reportQuestion("job-1")
+	b := reportQuestion("job-1")
+	b.QuestionID = "q-2"
+	b.Question = "Question B, which alice was not sent"
+	h.rt.add(a)
+	h.rt.add(b)
+	good := h.questionURL("console:alice", a)
+	u, _ := url.Parse(good)
+
+	if p := h.get(good); p.status != http.StatusOK {
+		t.Fatalf("good link: status %d", p.status)
+	}
+
+	// The link for A at B's address.
+	wrong := strings.Replace(good, "/q-1?", "/q-2?", 1)
+	p := h.get(wrong)
+	if p.status != http.StatusForbidden || !strings.Contains(p.body, "This link is not valid") || strings.Contains(p.body, "Question B") {
+		t.Errorf("link for A opened at B: status %d\n%s", p.status, p.body)
+	}
+
+	// Another identity with A's signature.
+	q := u.Query()
+	q.Set("as", "console:mallory")
+	p = h.get(u.Path + "?" + q.Encode())
+	if p.status != http.StatusForbidden || !strings.Contains(p.body, "does not match") {
+		t.Errorf("forged identity: status %d", p.status)
+	}
+
+	// A later expiry with the old signature.
+	q = u.Query()
+	q.Set("exp", "99999999999")
+	if p = h.get(u.Path + "?" + q.Encode()); p.status != http.StatusForbidden {
+		t.Errorf("extended expiry: status %d", p.status)
+	}
+
+	// A broken signature.
+	q = u.Query()
+	q.Set("sig", strings.Repeat("0", 64))
+	if p = h.get(u.Path + "?" + q.Encode()); p.status != http.StatusForbidden {
+		t.Errorf("forged signature: status %d", p.status)
+	}
+
+	// No query at all.
+	if p = h.get(u.Path); p.status != http.StatusForbidden || !strings.Contains(p.body, "incomplete") {
+		t.Errorf("bare path: status %d", p.status)
+	}
+
+	// Expired: signed correctly, but in the past.
+	expired := h.signer.URL(Link{Identity: "console:alice", Scope: ScopeQuestion, Tenant: a.Tenant, JobID: a.JobID, QuestionID: a.QuestionID, Expires: time.Now().Add(-time.Minute)})
+	p = h.get(expired)
+	if p.status != http.StatusGone || !strings.Contains(p.body, "This link has expired") {
+		t.Errorf("expired link: status %d\n%s", p.status, p.body)
+	}
+
+	// A job link is not a question link.
+	job := h.signer.JobURL("console:alice", a.Tenant, a.JobID, time.Hour)
+	ju, _ := url.Parse(job)
+	if p = h.get(u.Path + "?" + ju.RawQuery); p.status != http.StatusForbidden {
+		t.Errorf("job signature on a question path: status %d", p.status)
+	}
+
+	// Another secret.
+	other := Signer{PublicURL: h.srv.URL, Secret: []byte("another-secret-of-enough-length")}
+	if p = h.get(other.QuestionURL("console:alice", a.Tenant, a.JobID, a.QuestionID, time.Hour)); p.status != http.StatusForbidden {
+		t.Errorf("link from another secret: status %d", p.status)
+	}
+
+	if strings.Contains(h.logs.String(), u.Query().Get("sig")) {
+		t.Error("a link signature reached the logs")
+	}
+}
+
+func TestUnknownQuestionAndPages(t *testing.T) {
+	h := newHarness(t)
+	p := h.get(h.signer.QuestionURL("console:alice", "acme", "job-x", "q-missing", time.Hour))
+	if p.status != http.StatusNotFound || !strings.Contains(p.body, "No such question") {
+		t.Errorf("unknown question: status %d\n%s", p.status, p.body)
+	}
+	// Someone who may not see it gets the same page as for an unknown one.
+	q := reportQuestion("job-1")
+	h.rt.add(q)
+	if p = h.get(h.questionURL("console:bob", q)); p.status != http.StatusNotFound {
+		t.Errorf("stranger: status %d", p.status)
+	}
+	if p = h.get("/console/nowhere"); p.status != http.StatusNotFound || !strings.Contains(p.body, "No such page") {
+		t.Errorf("unknown page: status %d", p.status)
+	}
+	// A token that is not a valid tenant is refused before any lookup.
+	if p = h.get("/console/q/ac%20me/job-1/q-1?as=console:alice&exp=9999999999&sig=00"); p.status != http.StatusForbidden {
+		t.Errorf("bad tenant token: status %d", p.status)
+	}
+	css := h.get("/console/static/console.css")
+	if css.status != http.StatusOK || !strings.HasPrefix(css.header.Get("Content-Type"), "text/css") {
+		t.Errorf("stylesheet: status %d, type %q", css.status, css.header.Get("Content-Type"))
+	}
+}
+
+func TestRuntimeDownGivesAClearPage(t *testing.T) {
+	n := startNATS(t)
+	h := &harness{t: t, n: n, logs: &syncBuffer{}}
+	h.start(n) // no responder: nobody answers the API
+	q := reportQuestion("job-1")
+	p := h.get(h.questionURL("console:alice", q))
+	if p.status != http.StatusServiceUnavailable || !strings.Contains(p.body, "askbridge is not answering") {
+		t.Errorf("status %d\n%s", p.status, p.body)
+	}
+}
+
+func TestGETChangesNothing(t *testing.T) {
+	h := newHarness(t)
+	q := reportQuestion("job-1")
+	h.rt.add(q)
+	link := h.questionURL("console:alice", q)
+	// A link scanner fetching every link, with and without an attempt id,
+	// and even with answer parameters in the query.
+	for _, u := range []string{
+		link,
+		link + "&attempt=console-" + strings.Repeat("a", 32),
+		link + "&action=answer&f.on=2026-10-20&f.copies=2",
+		link + "&action=decline&comment=no",
+		h.signer.ListURL("console:alice", time.Hour),
+		h.signer.JobURL("console:alice", q.Tenant, q.JobID, time.Hour),
+	} {
+		for range 2 {
+			if p := h.get(u); p.status != http.StatusOK {
+				t.Fatalf("GET %s: status %d", u, p.status)
+			}
+			req, _ := http.NewRequest(http.MethodHead, h.abs(u), nil)
+			h.do(req)
+		}
+	}
+	if n := h.answersInStream(); n != 0 {
+		t.Errorf("GETs put %d attempts on %s", n, bridge.StreamAnswers)
+	}
+	if h.rt.attemptCount() != 0 || h.rt.state(q.Tenant, q.JobID, q.QuestionID) != bridge.StatePending {
+		t.Error("GETs changed the question")
+	}
+}
+
+func TestPostNeedsAValidFormToken(t *testing.T) {
+	h := newHarness(t)
+	q := reportQuestion("job-1")
+	other := reportQuestion("job-1")
+	other.QuestionID = "q-2"
+	h.rt.add(q)
+	h.rt.add(other)
+	link := h.questionURL("console:alice", q)
+	good := formValues(t, h.get(link).body, "answer-form")
+	good.Set("f.on", "2026-10-20")
+	good.Set("f.copies", "2")
+	otherForm := formValues(t, h.get(h.questionURL("console:alice", other)).body, "answer-form")
+
+	bad := map[string]url.Values{}
+	v := cloneValues(good)
+	v.Del("csrf")
+	bad["no token"] = v
+	v = cloneValues(good)
+	v.Set("csrf", strings.Repeat("ab", 32))
+	bad["wrong token"] = v
+	v = cloneValues(good)
+	v.Set("nonce", strings.Repeat("c", 32))
+	bad["token for another nonce"] = v
+	v = cloneValues(good)
+	v.Set("nonce", otherForm.Get("nonce"))
+	v.Set("csrf", otherForm.Get("csrf"))
+	bad["token of another question's form"] = v
+	v = cloneValues(good)
+	v.Set("csrf", u(t, link).Query().Get("sig"))
+	bad["link signature as token"] = v
+	for name, form := range bad {
+		p := h.post(link, form)
+		if p.status != http.StatusForbidden || !strings.Contains(p.body, "This form is not valid") {
+			t.Errorf("%s: status %d\n%s", name, p.status, p.body)
+		}
+	}
+	// A cross-site post with a stolen form is refused by its headers.
+	for name, hdr := range map[string]http.Header{
+		"cross-site fetch":  {"Sec-Fetch-Site": {"cross-site"}},
+		"same-site fetch":   {"Sec-Fetch-Site": {"same-site"}},
+		"foreign origin":    {"Origin": {"https://evil.example"}},
+		"opaque origin":     {"Origin": {"null"}},
+		"foreign + allowed": {"Origin": {"https://evil.example"}, "Sec-Fetch-Site": {"same-origin"}},
+	} {
+		p := h.postRaw(link, good.Encode(), hdr)
+		if p.status != http.StatusForbidden {
+			t.Errorf("%s: status %d", name, p.status)
+		}
+	}
+	// A form posted with a link that is not valid.
+	forged := strings.Replace(link, "as=console%3Aalice", "as=console%3Amallory", 1)
+	if p := h.post(forged, good); p.status != http.StatusForbidden {
+		t.Errorf("forged link post: status %d", p.status)
+	}
+	if n := h.answersInStream(); n != 0 {
+		t.Fatalf("refused posts put %d attempts on the stream", n)
+	}
+	// The genuine form goes through.
+	if p := h.post(link, good); p.status != http.StatusSeeOther {
+		t.Fatalf("good post: status %d\n%s", p.status, p.body)
+	}
+	checkFor(t, 5*time.Second, "the answer to be decided", func() bool {
+		return h.rt.state(q.Tenant, q.JobID, q.QuestionID) == bridge.StateAnswered
+	})
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+func u(t *testing.T, s string) *url.URL {
+	t.Helper()
+	x, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func TestFieldErrorsInlineThenAnswered(t *testing.T) {
+	h := newHarness(t)
+	q := reportQuestion("job-1")
+	h.rt.add(q)
+	link := h.questionURL("console:alice", q)
+	form := formValues(t, h.get(link).body, "answer-form")
+	form.Set("action", "answer")
+	form.Set("f.copies", "12")
+	p := h.post(link, form)
+	if p.status != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d, want 422\n%s", p.status, p.body)
+	}
+	for _, want := range []string{
+		`<p class="error" id="f-copies-err">Copies: must be at most 9</p>`,
+		`<p class="error" id="f-on-err">Send on: is required</p>`,
+		`<a href="#f-copies">Copies: must be at most 9</a>`,
+		`name="f.copies" value="12"`,
+		`aria-invalid="true"`,
+	} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n := h.answersInStream(); n != 0 {
+		t.Fatalf("an invalid answer was published (%d attempts)", n)
+	}
+	// The re-drawn form has a fresh nonce: correct and send.
+	form2 := formValues(t, p.body, "answer-form")
+	if form2.Get("nonce") == form.Get("nonce") {
+		t.Error("the re-drawn form reuses the refused form's nonce")
+	}
+	form2.Set("action", "answer")
+	form2.Set("f.on", "2026-10-20")
+	form2.Set("f.copies", "2")
+	p = h.post(link, form2)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("status %d, want 303\n%s", p.status, p.body)
+	}
+	loc := p.header.Get("Location")
+	if !strings.Contains(loc, "attempt=console-"+form2.Get("nonce")) || !strings.HasPrefix(loc, "/console/q/acme/job-1/q-1?") {
+		t.Errorf("redirect to %q", loc)
+	}
+	// The runtime decided within the wait, so the page shows the outcome.
+	p = h.get(loc)
+	for _, want := range []string{`<h2 id="outcome-h">Answered</h2>`, "on: 2026-10-20, copies: 2", "By <strong>console:alice</strong> via console"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("outcome page lacks %q\n%s", want, p.body)
+		}
+	}
+	if strings.Contains(p.body, `id="answer-form"`) || strings.Contains(p.body, `id="decline-form"`) {
+		t.Error("a settled question still shows its forms")
+	}
+	// A double submit of the same form is one attempt.
+	if p = h.post(link, form2); p.status != http.StatusSeeOther {
+		t.Fatalf("second submit: status %d", p.status)
+	}
+	if n := h.answersInStream(); n != 1 {
+		t.Errorf("%d attempts on the stream, want 1", n)
+	}
+	if h.rt.attemptCount() != 1 {
+		t.Errorf("the runtime decided %d attempts, want 1", h.rt.attemptCount())
+	}
+}
+
+func TestDoubleSubmitWhilePendingIsOneAttempt(t *testing.T) {
+	h := newHarness(t)
+	h.rt.mu.Lock()
+	h.rt.silent = true // the runtime is slow: the question stays pending
+	h.rt.mu.Unlock()
+	q := bridge.Question{Tenant: "acme", JobID: "job-d", QuestionID: "q-d", Question: "Subject line?", Answerers: []string{"console:alice"}}
+	h.rt.add(q)
+	link := h.questionURL("console:alice", q)
+	form := formValues(t, h.get(link).body, "answer-form")
+	form.Set("action", "answer")
+	form.Set("answer", "Quarterly report")
+	var locs []string
+	for range 2 {
+		p := h.post(link, form)
+		if p.status != http.StatusSeeOther {
+			t.Fatalf("status %d", p.status)
+		}
+		locs = append(locs, p.header.Get("Location"))
+	}
+	if locs[0] != locs[1] {
+		t.Errorf("two redirects for one form: %v", locs)
+	}
+	if n := h.answersInStream(); n != 1 {
+		t.Errorf("%d attempts on the stream, want 1", n)
+	}
+	p := h.get(locs[0])
+	if !strings.Contains(p.body, "Your answer was sent.") || !strings.Contains(p.body, `id="answer-form"`) {
+		t.Errorf("undecided attempt page:\n%s", p.body)
+	}
+}
+
+func TestRefusalShownInlineWithInputKept(t *testing.T) {
+	h := newHarness(t)
+	q := reportQuestion("job-1")
+	h.rt.add(q)
+	link := h.questionURL("console:alice", q)
+	form := formValues(t, h.get(link).body, "answer-form")
+	form.Set("action", "answer")
+	form.Set("f.on", "2026-10-20")
+	form.Set("f.copies", "4")
+	form.Set("task_version", "2") // the person saw an older version
+	p := h.post(link, form)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("status %d\n%s", p.status, p.body)
+	}
+	p = h.get(p.header.Get("Location"))
+	for _, want := range []string{
+		`<div class="alert alert-error" role="alert" id="refusal"><p>This question was for task version 2; the job is now at version 3.</p></div>`,
+		`name="f.on" value="2026-10-20"`, `name="f.copies" value="4"`,
+	} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("page lacks %q\n%s", want, p.body)
+		}
+	}
+	if h.rt.state(q.Tenant, q.JobID, q.QuestionID) != bridge.StatePending {
+		t.Error("a stale answer settled the question")
+	}
+	// Someone else opening the same redirect sees no refusal meant for alice.
+	other := h.signer.QuestionURL("slack:U0OWNER", q.Tenant, q.JobID, q.QuestionID, time.Hour)
+	attempt := u(t, p.header.Get("Location")).Query().Get("attempt")
+	_ = attempt
+	loc := u(t, h.abs(other))
+	qv := loc.Query()
+	qv.Set("attempt", "console-"+form.Get("nonce"))
+	p = h.get(loc.Path + "?" + qv.Encode())
+	if strings.Contains(p.body, "task version 2") || strings.Contains(p.body, `value="2026-10-20"`) {
+		t.Error("another identity sees alice's refusal and input")
+	}
+}
+
+func TestDeclineAndApproval(t *testing.T) {
+	h := newHarness(t)
+	q := reportQuestion("job-1")
+	h.rt.add(q)
+	link := h.questionURL("console:alice", q)
+	form := formValues(t, h.get(link).body, "decline-form")
+	form.Set("action", "decline")
+	form.Set("comment", "ask Ana")
+	p := h.post(link, form)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("decline: status %d\n%s", p.status, p.body)
+	}
+	p = h.get(p.header.Get("Location"))
+	if !strings.Contains(p.body, `<h2 id="outcome-h">Declined</h2>`) || !strings.Contains(p.body, "Reason: ask Ana") {
+		t.Errorf("declined page:\n%s", p.body)
+	}
+
+	ap := bridge.Question{Tenant: "acme", JobID: "job-a", QuestionID: "q-a", Kind: bridge.KindApproval, Question: "May I send the refund?",
+		Proposal: &bridge.Proposal{ID: "refund-1", Summary: []string{"Refund 40 EUR"}}, Answerers: []string{"console:alice"}}
+	h.rt.add(ap)
+	link = h.questionURL("console:alice", ap)
+	form = formValues(t, h.get(link).body, "answer-form")
+	form.Set("action", "deny")
+	form.Set("comment", "too much")
+	if p = h.post(link, form); p.status != http.StatusSeeOther {
+		t.Fatalf("deny: status %d\n%s", p.status, p.body)
+	}
+	p = h.get(p.header.Get("Location"))
+	if !strings.Contains(p.body, `<p class="answer">denied</p>`) || !strings.Contains(p.body, "Reason: too much") {
+		t.Errorf("denied page:\n%s", p.body)
+	}
+}
+
+func TestHiddenQuestionShowsOnlyThatItWaits(t *testing.T) {
+	h := newHarness(t)
+	q := reportQuestion("job-1")
+	h.rt.add(q)
+	for _, who := range []string{"console:reader", "console:operator"} {
+		p := h.get(h.questionURL(who, q))
+		if p.status != http.StatusOK {
+			t.Fatalf("%s: status %d", who, p.status)
+		}
+		for _, secret := range []string{q.Question, q.Context, q.WhyItMatters, "Send on", "send_report"} {
+			if strings.Contains(p.body, secret) {
+				t.Errorf("%s sees %q of a hidden question", who, secret)
+			}
+		}
+		if !strings.Contains(p.body, "<h1>A question waits</h1>") || strings.Contains(p.body, `id="answer-form"`) {
+			t.Errorf("%s: hidden page:\n%s", who, p.body)
+		}
+		list := h.get(h.signer.ListURL(who, time.Hour))
+		if !strings.Contains(list.body, "A question waits") || strings.Contains(list.body, q.Question) {
+			t.Errorf("%s: list shows hidden content:\n%s", who, list.body)
+		}
+	}
+	// The operator may decline without seeing; the reader may not act.
+	if p := h.get(h.questionURL("console:reader", q)); strings.Contains(p.body, `id="decline-form"`) {
+		t.Error("a reader is offered to decline")
+	}
+	link := h.questionURL("console:reader", q)
+	// A reader forging an answer form for themselves is refused by permission.
+	nonce := strings.Repeat("d", 32)
+	l := Link{Identity: "console:reader", Scope: ScopeQuestion, Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID}
+	form := url.Values{"nonce": {nonce}, "csrf": {h.signer.FormToken(l, nonce)}, "task_version": {"3"}, "action": {"answer"}, "f.on": {"2026-10-20"}}
+	if p := h.post(link, form); p.status != http.StatusForbidden {
+		t.Errorf("reader answer: status %d", p.status)
+	}
+	link = h.questionURL("console:operator", q)
+	form = formValues(t, h.get(link).body, "decline-form")
+	form.Set("action", "answer")
+	form.Set("f.on", "2026-10-20")
+	if p := h.post(link, form); p.status != http.StatusForbidden {
+		t.Errorf("operator answer: status %d", p.status)
+	}
+	if n := h.answersInStream(); n != 0 {
+		t.Fatalf("%d attempts published", n)
+	}
+	form.Set("action", "decline")
+	form.Set("comment", "not mine")
+	form.Del("f.on")
+	if p := h.post(link, form); p.status != http.StatusSeeOther {
+		t.Fatalf("operator decline: status %d\n%s", p.status, p.body)
+	}
+	checkFor(t, 5*time.Second, "the decline to be decided", func() bool {
+		return h.rt.state(q.Tenant, q.JobID, q.QuestionID) == bridge.StateDeclined
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	h := newHarness(t)
+	q := reportQuestion("job-1")
+	h.rt.add(q)
+	link := h.questionURL("console:alice", q)
+	good := formValues(t, h.get(link).body, "answer-form")
+	hdr := http.Header{"Origin": {h.srv.URL}}
+
+	huge := good.Encode() + "&f.on=" + strings.Repeat("x", MaxFormBytes+10)
+	if p := h.postRaw(link, huge, hdr); p.status != http.StatusRequestEntityTooLarge || !strings.Contains(p.body, "too much") {
+		t.Errorf("huge body: status %d", p.status)
+	}
+	if p := h.postRaw(link, "nonce=%zz&csrf=%", hdr); p.status != http.StatusBadRequest {
+		t.Errorf("malformed form: status %d", p.status)
+	}
+	v := cloneValues(good)
+	v.Set("task_version", "three")
+	if p := h.post(link, v); p.status != http.StatusBadRequest {
+		t.Errorf("bad task_version: status %d", p.status)
+	}
+	v = cloneValues(good)
+	v.Set("action", "explode")
+	if p := h.post(link, v); p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, "must be answer, decline, approve or deny") {
+		t.Errorf("unknown action: status %d\n%s", p.status, p.body)
+	}
+	v = cloneValues(good)
+	v.Set("action", "decline")
+	v.Set("comment", strings.Repeat("y", bridge.MaxCommentText+1))
+	if p := h.post(link, v); p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, "must be at most 2000 characters") {
+		t.Errorf("long comment: status %d\n%s", p.status, p.body)
+	}
+	// A post for an unknown question (a validly signed link).
+	missing := h.signer.QuestionURL("console:alice", "acme", "job-1", "q-missing", time.Hour)
+	l := Link{Identity: "console:alice", Scope: ScopeQuestion, Tenant: "acme", JobID: "job-1", QuestionID: "q-missing"}
+	n := strings.Repeat("e", 32)
+	if p := h.post(missing, url.Values{"nonce": {n}, "csrf": {h.signer.FormToken(l, n)}, "task_version": {"1"}}); p.status != http.StatusNotFound {
+		t.Errorf("unknown question post: status %d", p.status)
+	}
+	if c := h.answersInStream(); c != 0 {
+		t.Errorf("bad input published %d attempts", c)
+	}
+	if h.rt.state(q.Tenant, q.JobID, q.QuestionID) != bridge.StatePending {
+		t.Error("bad input changed the question")
+	}
+}
+
+func TestListAndJobPages(t *testing.T) {
+	h := newHarness(t)
+	q1 := reportQuestion("job-1")
+	q2 := bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: "q-2", Question: "Which printer?", Choices: []string{"north", "south"}, Answerers: []string{"console:alice"}}
+	q3 := bridge.Question{Tenant: "acme", JobID: "job-2", QuestionID: "q-3", Question: "Not for alice", Answerers: []string{"console:bob"}}
+	for _, q := range []bridge.Question{q1, q2, q3} {
+		h.rt.add(q)
+	}
+	list := h.get(h.signer.ListURL("console:alice", time.Hour))
+	if list.status != http.StatusOK || !strings.Contains(list.body, q1.Question) || !strings.Contains(list.body, "Which printer?") || strings.Contains(list.body, "Not for alice") {
+		t.Fatalf("list: status %d\n%s", list.status, list.body)
+	}
+	// The list's links open the questions they name, and only those.
+	re := regexp.MustCompile(`href="(/console/q/acme/job-1/q-2\?[^"]+)"`)
+	m := re.FindStringSubmatch(list.body)
+	if m == nil {
+		t.Fatalf("no link to q-2 in the list:\n%s", list.body)
+	}
+	link := strings.ReplaceAll(m[1], "&amp;", "&")
+	p := h.get(link)
+	if p.status != http.StatusOK || !strings.Contains(p.body, "Which printer?") {
+		t.Fatalf("list link: status %d", p.status)
+	}
+	if p = h.get(strings.Replace(link, "/q-2?", "/q-1?", 1)); p.status != http.StatusForbidden {
+		t.Errorf("a list-minted link for q-2 opened q-1: status %d", p.status)
+	}
+	// Answer q2, then the job page shows who answered, when and via what.
+	form := formValues(t, h.get(link).body, "answer-form")
+	form.Set("action", "answer")
+	form.Set("answer", "south")
+	if p = h.post(link, form); p.status != http.StatusSeeOther {
+		t.Fatalf("answer: status %d", p.status)
+	}
+	job := h.get(h.signer.JobURL("console:alice", "acme", "job-1", time.Hour))
+	if job.status != http.StatusOK {
+		t.Fatalf("job: status %d", job.status)
+	}
+	for _, want := range []string{"<h1>Job job-1</h1>", "Which printer?", `<span class="state state-answered">Answered</span> — south · by <strong>console:alice</strong> via console`,
+		"<td>pending → answered</td><td>console:alice</td><td>console</td>", "<td>new → pending</td><td>acme-support</td>", `<span class="state state-pending">Waiting for an answer</span>`} {
+		if !strings.Contains(job.body, want) {
+			t.Errorf("job page lacks %q", want)
+		}
+	}
+	if strings.Contains(job.body, "Not for alice") {
+		t.Error("job page shows another job")
+	}
+	list = h.get(h.signer.ListURL("console:alice", time.Hour))
+	if strings.Contains(list.body, "Which printer?") {
+		t.Error("the pending list still shows an answered question")
+	}
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	n := startNATS(t)
+	if _, err := New(Options{Signer: Signer{Secret: []byte(testSecret)}}); err == nil {
+		t.Error("New without NATS succeeded")
+	}
+	_, err := New(Options{NATS: n, Signer: Signer{Secret: []byte("short")}})
+	if err == nil || strings.Contains(err.Error(), "short") {
+		t.Errorf("short secret: err %v", err)
+	}
+}

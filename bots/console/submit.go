@@ -1,0 +1,242 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// state is the form state a refused attempt leaves: its input and the
+// runtime's words.
+func (o *outcome) state() formState {
+	st := formState{Action: o.action, Input: o.input, Problems: map[string]string{}, Message: o.refused.Text}
+	for name, msg := range o.refused.FieldErrors {
+		st.Problems[name] = msg
+	}
+	if len(st.Problems) == 0 && o.refused.Reason == bridge.RefusedInvalid {
+		// An invalid answer without field errors: place it like CheckAnswer's.
+		st.Problems = problems(&bridge.AnswerError{Text: o.refused.Text})
+		st.Message = ""
+	}
+	return st
+}
+
+// sameOrigin reports whether a POST comes from the console's own pages.
+// Browsers send Sec-Fetch-Site and Origin on form posts; when present they
+// must say same-origin. (Clients that send neither still need the form token.)
+func (c *Console) sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	if c.signer.PublicURL != "" {
+		if pu, err := url.Parse(c.signer.PublicURL); err == nil && strings.EqualFold(pu.Scheme, u.Scheme) && strings.EqualFold(pu.Host, u.Host) {
+			return true
+		}
+	}
+	return false
+}
+
+// handleSubmit takes an answer, approval or decline from the question
+// form, checks it, proposes it to the runtime, waits briefly for the
+// decision and redirects to the question page (POST-redirect-GET).
+func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	l, err := c.verifyLink(r, ScopeQuestion, r.PathValue("tenant"), r.PathValue("job"), r.PathValue("question"))
+	if err != nil {
+		c.linkError(w, r, err)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			c.errorPage(w, r, http.StatusRequestEntityTooLarge, "That is too much to send",
+				"The form was larger than askbridge accepts. Nothing was sent. Go back, shorten your answer and try again.")
+			return
+		}
+		c.errorPage(w, r, http.StatusBadRequest, "The form could not be read",
+			"askbridge could not read what was sent. Nothing was sent on. Reload the question and try again.")
+		return
+	}
+	form := r.PostForm
+	if !c.sameOrigin(r) {
+		c.log.WarnContext(r.Context(), "console: cross-site post refused", "tenant", l.Tenant, "job", l.JobID, "question", l.QuestionID)
+		c.errorPage(w, r, http.StatusForbidden, "This form was not sent from askbridge",
+			"The answer came from another site, so askbridge did not take it. Nothing was sent. Open your link and answer there.")
+		return
+	}
+	nonce := form.Get(inputNonce)
+	if !validNonce(nonce) || !c.signer.CheckFormToken(l, nonce, form.Get(inputToken)) {
+		c.errorPage(w, r, http.StatusForbidden, "This form is not valid",
+			"The form's security token is missing or does not match this link. Nothing was sent. Reload the question and try again.")
+		return
+	}
+	version, err := strconv.ParseInt(form.Get(inputTaskVersion), 10, 64)
+	if err != nil || version < 0 {
+		c.errorPage(w, r, http.StatusBadRequest, "The form could not be read",
+			"The form did not say which version of the question it answers. Nothing was sent. Reload the question and try again.")
+		return
+	}
+	rep, err := c.show(r.Context(), l)
+	if err != nil {
+		c.apiUnavailable(w, r, err)
+		return
+	}
+	if rep == nil {
+		c.notFound(w, r)
+		return
+	}
+	v := rep.Question
+	page := c.signer.RelativeURL(l)
+	if v.State != bridge.StatePending {
+		// Settled meanwhile (or a second click): the page shows the outcome.
+		http.Redirect(w, r, page, http.StatusSeeOther)
+		return
+	}
+	action := form.Get(inputAction)
+	if action == "" {
+		action = bridge.ActionAnswer
+	}
+	allowed := v.CanAnswer && !v.Hidden && v.Question != nil
+	if action == bridge.ActionDecline {
+		allowed = v.CanDecline
+	}
+	if !allowed {
+		c.errorPage(w, r, http.StatusForbidden, "You can't do that here",
+			"askbridge does not let "+l.Identity+" "+actionWords(action)+" this question. Nothing was sent.")
+		return
+	}
+	q := v.Question
+	if q == nil {
+		// A hidden question may only be declined; a decline needs no content.
+		q = &bridge.Question{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, Kind: v.Kind}
+	}
+	comment := strings.TrimSpace(strings.ReplaceAll(form.Get(inputComment), "\r\n", "\n"))
+	if action == bridge.ActionApprove || action == bridge.ActionAnswer {
+		comment = ""
+	}
+	answer := answerFromForm(q, action, form)
+	formAction := bridge.ActionAnswer
+	if action == bridge.ActionDecline {
+		formAction = bridge.ActionDecline
+	}
+	input := formInput(form)
+	checked, aerr := bridge.CheckAnswer(q, action, answer, comment)
+	if aerr != nil {
+		st := formState{Action: formAction, Input: input, Problems: problems(aerr)}
+		c.render(w, r, http.StatusUnprocessableEntity, "question", c.buildQuestionPage(l, rep, st))
+		return
+	}
+	attempt := bridge.AnswerAttempt{
+		Tenant:      v.Tenant,
+		JobID:       v.JobID,
+		QuestionID:  v.QuestionID,
+		TaskVersion: version,
+		AttemptID:   attemptPrefix + nonce,
+		Action:      checked.Action,
+		Comment:     comment,
+		By:          l.Identity,
+		Via:         bridge.PlatformConsole,
+		At:          c.now().UTC(),
+	}
+	if checked.Action == bridge.ActionAnswer {
+		attempt.Answer = checked.Value
+	}
+	refused, err := c.propose(r.Context(), attempt)
+	if err != nil {
+		c.log.ErrorContext(r.Context(), "console: propose answer", "tenant", v.Tenant, "job", v.JobID, "question", v.QuestionID, "err", err)
+		c.errorPage(w, r, http.StatusServiceUnavailable, "Your answer could not be sent",
+			"askbridge could not pass your answer on. Nothing was recorded. Go back and try again in a moment.")
+		return
+	}
+	c.log.InfoContext(r.Context(), "console: answer proposed", "tenant", v.Tenant, "job", v.JobID, "question", v.QuestionID,
+		"attempt", attempt.AttemptID, "action", attempt.Action, "by", l.Identity, "refused", refused != nil)
+	if refused != nil {
+		c.outcomes.put(attempt.AttemptID, &outcome{
+			identity: l.Identity, tenant: l.Tenant, job: l.JobID, question: l.QuestionID,
+			at: time.Now(), refused: refused, action: formAction, input: input,
+		})
+	}
+	http.Redirect(w, r, page+"&attempt="+url.QueryEscape(attempt.AttemptID), http.StatusSeeOther)
+}
+
+func actionWords(action string) string {
+	switch action {
+	case bridge.ActionDecline:
+		return "decline"
+	case bridge.ActionApprove:
+		return "approve"
+	case bridge.ActionDeny:
+		return "deny"
+	}
+	return "answer"
+}
+
+// propose publishes the attempt and waits up to DecisionWait for the
+// runtime's word on it: its refusal (returned), or the question settling.
+// Running out of time is not an error: the page then says it was sent.
+func (c *Console) propose(ctx context.Context, a bridge.AnswerAttempt) (*bridge.Event, error) {
+	events := make(chan *nats.Msg, 64)
+	sub, err := c.nc.ChanSubscribe(bridge.EventSubject(a.Tenant, a.JobID), events)
+	if err != nil {
+		return nil, fmt.Errorf("console: subscribe to events: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	pctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	// The subscription must reach the server before the attempt can be
+	// decided, or the decision could pass unseen.
+	if err := c.nc.FlushWithContext(pctx); err != nil {
+		return nil, fmt.Errorf("console: flush event subscription: %w", err)
+	}
+	if err := bridge.Publish(pctx, c.nats.JS, bridge.AnswerSubject(a.Tenant, a.JobID), "attempt-"+a.AttemptID, a); err != nil {
+		return nil, fmt.Errorf("console: propose %s: %w", a.AttemptID, err)
+	}
+	timer := time.NewTimer(DecisionWait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-timer.C:
+			return nil, nil
+		case m := <-events:
+			var ev bridge.Event
+			if json.Unmarshal(m.Data, &ev) != nil {
+				continue
+			}
+			if ev.Type == bridge.EventRefused && ev.AttemptID == a.AttemptID {
+				return &ev, nil
+			}
+			if ev.QuestionID != a.QuestionID {
+				continue
+			}
+			switch ev.Type {
+			case bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded:
+				return nil, nil
+			}
+		}
+	}
+}

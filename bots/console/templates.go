@@ -1,0 +1,75 @@
+package console
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"net/http"
+	"strings"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// pageNames are the pages; each is drawn inside templates/layout.html.
+var pageNames = []string{"question", "list", "job", "error"}
+
+type pages struct {
+	byName map[string]*template.Template
+}
+
+var funcs = template.FuncMap{
+	"lines": func(s string) []string { return strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") },
+}
+
+func loadPages() (*pages, error) {
+	p := &pages{byName: map[string]*template.Template{}}
+	for _, name := range pageNames {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", name, err)
+		}
+		p.byName[name] = t
+	}
+	return p, nil
+}
+
+func (p *pages) execute(w io.Writer, name string, data any) error {
+	t, ok := p.byName[name]
+	if !ok {
+		return fmt.Errorf("console: no page %q", name)
+	}
+	if err := t.ExecuteTemplate(w, "layout.html", data); err != nil {
+		return fmt.Errorf("console: page %s: %w", name, err)
+	}
+	return nil
+}
+
+// handleStatic serves the embedded stylesheet.
+func (c *Console) handleStatic(w http.ResponseWriter, r *http.Request) {
+	sub, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		c.handleNotFound(w, r)
+		return
+	}
+	name := strings.TrimPrefix(r.URL.Path, "/console/static/")
+	if name == "" || strings.Contains(name, "/") {
+		c.handleNotFound(w, r)
+		return
+	}
+	data, err := fs.ReadFile(sub, name)
+	if err != nil {
+		c.handleNotFound(w, r)
+		return
+	}
+	if strings.HasSuffix(name, ".css") {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	}
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	_, _ = w.Write(data)
+}

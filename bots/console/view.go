@@ -1,0 +1,474 @@
+package console
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// base is what every page's layout needs.
+type base struct {
+	Title    string
+	Identity string
+}
+
+func (c *Console) base(l Link, title string) base {
+	return base{Title: title, Identity: l.Identity}
+}
+
+type errorData struct {
+	base
+	Status int
+	Text   string
+}
+
+// timeView is a moment as a <time> element shows it.
+type timeView struct {
+	ISO  string
+	Text string
+}
+
+func (t timeView) IsZero() bool { return t.ISO == "" }
+
+func when(t time.Time) timeView {
+	if t.IsZero() {
+		return timeView{}
+	}
+	u := t.UTC()
+	return timeView{ISO: u.Format(time.RFC3339), Text: u.Format("2 Jan 2006, 15:04 UTC")}
+}
+
+// formState is what the form shows besides the question: the input kept
+// from a refused attempt, and the problems in words.
+type formState struct {
+	// Action is the form the input and problems belong to (answer or
+	// decline; approve and deny belong to the answer form).
+	Action   string
+	Input    formInput
+	Problems map[string]string
+	// Message is the refusal as a whole ("You can't answer this question: ...").
+	Message string
+}
+
+type questionPage struct {
+	base
+	View        *bridge.QuestionView
+	Q           *bridge.Question
+	Ref         string
+	AskedAt     timeView
+	Deadline    timeView
+	Outcome     *outcomeView
+	Sent        bool
+	Message     string
+	Summary     []problemView
+	Answer      *answerForm
+	Decline     *declineForm
+	CannotAct   bool
+	PostURL     string
+	TaskVersion int64
+}
+
+type problemView struct {
+	Anchor string
+	Label  string
+	Text   string
+}
+
+type outcomeView struct {
+	State   string
+	Heading string
+	Answer  string
+	Comment string
+	Text    string
+	By      string
+	Via     string
+	At      timeView
+}
+
+type answerForm struct {
+	Nonce string
+	Token string
+	// Kind is fields, choices, text or approval.
+	Kind         string
+	Fields       []fieldView
+	Choices      []optionView
+	Text         string
+	Error        string
+	Comment      string
+	CommentError string
+	Proposal     *bridge.Proposal
+}
+
+type declineForm struct {
+	Nonce        string
+	Token        string
+	Comment      string
+	CommentError string
+	Error        string
+}
+
+type fieldView struct {
+	ID        string
+	Name      string
+	Label     string
+	Desc      string
+	Hint      string
+	Input     string
+	Required  bool
+	Min       string
+	Max       string
+	Step      string
+	MaxLength int
+	Value     string
+	Checked   bool
+	Options   []optionView
+	Error     string
+	// DescribedBy lists the ids of the description, hint and error.
+	DescribedBy string
+}
+
+type optionView struct {
+	ID       string
+	Value    string
+	Selected bool
+}
+
+var stateHeadings = map[string]string{
+	bridge.StatePending:    "Waiting for an answer",
+	bridge.StateAnswered:   "Answered",
+	bridge.StateDeclined:   "Declined",
+	bridge.StateTimedOut:   "Timed out",
+	bridge.StateCancelled:  "Cancelled",
+	bridge.StateSuperseded: "Superseded",
+	bridge.StateFailed:     "Failed",
+}
+
+func stateLabel(s string) string {
+	if h, ok := stateHeadings[s]; ok {
+		return h
+	}
+	return s
+}
+
+// buildQuestionPage lays out one question for the link's identity.
+func (c *Console) buildQuestionPage(l Link, rep *bridge.ShowReply, st formState) *questionPage {
+	v := rep.Question
+	p := &questionPage{
+		base:        c.base(l, "Question"),
+		View:        v,
+		Ref:         v.Tenant + " / " + v.JobID + " / " + v.QuestionID,
+		AskedAt:     when(v.AskedAt),
+		Deadline:    when(v.Deadline),
+		PostURL:     c.signer.RelativeURL(l),
+		TaskVersion: v.TaskVersion,
+		Message:     st.Message,
+	}
+	if !v.Hidden && v.Question != nil {
+		p.Q = v.Question
+		p.Title = truncate(v.Question.Question, 80)
+	} else {
+		p.Title = "A question waits"
+	}
+	if v.State != bridge.StatePending {
+		p.Outcome = &outcomeView{
+			State:   v.State,
+			Heading: stateLabel(v.State),
+			Answer:  v.AnswerText,
+			Comment: v.Comment,
+			Text:    v.Text,
+			By:      bridge.DisplayIdentity(v.By, v.ByName),
+			Via:     v.Via,
+			At:      when(v.SettledAt),
+		}
+		return p
+	}
+	answerState, declineState := formState{}, formState{}
+	if st.Action == bridge.ActionDecline {
+		declineState = st
+	} else {
+		answerState = st
+	}
+	if v.CanAnswer && p.Q != nil {
+		p.Answer = c.answerForm(l, p.Q, answerState)
+	}
+	if v.CanDecline {
+		nonce := newNonce()
+		p.Decline = &declineForm{
+			Nonce:        nonce,
+			Token:        c.signer.FormToken(l, nonce),
+			Comment:      declineState.Input.get(inputComment),
+			CommentError: declineState.Problems[inputComment],
+			Error:        declineState.Problems[""],
+		}
+	}
+	p.CannotAct = p.Answer == nil && p.Decline == nil
+	p.Summary = summary(p)
+	return p
+}
+
+// summary lists every problem at the top of the page, linking each to
+// its input, for people who cannot see the whole form at once.
+func summary(p *questionPage) []problemView {
+	var out []problemView
+	if a := p.Answer; a != nil {
+		for _, f := range a.Fields {
+			if f.Error != "" {
+				out = append(out, problemView{Anchor: f.ID, Label: f.Label, Text: f.Error})
+			}
+		}
+		if a.Error != "" {
+			out = append(out, problemView{Anchor: "answer", Label: "Answer", Text: a.Error})
+		}
+		if a.CommentError != "" {
+			out = append(out, problemView{Anchor: "answer-comment", Label: "Reason", Text: a.CommentError})
+		}
+	}
+	if d := p.Decline; d != nil {
+		if d.CommentError != "" {
+			out = append(out, problemView{Anchor: "decline-comment", Label: "Reason for declining", Text: d.CommentError})
+		}
+		if d.Error != "" {
+			out = append(out, problemView{Anchor: "decline-comment", Label: "Decline", Text: d.Error})
+		}
+	}
+	return out
+}
+
+func (c *Console) answerForm(l Link, q *bridge.Question, st formState) *answerForm {
+	nonce := newNonce()
+	f := &answerForm{
+		Nonce:        nonce,
+		Token:        c.signer.FormToken(l, nonce),
+		Text:         st.Input.get(inputAnswer),
+		Error:        st.Problems[inputAnswer],
+		Comment:      st.Input.get(inputComment),
+		CommentError: st.Problems[inputComment],
+	}
+	if msg := st.Problems[""]; msg != "" && f.Error == "" {
+		f.Error = msg
+	}
+	switch {
+	case q.IsApproval():
+		f.Kind = "approval"
+		f.Proposal = q.Proposal
+	case len(q.Fields) > 0:
+		f.Kind = "fields"
+		for i := range q.Fields {
+			f.Fields = append(f.Fields, fieldViewOf(&q.Fields[i], st))
+		}
+		// Problems for names that are not fields of the question.
+		var extra []string
+		for name := range st.Problems {
+			if name != "" && name != inputAnswer && name != inputComment && !hasField(q, name) {
+				extra = append(extra, name+": "+st.Problems[name])
+			}
+		}
+		sort.Strings(extra)
+		if len(extra) > 0 && f.Error == "" {
+			f.Error = strings.Join(extra, "; ")
+		}
+	case len(q.Choices) > 0:
+		f.Kind = "choices"
+		for i, ch := range q.Choices {
+			f.Choices = append(f.Choices, optionView{ID: "choice-" + strconv.Itoa(i), Value: ch, Selected: f.Text == ch})
+		}
+	default:
+		f.Kind = "text"
+	}
+	return f
+}
+
+func hasField(q *bridge.Question, name string) bool {
+	for _, f := range q.Fields {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func fieldViewOf(f *bridge.Field, st formState) fieldView {
+	name := fieldPrefix + f.Name
+	v := fieldView{
+		ID:       "f-" + f.Name,
+		Name:     name,
+		Label:    f.Title(),
+		Desc:     f.Description,
+		Required: f.Required,
+		Value:    st.Input.get(name),
+		Error:    st.Problems[f.Name],
+	}
+	switch f.Kind {
+	case bridge.FieldDate:
+		v.Input = "date"
+		v.Hint = "A date."
+		if f.DateTime {
+			v.Input = "datetime-local"
+			v.Hint = "A date and time, in UTC."
+		}
+	case bridge.FieldNumber:
+		v.Input = "number"
+		v.Step = "any"
+		if f.Integer {
+			v.Step = "1"
+		}
+		if f.Min != nil {
+			v.Min = strconv.FormatFloat(*f.Min, 'f', -1, 64)
+		}
+		if f.Max != nil {
+			v.Max = strconv.FormatFloat(*f.Max, 'f', -1, 64)
+		}
+		v.Hint = numberHint(f.Integer, v.Min, v.Max)
+	case bridge.FieldChoice:
+		v.Input = "select"
+		for i, o := range f.Options {
+			v.Options = append(v.Options, optionView{ID: v.ID + "-" + strconv.Itoa(i), Value: o, Selected: v.Value == o})
+		}
+	case bridge.FieldMultiChoice:
+		v.Input = "checkboxes"
+		v.Hint = "Pick any that apply."
+		for i, o := range f.Options {
+			v.Options = append(v.Options, optionView{ID: v.ID + "-" + strconv.Itoa(i), Value: o, Selected: st.Input.has(name, o)})
+		}
+	case bridge.FieldToggle:
+		v.Input = "toggle"
+		v.Checked = v.Value == "true"
+	default:
+		v.Input = "text"
+		if f.Multiline {
+			v.Input = "textarea"
+		}
+		v.MaxLength = f.MaxLength
+		if f.MaxLength > 0 {
+			v.Hint = "At most " + strconv.Itoa(f.MaxLength) + " characters."
+		}
+	}
+	var ids []string
+	if v.Desc != "" {
+		ids = append(ids, v.ID+"-desc")
+	}
+	if v.Hint != "" {
+		ids = append(ids, v.ID+"-hint")
+	}
+	if v.Error != "" {
+		ids = append(ids, v.ID+"-err")
+	}
+	v.DescribedBy = strings.Join(ids, " ")
+	return v
+}
+
+func numberHint(integer bool, lo, hi string) string {
+	what := "A number"
+	if integer {
+		what = "A whole number"
+	}
+	switch {
+	case lo != "" && hi != "":
+		return what + " from " + lo + " to " + hi + "."
+	case lo != "":
+		return what + ", at least " + lo + "."
+	case hi != "":
+		return what + ", at most " + hi + "."
+	}
+	return what + "."
+}
+
+// listItem is one question in a list or job page.
+type listItem struct {
+	URL      string
+	JobURL   string
+	Ref      string
+	Tenant   string
+	JobID    string
+	Hidden   bool
+	Text     string
+	State    string
+	Label    string
+	Answer   string
+	By       string
+	Via      string
+	AskedAt  timeView
+	Deadline timeView
+	Settled  timeView
+	Priority string
+	Agent    string
+}
+
+func (c *Console) listItem(l Link, v *bridge.QuestionView) listItem {
+	it := listItem{
+		URL:      c.sub(l, ScopeQuestion, v.Tenant, v.JobID, v.QuestionID),
+		JobURL:   c.sub(l, ScopeJob, v.Tenant, v.JobID, ""),
+		Ref:      v.Tenant + " / " + v.JobID + " / " + v.QuestionID,
+		Tenant:   v.Tenant,
+		JobID:    v.JobID,
+		Hidden:   v.Hidden || v.Question == nil,
+		State:    v.State,
+		Label:    stateLabel(v.State),
+		Answer:   v.AnswerText,
+		Via:      v.Via,
+		AskedAt:  when(v.AskedAt),
+		Deadline: when(v.Deadline),
+		Settled:  when(v.SettledAt),
+	}
+	if v.By != "" {
+		it.By = bridge.DisplayIdentity(v.By, v.ByName)
+	}
+	if v.Answer == nil && v.AnswerText == "" && v.State == bridge.StateDeclined {
+		it.Answer = v.Comment
+	}
+	if !it.Hidden {
+		it.Text = truncate(v.Question.Question, 200)
+		it.Priority = v.Question.Priority
+		it.Agent = v.Question.Agent
+	}
+	return it
+}
+
+type listPage struct {
+	base
+	Items []listItem
+	Next  string
+}
+
+type jobItem struct {
+	listItem
+	Audit []auditRow
+}
+
+type jobPage struct {
+	base
+	Tenant string
+	JobID  string
+	Items  []jobItem
+	More   bool
+}
+
+type auditRow struct {
+	From   string
+	To     string
+	By     string
+	Via    string
+	Reason string
+	At     timeView
+}
+
+func auditView(a bridge.AuditEntry) auditRow {
+	from := a.From
+	if from == "" {
+		from = "new"
+	}
+	return auditRow{From: from, To: a.To, By: a.By, Via: a.Via, Reason: a.Reason, At: when(a.At)}
+}
+
+func truncate(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n-1])) + "…"
+}
