@@ -100,13 +100,13 @@ func TestBadInteractionsGetClearErrors(t *testing.T) {
 		in   map[string]any
 		want string
 	}{
-		"unknown custom id":         {h.click(kevin, "nope:c:acme:job-1:q-1:3:0"), "not one askbridge understands"},
-		"index out of range":        {h.click(kevin, "ab:c:acme:job-1:q-1:3:25"), "not one askbridge understands"},
-		"leading zero version":      {h.click(kevin, "ab:c:acme:job-1:q-1:03:0"), "not one askbridge understands"},
-		"unknown card":              {h.click(kevin, "ab:c:acme:job-9:q-9:1:0"), "no longer knows"},
-		"component without data":    {h.interaction(3, kevin, nil), "not one askbridge understands"},
-		"modal for unknown card":    {h.submit(kevin, "ab:ma:acme:job-9:q-9:1", map[string]string{"answer": "x"}), "no longer knows"},
-		"unknown interaction type":  {h.interaction(4, kevin, map[string]any{"name": "ask"}), "does not handle"},
+		"unknown custom id":          {h.click(kevin, "nope:c:acme:job-1:q-1:3:0"), "not one askbridge understands"},
+		"index out of range":         {h.click(kevin, "ab:c:acme:job-1:q-1:3:25"), "not one askbridge understands"},
+		"leading zero version":       {h.click(kevin, "ab:c:acme:job-1:q-1:03:0"), "not one askbridge understands"},
+		"unknown card":               {h.click(kevin, "ab:c:acme:job-9:q-9:1:0"), "no longer knows"},
+		"component without data":     {h.interaction(3, kevin, nil), "not one askbridge understands"},
+		"modal for unknown card":     {h.submit(kevin, "ab:ma:acme:job-9:q-9:1", map[string]string{"answer": "x"}), "no longer knows"},
+		"unknown interaction type":   {h.interaction(4, kevin, map[string]any{"name": "ask"}), "does not handle"},
 		"command with no subcommand": {h.interaction(2, kevin, map[string]any{"name": "ask", "type": 1}), "/ask help"},
 	} {
 		t.Run(name, func(t *testing.T) {
