@@ -1,0 +1,251 @@
+// Package testenv starts askbridge's core for tests: an embedded NATS
+// server with JetStream, a SQLite store and the runtime, all in a temporary
+// directory, stopped when the test ends.
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/runtime"
+	"github.com/askbridge/askbridge/store"
+)
+
+// Options shape the environment.
+type Options struct {
+	// Dir is the data directory; empty means a new t.TempDir(). Pass an
+	// earlier Env's Dir to restart on the same data.
+	Dir   string
+	Roles runtime.Roles
+	// Platforms are the chat platforms the runtime expects to show questions.
+	Platforms map[string]runtime.Platform
+	// AfterPublish is passed to the runtime (crash tests).
+	AfterPublish func(store.OutboxRow) error
+	// Logger defaults to a discarding logger; set one to see the runtime's logs.
+	Logger *slog.Logger
+}
+
+// Env is a running core.
+type Env struct {
+	Dir     string
+	NATS    *bridge.NATS
+	Store   *store.Store
+	Runtime *runtime.Runtime
+	Agent   *agent.Client
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+// Start starts the core and stops it when the test ends.
+func Start(t testing.TB, o Options) *Env {
+	t.Helper()
+	env, err := start(o, t.TempDir)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(env.Stop)
+	return env
+}
+
+func start(o Options, tempDir func() string) (*Env, error) {
+	dir := o.Dir
+	if dir == "" {
+		dir = tempDir()
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ctx := context.Background()
+	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats")})
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, filepath.Join(dir, "askbridge.db"))
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	rt, err := runtime.New(runtime.Options{
+		NATS: n, Store: st, Roles: o.Roles, Platforms: o.Platforms, Logger: logger, AfterPublish: o.AfterPublish,
+	})
+	if err != nil {
+		st.Close()
+		n.Close()
+		return nil, err
+	}
+	ag, err := agent.New(n.Conn)
+	if err != nil {
+		st.Close()
+		n.Close()
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	env := &Env{Dir: dir, NATS: n, Store: st, Runtime: rt, Agent: ag, cancel: cancel, done: make(chan struct{})}
+	runErr := make(chan error, 1)
+	go func() {
+		defer close(env.done)
+		runErr <- rt.Run(rctx)
+	}()
+	select {
+	case <-rt.Ready():
+	case err := <-runErr:
+		cancel()
+		st.Close()
+		n.Close()
+		return nil, fmt.Errorf("runtime did not start: %v", err)
+	case <-time.After(30 * time.Second):
+		env.Stop()
+		return nil, fmt.Errorf("runtime did not start within 30s")
+	}
+	return env, nil
+}
+
+// Stop stops the runtime, the store and NATS, as a shutdown would. It is
+// safe to call more than once.
+func (e *Env) Stop() {
+	e.once.Do(func() {
+		e.cancel()
+		<-e.done
+		e.NATS.Close()
+		e.Store.Close()
+	})
+}
+
+// URL is the embedded NATS server's client URL, for a second connection.
+func (e *Env) URL() string { return e.NATS.ClientURL() }
+
+// CheckFor polls f until it returns nil or timeout passes, then fails the
+// test with f's last error. Tests use it instead of sleeping.
+func CheckFor(t testing.TB, timeout, interval time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", timeout, err)
+		}
+		time.Sleep(interval)
+	}
+}
+
+// Recorder collects the messages of one subject pattern from the start of
+// its stream, for assertions.
+type Recorder struct {
+	mu   sync.Mutex
+	msgs []jetstream.Msg
+	cc   jetstream.ConsumeContext
+}
+
+// Record starts recording every message on subject (wildcards allowed)
+// held by stream, from its first message.
+func (e *Env) Record(t testing.TB, stream, subject string) *Recorder {
+	t.Helper()
+	cons, err := e.NATS.JS.OrderedConsumer(context.Background(), stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		t.Fatalf("testenv: record %s: %v", subject, err)
+	}
+	r := &Recorder{}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		r.mu.Lock()
+		r.msgs = append(r.msgs, m)
+		r.mu.Unlock()
+	})
+	if err != nil {
+		t.Fatalf("testenv: record %s: %v", subject, err)
+	}
+	r.cc = cc
+	t.Cleanup(cc.Stop)
+	return r
+}
+
+// Len is how many messages were recorded.
+func (r *Recorder) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.msgs)
+}
+
+// Data returns the recorded bodies in order.
+func (r *Recorder) Data() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([][]byte, len(r.msgs))
+	for i, m := range r.msgs {
+		out[i] = m.Data()
+	}
+	return out
+}
+
+// Events decodes recorded events.
+func (r *Recorder) Events() []bridge.Event {
+	var out []bridge.Event
+	for _, d := range r.Data() {
+		var ev bridge.Event
+		if json.Unmarshal(d, &ev) == nil {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// Resumes decodes recorded resumes.
+func (r *Recorder) Resumes() []bridge.Resume {
+	var out []bridge.Resume
+	for _, d := range r.Data() {
+		var res bridge.Resume
+		if json.Unmarshal(d, &res) == nil {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// EventTypes lists the recorded event types in order, e.g. "asked,answered".
+func (r *Recorder) EventTypes() string {
+	var types []string
+	for _, ev := range r.Events() {
+		types = append(types, ev.Type)
+	}
+	return strings.Join(types, ",")
+}
+
+// Attempt publishes an answer attempt as a front-end would.
+func (e *Env) Attempt(ctx context.Context, a bridge.AnswerAttempt) error {
+	if a.AttemptID == "" {
+		return fmt.Errorf("testenv: attempt without attempt_id")
+	}
+	return bridge.Publish(ctx, e.NATS.JS, bridge.AnswerSubject(a.Tenant, a.JobID), "attempt-"+a.AttemptID, a)
+}
+
+// Conn opens a second client connection to the embedded server.
+func (e *Env) Conn(t testing.TB) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(e.URL())
+	if err != nil {
+		t.Fatalf("testenv: connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}

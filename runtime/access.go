@@ -1,0 +1,89 @@
+package runtime
+
+import (
+	"slices"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// Role names, as configured (ASK_OWNERS, ...) or reported by an adapter.
+const (
+	RoleOwner    = "owner"
+	RoleAdmin    = "admin"
+	RoleOperator = "operator"
+	RoleReader   = "reader"
+)
+
+// Roles are the configured role lists. Every identity is "<platform>:<user>".
+type Roles struct {
+	Owners    []string
+	Admins    []string
+	Operators []string
+	Readers   []string
+}
+
+// has reports whether id holds role, from the configuration or from the
+// roles its adapter established (a mapped Discord role, say).
+func (r Roles) has(id, role string, extra []string) bool {
+	if slices.Contains(extra, role) {
+		return true
+	}
+	switch role {
+	case RoleOwner:
+		return slices.Contains(r.Owners, id)
+	case RoleAdmin:
+		return slices.Contains(r.Admins, id)
+	case RoleOperator:
+		return slices.Contains(r.Operators, id)
+	case RoleReader:
+		return slices.Contains(r.Readers, id)
+	}
+	return false
+}
+
+// access is what one identity may do with one question.
+type access struct {
+	// Exists: may know that the question waits.
+	Exists bool
+	// See: may read what it asks.
+	See     bool
+	Answer  bool
+	Decline bool
+	// Admin: owner or admin, who may also cancel.
+	Admin bool
+}
+
+// accessFor applies DESIGN.md's rules: owners and admins do everything; the
+// question's owner and answerers answer it; operators answer questions with
+// no answerers list and may only decline the others, without seeing them;
+// readers learn only that a question waits; everyone else learns nothing.
+func (r Roles) accessFor(id string, extra []string, q *bridge.Question) access {
+	switch {
+	case id == "":
+		return access{}
+	case r.has(id, RoleOwner, extra) || r.has(id, RoleAdmin, extra):
+		return access{Exists: true, See: true, Answer: true, Decline: true, Admin: true}
+	case q != nil && (q.Owner == id || slices.Contains(q.Answerers, id)):
+		return access{Exists: true, See: true, Answer: true, Decline: true}
+	case r.has(id, RoleOperator, extra):
+		if q == nil || len(q.Answerers) == 0 {
+			return access{Exists: true, See: true, Answer: true, Decline: true}
+		}
+		return access{Exists: true, Decline: true}
+	case r.has(id, RoleReader, extra):
+		return access{Exists: true}
+	}
+	return access{}
+}
+
+// forbiddenText explains a refused answer in words the clicker can act on.
+func forbiddenText(id string, a access, action string) string {
+	const prefix = "You can't answer this question: "
+	switch {
+	case a.Decline && action != bridge.ActionDecline:
+		return prefix + "it is for the people named as its answerers; you may decline it."
+	case a.Exists:
+		return prefix + id + " may see that it waits, but not answer or decline it."
+	}
+	return prefix + id + " is not one of its answerers and has no operator, admin or owner role."
+}

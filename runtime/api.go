@@ -1,0 +1,189 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
+)
+
+// apiQueue spreads API requests over replicas.
+const apiQueue = "askbridge-runtime"
+
+// serveAPI answers ask.v1.api.list, .show and .stats.
+func (r *Runtime) serveAPI(ctx context.Context) (func(), error) {
+	handlers := map[string]func(context.Context, []byte) any{
+		bridge.APIList:  r.apiList,
+		bridge.APIShow:  r.apiShow,
+		bridge.APIStats: r.apiStats,
+	}
+	var subs []*nats.Subscription
+	stop := func() {
+		for _, s := range subs {
+			_ = s.Unsubscribe()
+		}
+	}
+	for subject, h := range handlers {
+		h := h
+		s, err := r.nc.QueueSubscribe(subject, apiQueue, func(m *nats.Msg) {
+			reply := h(ctx, m.Data)
+			data, err := json.Marshal(reply)
+			if err != nil {
+				data = []byte(`{"error":"internal error"}`)
+			}
+			_ = m.Respond(data)
+		})
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("runtime: subscribe %s: %w", subject, err)
+		}
+		subs = append(subs, s)
+	}
+	if err := r.nc.Flush(); err != nil {
+		stop()
+		return nil, fmt.Errorf("runtime: subscribe api: %w", err)
+	}
+	return stop, nil
+}
+
+// view shows a record as one identity may see it, or reports that it may not.
+func (r *Runtime) view(ctx context.Context, rec *store.Record, as string, roles []string) (*bridge.QuestionView, bool) {
+	q := decodeBody(rec)
+	acc := r.o.Roles.accessFor(as, roles, q)
+	if !acc.Exists {
+		return nil, false
+	}
+	pending := rec.State == bridge.StatePending
+	v := &bridge.QuestionView{
+		Tenant: rec.Tenant, JobID: rec.JobID, QuestionID: rec.QuestionID, TaskVersion: rec.TaskVersion,
+		Kind: rec.Kind, State: rec.State, Hidden: !acc.See, AskedAt: rec.AskedAt, Deadline: rec.Deadline,
+		CanAnswer: pending && acc.Answer, CanDecline: pending && acc.Decline,
+	}
+	if acc.See {
+		v.Question = q
+		v.By, v.ByName, v.Via = rec.By, rec.ByName, rec.Via
+		v.Answer, v.AnswerText, v.Comment, v.Text = rec.Answer, rec.AnswerText, rec.Comment, rec.Text
+		v.SettledAt = rec.SettledAt
+		if refs, err := r.st.Messages(ctx, rec.ID); err == nil {
+			v.Messages = refs
+		}
+	}
+	return v, true
+}
+
+func (r *Runtime) apiList(ctx context.Context, data []byte) any {
+	var req bridge.ListRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return bridge.ListReply{Error: "list: the request is not valid JSON"}
+	}
+	if err := bridge.CheckIdentity(req.As); err != nil {
+		return bridge.ListReply{Error: "as: " + err.Error()}
+	}
+	state := req.State
+	switch state {
+	case "":
+		state = bridge.StatePending
+	case "all":
+		state = ""
+	}
+	limit := req.Limit
+	if limit <= 0 || limit > 200 {
+		limit = 50
+	}
+	var after int64
+	if req.After != "" {
+		n, err := strconv.ParseInt(req.After, 10, 64)
+		if err != nil {
+			return bridge.ListReply{Error: "after: not a cursor from a previous list"}
+		}
+		after = n
+	}
+	reply := bridge.ListReply{Questions: []bridge.QuestionView{}}
+	// Read pages until one of this identity's is full: strangers see none.
+	for pages := 0; pages < 20 && len(reply.Questions) < limit; pages++ {
+		recs, err := r.st.List(ctx, store.ListFilter{Tenant: req.Tenant, JobID: req.JobID, State: state, AfterID: after, Limit: limit})
+		if err != nil {
+			r.log.Error("api list", "err", err)
+			return bridge.ListReply{Error: "list: the store could not be read"}
+		}
+		for i := range recs {
+			after = recs[i].ID
+			if v, ok := r.view(ctx, &recs[i], req.As, req.Roles); ok {
+				reply.Questions = append(reply.Questions, *v)
+				if len(reply.Questions) == limit {
+					break
+				}
+			}
+		}
+		if len(recs) < limit {
+			after = 0
+			break
+		}
+	}
+	if after != 0 {
+		reply.Next = strconv.FormatInt(after, 10)
+	}
+	return reply
+}
+
+func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
+	var req bridge.ShowRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return bridge.ShowReply{Error: "show: the request is not valid JSON"}
+	}
+	if err := bridge.CheckIdentity(req.As); err != nil {
+		return bridge.ShowReply{Error: "as: " + err.Error()}
+	}
+	if err := bridge.CheckToken("question_id", req.QuestionID); err != nil {
+		return bridge.ShowReply{Error: err.Error()}
+	}
+	var rec *store.Record
+	var err error
+	if req.Tenant != "" && req.JobID != "" {
+		rec, err = r.st.Find(ctx, store.Key{Tenant: req.Tenant, JobID: req.JobID, QuestionID: req.QuestionID, TaskVersion: req.TaskVersion})
+	} else {
+		rec, err = r.st.FindByQuestionID(ctx, req.Tenant, req.QuestionID)
+		if err == nil && req.JobID != "" && rec.JobID != req.JobID {
+			err = store.ErrNotFound
+		}
+	}
+	notFound := bridge.ShowReply{Error: fmt.Sprintf("There is no question %s that you can see.", req.QuestionID)}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound
+	case errors.Is(err, store.ErrAmbiguousQuery):
+		return bridge.ShowReply{Error: fmt.Sprintf("Question id %s is used in more than one job: name the job as <job>/%s.", req.QuestionID, req.QuestionID)}
+	case err != nil:
+		r.log.Error("api show", "err", err)
+		return bridge.ShowReply{Error: "show: the store could not be read"}
+	}
+	v, ok := r.view(ctx, rec, req.As, req.Roles)
+	if !ok {
+		return notFound
+	}
+	reply := bridge.ShowReply{Question: v}
+	if !v.Hidden {
+		if audit, err := r.st.Audit(ctx, rec.ID); err == nil {
+			reply.Audit = audit
+		}
+	}
+	return reply
+}
+
+func (r *Runtime) apiStats(ctx context.Context, _ []byte) any {
+	counts, err := r.st.CountByState(ctx)
+	if err != nil {
+		return bridge.StatsReply{Error: "stats: the store could not be read"}
+	}
+	backlog, err := r.st.OutboxBacklog(ctx)
+	if err != nil {
+		return bridge.StatsReply{Error: "stats: the store could not be read"}
+	}
+	return bridge.StatsReply{ByState: counts, OutboxBacklog: backlog}
+}

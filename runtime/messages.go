@@ -1,0 +1,70 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
+)
+
+// decodeBody reads a stored question body; bodies were validated on the way in.
+func decodeBody(rec *store.Record) *bridge.Question {
+	var q bridge.Question
+	if err := json.Unmarshal(rec.Body, &q); err != nil {
+		// Not reachable for rows this runtime wrote; keep the key at least.
+		return &bridge.Question{Tenant: rec.Tenant, JobID: rec.JobID, QuestionID: rec.QuestionID, TaskVersion: rec.TaskVersion, Kind: rec.Kind}
+	}
+	return &q
+}
+
+func eventFor(rec *store.Record, typ string, at time.Time) bridge.Event {
+	return bridge.Event{
+		Type:        typ,
+		EventID:     fmt.Sprintf("%s.%s.%s.%d.%s", rec.Tenant, rec.JobID, rec.QuestionID, rec.TaskVersion, typ),
+		Tenant:      rec.Tenant,
+		JobID:       rec.JobID,
+		QuestionID:  rec.QuestionID,
+		TaskVersion: rec.TaskVersion,
+		AskedAt:     rec.AskedAt,
+		Deadline:    rec.Deadline,
+		At:          at.UTC(),
+	}
+}
+
+func resumeFor(rec *store.Record, outcome, text string, at time.Time) bridge.Resume {
+	return bridge.Resume{
+		Tenant:      rec.Tenant,
+		JobID:       rec.JobID,
+		QuestionID:  rec.QuestionID,
+		TaskVersion: rec.TaskVersion,
+		Outcome:     outcome,
+		Text:        text,
+		At:          at.UTC(),
+	}
+}
+
+func eventMsg(ev bridge.Event) store.Message {
+	data, _ := json.Marshal(ev)
+	return store.Message{Subject: bridge.EventSubject(ev.Tenant, ev.JobID), Data: data}
+}
+
+func resumeMsg(res bridge.Resume) store.Message {
+	data, _ := json.Marshal(res)
+	return store.Message{Subject: bridge.ResumeSubject(res.Tenant, res.JobID), Data: data}
+}
+
+// endedMessages announces a question ended without an answer (cancelled,
+// superseded): the event for the front-ends and the resume for the agent.
+func endedMessages(rec *store.Record, state, text string, refs []bridge.MessageRef, at time.Time) []store.Message {
+	typ := bridge.EventCancelled
+	if state == bridge.StateSuperseded {
+		typ = bridge.EventSuperseded
+	}
+	ev := eventFor(rec, typ, at)
+	ev.State = state
+	ev.Text = text
+	ev.Messages = refs
+	return []store.Message{eventMsg(ev), resumeMsg(resumeFor(rec, bridge.OutcomeCanceled, text, at))}
+}

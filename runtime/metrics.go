@@ -1,0 +1,88 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	asked     prometheus.Counter
+	invalid   prometheus.Counter
+	settled   *prometheus.CounterVec
+	refusals  *prometheus.CounterVec
+	ladder    *prometheus.CounterVec
+	latency   prometheus.Histogram
+	published prometheus.Counter
+}
+
+// storeCollector reads gauges from the store at scrape time, so nothing
+// keeps counts of all questions in memory.
+type storeCollector struct {
+	st      Store
+	byState *prometheus.Desc
+	backlog *prometheus.Desc
+}
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.byState
+	ch <- c.backlog
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if counts, err := c.st.CountByState(ctx); err == nil {
+		for state, n := range counts {
+			ch <- prometheus.MustNewConstMetric(c.byState, prometheus.GaugeValue, float64(n), state)
+		}
+	}
+	if n, err := c.st.OutboxBacklog(ctx); err == nil {
+		ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(n))
+	}
+}
+
+func newMetrics(reg prometheus.Registerer, st Store) (*metrics, error) {
+	m := &metrics{
+		asked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "askbridge_questions_asked_total", Help: "Questions recorded.",
+		}),
+		invalid: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "askbridge_questions_invalid_total", Help: "Questions refused as malformed.",
+		}),
+		settled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "askbridge_questions_settled_total", Help: "Questions that left pending, by final state.",
+		}, []string{"state"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "askbridge_refusals_total", Help: "Answer attempts refused, by reason.",
+		}, []string{"reason"}),
+		ladder: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "askbridge_ladder_steps_total", Help: "Escalation ladder steps fired, by step.",
+		}, []string{"step"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "askbridge_answer_latency_seconds",
+			Help:    "Time from a question being asked to its answer or decline.",
+			Buckets: []float64{1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600},
+		}),
+		published: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "askbridge_outbox_published_total", Help: "Outbox messages published to NATS.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	collectors := []prometheus.Collector{m.asked, m.invalid, m.settled, m.refusals, m.ladder, m.latency, m.published,
+		&storeCollector{
+			st:      st,
+			byState: prometheus.NewDesc("askbridge_questions", "Questions by state.", []string{"state"}, nil),
+			backlog: prometheus.NewDesc("askbridge_outbox_backlog", "Outbox messages not yet published.", nil, nil),
+		}}
+	for _, c := range collectors {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("runtime: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}

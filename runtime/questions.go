@@ -1,0 +1,241 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
+)
+
+// subjectKey reads tenant and job from "<prefix>.<tenant>.<job>".
+func subjectKey(subject, prefix string) (tenant, job string, ok bool) {
+	rest, found := strings.CutPrefix(subject, prefix+".")
+	if !found {
+		return "", "", false
+	}
+	tenant, job, found = strings.Cut(rest, ".")
+	if !found || strings.Contains(job, ".") || !bridge.ValidToken(tenant) || !bridge.ValidToken(job) {
+		return "", "", false
+	}
+	return tenant, job, true
+}
+
+// handleQuestion records a new question before anything shows it, or sends
+// the agent an invalid outcome saying why it was refused.
+func (r *Runtime) handleQuestion(ctx context.Context, msg jetstream.Msg) error {
+	tenant, job, ok := subjectKey(msg.Subject(), bridge.PrefixQuestion)
+	if !ok {
+		r.log.Warn("question on a subject without a valid tenant and job; dropped", "subject", msg.Subject())
+		return nil
+	}
+	q, err := bridge.DecodeQuestion(msg.Data())
+	if err == nil && (q.Tenant != tenant || q.JobID != job) {
+		err = fmt.Errorf("tenant and job_id: %s/%s do not match the subject's %s/%s", q.Tenant, q.JobID, tenant, job)
+	}
+	if err != nil {
+		return r.refuseQuestion(ctx, msg, tenant, job, q, err)
+	}
+	now := time.Now().UTC()
+	timeout := q.TimeoutDuration()
+	body, err := json.Marshal(q)
+	if err != nil {
+		return fmt.Errorf("encode question: %w", err)
+	}
+	kind := q.Kind
+	if kind == "" {
+		kind = bridge.KindQuestion
+	}
+	nq := store.NewQuestion{
+		Key:      store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion},
+		Kind:     kind,
+		Body:     body,
+		AskedAt:  now,
+		Deadline: now.Add(timeout),
+	}
+	for i, step := range q.Ladder() {
+		nq.Steps = append(nq.Steps, store.Step{Index: i, Target: step.To, Due: now.Add(time.Duration(float64(timeout) * step.At))})
+	}
+	nq.Steps = append(nq.Steps, store.Step{Index: len(nq.Steps), Target: store.StepTimeout, Due: now.Add(timeout)})
+	rec := &store.Record{Key: nq.Key, Kind: kind, Body: body, State: bridge.StatePending, AskedAt: now, Deadline: nq.Deadline}
+	asked := eventFor(rec, bridge.EventAsked, now)
+	asked.Question = q
+	asked.State = bridge.StatePending
+	nq.Outbox = []store.Message{eventMsg(asked)}
+	nq.Supersede = func(old *store.Record) []store.Message {
+		refs, _ := r.st.Messages(ctx, old.ID)
+		return endedMessages(old, bridge.StateSuperseded, bridge.SupersededText(q.TaskVersion), refs, now)
+	}
+	res, err := r.st.Ask(ctx, nq)
+	if err != nil {
+		return err
+	}
+	switch res.Status {
+	case store.Duplicate:
+		return nil
+	case store.Stale:
+		return r.refuseQuestion(ctx, msg, tenant, job, q,
+			fmt.Errorf("task_version: %d is older than the job's current version %d", q.TaskVersion, res.JobVersion))
+	}
+	r.metrics.asked.Inc()
+	r.wakeRelay()
+	r.wakeLadder()
+	r.log.Info("question asked", "tenant", q.Tenant, "job", q.JobID, "question", q.QuestionID, "version", q.TaskVersion, "timeout", timeout)
+	if failure := r.undeliverable(q); failure != nil {
+		return r.failQuestion(ctx, res.Record, failure, now)
+	}
+	return nil
+}
+
+// refuseQuestion publishes the invalid outcome straight to the agent: no
+// state changed, and the message id (from the stream sequence) makes a
+// redelivered question refuse once.
+func (r *Runtime) refuseQuestion(ctx context.Context, msg jetstream.Msg, tenant, job string, q *bridge.Question, why error) error {
+	r.metrics.invalid.Inc()
+	res := bridge.Resume{Tenant: tenant, JobID: job, Outcome: bridge.OutcomeInvalid, Text: bridge.InvalidText(why), At: time.Now().UTC()}
+	if q != nil {
+		res.QuestionID, res.TaskVersion = q.QuestionID, q.TaskVersion
+	}
+	id := "invalid-" + msg.Subject()
+	if meta, err := msg.Metadata(); err == nil {
+		id = fmt.Sprintf("invalid-%s-%d", bridge.StreamQuestions, meta.Sequence.Stream)
+	}
+	r.log.Info("question refused", "tenant", tenant, "job", job, "question", res.QuestionID, "reason", why.Error())
+	return bridge.Publish(ctx, r.js, bridge.ResumeSubject(tenant, job), id, res)
+}
+
+// undeliverable says why no connector can show q: it names chat platforms
+// in its route, and none of them is switched on with a channel. A question
+// with no route waits in the console and the CLI.
+func (r *Runtime) undeliverable(q *bridge.Question) *bridge.Failure {
+	if len(r.expectedPlatforms(q)) > 0 || q.Route == nil || (q.Route.Slack == nil && q.Route.Discord == nil) {
+		return nil
+	}
+	var wanted []string
+	if q.Route.Slack != nil {
+		wanted = append(wanted, "Slack (ASK_SLACK_BOT_TOKEN)")
+	}
+	if q.Route.Discord != nil {
+		wanted = append(wanted, "Discord (ASK_DISCORD_BOT_TOKEN)")
+	}
+	return &bridge.Failure{
+		Code:               bridge.CodeCapabilityUnavailable,
+		Dependency:         "chat",
+		Operation:          "post_question",
+		Retryable:          false,
+		RequiredCapability: "a configured chat connector",
+		SafeFallback:       "answer in the askbridge console or with the askbridge CLI",
+		OperatorMessage:    "The question routes to " + strings.Join(wanted, " and ") + ", which is not configured on this askbridge.",
+	}
+}
+
+// expectedPlatforms are the enabled platforms that will try to show q.
+func (r *Runtime) expectedPlatforms(q *bridge.Question) []string {
+	var out []string
+	for name, p := range r.o.Platforms {
+		routed := false
+		if q.Route != nil {
+			switch name {
+			case bridge.PlatformSlack:
+				routed = q.Route.Slack != nil && q.Route.Slack.Channel != ""
+			case bridge.PlatformDiscord:
+				routed = q.Route.Discord != nil && q.Route.Discord.ChannelID != ""
+			}
+		}
+		if routed || p.DefaultChannel != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// failQuestion ends a pending question as failed with a typed failure.
+func (r *Runtime) failQuestion(ctx context.Context, rec *store.Record, f *bridge.Failure, now time.Time) error {
+	text := "The question could not be shown to anyone: " + f.OperatorMessage
+	ev := eventFor(rec, bridge.EventDeliveryFailed, now)
+	ev.Failure = f
+	ev.Text = text
+	ev.State = bridge.StateFailed
+	res := resumeFor(rec, bridge.OutcomeFailed, text, now)
+	res.Code = f.Code
+	res.Failure = f
+	err := r.st.Settle(ctx, store.Settlement{
+		Question: rec.ID, State: bridge.StateFailed, Text: text, Reason: f.Code, At: now,
+		Outbox: []store.Message{eventMsg(ev), resumeMsg(res)},
+	})
+	if err == store.ErrNotPending {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r.metrics.settled.WithLabelValues(bridge.StateFailed).Inc()
+	r.wakeRelay()
+	return nil
+}
+
+// handleDelivery stores where a platform showed a question, and fails the
+// job loudly when every platform that was to show it could not.
+func (r *Runtime) handleDelivery(ctx context.Context, msg jetstream.Msg) error {
+	var d bridge.Delivery
+	if err := json.Unmarshal(msg.Data(), &d); err != nil || !bridge.ValidToken(d.Tenant) || !bridge.ValidToken(d.JobID) || !bridge.ValidToken(d.QuestionID) || d.Platform == "" {
+		r.log.Warn("malformed delivery report dropped", "subject", msg.Subject())
+		return nil
+	}
+	rec, err := r.st.Find(ctx, store.Key{Tenant: d.Tenant, JobID: d.JobID, QuestionID: d.QuestionID, TaskVersion: d.TaskVersion})
+	if err == store.ErrNotFound {
+		r.log.Warn("delivery report for an unknown question", "tenant", d.Tenant, "job", d.JobID, "question", d.QuestionID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	if !d.OK && d.Failure == nil {
+		d.Failure = &bridge.Failure{Code: bridge.CodeSourceUnreliable, Dependency: d.Platform, Operation: "post_question", OperatorMessage: d.Platform + " could not show the question."}
+	}
+	all, err := r.st.RecordDelivery(ctx, rec.ID, d, now)
+	if err != nil {
+		return err
+	}
+	if d.OK || rec.State != bridge.StatePending {
+		return nil
+	}
+	r.log.Warn("question could not be delivered", "tenant", rec.Tenant, "job", rec.JobID, "question", rec.QuestionID, "platform", d.Platform, "code", d.Failure.Code)
+	q := decodeBody(rec)
+	failed := map[string]bool{}
+	for _, row := range all {
+		if row.OK {
+			return r.announceDeliveryFailure(ctx, rec, d, now)
+		}
+		failed[row.Platform] = true
+	}
+	for _, p := range r.expectedPlatforms(q) {
+		if !failed[p] {
+			// Another platform may still show it.
+			return r.announceDeliveryFailure(ctx, rec, d, now)
+		}
+	}
+	f := *d.Failure
+	return r.failQuestion(ctx, rec, &f, now)
+}
+
+// announceDeliveryFailure tells the front-ends one platform failed while the
+// question still waits elsewhere.
+func (r *Runtime) announceDeliveryFailure(ctx context.Context, rec *store.Record, d bridge.Delivery, now time.Time) error {
+	ev := eventFor(rec, bridge.EventDeliveryFailed, now)
+	ev.EventID += "." + d.Platform
+	ev.Via = d.Platform
+	ev.Failure = d.Failure
+	ev.State = bridge.StatePending
+	if err := r.st.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
+		return err
+	}
+	r.wakeRelay()
+	return nil
+}

@@ -1,0 +1,288 @@
+// Package runtime is askbridge's authority. It consumes questions, answer
+// attempts, cancels and delivery reports from JetStream, decides every
+// transition against the store, and publishes events and resumes through
+// the store's outbox. Adapters only propose; the runtime decides.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
+)
+
+// Store is what the runtime needs from durable storage. The SQLite store
+// implements it; a clustered backend on JetStream can too.
+type Store interface {
+	Ask(ctx context.Context, nq store.NewQuestion) (*store.AskResult, error)
+	Settle(ctx context.Context, st store.Settlement) error
+	Refuse(ctx context.Context, attemptID string, question int64, at time.Time, msgs []store.Message) error
+	Enqueue(ctx context.Context, msgs []store.Message) error
+	SeenAttempt(ctx context.Context, attemptID string) (bool, error)
+	Cancel(ctx context.Context, c store.JobCancel) ([]store.Record, error)
+
+	Get(ctx context.Context, id int64) (*store.Record, error)
+	Find(ctx context.Context, k store.Key) (*store.Record, error)
+	FindByQuestionID(ctx context.Context, tenant, questionID string) (*store.Record, error)
+	JobVersion(ctx context.Context, tenant, job string) (int64, error)
+	List(ctx context.Context, f store.ListFilter) ([]store.Record, error)
+	Audit(ctx context.Context, question int64) ([]bridge.AuditEntry, error)
+	CountByState(ctx context.Context) (map[string]int64, error)
+
+	NextDue(ctx context.Context) (time.Time, bool, error)
+	DueSteps(ctx context.Context, now time.Time, limit int) ([]store.DueStep, error)
+	FireStep(ctx context.Context, d store.DueStep, at time.Time, reason string, msgs []store.Message) error
+
+	Unsent(ctx context.Context, limit int) ([]store.OutboxRow, error)
+	MarkSent(ctx context.Context, ids []int64, at time.Time) error
+	OutboxBacklog(ctx context.Context) (int64, error)
+
+	RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]store.DeliveryRow, error)
+	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
+	Ping(ctx context.Context) error
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Platform is a chat platform the service shows questions on.
+type Platform struct {
+	// DefaultChannel is where questions without a route for it go; empty
+	// means only routed questions are shown there.
+	DefaultChannel string
+}
+
+// Options configure a Runtime.
+type Options struct {
+	NATS  *bridge.NATS
+	Store Store
+	Roles Roles
+	// Platforms are the enabled chat platforms by name ("slack", "discord").
+	Platforms map[string]Platform
+	Logger    *slog.Logger
+	// Registerer receives the runtime's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Consumer prefixes the durable consumer names (default "runtime").
+	Consumer string
+	// AfterPublish, when set, runs after each outbox row is published and
+	// before it is marked sent; an error stops the relay there. It exists
+	// for crash tests.
+	AfterPublish func(store.OutboxRow) error
+}
+
+// Runtime is the authority over questions.
+type Runtime struct {
+	o       Options
+	log     *slog.Logger
+	js      jetstream.JetStream
+	nc      *nats.Conn
+	st      Store
+	metrics *metrics
+
+	relayWake chan struct{}
+	ladWake   chan struct{}
+	ready     chan struct{}
+}
+
+// Ready is closed once Run has started its consumers and the API.
+func (r *Runtime) Ready() <-chan struct{} { return r.ready }
+
+// New makes a runtime; Run starts it.
+func New(o Options) (*Runtime, error) {
+	if o.NATS == nil || o.Store == nil {
+		return nil, errors.New("runtime: NATS and Store are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Consumer == "" {
+		o.Consumer = "runtime"
+	}
+	m, err := newMetrics(o.Registerer, o.Store)
+	if err != nil {
+		return nil, err
+	}
+	return &Runtime{
+		o:         o,
+		log:       o.Logger.With("component", "runtime"),
+		js:        o.NATS.JS,
+		nc:        o.NATS.Conn,
+		st:        o.Store,
+		metrics:   m,
+		relayWake: make(chan struct{}, 1),
+		ladWake:   make(chan struct{}, 1),
+		ready:     make(chan struct{}),
+	}, nil
+}
+
+// Run consumes until ctx is done, then stops its consumers and returns.
+func (r *Runtime) Run(ctx context.Context) error {
+	type sub struct {
+		stream, name string
+		handle       func(context.Context, jetstream.Msg) error
+	}
+	subs := []sub{
+		{bridge.StreamQuestions, "questions", r.handleQuestion},
+		{bridge.StreamAnswers, "answers", r.handleAttempt},
+		{bridge.StreamCancels, "cancels", r.handleCancel},
+		{bridge.StreamDelivery, "delivery", r.handleDelivery},
+	}
+	var stops []func()
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	for _, s := range subs {
+		stop, err := r.consume(ctx, s.stream, r.o.Consumer+"-"+s.name, s.handle)
+		if err != nil {
+			return err
+		}
+		stops = append(stops, stop)
+	}
+	apiStop, err := r.serveAPI(ctx)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, apiStop)
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); r.relay(ctx) }()
+	go func() { defer wg.Done(); r.ladder(ctx) }()
+	close(r.ready)
+	r.log.Info("runtime started")
+	<-ctx.Done()
+	wg.Wait()
+	return nil
+}
+
+// consume runs handle for every message of a durable consumer. A handler
+// error is transient (the store or NATS failed): the message is redelivered
+// after a pause. Bad input is not an error: handlers refuse it and ack.
+func (r *Runtime) consume(ctx context.Context, stream, durable string, handle func(context.Context, jetstream.Msg) error) (func(), error) {
+	cons, err := r.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		Durable:       durable,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: 1000,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: consumer %s on %s: %w", durable, stream, err)
+	}
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		if err := handle(ctx, msg); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.log.Error("will retry message", "subject", msg.Subject(), "err", err)
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
+		_ = msg.Ack()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: consume %s: %w", durable, err)
+	}
+	return cc.Stop, nil
+}
+
+func (r *Runtime) wakeRelay() {
+	select {
+	case r.relayWake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Runtime) wakeLadder() {
+	select {
+	case r.ladWake <- struct{}{}:
+	default:
+	}
+}
+
+// relay publishes outbox rows in order, each with Nats-Msg-Id = its row id,
+// and marks them sent after JetStream acknowledged them.
+func (r *Runtime) relay(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		for {
+			n, err := r.relayOnce(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.log.Warn("outbox relay", "err", err)
+				}
+				break
+			}
+			if n == 0 {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.relayWake:
+		case <-tick.C:
+		}
+	}
+}
+
+func (r *Runtime) relayOnce(ctx context.Context) (int, error) {
+	rows, err := r.st.Unsent(ctx, 256)
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	futures := make([]jetstream.PubAckFuture, 0, len(rows))
+	for _, row := range rows {
+		f, err := r.js.PublishMsgAsync(&nats.Msg{
+			Subject: row.Subject,
+			Data:    row.Data,
+			Header:  nats.Header{jetstream.MsgIDHeader: []string{row.MsgID()}},
+		})
+		if err != nil {
+			return 0, fmt.Errorf("publish %s: %w", row.MsgID(), err)
+		}
+		futures = append(futures, f)
+	}
+	var sent []int64
+	var failed error
+	for i, f := range futures {
+		select {
+		case <-f.Ok():
+			if failed == nil {
+				sent = append(sent, rows[i].ID)
+			}
+		case err := <-f.Err():
+			if failed == nil {
+				failed = fmt.Errorf("publish %s: %w", rows[i].MsgID(), err)
+			}
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	if r.o.AfterPublish != nil {
+		for i, id := range sent {
+			if err := r.o.AfterPublish(rows[i]); err != nil {
+				sent = sent[:i]
+				failed = err
+				_ = id
+				break
+			}
+		}
+	}
+	if err := r.st.MarkSent(ctx, sent, time.Now()); err != nil {
+		return 0, err
+	}
+	r.metrics.published.Add(float64(len(sent)))
+	return len(sent), failed
+}

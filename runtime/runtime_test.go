@@ -1,0 +1,321 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/runtime"
+)
+
+var roles = runtime.Roles{
+	Owners:    []string{"slack:UOWNER"},
+	Admins:    []string{"slack:UADMIN"},
+	Operators: []string{"cli:kevin", "slack:UOP"},
+	Readers:   []string{"slack:UREADER"},
+}
+
+func choiceQuestion(job string) *bridge.Question {
+	return &bridge.Question{
+		Tenant: "acme", JobID: job, QuestionID: "q-1", TaskVersion: 1,
+		Question: "Which colour should the report use?", Choices: []string{"red", "blue"},
+		Timeout: "1h",
+	}
+}
+
+// ask publishes q and returns a channel with its outcome.
+func ask(t *testing.T, env *testenv.Env, q *bridge.Question) <-chan *bridge.Resume {
+	t.Helper()
+	ch := make(chan *bridge.Resume, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := env.Agent.Publish(ctx, q); err != nil {
+		t.Fatalf("publish question: %v", err)
+	}
+	go func() {
+		defer cancel()
+		out, err := env.Agent.Await(ctx, q.Tenant, q.JobID, q.QuestionID)
+		if err != nil {
+			t.Errorf("await: %v", err)
+			close(ch)
+			return
+		}
+		ch <- out
+	}()
+	waitState(t, env, q, bridge.StatePending)
+	return ch
+}
+
+func waitState(t *testing.T, env *testenv.Env, q *bridge.Question, state string) {
+	t.Helper()
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		reply := show(t, env, "slack:UADMIN", q.JobID, q.QuestionID)
+		if reply.Question == nil {
+			return fmt.Errorf("question not visible yet: %s", reply.Error)
+		}
+		if reply.Question.State != state {
+			return fmt.Errorf("state %s, want %s", reply.Question.State, state)
+		}
+		return nil
+	})
+}
+
+func show(t *testing.T, env *testenv.Env, as, job, qid string) bridge.ShowReply {
+	t.Helper()
+	data, _ := json.Marshal(bridge.ShowRequest{As: as, Tenant: "acme", JobID: job, QuestionID: qid})
+	msg, err := env.NATS.Conn.Request(bridge.APIShow, data, 5*time.Second)
+	if err != nil {
+		t.Fatalf("show: %v", err)
+	}
+	var reply bridge.ShowReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		t.Fatalf("show reply: %v", err)
+	}
+	return reply
+}
+
+func attempt(t *testing.T, env *testenv.Env, a bridge.AnswerAttempt) {
+	t.Helper()
+	if a.Tenant == "" {
+		a.Tenant = "acme"
+	}
+	if err := env.Attempt(context.Background(), a); err != nil {
+		t.Fatalf("attempt: %v", err)
+	}
+}
+
+func outcome(t *testing.T, ch <-chan *bridge.Resume) *bridge.Resume {
+	t.Helper()
+	select {
+	case out, ok := <-ch:
+		if !ok {
+			t.Fatal("no outcome")
+		}
+		return out
+	case <-time.After(20 * time.Second):
+		t.Fatal("timed out waiting for the outcome")
+	}
+	return nil
+}
+
+// refusalFor waits for the refused event of one attempt.
+func refusalFor(t *testing.T, events *testenv.Recorder, attemptID string) bridge.Event {
+	t.Helper()
+	var found bridge.Event
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		for _, ev := range events.Events() {
+			if ev.Type == bridge.EventRefused && ev.AttemptID == attemptID {
+				found = ev
+				return nil
+			}
+		}
+		return fmt.Errorf("no refusal for %s in %s", attemptID, events.EventTypes())
+	})
+	return found
+}
+
+func TestAnswerAndDecline(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	ch := ask(t, env, choiceQuestion("job-a"))
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-a", QuestionID: "q-1", AttemptID: "a1", Answer: json.RawMessage(`"blue"`), By: "cli:kevin", Via: "cli"})
+	out := outcome(t, ch)
+	if out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: blue" || string(out.Answer) != `"blue"` || out.By != "cli:kevin" {
+		t.Fatalf("outcome = %+v", out)
+	}
+
+	ch = ask(t, env, choiceQuestion("job-b"))
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-b", QuestionID: "q-1", AttemptID: "b1", Action: bridge.ActionDecline, Comment: "ask Ana", By: "cli:kevin", Via: "cli"})
+	out = outcome(t, ch)
+	if out.Outcome != bridge.OutcomeDeclined || out.Text != "cli:kevin declined to answer: ask Ana." {
+		t.Fatalf("outcome = %+v", out)
+	}
+}
+
+func TestTypedFieldsRefusedThenAnswered(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-t")
+	one, nine := 1.0, 9.0
+	q := &bridge.Question{
+		Tenant: "acme", JobID: "job-t", QuestionID: "q-t", TaskVersion: 3,
+		Question: "When should I send the report, and how many copies?",
+		Fields: []bridge.Field{
+			{Name: "on", Kind: bridge.FieldDate, Label: "Send on", Required: true},
+			{Name: "copies", Kind: bridge.FieldNumber, Integer: true, Min: &one, Max: &nine},
+		},
+	}
+	ch := ask(t, env, q)
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-t", QuestionID: "q-t", TaskVersion: 3, AttemptID: "t1",
+		Answer: json.RawMessage(`{"on":"2026-10-20","copies":12}`), By: "slack:UOP"})
+	ev := refusalFor(t, events, "t1")
+	if ev.Text != "copies: must be at most 9" || ev.Reason != bridge.RefusedInvalid || ev.FieldErrors["copies"] != "must be at most 9" || ev.To != "slack:UOP" {
+		t.Fatalf("refusal = %+v", ev)
+	}
+	waitState(t, env, q, bridge.StatePending)
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-t", QuestionID: "q-t", TaskVersion: 3, AttemptID: "t2",
+		Answer: json.RawMessage(`{"copies":"2","on":"2026-10-20"}`), By: "slack:UOP"})
+	out := outcome(t, ch)
+	if out.Text != `The answer: {"on":"2026-10-20","copies":2}` || string(out.Answer) != `{"on":"2026-10-20","copies":2}` {
+		t.Fatalf("outcome = %+v", out)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.>")
+	q := choiceQuestion("job-r")
+	q.Answerers = []string{"slack:UANA"}
+	ch := ask(t, env, q)
+
+	cases := []struct {
+		name, id   string
+		a          bridge.AnswerAttempt
+		reason     string
+		textPrefix string
+	}{
+		{"stranger", "r1", bridge.AnswerAttempt{Answer: json.RawMessage(`"red"`), By: "slack:USTRANGER"},
+			bridge.RefusedForbidden, "You can't answer this question: slack:USTRANGER is not one of its answerers"},
+		{"reader", "r2", bridge.AnswerAttempt{Answer: json.RawMessage(`"red"`), By: "slack:UREADER"},
+			bridge.RefusedForbidden, "You can't answer this question: slack:UREADER may see that it waits"},
+		{"operator not named may not answer", "r3", bridge.AnswerAttempt{Answer: json.RawMessage(`"red"`), By: "slack:UOP"},
+			bridge.RefusedForbidden, "You can't answer this question: it is for the people named as its answerers; you may decline it."},
+		{"unknown question", "r4", bridge.AnswerAttempt{QuestionID: "q-nope", Answer: json.RawMessage(`"red"`), By: "slack:UANA"},
+			bridge.RefusedUnknown, "There is no question"},
+		{"stale card", "r5", bridge.AnswerAttempt{TaskVersion: 7, Answer: json.RawMessage(`"red"`), By: "slack:UANA"},
+			bridge.RefusedStale, "This answer is stale: it belongs to task version 7, and the task is now at version 1."},
+		{"not a choice", "r6", bridge.AnswerAttempt{Answer: json.RawMessage(`"green"`), By: "slack:UANA"},
+			bridge.RefusedInvalid, "answer: must be one of: red, blue"},
+		{"approve to a question", "r7", bridge.AnswerAttempt{Action: bridge.ActionApprove, By: "slack:UANA"},
+			bridge.RefusedWrongKind, "This is a question, not an approval"},
+		{"decline with an answer", "r8", bridge.AnswerAttempt{Action: bridge.ActionDecline, Answer: json.RawMessage(`"red"`), By: "slack:UANA"},
+			bridge.RefusedWrongKind, "A decline can't carry an answer"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := c.a
+			a.JobID, a.AttemptID = "job-r", c.id
+			if a.QuestionID == "" {
+				a.QuestionID = "q-1"
+			}
+			attempt(t, env, a)
+			ev := refusalFor(t, events, c.id)
+			if ev.Reason != c.reason || !strings.HasPrefix(ev.Text, c.textPrefix) || ev.To != a.By {
+				t.Fatalf("refusal = reason %q text %q to %q; want %q %q", ev.Reason, ev.Text, ev.To, c.reason, c.textPrefix)
+			}
+		})
+	}
+	waitState(t, env, q, bridge.StatePending)
+
+	// The named answerer settles it; a second answer is told who was first.
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-r", QuestionID: "q-1", AttemptID: "ok", Answer: json.RawMessage(`"Red "`), By: "slack:UANA", ByName: "ana"})
+	out := outcome(t, ch)
+	if out.Text != "The answer: red" {
+		t.Fatalf("outcome = %+v", out)
+	}
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-r", QuestionID: "q-1", AttemptID: "late", Answer: json.RawMessage(`"blue"`), By: "slack:UADMIN"})
+	ev := refusalFor(t, events, "late")
+	if ev.Reason != bridge.RefusedNotPending || !strings.HasPrefix(ev.Text, "This question was already answered by slack:UANA (ana) at ") {
+		t.Fatalf("late refusal = %+v", ev)
+	}
+}
+
+func TestConcurrentAnswersResumeOnce(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	resumes := env.Record(t, bridge.StreamResumes, "ask.v1.resume.acme.job-c")
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-c")
+	ch := ask(t, env, choiceQuestion("job-c"))
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			attempt(t, env, bridge.AnswerAttempt{JobID: "job-c", QuestionID: "q-1", AttemptID: fmt.Sprintf("c%d", i),
+				Answer: json.RawMessage(`"blue"`), By: "slack:UOP"})
+		}()
+	}
+	wg.Wait()
+	outcome(t, ch)
+	// Every attempt is decided: one answer and 49 refusals.
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		refused := strings.Count(events.EventTypes(), bridge.EventRefused)
+		if refused != 49 {
+			return fmt.Errorf("%d refusals", refused)
+		}
+		return nil
+	})
+	if n := resumes.Len(); n != 1 {
+		t.Fatalf("%d resumes, want 1", n)
+	}
+	if got := strings.Count(events.EventTypes(), bridge.EventAnswered); got != 1 {
+		t.Fatalf("%d answered events: %s", got, events.EventTypes())
+	}
+}
+
+func TestSameAttemptTwiceIsOneAttempt(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-d")
+	ch := ask(t, env, choiceQuestion("job-d"))
+	a := bridge.AnswerAttempt{Tenant: "acme", JobID: "job-d", QuestionID: "q-1", AttemptID: "same", Answer: json.RawMessage(`"red"`), By: "slack:UOP"}
+	// Published twice with different message ids, as a retried interaction
+	// arriving after JetStream's duplicate window would be.
+	for i := range 2 {
+		if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.AnswerSubject("acme", "job-d"), fmt.Sprintf("x-%d", i), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outcome(t, ch)
+	// A later marker attempt proves both copies were processed.
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-d", QuestionID: "q-1", AttemptID: "marker", Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+	refusalFor(t, events, "marker")
+	if types := events.EventTypes(); types != "asked,answered,refused" {
+		t.Fatalf("events = %s", types)
+	}
+}
+
+func TestInvalidQuestionResumesInvalid(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	q := choiceQuestion("job-i")
+	q.Fields = []bridge.Field{{Name: "Bad Name", Kind: "colour"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := env.Agent.Ask(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Outcome != bridge.OutcomeInvalid || !strings.Contains(out.Text, "choices and fields: give one or the other, not both") ||
+		!strings.Contains(out.Text, `fields[0].name: "Bad Name" must be`) {
+		t.Fatalf("outcome = %+v", out)
+	}
+}
+
+func TestNewTaskVersionSupersedes(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-v")
+	old := choiceQuestion("job-v")
+	ch := ask(t, env, old)
+	newer := choiceQuestion("job-v")
+	newer.QuestionID, newer.TaskVersion = "q-2", 2
+	ch2 := ask(t, env, newer)
+	out := outcome(t, ch)
+	if out.Outcome != bridge.OutcomeCanceled || out.Text != "The question was superseded by task version 2." {
+		t.Fatalf("outcome = %+v", out)
+	}
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-v", QuestionID: "q-1", TaskVersion: 1, AttemptID: "s1", Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+	ev := refusalFor(t, events, "s1")
+	if ev.Reason != bridge.RefusedStale || !strings.Contains(ev.Text, "task version 1") {
+		t.Fatalf("refusal = %+v", ev)
+	}
+
+	// A cancel with a newer version supersedes q-2 as well.
+	if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.CancelSubject("acme", "job-v"), "cancel-1",
+		bridge.Cancel{Tenant: "acme", JobID: "job-v", TaskVersion: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if out := outcome(t, ch2); out.Text != "The question was superseded by task version 3." {
+		t.Fatalf("outcome = %+v", out)
+	}
+}

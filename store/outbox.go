@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// OutboxRow is a message written by a transition and not yet published.
+type OutboxRow struct {
+	ID      int64
+	Subject string
+	Data    []byte
+}
+
+// MsgID is the Nats-Msg-Id the row is published with.
+func (o OutboxRow) MsgID() string { return fmt.Sprintf("ob-%d", o.ID) }
+
+// Unsent returns up to limit unsent rows, oldest first.
+func (s *Store) Unsent(ctx context.Context, limit int) ([]OutboxRow, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT id, subject, data FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT ?", limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: outbox: %w", err)
+	}
+	defer rows.Close()
+	var out []OutboxRow
+	for rows.Next() {
+		var o OutboxRow
+		if err := rows.Scan(&o.ID, &o.Subject, &o.Data); err != nil {
+			return nil, fmt.Errorf("store: outbox: %w", err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// MarkSent marks rows published (after JetStream acknowledged them).
+func (s *Store) MarkSent(ctx context.Context, ids []int64, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	args := []any{ms(at)}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	_, err := s.w.ExecContext(ctx, "UPDATE outbox SET sent_at = ? WHERE id IN ("+placeholders(len(ids))+")", args...)
+	if err != nil {
+		return fmt.Errorf("store: mark %d outbox rows sent: %w", len(ids), err)
+	}
+	return nil
+}
+
+// OutboxBacklog counts unsent rows.
+func (s *Store) OutboxBacklog(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL").Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: outbox backlog: %w", err)
+	}
+	return n, nil
+}
+
+// PruneSent deletes rows sent before the cutoff; JetStream keeps the messages.
+func (s *Store) PruneSent(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.w.ExecContext(ctx, "DELETE FROM outbox WHERE sent_at IS NOT NULL AND sent_at < ?", ms(before))
+	if err != nil {
+		return 0, fmt.Errorf("store: prune outbox: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// DeliveryRow is one platform's report on one question.
+type DeliveryRow struct {
+	Platform string
+	OK       bool
+	Message  bridge.MessageRef
+	Failure  *bridge.Failure
+}
+
+// RecordDelivery stores a platform's report (the latest per platform wins)
+// and returns every report for the question.
+func (s *Store) RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]DeliveryRow, error) {
+	var ref bridge.MessageRef
+	if d.Message != nil {
+		ref = *d.Message
+	}
+	var failure string
+	if d.Failure != nil {
+		b, _ := json.Marshal(d.Failure)
+		failure = string(b)
+	}
+	ok := 0
+	if d.OK {
+		ok = 1
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO deliveries (question, platform, ok, channel, message_id, thread, failure, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (question, platform) DO UPDATE SET ok = excluded.ok, channel = excluded.channel, message_id = excluded.message_id,
+			thread = excluded.thread, failure = excluded.failure, at = excluded.at`,
+			question, d.Platform, ok, ref.Channel, ref.MessageID, ref.Thread, failure, ms(at))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: record %s delivery of question %d: %w", d.Platform, question, err)
+	}
+	return s.Deliveries(ctx, question)
+}
+
+// Deliveries returns every platform's report on a question.
+func (s *Store) Deliveries(ctx context.Context, question int64) ([]DeliveryRow, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT platform, ok, channel, message_id, thread, failure FROM deliveries WHERE question = ? ORDER BY platform", question)
+	if err != nil {
+		return nil, fmt.Errorf("store: deliveries of question %d: %w", question, err)
+	}
+	defer rows.Close()
+	var out []DeliveryRow
+	for rows.Next() {
+		var d DeliveryRow
+		var ok int
+		var failure string
+		if err := rows.Scan(&d.Platform, &ok, &d.Message.Channel, &d.Message.MessageID, &d.Message.Thread, &failure); err != nil {
+			return nil, fmt.Errorf("store: deliveries of question %d: %w", question, err)
+		}
+		d.OK = ok == 1
+		d.Message.Platform = d.Platform
+		if failure != "" {
+			var f bridge.Failure
+			if json.Unmarshal([]byte(failure), &f) == nil {
+				d.Failure = &f
+			}
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Messages lists the chat messages showing a question.
+func (s *Store) Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error) {
+	ds, err := s.Deliveries(ctx, question)
+	if err != nil {
+		return nil, err
+	}
+	var out []bridge.MessageRef
+	for _, d := range ds {
+		if d.OK && d.Message.MessageID != "" {
+			out = append(out, d.Message)
+		}
+	}
+	return out, nil
+}

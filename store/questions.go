@@ -1,0 +1,609 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// Key names one question at one task version. TaskVersion 0 in a lookup
+// means the latest version of that question id.
+type Key struct {
+	Tenant      string
+	JobID       string
+	QuestionID  string
+	TaskVersion int64
+}
+
+func (k Key) String() string {
+	return fmt.Sprintf("%s/%s/%s@%d", k.Tenant, k.JobID, k.QuestionID, k.TaskVersion)
+}
+
+// Record is a stored question and, once settled, how it ended.
+type Record struct {
+	ID int64
+	Key
+	Kind       string
+	Body       []byte
+	State      string
+	AskedAt    time.Time
+	Deadline   time.Time
+	Action     string
+	AnswerRaw  []byte
+	Answer     []byte
+	AnswerText string
+	Comment    string
+	By         string
+	ByName     string
+	Via        string
+	Text       string
+	SettledAt  time.Time
+}
+
+// Message is an outbox entry: published later on Subject with Nats-Msg-Id
+// "ob-<row id>".
+type Message struct {
+	Subject string
+	Data    []byte
+}
+
+// Step is a ladder step or the timeout, due at Due.
+type Step struct {
+	Index  int
+	Target string
+	Due    time.Time
+}
+
+// StepTimeout is the target of the last step: the question's timeout.
+const StepTimeout = "timeout"
+
+// NewQuestion is a question to record with its ladder and the messages that
+// announce it.
+type NewQuestion struct {
+	Key
+	Kind     string
+	Body     []byte
+	AskedAt  time.Time
+	Deadline time.Time
+	Steps    []Step
+	Outbox   []Message
+	// Supersede builds the messages announcing that an older pending
+	// question of the job was superseded by this one's task version.
+	Supersede func(old *Record) []Message
+}
+
+// AskStatus is what Ask did.
+type AskStatus int
+
+// Ask outcomes.
+const (
+	Asked     AskStatus = iota // recorded
+	Duplicate                  // the same question and version was recorded before
+	Stale                      // the job is already at a newer task version
+)
+
+// AskResult reports what Ask did.
+type AskResult struct {
+	Status     AskStatus
+	JobVersion int64
+	Record     *Record
+	Superseded []Record
+}
+
+const recordColumns = `id, tenant, job_id, question_id, task_version, kind, body, state, asked_at, deadline,
+	action, answer_raw, answer, answer_text, comment, by_id, by_name, via, text, settled_at`
+
+type scanner interface{ Scan(...any) error }
+
+func scanRecord(row scanner) (*Record, error) {
+	var r Record
+	var body, raw, ans string
+	var asked, deadline, settled int64
+	err := row.Scan(&r.ID, &r.Tenant, &r.JobID, &r.QuestionID, &r.TaskVersion, &r.Kind, &body, &r.State,
+		&asked, &deadline, &r.Action, &raw, &ans, &r.AnswerText, &r.Comment, &r.By, &r.ByName, &r.Via, &r.Text, &settled)
+	if err != nil {
+		return nil, err
+	}
+	r.Body = []byte(body)
+	if raw != "" {
+		r.AnswerRaw = []byte(raw)
+	}
+	if ans != "" {
+		r.Answer = []byte(ans)
+	}
+	r.AskedAt, r.Deadline, r.SettledAt = fromMS(asked), fromMS(deadline), fromMS(settled)
+	return &r, nil
+}
+
+// Ask records a new question before anything shows it: the question, its
+// ladder, its audit entry and its outbox messages in one transaction. A
+// newer task version supersedes the job's older pending questions in the
+// same transaction.
+func (s *Store) Ask(ctx context.Context, nq NewQuestion) (*AskResult, error) {
+	res := &AskResult{}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		*res = AskResult{}
+		var current int64
+		err := tx.QueryRowContext(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", nq.Tenant, nq.JobID).Scan(&current)
+		known := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		res.JobVersion = current
+		if known && nq.TaskVersion < current {
+			var exists int
+			err := tx.QueryRowContext(ctx, "SELECT 1 FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ? AND task_version = ?",
+				nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion).Scan(&exists)
+			if err == nil {
+				res.Status = Duplicate
+				return nil
+			}
+			res.Status = Stale
+			return nil
+		}
+		at := ms(nq.AskedAt)
+		result, err := tx.ExecContext(ctx, `INSERT INTO questions (tenant, job_id, question_id, task_version, kind, body, state, asked_at, deadline)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion, nq.Kind, string(nq.Body), bridge.StatePending, at, ms(nq.Deadline))
+		if err != nil {
+			return err
+		}
+		if n, _ := result.RowsAffected(); n == 0 {
+			res.Status = Duplicate
+			return nil
+		}
+		id, err := result.LastInsertId()
+		if err != nil {
+			return err
+		}
+		if !known || nq.TaskVersion > current {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
+				ON CONFLICT (tenant, job_id) DO UPDATE SET task_version = excluded.task_version, updated_at = excluded.updated_at`,
+				nq.Tenant, nq.JobID, nq.TaskVersion, at); err != nil {
+				return err
+			}
+			res.JobVersion = nq.TaskVersion
+			old, err := pendingOfJob(ctx, tx, nq.Tenant, nq.JobID, "task_version < ?", nq.TaskVersion)
+			if err != nil {
+				return err
+			}
+			for i := range old {
+				var msgs []Message
+				if nq.Supersede != nil {
+					msgs = nq.Supersede(&old[i])
+				}
+				reason := fmt.Sprintf("superseded by task version %d", nq.TaskVersion)
+				if err := settleTx(ctx, tx, &old[i], bridge.StateSuperseded, nq.AskedAt, "", "", reason, msgs); err != nil {
+					return err
+				}
+			}
+			res.Superseded = old
+		}
+		for _, st := range nq.Steps {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO steps (question, idx, target, due) VALUES (?, ?, ?, ?)", id, st.Index, st.Target, ms(st.Due)); err != nil {
+				return err
+			}
+		}
+		if err := auditTx(ctx, tx, id, "", bridge.StatePending, "", "", "asked", nq.AskedAt); err != nil {
+			return err
+		}
+		if err := outboxTx(ctx, tx, nq.Outbox, nq.AskedAt); err != nil {
+			return err
+		}
+		res.Status = Asked
+		res.Record = &Record{ID: id, Key: nq.Key, Kind: nq.Kind, Body: nq.Body, State: bridge.StatePending, AskedAt: fromMS(at), Deadline: fromMS(ms(nq.Deadline))}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: ask %s: %w", nq.Key, err)
+	}
+	return res, nil
+}
+
+func pendingOfJob(ctx context.Context, tx *sql.Tx, tenant, job, cond string, args ...any) ([]Record, error) {
+	q := "SELECT " + recordColumns + " FROM questions WHERE tenant = ? AND job_id = ? AND state = 'pending'"
+	if cond != "" {
+		q += " AND " + cond
+	}
+	rows, err := tx.QueryContext(ctx, q+" ORDER BY id", append([]any{tenant, job}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	return out, rows.Err()
+}
+
+// settleTx moves a pending question to state with a minimal settlement
+// (cancel, supersede), clearing its ladder.
+func settleTx(ctx context.Context, tx *sql.Tx, r *Record, state string, at time.Time, by, via, reason string, msgs []Message) error {
+	res, err := tx.ExecContext(ctx, "UPDATE questions SET state = ?, by_id = ?, via = ?, text = ?, settled_at = ? WHERE id = ? AND state = 'pending'",
+		state, by, via, reason, ms(at), r.ID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotPending
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM steps WHERE question = ?", r.ID); err != nil {
+		return err
+	}
+	if err := auditTx(ctx, tx, r.ID, bridge.StatePending, state, by, via, reason, at); err != nil {
+		return err
+	}
+	r.State, r.By, r.Via, r.Text, r.SettledAt = state, by, via, reason, fromMS(ms(at))
+	return outboxTx(ctx, tx, msgs, at)
+}
+
+func auditTx(ctx context.Context, tx *sql.Tx, question int64, from, to, by, via, reason string, at time.Time) error {
+	_, err := tx.ExecContext(ctx, "INSERT INTO audit (question, from_state, to_state, by_id, via, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		question, from, to, by, via, reason, ms(at))
+	return err
+}
+
+func outboxTx(ctx context.Context, tx *sql.Tx, msgs []Message, at time.Time) error {
+	for _, m := range msgs {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO outbox (subject, data, created_at) VALUES (?, ?, ?)", m.Subject, m.Data, ms(at)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Settlement is how a pending question ends by someone's answer or decline,
+// or by its timeout.
+type Settlement struct {
+	Question   int64
+	State      string
+	Action     string
+	AnswerRaw  []byte
+	Answer     []byte
+	AnswerText string
+	Comment    string
+	By         string
+	ByName     string
+	Via        string
+	Text       string
+	Reason     string
+	At         time.Time
+	// AttemptID, when set, is recorded so the same attempt is never decided twice.
+	AttemptID string
+	Outbox    []Message
+}
+
+// Settle ends a pending question: compare-and-set on pending, the answer,
+// the audit entry, the attempt's dedupe key and the outbox in one
+// transaction. It returns ErrNotPending when someone settled it first and
+// ErrDuplicate when the attempt was decided before.
+func (s *Store) Settle(ctx context.Context, st Settlement) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := attemptTx(ctx, tx, st.AttemptID, st.Question, st.At); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE questions SET state = ?, action = ?, answer_raw = ?, answer = ?, answer_text = ?,
+			comment = ?, by_id = ?, by_name = ?, via = ?, text = ?, settled_at = ? WHERE id = ? AND state = 'pending'`,
+			st.State, st.Action, string(st.AnswerRaw), string(st.Answer), st.AnswerText, st.Comment, st.By, st.ByName, st.Via, st.Text, ms(st.At), st.Question)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotPending
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM steps WHERE question = ?", st.Question); err != nil {
+			return err
+		}
+		reason := st.Reason
+		if reason == "" {
+			reason = st.Text
+		}
+		if err := auditTx(ctx, tx, st.Question, bridge.StatePending, st.State, st.By, st.Via, reason, st.At); err != nil {
+			return err
+		}
+		return outboxTx(ctx, tx, st.Outbox, st.At)
+	})
+	if err != nil && !errors.Is(err, ErrNotPending) && !errors.Is(err, ErrDuplicate) {
+		return fmt.Errorf("store: settle question %d: %w", st.Question, err)
+	}
+	return err
+}
+
+func attemptTx(ctx context.Context, tx *sql.Tx, attemptID string, question int64, at time.Time) error {
+	if attemptID == "" {
+		return nil
+	}
+	res, err := tx.ExecContext(ctx, "INSERT INTO attempts (attempt_id, question, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", attemptID, question, ms(at))
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrDuplicate
+	}
+	return nil
+}
+
+// Refuse records a refused attempt and the messages telling the answerer,
+// so a retried delivery of the same attempt is not refused twice.
+func (s *Store) Refuse(ctx context.Context, attemptID string, question int64, at time.Time, msgs []Message) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := attemptTx(ctx, tx, attemptID, question, at); err != nil {
+			return err
+		}
+		return outboxTx(ctx, tx, msgs, at)
+	})
+	if err != nil && !errors.Is(err, ErrDuplicate) {
+		return fmt.Errorf("store: refuse attempt %s: %w", attemptID, err)
+	}
+	return err
+}
+
+// Enqueue writes messages to the outbox on their own.
+func (s *Store) Enqueue(ctx context.Context, msgs []Message) error {
+	if err := s.tx(ctx, func(tx *sql.Tx) error { return outboxTx(ctx, tx, msgs, time.Now()) }); err != nil {
+		return fmt.Errorf("store: enqueue: %w", err)
+	}
+	return nil
+}
+
+// SeenAttempt reports whether an attempt id was decided before.
+func (s *Store) SeenAttempt(ctx context.Context, attemptID string) (bool, error) {
+	var one int
+	err := s.r.QueryRowContext(ctx, "SELECT 1 FROM attempts WHERE attempt_id = ?", attemptID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: attempt %s: %w", attemptID, err)
+	}
+	return true, nil
+}
+
+// JobCancel cancels a job's pending questions, or bumps its task version.
+type JobCancel struct {
+	Tenant     string
+	JobID      string
+	QuestionID string
+	// NewVersion above the job's current version bumps it and supersedes
+	// every older pending question; otherwise pending questions are cancelled.
+	NewVersion int64
+	Reason     string
+	By         string
+	Via        string
+	At         time.Time
+	// Outbox builds the messages announcing each question's new state.
+	Outbox func(r *Record) []Message
+}
+
+// Cancel applies a JobCancel and returns the questions it ended.
+func (s *Store) Cancel(ctx context.Context, c JobCancel) ([]Record, error) {
+	var ended []Record
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		ended = nil
+		var current int64
+		err := tx.QueryRowContext(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", c.Tenant, c.JobID).Scan(&current)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		known := err == nil
+		state, reason := bridge.StateCancelled, c.Reason
+		var list []Record
+		if c.NewVersion > current || (!known && c.NewVersion > 0) {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
+				ON CONFLICT (tenant, job_id) DO UPDATE SET task_version = excluded.task_version, updated_at = excluded.updated_at`,
+				c.Tenant, c.JobID, c.NewVersion, ms(c.At)); err != nil {
+				return err
+			}
+			state = bridge.StateSuperseded
+			reason = fmt.Sprintf("superseded by task version %d", c.NewVersion)
+			list, err = pendingOfJob(ctx, tx, c.Tenant, c.JobID, "task_version < ?", c.NewVersion)
+		} else if c.QuestionID != "" {
+			list, err = pendingOfJob(ctx, tx, c.Tenant, c.JobID, "question_id = ?", c.QuestionID)
+		} else {
+			list, err = pendingOfJob(ctx, tx, c.Tenant, c.JobID, "")
+		}
+		if err != nil {
+			return err
+		}
+		for i := range list {
+			list[i].State = state
+			var msgs []Message
+			if c.Outbox != nil {
+				msgs = c.Outbox(&list[i])
+			}
+			list[i].State = bridge.StatePending
+			if err := settleTx(ctx, tx, &list[i], state, c.At, c.By, c.Via, reason, msgs); err != nil {
+				return err
+			}
+		}
+		ended = list
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: cancel %s/%s: %w", c.Tenant, c.JobID, err)
+	}
+	return ended, nil
+}
+
+// Get reads a question by its row id.
+func (s *Store) Get(ctx context.Context, id int64) (*Record, error) {
+	r, err := scanRecord(s.r.QueryRowContext(ctx, "SELECT "+recordColumns+" FROM questions WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: get question %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// Find reads a question by key; TaskVersion 0 finds the latest version.
+func (s *Store) Find(ctx context.Context, k Key) (*Record, error) {
+	q := "SELECT " + recordColumns + " FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ?"
+	args := []any{k.Tenant, k.JobID, k.QuestionID}
+	if k.TaskVersion != 0 {
+		q += " AND task_version = ?"
+		args = append(args, k.TaskVersion)
+	}
+	r, err := scanRecord(s.r.QueryRowContext(ctx, q+" ORDER BY task_version DESC LIMIT 1", args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: find question %s: %w", k, err)
+	}
+	return r, nil
+}
+
+// FindByQuestionID finds the latest version of a question id across jobs
+// (and tenants, when tenant is empty). It returns ErrAmbiguousQuery when
+// the id names questions in more than one job.
+func (s *Store) FindByQuestionID(ctx context.Context, tenant, questionID string) (*Record, error) {
+	q := "SELECT " + recordColumns + " FROM questions WHERE question_id = ?"
+	args := []any{questionID}
+	if tenant != "" {
+		q += " AND tenant = ?"
+		args = append(args, tenant)
+	}
+	rows, err := s.r.QueryContext(ctx, q+" ORDER BY task_version DESC, id DESC LIMIT 50", args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: find question %s: %w", questionID, err)
+	}
+	defer rows.Close()
+	var found *Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: find question %s: %w", questionID, err)
+		}
+		if found == nil {
+			found = r
+		} else if found.Tenant != r.Tenant || found.JobID != r.JobID {
+			return nil, ErrAmbiguousQuery
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: find question %s: %w", questionID, err)
+	}
+	if found == nil {
+		return nil, ErrNotFound
+	}
+	return found, nil
+}
+
+// JobVersion is the job's current task version (0 for an unknown job).
+func (s *Store) JobVersion(ctx context.Context, tenant, job string) (int64, error) {
+	var v int64
+	err := s.r.QueryRowContext(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", tenant, job).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: job %s/%s: %w", tenant, job, err)
+	}
+	return v, nil
+}
+
+// ListFilter selects questions for a list page, ordered by row id.
+type ListFilter struct {
+	Tenant string
+	JobID  string
+	// State is one state, or empty for every state.
+	State   string
+	AfterID int64
+	Limit   int
+}
+
+// List returns one page of questions. It reads through indexes only, so
+// the first page of one tenant is quick with a million pending questions.
+func (s *Store) List(ctx context.Context, f ListFilter) ([]Record, error) {
+	var conds []string
+	var args []any
+	if f.State != "" {
+		conds = append(conds, "state = ?")
+		args = append(args, f.State)
+	}
+	if f.Tenant != "" {
+		conds = append(conds, "tenant = ?")
+		args = append(args, f.Tenant)
+	}
+	if f.JobID != "" {
+		conds = append(conds, "job_id = ?")
+		args = append(args, f.JobID)
+	}
+	if f.AfterID > 0 {
+		conds = append(conds, "id > ?")
+		args = append(args, f.AfterID)
+	}
+	limit := f.Limit
+	if limit <= 0 || limit > 500 {
+		limit = 50
+	}
+	q := "SELECT " + recordColumns + " FROM questions"
+	if len(conds) > 0 {
+		q += " WHERE " + strings.Join(conds, " AND ")
+	}
+	rows, err := s.r.QueryContext(ctx, q+" ORDER BY id LIMIT ?", append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list: %w", err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list: %w", err)
+		}
+		out = append(out, *r)
+	}
+	return out, rows.Err()
+}
+
+// Audit returns a question's transitions, oldest first.
+func (s *Store) Audit(ctx context.Context, question int64) ([]bridge.AuditEntry, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT from_state, to_state, by_id, via, reason, at FROM audit WHERE question = ? ORDER BY id", question)
+	if err != nil {
+		return nil, fmt.Errorf("store: audit %d: %w", question, err)
+	}
+	defer rows.Close()
+	var out []bridge.AuditEntry
+	for rows.Next() {
+		var e bridge.AuditEntry
+		var at int64
+		if err := rows.Scan(&e.From, &e.To, &e.By, &e.Via, &e.Reason, &at); err != nil {
+			return nil, fmt.Errorf("store: audit %d: %w", question, err)
+		}
+		e.At = fromMS(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// CountByState counts questions in each state.
+func (s *Store) CountByState(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT state, COUNT(*) FROM questions GROUP BY state")
+	if err != nil {
+		return nil, fmt.Errorf("store: count: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("store: count: %w", err)
+		}
+		out[st] = n
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,157 @@
+// Package store keeps askbridge's durable state in SQLite: questions, jobs,
+// answers, the audit trail, attempt dedupe keys, ladder due times and the
+// outbox of messages still to publish. Every state change is one
+// transaction that also writes the outbox rows announcing it.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Errors callers decide on.
+var (
+	ErrNotFound       = errors.New("store: not found")
+	ErrNotPending     = errors.New("store: question is no longer pending")
+	ErrDuplicate      = errors.New("store: attempt already recorded")
+	ErrStepGone       = errors.New("store: ladder step already fired")
+	ErrAmbiguousQuery = errors.New("store: question id matches more than one question")
+)
+
+// Store is the SQLite store. One writer connection serialises writes; a
+// small pool serves reads concurrently under WAL.
+type Store struct {
+	w *sql.DB
+	r *sql.DB
+}
+
+// Open opens (creating when needed) the database at path and migrates it.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("store: create %s: %w", dir, err)
+		}
+	}
+	pragmas := "_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)"
+	u := url.URL{Scheme: "file", Opaque: url.PathEscape(path)}
+	w, err := sql.Open("sqlite", u.String()+"?"+pragmas+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	r, err := sql.Open("sqlite", u.String()+"?"+pragmas+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	s := &Store{w: w, r: r}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// SchemaVersion is the number of migrations applied.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	return v, err
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("store: migrations: %w", err)
+	}
+	slices.Sort(names)
+	current, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("store: read schema version: %w", err)
+	}
+	if current > len(names) {
+		return fmt.Errorf("store: database schema version %d is newer than this binary's %d", current, len(names))
+	}
+	for i := current; i < len(names); i++ {
+		body, err := migrations.ReadFile(names[i])
+		if err != nil {
+			return fmt.Errorf("store: migration %s: %w", names[i], err)
+		}
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(i+1))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("store: migration %s: %w", names[i], err)
+		}
+	}
+	return nil
+}
+
+// tx runs f in one write transaction (BEGIN IMMEDIATE through the DSN).
+func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Ping proves the store takes writes, for readiness.
+func (s *Store) Ping(ctx context.Context) error {
+	_, err := s.w.ExecContext(ctx, "INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at", ms(time.Now()))
+	if err != nil {
+		return fmt.Errorf("store: write heartbeat: %w", err)
+	}
+	return nil
+}
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+// placeholders returns "?,?,?" for n values.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
