@@ -293,6 +293,10 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) *slack.
 		action, comment = bridge.ActionDecline, blockkit.ReasonFromState(cb.View.State)
 	case blockkit.CallbackDeny:
 		action, comment = bridge.ActionDeny, blockkit.ReasonFromState(cb.View.State)
+		if comment == "" {
+			// The deny modal asks for a reason (the agent needs it to adjust).
+			return inlineError(blockkit.BlockReason, "Say why, so the agent can adjust its plan.")
+		}
 	}
 	checked, aerr := bridge.CheckAnswer(q, action, answer, comment)
 	if aerr != nil {

@@ -1,0 +1,390 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/blockkit"
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/runtime"
+)
+
+const wait = 20 * time.Second
+const tick = 20 * time.Millisecond
+
+// e2e starts the core (NATS, store, runtime) with Slack as the only
+// platform, the fake Slack, and the adapter.
+func e2e(t *testing.T, roles runtime.Roles, opts ...func(*Options)) (*testenv.Env, *harness) {
+	t.Helper()
+	env := testenv.Start(t, testenv.Options{Roles: roles,
+		Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+	fake := newFakeSlack(t)
+	return env, startBot(t, env.NATS, fake, opts...)
+}
+
+func question(job, id string) *bridge.Question {
+	return &bridge.Question{Tenant: "acme", JobID: job, QuestionID: id, TaskVersion: 1,
+		Question: "Which colour should the report use?", WhyItMatters: "The board prints it.",
+		Choices: []string{"red", "blue"}, Answerers: []string{"slack:U0KEV"}, Owner: "slack:U0OWNER",
+		Agent: "acme-support", Timeout: "4h"}
+}
+
+// posted waits for the card of question id and returns its chat.postMessage.
+func (h *harness) posted(t *testing.T, id string) apiCall {
+	t.Helper()
+	var card apiCall
+	checkFor(t, wait, tick, func() error {
+		for _, c := range h.fake.Calls("chat.postMessage") {
+			if strings.Contains(actionsBlock(c), "."+id+".") || strings.HasSuffix(actionsBlock(c), "."+id) {
+				card = c
+				return nil
+			}
+		}
+		return fmt.Errorf("no card for %s; calls: %d", id, len(h.fake.Calls("chat.postMessage")))
+	})
+	return card
+}
+
+// cardTS is the ts the fake gave the card, from the delivery report.
+func deliveredTS(t *testing.T, n *bridge.NATS, c *collector[bridge.Delivery], id string) bridge.Delivery {
+	t.Helper()
+	var d bridge.Delivery
+	checkFor(t, wait, tick, func() error {
+		for _, x := range c.All() {
+			if x.QuestionID == id {
+				d = x
+				return nil
+			}
+		}
+		return fmt.Errorf("no delivery report for %s", id)
+	})
+	return d
+}
+
+// updated waits for a chat.update of ts whose outcome line is want.
+func (h *harness) updated(t *testing.T, ts, want string) apiCall {
+	t.Helper()
+	var got apiCall
+	checkFor(t, wait, tick, func() error {
+		var seen []string
+		for _, c := range h.fake.Calls("chat.update") {
+			if c.Str("ts") != ts {
+				continue
+			}
+			for _, b := range blocksOf(c) {
+				if b["block_id"] == "outcome" {
+					line := b["elements"].([]any)[0].(map[string]any)["text"].(string)
+					seen = append(seen, line)
+					if line == want {
+						got = c
+						return nil
+					}
+				}
+			}
+		}
+		return fmt.Errorf("no chat.update of %s saying %q (saw %q)", ts, want, seen)
+	})
+	if actionsBlock(got) != "" {
+		t.Errorf("updated card still has controls")
+	}
+	return got
+}
+
+func awaitOutcome(t *testing.T, env *testenv.Env, q *bridge.Question) *bridge.Resume {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	out, err := env.Agent.Await(ctx, q.Tenant, q.JobID, q.QuestionID)
+	if err != nil {
+		t.Fatalf("await %s: %v", q.QuestionID, err)
+	}
+	return out
+}
+
+func publishQuestion(t *testing.T, env *testenv.Env, q *bridge.Question) {
+	t.Helper()
+	if err := env.Agent.Publish(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEndToEndClickResumesAndUpdatesCard(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	deliveries := collect[bridge.Delivery](t, env.NATS, bridge.PrefixDelivery+".>")
+	q := question("job-1", "q-1")
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-1")
+
+	// The first question opened the thread with a parent message.
+	posts := h.fake.Calls("chat.postMessage")
+	parent := posts[0]
+	if parent.Str("thread_ts") != "" || !strings.Contains(parent.Str("blocks"), "job-1") ||
+		!strings.Contains(parent.Str("blocks"), "acme-support") || !strings.Contains(parent.Str("blocks"), "https://ask.example.com/console/job/acme/job-1?") {
+		t.Fatalf("thread parent: %s", parent.Form)
+	}
+	if card.Str("channel") != "C0123" || card.Str("thread_ts") == "" {
+		t.Fatalf("card not in a thread of C0123: %v", card.Form)
+	}
+	if parent.Auth != "Bearer xoxb-test-token" && parent.Str("token") != "xoxb-test-token" {
+		t.Fatalf("bot token not sent")
+	}
+	d := deliveredTS(t, env.NATS, deliveries, "q-1")
+	if !d.OK || d.Message == nil || d.Message.Channel != "C0123" || d.Message.Thread != card.Str("thread_ts") || d.Message.MessageID == "" {
+		t.Fatalf("delivery report: %+v", d)
+	}
+
+	// A later question of the same job replies in the same thread.
+	q2 := question("job-1", "q-2")
+	publishQuestion(t, env, q2)
+	card2 := h.posted(t, "q-2")
+	if card2.Str("thread_ts") != card.Str("thread_ts") {
+		t.Fatalf("second question in thread %q, first in %q", card2.Str("thread_ts"), card.Str("thread_ts"))
+	}
+
+	resp, body := h.interact(h.fake.click("U0KEV", "kevin", "trig-1", "C0123", d.Message.MessageID, actionsBlock(card), "choice.1", "blue", ""))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("click: %d %s", resp.StatusCode, body)
+	}
+	out := awaitOutcome(t, env, q)
+	if out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: blue" || out.By != "slack:U0KEV" || out.ByName != "kevin" || out.Via != "slack" {
+		t.Fatalf("resume: %+v", out)
+	}
+	up := h.updated(t, d.Message.MessageID, "Answered by @kevin: blue")
+	if up.Str("channel") != "C0123" {
+		t.Fatalf("update in channel %q", up.Str("channel"))
+	}
+	if n := len(h.fake.Calls("chat.postMessage")); n != 3 {
+		t.Fatalf("%d messages posted, want parent + 2 cards", n)
+	}
+}
+
+func TestEndToEndTypedModal(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	one := 1.0
+	nine := 9.0
+	q := question("job-2", "q-typed")
+	q.Choices = nil
+	q.Question = "When should I send the report, and how many copies?"
+	q.Fields = []bridge.Field{{Name: "on", Kind: bridge.FieldDate, Label: "Send on", Required: true},
+		{Name: "copies", Kind: bridge.FieldNumber, Integer: true, Min: &one, Max: &nine}}
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-typed")
+	resp, _ := h.interact(h.fake.click("U0KEV", "kevin", "trig-open", "C0123", "1700000000.000002", actionsBlock(card), "answer", "answer", ""))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("Answer… click: %d", resp.StatusCode)
+	}
+	opens := h.fake.Calls("views.open")
+	if len(opens) != 1 || opens[0].Str("trigger_id") != "trig-open" {
+		t.Fatalf("views.open not called at once with the trigger id: %+v", opens)
+	}
+	view := opens[0].JSON["view"].(map[string]any)
+	if view["callback_id"] != "ask.answer" || !strings.HasPrefix(view["private_metadata"].(string), "acme.job-2.q-typed.1|C0123|") {
+		t.Fatalf("modal: %v", view)
+	}
+
+	// Invalid number: inline error on the copies block, nothing published.
+	bad := submission("U0KEV", "kevin", opens[0], "V1", "h1", map[string]map[string]any{
+		"f.on":     {"type": "datepicker", "selected_date": "2026-10-20"},
+		"f.copies": {"type": "number_input", "value": "12"},
+	})
+	resp, body := h.interact(bad)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("submission: %d %s", resp.StatusCode, body)
+	}
+	var errs struct {
+		ResponseAction string            `json:"response_action"`
+		Errors         map[string]string `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(body), &errs); err != nil || errs.ResponseAction != "errors" ||
+		len(errs.Errors) != 1 || errs.Errors["f.copies"] != "must be at most 9" {
+		t.Fatalf("inline errors: %s", body)
+	}
+	if n := streamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-2")); n != 0 {
+		t.Fatalf("an invalid modal published %d attempts", n)
+	}
+
+	good := submission("U0KEV", "kevin", opens[0], "V1", "h2", map[string]map[string]any{
+		"f.on":     {"type": "datepicker", "selected_date": "2026-10-20"},
+		"f.copies": {"type": "number_input", "value": "2"},
+	})
+	resp, body = h.interact(good)
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(body) != "" {
+		t.Fatalf("valid submission: %d %q (want an empty 200 that closes the modal)", resp.StatusCode, body)
+	}
+	out := awaitOutcome(t, env, q)
+	if out.Outcome != bridge.OutcomeAnswered || string(out.Answer) != `{"on":"2026-10-20","copies":2}` ||
+		out.Text != `The answer: {"on":"2026-10-20","copies":2}` {
+		t.Fatalf("resume: %+v (answer %s)", out, out.Answer)
+	}
+}
+
+func TestEndToEndDeclineWithReason(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	q := question("job-3", "q-dec")
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-dec")
+	d := h.cardTS(t, q)
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-dec", "C0123", d, actionsBlock(card), "decline", "decline", ""))
+	opens := h.fake.Calls("views.open")
+	if len(opens) != 1 || opens[0].JSON["view"].(map[string]any)["callback_id"] != "ask.decline" {
+		t.Fatalf("decline modal not opened: %+v", opens)
+	}
+	resp, body := h.interact(submission("U0KEV", "kevin", opens[0], "V9", "h9", map[string]map[string]any{
+		"reason": {"type": "plain_text_input", "value": "ask Ana"}}))
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(body) != "" {
+		t.Fatalf("decline submission: %d %s", resp.StatusCode, body)
+	}
+	out := awaitOutcome(t, env, q)
+	if out.Outcome != bridge.OutcomeDeclined || out.Text != "slack:U0KEV (kevin) declined to answer: ask Ana." {
+		t.Fatalf("resume: %+v", out)
+	}
+	h.updated(t, d, "Declined by @kevin: ask Ana")
+}
+
+// cardTS is the card's ts as the fake assigned it.
+func (h *harness) cardTS(t *testing.T, q *bridge.Question) string {
+	t.Helper()
+	var ts string
+	checkFor(t, wait, tick, func() error {
+		rec, err := h.bot.loadCard(context.Background(), blockkit.RefOf(q))
+		if err != nil || rec == nil || rec.TS == "" {
+			return fmt.Errorf("card of %s not recorded (%v)", q.QuestionID, err)
+		}
+		ts = rec.TS
+		return nil
+	})
+	return ts
+}
+
+func TestEndToEndApprovals(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	approve := question("job-4", "q-ok")
+	approve.Kind, approve.Choices = bridge.KindApproval, nil
+	approve.Question = "May I refund 120 EUR?"
+	approve.Proposal = &bridge.Proposal{ID: "refund-1", Summary: []string{"Refund 120 EUR", "Close the ticket"}}
+	deny := *approve
+	deny.QuestionID = "q-no"
+	publishQuestion(t, env, approve)
+	publishQuestion(t, env, &deny)
+	cardOK := h.posted(t, "q-ok")
+	cardNo := h.posted(t, "q-no")
+	if !strings.Contains(cardOK.Str("blocks"), "Refund 120 EUR") {
+		t.Fatalf("proposal not rendered: %s", cardOK.Str("blocks"))
+	}
+	tsOK := h.cardTS(t, approve)
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-ap", "C0123", tsOK, actionsBlock(cardOK), "approve", "approve", ""))
+	out := awaitOutcome(t, env, approve)
+	if out.Outcome != bridge.OutcomeAnswered || string(out.Answer) != `"approved"` || out.Text != "The answer: approved" {
+		t.Fatalf("approved resume: %+v", out)
+	}
+	h.updated(t, tsOK, "Approved by @kevin")
+
+	tsNo := h.cardTS(t, &deny)
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-deny", "C0123", tsNo, actionsBlock(cardNo), "deny", "deny", ""))
+	opens := h.fake.Calls("views.open")
+	if len(opens) != 1 || opens[0].JSON["view"].(map[string]any)["callback_id"] != "ask.deny" {
+		t.Fatalf("deny modal: %+v", opens)
+	}
+	// A denial needs its reason: an empty one stays in the modal.
+	resp, body := h.interact(submission("U0KEV", "kevin", opens[0], "V5", "h5", map[string]map[string]any{}))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"response_action":"errors"`) || !strings.Contains(body, `"reason":`) {
+		t.Fatalf("a denial without a reason was not sent back to the modal: %d %s", resp.StatusCode, body)
+	}
+	if n := streamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-4")); n != 1 {
+		t.Fatalf("%d attempts after the approval and an empty denial, want 1", n)
+	}
+	h.interact(submission("U0KEV", "kevin", opens[0], "V5", "h6", map[string]map[string]any{
+		"reason": {"type": "plain_text_input", "value": "too expensive"}}))
+	out = awaitOutcome(t, env, &deny)
+	if out.Outcome != bridge.OutcomeAnswered || string(out.Answer) != `"denied"` || out.Text != "The answer: denied. Reason: too expensive." {
+		t.Fatalf("denied resume: %+v", out)
+	}
+	h.updated(t, tsNo, "Denied by @kevin: too expensive")
+}
+
+func TestEndToEndStrangerIsRefusedPrivately(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	q := question("job-5", "q-s")
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-s")
+	ts := h.cardTS(t, q)
+	h.interact(h.fake.click("U0BAD", "mallory", "trig-bad", "C0123", ts, actionsBlock(card), "choice.0", "red", ""))
+	var said apiCall
+	checkFor(t, wait, tick, func() error {
+		for _, c := range h.fake.Calls("response_url") {
+			said = c
+			return nil
+		}
+		return fmt.Errorf("no ephemeral reply to the stranger")
+	})
+	text, _ := said.JSON["text"].(string)
+	if said.JSON["response_type"] != "ephemeral" || !strings.HasPrefix(text, "You can't answer this question: ") {
+		t.Fatalf("refusal: %s", said.Body)
+	}
+	// Only the clicker was told: nothing posted in the channel, card unchanged.
+	if n := len(h.fake.Calls("chat.update")); n != 0 {
+		t.Fatalf("card updated after a refusal")
+	}
+	var show bridge.ShowReply
+	if err := h.bot.request(context.Background(), bridge.APIShow, bridge.ShowRequest{As: "slack:U0KEV", Tenant: "acme", JobID: "job-5", QuestionID: "q-s"}, &show); err != nil {
+		t.Fatal(err)
+	}
+	if show.Question == nil || show.Question.State != bridge.StatePending {
+		t.Fatalf("question no longer waiting: %+v", show)
+	}
+}
+
+func TestEndToEndDoubleClickIsOneResume(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	resumes := collect[bridge.Resume](t, env.NATS, bridge.PrefixResume+".>")
+	q := question("job-6", "q-dbl")
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-dbl")
+	ts := h.cardTS(t, q)
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-a", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-b", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+	// Slack retrying the first delivery (same trigger id), past our local window.
+	h.bot.clicks = newDedupe(10 * time.Second)
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-a", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+	if n := streamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-6")); n != 1 {
+		t.Fatalf("%d attempts for one double click and a retry, want 1", n)
+	}
+	awaitOutcome(t, env, q)
+	h.updated(t, ts, "Answered by @kevin: blue")
+	if n := len(resumes.All()); n != 1 {
+		t.Fatalf("%d resumes", n)
+	}
+}
+
+func TestEndToEndStaleCardIsRefused(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	q := question("job-7", "q-v")
+	publishQuestion(t, env, q)
+	old := h.posted(t, "q-v")
+	oldTS := h.cardTS(t, q)
+	// The task moves on: version 2 supersedes the question.
+	if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.CancelSubject("acme", "job-7"), "cancel-v2",
+		bridge.Cancel{Tenant: "acme", JobID: "job-7", TaskVersion: 2}); err != nil {
+		t.Fatal(err)
+	}
+	h.updated(t, oldTS, "Superseded by a newer version of this task")
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-stale", "C0123", oldTS, actionsBlock(old), "choice.0", "red", ""))
+	checkFor(t, wait, tick, func() error {
+		for _, c := range h.fake.Calls("response_url") {
+			if strings.Contains(string(c.Body), "ephemeral") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no refusal for the stale click")
+	})
+	out := awaitOutcome(t, env, q)
+	if out.Outcome == bridge.OutcomeAnswered {
+		t.Fatalf("stale click answered the question: %+v", out)
+	}
+}
