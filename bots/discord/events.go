@@ -264,18 +264,32 @@ func (b *Bot) onOutcome(ctx context.Context, ev *bridge.Event) error {
 		if c.Outcome != nil && c.Outcome.Type == o.Type && c.Outcome.At.Equal(o.At) {
 			return false
 		}
-		c.Outcome = o
+		c.Outcome, c.Edited = o, false
 		return true
 	})
 	if err != nil {
 		return err
 	}
+	if c.Edited {
+		return nil // this outcome is on the card already
+	}
 	if c.MessageID == "" || c.Question == nil {
 		// Not posted by us (or the record is gone): edit what the
 		// runtime says shows the question.
-		return b.editRefs(ctx, ev, o)
+		if err := b.editRefs(ctx, ev, o); err != nil {
+			return err
+		}
+	} else if err := b.editSettled(ctx, c); err != nil {
+		return err
 	}
-	return b.editSettled(ctx, c)
+	_, err = b.updateCard(ctx, key, init, func(c *card) bool {
+		if c.Outcome == nil || c.Outcome.Type != o.Type || !c.Outcome.At.Equal(o.At) {
+			return false
+		}
+		c.Edited = true
+		return true
+	})
+	return err
 }
 
 // editSettled rewrites a settled card: outcome added, components removed.
@@ -340,7 +354,8 @@ func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 	if appID == "" || token == "" {
 		return fmt.Errorf("%w: refusal without a Discord reply address", errPermanent)
 	}
-	key := seenKey("refused", ev.AttemptID, ev.EventID)
+	// One refusal told per attempt, whatever redelivers it.
+	key := seenKey("refused", ev.AttemptID)
 	if done, err := b.wasSeen(ctx, key); err != nil || done {
 		return err
 	}

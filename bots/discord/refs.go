@@ -34,6 +34,8 @@ type card struct {
 	Guild     string `json:"guild,omitempty"`
 	// Outcome is set once the question is settled.
 	Outcome *outcome `json:"outcome,omitempty"`
+	// Edited is set once the outcome is on the message.
+	Edited bool `json:"edited,omitempty"`
 	// Failed is set when the question could not be shown (reported).
 	Failed bool `json:"failed,omitempty"`
 }
@@ -122,7 +124,8 @@ func (b *Bot) loadCard(ctx context.Context, tenant, job, question string, versio
 }
 
 // updateCard applies fn to the card under key with compare-and-set,
-// creating it (from init) when missing. fn returns false to write nothing.
+// creating it (from init) when missing. fn returns false to change nothing
+// in an existing card.
 func (b *Bot) updateCard(ctx context.Context, key string, init card, fn func(c *card) bool) (*card, error) {
 	var lastErr error
 	for range 8 {
@@ -134,7 +137,7 @@ func (b *Bot) updateCard(ctx context.Context, key string, init card, fn func(c *
 		if !found {
 			c = init
 		}
-		if !fn(&c) {
+		if !fn(&c) && found {
 			return &c, nil
 		}
 		data, err := json.Marshal(c)

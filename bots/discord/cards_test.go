@@ -1,0 +1,529 @@
+package discord
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// embedOf returns a message's first embed.
+func embedOf(t *testing.T, msg map[string]any) map[string]any {
+	t.Helper()
+	es, _ := msg["embeds"].([]any)
+	if len(es) == 0 {
+		t.Fatalf("message has no embed: %v", msg)
+	}
+	e, _ := es[0].(map[string]any)
+	return e
+}
+
+func fieldValue(e map[string]any, name string) string {
+	fs, _ := e["fields"].([]any)
+	for _, f := range fs {
+		m, _ := f.(map[string]any)
+		if m["name"] == name {
+			s, _ := m["value"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+func TestChoiceCardClickAndOutcome(t *testing.T) {
+	h := start(t, harnessOptions{})
+	ev := asked(colorQuestion())
+	h.publishEvent(ev)
+	msg := h.posted(channelA, 1)
+
+	// The card: the question, why, who, deadline; a button per choice and Decline.
+	e := embedOf(t, msg)
+	if e["description"] != "Which colour should the report use?" {
+		t.Errorf("description = %v", e["description"])
+	}
+	if got := fieldValue(e, "Why it matters"); got != "The brand guide changed." {
+		t.Errorf("why it matters = %q", got)
+	}
+	if got := fieldValue(e, "Who may answer"); got != "<@"+kevin.ID+">" {
+		t.Errorf("who may answer = %q", got)
+	}
+	if got := fieldValue(e, "Deadline"); !strings.Contains(got, fmt.Sprintf("<t:%d:f>", ev.Deadline.Unix())) {
+		t.Errorf("deadline = %q", got)
+	}
+	var labels []string
+	for _, c := range components(msg) {
+		labels = append(labels, c["label"].(string))
+		if id, _ := c["custom_id"].(string); len(id) == 0 || len(id) > 100 {
+			t.Errorf("custom_id %q: must be 1 to 100 characters", id)
+		}
+	}
+	if want := []string{"red", "blue", "green", "Decline"}; !slices.Equal(labels, want) {
+		t.Errorf("buttons = %v, want %v", labels, want)
+	}
+	post := fake.requests("POST", "/channels/"+channelA+"/messages")[0]
+	if post.Auth != "Bot "+testToken {
+		t.Errorf("authorization = %q", post.Auth)
+	}
+	if body := post.JSON(t); body["enforce_nonce"] != true || body["nonce"] == "" {
+		t.Errorf("the post is not idempotent: nonce %v, enforce_nonce %v", body["nonce"], body["enforce_nonce"])
+	}
+	// The job's thread is started from its first question.
+	threads := fake.requests("POST", "/channels/"+channelA+"/messages/"+msg["id"].(string)+"/threads")
+	if len(threads) != 1 {
+		t.Fatalf("%d thread starts, want 1", len(threads))
+	}
+	d := h.waitDelivery()
+	if !d.OK || d.Platform != "discord" || d.Message == nil || d.Message.MessageID != msg["id"] ||
+		d.Message.Channel != channelA || d.Message.Thread != msg["id"] || d.TaskVersion != 3 {
+		t.Fatalf("delivery = %+v (message %+v)", d, d.Message)
+	}
+
+	// Kevin clicks blue.
+	resp := h.interact(h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string)))
+	if resp["type"] != float64(6) {
+		t.Fatalf("click response = %v, want a deferred update (6)", resp)
+	}
+	at := h.waitAttempts(1)[0]
+	if at.Tenant != "acme" || at.JobID != "job-1" || at.QuestionID != "q-1" || at.TaskVersion != 3 ||
+		at.Action != bridge.ActionAnswer || string(at.Answer) != `"blue"` || at.By != "discord:"+kevin.ID ||
+		at.ByName != "kevin" || at.Via != "discord" || !strings.HasPrefix(at.AttemptID, "discord-") {
+		t.Fatalf("attempt = %+v", at)
+	}
+	if at.ReplyTo["token"] == "" || at.ReplyTo["app_id"] != testApp || at.ReplyTo["platform"] != "discord" {
+		t.Fatalf("reply_to = %v", at.ReplyTo)
+	}
+	if len(at.Roles) != 0 {
+		t.Fatalf("roles = %v, want none", at.Roles)
+	}
+
+	// The runtime accepts it.
+	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
+		By: at.By, ByName: at.ByName, Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue", Text: "The answer: blue"})
+	checkFor(t, 10*time.Second, func() error {
+		m := fake.message(msg["id"].(string))
+		if n := len(components(m)); n != 0 {
+			return fmt.Errorf("the card still has %d components", n)
+		}
+		got := fieldValue(embedOf(t, m), "Outcome")
+		if !strings.Contains(got, "<@"+kevin.ID+">") || !strings.Contains(got, "**blue**") || !strings.Contains(got, "<t:") {
+			return fmt.Errorf("outcome = %q", got)
+		}
+		return nil
+	})
+	edit := fake.requests("PATCH", "/channels/"+channelA+"/messages/"+msg["id"].(string))
+	if len(edit) != 1 {
+		t.Fatalf("%d edits, want 1", len(edit))
+	}
+	if c, ok := edit[0].JSON(t)["components"].([]any); !ok || len(c) != 0 {
+		t.Fatalf("the edit does not clear the components: %s", edit[0].Body)
+	}
+
+	// A second question of the job goes into the job's thread.
+	q2 := colorQuestion()
+	q2.QuestionID, q2.Question = "q-2", "And the font?"
+	q2.Choices = []string{"serif", "sans"}
+	h.publishEvent(asked(q2))
+	thread := msg["id"].(string)
+	second := h.posted(thread, 1)
+	if embedOf(t, second)["description"] != "And the font?" {
+		t.Fatalf("second card in the thread: %v", second)
+	}
+	if n := len(fake.requests("POST", "/channels/"+channelA+"/messages")); n != 2 { // the first post and its thread start
+		t.Fatalf("%d requests to the channel, want 2 (the second question belongs in the thread)", n)
+	}
+	checkFor(t, 5*time.Second, func() error {
+		for _, d := range h.deliveriesNow() {
+			if d.QuestionID == "q-2" && d.OK && d.Message.Channel == thread && d.Message.Thread == thread {
+				return nil
+			}
+		}
+		return fmt.Errorf("no delivery report for q-2 in the thread: %+v", h.deliveriesNow())
+	})
+}
+
+func TestRoutedChannelAndMappedRoles(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q := colorQuestion()
+	q.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: "1000000000000000077"}}
+	h.publishEvent(asked(q))
+	msg := h.posted("1000000000000000077", 1)
+	boss := person{ID: "3000000000000000005", Name: "boss", Roles: []string{"99", adminRole, operRole}}
+	h.interact(h.click(boss, findComponent(t, msg, "red")["custom_id"].(string)))
+	at := h.waitAttempts(1)[0]
+	if !slices.Equal(at.Roles, []string{"admin", "operator"}) {
+		t.Fatalf("roles = %v, want [admin operator]", at.Roles)
+	}
+	if n := len(fake.requests("POST", "/channels/"+channelA)); n != 0 {
+		t.Fatalf("%d posts to the default channel; the question was routed elsewhere", n)
+	}
+}
+
+func TestFreeTextModalAnswer(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q := colorQuestion()
+	q.Choices = nil
+	q.Question = "What should the subject line say?"
+	h.publishEvent(asked(q))
+	msg := h.posted(channelA, 1)
+	resp := h.interact(h.click(kevin, findComponent(t, msg, "Answer")["custom_id"].(string)))
+	if resp["type"] != float64(9) {
+		t.Fatalf("Answer click = %v, want a modal (9)", resp)
+	}
+	data := resp["data"].(map[string]any)
+	rows := data["components"].([]any)
+	input := rows[0].(map[string]any)["components"].([]any)[0].(map[string]any)
+	if input["type"] != float64(4) || input["custom_id"] != "answer" || input["required"] != true {
+		t.Fatalf("modal input = %v", input)
+	}
+	if n := len(h.attempts.all()); n != 0 {
+		t.Fatalf("opening the modal published %d attempts", n)
+	}
+	// An empty answer is refused by the one validator, before the runtime.
+	resp = h.interact(h.submit(kevin, data["custom_id"].(string), map[string]string{"answer": "   "}))
+	if d, _ := resp["data"].(map[string]any); resp["type"] != float64(4) || d["flags"] != float64(64) || d["content"] != "answer: is required" {
+		t.Fatalf("empty answer response = %v", resp)
+	}
+	resp = h.interact(h.submit(kevin, data["custom_id"].(string), map[string]string{"answer": "Q3 report: final"}))
+	if resp["type"] != float64(6) {
+		t.Fatalf("submit response = %v, want a deferred update (6)", resp)
+	}
+	at := h.waitAttempts(1)[0]
+	if at.Action != "answer" || string(at.Answer) != `"Q3 report: final"` || at.TaskVersion != 3 || at.By != "discord:"+kevin.ID {
+		t.Fatalf("attempt = %+v", at)
+	}
+}
+
+func TestDeclineWithReason(t *testing.T) {
+	h := start(t, harnessOptions{})
+	h.publishEvent(asked(colorQuestion()))
+	msg := h.posted(channelA, 1)
+	resp := h.interact(h.click(kevin, findComponent(t, msg, "Decline")["custom_id"].(string)))
+	if resp["type"] != float64(9) {
+		t.Fatalf("Decline click = %v, want a modal (9)", resp)
+	}
+	modalID := resp["data"].(map[string]any)["custom_id"].(string)
+	h.interact(h.submit(kevin, modalID, map[string]string{"reason": "ask Ana"}))
+	at := h.waitAttempts(1)[0]
+	if at.Action != "decline" || at.Comment != "ask Ana" || len(at.Answer) != 0 {
+		t.Fatalf("attempt = %+v", at)
+	}
+	text := bridge.DeclinedText(at.By, at.ByName, at.Comment)
+	h.publishEvent(bridge.Event{Type: bridge.EventDeclined, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
+		By: at.By, ByName: at.ByName, Via: "discord", Comment: "ask Ana", Text: text})
+	checkFor(t, 10*time.Second, func() error {
+		m := fake.message(msg["id"].(string))
+		got := fieldValue(embedOf(t, m), "Outcome")
+		if len(components(m)) != 0 || !strings.Contains(got, "Declined by <@"+kevin.ID+">: ask Ana") {
+			return fmt.Errorf("card: outcome %q, %d components", got, len(components(m)))
+		}
+		return nil
+	})
+}
+
+// refuse publishes the refusal the runtime sends for an attempt.
+func (h *harness) refuse(at bridge.AnswerAttempt, reason, text string) {
+	h.publishEvent(bridge.Event{Type: bridge.EventRefused, Tenant: at.Tenant, JobID: at.JobID, QuestionID: at.QuestionID,
+		TaskVersion: at.TaskVersion, To: at.By, Reason: reason, Text: text, AttemptID: at.AttemptID, ReplyTo: at.ReplyTo})
+}
+
+// followups waits for n follow-ups on an interaction token.
+func followups(t *testing.T, token string, n int) []fakeReq {
+	t.Helper()
+	var out []fakeReq
+	checkFor(t, 10*time.Second, func() error {
+		out = fake.requests("POST", "/webhooks/"+testApp+"/"+token)
+		if len(out) != n {
+			return fmt.Errorf("%d follow-ups on the interaction, want %d", len(out), n)
+		}
+		return nil
+	})
+	return out
+}
+
+func TestStrangerRefusedEphemerally(t *testing.T) {
+	h := start(t, harnessOptions{})
+	h.publishEvent(asked(colorQuestion()))
+	msg := h.posted(channelA, 1)
+	h.interact(h.click(stranger, findComponent(t, msg, "red")["custom_id"].(string)))
+	at := h.waitAttempts(1)[0]
+	text := "You can't answer this question: it asks " + "discord:" + kevin.ID + "."
+	h.refuse(at, bridge.RefusedForbidden, text)
+	f := followups(t, at.ReplyTo["token"], 1)[0]
+	body := f.JSON(t)
+	if body["flags"] != float64(64) || body["content"] != text {
+		t.Fatalf("follow-up = %s, want the refusal, ephemeral", f.Body)
+	}
+	if !strings.Contains(f.Query, "wait=true") {
+		t.Errorf("follow-up query = %q", f.Query)
+	}
+	// The card is untouched.
+	if n := len(fake.requests("PATCH", "/channels/")); n != 0 {
+		t.Fatalf("a refusal edited the card (%d edits)", n)
+	}
+	if n := len(components(fake.message(msg["id"].(string)))); n != 4 {
+		t.Fatalf("the card has %d components after a refusal, want 4", n)
+	}
+	// Another front-end's refusal is not ours to show.
+	h.publishEvent(bridge.Event{Type: bridge.EventRefused, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
+		To: "slack:U1", Reason: bridge.RefusedForbidden, Text: "no", AttemptID: "slack-1", ReplyTo: map[string]string{"response_url": "x"}})
+	// ...and a redelivered refusal is shown once: publish the same again
+	// under a new event id; the attempt's refusal was already told.
+	h.refuse(at, bridge.RefusedForbidden, text)
+	marker := h.markerEvent()
+	_ = marker
+	if n := len(fake.requests("POST", "/webhooks/")); n != 1 {
+		t.Fatalf("%d follow-ups, want 1", n)
+	}
+}
+
+// markerEvent publishes an event the bot handles visibly and waits for it,
+// so every event published before it has been processed.
+func (h *harness) markerEvent() string {
+	h.t.Helper()
+	q := bridge.Question{Tenant: "marker", JobID: "m-" + h.newSnowflake(), QuestionID: "q", Question: "marker", Choices: []string{"x"}}
+	q.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: "1999999999999999999"}}
+	h.publishEvent(asked(q))
+	var id string
+	checkFor(h.t, 10*time.Second, func() error {
+		for _, d := range h.deliveriesNow() {
+			if d.JobID == q.JobID {
+				id = d.Message.MessageID
+				return nil
+			}
+		}
+		return fmt.Errorf("marker not processed yet")
+	})
+	return id
+}
+
+func TestStaleCardRefused(t *testing.T) {
+	h := start(t, harnessOptions{})
+	old := colorQuestion()
+	old.TaskVersion = 2
+	h.publishEvent(asked(old))
+	msg := h.posted(channelA, 1)
+	// The task moved on: version 2 is superseded, version 3 asked.
+	h.publishEvent(bridge.Event{Type: bridge.EventSuperseded, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 2,
+		Text: bridge.SupersededText(3)})
+	h.publishEvent(asked(colorQuestion()))
+	h.posted(msg["id"].(string), 1) // v3 in the job's thread
+	// Kevin clicks the old card (an old client still shows the buttons).
+	h.interact(h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string)))
+	at := h.waitAttempts(1)[0]
+	if at.TaskVersion != 2 {
+		t.Fatalf("attempt version = %d, want the card's 2", at.TaskVersion)
+	}
+	text := "This question was asked for task version 2; the task is now at version 3."
+	h.refuse(at, bridge.RefusedStale, text)
+	f := followups(t, at.ReplyTo["token"], 1)[0]
+	if b := f.JSON(t); b["flags"] != float64(64) || b["content"] != text {
+		t.Fatalf("follow-up = %s", f.Body)
+	}
+	checkFor(t, 5*time.Second, func() error {
+		got := fieldValue(embedOf(t, fake.message(msg["id"].(string))), "Outcome")
+		if !strings.Contains(got, "superseded by task version 3") {
+			return fmt.Errorf("old card outcome = %q", got)
+		}
+		return nil
+	})
+}
+
+func TestDoubleClickTwoAttemptsOneID(t *testing.T) {
+	h := start(t, harnessOptions{})
+	h.publishEvent(asked(colorQuestion()))
+	msg := h.posted(channelA, 1)
+	id := findComponent(t, msg, "blue")["custom_id"].(string)
+	h.interact(h.click(kevin, id))
+	h.interact(h.click(kevin, id))
+	ats := h.waitAttempts(2)
+	// Two interactions are two attempts with their own ids; the runtime
+	// settles the question once (see the end-to-end test).
+	if ats[0].AttemptID == ats[1].AttemptID || ats[0].TaskVersion != 3 || ats[1].TaskVersion != 3 {
+		t.Fatalf("attempts = %+v", ats)
+	}
+	// One outcome, delivered twice (redelivery), edits to the same result.
+	ans := bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
+		By: ats[0].By, ByName: "kevin", Answer: json.RawMessage(`"blue"`), AnswerText: "blue", At: time.Now().UTC()}
+	h.publishEvent(ans)
+	ans.EventID = "ob-again"
+	h.publishEvent(ans)
+	h.markerEvent()
+	if n := len(fake.requests("PATCH", "/channels/")); n != 1 {
+		t.Fatalf("%d edits for one outcome, want 1", n)
+	}
+}
+
+// linkOf verifies a signed console link and returns what it grants.
+func linkOf(t *testing.T, s console.Signer, raw string) console.Link {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("link %q: %v", raw, err)
+	}
+	if !strings.HasPrefix(raw, s.PublicURL+"/console/q/") {
+		t.Fatalf("link %q is not a console question link", raw)
+	}
+	parts := strings.Split(strings.TrimPrefix(u.Path, "/console/q/"), "/")
+	if len(parts) != 3 {
+		t.Fatalf("link path %q", u.Path)
+	}
+	exp, err := strconv.ParseInt(u.Query().Get("exp"), 10, 64)
+	if err != nil {
+		t.Fatalf("link exp: %v", err)
+	}
+	l := console.Link{Identity: u.Query().Get("as"), Scope: console.ScopeQuestion, Tenant: parts[0], JobID: parts[1],
+		QuestionID: parts[2], Expires: time.Unix(exp, 0)}
+	if err := s.Verify(l, u.Query().Get("sig"), time.Now()); err != nil {
+		t.Fatalf("link %q does not verify: %v", raw, err)
+	}
+	return l
+}
+
+func typedQuestion() bridge.Question {
+	one, nine := 1.0, 9.0
+	return bridge.Question{Tenant: "acme", JobID: "job-2", QuestionID: "q-7", TaskVersion: 1,
+		Question: "When should I send the report, and how many copies?",
+		Fields: []bridge.Field{{Name: "on", Kind: "date", Label: "Send on", Required: true},
+			{Name: "copies", Kind: "number", Integer: true, Min: &one, Max: &nine}},
+		Answerers: []string{"slack:U0ANA", "discord:" + ana.ID, "discord:" + kevin.ID}, Owner: "discord:" + kevin.ID}
+}
+
+func TestTypedQuestionLinksToSignedConsole(t *testing.T) {
+	h := start(t, harnessOptions{})
+	h.publishEvent(asked(typedQuestion()))
+	msg := h.posted(channelA, 1)
+	btn := findComponent(t, msg, "Open in console")
+	if btn["style"] != float64(5) || btn["custom_id"] != nil {
+		t.Fatalf("console button = %v, want a link button", btn)
+	}
+	l := linkOf(t, h.signer, btn["url"].(string))
+	if l.Identity != "discord:"+ana.ID || l.Tenant != "acme" || l.JobID != "job-2" || l.QuestionID != "q-7" {
+		t.Fatalf("link grants %+v, want the first discord answerer on acme/job-2/q-7", l)
+	}
+	// A forged link does not verify: the check above can fail.
+	forged := strings.Replace(btn["url"].(string), "as=discord%3A"+ana.ID, "as=discord%3A"+stranger.ID, 1)
+	u, _ := url.Parse(forged)
+	l.Identity = u.Query().Get("as")
+	if err := h.signer.Verify(l, u.Query().Get("sig"), time.Now()); err == nil {
+		t.Fatal("a link re-addressed to someone else verified")
+	}
+	findComponent(t, msg, "Decline")
+	if got := fieldValue(embedOf(t, msg), "Answer in the askbridge console"); !strings.Contains(got, "Send on (date, required)") {
+		t.Fatalf("the card does not say to answer in the console: %q", got)
+	}
+}
+
+func TestConsoleButtonSignsForTheClicker(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q := typedQuestion()
+	q.Answerers, q.Owner = []string{"slack:U0ANA"}, "slack:U0OWNER"
+	h.publishEvent(asked(q))
+	msg := h.posted(channelA, 1)
+	btn := findComponent(t, msg, "Open in console")
+	if btn["style"] == float64(5) || btn["custom_id"] == nil {
+		t.Fatalf("console button = %v, want a normal button", btn)
+	}
+	resp := h.interact(h.click(stranger, btn["custom_id"].(string)))
+	data := resp["data"].(map[string]any)
+	if resp["type"] != float64(4) || data["flags"] != float64(64) {
+		t.Fatalf("click = %v, want an ephemeral reply", resp)
+	}
+	link := components(data)[0]
+	l := linkOf(t, h.signer, link["url"].(string))
+	if l.Identity != "discord:"+stranger.ID || l.QuestionID != "q-7" {
+		t.Fatalf("link grants %+v, want the clicker", l)
+	}
+	if n := len(h.attempts.all()); n != 0 {
+		t.Fatalf("a console click published %d attempts", n)
+	}
+}
+
+func TestApprovalButtons(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q := bridge.Question{Tenant: "acme", JobID: "job-3", QuestionID: "ap-1", TaskVersion: 1, Kind: bridge.KindApproval,
+		Question: "May I send the refund?", Proposal: &bridge.Proposal{ID: "p1", Summary: []string{"Refund 40 EUR to order 1234"}}}
+	h.publishEvent(asked(q))
+	msg := h.posted(channelA, 1)
+	var labels []string
+	for _, c := range components(msg) {
+		labels = append(labels, c["label"].(string))
+	}
+	if !slices.Equal(labels, []string{"Approve", "Deny"}) {
+		t.Fatalf("approval buttons = %v", labels)
+	}
+	if got := fieldValue(embedOf(t, msg), "Proposal"); got != "Refund 40 EUR to order 1234" {
+		t.Fatalf("proposal = %q", got)
+	}
+	h.interact(h.click(kevin, findComponent(t, msg, "Deny")["custom_id"].(string)))
+	h.interact(h.click(ana, findComponent(t, msg, "Approve")["custom_id"].(string)))
+	ats := h.waitAttempts(2)
+	if ats[0].Action != "deny" || ats[1].Action != "approve" || len(ats[0].Answer) != 0 {
+		t.Fatalf("attempts = %+v", ats)
+	}
+}
+
+func TestManyChoices(t *testing.T) {
+	h := start(t, harnessOptions{})
+	var twentyTwo, thirty []string
+	for i := range 30 {
+		if i < 22 {
+			twentyTwo = append(twentyTwo, fmt.Sprintf("option %d", i))
+		}
+		thirty = append(thirty, fmt.Sprintf("option %d", i))
+	}
+	q := colorQuestion()
+	q.Choices = twentyTwo
+	h.publishEvent(asked(q))
+	msg := h.posted(channelA, 1)
+	sel := components(msg)[0]
+	if sel["type"] != float64(3) || len(sel["options"].([]any)) != 22 {
+		t.Fatalf("22 choices: first component = %v, want a string select with 22 options", sel)
+	}
+	resp := h.interact(h.selectChoice(kevin, sel["custom_id"].(string), "21"))
+	if resp["type"] != float64(6) {
+		t.Fatalf("select response = %v", resp)
+	}
+	if at := h.waitAttempts(1)[0]; string(at.Answer) != `"option 21"` {
+		t.Fatalf("answer = %s", at.Answer)
+	}
+	// A value that is no choice is refused, with no attempt.
+	resp = h.interact(h.selectChoice(kevin, sel["custom_id"].(string), "24"))
+	if d, _ := resp["data"].(map[string]any); d["flags"] != float64(64) {
+		t.Fatalf("bad select value response = %v", resp)
+	}
+	q2 := colorQuestion()
+	q2.QuestionID, q2.Choices = "q-30", thirty
+	h.publishEvent(asked(q2))
+	msg2 := h.posted(msg["id"].(string), 1)
+	btn := findComponent(t, msg2, "Open in console")
+	if l := linkOf(t, h.signer, btn["url"].(string)); l.Identity != "discord:"+kevin.ID || l.QuestionID != "q-30" {
+		t.Fatalf("link = %+v", l)
+	}
+	if n := len(h.attempts.all()); n != 1 {
+		t.Fatalf("%d attempts, want 1", n)
+	}
+}
+
+func TestLongIDsUseKeyedCustomIDs(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q := colorQuestion()
+	q.Tenant, q.JobID, q.QuestionID = strings.Repeat("t", 64), strings.Repeat("j", 64), strings.Repeat("q", 64)
+	h.publishEvent(asked(q))
+	msg := h.posted(channelA, 1)
+	id := findComponent(t, msg, "green")["custom_id"].(string)
+	if len(id) > 100 || !strings.HasPrefix(id, "ab#:") {
+		t.Fatalf("custom_id = %q (%d chars)", id, len(id))
+	}
+	h.interact(h.click(kevin, id))
+	at := h.waitAttempts(1)[0]
+	if at.Tenant != q.Tenant || at.JobID != q.JobID || at.QuestionID != q.QuestionID || string(at.Answer) != `"green"` {
+		t.Fatalf("attempt = %+v", at)
+	}
+}
