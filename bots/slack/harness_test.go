@@ -453,4 +453,3 @@ func streamCount(t testing.TB, n *bridge.NATS, stream, subject string) uint64 {
 	}
 	return total
 }
-
