@@ -118,11 +118,16 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 	case c.Failed:
 		return nil
 	}
-	if channel == "" || !validSnowflake(channel) {
-		f := &bridge.Failure{Code: bridge.CodeInputMissing, Dependency: "discord", Operation: "post question",
-			RequiredCapability: "route.discord.channel_id or ASK_DISCORD_CHANNEL",
+	if channel == "" {
+		// Not for Discord: no route here and no default channel. The
+		// runtime does not expect Discord to show it, so report nothing.
+		return nil
+	}
+	if !validSnowflake(channel) {
+		f := &bridge.Failure{Code: bridge.CodeReferenceUnresolved, Dependency: "discord", Operation: "post question",
+			RequiredCapability: "a Discord channel id in route.discord.channel_id or ASK_DISCORD_CHANNEL",
 			SafeFallback:       "answer in the askbridge console or with /ask",
-			OperatorMessage:    "No Discord channel to post in: the question has no route.discord.channel_id and ASK_DISCORD_CHANNEL is not set (or is not a channel id)."}
+			OperatorMessage:    fmt.Sprintf("%q is not a Discord channel id (a number such as 1234567890123456789).", truncate(channel, 40))}
 		return b.fail(ctx, key, c, f)
 	}
 	if err := b.putIndex(ctx, c.Tenant, c.JobID, c.QuestionID); err != nil {

@@ -1,0 +1,130 @@
+package discord
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+func TestMissingPermissionsReportsAccessDenied(t *testing.T) {
+	h := start(t, harnessOptions{})
+	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 403, Code: 50013, Times: -1})
+	h.publishEvent(asked(colorQuestion()))
+	d := h.waitDelivery()
+	if d.OK || d.Failure == nil || d.Failure.Code != bridge.CodeAccessDenied || d.Failure.Retryable || d.Platform != "discord" ||
+		d.QuestionID != "q-1" || d.TaskVersion != 3 || d.Message != nil {
+		t.Fatalf("delivery = %+v (failure %+v)", d, d.Failure)
+	}
+	if !strings.Contains(d.Failure.OperatorMessage, channelA) || !strings.Contains(d.Failure.RequiredCapability, "Send Messages") {
+		t.Fatalf("failure does not say what to fix: %+v", d.Failure)
+	}
+	if strings.Contains(d.Failure.OperatorMessage, "error 50013") {
+		t.Fatalf("failure quotes Discord's response: %q", d.Failure.OperatorMessage)
+	}
+	// Not retried: one post only.
+	h.markerEvent()
+	if n := len(fake.requests("POST", "/channels/"+channelA+"/messages")); n != 1 {
+		t.Fatalf("%d posts, want 1 (a permission error is not retried)", n)
+	}
+}
+
+func TestFailureCodes(t *testing.T) {
+	for _, tc := range []struct {
+		status, code int
+		want         string
+	}{
+		{403, 50001, bridge.CodeAccessDenied},
+		{404, 10003, bridge.CodeReferenceUnresolved},
+		{401, 0, bridge.CodeAccessDenied},
+		{400, 50035, bridge.CodeCapabilityUnavailable},
+	} {
+		t.Run(fmt.Sprint(tc.code), func(t *testing.T) {
+			h := start(t, harnessOptions{})
+			fake.failOn(failRule{Method: "POST", Prefix: "/channels/", Status: tc.status, Code: tc.code, Times: -1})
+			h.publishEvent(asked(colorQuestion()))
+			d := h.waitDelivery()
+			if d.OK || d.Failure == nil || d.Failure.Code != tc.want {
+				t.Fatalf("HTTP %d code %d: delivery %+v (failure %+v), want %s", tc.status, tc.code, d, d.Failure, tc.want)
+			}
+			if strings.Contains(d.Failure.OperatorMessage, testToken) {
+				t.Fatal("the failure carries the token")
+			}
+		})
+	}
+}
+
+func TestNonNumericChannelIsUnresolved(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q := colorQuestion()
+	q.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: "#general"}}
+	h.publishEvent(asked(q))
+	if d := h.waitDelivery(); d.OK || d.Failure.Code != bridge.CodeReferenceUnresolved {
+		t.Fatalf("delivery = %+v", d)
+	}
+	if n := len(fake.requests("POST", "/channels/")); n != 0 {
+		t.Fatalf("%d posts for a channel that is no id", n)
+	}
+}
+
+func TestNoChannelNoReport(t *testing.T) {
+	h := start(t, harnessOptions{mutate: func(o *Options) { o.DefaultChannel = "" }})
+	h.publishEvent(asked(colorQuestion())) // no Discord route, no default
+	h.markerEvent()                        // routed: processed after the first
+	for _, d := range h.deliveriesNow() {
+		if d.JobID == "job-1" {
+			t.Fatalf("a question not meant for Discord got a report: %+v", d)
+		}
+	}
+	if n := len(fake.requests("POST", "/channels/"+channelA)); n != 0 {
+		t.Fatalf("%d posts", n)
+	}
+}
+
+func TestRateLimitIsBounded(t *testing.T) {
+	h := start(t, harnessOptions{})
+	// Two 429s, then success: retried after Discord's retry_after.
+	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 0.05, Times: 2})
+	h.publishEvent(asked(colorQuestion()))
+	d := h.waitDelivery()
+	if !d.OK {
+		t.Fatalf("delivery after two 429s = %+v (failure %+v)", d, d.Failure)
+	}
+	if n := len(fake.requests("POST", "/channels/"+channelA+"/messages")); n != 4 { // 3 posts, 1 thread start
+		t.Fatalf("%d requests, want 3 posts and a thread start", n)
+	}
+}
+
+func TestRateLimitForeverEndsInAFailure(t *testing.T) {
+	h := start(t, harnessOptions{})
+	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 0.01, Times: -1})
+	h.publishEvent(asked(colorQuestion()))
+	var d bridge.Delivery
+	checkFor(t, 20*time.Second, func() error {
+		ds := h.deliveriesNow()
+		if len(ds) == 0 {
+			return fmt.Errorf("no report yet (%d posts so far)", len(fake.requests("POST", "/channels/")))
+		}
+		d = ds[0]
+		return nil
+	})
+	if d.OK || d.Failure.Code != bridge.CodeSourceUnreliable || !d.Failure.Retryable {
+		t.Fatalf("delivery = %+v (failure %+v)", d, d.Failure)
+	}
+	// Bounded: (1 + rateLimitRetries) posts per try, maxEventAttempts tries.
+	if n, most := len(fake.requests("POST", "/channels/")), (1+rateLimitRetries)*maxEventAttempts; n > most {
+		t.Fatalf("%d posts, want at most %d", n, most)
+	}
+}
+
+func TestLongRetryAfterIsNotWaited(t *testing.T) {
+	h := start(t, harnessOptions{})
+	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 3600, Times: 1})
+	h.publishEvent(asked(colorQuestion()))
+	// The hour is not slept: the event is retried later (test backoff is short).
+	if d := h.waitDelivery(); !d.OK {
+		t.Fatalf("delivery = %+v", d)
+	}
+}
