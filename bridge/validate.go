@@ -73,7 +73,7 @@ func (e *ValidationError) orNil() error {
 // the question failed validation, it returns what it could decode, so the
 // refusal can be addressed to the agent's resume subject.
 func DecodeQuestion(data []byte) (*Question, error) {
-	if len(data) > MaxQuestionBytes {
+	if len(data) > maxQuestionInput {
 		return nil, problem("question: is %d bytes; at most %d are accepted", len(data), MaxQuestionBytes)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -93,6 +93,23 @@ func DecodeQuestion(data []byte) (*Question, error) {
 		return &q, problem("question: has trailing data after the JSON object")
 	}
 	return &q, ValidateQuestion(&q)
+}
+
+// maxQuestionInput bounds what DecodeQuestion reads. The limit a question
+// must meet is MaxQuestionBytes of compact JSON, checked by ValidateQuestion
+// whatever the encoding: the same question escaped differently ("\u003c"
+// for "<", as encoding/json writes it) or spaced out stays acceptable.
+const maxQuestionInput = 8 * MaxQuestionBytes
+
+// compactSize is the length of q as compact JSON without HTML escaping.
+func compactSize(q *Question) int {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(q) != nil {
+		return 0
+	}
+	return b.Len() - 1 // Encode adds a newline
 }
 
 func problem(format string, args ...any) *ValidationError {
@@ -242,6 +259,9 @@ func ValidateQuestion(q *Question) error {
 		}
 	}
 	validateEscalation(ve, q)
+	if n := compactSize(q); n > MaxQuestionBytes {
+		ve.add("question: is %d bytes as JSON; at most %d are accepted", n, MaxQuestionBytes)
+	}
 	return ve.orNil()
 }
 

@@ -403,8 +403,11 @@ func TestDecodeQuestion(t *testing.T) {
 			want: `timeout: "banana" is not a duration such as 30m, 4h or 2d`, partial: true},
 		{name: "null", in: `null`, partial: true,
 			want: "tenant: is required; job_id: is required; question_id: is required; question: is required: write it for a person who has not seen the conversation"},
-		{name: "too large", in: head + `,"context":"` + strings.Repeat("x", MaxQuestionBytes) + `"}`,
-			want: fmt.Sprintf("question: is %d bytes; at most 65536 are accepted", len(head)+len(`,"context":"`)+MaxQuestionBytes+2)},
+		{name: "over 64 KiB of JSON", in: head + `,"context":"` + strings.Repeat("x", MaxQuestionBytes) + `"}`, partial: true,
+			want: "question: is 65632 bytes as JSON; at most 65536 are accepted"},
+		{name: "64 KiB of JSON spaced out", in: head + strings.Repeat(" ", MaxQuestionBytes) + `}`},
+		{name: "far too large to read", in: head + strings.Repeat(" ", 8*MaxQuestionBytes) + `}`,
+			want: fmt.Sprintf("question: is %d bytes; at most 65536 are accepted", len(head)+8*MaxQuestionBytes+1)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -434,6 +437,27 @@ func TestDecodeQuestion(t *testing.T) {
 				t.Errorf("question returned = %v, want %v", q != nil, tt.partial)
 			}
 		})
+	}
+}
+
+// A question that validates is re-encoded by encoding/json (which writes
+// "<" as "\u003c") when it is stored or sent on; it must still decode.
+func TestDecodeQuestionReencodedStaysAcceptable(t *testing.T) {
+	q := validQuestion()
+	q.Context = strings.Repeat("<&>", (MaxQuestionBytes-1000)/3)
+	if err := ValidateQuestion(q); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(q)
+	if len(raw) <= MaxQuestionBytes {
+		t.Fatalf("test needs an encoding over the limit, got %d bytes", len(raw))
+	}
+	if _, err := DecodeQuestion(raw); err != nil {
+		t.Errorf("re-encoded question refused: %v", err)
+	}
+	q.Context += strings.Repeat("x", 1000)
+	if err := ValidateQuestion(q); err == nil || !strings.Contains(err.Error(), "bytes as JSON; at most 65536 are accepted") {
+		t.Errorf("ValidateQuestion of a question over 64 KiB = %v", err)
 	}
 }
 

@@ -1,0 +1,131 @@
+package bridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// FuzzDecodeQuestion: decoding never panics, and a question that validates
+// re-encodes to JSON that decodes and validates again, unchanged.
+func FuzzDecodeQuestion(f *testing.F) {
+	for _, q := range []*Question{validQuestion(), validApproval(), fieldQuestion(fieldsOfJSONSize(2000)...)} {
+		raw, _ := json.Marshal(q)
+		f.Add(raw)
+	}
+	for _, s := range []string{
+		``, `null`, `[]`, `{}`, `{"tenant":1}`, `{"fields":"x"}`, `{}}`, `{"a":1} x`,
+		`{"tenant":"t","job_id":"j","question_id":"q","question":"Why?","timeout":"2d"}`,
+		`{"tenant":"t","job_id":"j","question_id":"q","question":"Why?","choices":["a","A"]}`,
+		`{"tenant":"t","job_id":"j","question_id":"q","question":"Why?","escalation":{"steps":[{"at":0.5,"to":"owner"}]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		q, err := DecodeQuestion(data)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("an error without words")
+			}
+			return
+		}
+		raw, err := json.Marshal(q)
+		if err != nil {
+			t.Fatalf("re-encoding a valid question: %v", err)
+		}
+		q2, err := DecodeQuestion(raw)
+		if err != nil {
+			t.Fatalf("re-encoded question %s is refused: %v", raw, err)
+		}
+		raw2, _ := json.Marshal(q2)
+		if !bytes.Equal(raw, raw2) {
+			t.Fatalf("round trip changed the question:\n%s\n%s", raw, raw2)
+		}
+		_ = q.TimeoutDuration()
+		_ = q.Ladder()
+	})
+}
+
+// fuzzQuestions are the questions FuzzCheckAnswer answers, by index.
+func fuzzQuestions() []*Question {
+	return []*Question{
+		validQuestion(),
+		validApproval(),
+		{Tenant: "t", JobID: "j", QuestionID: "q", Question: "Which?", Choices: []string{"blue", "Dark Red", "42", "ÉTÉ"}},
+		{Tenant: "t", JobID: "j", QuestionID: "q", Question: "What?"},
+		fieldQuestion(
+			Field{Name: "title", Kind: FieldText, MaxLength: 5},
+			Field{Name: "notes", Kind: FieldText, Multiline: true},
+			Field{Name: "n", Kind: FieldNumber},
+			Field{Name: "ratio", Kind: FieldNumber, Min: ptr(-0.5), Max: ptr(0.5)},
+			Field{Name: "color", Kind: FieldChoice, Options: []string{"Red", "Blue", "1"}},
+			Field{Name: "tags", Kind: FieldMultiChoice, Options: []string{"urgent", "Billing", "a, b"}},
+			Field{Name: "on", Kind: FieldDate},
+			Field{Name: "at", Kind: FieldDate, DateTime: true},
+			Field{Name: "ok", Kind: FieldToggle},
+			Field{Name: "sure", Kind: FieldToggle, Required: true},
+		),
+	}
+}
+
+// FuzzCheckAnswer: checking never panics, and an accepted answer's
+// canonical value is valid JSON that is accepted again as itself.
+func FuzzCheckAnswer(f *testing.F) {
+	seeds := []struct {
+		q       uint8
+		action  string
+		answer  string
+		comment string
+	}{
+		{0, "", `{"on":"2026-10-20","copies":2}`, ""},
+		{0, "", `"{\"copies\":\"3\",\"on\":\" 2026-10-20 \"}"`, ""},
+		{0, ActionDecline, ``, "ask Ana"},
+		{1, ActionApprove, ``, ""},
+		{1, "", `" Deny "`, ""},
+		{2, "", `"dark red"`, ""},
+		{2, "", `42`, ""},
+		{3, "", `"anything at all"`, ""},
+		{4, "", `{"title":"héllo","n":-0,"ratio":"0.25","color":" blue","tags":"urgent, billing","on":"2028-02-29","at":"2026-10-20T14:03","ok":"on","sure":"no"}`, ""},
+		{4, "", `{"at":1792504980,"sure":1,"tags":["Urgent","urgent"],"n":1e21}`, ""},
+		{4, "", `{"at":"2026-10-20T14:03:00.5+02:00","sure":true,"n":"1e-7"}`, ""},
+	}
+	for _, s := range seeds {
+		f.Add(s.q, s.action, []byte(s.answer), s.comment)
+	}
+	questions := fuzzQuestions()
+	for _, q := range questions {
+		if err := ValidateQuestion(q); err != nil {
+			f.Fatalf("fuzz question invalid: %v", err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, qi uint8, action string, answer []byte, comment string) {
+		q := questions[int(qi)%len(questions)]
+		got, aerr := CheckAnswer(q, action, answer, comment)
+		if aerr != nil {
+			if got != nil || aerr.Text == "" || (aerr.Reason != RefusedInvalid && aerr.Reason != RefusedWrongKind) {
+				t.Fatalf("refusal %+v with %+v", aerr, got)
+			}
+			return
+		}
+		if got.Action == ActionDecline {
+			if got.Value != nil {
+				t.Fatalf("a decline with value %s", got.Value)
+			}
+			return
+		}
+		if !json.Valid(got.Value) {
+			t.Fatalf("canonical value %q is not JSON", got.Value)
+		}
+		again, aerr := CheckAnswer(q, ActionAnswer, got.Value, "")
+		if q.IsApproval() && aerr == nil && again.Action != got.Action {
+			t.Fatalf("%s re-checked as %s, was %s", got.Value, again.Action, got.Action)
+		}
+		if aerr != nil {
+			t.Fatalf("canonical value %s of %q is refused: %v", got.Value, answer, aerr)
+		}
+		if !bytes.Equal(again.Value, got.Value) || again.Display != got.Display {
+			t.Fatalf("not idempotent: %q -> %s (%q) -> %s (%q)", answer, got.Value, got.Display, again.Value, again.Display)
+		}
+		_ = AnsweredText(got.Value)
+	})
+}
