@@ -72,10 +72,11 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Consumer prefixes the durable consumer names (default "runtime").
 	Consumer string
-	// AfterPublish, when set, runs after each outbox row is published and
-	// before it is marked sent; an error stops the relay there. It exists
-	// for crash tests.
-	AfterPublish func(store.OutboxRow) error
+	// BeforePublish and AfterPublish, when set, run before each outbox row
+	// is published and after (before it is marked sent); an error stops the
+	// relay there, as a crash would. They exist for crash tests.
+	BeforePublish func(store.OutboxRow) error
+	AfterPublish  func(store.OutboxRow) error
 }
 
 // Runtime is the authority over questions.
@@ -242,6 +243,17 @@ func (r *Runtime) relayOnce(ctx context.Context) (int, error) {
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
+	if r.o.BeforePublish != nil {
+		for i, row := range rows {
+			if err := r.o.BeforePublish(row); err != nil {
+				rows = rows[:i]
+				break
+			}
+		}
+		if len(rows) == 0 {
+			return 0, nil
+		}
+	}
 	futures := make([]jetstream.PubAckFuture, 0, len(rows))
 	for _, row := range rows {
 		f, err := r.js.PublishMsgAsync(&nats.Msg{
@@ -271,11 +283,10 @@ func (r *Runtime) relayOnce(ctx context.Context) (int, error) {
 		}
 	}
 	if r.o.AfterPublish != nil {
-		for i, id := range sent {
+		for i := range sent {
 			if err := r.o.AfterPublish(rows[i]); err != nil {
 				sent = sent[:i]
 				failed = err
-				_ = id
 				break
 			}
 		}

@@ -41,7 +41,8 @@ func ask(t *testing.T, env *testenv.Env, q *bridge.Question) <-chan *bridge.Resu
 		defer cancel()
 		out, err := env.Agent.Await(ctx, q.Tenant, q.JobID, q.QuestionID)
 		if err != nil {
-			t.Errorf("await: %v", err)
+			// The test stopped the service (a restart test) or timed out;
+			// outcome reports a missing outcome.
 			close(ch)
 			return
 		}

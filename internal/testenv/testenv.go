@@ -32,8 +32,9 @@ type Options struct {
 	Roles runtime.Roles
 	// Platforms are the chat platforms the runtime expects to show questions.
 	Platforms map[string]runtime.Platform
-	// AfterPublish is passed to the runtime (crash tests).
-	AfterPublish func(store.OutboxRow) error
+	// BeforePublish and AfterPublish are passed to the runtime (crash tests).
+	BeforePublish func(store.OutboxRow) error
+	AfterPublish  func(store.OutboxRow) error
 	// Logger defaults to a discarding logger; set one to see the runtime's logs.
 	Logger *slog.Logger
 }
@@ -82,7 +83,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 		return nil, err
 	}
 	rt, err := runtime.New(runtime.Options{
-		NATS: n, Store: st, Roles: o.Roles, Platforms: o.Platforms, Logger: logger, AfterPublish: o.AfterPublish,
+		NATS: n, Store: st, Roles: o.Roles, Platforms: o.Platforms, Logger: logger, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish,
 	})
 	if err != nil {
 		st.Close()

@@ -1,0 +1,198 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/store"
+)
+
+func ladderQuestion(job, onTimeout string) *bridge.Question {
+	q := choiceQuestion(job)
+	q.Timeout = "4s"
+	q.OnTimeout = onTimeout
+	q.Answerers = []string{"slack:UANA"}
+	q.Owner = "slack:UJOBOWNER"
+	return q
+}
+
+func TestLadderThenTimeout(t *testing.T) {
+	for _, c := range []struct {
+		onTimeout, outcome, code string
+	}{
+		{"", bridge.OutcomeTimedOut, ""},
+		{bridge.OnTimeoutFail, bridge.OutcomeFailed, bridge.CodeQuestionTimedOut},
+	} {
+		t.Run("on_timeout="+c.onTimeout, func(t *testing.T) {
+			t.Parallel()
+			env := testenv.Start(t, testenv.Options{Roles: roles})
+			job := "job-l" + c.onTimeout
+			events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme."+job)
+			ch := ask(t, env, ladderQuestion(job, c.onTimeout))
+			out := outcome(t, ch)
+			if out.Outcome != c.outcome || out.Text != "Nobody answered within 0:00:04." || out.Code != c.code {
+				t.Fatalf("outcome = %+v", out)
+			}
+			if c.code != "" && (out.Failure == nil || out.Failure.Code != c.code) {
+				t.Fatalf("failure = %+v", out.Failure)
+			}
+			testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+				if got := events.EventTypes(); got != "asked,reminded,escalated,escalated,timed_out" {
+					return fmt.Errorf("events = %s", got)
+				}
+				return nil
+			})
+			evs := events.Events()
+			wantTargets := [][]string{{"slack:UANA"}, {"slack:UJOBOWNER"}, {"slack:UADMIN"}}
+			wantSteps := []string{bridge.TargetAnswerers, bridge.TargetOwner, bridge.TargetAdmins}
+			for i := range 3 {
+				ev := evs[i+1]
+				if ev.Step != wantSteps[i] || !slices.Equal(ev.Targets, wantTargets[i]) || ev.Question == nil {
+					t.Errorf("step %d = %s %v (question %v)", i, ev.Step, ev.Targets, ev.Question != nil)
+				}
+				if i > 0 && ev.At.Before(evs[i].At) {
+					t.Errorf("step %d fired before step %d", i, i-1)
+				}
+			}
+		})
+	}
+}
+
+func TestLadderOff(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-off")
+	q := ladderQuestion("job-off", "")
+	q.Timeout = "2s"
+	q.Escalation = &bridge.Escalation{Off: true}
+	q.EscalationReason = "the owner is on call and watching"
+	outcome(t, ask(t, env, q))
+	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if got := events.EventTypes(); got != "asked,timed_out" {
+			return fmt.Errorf("events = %s", got)
+		}
+		return nil
+	})
+}
+
+func TestRestartKeepsWaitingQuestion(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	q := choiceQuestion("job-rs")
+	ask(t, env, q)
+	dir := env.Dir
+	env.Stop()
+
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+	waitState(t, env, q, bridge.StatePending)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-rs", QuestionID: "q-1", AttemptID: "rs1", Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+	out, err := env.Agent.Await(ctx, "acme", "job-rs", "q-1")
+	if err != nil || out.Text != "The answer: red" {
+		t.Fatalf("outcome = %+v, %v", out, err)
+	}
+}
+
+var errCrash = errors.New("crash")
+
+// crashTest answers a question while the relay fails at one stage, stops,
+// restarts cleanly, and checks the job is resumed exactly once.
+func crashTest(t *testing.T, before bool) {
+	isResume := func(row store.OutboxRow) error {
+		if strings.HasPrefix(row.Subject, bridge.PrefixResume+".") {
+			return errCrash
+		}
+		return nil
+	}
+	o := testenv.Options{Roles: roles}
+	if before {
+		o.BeforePublish = isResume
+	} else {
+		o.AfterPublish = isResume
+	}
+	env := testenv.Start(t, o)
+	q := choiceQuestion("job-crash")
+	ask(t, env, q)
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-crash", QuestionID: "q-1", AttemptID: "cr1", Answer: json.RawMessage(`"blue"`), By: "slack:UOP"})
+	waitState(t, env, q, bridge.StateAnswered)
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		n, err := env.Store.OutboxBacklog(context.Background())
+		if err != nil || n != 1 {
+			return fmt.Errorf("backlog %d, %v; want the resume left unsent", n, err)
+		}
+		return nil
+	})
+	dir := env.Dir
+	env.Stop()
+
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+	resumes := env.Record(t, bridge.StreamResumes, "ask.v1.resume.acme.job-crash")
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		n, err := env.Store.OutboxBacklog(context.Background())
+		if err != nil || n != 0 {
+			return fmt.Errorf("backlog %d, %v", n, err)
+		}
+		if resumes.Len() != 1 {
+			return fmt.Errorf("%d resumes", resumes.Len())
+		}
+		return nil
+	})
+	if got := resumes.Resumes()[0]; got.Text != "The answer: blue" {
+		t.Fatalf("resume = %+v", got)
+	}
+}
+
+func TestCrashAfterCommitBeforePublish(t *testing.T) { crashTest(t, true) }
+func TestCrashAfterPublishBeforeMarkSent(t *testing.T) { crashTest(t, false) }
+
+func TestLadderStepDueWhileDownFiresOnce(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	q := ladderQuestion("job-down", "")
+	q.Timeout = "40s" // reminder at 10s, owner at 20s
+	ask(t, env, q)
+	asked := show(t, env, "slack:UADMIN", q.JobID, q.QuestionID).Question.AskedAt
+	dir := env.Dir
+	env.Stop()
+
+	// The process is down while the first step falls due.
+	time.Sleep(time.Until(asked.Add(10*time.Second + 500*time.Millisecond)))
+
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-down")
+	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if got := events.EventTypes(); got != "asked,reminded" {
+			return fmt.Errorf("events = %s", got)
+		}
+		return nil
+	})
+	env.Stop()
+
+	// A second restart before the next step fires nothing again.
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+	events = env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-down")
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-down", QuestionID: "q-1", AttemptID: "marker", Answer: json.RawMessage(`"red"`), By: "slack:USTRANGER"})
+	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if got := events.EventTypes(); got != "asked,reminded,refused" {
+			return fmt.Errorf("events = %s", got)
+		}
+		return nil
+	})
+	due, err := env.Store.DueSteps(context.Background(), time.Now().Add(time.Hour), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for _, d := range due {
+		targets = append(targets, d.Target)
+	}
+	if strings.Join(targets, ",") != "owner,admins,timeout" {
+		t.Fatalf("steps left = %v", targets)
+	}
+}
