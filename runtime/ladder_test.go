@@ -149,7 +149,7 @@ func crashTest(t *testing.T, before bool) {
 	}
 }
 
-func TestCrashAfterCommitBeforePublish(t *testing.T) { crashTest(t, true) }
+func TestCrashAfterCommitBeforePublish(t *testing.T)   { crashTest(t, true) }
 func TestCrashAfterPublishBeforeMarkSent(t *testing.T) { crashTest(t, false) }
 
 func TestLadderStepDueWhileDownFiresOnce(t *testing.T) {
