@@ -15,50 +15,54 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 )
 
-// Config is every ASK_ variable. Secrets are never printed: see Redacted.
+// Config is every ASK_ variable. Secrets are never printed in errors.
+//
+// The tags spell the whole variable name: with a prefix, envconfig would
+// also read the unprefixed name (DATA_DIR, LOG_LEVEL, SLACK_BOT_TOKEN) when
+// the ASK_ one is unset, picking up other programs' settings.
 type Config struct {
-	DataDir    string `envconfig:"DATA_DIR" default:"./data"`
-	HTTPAddr   string `envconfig:"HTTP_ADDR" default:":8080"`
-	PublicURL  string `envconfig:"PUBLIC_URL"`
-	NATSURL    string `envconfig:"NATS_URL"`
-	NATSCreds  string `envconfig:"NATS_CREDS"`
-	NATSListen string `envconfig:"NATS_LISTEN" default:"127.0.0.1:4222"`
+	DataDir    string `envconfig:"ASK_DATA_DIR" default:"./data"`
+	HTTPAddr   string `envconfig:"ASK_HTTP_ADDR" default:":8080"`
+	PublicURL  string `envconfig:"ASK_PUBLIC_URL"`
+	NATSURL    string `envconfig:"ASK_NATS_URL"`
+	NATSCreds  string `envconfig:"ASK_NATS_CREDS"`
+	NATSListen string `envconfig:"ASK_NATS_LISTEN" default:"127.0.0.1:4222"`
 	// NATSSync is the embedded server's JetStream durability: "always"
 	// fsyncs each write before acknowledging; "interval" every two minutes.
-	NATSSync     string `envconfig:"NATS_SYNC" default:"always"`
-	NATSReplicas int    `envconfig:"NATS_REPLICAS" default:"1"`
+	NATSSync     string `envconfig:"ASK_NATS_SYNC" default:"always"`
+	NATSReplicas int    `envconfig:"ASK_NATS_REPLICAS" default:"1"`
 
-	SlackBotToken      string `envconfig:"SLACK_BOT_TOKEN"`
-	SlackSigningSecret string `envconfig:"SLACK_SIGNING_SECRET"`
-	SlackAppToken      string `envconfig:"SLACK_APP_TOKEN"`
-	SlackAPIURL        string `envconfig:"SLACK_API_URL" default:"https://slack.com/api/"`
-	SlackChannel       string `envconfig:"SLACK_CHANNEL"`
+	SlackBotToken      string `envconfig:"ASK_SLACK_BOT_TOKEN"`
+	SlackSigningSecret string `envconfig:"ASK_SLACK_SIGNING_SECRET"`
+	SlackAppToken      string `envconfig:"ASK_SLACK_APP_TOKEN"`
+	SlackAPIURL        string `envconfig:"ASK_SLACK_API_URL" default:"https://slack.com/api/"`
+	SlackChannel       string `envconfig:"ASK_SLACK_CHANNEL"`
 
-	DiscordBotToken      string   `envconfig:"DISCORD_BOT_TOKEN"`
-	DiscordPublicKey     string   `envconfig:"DISCORD_PUBLIC_KEY"`
-	DiscordAppID         string   `envconfig:"DISCORD_APP_ID"`
-	DiscordAPIURL        string   `envconfig:"DISCORD_API_URL" default:"https://discord.com/api/v10/"`
-	DiscordChannel       string   `envconfig:"DISCORD_CHANNEL"`
-	DiscordGuild         string   `envconfig:"DISCORD_GUILD"`
-	DiscordAdminRoles    []string `envconfig:"DISCORD_ADMIN_ROLES"`
-	DiscordOperatorRoles []string `envconfig:"DISCORD_OPERATOR_ROLES"`
+	DiscordBotToken      string   `envconfig:"ASK_DISCORD_BOT_TOKEN"`
+	DiscordPublicKey     string   `envconfig:"ASK_DISCORD_PUBLIC_KEY"`
+	DiscordAppID         string   `envconfig:"ASK_DISCORD_APP_ID"`
+	DiscordAPIURL        string   `envconfig:"ASK_DISCORD_API_URL" default:"https://discord.com/api/v10/"`
+	DiscordChannel       string   `envconfig:"ASK_DISCORD_CHANNEL"`
+	DiscordGuild         string   `envconfig:"ASK_DISCORD_GUILD"`
+	DiscordAdminRoles    []string `envconfig:"ASK_DISCORD_ADMIN_ROLES"`
+	DiscordOperatorRoles []string `envconfig:"ASK_DISCORD_OPERATOR_ROLES"`
 
-	ConsoleSecret string `envconfig:"CONSOLE_SECRET"`
+	ConsoleSecret string `envconfig:"ASK_CONSOLE_SECRET"`
 
-	Owners    []string `envconfig:"OWNERS"`
-	Admins    []string `envconfig:"ADMINS"`
-	Operators []string `envconfig:"OPERATORS"`
-	Readers   []string `envconfig:"READERS"`
+	Owners    []string `envconfig:"ASK_OWNERS"`
+	Admins    []string `envconfig:"ASK_ADMINS"`
+	Operators []string `envconfig:"ASK_OPERATORS"`
+	Readers   []string `envconfig:"ASK_READERS"`
 
-	LogLevel string `envconfig:"LOG_LEVEL" default:"info"`
+	LogLevel string `envconfig:"ASK_LOG_LEVEL" default:"info"`
 	// ShutdownGrace bounds a graceful stop.
-	ShutdownGrace time.Duration `envconfig:"SHUTDOWN_GRACE" default:"10s"`
+	ShutdownGrace time.Duration `envconfig:"ASK_SHUTDOWN_GRACE" default:"10s"`
 }
 
 // Load reads the environment and validates it.
 func Load() (*Config, error) {
 	var c Config
-	if err := envconfig.Process("ask", &c); err != nil {
+	if err := envconfig.Process("", &c); err != nil {
 		return nil, plainEnvError(err)
 	}
 	c.normalize()
@@ -73,19 +77,22 @@ func Load() (*Config, error) {
 func plainEnvError(err error) error {
 	var pe *envconfig.ParseError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("ASK_%s must be a %s", pe.KeyName, kindWord(pe.TypeName))
+		// pe.Error() and pe.Err hold the value: never show them.
+		return &Error{Problems: []string{fmt.Sprintf("%s must be %s", pe.KeyName, kindWord(pe.TypeName))}}
 	}
 	return fmt.Errorf("config: %w", err)
 }
 
 func kindWord(t string) string {
 	switch t {
-	case "int":
-		return "whole number"
-	case "Duration":
-		return "duration such as 10s or 2m"
+	case "int", "int64":
+		return "a whole number"
+	case "time.Duration":
+		return "a duration such as 10s or 2m"
+	case "bool":
+		return "true or false"
 	}
-	return t
+	return "a valid " + t
 }
 
 func (c *Config) normalize() {
@@ -116,8 +123,9 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
 			bad("ASK_NATS_LISTEN must be host:port (such as 127.0.0.1:4222), not %q", c.NATSListen)
 		}
-	} else if _, err := url.Parse(c.NATSURL); err != nil || !strings.Contains(c.NATSURL, "://") {
-		bad("ASK_NATS_URL must be a URL such as nats://host:4222")
+	} else if !validNATSURLs(c.NATSURL) {
+		// Not echoed: the URL may carry a user and password.
+		bad("ASK_NATS_URL must be a URL such as nats://host:4222, or several separated by commas")
 	}
 	switch c.NATSSync {
 	case "always", "interval":
@@ -176,6 +184,9 @@ func (c *Config) Validate() error {
 	default:
 		bad("ASK_LOG_LEVEL must be debug, info, warn or error")
 	}
+	if c.ShutdownGrace < 0 {
+		bad("ASK_SHUTDOWN_GRACE must not be negative")
+	}
 	if len(problems) > 0 {
 		return &Error{Problems: problems}
 	}
@@ -186,6 +197,17 @@ func (c *Config) Validate() error {
 type Error struct{ Problems []string }
 
 func (e *Error) Error() string { return strings.Join(e.Problems, "\n") }
+
+// validNATSURLs checks NATS's URL list: one or more URLs, comma-separated.
+func validNATSURLs(s string) bool {
+	for _, one := range strings.Split(s, ",") {
+		u, err := url.Parse(strings.TrimSpace(one))
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return false
+		}
+	}
+	return true
+}
 
 func isHexKey(s string) bool {
 	if len(s) != 64 {

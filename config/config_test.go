@@ -1,0 +1,263 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clearEnv unsets every ASK_ variable for this test (restored afterwards).
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "ASK_") {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+}
+
+func setEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	clearEnv(t)
+	c, err := Load()
+	if err != nil {
+		t.Fatalf("Load with no environment: %v", err)
+	}
+	want := Config{
+		DataDir: "./data", HTTPAddr: ":8080", NATSListen: "127.0.0.1:4222", NATSSync: "always", NATSReplicas: 1,
+		SlackAPIURL: "https://slack.com/api/", DiscordAPIURL: "https://discord.com/api/v10/",
+		LogLevel: "info", ShutdownGrace: 10 * time.Second,
+	}
+	if !reflect.DeepEqual(*c, want) {
+		t.Errorf("defaults = %+v\nwant       %+v", *c, want)
+	}
+	if c.SlackEnabled() || c.DiscordEnabled() {
+		t.Error("Slack or Discord enabled without credentials")
+	}
+	if got := c.BaseURL(); got != "http://127.0.0.1:8080" {
+		t.Errorf("BaseURL = %q", got)
+	}
+}
+
+// Unprefixed variables belong to other programs and must not be read.
+func TestUnprefixedVariablesAreIgnored(t *testing.T) {
+	clearEnv(t)
+	setEnv(t, map[string]string{"DATA_DIR": "/elsewhere", "LOG_LEVEL": "trace", "HTTP_ADDR": "nonsense", "SLACK_BOT_TOKEN": "xoxb-other"})
+	c, err := Load()
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if c.DataDir != "./data" || c.LogLevel != "info" || c.HTTPAddr != ":8080" || c.SlackBotToken != "" {
+		t.Errorf("read unprefixed variables: %+v", c)
+	}
+}
+
+func TestLoadReadsEnvironment(t *testing.T) {
+	clearEnv(t)
+	setEnv(t, map[string]string{
+		"ASK_DATA_DIR":             "/var/lib/askbridge",
+		"ASK_HTTP_ADDR":            "0.0.0.0:9090",
+		"ASK_PUBLIC_URL":           "https://ask.example.com/",
+		"ASK_NATS_URL":             "nats://n1:4222, nats://n2:4222",
+		"ASK_NATS_REPLICAS":        "3",
+		"ASK_SLACK_BOT_TOKEN":      "xoxb-1",
+		"ASK_SLACK_SIGNING_SECRET": "s",
+		"ASK_DISCORD_BOT_TOKEN":    "d",
+		"ASK_DISCORD_PUBLIC_KEY":   strings.Repeat("aB", 32),
+		"ASK_DISCORD_APP_ID":       "123",
+		"ASK_DISCORD_ADMIN_ROLES":  "111, 222",
+		"ASK_OWNERS":               "slack:U0123,discord:4567,cli:alice",
+		"ASK_ADMINS":               " slack:U1 , ,console:ana@example.com ",
+		"ASK_OPERATORS":            "",
+		"ASK_READERS":              "cli:bob",
+		"ASK_LOG_LEVEL":            "DEBUG",
+		"ASK_SHUTDOWN_GRACE":       "1m",
+	})
+	c, err := Load()
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"DataDir", c.DataDir, "/var/lib/askbridge"},
+		{"PublicURL", c.PublicURL, "https://ask.example.com"},
+		{"BaseURL", c.BaseURL(), "https://ask.example.com"},
+		{"NATSReplicas", c.NATSReplicas, 3},
+		{"Owners", c.Owners, []string{"slack:U0123", "discord:4567", "cli:alice"}},
+		{"Admins", c.Admins, []string{"slack:U1", "console:ana@example.com"}},
+		{"Operators", c.Operators, []string(nil)},
+		{"Readers", c.Readers, []string{"cli:bob"}},
+		{"DiscordAdminRoles", c.DiscordAdminRoles, []string{"111", "222"}},
+		{"ShutdownGrace", c.ShutdownGrace, time.Minute},
+		{"SlackEnabled", c.SlackEnabled(), true},
+		{"DiscordEnabled", c.DiscordEnabled(), true},
+	}
+	for _, ch := range checks {
+		if !reflect.DeepEqual(ch.got, ch.want) {
+			t.Errorf("%s = %#v, want %#v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestBaseURL(t *testing.T) {
+	for addr, want := range map[string]string{
+		":8080": "http://127.0.0.1:8080", "0.0.0.0:80": "http://127.0.0.1:80", "[::]:8080": "http://127.0.0.1:8080",
+		"10.0.0.5:8080": "http://10.0.0.5:8080", "[::1]:8080": "http://[::1]:8080", "bad": "http://127.0.0.1:8080",
+	} {
+		if got := (&Config{HTTPAddr: addr}).BaseURL(); got != want {
+			t.Errorf("BaseURL(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}
+
+// Secret values used below; none may appear in any error.
+const (
+	slackToken  = "xoxb-Sekr3t-slack-bot-token"
+	slackSecret = "Sekr3t-signing-secret"
+	appToken    = "Sekr3t-app-token"
+	discordTok  = "Sekr3t-discord-bot-token"
+	consoleSec  = "Sekr3t"
+	natsURL     = "nats:/user:Sekr3t-nats-password@"
+)
+
+func TestValidationMessages(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []string // exactly these problems; none means valid
+	}{
+		{name: "Slack bot token without signing secret", env: map[string]string{"ASK_SLACK_BOT_TOKEN": slackToken},
+			want: []string{"ASK_SLACK_SIGNING_SECRET is required when ASK_SLACK_BOT_TOKEN is set"}},
+		{name: "Slack socket mode needs no signing secret", env: map[string]string{"ASK_SLACK_BOT_TOKEN": slackToken, "ASK_SLACK_APP_TOKEN": "xapp-Sekr3t"}},
+		{name: "Slack signing secret without bot token", env: map[string]string{"ASK_SLACK_SIGNING_SECRET": slackSecret},
+			want: []string{"ASK_SLACK_BOT_TOKEN is required when ASK_SLACK_SIGNING_SECRET or ASK_SLACK_APP_TOKEN is set"}},
+		{name: "Slack app token of the wrong kind", env: map[string]string{"ASK_SLACK_BOT_TOKEN": slackToken, "ASK_SLACK_SIGNING_SECRET": slackSecret, "ASK_SLACK_APP_TOKEN": appToken},
+			want: []string{"ASK_SLACK_APP_TOKEN must be an app-level token starting with xapp-"}},
+		{name: "Slack API URL without slash", env: map[string]string{"ASK_SLACK_BOT_TOKEN": slackToken, "ASK_SLACK_SIGNING_SECRET": slackSecret, "ASK_SLACK_API_URL": "https://slack.example.gov/api"},
+			want: []string{"ASK_SLACK_API_URL must end with / (such as https://slack.com/api/)"}},
+		{name: "Discord token alone", env: map[string]string{"ASK_DISCORD_BOT_TOKEN": discordTok},
+			want: []string{"ASK_DISCORD_PUBLIC_KEY is required when ASK_DISCORD_BOT_TOKEN is set", "ASK_DISCORD_APP_ID is required when ASK_DISCORD_BOT_TOKEN is set"}},
+		{name: "Discord API URL without slash", env: map[string]string{"ASK_DISCORD_BOT_TOKEN": discordTok, "ASK_DISCORD_PUBLIC_KEY": strings.Repeat("0", 64), "ASK_DISCORD_APP_ID": "1", "ASK_DISCORD_API_URL": "https://discord.com/api/v10"},
+			want: []string{"ASK_DISCORD_API_URL must end with / (such as https://discord.com/api/v10/)"}},
+		{name: "Discord public key not hex", env: map[string]string{"ASK_DISCORD_PUBLIC_KEY": strings.Repeat("g", 64)},
+			want: []string{"ASK_DISCORD_PUBLIC_KEY must be the application's public key: 64 hexadecimal characters"}},
+		{name: "Discord public key short", env: map[string]string{"ASK_DISCORD_PUBLIC_KEY": strings.Repeat("a", 63)},
+			want: []string{"ASK_DISCORD_PUBLIC_KEY must be the application's public key: 64 hexadecimal characters"}},
+		{name: "console secret short", env: map[string]string{"ASK_CONSOLE_SECRET": consoleSec},
+			want: []string{"ASK_CONSOLE_SECRET must be at least 16 characters"}},
+		{name: "console secret of 16", env: map[string]string{"ASK_CONSOLE_SECRET": strings.Repeat("s", 16)}},
+		{name: "empty data dir", env: map[string]string{"ASK_DATA_DIR": " "}, want: []string{"ASK_DATA_DIR must not be empty"}},
+		{name: "HTTP address without port", env: map[string]string{"ASK_HTTP_ADDR": "8080"},
+			want: []string{`ASK_HTTP_ADDR must be host:port (such as :8080), not "8080"`}},
+		{name: "NATS listen without port", env: map[string]string{"ASK_NATS_LISTEN": "localhost"},
+			want: []string{`ASK_NATS_LISTEN must be host:port (such as 127.0.0.1:4222), not "localhost"`}},
+		{name: "NATS listen ignored with a URL", env: map[string]string{"ASK_NATS_LISTEN": "localhost", "ASK_NATS_URL": "nats://n1:4222"}},
+		{name: "NATS URL with a password is not echoed", env: map[string]string{"ASK_NATS_URL": natsURL},
+			want: []string{"ASK_NATS_URL must be a URL such as nats://host:4222, or several separated by commas"}},
+		{name: "NATS URL without scheme", env: map[string]string{"ASK_NATS_URL": "n1:4222"},
+			want: []string{"ASK_NATS_URL must be a URL such as nats://host:4222, or several separated by commas"}},
+		{name: "NATS URL list with a bad entry", env: map[string]string{"ASK_NATS_URL": "nats://n1:4222,n2"},
+			want: []string{"ASK_NATS_URL must be a URL such as nats://host:4222, or several separated by commas"}},
+		{name: "NATS URL with credentials", env: map[string]string{"ASK_NATS_URL": "tls://user:Sekr3t@n1:4222"}},
+		{name: "NATS sync unknown", env: map[string]string{"ASK_NATS_SYNC": "never"},
+			want: []string{`ASK_NATS_SYNC must be always or interval, not "never"`}},
+		{name: "NATS sync interval", env: map[string]string{"ASK_NATS_SYNC": "interval"}},
+		{name: "NATS replicas 0", env: map[string]string{"ASK_NATS_REPLICAS": "0"}, want: []string{"ASK_NATS_REPLICAS must be 1 to 5"}},
+		{name: "NATS replicas 6", env: map[string]string{"ASK_NATS_REPLICAS": "6"}, want: []string{"ASK_NATS_REPLICAS must be 1 to 5"}},
+		{name: "public URL without scheme", env: map[string]string{"ASK_PUBLIC_URL": "ask.example.com"},
+			want: []string{"ASK_PUBLIC_URL must be an http or https URL such as https://askbridge.example.com"}},
+		{name: "public URL ftp", env: map[string]string{"ASK_PUBLIC_URL": "ftp://ask.example.com"},
+			want: []string{"ASK_PUBLIC_URL must be an http or https URL such as https://askbridge.example.com"}},
+		{name: "identity without platform", env: map[string]string{"ASK_OWNERS": "slack:U1,alice"},
+			want: []string{`ASK_OWNERS: "alice" must be slack:<user>, discord:<user>, console:<user> or cli:<user>`}},
+		{name: "identity in each list", env: map[string]string{"ASK_ADMINS": "x", "ASK_OPERATORS": "y", "ASK_READERS": "z"},
+			want: []string{
+				`ASK_ADMINS: "x" must be slack:<user>, discord:<user>, console:<user> or cli:<user>`,
+				`ASK_OPERATORS: "y" must be slack:<user>, discord:<user>, console:<user> or cli:<user>`,
+				`ASK_READERS: "z" must be slack:<user>, discord:<user>, console:<user> or cli:<user>`,
+			}},
+		{name: "log level unknown", env: map[string]string{"ASK_LOG_LEVEL": "trace"}, want: []string{"ASK_LOG_LEVEL must be debug, info, warn or error"}},
+		{name: "negative shutdown grace", env: map[string]string{"ASK_SHUTDOWN_GRACE": "-1s"}, want: []string{"ASK_SHUTDOWN_GRACE must not be negative"}},
+		{name: "every secret wrong at once", env: map[string]string{
+			"ASK_SLACK_SIGNING_SECRET": slackSecret, "ASK_SLACK_APP_TOKEN": appToken,
+			"ASK_DISCORD_BOT_TOKEN": discordTok, "ASK_DISCORD_PUBLIC_KEY": "Sekr3t-key", "ASK_CONSOLE_SECRET": consoleSec,
+		}, want: []string{
+			"ASK_SLACK_BOT_TOKEN is required when ASK_SLACK_SIGNING_SECRET or ASK_SLACK_APP_TOKEN is set",
+			"ASK_SLACK_APP_TOKEN must be an app-level token starting with xapp-",
+			"ASK_DISCORD_APP_ID is required when ASK_DISCORD_BOT_TOKEN is set",
+			"ASK_DISCORD_PUBLIC_KEY must be the application's public key: 64 hexadecimal characters",
+			"ASK_CONSOLE_SECRET must be at least 16 characters",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			setEnv(t, tt.env)
+			c, err := Load()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Load accepted %+v, want %q", c, tt.want)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error is %T, want *config.Error", err)
+			}
+			if !reflect.DeepEqual(ce.Problems, tt.want) {
+				t.Errorf("problems = %q\nwant       %q", ce.Problems, tt.want)
+			}
+			if err.Error() != strings.Join(tt.want, "\n") {
+				t.Errorf("Error() = %q, want one line per problem", err.Error())
+			}
+			assertNoSecret(t, err)
+		})
+	}
+}
+
+func assertNoSecret(t *testing.T, err error) {
+	t.Helper()
+	if strings.Contains(err.Error(), "Sekr3t") {
+		t.Errorf("error shows a secret: %q", err)
+	}
+}
+
+// A value that does not parse is named by its variable, never echoed:
+// someone may have put a token in the wrong variable.
+func TestParseErrorsDoNotEchoValues(t *testing.T) {
+	for _, tt := range []struct{ key, want string }{
+		{"ASK_NATS_REPLICAS", "ASK_NATS_REPLICAS must be a whole number"},
+		{"ASK_SHUTDOWN_GRACE", "ASK_SHUTDOWN_GRACE must be a duration such as 10s or 2m"},
+	} {
+		t.Run(tt.key, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv(tt.key, "xoxb-Sekr3t-token")
+			t.Setenv("ASK_SLACK_BOT_TOKEN", slackToken)
+			t.Setenv("ASK_SLACK_SIGNING_SECRET", slackSecret)
+			_, err := Load()
+			if err == nil {
+				t.Fatal("Load accepted a bad value")
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error = %q, want %q", err, tt.want)
+			}
+			assertNoSecret(t, err)
+		})
+	}
+}
