@@ -1,0 +1,300 @@
+package discord
+
+// End-to-end: the real runtime (internal/testenv: embedded NATS, SQLite
+// store, runtime), the bot, the fake Discord API, and signed interactions.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/runtime"
+)
+
+func startE2E(t *testing.T, roles runtime.Roles) (*testenv.Env, *harness) {
+	t.Helper()
+	env := testenv.Start(t, testenv.Options{Roles: roles,
+		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+	h := start(t, harnessOptions{nats: env.NATS})
+	return env, h
+}
+
+// await waits for the question's outcome on ask.v1.resume.
+func await(t *testing.T, env *testenv.Env, q bridge.Question) *bridge.Resume {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := env.Agent.Await(ctx, q.Tenant, q.JobID, q.QuestionID)
+	if err != nil {
+		t.Fatalf("await %s: %v", q.QuestionID, err)
+	}
+	return res
+}
+
+func ask(t *testing.T, env *testenv.Env, q bridge.Question) {
+	t.Helper()
+	if err := env.Agent.Publish(context.Background(), &q); err != nil {
+		t.Fatalf("ask: %v", err)
+	}
+}
+
+// settledCard waits for a card to lose its components and show an outcome
+// containing want.
+func settledCard(t *testing.T, messageID, want string) {
+	t.Helper()
+	checkFor(t, 20*time.Second, func() error {
+		m := fake.message(messageID)
+		if n := len(components(m)); n != 0 {
+			return fmt.Errorf("the card still has %d components", n)
+		}
+		if got := fieldValue(embedOf(t, m), "Outcome"); !strings.Contains(got, want) {
+			return fmt.Errorf("outcome = %q, want %q in it", got, want)
+		}
+		return nil
+	})
+}
+
+func TestE2EChoiceClickResumesJob(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	q := colorQuestion()
+	ask(t, env, q)
+	msg := h.posted(channelA, 1)
+	h.interact(h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string)))
+	res := await(t, env, q)
+	if res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: blue" || res.By != "discord:"+kevin.ID ||
+		res.ByName != "kevin" || res.Via != "discord" || res.TaskVersion != 3 {
+		t.Fatalf("resume = %+v", res)
+	}
+	settledCard(t, msg["id"].(string), "**blue**")
+	// The runtime recorded where the card is.
+	checkFor(t, 10*time.Second, func() error {
+		var reply bridge.ShowReply
+		if err := h.bot.request(context.Background(), bridge.APIShow, bridge.ShowRequest{As: "discord:" + kevin.ID,
+			Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}, &reply); err != nil {
+			return err
+		}
+		if reply.Question == nil || len(reply.Question.Messages) != 1 || reply.Question.Messages[0].MessageID != msg["id"] {
+			return fmt.Errorf("show = %+v", reply.Question)
+		}
+		return nil
+	})
+}
+
+func TestE2EFreeTextModal(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	q := colorQuestion()
+	q.Choices, q.Question = nil, "What should the subject line say?"
+	ask(t, env, q)
+	msg := h.posted(channelA, 1)
+	modal := h.interact(h.click(kevin, findComponent(t, msg, "Answer")["custom_id"].(string)))
+	h.interact(h.submit(kevin, modal["data"].(map[string]any)["custom_id"].(string), map[string]string{"answer": "Q3 report, final"}))
+	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: Q3 report, final" {
+		t.Fatalf("resume = %+v", res)
+	}
+	settledCard(t, msg["id"].(string), "Q3 report, final")
+}
+
+func TestE2EDeclineWithReason(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	q := colorQuestion()
+	ask(t, env, q)
+	msg := h.posted(channelA, 1)
+	modal := h.interact(h.click(kevin, findComponent(t, msg, "Decline")["custom_id"].(string)))
+	h.interact(h.submit(kevin, modal["data"].(map[string]any)["custom_id"].(string), map[string]string{"reason": "ask Ana"}))
+	res := await(t, env, q)
+	if want := "discord:" + kevin.ID + " (kevin) declined to answer: ask Ana."; res.Outcome != bridge.OutcomeDeclined || res.Text != want {
+		t.Fatalf("resume = %+v, want text %q", res, want)
+	}
+	settledCard(t, msg["id"].(string), "Declined by <@"+kevin.ID+">: ask Ana")
+}
+
+func TestE2EStrangerRefusedEphemerally(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	resumes := env.Record(t, bridge.StreamResumes, bridge.PrefixResume+".>")
+	q := colorQuestion()
+	ask(t, env, q)
+	msg := h.posted(channelA, 1)
+	in := h.click(stranger, findComponent(t, msg, "red")["custom_id"].(string))
+	h.interact(in)
+	f := followups(t, in["token"].(string), 1)[0].JSON(t)
+	if f["flags"] != float64(64) || !strings.HasPrefix(f["content"].(string), "You can't answer this question: ") {
+		t.Fatalf("follow-up = %v", f)
+	}
+	// Still waiting: the card keeps its buttons, nothing resumed; Kevin
+	// can still answer.
+	if n := len(components(fake.message(msg["id"].(string)))); n != 4 {
+		t.Fatalf("card components = %d after a refusal", n)
+	}
+	if n := resumes.Len(); n != 0 {
+		t.Fatalf("%d resumes after a refused attempt", n)
+	}
+	h.interact(h.click(kevin, findComponent(t, msg, "green")["custom_id"].(string)))
+	if res := await(t, env, q); res.Text != "The answer: green" {
+		t.Fatalf("resume = %+v", res)
+	}
+}
+
+func TestE2EStaleCardRefused(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	old := colorQuestion()
+	old.TaskVersion = 2
+	ask(t, env, old)
+	msg := h.posted(channelA, 1)
+	// The agent moves the task to version 3: version 2 is superseded.
+	if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.CancelSubject("acme", "job-1"), "bump-3",
+		bridge.Cancel{Tenant: "acme", JobID: "job-1", TaskVersion: 3}); err != nil {
+		t.Fatal(err)
+	}
+	settledCard(t, msg["id"].(string), "superseded")
+	ask(t, env, colorQuestion()) // v3, same question id
+	h.posted(msg["id"].(string), 1)
+	// A click on the old card (a client that still shows it).
+	in := h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string))
+	h.interact(in)
+	f := followups(t, in["token"].(string), 1)[0].JSON(t)
+	if f["flags"] != float64(64) || !strings.Contains(f["content"].(string), "version") {
+		t.Fatalf("follow-up = %v", f)
+	}
+	checkFor(t, 10*time.Second, func() error {
+		var reply bridge.ShowReply
+		if err := h.bot.request(context.Background(), bridge.APIShow, bridge.ShowRequest{As: "discord:" + kevin.ID,
+			Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3}, &reply); err != nil {
+			return err
+		}
+		if reply.Question == nil || reply.Question.State != bridge.StatePending || reply.Question.TaskVersion != 3 {
+			return fmt.Errorf("v3 = %+v, want pending", reply.Question)
+		}
+		return nil
+	})
+}
+
+func TestE2EDoubleClickOneResume(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	resumes := env.Record(t, bridge.StreamResumes, bridge.PrefixResume+".>")
+	q := colorQuestion()
+	ask(t, env, q)
+	msg := h.posted(channelA, 1)
+	id := findComponent(t, msg, "blue")["custom_id"].(string)
+	first, second := h.click(kevin, id), h.click(kevin, id)
+	h.interact(first)
+	h.interact(second)
+	if res := await(t, env, q); res.Text != "The answer: blue" {
+		t.Fatalf("resume = %+v", res)
+	}
+	// The second click is refused as no longer pending, to Kevin alone.
+	f := followups(t, second["token"].(string), 1)[0].JSON(t)
+	if f["flags"] != float64(64) {
+		t.Fatalf("follow-up = %v", f)
+	}
+	settledCard(t, msg["id"].(string), "**blue**")
+	if n := resumes.Len(); n != 1 {
+		t.Fatalf("%d resumes for a double click, want 1", n)
+	}
+	if n := len(fake.requests("PATCH", "/channels/")); n != 1 {
+		t.Fatalf("%d card edits, want 1", n)
+	}
+}
+
+func TestE2ETypedQuestionAnsweredWithCommand(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	q := typedQuestion()
+	ask(t, env, q)
+	msg := h.posted(channelA, 1)
+	if l := linkOf(t, h.signer, findComponent(t, msg, "Open in console")["url"].(string)); l.Identity != "discord:"+ana.ID {
+		t.Fatalf("link for %q", l.Identity)
+	}
+	// A wrong value is refused with the field's own words, before the runtime.
+	resp := h.interact(h.command(kevin, "answer", map[string]string{"question": "q-7", "answer": `{"on":"2026-10-20","copies":12}`}))
+	if c := resp["data"].(map[string]any)["content"].(string); !strings.Contains(c, "copies: must be at most 9") {
+		t.Fatalf("bad answer reply = %q", c)
+	}
+	resp = h.interact(h.command(kevin, "answer", map[string]string{"question": "q-7", "answer": `{"on":"2026-10-20","copies":2}`}))
+	if d := resp["data"].(map[string]any); d["flags"] != float64(64) || !strings.Contains(d["content"].(string), "Sent") {
+		t.Fatalf("answer reply = %v", resp)
+	}
+	res := await(t, env, q)
+	if res.Outcome != bridge.OutcomeAnswered || res.Text != `The answer: {"on":"2026-10-20","copies":2}` {
+		t.Fatalf("resume = %+v", res)
+	}
+	settledCard(t, msg["id"].(string), "copies: 2")
+}
+
+func TestE2EAskCommands(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{Admins: []string{"discord:" + ana.ID}})
+	q := colorQuestion()
+	ask(t, env, q)
+	q2 := typedQuestion()
+	q2.Answerers = []string{"slack:U0ANA"}
+	q2.Owner = ""
+	ask(t, env, q2)
+	h.posted(channelA, 2)
+
+	text := func(resp map[string]any) string {
+		t.Helper()
+		d, _ := resp["data"].(map[string]any)
+		if resp["type"] != float64(4) || d["flags"] != float64(64) {
+			t.Fatalf("response = %v, want an ephemeral message", resp)
+		}
+		s, _ := d["content"].(string)
+		return s
+	}
+	// list: Kevin sees his question; the stranger sees nothing.
+	if s := text(h.interact(h.command(kevin, "list", nil))); !strings.Contains(s, "acme/job-1/q-1") ||
+		!strings.Contains(s, "Which colour") || strings.Contains(s, "q-7") {
+		t.Fatalf("kevin's list = %q", s)
+	}
+	if s := text(h.interact(h.command(stranger, "list", nil))); !strings.Contains(s, "No questions") {
+		t.Fatalf("stranger's list = %q", s)
+	}
+	// An operator by Discord role sees that q-7 waits but not what it asks.
+	op := person{ID: "3000000000000000007", Name: "olga", Roles: []string{operRole}}
+	if s := text(h.interact(h.command(op, "list", map[string]string{"job": "job-2"}))); !strings.Contains(s, "q-7") ||
+		!strings.Contains(s, "may not see its content") || strings.Contains(s, "copies") {
+		t.Fatalf("operator's list = %q", s)
+	}
+	// show
+	resp := h.interact(h.command(kevin, "show", map[string]string{"question": "q-1"}))
+	if s := text(resp); !strings.Contains(s, "pending") {
+		t.Fatalf("show = %q", s)
+	}
+	if e := resp["data"].(map[string]any)["embeds"].([]any)[0].(map[string]any); e["description"] != q.Question {
+		t.Fatalf("show embed = %v", e)
+	}
+	if s := text(h.interact(h.command(stranger, "show", map[string]string{"question": "q-1"}))); !strings.Contains(s, "askbridge") {
+		t.Fatalf("stranger's show = %q", s)
+	}
+	// help
+	if s := text(h.interact(h.command(kevin, "help", nil))); !strings.Contains(s, "/ask list") {
+		t.Fatalf("help = %q", s)
+	}
+	// decline by command
+	text(h.interact(h.command(kevin, "decline", map[string]string{"question": "q-1", "reason": "not my area"})))
+	if res := await(t, env, q); res.Outcome != bridge.OutcomeDeclined || !strings.HasSuffix(res.Text, "declined to answer: not my area.") {
+		t.Fatalf("resume = %+v", res)
+	}
+	// cancel: refused for Kevin by the runtime, done for Ana (an admin).
+	text(h.interact(h.command(kevin, "cancel", map[string]string{"tenant": "acme", "job": "job-2"})))
+	text(h.interact(h.command(ana, "cancel", map[string]string{"tenant": "acme", "job": "job-2", "reason": "not needed"})))
+	res := await(t, env, q2)
+	if res.Outcome != bridge.OutcomeCanceled || res.By != "" && res.By != "discord:"+ana.ID {
+		t.Fatalf("resume = %+v", res)
+	}
+	var cancels []bridge.Cancel
+	for _, m := range h.cancels.all() {
+		var c bridge.Cancel
+		_ = json.Unmarshal(m.Data, &c)
+		cancels = append(cancels, c)
+	}
+	if len(cancels) != 2 || cancels[0].By != "discord:"+kevin.ID || cancels[1].By != "discord:"+ana.ID || cancels[1].Reason != "not needed" {
+		t.Fatalf("cancels = %+v", cancels)
+	}
+	// The command is registered for the whole application (no guild set).
+	if n := len(fake.requests("PUT", "/applications/"+testApp+"/commands")); n != 1 {
+		t.Fatalf("%d global command registrations, want 1", n)
+	}
+}
