@@ -107,8 +107,10 @@ func (c *Console) wrap(h http.HandlerFunc) http.HandlerFunc {
 		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")
-		// Links carry their signature in the query: never send it onwards.
-		hd.Set("Referrer-Policy", "no-referrer")
+		// Links carry their signature in the query: never send it to
+		// another site. (same-origin rather than no-referrer, under which
+		// browsers send "Origin: null" on the console's own form posts.)
+		hd.Set("Referrer-Policy", "same-origin")
 		hd.Set("Cache-Control", "no-store")
 		defer func() {
 			if v := recover(); v != nil {

@@ -467,6 +467,7 @@ func TestPostNeedsAValidFormToken(t *testing.T) {
 		"same-site fetch":   {"Sec-Fetch-Site": {"same-site"}},
 		"foreign origin":    {"Origin": {"https://evil.example"}},
 		"opaque origin":     {"Origin": {"null"}},
+		"opaque cross-site": {"Origin": {"null"}, "Sec-Fetch-Site": {"cross-site"}},
 		"foreign + allowed": {"Origin": {"https://evil.example"}, "Sec-Fetch-Site": {"same-origin"}},
 	} {
 		p := h.postRaw(link, good.Encode(), hdr)

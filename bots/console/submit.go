@@ -32,17 +32,24 @@ func (o *outcome) state() formState {
 }
 
 // sameOrigin reports whether a POST comes from the console's own pages.
-// Browsers send Sec-Fetch-Site and Origin on form posts; when present they
-// must say same-origin. (Clients that send neither still need the form token.)
+// Browsers send Sec-Fetch-Site and Origin on form posts. Sec-Fetch-Site,
+// when sent, must say same-origin (or none: typed by the user). Origin,
+// when sent, must be this server's; "null" (an opaque origin) is accepted
+// only alongside Sec-Fetch-Site: same-origin. Clients that send neither
+// header still need the form token, which only a page of this link has.
 func (c *Console) sameOrigin(r *http.Request) bool {
-	switch r.Header.Get("Sec-Fetch-Site") {
+	site := r.Header.Get("Sec-Fetch-Site")
+	switch site {
 	case "", "same-origin", "none":
 	default:
 		return false
 	}
 	origin := r.Header.Get("Origin")
-	if origin == "" {
+	switch {
+	case origin == "":
 		return true
+	case origin == "null":
+		return site == "same-origin"
 	}
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" {

@@ -305,7 +305,6 @@ func fieldViewOf(f *bridge.Field, st formState) fieldView {
 	switch f.Kind {
 	case bridge.FieldDate:
 		v.Input = "date"
-		v.Hint = "A date."
 		if f.DateTime {
 			v.Input = "datetime-local"
 			v.Hint = "A date and time, in UTC."
