@@ -471,3 +471,62 @@ func TestSocketMode(t *testing.T) {
 		t.Fatalf("socket mode inline errors: %s", ack.Body)
 	}
 }
+
+func TestRoutedThreadAndPrivateRefusalFallback(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	h := startBot(t, n, fake)
+	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
+	q := question("job-rt", "q-rt")
+	q.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0777", ThreadTS: "1600000000.000042"}}
+	publishEvent(t, n, askedEvent(q))
+	d := deliveredTS(t, n, deliveries, "q-rt")
+	posts := fake.Calls("chat.postMessage")
+	if !d.OK || len(posts) != 1 || posts[0].Str("channel") != "C0777" || posts[0].Str("thread_ts") != "1600000000.000042" {
+		t.Fatalf("routed thread: %+v, %d posts", d, len(posts))
+	}
+	// A refusal of a modal submission (no response_url) and one whose
+	// reply_to names a foreign URL: both go through chat.postEphemeral.
+	for i, to := range []map[string]string{
+		{replyUser: "U0KEV", replyChannel: "C0777", replyThread: "1600000000.000042"},
+		{replyUser: "U0KEV", replyChannel: "C0777", replyThread: "1600000000.000042", replyResponseURL: "http://169.254.169.254/latest"},
+	} {
+		publishEvent(t, n, bridge.Event{Type: bridge.EventRefused, EventID: fmt.Sprintf("ob-r%d", i), Tenant: "acme", JobID: "job-rt", QuestionID: "q-rt",
+			TaskVersion: 1, To: "slack:U0KEV", Reason: bridge.RefusedInvalid, Text: "copies: must be at most 9",
+			AttemptID: fmt.Sprintf("slack-view-V%d", i), ReplyTo: to})
+	}
+	checkFor(t, wait, tick, func() error {
+		if got := len(fake.Calls("chat.postEphemeral")); got != 2 {
+			return fmt.Errorf("%d ephemerals", got)
+		}
+		return nil
+	})
+	for _, c := range fake.Calls("chat.postEphemeral") {
+		if c.Str("channel") != "C0777" || c.Str("user") != "U0KEV" || c.Str("thread_ts") != "1600000000.000042" || c.Str("text") != "copies: must be at most 9" {
+			t.Fatalf("ephemeral: %v", c.Form)
+		}
+	}
+	if got := len(fake.Calls("response_url")); got != 0 {
+		t.Fatalf("POSTed to a response_url that is not Slack's")
+	}
+	// A refusal for someone else's attempt (the console's) is not ours to tell.
+	publishEvent(t, n, bridge.Event{Type: bridge.EventRefused, EventID: "ob-r9", Tenant: "acme", JobID: "job-rt", QuestionID: "q-rt",
+		TaskVersion: 1, To: "console:ana", Text: "no", ReplyTo: map[string]string{"nonce": "x"}})
+	// Settled before it was shown: a late asked posts nothing.
+	q2 := question("job-rt", "q-late")
+	q2.Route = q.Route
+	publishEvent(t, n, bridge.Event{Type: bridge.EventCancelled, Tenant: "acme", JobID: "job-rt", QuestionID: "q-late", TaskVersion: 1})
+	publishEvent(t, n, askedEvent(q2))
+	// A marker question after both proves they were handled (one queue per job).
+	q3 := question("job-rt", "q-mark")
+	q3.Route = q.Route
+	publishEvent(t, n, askedEvent(q3))
+	deliveredTS(t, n, deliveries, "q-mark")
+	if got := len(fake.Calls("chat.postMessage")); got != 2 {
+		t.Fatalf("%d posts, want q-rt and q-mark only", got)
+	}
+	if got := len(fake.Calls("chat.postEphemeral")); got != 2 {
+		t.Fatalf("%d ephemerals, want 2", got)
+	}
+	_ = h
+}
