@@ -1,0 +1,607 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/config"
+)
+
+// cli runs the command-line tools. Every tool speaks NATS, never the store.
+type cli struct {
+	stdout, stderr io.Writer
+	// identity is who the tools act as: cli:<os user>.
+	identity string
+	// natsURL overrides the environment (tests, --nats).
+	natsURL string
+}
+
+// decisionWait bounds how long answer and decline wait for the runtime.
+const decisionWait = 15 * time.Second
+
+func (c *cli) flags(name string) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("askbridge "+name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	url := fs.String("nats", "", "NATS URL (default: ASK_NATS_URL, else the embedded server at ASK_NATS_LISTEN)")
+	return fs, url
+}
+
+func (c *cli) fail(format string, args ...any) int {
+	fmt.Fprintf(c.stderr, "askbridge: "+format+"\n", args...)
+	return exitError
+}
+
+// connect opens NATS: the flag, then ASK_NATS_URL, then ASK_NATS_LISTEN.
+func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
+	url := flagURL
+	if url == "" {
+		url = c.natsURL
+	}
+	var opts []nats.Option
+	if url == "" {
+		url = os.Getenv("ASK_NATS_URL")
+		if creds := os.Getenv("ASK_NATS_CREDS"); creds != "" && url != "" {
+			opts = append(opts, nats.UserCredentials(creds))
+		}
+	}
+	if url == "" {
+		listen := os.Getenv("ASK_NATS_LISTEN")
+		if listen == "" {
+			listen = "127.0.0.1:4222"
+		}
+		host, port, err := net.SplitHostPort(listen)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ASK_NATS_LISTEN %q is not host:port", listen)
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		url = "nats://" + net.JoinHostPort(host, port)
+	}
+	nc, err := nats.Connect(url, append(opts, nats.Name("askbridge-cli"))...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot reach NATS at %s (is 'askbridge serve' running?): %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}
+
+// multiFlag collects a repeated string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// parseField reads --field name:kind[:options]. A trailing * on the name
+// makes the field required; choice kinds take comma-separated options,
+// number takes min..max.
+func parseField(spec string) (bridge.Field, error) {
+	parts := strings.SplitN(spec, ":", 3)
+	if len(parts) < 2 {
+		return bridge.Field{}, fmt.Errorf("--field %q: write name:kind[:options], e.g. copies:number:1..9 or size:choice:S,M,L", spec)
+	}
+	f := bridge.Field{Name: parts[0], Kind: parts[1]}
+	if name, ok := strings.CutSuffix(f.Name, "*"); ok {
+		f.Name, f.Required = name, true
+	}
+	if len(parts) == 3 && parts[2] != "" {
+		switch f.Kind {
+		case bridge.FieldChoice, bridge.FieldMultiChoice:
+			for _, o := range strings.Split(parts[2], ",") {
+				f.Options = append(f.Options, strings.TrimSpace(o))
+			}
+		case bridge.FieldNumber:
+			lo, hi, ok := strings.Cut(parts[2], "..")
+			if !ok {
+				return bridge.Field{}, fmt.Errorf("--field %q: a number's bounds are min..max, e.g. 1..9", spec)
+			}
+			for _, b := range []struct {
+				s   string
+				dst **float64
+			}{{lo, &f.Min}, {hi, &f.Max}} {
+				if b.s == "" {
+					continue
+				}
+				v, err := strconv.ParseFloat(b.s, 64)
+				if err != nil {
+					return bridge.Field{}, fmt.Errorf("--field %q: %q is not a number", spec, b.s)
+				}
+				*b.dst = &v
+			}
+		case bridge.FieldDate:
+			if parts[2] != "time" {
+				return bridge.Field{}, fmt.Errorf("--field %q: a date field takes only :time (date and time)", spec)
+			}
+			f.DateTime = true
+		default:
+			return bridge.Field{}, fmt.Errorf("--field %q: a %s field takes no options", spec, f.Kind)
+		}
+	}
+	return f, nil
+}
+
+func (c *cli) ask(ctx context.Context, args []string) int {
+	fs, url := c.flags("ask")
+	q := bridge.Question{}
+	var choices, fields, answerers multiFlag
+	fs.StringVar(&q.Tenant, "tenant", "default", "tenant")
+	fs.StringVar(&q.JobID, "job", "", "job id (required)")
+	fs.StringVar(&q.QuestionID, "id", "", "question id (default: a new one)")
+	fs.Int64Var(&q.TaskVersion, "version", 1, "task version")
+	fs.Var(&choices, "choice", "a choice (repeat)")
+	fs.Var(&fields, "field", "a typed field name:kind[:options] (repeat); name* is required")
+	fs.Var(&answerers, "answerer", "an identity who may answer, e.g. slack:U0123 (repeat)")
+	fs.StringVar(&q.Owner, "owner", "", "the job's owner identity")
+	fs.StringVar(&q.WhyItMatters, "why", "", "why the answer matters")
+	fs.StringVar(&q.Timeout, "timeout", "", "how long to wait, e.g. 30m, 4h, 2d (default 24h)")
+	fs.StringVar(&q.OnTimeout, "on-timeout", "", "continue (default) or fail")
+	fs.StringVar(&q.Agent, "agent", "askbridge-cli", "the asking agent's name")
+	slackChannel := fs.String("slack-channel", "", "Slack channel to ask in")
+	discordChannel := fs.String("discord-channel", "", "Discord channel id to ask in")
+	noWait := fs.Bool("no-wait", false, "publish and print the question id without waiting")
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	q.Question = strings.Join(fs.Args(), " ")
+	q.Choices, q.Answerers = choices, answerers
+	for _, spec := range fields {
+		f, err := parseField(spec)
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		q.Fields = append(q.Fields, f)
+	}
+	if *slackChannel != "" || *discordChannel != "" {
+		q.Route = &bridge.Route{}
+		if *slackChannel != "" {
+			q.Route.Slack = &bridge.SlackRoute{Channel: *slackChannel}
+		}
+		if *discordChannel != "" {
+			q.Route.Discord = &bridge.DiscordRoute{ChannelID: *discordChannel}
+		}
+	}
+	if q.QuestionID == "" {
+		q.QuestionID = newID("q-")
+	}
+	// Refuse here what the runtime would refuse, in the same words.
+	if err := bridge.ValidateQuestion(&q); err != nil {
+		return c.fail("%v", err)
+	}
+	nc, _, err := c.connect(*url)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	defer nc.Close()
+	client, err := agent.New(nc)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	if *noWait {
+		if err := client.Publish(ctx, &q); err != nil {
+			return c.fail("%v", err)
+		}
+		fmt.Fprintf(c.stdout, "%s %s %s\n", q.Tenant, q.JobID, q.QuestionID)
+		return exitOK
+	}
+	fmt.Fprintf(c.stderr, "asked %s/%s/%s; waiting for an answer...\n", q.Tenant, q.JobID, q.QuestionID)
+	out, err := client.Ask(ctx, &q)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	fmt.Fprintln(c.stdout, out.Text)
+	switch out.Outcome {
+	case bridge.OutcomeAnswered:
+		return exitOK
+	case bridge.OutcomeDeclined:
+		return exitDeclined
+	case bridge.OutcomeTimedOut:
+		return exitTimedOut
+	}
+	return exitError
+}
+
+func newID(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func (c *cli) request(nc *nats.Conn, subject string, req, reply any) error {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	msg, err := nc.Request(subject, data, 5*time.Second)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return errors.New("no askbridge runtime answered (is 'askbridge serve' running?)")
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", subject, err)
+	}
+	return json.Unmarshal(msg.Data, reply)
+}
+
+func (c *cli) list(ctx context.Context, args []string) int {
+	fs, url := c.flags("list")
+	req := bridge.ListRequest{As: c.identity}
+	fs.StringVar(&req.Tenant, "tenant", "", "only this tenant")
+	fs.StringVar(&req.JobID, "job", "", "only this job")
+	fs.StringVar(&req.State, "state", "pending", "pending, answered, declined, timed_out, cancelled, superseded, failed or all")
+	fs.IntVar(&req.Limit, "limit", 50, "at most this many")
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	nc, _, err := c.connect(*url)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	defer nc.Close()
+	var reply bridge.ListReply
+	if err := c.request(nc, bridge.APIList, req, &reply); err != nil {
+		return c.fail("%v", err)
+	}
+	if reply.Error != "" {
+		return c.fail("%s", reply.Error)
+	}
+	if len(reply.Questions) == 0 {
+		fmt.Fprintln(c.stdout, "No questions.")
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TENANT\tJOB\tQUESTION\tVERSION\tSTATE\tASKED\tDEADLINE\tASKS")
+	for _, v := range reply.Questions {
+		text := "(you may see only that it waits)"
+		if v.Question != nil {
+			text = shorten(v.Question.Question, 60)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", v.Tenant, v.JobID, v.QuestionID, v.TaskVersion, v.State,
+			v.AskedAt.Local().Format("2006-01-02 15:04"), v.Deadline.Local().Format("2006-01-02 15:04"), text)
+	}
+	tw.Flush()
+	if reply.Next != "" {
+		fmt.Fprintln(c.stdout, "(more: narrow with --tenant or --job)")
+	}
+	return exitOK
+}
+
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// lookup finds a question the CLI user may see; job may be empty.
+func (c *cli) lookup(nc *nats.Conn, tenant, job, question string) (*bridge.QuestionView, []bridge.AuditEntry, error) {
+	var reply bridge.ShowReply
+	if err := c.request(nc, bridge.APIShow, bridge.ShowRequest{As: c.identity, Tenant: tenant, JobID: job, QuestionID: question}, &reply); err != nil {
+		return nil, nil, err
+	}
+	if reply.Error != "" {
+		return nil, nil, errors.New(reply.Error)
+	}
+	return reply.Question, reply.Audit, nil
+}
+
+func (c *cli) show(ctx context.Context, args []string) int {
+	fs, url := c.flags("show")
+	tenant := fs.String("tenant", "", "tenant")
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	if fs.NArg() != 1 {
+		return c.fail("show takes one question: [JOB/]QUESTION")
+	}
+	job, question, found := strings.Cut(fs.Arg(0), "/")
+	if !found {
+		job, question = "", job
+	}
+	nc, _, err := c.connect(*url)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	defer nc.Close()
+	v, audit, err := c.lookup(nc, *tenant, job, question)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "Question:\t%s/%s/%s (task version %d)\n", v.Tenant, v.JobID, v.QuestionID, v.TaskVersion)
+	fmt.Fprintf(tw, "State:\t%s\n", v.State)
+	fmt.Fprintf(tw, "Asked:\t%s\n", v.AskedAt.Local().Format(time.RFC1123))
+	fmt.Fprintf(tw, "Deadline:\t%s\n", v.Deadline.Local().Format(time.RFC1123))
+	if v.Question == nil {
+		fmt.Fprintf(tw, "Asks:\t(you may see only that it waits)\n")
+	} else {
+		q := v.Question
+		fmt.Fprintf(tw, "Asks:\t%s\n", q.Question)
+		if q.WhyItMatters != "" {
+			fmt.Fprintf(tw, "Why it matters:\t%s\n", q.WhyItMatters)
+		}
+		if len(q.Choices) > 0 {
+			fmt.Fprintf(tw, "Choices:\t%s\n", strings.Join(q.Choices, ", "))
+		}
+		for _, f := range q.Fields {
+			desc := f.Kind
+			if len(f.Options) > 0 {
+				desc += ": " + strings.Join(f.Options, ", ")
+			}
+			if f.Required {
+				desc += " (required)"
+			}
+			fmt.Fprintf(tw, "Field %s:\t%s\n", f.Name, desc)
+		}
+		if q.IsApproval() && q.Proposal != nil {
+			fmt.Fprintf(tw, "Proposal %s:\t%s\n", q.Proposal.ID, strings.Join(q.Proposal.Summary, " / "))
+		}
+		if v.Text != "" {
+			fmt.Fprintf(tw, "Outcome:\t%s\n", v.Text)
+		}
+	}
+	fmt.Fprintf(tw, "You may:\t%s\n", mayDo(v))
+	tw.Flush()
+	for _, e := range audit {
+		who := e.By
+		if who == "" {
+			who = "askbridge"
+		}
+		fmt.Fprintf(c.stdout, "  %s  %s -> %s  %s  %s\n", e.At.Local().Format("2006-01-02 15:04:05"), orDash(e.From), e.To, who, e.Reason)
+	}
+	return exitOK
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func mayDo(v *bridge.QuestionView) string {
+	switch {
+	case v.CanAnswer:
+		return "answer or decline"
+	case v.CanDecline:
+		return "decline"
+	}
+	return "nothing"
+}
+
+func (c *cli) answer(ctx context.Context, args []string) int {
+	fs, url := c.flags("answer")
+	tenant := fs.String("tenant", "", "tenant (default: found from the job and question)")
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	if fs.NArg() < 3 {
+		return c.fail("answer takes JOB QUESTION ANSWER")
+	}
+	text := strings.Join(fs.Args()[2:], " ")
+	var raw json.RawMessage
+	if t := strings.TrimSpace(text); strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
+		raw = json.RawMessage(t)
+	} else {
+		raw, _ = json.Marshal(text)
+	}
+	a := bridge.AnswerAttempt{Action: bridge.ActionAnswer, Answer: raw}
+	return c.propose(ctx, *url, *tenant, fs.Arg(0), fs.Arg(1), a)
+}
+
+func (c *cli) decline(ctx context.Context, args []string) int {
+	fs, url := c.flags("decline")
+	tenant := fs.String("tenant", "", "tenant (default: found from the job and question)")
+	comment := fs.String("comment", "", "why you decline")
+	if err := fs.Parse(reorder(args, map[string]bool{"tenant": true, "comment": true, "nats": true})); err != nil {
+		return exitConfig
+	}
+	if fs.NArg() != 2 {
+		return c.fail("decline takes JOB QUESTION [--comment REASON]")
+	}
+	return c.propose(ctx, *url, *tenant, fs.Arg(0), fs.Arg(1), bridge.AnswerAttempt{Action: bridge.ActionDecline, Comment: *comment})
+}
+
+// reorder moves flags after positional arguments to the front, so that
+// "decline JOB Q --comment why" parses as people write it.
+func reorder(args []string, valued map[string]bool) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && valued[name] && i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	return append(flags, pos...)
+}
+
+// propose publishes an attempt as the CLI user and waits for the runtime's
+// decision on it.
+func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a bridge.AnswerAttempt) int {
+	if err := bridge.CheckToken("job", job); err != nil {
+		return c.fail("%v", err)
+	}
+	if err := bridge.CheckToken("question", question); err != nil {
+		return c.fail("%v", err)
+	}
+	nc, js, err := c.connect(url)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	defer nc.Close()
+	v, _, err := c.lookup(nc, tenant, job, question)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	a.Tenant, a.JobID, a.QuestionID, a.TaskVersion = v.Tenant, v.JobID, v.QuestionID, v.TaskVersion
+	a.AttemptID = newID("cli-")
+	a.By, a.Via, a.At = c.identity, bridge.PlatformCLI, time.Now().UTC()
+
+	decided := make(chan bridge.Event, 1)
+	sub, err := nc.Subscribe(bridge.EventSubject(a.Tenant, a.JobID), func(m *nats.Msg) {
+		var ev bridge.Event
+		if json.Unmarshal(m.Data, &ev) == nil && ev.AttemptID == a.AttemptID {
+			select {
+			case decided <- ev:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		return c.fail("%v", err)
+	}
+	if err := bridge.Publish(ctx, js, bridge.AnswerSubject(a.Tenant, a.JobID), "attempt-"+a.AttemptID, a); err != nil {
+		return c.fail("%v", err)
+	}
+	select {
+	case ev := <-decided:
+		if ev.Type == bridge.EventRefused {
+			return c.fail("refused: %s", ev.Text)
+		}
+		fmt.Fprintf(c.stdout, "%s: %s\n", strings.ToUpper(ev.Type[:1])+ev.Type[1:], ev.Text)
+		return exitOK
+	case <-time.After(decisionWait):
+		return c.fail("sent, but no decision arrived within %v; check with 'askbridge show %s/%s'", decisionWait, a.JobID, a.QuestionID)
+	case <-ctx.Done():
+		return c.fail("interrupted; the attempt was sent")
+	}
+}
+
+func (c *cli) cancel(ctx context.Context, args []string) int {
+	fs, url := c.flags("cancel")
+	tenant := fs.String("tenant", "", "tenant (required)")
+	reason := fs.String("reason", "", "why")
+	if err := fs.Parse(reorder(args, map[string]bool{"tenant": true, "reason": true, "nats": true})); err != nil {
+		return exitConfig
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		return c.fail("cancel takes JOB [QUESTION]")
+	}
+	cancel := bridge.Cancel{Tenant: *tenant, JobID: fs.Arg(0), QuestionID: fs.Arg(1), Reason: *reason, By: c.identity}
+	if err := bridge.CheckToken("tenant", cancel.Tenant); err != nil {
+		return c.fail("%v", err)
+	}
+	if err := bridge.CheckToken("job", cancel.JobID); err != nil {
+		return c.fail("%v", err)
+	}
+	nc, js, err := c.connect(*url)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	defer nc.Close()
+	if err := bridge.Publish(ctx, js, bridge.CancelSubject(cancel.Tenant, cancel.JobID), newID("cancel-"), cancel); err != nil {
+		return c.fail("%v", err)
+	}
+	fmt.Fprintln(c.stdout, "Cancel sent.")
+	return exitOK
+}
+
+func (c *cli) stats(ctx context.Context, args []string) int {
+	fs, url := c.flags("stats")
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	nc, _, err := c.connect(*url)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	defer nc.Close()
+	var reply bridge.StatsReply
+	if err := c.request(nc, bridge.APIStats, struct{}{}, &reply); err != nil {
+		return c.fail("%v", err)
+	}
+	if reply.Error != "" {
+		return c.fail("%s", reply.Error)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	for _, st := range []string{bridge.StatePending, bridge.StateAnswered, bridge.StateDeclined, bridge.StateTimedOut,
+		bridge.StateCancelled, bridge.StateSuperseded, bridge.StateFailed} {
+		fmt.Fprintf(tw, "%s\t%d\n", st, reply.ByState[st])
+	}
+	fmt.Fprintf(tw, "outbox backlog\t%d\n", reply.OutboxBacklog)
+	tw.Flush()
+	return exitOK
+}
+
+// link mints a signed console link with the configured console secret.
+func (c *cli) link(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("askbridge link", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	as := fs.String("as", "", "the identity the link acts as, e.g. console:alice (required)")
+	question := fs.String("question", "", "TENANT/JOB/QUESTION: a link to one question")
+	job := fs.String("job", "", "TENANT/JOB: a link to one job")
+	ttl := fs.Duration("ttl", 24*time.Hour, "how long the link is valid")
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	if err := bridge.CheckIdentity(*as); err != nil {
+		return c.fail("--as: %v", err)
+	}
+	if *ttl <= 0 {
+		return c.fail("--ttl must be positive")
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	secret, err := consoleSecret(cfg)
+	if err != nil {
+		return c.fail("%v (set ASK_CONSOLE_SECRET or ASK_DATA_DIR as the service has them)", err)
+	}
+	signer := console.Signer{PublicURL: cfg.BaseURL(), Secret: secret}
+	switch {
+	case *question != "":
+		parts := strings.Split(*question, "/")
+		if len(parts) != 3 {
+			return c.fail("--question takes TENANT/JOB/QUESTION")
+		}
+		fmt.Fprintln(c.stdout, signer.QuestionURL(*as, parts[0], parts[1], parts[2], *ttl))
+	case *job != "":
+		parts := strings.Split(*job, "/")
+		if len(parts) != 2 {
+			return c.fail("--job takes TENANT/JOB")
+		}
+		fmt.Fprintln(c.stdout, signer.JobURL(*as, parts[0], parts[1], *ttl))
+	default:
+		fmt.Fprintln(c.stdout, signer.ListURL(*as, *ttl))
+	}
+	return exitOK
+}

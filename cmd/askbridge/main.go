@@ -1,0 +1,133 @@
+// Command askbridge is the one binary: the service (serve, the default)
+// and the command-line tools that speak to it over NATS.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"os/user"
+	"strings"
+	"syscall"
+
+	"github.com/askbridge/askbridge/config"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitError    = 1
+	exitConfig   = 2
+	exitDeclined = 3
+	exitTimedOut = 4
+)
+
+const usage = `askbridge — ask people questions from agent jobs, and wait durably for the answer.
+
+Usage:
+  askbridge [serve]                         run the service (embedded NATS, SQLite, HTTP)
+  askbridge ask --tenant T --job J [flags] QUESTION
+                                            ask and wait; exit 0 answered, 3 declined, 4 timed out, 1 otherwise
+  askbridge list [--tenant T] [--job J] [--state pending|all]
+  askbridge show [--tenant T] [JOB/]QUESTION
+  askbridge answer [--tenant T] JOB QUESTION ANSWER
+  askbridge decline [--tenant T] JOB QUESTION [--comment REASON]
+  askbridge cancel --tenant T JOB [QUESTION] [--reason REASON]
+  askbridge link --as IDENTITY [--question TENANT/JOB/QUESTION | --job TENANT/JOB] [--ttl 24h]
+  askbridge stats
+
+The tools connect to ASK_NATS_URL, else to the embedded server at ASK_NATS_LISTEN
+(default 127.0.0.1:4222); --nats URL overrides both. They act as cli:<your user name>.
+Run 'askbridge COMMAND -h' for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if cmd == "serve" {
+		return serve(ctx, args, stderr)
+	}
+	if cmd == "help" || cmd == "-h" || cmd == "--help" {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	c := &cli{stdout: stdout, stderr: stderr, identity: cliIdentity()}
+	tools := map[string]func(context.Context, []string) int{
+		"ask": c.ask, "list": c.list, "show": c.show, "answer": c.answer, "decline": c.decline,
+		"cancel": c.cancel, "link": c.link, "stats": c.stats,
+	}
+	tool, ok := tools[cmd]
+	if !ok {
+		fmt.Fprintf(stderr, "askbridge: unknown command %q\n\n%s", cmd, usage)
+		return exitConfig
+	}
+	return tool(ctx, args)
+}
+
+// cliIdentity is cli:<os user>, the identity the role lists name.
+func cliIdentity() string {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	return "cli:" + name
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "askbridge serve takes no arguments; it is configured by ASK_ variables (see README.md)\n")
+		return exitConfig
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			for _, p := range ce.Problems {
+				fmt.Fprintln(stderr, "askbridge: "+p)
+			}
+		} else {
+			fmt.Fprintln(stderr, "askbridge: "+err.Error())
+		}
+		return exitConfig
+	}
+	log := newLogger(stderr, cfg.LogLevel)
+	s, err := startService(ctx, cfg, log)
+	if err != nil {
+		log.Error("askbridge could not start", "err", err)
+		return exitError
+	}
+	code := exitOK
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-s.Errors():
+		log.Error("a component stopped", "err", err)
+		code = exitError
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	s.stop(sctx)
+	log.Info("stopped")
+	return code
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bots/discord"
+	slackbot "github.com/askbridge/askbridge/bots/slack"
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/config"
+	"github.com/askbridge/askbridge/runtime"
+	"github.com/askbridge/askbridge/store"
+)
+
+// frontend is a chat adapter: HTTP routes plus a loop consuming events.
+type frontend interface {
+	Routes(mux *http.ServeMux)
+	Run(ctx context.Context) error
+}
+
+var (
+	_ frontend = (*slackbot.Bot)(nil)
+	_ frontend = (*discord.Bot)(nil)
+)
+
+// service is one running askbridge: NATS, store, runtime, adapters, HTTP.
+type service struct {
+	cfg   *config.Config
+	log   *slog.Logger
+	nats  *bridge.NATS
+	store *store.Store
+	rt    *runtime.Runtime
+	http  *http.Server
+	ln    net.Listener
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errs   chan error
+}
+
+// startService starts everything and returns once the HTTP server listens
+// and the runtime consumes. Stop it with stop.
+func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *service, err error) {
+	s = &service{cfg: cfg, log: log, errs: make(chan error, 8)}
+	defer func() {
+		if err != nil {
+			s.stop(context.Background())
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
+	}
+	s.nats, err = bridge.ConnectNATS(ctx, bridge.NATSOptions{
+		URL:        cfg.NATSURL,
+		Creds:      cfg.NATSCreds,
+		Listen:     cfg.NATSListen,
+		StoreDir:   filepath.Join(cfg.DataDir, "nats"),
+		SyncAlways: cfg.NATSSync == "always",
+		Replicas:   cfg.NATSReplicas,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.nats.Server != nil {
+		log.Info("embedded NATS listening", "url", s.nats.Server.ClientURL(), "sync", cfg.NATSSync)
+	}
+	s.store, err = store.Open(ctx, filepath.Join(cfg.DataDir, "askbridge.db"))
+	if err != nil {
+		return nil, err
+	}
+	secret, err := consoleSecret(cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	platforms := map[string]runtime.Platform{}
+	if cfg.SlackEnabled() {
+		platforms[bridge.PlatformSlack] = runtime.Platform{DefaultChannel: cfg.SlackChannel}
+	}
+	if cfg.DiscordEnabled() {
+		platforms[bridge.PlatformDiscord] = runtime.Platform{DefaultChannel: cfg.DiscordChannel}
+	}
+	s.rt, err = runtime.New(runtime.Options{
+		NATS:  s.nats,
+		Store: s.store,
+		Roles: runtime.Roles{
+			Owners: cfg.Owners, Admins: cfg.Admins, Operators: cfg.Operators, Readers: cfg.Readers,
+		},
+		Platforms:  platforms,
+		Logger:     log,
+		Registerer: reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.goRun("runtime", s.rt.Run, runCtx)
+	select {
+	case <-s.rt.Ready():
+	case err := <-s.errs:
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+
+	mux := http.NewServeMux()
+	signer := console.Signer{PublicURL: cfg.BaseURL(), Secret: secret}
+	con, err := console.New(console.Options{NATS: s.nats, Signer: signer, Logger: log.With("component", "console")})
+	if err != nil {
+		return nil, err
+	}
+	con.Routes(mux)
+	var fronts []frontend
+	if cfg.SlackEnabled() {
+		b, err := slackbot.New(ctx, slackbot.Options{
+			NATS: s.nats, BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken,
+			APIURL: cfg.SlackAPIURL, DefaultChannel: cfg.SlackChannel, Console: signer, Logger: log.With("component", "slack"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		fronts = append(fronts, b)
+	}
+	if cfg.DiscordEnabled() {
+		b, err := discord.New(ctx, discord.Options{
+			NATS: s.nats, BotToken: cfg.DiscordBotToken, PublicKey: cfg.DiscordPublicKey, AppID: cfg.DiscordAppID,
+			APIURL: cfg.DiscordAPIURL, DefaultChannel: cfg.DiscordChannel, Guild: cfg.DiscordGuild,
+			AdminRoles: cfg.DiscordAdminRoles, OperatorRoles: cfg.DiscordOperatorRoles,
+			Console: signer, Logger: log.With("component", "discord"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		fronts = append(fronts, b)
+	}
+	for _, f := range fronts {
+		f.Routes(mux)
+		s.goRun("frontend", f.Run, runCtx)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", s.ready)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/console/", http.StatusSeeOther)
+	})
+
+	s.ln, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("http: listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	s.http = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.errs <- fmt.Errorf("http: %w", err)
+		}
+	}()
+	log.Info("askbridge serving", "http", s.ln.Addr().String(), "slack", cfg.SlackEnabled(), "discord", cfg.DiscordEnabled(), "data", cfg.DataDir)
+	return s, nil
+}
+
+func (s *service) goRun(name string, run func(context.Context) error, ctx context.Context) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := run(ctx); err != nil && ctx.Err() == nil {
+			s.errs <- fmt.Errorf("%s: %w", name, err)
+		}
+	}()
+}
+
+// Addr is the HTTP listener's address.
+func (s *service) Addr() string { return s.ln.Addr().String() }
+
+// Errors reports a component that stopped by itself.
+func (s *service) Errors() <-chan error { return s.errs }
+
+// stop shuts down gracefully: HTTP first (finishing requests in flight),
+// then the adapters and the runtime, then the store and NATS.
+func (s *service) stop(ctx context.Context) {
+	if s.http != nil {
+		if err := s.http.Shutdown(ctx); err != nil {
+			s.log.Warn("http shutdown", "err", err)
+		}
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	if s.store != nil {
+		s.store.Close()
+	}
+	if s.nats != nil {
+		s.nats.Close()
+	}
+}
+
+// ready reports whether this replica can do its work: NATS connected, the
+// streams present, the store taking writes. It names the failing check.
+func (s *service) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	var problems []string
+	if st := s.nats.Conn.Status(); st != nats.CONNECTED {
+		problems = append(problems, "nats: "+st.String())
+	} else if err := bridge.CheckStreams(ctx, s.nats.JS); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if err := s.store.Ping(ctx); err != nil {
+		problems = append(problems, err.Error())
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if len(problems) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "not ready: "+strings.Join(problems, "; "))
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// consoleSecret is ASK_CONSOLE_SECRET, or a random secret kept in the data
+// directory so links survive restarts.
+func consoleSecret(cfg *config.Config) ([]byte, error) {
+	if cfg.ConsoleSecret != "" {
+		return []byte(cfg.ConsoleSecret), nil
+	}
+	path := filepath.Join(cfg.DataDir, "console.secret")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return []byte(strings.TrimSpace(string(b))), nil
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, fmt.Errorf("console secret: %w", err)
+	}
+	secret := hex.EncodeToString(raw[:])
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("console secret: write %s: %w", path, err)
+	}
+	return []byte(secret), nil
+}
