@@ -571,19 +571,19 @@ func TestTokensAndSubjects(t *testing.T) {
 			t.Errorf("CheckToken(%q) = %v, want ok=%v", tt.s, err, tt.ok)
 		}
 	}
-	for got, want := range map[string]string{
-		QuestionSubject("acme", "job-1"): "ask.v1.question.acme.job-1",
-		CancelSubject("acme", "job-1"):   "ask.v1.cancel.acme.job-1",
-		AnswerSubject("acme", "job-1"):   "ask.v1.answer.acme.job-1",
-		EventSubject("acme", "job-1"):    "ask.v1.event.acme.job-1",
-		ResumeSubject("acme", "job-1"):   "ask.v1.resume.acme.job-1",
-		DeliverySubject("acme", "job-1"): "ask.v1.delivery.acme.job-1",
-		APIList:                          "ask.v1.api.list",
-		APIShow:                          "ask.v1.api.show",
-		APIStats:                         "ask.v1.api.stats",
+	for _, tt := range []struct{ got, want string }{
+		{QuestionSubject("acme", "job-1"), "ask.v1.question.acme.job-1"},
+		{CancelSubject("acme", "job-1"), "ask.v1.cancel.acme.job-1"},
+		{AnswerSubject("acme", "job-1"), "ask.v1.answer.acme.job-1"},
+		{EventSubject("acme", "job-1"), "ask.v1.event.acme.job-1"},
+		{ResumeSubject("acme", "job-1"), "ask.v1.resume.acme.job-1"},
+		{DeliverySubject("acme", "job-1"), "ask.v1.delivery.acme.job-1"},
+		{APIList, "ask.v1.api.list"},
+		{APIShow, "ask.v1.api.show"},
+		{APIStats, "ask.v1.api.stats"},
 	} {
-		if got != want {
-			t.Errorf("subject %q, want %q", got, want)
+		if tt.got != tt.want {
+			t.Errorf("subject %q, want %q", tt.got, tt.want)
 		}
 	}
 }
