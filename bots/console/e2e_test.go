@@ -1,0 +1,178 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/runtime"
+)
+
+// These tests run the console against the real runtime, store and NATS.
+
+func resumeFor(t *testing.T, rec *testenv.Recorder) bridge.Resume {
+	t.Helper()
+	checkFor(t, 10*time.Second, "the agent's resume", func() bool { return rec.Len() > 0 })
+	res := rec.Resumes()
+	if len(res) != 1 {
+		t.Fatalf("%d resumes, want 1", len(res))
+	}
+	return res[0]
+}
+
+func TestE2EChoicesAnswerResumesTheAgent(t *testing.T) {
+	h, env := newEnvHarness(t, testenv.Options{})
+	q := bridge.Question{Tenant: "acme", JobID: "job-e1", QuestionID: "q-colour", TaskVersion: 1,
+		Question: "Which colour should the cover be?", Choices: []string{"blue", "green"}, Answerers: []string{"console:alice"}}
+	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject(q.Tenant, q.JobID))
+	ask(t, h, env, q)
+	link := h.questionURL("console:alice", q)
+	form := formValues(t, h.get(link).body, "answer-form")
+	form.Set("action", "answer")
+	form.Set("answer", "green")
+	p := h.post(link, form)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("status %d\n%s", p.status, p.body)
+	}
+	p = h.get(p.header.Get("Location"))
+	if !strings.Contains(p.body, `<h2 id="outcome-h">Answered</h2>`) || !strings.Contains(p.body, `<p class="answer">green</p>`) || !strings.Contains(p.body, "By <strong>console:alice</strong> via console") {
+		t.Errorf("outcome page:\n%s", p.body)
+	}
+	r := resumeFor(t, resumes)
+	if r.Outcome != bridge.OutcomeAnswered || r.Text != "The answer: green" || r.By != "console:alice" || r.Via != "console" {
+		t.Errorf("resume %+v", r)
+	}
+	// The same form again is the same attempt: still one resume, one attempt.
+	if p = h.post(link, form); p.status != http.StatusSeeOther {
+		t.Fatalf("resubmit: status %d", p.status)
+	}
+	if n := h.answersInStream(); n != 1 {
+		t.Errorf("%d attempts on the stream, want 1", n)
+	}
+	// The job page shows the audit trail from the runtime.
+	job := h.get(h.signer.JobURL("console:alice", q.Tenant, q.JobID, time.Hour))
+	for _, want := range []string{"Which colour should the cover be?", "<td>pending → answered</td><td>console:alice</td><td>console</td>"} {
+		if !strings.Contains(job.body, want) {
+			t.Errorf("job page lacks %q\n%s", want, job.body)
+		}
+	}
+	if rec := resumes.Len(); rec != 1 {
+		t.Errorf("%d resumes after the resubmit", rec)
+	}
+}
+
+func TestE2EStaleAnswerRefusedInline(t *testing.T) {
+	h, env := newEnvHarness(t, testenv.Options{})
+	q := reportQuestion("job-e2")
+	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject(q.Tenant, q.JobID))
+	ask(t, h, env, q)
+	link := h.questionURL("console:alice", q)
+	form := formValues(t, h.get(link).body, "answer-form")
+	form.Set("action", "answer")
+	form.Set("f.on", "2026-10-20")
+	form.Set("f.copies", "3")
+	form.Set("task_version", "2") // the page was drawn for an older version
+	p := h.post(link, form)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("status %d\n%s", p.status, p.body)
+	}
+	p = h.get(p.header.Get("Location"))
+	for _, want := range []string{`id="refusal"><p>This answer is stale: it belongs to task version 2`, `name="f.on" value="2026-10-20"`, `name="f.copies" value="3"`, `id="answer-form"`} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("page lacks %q\n%s", want, p.body)
+		}
+	}
+	if resumes.Len() != 0 {
+		t.Error("a stale answer resumed the agent")
+	}
+	// Answering from the re-drawn form works.
+	form = formValues(t, p.body, "answer-form")
+	form.Set("action", "answer")
+	form.Set("f.on", "2026-10-21")
+	if p = h.post(link, form); p.status != http.StatusSeeOther {
+		t.Fatalf("status %d", p.status)
+	}
+	if r := resumeFor(t, resumes); r.Text != `The answer: {"on":"2026-10-21"}` {
+		t.Errorf("resume %+v", r)
+	}
+}
+
+func TestE2EPermissionsAndDecline(t *testing.T) {
+	h, env := newEnvHarness(t, testenv.Options{Roles: runtime.Roles{Readers: []string{"console:reader"}, Operators: []string{"console:op"}}})
+	q := reportQuestion("job-e3")
+	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject(q.Tenant, q.JobID))
+	ask(t, h, env, q)
+
+	// A reader sees only that it waits, and cannot act.
+	p := h.get(h.questionURL("console:reader", q))
+	if p.status != http.StatusOK || !strings.Contains(p.body, "<h1>A question waits</h1>") || strings.Contains(p.body, q.Question) ||
+		strings.Contains(p.body, "<form") {
+		t.Errorf("reader page: status %d\n%s", p.status, p.body)
+	}
+	// Someone without a role may not even see it.
+	if p = h.get(h.questionURL("console:stranger", q)); p.status != http.StatusNotFound {
+		t.Errorf("stranger: status %d", p.status)
+	}
+	// An operator not among the answerers may only decline, without seeing it.
+	link := h.questionURL("console:op", q)
+	p = h.get(link)
+	if strings.Contains(p.body, q.Question) || strings.Contains(p.body, `id="answer-form"`) || !strings.Contains(p.body, `id="decline-form"`) {
+		t.Fatalf("operator page:\n%s", p.body)
+	}
+	form := formValues(t, p.body, "decline-form")
+	form.Set("action", "decline")
+	form.Set("comment", "ask Ana")
+	if p = h.post(link, form); p.status != http.StatusSeeOther {
+		t.Fatalf("decline: status %d\n%s", p.status, p.body)
+	}
+	r := resumeFor(t, resumes)
+	if r.Outcome != bridge.OutcomeDeclined || r.Text != "console:op declined to answer: ask Ana." || r.Via != "console" {
+		t.Errorf("resume %+v", r)
+	}
+	// Alice now sees the outcome and no form.
+	p = h.get(h.questionURL("console:alice", q))
+	if !strings.Contains(p.body, `<h2 id="outcome-h">Declined</h2>`) || !strings.Contains(p.body, "Reason: ask Ana") || strings.Contains(p.body, "<form") {
+		t.Errorf("alice after the decline:\n%s", p.body)
+	}
+}
+
+func TestE2EGetChangesNothing(t *testing.T) {
+	h, env := newEnvHarness(t, testenv.Options{})
+	q := reportQuestion("job-e4")
+	events := env.Record(t, bridge.StreamEvents, bridge.EventSubject(q.Tenant, q.JobID))
+	ask(t, h, env, q)
+	checkFor(t, 10*time.Second, "the asked event", func() bool { return events.Len() > 0 })
+	before := events.EventTypes()
+	link := h.questionURL("console:alice", q)
+	for _, u := range []string{link, link + "&action=answer&f.on=2026-10-20", h.signer.ListURL("console:alice", time.Hour), h.signer.JobURL("console:alice", q.Tenant, q.JobID, time.Hour)} {
+		for range 3 {
+			if p := h.get(u); p.status != http.StatusOK {
+				t.Fatalf("GET: status %d", p.status)
+			}
+		}
+	}
+	// Show the question once more through the API: still pending.
+	var rep bridge.ShowReply
+	c, err := New(Options{NATS: env.NATS, Signer: h.signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.api(ctx, bridge.APIShow, bridge.ShowRequest{As: "console:alice", Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID}, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Question == nil || rep.Question.State != bridge.StatePending {
+		t.Errorf("after GETs: %+v", rep)
+	}
+	if n := h.answersInStream(); n != 0 {
+		t.Errorf("GETs published %d attempts", n)
+	}
+	if after := events.EventTypes(); after != before {
+		t.Errorf("GETs caused events: %q -> %q", before, after)
+	}
+}
