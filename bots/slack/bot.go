@@ -117,7 +117,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		http:     hc,
 		js:       o.NATS.JS,
 		kv:       kv,
-		log:      o.Logger.With("component", "slack"),
+		log:      o.Logger,
 		pace:     newPacer(time.Second, 3),
 		retry:    defaultRetry,
 		id:       hex.EncodeToString(rnd[:]),

@@ -530,3 +530,31 @@ func TestRoutedThreadAndPrivateRefusalFallback(t *testing.T) {
 	}
 	_ = h
 }
+
+func TestNewRefusesBadOptionsClearly(t *testing.T) {
+	n := plainNATS(t)
+	ok := Options{NATS: n, BotToken: "xoxb-secret-token", SigningSecret: "s3cret", APIURL: "https://slack.com/api/"}
+	cases := map[string]func(*Options){
+		"a connected NATS":       func(o *Options) { o.NATS = nil },
+		"ASK_SLACK_BOT_TOKEN":    func(o *Options) { o.BotToken = "" },
+		"ASK_SLACK_SIGNING_SECR": func(o *Options) { o.SigningSecret = "" },
+		"starting with xapp-":    func(o *Options) { o.AppToken = "xoxb-wrong" },
+		"must end with /":        func(o *Options) { o.APIURL = "https://slack.com/api" },
+		"must be a channel id":   func(o *Options) { o.DefaultChannel = "#general" },
+	}
+	for want, mutate := range cases {
+		o := ok
+		mutate(&o)
+		_, err := New(context.Background(), o)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", want, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "xoxb-secret-token") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("secret in error: %v", err)
+		}
+	}
+	if _, err := New(context.Background(), ok); err != nil {
+		t.Fatalf("valid options: %v", err)
+	}
+}
