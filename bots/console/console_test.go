@@ -68,6 +68,12 @@ func (h *harness) start(n *bridge.NATS) {
 		t.Fatalf("console.New: %v", err)
 	}
 	c.Routes(mux)
+	t.Cleanup(func() {
+		logs := h.logs.String()
+		if strings.Contains(logs, testSecret) || strings.Contains(logs, "sig=") || strings.Contains(logs, "csrf") {
+			t.Errorf("the logs hold a secret, a link signature or a form token:\n%s", logs)
+		}
+	})
 	h.client = &http.Client{
 		Timeout:       15 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
