@@ -224,6 +224,19 @@ func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/console/"), "/")
+	known := r.URL.Path == "/console/" ||
+		len(parts) == 4 && parts[0] == "q" ||
+		len(parts) == 3 && parts[0] == "job"
+	if known && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		allow := "GET, HEAD"
+		if parts[0] == "q" {
+			allow = "GET, HEAD, POST"
+		}
+		w.Header().Set("Allow", allow)
+		c.errorPage(w, r, http.StatusMethodNotAllowed, "Not here", "This page can only be viewed. Nothing was changed.")
+		return
+	}
 	c.errorPage(w, r, http.StatusNotFound, "No such page", "There is no console page at this address.")
 }
 

@@ -379,6 +379,17 @@ func TestUnknownQuestionAndPages(t *testing.T) {
 	if p = h.get("/console/nowhere"); p.status != http.StatusNotFound || !strings.Contains(p.body, "No such page") {
 		t.Errorf("unknown page: status %d", p.status)
 	}
+	// Pages that only show refuse other methods, changing nothing.
+	list := h.signer.ListURL("console:alice", time.Hour)
+	for _, target := range []string{list, h.signer.JobURL("console:alice", "acme", "job-1", time.Hour)} {
+		if p = h.post(target, url.Values{}); p.status != http.StatusMethodNotAllowed || p.header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("POST %s: status %d, Allow %q", u(t, target).Path, p.status, p.header.Get("Allow"))
+		}
+	}
+	req, _ := http.NewRequest(http.MethodDelete, h.abs(h.questionURL("console:alice", q)), nil)
+	if p = h.do(req); p.status != http.StatusMethodNotAllowed || p.header.Get("Allow") != "GET, HEAD, POST" {
+		t.Errorf("DELETE question: status %d, Allow %q", p.status, p.header.Get("Allow"))
+	}
 	// A token that is not a valid tenant is refused before any lookup.
 	if p = h.get("/console/q/ac%20me/job-1/q-1?as=console:alice&exp=9999999999&sig=00"); p.status != http.StatusForbidden {
 		t.Errorf("bad tenant token: status %d", p.status)
