@@ -470,6 +470,13 @@ func TestSocketMode(t *testing.T) {
 	if p["response_action"] != "errors" || p["errors"].(map[string]any)["f.copies"] != "must be at least 1" {
 		t.Fatalf("socket mode inline errors: %s", ack.Body)
 	}
+	// /ask over the websocket: the reply is the ack's payload.
+	send("env-4", "slash_commands", `{"command":"/ask","text":"show q-sm","user_id":"U0KEV","user_name":"kevin","channel_id":"C0123","trigger_id":"trig-cmd"}`)
+	ack = acked("env-4")
+	p, _ = ack.JSON["payload"].(map[string]any)
+	if p["response_type"] != "ephemeral" || !strings.Contains(fmt.Sprint(p["text"]), "Fields: copies (number)") {
+		t.Fatalf("socket mode /ask: %s", ack.Body)
+	}
 }
 
 func TestRoutedThreadAndPrivateRefusalFallback(t *testing.T) {
@@ -556,5 +563,59 @@ func TestNewRefusesBadOptionsClearly(t *testing.T) {
 	}
 	if _, err := New(context.Background(), ok); err != nil {
 		t.Fatalf("valid options: %v", err)
+	}
+}
+
+func TestReplicasPostOnce(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	a := startBot(t, n, fake)
+	b := startBot(t, n, fake)
+	a.bot.claimTTL, b.bot.claimTTL = time.Minute, time.Minute
+	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
+	var qs []*bridge.Question
+	for i := range 3 {
+		q := question("job-rep", fmt.Sprintf("q-rep%d", i))
+		qs = append(qs, q)
+		ev := askedEvent(q)
+		// The runtime's outbox may publish an event twice (crash between
+		// publish and commit): both copies, to two replicas, post one card.
+		publishEvent(t, n, ev)
+		publishEvent(t, n, ev)
+	}
+	for _, q := range qs {
+		deliveredTS(t, n, deliveries, q.QuestionID)
+	}
+	// Both copies of each event are handled once the consumer has no backlog.
+	checkFor(t, wait, tick, func() error {
+		c, err := n.JS.Consumer(context.Background(), bridge.StreamEvents, ConsumerName)
+		if err != nil {
+			return err
+		}
+		info, err := c.Info(context.Background())
+		if err != nil {
+			return err
+		}
+		if info.NumPending != 0 || info.NumAckPending != 0 {
+			return fmt.Errorf("pending %d, unacked %d", info.NumPending, info.NumAckPending)
+		}
+		return nil
+	})
+	posts := fake.Calls("chat.postMessage")
+	parents, cards := 0, map[string]int{}
+	for _, c := range posts {
+		if id := actionsBlock(c); id != "" {
+			cards[id]++
+		} else {
+			parents++
+		}
+	}
+	if parents != 1 || len(cards) != 3 {
+		t.Fatalf("%d parents and cards %v, want 1 parent and 3 cards once each", parents, cards)
+	}
+	for id, k := range cards {
+		if k != 1 {
+			t.Fatalf("card %s posted %d times", id, k)
+		}
 	}
 }
