@@ -74,12 +74,13 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 	if body := post.JSON(t); body["enforce_nonce"] != true || body["nonce"] == "" {
 		t.Errorf("the post is not idempotent: nonce %v, enforce_nonce %v", body["nonce"], body["enforce_nonce"])
 	}
-	// The job's thread is started from its first question.
+	// The job's thread is started from its first question (before the
+	// delivery report).
+	d := h.waitDelivery()
 	threads := fake.requests("POST", "/channels/"+channelA+"/messages/"+msg["id"].(string)+"/threads")
 	if len(threads) != 1 {
 		t.Fatalf("%d thread starts, want 1", len(threads))
 	}
-	d := h.waitDelivery()
 	if !d.OK || d.Platform != "discord" || d.Message == nil || d.Message.MessageID != msg["id"] ||
 		d.Message.Channel != channelA || d.Message.Thread != msg["id"] || d.TaskVersion != 3 {
 		t.Fatalf("delivery = %+v (message %+v)", d, d.Message)

@@ -403,38 +403,26 @@ func findComponent(t *testing.T, msg map[string]any, label string) map[string]an
 	return nil
 }
 
-// posted waits for the n-th card posted to a channel and returns it.
+// posted waits for the n-th message stored in a channel and returns it.
 func (h *harness) posted(channel string, n int) map[string]any {
 	h.t.Helper()
-	var id string
-	checkFor(h.t, 10*time.Second, func() error {
-		reqs := fake.requests("POST", "/channels/"+channel+"/messages")
-		var posts []fakeReq
-		for _, r := range reqs {
-			if r.Path == "/channels/"+channel+"/messages" {
-				posts = append(posts, r)
+	var ids []string
+	checkFor(h.t, 15*time.Second, func() error {
+		fake.mu.Lock()
+		ids = ids[:0]
+		for mid, m := range fake.msgs {
+			if m["channel_id"] == channel {
+				ids = append(ids, mid)
 			}
 		}
-		if len(posts) < n {
-			return fmt.Errorf("%d posts to %s, want %d", len(posts), channel, n)
+		fake.mu.Unlock()
+		if len(ids) < n {
+			return fmt.Errorf("%d messages in %s, want %d; bot log:\n%s", len(ids), channel, n, h.logs.String())
 		}
 		return nil
 	})
-	// The stored message carries the id.
-	fake.mu.Lock()
-	var ids []string
-	for mid, m := range fake.msgs {
-		if m["channel_id"] == channel {
-			ids = append(ids, mid)
-		}
-	}
-	fake.mu.Unlock()
-	if len(ids) < n {
-		h.t.Fatalf("%d messages stored in %s, want %d", len(ids), channel, n)
-	}
 	slices.Sort(ids) // ids of one length: numeric order
-	id = ids[n-1]
-	return fake.message(id)
+	return fake.message(ids[n-1])
 }
 
 // postTampered signs body and sends it with one byte changed.
