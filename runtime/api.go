@@ -148,10 +148,7 @@ func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
 	if req.Tenant != "" && req.JobID != "" {
 		rec, err = r.st.Find(ctx, store.Key{Tenant: req.Tenant, JobID: req.JobID, QuestionID: req.QuestionID, TaskVersion: req.TaskVersion})
 	} else {
-		rec, err = r.st.FindByQuestionID(ctx, req.Tenant, req.QuestionID)
-		if err == nil && req.JobID != "" && rec.JobID != req.JobID {
-			err = store.ErrNotFound
-		}
+		rec, err = r.st.FindByQuestionID(ctx, req.Tenant, req.JobID, req.QuestionID)
 	}
 	notFound := bridge.ShowReply{Error: fmt.Sprintf("There is no question %s that you can see.", req.QuestionID)}
 	switch {

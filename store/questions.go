@@ -465,15 +465,19 @@ func (s *Store) Find(ctx context.Context, k Key) (*Record, error) {
 	return r, nil
 }
 
-// FindByQuestionID finds the latest version of a question id across jobs
-// (and tenants, when tenant is empty). It returns ErrAmbiguousQuery when
-// the id names questions in more than one job.
-func (s *Store) FindByQuestionID(ctx context.Context, tenant, questionID string) (*Record, error) {
+// FindByQuestionID finds the latest version of a question id; tenant and
+// job narrow the search when given. It returns ErrAmbiguousQuery when the
+// id names questions in more than one job.
+func (s *Store) FindByQuestionID(ctx context.Context, tenant, job, questionID string) (*Record, error) {
 	q := "SELECT " + recordColumns + " FROM questions WHERE question_id = ?"
 	args := []any{questionID}
 	if tenant != "" {
 		q += " AND tenant = ?"
 		args = append(args, tenant)
+	}
+	if job != "" {
+		q += " AND job_id = ?"
+		args = append(args, job)
 	}
 	rows, err := s.r.QueryContext(ctx, q+" ORDER BY task_version DESC, id DESC LIMIT 50", args...)
 	if err != nil {

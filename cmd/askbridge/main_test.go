@@ -1,0 +1,400 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/config"
+)
+
+// startTestService runs the whole service in-process on loopback ports in a
+// temp dir, with the environment given, and stops it when the test ends.
+func startTestService(t *testing.T, env map[string]string) (*service, *config.Config) {
+	t.Helper()
+	t.Setenv("ASK_DATA_DIR", t.TempDir())
+	t.Setenv("ASK_HTTP_ADDR", "127.0.0.1:0")
+	t.Setenv("ASK_NATS_LISTEN", "127.0.0.1:0")
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := startService(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { s.stop(context.Background()) })
+	return s, cfg
+}
+
+func (s *service) natsURL() string { return s.nats.Server.ClientURL() }
+
+func testCLI(s *service, identity string) (*cli, *bytes.Buffer, *bytes.Buffer) {
+	var out, errOut bytes.Buffer
+	return &cli{stdout: &out, stderr: &errOut, identity: identity, natsURL: s.natsURL()}, &out, &errOut
+}
+
+func agentFor(t *testing.T, s *service) *agent.Client {
+	t.Helper()
+	nc, err := nats.Connect(s.natsURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	a, err := agent.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// checkFor polls f until it returns nil or the timeout passes.
+func checkFor(t *testing.T, timeout time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// askAsync asks through the Go agent package and returns the outcome channel.
+func askAsync(t *testing.T, a *agent.Client, q *bridge.Question) <-chan *bridge.Resume {
+	ch := make(chan *bridge.Resume, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := a.Ask(ctx, q)
+		if err != nil {
+			close(ch)
+			return
+		}
+		ch <- out
+	}()
+	return ch
+}
+
+func waitOutcome(t *testing.T, ch <-chan *bridge.Resume) *bridge.Resume {
+	t.Helper()
+	select {
+	case out, ok := <-ch:
+		if !ok {
+			t.Fatal("the agent got no outcome")
+		}
+		return out
+	case <-time.After(30 * time.Second):
+		t.Fatal("timed out waiting for the outcome")
+	}
+	return nil
+}
+
+// waitPending waits until the CLI user can see the question pending.
+func waitPending(t *testing.T, c *cli, job, question string) {
+	t.Helper()
+	checkFor(t, 10*time.Second, func() error {
+		nc, _, err := c.connect("")
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		v, _, err := c.lookup(nc, "", job, question)
+		if err != nil {
+			return err
+		}
+		if v.State != bridge.StatePending {
+			return fmt.Errorf("state %s", v.State)
+		}
+		return nil
+	})
+}
+
+func TestCLIAnswerAndDeclineResumeTheAgent(t *testing.T) {
+	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	ag := agentFor(t, s)
+	kevin, out, errOut := testCLI(s, "cli:kevin")
+
+	q := &bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 1,
+		Question: "Which colour?", Choices: []string{"red", "blue"}}
+	ch := askAsync(t, ag, q)
+	waitPending(t, kevin, "job-1", "q-1")
+	if code := kevin.answer(context.Background(), []string{"job-1", "q-1", "blue"}); code != exitOK {
+		t.Fatalf("answer exit %d: %s", code, errOut)
+	}
+	if got := out.String(); got != "Answered: The answer: blue\n" {
+		t.Fatalf("answer printed %q", got)
+	}
+	if res := waitOutcome(t, ch); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: blue" || res.By != "cli:kevin" || res.Via != "cli" {
+		t.Fatalf("outcome = %+v", res)
+	}
+
+	q2 := &bridge.Question{Tenant: "acme", JobID: "job-2", QuestionID: "q-1", TaskVersion: 1,
+		Question: "Refund the customer?", Choices: []string{"yes", "no"}}
+	ch = askAsync(t, ag, q2)
+	waitPending(t, kevin, "job-2", "q-1")
+	out.Reset()
+	if code := kevin.decline(context.Background(), []string{"job-2", "q-1", "--comment", "ask Ana"}); code != exitOK {
+		t.Fatalf("decline exit %d: %s", code, errOut)
+	}
+	if res := waitOutcome(t, ch); res.Outcome != bridge.OutcomeDeclined || res.Text != "cli:kevin declined to answer: ask Ana." {
+		t.Fatalf("outcome = %+v", res)
+	}
+}
+
+func TestCLITypedFieldsAndRefusals(t *testing.T) {
+	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	ag := agentFor(t, s)
+	kevin, out, errOut := testCLI(s, "cli:kevin")
+	stranger, _, strangerErr := testCLI(s, "cli:mallory")
+
+	one, nine := 1.0, 9.0
+	q := &bridge.Question{Tenant: "acme", JobID: "job-t", QuestionID: "q-t", TaskVersion: 3,
+		Question: "When should I send the report, and how many copies?",
+		Fields:   []bridge.Field{{Name: "on", Kind: "date", Required: true}, {Name: "copies", Kind: "number", Integer: true, Min: &one, Max: &nine}}}
+	ch := askAsync(t, ag, q)
+	waitPending(t, kevin, "job-t", "q-t")
+
+	if code := kevin.answer(context.Background(), []string{"job-t", "q-t", `{"on":"2026-10-20","copies":12}`}); code != exitError {
+		t.Fatalf("answer with copies 12 exit %d", code)
+	}
+	if got := errOut.String(); got != "askbridge: refused: copies: must be at most 9\n" {
+		t.Fatalf("refusal printed %q", got)
+	}
+	// A stranger cannot even see it, so the CLI cannot propose.
+	if code := stranger.answer(context.Background(), []string{"job-t", "q-t", `{"on":"2026-10-20","copies":2}`}); code != exitError {
+		t.Fatalf("stranger exit %d", code)
+	}
+	if got := strangerErr.String(); !strings.Contains(got, "There is no question q-t that you can see.") {
+		t.Fatalf("stranger printed %q", got)
+	}
+	waitPending(t, kevin, "job-t", "q-t")
+	if code := kevin.answer(context.Background(), []string{"job-t", "q-t", `{"on":"2026-10-20","copies":2}`}); code != exitOK {
+		t.Fatalf("answer exit %d: %s", code, errOut)
+	}
+	if res := waitOutcome(t, ch); res.Text != `The answer: {"on":"2026-10-20","copies":2}` {
+		t.Fatalf("outcome = %+v", res)
+	}
+	if !strings.Contains(out.String(), "Answered: ") {
+		t.Fatalf("answer printed %q", out)
+	}
+}
+
+func TestCLIAskListShow(t *testing.T) {
+	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_READERS": "cli:rita"})
+	kevin, out, errOut := testCLI(s, "cli:kevin")
+
+	done := make(chan int, 1)
+	asker, askOut, askErr := testCLI(s, "cli:agent")
+	go func() {
+		done <- asker.ask(context.Background(), []string{"--tenant", "acme", "--job", "job-ask", "--id", "q-cli",
+			"--field", "size*:choice:S,M,L", "--field", "copies:number:1..9", "--timeout", "1h", "How many, and what size?"})
+	}()
+	waitPending(t, kevin, "job-ask", "q-cli")
+
+	if code := kevin.list(context.Background(), []string{"--tenant", "acme"}); code != exitOK {
+		t.Fatalf("list exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "TENANT  JOB      QUESTION  VERSION  STATE") ||
+		!strings.Contains(lines[1], "job-ask  q-cli") || !strings.HasSuffix(lines[1], "How many, and what size?") {
+		t.Fatalf("list printed:\n%s", out)
+	}
+	// A reader learns that it waits, not what it asks.
+	rita, ritaOut, _ := testCLI(s, "cli:rita")
+	if code := rita.list(context.Background(), nil); code != exitOK || !strings.Contains(ritaOut.String(), "(you may see only that it waits)") ||
+		strings.Contains(ritaOut.String(), "How many") {
+		t.Fatalf("reader list (exit %d):\n%s", code, ritaOut)
+	}
+
+	out.Reset()
+	if code := kevin.show(context.Background(), []string{"job-ask/q-cli"}); code != exitOK {
+		t.Fatalf("show exit %d: %s", code, errOut)
+	}
+	shown := strings.Join(strings.Fields(out.String()), " ")
+	for _, want := range []string{"State: pending", "Field size: choice: S, M, L (required)", "You may: answer or decline", "- -> pending askbridge asked"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	if code := kevin.answer(context.Background(), []string{"job-ask", "q-cli", `{"size":"m","copies":3}`}); code != exitOK {
+		t.Fatalf("answer exit %d: %s", code, errOut)
+	}
+	select {
+	case code := <-done:
+		if code != exitOK || askOut.String() != "The answer: {\"size\":\"M\",\"copies\":3}\n" {
+			t.Fatalf("ask exit %d, printed %q (%s)", code, askOut, askErr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ask did not return")
+	}
+}
+
+func TestCLIAskExitCodes(t *testing.T) {
+	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	kevin, _, _ := testCLI(s, "cli:kevin")
+	asker, askOut, _ := testCLI(s, "cli:agent")
+
+	done := make(chan int, 1)
+	go func() {
+		done <- asker.ask(context.Background(), []string{"--tenant", "acme", "--job", "job-x", "--id", "q-x", "Anything to add?"})
+	}()
+	waitPending(t, kevin, "job-x", "q-x")
+	kevin.decline(context.Background(), []string{"job-x", "q-x"})
+	if code := <-done; code != exitDeclined || askOut.String() != "cli:kevin declined to answer.\n" {
+		t.Fatalf("declined: exit %d, %q", code, askOut)
+	}
+
+	askOut.Reset()
+	if code := asker.ask(context.Background(), []string{"--tenant", "acme", "--job", "job-y", "--timeout", "1s", "Still there?"}); code != exitTimedOut ||
+		askOut.String() != "Nobody answered within 0:00:01.\n" {
+		t.Fatalf("timed out: exit %d, %q", code, askOut)
+	}
+
+	_, _, badErr := testCLI(s, "cli:agent")
+	bad := &cli{stdout: io.Discard, stderr: badErr, natsURL: s.natsURL(), identity: "cli:agent"}
+	if code := bad.ask(context.Background(), []string{"--job", "job-z", "--choice", "a", "--field", "x:text", "Both?"}); code != exitError ||
+		!strings.Contains(badErr.String(), "choices and fields: give one or the other, not both") {
+		t.Fatalf("invalid ask: exit %d, %q", code, badErr)
+	}
+}
+
+func TestHTTPHealthReadyMetrics(t *testing.T) {
+	s, _ := startTestService(t, nil)
+	base := "http://" + s.Addr()
+	for path, want := range map[string]string{"/healthz": "ok\n", "/readyz": "ready\n"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(body) != want {
+			t.Errorf("%s = %d %q", path, resp.StatusCode, body)
+		}
+	}
+	ag := agentFor(t, s)
+	ch := askAsync(t, ag, &bridge.Question{Tenant: "acme", JobID: "job-m", QuestionID: "q-m", Question: "Go?", Timeout: "1s"})
+	waitOutcome(t, ch)
+	// The relay marks rows sent just after the agent may have read them.
+	checkFor(t, 10*time.Second, func() error {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []string{`askbridge_questions{state="timed_out"} 1`, `askbridge_ladder_steps_total{step="timeout"} 1`,
+			"askbridge_outbox_backlog 0", "askbridge_answer_latency_seconds_bucket"} {
+			if !bytes.Contains(body, []byte(want)) {
+				return fmt.Errorf("metrics lack %q:\n%s", want, body)
+			}
+		}
+		return nil
+	})
+}
+
+func TestReadyReportsBrokenStore(t *testing.T) {
+	s, _ := startTestService(t, nil)
+	s.store.Close()
+	resp, err := http.Get("http://" + s.Addr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "store: write heartbeat") {
+		t.Fatalf("readyz = %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestServeRefusesBadConfigWithExitCode2(t *testing.T) {
+	t.Setenv("ASK_DATA_DIR", t.TempDir())
+	t.Setenv("ASK_SLACK_BOT_TOKEN", "xoxb-secret-token-value")
+	var stderr bytes.Buffer
+	code := run([]string{"serve"}, io.Discard, &stderr)
+	if code != exitConfig {
+		t.Fatalf("exit %d", code)
+	}
+	if got := stderr.String(); got != "askbridge: ASK_SLACK_SIGNING_SECRET is required when ASK_SLACK_BOT_TOKEN is set\n" {
+		t.Fatalf("stderr %q", got)
+	}
+	if strings.Contains(stderr.String(), "xoxb-secret") {
+		t.Fatal("the token leaked")
+	}
+}
+
+func TestLinkMintsAConsoleLinkTheServiceAccepts(t *testing.T) {
+	s, cfg := startTestService(t, map[string]string{"ASK_CONSOLE_SECRET": "0123456789abcdef0123", "ASK_PUBLIC_URL": "http://askbridge.test"})
+	c, out, errOut := testCLI(s, "cli:kevin")
+	if code := c.link(context.Background(), []string{"--as", "console:alice"}); code != exitOK {
+		t.Fatalf("link exit %d: %s", code, errOut)
+	}
+	link := strings.TrimSpace(out.String())
+	if !strings.HasPrefix(link, cfg.PublicURL+"/console/?") {
+		t.Fatalf("link %q", link)
+	}
+	resp, err := http.Get("http://" + s.Addr() + strings.TrimPrefix(link, cfg.PublicURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("console answered %d to a fresh link", resp.StatusCode)
+	}
+	// The generated secret is kept in the data dir when none is set.
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "console.secret")); err == nil {
+		t.Fatal("a secret file was written although ASK_CONSOLE_SECRET is set")
+	}
+}
+
+func TestParseField(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		want string
+		err  string
+	}{
+		{"copies:number:1..9", `{"name":"copies","kind":"number","min":1,"max":9}`, ""},
+		{"on*:date", `{"name":"on","kind":"date","required":true}`, ""},
+		{"at:date:time", `{"name":"at","kind":"date","date_time":true}`, ""},
+		{"size:choice:S, M,L", `{"name":"size","kind":"choice","options":["S","M","L"]}`, ""},
+		{"n:number:..5", `{"name":"n","kind":"number","max":5}`, ""},
+		{"nokind", "", `--field "nokind": write name:kind[:options]`},
+		{"n:number:1-9", "", "a number's bounds are min..max"},
+		{"t:text:x", "", "a text field takes no options"},
+	} {
+		f, err := parseField(c.spec)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: err %v, want %q", c.spec, err, c.err)
+			}
+			continue
+		}
+		got, _ := json.Marshal(f)
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s = %s, %v; want %s", c.spec, got, err, c.want)
+		}
+	}
+}
