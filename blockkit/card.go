@@ -143,10 +143,8 @@ func whoAndWhen(c Card) string {
 		parts = append(parts, "Answer by "+SlackDate(c.Deadline))
 	}
 	s := strings.Join(parts, " · ")
-	if len([]rune(s)) > MaxContextText {
-		s, _ = fitEscaped(s, MaxContextText, 0) // mentions only; no user text
-	}
-	return s
+	// Mentions only, no user text: cut without escaping.
+	return plain(s, MaxContextText)
 }
 
 // controls are the card's buttons or select, in one actions block whose

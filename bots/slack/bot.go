@@ -184,13 +184,18 @@ func (b *Bot) Run(ctx context.Context) error {
 				return nil
 			}
 			b.log.WarnContext(ctx, "slack: reading events", "err", err)
+			select { // do not spin while NATS is away
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return nil
+			}
 			continue
 		}
 		// One queue per job keeps a job's events in order.
 		h := fnv.New32a()
 		h.Write([]byte(m.Subject()))
 		select {
-		case queues[int(h.Sum32())%len(queues)] <- m:
+		case queues[h.Sum32()%uint32(len(queues))] <- m:
 		case <-ctx.Done():
 			return nil
 		}
@@ -212,7 +217,8 @@ const maxDeliveries = 6
 
 func (b *Bot) handleMsg(ctx context.Context, m jetstream.Msg) {
 	if ctx.Err() != nil {
-		return // not acked: redelivered to whoever runs next
+		_ = m.Nak() // shutting down: redelivered at once to whoever runs next
+		return
 	}
 	var ev bridge.Event
 	if err := json.Unmarshal(m.Data(), &ev); err != nil {
@@ -232,7 +238,7 @@ func (b *Bot) handleMsg(ctx context.Context, m jetstream.Msg) {
 	case err == nil:
 		_ = m.Ack()
 	case ctx.Err() != nil:
-		// Shutting down: leave it for the next run.
+		_ = m.Nak() // shutting down: redelivered to whoever runs next
 	case errors.As(err, &later):
 		b.log.InfoContext(ctx, "slack: event deferred", "type", ev.Type, "job", ev.JobID, "question", ev.QuestionID, "why", later.why)
 		_ = m.NakWithDelay(later.after)

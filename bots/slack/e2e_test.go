@@ -222,6 +222,16 @@ func TestEndToEndTypedModal(t *testing.T) {
 		out.Text != `The answer: {"on":"2026-10-20","copies":2}` {
 		t.Fatalf("resume: %+v (answer %s)", out, out.Answer)
 	}
+	h.updated(t, h.cardTS(t, q), "Answered by @kevin: on: 2026-10-20, copies: 2")
+	// A form left open elsewhere cannot answer a settled question.
+	resp, body = h.interact(submission("U0KEV", "kevin", opens[0], "V1", "h3", map[string]map[string]any{
+		"f.on": {"type": "datepicker", "selected_date": "2026-10-21"}}))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "This question no longer waits for an answer.") {
+		t.Fatalf("submission after settlement: %d %s", resp.StatusCode, body)
+	}
+	if n := streamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-2")); n != 1 {
+		t.Fatalf("%d attempts, want 1", n)
+	}
 }
 
 func TestEndToEndDeclineWithReason(t *testing.T) {

@@ -282,6 +282,9 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) *slack.
 	if err != nil || rec == nil {
 		return inlineError(first, "This question is no longer available.")
 	}
+	if rec.Outcome != "" {
+		return inlineError(first, "This question no longer waits for an answer.")
+	}
 	q := rec.Question
 	var action string
 	var answer json.RawMessage
