@@ -124,6 +124,7 @@ type harness struct {
 	cancels    *collector
 	logs       *logBuffer
 	nextID     atomic.Int64
+	stop       func()
 }
 
 type harnessOptions struct {
@@ -182,16 +183,22 @@ func start(t *testing.T, ho harnessOptions) *harness {
 	} else {
 		done <- nil
 	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
+	var once sync.Once
+	h.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("Run did not return after its context ended")
 			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Run did not return after its context ended")
-		}
+		})
+	}
+	t.Cleanup(func() {
+		h.stop()
 		h.web.Close()
 		if s := h.logs.String(); bytes.Contains([]byte(s), []byte(testToken)) {
 			t.Errorf("the bot token reached the logs:\n%s", s)
@@ -209,7 +216,9 @@ func (h *harness) publishEvent(ev bridge.Event) {
 	if ev.EventID == "" {
 		ev.EventID = fmt.Sprintf("ob-%d", h.nextID.Add(1))
 	}
-	if err := bridge.Publish(h.ctx, h.nats.JS, bridge.EventSubject(ev.Tenant, ev.JobID), ev.EventID, ev); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := bridge.Publish(ctx, h.nats.JS, bridge.EventSubject(ev.Tenant, ev.JobID), ev.EventID, ev); err != nil {
 		h.t.Fatalf("publish event: %v", err)
 	}
 }
@@ -441,4 +450,10 @@ func (h *harness) postTampered(body []byte, ts time.Time) (int, []byte) {
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, out
+}
+
+// stopBot stops the harness's bot (its Run) before the test ends.
+func (h *harness) stopBot() {
+	h.t.Helper()
+	h.stop()
 }

@@ -1,0 +1,160 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// secondBot starts another bot on the same NATS, as a restart or a second
+// replica would, and stops it when the test ends.
+func (h *harness) secondBot(t *testing.T) *Bot {
+	t.Helper()
+	o := h.bot.o
+	o.Logger = slog.New(slog.NewTextHandler(h.logs, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	b, err := New(ctx, o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	b.backoff = h.bot.backoff
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return b
+}
+
+func TestRestartNeitherRepostsNorForgets(t *testing.T) {
+	h := start(t, harnessOptions{})
+	h.publishEvent(asked(colorQuestion()))
+	msg := h.posted(channelA, 1)
+	h.waitDelivery()
+	h.stopBot()
+
+	// The runtime publishes the question again (its outbox relayed twice)
+	// and later the outcome; a new bot handles both.
+	again := asked(colorQuestion())
+	again.EventID = "ob-asked-again"
+	h.publishEvent(again)
+	h.secondBot(t)
+	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
+		By: "slack:U0KEV", ByName: "kevin", Via: "slack", Answer: json.RawMessage(`"red"`), AnswerText: "red"})
+	settledCard(t, msg["id"].(string), "slack:U0KEV (kevin)")
+	if n := len(fake.requests("POST", "/channels/"+channelA+"/messages")); n != 2 { // one post, one thread start
+		t.Fatalf("%d posts to the channel after a restart, want the first post and its thread only", n)
+	}
+	// The repeated asked was reported again, with the same message id
+	// (JetStream deduplicates it by Nats-Msg-Id).
+	ds := h.deliveriesNow()
+	if len(ds) != 2 || ds[1].Message == nil || ds[1].Message.MessageID != msg["id"] {
+		t.Fatalf("deliveries = %+v", ds)
+	}
+}
+
+func TestOutcomeWithoutRecordEditsRuntimeRefs(t *testing.T) {
+	h := start(t, harnessOptions{})
+	// A card posted by an earlier deployment whose records are gone: the
+	// runtime's messages say where it is.
+	h.publishEvent(asked(colorQuestion()))
+	msg := h.posted(channelA, 1)
+	h.waitDelivery()
+	if err := h.bot.refs.Purge(context.Background(), cardKey("acme", "job-1", "q-1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	h.publishEvent(bridge.Event{Type: bridge.EventTimedOut, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
+		Text: "Nobody answered within 4:00:00.",
+		Messages: []bridge.MessageRef{{Platform: "discord", Channel: channelA, MessageID: msg["id"].(string)},
+			{Platform: "slack", Channel: "C1", MessageID: "1.2"}}})
+	settledCard(t, msg["id"].(string), "Nobody answered within 4:00:00.")
+	m := fake.message(msg["id"].(string))
+	if embedOf(t, m)["description"] != "Which colour should the report use?" {
+		t.Fatalf("the question was lost from the card: %v", embedOf(t, m))
+	}
+}
+
+func TestOutcomeBeforeAskedPostsNothing(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q := colorQuestion()
+	h.publishEvent(bridge.Event{Type: bridge.EventCancelled, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
+		Text: "The question was cancelled."})
+	h.publishEvent(asked(q))
+	h.markerEvent()
+	if n := len(fake.requests("POST", "/channels/"+channelA)); n != 0 {
+		t.Fatalf("%d posts for a question settled before it was shown", n)
+	}
+}
+
+func TestGuildScopedRegistrationWithRateLimit(t *testing.T) {
+	h := start(t, harnessOptions{noRun: true, mutate: func(o *Options) { o.Guild = "900" }})
+	fake.failOn(failRule{Method: "PUT", Prefix: "/applications/", Status: 429, RetryAfter: 0.02, Times: 1})
+	if err := h.bot.registerCommands(context.Background()); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	reqs := fake.requests("PUT", "/applications/"+testApp+"/guilds/900/commands")
+	if len(reqs) != 2 {
+		t.Fatalf("%d guild registrations, want 2 (one rate limited)", len(reqs))
+	}
+	var cmds []map[string]any
+	if err := json.Unmarshal(reqs[1].Body, &cmds); err != nil || len(cmds) != 1 || cmds[0]["name"] != "ask" {
+		t.Fatalf("commands = %s", reqs[1].Body)
+	}
+	var subs []string
+	for _, o := range cmds[0]["options"].([]any) {
+		subs = append(subs, o.(map[string]any)["name"].(string))
+	}
+	if strings.Join(subs, ",") != "list,show,answer,decline,cancel,help" {
+		t.Fatalf("subcommands = %v", subs)
+	}
+	// A rate limit that never ends is an error, not an endless loop.
+	fake.failOn(failRule{Method: "PUT", Prefix: "/applications/", Status: 429, RetryAfter: 0.01, Times: -1})
+	err := h.bot.registerCommands(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "rate limited") {
+		t.Fatalf("register under a lasting 429: %v", err)
+	}
+	if n := len(fake.requests("PUT", "/applications/")); n != 2+1+rateLimitRetries {
+		t.Fatalf("%d registrations, want %d", n, 2+1+rateLimitRetries)
+	}
+}
+
+func TestNewRefusesBadOptionsWithoutSecrets(t *testing.T) {
+	h := start(t, harnessOptions{noRun: true})
+	for name, mutate := range map[string]func(*Options){
+		"no token":    func(o *Options) { o.BotToken = "" },
+		"bad key":     func(o *Options) { o.PublicKey = "zz" + testToken },
+		"no app":      func(o *Options) { o.AppID = "" },
+		"bad api url": func(o *Options) { o.APIURL = "ftp://discord.com/api" },
+		"no nats":     func(o *Options) { o.NATS = nil },
+	} {
+		o := h.bot.o
+		mutate(&o)
+		_, err := New(context.Background(), o)
+		if err == nil {
+			t.Fatalf("%s: New accepted it", name)
+		}
+		if strings.Contains(err.Error(), testToken) {
+			t.Fatalf("%s: the error carries the token: %v", name, err)
+		}
+	}
+}
+
+func TestErrorsNeverCarryInteractionTokens(t *testing.T) {
+	h := start(t, harnessOptions{noRun: true})
+	fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/", Status: 429, RetryAfter: 3600, Times: -1})
+	err := h.bot.onRefused(context.Background(), &bridge.Event{Type: bridge.EventRefused, Tenant: "acme", JobID: "j", QuestionID: "q",
+		AttemptID: "discord-1", Text: "no", ReplyTo: map[string]string{"platform": "discord", "app_id": testApp, "token": "secret-interaction-token"}})
+	if err == nil || strings.Contains(err.Error(), "secret-interaction-token") || strings.Contains(err.Error(), "/webhooks/") {
+		t.Fatalf("error = %v", err)
+	}
+	_ = fmt.Sprint(time.Now())
+}
