@@ -30,6 +30,10 @@ func (b *Bot) serveCommands(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd, err := slack.SlashCommandParse(r)
+	if err == nil && r.PostForm.Get("ssl_check") == "1" {
+		w.WriteHeader(http.StatusOK) // Slack checking our certificate
+		return
+	}
 	if err != nil || cmd.UserID == "" {
 		http.Error(w, "not a Slack slash command", http.StatusBadRequest)
 		return
