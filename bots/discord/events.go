@@ -117,6 +117,10 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		return nil // settled before it could be shown
 	case c.Failed:
 		return nil
+	case !ev.Deadline.IsZero() && b.now().After(ev.Deadline):
+		// Replayed long after (a new consumer reads the stream from its
+		// start): nobody can answer any more, the timeout edits nothing.
+		return nil
 	}
 	if channel == "" {
 		// Not for Discord: no route here and no default channel. The

@@ -158,3 +158,14 @@ func TestErrorsNeverCarryInteractionTokens(t *testing.T) {
 	}
 	_ = fmt.Sprint(time.Now())
 }
+
+func TestExpiredAskedNotPosted(t *testing.T) {
+	h := start(t, harnessOptions{})
+	ev := asked(colorQuestion())
+	ev.AskedAt, ev.Deadline = time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour)
+	h.publishEvent(ev)
+	h.markerEvent()
+	if n := len(fake.requests("POST", "/channels/"+channelA)); n != 0 {
+		t.Fatalf("%d posts for a question past its deadline", n)
+	}
+}

@@ -1,0 +1,57 @@
+package discord
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCustomIDRoundTrip(t *testing.T) {
+	for _, act := range []string{actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actModalAnswer, actModalReason} {
+		id := customID(act, "acme", "job-1", "q_1", 42, 7)
+		a, err := parseCustomID(id)
+		if err != nil {
+			t.Fatalf("%s: %q: %v", act, id, err)
+		}
+		if a.Act != act || a.Tenant != "acme" || a.JobID != "job-1" || a.QuestionID != "q_1" || a.TaskVersion != 42 {
+			t.Fatalf("%s: parsed %+v", act, a)
+		}
+		if act == actChoice && a.Index != 7 {
+			t.Fatalf("index = %d", a.Index)
+		}
+	}
+	long := strings.Repeat("x", 64)
+	id := customID(actChoice, long, long, long, 1<<40, 24)
+	if len(id) > 100 {
+		t.Fatalf("%d characters", len(id))
+	}
+	a, err := parseCustomID(id)
+	if err != nil || a.Key != cardHash(long, long, long) || a.Index != 24 || a.TaskVersion != 1<<40 {
+		t.Fatalf("keyed: %+v, %v", a, err)
+	}
+}
+
+func TestCustomIDParsedStrictly(t *testing.T) {
+	for _, s := range []string{
+		"", "ab", "ab:c", "ab:zz:acme:job:q:1", // unknown action
+		"ab:c:acme:job:q:1",                 // choice without index
+		"ab:a:acme:job:q:1:0",               // index on an action without one
+		"ab:c:acme:job:q:1:25",              // index beyond 24
+		"ab:c:acme:job:q:1:-1",              // sign
+		"ab:a:acme:job:q:+1",                // sign
+		"ab:a:acme:job:q:01",                // leading zero
+		"ab:a:acme:job:q:1e3",               // not decimal
+		"ab:a:acme:job:q:99999999999999999", // too big
+		"ab:a:ac me:job:q:1",                // bad token
+		"ab:a:acme:job.x:q:1",               // bad token
+		"ab:a::job:q:1",                     // empty token
+		"ab#:a:short:1",                     // bad key
+		"ab#:a:AAAAAAAAAAAAAAAAAAAA:1",      // key out of alphabet
+		"xx:a:acme:job:q:1",                 // prefix
+		"ab:a:acme:job:q:1:",                // trailing part
+		strings.Repeat("a", 101),
+	} {
+		if a, err := parseCustomID(s); err == nil {
+			t.Errorf("%q parsed as %+v", s, a)
+		}
+	}
+}
