@@ -176,3 +176,32 @@ func TestE2EGetChangesNothing(t *testing.T) {
 		t.Errorf("GETs caused events: %q -> %q", before, after)
 	}
 }
+
+// Links are minted for chat identities too: the Slack owner approves in
+// the console, and the agent reads who and via what.
+func TestE2ESlackIdentityApprovesInConsole(t *testing.T) {
+	h, env := newEnvHarness(t, testenv.Options{})
+	q := bridge.Question{Tenant: "acme", JobID: "job-e5", QuestionID: "q-refund", TaskVersion: 1, Kind: bridge.KindApproval,
+		Question: "May I refund 40 EUR?", Proposal: &bridge.Proposal{ID: "refund-1", Summary: []string{"Refund 40 EUR to order 1234"}},
+		Owner: "slack:U0OWNER", Answerers: []string{"slack:U0OWNER"}}
+	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject(q.Tenant, q.JobID))
+	ask(t, h, env, q)
+	link := h.questionURL("slack:U0OWNER", q)
+	p := h.get(link)
+	if !strings.Contains(p.body, "Signed in as <strong>slack:U0OWNER</strong>") || !strings.Contains(p.body, "Refund 40 EUR to order 1234") {
+		t.Fatalf("approval page:\n%s", p.body)
+	}
+	form := formValues(t, p.body, "answer-form")
+	form.Set("action", "approve")
+	if p = h.post(link, form); p.status != http.StatusSeeOther {
+		t.Fatalf("approve: status %d\n%s", p.status, p.body)
+	}
+	r := resumeFor(t, resumes)
+	if r.Outcome != bridge.OutcomeAnswered || r.Text != "The answer: approved" || r.By != "slack:U0OWNER" || r.Via != "console" {
+		t.Errorf("resume %+v", r)
+	}
+	p = h.get(p.header.Get("Location"))
+	if !strings.Contains(p.body, `<p class="answer">approved</p>`) {
+		t.Errorf("outcome page:\n%s", p.body)
+	}
+}
