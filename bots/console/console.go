@@ -259,12 +259,12 @@ func (c *Console) handleQuestion(w http.ResponseWriter, r *http.Request) {
 	}
 	var st formState
 	sent := false
-	if id := r.URL.Query().Get("attempt"); id != "" {
-		if o, ok := c.outcomes.get(id); ok && o.matches(l) {
-			if o.refused != nil {
-				st = o.state()
-			}
-		} else if validAttemptID(id) {
+	if id := r.URL.Query().Get("attempt"); validAttemptID(id) {
+		if o, ok := c.outcomes.get(id); ok && o.matches(l) && o.refused != nil {
+			st = o.state()
+		} else {
+			// Sent, and no refusal known here: while the question still
+			// waits, say the answer is on its way.
 			sent = true
 		}
 	}
@@ -288,6 +288,14 @@ func (c *Console) handleList(w http.ResponseWriter, r *http.Request) {
 	if err := c.api(r.Context(), bridge.APIList, bridge.ListRequest{As: l.Identity, State: bridge.StatePending, Limit: listLimit, After: after}, &rep); err != nil {
 		c.apiUnavailable(w, r, err)
 		return
+	}
+	if rep.Error != "" && after != "" {
+		// A stale or altered cursor: show the list from its start.
+		rep = bridge.ListReply{}
+		if err := c.api(r.Context(), bridge.APIList, bridge.ListRequest{As: l.Identity, State: bridge.StatePending, Limit: listLimit}, &rep); err != nil {
+			c.apiUnavailable(w, r, err)
+			return
+		}
 	}
 	if rep.Error != "" {
 		c.log.WarnContext(r.Context(), "console: list refused", "as", l.Identity, "err", rep.Error)

@@ -155,6 +155,10 @@ func TestE2EGetChangesNothing(t *testing.T) {
 			}
 		}
 	}
+	// A stale or altered list cursor shows the list from its start.
+	if p := h.get(h.signer.ListURL("console:alice", time.Hour) + "&after=not-a-cursor"); p.status != http.StatusOK || !strings.Contains(p.body, q.Question) {
+		t.Errorf("list with a bad cursor: status %d\n%s", p.status, p.body)
+	}
 	// Show the question once more through the API: still pending.
 	var rep bridge.ShowReply
 	c, err := New(Options{NATS: env.NATS, Signer: h.signer})

@@ -171,6 +171,13 @@ func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	if checked.Action == bridge.ActionAnswer {
 		attempt.Answer = checked.Value
 	}
+	next := page + "&attempt=" + url.QueryEscape(attempt.AttemptID)
+	if o, ok := c.outcomes.get(attempt.AttemptID); ok && o.matches(l) {
+		// This form was sent already (a double click): same attempt, and
+		// its decision, if any, is known. Do not wait for it again.
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
 	refused, err := c.propose(r.Context(), attempt)
 	if err != nil {
 		c.log.ErrorContext(r.Context(), "console: propose answer", "tenant", v.Tenant, "job", v.JobID, "question", v.QuestionID, "err", err)
@@ -180,13 +187,12 @@ func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	c.log.InfoContext(r.Context(), "console: answer proposed", "tenant", v.Tenant, "job", v.JobID, "question", v.QuestionID,
 		"attempt", attempt.AttemptID, "action", attempt.Action, "by", l.Identity, "refused", refused != nil)
+	o := &outcome{identity: l.Identity, tenant: l.Tenant, job: l.JobID, question: l.QuestionID, at: time.Now(), action: formAction}
 	if refused != nil {
-		c.outcomes.put(attempt.AttemptID, &outcome{
-			identity: l.Identity, tenant: l.Tenant, job: l.JobID, question: l.QuestionID,
-			at: time.Now(), refused: refused, action: formAction, input: input,
-		})
+		o.refused, o.input = refused, input
 	}
-	http.Redirect(w, r, page+"&attempt="+url.QueryEscape(attempt.AttemptID), http.StatusSeeOther)
+	c.outcomes.put(attempt.AttemptID, o)
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 func actionWords(action string) string {
