@@ -1,8 +1,10 @@
 package console
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,5 +66,24 @@ func TestOutcomeCacheIsBounded(t *testing.T) {
 	old.put("y", &outcome{at: time.Now()})
 	if len(old.items) != 1 || len(old.order) != 1 {
 		t.Errorf("expired entries not evicted: %d items, %d in order", len(old.items), len(old.order))
+	}
+}
+
+func TestPanicBecomesAnErrorPage(t *testing.T) {
+	n := startNATS(t)
+	logs := &syncBuffer{}
+	c, err := New(Options{NATS: n, Signer: Signer{Secret: []byte(testSecret)}, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.wrap(func(http.ResponseWriter, *http.Request) { panic("boom at handler.go:42") })
+	rec := httptest.NewRecorder()
+	h(rec, httptest.NewRequest(http.MethodGet, "/console/", nil))
+	body := rec.Body.String()
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(body, "Something went wrong") || strings.Contains(body, "boom") || strings.Contains(body, "goroutine") {
+		t.Errorf("status %d\n%s", rec.Code, body)
+	}
+	if !strings.Contains(logs.String(), "boom at handler.go:42") {
+		t.Error("the panic was not logged")
 	}
 }
