@@ -1,0 +1,20 @@
+# askbridge: one static binary on a distroless base, running as non-root.
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/askbridge ./cmd/askbridge \
+ && mkdir -p /out/data
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/askbridge /askbridge
+COPY --from=build --chown=65532:65532 /out/data /data
+ENV ASK_DATA_DIR=/data \
+    ASK_HTTP_ADDR=:8080 \
+    ASK_NATS_LISTEN=0.0.0.0:4222
+VOLUME /data
+EXPOSE 8080 4222
+USER 65532:65532
+ENTRYPOINT ["/askbridge"]
+CMD ["serve"]
