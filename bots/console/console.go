@@ -82,7 +82,7 @@ func New(o Options) (*Console, error) {
 		nats:     o.NATS,
 		nc:       o.NATS.Conn,
 		signer:   o.Signer,
-		log:      o.Logger.With("component", "console"),
+		log:      o.Logger,
 		now:      o.Now,
 		pages:    p,
 		outcomes: newOutcomeCache(1000, 15*time.Minute),
