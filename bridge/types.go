@@ -176,6 +176,8 @@ type Cancel struct {
 	TaskVersion int64  `json:"task_version,omitempty"`
 	Reason      string `json:"reason,omitempty"`
 	By          string `json:"by,omitempty"`
+	// ReplyTo is echoed on the refused event when By may not cancel.
+	ReplyTo map[string]string `json:"reply_to,omitempty"`
 }
 
 // Answer actions.

@@ -35,7 +35,8 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 		if !r.o.Roles.accessFor(c.By, nil, nil).Admin {
 			ev := bridge.Event{
 				Type: bridge.EventRefused, Tenant: tenant, JobID: job, QuestionID: c.QuestionID, To: c.By, By: c.By,
-				Reason: bridge.RefusedForbidden, Text: "You can't cancel questions: that needs the admin or owner role.", At: now,
+				Reason: bridge.RefusedForbidden, Text: "You can't cancel questions: that needs the admin or owner role.",
+				ReplyTo: c.ReplyTo, At: now,
 			}
 			ev.EventID = fmt.Sprintf("%s.%s.%s.cancel-refused.%d", tenant, job, c.QuestionID, now.UnixNano())
 			if err := r.st.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {

@@ -1,0 +1,180 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/runtime"
+)
+
+func report(t *testing.T, env *testenv.Env, q *bridge.Question, d bridge.Delivery) {
+	t.Helper()
+	d.Tenant, d.JobID, d.QuestionID, d.TaskVersion = q.Tenant, q.JobID, q.QuestionID, q.TaskVersion
+	id := fmt.Sprintf("delivery-%s-%s-%s-%s-%d", d.Platform, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
+	if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.DeliverySubject(q.Tenant, q.JobID), id, d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var channelNotFound = &bridge.Failure{
+	Code: bridge.CodeReferenceUnresolved, Dependency: "slack", Operation: "chat.postMessage",
+	OperatorMessage: "Slack channel C0123 was not found.",
+}
+
+func TestDeliveryFailureOnEveryPlatformFailsTheJob(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}})
+	q := choiceQuestion("job-df")
+	q.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0123"}}
+	ch := ask(t, env, q)
+	report(t, env, q, bridge.Delivery{Platform: bridge.PlatformSlack, Failure: channelNotFound})
+	out := outcome(t, ch)
+	if out.Outcome != bridge.OutcomeFailed || out.Code != bridge.CodeReferenceUnresolved || out.Failure == nil ||
+		out.Failure.OperatorMessage != "Slack channel C0123 was not found." ||
+		out.Text != "The question could not be shown to anyone: Slack channel C0123 was not found." {
+		t.Fatalf("outcome = %+v (failure %+v)", out, out.Failure)
+	}
+}
+
+func TestDeliveryFailureWhileAnotherPlatformShowsIt(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{
+		bridge.PlatformSlack: {DefaultChannel: "C1"}, bridge.PlatformDiscord: {DefaultChannel: "42"},
+	}})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-dp")
+	q := choiceQuestion("job-dp")
+	ch := ask(t, env, q)
+	ref := &bridge.MessageRef{Platform: bridge.PlatformDiscord, Channel: "42", MessageID: "777"}
+	report(t, env, q, bridge.Delivery{Platform: bridge.PlatformDiscord, OK: true, Message: ref})
+	report(t, env, q, bridge.Delivery{Platform: bridge.PlatformSlack, Failure: channelNotFound})
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if got := events.EventTypes(); got != "asked,delivery_failed" {
+			return fmt.Errorf("events = %s", got)
+		}
+		return nil
+	})
+	if ev := events.Events()[1]; ev.Via != bridge.PlatformSlack || ev.Failure == nil || ev.Failure.Code != bridge.CodeReferenceUnresolved {
+		t.Fatalf("delivery_failed = %+v", ev)
+	}
+	waitState(t, env, q, bridge.StatePending)
+	// The outcome event names the message that showed the question.
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-dp", QuestionID: "q-1", AttemptID: "dp", Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+	outcome(t, ch)
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		evs := events.Events()
+		if len(evs) < 3 {
+			return fmt.Errorf("events = %s", events.EventTypes())
+		}
+		if m := evs[2].Messages; len(m) != 1 || m[0] != *ref {
+			return fmt.Errorf("messages = %+v", m)
+		}
+		return nil
+	})
+}
+
+func TestQuestionRoutedToAnUnconfiguredPlatformFails(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	q := choiceQuestion("job-nc")
+	q.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: "1234"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := env.Agent.Ask(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Outcome != bridge.OutcomeFailed || out.Code != bridge.CodeCapabilityUnavailable ||
+		!strings.Contains(out.Text, "Discord (ASK_DISCORD_BOT_TOKEN), which is not configured") {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if strings.Contains(out.Text, "token") && !strings.Contains(out.Text, "ASK_DISCORD_BOT_TOKEN") {
+		t.Fatalf("outcome text mentions a token: %q", out.Text)
+	}
+}
+
+func TestCancelFromChatNeedsAdmin(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-cx")
+	q := choiceQuestion("job-cx")
+	ch := ask(t, env, q)
+	pub := func(id string, c bridge.Cancel) {
+		if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.CancelSubject("acme", "job-cx"), id, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub("c1", bridge.Cancel{Tenant: "acme", JobID: "job-cx", QuestionID: "q-1", By: "slack:UOP", ReplyTo: map[string]string{"channel": "D1"}})
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		for _, ev := range events.Events() {
+			if ev.Type == bridge.EventRefused && ev.To == "slack:UOP" && ev.ReplyTo["channel"] == "D1" &&
+				ev.Text == "You can't cancel questions: that needs the admin or owner role." {
+				return nil
+			}
+		}
+		return fmt.Errorf("events = %s", events.EventTypes())
+	})
+	waitState(t, env, q, bridge.StatePending)
+	pub("c2", bridge.Cancel{Tenant: "acme", JobID: "job-cx", QuestionID: "q-1", By: "slack:UADMIN", Reason: "the customer called back"})
+	out := outcome(t, ch)
+	if out.Outcome != bridge.OutcomeCanceled || out.Text != "The question was cancelled: the customer called back." {
+		t.Fatalf("outcome = %+v", out)
+	}
+}
+
+func TestAPIListAndShowByPermission(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	open := choiceQuestion("job-api")
+	ask(t, env, open)
+	named := choiceQuestion("job-api")
+	named.QuestionID = "q-2"
+	named.Answerers = []string{"slack:UANA"}
+	ask(t, env, named)
+
+	list := func(as string) bridge.ListReply {
+		data, _ := json.Marshal(bridge.ListRequest{As: as, Tenant: "acme"})
+		msg, err := env.NATS.Conn.Request(bridge.APIList, data, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply bridge.ListReply
+		if err := json.Unmarshal(msg.Data, &reply); err != nil {
+			t.Fatal(err)
+		}
+		return reply
+	}
+	summary := func(r bridge.ListReply) string {
+		var parts []string
+		for _, v := range r.Questions {
+			parts = append(parts, fmt.Sprintf("%s:hidden=%v,answer=%v,decline=%v", v.QuestionID, v.Hidden, v.CanAnswer, v.CanDecline))
+		}
+		return strings.Join(parts, " ")
+	}
+	for _, c := range []struct{ as, want string }{
+		{"slack:UADMIN", "q-1:hidden=false,answer=true,decline=true q-2:hidden=false,answer=true,decline=true"},
+		{"slack:UOP", "q-1:hidden=false,answer=true,decline=true q-2:hidden=true,answer=false,decline=true"},
+		{"slack:UANA", "q-2:hidden=false,answer=true,decline=true"},
+		{"slack:UREADER", "q-1:hidden=true,answer=false,decline=false q-2:hidden=true,answer=false,decline=false"},
+		{"slack:USTRANGER", ""},
+	} {
+		if got := summary(list(c.as)); got != c.want {
+			t.Errorf("list as %s = %q, want %q", c.as, got, c.want)
+		}
+	}
+	for _, v := range list("slack:UREADER").Questions {
+		if v.Question != nil {
+			t.Errorf("a reader sees the content of %s", v.QuestionID)
+		}
+	}
+	if r := show(t, env, "slack:USTRANGER", "job-api", "q-1"); r.Question != nil || r.Error != "There is no question q-1 that you can see." {
+		t.Errorf("stranger show = %+v", r)
+	}
+	r := show(t, env, "slack:UADMIN", "job-api", "q-1")
+	if r.Question == nil || len(r.Audit) != 1 || r.Audit[0].To != bridge.StatePending {
+		t.Errorf("admin show = %+v", r)
+	}
+	if r := show(t, env, "bad identity", "job-api", "q-1"); !strings.HasPrefix(r.Error, "as: ") {
+		t.Errorf("bad identity show = %+v", r)
+	}
+}
