@@ -236,7 +236,9 @@ func TestCancelAndBump(t *testing.T) {
 	ctx := context.Background()
 	mustAsk(t, s, newQ("job-1", "q-1", 1))
 	mustAsk(t, s, newQ("job-1", "q-2", 1))
-	states := func(r *Record) []Message { return []Message{{Subject: "x", Data: []byte(r.QuestionID + " " + r.State)}} }
+	states := func(r *Record) []Message {
+		return []Message{{Subject: "x", Data: []byte(r.QuestionID + " " + r.State)}}
+	}
 	ended, err := s.Cancel(ctx, JobCancel{Tenant: "acme", JobID: "job-1", QuestionID: "q-2", Reason: "not needed", By: "slack:UADMIN", At: t0, Outbox: states})
 	if err != nil || len(ended) != 1 || ended[0].QuestionID != "q-2" || ended[0].State != bridge.StateCancelled {
 		t.Fatalf("cancel q-2 = %+v, %v", ended, err)
