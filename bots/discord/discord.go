@@ -10,6 +10,7 @@ package discord
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -78,6 +79,7 @@ const (
 // Bot is the Discord front-end.
 type Bot struct {
 	o       Options
+	id      string // this instance, for posting claims
 	log     *slog.Logger
 	s       *discordgo.Session
 	pub     ed25519.PublicKey
@@ -151,7 +153,10 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discord: key-value bucket %s: %w", SeenBucket, err)
 	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
 	b := &Bot{
+		id:    hex.EncodeToString(rnd[:]),
 		o:     o,
 		log:   o.Logger.With("component", "discord"),
 		s:     s,

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,6 +18,14 @@ import (
 
 // errPermanent marks an event that can never be handled; it is acked.
 var errPermanent = errors.New("discord: event cannot be handled")
+
+// errBusy says another replica is posting the question right now: the
+// event is retried, and then finds the card posted.
+var errBusy = errors.New("discord: another replica is posting this question")
+
+// claimTTL bounds how long a replica's claim to post a question holds
+// when it crashed while posting.
+const claimTTL = 90 * time.Second
 
 // process handles one event and acks it, or asks for a redelivery when the
 // failure may pass. Handlers are idempotent: a redelivered event, a restart
@@ -133,6 +142,29 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 			SafeFallback:       "answer in the askbridge console or with /ask",
 			OperatorMessage:    fmt.Sprintf("%q is not a Discord channel id (a number such as 1234567890123456789).", truncate(channel, 40))}
 		return b.fail(ctx, key, c, f)
+	}
+	// Claim the posting, so two replicas handling the same question at
+	// once do not both post it; a claim left by a crash expires.
+	c, err = b.updateCard(ctx, key, init, func(c *card) bool {
+		if c.MessageID != "" || c.Outcome != nil || c.Failed {
+			return false
+		}
+		if c.Claim != "" && c.Claim != b.id && b.now().Sub(c.ClaimAt) < claimTTL {
+			return false
+		}
+		c.Claim, c.ClaimAt = b.id, b.now().UTC()
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.MessageID != "":
+		return b.report(ctx, c, c.ref(), nil)
+	case c.Outcome != nil || c.Failed:
+		return nil
+	case c.Claim != b.id:
+		return errBusy
 	}
 	if err := b.putIndex(ctx, c.Tenant, c.JobID, c.QuestionID); err != nil {
 		return err

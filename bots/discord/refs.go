@@ -38,6 +38,9 @@ type card struct {
 	Edited bool `json:"edited,omitempty"`
 	// Failed is set when the question could not be shown (reported).
 	Failed bool `json:"failed,omitempty"`
+	// Claim names the bot instance posting the card, since ClaimAt.
+	Claim   string    `json:"claim,omitempty"`
+	ClaimAt time.Time `json:"claim_at,omitzero"`
 }
 
 // outcome is how a question ended, as the card shows it.

@@ -169,3 +169,50 @@ func TestExpiredAskedNotPosted(t *testing.T) {
 		t.Fatalf("%d posts for a question past its deadline", n)
 	}
 }
+
+func TestTwoReplicasPostEachQuestionOnce(t *testing.T) {
+	h := start(t, harnessOptions{})
+	h.secondBot(t)
+	const n = 6
+	for i := range n {
+		q := colorQuestion()
+		q.JobID = fmt.Sprintf("job-r%d", i)
+		ev := asked(q)
+		h.publishEvent(ev)
+		ev.EventID = "" // the same question relayed twice
+		h.publishEvent(ev)
+	}
+	checkFor(t, 20*time.Second, func() error {
+		jobs := map[string]bool{}
+		for _, d := range h.deliveriesNow() {
+			if !d.OK {
+				return fmt.Errorf("delivery failed: %+v", d.Failure)
+			}
+			jobs[d.JobID] = true
+		}
+		if len(jobs) != n {
+			return fmt.Errorf("%d questions reported, want %d", len(jobs), n)
+		}
+		return nil
+	})
+	h.markerEvent()
+	fake.mu.Lock()
+	stored := 0
+	for _, m := range fake.msgs {
+		if m["channel_id"] == channelA {
+			stored++
+		}
+	}
+	fake.mu.Unlock()
+	if stored != n {
+		t.Fatalf("%d cards in the channel, want %d (one per question)", stored, n)
+	}
+	// Every delivery report of a question names the same message.
+	byJob := map[string]string{}
+	for _, d := range h.deliveriesNow() {
+		if prev, ok := byJob[d.JobID]; ok && prev != d.Message.MessageID {
+			t.Fatalf("%s reported as %s and %s", d.JobID, prev, d.Message.MessageID)
+		}
+		byJob[d.JobID] = d.Message.MessageID
+	}
+}
