@@ -158,7 +158,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	b := &Bot{
 		id:    hex.EncodeToString(rnd[:]),
 		o:     o,
-		log:   o.Logger.With("component", "discord"),
+		log:   o.Logger,
 		s:     s,
 		pub:   ed25519.PublicKey(key),
 		refs:  refs,

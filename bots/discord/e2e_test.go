@@ -298,3 +298,46 @@ func TestE2EAskCommands(t *testing.T) {
 		t.Fatalf("%d global command registrations, want 1", n)
 	}
 }
+
+func TestE2EAccessDeniedFailsTheJob(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 403, Code: 50013, Times: -1})
+	q := colorQuestion()
+	ask(t, env, q)
+	res := await(t, env, q)
+	if res.Outcome != bridge.OutcomeFailed || res.Code != bridge.CodeAccessDenied || res.Failure == nil ||
+		res.Failure.Code != bridge.CodeAccessDenied || res.Failure.Dependency != "discord" {
+		t.Fatalf("resume = %+v (failure %+v)", res, res.Failure)
+	}
+	if strings.Contains(res.Text, testToken) || strings.Contains(res.Text, "error 50013") {
+		t.Fatalf("the agent reads a secret or a raw response: %q", res.Text)
+	}
+	_ = h
+}
+
+func TestE2EReminderDMThenTimeout(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	q := colorQuestion()
+	q.Timeout = "3s"
+	q.Escalation = &bridge.Escalation{Steps: []bridge.LadderStep{{At: 0.25, To: bridge.TargetAnswerers}}}
+	ask(t, env, q)
+	msg := h.posted(channelA, 1)
+	checkFor(t, 20*time.Second, func() error {
+		dms := fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
+		if len(dms) != 1 {
+			return fmt.Errorf("%d reminder DMs to kevin", len(dms))
+		}
+		if e := dms[0].JSON(t)["embeds"].([]any)[0].(map[string]any); e["description"] != q.Question {
+			return fmt.Errorf("DM embed = %v", e)
+		}
+		return nil
+	})
+	res := await(t, env, q)
+	if res.Outcome != bridge.OutcomeTimedOut || res.Text != "Nobody answered within 0:00:03." {
+		t.Fatalf("resume = %+v", res)
+	}
+	settledCard(t, msg["id"].(string), "Nobody answered within 0:00:03.")
+	if n := len(fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 1 {
+		t.Fatalf("%d reminder DMs, want 1", n)
+	}
+}
