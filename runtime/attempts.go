@@ -20,18 +20,99 @@ type refusal struct {
 	fields map[string]string
 }
 
-// handleAttempt decides one answer attempt. The checks run in the order
-// the contract gives: known question, still pending, task version current,
-// answerer allowed, right kind, fields valid. Then one transaction settles
-// the question, resumes the job and announces it.
-func (r *Runtime) handleAttempt(ctx context.Context, msg jetstream.Msg) error {
+// maxAttemptBatch bounds how many attempts one transaction decides.
+const maxAttemptBatch = 512
+
+// consumeAttempts feeds answer attempts to a batching loop: whatever has
+// arrived while the previous batch was being committed is decided in the
+// next single transaction, so one fsync carries many answers under load
+// and a lone answer is still decided at once.
+func (r *Runtime) consumeAttempts(ctx context.Context) (func(), error) {
+	cons, err := r.js.CreateOrUpdateConsumer(ctx, bridge.StreamAnswers, jetstream.ConsumerConfig{
+		Durable:       r.o.Consumer + "-answers",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: 8192,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: answers consumer: %w", err)
+	}
+	queue := make(chan jetstream.Msg, 4096)
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case queue <- m:
+		case <-loopCtx.Done():
+		}
+	}, jetstream.PullMaxMessages(1024))
+	if err != nil {
+		stopLoop()
+		return nil, fmt.Errorf("runtime: consume answers: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var batch []jetstream.Msg
+			select {
+			case <-loopCtx.Done():
+				return
+			case m := <-queue:
+				batch = append(batch, m)
+			}
+		drain:
+			for len(batch) < maxAttemptBatch {
+				select {
+				case m := <-queue:
+					batch = append(batch, m)
+				default:
+					break drain
+				}
+			}
+			if err := r.decideAttempts(loopCtx, batch); err != nil {
+				if loopCtx.Err() != nil {
+					return
+				}
+				r.log.Error("will retry answer attempts", "count", len(batch), "err", err)
+				for _, m := range batch {
+					_ = m.NakWithDelay(time.Second)
+				}
+				continue
+			}
+			for _, m := range batch {
+				_ = m.Ack()
+			}
+		}
+	}()
+	return func() {
+		cc.Stop()
+		stopLoop()
+		<-done
+	}, nil
+}
+
+// attemptItem is one attempt of a batch on its way to a decision.
+type attemptItem struct {
+	a       bridge.AnswerAttempt
+	tenant  string
+	job     string
+	rec     *store.Record
+	checked *bridge.CheckedAnswer
+	ref     *refusal
+	settle  *store.Settlement
+}
+
+// parseAttempt reads an attempt; nil means it is unusable and dropped.
+func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 	tenant, job, ok := subjectKey(msg.Subject(), bridge.PrefixAnswer)
 	if !ok {
 		r.log.Warn("answer attempt on a subject without a valid tenant and job; dropped", "subject", msg.Subject())
 		return nil
 	}
-	var a bridge.AnswerAttempt
-	if err := json.Unmarshal(msg.Data(), &a); err != nil {
+	it := &attemptItem{tenant: tenant, job: job}
+	a := &it.a
+	if err := json.Unmarshal(msg.Data(), a); err != nil {
 		r.log.Warn("malformed answer attempt dropped", "subject", msg.Subject(), "err", err)
 		return nil
 	}
@@ -50,58 +131,140 @@ func (r *Runtime) handleAttempt(ctx context.Context, msg jetstream.Msg) error {
 		r.log.Warn("answer attempt without a valid identity dropped", "subject", msg.Subject(), "attempt", a.AttemptID)
 		return nil
 	}
-	seen, err := r.st.SeenAttempt(ctx, a.AttemptID)
+	return it
+}
+
+// decideAttempts decides a batch. The checks run in the order the
+// contract gives: known question, still pending, task version current,
+// answerer allowed, right kind, fields valid. Accepted attempts settle
+// their question, resume the job and announce it; refused ones tell the
+// answerer. All of it commits in one transaction.
+func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) error {
+	now := time.Now().UTC()
+	var items []*attemptItem
+	ids := map[string]bool{}
+	for _, m := range msgs {
+		it := r.parseAttempt(m)
+		if it == nil || ids[it.a.AttemptID] {
+			continue
+		}
+		ids[it.a.AttemptID] = true
+		items = append(items, it)
+	}
+	winners := map[int64]*attemptItem{}
+	decisions := make([]store.Decision, 0, len(items))
+	for _, it := range items {
+		var err error
+		it.rec, it.checked, it.ref, err = r.decide(ctx, &it.a, it.tenant, it.job)
+		if err != nil {
+			return err
+		}
+		if it.ref == nil {
+			if first := winners[it.rec.ID]; first != nil {
+				// Two answers in one batch: the first settles it.
+				it.ref = notPending(settledBy(first))
+			} else {
+				winners[it.rec.ID] = it
+				st, err := r.settlement(ctx, it.rec, &it.a, it.checked, now)
+				if err != nil {
+					return err
+				}
+				it.settle = st
+				decisions = append(decisions, store.Decision{Settle: st})
+				continue
+			}
+		}
+		decisions = append(decisions, store.Decision{Refuse: r.refusal(it.rec, &it.a, it.ref, now)})
+	}
+	if len(decisions) == 0 {
+		return nil
+	}
+	errs, err := r.st.Decide(ctx, decisions)
 	if err != nil {
 		return err
 	}
-	if seen {
-		return nil
-	}
-	now := time.Now().UTC()
-	rec, checked, ref := r.decide(ctx, &a, tenant, job)
-	if ref == nil {
-		err := r.settle(ctx, rec, &a, checked, now)
-		if errors.Is(err, store.ErrNotPending) {
-			// Someone settled it between our read and our write.
-			if fresh, ferr := r.st.Get(ctx, rec.ID); ferr == nil {
-				rec, ref = fresh, notPending(fresh)
-			} else {
+	// Settlements another replica beat between our read and our write
+	// become refusals naming the winner.
+	var late []store.Decision
+	var lateItems []*attemptItem
+	i := 0
+	for _, it := range items {
+		if it.settle == nil && it.ref == nil {
+			continue
+		}
+		err := errs[i]
+		i++
+		switch {
+		case err == nil && it.settle != nil:
+			r.metrics.settled.WithLabelValues(it.settle.State).Inc()
+			r.metrics.latency.Observe(now.Sub(it.rec.AskedAt).Seconds())
+			r.log.Info("question settled", "tenant", it.rec.Tenant, "job", it.rec.JobID, "question", it.rec.QuestionID,
+				"state", it.settle.State, "by", it.a.By, "via", it.settle.Via)
+		case err == nil:
+			r.metrics.refusals.WithLabelValues(it.ref.reason).Inc()
+			r.log.Info("answer refused", "tenant", it.a.Tenant, "job", it.a.JobID, "question", it.a.QuestionID, "by", it.a.By, "reason", it.ref.reason)
+		case errors.Is(err, store.ErrNotPending):
+			fresh, ferr := r.st.Get(ctx, it.rec.ID)
+			if ferr != nil {
 				return ferr
 			}
-		} else if errors.Is(err, store.ErrDuplicate) {
-			return nil
-		} else if err != nil {
-			return err
+			it.ref = notPending(fresh)
+			late = append(late, store.Decision{Refuse: r.refusal(fresh, &it.a, it.ref, now)})
+			lateItems = append(lateItems, it)
 		}
 	}
-	if ref == nil {
-		return nil
+	if len(late) > 0 {
+		if _, err := r.st.Decide(ctx, late); err != nil {
+			return err
+		}
+		for _, it := range lateItems {
+			r.metrics.refusals.WithLabelValues(it.ref.reason).Inc()
+		}
 	}
-	return r.refuse(ctx, rec, &a, ref, now)
+	r.wakeRelay()
+	return nil
+}
+
+// settledBy is the record as the batch's first answer left it.
+func settledBy(first *attemptItem) *store.Record {
+	rec := *first.rec
+	rec.State, rec.By, rec.ByName, rec.SettledAt = first.settle.State, first.settle.By, first.settle.ByName, first.settle.At
+	return &rec
 }
 
 // decide runs the checks; it returns the question (when known) and either
 // the checked answer or the refusal.
-func (r *Runtime) decide(ctx context.Context, a *bridge.AnswerAttempt, tenant, job string) (*store.Record, *bridge.CheckedAnswer, *refusal) {
+func (r *Runtime) decide(ctx context.Context, a *bridge.AnswerAttempt, tenant, job string) (*store.Record, *bridge.CheckedAnswer, *refusal, error) {
 	if a.Tenant != tenant || a.JobID != job || !bridge.ValidToken(a.QuestionID) {
-		return nil, nil, &refusal{reason: bridge.RefusedUnknown, text: fmt.Sprintf("There is no question %q in job %s.", a.QuestionID, job)}
+		return nil, nil, &refusal{reason: bridge.RefusedUnknown, text: fmt.Sprintf("There is no question %q in job %s.", a.QuestionID, job)}, nil
 	}
 	key := store.Key{Tenant: tenant, JobID: job, QuestionID: a.QuestionID, TaskVersion: a.TaskVersion}
 	rec, err := r.st.Find(ctx, key)
 	if errors.Is(err, store.ErrNotFound) && a.TaskVersion != 0 {
 		key.TaskVersion = 0
-		if latest, lerr := r.st.Find(ctx, key); lerr == nil {
-			return latest, nil, staleRefusal(a.TaskVersion, latest.TaskVersion)
+		latest, lerr := r.st.Find(ctx, key)
+		if lerr == nil {
+			return latest, nil, staleRefusal(a.TaskVersion, latest.TaskVersion), nil
+		}
+		if !errors.Is(lerr, store.ErrNotFound) {
+			return nil, nil, nil, lerr
 		}
 	}
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, &refusal{reason: bridge.RefusedUnknown, text: fmt.Sprintf("There is no question %s in job %s.", a.QuestionID, job)}, nil
+	}
 	if err != nil {
-		return nil, nil, &refusal{reason: bridge.RefusedUnknown, text: fmt.Sprintf("There is no question %s in job %s.", a.QuestionID, job)}
+		return nil, nil, nil, err
 	}
 	if rec.State != bridge.StatePending {
-		return rec, nil, notPending(rec)
+		return rec, nil, notPending(rec), nil
 	}
-	if current, err := r.st.JobVersion(ctx, tenant, job); err == nil && current > rec.TaskVersion {
-		return rec, nil, staleRefusal(rec.TaskVersion, current)
+	current, err := r.st.JobVersion(ctx, tenant, job)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if current > rec.TaskVersion {
+		return rec, nil, staleRefusal(rec.TaskVersion, current), nil
 	}
 	q := decodeBody(rec)
 	acc := r.o.Roles.accessFor(a.By, a.Roles, q)
@@ -110,13 +273,13 @@ func (r *Runtime) decide(ctx context.Context, a *bridge.AnswerAttempt, tenant, j
 		action = bridge.ActionAnswer
 	}
 	if !(acc.Answer || (acc.Decline && action == bridge.ActionDecline)) {
-		return rec, nil, &refusal{reason: bridge.RefusedForbidden, text: forbiddenText(a.By, acc, action)}
+		return rec, nil, &refusal{reason: bridge.RefusedForbidden, text: forbiddenText(a.By, acc, action)}, nil
 	}
 	checked, aerr := bridge.CheckAnswer(q, a.Action, a.Answer, a.Comment)
 	if aerr != nil {
-		return rec, nil, &refusal{reason: aerr.Reason, text: aerr.Text, fields: aerr.Fields}
+		return rec, nil, &refusal{reason: aerr.Reason, text: aerr.Text, fields: aerr.Fields}, nil
 	}
-	return rec, checked, nil
+	return rec, checked, nil, nil
 }
 
 func staleRefusal(had, current int64) *refusal {
@@ -146,14 +309,15 @@ func notPending(rec *store.Record) *refusal {
 	return &refusal{reason: bridge.RefusedNotPending, text: text}
 }
 
-// settle commits an accepted attempt with its event and resume.
-func (r *Runtime) settle(ctx context.Context, rec *store.Record, a *bridge.AnswerAttempt, checked *bridge.CheckedAnswer, now time.Time) error {
+// settlement builds the settlement of an accepted attempt: the new state,
+// the event for the front-ends and the resume for the agent.
+func (r *Runtime) settlement(ctx context.Context, rec *store.Record, a *bridge.AnswerAttempt, checked *bridge.CheckedAnswer, now time.Time) (*store.Settlement, error) {
 	raw := a.Answer
 	a.Action, a.Answer = checked.Action, checked.Value
 	display := checked.Display
 	refs, err := r.st.Messages(ctx, rec.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	via := a.Via
 	if via == "" {
@@ -185,18 +349,12 @@ func (r *Runtime) settle(ctx context.Context, rec *store.Record, a *bridge.Answe
 	res.Text, res.Answer, res.Comment = st.Text, a.Answer, a.Comment
 	res.By, res.ByName, res.Via = a.By, a.ByName, via
 	st.Outbox = []store.Message{eventMsg(ev), resumeMsg(res)}
-	if err := r.st.Settle(ctx, st); err != nil {
-		return err
-	}
-	r.metrics.settled.WithLabelValues(st.State).Inc()
-	r.metrics.latency.Observe(now.Sub(rec.AskedAt).Seconds())
-	r.wakeRelay()
-	r.log.Info("question settled", "tenant", rec.Tenant, "job", rec.JobID, "question", rec.QuestionID, "state", st.State, "by", a.By, "via", via)
-	return nil
+	return &st, nil
 }
 
-// refuse records the refusal and tells the answerer; the question waits on.
-func (r *Runtime) refuse(ctx context.Context, rec *store.Record, a *bridge.AnswerAttempt, ref *refusal, now time.Time) error {
+// refusal builds the record of a refused attempt and the event telling the
+// answerer; the question waits on.
+func (r *Runtime) refusal(rec *store.Record, a *bridge.AnswerAttempt, ref *refusal, now time.Time) *store.Refusal {
 	ev := bridge.Event{
 		Type: bridge.EventRefused, Tenant: a.Tenant, JobID: a.JobID, QuestionID: a.QuestionID, TaskVersion: a.TaskVersion,
 		To: a.By, By: a.By, ByName: a.ByName, Via: a.Via, Reason: ref.reason, Text: ref.text, FieldErrors: ref.fields,
@@ -205,22 +363,14 @@ func (r *Runtime) refuse(ctx context.Context, rec *store.Record, a *bridge.Answe
 	var question int64
 	if rec != nil {
 		question = rec.ID
-		ev.TaskVersion = rec.TaskVersion
+		if ev.TaskVersion == 0 {
+			ev.TaskVersion = rec.TaskVersion
+		}
 		ev.State = rec.State
 		ev.AskedAt, ev.Deadline = rec.AskedAt, rec.Deadline
 	}
 	ev.EventID = fmt.Sprintf("%s.%s.%s.refused.%s", a.Tenant, a.JobID, a.QuestionID, a.AttemptID)
-	err := r.st.Refuse(ctx, a.AttemptID, question, now, []store.Message{eventMsg(ev)})
-	if errors.Is(err, store.ErrDuplicate) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	r.metrics.refusals.WithLabelValues(ref.reason).Inc()
-	r.wakeRelay()
-	r.log.Info("answer refused", "tenant", a.Tenant, "job", a.JobID, "question", a.QuestionID, "by", a.By, "reason", ref.reason)
-	return nil
+	return &store.Refusal{AttemptID: a.AttemptID, Question: question, At: now, Outbox: []store.Message{eventMsg(ev)}}
 }
 
 func platformOf(id string) string {

@@ -25,9 +25,8 @@ import (
 type Store interface {
 	Ask(ctx context.Context, nq store.NewQuestion) (*store.AskResult, error)
 	Settle(ctx context.Context, st store.Settlement) error
-	Refuse(ctx context.Context, attemptID string, question int64, at time.Time, msgs []store.Message) error
+	Decide(ctx context.Context, ds []store.Decision) ([]error, error)
 	Enqueue(ctx context.Context, msgs []store.Message) error
-	SeenAttempt(ctx context.Context, attemptID string) (bool, error)
 	Cancel(ctx context.Context, c store.JobCancel) ([]store.Record, error)
 
 	Get(ctx context.Context, id int64) (*store.Record, error)
@@ -132,7 +131,6 @@ func (r *Runtime) Run(ctx context.Context) error {
 	}
 	subs := []sub{
 		{bridge.StreamQuestions, "questions", r.handleQuestion},
-		{bridge.StreamAnswers, "answers", r.handleAttempt},
 		{bridge.StreamCancels, "cancels", r.handleCancel},
 		{bridge.StreamDelivery, "delivery", r.handleDelivery},
 	}
@@ -149,6 +147,11 @@ func (r *Runtime) Run(ctx context.Context) error {
 		}
 		stops = append(stops, stop)
 	}
+	attemptsStop, err := r.consumeAttempts(ctx)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, attemptsStop)
 	apiStop, err := r.serveAPI(ctx)
 	if err != nil {
 		return err

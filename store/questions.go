@@ -288,35 +288,94 @@ type Settlement struct {
 // transaction. It returns ErrNotPending when someone settled it first and
 // ErrDuplicate when the attempt was decided before.
 func (s *Store) Settle(ctx context.Context, st Settlement) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if err := attemptTx(ctx, tx, st.AttemptID, st.Question, st.At); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE questions SET state = ?, action = ?, answer_raw = ?, answer = ?, answer_text = ?,
-			comment = ?, by_id = ?, by_name = ?, via = ?, text = ?, settled_at = ? WHERE id = ? AND state = 'pending'`,
-			st.State, st.Action, string(st.AnswerRaw), string(st.Answer), st.AnswerText, st.Comment, st.By, st.ByName, st.Via, st.Text, ms(st.At), st.Question)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return ErrNotPending
-		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM steps WHERE question = ?", st.Question); err != nil {
-			return err
-		}
-		reason := st.Reason
-		if reason == "" {
-			reason = st.Text
-		}
-		if err := auditTx(ctx, tx, st.Question, bridge.StatePending, st.State, st.By, st.Via, reason, st.At); err != nil {
-			return err
-		}
-		return outboxTx(ctx, tx, st.Outbox, st.At)
-	})
-	if err != nil && !errors.Is(err, ErrNotPending) && !errors.Is(err, ErrDuplicate) {
+	errs, err := s.Decide(ctx, []Decision{{Settle: &st}})
+	if err != nil {
 		return fmt.Errorf("store: settle question %d: %w", st.Question, err)
 	}
-	return err
+	return errs[0]
+}
+
+func settleAnswerTx(ctx context.Context, tx *sql.Tx, st *Settlement) error {
+	if err := attemptTx(ctx, tx, st.AttemptID, st.Question, st.At); err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE questions SET state = ?, action = ?, answer_raw = ?, answer = ?, answer_text = ?,
+		comment = ?, by_id = ?, by_name = ?, via = ?, text = ?, settled_at = ? WHERE id = ? AND state = 'pending'`,
+		st.State, st.Action, string(st.AnswerRaw), string(st.Answer), st.AnswerText, st.Comment, st.By, st.ByName, st.Via, st.Text, ms(st.At), st.Question)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotPending
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM steps WHERE question = ?", st.Question); err != nil {
+		return err
+	}
+	reason := st.Reason
+	if reason == "" {
+		reason = st.Text
+	}
+	if err := auditTx(ctx, tx, st.Question, bridge.StatePending, st.State, st.By, st.Via, reason, st.At); err != nil {
+		return err
+	}
+	return outboxTx(ctx, tx, st.Outbox, st.At)
+}
+
+// Refusal records a refused attempt with the messages telling the answerer.
+type Refusal struct {
+	AttemptID string
+	Question  int64
+	At        time.Time
+	Outbox    []Message
+}
+
+// Decision is one decided attempt: a settlement or a refusal.
+type Decision struct {
+	Settle *Settlement
+	Refuse *Refusal
+}
+
+// Decide applies many decisions in one transaction, so that one fsync
+// carries a whole batch of answers (group commit). Each decision runs in
+// its own savepoint: one that loses (ErrNotPending, ErrDuplicate) leaves
+// nothing behind and does not disturb the others. The returned slice holds
+// each decision's outcome; the error is for the transaction as a whole.
+func (s *Store) Decide(ctx context.Context, ds []Decision) ([]error, error) {
+	errs := make([]error, len(ds))
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		for i, d := range ds {
+			errs[i] = nil
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT decision"); err != nil {
+				return err
+			}
+			var err error
+			switch {
+			case d.Settle != nil:
+				err = settleAnswerTx(ctx, tx, d.Settle)
+			case d.Refuse != nil:
+				err = attemptTx(ctx, tx, d.Refuse.AttemptID, d.Refuse.Question, d.Refuse.At)
+				if err == nil {
+					err = outboxTx(ctx, tx, d.Refuse.Outbox, d.Refuse.At)
+				}
+			}
+			if errors.Is(err, ErrNotPending) || errors.Is(err, ErrDuplicate) {
+				errs[i] = err
+				if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO decision"); rerr != nil {
+					return rerr
+				}
+			} else if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, "RELEASE decision"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: decide %d attempts: %w", len(ds), err)
+	}
+	return errs, nil
 }
 
 func attemptTx(ctx context.Context, tx *sql.Tx, attemptID string, question int64, at time.Time) error {
@@ -331,21 +390,6 @@ func attemptTx(ctx context.Context, tx *sql.Tx, attemptID string, question int64
 		return ErrDuplicate
 	}
 	return nil
-}
-
-// Refuse records a refused attempt and the messages telling the answerer,
-// so a retried delivery of the same attempt is not refused twice.
-func (s *Store) Refuse(ctx context.Context, attemptID string, question int64, at time.Time, msgs []Message) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if err := attemptTx(ctx, tx, attemptID, question, at); err != nil {
-			return err
-		}
-		return outboxTx(ctx, tx, msgs, at)
-	})
-	if err != nil && !errors.Is(err, ErrDuplicate) {
-		return fmt.Errorf("store: refuse attempt %s: %w", attemptID, err)
-	}
-	return err
 }
 
 // Enqueue writes messages to the outbox on their own.
