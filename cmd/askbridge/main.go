@@ -39,6 +39,8 @@ Usage:
   askbridge cancel --tenant T JOB [QUESTION] [--reason REASON]
   askbridge link --as IDENTITY [--question TENANT/JOB/QUESTION | --job TENANT/JOB] [--ttl 24h]
   askbridge stats
+  askbridge torture [--duration 60s] [--rate 50] [--kill-every 5s] [--data DIR]
+                                            kill -9 the service under load and check nothing was lost or doubled
 
 The tools connect to ASK_NATS_URL, else to the embedded server at ASK_NATS_LISTEN
 (default 127.0.0.1:4222); --nats URL overrides both. They act as cli:<your user name>.
@@ -66,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	c := &cli{stdout: stdout, stderr: stderr, identity: cliIdentity()}
 	tools := map[string]func(context.Context, []string) int{
 		"ask": c.ask, "list": c.list, "show": c.show, "answer": c.answer, "decline": c.decline,
-		"cancel": c.cancel, "link": c.link, "stats": c.stats,
+		"cancel": c.cancel, "link": c.link, "stats": c.stats, "torture": c.torture,
 	}
 	tool, ok := tools[cmd]
 	if !ok {

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/torture"
+)
+
+// torture runs this binary's service under kill -9 and checks that nothing
+// acknowledged was lost or applied twice (internal/torture).
+func (c *cli) torture(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("askbridge torture", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	duration := fs.Duration("duration", 60*time.Second, "how long to ask, answer and kill")
+	rate := fs.Float64("rate", 50, "questions a second (answer attempts go at 80% of it)")
+	killEvery := fs.Duration("kill-every", 5*time.Second, "mean time between SIGKILLs of the server")
+	data := fs.String("data", "", "data directory (default: a new temporary directory, removed when the run is clean)")
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	if fs.NArg() > 0 || *duration <= 0 || *rate <= 0 || *killEvery <= 0 {
+		fmt.Fprintln(c.stderr, "askbridge torture: takes positive --duration, --rate and --kill-every and no arguments")
+		return exitConfig
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return c.fail("torture: %v", err)
+	}
+	dir, temp := *data, false
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "askbridge-torture-"); err != nil {
+			return c.fail("torture: %v", err)
+		}
+		temp = true
+	}
+	fmt.Fprintf(c.stdout, "askbridge torture: %v at %g questions/s, kill -9 every ~%v, data in %s\n", *duration, *rate, *killEvery, dir)
+	rep, err := torture.Run(ctx, torture.Options{
+		Binary: bin, DataDir: dir, Duration: *duration, Rate: *rate, KillEvery: *killEvery, Progress: c.stdout,
+	})
+	if err != nil {
+		fmt.Fprintf(c.stderr, "askbridge torture: %v (server log: %s/serve.log)\n", err, dir)
+		return exitError
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	rows := []struct {
+		name string
+		n    any
+	}{
+		{"kills (SIGKILL)", rep.Kills},
+		{"asked (acked)", rep.Asked},
+		{"stored", rep.Stored},
+		{"answer attempts sent", rep.AnswersSent},
+		{"answer attempts acked", rep.AnswersAcked},
+		{"  acked across a kill", rep.AckedAcrossKills},
+		{"  settled their question", rep.Settled},
+		{"  refused", rep.Refused},
+		{"resumes", rep.Resumes},
+		{"duplicates", rep.Duplicates},
+		{"lost", rep.Lost},
+		{"answered", rep.Answered},
+		{"declined", rep.Declined},
+		{"timed out", rep.TimedOut},
+		{"failed (on_timeout fail)", rep.Failed},
+		{"still pending (1h timeout)", rep.Pending},
+		{"ladder steps fired", rep.LadderSteps},
+		{"outbox backlog", rep.OutboxBacklog},
+		{"violations", len(rep.Violations)},
+	}
+	fmt.Fprintln(c.stdout)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%v\t\n", r.name, r.n)
+	}
+	tw.Flush()
+	if len(rep.RefusedBy) > 0 {
+		fmt.Fprintf(c.stdout, "refusals by reason: %v\n", rep.RefusedBy)
+	}
+	fmt.Fprintf(c.stdout, "elapsed %v\n", rep.Elapsed.Round(time.Millisecond))
+	if len(rep.Violations) > 0 {
+		fmt.Fprintln(c.stdout, "\nVIOLATIONS:")
+		for _, v := range rep.Violations {
+			fmt.Fprintln(c.stdout, "  - "+v)
+		}
+		fmt.Fprintf(c.stdout, "data kept in %s\n", dir)
+		return exitError
+	}
+	if temp {
+		_ = os.RemoveAll(dir)
+	}
+	return exitOK
+}

@@ -1,0 +1,486 @@
+// Package torture runs askbridge under kill -9: fixed-rate questions and
+// answer attempts for a bounded time while the server process is SIGKILLed
+// every few seconds and restarted on the same data directory. At the end
+// it reads everything back through the public contract (the streams and
+// the request/reply API) and checks that no acknowledged answer was lost,
+// no question resumed twice, no ladder step lost or fired twice and no
+// outbox row left behind.
+package torture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/bridge/agent"
+)
+
+// Options shape a run.
+type Options struct {
+	// Binary is the askbridge executable; it is run as "<Binary> serve".
+	Binary string
+	// DataDir is the server's data directory, kept across restarts.
+	DataDir string
+	// Duration is how long questions and answers are sent (and the server killed).
+	Duration time.Duration
+	// Rate is questions a second; answer attempts go at 80% of it.
+	Rate float64
+	// KillEvery is the mean time between SIGKILLs (jittered by ±20%).
+	KillEvery time.Duration
+	// ShortMin and ShortMax bound the timeouts of short questions, which
+	// climb their ladder and time out during the run (default 6s and 12s).
+	ShortMin, ShortMax time.Duration
+	// Progress receives one line per kill and per phase; nil discards.
+	Progress io.Writer
+	// ServerLog receives the child's output; nil means <DataDir>/serve.log.
+	ServerLog io.Writer
+}
+
+// Report is what a run saw. Counts are for this run's questions only.
+type Report struct {
+	Kills int
+	// Asked is questions whose publish JetStream acknowledged; Stored those
+	// the service knows at the end.
+	Asked, Stored int
+	// AnswersSent is answer attempts published; AnswersAcked those
+	// JetStream acknowledged; AckedAcrossKills those whose publish started
+	// before a kill and was acknowledged after it.
+	AnswersSent, AnswersAcked, AckedAcrossKills int
+	// Settled is acked attempts that answered or declined their question;
+	// Refused those refused (by reason in RefusedBy).
+	Settled, Refused int
+	RefusedBy        map[string]int
+	// Resumes is resume messages on the stream; Duplicates resumes beyond
+	// the first of a question; Lost acknowledged work with no outcome.
+	Resumes, Duplicates, Lost int
+	// By final state.
+	Answered, Declined, TimedOut, Failed, Pending int
+	// LadderSteps is reminded and escalated events.
+	LadderSteps int
+	// OutboxBacklog is the service's unsent outbox rows at the end.
+	OutboxBacklog int64
+	// Violations lists every broken invariant, one sentence each.
+	Violations []string
+	Elapsed    time.Duration
+}
+
+func (r *Report) violate(format string, args ...any) {
+	r.Violations = append(r.Violations, fmt.Sprintf(format, args...))
+}
+
+// maxViolations bounds the list; the counts still count everything.
+const maxViolations = 200
+
+// question is one question this run asked.
+type question struct {
+	tenant, job, id string
+	short, ladder   bool
+	fail            bool
+	timeout         time.Duration
+	acked           bool
+}
+
+func (q *question) key() string { return fmt.Sprintf("%s/%s/%s@1", q.tenant, q.job, q.id) }
+
+// attempt is one answer attempt this run sent.
+type attempt struct {
+	id       string
+	q        *question
+	action   string
+	answer   string
+	sent     bool
+	acked    bool
+	startInc int64
+	ackInc   int64
+}
+
+type run struct {
+	o      Options
+	out    io.Writer
+	runID  string
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	agent  *agent.Client
+	srv    *server
+	start  time.Time
+	incarn atomic.Int64 // bumped at every kill
+
+	mu        sync.Mutex
+	questions []*question
+	open      []*question // acked, no valid attempt yet
+	tried     []*question // acked, with an attempt
+	attempts  []*attempt
+	nAsk      int
+	nAtt      int
+}
+
+func (r *run) logf(format string, args ...any) {
+	fmt.Fprintf(r.out, "%6.1fs  %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// Run runs the torture test and reports what it found. An error means the
+// run could not be carried out (the server would not start, NATS could not
+// be read); broken invariants are in Report.Violations.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Binary == "" || o.DataDir == "" {
+		return nil, errors.New("torture: Binary and DataDir are required")
+	}
+	if o.Duration <= 0 {
+		o.Duration = 60 * time.Second
+	}
+	if o.Rate <= 0 {
+		o.Rate = 50
+	}
+	if o.KillEvery <= 0 {
+		o.KillEvery = 5 * time.Second
+	}
+	if o.ShortMin <= 0 {
+		o.ShortMin = 6 * time.Second
+	}
+	if o.ShortMax < o.ShortMin {
+		o.ShortMax = max(12*time.Second, o.ShortMin)
+	}
+	out := o.Progress
+	if out == nil {
+		out = io.Discard
+	}
+	if err := os.MkdirAll(o.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("torture: data dir: %w", err)
+	}
+	serverLog := o.ServerLog
+	if serverLog == nil {
+		f, err := os.OpenFile(filepath.Join(o.DataDir, "serve.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
+		if err != nil {
+			return nil, fmt.Errorf("torture: server log: %w", err)
+		}
+		defer f.Close()
+		serverLog = f
+	}
+	natsPort, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("torture: nats port: %w", err)
+	}
+	httpPort, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("torture: http port: %w", err)
+	}
+	r := &run{
+		o: o, out: out, start: time.Now(),
+		runID: fmt.Sprintf("%06x", rand.Uint32()&0xffffff),
+		srv:   newServer(o.Binary, o.DataDir, natsPort, httpPort, serverLog),
+	}
+	// Whatever happens, the child does not outlive the run.
+	defer r.srv.kill()
+
+	if err := r.srv.start(ctx, 60*time.Second); err != nil {
+		return nil, fmt.Errorf("torture: %w", err)
+	}
+	r.logf("askbridge serve ready (nats 127.0.0.1:%d, http 127.0.0.1:%d, data %s)", natsPort, httpPort, o.DataDir)
+	url := fmt.Sprintf("nats://127.0.0.1:%d", natsPort)
+	r.nc, err = nats.Connect(url, nats.Name("askbridge-torture"), nats.MaxReconnects(-1),
+		nats.ReconnectWait(100*time.Millisecond), nats.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
+		nats.RetryOnFailedConnect(true), nats.DontRandomize())
+	if err != nil {
+		return nil, fmt.Errorf("torture: connect %s: %w", url, err)
+	}
+	defer r.nc.Close()
+	if r.js, err = jetstream.New(r.nc); err != nil {
+		return nil, fmt.Errorf("torture: jetstream: %w", err)
+	}
+	if r.agent, err = agent.New(r.nc); err != nil {
+		return nil, fmt.Errorf("torture: %w", err)
+	}
+
+	rep := &Report{RefusedBy: map[string]int{}}
+	if err := r.load(ctx, rep); err != nil {
+		return rep, err
+	}
+	if err := r.settle(ctx, rep); err != nil {
+		return rep, err
+	}
+	if err := r.check(ctx, rep); err != nil {
+		return rep, err
+	}
+	if len(rep.Violations) > maxViolations {
+		n := len(rep.Violations) - maxViolations
+		rep.Violations = append(rep.Violations[:maxViolations], fmt.Sprintf("... and %d more", n))
+	}
+	r.srv.stop(10 * time.Second)
+	rep.Elapsed = time.Since(r.start)
+	r.logf("done: %d violations", len(rep.Violations))
+	return rep, nil
+}
+
+// load sends questions and answers at fixed rates for the duration while
+// the killer kills and restarts the server; then it stops killing and waits
+// for every publish in flight to be acknowledged.
+func (r *run) load(ctx context.Context, rep *Report) error {
+	loadCtx, stopLoad := context.WithTimeout(ctx, r.o.Duration)
+	defer stopLoad()
+	// Publishes started during the load retry until acknowledged, or until
+	// this bound after the load ends.
+	pubCtx, stopPub := context.WithTimeout(ctx, r.o.Duration+60*time.Second)
+	defer stopPub()
+
+	var fatal error
+	var fatalOnce sync.Once
+	fail := func(err error) {
+		fatalOnce.Do(func() { fatal = err; stopLoad(); stopPub() })
+	}
+
+	var pubs sync.WaitGroup
+	sem := make(chan struct{}, 512)
+	spawn := func(f func()) bool {
+		select {
+		case sem <- struct{}{}:
+		case <-loadCtx.Done():
+			return false
+		}
+		pubs.Add(1)
+		go func() {
+			defer func() { <-sem; pubs.Done() }()
+			f()
+		}()
+		return true
+	}
+
+	var loops sync.WaitGroup
+	loops.Add(3)
+	go func() { defer loops.Done(); r.killer(loadCtx, rep, fail) }()
+	go func() {
+		defer loops.Done()
+		r.every(loadCtx, r.o.Rate, func() { r.askOne(pubCtx, spawn) })
+	}()
+	go func() {
+		defer loops.Done()
+		r.every(loadCtx, r.o.Rate*0.8, func() { r.answerOne(pubCtx, spawn) })
+	}()
+	loops.Wait()
+	r.logf("load over after %d kills: waiting for publishes in flight", rep.Kills)
+	pubs.Wait()
+	if fatal != nil {
+		return fatal
+	}
+	if pubCtx.Err() != nil && ctx.Err() == nil {
+		return errors.New("torture: publishes were still not acknowledged 60s after the load ended")
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, q := range r.questions {
+		if q.acked {
+			rep.Asked++
+		}
+	}
+	for _, a := range r.attempts {
+		if a.sent {
+			rep.AnswersSent++
+		}
+		if a.acked {
+			rep.AnswersAcked++
+			if a.ackInc > a.startInc {
+				rep.AckedAcrossKills++
+			}
+		}
+	}
+	r.logf("asked %d (%d acked), answer attempts %d (%d acked, %d across kills)",
+		len(r.questions), rep.Asked, rep.AnswersSent, rep.AnswersAcked, rep.AckedAcrossKills)
+	return nil
+}
+
+// every calls f at a fixed rate until ctx ends.
+func (r *run) every(ctx context.Context, perSecond float64, f func()) {
+	if perSecond <= 0 {
+		return
+	}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / perSecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			f()
+		}
+	}
+}
+
+// killer SIGKILLs the server every KillEvery (±20%) and restarts it.
+func (r *run) killer(ctx context.Context, rep *Report, fail func(error)) {
+	for {
+		wait := time.Duration(float64(r.o.KillEvery) * (0.8 + 0.4*rand.Float64()))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		r.srv.kill()
+		r.incarn.Add(1)
+		rep.Kills++
+		killed := time.Now()
+		// The restart is not cut short by the end of the load: the run
+		// goes on against a ready server.
+		if err := r.srv.start(context.WithoutCancel(ctx), 60*time.Second); err != nil {
+			fail(fmt.Errorf("torture: restart after kill %d: %w", rep.Kills, err))
+			return
+		}
+		r.mu.Lock()
+		asked, att := r.nAsk, r.nAtt
+		r.mu.Unlock()
+		r.logf("kill -9 #%d; restarted and ready in %v (asked %d, answer attempts %d so far)",
+			rep.Kills, time.Since(killed).Round(time.Millisecond), asked, att)
+	}
+}
+
+// publish retries f with the same message id until JetStream acknowledges
+// it or ctx ends: the client reconnects to the same address by itself.
+func publish(ctx context.Context, f func(context.Context) error) error {
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := f(pctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Pace retries while the server is down.
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// askOne publishes the next question: 45% short with the default ladder,
+// 15% short with the ladder off, 40% long (1h). A third of the short ones
+// fail on timeout.
+func (r *run) askOne(ctx context.Context, spawn func(func()) bool) {
+	r.mu.Lock()
+	n := r.nAsk
+	r.nAsk++
+	r.mu.Unlock()
+	q := &question{
+		tenant: fmt.Sprintf("tt%s%c", r.runID, 'a'+rune(n%2)),
+		job:    fmt.Sprintf("job-%d", n/3),
+		id:     fmt.Sprintf("q-%d", n),
+		ladder: true,
+	}
+	switch p := rand.Float64(); {
+	case p < 0.45:
+		q.short = true
+	case p < 0.60:
+		q.short, q.ladder = true, false
+	}
+	bq := &bridge.Question{
+		Tenant: q.tenant, JobID: q.job, QuestionID: q.id, TaskVersion: 1,
+		Question: fmt.Sprintf("Torture question %d: red or blue?", n),
+		Choices:  []string{"red", "blue"},
+		Owner:    "cli:owner",
+		Timeout:  "1h",
+	}
+	if q.short {
+		span := r.o.ShortMax - r.o.ShortMin
+		q.timeout = r.o.ShortMin + time.Duration(rand.Int64N(int64(span)+1))
+		q.timeout = q.timeout.Round(100 * time.Millisecond)
+		bq.Timeout = q.timeout.String()
+		if rand.IntN(3) == 0 {
+			q.fail = true
+			bq.OnTimeout = bridge.OnTimeoutFail
+		}
+	} else {
+		q.timeout = time.Hour
+	}
+	if !q.ladder {
+		bq.Escalation = &bridge.Escalation{Off: true}
+		bq.EscalationReason = "torture: no reminders for this one"
+	}
+	r.mu.Lock()
+	r.questions = append(r.questions, q)
+	r.mu.Unlock()
+	spawn(func() {
+		if err := publish(ctx, func(c context.Context) error { return r.agent.Publish(c, bq) }); err != nil {
+			return
+		}
+		r.mu.Lock()
+		q.acked = true
+		r.open = append(r.open, q)
+		r.mu.Unlock()
+	})
+}
+
+// answerOne publishes an answer attempt to a random acknowledged question:
+// mostly a valid answer, sometimes a decline, an invalid answer (refused,
+// the question waits on) or a second attempt on a question tried before.
+func (r *run) answerOne(ctx context.Context, spawn func(func()) bool) {
+	r.mu.Lock()
+	a := &attempt{action: bridge.ActionAnswer, answer: "red"}
+	p := rand.Float64()
+	switch {
+	case p < 0.1 && len(r.tried) > 0:
+		a.q = r.tried[rand.IntN(len(r.tried))]
+		a.answer = "blue"
+	case len(r.open) == 0:
+		r.mu.Unlock()
+		return
+	case p < 0.2:
+		a.q = r.open[rand.IntN(len(r.open))]
+		a.answer = "green" // not a choice: refused, the question keeps waiting
+	default:
+		i := rand.IntN(len(r.open))
+		a.q = r.open[i]
+		r.open[i] = r.open[len(r.open)-1]
+		r.open = r.open[:len(r.open)-1]
+		r.tried = append(r.tried, a.q)
+		if p < 0.3 {
+			a.action, a.answer = bridge.ActionDecline, ""
+		}
+	}
+	a.id = fmt.Sprintf("torture-%s-%d", r.runID, r.nAtt)
+	r.nAtt++
+	r.attempts = append(r.attempts, a)
+	r.mu.Unlock()
+
+	at := bridge.AnswerAttempt{
+		Tenant: a.q.tenant, JobID: a.q.job, QuestionID: a.q.id, TaskVersion: 1,
+		AttemptID: a.id, Action: a.action, By: "cli:torture", Via: bridge.PlatformCLI,
+	}
+	if a.action == bridge.ActionDecline {
+		at.Comment = "torture decline"
+	} else {
+		at.Answer = []byte(`"` + a.answer + `"`)
+	}
+	a.startInc = r.incarn.Load()
+	a.sent = spawn(func() {
+		err := publish(ctx, func(c context.Context) error {
+			return bridge.Publish(c, r.js, bridge.AnswerSubject(a.q.tenant, a.q.job), "attempt-"+a.id, at)
+		})
+		if err != nil {
+			return
+		}
+		inc := r.incarn.Load()
+		r.mu.Lock()
+		a.acked, a.ackInc = true, inc
+		r.mu.Unlock()
+	})
+}
