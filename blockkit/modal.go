@@ -2,6 +2,7 @@ package blockkit
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 
@@ -162,7 +163,9 @@ func AnswerFromState(q *bridge.Question, state *slack.ViewState) json.RawMessage
 			if v == "" {
 				continue
 			}
-			if n, err := strconv.ParseFloat(v, 64); err == nil {
+			// NaN and ±Inf parse but are not JSON numbers: passed on as
+			// text, the validator refuses them with the field's own words.
+			if n, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(n) && !math.IsInf(n, 0) {
 				obj[f.Name] = json.Number(strconv.FormatFloat(n, 'f', -1, 64))
 			} else {
 				obj[f.Name] = v
