@@ -9,6 +9,7 @@ package torture
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -55,7 +55,8 @@ type Report struct {
 	Asked, Stored int
 	// AnswersSent is answer attempts published; AnswersAcked those
 	// JetStream acknowledged; AckedAcrossKills those whose publish started
-	// before a kill and was acknowledged after it.
+	// before a kill (or while the server was down) and was acknowledged
+	// after the client reconnected to the restarted server.
 	AnswersSent, AnswersAcked, AckedAcrossKills int
 	// Settled is acked attempts that answered or declined their question;
 	// Refused those refused (by reason in RefusedBy).
@@ -89,6 +90,7 @@ type question struct {
 	fail            bool
 	timeout         time.Duration
 	acked           bool
+	shown           bool // the runtime announced it (asked event)
 }
 
 func (q *question) key() string { return fmt.Sprintf("%s/%s/%s@1", q.tenant, q.job, q.id) }
@@ -114,12 +116,12 @@ type run struct {
 	agent  *agent.Client
 	srv    *server
 	start  time.Time
-	incarn atomic.Int64 // bumped at every kill
 
 	mu        sync.Mutex
 	questions []*question
-	open      []*question // acked, no valid attempt yet
-	tried     []*question // acked, with an attempt
+	byKey     map[string]*question
+	open      []*question // announced, no valid attempt yet
+	tried     []*question // announced, with an attempt
 	attempts  []*attempt
 	nAsk      int
 	nAtt      int
@@ -178,6 +180,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	r := &run{
 		o: o, out: out, start: time.Now(),
 		runID: fmt.Sprintf("%06x", rand.Uint32()&0xffffff),
+		byKey: map[string]*question{},
 		srv:   newServer(o.Binary, o.DataDir, natsPort, httpPort, serverLog),
 	}
 	// Whatever happens, the child does not outlive the run.
@@ -200,6 +203,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if r.agent, err = agent.New(r.nc); err != nil {
 		return nil, fmt.Errorf("torture: %w", err)
+	}
+
+	// Like a front-end, the answerers answer only questions the runtime
+	// announced: a person cannot answer a question nobody showed them.
+	for _, tenant := range r.tenants() {
+		sub, err := r.nc.Subscribe(bridge.EventSubject(tenant, ">"), r.onEvent)
+		if err != nil {
+			return nil, fmt.Errorf("torture: subscribe to events: %w", err)
+		}
+		defer sub.Unsubscribe()
 	}
 
 	rep := &Report{RefusedBy: map[string]int{}}
@@ -331,7 +344,6 @@ func (r *run) killer(ctx context.Context, rep *Report, fail func(error)) {
 		case <-t.C:
 		}
 		r.srv.kill()
-		r.incarn.Add(1)
 		rep.Kills++
 		killed := time.Now()
 		// The restart is not cut short by the end of the load: the run
@@ -417,6 +429,7 @@ func (r *run) askOne(ctx context.Context, spawn func(func()) bool) {
 	}
 	r.mu.Lock()
 	r.questions = append(r.questions, q)
+	r.byKey[q.key()] = q
 	r.mu.Unlock()
 	spawn(func() {
 		if err := publish(ctx, func(c context.Context) error { return r.agent.Publish(c, bq) }); err != nil {
@@ -424,9 +437,24 @@ func (r *run) askOne(ctx context.Context, spawn func(func()) bool) {
 		}
 		r.mu.Lock()
 		q.acked = true
-		r.open = append(r.open, q)
 		r.mu.Unlock()
 	})
+}
+
+// onEvent makes a question answerable once its asked event is seen. Events
+// published while this client reconnects are missed: those questions are
+// simply never answered.
+func (r *run) onEvent(m *nats.Msg) {
+	var ev bridge.Event
+	if json.Unmarshal(m.Data, &ev) != nil || ev.Type != bridge.EventAsked {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if q := r.byKey[keyOf(ev.Tenant, ev.JobID, ev.QuestionID, ev.TaskVersion)]; q != nil && !q.shown {
+		q.shown = true
+		r.open = append(r.open, q)
+	}
 }
 
 // answerOne publishes an answer attempt to a random acknowledged question:
@@ -470,7 +498,9 @@ func (r *run) answerOne(ctx context.Context, spawn func(func()) bool) {
 	} else {
 		at.Answer = []byte(`"` + a.answer + `"`)
 	}
-	a.startInc = r.incarn.Load()
+	// A publish acknowledged after the client reconnected (to the
+	// restarted server) lived through a kill.
+	a.startInc = int64(r.nc.Stats().Reconnects)
 	a.sent = spawn(func() {
 		err := publish(ctx, func(c context.Context) error {
 			return bridge.Publish(c, r.js, bridge.AnswerSubject(a.q.tenant, a.q.job), "attempt-"+a.id, at)
@@ -478,7 +508,7 @@ func (r *run) answerOne(ctx context.Context, spawn func(func()) bool) {
 		if err != nil {
 			return
 		}
-		inc := r.incarn.Load()
+		inc := int64(r.nc.Stats().Reconnects)
 		r.mu.Lock()
 		a.acked, a.ackInc = true, inc
 		r.mu.Unlock()
