@@ -108,14 +108,14 @@ type attempt struct {
 }
 
 type run struct {
-	o      Options
-	out    io.Writer
-	runID  string
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	agent  *agent.Client
-	srv    *server
-	start  time.Time
+	o     Options
+	out   io.Writer
+	runID string
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	agent *agent.Client
+	srv   *server
+	start time.Time
 
 	mu        sync.Mutex
 	questions []*question
