@@ -134,11 +134,17 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	s.Client = &http.Client{Timeout: httpTimeout}
 	s.UserAgent = "DiscordBot (https://github.com/askbridge/askbridge, 1) askbridge"
 
+	// The buckets are replicated like askbridge's streams.
+	replicas := 1
+	if st, err := o.NATS.JS.Stream(ctx, bridge.StreamEvents); err == nil && st.CachedInfo().Config.Replicas > 1 {
+		replicas = st.CachedInfo().Config.Replicas
+	}
 	refs, err := o.NATS.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      RefsBucket,
 		Description: "askbridge Discord cards and job threads",
 		History:     1,
 		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("discord: key-value bucket %s: %w", RefsBucket, err)
@@ -149,6 +155,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		History:     1,
 		TTL:         seenTTL,
 		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("discord: key-value bucket %s: %w", SeenBucket, err)
