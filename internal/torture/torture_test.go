@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +43,7 @@ func TestTortureShort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
+	serverLog := &lockedBuffer{}
 	rep, err := torture.Run(ctx, torture.Options{
 		Binary:    bin,
 		DataDir:   filepath.Join(tmp, "data"),
@@ -51,8 +53,12 @@ func TestTortureShort(t *testing.T) {
 		ShortMin:  3 * time.Second,
 		ShortMax:  6 * time.Second,
 		Progress:  &progress,
+		ServerLog: serverLog,
 	})
 	t.Logf("progress:\n%s", progress.String())
+	if err != nil || len(rep.Violations) > 0 {
+		t.Logf("server log (level warn):\n%s", serverLog.String())
+	}
 	if err != nil {
 		t.Fatalf("torture run: %v", err)
 	}
@@ -76,4 +82,22 @@ func TestTortureShort(t *testing.T) {
 		t.Errorf("timed out %d, failed %d, ladder steps %d: the run should time questions out and climb ladders",
 			rep.TimedOut, rep.Failed, rep.LadderSteps)
 	}
+}
+
+// lockedBuffer collects the server's output from the exec copying goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
