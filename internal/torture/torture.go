@@ -89,7 +89,7 @@ type question struct {
 	short, ladder   bool
 	fail            bool
 	timeout         time.Duration
-	acked           bool
+	sent, acked     bool
 	shown           bool // the runtime announced it (asked event)
 }
 
@@ -310,8 +310,14 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 			}
 		}
 	}
+	sent := 0
+	for _, q := range r.questions {
+		if q.sent {
+			sent++
+		}
+	}
 	r.logf("asked %d (%d acked), answer attempts %d (%d acked, %d across kills)",
-		len(r.questions), rep.Asked, rep.AnswersSent, rep.AnswersAcked, rep.AckedAcrossKills)
+		sent, rep.Asked, rep.AnswersSent, rep.AnswersAcked, rep.AckedAcrossKills)
 	return nil
 }
 
@@ -431,7 +437,7 @@ func (r *run) askOne(ctx context.Context, spawn func(func()) bool) {
 	r.questions = append(r.questions, q)
 	r.byKey[q.key()] = q
 	r.mu.Unlock()
-	spawn(func() {
+	q.sent = spawn(func() {
 		if err := publish(ctx, func(c context.Context) error { return r.agent.Publish(c, bq) }); err != nil {
 			return
 		}
