@@ -55,6 +55,9 @@ const (
 	// reminders for a day, so replays and redeliveries do nothing twice.
 	SeenBucket = "ASK_DISCORD_SEEN"
 	seenTTL    = 24 * time.Hour
+	// refsTTL outlives the longest question (entries expire after their
+	// last write).
+	refsTTL = bridge.MaxTimeout + 14*24*time.Hour
 )
 
 // Timing limits.
@@ -143,6 +146,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		Bucket:      RefsBucket,
 		Description: "askbridge Discord cards and job threads",
 		History:     1,
+		TTL:         refsTTL,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
 	})

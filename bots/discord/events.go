@@ -106,6 +106,11 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 	if q.Route != nil && q.Route.Discord != nil && strings.TrimSpace(q.Route.Discord.ChannelID) != "" {
 		channel = strings.TrimSpace(q.Route.Discord.ChannelID)
 	}
+	if channel == "" {
+		// Not for Discord: no route here and no default channel. The
+		// runtime does not expect Discord to show it, so report nothing.
+		return nil
+	}
 	key := cardKey(ev.Tenant, ev.JobID, ev.QuestionID, ev.TaskVersion)
 	init := card{Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: ev.QuestionID, TaskVersion: ev.TaskVersion,
 		Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline}
@@ -129,11 +134,6 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 	case !ev.Deadline.IsZero() && b.now().After(ev.Deadline):
 		// Replayed long after (a new consumer reads the stream from its
 		// start): nobody can answer any more, the timeout edits nothing.
-		return nil
-	}
-	if channel == "" {
-		// Not for Discord: no route here and no default channel. The
-		// runtime does not expect Discord to show it, so report nothing.
 		return nil
 	}
 	if !validSnowflake(channel) {
