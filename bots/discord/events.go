@@ -103,8 +103,13 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		return fmt.Errorf("%w: asked without a question", errPermanent)
 	}
 	channel := b.o.DefaultChannel
-	if q.Route != nil && q.Route.Discord != nil && strings.TrimSpace(q.Route.Discord.ChannelID) != "" {
+	if q.Route != nil && q.Route.Discord != nil && q.Route.Discord.ChannelID != "" {
+		// The runtime expects a report for any routed question: a blank
+		// channel id is reported as unresolved below, not skipped.
 		channel = strings.TrimSpace(q.Route.Discord.ChannelID)
+		if channel == "" {
+			channel = q.Route.Discord.ChannelID
+		}
 	}
 	if channel == "" {
 		// Not for Discord: no route here and no default channel. The
