@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
@@ -132,5 +133,58 @@ func TestBadInteractionsGetClearErrors(t *testing.T) {
 	if got := len(h.attempts.all()); got != 0 {
 		t.Fatalf("%d attempts published for bad input, want 0", got)
 	}
-	_ = bridge.PlatformDiscord
+}
+
+func TestDMInteractionAndMissingUser(t *testing.T) {
+	h := start(t, harnessOptions{})
+	// In a DM Discord sends "user", not "member".
+	in := h.command(kevin, "help", nil)
+	delete(in, "member")
+	delete(in, "guild_id")
+	in["user"] = map[string]any{"id": kevin.ID, "username": "kevin"}
+	resp := h.interact(in)
+	if d := resp["data"].(map[string]any); d["flags"] != float64(64) || !strings.Contains(d["content"].(string), "/ask list") {
+		t.Fatalf("help in a DM = %v", resp)
+	}
+	// Neither: nobody to attribute an answer to.
+	in = h.command(kevin, "help", nil)
+	delete(in, "member")
+	resp = h.interact(in)
+	if d := resp["data"].(map[string]any); !strings.Contains(d["content"].(string), "cannot tell who you are") {
+		t.Fatalf("no user = %v", resp)
+	}
+}
+
+func TestForgedButtonsAreRefused(t *testing.T) {
+	h := start(t, harnessOptions{})
+	h.publishEvent(asked(colorQuestion()))
+	h.posted(channelA, 1)
+	// A free-text Answer and an Approve aimed at a choice question.
+	resp := h.interact(h.click(kevin, customID(actAnswer, "acme", "job-1", "q-1", 3, 0)))
+	if d, _ := resp["data"].(map[string]any); resp["type"] != float64(4) || !strings.Contains(d["content"].(string), "not answered with free text") {
+		t.Fatalf("forged Answer = %v", resp)
+	}
+	// An index beyond the choices.
+	resp = h.interact(h.click(kevin, customID(actChoice, "acme", "job-1", "q-1", 3, 7)))
+	if d, _ := resp["data"].(map[string]any); !strings.Contains(d["content"].(string), "not one of this question's") {
+		t.Fatalf("forged index = %v", resp)
+	}
+	// Approve on a question is proposed; the runtime refuses it as the wrong kind.
+	h.interact(h.click(kevin, customID(actApprove, "acme", "job-1", "q-1", 3, 0)))
+	if at := h.waitAttempts(1)[0]; at.Action != bridge.ActionApprove {
+		t.Fatalf("attempt = %+v", at)
+	}
+}
+
+func TestUndecodableEventDoesNotStopTheBot(t *testing.T) {
+	h := start(t, harnessOptions{})
+	if err := bridge.PublishRaw(context.Background(), h.nats.JS, bridge.EventSubject("acme", "job-1"), "garbage-1", []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	h.publishEvent(bridge.Event{Type: bridge.EventAsked, Tenant: "acme", JobID: "job-1", QuestionID: "q-x"}) // no question
+	h.publishEvent(asked(colorQuestion()))
+	h.posted(channelA, 1)
+	if !strings.Contains(h.logs.String(), "undecodable event") {
+		t.Fatalf("the bad event was not logged")
+	}
 }
