@@ -21,7 +21,7 @@ type DueStep struct {
 // NextDue is the earliest due time of any step, read from the due index.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var due sql.NullInt64
-	if err := s.r.QueryRowContext(ctx, "SELECT MIN(due) FROM steps").Scan(&due); err != nil {
+	if err := s.rs.queryRow(ctx, "SELECT MIN(due) FROM steps").Scan(&due); err != nil {
 		return time.Time{}, false, fmt.Errorf("store: next due: %w", err)
 	}
 	if !due.Valid {
@@ -32,7 +32,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 
 // DueSteps returns up to limit steps due at or before now, earliest first.
 func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]DueStep, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT question, idx, target, due FROM steps WHERE due <= ? ORDER BY due, question, idx LIMIT ?", ms(now), limit)
+	rows, err := s.rs.query(ctx, "SELECT question, idx, target, due FROM steps WHERE due <= ? ORDER BY due, question, idx LIMIT ?", ms(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: due steps: %w", err)
 	}
@@ -53,8 +53,8 @@ func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]DueSt
 // FireStep removes a ladder step and writes the messages it sends, once:
 // ErrStepGone when it fired (or its question ended) before.
 func (s *Store) FireStep(ctx context.Context, d DueStep, at time.Time, reason string, msgs []Message) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, "DELETE FROM steps WHERE question = ? AND idx = ?", d.Question, d.Index)
+	err := s.tx(ctx, func(tx *txn) error {
+		res, err := tx.exec(ctx, "DELETE FROM steps WHERE question = ? AND idx = ?", d.Question, d.Index)
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -22,7 +21,7 @@ func (o OutboxRow) MsgID() string { return fmt.Sprintf("ob-%d", o.ID) }
 
 // Unsent returns up to limit unsent rows, oldest first.
 func (s *Store) Unsent(ctx context.Context, limit int) ([]OutboxRow, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT id, subject, data FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT ?", limit)
+	rows, err := s.rs.query(ctx, "SELECT id, subject, data FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT ?", limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: outbox: %w", err)
 	}
@@ -47,7 +46,7 @@ func (s *Store) MarkSent(ctx context.Context, ids []int64, at time.Time) error {
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	_, err := s.w.ExecContext(ctx, "UPDATE outbox SET sent_at = ? WHERE id IN ("+placeholders(len(ids))+")", args...)
+	_, err := s.ws.exec(ctx, "UPDATE outbox SET sent_at = ? WHERE id IN ("+placeholders(len(ids))+")", args...)
 	if err != nil {
 		return fmt.Errorf("store: mark %d outbox rows sent: %w", len(ids), err)
 	}
@@ -57,7 +56,7 @@ func (s *Store) MarkSent(ctx context.Context, ids []int64, at time.Time) error {
 // OutboxBacklog counts unsent rows.
 func (s *Store) OutboxBacklog(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL").Scan(&n); err != nil {
+	if err := s.rs.queryRow(ctx, "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL").Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: outbox backlog: %w", err)
 	}
 	return n, nil
@@ -65,7 +64,7 @@ func (s *Store) OutboxBacklog(ctx context.Context) (int64, error) {
 
 // PruneSent deletes rows sent before the cutoff; JetStream keeps the messages.
 func (s *Store) PruneSent(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.w.ExecContext(ctx, "DELETE FROM outbox WHERE sent_at IS NOT NULL AND sent_at < ?", ms(before))
+	res, err := s.ws.exec(ctx, "DELETE FROM outbox WHERE sent_at IS NOT NULL AND sent_at < ?", ms(before))
 	if err != nil {
 		return 0, fmt.Errorf("store: prune outbox: %w", err)
 	}
@@ -97,8 +96,8 @@ func (s *Store) RecordDelivery(ctx context.Context, question int64, d bridge.Del
 	if d.OK {
 		ok = 1
 	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO deliveries (question, platform, ok, channel, message_id, thread, failure, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	err := s.tx(ctx, func(tx *txn) error {
+		_, err := tx.exec(ctx, `INSERT INTO deliveries (question, platform, ok, channel, message_id, thread, failure, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (question, platform) DO UPDATE SET ok = excluded.ok, channel = excluded.channel, message_id = excluded.message_id,
 			thread = excluded.thread, failure = excluded.failure, at = excluded.at`,
 			question, d.Platform, ok, ref.Channel, ref.MessageID, ref.Thread, failure, ms(at))
@@ -112,7 +111,7 @@ func (s *Store) RecordDelivery(ctx context.Context, question int64, d bridge.Del
 
 // Deliveries returns every platform's report on a question.
 func (s *Store) Deliveries(ctx context.Context, question int64) ([]DeliveryRow, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT platform, ok, channel, message_id, thread, failure FROM deliveries WHERE question = ? ORDER BY platform", question)
+	rows, err := s.rs.query(ctx, "SELECT platform, ok, channel, message_id, thread, failure FROM deliveries WHERE question = ? ORDER BY platform", question)
 	if err != nil {
 		return nil, fmt.Errorf("store: deliveries of question %d: %w", question, err)
 	}

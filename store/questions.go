@@ -126,10 +126,10 @@ func scanRecord(row scanner) (*Record, error) {
 // same transaction.
 func (s *Store) Ask(ctx context.Context, nq NewQuestion) (*AskResult, error) {
 	res := &AskResult{}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		*res = AskResult{}
 		var current int64
-		err := tx.QueryRowContext(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", nq.Tenant, nq.JobID).Scan(&current)
+		err := tx.queryRow(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", nq.Tenant, nq.JobID).Scan(&current)
 		known := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -137,7 +137,7 @@ func (s *Store) Ask(ctx context.Context, nq NewQuestion) (*AskResult, error) {
 		res.JobVersion = current
 		if known && nq.TaskVersion < current {
 			var exists int
-			err := tx.QueryRowContext(ctx, "SELECT 1 FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ? AND task_version = ?",
+			err := tx.queryRow(ctx, "SELECT 1 FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ? AND task_version = ?",
 				nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion).Scan(&exists)
 			if err == nil {
 				res.Status = Duplicate
@@ -147,7 +147,7 @@ func (s *Store) Ask(ctx context.Context, nq NewQuestion) (*AskResult, error) {
 			return nil
 		}
 		at := ms(nq.AskedAt)
-		result, err := tx.ExecContext(ctx, `INSERT INTO questions (tenant, job_id, question_id, task_version, kind, body, state, asked_at, deadline)
+		result, err := tx.exec(ctx, `INSERT INTO questions (tenant, job_id, question_id, task_version, kind, body, state, asked_at, deadline)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 			nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion, nq.Kind, string(nq.Body), bridge.StatePending, at, ms(nq.Deadline))
 		if err != nil {
@@ -162,7 +162,7 @@ func (s *Store) Ask(ctx context.Context, nq NewQuestion) (*AskResult, error) {
 			return err
 		}
 		if !known || nq.TaskVersion > current {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
+			if _, err := tx.exec(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
 				ON CONFLICT (tenant, job_id) DO UPDATE SET task_version = excluded.task_version, updated_at = excluded.updated_at`,
 				nq.Tenant, nq.JobID, nq.TaskVersion, at); err != nil {
 				return err
@@ -185,7 +185,7 @@ func (s *Store) Ask(ctx context.Context, nq NewQuestion) (*AskResult, error) {
 			res.Superseded = old
 		}
 		for _, st := range nq.Steps {
-			if _, err := tx.ExecContext(ctx, "INSERT INTO steps (question, idx, target, due) VALUES (?, ?, ?, ?)", id, st.Index, st.Target, ms(st.Due)); err != nil {
+			if _, err := tx.exec(ctx, "INSERT INTO steps (question, idx, target, due) VALUES (?, ?, ?, ?)", id, st.Index, st.Target, ms(st.Due)); err != nil {
 				return err
 			}
 		}
@@ -205,12 +205,12 @@ func (s *Store) Ask(ctx context.Context, nq NewQuestion) (*AskResult, error) {
 	return res, nil
 }
 
-func pendingOfJob(ctx context.Context, tx *sql.Tx, tenant, job, cond string, args ...any) ([]Record, error) {
+func pendingOfJob(ctx context.Context, tx *txn, tenant, job, cond string, args ...any) ([]Record, error) {
 	q := "SELECT " + recordColumns + " FROM questions WHERE tenant = ? AND job_id = ? AND state = 'pending'"
 	if cond != "" {
 		q += " AND " + cond
 	}
-	rows, err := tx.QueryContext(ctx, q+" ORDER BY id", append([]any{tenant, job}, args...)...)
+	rows, err := tx.query(ctx, q+" ORDER BY id", append([]any{tenant, job}, args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -228,8 +228,8 @@ func pendingOfJob(ctx context.Context, tx *sql.Tx, tenant, job, cond string, arg
 
 // settleTx moves a pending question to state with a minimal settlement
 // (cancel, supersede), clearing its ladder.
-func settleTx(ctx context.Context, tx *sql.Tx, r *Record, state string, at time.Time, by, via, reason string, msgs []Message) error {
-	res, err := tx.ExecContext(ctx, "UPDATE questions SET state = ?, by_id = ?, via = ?, text = ?, settled_at = ? WHERE id = ? AND state = 'pending'",
+func settleTx(ctx context.Context, tx *txn, r *Record, state string, at time.Time, by, via, reason string, msgs []Message) error {
+	res, err := tx.exec(ctx, "UPDATE questions SET state = ?, by_id = ?, via = ?, text = ?, settled_at = ? WHERE id = ? AND state = 'pending'",
 		state, by, via, reason, ms(at), r.ID)
 	if err != nil {
 		return err
@@ -237,7 +237,7 @@ func settleTx(ctx context.Context, tx *sql.Tx, r *Record, state string, at time.
 	if n, _ := res.RowsAffected(); n == 0 {
 		return ErrNotPending
 	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM steps WHERE question = ?", r.ID); err != nil {
+	if _, err := tx.exec(ctx, "DELETE FROM steps WHERE question = ?", r.ID); err != nil {
 		return err
 	}
 	if err := auditTx(ctx, tx, r.ID, bridge.StatePending, state, by, via, reason, at); err != nil {
@@ -247,15 +247,15 @@ func settleTx(ctx context.Context, tx *sql.Tx, r *Record, state string, at time.
 	return outboxTx(ctx, tx, msgs, at)
 }
 
-func auditTx(ctx context.Context, tx *sql.Tx, question int64, from, to, by, via, reason string, at time.Time) error {
-	_, err := tx.ExecContext(ctx, "INSERT INTO audit (question, from_state, to_state, by_id, via, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+func auditTx(ctx context.Context, tx *txn, question int64, from, to, by, via, reason string, at time.Time) error {
+	_, err := tx.exec(ctx, "INSERT INTO audit (question, from_state, to_state, by_id, via, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
 		question, from, to, by, via, reason, ms(at))
 	return err
 }
 
-func outboxTx(ctx context.Context, tx *sql.Tx, msgs []Message, at time.Time) error {
+func outboxTx(ctx context.Context, tx *txn, msgs []Message, at time.Time) error {
 	for _, m := range msgs {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO outbox (subject, data, created_at) VALUES (?, ?, ?)", m.Subject, m.Data, ms(at)); err != nil {
+		if _, err := tx.exec(ctx, "INSERT INTO outbox (subject, data, created_at) VALUES (?, ?, ?)", m.Subject, m.Data, ms(at)); err != nil {
 			return err
 		}
 	}
@@ -295,11 +295,11 @@ func (s *Store) Settle(ctx context.Context, st Settlement) error {
 	return errs[0]
 }
 
-func settleAnswerTx(ctx context.Context, tx *sql.Tx, st *Settlement) error {
+func settleAnswerTx(ctx context.Context, tx *txn, st *Settlement) error {
 	if err := attemptTx(ctx, tx, st.AttemptID, st.Question, st.At); err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE questions SET state = ?, action = ?, answer_raw = ?, answer = ?, answer_text = ?,
+	res, err := tx.exec(ctx, `UPDATE questions SET state = ?, action = ?, answer_raw = ?, answer = ?, answer_text = ?,
 		comment = ?, by_id = ?, by_name = ?, via = ?, text = ?, settled_at = ? WHERE id = ? AND state = 'pending'`,
 		st.State, st.Action, string(st.AnswerRaw), string(st.Answer), st.AnswerText, st.Comment, st.By, st.ByName, st.Via, st.Text, ms(st.At), st.Question)
 	if err != nil {
@@ -308,7 +308,7 @@ func settleAnswerTx(ctx context.Context, tx *sql.Tx, st *Settlement) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		return ErrNotPending
 	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM steps WHERE question = ?", st.Question); err != nil {
+	if _, err := tx.exec(ctx, "DELETE FROM steps WHERE question = ?", st.Question); err != nil {
 		return err
 	}
 	reason := st.Reason
@@ -342,10 +342,10 @@ type Decision struct {
 // each decision's outcome; the error is for the transaction as a whole.
 func (s *Store) Decide(ctx context.Context, ds []Decision) ([]error, error) {
 	errs := make([]error, len(ds))
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		for i, d := range ds {
 			errs[i] = nil
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT decision"); err != nil {
+			if _, err := tx.exec(ctx, "SAVEPOINT decision"); err != nil {
 				return err
 			}
 			var err error
@@ -360,13 +360,13 @@ func (s *Store) Decide(ctx context.Context, ds []Decision) ([]error, error) {
 			}
 			if errors.Is(err, ErrNotPending) || errors.Is(err, ErrDuplicate) {
 				errs[i] = err
-				if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO decision"); rerr != nil {
+				if _, rerr := tx.exec(ctx, "ROLLBACK TO decision"); rerr != nil {
 					return rerr
 				}
 			} else if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, "RELEASE decision"); err != nil {
+			if _, err := tx.exec(ctx, "RELEASE decision"); err != nil {
 				return err
 			}
 		}
@@ -378,11 +378,11 @@ func (s *Store) Decide(ctx context.Context, ds []Decision) ([]error, error) {
 	return errs, nil
 }
 
-func attemptTx(ctx context.Context, tx *sql.Tx, attemptID string, question int64, at time.Time) error {
+func attemptTx(ctx context.Context, tx *txn, attemptID string, question int64, at time.Time) error {
 	if attemptID == "" {
 		return nil
 	}
-	res, err := tx.ExecContext(ctx, "INSERT INTO attempts (attempt_id, question, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", attemptID, question, ms(at))
+	res, err := tx.exec(ctx, "INSERT INTO attempts (attempt_id, question, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", attemptID, question, ms(at))
 	if err != nil {
 		return err
 	}
@@ -394,7 +394,7 @@ func attemptTx(ctx context.Context, tx *sql.Tx, attemptID string, question int64
 
 // Enqueue writes messages to the outbox on their own.
 func (s *Store) Enqueue(ctx context.Context, msgs []Message) error {
-	if err := s.tx(ctx, func(tx *sql.Tx) error { return outboxTx(ctx, tx, msgs, time.Now()) }); err != nil {
+	if err := s.tx(ctx, func(tx *txn) error { return outboxTx(ctx, tx, msgs, time.Now()) }); err != nil {
 		return fmt.Errorf("store: enqueue: %w", err)
 	}
 	return nil
@@ -403,7 +403,7 @@ func (s *Store) Enqueue(ctx context.Context, msgs []Message) error {
 // SeenAttempt reports whether an attempt id was decided before.
 func (s *Store) SeenAttempt(ctx context.Context, attemptID string) (bool, error) {
 	var one int
-	err := s.r.QueryRowContext(ctx, "SELECT 1 FROM attempts WHERE attempt_id = ?", attemptID).Scan(&one)
+	err := s.rs.queryRow(ctx, "SELECT 1 FROM attempts WHERE attempt_id = ?", attemptID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -432,10 +432,10 @@ type JobCancel struct {
 // Cancel applies a JobCancel and returns the questions it ended.
 func (s *Store) Cancel(ctx context.Context, c JobCancel) ([]Record, error) {
 	var ended []Record
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		ended = nil
 		var current int64
-		err := tx.QueryRowContext(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", c.Tenant, c.JobID).Scan(&current)
+		err := tx.queryRow(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", c.Tenant, c.JobID).Scan(&current)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -443,7 +443,7 @@ func (s *Store) Cancel(ctx context.Context, c JobCancel) ([]Record, error) {
 		state, reason := bridge.StateCancelled, c.Reason
 		var list []Record
 		if c.NewVersion > current || (!known && c.NewVersion > 0) {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
+			if _, err := tx.exec(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
 				ON CONFLICT (tenant, job_id) DO UPDATE SET task_version = excluded.task_version, updated_at = excluded.updated_at`,
 				c.Tenant, c.JobID, c.NewVersion, ms(c.At)); err != nil {
 				return err
@@ -481,7 +481,7 @@ func (s *Store) Cancel(ctx context.Context, c JobCancel) ([]Record, error) {
 
 // Get reads a question by its row id.
 func (s *Store) Get(ctx context.Context, id int64) (*Record, error) {
-	r, err := scanRecord(s.r.QueryRowContext(ctx, "SELECT "+recordColumns+" FROM questions WHERE id = ?", id))
+	r, err := scanRecord(s.rs.queryRow(ctx, "SELECT "+recordColumns+" FROM questions WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -499,7 +499,7 @@ func (s *Store) Find(ctx context.Context, k Key) (*Record, error) {
 		q += " AND task_version = ?"
 		args = append(args, k.TaskVersion)
 	}
-	r, err := scanRecord(s.r.QueryRowContext(ctx, q+" ORDER BY task_version DESC LIMIT 1", args...))
+	r, err := scanRecord(s.rs.queryRow(ctx, q+" ORDER BY task_version DESC LIMIT 1", args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -523,7 +523,7 @@ func (s *Store) FindByQuestionID(ctx context.Context, tenant, job, questionID st
 		q += " AND job_id = ?"
 		args = append(args, job)
 	}
-	rows, err := s.r.QueryContext(ctx, q+" ORDER BY task_version DESC, id DESC LIMIT 50", args...)
+	rows, err := s.rs.query(ctx, q+" ORDER BY task_version DESC, id DESC LIMIT 50", args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: find question %s: %w", questionID, err)
 	}
@@ -552,7 +552,7 @@ func (s *Store) FindByQuestionID(ctx context.Context, tenant, job, questionID st
 // JobVersion is the job's current task version (0 for an unknown job).
 func (s *Store) JobVersion(ctx context.Context, tenant, job string) (int64, error) {
 	var v int64
-	err := s.r.QueryRowContext(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", tenant, job).Scan(&v)
+	err := s.rs.queryRow(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", tenant, job).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -601,7 +601,7 @@ func (s *Store) List(ctx context.Context, f ListFilter) ([]Record, error) {
 	if len(conds) > 0 {
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}
-	rows, err := s.r.QueryContext(ctx, q+" ORDER BY id LIMIT ?", append(args, limit)...)
+	rows, err := s.rs.query(ctx, q+" ORDER BY id LIMIT ?", append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list: %w", err)
 	}
@@ -619,7 +619,7 @@ func (s *Store) List(ctx context.Context, f ListFilter) ([]Record, error) {
 
 // Audit returns a question's transitions, oldest first.
 func (s *Store) Audit(ctx context.Context, question int64) ([]bridge.AuditEntry, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT from_state, to_state, by_id, via, reason, at FROM audit WHERE question = ? ORDER BY id", question)
+	rows, err := s.rs.query(ctx, "SELECT from_state, to_state, by_id, via, reason, at FROM audit WHERE question = ? ORDER BY id", question)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit %d: %w", question, err)
 	}
@@ -639,7 +639,7 @@ func (s *Store) Audit(ctx context.Context, question int64) ([]bridge.AuditEntry,
 
 // CountByState counts questions in each state.
 func (s *Store) CountByState(ctx context.Context) (map[string]int64, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT state, COUNT(*) FROM questions GROUP BY state")
+	rows, err := s.rs.query(ctx, "SELECT state, COUNT(*) FROM questions GROUP BY state")
 	if err != nil {
 		return nil, fmt.Errorf("store: count: %w", err)
 	}

@@ -37,8 +37,10 @@ var (
 // Store is the SQLite store. One writer connection serialises writes; a
 // small pool serves reads concurrently under WAL.
 type Store struct {
-	w *sql.DB
-	r *sql.DB
+	w  *sql.DB
+	r  *sql.DB
+	ws *stmtCache
+	rs *stmtCache
 }
 
 // Open opens (creating when needed) the database at path and migrates it.
@@ -63,7 +65,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	s := &Store{w: w, r: r}
+	s := &Store{w: w, r: r, ws: newStmtCache(w), rs: newStmtCache(r)}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -73,6 +75,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	s.rs.close()
+	s.ws.close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
@@ -101,11 +105,12 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("store: migration %s: %w", names[i], err)
 		}
-		err = s.tx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		err = s.tx(ctx, func(tx *txn) error {
+			// Migrations hold several statements: run them unprepared.
+			if _, err := tx.tx.ExecContext(ctx, string(body)); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(i+1))
+			_, err := tx.tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(i+1))
 			return err
 		})
 		if err != nil {
@@ -116,12 +121,14 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // tx runs f in one write transaction (BEGIN IMMEDIATE through the DSN).
-func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
+func (s *Store) tx(ctx context.Context, f func(*txn) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := f(tx); err != nil {
+	t := &txn{tx: tx, cache: s.ws}
+	defer t.prepareMisses(ctx)
+	if err := f(t); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -130,7 +137,7 @@ func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
 
 // Ping proves the store takes writes, for readiness.
 func (s *Store) Ping(ctx context.Context) error {
-	_, err := s.w.ExecContext(ctx, "INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at", ms(time.Now()))
+	_, err := s.ws.exec(ctx, "INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at", ms(time.Now()))
 	if err != nil {
 		return fmt.Errorf("store: write heartbeat: %w", err)
 	}

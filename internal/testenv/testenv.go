@@ -37,6 +37,8 @@ type Options struct {
 	AfterPublish  func(store.OutboxRow) error
 	// Logger defaults to a discarding logger; set one to see the runtime's logs.
 	Logger *slog.Logger
+	// SyncAlways makes JetStream fsync every write, as serve does by default.
+	SyncAlways bool
 }
 
 // Env is a running core.
@@ -73,7 +75,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ctx := context.Background()
-	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats")})
+	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats"), SyncAlways: o.SyncAlways})
 	if err != nil {
 		return nil, err
 	}
