@@ -1,0 +1,469 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// Load on the edges: the whole service, its Slack and Discord endpoints
+// hit over loopback by a bounded mix of valid, forged, stale, oversize and
+// non-JSON requests, while /healthz is probed throughout. The bad requests
+// are refused with 4xx before they reach NATS or the store: the answer
+// attempts published equal the valid requests, exactly.
+
+// edgeFakeSlack is a loopback Slack Web API answering every method the
+// adapter calls with Slack's JSON shapes, and response_url posts.
+func edgeFakeSlack(t *testing.T) *httptest.Server {
+	var seq atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/{method}", func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		ts := fmt.Sprintf("1700000000.%06d", seq.Add(1))
+		var resp any
+		switch r.PathValue("method") {
+		case "chat.postMessage":
+			resp = map[string]any{"ok": true, "channel": r.Form.Get("channel"), "ts": ts, "message": map[string]any{"ts": ts}}
+		case "chat.update":
+			resp = map[string]any{"ok": true, "channel": r.Form.Get("channel"), "ts": r.Form.Get("ts")}
+		case "chat.postEphemeral":
+			resp = map[string]any{"ok": true, "message_ts": ts}
+		case "conversations.open":
+			resp = map[string]any{"ok": true, "channel": map[string]any{"id": "D" + strings.TrimPrefix(r.Form.Get("users"), "U")}}
+		case "chat.getPermalink":
+			resp = map[string]any{"ok": true, "channel": r.Form.Get("channel"), "permalink": "https://acme.slack.com/archives/C0123/p1"}
+		default:
+			resp = map[string]any{"ok": true}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(resp)
+	})
+	mux.HandleFunc("/response/", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, "ok")
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// edgeFakeDiscord is a loopback Discord REST API: messages (kept, so the
+// test can read the card's custom ids), threads, DMs, commands, follow-ups.
+type edgeFakeDiscord struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	next int64
+	msgs map[string]map[string]any
+}
+
+func newEdgeFakeDiscord(t *testing.T) *edgeFakeDiscord {
+	f := &edgeFakeDiscord{next: 1500000000000000000, msgs: map[string]map[string]any{}}
+	reply := func(w http.ResponseWriter, status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	decode := func(r *http.Request) map[string]any {
+		m := map[string]any{}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		return m
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v10/channels/{cid}/messages", func(w http.ResponseWriter, r *http.Request) {
+		m := decode(r)
+		f.mu.Lock()
+		f.next++
+		id := strconv.FormatInt(f.next, 10)
+		m["id"], m["channel_id"], m["type"] = id, r.PathValue("cid"), 0
+		m["author"] = map[string]any{"id": "424242", "username": "askbridge", "bot": true}
+		f.msgs[id] = m
+		f.mu.Unlock()
+		reply(w, 200, m)
+	})
+	mux.HandleFunc("PATCH /api/v10/channels/{cid}/messages/{mid}", func(w http.ResponseWriter, r *http.Request) {
+		m := decode(r)
+		m["id"], m["channel_id"], m["type"] = r.PathValue("mid"), r.PathValue("cid"), 0
+		reply(w, 200, m)
+	})
+	mux.HandleFunc("GET /api/v10/channels/{cid}/messages/{mid}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		m, ok := f.msgs[r.PathValue("mid")]
+		f.mu.Unlock()
+		if !ok {
+			reply(w, 404, map[string]any{"message": "Unknown Message", "code": 10008})
+			return
+		}
+		reply(w, 200, m)
+	})
+	mux.HandleFunc("POST /api/v10/channels/{cid}/messages/{mid}/threads", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, 201, map[string]any{"id": r.PathValue("mid"), "type": 11, "guild_id": "900", "parent_id": r.PathValue("cid")})
+	})
+	mux.HandleFunc("POST /api/v10/users/@me/channels", func(w http.ResponseWriter, r *http.Request) {
+		m := decode(r)
+		reply(w, 200, map[string]any{"id": fmt.Sprint("77", m["recipient_id"]), "type": 1})
+	})
+	mux.HandleFunc("PUT /api/v10/applications/{app}/commands", func(w http.ResponseWriter, r *http.Request) {
+		var cmds []map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&cmds)
+		for i, c := range cmds {
+			c["id"], c["application_id"], c["version"] = strconv.Itoa(900+i), r.PathValue("app"), "1"
+		}
+		reply(w, 200, cmds)
+	})
+	mux.HandleFunc("POST /api/v10/webhooks/{app}/{token}", func(w http.ResponseWriter, r *http.Request) {
+		m := decode(r)
+		m["id"], m["channel_id"], m["type"] = "1600000000000000001", "1000000000000000001", 0
+		reply(w, 200, m)
+	})
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// customIDs returns the custom_ids of the components of every message posted.
+func (f *edgeFakeDiscord) customIDs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, m := range f.msgs {
+		rows, _ := m["components"].([]any)
+		for _, r := range rows {
+			row, _ := r.(map[string]any)
+			cs, _ := row["components"].([]any)
+			for _, c := range cs {
+				if id, _ := c.(map[string]any)["custom_id"].(string); id != "" {
+					out = append(out, id)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// edgeKind is one kind of request in the mix.
+type edgeKind int
+
+const (
+	edgeValid edgeKind = iota
+	edgeForged
+	edgeStale
+	edgeOversize
+	edgeNotJSON
+	edgeKinds
+)
+
+var edgeKindNames = [...]string{"valid", "forged", "stale", "oversize", "non-JSON"}
+
+// edgeMix is the share of each kind, out of 20.
+var edgeMix = [edgeKinds]int{edgeValid: 8, edgeForged: 4, edgeStale: 3, edgeOversize: 1, edgeNotJSON: 4}
+
+// raceDetector reports whether the test binary was built with -race.
+func raceDetector() bool {
+	bi, ok := debug.ReadBuildInfo()
+	return ok && slices.ContainsFunc(bi.Settings, func(s debug.BuildSetting) bool { return s.Key == "-race" && s.Value == "true" })
+}
+
+func TestEdgeLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test; skipped under -short")
+	}
+	// Requests to each of the two endpoints; fewer under the race
+	// detector, which slows every request several times over.
+	perEndpoint := 1200
+	if raceDetector() {
+		perEndpoint = 400
+	}
+	const (
+		workers     = 16
+		slackSecret = "8f742231b10e8888abcd99yyyzzz85a5"
+		discordUser = "3000000000000000001"
+	)
+	slackAPI := edgeFakeSlack(t)
+	discordAPI := newEdgeFakeDiscord(t)
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
+	s, _ := startTestService(t, map[string]string{
+		"ASK_SLACK_BOT_TOKEN": "xoxb-edge-load", "ASK_SLACK_SIGNING_SECRET": slackSecret, "ASK_SLACK_API_URL": slackAPI.URL + "/api/",
+		"ASK_DISCORD_BOT_TOKEN": "edge-load-token", "ASK_DISCORD_PUBLIC_KEY": hex.EncodeToString(pub), "ASK_DISCORD_APP_ID": "555000111",
+		"ASK_DISCORD_API_URL": discordAPI.srv.URL + "/api/v10/",
+		"ASK_OPERATORS":       "slack:U0KEV,discord:" + discordUser,
+	})
+	base := "http://" + s.Addr()
+
+	// One question, shown on both platforms.
+	ag := agentFor(t, s)
+	q := &bridge.Question{Tenant: "acme", JobID: "job-load", QuestionID: "q-1", TaskVersion: 1, Question: "Which colour?",
+		Choices: []string{"red", "blue"}, Timeout: "4h",
+		Route: &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0123"}, Discord: &bridge.DiscordRoute{ChannelID: "1000000000000000001"}}}
+	if err := ag.Publish(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	var discordChoice string
+	checkFor(t, 20*time.Second, func() error {
+		for _, id := range discordAPI.customIDs() {
+			if strings.HasPrefix(id, "ab:c:acme:job-load:q-1:1:") {
+				discordChoice = id
+				return nil
+			}
+		}
+		return fmt.Errorf("no Discord card yet")
+	})
+	slackBlock := "ask.acme.job-load.q-1.1"
+
+	// Count every answer attempt published, on a connection of our own.
+	nc, err := nats.Connect(s.natsURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var published atomic.Int64
+	sub, err := nc.Subscribe(bridge.PrefixAnswer+".>", func(*nats.Msg) { published.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	oversize := bytes.Repeat([]byte("a"), 2<<20)
+	slackReq := func(i int, kind edgeKind) *http.Request {
+		user := fmt.Sprintf("U0L%06d", i) // one clicker per request: a double click is one attempt
+		payload, _ := json.Marshal(map[string]any{
+			"type": "block_actions", "trigger_id": fmt.Sprintf("trig-load-%d", i), "response_url": slackAPI.URL + "/response/" + strconv.Itoa(i),
+			"user": map[string]any{"id": user, "name": "load"}, "team": map[string]any{"id": "T1"},
+			"container": map[string]any{"type": "message", "message_ts": "1700000000.000001", "channel_id": "C0123"},
+			"channel":   map[string]any{"id": "C0123"},
+			"actions":   []any{map[string]any{"type": "button", "action_id": "choice.1", "block_id": slackBlock, "value": "blue", "action_ts": "1700000001.000001"}},
+		})
+		body := []byte("payload=" + url.QueryEscape(string(payload)))
+		secret, at := slackSecret, time.Now()
+		switch kind {
+		case edgeForged:
+			secret = "not-the-signing-secret"
+		case edgeStale:
+			at = at.Add(-10 * time.Minute)
+		case edgeOversize:
+			body = append([]byte("payload="), oversize...)
+		case edgeNotJSON:
+			body = []byte("payload=%7Bnot-json-" + strconv.Itoa(i))
+		}
+		ts := strconv.FormatInt(at.Unix(), 10)
+		m := hmac.New(sha256.New, []byte(secret))
+		fmt.Fprintf(m, "v0:%s:%s", ts, body)
+		req, _ := http.NewRequest(http.MethodPost, base+"/slack/interactions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Slack-Request-Timestamp", ts)
+		req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(m.Sum(nil)))
+		return req
+	}
+	discordReq := func(i int, kind edgeKind) *http.Request {
+		id := strconv.FormatInt(1400000000000000000+int64(i), 10)
+		body, _ := json.Marshal(map[string]any{"id": id, "application_id": "555000111", "type": 3, "token": "itoken-" + id, "version": 1,
+			"guild_id": "900", "channel_id": "1000000000000000001",
+			"member": map[string]any{"user": map[string]any{"id": discordUser, "username": "kevin"}, "roles": []string{}, "joined_at": "2026-01-01T00:00:00Z"},
+			"data":   map[string]any{"custom_id": discordChoice, "component_type": 2}})
+		key, at := priv, time.Now()
+		switch kind {
+		case edgeForged:
+			key = otherKey
+		case edgeStale:
+			at = at.Add(-10 * time.Minute)
+		case edgeOversize:
+			body = oversize
+		case edgeNotJSON:
+			body = []byte("not json " + id)
+		}
+		stamp := strconv.FormatInt(at.Unix(), 10)
+		req, _ := http.NewRequest(http.MethodPost, base+"/discord/interactions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Signature-Ed25519", hex.EncodeToString(ed25519.Sign(key, append([]byte(stamp), body...))))
+		req.Header.Set("X-Signature-Timestamp", stamp)
+		return req
+	}
+	// wantStatus is the refusal each kind gets. Discord's verifier reads
+	// the body under the size limit, so an oversize body fails the
+	// signature check: 401 there, 413 at Slack.
+	wantStatus := func(discord bool, kind edgeKind) []int {
+		switch kind {
+		case edgeValid:
+			return []int{http.StatusOK}
+		case edgeForged, edgeStale:
+			return []int{http.StatusUnauthorized}
+		case edgeOversize:
+			if discord {
+				return []int{http.StatusUnauthorized, http.StatusRequestEntityTooLarge}
+			}
+			return []int{http.StatusRequestEntityTooLarge}
+		default:
+			return []int{http.StatusBadRequest}
+		}
+	}
+
+	// The jobs: both endpoints interleaved, kinds spread by the mix.
+	type job struct {
+		i       int
+		discord bool
+		kind    edgeKind
+	}
+	var jobs []job
+	var mix []edgeKind
+	for k, n := range edgeMix {
+		for range n {
+			mix = append(mix, edgeKind(k))
+		}
+	}
+	valid := 0
+	for i := range 2 * perEndpoint {
+		j := job{i: i, discord: i%2 == 1, kind: mix[(i/2*7)%len(mix)]}
+		if j.kind == edgeValid {
+			valid++
+		}
+		jobs = append(jobs, j)
+	}
+
+	// Probe /healthz on its own connection every 10 ms while the load runs.
+	probe := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: 10 * time.Second}
+	loadDone := make(chan struct{})
+	var probes []time.Duration
+	var probeErrs []string
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-loadDone:
+				return
+			case <-tick.C:
+			}
+			start := time.Now()
+			resp, err := probe.Get(base + "/healthz")
+			if err != nil {
+				probeErrs = append(probeErrs, err.Error())
+				continue
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			probes = append(probes, time.Since(start))
+			if resp.StatusCode != http.StatusOK {
+				probeErrs = append(probeErrs, resp.Status)
+			}
+		}
+	}()
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}, Timeout: 30 * time.Second}
+	var (
+		mu       sync.Mutex
+		failures []string
+		byKind   [2][edgeKinds]int
+	)
+	queue := make(chan job)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for j := range queue {
+				req := slackReq(j.i, j.kind)
+				if j.discord {
+					req = discordReq(j.i, j.kind)
+				}
+				resp, err := client.Do(req)
+				status := 0
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					status = resp.StatusCode
+				}
+				mu.Lock()
+				if want := wantStatus(j.discord, j.kind); !slices.Contains(want, status) {
+					failures = append(failures, fmt.Sprintf("request %d (%s, discord=%v): HTTP %d (%v), want %v", j.i, edgeKindNames[j.kind], j.discord, status, err, want))
+				}
+				d := 0
+				if j.discord {
+					d = 1
+				}
+				byKind[d][j.kind]++
+				mu.Unlock()
+			}
+		})
+	}
+	for _, j := range jobs {
+		queue <- j
+	}
+	close(queue)
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(loadDone)
+	<-probed
+
+	for _, f := range failures[:min(len(failures), 10)] {
+		t.Error(f)
+	}
+	if len(failures) > 10 {
+		t.Errorf("... and %d more", len(failures)-10)
+	}
+	// Every valid request's attempt was acknowledged by JetStream before
+	// its response; a flush of our connection delivers what was routed to us.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 10*time.Second, func() error {
+		if got := published.Load(); got < int64(valid) {
+			return fmt.Errorf("%d answer attempts published, want %d", got, valid)
+		}
+		return nil
+	})
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := published.Load(); got != int64(valid) {
+		t.Errorf("%d answer attempts published for %d valid requests", got, valid)
+	}
+	if len(probeErrs) > 0 {
+		t.Errorf("/healthz failed %d times during the load, first: %s", len(probeErrs), probeErrs[0])
+	}
+	if len(probes) == 0 {
+		t.Fatal("/healthz was never probed")
+	}
+	slices.Sort(probes)
+	pct := func(p float64) time.Duration { return probes[min(len(probes)-1, int(p*float64(len(probes))))] }
+	t.Logf("edge load: %d requests (%d valid) in %v over %d connections: %.0f requests/s", len(jobs), valid, elapsed.Round(time.Millisecond), workers,
+		float64(len(jobs))/elapsed.Seconds())
+	for d, name := range []string{"slack", "discord"} {
+		var parts []string
+		for k, n := range byKind[d] {
+			parts = append(parts, fmt.Sprintf("%s %d", edgeKindNames[k], n))
+		}
+		t.Logf("edge load: %s: %s", name, strings.Join(parts, ", "))
+	}
+	t.Logf("edge load: /healthz during load: %d probes, p50 %v, p99 %v, max %v", len(probes),
+		pct(0.50).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), probes[len(probes)-1].Round(10*time.Microsecond))
+	t.Logf("edge load: answer attempts published: %d (= valid requests)", published.Load())
+}
