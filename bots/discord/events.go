@@ -49,6 +49,9 @@ func (b *Bot) process(ctx context.Context, msg jetstream.Msg) {
 	case ctx.Err() != nil:
 		// Shutting down: leave it for the next start.
 		_ = msg.Nak()
+	case errors.Is(err, errBusy) && !last:
+		b.log.Info("discord: another replica is posting the question; will look again", "tenant", ev.Tenant, "job", ev.JobID, "question", ev.QuestionID)
+		_ = msg.NakWithDelay(b.backoff(attempt))
 	case errors.Is(err, errPermanent) || !isTransient(err) || last:
 		b.log.Error("discord: event not handled; dropped", "type", ev.Type, "tenant", ev.Tenant, "job", ev.JobID,
 			"question", ev.QuestionID, "attempt", attempt, "err", err)
