@@ -248,7 +248,11 @@ func (h *harness) post(body []byte, ts time.Time, key ed25519.PrivateKey) (int, 
 func (h *harness) interact(in map[string]any) map[string]any {
 	h.t.Helper()
 	body, _ := json.Marshal(in)
-	status, out := h.post(body, time.Now(), h.priv)
+	began := time.Now()
+	status, out := h.post(body, began, h.priv)
+	if took := time.Since(began); took > 3*time.Second {
+		h.t.Errorf("interaction answered in %s; Discord wants the initial response within 3s", took)
+	}
 	if status != http.StatusOK {
 		h.t.Fatalf("interaction: HTTP %d: %s", status, out)
 	}
