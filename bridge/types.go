@@ -176,7 +176,10 @@ type Cancel struct {
 	TaskVersion int64  `json:"task_version,omitempty"`
 	Reason      string `json:"reason,omitempty"`
 	By          string `json:"by,omitempty"`
-	// ReplyTo is echoed on the refused event when By may not cancel.
+	// Roles are platform roles the adapter established for By (as on an
+	// answer attempt); ReplyTo is echoed on the refused event when By may
+	// not cancel.
+	Roles   []string          `json:"roles,omitempty"`
 	ReplyTo map[string]string `json:"reply_to,omitempty"`
 }
 

@@ -268,6 +268,9 @@ type dedupe struct {
 	mu   sync.Mutex
 	ttl  time.Duration
 	seen map[string]time.Time
+	// nextPrune spaces out sweeps of the map: sweeping on every call once
+	// it is large made each click cost a walk over every recent click.
+	nextPrune time.Time
 }
 
 func newDedupe(ttl time.Duration) *dedupe { return &dedupe{ttl: ttl, seen: map[string]time.Time{}} }
@@ -280,7 +283,8 @@ func (d *dedupe) first(key string) bool {
 	if t, ok := d.seen[key]; ok && now.Sub(t) < d.ttl {
 		return false
 	}
-	if len(d.seen) > 4096 {
+	if len(d.seen) > 4096 && !now.Before(d.nextPrune) {
+		d.nextPrune = now.Add(d.ttl / 2)
 		for k, t := range d.seen {
 			if now.Sub(t) >= d.ttl {
 				delete(d.seen, k)

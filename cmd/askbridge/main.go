@@ -39,6 +39,8 @@ Usage:
   askbridge cancel --tenant T JOB [QUESTION] [--reason REASON]
   askbridge link --as IDENTITY [--question TENANT/JOB/QUESTION | --job TENANT/JOB] [--ttl 24h]
   askbridge stats
+  askbridge bench [--duration 10s] [--rate 0] [--concurrency 32] [--sync always|interval] [--pending N]
+                                            measure the answer path in-process against a fake Slack
   askbridge torture [--duration 60s] [--rate 50] [--kill-every 5s] [--data DIR]
                                             kill -9 the service under load and check nothing was lost or doubled
 
@@ -68,7 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	c := &cli{stdout: stdout, stderr: stderr, identity: cliIdentity()}
 	tools := map[string]func(context.Context, []string) int{
 		"ask": c.ask, "list": c.list, "show": c.show, "answer": c.answer, "decline": c.decline,
-		"cancel": c.cancel, "link": c.link, "stats": c.stats, "torture": c.torture,
+		"cancel": c.cancel, "link": c.link, "stats": c.stats, "torture": c.torture, "bench": c.bench,
 	}
 	tool, ok := tools[cmd]
 	if !ok {

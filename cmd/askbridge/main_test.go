@@ -45,8 +45,6 @@ func startTestService(t *testing.T, env map[string]string) (*service, *config.Co
 	return s, cfg
 }
 
-func (s *service) natsURL() string { return s.nats.Server.ClientURL() }
-
 func testCLI(s *service, identity string) (*cli, *bytes.Buffer, *bytes.Buffer) {
 	var out, errOut bytes.Buffer
 	return &cli{stdout: &out, stderr: &errOut, identity: identity, natsURL: s.natsURL()}, &out, &errOut

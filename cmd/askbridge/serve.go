@@ -202,6 +202,9 @@ func (s *service) goRun(name string, run func(context.Context) error, ctx contex
 	}()
 }
 
+// natsURL is where other processes reach this service's NATS.
+func (s *service) natsURL() string { return s.nats.ClientURL() }
+
 // Addr is the HTTP listener's address.
 func (s *service) Addr() string { return s.ln.Addr().String() }
 

@@ -1,0 +1,404 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/config"
+	"github.com/askbridge/askbridge/internal/bench"
+)
+
+const benchSecret = "bench-signing-secret"
+
+// bench runs the whole service in-process against a fake Slack on loopback
+// and drives the real answer path: agents ask, people click through signed
+// POST /slack/interactions, and the agents read their resumes.
+func (c *cli) bench(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("askbridge bench", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	duration := fs.Duration("duration", 10*time.Second, "how long to click")
+	rate := fs.Float64("rate", 0, "clicks a second, open loop (0: closed loop, as fast as --concurrency allows)")
+	concurrency := fs.Int("concurrency", 32, "clickers in flight (closed loop)")
+	questions := fs.Int("questions", 0, "questions to ask first (default: enough for the run)")
+	syncMode := fs.String("sync", "always", "embedded JetStream durability: always or interval")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the click phase to this file")
+	pending := fs.Int("pending", 0, "instead: measure a service holding this many pending questions (memory, ready time, idle CPU, list)")
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	if *syncMode != "always" && *syncMode != "interval" {
+		return c.fail("bench: --sync must be always or interval")
+	}
+	if *pending > 0 {
+		return c.benchPending(ctx, *pending)
+	}
+	n := *questions
+	if n == 0 {
+		n = 30000
+		if *rate > 0 {
+			n = int(*rate*duration.Seconds()) + 100
+		}
+	}
+	dir, err := os.MkdirTemp("", "askbridge-bench-")
+	if err != nil {
+		return c.fail("bench: %v", err)
+	}
+	defer os.RemoveAll(dir)
+
+	fmt.Fprintf(c.stderr, "baselines: JetStream publish (sync %s) and SQLite single-row commits...\n", *syncMode)
+	jsRate, err := bench.JetStreamPublishRate(ctx, dir, *syncMode == "always", 20000, 256)
+	if err != nil {
+		return c.fail("bench: baseline: %v", err)
+	}
+	sqlRate, err := bench.SQLiteCommitRate(ctx, dir, 5000)
+	if err != nil {
+		return c.fail("bench: baseline: %v", err)
+	}
+
+	fake, err := startBenchSlack()
+	if err != nil {
+		return c.fail("bench: fake Slack: %v", err)
+	}
+	defer fake.close()
+	cfg := &config.Config{
+		DataDir: dir, HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", NATSSync: *syncMode, NATSReplicas: 1,
+		SlackBotToken: "xoxb-bench", SlackSigningSecret: benchSecret, SlackAPIURL: fake.url + "/api/",
+		DiscordAPIURL: "http://127.0.0.1:1/", ConsoleSecret: "bench-console-secret-0123456789", Operators: []string{"slack:UBENCH"},
+		LogLevel: "error", ShutdownGrace: 10 * time.Second,
+	}
+	s, err := startService(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return c.fail("bench: start: %v", err)
+	}
+	defer s.stop(context.Background())
+
+	nc, err := nats.Connect(s.natsURL())
+	if err != nil {
+		return c.fail("bench: %v", err)
+	}
+	defer nc.Close()
+	var resumed atomic.Int64
+	var lmu sync.Mutex
+	clickAt := map[string]time.Time{}
+	var latencies []time.Duration
+	sub, err := nc.Subscribe(bridge.PrefixResume+".bench.>", func(m *nats.Msg) {
+		now := time.Now()
+		var res bridge.Resume
+		if json.Unmarshal(m.Data, &res) != nil {
+			return
+		}
+		resumed.Add(1)
+		lmu.Lock()
+		if at, ok := clickAt[res.JobID]; ok {
+			latencies = append(latencies, now.Sub(at))
+		}
+		lmu.Unlock()
+	})
+	if err != nil {
+		return c.fail("bench: %v", err)
+	}
+	defer sub.Unsubscribe()
+	ag, err := agent.New(nc)
+	if err != nil {
+		return c.fail("bench: %v", err)
+	}
+
+	// Ask: one job (and one Slack channel, so per-channel pacing does not
+	// throttle the fake) per question.
+	fmt.Fprintf(c.stderr, "asking %d questions...\n", n)
+	askStart := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var askErr atomic.Value
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				q := &bridge.Question{Tenant: "bench", JobID: fmt.Sprintf("job-%06d", i), QuestionID: "q", TaskVersion: 1,
+					Question: "Which colour should the report use?", Choices: []string{"red", "blue"}, Timeout: "1h",
+					Route: &bridge.Route{Slack: &bridge.SlackRoute{Channel: fmt.Sprintf("C%06d", i)}}}
+				if err := ag.Publish(ctx, q); err != nil {
+					askErr.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := askErr.Load().(error); ok {
+		return c.fail("bench: ask: %v", err)
+	}
+	for fake.cards() < n {
+		if ctx.Err() != nil {
+			return exitError
+		}
+		fmt.Fprintf(c.stderr, "\r  %d of %d cards posted", fake.cards(), n)
+		time.Sleep(500 * time.Millisecond)
+	}
+	fmt.Fprintf(c.stderr, "\r  %d cards posted in %v (%.0f questions/s asked and shown)\n", n, time.Since(askStart).Round(time.Millisecond), float64(n)/time.Since(askStart).Seconds())
+
+	// Click.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}, Timeout: 10 * time.Second}
+	endpoint := "http://" + s.Addr() + "/slack/interactions"
+	var acks []time.Duration
+	var amu sync.Mutex
+	var clicked, failed atomic.Int64
+	click := func(card benchCard) {
+		body := card.payload()
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Slack-Request-Timestamp", ts)
+		req.Header.Set("X-Slack-Signature", slackSign(benchSecret, ts, body))
+		start := time.Now()
+		lmu.Lock()
+		clickAt[card.job] = start
+		lmu.Unlock()
+		resp, err := client.Do(req)
+		took := time.Since(start)
+		if err != nil {
+			failed.Add(1)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			failed.Add(1)
+			return
+		}
+		clicked.Add(1)
+		amu.Lock()
+		acks = append(acks, took)
+		amu.Unlock()
+	}
+	cards := fake.takeCards()
+	mode := fmt.Sprintf("closed loop, %d clickers", *concurrency)
+	if *rate > 0 {
+		mode = fmt.Sprintf("open loop, %.0f clicks/s", *rate)
+	}
+	fmt.Fprintf(c.stderr, "clicking for %v (%s)...\n", *duration, mode)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return c.fail("bench: %v", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return c.fail("bench: %v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	start := time.Now()
+	deadline := start.Add(*duration)
+	progress := time.NewTicker(time.Second)
+	defer progress.Stop()
+	go func() {
+		for range progress.C {
+			fmt.Fprintf(c.stderr, "\r  %5.1fs  clicks acked %d  resumes %d  failed %d", time.Since(start).Seconds(), clicked.Load(), resumed.Load(), failed.Load())
+		}
+	}()
+	var cwg sync.WaitGroup
+	if *rate > 0 {
+		interval := time.Duration(float64(time.Second) / *rate)
+		for i := 0; i < len(cards) && time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+			due := start.Add(time.Duration(i) * interval)
+			if d := time.Until(due); d > 0 {
+				time.Sleep(d)
+			}
+			cwg.Add(1)
+			go func(card benchCard) { defer cwg.Done(); click(card) }(cards[i])
+		}
+	} else {
+		var idx atomic.Int64
+		for range *concurrency {
+			cwg.Add(1)
+			go func() {
+				defer cwg.Done()
+				for time.Now().Before(deadline) && ctx.Err() == nil {
+					i := int(idx.Add(1)) - 1
+					if i >= len(cards) {
+						return
+					}
+					click(cards[i])
+				}
+			}()
+		}
+	}
+	cwg.Wait()
+	clickEnd := time.Now()
+	want := clicked.Load()
+	for resumed.Load() < want && time.Since(clickEnd) < 60*time.Second && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	progress.Stop()
+	fmt.Fprintln(c.stderr)
+
+	lmu.Lock()
+	lat := slices.Clone(latencies)
+	lmu.Unlock()
+	amu.Lock()
+	ack := slices.Clone(acks)
+	amu.Unlock()
+	answersPerSec := float64(resumed.Load()) / elapsed.Seconds()
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "mode\t%s, JetStream sync %s, SQLite synchronous=FULL\n", mode, *syncMode)
+	fmt.Fprintf(tw, "clicks acked (HTTP 200)\t%d (failed %d)\n", clicked.Load(), failed.Load())
+	fmt.Fprintf(tw, "resumes\t%d\n", resumed.Load())
+	fmt.Fprintf(tw, "answers/s end to end\t%.0f\n", answersPerSec)
+	fmt.Fprintf(tw, "click→resume p50 / p99\t%v / %v\n", percentile(lat, 50), percentile(lat, 99))
+	fmt.Fprintf(tw, "Slack ack p50 / p99\t%v / %v\n", percentile(ack, 50), percentile(ack, 99))
+	fmt.Fprintf(tw, "baseline: JetStream publishes/s (sync %s)\t%.0f (answers/s ÷ this = %.2f)\n", *syncMode, jsRate, answersPerSec/jsRate)
+	fmt.Fprintf(tw, "baseline: SQLite single-row commits/s\t%.0f (answers/s ÷ this = %.2f)\n", sqlRate, answersPerSec/sqlRate)
+	tw.Flush()
+	return exitOK
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	i := (len(d)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return d[i].Round(10 * time.Microsecond)
+}
+
+func slackSign(secret, ts, body string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(m, "v0:%s:%s", ts, body)
+	return "v0=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// benchCard is a posted card's first choice button, as a person sees it.
+type benchCard struct {
+	job, channel, ts, blockID, actionID, value string
+	n                                          int
+}
+
+func (b benchCard) payload() string {
+	raw, _ := json.Marshal(map[string]any{
+		"type": "block_actions", "trigger_id": fmt.Sprintf("bench-%d-%d", b.n, time.Now().UnixNano()),
+		"user":      map[string]any{"id": "UBENCH", "username": "bench", "name": "bench", "team_id": "T1"},
+		"team":      map[string]any{"id": "T1"},
+		"container": map[string]any{"type": "message", "message_ts": b.ts, "channel_id": b.channel},
+		"channel":   map[string]any{"id": b.channel},
+		"actions": []any{map[string]any{"type": "button", "action_id": b.actionID, "block_id": b.blockID, "value": b.value,
+			"action_ts": strconv.FormatInt(time.Now().Unix(), 10) + ".000001"}},
+	})
+	return "payload=" + url.QueryEscape(string(raw))
+}
+
+// benchSlack is a loopback Slack Web API that accepts everything and keeps
+// the cards posted, so the bench can click what a person would.
+type benchSlack struct {
+	url  string
+	srv  *http.Server
+	seq  atomic.Int64
+	mu   sync.Mutex
+	list []benchCard
+}
+
+func startBenchSlack() (*benchSlack, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	f := &benchSlack{url: "http://" + ln.Addr().String()}
+	f.srv = &http.Server{Handler: http.HandlerFunc(f.serve), ReadHeaderTimeout: 5 * time.Second}
+	go f.srv.Serve(ln)
+	return f, nil
+}
+
+func (f *benchSlack) close() { f.srv.Close() }
+
+func (f *benchSlack) serve(w http.ResponseWriter, r *http.Request) {
+	method := strings.TrimPrefix(r.URL.Path, "/api/")
+	_ = r.ParseForm()
+	ts := fmt.Sprintf("1700000000.%06d", f.seq.Add(1))
+	w.Header().Set("Content-Type", "application/json")
+	channel := r.Form.Get("channel")
+	if method == "chat.postMessage" {
+		f.keep(channel, ts, r.Form.Get("blocks"))
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": channel, "ts": ts,
+		"message": map[string]any{"ts": ts}, "permalink": "https://bench.slack.com/archives/" + channel})
+}
+
+// keep records a card's first choice button.
+func (f *benchSlack) keep(channel, ts, blocks string) {
+	var bs []struct {
+		Type     string `json:"type"`
+		BlockID  string `json:"block_id"`
+		Elements []struct {
+			ActionID string `json:"action_id"`
+			Value    string `json:"value"`
+		} `json:"elements"`
+	}
+	if json.Unmarshal([]byte(blocks), &bs) != nil {
+		return
+	}
+	for _, b := range bs {
+		if b.Type != "actions" || !strings.HasPrefix(b.BlockID, "ask.") {
+			continue
+		}
+		for _, e := range b.Elements {
+			if strings.HasPrefix(e.ActionID, "choice.") {
+				parts := strings.Split(b.BlockID, ".")
+				if len(parts) < 3 {
+					return
+				}
+				f.mu.Lock()
+				f.list = append(f.list, benchCard{job: parts[2], channel: channel, ts: ts, blockID: b.BlockID, actionID: e.ActionID, value: e.Value, n: len(f.list)})
+				f.mu.Unlock()
+				return
+			}
+		}
+	}
+}
+
+func (f *benchSlack) cards() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.list)
+}
+
+func (f *benchSlack) takeCards() []benchCard {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.list)
+}
+
+func (c *cli) benchPending(_ context.Context, _ int) int {
+	return c.fail("bench: --pending is not built yet")
+}

@@ -1,0 +1,89 @@
+// Package bench measures askbridge's raw baselines and its answer path, for
+// `askbridge bench` and the Go benchmarks. Figures go to docs/benchmarks.md.
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// JetStreamPublishRate publishes n small messages to a file-backed stream
+// on an embedded server (syncAlways: fsync each write) with up to window
+// acknowledgements outstanding, and returns messages per second.
+func JetStreamPublishRate(ctx context.Context, dir string, syncAlways bool, n, window int) (float64, error) {
+	nc, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats-baseline"), SyncAlways: syncAlways})
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	if _, err := nc.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "BASELINE", Subjects: []string{"baseline.>"}, Storage: jetstream.FileStorage}); err != nil {
+		return 0, err
+	}
+	data := make([]byte, 400)
+	start := time.Now()
+	futures := make([]jetstream.PubAckFuture, 0, window)
+	for i := range n {
+		f, err := nc.JS.PublishAsync("baseline.x", data, jetstream.WithMsgID(fmt.Sprintf("m-%d", i)))
+		if err != nil {
+			return 0, err
+		}
+		futures = append(futures, f)
+		if len(futures) == window || i == n-1 {
+			for _, f := range futures {
+				select {
+				case <-f.Ok():
+				case err := <-f.Err():
+					return 0, err
+				case <-ctx.Done():
+					return 0, ctx.Err()
+				}
+			}
+			futures = futures[:0]
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// SQLiteCommitRate commits n single-row transactions with askbridge's
+// pragmas (WAL, synchronous=FULL) and returns commits per second.
+func SQLiteCommitRate(ctx context.Context, dir string, n int) (float64, error) {
+	u := url.URL{Scheme: "file", Opaque: url.PathEscape(filepath.Join(dir, "baseline.db"))}
+	db, err := sql.Open("sqlite", u.String()+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_txlock=immediate")
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v TEXT)"); err != nil {
+		return 0, err
+	}
+	st, err := db.PrepareContext(ctx, "INSERT INTO t (v) VALUES (?)")
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	start := time.Now()
+	for range n {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, "an answer of a typical size, a few dozen bytes"); err != nil {
+			tx.Rollback()
+			return 0, err
+		}
+		if err := tx.Commit(); err != nil {
+			return 0, err
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
