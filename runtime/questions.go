@@ -26,26 +26,81 @@ func subjectKey(subject, prefix string) (tenant, job string, ok bool) {
 	return tenant, job, true
 }
 
-// handleQuestion records a new question before anything shows it, or sends
-// the agent an invalid outcome saying why it was refused.
-func (r *Runtime) handleQuestion(ctx context.Context, msg jetstream.Msg) error {
-	tenant, job, ok := subjectKey(msg.Subject(), bridge.PrefixQuestion)
-	if !ok {
-		r.log.Warn("question on a subject without a valid tenant and job; dropped", "subject", msg.Subject())
+// askQuestions records a batch of new questions before anything shows
+// them, in one transaction, or sends each malformed one's agent an invalid
+// outcome saying why it was refused.
+func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error {
+	now := time.Now().UTC()
+	type item struct {
+		msg         jetstream.Msg
+		tenant, job string
+		q           *bridge.Question
+	}
+	var items []item
+	var nqs []store.NewQuestion
+	for _, msg := range msgs {
+		tenant, job, ok := subjectKey(msg.Subject(), bridge.PrefixQuestion)
+		if !ok {
+			r.log.Warn("question on a subject without a valid tenant and job; dropped", "subject", msg.Subject())
+			continue
+		}
+		q, err := bridge.DecodeQuestion(msg.Data())
+		if err == nil && (q.Tenant != tenant || q.JobID != job) {
+			err = fmt.Errorf("tenant and job_id: %s/%s do not match the subject's %s/%s", q.Tenant, q.JobID, tenant, job)
+		}
+		if err != nil {
+			if err := r.refuseQuestion(ctx, msg, tenant, job, q, err); err != nil {
+				return err
+			}
+			continue
+		}
+		nq, err := r.newQuestion(ctx, q, now)
+		if err != nil {
+			return err
+		}
+		items = append(items, item{msg: msg, tenant: tenant, job: job, q: q})
+		nqs = append(nqs, nq)
+	}
+	if len(nqs) == 0 {
 		return nil
 	}
-	q, err := bridge.DecodeQuestion(msg.Data())
-	if err == nil && (q.Tenant != tenant || q.JobID != job) {
-		err = fmt.Errorf("tenant and job_id: %s/%s do not match the subject's %s/%s", q.Tenant, q.JobID, tenant, job)
-	}
+	results, err := r.st.AskMany(ctx, nqs)
 	if err != nil {
-		return r.refuseQuestion(ctx, msg, tenant, job, q, err)
+		return err
 	}
-	now := time.Now().UTC()
+	r.wakeRelay()
+	r.wakeLadder()
+	for i, res := range results {
+		it := items[i]
+		switch res.Status {
+		case store.Duplicate:
+			continue
+		case store.Stale:
+			if err := r.refuseQuestion(ctx, it.msg, it.tenant, it.job, it.q,
+				fmt.Errorf("task_version: %d is older than the job's current version %d", it.q.TaskVersion, res.JobVersion)); err != nil {
+				return err
+			}
+			continue
+		}
+		r.metrics.asked.Inc()
+		r.log.Info("question asked", "tenant", it.q.Tenant, "job", it.q.JobID, "question", it.q.QuestionID,
+			"version", it.q.TaskVersion, "timeout", it.q.TimeoutDuration())
+		if failure := r.undeliverable(it.q); failure != nil {
+			if err := r.failQuestion(ctx, res.Record, failure, now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// newQuestion is what the store records for q: the question, its ladder
+// and timeout, and the asked event.
+func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.Time) (store.NewQuestion, error) {
 	timeout := q.TimeoutDuration()
 	body, err := json.Marshal(q)
 	if err != nil {
-		return fmt.Errorf("encode question: %w", err)
+		return store.NewQuestion{}, fmt.Errorf("encode question: %w", err)
 	}
 	kind := q.Kind
 	if kind == "" {
@@ -71,25 +126,7 @@ func (r *Runtime) handleQuestion(ctx context.Context, msg jetstream.Msg) error {
 		refs, _ := r.st.Messages(ctx, old.ID)
 		return endedMessages(old, bridge.StateSuperseded, bridge.SupersededText(q.TaskVersion), refs, now)
 	}
-	res, err := r.st.Ask(ctx, nq)
-	if err != nil {
-		return err
-	}
-	switch res.Status {
-	case store.Duplicate:
-		return nil
-	case store.Stale:
-		return r.refuseQuestion(ctx, msg, tenant, job, q,
-			fmt.Errorf("task_version: %d is older than the job's current version %d", q.TaskVersion, res.JobVersion))
-	}
-	r.metrics.asked.Inc()
-	r.wakeRelay()
-	r.wakeLadder()
-	r.log.Info("question asked", "tenant", q.Tenant, "job", q.JobID, "question", q.QuestionID, "version", q.TaskVersion, "timeout", timeout)
-	if failure := r.undeliverable(q); failure != nil {
-		return r.failQuestion(ctx, res.Record, failure, now)
-	}
-	return nil
+	return nq, nil
 }
 
 // refuseQuestion publishes the invalid outcome straight to the agent: no

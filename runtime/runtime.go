@@ -23,7 +23,7 @@ import (
 // Store is what the runtime needs from durable storage. The SQLite store
 // implements it; a clustered backend on JetStream can too.
 type Store interface {
-	Ask(ctx context.Context, nq store.NewQuestion) (*store.AskResult, error)
+	AskMany(ctx context.Context, nqs []store.NewQuestion) ([]*store.AskResult, error)
 	Settle(ctx context.Context, st store.Settlement) error
 	Decide(ctx context.Context, ds []store.Decision) ([]error, error)
 	Enqueue(ctx context.Context, msgs []store.Message) error
@@ -130,7 +130,6 @@ func (r *Runtime) Run(ctx context.Context) error {
 		handle       func(context.Context, jetstream.Msg) error
 	}
 	subs := []sub{
-		{bridge.StreamQuestions, "questions", r.handleQuestion},
 		{bridge.StreamCancels, "cancels", r.handleCancel},
 		{bridge.StreamDelivery, "delivery", r.handleDelivery},
 	}
@@ -147,11 +146,19 @@ func (r *Runtime) Run(ctx context.Context) error {
 		}
 		stops = append(stops, stop)
 	}
-	attemptsStop, err := r.consumeAttempts(ctx)
-	if err != nil {
-		return err
+	for _, b := range []struct {
+		stream, name string
+		handle       func(context.Context, []jetstream.Msg) error
+	}{
+		{bridge.StreamQuestions, "questions", r.askQuestions},
+		{bridge.StreamAnswers, "answers", r.decideAttempts},
+	} {
+		stop, err := r.consumeBatches(ctx, b.stream, r.o.Consumer+"-"+b.name, b.handle)
+		if err != nil {
+			return err
+		}
+		stops = append(stops, stop)
 	}
-	stops = append(stops, attemptsStop)
 	apiStop, err := r.serveAPI(ctx)
 	if err != nil {
 		return err
@@ -198,6 +205,80 @@ func (r *Runtime) consume(ctx context.Context, stream, durable string, handle fu
 		return nil, fmt.Errorf("runtime: consume %s: %w", durable, err)
 	}
 	return cc.Stop, nil
+}
+
+// maxBatch bounds how many messages one transaction handles.
+const maxBatch = 512
+
+// consumeBatches feeds a durable consumer's messages to handle in batches:
+// whatever arrived while the previous batch was being committed goes into
+// the next single transaction, so one fsync carries many questions or
+// answers under load, and a lone message is still handled at once. An
+// error from handle is transient: the whole batch is redelivered, which
+// the store's idempotency makes harmless.
+func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, handle func(context.Context, []jetstream.Msg) error) (func(), error) {
+	cons, err := r.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		Durable:       durable,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: 8192,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: consumer %s on %s: %w", durable, stream, err)
+	}
+	queue := make(chan jetstream.Msg, 4096)
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case queue <- m:
+		case <-loopCtx.Done():
+		}
+	}, jetstream.PullMaxMessages(1024))
+	if err != nil {
+		stopLoop()
+		return nil, fmt.Errorf("runtime: consume %s: %w", durable, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var batch []jetstream.Msg
+			select {
+			case <-loopCtx.Done():
+				return
+			case m := <-queue:
+				batch = append(batch, m)
+			}
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case m := <-queue:
+					batch = append(batch, m)
+				default:
+					break drain
+				}
+			}
+			if err := handle(loopCtx, batch); err != nil {
+				if loopCtx.Err() != nil {
+					return
+				}
+				r.log.Error("will retry messages", "consumer", durable, "count", len(batch), "err", err)
+				for _, m := range batch {
+					_ = m.NakWithDelay(time.Second)
+				}
+				continue
+			}
+			for _, m := range batch {
+				_ = m.Ack()
+			}
+		}
+	}()
+	return func() {
+		cc.Stop()
+		stopLoop()
+		<-done
+	}, nil
 }
 
 func (r *Runtime) wakeRelay() {

@@ -128,81 +128,104 @@ func (s *Store) Ask(ctx context.Context, nq NewQuestion) (*AskResult, error) {
 	res := &AskResult{}
 	err := s.tx(ctx, func(tx *txn) error {
 		*res = AskResult{}
-		var current int64
-		err := tx.queryRow(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", nq.Tenant, nq.JobID).Scan(&current)
-		known := err == nil
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		res.JobVersion = current
-		if known && nq.TaskVersion < current {
-			var exists int
-			err := tx.queryRow(ctx, "SELECT 1 FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ? AND task_version = ?",
-				nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion).Scan(&exists)
-			if err == nil {
-				res.Status = Duplicate
-				return nil
-			}
-			res.Status = Stale
-			return nil
-		}
-		at := ms(nq.AskedAt)
-		result, err := tx.exec(ctx, `INSERT INTO questions (tenant, job_id, question_id, task_version, kind, body, state, asked_at, deadline)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion, nq.Kind, string(nq.Body), bridge.StatePending, at, ms(nq.Deadline))
-		if err != nil {
-			return err
-		}
-		if n, _ := result.RowsAffected(); n == 0 {
-			res.Status = Duplicate
-			return nil
-		}
-		id, err := result.LastInsertId()
-		if err != nil {
-			return err
-		}
-		if !known || nq.TaskVersion > current {
-			if _, err := tx.exec(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
-				ON CONFLICT (tenant, job_id) DO UPDATE SET task_version = excluded.task_version, updated_at = excluded.updated_at`,
-				nq.Tenant, nq.JobID, nq.TaskVersion, at); err != nil {
-				return err
-			}
-			res.JobVersion = nq.TaskVersion
-			old, err := pendingOfJob(ctx, tx, nq.Tenant, nq.JobID, "task_version < ?", nq.TaskVersion)
-			if err != nil {
-				return err
-			}
-			for i := range old {
-				var msgs []Message
-				if nq.Supersede != nil {
-					msgs = nq.Supersede(&old[i])
-				}
-				reason := fmt.Sprintf("superseded by task version %d", nq.TaskVersion)
-				if err := settleTx(ctx, tx, &old[i], bridge.StateSuperseded, nq.AskedAt, "", "", reason, msgs); err != nil {
-					return err
-				}
-			}
-			res.Superseded = old
-		}
-		for _, st := range nq.Steps {
-			if _, err := tx.exec(ctx, "INSERT INTO steps (question, idx, target, due) VALUES (?, ?, ?, ?)", id, st.Index, st.Target, ms(st.Due)); err != nil {
-				return err
-			}
-		}
-		if err := auditTx(ctx, tx, id, "", bridge.StatePending, "", "", "asked", nq.AskedAt); err != nil {
-			return err
-		}
-		if err := outboxTx(ctx, tx, nq.Outbox, nq.AskedAt); err != nil {
-			return err
-		}
-		res.Status = Asked
-		res.Record = &Record{ID: id, Key: nq.Key, Kind: nq.Kind, Body: nq.Body, State: bridge.StatePending, AskedAt: fromMS(at), Deadline: fromMS(ms(nq.Deadline))}
-		return nil
+		return askTx(ctx, tx, &nq, res)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: ask %s: %w", nq.Key, err)
 	}
 	return res, nil
+}
+
+// AskMany records many questions in one transaction (group commit), each
+// as Ask would; the results are in the same order.
+func (s *Store) AskMany(ctx context.Context, nqs []NewQuestion) ([]*AskResult, error) {
+	results := make([]*AskResult, len(nqs))
+	err := s.tx(ctx, func(tx *txn) error {
+		for i := range nqs {
+			results[i] = &AskResult{}
+			if err := askTx(ctx, tx, &nqs[i], results[i]); err != nil {
+				return fmt.Errorf("%s: %w", nqs[i].Key, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: ask %d questions: %w", len(nqs), err)
+	}
+	return results, nil
+}
+
+func askTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResult) error {
+	var current int64
+	err := tx.queryRow(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", nq.Tenant, nq.JobID).Scan(&current)
+	known := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	res.JobVersion = current
+	if known && nq.TaskVersion < current {
+		var exists int
+		err := tx.queryRow(ctx, "SELECT 1 FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ? AND task_version = ?",
+			nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion).Scan(&exists)
+		if err == nil {
+			res.Status = Duplicate
+			return nil
+		}
+		res.Status = Stale
+		return nil
+	}
+	at := ms(nq.AskedAt)
+	result, err := tx.exec(ctx, `INSERT INTO questions (tenant, job_id, question_id, task_version, kind, body, state, asked_at, deadline)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion, nq.Kind, string(nq.Body), bridge.StatePending, at, ms(nq.Deadline))
+	if err != nil {
+		return err
+	}
+	if n, _ := result.RowsAffected(); n == 0 {
+		res.Status = Duplicate
+		return nil
+	}
+	id, err := result.LastInsertId()
+	if err != nil {
+		return err
+	}
+	if !known || nq.TaskVersion > current {
+		if _, err := tx.exec(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (tenant, job_id) DO UPDATE SET task_version = excluded.task_version, updated_at = excluded.updated_at`,
+			nq.Tenant, nq.JobID, nq.TaskVersion, at); err != nil {
+			return err
+		}
+		res.JobVersion = nq.TaskVersion
+		old, err := pendingOfJob(ctx, tx, nq.Tenant, nq.JobID, "task_version < ?", nq.TaskVersion)
+		if err != nil {
+			return err
+		}
+		for i := range old {
+			var msgs []Message
+			if nq.Supersede != nil {
+				msgs = nq.Supersede(&old[i])
+			}
+			reason := fmt.Sprintf("superseded by task version %d", nq.TaskVersion)
+			if err := settleTx(ctx, tx, &old[i], bridge.StateSuperseded, nq.AskedAt, "", "", reason, msgs); err != nil {
+				return err
+			}
+		}
+		res.Superseded = old
+	}
+	for _, st := range nq.Steps {
+		if _, err := tx.exec(ctx, "INSERT INTO steps (question, idx, target, due) VALUES (?, ?, ?, ?)", id, st.Index, st.Target, ms(st.Due)); err != nil {
+			return err
+		}
+	}
+	if err := auditTx(ctx, tx, id, "", bridge.StatePending, "", "", "asked", nq.AskedAt); err != nil {
+		return err
+	}
+	if err := outboxTx(ctx, tx, nq.Outbox, nq.AskedAt); err != nil {
+		return err
+	}
+	res.Status = Asked
+	res.Record = &Record{ID: id, Key: nq.Key, Kind: nq.Kind, Body: nq.Body, State: bridge.StatePending, AskedAt: fromMS(at), Deadline: fromMS(ms(nq.Deadline))}
+	return nil
 }
 
 func pendingOfJob(ctx context.Context, tx *txn, tenant, job, cond string, args ...any) ([]Record, error) {
