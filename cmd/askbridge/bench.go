@@ -14,12 +14,15 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -29,6 +32,7 @@ import (
 	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/bench"
+	"github.com/askbridge/askbridge/store"
 )
 
 const benchSecret = "bench-signing-secret"
@@ -399,6 +403,176 @@ func (f *benchSlack) takeCards() []benchCard {
 	return slices.Clone(f.list)
 }
 
-func (c *cli) benchPending(_ context.Context, _ int) int {
-	return c.fail("bench: --pending is not built yet")
+// benchPending fills a store with n pending questions, starts this binary's
+// service on it as a child process and measures what a big backlog costs:
+// time to ready, resident memory, CPU while idle, and the first list page.
+func (c *cli) benchPending(ctx context.Context, n int) int {
+	dir, err := os.MkdirTemp("", "askbridge-pending-")
+	if err != nil {
+		return c.fail("bench: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	fmt.Fprintf(c.stderr, "filling a store with %d pending questions...\n", n)
+	fillStart := time.Now()
+	if err := fillPending(ctx, filepath.Join(dir, "askbridge.db"), n, func(done int) {
+		fmt.Fprintf(c.stderr, "\r  %d of %d", done, n)
+	}); err != nil {
+		return c.fail("bench: fill: %v", err)
+	}
+	fmt.Fprintf(c.stderr, "\r  %d questions in %v\n", n, time.Since(fillStart).Round(time.Second))
+
+	bin, err := os.Executable()
+	if err != nil {
+		return c.fail("bench: %v", err)
+	}
+	httpPort, natsPort := freePort(), freePort()
+	cmd := exec.CommandContext(ctx, bin, "serve")
+	cmd.Env = append(os.Environ(), "ASK_DATA_DIR="+dir, "ASK_HTTP_ADDR=127.0.0.1:"+httpPort,
+		"ASK_NATS_LISTEN=127.0.0.1:"+natsPort, "ASK_ADMINS=cli:bench", "ASK_LOG_LEVEL=warn",
+		"ASK_CONSOLE_SECRET=bench-console-secret-0123456789")
+	cmd.Stderr = c.stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return c.fail("bench: start: %v", err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	ready := time.Duration(0)
+	for time.Since(start) < 60*time.Second {
+		resp, err := http.Get("http://127.0.0.1:" + httpPort + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				ready = time.Since(start)
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if ready == 0 {
+		return c.fail("bench: the service was not ready within 60s")
+	}
+	nc, err := nats.Connect("nats://127.0.0.1:" + natsPort)
+	if err != nil {
+		return c.fail("bench: %v", err)
+	}
+	defer nc.Close()
+	var lists []time.Duration
+	for i := range 50 {
+		req, _ := json.Marshal(bridge.ListRequest{As: "cli:bench", Tenant: fmt.Sprintf("t-%03d", i%100), Limit: 50})
+		t0 := time.Now()
+		msg, err := nc.Request(bridge.APIList, req, 10*time.Second)
+		if err != nil {
+			return c.fail("bench: list: %v", err)
+		}
+		lists = append(lists, time.Since(t0))
+		var reply bridge.ListReply
+		if err := json.Unmarshal(msg.Data, &reply); err != nil || len(reply.Questions) != 50 {
+			return c.fail("bench: list returned %d questions (%s)", len(reply.Questions), reply.Error)
+		}
+	}
+	rssReady := procRSS(cmd.Process.Pid)
+	cpu0 := procCPU(cmd.Process.Pid)
+	const idle = 10 * time.Second
+	fmt.Fprintf(c.stderr, "measuring idle CPU for %v...\n", idle)
+	time.Sleep(idle)
+	cpu1 := procCPU(cmd.Process.Pid)
+	rssIdle := procRSS(cmd.Process.Pid)
+	ticks := float64(cpu1 - cpu0)
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "pending questions\t%d\n", n)
+	fmt.Fprintf(tw, "start to /readyz 200\t%v\n", ready.Round(time.Millisecond))
+	fmt.Fprintf(tw, "RSS after the list calls / after %v idle\t%.0f MB / %.0f MB\n", idle, float64(rssReady)/(1<<20), float64(rssIdle)/(1<<20))
+	fmt.Fprintf(tw, "CPU while idle\t%.2f%% of one core (%d ticks in %v)\n", ticks/float64(clockTicks)/idle.Seconds()*100, cpu1-cpu0, idle)
+	fmt.Fprintf(tw, "list, one tenant's first page of 50: p50 / max\t%v / %v\n", percentile(lists, 50), percentile(lists, 100))
+	tw.Flush()
+	return exitOK
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times on Linux.
+const clockTicks = 100
+
+// fillPending writes n pending questions over 100 tenants straight into a
+// new store, in large transactions, without outbox rows (a long-running
+// service would have published them long ago).
+func fillPending(ctx context.Context, path string, n int, progress func(int)) error {
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	now := time.Now().UTC()
+	const batch = 5000
+	for done := 0; done < n; {
+		nqs := make([]store.NewQuestion, 0, batch)
+		for i := done; i < n && len(nqs) < batch; i++ {
+			q := bridge.Question{Tenant: fmt.Sprintf("t-%03d", i%100), JobID: fmt.Sprintf("job-%07d", i), QuestionID: "q", TaskVersion: 1,
+				Question: "Which colour should the quarterly report use for the customer's charts?", Choices: []string{"red", "blue", "green"},
+				Answerers: []string{"slack:U0ANA"}, Timeout: "72h"}
+			body, _ := json.Marshal(q)
+			timeout := 72 * time.Hour
+			// Spread the deadlines so the ladder has work far in the future.
+			asked := now.Add(-time.Duration(i%3600) * time.Second)
+			nq := store.NewQuestion{Key: store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1},
+				Kind: bridge.KindQuestion, Body: body, AskedAt: asked, Deadline: asked.Add(timeout)}
+			for j, step := range bridge.DefaultLadder {
+				nq.Steps = append(nq.Steps, store.Step{Index: j, Target: step.To, Due: asked.Add(time.Duration(float64(timeout) * step.At))})
+			}
+			nq.Steps = append(nq.Steps, store.Step{Index: len(nq.Steps), Target: store.StepTimeout, Due: asked.Add(timeout)})
+			nqs = append(nqs, nq)
+		}
+		if _, err := st.AskMany(ctx, nqs); err != nil {
+			return err
+		}
+		done += len(nqs)
+		progress(done)
+	}
+	return nil
+}
+
+func freePort() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "0"
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// procRSS is a process's resident set in bytes, from /proc.
+func procRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// procCPU is a process's user+system time in clock ticks, from /proc.
+func procCPU(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses.
+	rest := string(b)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime
 }
