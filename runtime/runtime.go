@@ -44,6 +44,8 @@ type Store interface {
 	Unsent(ctx context.Context, limit int) ([]store.OutboxRow, error)
 	MarkSent(ctx context.Context, ids []int64, at time.Time) error
 	OutboxBacklog(ctx context.Context) (int64, error)
+	PruneSent(ctx context.Context, before time.Time) (int64, error)
+	PruneAttempts(ctx context.Context, before time.Time) (int64, error)
 
 	RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]store.DeliveryRow, error)
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
@@ -166,9 +168,10 @@ func (r *Runtime) Run(ctx context.Context) error {
 	stops = append(stops, apiStop)
 
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); r.relay(ctx) }()
 	go func() { defer wg.Done(); r.ladder(ctx) }()
+	go func() { defer wg.Done(); r.prune(ctx) }()
 	close(r.ready)
 	r.log.Info("runtime started")
 	<-ctx.Done()
@@ -279,6 +282,36 @@ func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, ha
 		stopLoop()
 		<-done
 	}, nil
+}
+
+// Retention of bookkeeping rows: sent outbox rows a day (JetStream keeps
+// the messages), attempt ids a day longer than the answers stream keeps
+// attempts (after that no attempt can be redelivered).
+const (
+	keepSentOutbox = 24 * time.Hour
+	keepAttemptIDs = 31 * 24 * time.Hour
+)
+
+// prune deletes old bookkeeping rows at start and then hourly.
+func (r *Runtime) prune(ctx context.Context) {
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		now := time.Now()
+		if n, err := r.st.PruneSent(ctx, now.Add(-keepSentOutbox)); err != nil {
+			r.log.Warn("prune outbox", "err", err)
+		} else if n > 0 {
+			r.log.Debug("pruned sent outbox rows", "rows", n)
+		}
+		if _, err := r.st.PruneAttempts(ctx, now.Add(-keepAttemptIDs)); err != nil {
+			r.log.Warn("prune attempt ids", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func (r *Runtime) wakeRelay() {

@@ -72,6 +72,17 @@ func (s *Store) PruneSent(ctx context.Context, before time.Time) (int64, error) 
 	return n, nil
 }
 
+// PruneAttempts forgets attempt ids decided before the cutoff: older than
+// the answers stream keeps messages, none can be delivered again.
+func (s *Store) PruneAttempts(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.ws.exec(ctx, "DELETE FROM attempts WHERE at < ?", ms(before))
+	if err != nil {
+		return 0, fmt.Errorf("store: prune attempts: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
 // DeliveryRow is one platform's report on one question.
 type DeliveryRow struct {
 	Platform string

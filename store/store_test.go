@@ -325,3 +325,23 @@ func TestOutboxMarkSentAndPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestPruneAttempts(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	rec := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
+	if _, err := s.Decide(ctx, []Decision{
+		{Refuse: &Refusal{AttemptID: "old", Question: rec.ID, At: t0}},
+		{Refuse: &Refusal{AttemptID: "new", Question: rec.ID, At: t0.Add(48 * time.Hour)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneAttempts(ctx, t0.Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	for id, want := range map[string]bool{"old": false, "new": true} {
+		if seen, _ := s.SeenAttempt(ctx, id); seen != want {
+			t.Errorf("attempt %s seen = %v, want %v", id, seen, want)
+		}
+	}
+}
