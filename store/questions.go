@@ -196,9 +196,11 @@ func askTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResult) error 
 			return err
 		}
 		res.JobVersion = nq.TaskVersion
-		old, err := pendingOfJob(ctx, tx, nq.Tenant, nq.JobID, "task_version < ?", nq.TaskVersion)
-		if err != nil {
-			return err
+		var old []Record
+		if known { // an unknown job has no questions yet
+			if old, err = pendingOfJob(ctx, tx, nq.Tenant, nq.JobID, "task_version < ?", nq.TaskVersion); err != nil {
+				return err
+			}
 		}
 		for i := range old {
 			var msgs []Message
