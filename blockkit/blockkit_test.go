@@ -143,7 +143,7 @@ type message struct {
 }
 
 func card(q *bridge.Question) Card {
-	return Card{Question: q, AskedAt: asked, Deadline: deadline, ConsoleURL: console}
+	return Card{Question: q, AskedAt: asked, Deadline: deadline, Console: true, ConsoleURL: console}
 }
 
 func TestCardsGolden(t *testing.T) {
@@ -181,7 +181,7 @@ func TestCardsGolden(t *testing.T) {
 		golden(t, "card_settled", message{Text: text, Blocks: blocks})
 	})
 	t.Run("thread_parent", func(t *testing.T) {
-		blocks, text := ThreadParent(choices, "https://ask.example.com/console/job/acme/job-1?sig=x")
+		blocks, text := ThreadParent(choices, true)
 		golden(t, "thread_parent", message{Text: text, Blocks: blocks})
 	})
 	meta := ModalMeta{Ref: RefOf(fields), Channel: "C0123", MessageTS: "1700000000.000100"}
@@ -192,21 +192,128 @@ func TestCardsGolden(t *testing.T) {
 	t.Run("modal_deny", func(t *testing.T) { golden(t, "modal_deny", DenyModal(card(approval), meta)) })
 }
 
-func TestLongTextKeepsConsoleLink(t *testing.T) {
+func TestLongTextPointsToTheConsole(t *testing.T) {
 	q := baseQ()
 	q.Question = strings.Repeat("x", bridge.MaxQuestionText)
+	// In the channel: a note naming the button, never a link.
 	blocks, _ := QuestionMessage(card(q))
 	sec := blocks[0].(*slack.SectionBlock)
-	if !strings.Contains(sec.Text.Text, "<"+console+"|Read the whole text in the console>") {
-		t.Fatalf("long question lost its console link: ...%s", sec.Text.Text[len(sec.Text.Text)-200:])
+	if !strings.HasSuffix(sec.Text.Text, "… _(cut short: *Open in console* shows the whole text)_") {
+		t.Fatalf("long question lost its pointer to the console: ...%s", sec.Text.Text[len(sec.Text.Text)-200:])
 	}
 	if n := utf8.RuneCountInString(sec.Text.Text); n > MaxSectionText {
 		t.Fatalf("section of %d characters", n)
 	}
-	// Short text: no link, not cut.
+	if consoleAction(t, blocks) != ActionConsole {
+		t.Fatalf("long question without the console button")
+	}
+	// In a modal, which only its opener sees: their own link.
+	m := AnswerModal(card(q), ModalMeta{Ref: RefOf(q)})
+	if s := m.Blocks.BlockSet[0].(*slack.SectionBlock).Text.Text; !strings.HasSuffix(s, "… <"+console+"|Read the whole text in the console>") {
+		t.Fatalf("modal lost the opener's console link: ...%s", s[len(s)-200:])
+	}
+	// Without the console: cut, and said so.
+	c := card(q)
+	c.Console, c.ConsoleURL = false, ""
+	blocks, _ = QuestionMessage(c)
+	if s := blocks[0].(*slack.SectionBlock).Text.Text; !strings.HasSuffix(s, "… _(cut short)_") {
+		t.Fatalf("long question without console: ...%s", s[len(s)-200:])
+	}
+	// Short text: no note, not cut.
 	blocks, _ = QuestionMessage(card(baseQ()))
 	if s := blocks[0].(*slack.SectionBlock).Text.Text; s != "Which colour should the report use?" {
 		t.Fatalf("short question rendered as %q", s)
+	}
+}
+
+// consoleAction returns the action id of the one "Open in console" button
+// in blocks ("" for none), after checking its block id is the card's Ref.
+func consoleAction(t *testing.T, blocks []slack.Block) string {
+	t.Helper()
+	raw, err := json.Marshal(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bs []map[string]any
+	if err := json.Unmarshal(raw, &bs); err != nil {
+		t.Fatal(err)
+	}
+	found := ""
+	for _, b := range bs {
+		var els []any
+		if e, ok := b["elements"].([]any); ok && b["type"] == "actions" {
+			els = e
+		}
+		if a, ok := b["accessory"]; ok {
+			els = append(els, a)
+		}
+		for _, e := range els {
+			el := e.(map[string]any)
+			if el["type"] != "button" || el["text"].(map[string]any)["text"] != ConsoleButtonText {
+				continue
+			}
+			if found != "" {
+				t.Fatalf("two console buttons")
+			}
+			if _, isURL := el["url"]; isURL {
+				t.Fatalf("console button is a URL button: %v", el)
+			}
+			found, _ = el["action_id"].(string)
+			if _, err := ParseClick(b["block_id"].(string), found, fmt.Sprint(el["value"]), ""); err != nil {
+				t.Fatalf("console button does not parse: %v", err)
+			}
+		}
+	}
+	return found
+}
+
+func TestChannelMessagesOfferTheConsoleByButtonOnly(t *testing.T) {
+	choices := baseQ()
+	choices.Choices = []string{"red", "blue"}
+	long := baseQ()
+	long.Question = strings.Repeat("long & <detailed> ", 400)
+	approval := baseQ()
+	approval.Kind = bridge.KindApproval
+	approval.Proposal = &bridge.Proposal{Summary: []string{"x"}}
+	ev := &bridge.Event{Type: bridge.EventAnswered, ByName: "kevin", AnswerText: "blue"}
+	type rendered struct {
+		name   string
+		blocks []slack.Block
+		text   string
+		action string
+	}
+	var all []rendered
+	for _, q := range []*bridge.Question{choices, long, approval, baseQ()} {
+		b, txt := QuestionMessage(card(q))
+		all = append(all, rendered{"card " + q.Question[:10], b, txt, ActionConsole})
+		b, txt = SettledMessage(card(q), OutcomeLine(ev, q))
+		all = append(all, rendered{"settled " + q.Question[:10], b, txt, ActionConsole})
+	}
+	b, txt := ThreadParent(choices, true)
+	all = append(all, rendered{"thread parent", b, txt, ActionConsoleJob})
+	for _, r := range all {
+		if got := consoleAction(t, r.blocks); got != r.action {
+			t.Errorf("%s: console button %q, want %q", r.name, got, r.action)
+		}
+		raw, _ := json.Marshal(message{Text: r.text, Blocks: r.blocks})
+		for _, bad := range []string{"/console/", "slack:channel", "sig=", "https://"} {
+			if strings.Contains(string(raw), bad) {
+				t.Errorf("%s carries %q: %s", r.name, bad, raw)
+			}
+		}
+	}
+	// No console configured: no button anywhere.
+	for _, q := range []*bridge.Question{choices, long, approval} {
+		c := card(q)
+		c.Console, c.ConsoleURL = false, ""
+		b, _ := QuestionMessage(c)
+		s, _ := SettledMessage(c, OutcomeLine(ev, q))
+		p, _ := ThreadParent(q, false)
+		for _, blocks := range [][]slack.Block{b, s, p} {
+			if got := consoleAction(t, blocks); got != "" {
+				t.Errorf("console button %q without a console", got)
+			}
+		}
 	}
 }
 
@@ -247,6 +354,13 @@ func TestParseClick(t *testing.T) {
 		{bid, "decline", "", "", Click{Ref: r, Action: ActionDecline}, true},
 		{bid, "approve", "", "", Click{Ref: r, Action: ActionApprove}, true},
 		{bid, "deny", "", "", Click{Ref: r, Action: ActionDeny}, true},
+		{bid, "console", "console", "", Click{Ref: r, Action: ActionConsole}, true},
+		{bid, "console.job", "console.job", "", Click{Ref: r, Action: ActionConsoleJob}, true},
+		{bid, "console.", "", "", Click{}, false},
+		{bid, "console.q", "", "", Click{}, false},
+		{bid, "Console", "", "", Click{}, false},
+		{"job.acme.job-1", "console.job", "", "", Click{}, false},
+		{"ask.acme.job-1.q-1", "console", "", "", Click{}, false},
 		{bid, "choice.01", "blue", "", Click{}, false},
 		{bid, "choice.1", "", "", Click{}, false},
 		{bid, "choice.-1", "x", "", Click{}, false},

@@ -16,30 +16,79 @@ type Card struct {
 	Question *bridge.Question
 	AskedAt  time.Time
 	Deadline time.Time
-	// ConsoleURL is a signed link to the question in the web console; a
-	// text too long for Slack is cut and points there.
+	// Console says the web console is configured. Channel messages (the
+	// card, settled or not) then offer an "Open in console" button; its
+	// click is answered with a link minted for the person who clicked.
+	// A channel message never carries a console link itself: everyone in
+	// the channel reads it, and a link acts as the identity it was signed
+	// for.
+	Console bool
+	// ConsoleURL is a signed console link for one person. Only views shown
+	// to that person alone (modals) use it: a text too long for Slack is cut
+	// there and points to it. Channel messages ignore it.
 	ConsoleURL string
+}
+
+// Console buttons. Their action ids are parsed like the other actions;
+// their block ids carry the question's Ref as the other ids do.
+const (
+	ConsoleButtonText = "Open in console"
+	// cutWithButton and cutPlain follow a text cut short in a channel
+	// message: the whole text is behind the console button, or nowhere here.
+	cutWithButton = " _(cut short: *" + ConsoleButtonText + "* shows the whole text)_"
+	cutPlain      = " _(cut short)_"
+)
+
+// consoleButton is the "Open in console" button with action id action.
+func consoleButton(action string) *slack.ButtonBlockElement {
+	return slack.NewButtonBlockElement(action, action, ptext(ConsoleButtonText))
+}
+
+// messageCut is the note after a text cut short in a channel message.
+func messageCut(c Card) string {
+	if c.Console {
+		return cutWithButton
+	}
+	return cutPlain
+}
+
+// modalCut is the note after a text cut short in a modal, which only the
+// person who opened it sees: their own console link, when there is one.
+func modalCut(c Card) string {
+	if c.ConsoleURL != "" {
+		return " <" + c.ConsoleURL + "|Read the whole text in the console>"
+	}
+	return cutPlain
 }
 
 // QuestionMessage renders a pending question: its content and its controls.
 // The second result is the notification text (Slack's top-level "text").
 func QuestionMessage(c Card) ([]slack.Block, string) {
-	blocks := content(c)
+	blocks := content(c, messageCut(c))
 	if c.Question == nil {
 		return blocks, "A question waits for an answer"
 	}
 	if !c.Deadline.IsZero() || len(c.Question.Answerers) > 0 || c.Question.Owner != "" {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(whoAndWhen(c))))
 	}
-	blocks = append(blocks, controls(c.Question)...)
+	blocks = append(blocks, controls(c.Question, c.Console)...)
 	return capBlocks(blocks, MaxMessageBlks), fallback(c.Question)
 }
 
 // SettledMessage renders a question that no longer waits: the same content,
-// no controls, and one context line saying how it ended.
+// no controls, and one context line saying how it ended. With the console
+// configured, a section before that line offers "Open in console" (the
+// whole text, the answer and its history), as an accessory button: the
+// card keeps no actions block once settled.
 func SettledMessage(c Card, outcome string) ([]slack.Block, string) {
-	blocks := content(c)
-	blocks = capBlocks(blocks, MaxMessageBlks-1)
+	blocks := content(c, messageCut(c))
+	if c.Console && c.Question != nil {
+		blocks = capBlocks(blocks, MaxMessageBlks-2)
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn("The whole question, its answer and its history are in the askbridge console."),
+			nil, slack.NewAccessory(consoleButton(ActionConsole)), slack.SectionBlockOptionBlockID(ActionsBlockID(RefOf(c.Question)))))
+	} else {
+		blocks = capBlocks(blocks, MaxMessageBlks-1)
+	}
 	blocks = append(blocks, slack.NewContextBlock("outcome", mrkdwn(outcome)))
 	text := outcome
 	if c.Question != nil {
@@ -48,8 +97,11 @@ func SettledMessage(c Card, outcome string) ([]slack.Block, string) {
 	return blocks, plain(text, 300)
 }
 
-// ThreadParent renders the message that opens a job's thread.
-func ThreadParent(q *bridge.Question, consoleURL string) ([]slack.Block, string) {
+// ThreadParent renders the message that opens a job's thread. With the
+// console configured, its section has an "Open in console" button (action
+// ActionConsoleJob, block id carrying the first question's Ref) whose click
+// is answered with a job link for the person who clicked.
+func ThreadParent(q *bridge.Question, console bool) ([]slack.Block, string) {
 	agent := q.Agent
 	if agent == "" {
 		agent = "An agent"
@@ -57,15 +109,19 @@ func ThreadParent(q *bridge.Question, consoleURL string) ([]slack.Block, string)
 	agentText, _ := fitEscaped(agent, 200, 0)
 	line := "*" + agentText + "* needs input on job `" + q.JobID + "` (task version " +
 		strconv.FormatInt(q.TaskVersion, 10) + ", tenant `" + q.Tenant + "`). Questions follow in this thread."
-	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(line), nil, nil)}
-	if consoleURL != "" {
-		blocks = append(blocks, slack.NewContextBlock("", mrkdwn("<"+consoleURL+"|Open the job in the askbridge console>")))
+	var blocks []slack.Block
+	if console {
+		blocks = []slack.Block{slack.NewSectionBlock(mrkdwn(line), nil, slack.NewAccessory(consoleButton(ActionConsoleJob)),
+			slack.SectionBlockOptionBlockID(ActionsBlockID(RefOf(q))))}
+	} else {
+		blocks = []slack.Block{slack.NewSectionBlock(mrkdwn(line), nil, nil)}
 	}
 	return blocks, plain(agent+" needs input on job "+q.JobID, 300)
 }
 
-// content is the part of the card that stays after the question settles.
-func content(c Card) []slack.Block {
+// content is the part of the card that stays after the question settles;
+// more follows any text cut short.
+func content(c Card, more string) []slack.Block {
 	q := c.Question
 	if q == nil {
 		return []slack.Block{slack.NewSectionBlock(mrkdwn("_This question's text is not available here._"), nil, nil)}
@@ -75,12 +131,12 @@ func content(c Card) []slack.Block {
 	if q.IsApproval() {
 		head = "*Approval requested*\n"
 	}
-	blocks = append(blocks, section(head, q.Question, c.ConsoleURL))
+	blocks = append(blocks, section(head, q.Question, more))
 	if q.Context != "" {
-		blocks = append(blocks, section("*Context:* ", q.Context, c.ConsoleURL))
+		blocks = append(blocks, section("*Context:* ", q.Context, more))
 	}
 	if q.WhyItMatters != "" {
-		blocks = append(blocks, section("*Why it matters:* ", q.WhyItMatters, c.ConsoleURL))
+		blocks = append(blocks, section("*Why it matters:* ", q.WhyItMatters, more))
 	}
 	if q.Proposal != nil {
 		var b strings.Builder
@@ -92,7 +148,7 @@ func content(c Card) []slack.Block {
 			id, _ := fitEscaped(q.Proposal.ID, 100, 0)
 			head += " `" + id + "`"
 		}
-		blocks = append(blocks, section(head+"\n", strings.TrimRight(b.String(), "\n"), c.ConsoleURL))
+		blocks = append(blocks, section(head+"\n", strings.TrimRight(b.String(), "\n"), more))
 	}
 	if len(q.Fields) > 0 {
 		names := make([]string, len(q.Fields))
@@ -109,12 +165,9 @@ func content(c Card) []slack.Block {
 }
 
 // section renders head (already mrkdwn) and escaped user text, cut to
-// Slack's section limit with a console link when too long: never dropped.
-func section(head, text, consoleURL string) slack.Block {
-	more := " _(cut short)_"
-	if consoleURL != "" {
-		more = " <" + consoleURL + "|Read the whole text in the console>"
-	}
+// Slack's section limit when too long, followed by more (which says where
+// the whole text is): never dropped silently.
+func section(head, text, more string) slack.Block {
 	body, cut := fitEscaped(text, MaxSectionText-len([]rune(head)), len([]rune(more)))
 	if cut {
 		body += more
@@ -148,8 +201,9 @@ func whoAndWhen(c Card) string {
 }
 
 // controls are the card's buttons or select, in one actions block whose
-// id carries the question's Ref.
-func controls(q *bridge.Question) []slack.Block {
+// id carries the question's Ref; with the console configured, last comes
+// "Open in console".
+func controls(q *bridge.Question, console bool) []slack.Block {
 	ref := RefOf(q)
 	var els []slack.BlockElement
 	decline := slack.NewButtonBlockElement(ActionDecline, "decline", ptext("Decline"))
@@ -177,6 +231,9 @@ func controls(q *bridge.Question) []slack.Block {
 		els = append(els, slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, ptext("Choose an answer"), ActionSelect, opts...), decline)
 	default:
 		els = append(els, slack.NewButtonBlockElement(ActionAnswer, "answer", ptext("Answer")).WithStyle(slack.StylePrimary), decline)
+	}
+	if console {
+		els = append(els, consoleButton(ActionConsole))
 	}
 	return []slack.Block{slack.NewActionBlock(ActionsBlockID(ref), els...)}
 }

@@ -78,6 +78,12 @@ const (
 	ActionDeny    = "deny"    // opens the deny modal (asks for a reason)
 	ActionSelect  = "select"  // static_select of choices; option value is the index
 	actionChoice  = "choice." // + index: a choice button; value is the choice text
+	// ActionConsole asks for a console link to the question, minted for the
+	// person who clicked (card and settled card).
+	ActionConsole = "console"
+	// ActionConsoleJob asks for a console link to the question's job,
+	// minted for the person who clicked (thread parent).
+	ActionConsoleJob = "console.job"
 )
 
 // actionsPrefix starts the block id of the card's actions block; the rest is the Ref.
@@ -90,8 +96,9 @@ func ActionsBlockID(r Ref) string { return actionsPrefix + r.String() }
 // the clicker may do it.
 type Click struct {
 	Ref Ref
-	// Action is ActionAnswer, ActionDecline, ActionApprove, ActionDeny, or
-	// "choose" for a choice button or select.
+	// Action is ActionAnswer, ActionDecline, ActionApprove, ActionDeny,
+	// ActionConsole, ActionConsoleJob, or "choose" for a choice button or
+	// select.
 	Action string
 	// Index is the chosen choice's index (for "choose").
 	Index int
@@ -116,7 +123,7 @@ func ParseClick(blockID, actionID, value, selected string) (Click, error) {
 	}
 	c := Click{Ref: ref}
 	switch actionID {
-	case ActionAnswer, ActionDecline, ActionApprove, ActionDeny:
+	case ActionAnswer, ActionDecline, ActionApprove, ActionDeny, ActionConsole, ActionConsoleJob:
 		c.Action = actionID
 	case ActionSelect:
 		i, err := parseIndex(selected)

@@ -15,7 +15,7 @@ import (
 // field, or one text input for a free-text question.
 func AnswerModal(c Card, meta ModalMeta) slack.ModalViewRequest {
 	q := c.Question
-	blocks := []slack.Block{section("", q.Question, c.ConsoleURL)}
+	blocks := []slack.Block{section("", q.Question, modalCut(c))}
 	if len(q.Fields) == 0 {
 		in := slack.NewPlainTextInputBlockElement(ptext("Your answer"), InputAction).WithMultiline(true).WithMaxLength(MaxTextInput)
 		blocks = append(blocks, slack.NewInputBlock(BlockFreeText, ptext("Answer"), nil, in))
@@ -35,7 +35,7 @@ func DeclineModal(c Card, meta ModalMeta) slack.ModalViewRequest {
 		WithMultiline(true).WithMaxLength(bridge.MaxCommentText)
 	reason := slack.NewInputBlock(BlockReason, ptext("Reason (optional)"),
 		ptext("The agent reads it; say who could answer instead, if you know."), in).WithOptional(true)
-	blocks := []slack.Block{section("", c.Question.Question, c.ConsoleURL), reason}
+	blocks := []slack.Block{section("", c.Question.Question, modalCut(c)), reason}
 	return modal(CallbackDecline, "Decline to answer", "Decline", meta, blocks)
 }
 
@@ -44,7 +44,7 @@ func DenyModal(c Card, meta ModalMeta) slack.ModalViewRequest {
 	in := slack.NewPlainTextInputBlockElement(ptext("What should the agent do instead?"), InputAction).
 		WithMultiline(true).WithMaxLength(bridge.MaxCommentText)
 	reason := slack.NewInputBlock(BlockReason, ptext("Why deny it?"), nil, in)
-	blocks := []slack.Block{section("", c.Question.Question, c.ConsoleURL), reason}
+	blocks := []slack.Block{section("", c.Question.Question, modalCut(c)), reason}
 	return modal(CallbackDeny, "Deny the proposal", "Deny", meta, blocks)
 }
 

@@ -125,8 +125,14 @@ func TestEndToEndClickResumesAndUpdatesCard(t *testing.T) {
 	posts := h.fake.Calls("chat.postMessage")
 	parent := posts[0]
 	if parent.Str("thread_ts") != "" || !strings.Contains(parent.Str("blocks"), "job-1") ||
-		!strings.Contains(parent.Str("blocks"), "acme-support") || !strings.Contains(parent.Str("blocks"), "https://ask.example.com/console/job/acme/job-1?") {
+		!strings.Contains(parent.Str("blocks"), "acme-support") || consoleButton(parent) != "ask.acme.job-1.q-1.1|console.job" {
 		t.Fatalf("thread parent: %s", parent.Form)
+	}
+	// Channel messages carry no console link: a link acts as its identity.
+	for _, m := range []apiCall{parent, card} {
+		if s := m.Str("blocks") + m.Str("text"); strings.Contains(s, "/console/") || strings.Contains(s, "slack:channel") || strings.Contains(s, "sig=") {
+			t.Fatalf("a channel message carries a console link: %s", m.Form)
+		}
 	}
 	if card.Str("channel") != "C0123" || card.Str("thread_ts") == "" {
 		t.Fatalf("card not in a thread of C0123: %v", card.Form)

@@ -48,27 +48,36 @@ func (b *Bot) channelFor(q *bridge.Question) (channel, threadTS string) {
 	return b.o.DefaultChannel, ""
 }
 
-// questionURL is a signed console link to the question for identity
-// (empty identity: a link for whoever reads the channel, scoped to the job).
+// consoleOn says the web console is configured (ASK_PUBLIC_URL and
+// ASK_CONSOLE_SECRET): only then do cards and thread parents offer it.
+func (b *Bot) consoleOn() bool {
+	return b.o.Console.PublicURL != "" && len(b.o.Console.Secret) > 0
+}
+
+// questionURL is a signed console link to the question for identity, the
+// one person who will see it ("" when the console is off). Links act as
+// their identity, so they are minted only for a person, never for a
+// channel: channel messages offer a button instead (see offerConsole).
 func (b *Bot) questionURL(identity string, r blockkit.Ref) string {
-	if b.o.Console.PublicURL == "" || len(b.o.Console.Secret) == 0 {
+	if !b.consoleOn() || identity == "" {
 		return ""
-	}
-	if identity == "" {
-		identity = "slack:channel"
 	}
 	return b.o.Console.QuestionURL(identity, r.Tenant, r.JobID, r.QuestionID, console.DefaultLinkTTL)
 }
 
-func (b *Bot) jobURL(tenant, job string) string {
-	if b.o.Console.PublicURL == "" || len(b.o.Console.Secret) == 0 {
+// jobURL is a signed console link to a job's page for identity, one person.
+func (b *Bot) jobURL(identity, tenant, job string) string {
+	if !b.consoleOn() || identity == "" {
 		return ""
 	}
-	return b.o.Console.JobURL("slack:channel", tenant, job, console.DefaultLinkTTL)
+	return b.o.Console.JobURL(identity, tenant, job, console.DefaultLinkTTL)
 }
 
+// cardView is what a question's card shows in the channel: no console
+// link (everyone there reads it), an "Open in console" button when the
+// console is configured.
 func (b *Bot) cardView(c *card, r blockkit.Ref) blockkit.Card {
-	return blockkit.Card{Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, ConsoleURL: b.questionURL("", r)}
+	return blockkit.Card{Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, Console: b.consoleOn()}
 }
 
 // onAsked posts the question's card once, in the job's thread, and reports
@@ -217,7 +226,7 @@ func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string)
 		if err != nil {
 			return "", err
 		}
-		blocks, text := blockkit.ThreadParent(q, b.jobURL(q.Tenant, q.JobID))
+		blocks, text := blockkit.ThreadParent(q, b.consoleOn())
 		var ts string
 		err = b.call(ctx, "chat.postMessage", channel, func(ctx context.Context) error {
 			_, t, err := b.api.PostMessageContext(ctx, channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
@@ -349,8 +358,10 @@ func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 // tell sends an ephemeral message to the person in reply_to: through the
 // interaction's response_url when there is one, else chat.postEphemeral.
 func (b *Bot) tell(ctx context.Context, to map[string]string, text string) error {
+	noUnfurl := false // texts may hold a person's signed console link
 	if u := to[replyResponseURL]; u != "" && b.responseURLOK(u) {
-		err := slack.PostWebhookCustomHTTPContext(ctx, u, b.http, &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: text})
+		err := slack.PostWebhookCustomHTTPContext(ctx, u, b.http, &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: text,
+			UnfurlLinks: &noUnfurl, UnfurlMedia: &noUnfurl})
 		if err == nil {
 			return nil
 		}
@@ -361,7 +372,7 @@ func (b *Bot) tell(ctx context.Context, to map[string]string, text string) error
 	if channel == "" || user == "" {
 		return nil
 	}
-	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
 	if ts := to[replyThread]; ts != "" {
 		opts = append(opts, slack.MsgOptionTS(ts))
 	}

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/slack-go/slack"
 
 	"github.com/askbridge/askbridge/blockkit"
+	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -124,6 +126,9 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 	case blockkit.ActionAnswer, blockkit.ActionDecline, blockkit.ActionDeny:
 		b.openModal(ctx, cb, c, channel, msgTS, to)
 		return
+	case blockkit.ActionConsole, blockkit.ActionConsoleJob:
+		b.offerConsole(cb, c, to)
+		return
 	}
 	// Double clicks arrive as separate interactions: one attempt.
 	if !b.clicks.first(cb.User.ID + "|" + a.BlockID + "|" + a.ActionID + "|" + a.Value + "|" + a.SelectedOption.Value) {
@@ -147,6 +152,27 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 		at.Answer, _ = json.Marshal(choice)
 	}
 	b.publishAttempt(ctx, at, to)
+}
+
+// offerConsole answers an "Open in console" click at once with an
+// ephemeral message to the clicker alone, carrying a console link signed
+// for them ("slack:<their id>"): a question link from a card, a job link
+// from a thread parent. The link grants nothing beyond what the runtime
+// lets that person see and do; the card's Ref only names the target.
+func (b *Bot) offerConsole(cb *slack.InteractionCallback, c blockkit.Click, to map[string]string) {
+	if !b.consoleOn() {
+		b.say(to, "The askbridge console is not set up here (ASK_PUBLIC_URL and ASK_CONSOLE_SECRET).")
+		return
+	}
+	who := "slack:" + cb.User.ID
+	var text string
+	if c.Action == blockkit.ActionConsoleJob {
+		text = "<" + b.jobURL(who, c.Ref.Tenant, c.Ref.JobID) + "|Open job `" + c.Ref.JobID + "` in the askbridge console>"
+	} else {
+		text = "<" + b.questionURL(who, c.Ref) + "|Open this question in the askbridge console>"
+	}
+	days := int(console.DefaultLinkTTL / (24 * time.Hour))
+	b.say(to, text+"\nThis link is for you alone: it acts as you for "+strconv.Itoa(days)+" days, so do not share it.")
 }
 
 // threadOf is the thread the card lives in, for ephemeral fallbacks.
