@@ -75,6 +75,7 @@ func FuzzParseClick(f *testing.F) {
 		{bid, "select", "", "abc"}, {bid, "select", "", "99999999999999999999"}, {bid, "delete", "", ""},
 		{"other.acme.job-1.q-1.3", "answer", "", ""}, {"ask.acme.job-1.q-1", "answer", "", ""},
 		{"ask.acme.job-1.q-1.3", "choice.24", "Dark Red", ""}, {"ask.", "choice.", "", ""},
+		{bid, "console", "console", ""}, {bid, "console.job", "console.job", ""}, {bid, "console.", "", ""},
 	} {
 		f.Add(c[0], c[1], c[2], c[3])
 	}
@@ -94,7 +95,7 @@ func FuzzParseClick(f *testing.F) {
 			t.Fatalf("index %d out of range", c.Index)
 		}
 		switch c.Action {
-		case ActionAnswer, ActionDecline, ActionApprove, ActionDeny:
+		case ActionAnswer, ActionDecline, ActionApprove, ActionDeny, ActionConsole, ActionConsoleJob:
 			if c.Action != actionID || c.Index != 0 || c.Choice != "" {
 				t.Fatalf("action %q parsed as %+v", actionID, c)
 			}

@@ -177,6 +177,8 @@ func FuzzSlackInteractions(f *testing.F) {
 		fk.click("U0KEV", "kevin", "trig-5", "C0123", "1700000000.000001", card, "decline", "", ""),
 		fk.click("u0kev", "kevin", "trig-6", "C0123", "1700000000.000001", card, "choice.0", "red", ""),
 		fk.click("U0KEV", "kevin", "trig-7", "C0123", "1700000000.000001", "ask.acme.job-fz.q-c.01", "choice.0", "red", ""),
+		fk.click("U0KEV", "kevin", "trig-8", "C0123", "1700000000.000001", card, "console", "console", ""),
+		fk.click("U0KEV", "kevin", "trig-9", "C0123", "1700000000.000001", card, "console.job", "console.job", ""),
 		payload(map[string]any{"type": "view_submission", "user": map[string]any{"id": "U0KEV", "name": "kevin"}, "team": map[string]any{"id": "T1"},
 			"view": map[string]any{"id": "V1", "hash": "h1", "callback_id": "ask.answer", "private_metadata": "acme.job-fz.q-f.1|C0123|1700000000.000001",
 				"state": map[string]any{"values": map[string]any{
