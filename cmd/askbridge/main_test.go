@@ -19,6 +19,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/config"
+	"github.com/askbridge/askbridge/internal/testenv"
 )
 
 // startTestService runs the whole service in-process on loopback ports in a
@@ -67,17 +68,7 @@ func agentFor(t *testing.T, s *service) *agent.Client {
 // checkFor polls f until it returns nil or the timeout passes.
 func checkFor(t *testing.T, timeout time.Duration, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.CheckFor(t, timeout, 20*time.Millisecond, f)
 }
 
 // askAsync asks through the Go agent package and returns the outcome channel.
