@@ -212,7 +212,7 @@ func (b *Bot) cmdAttempt(ctx context.Context, cmd *slack.SlashCommand, v *bridge
 		}
 	}
 	at := bridge.AnswerAttempt{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID,
-		AttemptID: "slack-cmd-" + firstNonEmpty(cmd.TriggerID, fmt.Sprint(b.now().UnixNano())),
+		AttemptID: "slack-cmd-" + safeID(firstNonEmpty(cmd.TriggerID, fmt.Sprint(b.now().UnixNano()))),
 		Action:    action, Answer: answer, Comment: comment, By: "slack:" + cmd.UserID, ByName: cmd.UserName,
 		Via: bridge.PlatformSlack, At: b.now().UTC(),
 		ReplyTo: map[string]string{replyUser: cmd.UserID, replyChannel: cmd.ChannelID, replyResponseURL: cmd.ResponseURL}}

@@ -3,6 +3,8 @@ package slack
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -135,7 +137,7 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 		return
 	}
 	at := b.attempt(cb, c.Ref, to)
-	at.AttemptID = "slack-" + firstNonEmpty(cb.TriggerID, a.ActionTs+"-"+cb.User.ID)
+	at.AttemptID = "slack-" + safeID(firstNonEmpty(cb.TriggerID, a.ActionTs+"-"+cb.User.ID))
 	switch c.Action {
 	case blockkit.ActionApprove:
 		at.Action = bridge.ActionApprove
@@ -184,6 +186,24 @@ func threadOf(cb *slack.InteractionCallback, msgTS string) string {
 		return cb.Message.ThreadTimestamp
 	}
 	return msgTS
+}
+
+// safeID keeps an id from Slack as it is when it is made of letters,
+// digits, '.', '-' and '_' (as Slack's ids are), and otherwise replaces it
+// by a hash of itself: it becomes part of a Nats-Msg-Id header, which
+// cannot carry spaces or control characters, and must stay the same for
+// Slack's retries of one interaction.
+func safeID(s string) string {
+	ok := s != "" && len(s) <= 200
+	for i := 0; ok && i < len(s); i++ {
+		c := s[i]
+		ok = c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	if ok {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return "h" + hex.EncodeToString(sum[:16])
 }
 
 func firstNonEmpty(s ...string) string {
@@ -343,7 +363,7 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) *slack.
 		}
 	}
 	at := b.attempt(cb, meta.Ref, to)
-	at.AttemptID = "slack-view-" + cb.View.ID + "-" + cb.View.Hash
+	at.AttemptID = "slack-view-" + safeID(cb.View.ID+"-"+cb.View.Hash)
 	at.Action, at.Answer, at.Comment = checked.Action, checked.Value, comment
 	if checked.Action == bridge.ActionDecline {
 		at.Answer = nil
