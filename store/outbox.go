@@ -14,10 +14,13 @@ type OutboxRow struct {
 	ID      int64
 	Subject string
 	Data    []byte
+	// Instance is the id of the database the row is in.
+	Instance string
 }
 
-// MsgID is the Nats-Msg-Id the row is published with.
-func (o OutboxRow) MsgID() string { return fmt.Sprintf("ob-%d", o.ID) }
+// MsgID is the Nats-Msg-Id the row is published with: the same for every
+// try of this row, different from every row of any other database.
+func (o OutboxRow) MsgID() string { return fmt.Sprintf("ob-%s-%d", o.Instance, o.ID) }
 
 // Unsent returns up to limit unsent rows, oldest first.
 func (s *Store) Unsent(ctx context.Context, limit int) ([]OutboxRow, error) {
@@ -28,7 +31,7 @@ func (s *Store) Unsent(ctx context.Context, limit int) ([]OutboxRow, error) {
 	defer rows.Close()
 	var out []OutboxRow
 	for rows.Next() {
-		var o OutboxRow
+		o := OutboxRow{Instance: s.instance}
 		if err := rows.Scan(&o.ID, &o.Subject, &o.Data); err != nil {
 			return nil, fmt.Errorf("store: outbox: %w", err)
 		}

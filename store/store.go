@@ -47,6 +47,8 @@ type Store struct {
 	ckpt     *sql.DB
 	stopCkpt context.CancelFunc
 	ckptDone chan struct{}
+	// instance is this database's random id (table meta).
+	instance string
 }
 
 // checkpointEvery is how often the background checkpoint runs; the writer
@@ -90,6 +92,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		close(s.ckptDone)
 		s.Close()
 		return nil, err
+	}
+	if err := s.w.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'instance'").Scan(&s.instance); err != nil {
+		close(s.ckptDone)
+		s.Close()
+		return nil, fmt.Errorf("store: read instance id: %w", err)
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	s.stopCkpt = cancel

@@ -71,7 +71,7 @@ func TestMigrationsAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.SchemaVersion(context.Background())
-	if err != nil || v != 1 {
+	if err != nil || v != 2 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	mustAsk(t, s, newQ("job-1", "q-1", 1))
@@ -309,8 +309,15 @@ func TestOutboxMarkSentAndPrune(t *testing.T) {
 	mustAsk(t, s, newQ("job-1", "q-1", 1))
 	mustAsk(t, s, newQ("job-2", "q-1", 1))
 	rows, _ := s.Unsent(ctx, 10)
-	if len(rows) != 2 || rows[0].MsgID() != fmt.Sprintf("ob-%d", rows[0].ID) {
+	if len(rows) != 2 || len(s.instance) != 16 || rows[0].MsgID() != fmt.Sprintf("ob-%s-%d", s.instance, rows[0].ID) {
 		t.Fatalf("rows = %+v", rows)
+	}
+	// Another database's first row gets another message id.
+	other := open(t)
+	mustAsk(t, other, newQ("job-1", "q-1", 1))
+	otherRows, _ := other.Unsent(ctx, 10)
+	if otherRows[0].ID != rows[0].ID || otherRows[0].MsgID() == rows[0].MsgID() {
+		t.Fatalf("message ids %s and %s", otherRows[0].MsgID(), rows[0].MsgID())
 	}
 	if err := s.MarkSent(ctx, []int64{rows[0].ID}, t0); err != nil {
 		t.Fatal(err)
