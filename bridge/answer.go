@@ -70,15 +70,8 @@ func CheckAnswer(q *Question, action string, answer json.RawMessage, comment str
 		return nil, wrongKind("action: must be answer, decline, approve or deny, not %q", action)
 	}
 	if q.IsApproval() {
-		var s string
-		if json.Unmarshal(answer, &s) == nil {
-			switch strings.ToLower(strings.TrimSpace(s)) {
-			case "approve", Approved, "yes":
-				return approval(ActionApprove), nil
-			case "deny", Denied, "no":
-				return approval(ActionDeny), nil
-			}
-		}
+		// DESIGN.md: an approval takes approve/deny only; an answer sent to
+		// it is refused. Front-ends map typed words with ApprovalAction.
 		return nil, wrongKind("This is an approval: approve or deny it, or decline to answer.")
 	}
 	if !hasValue(answer) {
@@ -105,6 +98,20 @@ func CheckAnswer(q *Question, action string, answer json.RawMessage, comment str
 		}
 		return textAnswer(s), nil
 	}
+}
+
+// ApprovalAction reads what a person typed to an approval ("approve",
+// "deny too risky") as the approve or deny action and its reason, for the
+// CLI and slash commands; ok is false for anything else.
+func ApprovalAction(text string) (action, comment string, ok bool) {
+	word, rest, _ := strings.Cut(strings.TrimSpace(text), " ")
+	switch strings.ToLower(word) {
+	case "approve", Approved, "yes":
+		return ActionApprove, strings.TrimSpace(rest), true
+	case "deny", Denied, "no":
+		return ActionDeny, strings.TrimSpace(rest), true
+	}
+	return "", "", false
 }
 
 func approval(action string) *CheckedAnswer {

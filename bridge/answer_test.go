@@ -311,13 +311,10 @@ func TestCheckAnswerApproval(t *testing.T) {
 	runCheckCases(t, q, []checkCase{
 		{name: "approve action", action: ActionApprove, value: `"approved"`, display: "approved"},
 		{name: "deny action", action: ActionDeny, comment: "too much", value: `"denied"`, display: "denied"},
-		{name: "approve string", answer: `"approve"`, value: `"approved"`},
-		{name: "Approve string with space", answer: `" Approve "`, value: `"approved"`},
-		{name: "approved string", answer: `"approved"`, value: `"approved"`},
-		{name: "yes string", answer: `"yes"`, value: `"approved"`},
-		{name: "deny string", answer: `"deny"`, value: `"denied"`},
-		{name: "denied string", answer: `"DENIED"`, value: `"denied"`},
-		{name: "no string", answer: `"no"`, value: `"denied"`},
+		{name: "the word approve sent as an answer", answer: `"approve"`, reason: RefusedWrongKind,
+			err: "This is an approval: approve or deny it, or decline to answer."},
+		{name: "the word deny sent as an answer", action: ActionAnswer, answer: `"deny"`, reason: RefusedWrongKind,
+			err: "This is an approval: approve or deny it, or decline to answer."},
 		{name: "decline", action: ActionDecline, comment: "not mine", value: ""},
 		{name: "an answer sent to an approval", answer: `"blue"`, reason: RefusedWrongKind,
 			err: "This is an approval: approve or deny it, or decline to answer."},
@@ -328,10 +325,21 @@ func TestCheckAnswerApproval(t *testing.T) {
 		{name: "decline with an answer", action: ActionDecline, answer: `"approve"`, reason: RefusedWrongKind,
 			err: "A decline can't carry an answer: send the answer, or decline with a reason."},
 	})
-	for answer, action := range map[string]string{`"approve"`: ActionApprove, `"no"`: ActionDeny} {
-		got, err := CheckAnswer(q, "", json.RawMessage(answer), "")
-		if err != nil || got.Action != action {
-			t.Errorf("CheckAnswer(%s) = %+v, %v; want action %s", answer, got, err, action)
+}
+
+func TestApprovalAction(t *testing.T) {
+	for _, c := range []struct{ text, action, comment string }{
+		{"approve", ActionApprove, ""},
+		{" Approved ", ActionApprove, ""},
+		{"yes", ActionApprove, ""},
+		{"deny too risky for a Friday", ActionDeny, "too risky for a Friday"},
+		{"NO", ActionDeny, ""},
+		{"blue", "", ""},
+		{"", "", ""},
+	} {
+		action, comment, ok := ApprovalAction(c.text)
+		if action != c.action || comment != c.comment || ok != (c.action != "") {
+			t.Errorf("ApprovalAction(%q) = %q, %q, %v", c.text, action, comment, ok)
 		}
 	}
 }

@@ -116,10 +116,14 @@ func FuzzCheckAnswer(f *testing.F) {
 		if !json.Valid(got.Value) {
 			t.Fatalf("canonical value %q is not JSON", got.Value)
 		}
-		again, aerr := CheckAnswer(q, ActionAnswer, got.Value, "")
-		if q.IsApproval() && aerr == nil && again.Action != got.Action {
-			t.Fatalf("%s re-checked as %s, was %s", got.Value, again.Action, got.Action)
+		if q.IsApproval() {
+			// Only the approve and deny actions settle an approval.
+			if got.Action != ActionApprove && got.Action != ActionDeny {
+				t.Fatalf("an approval settled by action %q", got.Action)
+			}
+			return
 		}
+		again, aerr := CheckAnswer(q, ActionAnswer, got.Value, "")
 		if aerr != nil {
 			t.Fatalf("canonical value %s of %q is refused: %v", got.Value, answer, aerr)
 		}

@@ -320,3 +320,29 @@ func TestNewTaskVersionSupersedes(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 }
+
+func TestApprovals(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.>")
+	approval := func(job string) *bridge.Question {
+		return &bridge.Question{Tenant: "acme", JobID: job, QuestionID: "q-a", TaskVersion: 1, Kind: bridge.KindApproval,
+			Question: "May I refund order 1234?", Proposal: &bridge.Proposal{ID: "refund-1234", Summary: []string{"Refund 40 EUR to ana@example.com"}}}
+	}
+	ch := ask(t, env, approval("job-ap"))
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-ap", QuestionID: "q-a", AttemptID: "ap-answer", Answer: json.RawMessage(`"approve"`), By: "slack:UOP"})
+	if ev := refusalFor(t, events, "ap-answer"); ev.Reason != bridge.RefusedWrongKind ||
+		ev.Text != "This is an approval: approve or deny it, or decline to answer." {
+		t.Fatalf("an answer to an approval: %+v", ev)
+	}
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-ap", QuestionID: "q-a", AttemptID: "ap-ok", Action: bridge.ActionApprove, By: "slack:UOP"})
+	if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: approved" || string(out.Answer) != `"approved"` {
+		t.Fatalf("approved: %+v", out)
+	}
+
+	ch = ask(t, env, approval("job-dn"))
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-dn", QuestionID: "q-a", AttemptID: "dn", Action: bridge.ActionDeny, Comment: "too risky", By: "slack:UOP"})
+	if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: denied. Reason: too risky." ||
+		string(out.Answer) != `"denied"` || out.Comment != "too risky" {
+		t.Fatalf("denied: %+v", out)
+	}
+}

@@ -194,6 +194,14 @@ func (b *Bot) describe(identity string, v *bridge.QuestionView, full bool) strin
 func (b *Bot) cmdAttempt(ctx context.Context, cmd *slack.SlashCommand, v *bridge.QuestionView, action, arg string) *commandReply {
 	var answer json.RawMessage
 	comment := ""
+	if action == bridge.ActionAnswer && v.Question != nil && v.Question.IsApproval() {
+		// "/ask answer <id> approve" or "... deny <reason>".
+		act, reason, ok := bridge.ApprovalAction(arg)
+		if !ok {
+			return ephemeral("This is an approval: `/ask answer %s/%s approve` or `/ask answer %s/%s deny <reason>`.", v.JobID, v.QuestionID, v.JobID, v.QuestionID)
+		}
+		action, arg = act, reason
+	}
 	if action == bridge.ActionAnswer {
 		if arg == "" {
 			return ephemeral("Say the answer: `/ask answer %s/%s <answer>`.", v.JobID, v.QuestionID)

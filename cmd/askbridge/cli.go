@@ -468,6 +468,13 @@ func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a 
 		return c.fail("%v", err)
 	}
 	a.Tenant, a.JobID, a.QuestionID, a.TaskVersion = v.Tenant, v.JobID, v.QuestionID, v.TaskVersion
+	var text string
+	if a.Action == bridge.ActionAnswer && v.Question != nil && v.Question.IsApproval() && json.Unmarshal(a.Answer, &text) == nil {
+		// An approval takes "approve" or "deny [reason]".
+		if action, reason, ok := bridge.ApprovalAction(text); ok {
+			a.Action, a.Answer, a.Comment = action, nil, reason
+		}
+	}
 	a.AttemptID = newID("cli-")
 	a.By, a.Via, a.At = c.identity, bridge.PlatformCLI, time.Now().UTC()
 

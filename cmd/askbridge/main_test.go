@@ -241,6 +241,26 @@ func TestCLIAskListShow(t *testing.T) {
 	}
 }
 
+func TestCLIApprovesAndDenies(t *testing.T) {
+	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	ag := agentFor(t, s)
+	kevin, _, errOut := testCLI(s, "cli:kevin")
+	for _, c := range []struct{ job, words, want string }{
+		{"job-ap", "approve", "The answer: approved"},
+		{"job-dn", "deny not on a Friday", "The answer: denied. Reason: not on a Friday."},
+	} {
+		ch := askAsync(t, ag, &bridge.Question{Tenant: "acme", JobID: c.job, QuestionID: "q-a", TaskVersion: 1, Kind: bridge.KindApproval,
+			Question: "May I deploy?", Proposal: &bridge.Proposal{ID: "deploy-7", Summary: []string{"Deploy build 7 to production"}}})
+		waitPending(t, kevin, c.job, "q-a")
+		if code := kevin.answer(context.Background(), append([]string{c.job, "q-a"}, strings.Fields(c.words)...)); code != exitOK {
+			t.Fatalf("%s: exit %d: %s", c.words, code, errOut)
+		}
+		if res := waitOutcome(t, ch); res.Text != c.want {
+			t.Fatalf("%s: outcome %+v", c.words, res)
+		}
+	}
+}
+
 func TestCLIAskExitCodes(t *testing.T) {
 	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
 	kevin, _, _ := testCLI(s, "cli:kevin")
