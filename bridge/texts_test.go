@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -82,5 +83,26 @@ func TestFormatTimeoutOfParsedTimeouts(t *testing.T) {
 		if got := FormatTimeout(d); got != want {
 			t.Errorf("FormatTimeout(ParseTimeout(%q)) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestAnswerAttemptAliases(t *testing.T) {
+	for _, c := range []struct{ in, action, comment string }{
+		{`{"action":"decline","comment":"ask Ana"}`, ActionDecline, "ask Ana"},
+		{`{"decline":true,"reason":"ask Ana"}`, ActionDecline, "ask Ana"},
+		{`{"action":"declined","reason":"ask Ana"}`, ActionDecline, "ask Ana"},
+		{`{"decision":"approve"}`, ActionApprove, ""},
+		{`{"action":"denied","reason":"too risky"}`, ActionDeny, "too risky"},
+		{`{"answer":"blue"}`, "", ""},
+	} {
+		var a AnswerAttempt
+		if err := json.Unmarshal([]byte(c.in), &a); err != nil || a.Action != c.action || a.Comment != c.comment {
+			t.Errorf("%s = %q %q, %v", c.in, a.Action, a.Comment, err)
+		}
+	}
+	var a AnswerAttempt
+	if err := json.Unmarshal([]byte(`{"tenant":"acme","answer":"blue","by":"slack:U1","reply_to":{"k":"v"}}`), &a); err != nil ||
+		a.Tenant != "acme" || string(a.Answer) != `"blue"` || a.By != "slack:U1" || a.ReplyTo["k"] != "v" {
+		t.Errorf("plain fields = %+v, %v", a, err)
 	}
 }

@@ -376,3 +376,41 @@ const (
 	PlatformConsole = "console"
 	PlatformCLI     = "cli"
 )
+
+// UnmarshalJSON reads an attempt, also accepting the spellings a hand-written
+// client is likely to use: "reason" for comment, "decline": true, and an
+// action (or "decision") given in the past tense ("declined", "approved",
+// "denied"). The canonical form is what MarshalJSON writes.
+func (a *AnswerAttempt) UnmarshalJSON(data []byte) error {
+	type plain AnswerAttempt
+	var aux struct {
+		plain
+		Reason   string `json:"reason"`
+		Decline  bool   `json:"decline"`
+		Decision string `json:"decision"`
+	}
+	if err := json.Unmarshal(data, &aux); err != nil {
+		return err
+	}
+	*a = AnswerAttempt(aux.plain)
+	if a.Comment == "" {
+		a.Comment = aux.Reason
+	}
+	if a.Action == "" {
+		a.Action = aux.Decision
+	}
+	if aux.Decline && a.Action == "" {
+		a.Action = ActionDecline
+	}
+	switch a.Action {
+	case "declined":
+		a.Action = ActionDecline
+	case "approved":
+		a.Action = ActionApprove
+	case "denied":
+		a.Action = ActionDeny
+	case "answered":
+		a.Action = ActionAnswer
+	}
+	return nil
+}
