@@ -24,6 +24,7 @@ import (
 
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 )
 
 // fake is the one fake Discord API of this package's tests: discordgo's
@@ -49,17 +50,7 @@ const (
 // checkFor polls cond until it returns nil or the timeout passes.
 func checkFor(t *testing.T, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not synchronization
-	}
+	testenv.CheckFor(t, timeout, 10*time.Millisecond, cond)
 }
 
 // collector records the messages published on a subject (core NATS sees
