@@ -396,28 +396,119 @@ func typedQuestion() bridge.Question {
 		Answerers: []string{"slack:U0ANA", "discord:" + ana.ID, "discord:" + kevin.ID}, Owner: "discord:" + kevin.ID}
 }
 
-func TestTypedQuestionLinksToSignedConsole(t *testing.T) {
+// assertNoLinkOnCard checks a posted card carries no link button and no
+// signed console URL anywhere: a channel message is read by everyone there.
+func assertNoLinkOnCard(t *testing.T, s console.Signer, msg map[string]any) {
+	t.Helper()
+	for _, c := range components(msg) {
+		if c["style"] == float64(5) || c["url"] != nil {
+			t.Fatalf("card component %v is a link", c)
+		}
+	}
+	raw, err := json.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{s.PublicURL, "/console/", "sig=", "sig%3D", "as=discord", "as=discord%3A"} {
+		if strings.Contains(string(raw), bad) {
+			t.Fatalf("the card's JSON holds %q: %s", bad, raw)
+		}
+	}
+}
+
+// consoleClick clicks a card's Open in console button as p and returns the
+// link of the ephemeral reply.
+func (h *harness) consoleClick(p person, customID string) string {
+	h.t.Helper()
+	resp := h.interact(h.click(p, customID))
+	data, _ := resp["data"].(map[string]any)
+	if resp["type"] != float64(4) || data == nil || data["flags"] != float64(64) {
+		h.t.Fatalf("console click = %v, want an ephemeral message (type 4, flags 64)", resp)
+	}
+	cs := components(data)
+	if len(cs) != 1 || cs[0]["style"] != float64(5) {
+		h.t.Fatalf("console click components = %v, want one link button", cs)
+	}
+	u, _ := cs[0]["url"].(string)
+	return u
+}
+
+// verifiesFor reports whether a signed console link verifies as granting
+// identity the question tenant/job/question.
+func verifiesFor(s console.Signer, raw, identity, tenant, job, question string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	exp, err := strconv.ParseInt(u.Query().Get("exp"), 10, 64)
+	if err != nil {
+		return false
+	}
+	l := console.Link{Identity: identity, Scope: console.ScopeQuestion, Tenant: tenant, JobID: job, QuestionID: question,
+		Expires: time.Unix(exp, 0)}
+	return s.Verify(l, u.Query().Get("sig"), time.Now()) == nil
+}
+
+func TestTypedQuestionConsoleLinkIsPerClicker(t *testing.T) {
 	h := start(t, harnessOptions{})
+	// The question names Discord answerers and a Discord owner: still no
+	// link on the card, which anyone in the channel can read.
 	h.publishEvent(asked(typedQuestion()))
 	msg := h.posted(channelA, 1)
+	assertNoLinkOnCard(t, h.signer, msg)
 	btn := findComponent(t, msg, "Open in console")
-	if btn["style"] != float64(5) || btn["custom_id"] != nil {
-		t.Fatalf("console button = %v, want a link button", btn)
+	id, _ := btn["custom_id"].(string)
+	if btn["style"] == float64(5) || id == "" {
+		t.Fatalf("console button = %v, want a normal button", btn)
 	}
-	l := linkOf(t, h.signer, btn["url"].(string))
-	if l.Identity != "discord:"+ana.ID || l.Tenant != "acme" || l.JobID != "job-2" || l.QuestionID != "q-7" {
-		t.Fatalf("link grants %+v, want the first discord answerer on acme/job-2/q-7", l)
-	}
-	// A forged link does not verify: the check above can fail.
-	forged := strings.Replace(btn["url"].(string), "as=discord%3A"+ana.ID, "as=discord%3A"+stranger.ID, 1)
-	u, _ := url.Parse(forged)
-	l.Identity = u.Query().Get("as")
-	if err := h.signer.Verify(l, u.Query().Get("sig"), time.Now()); err == nil {
-		t.Fatal("a link re-addressed to someone else verified")
+	if a, err := parseCustomID(id); err != nil || a.Act != actConsole || a.Tenant != "acme" || a.JobID != "job-2" || a.QuestionID != "q-7" || a.TaskVersion != 1 {
+		t.Fatalf("console button custom_id %q parses to %+v, %v", id, a, err)
 	}
 	findComponent(t, msg, "Decline")
-	if got := fieldValue(embedOf(t, msg), "Answer in the askbridge console"); !strings.Contains(got, "Send on (date, required)") {
+	got := fieldValue(embedOf(t, msg), "Answer in the askbridge console")
+	if !strings.Contains(got, "Send on (date, required)") || !strings.Contains(got, "Open in console") {
 		t.Fatalf("the card does not say to answer in the console: %q", got)
+	}
+
+	// User A (ana, a named answerer) gets a link signed for her alone.
+	forAna := h.consoleClick(ana, id)
+	if l := linkOf(t, h.signer, forAna); l.Identity != "discord:"+ana.ID || l.Tenant != "acme" || l.JobID != "job-2" || l.QuestionID != "q-7" {
+		t.Fatalf("ana's link grants %+v, want discord:%s on acme/job-2/q-7", l, ana.ID)
+	}
+	if !verifiesFor(h.signer, forAna, "discord:"+ana.ID, "acme", "job-2", "q-7") {
+		t.Fatal("ana's link does not verify for her")
+	}
+	if verifiesFor(h.signer, forAna, "discord:"+kevin.ID, "acme", "job-2", "q-7") ||
+		verifiesFor(h.signer, forAna, "discord:"+stranger.ID, "acme", "job-2", "q-7") {
+		t.Fatal("ana's link verifies for another user")
+	}
+	if verifiesFor(h.signer, forAna, "discord:"+ana.ID, "acme", "job-2", "q-8") ||
+		verifiesFor(h.signer, forAna, "discord:"+ana.ID, "acme", "job-1", "q-7") {
+		t.Fatal("ana's link verifies for another question")
+	}
+	// A forged link (re-addressed in the URL) does not verify.
+	forged := strings.Replace(forAna, "as=discord%3A"+ana.ID, "as=discord%3A"+stranger.ID, 1)
+	if forged == forAna {
+		t.Fatalf("link %q does not name ana in as=", forAna)
+	}
+	u, _ := url.Parse(forged)
+	exp, _ := strconv.ParseInt(u.Query().Get("exp"), 10, 64)
+	if h.signer.Verify(console.Link{Identity: u.Query().Get("as"), Scope: console.ScopeQuestion, Tenant: "acme", JobID: "job-2",
+		QuestionID: "q-7", Expires: time.Unix(exp, 0)}, u.Query().Get("sig"), time.Now()) == nil {
+		t.Fatal("a link re-addressed to someone else verified")
+	}
+
+	// User B (someone the question does not name) gets B's own link; the
+	// console, not the link, decides what B may do.
+	forB := h.consoleClick(stranger, id)
+	if l := linkOf(t, h.signer, forB); l.Identity != "discord:"+stranger.ID || l.QuestionID != "q-7" {
+		t.Fatalf("B's link grants %+v, want discord:%s", l, stranger.ID)
+	}
+	if verifiesFor(h.signer, forB, "discord:"+ana.ID, "acme", "job-2", "q-7") {
+		t.Fatal("B's link verifies for ana")
+	}
+	if n := len(h.attempts.all()); n != 0 {
+		t.Fatalf("console clicks published %d attempts", n)
 	}
 }
 
@@ -503,8 +594,15 @@ func TestManyChoices(t *testing.T) {
 	q2.QuestionID, q2.Choices = "q-30", thirty
 	h.publishEvent(asked(q2))
 	msg2 := h.posted(msg["id"].(string), 1)
+	assertNoLinkOnCard(t, h.signer, msg2)
 	btn := findComponent(t, msg2, "Open in console")
-	if l := linkOf(t, h.signer, btn["url"].(string)); l.Identity != "discord:"+kevin.ID || l.QuestionID != "q-30" {
+	if btn["style"] == float64(5) || btn["url"] != nil {
+		t.Fatalf("console button = %v, want a normal button", btn)
+	}
+	if got := fieldValue(embedOf(t, msg2), "Answer in the askbridge console"); !strings.Contains(got, "30 choices") {
+		t.Fatalf("the card does not say to answer in the console: %q", got)
+	}
+	if l := linkOf(t, h.signer, h.consoleClick(kevin, btn["custom_id"].(string))); l.Identity != "discord:"+kevin.ID || l.QuestionID != "q-30" {
 		t.Fatalf("link = %+v", l)
 	}
 	if n := len(h.attempts.all()); n != 1 {

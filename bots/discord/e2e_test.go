@@ -205,8 +205,13 @@ func TestE2ETypedQuestionAnsweredWithCommand(t *testing.T) {
 	q := typedQuestion()
 	ask(t, env, q)
 	msg := h.posted(channelA, 1)
-	if l := linkOf(t, h.signer, findComponent(t, msg, "Open in console")["url"].(string)); l.Identity != "discord:"+ana.ID {
-		t.Fatalf("link for %q", l.Identity)
+	assertNoLinkOnCard(t, h.signer, msg)
+	btn := findComponent(t, msg, "Open in console")["custom_id"].(string)
+	if l := linkOf(t, h.signer, h.consoleClick(ana, btn)); l.Identity != "discord:"+ana.ID || l.QuestionID != "q-7" {
+		t.Fatalf("ana's link for %+v", l)
+	}
+	if l := linkOf(t, h.signer, h.consoleClick(kevin, btn)); l.Identity != "discord:"+kevin.ID || l.QuestionID != "q-7" {
+		t.Fatalf("kevin's link for %+v", l)
 	}
 	// A wrong value is refused with the field's own words, before the runtime.
 	resp := h.interact(h.command(kevin, "answer", map[string]string{"question": "q-7", "answer": `{"on":"2026-10-20","copies":12}`}))

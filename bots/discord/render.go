@@ -63,20 +63,6 @@ func (b *Bot) consoleEnabled() bool {
 	return len(b.o.Console.Secret) > 0 && b.o.Console.PublicURL != ""
 }
 
-// linkIdentity is who the card's console link is signed for: the
-// question's first Discord answerer, else its owner when a Discord identity.
-func linkIdentity(q *bridge.Question) string {
-	for _, a := range q.Answerers {
-		if strings.HasPrefix(a, bridge.PlatformDiscord+":") {
-			return a
-		}
-	}
-	if strings.HasPrefix(q.Owner, bridge.PlatformDiscord+":") {
-		return q.Owner
-	}
-	return ""
-}
-
 // questionLink signs a console link to c's question for identity, or "" when
 // the console is off or the URL would not fit a link button.
 func (b *Bot) questionLink(identity, tenant, job, question string) string {
@@ -95,6 +81,10 @@ func (b *Bot) questionLink(identity, tenant, job, question string) string {
 func inConsole(q *bridge.Question) bool {
 	return len(q.Fields) > 0 || len(q.Choices) > maxChoices
 }
+
+// consoleHint tells card readers how to reach the console: each clicker
+// gets a link of their own.
+const consoleHint = "Click **Open in console** for a link of your own (shown only to you)."
 
 // cardEmbed renders the question as an embed.
 func cardEmbed(c *card) *discordgo.MessageEmbed {
@@ -139,9 +129,9 @@ func cardEmbed(c *card) *discordgo.MessageEmbed {
 			}
 			lines = append(lines, l+")")
 		}
-		add("Answer in the askbridge console", strings.Join(lines, "\n"), false)
+		add("Answer in the askbridge console", consoleHint+"\n"+strings.Join(lines, "\n"), false)
 	case len(q.Choices) > maxChoices:
-		add("Answer in the askbridge console", fmt.Sprintf("%d choices, more than Discord can show: %s", len(q.Choices), strings.Join(q.Choices, ", ")), false)
+		add("Answer in the askbridge console", consoleHint+"\n"+fmt.Sprintf("%d choices, more than Discord can show: %s", len(q.Choices), strings.Join(q.Choices, ", ")), false)
 	}
 	var may []string
 	for _, a := range q.Answerers {
@@ -179,7 +169,7 @@ func (b *Bot) cardComponents(c *card) []discordgo.MessageComponent {
 		}})
 		return rows
 	case inConsole(q):
-		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{b.consoleButton(c), decline}})
+		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{consoleButton(c), decline}})
 	case len(q.Choices) > maxButtonChoice:
 		opts := make([]discordgo.SelectMenuOption, len(q.Choices))
 		for i, ch := range q.Choices {
@@ -214,13 +204,10 @@ func (b *Bot) cardComponents(c *card) []discordgo.MessageComponent {
 	return rows
 }
 
-// consoleButton is a link button to the question's console page, signed for
-// linkIdentity; without one, a button whose click replies with a link
-// signed for the clicker.
-func (b *Bot) consoleButton(c *card) discordgo.MessageComponent {
-	if u := b.questionLink(linkIdentity(c.Question), c.Tenant, c.JobID, c.QuestionID); u != "" {
-		return discordgo.Button{Label: "Open in console", Style: discordgo.LinkButton, URL: u}
-	}
+// consoleButton is a normal button, never a link: the card sits on a
+// channel message anyone there can read, so its click replies, to the
+// clicker alone, with a console link signed for that clicker.
+func consoleButton(c *card) discordgo.MessageComponent {
 	return discordgo.Button{Label: "Open in console", Style: discordgo.PrimaryButton,
 		CustomID: customID(actConsole, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0)}
 }
