@@ -101,12 +101,14 @@ func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandRepl
 	case "decline":
 		return b.cmdAttempt(ctx, cmd, v, bridge.ActionDecline, arg)
 	default:
-		c := bridge.Cancel{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, By: identity, Reason: "cancelled from Slack by " + identity}
+		c := bridge.Cancel{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, By: identity, Reason: "cancelled from Slack by " + identity,
+			// A refusal (not an owner or admin) comes back to this person.
+			ReplyTo: map[string]string{replyUser: cmd.UserID, replyChannel: cmd.ChannelID, replyResponseURL: cmd.ResponseURL}}
 		if err := bridge.Publish(ctx, b.js, bridge.CancelSubject(v.Tenant, v.JobID), "cancel-slack-"+firstNonEmpty(cmd.TriggerID, cmd.UserID+"-"+v.QuestionID), c); err != nil {
 			b.log.ErrorContext(ctx, "slack: could not publish a cancel", "err", err)
 			return ephemeral("askbridge could not record the cancel just now. Please try again.")
 		}
-		return ephemeral("Asked askbridge to cancel `%s/%s`. Only owners and admins may cancel; the card in the thread shows the result.", v.JobID, v.QuestionID)
+		return ephemeral("Asked askbridge to cancel `%s/%s`. Only owners and admins may cancel: you will hear here if askbridge refuses; the card in the thread shows the result.", v.JobID, v.QuestionID)
 	}
 }
 

@@ -351,6 +351,18 @@ func TestAskCommand(t *testing.T) {
 	if n := streamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-cmd")); n != 2 {
 		t.Fatalf("%d attempts, want the answer and the decline only", n)
 	}
+	// An operator may not cancel: the runtime's refusal reaches them privately.
+	if s := reply("U0KEV", "cancel job-cmd/q-c3"); !strings.Contains(s, "Asked askbridge to cancel `job-cmd/q-c3`") {
+		t.Fatalf("operator's cancel: %q", s)
+	}
+	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		for _, c := range h.fake.Calls("response_url") {
+			if c.JSON["text"] == "You can't cancel questions: that needs the admin or owner role." {
+				return nil
+			}
+		}
+		return fmt.Errorf("no cancel refusal among %d response_url posts", len(h.fake.Calls("response_url")))
+	})
 	if s := reply("U0ADM", "cancel job-cmd/q-c3"); !strings.Contains(s, "Asked askbridge to cancel `job-cmd/q-c3`") {
 		t.Fatalf("cancel: %q", s)
 	}
