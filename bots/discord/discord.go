@@ -68,8 +68,10 @@ const (
 	// interactionBudget bounds the work done before answering Discord,
 	// which wants the initial response within 3 seconds.
 	interactionBudget = 2 * time.Second
-	maxBodyBytes      = 1 << 20
-	httpTimeout       = 15 * time.Second
+	// maxBodyBytes bounds an interaction body (real ones are a few KiB);
+	// a larger one is refused with 413 before its signature is checked.
+	maxBodyBytes = 1 << 20
+	httpTimeout  = 15 * time.Second
 	// A 429 is retried at most rateLimitRetries times, and only when
 	// Discord asks to wait no longer than maxRateLimitWait.
 	rateLimitRetries = 3

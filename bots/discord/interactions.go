@@ -1,8 +1,10 @@
 package discord
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,7 +30,20 @@ const (
 // handleInteraction is POST /discord/interactions: verify, deduplicate,
 // dispatch, and answer inline within Discord's 3 seconds.
 func (b *Bot) handleInteraction(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	// Read the body ourselves, under a clear limit, before verifying:
+	// discordgo's verifier would read a cut body and call a too-large one a
+	// bad signature.
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "unreadable body", http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
 	if !discordgo.VerifyInteraction(r, b.pub) {
 		http.Error(w, "invalid request signature", http.StatusUnauthorized)
 		return
@@ -40,11 +55,6 @@ func (b *Bot) handleInteraction(w http.ResponseWriter, r *http.Request) {
 	}
 	if skew := b.now().Sub(time.Unix(ts, 0)); skew > maxClockSkew || skew < -maxClockSkew {
 		http.Error(w, "request timestamp too far from now", http.StatusUnauthorized)
-		return
-	}
-	raw, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, "unreadable body", http.StatusBadRequest)
 		return
 	}
 	var in discordgo.Interaction

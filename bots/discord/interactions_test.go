@@ -52,6 +52,55 @@ func TestBadSignatureRefused(t *testing.T) {
 	}
 }
 
+func TestOversizeBodyRefused(t *testing.T) {
+	h := start(t, harnessOptions{})
+	h.publishEvent(asked(colorQuestion()))
+	msg := h.posted(channelA, 1)
+	in := h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string))
+	// A validly signed, fresh interaction padded past the limit (2 MiB, and
+	// one byte over): 413, not a signature failure, and nothing published.
+	in["padding"] = strings.Repeat("a", 2<<20)
+	big, _ := json.Marshal(in)
+	if status, out := h.post(big, time.Now(), h.priv); status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("2 MiB body: HTTP %d (%s), want 413", status, out)
+	}
+	in["padding"] = ""
+	base, _ := json.Marshal(in)
+	in["padding"] = strings.Repeat("a", maxBodyBytes-len(base)+1)
+	over, _ := json.Marshal(in)
+	if len(over) != maxBodyBytes+1 {
+		t.Fatalf("padded body is %d bytes, want %d", len(over), maxBodyBytes+1)
+	}
+	if status, out := h.post(over, time.Now(), h.priv); status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("%d-byte body: HTTP %d (%s), want 413", len(over), status, out)
+	}
+	// Unsigned and oversize: still 413 (the size is checked first).
+	resp, err := http.Post(h.web.URL+"/discord/interactions", "application/json", strings.NewReader(string(big)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("unsigned 2 MiB body: HTTP %d, want 413", resp.StatusCode)
+	}
+	// At the limit exactly, the same click (a new interaction) is verified
+	// from the buffered body and accepted.
+	in = h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string))
+	in["padding"] = ""
+	base, _ = json.Marshal(in)
+	in["padding"] = strings.Repeat("a", maxBodyBytes-len(base))
+	exact, _ := json.Marshal(in)
+	if len(exact) != maxBodyBytes {
+		t.Fatalf("padded body is %d bytes, want %d", len(exact), maxBodyBytes)
+	}
+	if status, out := h.post(exact, time.Now(), h.priv); status != http.StatusOK {
+		t.Fatalf("%d-byte body: HTTP %d (%s), want 200", len(exact), status, out)
+	}
+	if got := h.waitAttempts(1); got[0].By != "discord:"+kevin.ID || string(got[0].Answer) != `"blue"` {
+		t.Fatalf("attempt = %+v", got[0])
+	}
+}
+
 func TestOldTimestampRefused(t *testing.T) {
 	h := start(t, harnessOptions{})
 	h.publishEvent(asked(colorQuestion()))
