@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
@@ -289,7 +290,16 @@ func (b *Bot) cmdCancel(ctx context.Context, in *discordgo.Interaction, who clic
 	if utf8Len(reason) > bridge.MaxCommentText {
 		return ephemeral(fmt.Sprintf("reason: must be at most %d characters.", bridge.MaxCommentText))
 	}
-	cancel := bridge.Cancel{Tenant: opt["tenant"], JobID: opt["job"], QuestionID: opt["question"], Reason: reason, By: who.Identity}
+	// Roles are the ones mapped from the member's Discord roles (as on
+	// answer attempts); the runtime decides. reply_to lets the bot tell
+	// this person, and only them, when the runtime refuses.
+	rt := b.replyTo(in)
+	rt[replyKind] = replyKindCancel
+	rt[replyUser] = strings.TrimPrefix(who.Identity, bridge.PlatformDiscord+":")
+	rt[replyInteraction] = in.ID
+	rt[replySentAt] = strconv.FormatInt(b.now().Unix(), 10)
+	cancel := bridge.Cancel{Tenant: opt["tenant"], JobID: opt["job"], QuestionID: opt["question"], Reason: reason,
+		By: who.Identity, Roles: who.Roles, ReplyTo: rt}
 	if err := bridge.Publish(ctx, b.o.NATS.JS, bridge.CancelSubject(cancel.Tenant, cancel.JobID), "cancel-"+attemptID(in), cancel); err != nil {
 		b.log.Error("discord: cannot publish the cancel", "tenant", cancel.Tenant, "job", cancel.JobID, "err", err)
 		return ephemeral("askbridge could not record the cancel right now; please try again.")
@@ -298,5 +308,5 @@ func (b *Bot) cmdCancel(ctx context.Context, in *discordgo.Interaction, who clic
 	if cancel.QuestionID != "" {
 		what = "question " + cancel.QuestionID + " of " + what
 	}
-	return ephemeral("Asked askbridge to cancel " + what + ". Only admins and owners may cancel; the cards update when askbridge does.")
+	return ephemeral("Asked askbridge to cancel " + what + "; only owners and admins may. The cards update when askbridge cancels; if it refuses, you will be told here (or by direct message).")
 }

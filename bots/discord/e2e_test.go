@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -344,5 +345,119 @@ func TestE2EReminderDMThenTimeout(t *testing.T) {
 	settledCard(t, msg["id"].(string), "Nobody answered within 0:00:03.")
 	if n := len(fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 1 {
 		t.Fatalf("%d reminder DMs, want 1", n)
+	}
+}
+
+// cancelsNow decodes the cancels the bot published so far.
+func (h *harness) cancelsNow() []bridge.Cancel {
+	var out []bridge.Cancel
+	for _, m := range h.cancels.all() {
+		var c bridge.Cancel
+		if err := json.Unmarshal(m.Data, &c); err != nil {
+			h.t.Fatalf("cancel is not JSON: %v", err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func TestE2ECancelByMappedDiscordRole(t *testing.T) {
+	// Nobody is configured as an admin: only the mapped Discord role can
+	// make someone one.
+	env, h := startE2E(t, runtime.Roles{})
+	resumes := env.Record(t, bridge.StreamResumes, bridge.PrefixResume+".>")
+	q := colorQuestion()
+	ask(t, env, q)
+	msg := h.posted(channelA, 1)
+	reply := func(resp map[string]any) string {
+		t.Helper()
+		d, _ := resp["data"].(map[string]any)
+		if resp["type"] != float64(4) || d["flags"] != float64(64) {
+			t.Fatalf("response = %v, want an ephemeral message", resp)
+		}
+		s, _ := d["content"].(string)
+		return s
+	}
+
+	// A plain member (no mapped role) asks to cancel: the command's reply
+	// is honest, the runtime refuses, and the refusal reaches that member
+	// alone as an ephemeral follow-up on their command.
+	plain := h.command(stranger, "cancel", map[string]string{"tenant": "acme", "job": "job-1", "reason": "done"})
+	if s := reply(h.interact(plain)); !strings.Contains(s, "Asked askbridge to cancel job job-1") || !strings.Contains(s, "only owners and admins may") {
+		t.Fatalf("cancel reply = %q", s)
+	}
+	f := followups(t, plain["token"].(string), 1)[0].JSON(t)
+	if f["flags"] != float64(64) || !strings.Contains(f["content"].(string), "You can't cancel questions") ||
+		!strings.Contains(f["content"].(string), "job-1") {
+		t.Fatalf("cancel refusal follow-up = %v", f)
+	}
+	cs := h.cancelsNow()
+	if len(cs) != 1 || cs[0].By != "discord:"+stranger.ID || len(cs[0].Roles) != 0 ||
+		cs[0].ReplyTo[replyUser] != stranger.ID || cs[0].ReplyTo[replyToken] != plain["token"] {
+		t.Fatalf("plain member's cancel = %+v", cs)
+	}
+	// The question keeps waiting.
+	var show bridge.ShowReply
+	if err := h.bot.request(context.Background(), bridge.APIShow, bridge.ShowRequest{As: "discord:" + kevin.ID,
+		Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}, &show); err != nil {
+		t.Fatal(err)
+	}
+	if show.Question == nil || show.Question.State != bridge.StatePending {
+		t.Fatalf("after a refused cancel the question is %+v, want pending", show.Question)
+	}
+	if n := resumes.Len(); n != 0 {
+		t.Fatalf("%d resumes after a refused cancel, want 0", n)
+	}
+	if n := len(components(fake.message(msg["id"].(string)))); n == 0 {
+		t.Fatal("the card lost its buttons after a refused cancel")
+	}
+
+	// A member whose Discord role maps to admin cancels: the job resumes
+	// cancelled.
+	ada := person{ID: "3000000000000000005", Name: "ada", Roles: []string{"2000000000000000099", adminRole}}
+	reply(h.interact(h.command(ada, "cancel", map[string]string{"tenant": "acme", "job": "job-1", "reason": "not needed"})))
+	res := await(t, env, q)
+	if res.Outcome != bridge.OutcomeCanceled || !strings.Contains(res.Text, "not needed") {
+		t.Fatalf("resume = %+v, want cancelled", res)
+	}
+	cs = h.cancelsNow()
+	if len(cs) != 2 || cs[1].By != "discord:"+ada.ID || !slices.Equal(cs[1].Roles, []string{"admin"}) {
+		t.Fatalf("admin's cancel = %+v", cs)
+	}
+	settledCard(t, msg["id"].(string), "Cancelled.")
+	// Only the plain member's command got a follow-up.
+	if n := len(fake.requests("POST", "/webhooks/")); n != 1 {
+		t.Fatalf("%d follow-ups, want 1 (the refusal)", n)
+	}
+}
+
+func TestE2ECancelRefusalByDMWhenTheTokenExpired(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	q := colorQuestion()
+	ask(t, env, q)
+	h.posted(channelA, 1)
+	// The runtime's refusal comes after the command's token lapsed (the
+	// fake answers this token as Discord does an expired one): a DM.
+	in := h.command(kevin, "cancel", map[string]string{"tenant": "acme", "job": "job-1", "question": "q-1"})
+	in["token"] = "expired-" + in["id"].(string)
+	h.interact(in)
+	var dm map[string]any
+	checkFor(t, 10*time.Second, func() error {
+		dms := fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
+		if len(dms) != 1 {
+			return fmt.Errorf("%d DMs to kevin, want 1", len(dms))
+		}
+		dm = dms[0].JSON(t)
+		return nil
+	})
+	if s, _ := dm["content"].(string); !strings.Contains(s, "You can't cancel questions") || !strings.Contains(s, "question q-1 of job job-1") {
+		t.Fatalf("DM = %v", dm)
+	}
+	if n := len(fake.requests("POST", "/webhooks/"+testApp+"/"+in["token"].(string))); n != 1 {
+		t.Fatalf("%d follow-up tries on the expired token, want 1", n)
+	}
+	// Nobody else was told.
+	if n := len(fake.requests("POST", "/users/@me/channels")); n != 1 {
+		t.Fatalf("%d DM channels opened, want 1", n)
 	}
 }

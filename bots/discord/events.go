@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,7 +65,9 @@ func (b *Bot) process(ctx context.Context, msg jetstream.Msg) {
 }
 
 func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, last bool) error {
-	if !bridge.ValidToken(ev.Tenant) || !bridge.ValidToken(ev.JobID) || !bridge.ValidToken(ev.QuestionID) {
+	// A refused cancel of a whole job names no question.
+	noQuestionOK := ev.Type == bridge.EventRefused && ev.QuestionID == ""
+	if !bridge.ValidToken(ev.Tenant) || !bridge.ValidToken(ev.JobID) || (!bridge.ValidToken(ev.QuestionID) && !noQuestionOK) {
 		return fmt.Errorf("%w: bad ids", errPermanent)
 	}
 	switch ev.Type {
@@ -399,8 +402,11 @@ func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 	if ev.ReplyTo[replyPlatform] != bridge.PlatformDiscord {
 		return nil // another front-end's attempt
 	}
+	if ev.AttemptID == "" && ev.ReplyTo[replyKind] == replyKindCancel {
+		return b.onCancelRefused(ctx, ev)
+	}
 	appID, token := ev.ReplyTo[replyAppID], ev.ReplyTo[replyToken]
-	if appID == "" || token == "" {
+	if appID == "" || token == "" || ev.AttemptID == "" {
 		return fmt.Errorf("%w: refusal without a Discord reply address", errPermanent)
 	}
 	// One refusal told per attempt, whatever redelivers it.
@@ -424,6 +430,78 @@ func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 	}
 	_, err = b.markSeen(ctx, key)
 	return err
+}
+
+// followupTTL is how long after an interaction the bot still answers with
+// a follow-up on its token (Discord keeps it 15 minutes); later, by DM.
+const followupTTL = 14 * time.Minute
+
+// onCancelRefused tells the person whose /ask cancel the runtime refused,
+// and only them: an ephemeral follow-up on their command while its token
+// is valid, else a direct message. The refused event carries no attempt
+// id; it is matched on its To (the person) and the cancel's reply_to.
+func (b *Bot) onCancelRefused(ctx context.Context, ev *bridge.Event) error {
+	user, interaction := ev.ReplyTo[replyUser], ev.ReplyTo[replyInteraction]
+	if !validSnowflake(user) || ev.To != bridge.PlatformDiscord+":"+user || !validSnowflake(interaction) {
+		return fmt.Errorf("%w: cancel refusal not addressed to the Discord user who asked", errPermanent)
+	}
+	// One refusal told per /ask cancel, whatever redelivers it.
+	key := seenKey("cancel-refused", interaction)
+	if done, err := b.wasSeen(ctx, key); err != nil || done {
+		return err
+	}
+	text := cancelRefusalText(ev)
+	appID, token := ev.ReplyTo[replyAppID], ev.ReplyTo[replyToken]
+	fresh := false
+	if sent, err := strconv.ParseInt(ev.ReplyTo[replySentAt], 10, 64); err == nil {
+		fresh = b.now().Sub(time.Unix(sent, 0)) < followupTTL
+	}
+	told := false
+	if fresh && appID != "" && token != "" {
+		err := b.call(ctx, "tell cancel refusal", func(opts ...discordgo.RequestOption) error {
+			_, err := b.s.FollowupMessageCreate(&discordgo.Interaction{AppID: appID, Token: token}, true, &discordgo.WebhookParams{
+				Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions,
+			}, opts...)
+			return err
+		})
+		switch code := discordCode(err); {
+		case err == nil:
+			told = true
+		case code == codeUnknownWebhook || code == codeInvalidWebhookTok || code == codeUnknownInteract:
+			b.log.Info("discord: cancel refusal: the interaction expired; sending a DM", "to", ev.To)
+		case isTransient(err):
+			return err
+		default:
+			b.log.Warn("discord: cancel refusal follow-up refused; sending a DM", "to", ev.To, "err", err)
+		}
+	}
+	if !told {
+		err := b.sendDM(ctx, user, &messageCreate{Content: text, AllowedMentions: noMentions,
+			Nonce: nonceFor("cancel-refused", interaction), EnforceNonce: true})
+		switch {
+		case discordCode(err) == codeCannotDM:
+			b.log.Warn("discord: cancel refusal not shown: the user does not accept direct messages from this app", "to", ev.To)
+		case err != nil && isTransient(err):
+			return err
+		case err != nil:
+			b.log.Warn("discord: cancel refusal DM refused", "to", ev.To, "err", err)
+		}
+	}
+	_, err := b.markSeen(ctx, key)
+	return err
+}
+
+// cancelRefusalText is a refused cancel as its requester reads it.
+func cancelRefusalText(ev *bridge.Event) string {
+	what := "job " + ev.JobID
+	if ev.QuestionID != "" {
+		what = "question " + ev.QuestionID + " of " + what
+	}
+	text := ev.Text
+	if text == "" {
+		text = "askbridge refused the cancel (" + ev.Reason + ")."
+	}
+	return truncate(fmt.Sprintf("askbridge did not cancel %s (tenant %s). %s", what, ev.Tenant, text), maxContent)
 }
 
 // refusalText is the refusal as the clicker reads it.

@@ -25,6 +25,15 @@ const (
 	replyAppID    = "app_id"
 	replyToken    = "token"
 	replyChannel  = "channel_id"
+	// A /ask cancel's reply_to also says it is a cancel, whom to tell
+	// (the refused event has no attempt id: it is matched on its To and
+	// these), which interaction it was, and when it was made, so a
+	// refusal arriving after the token lapsed goes by DM instead.
+	replyKind        = "kind"
+	replyUser        = "user_id"
+	replyInteraction = "interaction_id"
+	replySentAt      = "sent_at"
+	replyKindCancel  = "cancel"
 )
 
 // handleInteraction is POST /discord/interactions: verify, deduplicate,
