@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -459,5 +460,40 @@ func TestE2ECancelRefusalByDMWhenTheTokenExpired(t *testing.T) {
 	// Nobody else was told.
 	if n := len(fake.requests("POST", "/users/@me/channels")); n != 1 {
 		t.Fatalf("%d DM channels opened, want 1", n)
+	}
+}
+
+func TestCancelRefusalAfterTheTokenLapsedGoesByDM(t *testing.T) {
+	h := start(t, harnessOptions{})
+	// A refused cancel read long after the command (e.g. after a restart):
+	// the token is past its life, so no follow-up is tried; a DM instead.
+	ev := bridge.Event{Type: bridge.EventRefused, Tenant: "acme", JobID: "job-9", To: "discord:" + ana.ID, By: "discord:" + ana.ID,
+		Reason: bridge.RefusedForbidden, Text: "You can't cancel questions: that needs the admin or owner role.",
+		ReplyTo: map[string]string{replyPlatform: bridge.PlatformDiscord, replyAppID: testApp, replyToken: "itoken-old",
+			replyChannel: channelA, replyKind: replyKindCancel, replyUser: ana.ID, replyInteraction: "1400000000000000777",
+			replySentAt: strconv.FormatInt(time.Now().Add(-20*time.Minute).Unix(), 10)}}
+	h.publishEvent(ev)
+	ev.EventID = "ob-redelivered"
+	h.publishEvent(ev) // told once
+	// A refusal addressed to someone other than the cancel's requester is
+	// not told to anyone.
+	other := ev
+	other.EventID, other.To = "ob-other", "discord:"+kevin.ID
+	other.ReplyTo = map[string]string{}
+	for k, v := range ev.ReplyTo {
+		other.ReplyTo[k] = v
+	}
+	other.ReplyTo[replyInteraction] = "1400000000000000778"
+	h.publishEvent(other)
+	h.markerEvent()
+	dms := fake.requests("POST", "/channels/77"+ana.ID+"/messages")
+	if len(dms) != 1 || !strings.Contains(dms[0].JSON(t)["content"].(string), "You can't cancel questions") {
+		t.Fatalf("DMs to ana = %v, want one with the refusal", dms)
+	}
+	if n := len(fake.requests("POST", "/webhooks/")); n != 0 {
+		t.Fatalf("%d follow-ups on a lapsed token, want 0", n)
+	}
+	if n := len(fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 0 {
+		t.Fatalf("%d DMs to kevin, want 0", n)
 	}
 }
