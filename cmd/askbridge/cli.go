@@ -154,6 +154,8 @@ func (c *cli) ask(ctx context.Context, args []string) int {
 	fs.Var(&choices, "choice", "a choice (repeat)")
 	fs.Var(&fields, "field", "a typed field name:kind[:options] (repeat); name* is required")
 	fs.Var(&answerers, "answerer", "an identity who may answer, e.g. slack:U0123 (repeat)")
+	var blocks multiFlag
+	fs.Var(&blocks, "blocks", "a tool this question blocks, e.g. send_report (repeat)")
 	fs.StringVar(&q.Owner, "owner", "", "the job's owner identity")
 	fs.StringVar(&q.WhyItMatters, "why", "", "why the answer matters")
 	fs.StringVar(&q.Timeout, "timeout", "", "how long to wait, e.g. 30m, 4h, 2d (default 24h)")
@@ -166,7 +168,7 @@ func (c *cli) ask(ctx context.Context, args []string) int {
 		return exitConfig
 	}
 	q.Question = strings.Join(fs.Args(), " ")
-	q.Choices, q.Answerers = choices, answerers
+	q.Choices, q.Answerers, q.BlockedTools = choices, answerers, blocks
 	for _, spec := range fields {
 		f, err := parseField(spec)
 		if err != nil {
@@ -342,6 +344,12 @@ func (c *cli) show(ctx context.Context, args []string) int {
 		fmt.Fprintf(tw, "Asks:\t%s\n", q.Question)
 		if q.WhyItMatters != "" {
 			fmt.Fprintf(tw, "Why it matters:\t%s\n", q.WhyItMatters)
+		}
+		if len(q.BlockedTools) > 0 {
+			fmt.Fprintf(tw, "Blocks:\t%s\n", strings.Join(q.BlockedTools, ", "))
+		}
+		if len(q.Answerers) > 0 {
+			fmt.Fprintf(tw, "Answerers:\t%s\n", strings.Join(q.Answerers, ", "))
 		}
 		if len(q.Choices) > 0 {
 			fmt.Fprintf(tw, "Choices:\t%s\n", strings.Join(q.Choices, ", "))

@@ -199,7 +199,8 @@ func TestCLIAskListShow(t *testing.T) {
 	asker, askOut, askErr := testCLI(s, "cli:agent")
 	go func() {
 		done <- asker.ask(context.Background(), []string{"--tenant", "acme", "--job", "job-ask", "--id", "q-cli",
-			"--field", "size*:choice:S,M,L", "--field", "copies:number:1..9", "--timeout", "1h", "How many, and what size?"})
+			"--field", "size*:choice:S,M,L", "--field", "copies:number:1..9", "--timeout", "1h", "--answerer", "cli:kevin",
+			"--blocks", "send_report", "How many, and what size?"})
 	}()
 	waitPending(t, kevin, "job-ask", "q-cli")
 
@@ -223,7 +224,8 @@ func TestCLIAskListShow(t *testing.T) {
 		t.Fatalf("show exit %d: %s", code, errOut)
 	}
 	shown := strings.Join(strings.Fields(out.String()), " ")
-	for _, want := range []string{"State: pending", "Field size: choice: S, M, L (required)", "You may: answer or decline", "- -> pending askbridge asked"} {
+	for _, want := range []string{"State: pending", "Field size: choice: S, M, L (required)", "You may: answer or decline",
+		"Blocks: send_report", "Answerers: cli:kevin", "- -> pending askbridge asked"} {
 		if !strings.Contains(shown, want) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}
