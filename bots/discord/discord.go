@@ -281,6 +281,11 @@ func (b *Bot) Run(ctx context.Context) error {
 				return nil
 			}
 			b.log.Warn("discord: event consumer", "err", err)
+			select { // do not spin while NATS is away
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return nil
+			}
 			continue
 		}
 		b.process(ctx, msg)
