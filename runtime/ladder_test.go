@@ -196,3 +196,36 @@ func TestLadderStepDueWhileDownFiresOnce(t *testing.T) {
 		t.Fatalf("steps left = %v", targets)
 	}
 }
+
+// With a JetStream that syncs only every so often, published rows stay
+// unsent for a while, and a restart in that time publishes them again
+// under the same message id: the job still gets one resume.
+func TestLazyMarkSentRepublishesOnceAfterRestart(t *testing.T) {
+	const delay = 10 * time.Second
+	env := testenv.Start(t, testenv.Options{Roles: roles, MarkSentAfter: delay})
+	q := choiceQuestion("job-lazy")
+	ch := ask(t, env, q)
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-lazy", QuestionID: "q-1", AttemptID: "lz", Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+	if out := outcome(t, ch); out.Text != "The answer: red" {
+		t.Fatalf("outcome = %+v", out)
+	}
+	// Published, not yet marked: the asked and answered events and the resume.
+	if n, err := env.Store.OutboxBacklog(context.Background()); err != nil || n != 3 {
+		t.Fatalf("backlog %d, %v; want 3 rows published but not yet marked", n, err)
+	}
+	dir := env.Dir
+	env.Stop()
+
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles, MarkSentAfter: delay})
+	resumes := env.Record(t, bridge.StreamResumes, "ask.v1.resume.acme.job-lazy")
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-lazy")
+	testenv.CheckFor(t, 40*time.Second, 20*time.Millisecond, func() error {
+		if n, err := env.Store.OutboxBacklog(context.Background()); err != nil || n != 0 {
+			return fmt.Errorf("backlog %d, %v", n, err)
+		}
+		return nil
+	})
+	if resumes.Len() != 1 || events.EventTypes() != "asked,answered" {
+		t.Fatalf("%d resumes, events %s", resumes.Len(), events.EventTypes())
+	}
+}

@@ -41,7 +41,7 @@ type Store interface {
 	DueSteps(ctx context.Context, now time.Time, limit int) ([]store.DueStep, error)
 	FireStep(ctx context.Context, d store.DueStep, at time.Time, reason string, msgs []store.Message) error
 
-	Unsent(ctx context.Context, limit int) ([]store.OutboxRow, error)
+	Unsent(ctx context.Context, afterID int64, limit int) ([]store.OutboxRow, error)
 	MarkSent(ctx context.Context, ids []int64, at time.Time) error
 	OutboxBacklog(ctx context.Context) (int64, error)
 	PruneSent(ctx context.Context, before time.Time) (int64, error)
@@ -78,6 +78,12 @@ type Options struct {
 	// relay there, as a crash would. They exist for crash tests.
 	BeforePublish func(store.OutboxRow) error
 	AfterPublish  func(store.OutboxRow) error
+	// MarkSentAfter delays marking a published row sent. With a JetStream
+	// that fsyncs only every so often, an acknowledged message can still be
+	// lost to a power cut: rows stay unsent until the server has surely
+	// synced them (set this above its sync interval), and a restart
+	// publishes them again under the same message id. 0 marks at once.
+	MarkSentAfter time.Duration
 }
 
 // Runtime is the authority over questions.
@@ -92,6 +98,17 @@ type Runtime struct {
 	relayWake chan struct{}
 	ladWake   chan struct{}
 	ready     chan struct{}
+
+	// The relay's own state (only the relay goroutine touches it): the last
+	// row published, and rows published but not yet marked sent.
+	relayHigh    int64
+	relayPending []publishedRow
+}
+
+// publishedRow is a row published at a time, waiting to be marked sent.
+type publishedRow struct {
+	id int64
+	at time.Time
 }
 
 // Ready is closed once Run has started its consumers and the API.
@@ -356,7 +373,10 @@ func (r *Runtime) relay(ctx context.Context) {
 }
 
 func (r *Runtime) relayOnce(ctx context.Context) (int, error) {
-	rows, err := r.st.Unsent(ctx, 256)
+	if err := r.markDue(ctx, time.Now()); err != nil {
+		return 0, err
+	}
+	rows, err := r.st.Unsent(ctx, r.relayHigh, 256)
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
@@ -408,9 +428,39 @@ func (r *Runtime) relayOnce(ctx context.Context) (int, error) {
 			}
 		}
 	}
-	if err := r.st.MarkSent(ctx, sent, time.Now()); err != nil {
-		return 0, err
+	now := time.Now()
+	if r.o.MarkSentAfter <= 0 {
+		if err := r.st.MarkSent(ctx, sent, now); err != nil {
+			return 0, err
+		}
+	} else {
+		for _, id := range sent {
+			r.relayPending = append(r.relayPending, publishedRow{id: id, at: now})
+		}
+	}
+	if len(sent) > 0 {
+		r.relayHigh = sent[len(sent)-1]
 	}
 	r.metrics.published.Add(float64(len(sent)))
 	return len(sent), failed
+}
+
+// markDue marks sent the published rows whose delay has passed.
+func (r *Runtime) markDue(ctx context.Context, now time.Time) error {
+	n := 0
+	for n < len(r.relayPending) && now.Sub(r.relayPending[n].at) >= r.o.MarkSentAfter {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = r.relayPending[i].id
+	}
+	if err := r.st.MarkSent(ctx, ids, now); err != nil {
+		return err
+	}
+	r.relayPending = append(r.relayPending[:0], r.relayPending[n:]...)
+	return nil
 }

@@ -22,9 +22,9 @@ type OutboxRow struct {
 // try of this row, different from every row of any other database.
 func (o OutboxRow) MsgID() string { return fmt.Sprintf("ob-%s-%d", o.Instance, o.ID) }
 
-// Unsent returns up to limit unsent rows, oldest first.
-func (s *Store) Unsent(ctx context.Context, limit int) ([]OutboxRow, error) {
-	rows, err := s.rs.query(ctx, "SELECT id, subject, data FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT ?", limit)
+// Unsent returns up to limit unsent rows after row afterID, oldest first.
+func (s *Store) Unsent(ctx context.Context, afterID int64, limit int) ([]OutboxRow, error) {
+	rows, err := s.rs.query(ctx, "SELECT id, subject, data FROM outbox WHERE sent_at IS NULL AND id > ? ORDER BY id LIMIT ?", afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: outbox: %w", err)
 	}

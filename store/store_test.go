@@ -53,7 +53,7 @@ func mustAsk(t *testing.T, s *Store, nq NewQuestion) *AskResult {
 
 func unsentSubjects(t *testing.T, s *Store) []string {
 	t.Helper()
-	rows, err := s.Unsent(context.Background(), 100)
+	rows, err := s.Unsent(context.Background(), 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,16 +308,19 @@ func TestOutboxMarkSentAndPrune(t *testing.T) {
 	ctx := context.Background()
 	mustAsk(t, s, newQ("job-1", "q-1", 1))
 	mustAsk(t, s, newQ("job-2", "q-1", 1))
-	rows, _ := s.Unsent(ctx, 10)
+	rows, _ := s.Unsent(ctx, 0, 10)
 	if len(rows) != 2 || len(s.instance) != 16 || rows[0].MsgID() != fmt.Sprintf("ob-%s-%d", s.instance, rows[0].ID) {
 		t.Fatalf("rows = %+v", rows)
 	}
 	// Another database's first row gets another message id.
 	other := open(t)
 	mustAsk(t, other, newQ("job-1", "q-1", 1))
-	otherRows, _ := other.Unsent(ctx, 10)
+	otherRows, _ := other.Unsent(ctx, 0, 10)
 	if otherRows[0].ID != rows[0].ID || otherRows[0].MsgID() == rows[0].MsgID() {
 		t.Fatalf("message ids %s and %s", otherRows[0].MsgID(), rows[0].MsgID())
+	}
+	if after, _ := s.Unsent(ctx, rows[0].ID, 10); len(after) != 1 || after[0].ID != rows[1].ID {
+		t.Fatalf("rows after %d = %+v", rows[0].ID, after)
 	}
 	if err := s.MarkSent(ctx, []int64{rows[0].ID}, t0); err != nil {
 		t.Fatal(err)

@@ -39,6 +39,8 @@ type Options struct {
 	Logger *slog.Logger
 	// SyncAlways makes JetStream fsync every write, as serve does by default.
 	SyncAlways bool
+	// MarkSentAfter is passed to the runtime.
+	MarkSentAfter time.Duration
 }
 
 // Env is a running core.
@@ -85,7 +87,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 		return nil, err
 	}
 	rt, err := runtime.New(runtime.Options{
-		NATS: n, Store: st, Roles: o.Roles, Platforms: o.Platforms, Logger: logger, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish,
+		NATS: n, Store: st, Roles: o.Roles, Platforms: o.Platforms, Logger: logger, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
 	})
 	if err != nil {
 		st.Close()
