@@ -26,6 +26,9 @@ type NATSOptions struct {
 	// it off the server fsyncs every two minutes: acknowledged messages can
 	// be lost on power loss (not on a process crash).
 	SyncAlways bool
+	// SyncInterval is how often the embedded server fsyncs when SyncAlways
+	// is off; 0 keeps the server's default (two minutes).
+	SyncInterval time.Duration
 	// Replicas is the stream replica count on a cluster (1 when embedded).
 	Replicas int
 	Name     string
@@ -128,6 +131,9 @@ func StartEmbedded(o NATSOptions) (*server.Server, error) {
 		SyncAlways: o.SyncAlways,
 		NoSigs:     true,
 		NoLog:      true,
+	}
+	if !o.SyncAlways && o.SyncInterval > 0 {
+		sopts.SyncInterval = o.SyncInterval
 	}
 	ns, err := server.NewServer(sopts)
 	if err != nil {

@@ -40,6 +40,10 @@ type Options struct {
 	DefaultChannel string         // ASK_SLACK_CHANNEL
 	Console        console.Signer // PublicURL + Secret; links for people
 	Logger         *slog.Logger
+	// AckAfterDecision answers a click only once the runtime has decided
+	// (and durably recorded) its attempt, or the interaction's time is
+	// nearly up. serve sets it when JetStream does not fsync every write.
+	AckAfterDecision bool
 }
 
 // ConsumerName is the durable JetStream consumer all replicas share, so
@@ -64,6 +68,8 @@ type Bot struct {
 	// workers is how many events are handled at once (ordered per job).
 	workers int
 	clicks  *dedupe
+	// decided is set with Options.AckAfterDecision.
+	decided *decisions
 }
 
 // New checks the options and prepares the adapter: the Slack client and
@@ -109,9 +115,16 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slack: KV bucket %s: %w", KVBucket, err)
 	}
+	var decided *decisions
+	if o.AckAfterDecision {
+		if decided, err = watchDecisions(o.NATS.Conn); err != nil {
+			return nil, fmt.Errorf("slack: watch decisions: %w", err)
+		}
+	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	return &Bot{
+		decided:  decided,
 		o:        o,
 		api:      slack.New(o.BotToken, opts...),
 		http:     hc,

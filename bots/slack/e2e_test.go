@@ -13,6 +13,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
+	"github.com/askbridge/askbridge/store"
 )
 
 const wait = 20 * time.Second
@@ -402,5 +403,38 @@ func TestEndToEndStaleCardIsRefused(t *testing.T) {
 	out := awaitOutcome(t, env, q)
 	if out.Outcome == bridge.OutcomeAnswered {
 		t.Fatalf("stale click answered the question: %+v", out)
+	}
+}
+
+// With AckAfterDecision, Slack hears back only once the runtime has
+// committed its decision: at the 200 the question is already answered in
+// the store, and a refused click is refused by then too.
+func TestAckAfterDecision(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{}, func(o *Options) { o.AckAfterDecision = true })
+	deliveries := collect[bridge.Delivery](t, env.NATS, bridge.PrefixDelivery+".>")
+	q := question("job-ack", "q-1")
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-1")
+	d := deliveredTS(t, env.NATS, deliveries, "q-1")
+	key := store.Key{Tenant: "acme", JobID: "job-ack", QuestionID: "q-1"}
+
+	// A stranger's click: decided (refused) before the 200; still pending.
+	resp, body := h.interact(h.fake.click("U0BAD", "mallory", "trig-bad", "C0123", d.Message.MessageID, actionsBlock(card), "choice.0", "red", ""))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stranger's click: %d %s", resp.StatusCode, body)
+	}
+	if seen, err := env.Store.SeenAttempt(context.Background(), "slack-trig-bad"); err != nil || !seen {
+		t.Fatalf("the stranger's attempt was not decided before the 200 (%v)", err)
+	}
+	resp, body = h.interact(h.fake.click("U0KEV", "kevin", "trig-ok", "C0123", d.Message.MessageID, actionsBlock(card), "choice.1", "blue", ""))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("click: %d %s", resp.StatusCode, body)
+	}
+	rec, err := env.Store.Find(context.Background(), key)
+	if err != nil || rec.State != bridge.StateAnswered || string(rec.Answer) != `"blue"` {
+		t.Fatalf("at the 200 the question is %+v, %v; want it answered", rec, err)
+	}
+	if out := awaitOutcome(t, env, q); out.Text != "The answer: blue" {
+		t.Fatalf("resume: %+v", out)
 	}
 }

@@ -29,6 +29,10 @@ import (
 	"github.com/askbridge/askbridge/store"
 )
 
+// embeddedSyncInterval is how often the embedded JetStream fsyncs with
+// ASK_NATS_SYNC=interval.
+const embeddedSyncInterval = time.Second
+
 // frontend is a chat adapter: HTTP routes plus a loop consuming events.
 type frontend interface {
 	Routes(mux *http.ServeMux)
@@ -67,13 +71,19 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
+	// With ASK_NATS_SYNC=interval the embedded JetStream fsyncs once a
+	// second, and durability moves to the store: clicks are acknowledged
+	// after their decision is committed, and outcomes stay in the outbox
+	// until JetStream has surely synced them (see README).
+	lazy := cfg.NATSSync == "interval" && cfg.NATSURL == ""
 	s.nats, err = bridge.ConnectNATS(ctx, bridge.NATSOptions{
-		URL:        cfg.NATSURL,
-		Creds:      cfg.NATSCreds,
-		Listen:     cfg.NATSListen,
-		StoreDir:   filepath.Join(cfg.DataDir, "nats"),
-		SyncAlways: cfg.NATSSync == "always",
-		Replicas:   cfg.NATSReplicas,
+		URL:          cfg.NATSURL,
+		Creds:        cfg.NATSCreds,
+		Listen:       cfg.NATSListen,
+		StoreDir:     filepath.Join(cfg.DataDir, "nats"),
+		SyncAlways:   cfg.NATSSync == "always",
+		SyncInterval: embeddedSyncInterval,
+		Replicas:     cfg.NATSReplicas,
 	})
 	if err != nil {
 		return nil, err
@@ -99,7 +109,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	if cfg.DiscordEnabled() {
 		platforms[bridge.PlatformDiscord] = runtime.Platform{DefaultChannel: cfg.DiscordChannel}
 	}
-	s.rt, err = runtime.New(runtime.Options{
+	rtOpts := runtime.Options{
 		NATS:  s.nats,
 		Store: s.store,
 		Roles: runtime.Roles{
@@ -108,7 +118,11 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		Platforms:  platforms,
 		Logger:     log,
 		Registerer: reg,
-	})
+	}
+	if lazy {
+		rtOpts.MarkSentAfter = 3 * embeddedSyncInterval
+	}
+	s.rt, err = runtime.New(rtOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +150,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		b, err := slackbot.New(ctx, slackbot.Options{
 			NATS: s.nats, BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken,
 			APIURL: cfg.SlackAPIURL, DefaultChannel: cfg.SlackChannel, Console: signer, Logger: log.With("component", "slack"),
+			AckAfterDecision: lazy,
 		})
 		if err != nil {
 			return nil, err
