@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,8 +23,18 @@ type Outcome = bridge.Resume
 
 // Client asks questions over NATS.
 type Client struct {
+	nc *nats.Conn
 	js jetstream.JetStream
+	// Republish is how often Ask publishes its question again until the
+	// runtime has recorded it (its asked event, or an outcome, shows it).
+	// A JetStream that fsyncs only every so often can lose an acknowledged
+	// question to a power cut; publishing again is harmless, since the
+	// message id and the store both deduplicate it.
+	Republish time.Duration
 }
+
+// DefaultRepublish is Client.Republish unless changed.
+const DefaultRepublish = 3 * time.Second
 
 // New makes a client on an existing NATS connection.
 func New(nc *nats.Conn) (*Client, error) {
@@ -30,7 +42,7 @@ func New(nc *nats.Conn) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: jetstream: %w", err)
 	}
-	return &Client{js: js}, nil
+	return &Client{nc: nc, js: js, Republish: DefaultRepublish}, nil
 }
 
 // Publish sends q without waiting, filling in a question id when it has
@@ -56,10 +68,51 @@ func (c *Client) Publish(ctx context.Context, q *bridge.Question) error {
 // timed_out, cancelled, failed or invalid). It returns an error only when
 // NATS fails or ctx ends; every outcome, good or bad, is an Outcome.
 func (c *Client) Ask(ctx context.Context, q *bridge.Question) (*Outcome, error) {
+	if q.QuestionID == "" {
+		// Fill it in now, so every publish below is the same question.
+		if err := c.Publish(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	// Watch for the runtime recording the question before publishing it.
+	recorded := make(chan struct{})
+	var once sync.Once
+	sub, err := c.nc.Subscribe(bridge.EventSubject(q.Tenant, q.JobID), func(m *nats.Msg) {
+		var ev struct {
+			QuestionID  string `json:"question_id"`
+			TaskVersion int64  `json:"task_version"`
+		}
+		if json.Unmarshal(m.Data, &ev) == nil && ev.QuestionID == q.QuestionID && ev.TaskVersion == q.TaskVersion {
+			once.Do(func() { close(recorded) })
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent: watch %s/%s: %w", q.Tenant, q.JobID, err)
+	}
+	defer sub.Unsubscribe()
 	if err := c.Publish(ctx, q); err != nil {
 		return nil, err
 	}
-	return c.await(ctx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion, true)
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		if c.Republish <= 0 {
+			return
+		}
+		tick := time.NewTicker(c.Republish)
+		defer tick.Stop()
+		for {
+			select {
+			case <-actx.Done():
+				return
+			case <-recorded:
+				return
+			case <-tick.C:
+				_ = c.Publish(actx, q)
+			}
+		}
+	}()
+	return c.await(actx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion, true)
 }
 
 // Await waits for the outcome of a question asked before, reading the

@@ -1,0 +1,100 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/runtime"
+)
+
+func countPublishes(t *testing.T, nc *nats.Conn, subject string) *atomic.Int64 {
+	t.Helper()
+	var n atomic.Int64
+	sub, err := nc.Subscribe(subject, func(*nats.Msg) { n.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return &n
+}
+
+func question(job string) *bridge.Question {
+	return &bridge.Question{Tenant: "acme", JobID: job, QuestionID: "q-1", TaskVersion: 1,
+		Question: "Which colour?", Choices: []string{"red", "blue"}}
+}
+
+// With no runtime to record it, Ask keeps publishing its question.
+func TestAskRepublishesUntilRecorded(t *testing.T) {
+	n, err := bridge.ConnectNATS(context.Background(), bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	published := countPublishes(t, n.Conn, bridge.QuestionSubject("acme", "job-lost"))
+	c, err := agent.New(n.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Republish = 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 550*time.Millisecond)
+	defer cancel()
+	if _, err := c.Ask(ctx, question("job-lost")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Ask without a runtime: %v", err)
+	}
+	if got := published.Load(); got < 3 {
+		t.Fatalf("published %d times in 550ms, want a publish every 100ms", got)
+	}
+}
+
+// Once the runtime recorded the question, Ask stops publishing it.
+func TestAskStopsRepublishingOnceRecorded(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: runtime.Roles{Operators: []string{"cli:kevin"}}})
+	published := countPublishes(t, env.NATS.Conn, bridge.QuestionSubject("acme", "job-ok"))
+	c, err := agent.New(env.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Republish = 50 * time.Millisecond
+	done := make(chan *agent.Outcome, 1)
+	go func() {
+		out, _ := c.Ask(context.Background(), question("job-ok"))
+		done <- out
+	}()
+	// Wait until it is recorded, then a while longer than several republish periods.
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		v, err := env.Store.JobVersion(context.Background(), "acme", "job-ok")
+		if err == nil && v != 1 {
+			err = errors.New("not recorded yet")
+		}
+		return err
+	})
+	before := published.Load()
+	time.Sleep(300 * time.Millisecond) // six republish periods
+	if after := published.Load(); after-before > 1 {
+		t.Fatalf("published %d more times after the question was recorded", after-before)
+	}
+	if err := env.Attempt(context.Background(), bridge.AnswerAttempt{Tenant: "acme", JobID: "job-ok", QuestionID: "q-1",
+		AttemptID: "a1", Answer: json.RawMessage(`"red"`), By: "cli:kevin"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case out := <-done:
+		if out == nil || out.Text != "The answer: red" {
+			t.Fatalf("outcome %+v", out)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no outcome")
+	}
+}
