@@ -18,6 +18,7 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 	fs.SetOutput(c.stderr)
 	duration := fs.Duration("duration", 60*time.Second, "how long to ask, answer and kill")
 	rate := fs.Float64("rate", 50, "questions a second (answer attempts go at 80% of it)")
+	syncMode := fs.String("sync", "always", "the server's ASK_NATS_SYNC: always or interval")
 	killEvery := fs.Duration("kill-every", 5*time.Second, "mean time between SIGKILLs of the server")
 	data := fs.String("data", "", "data directory (default: a new temporary directory, removed when the run is clean)")
 	if err := fs.Parse(args); err != nil {
@@ -40,7 +41,7 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(c.stdout, "askbridge torture: %v at %g questions/s, kill -9 every ~%v, data in %s\n", *duration, *rate, *killEvery, dir)
 	rep, err := torture.Run(ctx, torture.Options{
-		Binary: bin, DataDir: dir, Duration: *duration, Rate: *rate, KillEvery: *killEvery, Progress: c.stdout,
+		Binary: bin, DataDir: dir, Duration: *duration, Rate: *rate, KillEvery: *killEvery, Progress: c.stdout, Sync: *syncMode,
 	})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "askbridge torture: %v (server log: %s/serve.log)\n", err, dir)

@@ -38,7 +38,7 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func newServer(bin, dataDir string, natsPort, httpPort int, log io.Writer) *server {
+func newServer(bin, dataDir, sync string, natsPort, httpPort int, log io.Writer) *server {
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", httpPort)
 	var env []string
 	for _, kv := range os.Environ() {
@@ -51,7 +51,7 @@ func newServer(bin, dataDir string, natsPort, httpPort int, log io.Writer) *serv
 		"ASK_HTTP_ADDR="+httpAddr,
 		fmt.Sprintf("ASK_NATS_LISTEN=127.0.0.1:%d", natsPort),
 		"ASK_OPERATORS=cli:torture",
-		"ASK_NATS_SYNC=always",
+		"ASK_NATS_SYNC="+sync,
 		"ASK_LOG_LEVEL=warn",
 	)
 	return &server{bin: bin, env: env, httpAddr: httpAddr, log: log}

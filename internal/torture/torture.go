@@ -8,6 +8,7 @@
 package torture
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +46,8 @@ type Options struct {
 	Progress io.Writer
 	// ServerLog receives the child's output; nil means <DataDir>/serve.log.
 	ServerLog io.Writer
+	// Sync is the server's ASK_NATS_SYNC: "always" (default) or "interval".
+	Sync string
 }
 
 // Report is what a run saw. Counts are for this run's questions only.
@@ -181,7 +184,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o: o, out: out, start: time.Now(),
 		runID: fmt.Sprintf("%06x", rand.Uint32()&0xffffff),
 		byKey: map[string]*question{},
-		srv:   newServer(o.Binary, o.DataDir, natsPort, httpPort, serverLog),
+		srv:   newServer(o.Binary, o.DataDir, cmp.Or(o.Sync, "always"), natsPort, httpPort, serverLog),
 	}
 	// Whatever happens, the child does not outlive the run.
 	defer r.srv.kill()
