@@ -41,6 +41,10 @@ type Options struct {
 	OperatorRoles  []string // ASK_DISCORD_OPERATOR_ROLES
 	Console        console.Signer
 	Logger         *slog.Logger
+	// AckAfterDecision answers an answer or decline only once the runtime
+	// has decided (and durably recorded) it, or the interaction's time is
+	// nearly up. serve sets it when JetStream does not fsync every write.
+	AckAfterDecision bool
 }
 
 // Names of the JetStream objects the bot owns.
@@ -83,6 +87,8 @@ const (
 
 // Bot is the Discord front-end.
 type Bot struct {
+	// decided is set with Options.AckAfterDecision.
+	decided *bridge.Decisions
 	o       Options
 	id      string // this instance, for posting claims
 	log     *slog.Logger
@@ -166,19 +172,26 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discord: key-value bucket %s: %w", SeenBucket, err)
 	}
+	var decided *bridge.Decisions
+	if o.AckAfterDecision {
+		if decided, err = bridge.WatchDecisions(o.NATS.Conn); err != nil {
+			return nil, fmt.Errorf("discord: watch decisions: %w", err)
+		}
+	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	b := &Bot{
-		id:    hex.EncodeToString(rnd[:]),
-		o:     o,
-		log:   o.Logger,
-		s:     s,
-		pub:   ed25519.PublicKey(key),
-		refs:  refs,
-		seen:  seen,
-		admin: set(o.AdminRoles),
-		oper:  set(o.OperatorRoles),
-		now:   time.Now,
+		decided: decided,
+		id:      hex.EncodeToString(rnd[:]),
+		o:       o,
+		log:     o.Logger,
+		s:       s,
+		pub:     ed25519.PublicKey(key),
+		refs:    refs,
+		seen:    seen,
+		admin:   set(o.AdminRoles),
+		oper:    set(o.OperatorRoles),
+		now:     time.Now,
 		backoff: func(attempt uint64) time.Duration {
 			d := time.Duration(attempt*attempt) * 2 * time.Second
 			return min(d, 2*time.Minute)

@@ -16,6 +16,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
+	"github.com/askbridge/askbridge/store"
 )
 
 func startE2E(t *testing.T, roles runtime.Roles) (*testenv.Env, *harness) {
@@ -495,5 +496,25 @@ func TestCancelRefusalAfterTheTokenLapsedGoesByDM(t *testing.T) {
 	}
 	if n := len(fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 0 {
 		t.Fatalf("%d DMs to kevin, want 0", n)
+	}
+}
+
+// With AckAfterDecision, Discord gets its response only once the runtime
+// has committed the decision: at that moment the question is answered in
+// the store.
+func TestE2EAckAfterDecision(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{
+		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+	h := start(t, harnessOptions{nats: env.NATS, mutate: func(o *Options) { o.AckAfterDecision = true }})
+	q := colorQuestion()
+	ask(t, env, q)
+	msg := h.posted(channelA, 1)
+	h.interact(h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string)))
+	rec, err := env.Store.Find(context.Background(), store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID})
+	if err != nil || rec.State != bridge.StateAnswered || string(rec.Answer) != `"blue"` {
+		t.Fatalf("when Discord got its response the question was %+v, %v; want it answered", rec, err)
+	}
+	if res := await(t, env, q); res.Text != "The answer: blue" {
+		t.Fatalf("resume = %+v", res)
 	}
 }

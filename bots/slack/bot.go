@@ -69,7 +69,7 @@ type Bot struct {
 	workers int
 	clicks  *dedupe
 	// decided is set with Options.AckAfterDecision.
-	decided *decisions
+	decided *bridge.Decisions
 }
 
 // New checks the options and prepares the adapter: the Slack client and
@@ -115,9 +115,9 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slack: KV bucket %s: %w", KVBucket, err)
 	}
-	var decided *decisions
+	var decided *bridge.Decisions
 	if o.AckAfterDecision {
-		if decided, err = watchDecisions(o.NATS.Conn); err != nil {
+		if decided, err = bridge.WatchDecisions(o.NATS.Conn); err != nil {
 			return nil, fmt.Errorf("slack: watch decisions: %w", err)
 		}
 	}

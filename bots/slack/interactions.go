@@ -226,7 +226,7 @@ func (b *Bot) attempt(cb *slack.InteractionCallback, r blockkit.Ref, to map[stri
 func (b *Bot) publishAttempt(ctx context.Context, at bridge.AnswerAttempt, to map[string]string) bool {
 	var wait func(context.Context) bool
 	if b.decided != nil {
-		wait = b.decided.expect(at.AttemptID)
+		wait = b.decided.Expect(at.AttemptID)
 	}
 	err := bridge.Publish(ctx, b.js, bridge.AnswerSubject(at.Tenant, at.JobID), "attempt-"+at.AttemptID, at)
 	if err == nil && wait != nil && !wait(ctx) {
@@ -235,7 +235,7 @@ func (b *Bot) publishAttempt(ctx context.Context, at bridge.AnswerAttempt, to ma
 	}
 	if err != nil {
 		if b.decided != nil {
-			b.decided.forget(at.AttemptID)
+			b.decided.Forget(at.AttemptID)
 		}
 		b.log.ErrorContext(ctx, "slack: could not publish an answer attempt", "job", at.JobID, "question", at.QuestionID, "err", err)
 		if to != nil {

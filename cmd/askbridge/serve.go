@@ -162,7 +162,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 			NATS: s.nats, BotToken: cfg.DiscordBotToken, PublicKey: cfg.DiscordPublicKey, AppID: cfg.DiscordAppID,
 			APIURL: cfg.DiscordAPIURL, DefaultChannel: cfg.DiscordChannel, Guild: cfg.DiscordGuild,
 			AdminRoles: cfg.DiscordAdminRoles, OperatorRoles: cfg.DiscordOperatorRoles,
-			Console: signer, Logger: log.With("component", "discord"),
+			Console: signer, Logger: log.With("component", "discord"), AckAfterDecision: lazy,
 		})
 		if err != nil {
 			return nil, err

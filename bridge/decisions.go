@@ -1,4 +1,4 @@
-package slack
+package bridge
 
 import (
 	"context"
@@ -6,24 +6,23 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/askbridge/askbridge/bridge"
 )
 
-// decisions lets a click wait for the runtime's decision on its attempt.
-// With a JetStream that does not fsync every write, Slack is answered only
-// once the decision is committed (fsynced) in the runtime's store and
-// announced, so an acknowledged click survives a power cut.
-type decisions struct {
+// Decisions lets a front-end wait for the runtime's decision on an attempt
+// it proposed. With a JetStream that does not fsync every write, a chat
+// platform is answered only once the decision is committed (fsynced) in the
+// runtime's store and announced, so an acknowledged click survives a power
+// cut.
+type Decisions struct {
 	mu      sync.Mutex
 	waiting map[string]chan struct{}
 	sub     *nats.Subscription
 }
 
-// watchDecisions subscribes to every event; only attempt ids are read.
-func watchDecisions(nc *nats.Conn) (*decisions, error) {
-	d := &decisions{waiting: map[string]chan struct{}{}}
-	sub, err := nc.Subscribe(bridge.PrefixEvent+".>", func(m *nats.Msg) {
+// WatchDecisions subscribes to every event; only attempt ids are read.
+func WatchDecisions(nc *nats.Conn) (*Decisions, error) {
+	d := &Decisions{waiting: map[string]chan struct{}{}}
+	sub, err := nc.Subscribe(PrefixEvent+".>", func(m *nats.Msg) {
 		var ev struct {
 			AttemptID string `json:"attempt_id"`
 		}
@@ -45,9 +44,9 @@ func watchDecisions(nc *nats.Conn) (*decisions, error) {
 	return d, nil
 }
 
-// expect registers an attempt before it is published; the returned wait
+// Expect registers an attempt before it is published; the returned wait
 // blocks until the attempt is decided or ctx ends, and reports which.
-func (d *decisions) expect(attemptID string) (wait func(context.Context) bool) {
+func (d *Decisions) Expect(attemptID string) (wait func(context.Context) bool) {
 	ch := make(chan struct{})
 	d.mu.Lock()
 	d.waiting[attemptID] = ch
@@ -65,8 +64,8 @@ func (d *decisions) expect(attemptID string) (wait func(context.Context) bool) {
 	}
 }
 
-// forget drops an attempt that will not be published after all.
-func (d *decisions) forget(attemptID string) {
+// Forget drops an attempt that will not be published after all.
+func (d *Decisions) Forget(attemptID string) {
 	d.mu.Lock()
 	delete(d.waiting, attemptID)
 	d.mu.Unlock()
