@@ -226,8 +226,7 @@ func (b *Bot) cmdAttempt(ctx context.Context, cmd *slack.SlashCommand, v *bridge
 		Action:    action, Answer: answer, Comment: comment, By: "slack:" + cmd.UserID, ByName: cmd.UserName,
 		Via: bridge.PlatformSlack, At: b.now().UTC(),
 		ReplyTo: map[string]string{replyUser: cmd.UserID, replyChannel: cmd.ChannelID, replyResponseURL: cmd.ResponseURL}}
-	if err := bridge.Publish(ctx, b.js, bridge.AnswerSubject(v.Tenant, v.JobID), "attempt-"+at.AttemptID, at); err != nil {
-		b.log.ErrorContext(ctx, "slack: could not publish an answer attempt", "err", err)
+	if !b.publishAttempt(ctx, at, nil) {
 		return ephemeral("askbridge could not record that just now. Please try again.")
 	}
 	if action == bridge.ActionDecline {
