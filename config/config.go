@@ -174,6 +174,14 @@ func (c *Config) Validate() error {
 		ids  []string
 	}{{"ASK_OWNERS", c.Owners}, {"ASK_ADMINS", c.Admins}, {"ASK_OPERATORS", c.Operators}, {"ASK_READERS", c.Readers}} {
 		for _, id := range l.ids {
+			// An entry may be scoped to one tenant: acme/slack:U0123.
+			if tenant, scoped, ok := strings.Cut(id, "/"); ok {
+				if !bridge.ValidToken(tenant) {
+					bad("%s: %q: the tenant before / must be 1 to 64 letters, digits, '-' or '_'", l.name, id)
+					continue
+				}
+				id = scoped
+			}
 			if err := bridge.CheckIdentity(id); err != nil {
 				bad("%s: %s", l.name, err)
 			}

@@ -189,6 +189,11 @@ func TestValidationMessages(t *testing.T) {
 				`ASK_OPERATORS: "y" must be slack:<user>, discord:<user>, console:<user> or cli:<user>`,
 				`ASK_READERS: "z" must be slack:<user>, discord:<user>, console:<user> or cli:<user>`,
 			}},
+		{name: "tenant-scoped identities", env: map[string]string{"ASK_OPERATORS": "acme/slack:U1,slack:U2", "ASK_ADMINS": "acme-2/cli:bob"}},
+		{name: "tenant-scoped identity with a bad tenant", env: map[string]string{"ASK_OPERATORS": "ac me/slack:U1"},
+			want: []string{`ASK_OPERATORS: "ac me/slack:U1": the tenant before / must be 1 to 64 letters, digits, '-' or '_'`}},
+		{name: "tenant-scoped identity with a bad identity", env: map[string]string{"ASK_OPERATORS": "acme/alice"},
+			want: []string{`ASK_OPERATORS: "alice" must be slack:<user>, discord:<user>, console:<user> or cli:<user>`}},
 		{name: "log level unknown", env: map[string]string{"ASK_LOG_LEVEL": "trace"}, want: []string{"ASK_LOG_LEVEL must be debug, info, warn or error"}},
 		{name: "negative shutdown grace", env: map[string]string{"ASK_SHUTDOWN_GRACE": "-1s"}, want: []string{"ASK_SHUTDOWN_GRACE must not be negative"}},
 		{name: "every secret wrong at once", env: map[string]string{

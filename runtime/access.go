@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/askbridge/askbridge/bridge"
 )
@@ -14,7 +15,9 @@ const (
 	RoleReader   = "reader"
 )
 
-// Roles are the configured role lists. Every identity is "<platform>:<user>".
+// Roles are the configured role lists. An entry is an identity
+// ("slack:U0123"), holding the role in every tenant, or a tenant-scoped
+// identity ("acme/slack:U0123"), holding it in that tenant only.
 type Roles struct {
 	Owners    []string
 	Admins    []string
@@ -22,23 +25,39 @@ type Roles struct {
 	Readers   []string
 }
 
-// has reports whether id holds role, from the configuration or from the
-// roles its adapter established (a mapped Discord role, say).
-func (r Roles) has(id, role string, extra []string) bool {
+// has reports whether id holds role in tenant, from the configuration or
+// from the roles its adapter established (a mapped Discord role, say).
+func (r Roles) has(tenant, id, role string, extra []string) bool {
 	if slices.Contains(extra, role) {
 		return true
 	}
+	var list []string
 	switch role {
 	case RoleOwner:
-		return slices.Contains(r.Owners, id)
+		list = r.Owners
 	case RoleAdmin:
-		return slices.Contains(r.Admins, id)
+		list = r.Admins
 	case RoleOperator:
-		return slices.Contains(r.Operators, id)
+		list = r.Operators
 	case RoleReader:
-		return slices.Contains(r.Readers, id)
+		list = r.Readers
 	}
-	return false
+	return slices.Contains(list, id) || (tenant != "" && slices.Contains(list, tenant+"/"+id))
+}
+
+// inTenant lists the identities of a role list that hold it in tenant.
+func inTenant(list []string, tenant string) []string {
+	var out []string
+	for _, e := range list {
+		t, id, scoped := strings.Cut(e, "/")
+		switch {
+		case !scoped:
+			out = append(out, e)
+		case t == tenant:
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // access is what one identity may do with one question.
@@ -57,20 +76,20 @@ type access struct {
 // question's owner and answerers answer it; operators answer questions with
 // no answerers list and may only decline the others, without seeing them;
 // readers learn only that a question waits; everyone else learns nothing.
-func (r Roles) accessFor(id string, extra []string, q *bridge.Question) access {
+func (r Roles) accessFor(tenant, id string, extra []string, q *bridge.Question) access {
 	switch {
 	case id == "":
 		return access{}
-	case r.has(id, RoleOwner, extra) || r.has(id, RoleAdmin, extra):
+	case r.has(tenant, id, RoleOwner, extra) || r.has(tenant, id, RoleAdmin, extra):
 		return access{Exists: true, See: true, Answer: true, Decline: true, Admin: true}
 	case q != nil && (q.Owner == id || slices.Contains(q.Answerers, id)):
 		return access{Exists: true, See: true, Answer: true, Decline: true}
-	case r.has(id, RoleOperator, extra):
+	case r.has(tenant, id, RoleOperator, extra):
 		if q == nil || len(q.Answerers) == 0 {
 			return access{Exists: true, See: true, Answer: true, Decline: true}
 		}
 		return access{Exists: true, Decline: true}
-	case r.has(id, RoleReader, extra):
+	case r.has(tenant, id, RoleReader, extra):
 		return access{Exists: true}
 	}
 	return access{}

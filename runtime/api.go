@@ -55,7 +55,7 @@ func (r *Runtime) serveAPI(ctx context.Context) (func(), error) {
 // view shows a record as one identity may see it, or reports that it may not.
 func (r *Runtime) view(ctx context.Context, rec *store.Record, as string, roles []string) (*bridge.QuestionView, bool) {
 	q := decodeBody(rec)
-	acc := r.o.Roles.accessFor(as, roles, q)
+	acc := r.o.Roles.accessFor(rec.Tenant, as, roles, q)
 	if !acc.Exists {
 		return nil, false
 	}

@@ -195,7 +195,7 @@ func (r *Runtime) decide(ctx context.Context, a *bridge.AnswerAttempt, tenant, j
 		return rec, nil, staleRefusal(rec.TaskVersion, current), nil
 	}
 	q := decodeBody(rec)
-	acc := r.o.Roles.accessFor(a.By, a.Roles, q)
+	acc := r.o.Roles.accessFor(tenant, a.By, a.Roles, q)
 	action := a.Action
 	if action == "" {
 		action = bridge.ActionAnswer

@@ -32,7 +32,7 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 	}
 	now := time.Now().UTC()
 	if c.By != "" {
-		if !r.o.Roles.accessFor(c.By, c.Roles, nil).Admin {
+		if !r.o.Roles.accessFor(tenant, c.By, c.Roles, nil).Admin {
 			ev := bridge.Event{
 				Type: bridge.EventRefused, Tenant: tenant, JobID: job, QuestionID: c.QuestionID, To: c.By, By: c.By,
 				Reason: bridge.RefusedForbidden, Text: "You can't cancel questions: that needs the admin or owner role.",

@@ -178,3 +178,32 @@ func TestAPIListAndShowByPermission(t *testing.T) {
 		t.Errorf("bad identity show = %+v", r)
 	}
 }
+
+func TestTenantScopedRoles(t *testing.T) {
+	scoped := runtime.Roles{Admins: []string{"slack:UADMIN"}, Operators: []string{"acme/slack:UACME", "other/slack:UOTHER"}}
+	env := testenv.Start(t, testenv.Options{Roles: scoped})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.>")
+	acme := choiceQuestion("job-sc")
+	acme.Timeout = "4s" // the answerers' reminder falls due at 1s
+	ch := ask(t, env, acme)
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		for _, ev := range events.Events() {
+			if ev.Type == bridge.EventReminded && ev.JobID == "job-sc" {
+				if len(ev.Targets) != 1 || ev.Targets[0] != "slack:UACME" {
+					return fmt.Errorf("reminded %v, want acme's operator only", ev.Targets)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no reminder yet: %s", events.EventTypes())
+	})
+	// Another tenant's operator may not answer here.
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-sc", QuestionID: "q-1", AttemptID: "sc-other", Answer: json.RawMessage(`"red"`), By: "slack:UOTHER"})
+	if ev := refusalFor(t, events, "sc-other"); ev.Reason != bridge.RefusedForbidden {
+		t.Fatalf("other tenant's operator: %+v", ev)
+	}
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-sc", QuestionID: "q-1", AttemptID: "sc-acme", Answer: json.RawMessage(`"red"`), By: "slack:UACME"})
+	if out := outcome(t, ch); out.Text != "The answer: red" || out.By != "slack:UACME" {
+		t.Fatalf("outcome = %+v", out)
+	}
+}

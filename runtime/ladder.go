@@ -126,18 +126,18 @@ func (r *Runtime) targets(q *bridge.Question, target string) []string {
 	case bridge.TargetAnswerers:
 		out = q.Answerers
 		if len(out) == 0 {
-			out = r.o.Roles.Operators
+			out = inTenant(r.o.Roles.Operators, q.Tenant)
 		}
 	case bridge.TargetOwner:
 		if q.Owner != "" {
 			out = []string{q.Owner}
 		} else {
-			out = r.o.Roles.Owners
+			out = inTenant(r.o.Roles.Owners, q.Tenant)
 		}
 	case bridge.TargetAdmins:
-		out = r.o.Roles.Admins
+		out = inTenant(r.o.Roles.Admins, q.Tenant)
 		if len(out) == 0 {
-			out = r.o.Roles.Owners
+			out = inTenant(r.o.Roles.Owners, q.Tenant)
 		}
 	}
 	return slices.Clone(out)
