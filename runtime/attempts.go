@@ -122,6 +122,9 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 		}
 		err := errs[i]
 		i++
+		if !errors.Is(err, store.ErrDuplicate) {
+			r.metrics.attempts.WithLabelValues(viaOf(&it.a)).Inc()
+		}
 		switch {
 		case err == nil && it.settle != nil:
 			r.metrics.settled.WithLabelValues(it.settle.State).Inc()
@@ -299,6 +302,18 @@ func (r *Runtime) refusal(rec *store.Record, a *bridge.AnswerAttempt, ref *refus
 	}
 	ev.EventID = fmt.Sprintf("%s.%s.%s.refused.%s", a.Tenant, a.JobID, a.QuestionID, a.AttemptID)
 	return &store.Refusal{AttemptID: a.AttemptID, Question: question, At: now, Outbox: []store.Message{eventMsg(ev)}}
+}
+
+// viaOf is the front-end an attempt came through, for the metrics.
+func viaOf(a *bridge.AnswerAttempt) string {
+	switch v := a.Via; v {
+	case bridge.PlatformSlack, bridge.PlatformDiscord, bridge.PlatformConsole, bridge.PlatformCLI:
+		return v
+	}
+	if p := platformOf(a.By); p != "" {
+		return p
+	}
+	return "other"
 }
 
 func platformOf(id string) string {

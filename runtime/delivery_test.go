@@ -60,6 +60,9 @@ func TestDeliveryFailureWhileAnotherPlatformShowsIt(t *testing.T) {
 	if ev := events.Events()[1]; ev.Via != bridge.PlatformSlack || ev.Failure == nil || ev.Failure.Code != bridge.CodeReferenceUnresolved {
 		t.Fatalf("delivery_failed = %+v", ev)
 	}
+	if got := counters(t, env, "askbridge_deliveries_total"); got != "platform=discord,result=ok 1; platform=slack,result=REFERENCE_UNRESOLVED 1" {
+		t.Fatalf("askbridge_deliveries_total: %s", got)
+	}
 	waitState(t, env, q, bridge.StatePending)
 	// The outcome event names the message that showed the question.
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-dp", QuestionID: "q-1", AttemptID: "dp", Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
@@ -206,4 +209,28 @@ func TestTenantScopedRoles(t *testing.T) {
 	if out := outcome(t, ch); out.Text != "The answer: red" || out.By != "slack:UACME" {
 		t.Fatalf("outcome = %+v", out)
 	}
+}
+
+// counters renders a counter vector of the runtime's metrics as
+// "label=value,... count; ..." in the registry's order.
+func counters(t *testing.T, env *testenv.Env, name string) string {
+	t.Helper()
+	families, err := env.Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			out = append(out, fmt.Sprintf("%s %g", strings.Join(labels, ","), m.GetCounter().GetValue()))
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -9,13 +9,15 @@ import (
 )
 
 type metrics struct {
-	asked     prometheus.Counter
-	invalid   prometheus.Counter
-	settled   *prometheus.CounterVec
-	refusals  *prometheus.CounterVec
-	ladder    *prometheus.CounterVec
-	latency   prometheus.Histogram
-	published prometheus.Counter
+	asked      prometheus.Counter
+	invalid    prometheus.Counter
+	settled    *prometheus.CounterVec
+	refusals   *prometheus.CounterVec
+	ladder     *prometheus.CounterVec
+	latency    prometheus.Histogram
+	published  prometheus.Counter
+	deliveries *prometheus.CounterVec
+	attempts   *prometheus.CounterVec
 }
 
 // storeCollector reads gauges from the store at scrape time, so nothing
@@ -69,11 +71,17 @@ func newMetrics(reg prometheus.Registerer, st Store) (*metrics, error) {
 		published: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "askbridge_outbox_published_total", Help: "Outbox messages published to NATS.",
 		}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "askbridge_deliveries_total", Help: "Delivery reports from the chat adapters, by platform and result (ok or a failure code).",
+		}, []string{"platform", "result"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "askbridge_answer_attempts_total", Help: "Answer attempts decided, by the front-end they came through.",
+		}, []string{"via"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	collectors := []prometheus.Collector{m.asked, m.invalid, m.settled, m.refusals, m.ladder, m.latency, m.published,
+	collectors := []prometheus.Collector{m.asked, m.invalid, m.settled, m.refusals, m.ladder, m.latency, m.published, m.deliveries, m.attempts,
 		&storeCollector{
 			st:      st,
 			byState: prometheus.NewDesc("askbridge_questions", "Questions by state.", []string{"state"}, nil),

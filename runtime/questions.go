@@ -240,6 +240,11 @@ func (r *Runtime) handleDelivery(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
+	result := "ok"
+	if !d.OK {
+		result = d.Failure.Code
+	}
+	r.metrics.deliveries.WithLabelValues(d.Platform, result).Inc()
 	if d.OK || rec.State != bridge.StatePending {
 		return nil
 	}

@@ -293,7 +293,8 @@ func TestCLIAskExitCodes(t *testing.T) {
 }
 
 func TestHTTPHealthReadyMetrics(t *testing.T) {
-	s, _ := startTestService(t, nil)
+	s, _ := startTestService(t, map[string]string{"ASK_SLACK_BOT_TOKEN": "xoxb-test", "ASK_SLACK_SIGNING_SECRET": "test-signing-secret",
+		"ASK_SLACK_API_URL": "http://127.0.0.1:1/api/"})
 	base := "http://" + s.Addr()
 	for path, want := range map[string]string{"/healthz": "ok\n", "/readyz": "ready\n"} {
 		resp, err := http.Get(base + path)
@@ -305,6 +306,15 @@ func TestHTTPHealthReadyMetrics(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || string(body) != want {
 			t.Errorf("%s = %d %q", path, resp.StatusCode, body)
 		}
+	}
+	// A forged Slack interaction is refused and counted.
+	resp, err := http.Post(base+"/slack/interactions", "application/x-www-form-urlencoded", strings.NewReader("payload=%7B%7D"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("unsigned interaction: %d", resp.StatusCode)
 	}
 	ag := agentFor(t, s)
 	ch := askAsync(t, ag, &bridge.Question{Tenant: "acme", JobID: "job-m", QuestionID: "q-m", Question: "Go?", Timeout: "1s"})
@@ -318,7 +328,9 @@ func TestHTTPHealthReadyMetrics(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		for _, want := range []string{`askbridge_questions{state="timed_out"} 1`, `askbridge_ladder_steps_total{step="timeout"} 1`,
-			"askbridge_outbox_backlog 0", "askbridge_answer_latency_seconds_bucket"} {
+			"askbridge_outbox_backlog 0", "askbridge_answer_latency_seconds_bucket",
+			`askbridge_http_requests_total{code="200",route="GET /healthz"} 1`,
+			`askbridge_http_requests_total{code="401",route="POST /slack/interactions"} 1`} {
 			if !bytes.Contains(body, []byte(want)) {
 				return fmt.Errorf("metrics lack %q:\n%s", want, body)
 			}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -188,7 +189,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		return nil, fmt.Errorf("http: listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	s.http = &http.Server{
-		Handler:           mux,
+		Handler:           countRequests(reg, mux),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -289,3 +290,35 @@ func consoleSecret(cfg *config.Config) ([]byte, error) {
 	}
 	return []byte(secret), nil
 }
+
+// countRequests counts HTTP requests by route pattern and status, so that
+// refused interactions (forged, stale, oversize) show on /metrics.
+func countRequests(reg prometheus.Registerer, mux *http.ServeMux) http.Handler {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "askbridge_http_requests_total", Help: "HTTP requests, by route pattern and status code.",
+	}, []string{"route", "code"})
+	reg.MustRegister(requests)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		mux.ServeHTTP(rec, r)
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		requests.WithLabelValues(route, strconv.Itoa(rec.code)).Inc()
+	})
+}
+
+// statusRecorder remembers the status code a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

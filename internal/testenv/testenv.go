@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
@@ -45,6 +46,8 @@ type Options struct {
 
 // Env is a running core.
 type Env struct {
+	// Metrics holds the runtime's metrics.
+	Metrics *prometheus.Registry
 	Dir     string
 	NATS    *bridge.NATS
 	Store   *store.Store
@@ -86,8 +89,9 @@ func start(o Options, tempDir func() string) (*Env, error) {
 		n.Close()
 		return nil, err
 	}
+	reg := prometheus.NewRegistry()
 	rt, err := runtime.New(runtime.Options{
-		NATS: n, Store: st, Roles: o.Roles, Platforms: o.Platforms, Logger: logger, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
+		NATS: n, Store: st, Roles: o.Roles, Platforms: o.Platforms, Logger: logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
 	})
 	if err != nil {
 		st.Close()
@@ -101,7 +105,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	env := &Env{Dir: dir, NATS: n, Store: st, Runtime: rt, Agent: ag, cancel: cancel, done: make(chan struct{})}
+	env := &Env{Metrics: reg, Dir: dir, NATS: n, Store: st, Runtime: rt, Agent: ag, cancel: cancel, done: make(chan struct{})}
 	runErr := make(chan error, 1)
 	go func() {
 		defer close(env.done)
