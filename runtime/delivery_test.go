@@ -160,6 +160,8 @@ func TestAPIListAndShowByPermission(t *testing.T) {
 		{"slack:UANA", "q-2:hidden=false,answer=true,decline=true"},
 		{"slack:UREADER", "q-1:hidden=true,answer=false,decline=false q-2:hidden=true,answer=false,decline=false"},
 		{"slack:USTRANGER", ""},
+		// A program on the bus, asking as nobody, sees all and may do nothing.
+		{"", "q-1:hidden=false,answer=false,decline=false q-2:hidden=false,answer=false,decline=false"},
 	} {
 		if got := summary(list(c.as)); got != c.want {
 			t.Errorf("list as %s = %q, want %q", c.as, got, c.want)
