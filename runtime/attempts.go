@@ -56,8 +56,8 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 		}
 	}
 	if err := bridge.CheckIdentity(a.By); err != nil {
-		r.log.Warn("answer attempt without a valid identity dropped", "subject", msg.Subject(), "attempt", a.AttemptID)
-		return nil
+		// Nobody can be allowed to answer as no one: refuse it, loudly.
+		it.ref = &refusal{reason: bridge.RefusedForbidden, text: "You can't answer this question: by: " + err.Error()}
 	}
 	return it
 }
@@ -82,6 +82,10 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 	winners := map[int64]*attemptItem{}
 	decisions := make([]store.Decision, 0, len(items))
 	for _, it := range items {
+		if it.ref != nil { // refused before any lookup
+			decisions = append(decisions, store.Decision{Refuse: r.refusal(nil, &it.a, it.ref, now)})
+			continue
+		}
 		var err error
 		it.rec, it.checked, it.ref, err = r.decide(ctx, &it.a, it.tenant, it.job)
 		if err != nil {

@@ -194,6 +194,8 @@ func TestRefusals(t *testing.T) {
 			bridge.RefusedWrongKind, "This is a question, not an approval"},
 		{"decline with an answer", "r8", bridge.AnswerAttempt{Action: bridge.ActionDecline, Answer: json.RawMessage(`"red"`), By: "slack:UANA"},
 			bridge.RefusedWrongKind, "A decline can't carry an answer"},
+		{"no identity", "r9", bridge.AnswerAttempt{Answer: json.RawMessage(`"red"`)},
+			bridge.RefusedForbidden, `You can't answer this question: by: "" must be slack:<user>`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
