@@ -196,19 +196,29 @@ func (r *Runtime) Run(ctx context.Context) error {
 	return nil
 }
 
-// consume runs handle for every message of a durable consumer. A handler
-// error is transient (the store or NATS failed): the message is redelivered
-// after a pause. Bad input is not an error: handlers refuse it and ack.
-func (r *Runtime) consume(ctx context.Context, stream, durable string, handle func(context.Context, jetstream.Msg) error) (func(), error) {
+// durableConsumer creates (or updates) one of the runtime's durable
+// consumers: every message from the start of the stream, acked one by one.
+func (r *Runtime) durableConsumer(ctx context.Context, stream, durable string, maxAckPending int) (jetstream.Consumer, error) {
 	cons, err := r.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
 		Durable:       durable,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       30 * time.Second,
-		MaxAckPending: 1000,
+		MaxAckPending: maxAckPending,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("runtime: consumer %s on %s: %w", durable, stream, err)
+	}
+	return cons, nil
+}
+
+// consume runs handle for every message of a durable consumer. A handler
+// error is transient (the store or NATS failed): the message is redelivered
+// after a pause. Bad input is not an error: handlers refuse it and ack.
+func (r *Runtime) consume(ctx context.Context, stream, durable string, handle func(context.Context, jetstream.Msg) error) (func(), error) {
+	cons, err := r.durableConsumer(ctx, stream, durable, 1000)
+	if err != nil {
+		return nil, err
 	}
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
 		if err := handle(ctx, msg); err != nil {
@@ -237,15 +247,9 @@ const maxBatch = 512
 // error from handle is transient: the whole batch is redelivered, which
 // the store's idempotency makes harmless.
 func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, handle func(context.Context, []jetstream.Msg) error) (func(), error) {
-	cons, err := r.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		Durable:       durable,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxAckPending: 8192,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+	cons, err := r.durableConsumer(ctx, stream, durable, 8192)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: consumer %s on %s: %w", durable, stream, err)
+		return nil, err
 	}
 	queue := make(chan jetstream.Msg, 4096)
 	loopCtx, stopLoop := context.WithCancel(ctx)
