@@ -26,6 +26,7 @@ type attemptItem struct {
 	tenant  string
 	job     string
 	rec     *store.Record
+	refs    []bridge.MessageRef // the messages showing the question
 	checked *bridge.CheckedAnswer
 	ref     *refusal
 	settle  *store.Settlement
@@ -87,7 +88,7 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 			continue
 		}
 		var err error
-		it.rec, it.checked, it.ref, err = r.decide(ctx, &it.a, it.tenant, it.job)
+		it.rec, it.refs, it.checked, it.ref, err = r.decide(ctx, &it.a, it.tenant, it.job)
 		if err != nil {
 			return err
 		}
@@ -97,12 +98,8 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 				it.ref = notPending(settledBy(first))
 			} else {
 				winners[it.rec.ID] = it
-				st, err := r.settlement(ctx, it.rec, &it.a, it.checked, now)
-				if err != nil {
-					return err
-				}
-				it.settle = st
-				decisions = append(decisions, store.Decision{Settle: st})
+				it.settle = r.settlement(it.rec, it.refs, &it.a, it.checked, now)
+				decisions = append(decisions, store.Decision{Settle: it.settle})
 				continue
 			}
 		}
@@ -167,39 +164,36 @@ func settledBy(first *attemptItem) *store.Record {
 	return &rec
 }
 
-// decide runs the checks; it returns the question (when known) and either
-// the checked answer or the refusal.
-func (r *Runtime) decide(ctx context.Context, a *bridge.AnswerAttempt, tenant, job string) (*store.Record, *bridge.CheckedAnswer, *refusal, error) {
+// decide runs the checks; it returns the question and the messages
+// showing it (when known) and either the checked answer or the refusal.
+func (r *Runtime) decide(ctx context.Context, a *bridge.AnswerAttempt, tenant, job string) (*store.Record, []bridge.MessageRef, *bridge.CheckedAnswer, *refusal, error) {
 	if a.Tenant != tenant || a.JobID != job || !bridge.ValidToken(a.QuestionID) {
-		return nil, nil, &refusal{reason: bridge.RefusedUnknown, text: fmt.Sprintf("There is no question %q in job %s.", a.QuestionID, job)}, nil
+		return nil, nil, nil, &refusal{reason: bridge.RefusedUnknown, text: fmt.Sprintf("There is no question %q in job %s.", a.QuestionID, job)}, nil
 	}
 	key := store.Key{Tenant: tenant, JobID: job, QuestionID: a.QuestionID, TaskVersion: a.TaskVersion}
-	rec, err := r.st.Find(ctx, key)
+	found, err := r.st.FindAnswerable(ctx, key)
 	if errors.Is(err, store.ErrNotFound) && a.TaskVersion != 0 {
 		key.TaskVersion = 0
 		latest, lerr := r.st.Find(ctx, key)
 		if lerr == nil {
-			return latest, nil, staleRefusal(a.TaskVersion, latest.TaskVersion), nil
+			return latest, nil, nil, staleRefusal(a.TaskVersion, latest.TaskVersion), nil
 		}
 		if !errors.Is(lerr, store.ErrNotFound) {
-			return nil, nil, nil, lerr
+			return nil, nil, nil, nil, lerr
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, &refusal{reason: bridge.RefusedUnknown, text: fmt.Sprintf("There is no question %s in job %s.", a.QuestionID, job)}, nil
+		return nil, nil, nil, &refusal{reason: bridge.RefusedUnknown, text: fmt.Sprintf("There is no question %s in job %s.", a.QuestionID, job)}, nil
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
+	rec := found.Record
 	if rec.State != bridge.StatePending {
-		return rec, nil, notPending(rec), nil
+		return rec, nil, nil, notPending(rec), nil
 	}
-	current, err := r.st.JobVersion(ctx, tenant, job)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if current > rec.TaskVersion {
-		return rec, nil, staleRefusal(rec.TaskVersion, current), nil
+	if found.JobVersion > rec.TaskVersion {
+		return rec, nil, nil, staleRefusal(rec.TaskVersion, found.JobVersion), nil
 	}
 	q := decodeBody(rec)
 	acc := r.o.Roles.accessFor(tenant, a.By, a.Roles, q)
@@ -208,13 +202,13 @@ func (r *Runtime) decide(ctx context.Context, a *bridge.AnswerAttempt, tenant, j
 		action = bridge.ActionAnswer
 	}
 	if !(acc.Answer || (acc.Decline && action == bridge.ActionDecline)) {
-		return rec, nil, &refusal{reason: bridge.RefusedForbidden, text: forbiddenText(a.By, acc, action)}, nil
+		return rec, nil, nil, &refusal{reason: bridge.RefusedForbidden, text: forbiddenText(a.By, acc, action)}, nil
 	}
 	checked, aerr := bridge.CheckAnswer(q, a.Action, a.Answer, a.Comment)
 	if aerr != nil {
-		return rec, nil, &refusal{reason: aerr.Reason, text: aerr.Text, fields: aerr.Fields}, nil
+		return rec, nil, nil, &refusal{reason: aerr.Reason, text: aerr.Text, fields: aerr.Fields}, nil
 	}
-	return rec, checked, nil, nil
+	return rec, found.Messages, checked, nil, nil
 }
 
 func staleRefusal(had, current int64) *refusal {
@@ -246,14 +240,10 @@ func notPending(rec *store.Record) *refusal {
 
 // settlement builds the settlement of an accepted attempt: the new state,
 // the event for the front-ends and the resume for the agent.
-func (r *Runtime) settlement(ctx context.Context, rec *store.Record, a *bridge.AnswerAttempt, checked *bridge.CheckedAnswer, now time.Time) (*store.Settlement, error) {
+func (r *Runtime) settlement(rec *store.Record, refs []bridge.MessageRef, a *bridge.AnswerAttempt, checked *bridge.CheckedAnswer, now time.Time) *store.Settlement {
 	raw := a.Answer
 	a.Action, a.Answer = checked.Action, checked.Value
 	display := checked.Display
-	refs, err := r.st.Messages(ctx, rec.ID)
-	if err != nil {
-		return nil, err
-	}
 	via := a.Via
 	if via == "" {
 		via = platformOf(a.By)
@@ -284,7 +274,7 @@ func (r *Runtime) settlement(ctx context.Context, rec *store.Record, a *bridge.A
 	res.Text, res.Answer, res.Comment = st.Text, a.Answer, a.Comment
 	res.By, res.ByName, res.Via = a.By, a.ByName, via
 	st.Outbox = []store.Message{eventMsg(ev), resumeMsg(res)}
-	return &st, nil
+	return &st
 }
 
 // refusal builds the record of a refused attempt and the event telling the

@@ -31,8 +31,8 @@ type Store interface {
 
 	Get(ctx context.Context, id int64) (*store.Record, error)
 	Find(ctx context.Context, k store.Key) (*store.Record, error)
+	FindAnswerable(ctx context.Context, k store.Key) (*store.Answerable, error)
 	FindByQuestionID(ctx context.Context, tenant, job, questionID string) (*store.Record, error)
-	JobVersion(ctx context.Context, tenant, job string) (int64, error)
 	List(ctx context.Context, f store.ListFilter) ([]store.Record, error)
 	Audit(ctx context.Context, question int64) ([]bridge.AuditEntry, error)
 	CountByState(ctx context.Context) (map[string]int64, error)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -100,12 +101,14 @@ const recordColumns = `id, tenant, job_id, question_id, task_version, kind, body
 
 type scanner interface{ Scan(...any) error }
 
-func scanRecord(row scanner) (*Record, error) {
+// scanRecord reads recordColumns, then any extra columns into extra.
+func scanRecord(row scanner, extra ...any) (*Record, error) {
 	var r Record
 	var body, raw, ans string
 	var asked, deadline, settled int64
-	err := row.Scan(&r.ID, &r.Tenant, &r.JobID, &r.QuestionID, &r.TaskVersion, &r.Kind, &body, &r.State,
-		&asked, &deadline, &r.Action, &raw, &ans, &r.AnswerText, &r.Comment, &r.By, &r.ByName, &r.Via, &r.Text, &settled)
+	dest := []any{&r.ID, &r.Tenant, &r.JobID, &r.QuestionID, &r.TaskVersion, &r.Kind, &body, &r.State,
+		&asked, &deadline, &r.Action, &raw, &ans, &r.AnswerText, &r.Comment, &r.By, &r.ByName, &r.Via, &r.Text, &settled}
+	err := row.Scan(append(dest, extra...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -279,12 +282,22 @@ func auditTx(ctx context.Context, tx *txn, question int64, from, to, by, via, re
 }
 
 func outboxTx(ctx context.Context, tx *txn, msgs []Message, at time.Time) error {
-	for _, m := range msgs {
-		if _, err := tx.exec(ctx, "INSERT INTO outbox (subject, data, created_at) VALUES (?, ?, ?)", m.Subject, m.Data, ms(at)); err != nil {
-			return err
-		}
+	if len(msgs) == 0 {
+		return nil
 	}
-	return nil
+	// One statement for all of them; the row ids keep their order.
+	var q strings.Builder
+	q.WriteString("INSERT INTO outbox (subject, data, created_at) VALUES ")
+	args := make([]any, 0, 3*len(msgs))
+	for i, m := range msgs {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?)")
+		args = append(args, m.Subject, m.Data, ms(at))
+	}
+	_, err := tx.exec(ctx, q.String(), args...)
+	return err
 }
 
 // Settlement is how a pending question ends by someone's answer or decline,
@@ -331,6 +344,12 @@ func settleAnswerTx(ctx context.Context, tx *txn, st *Settlement) error {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
+		// Take back the attempt's dedupe row: a refused decision writes nothing.
+		if st.AttemptID != "" {
+			if _, err := tx.exec(ctx, "DELETE FROM attempts WHERE attempt_id = ?", st.AttemptID); err != nil {
+				return err
+			}
+		}
 		return ErrNotPending
 	}
 	if _, err := tx.exec(ctx, "DELETE FROM steps WHERE question = ?", st.Question); err != nil {
@@ -361,18 +380,17 @@ type Decision struct {
 }
 
 // Decide applies many decisions in one transaction, so that one fsync
-// carries a whole batch of answers (group commit). Each decision runs in
-// its own savepoint: one that loses (ErrNotPending, ErrDuplicate) leaves
-// nothing behind and does not disturb the others. The returned slice holds
+// carries a whole batch of answers (group commit). A decision that loses
+// (ErrNotPending, ErrDuplicate) leaves nothing behind and does not disturb
+// the others. The returned slice holds
 // each decision's outcome; the error is for the transaction as a whole.
 func (s *Store) Decide(ctx context.Context, ds []Decision) ([]error, error) {
 	errs := make([]error, len(ds))
 	err := s.tx(ctx, func(tx *txn) error {
 		for i, d := range ds {
-			errs[i] = nil
-			if _, err := tx.exec(ctx, "SAVEPOINT decision"); err != nil {
-				return err
-			}
+			// A decision that ends in ErrNotPending or ErrDuplicate has
+			// written nothing (see settleAnswerTx), so no savepoint is
+			// needed: savepoints copy every page they touch to a journal.
 			var err error
 			switch {
 			case d.Settle != nil:
@@ -383,16 +401,13 @@ func (s *Store) Decide(ctx context.Context, ds []Decision) ([]error, error) {
 					err = outboxTx(ctx, tx, d.Refuse.Outbox, d.Refuse.At)
 				}
 			}
-			if errors.Is(err, ErrNotPending) || errors.Is(err, ErrDuplicate) {
+			switch {
+			case errors.Is(err, ErrNotPending) || errors.Is(err, ErrDuplicate):
 				errs[i] = err
-				if _, rerr := tx.exec(ctx, "ROLLBACK TO decision"); rerr != nil {
-					return rerr
-				}
-			} else if err != nil {
+			case err != nil:
 				return err
-			}
-			if _, err := tx.exec(ctx, "RELEASE decision"); err != nil {
-				return err
+			default:
+				errs[i] = nil
 			}
 		}
 		return nil
@@ -532,6 +547,47 @@ func (s *Store) Find(ctx context.Context, k Key) (*Record, error) {
 		return nil, fmt.Errorf("store: find question %s: %w", k, err)
 	}
 	return r, nil
+}
+
+// Answerable is a question as deciding an answer needs it, read at once:
+// the record, its job's current task version and the messages showing it.
+type Answerable struct {
+	*Record
+	JobVersion int64
+	Messages   []bridge.MessageRef
+}
+
+// FindAnswerable is Find, the job's version and the question's messages in
+// one read; deciding an answer is the hot path.
+func (s *Store) FindAnswerable(ctx context.Context, k Key) (*Answerable, error) {
+	q := "SELECT " + recordColumns + `,
+		coalesce((SELECT j.task_version FROM jobs j WHERE j.tenant = q.tenant AND j.job_id = q.job_id), 0),
+		coalesce((SELECT json_group_array(json_array(d.platform, d.channel, d.message_id, d.thread))
+			FROM deliveries d WHERE d.question = q.id AND d.ok = 1 AND d.message_id != ''), '[]')
+		FROM questions q WHERE q.tenant = ? AND q.job_id = ? AND q.question_id = ?`
+	args := []any{k.Tenant, k.JobID, k.QuestionID}
+	if k.TaskVersion != 0 {
+		q += " AND q.task_version = ?"
+		args = append(args, k.TaskVersion)
+	}
+	var a Answerable
+	var refs string
+	r, err := scanRecord(s.rs.queryRow(ctx, q+" ORDER BY q.task_version DESC LIMIT 1", args...), &a.JobVersion, &refs)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: find question %s: %w", k, err)
+	}
+	a.Record = r
+	var rows [][4]string
+	if err := json.Unmarshal([]byte(refs), &rows); err != nil {
+		return nil, fmt.Errorf("store: messages of question %s: %w", k, err)
+	}
+	for _, m := range rows {
+		a.Messages = append(a.Messages, bridge.MessageRef{Platform: m[0], Channel: m[1], MessageID: m[2], Thread: m[3]})
+	}
+	return &a, nil
 }
 
 // FindByQuestionID finds the latest version of a question id; tenant and

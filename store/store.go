@@ -65,7 +65,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			return nil, fmt.Errorf("store: create %s: %w", dir, err)
 		}
 	}
-	pragmas := "_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)"
+	pragmas := "_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_pragma=temp_store(MEMORY)"
 	u := url.URL{Scheme: "file", Opaque: url.PathEscape(path)}
 	w, err := sql.Open("sqlite", u.String()+"?"+pragmas+"&_txlock=immediate&_pragma=wal_autocheckpoint("+strconv.Itoa(walAutoCheckpoint)+")")
 	if err != nil {

@@ -301,6 +301,65 @@ func TestFindListCountAndDeliveries(t *testing.T) {
 	if len(refs) != 1 || refs[0] != ref {
 		t.Fatalf("messages = %+v", refs)
 	}
+	// The answer path's one read agrees with Find, JobVersion and Messages.
+	a, err := s.FindAnswerable(ctx, rec.Key)
+	if err != nil || a.ID != rec.ID || a.JobVersion != 1 || len(a.Messages) != 1 || a.Messages[0] != ref || a.State != bridge.StatePending {
+		t.Fatalf("answerable = %+v, %v", a, err)
+	}
+	mustAsk(t, s, newQ(rec.JobID, "q-next", 3))
+	if a, err = s.FindAnswerable(ctx, rec.Key); err != nil || a.JobVersion != 3 || a.TaskVersion != 1 {
+		t.Fatalf("answerable after the job moved on = %+v, %v", a, err)
+	}
+	if a, err = s.FindAnswerable(ctx, Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}); err != nil || a.JobID != "job-1" || a.Messages != nil {
+		t.Fatalf("answerable, latest version, no messages = %+v, %v", a, err)
+	}
+	if _, err = s.FindAnswerable(ctx, Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 9}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("answerable, unknown version: %v", err)
+	}
+}
+
+// A batch where some decisions lose: the losers write nothing, the others
+// commit, and the outbox keeps the winners' messages in order.
+func TestDecideBatchWithLosers(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	q1 := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
+	q2 := mustAsk(t, s, newQ("job-2", "q-1", 1)).Record
+	settle := func(q *Record, attempt string) *Settlement {
+		return &Settlement{Question: q.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, Answer: []byte(`"x"`),
+			By: "slack:U1", Via: "slack", At: t0, AttemptID: attempt,
+			Outbox: []Message{{Subject: "ev", Data: []byte(attempt + "-event")}, {Subject: "res", Data: []byte(attempt + "-resume")}}}
+	}
+	before := len(unsentSubjects(t, s))
+	errs, err := s.Decide(ctx, []Decision{
+		{Settle: settle(q1, "a1")},
+		{Settle: settle(q1, "a2")},
+		{Refuse: &Refusal{AttemptID: "a1", Question: q1.ID, At: t0, Outbox: []Message{{Subject: "ev", Data: []byte("a1-again")}}}},
+		{Refuse: &Refusal{AttemptID: "a4", Question: q1.ID, At: t0, Outbox: []Message{{Subject: "ev", Data: []byte("a4-refused")}}}},
+		{Settle: settle(q2, "a3")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []error{nil, ErrNotPending, ErrDuplicate, nil, nil}
+	for i := range want {
+		if !errors.Is(errs[i], want[i]) || (want[i] == nil && errs[i] != nil) {
+			t.Errorf("decision %d: %v, want %v", i, errs[i], want[i])
+		}
+	}
+	got := unsentSubjects(t, s)[before:]
+	wantOut := []string{"ev a1-event", "res a1-resume", "ev a4-refused", "ev a3-event", "res a3-resume"}
+	if fmt.Sprint(got) != fmt.Sprint(wantOut) {
+		t.Fatalf("outbox = %q, want %q", got, wantOut)
+	}
+	for id, seen := range map[string]bool{"a1": true, "a2": false, "a3": true, "a4": true} {
+		if got, _ := s.SeenAttempt(ctx, id); got != seen {
+			t.Errorf("attempt %s seen = %v, want %v", id, got, seen)
+		}
+	}
+	if audit, _ := s.Audit(ctx, q1.ID); len(audit) != 2 {
+		t.Errorf("audit of q1 = %+v, want asked and answered", audit)
+	}
 }
 
 func TestOutboxMarkSentAndPrune(t *testing.T) {

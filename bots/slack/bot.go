@@ -68,6 +68,8 @@ type Bot struct {
 	// workers is how many events are handled at once (ordered per job).
 	workers int
 	clicks  *dedupe
+	// choiceCache saves clicks a read of the card.
+	choiceCache *choiceCache
 	// decided is set with Options.AckAfterDecision.
 	decided *bridge.Decisions
 }
@@ -124,20 +126,21 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	return &Bot{
-		decided:  decided,
-		o:        o,
-		api:      slack.New(o.BotToken, opts...),
-		http:     hc,
-		js:       o.NATS.JS,
-		kv:       kv,
-		log:      o.Logger,
-		pace:     newPacer(time.Second, 3),
-		retry:    defaultRetry,
-		id:       hex.EncodeToString(rnd[:]),
-		now:      time.Now,
-		claimTTL: 2 * time.Minute,
-		workers:  4,
-		clicks:   newDedupe(10 * time.Second),
+		decided:     decided,
+		o:           o,
+		api:         slack.New(o.BotToken, opts...),
+		http:        hc,
+		js:          o.NATS.JS,
+		kv:          kv,
+		log:         o.Logger,
+		pace:        newPacer(time.Second, 3),
+		retry:       defaultRetry,
+		id:          hex.EncodeToString(rnd[:]),
+		now:         time.Now,
+		claimTTL:    2 * time.Minute,
+		workers:     4,
+		clicks:      newDedupe(10 * time.Second),
+		choiceCache: newChoiceCache(50000),
 	}, nil
 }
 

@@ -143,8 +143,8 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 		at.Action = bridge.ActionApprove
 	case blockkit.Choose:
 		choice := c.Choice
-		if rec, _ := b.loadCard(ctx, c.Ref); rec != nil && rec.Question != nil && c.Index < len(rec.Question.Choices) {
-			choice = rec.Question.Choices[c.Index] // the asker's words, not the button's
+		if choices := b.choices(ctx, c.Ref); c.Index < len(choices) {
+			choice = choices[c.Index] // the asker's words, not the button's
 		}
 		if choice == "" {
 			b.say(to, "This question is no longer available here; see /ask list.")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -138,6 +139,7 @@ func (b *Bot) updateCard(ctx context.Context, r blockkit.Ref, change func(*card)
 		} else if err != nil {
 			return nil, err
 		}
+		b.remember(key, next)
 		return next, nil
 	}
 	return nil, errConflict
@@ -146,10 +148,12 @@ func (b *Bot) updateCard(ctx context.Context, r blockkit.Ref, change func(*card)
 // loadCard reads the record of r, nil when there is none.
 func (b *Bot) loadCard(ctx context.Context, r blockkit.Ref) (*card, error) {
 	var c card
-	rev, err := getJSON(ctx, b.kv, cardKey(r), &c)
+	key := cardKey(r)
+	rev, err := getJSON(ctx, b.kv, key, &c)
 	if err != nil || rev == 0 {
 		return nil, err
 	}
+	b.remember(key, &c)
 	return &c, nil
 }
 
@@ -171,4 +175,64 @@ func (b *Bot) release(ctx context.Context, key string) {
 	if err := b.kv.Delete(ctx, key); err != nil {
 		b.log.WarnContext(ctx, "slack: could not release a claim", "key", key, "err", err)
 	}
+}
+
+// choiceCache remembers each question's choices, which never change for a
+// task version, so a button click need not read the card back from the KV
+// bucket. Two generations bound its size: when the current one fills, it
+// becomes the previous one and the older one is dropped.
+type choiceCache struct {
+	mu        sync.Mutex
+	max       int
+	cur, prev map[string][]string
+}
+
+func newChoiceCache(max int) *choiceCache {
+	return &choiceCache{max: max, cur: map[string][]string{}}
+}
+
+func (c *choiceCache) get(key string) ([]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.cur[key]; ok {
+		return v, true
+	}
+	v, ok := c.prev[key]
+	if ok {
+		c.putLocked(key, v)
+	}
+	return v, ok
+}
+
+func (c *choiceCache) put(key string, choices []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putLocked(key, choices)
+}
+
+func (c *choiceCache) putLocked(key string, choices []string) {
+	if len(c.cur) >= c.max {
+		c.prev, c.cur = c.cur, make(map[string][]string, c.max)
+	}
+	c.cur[key] = choices
+}
+
+func (b *Bot) remember(key string, c *card) {
+	if c.Question != nil {
+		b.choiceCache.put(key, c.Question.Choices)
+	}
+}
+
+// choices are the choices of the question r names, nil when the adapter
+// has no card for it.
+func (b *Bot) choices(ctx context.Context, r blockkit.Ref) []string {
+	key := cardKey(r)
+	if v, ok := b.choiceCache.get(key); ok {
+		return v
+	}
+	rec, _ := b.loadCard(ctx, r)
+	if rec == nil || rec.Question == nil {
+		return nil
+	}
+	return rec.Question.Choices
 }
