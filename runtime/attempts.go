@@ -67,7 +67,9 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 // contract gives: known question, still pending, task version current,
 // answerer allowed, right kind, fields valid. Accepted attempts settle
 // their question, resume the job and announce it; refused ones tell the
-// answerer. All of it commits in one transaction.
+// answerer. All of it runs in one write transaction, each attempt decided
+// on the state the attempts before it left, so a second answer to the same
+// question in one batch is refused naming the first.
 func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) error {
 	now := time.Now().UTC()
 	var items []*attemptItem
@@ -80,101 +82,63 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 		ids[it.a.AttemptID] = true
 		items = append(items, it)
 	}
-	winners := map[int64]*attemptItem{}
-	decisions := make([]store.Decision, 0, len(items))
-	for _, it := range items {
-		if it.ref != nil { // refused before any lookup
-			decisions = append(decisions, store.Decision{Refuse: r.refusal(nil, &it.a, it.ref, now)})
-			continue
-		}
-		var err error
-		it.rec, it.refs, it.checked, it.ref, err = r.decide(ctx, &it.a, it.tenant, it.job)
-		if err != nil {
-			return err
-		}
-		if it.ref == nil {
-			if first := winners[it.rec.ID]; first != nil {
-				// Two answers in one batch: the first settles it.
-				it.ref = notPending(settledBy(first))
-			} else {
-				winners[it.rec.ID] = it
-				it.settle = r.settlement(it.rec, it.refs, &it.a, it.checked, now)
-				decisions = append(decisions, store.Decision{Settle: it.settle})
-				continue
-			}
-		}
-		decisions = append(decisions, store.Decision{Refuse: r.refusal(it.rec, &it.a, it.ref, now)})
-	}
-	if len(decisions) == 0 {
+	if len(items) == 0 {
 		return nil
 	}
-	errs, err := r.st.Decide(ctx, decisions)
+	errs, err := r.st.DecideEach(ctx, len(items), func(i int, l store.Lookup) (store.Decision, error) {
+		it := items[i]
+		if it.ref == nil {
+			var err error
+			it.rec, it.refs, it.checked, it.ref, err = r.decide(ctx, l, &it.a, it.tenant, it.job)
+			if err != nil {
+				return store.Decision{}, err
+			}
+		}
+		if it.ref != nil {
+			return store.Decision{Refuse: r.refusal(it.rec, &it.a, it.ref, now)}, nil
+		}
+		it.settle = r.settlement(it.rec, it.refs, &it.a, it.checked, now)
+		return store.Decision{Settle: it.settle}, nil
+	})
 	if err != nil {
 		return err
 	}
-	// Settlements another replica beat between our read and our write
-	// become refusals naming the winner.
-	var late []store.Decision
-	var lateItems []*attemptItem
-	i := 0
-	for _, it := range items {
-		if it.settle == nil && it.ref == nil {
-			continue
-		}
+	for i, it := range items {
 		err := errs[i]
-		i++
-		if !errors.Is(err, store.ErrDuplicate) {
-			r.metrics.attempts.WithLabelValues(viaOf(&it.a)).Inc()
-		}
 		switch {
-		case err == nil && it.settle != nil:
+		case errors.Is(err, store.ErrDuplicate):
+			continue // decided before; its outcome was announced then
+		case err != nil:
+			// The question was read pending in this very transaction; if
+			// that ever fails, deciding the batch again reads it anew.
+			return fmt.Errorf("runtime: attempt %s: %w", it.a.AttemptID, err)
+		}
+		r.metrics.attempts.WithLabelValues(viaOf(&it.a)).Inc()
+		if it.settle != nil {
 			r.metrics.settled.WithLabelValues(it.settle.State).Inc()
 			r.metrics.latency.Observe(now.Sub(it.rec.AskedAt).Seconds())
 			r.log.Info("question settled", "tenant", it.rec.Tenant, "job", it.rec.JobID, "question", it.rec.QuestionID,
 				"state", it.settle.State, "by", it.a.By, "via", it.settle.Via)
-		case err == nil:
-			r.metrics.refusals.WithLabelValues(it.ref.reason).Inc()
-			r.log.Info("answer refused", "tenant", it.a.Tenant, "job", it.a.JobID, "question", it.a.QuestionID, "by", it.a.By, "reason", it.ref.reason)
-		case errors.Is(err, store.ErrNotPending):
-			fresh, ferr := r.st.Get(ctx, it.rec.ID)
-			if ferr != nil {
-				return ferr
-			}
-			it.ref = notPending(fresh)
-			late = append(late, store.Decision{Refuse: r.refusal(fresh, &it.a, it.ref, now)})
-			lateItems = append(lateItems, it)
+			continue
 		}
-	}
-	if len(late) > 0 {
-		if _, err := r.st.Decide(ctx, late); err != nil {
-			return err
-		}
-		for _, it := range lateItems {
-			r.metrics.refusals.WithLabelValues(it.ref.reason).Inc()
-		}
+		r.metrics.refusals.WithLabelValues(it.ref.reason).Inc()
+		r.log.Info("answer refused", "tenant", it.a.Tenant, "job", it.a.JobID, "question", it.a.QuestionID, "by", it.a.By, "reason", it.ref.reason)
 	}
 	r.wakeRelay()
 	return nil
 }
 
-// settledBy is the record as the batch's first answer left it.
-func settledBy(first *attemptItem) *store.Record {
-	rec := *first.rec
-	rec.State, rec.By, rec.ByName, rec.SettledAt = first.settle.State, first.settle.By, first.settle.ByName, first.settle.At
-	return &rec
-}
-
 // decide runs the checks; it returns the question and the messages
 // showing it (when known) and either the checked answer or the refusal.
-func (r *Runtime) decide(ctx context.Context, a *bridge.AnswerAttempt, tenant, job string) (*store.Record, []bridge.MessageRef, *bridge.CheckedAnswer, *refusal, error) {
+func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAttempt, tenant, job string) (*store.Record, []bridge.MessageRef, *bridge.CheckedAnswer, *refusal, error) {
 	if a.Tenant != tenant || a.JobID != job || !bridge.ValidToken(a.QuestionID) {
 		return nil, nil, nil, &refusal{reason: bridge.RefusedUnknown, text: fmt.Sprintf("There is no question %q in job %s.", a.QuestionID, job)}, nil
 	}
 	key := store.Key{Tenant: tenant, JobID: job, QuestionID: a.QuestionID, TaskVersion: a.TaskVersion}
-	found, err := r.st.FindAnswerable(ctx, key)
+	found, err := l.FindAnswerable(ctx, key)
 	if errors.Is(err, store.ErrNotFound) && a.TaskVersion != 0 {
 		key.TaskVersion = 0
-		latest, lerr := r.st.Find(ctx, key)
+		latest, lerr := l.Find(ctx, key)
 		if lerr == nil {
 			return latest, nil, nil, staleRefusal(a.TaskVersion, latest.TaskVersion), nil
 		}

@@ -25,13 +25,12 @@ import (
 type Store interface {
 	AskMany(ctx context.Context, nqs []store.NewQuestion) ([]*store.AskResult, error)
 	Settle(ctx context.Context, st store.Settlement) error
-	Decide(ctx context.Context, ds []store.Decision) ([]error, error)
+	DecideEach(ctx context.Context, n int, decide func(i int, l store.Lookup) (store.Decision, error)) ([]error, error)
 	Enqueue(ctx context.Context, msgs []store.Message) error
 	Cancel(ctx context.Context, c store.JobCancel) ([]store.Record, error)
 
 	Get(ctx context.Context, id int64) (*store.Record, error)
 	Find(ctx context.Context, k store.Key) (*store.Record, error)
-	FindAnswerable(ctx context.Context, k store.Key) (*store.Answerable, error)
 	FindByQuestionID(ctx context.Context, tenant, job, questionID string) (*store.Record, error)
 	List(ctx context.Context, f store.ListFilter) ([]store.Record, error)
 	Audit(ctx context.Context, question int64) ([]bridge.AuditEntry, error)

@@ -385,37 +385,65 @@ type Decision struct {
 // the others. The returned slice holds
 // each decision's outcome; the error is for the transaction as a whole.
 func (s *Store) Decide(ctx context.Context, ds []Decision) ([]error, error) {
-	errs := make([]error, len(ds))
+	return s.DecideEach(ctx, len(ds), func(i int, _ Lookup) (Decision, error) { return ds[i], nil })
+}
+
+// Lookup reads questions inside a DecideEach transaction.
+type Lookup interface {
+	FindAnswerable(ctx context.Context, k Key) (*Answerable, error)
+	Find(ctx context.Context, k Key) (*Record, error)
+}
+
+type txLookup struct{ tx *txn }
+
+func (l txLookup) FindAnswerable(ctx context.Context, k Key) (*Answerable, error) {
+	return findAnswerableIn(ctx, l.tx, k)
+}
+
+func (l txLookup) Find(ctx context.Context, k Key) (*Record, error) { return findIn(ctx, l.tx, k) }
+
+// DecideEach decides n attempts in one write transaction (group commit).
+// decide reads what it needs through the Lookup, which sees every earlier
+// decision of the batch, so a decision is made on the state it changes:
+// no other writer can come between the read and the write. A decide error
+// rolls the whole batch back. The returned slice holds each decision's
+// outcome (nil, ErrNotPending or ErrDuplicate).
+func (s *Store) DecideEach(ctx context.Context, n int, decide func(i int, l Lookup) (Decision, error)) ([]error, error) {
+	errs := make([]error, n)
 	err := s.tx(ctx, func(tx *txn) error {
-		for i, d := range ds {
-			// A decision that ends in ErrNotPending or ErrDuplicate has
-			// written nothing (see settleAnswerTx), so no savepoint is
-			// needed: savepoints copy every page they touch to a journal.
-			var err error
-			switch {
-			case d.Settle != nil:
-				err = settleAnswerTx(ctx, tx, d.Settle)
-			case d.Refuse != nil:
-				err = attemptTx(ctx, tx, d.Refuse.AttemptID, d.Refuse.Question, d.Refuse.At)
-				if err == nil {
-					err = outboxTx(ctx, tx, d.Refuse.Outbox, d.Refuse.At)
-				}
-			}
-			switch {
-			case errors.Is(err, ErrNotPending) || errors.Is(err, ErrDuplicate):
-				errs[i] = err
-			case err != nil:
+		l := txLookup{tx}
+		for i := range n {
+			d, err := decide(i, l)
+			if err != nil {
 				return err
-			default:
-				errs[i] = nil
+			}
+			errs[i] = applyDecision(ctx, tx, d)
+			if errs[i] != nil && !errors.Is(errs[i], ErrNotPending) && !errors.Is(errs[i], ErrDuplicate) {
+				return errs[i]
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: decide %d attempts: %w", len(ds), err)
+		return nil, fmt.Errorf("store: decide %d attempts: %w", n, err)
 	}
 	return errs, nil
+}
+
+// applyDecision writes one decision. One that loses (ErrNotPending,
+// ErrDuplicate) has written nothing (see settleAnswerTx), so batches need
+// no savepoints, which would copy every page they touch to a journal.
+func applyDecision(ctx context.Context, tx *txn, d Decision) error {
+	switch {
+	case d.Settle != nil:
+		return settleAnswerTx(ctx, tx, d.Settle)
+	case d.Refuse != nil:
+		if err := attemptTx(ctx, tx, d.Refuse.AttemptID, d.Refuse.Question, d.Refuse.At); err != nil {
+			return err
+		}
+		return outboxTx(ctx, tx, d.Refuse.Outbox, d.Refuse.At)
+	}
+	return nil
 }
 
 func attemptTx(ctx context.Context, tx *txn, attemptID string, question int64, at time.Time) error {
@@ -532,14 +560,21 @@ func (s *Store) Get(ctx context.Context, id int64) (*Record, error) {
 }
 
 // Find reads a question by key; TaskVersion 0 finds the latest version.
-func (s *Store) Find(ctx context.Context, k Key) (*Record, error) {
+func (s *Store) Find(ctx context.Context, k Key) (*Record, error) { return findIn(ctx, s.rs, k) }
+
+// rowQuerier is a connection or a transaction that runs one-row queries.
+type rowQuerier interface {
+	queryRow(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func findIn(ctx context.Context, db rowQuerier, k Key) (*Record, error) {
 	q := "SELECT " + recordColumns + " FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ?"
 	args := []any{k.Tenant, k.JobID, k.QuestionID}
 	if k.TaskVersion != 0 {
 		q += " AND task_version = ?"
 		args = append(args, k.TaskVersion)
 	}
-	r, err := scanRecord(s.rs.queryRow(ctx, q+" ORDER BY task_version DESC LIMIT 1", args...))
+	r, err := scanRecord(db.queryRow(ctx, q+" ORDER BY task_version DESC LIMIT 1", args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -560,6 +595,10 @@ type Answerable struct {
 // FindAnswerable is Find, the job's version and the question's messages in
 // one read; deciding an answer is the hot path.
 func (s *Store) FindAnswerable(ctx context.Context, k Key) (*Answerable, error) {
+	return findAnswerableIn(ctx, s.rs, k)
+}
+
+func findAnswerableIn(ctx context.Context, db rowQuerier, k Key) (*Answerable, error) {
 	q := "SELECT " + recordColumns + `,
 		coalesce((SELECT j.task_version FROM jobs j WHERE j.tenant = q.tenant AND j.job_id = q.job_id), 0),
 		coalesce((SELECT json_group_array(json_array(d.platform, d.channel, d.message_id, d.thread))
@@ -572,7 +611,7 @@ func (s *Store) FindAnswerable(ctx context.Context, k Key) (*Answerable, error) 
 	}
 	var a Answerable
 	var refs string
-	r, err := scanRecord(s.rs.queryRow(ctx, q+" ORDER BY q.task_version DESC LIMIT 1", args...), &a.JobVersion, &refs)
+	r, err := scanRecord(db.queryRow(ctx, q+" ORDER BY q.task_version DESC LIMIT 1", args...), &a.JobVersion, &refs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -414,3 +414,46 @@ func TestPruneAttempts(t *testing.T) {
 		}
 	}
 }
+
+// Each decision of a batch reads the state the decisions before it left.
+func TestDecideEachSeesEarlierDecisions(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	q := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
+	var seen []string
+	errs, err := s.DecideEach(ctx, 2, func(i int, l Lookup) (Decision, error) {
+		a, err := l.FindAnswerable(ctx, q.Key)
+		if err != nil {
+			return Decision{}, err
+		}
+		seen = append(seen, a.State)
+		if a.State != bridge.StatePending {
+			return Decision{Refuse: &Refusal{AttemptID: fmt.Sprint("a", i), Question: a.ID, At: t0}}, nil
+		}
+		return Decision{Settle: &Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
+			Answer: []byte(`"x"`), By: "slack:U1", At: t0, AttemptID: fmt.Sprint("a", i)}}, nil
+	})
+	if err != nil || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("errs %v, %v", errs, err)
+	}
+	if fmt.Sprint(seen) != "[pending answered]" {
+		t.Fatalf("states seen = %v", seen)
+	}
+	// A failing decision rolls the whole batch back.
+	q2 := mustAsk(t, s, newQ("job-2", "q-1", 1)).Record
+	_, err = s.DecideEach(ctx, 2, func(i int, l Lookup) (Decision, error) {
+		if i == 1 {
+			return Decision{}, errors.New("boom")
+		}
+		return Decision{Settle: &Settlement{Question: q2.ID, State: bridge.StateAnswered, By: "slack:U1", At: t0, AttemptID: "b0"}}, nil
+	})
+	if err == nil {
+		t.Fatal("no error from a failing decision")
+	}
+	if r, _ := s.Get(ctx, q2.ID); r.State != bridge.StatePending {
+		t.Fatalf("q2 = %s after a rolled-back batch", r.State)
+	}
+	if seen, _ := s.SeenAttempt(ctx, "b0"); seen {
+		t.Fatal("attempt b0 recorded by a rolled-back batch")
+	}
+}
