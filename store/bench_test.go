@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// BenchmarkDecideBatch measures the store's share of the answer path: one
+// answer read and settled per op, 64 to a transaction (group commit).
+func BenchmarkDecideBatch(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "askbridge.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	body := []byte(`{"question":"Which colour?","choices":["red","blue"],"fields":[]}`)
+	var nqs []NewQuestion
+	for i := range b.N {
+		nq := newQ(fmt.Sprintf("job-%d", i), "q", 1)
+		nq.Body = body
+		nq.Steps = append(nq.Steps, Step{Index: 2, Target: bridge.TargetAdmins, Due: t0.Add(2 * time.Hour)}, Step{Index: 3, Target: bridge.TargetOwner, Due: t0.Add(3 * time.Hour)})
+		nqs = append(nqs, nq)
+		if len(nqs) == 500 || i == b.N-1 {
+			if _, err := s.AskMany(ctx, nqs); err != nil {
+				b.Fatal(err)
+			}
+			nqs = nqs[:0]
+		}
+	}
+	event := make([]byte, 600)
+	b.ResetTimer()
+	for lo := 0; lo < b.N; lo += 64 {
+		n := min(64, b.N-lo)
+		errs, err := s.DecideEach(ctx, n, func(i int, l Lookup) (Decision, error) {
+			a, err := l.FindAnswerable(ctx, Key{Tenant: "acme", JobID: fmt.Sprintf("job-%d", lo+i), QuestionID: "q", TaskVersion: 1})
+			if err != nil {
+				return Decision{}, err
+			}
+			return Decision{Settle: &Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
+				AnswerRaw: []byte(`"blue"`), Answer: []byte(`"blue"`), AnswerText: "blue", By: "slack:U1", Via: "slack",
+				Text: "The answer: blue", At: t0, AttemptID: fmt.Sprintf("a-%d", lo+i),
+				Outbox: []Message{{Subject: "ask.v1.event.acme.job", Data: event}, {Subject: "ask.v1.resume.acme.job", Data: event}}}}, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range errs {
+			if e != nil {
+				b.Fatal(e)
+			}
+		}
+	}
+}
