@@ -547,18 +547,85 @@ func TestApprovalButtons(t *testing.T) {
 	for _, c := range components(msg) {
 		labels = append(labels, c["label"].(string))
 	}
-	if !slices.Equal(labels, []string{"Approve", "Deny"}) {
+	// As on Slack: Approve, Deny (asks why) and Decline.
+	if !slices.Equal(labels, []string{"Approve", "Deny", "Decline"}) {
 		t.Fatalf("approval buttons = %v", labels)
+	}
+	for _, c := range components(msg) {
+		if id, _ := c["custom_id"].(string); len(id) == 0 || len(id) > 100 {
+			t.Errorf("custom_id %q: must be 1 to 100 characters", id)
+		}
 	}
 	if got := fieldValue(embedOf(t, msg), "Proposal"); got != "Refund 40 EUR to order 1234" {
 		t.Fatalf("proposal = %q", got)
 	}
-	h.interact(h.click(kevin, findComponent(t, msg, "Deny")["custom_id"].(string)))
+	// Deny opens a form asking why; nothing is proposed yet.
+	resp := h.interact(h.click(kevin, findComponent(t, msg, "Deny")["custom_id"].(string)))
+	modalID := denyModalOf(t, resp, q)
+	if n := len(h.attempts.all()); n != 0 {
+		t.Fatalf("opening the deny modal published %d attempts", n)
+	}
+	// A blank reason, or one too long, is refused at once, to the clicker
+	// alone, before the runtime.
+	for reason, want := range map[string]string{
+		"   ": "Say why, so the agent can adjust its plan.",
+		strings.Repeat("x", bridge.MaxCommentText+1): fmt.Sprintf("comment: must be at most %d characters", bridge.MaxCommentText),
+	} {
+		resp = h.interact(h.submit(kevin, modalID, map[string]string{"reason": reason}))
+		if d, _ := resp["data"].(map[string]any); resp["type"] != float64(4) || d["flags"] != float64(64) || d["content"] != want {
+			t.Fatalf("deny with reason of %d characters: response = %v, want %q", len(reason), resp, want)
+		}
+	}
+	if n := len(h.attempts.all()); n != 0 {
+		t.Fatalf("refused deny forms published %d attempts", n)
+	}
+	resp = h.interact(h.submit(kevin, modalID, map[string]string{"reason": "  Refund 20 EUR instead  "}))
+	if resp["type"] != float64(6) {
+		t.Fatalf("deny submit response = %v, want a deferred update (6)", resp)
+	}
 	h.interact(h.click(ana, findComponent(t, msg, "Approve")["custom_id"].(string)))
 	ats := h.waitAttempts(2)
 	if ats[0].Action != "deny" || ats[1].Action != "approve" || len(ats[0].Answer) != 0 {
 		t.Fatalf("attempts = %+v", ats)
 	}
+	if ats[0].Comment != "Refund 20 EUR instead" || ats[0].By != "discord:"+kevin.ID || ats[0].TaskVersion != 1 ||
+		ats[0].QuestionID != "ap-1" || ats[0].ReplyTo["token"] == "" || ats[1].Comment != "" {
+		t.Fatalf("deny attempt = %+v", ats[0])
+	}
+}
+
+// denyModalOf checks that resp opens the deny form for q (a modal, type 9,
+// with one required paragraph input for the reason, as Slack's deny modal)
+// and returns the form's custom_id.
+func denyModalOf(t *testing.T, resp map[string]any, q bridge.Question) string {
+	t.Helper()
+	if resp["type"] != float64(9) {
+		t.Fatalf("Deny click = %v, want a modal (9)", resp)
+	}
+	data, _ := resp["data"].(map[string]any)
+	id, _ := data["custom_id"].(string)
+	if a, err := parseCustomID(id); err != nil || a.Act != actModalDeny || a.TaskVersion != q.TaskVersion ||
+		(a.Key == "" && (a.Tenant != q.Tenant || a.JobID != q.JobID || a.QuestionID != q.QuestionID)) {
+		t.Fatalf("deny modal custom_id %q parses to %+v, %v", id, a, err)
+	}
+	if data["title"] != "Deny the proposal" {
+		t.Errorf("deny modal title = %v", data["title"])
+	}
+	rows, _ := data["components"].([]any)
+	if len(rows) != 1 {
+		t.Fatalf("deny modal rows = %v, want one", rows)
+	}
+	inputs, _ := rows[0].(map[string]any)["components"].([]any)
+	if len(inputs) != 1 {
+		t.Fatalf("deny modal inputs = %v, want one", inputs)
+	}
+	in, _ := inputs[0].(map[string]any)
+	if in["type"] != float64(4) || in["custom_id"] != "reason" || in["style"] != float64(2) || in["required"] != true ||
+		in["label"] != "Why deny it?" || in["placeholder"] != "What should the agent do instead?" ||
+		in["min_length"] != float64(1) || in["max_length"] != float64(bridge.MaxCommentText) {
+		t.Fatalf("deny modal input = %v", in)
+	}
+	return id
 }
 
 func TestManyChoices(t *testing.T) {
@@ -623,6 +690,26 @@ func TestLongIDsUseKeyedCustomIDs(t *testing.T) {
 	h.interact(h.click(kevin, id))
 	at := h.waitAttempts(1)[0]
 	if at.Tenant != q.Tenant || at.JobID != q.JobID || at.QuestionID != q.QuestionID || string(at.Answer) != `"green"` {
+		t.Fatalf("attempt = %+v", at)
+	}
+}
+
+func TestLongIDsDenyForm(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q := bridge.Question{Tenant: strings.Repeat("t", 64), JobID: strings.Repeat("j", 64), QuestionID: strings.Repeat("q", 64),
+		TaskVersion: 2, Kind: bridge.KindApproval, Question: "May I send the refund?",
+		Proposal: &bridge.Proposal{ID: "p1", Summary: []string{"Refund 40 EUR to order 1234"}}}
+	h.publishEvent(asked(q))
+	msg := h.posted(channelA, 1)
+	resp := h.interact(h.click(kevin, findComponent(t, msg, "Deny")["custom_id"].(string)))
+	id := denyModalOf(t, resp, q)
+	if len(id) > 100 || !strings.HasPrefix(id, "ab#:"+actModalDeny+":") {
+		t.Fatalf("deny modal custom_id = %q (%d chars), want the keyed form", id, len(id))
+	}
+	h.interact(h.submit(kevin, id, map[string]string{"reason": "too much"}))
+	at := h.waitAttempts(1)[0]
+	if at.Tenant != q.Tenant || at.JobID != q.JobID || at.QuestionID != q.QuestionID || at.TaskVersion != 2 ||
+		at.Action != bridge.ActionDeny || at.Comment != "too much" || len(at.Answer) != 0 {
 		t.Fatalf("attempt = %+v", at)
 	}
 }

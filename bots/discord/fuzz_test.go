@@ -26,7 +26,7 @@ import (
 	"github.com/askbridge/askbridge/runtime"
 )
 
-var fzActions = []string{actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actModalAnswer, actModalReason}
+var fzActions = []string{actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actModalAnswer, actModalReason, actModalDeny}
 
 // FuzzCustomID: parsing never panics; a parsed custom_id is canonical (the
 // encoder makes exactly it again); and every id the encoder makes for valid
@@ -36,6 +36,7 @@ func FuzzCustomID(f *testing.F) {
 	for _, s := range []string{
 		customID(actChoice, "acme", "job-1", "q-1", 3, 1), customID(actSelect, "acme", "job-1", "q-1", 3, 0),
 		customID(actModalReason, "acme", "job-1", "q_1", 42, 0), customID(actChoice, long, long, long, 1<<40, 24),
+		customID(actModalDeny, "acme", "job-1", "ap-1", 1, 0), customID(actModalDeny, long, long, long, 7, 0), "ab:mn:acme:job-1:ap-1:1:0",
 		"", "ab", "ab:c", "ab:zz:acme:job:q:1", "ab:c:acme:job:q:1", "ab:a:acme:job:q:1:0", "ab:c:acme:job:q:1:25",
 		"ab:a:acme:job:q:01", "ab:a:acme:job:q:99999999999999999", "ab:a:acme:job:q:9007199254740993", "ab:a::job:q:1",
 		"ab#:a:short:1", "ab#:a:AAAAAAAAAAAAAAAAAAAA:1", "xx:a:acme:job:q:1", "ab:a:acme:job:q:1:", "ab:c:acme:job-1:q-1:3:٣",
@@ -131,13 +132,15 @@ func startFzEnv(f *testing.F) *fzEnv {
 	q := bridge.Question{Tenant: "acme", JobID: "job-fz", QuestionID: "q-c", TaskVersion: 1, Question: "Which colour?",
 		Choices: []string{"red", "blue"}, Timeout: "4h"}
 	free := bridge.Question{Tenant: "acme", JobID: "job-fz", QuestionID: "q-t", TaskVersion: 1, Question: "Anything to add?", Timeout: "4h"}
-	for _, q := range []*bridge.Question{&q, &free} {
+	approval := bridge.Question{Tenant: "acme", JobID: "job-fz", QuestionID: "q-ap", TaskVersion: 1, Kind: bridge.KindApproval,
+		Question: "May I send the refund?", Proposal: &bridge.Proposal{ID: "p1", Summary: []string{"Refund 40 EUR"}}, Timeout: "4h"}
+	for _, q := range []*bridge.Question{&q, &free, &approval} {
 		if err := env.Agent.Publish(context.Background(), q); err != nil {
 			f.Fatal(err)
 		}
 	}
 	testenv.CheckFor(f, 20*time.Second, 20*time.Millisecond, func() error {
-		for _, id := range []string{"q-c", "q-t"} {
+		for _, id := range []string{"q-c", "q-t", "q-ap"} {
 			if c, err := bot.loadCard(context.Background(), "acme", "job-fz", id, 1); err != nil || c == nil {
 				return fmt.Errorf("card %s not posted yet (%v)", id, err)
 			}
@@ -225,6 +228,12 @@ func FuzzDiscordInteractions(f *testing.F) {
 			"components": []any{map[string]any{"type": 1, "components": []any{map[string]any{"type": 4, "custom_id": "answer", "value": "ship it"}}}}}),
 		in("1400000000000000006", 5, map[string]any{"custom_id": customID(actModalReason, "acme", "job-fz", "q-c", 1, 0),
 			"components": []any{map[string]any{"type": 1, "components": []any{map[string]any{"type": 4, "custom_id": "reason", "value": "ask Ana"}}}}}),
+		in("1400000000000000012", 3, map[string]any{"custom_id": customID(actDeny, "acme", "job-fz", "q-ap", 1, 0), "component_type": 2}),
+		in("1400000000000000013", 5, map[string]any{"custom_id": customID(actModalDeny, "acme", "job-fz", "q-ap", 1, 0),
+			"components": []any{map[string]any{"type": 1, "components": []any{map[string]any{"type": 4, "custom_id": "reason", "value": "too much"}}}}}),
+		in("1400000000000000014", 5, map[string]any{"custom_id": customID(actModalDeny, "acme", "job-fz", "q-ap", 1, 0),
+			"components": []any{map[string]any{"type": 1, "components": []any{map[string]any{"type": 4, "custom_id": "reason", "value": " "}}}}}),
+		in("1400000000000000015", 5, map[string]any{"custom_id": customID(actModalDeny, "acme", "job-fz", "q-ap", 1, 0), "components": []any{}}),
 		in("1400000000000000007", 2, map[string]any{"id": "777", "name": "ask", "type": 1, "options": []any{map[string]any{"name": "list", "type": 1}}}),
 		in("1400000000000000008", 2, map[string]any{"id": "777", "name": "ask", "type": 1, "options": []any{map[string]any{"name": "answer", "type": 1,
 			"options": []any{map[string]any{"name": "tenant", "type": 3, "value": "acme"}, map[string]any{"name": "job", "type": 3, "value": "job-fz"},

@@ -19,10 +19,11 @@ const (
 	actAnswer      = "a"  // opens the free-text answer modal
 	actDecline     = "d"  // opens the decline modal
 	actApprove     = "ok" // approves an approval
-	actDeny        = "no" // denies an approval
+	actDeny        = "no" // opens the deny modal (asks why)
 	actConsole     = "cl" // replies with a console link signed for the clicker
 	actModalAnswer = "ma" // the answer modal's submit
 	actModalReason = "md" // the decline modal's submit
+	actModalDeny   = "mn" // the deny modal's submit: denies an approval
 )
 
 // Prefixes: the direct form carries the ids; the keyed form (for ids too
@@ -54,7 +55,7 @@ func takesIndex(act string) bool { return act == actChoice }
 
 func knownAction(act string) bool {
 	switch act {
-	case actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actModalAnswer, actModalReason:
+	case actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actModalAnswer, actModalReason, actModalDeny:
 		return true
 	}
 	return false

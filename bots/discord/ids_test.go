@@ -6,7 +6,7 @@ import (
 )
 
 func TestCustomIDRoundTrip(t *testing.T) {
-	for _, act := range []string{actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actModalAnswer, actModalReason} {
+	for _, act := range []string{actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actModalAnswer, actModalReason, actModalDeny} {
 		id := customID(act, "acme", "job-1", "q_1", 42, 7)
 		a, err := parseCustomID(id)
 		if err != nil {
@@ -35,6 +35,8 @@ func TestCustomIDParsedStrictly(t *testing.T) {
 		"", "ab", "ab:c", "ab:zz:acme:job:q:1", // unknown action
 		"ab:c:acme:job:q:1",                 // choice without index
 		"ab:a:acme:job:q:1:0",               // index on an action without one
+		"ab:mn:acme:job:q:1:0",              // index on the deny form
+		"ab:mx:acme:job:q:1",                // unknown form
 		"ab:c:acme:job:q:1:25",              // index beyond 24
 		"ab:c:acme:job:q:1:-1",              // sign
 		"ab:a:acme:job:q:+1",                // sign

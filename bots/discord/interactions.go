@@ -227,7 +227,12 @@ func (b *Bot) onComponent(ctx context.Context, in *discordgo.Interaction, who cl
 	case actApprove:
 		return b.propose(ctx, in, who, c, bridge.ActionApprove, nil, "")
 	case actDeny:
-		return b.propose(ctx, in, who, c, bridge.ActionDeny, nil, "")
+		// Deny asks why first (the deny modal); a Deny aimed at a question
+		// that is no approval is refused at once in the validator's words.
+		if _, aerr := bridge.CheckAnswer(q, bridge.ActionDeny, nil, ""); aerr != nil {
+			return ephemeral(aerr.Text)
+		}
+		return denyModal(c)
 	case actAnswer:
 		if len(q.Choices) > 0 || len(q.Fields) > 0 || q.IsApproval() {
 			return ephemeral("This question is not answered with free text.")
@@ -271,9 +276,23 @@ func (b *Bot) onModal(ctx context.Context, in *discordgo.Interaction, who clicke
 			return ephemeral(aerr.Text)
 		}
 		return b.propose(ctx, in, who, c, bridge.ActionDecline, nil, reason)
+	case actModalDeny:
+		reason := strings.TrimSpace(values["reason"])
+		if reason == "" {
+			// As Slack's deny modal: the agent needs the reason to adjust.
+			return ephemeral(denyReasonRequired)
+		}
+		if _, aerr := bridge.CheckAnswer(c.Question, bridge.ActionDeny, nil, reason); aerr != nil {
+			return ephemeral(aerr.Text)
+		}
+		return b.propose(ctx, in, who, c, bridge.ActionDeny, nil, reason)
 	}
 	return ephemeral("This form is not one askbridge understands.")
 }
+
+// denyReasonRequired refuses a deny submitted without a reason, in the
+// words Slack's deny modal uses.
+const denyReasonRequired = "Say why, so the agent can adjust its plan."
 
 // textInputs collects a modal's text inputs by custom_id.
 func textInputs(rows []discordgo.MessageComponent) map[string]string {

@@ -218,6 +218,19 @@ func TestForgedButtonsAreRefused(t *testing.T) {
 	if d, _ := resp["data"].(map[string]any); !strings.Contains(d["content"].(string), "not one of this question's") {
 		t.Fatalf("forged index = %v", resp)
 	}
+	// Deny on a question opens no form: refused at once, in the
+	// validator's words, and nothing is proposed.
+	resp = h.interact(h.click(kevin, customID(actDeny, "acme", "job-1", "q-1", 3, 0)))
+	if d, _ := resp["data"].(map[string]any); resp["type"] != float64(4) || d["flags"] != float64(64) ||
+		!strings.Contains(d["content"].(string), "not an approval") {
+		t.Fatalf("forged Deny = %v", resp)
+	}
+	// A deny form forged for a question is refused the same way.
+	resp = h.interact(h.submit(kevin, customID(actModalDeny, "acme", "job-1", "q-1", 3, 0), map[string]string{"reason": "no"}))
+	if d, _ := resp["data"].(map[string]any); resp["type"] != float64(4) || d["flags"] != float64(64) ||
+		!strings.Contains(d["content"].(string), "not an approval") {
+		t.Fatalf("forged deny form = %v", resp)
+	}
 	// Approve on a question is proposed; the runtime refuses it as the wrong kind.
 	h.interact(h.click(kevin, customID(actApprove, "acme", "job-1", "q-1", 3, 0)))
 	if at := h.waitAttempts(1)[0]; at.Action != bridge.ActionApprove {

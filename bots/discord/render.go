@@ -163,9 +163,12 @@ func (b *Bot) cardComponents(c *card) []discordgo.MessageComponent {
 	var rows []discordgo.MessageComponent
 	switch {
 	case q.IsApproval():
+		// As on Slack: Approve proposes at once, Deny opens a form asking
+		// why, Decline (for someone who cannot decide) the decline form.
 		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
 			discordgo.Button{Label: "Approve", Style: discordgo.SuccessButton, CustomID: id(actApprove, 0)},
 			discordgo.Button{Label: "Deny", Style: discordgo.DangerButton, CustomID: id(actDeny, 0)},
+			decline,
 		}})
 		return rows
 	case inConsole(q):
@@ -220,7 +223,12 @@ func outcomeLine(o *outcome) (string, int) {
 	}
 	switch o.Type {
 	case bridge.EventAnswered:
-		return fmt.Sprintf("Answered by %s: **%s**%s", who(o.By, o.ByName), truncate(o.Answer, 400), at), colorAnswered
+		s := fmt.Sprintf("Answered by %s: **%s**", who(o.By, o.ByName), truncate(o.Answer, 400))
+		if o.Answer == bridge.Denied && strings.TrimSpace(o.Reason) != "" {
+			// A denial's reason, as the agent reads it.
+			s += ". Reason: " + truncate(o.Reason, 400)
+		}
+		return s + at, colorAnswered
 	case bridge.EventDeclined:
 		s := "Declined by " + who(o.By, o.ByName)
 		if strings.TrimSpace(o.Reason) != "" {
@@ -260,6 +268,19 @@ func answerModal(c *card) *discordgo.InteractionResponse {
 		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
 			discordgo.TextInput{CustomID: "answer", Label: "Your answer", Style: discordgo.TextInputParagraph,
 				Placeholder: truncate(c.Question.Question, maxPlaceholder), Required: true, MinLength: 1, MaxLength: maxAnswerInput},
+		}}},
+	}}
+}
+
+// denyModal asks why an approval is denied, as Slack's deny modal does:
+// the reason is required, since the agent reads it to adjust its plan.
+func denyModal(c *card) *discordgo.InteractionResponse {
+	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: &discordgo.InteractionResponseData{
+		CustomID: customID(actModalDeny, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0),
+		Title:    "Deny the proposal",
+		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+			discordgo.TextInput{CustomID: "reason", Label: "Why deny it?", Style: discordgo.TextInputParagraph,
+				Placeholder: "What should the agent do instead?", Required: true, MinLength: 1, MaxLength: bridge.MaxCommentText},
 		}}},
 	}}
 }
