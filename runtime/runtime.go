@@ -99,10 +99,54 @@ type Runtime struct {
 	ready     chan struct{}
 
 	// The relay's own state (only the relay goroutine touches it): the last
-	// row published, and rows published but not yet marked sent.
-	relayHigh    int64
-	relayPending []publishedRow
+	// row JetStream acknowledged with all before it, the last row published,
+	// the batch whose acknowledgements are awaited, and rows acknowledged
+	// but not yet marked sent.
+	relayHigh      int64
+	relayPublished int64
+	relayInflight  []*relayBatch
+	relayPending   []publishedRow
 }
+
+// relayBatch is outbox rows published together, awaiting JetStream's
+// acknowledgements: done of them have come back, sent are the rows
+// acknowledged before the first failure.
+type relayBatch struct {
+	rows    []store.OutboxRow
+	futures []jetstream.PubAckFuture
+	done    int
+	sent    []int64
+	failed  error
+}
+
+// record notes the next acknowledgement (err nil) or failure.
+func (b *relayBatch) record(err error) {
+	switch {
+	case err != nil && b.failed == nil:
+		b.failed = fmt.Errorf("publish %s: %w", b.rows[b.done].MsgID(), err)
+	case err == nil && b.failed == nil:
+		b.sent = append(b.sent, b.rows[b.done].ID)
+	}
+	b.done++
+}
+
+// poll records, without waiting, the acknowledgements that have come back.
+func (b *relayBatch) poll() {
+	for b.done < len(b.futures) {
+		f := b.futures[b.done]
+		select {
+		case <-f.Ok():
+			b.record(nil)
+		case err := <-f.Err():
+			b.record(err)
+		default:
+			return
+		}
+	}
+}
+
+// maxRelayInflight bounds the batches published and not yet acknowledged.
+const maxRelayInflight = 8
 
 // publishedRow is a row published at a time, waiting to be marked sent.
 type publishedRow struct {
@@ -195,13 +239,18 @@ func (r *Runtime) Run(ctx context.Context) error {
 	return nil
 }
 
+// consumerAckWait is how long a message handed to a runtime that died
+// waits before JetStream hands it out again. Handling takes milliseconds,
+// so this bounds how late an answer is decided after a crash.
+const consumerAckWait = 10 * time.Second
+
 // durableConsumer creates (or updates) one of the runtime's durable
 // consumers: every message from the start of the stream, acked one by one.
 func (r *Runtime) durableConsumer(ctx context.Context, stream, durable string, maxAckPending int) (jetstream.Consumer, error) {
 	cons, err := r.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
 		Durable:       durable,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
+		AckWait:       consumerAckWait,
 		MaxAckPending: maxAckPending,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
@@ -349,39 +398,85 @@ func (r *Runtime) wakeLadder() {
 }
 
 // relay publishes outbox rows in order, each with Nats-Msg-Id = its row id,
-// and marks them sent after JetStream acknowledged them.
+// and marks them sent after JetStream acknowledged them. It publishes new
+// rows while earlier ones wait for their acknowledgements, so subscribers
+// get each decision as soon as it committed, even while a stream is busy
+// writing to disk.
 func (r *Runtime) relay(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		for {
-			n, err := r.relayOnce(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					r.log.Warn("outbox relay", "err", err)
-				}
-				break
-			}
-			if n == 0 {
-				break
-			}
+		progressed, err := r.relayOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("outbox relay", "err", err)
+		}
+		if progressed && err == nil {
+			continue
+		}
+		var ok <-chan *jetstream.PubAck
+		var failed <-chan error
+		var head *relayBatch
+		if err == nil && len(r.relayInflight) > 0 {
+			head = r.relayInflight[0]
+			ok, failed = head.futures[head.done].Ok(), head.futures[head.done].Err()
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.relayWake:
 		case <-tick.C:
+		case <-ok:
+			head.record(nil)
+		case err := <-failed:
+			head.record(err)
 		}
 	}
 }
 
-func (r *Runtime) relayOnce(ctx context.Context) (int, error) {
+// relayOnce publishes the next rows, if the window allows, and finishes
+// the batches whose acknowledgements have all come back. It reports
+// whether it did anything.
+func (r *Runtime) relayOnce(ctx context.Context) (bool, error) {
 	if err := r.markDue(ctx, time.Now()); err != nil {
-		return 0, err
+		return false, err
 	}
-	rows, err := r.st.Unsent(ctx, r.relayHigh, 256)
+	progressed := false
+	if len(r.relayInflight) < maxRelayInflight {
+		b, err := r.publishNext(ctx)
+		if err != nil {
+			return false, err
+		}
+		if b != nil {
+			r.relayInflight = append(r.relayInflight, b)
+			r.relayPublished = b.rows[len(b.rows)-1].ID
+			progressed = true
+		}
+	}
+	for len(r.relayInflight) > 0 {
+		b := r.relayInflight[0]
+		b.poll()
+		if b.done < len(b.futures) {
+			break
+		}
+		r.relayInflight = r.relayInflight[1:]
+		progressed = true
+		if err := r.finishBatch(ctx, b); err != nil {
+			// Publish again from the first row not acknowledged; rows that
+			// did reach the stream are dropped there as duplicates.
+			r.relayInflight = nil
+			r.relayPublished = r.relayHigh
+			return progressed, err
+		}
+	}
+	return progressed, nil
+}
+
+// publishNext publishes the rows after the last one published; nil when
+// there are none.
+func (r *Runtime) publishNext(ctx context.Context) (*relayBatch, error) {
+	rows, err := r.st.Unsent(ctx, r.relayPublished, 256)
 	if err != nil || len(rows) == 0 {
-		return 0, err
+		return nil, err
 	}
 	if r.o.BeforePublish != nil {
 		for i, row := range rows {
@@ -391,10 +486,10 @@ func (r *Runtime) relayOnce(ctx context.Context) (int, error) {
 			}
 		}
 		if len(rows) == 0 {
-			return 0, nil
+			return nil, nil
 		}
 	}
-	futures := make([]jetstream.PubAckFuture, 0, len(rows))
+	b := &relayBatch{rows: rows, futures: make([]jetstream.PubAckFuture, 0, len(rows))}
 	for _, row := range rows {
 		f, err := r.js.PublishMsgAsync(&nats.Msg{
 			Subject: row.Subject,
@@ -402,29 +497,24 @@ func (r *Runtime) relayOnce(ctx context.Context) (int, error) {
 			Header:  nats.Header{jetstream.MsgIDHeader: []string{row.MsgID()}},
 		})
 		if err != nil {
-			return 0, fmt.Errorf("publish %s: %w", row.MsgID(), err)
-		}
-		futures = append(futures, f)
-	}
-	var sent []int64
-	var failed error
-	for i, f := range futures {
-		select {
-		case <-f.Ok():
-			if failed == nil {
-				sent = append(sent, rows[i].ID)
+			if len(b.futures) == 0 {
+				return nil, fmt.Errorf("publish %s: %w", row.MsgID(), err)
 			}
-		case err := <-f.Err():
-			if failed == nil {
-				failed = fmt.Errorf("publish %s: %w", rows[i].MsgID(), err)
-			}
-		case <-ctx.Done():
-			return 0, ctx.Err()
+			b.rows = b.rows[:len(b.futures)] // the rest go in a later batch
+			break
 		}
+		b.futures = append(b.futures, f)
 	}
+	return b, nil
+}
+
+// finishBatch records a fully acknowledged batch's rows: marked sent at
+// once, or after MarkSentAfter. It returns the batch's first failure.
+func (r *Runtime) finishBatch(ctx context.Context, b *relayBatch) error {
+	sent, failed := b.sent, b.failed
 	if r.o.AfterPublish != nil {
 		for i := range sent {
-			if err := r.o.AfterPublish(rows[i]); err != nil {
+			if err := r.o.AfterPublish(b.rows[i]); err != nil {
 				sent = sent[:i]
 				failed = err
 				break
@@ -434,7 +524,7 @@ func (r *Runtime) relayOnce(ctx context.Context) (int, error) {
 	now := time.Now()
 	if r.o.MarkSentAfter <= 0 {
 		if err := r.st.MarkSent(ctx, sent, now); err != nil {
-			return 0, err
+			return err
 		}
 	} else {
 		for _, id := range sent {
@@ -445,7 +535,7 @@ func (r *Runtime) relayOnce(ctx context.Context) (int, error) {
 		r.relayHigh = sent[len(sent)-1]
 	}
 	r.metrics.published.Add(float64(len(sent)))
-	return len(sent), failed
+	return failed
 }
 
 // markDue marks sent the published rows whose delay has passed.

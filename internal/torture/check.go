@@ -139,6 +139,22 @@ func (r *run) settled(ctx context.Context) (bool, string, error) {
 	if missing > 0 || waiting > 0 {
 		return false, fmt.Sprintf("%d acknowledged questions not stored, %d short questions still pending", missing, waiting), nil
 	}
+	// A message handed to a server that was then killed comes back only
+	// after its ack wait: wait for every durable consumer to drain.
+	for _, name := range bridge.StreamNames() {
+		s, err := r.js.Stream(ctx, name)
+		if err != nil {
+			return false, "", fmt.Errorf("stream %s: %w", name, err)
+		}
+		for c := range s.ListConsumers(ctx).Info() {
+			if c.Config.Durable == "" {
+				continue
+			}
+			if c.NumAckPending > 0 || c.NumPending > 0 {
+				return false, fmt.Sprintf("consumer %s on %s: %d unacknowledged, %d not yet delivered", c.Name, name, c.NumAckPending, c.NumPending), nil
+			}
+		}
+	}
 	return true, "", nil
 }
 
