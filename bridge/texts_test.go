@@ -106,3 +106,29 @@ func TestAnswerAttemptAliases(t *testing.T) {
 		t.Errorf("plain fields = %+v, %v", a, err)
 	}
 }
+
+// DESIGN.md gives a typed failure as {code, dependency, operation,
+// retryable, required_capability, safe_fallback, operator_message}: every
+// key is present even when it does not apply.
+func TestFailureCarriesEveryKey(t *testing.T) {
+	for _, f := range []Failure{{Code: CodeQuestionTimedOut}, {Code: CodeReferenceUnresolved, Dependency: "slack", Operation: "chat.postMessage"}} {
+		raw, err := json.Marshal(Resume{Outcome: OutcomeFailed, Code: f.Code, Failure: &f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res struct {
+			Failure map[string]any `json:"failure"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"code", "dependency", "operation", "retryable", "required_capability", "safe_fallback", "operator_message"} {
+			if _, ok := res.Failure[key]; !ok {
+				t.Errorf("%s: failure has no %q: %s", f.Code, key, raw)
+			}
+		}
+		if len(res.Failure) != 7 {
+			t.Errorf("failure has %d keys, want 7: %s", len(res.Failure), raw)
+		}
+	}
+}

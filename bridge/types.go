@@ -324,15 +324,18 @@ const (
 )
 
 // Failure is a typed integration failure. OperatorMessage never holds
-// tokens or raw provider responses.
+// tokens or raw provider responses. DESIGN.md gives its shape as
+// {code, dependency, operation, retryable, required_capability,
+// safe_fallback, operator_message}: every key is always present (an empty
+// string when it does not apply), so a client can read it without checking.
 type Failure struct {
 	Code               string `json:"code"`
-	Dependency         string `json:"dependency,omitempty"`
-	Operation          string `json:"operation,omitempty"`
+	Dependency         string `json:"dependency"`
+	Operation          string `json:"operation"`
 	Retryable          bool   `json:"retryable"`
-	RequiredCapability string `json:"required_capability,omitempty"`
-	SafeFallback       string `json:"safe_fallback,omitempty"`
-	OperatorMessage    string `json:"operator_message,omitempty"`
+	RequiredCapability string `json:"required_capability"`
+	SafeFallback       string `json:"safe_fallback"`
+	OperatorMessage    string `json:"operator_message"`
 }
 
 // Delivery is an adapter's report on ask.v1.delivery.<tenant>.<job>: it
