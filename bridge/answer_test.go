@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -249,6 +250,44 @@ func TestCheckAnswerFieldsObject(t *testing.T) {
 		{name: "no answer", err: "answer: is required"},
 		{name: "null", answer: `null`, err: "answer: is required"},
 	})
+}
+
+// The agent reads `The answer: {"dept":"R&D",...}`, as any JSON encoder
+// would write it, not Go's HTML-safe "R\u0026D" (the canonical JSON value
+// may keep those escapes: it decodes the same).
+func TestAnsweredTextKeepsMarkupCharacters(t *testing.T) {
+	q := fieldQuestion(
+		Field{Name: "dept", Kind: FieldChoice, Options: []string{"R&D", "Sales"}},
+		Field{Name: "teams", Kind: FieldMultiChoice, Options: []string{"<core>", "A&B"}},
+		Field{Name: "note", Kind: FieldText},
+	)
+	for _, tt := range []struct{ answer, text string }{
+		{`{"dept":"r&d","teams":["a&b","<core>"],"note":"x < y & z"}`,
+			`The answer: {"dept":"R&D","teams":["A&B","<core>"],"note":"x < y & z"}`},
+		{`{"note":"\\u003c stays escaped, \\\u003c is a backslash and <"}`,
+			`The answer: {"note":"\\u003c stays escaped, \\< is a backslash and <"}`},
+		{`{"note":"é \" \t"}`, `The answer: {"note":"é \" \t"}`},
+	} {
+		got, aerr := CheckAnswer(q, "", json.RawMessage(tt.answer), "")
+		if aerr != nil {
+			t.Fatalf("%s: %v", tt.answer, aerr)
+		}
+		if text := AnsweredText(got.Value); text != tt.text {
+			t.Errorf("AnsweredText(%s)\n got  %s\n want %s", got.Value, text, tt.text)
+		}
+		var back, sent map[string]any
+		if json.Unmarshal(got.Value, &back) != nil || json.Unmarshal([]byte(tt.text[len("The answer: "):]), &sent) != nil {
+			t.Fatalf("text %s is not the answer's JSON", tt.text)
+		}
+		if fmt.Sprint(back) != fmt.Sprint(sent) {
+			t.Errorf("text decodes to %v, answer to %v", sent, back)
+		}
+	}
+	choices := &Question{Tenant: "t", JobID: "j", QuestionID: "q", Question: "Which team?", Choices: []string{"R&D", "<ops>"}}
+	got, aerr := CheckAnswer(choices, "", json.RawMessage(`"r&d"`), "")
+	if aerr != nil || AnsweredText(got.Value) != "The answer: R&D" {
+		t.Errorf("choice: %v %v", got, aerr)
+	}
 }
 
 func TestCheckAnswerChoices(t *testing.T) {

@@ -19,9 +19,45 @@ func AnsweredText(value []byte) string {
 	}
 	var compact bytes.Buffer
 	if json.Compact(&compact, value) == nil {
-		return "The answer: " + compact.String()
+		return "The answer: " + string(unescapeHTML(compact.Bytes()))
 	}
 	return "The answer: " + string(bytes.TrimSpace(value))
+}
+
+// unescapeHTML turns the HTML-safe escapes encoding/json writes for "<",
+// ">" and "&" back into the characters, so that the agent reads
+// {"dept":"R&D"} as it would from any other JSON encoder. Other escapes
+// (an escaped backslash before "u003c" included) are kept as they are.
+func unescapeHTML(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u00`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch strings.ToLower(string(b[i+2 : i+6])) {
+			case "003c":
+				out = append(out, '<')
+				i += 5
+				continue
+			case "003e":
+				out = append(out, '>')
+				i += 5
+				continue
+			case "0026":
+				out = append(out, '&')
+				i += 5
+				continue
+			}
+		}
+		out = append(out, b[i], b[i+1]) // any other escape, kept whole
+		i++
+	}
+	return out
 }
 
 // DeniedText is what the agent reads when an approval is denied.
