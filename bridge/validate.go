@@ -301,7 +301,7 @@ func validateFields(ve *ValidationError, fields []Field) {
 	if len(fields) > MaxFields {
 		ve.add("fields: at most %d, got %d", MaxFields, len(fields))
 	}
-	if raw, err := json.Marshal(fields); err == nil && len(raw) > MaxFieldsJSON {
+	if raw, err := plainJSON(fields); err == nil && len(raw) > MaxFieldsJSON {
 		ve.add("fields: are %d bytes of JSON together; at most %d (16 KiB)", len(raw), MaxFieldsJSON)
 	}
 	seen := map[string]bool{}
@@ -469,3 +469,15 @@ func FormatTimeout(d time.Duration) string {
 }
 
 func formatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// plainJSON is json.Marshal without HTML escaping: sizes are measured as
+// an agent writes the JSON ("<" is one byte, not the six of "\u003c").
+func plainJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}

@@ -148,6 +148,14 @@ func TestValidateQuestion(t *testing.T) {
 		{name: "fields of exactly 16 KiB of JSON", edit: func(q *Question) { q.Fields = fieldsOfJSONSize(MaxFieldsJSON) }},
 		{name: "fields one byte over 16 KiB of JSON", edit: func(q *Question) { q.Fields = fieldsOfJSONSize(MaxFieldsJSON + 1) },
 			wants: []string{"fields: are 16385 bytes of JSON together; at most 16384 (16 KiB)"}},
+		// "<", ">" and "&" count as the one byte the agent wrote, not as
+		// the six of Go's HTML-safe "\u003c": these fields are ~3 KiB of JSON.
+		{name: "fields with markup characters are measured as written", edit: func(q *Question) {
+			q.Fields = fields(3)
+			for i := range q.Fields {
+				q.Fields[i].Description = strings.Repeat("<&>", 333)
+			}
+		}},
 
 		// field kinds
 		{name: "missing field kind", edit: func(q *Question) { q.Fields[0].Kind = "" },
