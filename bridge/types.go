@@ -1,7 +1,10 @@
 package bridge
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"time"
 )
 
@@ -127,6 +130,52 @@ type DiscordRoute struct {
 type Escalation struct {
 	Off   bool         `json:"off,omitempty"`
 	Steps []LadderStep `json:"steps,omitempty"`
+}
+
+// UnmarshalJSON reads the ladder's shape: the object {"off": true} or
+// {"steps": [...]}, and the shorter spellings an agent is likely to write:
+// false, "off" or "none" turn the ladder off (escalation_reason still says
+// why); true, "on" or "default" keep the default; a list gives the steps.
+func (e *Escalation) UnmarshalJSON(data []byte) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		return nil // as if absent: the default ladder
+	}
+	var b bool
+	var s string
+	switch {
+	case json.Unmarshal(data, &b) == nil:
+		*e = Escalation{Off: !b}
+		return nil
+	case json.Unmarshal(data, &s) == nil:
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "off", "none", "false":
+			*e = Escalation{Off: true}
+			return nil
+		case "on", "default", "true":
+			*e = Escalation{}
+			return nil
+		}
+		return &json.UnmarshalTypeError{Value: "string", Type: reflect.TypeFor[Escalation]()}
+	}
+	trimmed := bytes.TrimSpace(data)
+	if !bytes.HasPrefix(trimmed, []byte("[")) && !bytes.HasPrefix(trimmed, []byte("{")) {
+		return &json.UnmarshalTypeError{Value: "number", Type: reflect.TypeFor[Escalation]()}
+	}
+	if bytes.HasPrefix(trimmed, []byte("[")) {
+		var steps []LadderStep
+		if err := json.Unmarshal(data, &steps); err != nil {
+			return err
+		}
+		*e = Escalation{Steps: steps}
+		return nil
+	}
+	type plain Escalation
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	*e = Escalation(p)
+	return nil
 }
 
 // Ladder step targets.

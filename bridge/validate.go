@@ -141,6 +141,9 @@ func jsonProblem(err error) string {
 		if te.Field == "" {
 			return "expected an object, not " + got
 		}
+		if te.Type == reflect.TypeFor[Escalation]() {
+			return fmt.Sprintf("%s: must be \"off\", a list of steps or an object {\"off\", \"steps\"}, not %s", te.Field, got)
+		}
 		if n, ok := strings.CutPrefix(te.Value, "number "); ok && jsonKindWord(te.Type) == "a whole number" {
 			if f, err := strconv.ParseFloat(n, 64); err == nil && f == math.Trunc(f) {
 				return fmt.Sprintf("%s: %s is too large", te.Field, n)

@@ -407,6 +407,19 @@ func TestDecodeQuestion(t *testing.T) {
 			want: "proposal.summary: must be a list of text, not text", partial: true},
 		{name: "escalation off as a string", in: head + `,"escalation":{"off":"true"}}`,
 			want: "escalation.off: must be true or false, not text", partial: true},
+		// DESIGN.md: a question may reshape the ladder or turn it off (with
+		// escalation_reason); the short spellings are read too.
+		{name: "escalation false", in: head + `,"escalation":false,"escalation_reason":"the agent retries"}`},
+		{name: "escalation off", in: head + `,"escalation":"off","escalation_reason":"the agent retries"}`},
+		{name: "escalation as a list of steps", in: head + `,"escalation":[{"at":0.5,"to":"owner"}]}`},
+		{name: "escalation false without a reason", in: head + `,"escalation":false}`,
+			want: "escalation_reason: is required to turn the escalation ladder off", partial: true},
+		{name: "escalation as an unknown word", in: head + `,"escalation":"sometimes"}`,
+			want: `escalation: must be "off", a list of steps or an object {"off", "steps"}, not text`, partial: true},
+		{name: "escalation as a number", in: head + `,"escalation":3}`,
+			want: `escalation: must be "off", a list of steps or an object {"off", "steps"}, not a number`, partial: true},
+		{name: "escalation steps of the wrong type", in: head + `,"escalation":[{"at":"half","to":"owner"}]}`,
+			want: "escalation.at: must be a number, not text", partial: true},
 		{name: "invalid question", in: head + `,"timeout":"banana"}`,
 			want: `timeout: "banana" is not a duration such as 30m, 4h or 2d`, partial: true},
 		{name: "null", in: `null`, partial: true,
@@ -556,6 +569,33 @@ func TestLadder(t *testing.T) {
 		want, _ := json.Marshal(tt.want)
 		if string(got) != string(want) {
 			t.Errorf("%s: Ladder() = %s, want %s", tt.name, got, want)
+		}
+	}
+	// The spellings an agent may publish, and what survives a round trip
+	// through the store (which writes the object form).
+	for _, tt := range []struct {
+		escalation string
+		want       []LadderStep
+	}{
+		{`null`, DefaultLadder}, {`true`, DefaultLadder}, {`"default"`, DefaultLadder}, {`{}`, DefaultLadder},
+		{`false`, nil}, {`"off"`, nil}, {`"None"`, nil}, {`{"off":true}`, nil},
+		{`[{"at":0.5,"to":"owner"}]`, custom}, {`{"steps":[{"at":0.5,"to":"owner"}]}`, custom},
+	} {
+		var q Question
+		if err := json.Unmarshal([]byte(`{"escalation":`+tt.escalation+`}`), &q); err != nil {
+			t.Fatalf("%s: %v", tt.escalation, err)
+		}
+		stored, _ := json.Marshal(&q)
+		var back Question
+		if err := json.Unmarshal(stored, &back); err != nil {
+			t.Fatalf("%s: stored as %s: %v", tt.escalation, stored, err)
+		}
+		for _, q := range []*Question{&q, &back} {
+			got, _ := json.Marshal(q.Ladder())
+			want, _ := json.Marshal(tt.want)
+			if string(got) != string(want) {
+				t.Errorf("escalation %s: Ladder() = %s, want %s", tt.escalation, got, want)
+			}
 		}
 	}
 	if DefaultLadder[0].At != 0.25 || DefaultLadder[1].At != 0.5 || DefaultLadder[2].At != 0.75 {
