@@ -29,6 +29,7 @@ var channelNotFound = &bridge.Failure{
 
 func TestDeliveryFailureOnEveryPlatformFailsTheJob(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-df")
 	q := choiceQuestion("job-df")
 	q.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0123"}}
 	ch := ask(t, env, q)
@@ -38,6 +39,16 @@ func TestDeliveryFailureOnEveryPlatformFailsTheJob(t *testing.T) {
 		out.Failure.OperatorMessage != "Slack channel C0123 was not found." ||
 		out.Text != "The question could not be shown to anyone: Slack channel C0123 was not found." {
 		t.Fatalf("outcome = %+v (failure %+v)", out, out.Failure)
+	}
+	// docs/contract.md: delivery_failed carries failure and via (the platform).
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if got := events.EventTypes(); got != "asked,delivery_failed" {
+			return fmt.Errorf("events = %s", got)
+		}
+		return nil
+	})
+	if ev := events.Events()[1]; ev.Via != bridge.PlatformSlack || ev.Failure == nil || ev.Failure.Code != bridge.CodeReferenceUnresolved {
+		t.Fatalf("delivery_failed = %+v", ev)
 	}
 }
 

@@ -86,7 +86,7 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 		r.log.Info("question asked", "tenant", it.q.Tenant, "job", it.q.JobID, "question", it.q.QuestionID,
 			"version", it.q.TaskVersion, "timeout", it.q.TimeoutDuration())
 		if failure := r.undeliverable(it.q); failure != nil {
-			if err := r.failQuestion(ctx, res.Record, failure, now); err != nil {
+			if err := r.failQuestion(ctx, res.Record, failure, "", now); err != nil {
 				return err
 			}
 		}
@@ -191,11 +191,13 @@ func (r *Runtime) expectedPlatforms(q *bridge.Question) []string {
 	return out
 }
 
-// failQuestion ends a pending question as failed with a typed failure.
-func (r *Runtime) failQuestion(ctx context.Context, rec *store.Record, f *bridge.Failure, now time.Time) error {
+// failQuestion ends a pending question as failed with a typed failure;
+// via is the platform that reported it ("" when no connector could try).
+func (r *Runtime) failQuestion(ctx context.Context, rec *store.Record, f *bridge.Failure, via string, now time.Time) error {
 	text := "The question could not be shown to anyone: " + f.OperatorMessage
 	ev := eventFor(rec, bridge.EventDeliveryFailed, now)
 	ev.Failure = f
+	ev.Via = via
 	ev.Text = text
 	ev.State = bridge.StateFailed
 	res := resumeFor(rec, bridge.OutcomeFailed, text, now)
@@ -264,7 +266,7 @@ func (r *Runtime) handleDelivery(ctx context.Context, msg jetstream.Msg) error {
 		}
 	}
 	f := *d.Failure
-	return r.failQuestion(ctx, rec, &f, now)
+	return r.failQuestion(ctx, rec, &f, d.Platform, now)
 }
 
 // announceDeliveryFailure tells the front-ends one platform failed while the
