@@ -23,7 +23,9 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/askbridge/askbridge/bots/apimetrics"
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
 )
@@ -45,6 +47,8 @@ type Options struct {
 	// has decided (and durably recorded) it, or the interaction's time is
 	// nearly up. serve sets it when JetStream does not fsync every write.
 	AckAfterDecision bool
+	// Registerer, when set, gets the Discord API call metrics.
+	Registerer prometheus.Registerer
 }
 
 // Names of the JetStream objects the bot owns.
@@ -87,6 +91,7 @@ const (
 
 // Bot is the Discord front-end.
 type Bot struct {
+	calls *apimetrics.Calls
 	// decided is set with Options.AckAfterDecision.
 	decided *bridge.Decisions
 	o       Options
@@ -178,9 +183,14 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 			return nil, fmt.Errorf("discord: watch decisions: %w", err)
 		}
 	}
+	calls, err := apimetrics.New(o.Registerer, bridge.PlatformDiscord)
+	if err != nil {
+		return nil, fmt.Errorf("discord: metrics: %w", err)
+	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	b := &Bot{
+		calls:   calls,
 		decided: decided,
 		id:      hex.EncodeToString(rnd[:]),
 		o:       o,

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/askbridge/askbridge/bots/apimetrics"
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -84,7 +87,8 @@ func TestNoChannelNoReport(t *testing.T) {
 }
 
 func TestRateLimitIsBounded(t *testing.T) {
-	h := start(t, harnessOptions{})
+	reg := prometheus.NewRegistry()
+	h := start(t, harnessOptions{mutate: func(o *Options) { o.Registerer = reg }})
 	// Two 429s, then success: retried after Discord's retry_after.
 	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 0.05, Times: 2})
 	h.publishEvent(asked(colorQuestion()))
@@ -94,6 +98,20 @@ func TestRateLimitIsBounded(t *testing.T) {
 	}
 	if n := len(fake.requests("POST", "/channels/"+channelA+"/messages")); n != 4 { // 3 posts, 1 thread start
 		t.Fatalf("%d requests, want 3 posts and a thread start", n)
+	}
+	// /metrics: one post that succeeded after two rate-limited tries.
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"askbridge_platform_api_retries_total", map[string]string{"platform": "discord", "op": "post question", "reason": "rate_limited"}, 2},
+		{"askbridge_platform_api_calls_total", map[string]string{"platform": "discord", "op": "post question", "result": "ok"}, 1},
+		{"askbridge_platform_api_call_seconds", map[string]string{"platform": "discord", "op": "post question"}, 1},
+	} {
+		if got, ok := apimetrics.Value(reg, c.name, c.labels); !ok || got != c.want {
+			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
 	}
 }
 

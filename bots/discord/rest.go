@@ -13,6 +13,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/askbridge/askbridge/bots/apimetrics"
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -116,7 +117,9 @@ func isTransient(err error) bool {
 // call runs a Discord request. A 429 is retried at most rateLimitRetries
 // times, and only when the wait asked for is short; discordgo's own retry
 // (which loops forever) is off.
-func (b *Bot) call(ctx context.Context, op string, fn func(opts ...discordgo.RequestOption) error) error {
+func (b *Bot) call(ctx context.Context, op string, fn func(opts ...discordgo.RequestOption) error) (err error) {
+	start := time.Now()
+	defer func() { b.calls.Done(op, start, err) }()
 	for attempt := 0; ; attempt++ {
 		err := fn(discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
 		var rl *discordgo.RateLimitError
@@ -134,6 +137,7 @@ func (b *Bot) call(ctx context.Context, op string, fn func(opts ...discordgo.Req
 			return sanitize(op, err)
 		}
 		b.log.Info("discord: rate limited; waiting", "op", op, "wait", wait, "attempt", attempt+1)
+		b.calls.Retry(op, apimetrics.RetryRateLimited)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -23,8 +23,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 
+	"github.com/askbridge/askbridge/bots/apimetrics"
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
 )
@@ -44,6 +46,8 @@ type Options struct {
 	// (and durably recorded) its attempt, or the interaction's time is
 	// nearly up. serve sets it when JetStream does not fsync every write.
 	AckAfterDecision bool
+	// Registerer, when set, gets the Slack API call metrics.
+	Registerer prometheus.Registerer
 }
 
 // ConsumerName is the durable JetStream consumer all replicas share, so
@@ -70,6 +74,7 @@ type Bot struct {
 	clicks  *dedupe
 	// choiceCache saves clicks a read of the card.
 	choiceCache *choiceCache
+	calls       *apimetrics.Calls
 	// decided is set with Options.AckAfterDecision.
 	decided *bridge.Decisions
 }
@@ -123,9 +128,14 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 			return nil, fmt.Errorf("slack: watch decisions: %w", err)
 		}
 	}
+	calls, err := apimetrics.New(o.Registerer, bridge.PlatformSlack)
+	if err != nil {
+		return nil, fmt.Errorf("slack: metrics: %w", err)
+	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	return &Bot{
+		calls:       calls,
 		decided:     decided,
 		o:           o,
 		api:         slack.New(o.BotToken, opts...),

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/askbridge/askbridge/bots/apimetrics"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/runtime"
 )
@@ -107,7 +110,8 @@ func TestRateLimitHonoursRetryAfter(t *testing.T) {
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	fake.fail("chat.postMessage", 429, map[string]string{"Retry-After": "1"}, `{"ok":false,"error":"ratelimited"}`)
-	h := startBot(t, n, fake)
+	reg := prometheus.NewRegistry()
+	h := startBot(t, n, fake, func(o *Options) { o.Registerer = reg })
 	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
 	q := question("job-rl", "q-rl")
 	publishEvent(t, n, askedEvent(q))
@@ -121,6 +125,25 @@ func TestRateLimitHonoursRetryAfter(t *testing.T) {
 	}
 	if gap := posts[1].At.Sub(posts[0].At); gap < time.Second {
 		t.Fatalf("retried %v after a 429 with Retry-After: 1", gap)
+	}
+	// /metrics: every post succeeded in the end (the thread parent and the
+	// card), one of them after one rate-limited try.
+	calls := float64(len(fake.Calls("chat.postMessage")) - 1)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"askbridge_platform_api_retries_total", map[string]string{"platform": "slack", "op": "chat.postMessage", "reason": "rate_limited"}, 1},
+		{"askbridge_platform_api_calls_total", map[string]string{"platform": "slack", "op": "chat.postMessage", "result": "ok"}, calls},
+		{"askbridge_platform_api_call_seconds", map[string]string{"platform": "slack", "op": "chat.postMessage"}, calls},
+	} {
+		if got, ok := apimetrics.Value(reg, c.name, c.labels); !ok || got != c.want {
+			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	if _, ok := apimetrics.Value(reg, "askbridge_platform_api_calls_total", map[string]string{"platform": "slack", "op": "chat.postMessage", "result": "error"}); ok {
+		t.Error("a post that succeeded on its second try was counted as an error")
 	}
 	_ = h
 }

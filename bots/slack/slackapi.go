@@ -12,6 +12,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/askbridge/askbridge/bots/apimetrics"
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -121,7 +122,9 @@ var defaultRetry = retryPolicy{Tries: 4, Base: 250 * time.Millisecond, Cap: 5 * 
 
 // call runs one Slack Web API call with per-channel pacing and bounded
 // retries. channel may be empty for calls not tied to one.
-func (b *Bot) call(ctx context.Context, op, channel string, fn func(context.Context) error) error {
+func (b *Bot) call(ctx context.Context, op, channel string, fn func(context.Context) error) (err error) {
+	start := time.Now()
+	defer func() { b.calls.Done(op, start, err) }()
 	p := b.retry
 	var last error
 	for attempt := 0; attempt < p.Tries; attempt++ {
@@ -140,6 +143,7 @@ func (b *Bot) call(ctx context.Context, op, channel string, fn func(context.Cont
 				return classify(op, err)
 			}
 			b.log.WarnContext(ctx, "slack: rate limited", "op", op, "channel", channel, "retry_after", wait)
+			b.calls.Retry(op, apimetrics.RetryRateLimited)
 			// Everyone posting to this channel waits, not just this call.
 			b.pace.block(channel, wait)
 			continue
@@ -151,6 +155,7 @@ func (b *Bot) call(ctx context.Context, op, channel string, fn func(context.Cont
 		d := min(p.Base<<attempt, p.Cap)
 		d = d/2 + rand.N(d/2+1)
 		b.log.WarnContext(ctx, "slack: transient error, retrying", "op", op, "channel", channel, "code", e.Code, "in", d)
+		b.calls.Retry(op, apimetrics.RetryTransient)
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -420,4 +421,31 @@ func TestParseField(t *testing.T) {
 			t.Errorf("%s = %s, %v; want %s", c.spec, got, err, c.want)
 		}
 	}
+}
+
+// /metrics counts the adapters' calls to their platform: here a Slack API
+// that cannot be reached, tried again and then given up.
+func TestMetricsCountPlatformCalls(t *testing.T) {
+	s, _ := startTestService(t, map[string]string{"ASK_SLACK_BOT_TOKEN": "xoxb-test", "ASK_SLACK_SIGNING_SECRET": "test-signing-secret",
+		"ASK_SLACK_API_URL": "http://127.0.0.1:1/api/", "ASK_SLACK_CHANNEL": "C0123"})
+	ag := agentFor(t, s)
+	askAsync(t, ag, &bridge.Question{Tenant: "acme", JobID: "job-pm", QuestionID: "q-pm", Question: "Go?", Timeout: "1m"})
+	checkFor(t, 30*time.Second, func() error {
+		resp, err := http.Get("http://" + s.Addr() + "/metrics")
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []*regexp.Regexp{
+			regexp.MustCompile(`askbridge_platform_api_calls_total\{op="[^"]+",platform="slack",result="error"\} [1-9]`),
+			regexp.MustCompile(`askbridge_platform_api_retries_total\{op="[^"]+",platform="slack",reason="transient"\} [1-9]`),
+			regexp.MustCompile(`askbridge_platform_api_call_seconds_count\{op="[^"]+",platform="slack"\} [1-9]`),
+		} {
+			if !want.Match(body) {
+				return fmt.Errorf("metrics lack %s", want)
+			}
+		}
+		return nil
+	})
 }

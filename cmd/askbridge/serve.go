@@ -151,7 +151,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		b, err := slackbot.New(ctx, slackbot.Options{
 			NATS: s.nats, BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken,
 			APIURL: cfg.SlackAPIURL, DefaultChannel: cfg.SlackChannel, Console: signer, Logger: log.With("component", "slack"),
-			AckAfterDecision: lazy,
+			AckAfterDecision: lazy, Registerer: reg,
 		})
 		if err != nil {
 			return nil, err
@@ -163,7 +163,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 			NATS: s.nats, BotToken: cfg.DiscordBotToken, PublicKey: cfg.DiscordPublicKey, AppID: cfg.DiscordAppID,
 			APIURL: cfg.DiscordAPIURL, DefaultChannel: cfg.DiscordChannel, Guild: cfg.DiscordGuild,
 			AdminRoles: cfg.DiscordAdminRoles, OperatorRoles: cfg.DiscordOperatorRoles,
-			Console: signer, Logger: log.With("component", "discord"), AckAfterDecision: lazy,
+			Console: signer, Logger: log.With("component", "discord"), AckAfterDecision: lazy, Registerer: reg,
 		})
 		if err != nil {
 			return nil, err
