@@ -1,0 +1,190 @@
+package discord
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// showLog plays the runtime on ask.v1.api.show and records each request.
+type showLog struct {
+	mu   sync.Mutex
+	reqs []bridge.ShowRequest
+}
+
+func (l *showLog) all() []bridge.ShowRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]bridge.ShowRequest(nil), l.reqs...)
+}
+
+// answerShow subscribes to ask.v1.api.show: it replies with the state
+// states gives the question id, or not at all when states is nil.
+func (h *harness) answerShow(states map[string]string) *showLog {
+	h.t.Helper()
+	l := &showLog{}
+	sub, err := h.nats.Conn.Subscribe(bridge.APIShow, func(m *nats.Msg) {
+		var req bridge.ShowRequest
+		_ = json.Unmarshal(m.Data, &req)
+		l.mu.Lock()
+		l.reqs = append(l.reqs, req)
+		l.mu.Unlock()
+		if states == nil {
+			return // a runtime that does not answer in time
+		}
+		reply := bridge.ShowReply{Question: &bridge.QuestionView{Tenant: req.Tenant, JobID: req.JobID,
+			QuestionID: req.QuestionID, TaskVersion: req.TaskVersion, State: states[req.QuestionID]}}
+		data, _ := json.Marshal(reply)
+		_ = m.Respond(data)
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.nats.Conn.Flush(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return l
+}
+
+// replayedAsked is an asked event as a consumer reading the stream from
+// long ago finds it: published five minutes ago, its deadline ahead.
+func replayedAsked(q bridge.Question) bridge.Event {
+	ev := asked(q)
+	ev.At = time.Now().UTC().Add(-5 * time.Minute)
+	ev.AskedAt = ev.At
+	return ev
+}
+
+// cardPosts returns the message posts the fake Discord received whose
+// body carries text.
+func cardPosts(text string) []fakeReq {
+	var out []fakeReq
+	for _, r := range fake.requests("POST", "/channels/") {
+		if strings.HasSuffix(r.Path, "/messages") && bytes.Contains(r.Body, []byte(text)) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// waitCard waits for the card of the question asking text.
+func (h *harness) waitCard(text string) {
+	h.t.Helper()
+	checkFor(h.t, 15*time.Second, func() error {
+		if len(cardPosts(text)) == 0 {
+			return fmt.Errorf("no card asking %q; bot log:\n%s", text, h.logs.String())
+		}
+		return nil
+	})
+}
+
+// consumerSettled waits until the adapter's consumer has acked the first
+// n events of the stream and none waits for a redelivery.
+func (h *harness) consumerSettled(events uint64) {
+	h.t.Helper()
+	checkFor(h.t, 10*time.Second, func() error {
+		c, err := h.nats.JS.Consumer(context.Background(), bridge.StreamEvents, ConsumerName)
+		if err != nil {
+			return err
+		}
+		info, err := c.Info(context.Background())
+		if err != nil {
+			return err
+		}
+		if info.AckFloor.Stream < events || info.NumAckPending != 0 || info.NumRedelivered != 0 {
+			return fmt.Errorf("ack floor %d of %d, %d ack pending, %d redelivered", info.AckFloor.Stream, events, info.NumAckPending, info.NumRedelivered)
+		}
+		return nil
+	})
+}
+
+func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
+	h := start(t, harnessOptions{})
+	shows := h.answerShow(map[string]string{"q-gone": bridge.StateAnswered, "q-live": bridge.StatePending})
+	gone := colorQuestion()
+	gone.QuestionID, gone.Question = "q-gone", "Which archive did you mean last spring?"
+	live := colorQuestion()
+	live.QuestionID = "q-live"
+	// One job: the adapter handles them in this order.
+	h.publishEvent(replayedAsked(gone))
+	h.publishEvent(replayedAsked(live))
+
+	h.waitCard(live.Question)
+	h.consumerSettled(2)
+	if posts := cardPosts("archive"); len(posts) != 0 {
+		t.Errorf("the answered question was posted %d times: %s", len(posts), posts[0].Body)
+	}
+	for _, d := range h.deliveriesNow() {
+		if d.QuestionID == "q-gone" {
+			t.Errorf("a delivery report for the answered question: %+v", d)
+		}
+	}
+	if !strings.Contains(h.logs.String(), "no longer waits") {
+		t.Errorf("no log line for the question not shown:\n%s", h.logs.String())
+	}
+	reqs := shows.all()
+	if len(reqs) != 2 {
+		t.Fatalf("%d show requests, want one for each replayed question: %+v", len(reqs), reqs)
+	}
+	r := reqs[0]
+	if r.As != "" || r.Tenant != "acme" || r.JobID != "job-1" || r.QuestionID != "q-gone" || r.TaskVersion != 3 {
+		t.Errorf("show request %+v: want acme/job-1/q-gone at task version 3, without as (a trusted program)", r)
+	}
+}
+
+func TestReplayedAskedForPendingQuestionIsPosted(t *testing.T) {
+	h := start(t, harnessOptions{})
+	shows := h.answerShow(map[string]string{"q-1": bridge.StatePending})
+	q := colorQuestion()
+	h.publishEvent(replayedAsked(q))
+
+	h.waitCard(q.Question)
+	h.consumerSettled(1)
+	if got := len(shows.all()); got != 1 {
+		t.Errorf("%d show requests, want 1", got)
+	}
+}
+
+func TestReplayedAskedIsPostedWhenTheRuntimeDoesNotSay(t *testing.T) {
+	t.Run("no responder", func(t *testing.T) {
+		h := start(t, harnessOptions{})
+		q := colorQuestion()
+		h.publishEvent(replayedAsked(q))
+		h.waitCard(q.Question)
+		h.consumerSettled(1)
+	})
+	t.Run("no reply in time", func(t *testing.T) {
+		h := start(t, harnessOptions{})
+		shows := h.answerShow(nil)
+		q := colorQuestion()
+		h.publishEvent(replayedAsked(q))
+		h.waitCard(q.Question)
+		h.consumerSettled(1)
+		if got := len(shows.all()); got != 1 {
+			t.Errorf("%d show requests, want 1", got)
+		}
+	})
+}
+
+func TestFreshAskedAsksTheRuntimeNothing(t *testing.T) {
+	h := start(t, harnessOptions{})
+	shows := h.answerShow(map[string]string{"q-1": bridge.StatePending})
+	q := colorQuestion()
+	h.publishEvent(asked(q)) // at: now
+
+	h.waitCard(q.Question)
+	h.consumerSettled(1)
+	if reqs := shows.all(); len(reqs) != 0 {
+		t.Errorf("a fresh event made %d show requests: %+v", len(reqs), reqs)
+	}
+}

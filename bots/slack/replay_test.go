@@ -1,0 +1,173 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// showLog plays the runtime on ask.v1.api.show and records each request.
+type showLog struct {
+	mu   sync.Mutex
+	reqs []bridge.ShowRequest
+}
+
+func (l *showLog) all() []bridge.ShowRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]bridge.ShowRequest(nil), l.reqs...)
+}
+
+// answerShow subscribes to ask.v1.api.show: it replies with the state
+// states gives the question id, or not at all when states is nil.
+func answerShow(t *testing.T, n *bridge.NATS, states map[string]string) *showLog {
+	t.Helper()
+	l := &showLog{}
+	sub, err := n.Conn.Subscribe(bridge.APIShow, func(m *nats.Msg) {
+		var req bridge.ShowRequest
+		_ = json.Unmarshal(m.Data, &req)
+		l.mu.Lock()
+		l.reqs = append(l.reqs, req)
+		l.mu.Unlock()
+		if states == nil {
+			return // a runtime that does not answer in time
+		}
+		reply := bridge.ShowReply{Question: &bridge.QuestionView{Tenant: req.Tenant, JobID: req.JobID,
+			QuestionID: req.QuestionID, TaskVersion: req.TaskVersion, State: states[req.QuestionID]}}
+		data, _ := json.Marshal(reply)
+		_ = m.Respond(data)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return l
+}
+
+// replayedAsked is an asked event as a consumer reading the stream from its
+// start finds it: published five minutes ago, its deadline still ahead.
+func replayedAsked(q *bridge.Question) bridge.Event {
+	ev := askedEvent(q)
+	ev.At = time.Now().UTC().Add(-5 * time.Minute)
+	ev.AskedAt = ev.At
+	return ev
+}
+
+// consumerSettled waits until the adapter's consumer has acked the first
+// n events of the stream and none waits for a redelivery.
+func consumerSettled(t *testing.T, n *bridge.NATS, events uint64) {
+	t.Helper()
+	checkFor(t, wait, tick, func() error {
+		c, err := n.JS.Consumer(context.Background(), bridge.StreamEvents, ConsumerName)
+		if err != nil {
+			return err
+		}
+		info, err := c.Info(context.Background())
+		if err != nil {
+			return err
+		}
+		if info.AckFloor.Stream < events || info.NumAckPending != 0 || info.NumRedelivered != 0 {
+			return fmt.Errorf("ack floor %d of %d, %d ack pending, %d redelivered", info.AckFloor.Stream, events, info.NumAckPending, info.NumRedelivered)
+		}
+		return nil
+	})
+}
+
+func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	shows := answerShow(t, n, map[string]string{"q-gone": bridge.StateAnswered, "q-live": bridge.StatePending})
+	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
+	gone := question("job-replay", "q-gone")
+	gone.Question = "Which archive did you mean last spring?"
+	live := question("job-replay", "q-live")
+	// Both wait in the stream before the adapter first starts; one job, so
+	// the adapter handles them in this order.
+	publishEvent(t, n, replayedAsked(gone))
+	publishEvent(t, n, replayedAsked(live))
+	h := startBot(t, n, fake)
+
+	h.posted(t, "q-live")
+	deliveredTS(t, n, deliveries, "q-live")
+	consumerSettled(t, n, 2)
+	for _, c := range fake.Calls("chat.postMessage") {
+		if strings.Contains(actionsBlock(c), ".q-gone.") || strings.Contains(c.Str("text")+c.Str("blocks"), "archive") {
+			t.Errorf("the answered question was posted: %q", c.Str("text"))
+		}
+	}
+	for _, d := range deliveries.All() {
+		if d.QuestionID == "q-gone" {
+			t.Errorf("a delivery report for the answered question: %+v", d)
+		}
+	}
+	reqs := shows.all()
+	if len(reqs) != 2 {
+		t.Fatalf("%d show requests, want one for each replayed question: %+v", len(reqs), reqs)
+	}
+	want := bridge.ShowRequest{Tenant: "acme", JobID: "job-replay", QuestionID: "q-gone", TaskVersion: 1}
+	if reqs[0].As != "" || reqs[0].Tenant != want.Tenant || reqs[0].JobID != want.JobID || reqs[0].QuestionID != want.QuestionID || reqs[0].TaskVersion != want.TaskVersion {
+		t.Errorf("show request %+v, want %+v (no as: the adapter asks as a trusted program)", reqs[0], want)
+	}
+}
+
+func TestReplayedAskedForPendingQuestionIsPosted(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	shows := answerShow(t, n, map[string]string{"q-wait": bridge.StatePending})
+	q := question("job-wait", "q-wait")
+	publishEvent(t, n, replayedAsked(q))
+	h := startBot(t, n, fake)
+
+	h.posted(t, "q-wait")
+	consumerSettled(t, n, 1)
+	if got := len(shows.all()); got != 1 {
+		t.Errorf("%d show requests, want 1", got)
+	}
+}
+
+func TestReplayedAskedIsPostedWhenTheRuntimeDoesNotSay(t *testing.T) {
+	t.Run("no responder", func(t *testing.T) {
+		n := plainNATS(t)
+		fake := newFakeSlack(t)
+		publishEvent(t, n, replayedAsked(question("job-nr", "q-nr")))
+		h := startBot(t, n, fake)
+		h.posted(t, "q-nr")
+		consumerSettled(t, n, 1)
+	})
+	t.Run("no reply in time", func(t *testing.T) {
+		n := plainNATS(t)
+		fake := newFakeSlack(t)
+		shows := answerShow(t, n, nil)
+		publishEvent(t, n, replayedAsked(question("job-slow", "q-slow")))
+		h := startBot(t, n, fake)
+		h.posted(t, "q-slow")
+		consumerSettled(t, n, 1)
+		if got := len(shows.all()); got != 1 {
+			t.Errorf("%d show requests, want 1", got)
+		}
+	})
+}
+
+func TestFreshAskedAsksTheRuntimeNothing(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	shows := answerShow(t, n, map[string]string{"q-new": bridge.StatePending})
+	h := startBot(t, n, fake)
+	publishEvent(t, n, askedEvent(question("job-new", "q-new"))) // at: now
+
+	h.posted(t, "q-new")
+	if reqs := shows.all(); len(reqs) != 0 {
+		t.Errorf("a fresh event made %d show requests: %+v", len(reqs), reqs)
+	}
+}
