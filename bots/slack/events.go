@@ -82,8 +82,11 @@ func (b *Bot) cardView(c *card, r blockkit.Ref) blockkit.Card {
 
 // onAsked posts the question's card once, in the job's thread, and reports
 // the delivery. A claim in the KV record makes it once across replicas and
-// restarts; a crash between Slack accepting the post and the record being
-// written is the one window in which a card can appear twice.
+// restarts. Slack has no idempotency key, so a post may reach Slack and
+// its record never be written (a crash in between): the card carries
+// metadata naming the question, and whoever takes over an unfinished claim
+// first looks for that card in the thread and adopts it (findPosted). A
+// first post, the hot path, makes no such call.
 func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error {
 	q := ev.Question
 	if q == nil || q.Tenant != ev.Tenant || q.JobID != ev.JobID || q.QuestionID != ev.QuestionID {
@@ -115,8 +118,11 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 		}
 	}
 	var action string // "post", "report", "update", "none"
+	// since: an earlier claim that did not finish; its post may be in Slack.
+	var since time.Time
 	rec, err := b.updateCard(ctx, ref, func(c *card) *card {
 		now := b.now()
+		since = time.Time{}
 		switch {
 		case c == nil:
 			action = "post"
@@ -133,6 +139,10 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 		}
 		action = "post"
 		n := *c
+		if c.ClaimBy != "" || !c.TriedSince.IsZero() {
+			since = earliest(c.TriedSince, c.ClaimSince)
+			n.TriedSince = since
+		}
 		n.Question, n.AskedAt, n.Deadline, n.ClaimBy, n.ClaimSince = q, ev.AskedAt, ev.Deadline, b.id, now
 		return &n
 	})
@@ -162,10 +172,14 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 		thread, err = b.jobThread(ctx, q, channel)
 	}
 	var ts string
-	if err == nil {
+	if err == nil && !since.IsZero() {
+		ts = b.findPosted(ctx, channel, thread, since, questionMeta(ref))
+	}
+	if err == nil && ts == "" {
 		blocks, text := blockkit.QuestionMessage(b.cardView(rec, ref))
 		err = b.call(ctx, "chat.postMessage", channel, func(ctx context.Context) error {
-			_, t, err := b.api.PostMessageContext(ctx, channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false), slack.MsgOptionTS(thread))
+			_, t, err := b.api.PostMessageContext(ctx, channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false),
+				slack.MsgOptionTS(thread), slack.MsgOptionMetadata(questionMeta(ref)))
 			ts = t
 			return err
 		})
@@ -197,7 +211,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 			c = &card{Question: q}
 		}
 		n := *c
-		n.Channel, n.TS, n.Thread, n.ClaimBy = channel, ts, thread, ""
+		n.Channel, n.TS, n.Thread, n.ClaimBy, n.TriedSince = channel, ts, thread, "", time.Time{}
 		return &n
 	})
 	if err != nil {
@@ -253,7 +267,9 @@ func (b *Bot) stateNow(ctx context.Context, ev *bridge.Event) string {
 
 // jobThread returns the ts of the job's thread parent in channel, posting
 // the parent the first time. One thread per job and channel, across
-// replicas and restarts.
+// replicas and restarts: like a card, the parent carries metadata, and a
+// takeover of an unfinished claim adopts the parent it finds in the
+// channel's history instead of opening a second thread.
 func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string) (string, error) {
 	key := threadKey(q.Tenant, q.JobID, channel)
 	for range 10 {
@@ -268,22 +284,41 @@ func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string)
 		if t.ClaimBy != "" && t.ClaimBy != b.id && b.now().Sub(t.ClaimSince) < b.claimTTL {
 			return "", &errLater{after: 2 * time.Second, why: "another replica is opening this job's thread"}
 		}
-		rev, err = putJSON(ctx, b.kv, key, rev, thread{ClaimBy: b.id, ClaimSince: b.now()})
+		var since time.Time // an earlier claim that did not finish
+		if t.ClaimBy != "" || !t.TriedSince.IsZero() {
+			since = earliest(t.TriedSince, t.ClaimSince)
+		}
+		now := b.now()
+		rev, err = putJSON(ctx, b.kv, key, rev, thread{ClaimBy: b.id, ClaimSince: now, TriedSince: since})
 		if err == errConflict {
 			continue
 		}
 		if err != nil {
 			return "", err
 		}
-		blocks, text := blockkit.ThreadParent(q, b.consoleOn())
+		meta := threadMeta(q.Tenant, q.JobID)
 		var ts string
-		err = b.call(ctx, "chat.postMessage", channel, func(ctx context.Context) error {
-			_, t, err := b.api.PostMessageContext(ctx, channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
-			ts = t
-			return err
-		})
+		if !since.IsZero() {
+			ts = b.findPosted(ctx, channel, "", since, meta)
+		}
+		if ts == "" {
+			blocks, text := blockkit.ThreadParent(q, b.consoleOn())
+			err = b.call(ctx, "chat.postMessage", channel, func(ctx context.Context) error {
+				_, t, err := b.api.PostMessageContext(ctx, channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false),
+					slack.MsgOptionMetadata(meta))
+				ts = t
+				return err
+			})
+		}
 		if err != nil {
-			if _, derr := putJSON(ctx, b.kv, key, rev, thread{}); derr != nil {
+			// Release the claim. A transient failure (a timeout, a 5xx) may
+			// hide a post Slack accepted: remember it, so the next try looks.
+			var rel thread
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.Transient {
+				rel.TriedSince = earliest(since, now)
+			}
+			if _, derr := putJSON(ctx, b.kv, key, rev, rel); derr != nil {
 				b.log.WarnContext(ctx, "slack: could not release a thread claim", "err", derr)
 			}
 			return "", err

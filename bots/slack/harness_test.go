@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +75,122 @@ type fakeSlack struct {
 	seq    int
 	// Socket Mode: envelopes to send once a client connects, and acks received.
 	wsSend chan []byte
+	// msgs are the messages in the fake workspace: posted, or held by a
+	// test (a post a crashed replica made); conversations.history and
+	// conversations.replies read them.
+	msgs []fakeMsg
+}
+
+// fakeMsg is one message Slack holds.
+type fakeMsg struct {
+	Channel, TS, Thread, Text string
+	Metadata                  map[string]any // {event_type, event_payload}, nil when none
+}
+
+// hold puts a message in the fake workspace as if it had been posted
+// earlier, without recording a call.
+func (f *fakeSlack) hold(m fakeMsg) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.msgs = append(f.msgs, m)
+}
+
+// message returns the message at ts, as the fake workspace holds it.
+func (f *fakeSlack) message(ts string) (fakeMsg, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.msgs {
+		if m.TS == ts {
+			return m, true
+		}
+	}
+	return fakeMsg{}, false
+}
+
+// tsParts splits a Slack ts into seconds and microseconds for ordering.
+func tsParts(ts string) (int64, int64) {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, _ := strconv.ParseInt(sec, 10, 64)
+	frac = (frac + "000000")[:6]
+	u, _ := strconv.ParseInt(frac, 10, 64)
+	return s, u
+}
+
+func tsLess(a, b string) bool {
+	as, au := tsParts(a)
+	bs, bu := tsParts(b)
+	return as < bs || (as == bs && au < bu)
+}
+
+// history serves conversations.history and conversations.replies as Slack
+// does: top-level messages newest first, or a thread (the parent and its
+// replies) oldest first; oldest and latest bound the ts (exclusive unless
+// inclusive), limit and cursor page, and metadata is included only with
+// include_all_metadata.
+func (f *fakeSlack) history(method string, c apiCall) map[string]any {
+	channel, thread := c.Str("channel"), c.Str("ts")
+	oldest, latest := c.Str("oldest"), c.Str("latest")
+	inclusive := c.Str("inclusive") == "1" || c.Str("inclusive") == "true"
+	withMeta := c.Str("include_all_metadata") == "1" || c.Str("include_all_metadata") == "true"
+	limit, _ := strconv.Atoi(c.Str("limit"))
+	if limit <= 0 {
+		limit = 100
+	}
+	from, _ := strconv.Atoi(strings.TrimPrefix(c.Str("cursor"), "next_"))
+	f.mu.Lock()
+	var sel []fakeMsg
+	found := false
+	for _, m := range f.msgs {
+		if m.Channel != channel {
+			continue
+		}
+		if method == "conversations.replies" {
+			if m.TS == thread {
+				found = true
+			}
+			if m.TS != thread && m.Thread != thread {
+				continue
+			}
+		} else if m.Thread != "" && m.Thread != m.TS {
+			continue // replies are not in a channel's history
+		}
+		if oldest != "" && (tsLess(m.TS, oldest) || (!inclusive && m.TS == oldest)) {
+			continue
+		}
+		if latest != "" && (tsLess(latest, m.TS) || (!inclusive && m.TS == latest)) {
+			continue
+		}
+		sel = append(sel, m)
+	}
+	f.mu.Unlock()
+	if method == "conversations.replies" && !found {
+		return map[string]any{"ok": false, "error": "thread_not_found"}
+	}
+	sort.Slice(sel, func(i, j int) bool {
+		if method == "conversations.history" {
+			return tsLess(sel[j].TS, sel[i].TS)
+		}
+		return tsLess(sel[i].TS, sel[j].TS)
+	})
+	from = min(max(from, 0), len(sel))
+	page := sel[from:min(from+limit, len(sel))]
+	out := []map[string]any{}
+	for _, m := range page {
+		j := map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "bot_id": "B0ASK", "app_id": "A1"}
+		if m.Thread != "" {
+			j["thread_ts"] = m.Thread
+		}
+		if withMeta && m.Metadata != nil {
+			j["metadata"] = m.Metadata
+		}
+		out = append(out, j)
+	}
+	next := ""
+	if from+limit < len(sel) {
+		next = "next_" + strconv.Itoa(from+limit)
+	}
+	return map[string]any{"ok": true, "messages": out, "has_more": next != "", "pin_count": 0,
+		"response_metadata": map[string]any{"next_cursor": next}}
 }
 
 func newFakeSlack(t testing.TB) *fakeSlack {
@@ -148,11 +265,19 @@ func (f *fakeSlack) api(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, s.body)
 		return
 	}
-	ts := fmt.Sprintf("1700000000.%06d", n)
+	// Slack's ts: the time it took the message, unique in the channel.
+	ts := fmt.Sprintf("%d.%06d", time.Now().Unix(), n)
 	var resp any
 	switch method {
 	case "chat.postMessage":
+		m := fakeMsg{Channel: c.Str("channel"), TS: ts, Thread: c.Str("thread_ts"), Text: c.Str("text")}
+		if raw := c.Str("metadata"); raw != "" {
+			_ = json.Unmarshal([]byte(raw), &m.Metadata)
+		}
+		f.hold(m)
 		resp = map[string]any{"ok": true, "channel": c.Str("channel"), "ts": ts, "message": map[string]any{"ts": ts}}
+	case "conversations.history", "conversations.replies":
+		resp = f.history(method, c)
 	case "chat.update":
 		resp = map[string]any{"ok": true, "channel": c.Str("channel"), "ts": c.Str("ts"), "text": c.Str("text")}
 	case "chat.postEphemeral":

@@ -39,6 +39,10 @@ type card struct {
 	// claim older than claimTTL may be taken over).
 	ClaimBy    string    `json:"claim_by,omitempty"`
 	ClaimSince time.Time `json:"claim_since,omitzero"`
+	// TriedSince is the earliest unfinished claim before the current one:
+	// a post made then may have reached Slack unrecorded, so a takeover
+	// looks for it (by its metadata) from there on.
+	TriedSince time.Time `json:"tried_since,omitzero"`
 	// Failure is the delivery failure, once posting failed for good.
 	Failure *bridge.Failure `json:"failure,omitempty"`
 	// Outcome is the settled card's context line; Updated says the card in
@@ -52,6 +56,10 @@ type thread struct {
 	TS         string    `json:"ts,omitempty"`
 	ClaimBy    string    `json:"claim_by,omitempty"`
 	ClaimSince time.Time `json:"claim_since,omitzero"`
+	// TriedSince, as in card: the earliest post that may have reached
+	// Slack unrecorded (an earlier claim, or a released one whose post
+	// failed in a way that may hide a success).
+	TriedSince time.Time `json:"tried_since,omitzero"`
 }
 
 func cardKey(r blockkit.Ref) string {

@@ -1,0 +1,151 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/blockkit"
+)
+
+// Slack's chat.postMessage has no idempotency key. A post whose KV record
+// was never written (the poster died after Slack accepted it, or the call
+// failed after Slack had posted) would be posted again by whoever takes
+// over the claim. So every card and thread parent carries message metadata
+// naming what it shows, and a takeover first looks for that message in the
+// channel (or thread) since the unfinished claim, and adopts it.
+
+// Metadata event types of askbridge's messages (https://api.slack.com/metadata).
+const (
+	metaQuestion = "askbridge_question"
+	metaThread   = "askbridge_thread"
+)
+
+// lookback widens a lookup to before the claim: the claim's time comes
+// from a replica's clock, message ts from Slack's.
+const lookback = time.Minute
+
+// A lookup reads at most lookupPages pages of lookupLimit messages; a
+// message beyond is not found, and the card is posted again.
+const (
+	lookupLimit = 200
+	lookupPages = 5
+)
+
+// questionMeta marks a question's card: ids only, never the question's text.
+func questionMeta(r blockkit.Ref) slack.SlackMetadata {
+	return slack.SlackMetadata{EventType: metaQuestion, EventPayload: map[string]any{
+		"tenant": r.Tenant, "job_id": r.JobID, "question_id": r.QuestionID, "task_version": r.Version}}
+}
+
+// threadMeta marks a job's thread parent (the channel is where it is).
+func threadMeta(tenant, job string) slack.SlackMetadata {
+	return slack.SlackMetadata{EventType: metaThread, EventPayload: map[string]any{"tenant": tenant, "job_id": job}}
+}
+
+// metaMatches says got names what want names.
+func metaMatches(got, want slack.SlackMetadata) bool {
+	if got.EventType != want.EventType || len(got.EventPayload) == 0 {
+		return false
+	}
+	for k, v := range want.EventPayload {
+		g, ok := got.EventPayload[k]
+		if !ok || payloadString(g) != payloadString(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// payloadString is a payload value as text, so that the 3 we sent and the
+// 3.0 JSON gives back compare equal.
+func payloadString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "s:" + x
+	case float64:
+		return "n:" + strconv.FormatFloat(x, 'f', -1, 64)
+	case json.Number:
+		return "n:" + x.String()
+	case int:
+		return "n:" + strconv.Itoa(x)
+	case int64:
+		return "n:" + strconv.FormatInt(x, 10)
+	}
+	return fmt.Sprintf("?:%v", v)
+}
+
+// slackTS is t as a Slack message timestamp.
+func slackTS(t time.Time) string {
+	return fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000)
+}
+
+// earliest is the earlier of two times, ignoring zero ones.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// findPosted looks for the message marked want that an unfinished post,
+// claimed at since, may have left in channel: among the thread's replies
+// when thread is set (conversations.replies), else in the channel's
+// history (conversations.history). It returns the message's ts, or ""
+// when there is none or the lookup failed: a failure is logged and the
+// caller posts, since a question shown twice beats one never shown.
+func (b *Bot) findPosted(ctx context.Context, channel, thread string, since time.Time, want slack.SlackMetadata) string {
+	oldest := slackTS(since.Add(-lookback))
+	op := "conversations.history"
+	if thread != "" {
+		op = "conversations.replies"
+	}
+	cursor := ""
+	for range lookupPages {
+		var msgs []slack.Message
+		var next string
+		err := b.call(ctx, op, channel, func(ctx context.Context) error {
+			var err error
+			if thread != "" {
+				msgs, _, next, err = b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+					ChannelID: channel, Timestamp: thread, Oldest: oldest, Cursor: cursor, Limit: lookupLimit, IncludeAllMetadata: true})
+				return err
+			}
+			resp, err := b.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+				ChannelID: channel, Oldest: oldest, Cursor: cursor, Limit: lookupLimit, IncludeAllMetadata: true})
+			if err != nil {
+				return err
+			}
+			msgs, next = resp.Messages, ""
+			if resp.HasMore {
+				next = resp.ResponseMetaData.NextCursor
+			}
+			return nil
+		})
+		if err != nil {
+			code := ""
+			if ae := classify(op, err); ae != nil {
+				code = ae.Code
+			}
+			b.log.WarnContext(ctx, "slack: could not look for a message an unfinished post may have left; posting it",
+				"op", op, "channel", channel, "event_type", want.EventType, "slack_error", code)
+			return ""
+		}
+		for _, m := range msgs {
+			if m.Timestamp != "" && m.Timestamp != thread && metaMatches(m.Metadata, want) {
+				b.log.InfoContext(ctx, "slack: found the message an unfinished post left; not posting it again",
+					"channel", channel, "ts", m.Timestamp, "event_type", want.EventType)
+				return m.Timestamp
+			}
+		}
+		if next == "" {
+			return ""
+		}
+		cursor = next
+	}
+	return ""
+}
