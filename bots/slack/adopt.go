@@ -19,6 +19,10 @@ import (
 // naming what it shows, and a takeover first looks for that message in the
 // channel (or thread) since the unfinished claim, and adopts it.
 
+// The same holds within one delivery: a try of chat.postMessage that times
+// out, loses its connection or gets a 5xx may have posted. postMarked looks
+// for the message before trying again, and adopts it.
+
 // Metadata event types of askbridge's messages (https://api.slack.com/metadata).
 const (
 	metaQuestion = "askbridge_question"
@@ -148,4 +152,27 @@ func (b *Bot) findPosted(ctx context.Context, channel, thread string, since time
 		cursor = next
 	}
 	return ""
+}
+
+// postMarked posts a card (in thread) or a thread parent (thread "")
+// marked with meta and returns its ts. When a try fails in a way that
+// leaves the post's outcome unknown, findPosted looks for the message
+// since the first try before the next one, and a message found is this
+// post's, as if the try had returned it. A first try that succeeds makes
+// no lookup.
+func (b *Bot) postMarked(ctx context.Context, channel, thread string, meta slack.SlackMetadata, opts ...slack.MsgOption) (ts string, err error) {
+	opts = append(opts, slack.MsgOptionMetadata(meta))
+	if thread != "" {
+		opts = append(opts, slack.MsgOptionTS(thread))
+	}
+	first := b.now()
+	err = b.callChecked(ctx, "chat.postMessage", channel, func(ctx context.Context) error {
+		_, t, err := b.api.PostMessageContext(ctx, channel, opts...)
+		ts = t
+		return err
+	}, func(ctx context.Context) bool {
+		ts = b.findPosted(ctx, channel, thread, first, meta)
+		return ts != ""
+	})
+	return ts, err
 }

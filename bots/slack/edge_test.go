@@ -126,6 +126,10 @@ func TestRateLimitHonoursRetryAfter(t *testing.T) {
 	if gap := posts[1].At.Sub(posts[0].At); gap < time.Second {
 		t.Fatalf("retried %v after a 429 with Retry-After: 1", gap)
 	}
+	// Slack did not post on a 429: nothing to look for before the retry.
+	if got := len(fake.Calls("conversations.history")) + len(fake.Calls("conversations.replies")); got != 0 {
+		t.Fatalf("%d lookups after a 429, want none", got)
+	}
 	// /metrics: every post succeeded in the end (the thread parent and the
 	// card), one of them after one rate-limited try.
 	calls := float64(len(fake.Calls("chat.postMessage")) - 1)

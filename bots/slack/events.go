@@ -177,12 +177,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 	}
 	if err == nil && ts == "" {
 		blocks, text := blockkit.QuestionMessage(b.cardView(rec, ref))
-		err = b.call(ctx, "chat.postMessage", channel, func(ctx context.Context) error {
-			_, t, err := b.api.PostMessageContext(ctx, channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false),
-				slack.MsgOptionTS(thread), slack.MsgOptionMetadata(questionMeta(ref)))
-			ts = t
-			return err
-		})
+		ts, err = b.postMarked(ctx, channel, thread, questionMeta(ref), slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
 	}
 	if err != nil {
 		var ae *apiError
@@ -303,12 +298,7 @@ func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string)
 		}
 		if ts == "" {
 			blocks, text := blockkit.ThreadParent(q, b.consoleOn())
-			err = b.call(ctx, "chat.postMessage", channel, func(ctx context.Context) error {
-				_, t, err := b.api.PostMessageContext(ctx, channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false),
-					slack.MsgOptionMetadata(meta))
-				ts = t
-				return err
-			})
+			ts, err = b.postMarked(ctx, channel, "", meta, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
 		}
 		if err != nil {
 			// Release the claim. A transient failure (a timeout, a 5xx) may

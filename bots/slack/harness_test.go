@@ -62,6 +62,10 @@ type scripted struct {
 	status int
 	header map[string]string
 	body   string
+	// done: the call is carried out first (a post is stored), then
+	// answered with the script, or not at all when drop: Slack did it
+	// but the caller never heard.
+	done, drop bool
 }
 
 // fakeSlack is a loopback Slack Web API speaking Slack's wire format. It
@@ -210,7 +214,37 @@ func (f *fakeSlack) APIURL() string { return f.srv.URL + "/api/" }
 func (f *fakeSlack) fail(method string, status int, header map[string]string, body string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.script[method] = append(f.script[method], scripted{status, header, body})
+	f.script[method] = append(f.script[method], scripted{status: status, header: header, body: body})
+}
+
+// failAfter scripts the next call of method to be carried out (a post is
+// stored, with its ts) and then answered with status and body.
+func (f *fakeSlack) failAfter(method string, status int, body string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script[method] = append(f.script[method], scripted{status: status, body: body, done: true})
+}
+
+// dropAfter scripts the next call of method to be carried out and then
+// its connection closed with no answer.
+func (f *fakeSlack) dropAfter(method string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script[method] = append(f.script[method], scripted{done: true, drop: true})
+}
+
+// marked returns the messages the fake workspace holds with metadata meta.
+func (f *fakeSlack) marked(meta map[string]any) []fakeMsg {
+	want, _ := json.Marshal(meta)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fakeMsg
+	for _, m := range f.msgs {
+		if got, _ := json.Marshal(m.Metadata); m.Metadata != nil && string(got) == string(want) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func (f *fakeSlack) record(c apiCall) {
@@ -258,6 +292,18 @@ func (f *fakeSlack) api(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	if s != nil {
+		if s.done {
+			f.serve(method, c, n)
+		}
+		if s.drop {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				f.t.Errorf("fake slack: hijack: %v", err)
+				return
+			}
+			_ = conn.Close()
+			return
+		}
 		for k, v := range s.header {
 			w.Header().Set(k, v)
 		}
@@ -265,6 +311,11 @@ func (f *fakeSlack) api(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, s.body)
 		return
 	}
+	_ = json.NewEncoder(w).Encode(f.serve(method, c, n))
+}
+
+// serve carries out call c, the fake's n-th, and returns Slack's answer.
+func (f *fakeSlack) serve(method string, c apiCall, n int) any {
 	// Slack's ts: the time it took the message, unique in the channel.
 	ts := fmt.Sprintf("%d.%06d", time.Now().Unix(), n)
 	var resp any
@@ -294,7 +345,7 @@ func (f *fakeSlack) api(w http.ResponseWriter, r *http.Request) {
 	default:
 		resp = map[string]any{"ok": false, "error": "unknown_method"}
 	}
-	_ = json.NewEncoder(w).Encode(resp)
+	return resp
 }
 
 // response records a POST to an interaction's response_url.

@@ -122,12 +122,26 @@ var defaultRetry = retryPolicy{Tries: 4, Base: 250 * time.Millisecond, Cap: 5 * 
 
 // call runs one Slack Web API call with per-channel pacing and bounded
 // retries. channel may be empty for calls not tied to one.
-func (b *Bot) call(ctx context.Context, op, channel string, fn func(context.Context) error) (err error) {
+func (b *Bot) call(ctx context.Context, op, channel string, fn func(context.Context) error) error {
+	return b.callChecked(ctx, op, channel, fn, nil)
+}
+
+// callChecked is call for a request Slack may have carried out although
+// the try failed: after a failure that leaves the outcome unknown (a
+// timeout, a dropped connection, a 5xx; not a rate limit, after which
+// Slack did nothing), done is asked before the next try whether an
+// earlier try took effect, and if it says so the call has succeeded. A
+// nil done retries at once, as call does.
+func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(context.Context) error, done func(context.Context) bool) (err error) {
 	start := time.Now()
 	defer func() { b.calls.Done(op, start, err) }()
 	p := b.retry
 	var last error
+	unsure := false // the last try failed and may have taken effect
 	for attempt := 0; attempt < p.Tries; attempt++ {
+		if unsure && done != nil && done(ctx) {
+			return nil
+		}
 		if err := b.pace.wait(ctx, channel); err != nil {
 			return classify(op, err)
 		}
@@ -135,7 +149,7 @@ func (b *Bot) call(ctx context.Context, op, channel string, fn func(context.Cont
 		if err == nil {
 			return nil
 		}
-		last = err
+		last, unsure = err, false
 		var rl *slack.RateLimitedError
 		if errors.As(err, &rl) {
 			wait := max(rl.RetryAfter, time.Second)
@@ -152,6 +166,7 @@ func (b *Bot) call(ctx context.Context, op, channel string, fn func(context.Cont
 		if !e.Transient {
 			return e
 		}
+		unsure = e.Code != "ratelimited"
 		d := min(p.Base<<attempt, p.Cap)
 		d = d/2 + rand.N(d/2+1)
 		b.log.WarnContext(ctx, "slack: transient error, retrying", "op", op, "channel", channel, "code", e.Code, "in", d)
