@@ -669,19 +669,6 @@ func (s *Store) FindByQuestionID(ctx context.Context, tenant, job, questionID st
 	return found, nil
 }
 
-// JobVersion is the job's current task version (0 for an unknown job).
-func (s *Store) JobVersion(ctx context.Context, tenant, job string) (int64, error) {
-	var v int64
-	err := s.rs.queryRow(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", tenant, job).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("store: job %s/%s: %w", tenant, job, err)
-	}
-	return v, nil
-}
-
 // ListFilter selects questions for a list page, ordered by row id.
 type ListFilter struct {
 	Tenant string

@@ -247,8 +247,8 @@ func TestCancelAndBump(t *testing.T) {
 	if err != nil || len(ended) != 1 || ended[0].QuestionID != "q-1" || ended[0].State != bridge.StateSuperseded {
 		t.Fatalf("bump = %+v, %v", ended, err)
 	}
-	if v, _ := s.JobVersion(ctx, "acme", "job-1"); v != 5 {
-		t.Fatalf("job version %d", v)
+	if a, err := s.FindAnswerable(ctx, Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}); err != nil || a.JobVersion != 5 {
+		t.Fatalf("job version after the bump: %+v, %v", a, err)
 	}
 	if res := mustAsk(t, s, newQ("job-1", "q-9", 4)); res.Status != Stale {
 		t.Fatalf("ask below the bumped version = %+v", res)

@@ -262,37 +262,30 @@ func settledEmbed(e *discordgo.MessageEmbed, o *outcome) *discordgo.MessageEmbed
 
 // answerModal is the free-text answer form.
 func answerModal(c *card) *discordgo.InteractionResponse {
-	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: &discordgo.InteractionResponseData{
-		CustomID: customID(actModalAnswer, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0),
-		Title:    "Answer the question",
-		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-			discordgo.TextInput{CustomID: "answer", Label: "Your answer", Style: discordgo.TextInputParagraph,
-				Placeholder: truncate(c.Question.Question, maxPlaceholder), Required: true, MinLength: 1, MaxLength: maxAnswerInput},
-		}}},
-	}}
+	return textModal(c, actModalAnswer, "Answer the question", discordgo.TextInput{CustomID: "answer", Label: "Your answer",
+		Placeholder: truncate(c.Question.Question, maxPlaceholder), Required: true, MinLength: 1, MaxLength: maxAnswerInput})
 }
 
 // denyModal asks why an approval is denied, as Slack's deny modal does:
 // the reason is required, since the agent reads it to adjust its plan.
 func denyModal(c *card) *discordgo.InteractionResponse {
-	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: &discordgo.InteractionResponseData{
-		CustomID: customID(actModalDeny, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0),
-		Title:    "Deny the proposal",
-		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-			discordgo.TextInput{CustomID: "reason", Label: "Why deny it?", Style: discordgo.TextInputParagraph,
-				Placeholder: "What should the agent do instead?", Required: true, MinLength: 1, MaxLength: bridge.MaxCommentText},
-		}}},
-	}}
+	return textModal(c, actModalDeny, "Deny the proposal", discordgo.TextInput{CustomID: "reason", Label: "Why deny it?",
+		Placeholder: "What should the agent do instead?", Required: true, MinLength: 1, MaxLength: bridge.MaxCommentText})
 }
 
 // declineModal asks for the reason of a decline.
 func declineModal(c *card) *discordgo.InteractionResponse {
+	return textModal(c, actModalReason, "Decline to answer", discordgo.TextInput{CustomID: "reason", Label: "Why? Who could answer instead?",
+		Placeholder: "For example: ask Ana, she owns the report.", Required: false, MaxLength: bridge.MaxCommentText})
+}
+
+// textModal is a form of one paragraph input about c's question, submitted
+// with action act.
+func textModal(c *card, act, title string, in discordgo.TextInput) *discordgo.InteractionResponse {
+	in.Style = discordgo.TextInputParagraph
 	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: &discordgo.InteractionResponseData{
-		CustomID: customID(actModalReason, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0),
-		Title:    "Decline to answer",
-		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-			discordgo.TextInput{CustomID: "reason", Label: "Why? Who could answer instead?", Style: discordgo.TextInputParagraph,
-				Placeholder: "For example: ask Ana, she owns the report.", Required: false, MaxLength: bridge.MaxCommentText},
-		}}},
+		CustomID:   customID(act, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0),
+		Title:      title,
+		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{in}}},
 	}}
 }

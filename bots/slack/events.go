@@ -106,11 +106,13 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 	if !ev.Deadline.IsZero() && b.now().After(ev.Deadline) {
 		return nil // an old event replayed to a new consumer; the question is over
 	}
-	if b.replayed(ev) {
+	if bridge.Replayed(ev, b.now()) {
 		// A replay (a new consumer, or back after an outage): the question
 		// may have ended long ago. Ask only when a card would be posted.
 		if c, err := b.loadCard(ctx, ref); err == nil && (c == nil || (c.TS == "" && c.Failure == nil && c.Outcome == "")) {
-			if state := b.stateNow(ctx, ev); state != "" && state != bridge.StatePending {
+			if state, err := bridge.QuestionState(ctx, b.o.NATS.Conn, ev); err != nil {
+				b.log.DebugContext(ctx, "slack: no state for a replayed question; showing it", "job", ev.JobID, "question", ev.QuestionID, "err", err)
+			} else if state != bridge.StatePending {
 				b.log.InfoContext(ctx, "slack: not showing a replayed question that no longer waits", "tenant", ev.Tenant,
 					"job", ev.JobID, "question", ev.QuestionID, "task_version", ev.TaskVersion, "state", state)
 				return nil
@@ -220,44 +222,6 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 		return b.refreshCard(ctx, ref)
 	}
 	return nil
-}
-
-// replayAge is how old (by its at) an asked event must be to count as a
-// replay: the runtime publishes an event as it happens, so only a consumer
-// reading the stream from long ago (a first start, a long outage) sees one
-// this old. Fresh events, the hot path, never ask the runtime anything.
-const replayAge = 30 * time.Second
-
-// stateTimeout bounds the question to the runtime about a replayed event.
-const stateTimeout = 2 * time.Second
-
-// replayed says ev is older than replayAge. An event without at is not.
-func (b *Bot) replayed(ev *bridge.Event) bool {
-	return !ev.At.IsZero() && b.now().Sub(ev.At) > replayAge
-}
-
-// stateNow asks the runtime, as a trusted program (no as), for the state
-// of ev's question at its task version: "" when it did not say, so that a
-// silent or failing runtime leaves the card to be posted (twice shown is
-// better than a pending question hidden).
-func (b *Bot) stateNow(ctx context.Context, ev *bridge.Event) string {
-	ctx, cancel := context.WithTimeout(ctx, stateTimeout)
-	defer cancel()
-	var reply bridge.ShowReply
-	err := b.request(ctx, bridge.APIShow, bridge.ShowRequest{Tenant: ev.Tenant, JobID: ev.JobID,
-		QuestionID: ev.QuestionID, TaskVersion: ev.TaskVersion}, &reply)
-	if err == nil && reply.Error != "" {
-		err = errors.New(reply.Error)
-	}
-	if err != nil {
-		b.log.DebugContext(ctx, "slack: no state for a replayed question; showing it", "job", ev.JobID, "question", ev.QuestionID, "err", err)
-		return ""
-	}
-	v := reply.Question
-	if v == nil || v.Tenant != ev.Tenant || v.JobID != ev.JobID || v.QuestionID != ev.QuestionID || v.TaskVersion != ev.TaskVersion {
-		return ""
-	}
-	return v.State
 }
 
 // jobThread returns the ts of the job's thread parent in channel, posting

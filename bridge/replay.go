@@ -1,0 +1,52 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ReplayAge is how old (by its at) an asked event must be for a front-end
+// to treat it as a replay: the runtime publishes an event as it happens,
+// so only a consumer reading the stream from long ago (a first start, a
+// long outage) sees one this old.
+const ReplayAge = 30 * time.Second
+
+// Replayed says ev, seen at now, is older than ReplayAge. An event
+// without at is not.
+func Replayed(ev *Event, now time.Time) bool {
+	return !ev.At.IsZero() && now.Sub(ev.At) > ReplayAge
+}
+
+// stateTimeout bounds QuestionState.
+const stateTimeout = 2 * time.Second
+
+// QuestionState asks the runtime, as a trusted program (ask.v1.api.show
+// without as), for the state of ev's question at ev's task version. An
+// error means the runtime did not say; a front-end then shows the question
+// (shown twice is better than a pending question hidden).
+func QuestionState(ctx context.Context, nc *nats.Conn, ev *Event) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, stateTimeout)
+	defer cancel()
+	req, _ := json.Marshal(ShowRequest{Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: ev.QuestionID, TaskVersion: ev.TaskVersion})
+	msg, err := nc.RequestWithContext(ctx, APIShow, req)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", APIShow, err)
+	}
+	var reply ShowReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		return "", fmt.Errorf("%s: the reply is not JSON", APIShow)
+	}
+	if reply.Error != "" {
+		return "", errors.New(reply.Error)
+	}
+	v := reply.Question
+	if v == nil || v.Tenant != ev.Tenant || v.JobID != ev.JobID || v.QuestionID != ev.QuestionID || v.TaskVersion != ev.TaskVersion {
+		return "", fmt.Errorf("%s: the reply is about another question", APIShow)
+	}
+	return v.State, nil
+}
