@@ -106,6 +106,7 @@ type Runtime struct {
 	relayPublished int64
 	relayInflight  []*relayBatch
 	relayPending   []publishedRow
+	relayLastMark  time.Time
 }
 
 // relayBatch is outbox rows published together, awaiting JetStream's
@@ -353,6 +354,13 @@ func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, ha
 	}, nil
 }
 
+// Outbox rows are marked sent in batches: at most one commit for it every
+// markSentEvery, unless maxMarkBatch rows are waiting.
+const (
+	markSentEvery = 250 * time.Millisecond
+	maxMarkBatch  = 4096
+)
+
 // Retention of bookkeeping rows: sent outbox rows a day (JetStream keeps
 // the messages), attempt ids a day longer than the answers stream keeps
 // attempts (after that no attempt can be redelivered).
@@ -508,8 +516,8 @@ func (r *Runtime) publishNext(ctx context.Context) (*relayBatch, error) {
 	return b, nil
 }
 
-// finishBatch records a fully acknowledged batch's rows: marked sent at
-// once, or after MarkSentAfter. It returns the batch's first failure.
+// finishBatch queues a fully acknowledged batch's rows to be marked sent
+// (see markDue). It returns the batch's first failure.
 func (r *Runtime) finishBatch(ctx context.Context, b *relayBatch) error {
 	sent, failed := b.sent, b.failed
 	if r.o.AfterPublish != nil {
@@ -522,14 +530,8 @@ func (r *Runtime) finishBatch(ctx context.Context, b *relayBatch) error {
 		}
 	}
 	now := time.Now()
-	if r.o.MarkSentAfter <= 0 {
-		if err := r.st.MarkSent(ctx, sent, now); err != nil {
-			return err
-		}
-	} else {
-		for _, id := range sent {
-			r.relayPending = append(r.relayPending, publishedRow{id: id, at: now})
-		}
+	for _, id := range sent {
+		r.relayPending = append(r.relayPending, publishedRow{id: id, at: now})
 	}
 	if len(sent) > 0 {
 		r.relayHigh = sent[len(sent)-1]
@@ -538,15 +540,20 @@ func (r *Runtime) finishBatch(ctx context.Context, b *relayBatch) error {
 	return failed
 }
 
-// markDue marks sent the published rows whose delay has passed.
+// markDue marks sent the published rows whose delay has passed. Each mark
+// is a commit, and so an fsync that the answer path's commits queue behind:
+// marks are gathered for markSentEvery (or maxMarkBatch rows) into one. A
+// row marked late is at worst published again after a crash, under the same
+// message id.
 func (r *Runtime) markDue(ctx context.Context, now time.Time) error {
 	n := 0
-	for n < len(r.relayPending) && now.Sub(r.relayPending[n].at) >= r.o.MarkSentAfter {
+	for n < len(r.relayPending) && n < maxMarkBatch && now.Sub(r.relayPending[n].at) >= r.o.MarkSentAfter {
 		n++
 	}
-	if n == 0 {
+	if n == 0 || n < maxMarkBatch && now.Sub(r.relayLastMark) < markSentEvery {
 		return nil
 	}
+	r.relayLastMark = now
 	ids := make([]int64, n)
 	for i := range ids {
 		ids[i] = r.relayPending[i].id
