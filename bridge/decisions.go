@@ -3,69 +3,132 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
+
+// HeaderDecidedTo on an answer attempt names a core NATS subject that the
+// runtime tells, with the attempt id as the body, once its decision on
+// the attempt is committed. It spares a front-end that waits for the
+// decision the trip through the outbox and the events stream.
+const HeaderDecidedTo = "Ask-Decided-To"
+
+// ValidNotifySubject reports whether s may be published to: a literal
+// subject, no wildcards, no spaces.
+func ValidNotifySubject(s string) bool {
+	if s == "" || len(s) > 256 || strings.ContainsAny(s, "*> \t\r\n") {
+		return false
+	}
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "" {
+			return false
+		}
+	}
+	return true
+}
 
 // Decisions lets a front-end wait for the runtime's decision on an attempt
 // it proposed. With a JetStream that does not fsync every write, a chat
 // platform is answered only once the decision is committed (fsynced) in the
-// runtime's store and announced, so an acknowledged click survives a power
-// cut.
+// runtime's store, so an acknowledged click survives a power cut.
+//
+// The runtime tells the Decisions' own inbox (HeaderDecidedTo); the
+// decision's event on the bus counts too, so a runtime that does not
+// read the header still ends the wait.
 type Decisions struct {
 	mu      sync.Mutex
 	waiting map[string]chan struct{}
-	sub     *nats.Subscription
+	inbox   string
+	subs    []*nats.Subscription
 }
 
-// WatchDecisions subscribes to every event; only attempt ids are read.
+// WatchDecisions subscribes to a fresh inbox and to every event; only
+// attempt ids are read.
 func WatchDecisions(nc *nats.Conn) (*Decisions, error) {
-	d := &Decisions{waiting: map[string]chan struct{}{}}
-	sub, err := nc.Subscribe(PrefixEvent+".>", func(m *nats.Msg) {
-		var ev struct {
-			AttemptID string `json:"attempt_id"`
-		}
-		if json.Unmarshal(m.Data, &ev) != nil || ev.AttemptID == "" {
-			return
-		}
-		d.mu.Lock()
-		ch := d.waiting[ev.AttemptID]
-		delete(d.waiting, ev.AttemptID)
-		d.mu.Unlock()
-		if ch != nil {
-			close(ch)
-		}
-	})
+	d := &Decisions{waiting: map[string]chan struct{}{}, inbox: nc.NewInbox()}
+	direct, err := nc.Subscribe(d.inbox, func(m *nats.Msg) { d.done(string(m.Data)) })
 	if err != nil {
 		return nil, err
 	}
-	d.sub = sub
+	events, err := nc.Subscribe(PrefixEvent+".>", func(m *nats.Msg) {
+		var ev struct {
+			AttemptID string `json:"attempt_id"`
+		}
+		if json.Unmarshal(m.Data, &ev) == nil && ev.AttemptID != "" {
+			d.done(ev.AttemptID)
+		}
+	})
+	if err != nil {
+		_ = direct.Unsubscribe()
+		return nil, err
+	}
+	d.subs = []*nats.Subscription{direct, events}
 	return d, nil
 }
 
-// Expect registers an attempt before it is published; the returned wait
-// blocks until the attempt is decided or ctx ends, and reports which.
-func (d *Decisions) Expect(attemptID string) (wait func(context.Context) bool) {
-	ch := make(chan struct{})
+func (d *Decisions) done(attemptID string) {
 	d.mu.Lock()
-	d.waiting[attemptID] = ch
+	ch := d.waiting[attemptID]
+	delete(d.waiting, attemptID)
 	d.mu.Unlock()
-	return func(ctx context.Context) bool {
-		select {
-		case <-ch:
-			return true
-		case <-ctx.Done():
-			d.mu.Lock()
-			delete(d.waiting, attemptID)
-			d.mu.Unlock()
-			return false
-		}
+	if ch != nil {
+		close(ch)
 	}
 }
 
-// Forget drops an attempt that will not be published after all.
-func (d *Decisions) Forget(attemptID string) {
+// Close stops watching.
+func (d *Decisions) Close() error {
+	for _, s := range d.subs {
+		_ = s.Unsubscribe()
+	}
+	return nil
+}
+
+// PublishAttempt publishes an answer attempt durably (its message id is
+// "attempt-" and its attempt id) and, when d is not nil, waits until the
+// runtime has decided it or ctx ends. It reports whether the decision
+// came; after an error nothing was published that needs waiting for.
+func (d *Decisions) PublishAttempt(ctx context.Context, js jetstream.JetStream, at *AnswerAttempt) (decided bool, err error) {
+	data, err := json.Marshal(at)
+	if err != nil {
+		return false, err
+	}
+	msg := &nats.Msg{
+		Subject: AnswerSubject(at.Tenant, at.JobID),
+		Data:    data,
+		Header:  nats.Header{},
+	}
+	var ch chan struct{}
+	if d != nil {
+		msg.Header.Set(HeaderDecidedTo, d.inbox)
+		ch = make(chan struct{})
+		d.mu.Lock()
+		d.waiting[at.AttemptID] = ch
+		d.mu.Unlock()
+	}
+	if _, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID("attempt-"+at.AttemptID)); err != nil {
+		if d != nil {
+			d.forget(at.AttemptID)
+		}
+		return false, fmt.Errorf("nats: publish %s: %w", msg.Subject, err)
+	}
+	if d == nil {
+		return false, nil
+	}
+	select {
+	case <-ch:
+		return true, nil
+	case <-ctx.Done():
+		d.forget(at.AttemptID)
+		return false, nil
+	}
+}
+
+func (d *Decisions) forget(attemptID string) {
 	d.mu.Lock()
 	delete(d.waiting, attemptID)
 	d.mu.Unlock()

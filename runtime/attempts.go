@@ -30,6 +30,7 @@ type attemptItem struct {
 	checked *bridge.CheckedAnswer
 	ref     *refusal
 	settle  *store.Settlement
+	notify  []string // subjects to tell once decided (bridge.HeaderDecidedTo)
 }
 
 // parseAttempt reads an attempt; nil means it is unusable and dropped.
@@ -40,6 +41,9 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 		return nil
 	}
 	it := &attemptItem{tenant: tenant, job: job}
+	if to := msg.Headers().Get(bridge.HeaderDecidedTo); bridge.ValidNotifySubject(to) {
+		it.notify = []string{to}
+	}
 	a := &it.a
 	if err := json.Unmarshal(msg.Data(), a); err != nil {
 		r.log.Warn("malformed answer attempt dropped", "subject", msg.Subject(), "err", err)
@@ -73,13 +77,17 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) error {
 	now := time.Now().UTC()
 	var items []*attemptItem
-	ids := map[string]bool{}
+	byID := map[string]*attemptItem{}
 	for _, m := range msgs {
 		it := r.parseAttempt(m)
-		if it == nil || ids[it.a.AttemptID] {
+		if it == nil {
 			continue
 		}
-		ids[it.a.AttemptID] = true
+		if first := byID[it.a.AttemptID]; first != nil {
+			first.notify = append(first.notify, it.notify...)
+			continue
+		}
+		byID[it.a.AttemptID] = it
 		items = append(items, it)
 	}
 	if len(items) == 0 {
@@ -125,7 +133,21 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 		r.log.Info("answer refused", "tenant", it.a.Tenant, "job", it.a.JobID, "question", it.a.QuestionID, "by", it.a.By, "reason", it.ref.reason)
 	}
 	r.wakeRelay()
+	r.notifyDecided(items)
 	return nil
+}
+
+// notifyDecided tells the front-ends that asked (bridge.HeaderDecidedTo)
+// that their attempts are decided and committed, duplicates included. It
+// is best effort: the decision's event tells them too.
+func (r *Runtime) notifyDecided(items []*attemptItem) {
+	for _, it := range items {
+		for _, to := range it.notify {
+			if err := r.nc.Publish(to, []byte(it.a.AttemptID)); err != nil {
+				r.log.Debug("tell a front-end its attempt is decided", "attempt", it.a.AttemptID, "err", err)
+			}
+		}
+	}
 }
 
 // decide runs the checks; it returns the question and the messages

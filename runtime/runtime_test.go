@@ -12,6 +12,8 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 var roles = runtime.Roles{
@@ -349,5 +351,59 @@ func TestApprovals(t *testing.T) {
 	if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: denied. Reason: too risky." ||
 		string(out.Answer) != `"denied"` || out.Comment != "too risky" {
 		t.Fatalf("denied: %+v", out)
+	}
+}
+
+// TestFrontEndToldOnceCommitted checks the runtime tells an attempt's
+// bridge.HeaderDecidedTo subject once the decision is committed: the
+// question already reads answered, or the refusal is on record, when the
+// word arrives. A copy of the attempt in the same or a later batch is
+// told too.
+func TestFrontEndToldOnceCommitted(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	ch := ask(t, env, choiceQuestion("job-n"))
+	nc := env.Conn(t)
+	inbox := nc.NewInbox()
+	told, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	send := func(id, msgID string) {
+		t.Helper()
+		data, _ := json.Marshal(bridge.AnswerAttempt{Tenant: "acme", JobID: "job-n", QuestionID: "q-1", AttemptID: id, Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+		msg := &nats.Msg{Subject: bridge.AnswerSubject("acme", "job-n"), Data: data, Header: nats.Header{bridge.HeaderDecidedTo: []string{inbox}}}
+		if _, err := env.NATS.JS.PublishMsg(context.Background(), msg, jetstream.WithMsgID(msgID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func() string {
+		t.Helper()
+		m, err := told.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("not told: %v", err)
+		}
+		return string(m.Data)
+	}
+
+	send("n1", "m1")
+	if got := next(); got != "n1" {
+		t.Fatalf("told %q, want n1", got)
+	}
+	if st := show(t, env, "slack:UADMIN", "job-n", "q-1").Question.State; st != bridge.StateAnswered {
+		t.Fatalf("told before the decision was committed: state %s", st)
+	}
+	if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered {
+		t.Fatalf("outcome = %+v", out)
+	}
+	send("n2", "m2") // refused: already answered
+	if got := next(); got != "n2" {
+		t.Fatalf("told %q, want n2", got)
+	}
+	send("n1", "m3") // the first attempt again, as a retry past the duplicate window
+	if got := next(); got != "n1" {
+		t.Fatalf("told %q, want n1 again", got)
 	}
 }

@@ -347,19 +347,12 @@ func (b *Bot) replyTo(in *discordgo.Interaction) map[string]string {
 }
 
 func (b *Bot) publishAttempt(ctx context.Context, at *bridge.AnswerAttempt) error {
-	var wait func(context.Context) bool
-	if b.decided != nil {
-		wait = b.decided.Expect(at.AttemptID)
-	}
-	err := bridge.Publish(ctx, b.o.NATS.JS, bridge.AnswerSubject(at.Tenant, at.JobID), "attempt-"+at.AttemptID, at)
+	decided, err := b.decided.PublishAttempt(ctx, b.o.NATS.JS, at)
 	if err != nil {
-		if b.decided != nil {
-			b.decided.Forget(at.AttemptID)
-		}
 		b.log.Error("discord: cannot publish the answer attempt", "attempt", at.AttemptID, "tenant", at.Tenant, "job", at.JobID, "err", err)
 		return err
 	}
-	if wait != nil && !wait(ctx) {
+	if b.decided != nil && !decided {
 		// Discord's time is up; the attempt is in JetStream and will be decided.
 		b.log.Warn("discord: answered an interaction before its decision", "attempt", at.AttemptID)
 	}

@@ -224,24 +224,17 @@ func (b *Bot) attempt(cb *slack.InteractionCallback, r blockkit.Ref, to map[stri
 // publishAttempt proposes the attempt to the runtime. Its message id is
 // the attempt id, so Slack's retries of one interaction are one attempt.
 func (b *Bot) publishAttempt(ctx context.Context, at bridge.AnswerAttempt, to map[string]string) bool {
-	var wait func(context.Context) bool
-	if b.decided != nil {
-		wait = b.decided.Expect(at.AttemptID)
-	}
-	err := bridge.Publish(ctx, b.js, bridge.AnswerSubject(at.Tenant, at.JobID), "attempt-"+at.AttemptID, at)
-	if err == nil && wait != nil && !wait(ctx) {
-		// Slack's time is up; the attempt is in JetStream and will be decided.
-		b.log.WarnContext(ctx, "slack: answered a click before its decision", "attempt", at.AttemptID)
-	}
+	decided, err := b.decided.PublishAttempt(ctx, b.js, &at)
 	if err != nil {
-		if b.decided != nil {
-			b.decided.Forget(at.AttemptID)
-		}
 		b.log.ErrorContext(ctx, "slack: could not publish an answer attempt", "job", at.JobID, "question", at.QuestionID, "err", err)
 		if to != nil {
 			b.say(to, "askbridge could not record your answer just now. Please try again in a moment.")
 		}
 		return false
+	}
+	if b.decided != nil && !decided {
+		// Slack's time is up; the attempt is in JetStream and will be decided.
+		b.log.WarnContext(ctx, "slack: answered a click before its decision", "attempt", at.AttemptID)
 	}
 	return true
 }

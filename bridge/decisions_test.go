@@ -1,0 +1,112 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+func TestValidNotifySubject(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"_INBOX.abc", true},
+		{"a", true},
+		{"", false},
+		{"_INBOX.*", false},
+		{"_INBOX.>", false},
+		{"_INBOX..x", false},
+		{".x", false},
+		{"x.", false},
+		{"has space", false},
+		{"tab\there", false},
+	} {
+		if got := ValidNotifySubject(tc.s); got != tc.want {
+			t.Errorf("ValidNotifySubject(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}
+
+// TestPublishAttemptWaits plays the runtime: it reads attempts from the
+// answers stream's subject and tells the header's inbox, or announces the
+// decision as an event, and checks each ends the wait.
+func TestPublishAttemptWaits(t *testing.T) {
+	n := startNATS(t)
+	d, err := WatchDecisions(n.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	viaEvent := map[string]bool{"by-event": true}
+	sub, err := n.Conn.Subscribe(PrefixAnswer+".>", func(m *nats.Msg) {
+		var a AnswerAttempt
+		if err := json.Unmarshal(m.Data, &a); err != nil {
+			t.Errorf("attempt on the bus: %v", err)
+			return
+		}
+		if a.AttemptID == "ignored" {
+			return
+		}
+		if viaEvent[a.AttemptID] {
+			ev, _ := json.Marshal(Event{Type: EventRefused, Tenant: a.Tenant, JobID: a.JobID, AttemptID: a.AttemptID})
+			_ = n.Conn.Publish(EventSubject(a.Tenant, a.JobID), ev)
+			return
+		}
+		to := m.Header.Get(HeaderDecidedTo)
+		if a.AttemptID == "no-waiting" {
+			if to != "" {
+				t.Errorf("a nil Decisions asked to be told at %q", to)
+			}
+			return
+		}
+		if !ValidNotifySubject(to) {
+			t.Errorf("attempt %s: %s = %q", a.AttemptID, HeaderDecidedTo, to)
+			return
+		}
+		_ = n.Conn.Publish(to, []byte(a.AttemptID))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := n.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		id      string
+		d       *Decisions
+		timeout time.Duration
+		want    bool
+	}{
+		{"told", d, 10 * time.Second, true},
+		{"by-event", d, 10 * time.Second, true},
+		{"ignored", d, 200 * time.Millisecond, false},
+		{"no-waiting", nil, 10 * time.Second, false},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+		a := &AnswerAttempt{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", AttemptID: tc.id, Answer: json.RawMessage(`"red"`), By: "slack:U1"}
+		decided, err := tc.d.PublishAttempt(ctx, n.JS, a)
+		cancel()
+		if err != nil || decided != tc.want {
+			t.Errorf("PublishAttempt(%s) = %v, %v; want %v, nil", tc.id, decided, err, tc.want)
+		}
+	}
+	info, err := n.JS.Stream(context.Background(), StreamAnswers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.CachedInfo().State.Msgs; got != 4 {
+		t.Errorf("answers stream holds %d attempts, want 4", got)
+	}
+	d.mu.Lock()
+	left := len(d.waiting)
+	d.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d waits left behind", left)
+	}
+}
