@@ -31,7 +31,15 @@ type NATSOptions struct {
 	SyncInterval time.Duration
 	// Replicas is the stream replica count on a cluster (1 when embedded).
 	Replicas int
-	Name     string
+	// RelayedAsync, for the embedded server only, writes the streams that
+	// the runtime fills from its outbox (events and resumes) without a
+	// per-message fsync, even with SyncAlways: JetStream's async persist
+	// mode, synced every SyncInterval. The outbox keeps each row until the
+	// server has surely synced it (runtime.Options.MarkSentAfter) and
+	// publishes a lost one again, so those streams need not pay an fsync
+	// per message. Streams created before keep the mode they have.
+	RelayedAsync bool
+	Name         string
 }
 
 // NATS is a connection with JetStream, and the embedded server when there is one.
@@ -73,11 +81,12 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 		return nil, fmt.Errorf("nats: jetstream: %w", err)
 	}
 	n.JS = js
-	replicas := o.Replicas
+	so := StreamOptions{Replicas: o.Replicas}
 	if n.Server != nil {
-		replicas = 1 // one embedded server holds one copy
+		so.Replicas = 1 // one embedded server holds one copy
+		so.RelayedAsync = o.RelayedAsync
 	}
-	if err := EnsureStreams(ctx, js, replicas); err != nil {
+	if err := EnsureStreams(ctx, js, so); err != nil {
 		n.Close()
 		return nil, err
 	}
@@ -132,7 +141,7 @@ func StartEmbedded(o NATSOptions) (*server.Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 	}
-	if !o.SyncAlways && o.SyncInterval > 0 {
+	if (!o.SyncAlways || o.RelayedAsync) && o.SyncInterval > 0 {
 		sopts.SyncInterval = o.SyncInterval
 	}
 	ns, err := server.NewServer(sopts)
@@ -149,16 +158,18 @@ func StartEmbedded(o NATSOptions) (*server.Server, error) {
 
 // streamSpecs are askbridge's durable subjects. Resumes and questions are
 // kept long enough for an agent that was down for days to re-attach.
+// relayed marks the streams only the runtime's outbox relay fills.
 var streamSpecs = []struct {
 	name, subjects string
 	maxAge         time.Duration
+	relayed        bool
 }{
-	{StreamQuestions, PrefixQuestion + ".>", 30 * 24 * time.Hour},
-	{StreamCancels, PrefixCancel + ".>", 30 * 24 * time.Hour},
-	{StreamAnswers, PrefixAnswer + ".>", 30 * 24 * time.Hour},
-	{StreamEvents, PrefixEvent + ".>", 7 * 24 * time.Hour},
-	{StreamResumes, PrefixResume + ".>", 30 * 24 * time.Hour},
-	{StreamDelivery, PrefixDelivery + ".>", 7 * 24 * time.Hour},
+	{StreamQuestions, PrefixQuestion + ".>", 30 * 24 * time.Hour, false},
+	{StreamCancels, PrefixCancel + ".>", 30 * 24 * time.Hour, false},
+	{StreamAnswers, PrefixAnswer + ".>", 30 * 24 * time.Hour, false},
+	{StreamEvents, PrefixEvent + ".>", 7 * 24 * time.Hour, true},
+	{StreamResumes, PrefixResume + ".>", 30 * 24 * time.Hour, true},
+	{StreamDelivery, PrefixDelivery + ".>", 7 * 24 * time.Hour, false},
 }
 
 // StreamNames lists the streams EnsureStreams creates.
@@ -173,14 +184,21 @@ func StreamNames() []string {
 // DuplicateWindow is how long JetStream remembers a Nats-Msg-Id.
 const DuplicateWindow = 10 * time.Minute
 
+// StreamOptions shape the streams EnsureStreams makes.
+type StreamOptions struct {
+	Replicas int
+	// RelayedAsync: see NATSOptions.RelayedAsync. It applies to a new
+	// stream with one replica only.
+	RelayedAsync bool
+}
+
 // EnsureStreams creates or updates askbridge's streams; safe to call from
-// every replica at every start.
-func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
-	if replicas < 1 {
-		replicas = 1
-	}
+// every replica at every start. An existing stream keeps its persist mode,
+// which JetStream does not let an update change.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
+	replicas := max(o.Replicas, 1)
 	for _, s := range streamSpecs {
-		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		cfg := jetstream.StreamConfig{
 			Name:       s.name,
 			Subjects:   []string{s.subjects},
 			Storage:    jetstream.FileStorage,
@@ -188,7 +206,18 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 			MaxAge:     s.maxAge,
 			Duplicates: DuplicateWindow,
 			Replicas:   replicas,
-		})
+		}
+		if s.relayed && o.RelayedAsync && replicas == 1 {
+			cfg.PersistMode = jetstream.AsyncPersistMode
+		}
+		existing, err := js.Stream(ctx, s.name)
+		switch {
+		case err == nil:
+			cfg.PersistMode = existing.CachedInfo().Config.PersistMode
+		case !errors.Is(err, jetstream.ErrStreamNotFound):
+			return fmt.Errorf("nats: stream %s: %w", s.name, err)
+		}
+		_, err = js.CreateOrUpdateStream(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("nats: stream %s: %w", s.name, err)
 		}

@@ -58,7 +58,7 @@ func TestNATS(t *testing.T) {
 
 	t.Run("EnsureStreams is idempotent", func(t *testing.T) {
 		for range 2 {
-			if err := EnsureStreams(ctx, n.JS, 1); err != nil {
+			if err := EnsureStreams(ctx, n.JS, StreamOptions{Replicas: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -161,7 +161,7 @@ func TestCheckStreamsReportsMissing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "nats: stream ASK_EVENTS") || !errors.Is(err, jetstream.ErrStreamNotFound) {
 		t.Errorf("CheckStreams = %v, want ASK_EVENTS not found", err)
 	}
-	if err := EnsureStreams(ctx, n.JS, 0); err != nil {
+	if err := EnsureStreams(ctx, n.JS, StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := CheckStreams(ctx, n.JS); err != nil {
@@ -187,5 +187,75 @@ func TestConnectNATSUnreachable(t *testing.T) {
 	_, err := ConnectNATS(ctx, NATSOptions{URL: "nats://127.0.0.1:1"})
 	if err == nil || !strings.HasPrefix(err.Error(), "nats: connect:") {
 		t.Errorf("ConnectNATS to a closed port = %v", err)
+	}
+}
+
+// TestRelayedAsync checks which streams are written without a per-message
+// fsync: only the two the outbox fills, only when asked, and a stream that
+// exists keeps its mode (JetStream refuses to change it).
+func TestRelayedAsync(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	modes := func(n *NATS) map[string]jetstream.PersistModeType {
+		t.Helper()
+		got := map[string]jetstream.PersistModeType{}
+		for _, name := range StreamNames() {
+			s, err := n.JS.Stream(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[name] = s.CachedInfo().Config.PersistMode
+		}
+		return got
+	}
+	dir := t.TempDir()
+	n, err := ConnectNATS(ctx, NATSOptions{StoreDir: dir, Listen: "127.0.0.1:0", SyncAlways: true, SyncInterval: time.Second, RelayedAsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := modes(n)
+	for _, name := range StreamNames() {
+		want := jetstream.DefaultPersistMode
+		if name == StreamEvents || name == StreamResumes {
+			want = jetstream.AsyncPersistMode
+		}
+		if got[name] != want {
+			t.Errorf("%s: persist mode %v, want %v", name, got[name], want)
+		}
+	}
+	// Publishing and reading back works in both modes.
+	if err := Publish(ctx, n.JS, ResumeSubject("acme", "job-1"), "r1", Resume{Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}); err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+
+	// The same data dir without the option: the streams keep their modes.
+	n, err = ConnectNATS(ctx, NATSOptions{StoreDir: dir, Listen: "127.0.0.1:0", SyncAlways: true})
+	if err != nil {
+		t.Fatalf("restart without RelayedAsync: %v", err)
+	}
+	if again := modes(n); again[StreamEvents] != jetstream.AsyncPersistMode || again[StreamQuestions] != jetstream.DefaultPersistMode {
+		t.Errorf("after restart: %v", again)
+	}
+	s, err := n.JS.Stream(ctx, StreamResumes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := s.CachedInfo().State.Msgs; msgs != 1 {
+		t.Errorf("resumes stream holds %d messages after a clean restart, want 1", msgs)
+	}
+	n.Close()
+
+	// A stream made without the option keeps the default when it is asked later.
+	dir2 := t.TempDir()
+	for _, relayed := range []bool{false, true} {
+		n, err = ConnectNATS(ctx, NATSOptions{StoreDir: dir2, Listen: "127.0.0.1:0", RelayedAsync: relayed})
+		if err != nil {
+			t.Fatalf("RelayedAsync %v: %v", relayed, err)
+		}
+		if m := modes(n); m[StreamEvents] != jetstream.DefaultPersistMode {
+			t.Errorf("RelayedAsync %v on an existing default stream: %v", relayed, m[StreamEvents])
+		}
+		n.Close()
 	}
 }

@@ -74,9 +74,12 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	}
 	// With ASK_NATS_SYNC=interval the embedded JetStream fsyncs once a
 	// second, and durability moves to the store: clicks are acknowledged
-	// after their decision is committed, and outcomes stay in the outbox
-	// until JetStream has surely synced them (see README).
-	lazy := cfg.NATSSync == "interval" && cfg.NATSURL == ""
+	// after their decision is committed (see README). In both modes the
+	// embedded streams the outbox fills (events, resumes) are synced once a
+	// second rather than per message, and outcomes stay in the outbox until
+	// JetStream has surely synced them.
+	embedded := cfg.NATSURL == ""
+	lazy := cfg.NATSSync == "interval" && embedded
 	s.nats, err = bridge.ConnectNATS(ctx, bridge.NATSOptions{
 		URL:          cfg.NATSURL,
 		Creds:        cfg.NATSCreds,
@@ -84,6 +87,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		StoreDir:     filepath.Join(cfg.DataDir, "nats"),
 		SyncAlways:   cfg.NATSSync == "always",
 		SyncInterval: embeddedSyncInterval,
+		RelayedAsync: embedded,
 		Replicas:     cfg.NATSReplicas,
 	})
 	if err != nil {
@@ -120,7 +124,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		Logger:     log,
 		Registerer: reg,
 	}
-	if lazy {
+	if embedded {
 		rtOpts.MarkSentAfter = 3 * embeddedSyncInterval
 	}
 	s.rt, err = runtime.New(rtOpts)
