@@ -22,7 +22,7 @@ import (
 // the resume published back through the outbox. Questions are asked
 // before the timer starts.
 func BenchmarkAnswerPath(b *testing.B) {
-	env := testenv.Start(b, testenv.Options{Roles: roles, SyncAlways: os.Getenv("BENCH_SYNC") != "0"})
+	env := testenv.Start(b, testenv.Options{Roles: roles, SyncAlways: os.Getenv("BENCH_SYNC") != "0", Served: true})
 	ctx := context.Background()
 	nc := env.NATS.Conn
 	var resumed atomic.Int64

@@ -42,6 +42,11 @@ type Options struct {
 	SyncAlways bool
 	// MarkSentAfter is passed to the runtime.
 	MarkSentAfter time.Duration
+	// Served sets up NATS and the relay as serve does for the embedded
+	// server: events and resumes synced once a second
+	// (bridge.NATSOptions.RelayedAsync), rows marked sent three seconds
+	// after publishing. It overrides MarkSentAfter.
+	Served bool
 }
 
 // Env is a running core.
@@ -80,7 +85,12 @@ func start(o Options, tempDir func() string) (*Env, error) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ctx := context.Background()
-	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats"), SyncAlways: o.SyncAlways})
+	nopts := bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats"), SyncAlways: o.SyncAlways}
+	if o.Served {
+		nopts.SyncInterval, nopts.RelayedAsync = time.Second, true
+		o.MarkSentAfter = 3 * time.Second
+	}
+	n, err := bridge.ConnectNATS(ctx, nopts)
 	if err != nil {
 		return nil, err
 	}
