@@ -11,16 +11,20 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// HeaderDecidedTo on an answer attempt names a core NATS subject that the
+// HeaderDecidedTo on an answer attempt names a core NATS inbox that the
 // runtime tells, with the attempt id as the body, once its decision on
 // the attempt is committed. It spares a front-end that waits for the
 // decision the trip through the outbox and the events stream.
 const HeaderDecidedTo = "Ask-Decided-To"
 
-// ValidNotifySubject reports whether s may be published to: a literal
-// subject, no wildcards, no spaces.
+// ValidNotifySubject reports whether the runtime may publish to s: a
+// literal subject under "_INBOX.", no wildcards, no spaces. The header
+// comes from whoever published the attempt, and the runtime's own NATS
+// permissions must not become theirs: a subject such as
+// "$JS.API.STREAM.DELETE.ASK_QUESTIONS" or one of askbridge's streams
+// is refused.
 func ValidNotifySubject(s string) bool {
-	if s == "" || len(s) > 256 || strings.ContainsAny(s, "*> \t\r\n") {
+	if !strings.HasPrefix(s, "_INBOX.") || len(s) > 256 || strings.ContainsAny(s, "*> \t\r\n") {
 		return false
 	}
 	for _, tok := range strings.Split(s, ".") {

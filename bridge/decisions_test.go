@@ -15,7 +15,12 @@ func TestValidNotifySubject(t *testing.T) {
 		want bool
 	}{
 		{"_INBOX.abc", true},
-		{"a", true},
+		{"_INBOX.abc.def", true},
+		{"a", false},
+		{"_INBOX", false},
+		{"_INBOX.", false},
+		{"$JS.API.STREAM.DELETE.ASK_QUESTIONS", false},
+		{"ask.v1.resume.acme.job-1", false},
 		{"", false},
 		{"_INBOX.*", false},
 		{"_INBOX.>", false},

@@ -371,13 +371,17 @@ func TestFrontEndToldOnceCommitted(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	send := func(id, msgID string) {
+	sendTo := func(id, msgID, to string) {
 		t.Helper()
 		data, _ := json.Marshal(bridge.AnswerAttempt{Tenant: "acme", JobID: "job-n", QuestionID: "q-1", AttemptID: id, Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
-		msg := &nats.Msg{Subject: bridge.AnswerSubject("acme", "job-n"), Data: data, Header: nats.Header{bridge.HeaderDecidedTo: []string{inbox}}}
+		msg := &nats.Msg{Subject: bridge.AnswerSubject("acme", "job-n"), Data: data, Header: nats.Header{bridge.HeaderDecidedTo: []string{to}}}
 		if _, err := env.NATS.JS.PublishMsg(context.Background(), msg, jetstream.WithMsgID(msgID)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	send := func(id, msgID string) {
+		t.Helper()
+		sendTo(id, msgID, inbox)
 	}
 	next := func() string {
 		t.Helper()
@@ -405,5 +409,23 @@ func TestFrontEndToldOnceCommitted(t *testing.T) {
 	send("n1", "m3") // the first attempt again, as a retry past the duplicate window
 	if got := next(); got != "n1" {
 		t.Fatalf("told %q, want n1 again", got)
+	}
+
+	// A subject outside _INBOX. is never published to: the header comes
+	// from whoever published the attempt, not from the runtime.
+	evil, err := nc.SubscribeSync("evil.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	sendTo("n3", "m4", "evil.told")
+	send("n4", "m5") // decided after n3
+	if got := next(); got != "n4" {
+		t.Fatalf("told %q, want n4", got)
+	}
+	if m, err := evil.NextMsg(100 * time.Millisecond); err == nil {
+		t.Fatalf("the runtime published %q to %s", m.Data, m.Subject)
 	}
 }
