@@ -296,8 +296,33 @@ func (b *Bot) report(ctx context.Context, r blockkit.Ref, msg *bridge.MessageRef
 // onSettled records how the question ended and updates its card: controls
 // removed, one context line. If the card is not posted yet, the poster
 // applies the outcome when it finishes.
+//
+// A card already posted is updated in Slack first and then recorded as
+// settled and updated in one write: a crash in between redelivers the
+// event, and the update, which is idempotent, runs again.
 func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event) error {
 	ref := refOf(ev)
+	key := cardKey(ref)
+	var cur card
+	rev, err := getJSON(ctx, b.kv, key, &cur)
+	if err != nil {
+		return err
+	}
+	if rev != 0 && cur.TS != "" && cur.Outcome == "" {
+		n := cur
+		n.Outcome = blockkit.OutcomeLine(ev, cur.Question)
+		if n.Updated, err = b.showSettled(ctx, ref, &n); err != nil {
+			return err
+		}
+		switch _, err := putJSON(ctx, b.kv, key, rev, &n); {
+		case err == nil:
+			b.remember(key, &n)
+			return nil
+		case err != errConflict:
+			return err
+		}
+		// The record changed meanwhile: settle it the general way.
+	}
 	var mustUpdate bool
 	rec, err := b.updateCard(ctx, ref, func(c *card) *card {
 		mustUpdate = false
@@ -337,18 +362,7 @@ func (b *Bot) refreshCard(ctx context.Context, ref blockkit.Ref) error {
 	if err != nil || rec == nil || rec.TS == "" || rec.Outcome == "" || rec.Updated {
 		return err
 	}
-	blocks, text := blockkit.SettledMessage(b.cardView(rec, ref), rec.Outcome)
-	err = b.call(ctx, "chat.update", rec.Channel, func(ctx context.Context) error {
-		_, _, _, err := b.api.UpdateMessageContext(ctx, rec.Channel, rec.TS, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
-		return err
-	})
-	if err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) && !ae.Transient {
-			// The card is gone or unreachable; nothing to retry.
-			b.log.WarnContext(ctx, "slack: could not update a card", "job", ref.JobID, "question", ref.QuestionID, "slack_error", ae.Code)
-			return nil
-		}
+	if done, err := b.showSettled(ctx, ref, rec); err != nil || !done {
 		return err
 	}
 	_, err = b.updateCard(ctx, ref, func(c *card) *card {
@@ -360,6 +374,26 @@ func (b *Bot) refreshCard(ctx context.Context, ref blockkit.Ref) error {
 		return &n
 	})
 	return err
+}
+
+// showSettled rewrites the card of rec in Slack with its outcome. It
+// reports whether the card shows it; an error means try again later.
+func (b *Bot) showSettled(ctx context.Context, ref blockkit.Ref, rec *card) (bool, error) {
+	blocks, text := blockkit.SettledMessage(b.cardView(rec, ref), rec.Outcome)
+	err := b.call(ctx, "chat.update", rec.Channel, func(ctx context.Context) error {
+		_, _, _, err := b.api.UpdateMessageContext(ctx, rec.Channel, rec.TS, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
+		return err
+	})
+	if err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && !ae.Transient {
+			// The card is gone or unreachable; nothing to retry.
+			b.log.WarnContext(ctx, "slack: could not update a card", "job", ref.JobID, "question", ref.QuestionID, "slack_error", ae.Code)
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 // Keys of an attempt's reply_to, echoed on refusals.

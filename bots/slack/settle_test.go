@@ -1,0 +1,102 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/askbridge/askbridge/blockkit"
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/runtime"
+)
+
+// answered clicks the card of q and returns the answered event.
+func answered(t *testing.T, h *harness, events *collector[bridge.Event], q *bridge.Question, trigger string) bridge.Event {
+	t.Helper()
+	card := h.posted(t, q.QuestionID)
+	ts := h.cardTS(t, q)
+	if resp, body := h.interact(h.fake.click("U0KEV", "kevin", trigger, "C0123", ts, actionsBlock(card), "choice.1", "blue", "")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("click: %d %s", resp.StatusCode, body)
+	}
+	var ev bridge.Event
+	checkFor(t, wait, tick, func() error {
+		for _, e := range events.All() {
+			if e.Type == bridge.EventAnswered && e.QuestionID == q.QuestionID {
+				ev = e
+				return nil
+			}
+		}
+		return fmt.Errorf("no answered event for %s", q.QuestionID)
+	})
+	return ev
+}
+
+func updatesOf(h *harness, ts string) int {
+	n := 0
+	for _, c := range h.fake.Calls("chat.update") {
+		if c.Str("ts") == ts {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSettledCardUpdatedOnce checks a posted card is updated in Slack
+// once and recorded settled and updated, and that the event delivered
+// again (as after a crash) changes nothing.
+func TestSettledCardUpdatedOnce(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	events := collect[bridge.Event](t, env.NATS, bridge.PrefixEvent+".>")
+	q := question("job-so", "q-so")
+	publishQuestion(t, env, q)
+	ev := answered(t, h, events, q, "trig-so")
+	ts := h.cardTS(t, q)
+	h.updated(t, ts, "Answered by @kevin: blue")
+	var rec *card
+	checkFor(t, wait, tick, func() error {
+		var err error
+		rec, err = h.bot.loadCard(context.Background(), blockkit.RefOf(q))
+		if err != nil || rec == nil || !rec.Updated {
+			return fmt.Errorf("card record %+v (%v), want it updated", rec, err)
+		}
+		return nil
+	})
+	if rec.Outcome != "Answered by @kevin: blue" || rec.TS != ts {
+		t.Fatalf("card record %+v", rec)
+	}
+	if err := h.bot.onSettled(context.Background(), &ev); err != nil {
+		t.Fatalf("event again: %v", err)
+	}
+	if n := updatesOf(h, ts); n != 1 {
+		t.Fatalf("%d chat.update calls of the card, want 1", n)
+	}
+}
+
+// TestSettledCardGoneFromSlack checks a card Slack no longer has is
+// recorded settled but not updated, after one try.
+func TestSettledCardGoneFromSlack(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	events := collect[bridge.Event](t, env.NATS, bridge.PrefixEvent+".>")
+	q := question("job-sg", "q-sg")
+	publishQuestion(t, env, q)
+	h.posted(t, q.QuestionID)
+	ts := h.cardTS(t, q)
+	h.fake.fail("chat.update", http.StatusOK, nil, `{"ok":false,"error":"message_not_found"}`)
+	answered(t, h, events, q, "trig-sg")
+	var rec *card
+	checkFor(t, wait, tick, func() error {
+		var err error
+		rec, err = h.bot.loadCard(context.Background(), blockkit.RefOf(q))
+		if err != nil || rec == nil || rec.Outcome == "" {
+			return fmt.Errorf("card record %+v (%v), want its outcome", rec, err)
+		}
+		return nil
+	})
+	if rec.Updated || rec.Outcome != "Answered by @kevin: blue" {
+		t.Fatalf("card record %+v, want the outcome and not updated", rec)
+	}
+	if n := updatesOf(h, ts); n != 1 {
+		t.Fatalf("%d chat.update calls of the card, want 1", n)
+	}
+}
