@@ -323,13 +323,40 @@ func (b *Bot) onOutcome(ctx context.Context, ev *bridge.Event) error {
 	}
 	key := cardKey(ev.Tenant, ev.JobID, ev.QuestionID, ev.TaskVersion)
 	init := card{Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: ev.QuestionID, TaskVersion: ev.TaskVersion}
-	c, err := b.updateCard(ctx, key, init, func(c *card) bool {
+	record := func(c *card) bool {
 		if c.Outcome != nil && c.Outcome.Type == o.Type && c.Outcome.At.Equal(o.At) {
 			return false
 		}
 		c.Outcome, c.Edited = o, false
 		return true
-	})
+	}
+	// A card we posted is edited first and then recorded settled and
+	// edited in one write; a crash in between redelivers the event, and
+	// the edit, which is idempotent, runs again.
+	var cur card
+	rev, found, err := getJSON(ctx, b.refs, key, &cur)
+	if err != nil {
+		return err
+	}
+	if found && cur.MessageID != "" && cur.Question != nil && record(&cur) {
+		if err := b.editSettled(ctx, &cur); err != nil {
+			// Keep the outcome, as the general way below does before editing.
+			if _, werr := b.updateCard(ctx, key, init, record); werr != nil {
+				return werr
+			}
+			return err
+		}
+		cur.Edited = true
+		if data, err := json.Marshal(cur); err != nil {
+			return fmt.Errorf("discord: encode %s: %w", key, err)
+		} else if _, err := b.refs.Update(ctx, key, data, rev); err == nil {
+			return nil
+		} else if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// The record changed meanwhile: settle it the general way.
+	}
+	c, err := b.updateCard(ctx, key, init, record)
 	if err != nil {
 		return err
 	}
