@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -227,5 +228,38 @@ func TestLazyMarkSentRepublishesOnceAfterRestart(t *testing.T) {
 	})
 	if resumes.Len() != 1 || events.EventTypes() != "asked,answered" {
 		t.Fatalf("%d resumes, events %s", resumes.Len(), events.EventTypes())
+	}
+}
+
+// TestCleanStopMarksPublishedRows checks the relay writes its gathered
+// marks when it stops: after a clean stop, every row JetStream
+// acknowledged is marked sent, so a restart publishes none again.
+func TestCleanStopMarksPublishedRows(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	for i := range 3 {
+		job := fmt.Sprintf("job-stop-%d", i)
+		ch := ask(t, env, choiceQuestion(job))
+		attempt(t, env, bridge.AnswerAttempt{JobID: job, QuestionID: "q-1", AttemptID: "st-" + job, Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+		if out := outcome(t, ch); out.Text != "The answer: red" {
+			t.Fatalf("outcome = %+v", out)
+		}
+	}
+	// Wait until the relay has seen the acknowledgements (published
+	// counts them), then stop at once, well within a marking period.
+	testenv.CheckFor(t, 10*time.Second, time.Millisecond, func() error {
+		if got := counters(t, env, "askbridge_outbox_published_total"); got != " 9" {
+			return fmt.Errorf("published %q, want 9", got)
+		}
+		return nil
+	})
+	dir := env.Dir
+	env.Stop()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "askbridge.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if n, err := st.OutboxBacklog(context.Background()); err != nil || n != 0 {
+		t.Fatalf("after a clean stop, %d rows not marked sent (%v)", n, err)
 	}
 }

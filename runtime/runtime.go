@@ -430,6 +430,7 @@ func (r *Runtime) relay(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
+			r.markOnExit()
 			return
 		case <-r.relayWake:
 		case <-tick.C:
@@ -538,6 +539,24 @@ func (r *Runtime) finishBatch(ctx context.Context, b *relayBatch) error {
 	}
 	r.metrics.published.Add(float64(len(sent)))
 	return failed
+}
+
+// markOnExit writes the marks that are due but still gathered, so a
+// clean restart publishes fewer rows again.
+func (r *Runtime) markOnExit() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for len(r.relayPending) > 0 {
+		before := len(r.relayPending)
+		r.relayLastMark = time.Time{}
+		if err := r.markDue(ctx, time.Now()); err != nil {
+			r.log.Warn("outbox relay: mark published rows sent at exit", "err", err)
+			return
+		}
+		if len(r.relayPending) == before {
+			return // the rest are not due yet
+		}
+	}
 }
 
 // markDue marks sent the published rows whose delay has passed. Each mark
