@@ -191,7 +191,7 @@ func (r *Runtime) apiStats(ctx context.Context, _ []byte) any {
 	if err != nil {
 		return bridge.StatsReply{Error: "stats: the store could not be read"}
 	}
-	backlog, err := r.st.OutboxBacklog(ctx)
+	backlog, err := r.backlog(ctx)
 	if err != nil {
 		return bridge.StatsReply{Error: "stats: the store could not be read"}
 	}

@@ -214,6 +214,21 @@ func TestLazyMarkSentRepublishesOnceAfterRestart(t *testing.T) {
 	if n, err := env.Store.OutboxBacklog(context.Background()); err != nil || n != 3 {
 		t.Fatalf("backlog %d, %v; want 3 rows published but not yet marked", n, err)
 	}
+	// The backlog an operator reads counts only what is not in JetStream.
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		msg, err := env.NATS.Conn.Request(bridge.APIStats, []byte(`{}`), 5*time.Second)
+		if err != nil {
+			return err
+		}
+		var reply bridge.StatsReply
+		if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.OutboxBacklog != 0 {
+			return fmt.Errorf("stats %s (%v), want outbox_backlog 0", msg.Data, err)
+		}
+		if got := gauge(t, env, "askbridge_outbox_backlog"); got != 0 {
+			return fmt.Errorf("askbridge_outbox_backlog %v, want 0", got)
+		}
+		return nil
+	})
 	dir := env.Dir
 	env.Stop()
 
@@ -262,4 +277,19 @@ func TestCleanStopMarksPublishedRows(t *testing.T) {
 	if n, err := st.OutboxBacklog(context.Background()); err != nil || n != 0 {
 		t.Fatalf("after a clean stop, %d rows not marked sent (%v)", n, err)
 	}
+}
+
+func gauge(t *testing.T, env *testenv.Env, name string) float64 {
+	t.Helper()
+	families, err := env.Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }

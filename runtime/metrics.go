@@ -23,9 +23,10 @@ type metrics struct {
 // storeCollector reads gauges from the store at scrape time, so nothing
 // keeps counts of all questions in memory.
 type storeCollector struct {
-	st      Store
-	byState *prometheus.Desc
-	backlog *prometheus.Desc
+	st        Store
+	backlogOf func(context.Context) (int64, error)
+	byState   *prometheus.Desc
+	backlog   *prometheus.Desc
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -41,12 +42,12 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.byState, prometheus.GaugeValue, float64(n), state)
 		}
 	}
-	if n, err := c.st.OutboxBacklog(ctx); err == nil {
+	if n, err := c.backlogOf(ctx); err == nil {
 		ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(n))
 	}
 }
 
-func newMetrics(reg prometheus.Registerer, st Store) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, st Store, backlog func(context.Context) (int64, error)) (*metrics, error) {
 	m := &metrics{
 		asked: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "askbridge_questions_asked_total", Help: "Questions recorded.",
@@ -83,9 +84,10 @@ func newMetrics(reg prometheus.Registerer, st Store) (*metrics, error) {
 	}
 	collectors := []prometheus.Collector{m.asked, m.invalid, m.settled, m.refusals, m.ladder, m.latency, m.published, m.deliveries, m.attempts,
 		&storeCollector{
-			st:      st,
-			byState: prometheus.NewDesc("askbridge_questions", "Questions by state.", []string{"state"}, nil),
-			backlog: prometheus.NewDesc("askbridge_outbox_backlog", "Outbox messages not yet published.", nil, nil),
+			st:        st,
+			backlogOf: backlog,
+			byState:   prometheus.NewDesc("askbridge_questions", "Questions by state.", []string{"state"}, nil),
+			backlog:   prometheus.NewDesc("askbridge_outbox_backlog", "Outbox messages not yet published.", nil, nil),
 		}}
 	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,7 +43,7 @@ type Store interface {
 
 	Unsent(ctx context.Context, afterID int64, limit int) ([]store.OutboxRow, error)
 	MarkSent(ctx context.Context, ids []int64, at time.Time) error
-	OutboxBacklog(ctx context.Context) (int64, error)
+	OutboxBacklogAfter(ctx context.Context, after int64) (int64, error)
 	PruneSent(ctx context.Context, before time.Time) (int64, error)
 	PruneAttempts(ctx context.Context, before time.Time) (int64, error)
 
@@ -102,7 +103,10 @@ type Runtime struct {
 	// row JetStream acknowledged with all before it, the last row published,
 	// the batch whose acknowledgements are awaited, and rows acknowledged
 	// but not yet marked sent.
-	relayHigh      int64
+	relayHigh int64
+	// acked is relayHigh for readers outside the relay: every row up to it
+	// is in JetStream, whether or not it is marked sent yet.
+	acked          atomic.Int64
 	relayPublished int64
 	relayInflight  []*relayBatch
 	relayPending   []publishedRow
@@ -169,21 +173,22 @@ func New(o Options) (*Runtime, error) {
 	if o.Consumer == "" {
 		o.Consumer = "runtime"
 	}
-	m, err := newMetrics(o.Registerer, o.Store)
-	if err != nil {
-		return nil, err
-	}
-	return &Runtime{
+	r := &Runtime{
 		o:         o,
 		log:       o.Logger.With("component", "runtime"),
 		js:        o.NATS.JS,
 		nc:        o.NATS.Conn,
 		st:        o.Store,
-		metrics:   m,
 		relayWake: make(chan struct{}, 1),
 		ladWake:   make(chan struct{}, 1),
 		ready:     make(chan struct{}),
-	}, nil
+	}
+	m, err := newMetrics(o.Registerer, o.Store, r.backlog)
+	if err != nil {
+		return nil, err
+	}
+	r.metrics = m
+	return r, nil
 }
 
 // Run consumes until ctx is done, then stops its consumers and returns.
@@ -536,9 +541,16 @@ func (r *Runtime) finishBatch(ctx context.Context, b *relayBatch) error {
 	}
 	if len(sent) > 0 {
 		r.relayHigh = sent[len(sent)-1]
+		r.acked.Store(r.relayHigh)
 	}
 	r.metrics.published.Add(float64(len(sent)))
 	return failed
+}
+
+// backlog counts the outbox rows not yet in JetStream; rows published
+// and only waiting to be marked sent do not count.
+func (r *Runtime) backlog(ctx context.Context) (int64, error) {
+	return r.st.OutboxBacklogAfter(ctx, r.acked.Load())
 }
 
 // markOnExit writes the marks that are due but still gathered, so a

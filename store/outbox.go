@@ -58,8 +58,14 @@ func (s *Store) MarkSent(ctx context.Context, ids []int64, at time.Time) error {
 
 // OutboxBacklog counts unsent rows.
 func (s *Store) OutboxBacklog(ctx context.Context) (int64, error) {
+	return s.OutboxBacklogAfter(ctx, 0)
+}
+
+// OutboxBacklogAfter counts unsent rows after row id after: the relay
+// knows every row up to some id is published and only waits to mark it.
+func (s *Store) OutboxBacklogAfter(ctx context.Context, after int64) (int64, error) {
 	var n int64
-	if err := s.rs.queryRow(ctx, "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL").Scan(&n); err != nil {
+	if err := s.rs.queryRow(ctx, "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL AND id > ?", after).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: outbox backlog: %w", err)
 	}
 	return n, nil
