@@ -74,10 +74,11 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	}
 	// With ASK_NATS_SYNC=interval the embedded JetStream fsyncs once a
 	// second, and durability moves to the store: clicks are acknowledged
-	// after their decision is committed (see README). In both modes the
-	// embedded streams the outbox fills (events, resumes) are synced once a
-	// second rather than per message, and outcomes stay in the outbox until
-	// JetStream has surely synced them.
+	// after their decision is committed (see README). In both modes
+	// outcomes stay in the outbox until the embedded JetStream has surely
+	// synced them, so with ASK_NATS_SYNC=always the streams only the outbox
+	// fills (events, resumes) need no fsync per message: they are synced
+	// once a second. (In interval mode every stream already is.)
 	embedded := cfg.NATSURL == ""
 	lazy := cfg.NATSSync == "interval" && embedded
 	s.nats, err = bridge.ConnectNATS(ctx, bridge.NATSOptions{
@@ -87,7 +88,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		StoreDir:     filepath.Join(cfg.DataDir, "nats"),
 		SyncAlways:   cfg.NATSSync == "always",
 		SyncInterval: embeddedSyncInterval,
-		RelayedAsync: embedded,
+		RelayedAsync: embedded && cfg.NATSSync == "always",
 		Replicas:     cfg.NATSReplicas,
 	})
 	if err != nil {

@@ -43,8 +43,8 @@ type Options struct {
 	// MarkSentAfter is passed to the runtime.
 	MarkSentAfter time.Duration
 	// Served sets up NATS and the relay as serve does for the embedded
-	// server: events and resumes synced once a second
-	// (bridge.NATSOptions.RelayedAsync), rows marked sent three seconds
+	// server: with SyncAlways, events and resumes synced once a second
+	// (bridge.NATSOptions.RelayedAsync); rows marked sent three seconds
 	// after publishing. It overrides MarkSentAfter.
 	Served bool
 }
@@ -87,7 +87,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 	ctx := context.Background()
 	nopts := bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats"), SyncAlways: o.SyncAlways}
 	if o.Served {
-		nopts.SyncInterval, nopts.RelayedAsync = time.Second, true
+		nopts.SyncInterval, nopts.RelayedAsync = time.Second, o.SyncAlways
 		o.MarkSentAfter = 3 * time.Second
 	}
 	n, err := bridge.ConnectNATS(ctx, nopts)
