@@ -45,15 +45,22 @@ func ValidNotifySubject(s string) bool {
 // read the header still ends the wait.
 type Decisions struct {
 	mu      sync.Mutex
-	waiting map[string]chan struct{}
+	waiting map[string]*waiter
 	inbox   string
 	subs    []*nats.Subscription
+}
+
+// waiter is everyone waiting for one attempt id: a platform's retry of an
+// interaction carries the same id, and JetStream keeps one copy of it.
+type waiter struct {
+	ch chan struct{}
+	n  int
 }
 
 // WatchDecisions subscribes to a fresh inbox and to every event; only
 // attempt ids are read.
 func WatchDecisions(nc *nats.Conn) (*Decisions, error) {
-	d := &Decisions{waiting: map[string]chan struct{}{}, inbox: nc.NewInbox()}
+	d := &Decisions{waiting: map[string]*waiter{}, inbox: nc.NewInbox()}
 	direct, err := nc.Subscribe(d.inbox, func(m *nats.Msg) { d.done(string(m.Data)) })
 	if err != nil {
 		return nil, err
@@ -76,11 +83,35 @@ func WatchDecisions(nc *nats.Conn) (*Decisions, error) {
 
 func (d *Decisions) done(attemptID string) {
 	d.mu.Lock()
-	ch := d.waiting[attemptID]
+	w := d.waiting[attemptID]
 	delete(d.waiting, attemptID)
 	d.mu.Unlock()
-	if ch != nil {
-		close(ch)
+	if w != nil {
+		close(w.ch)
+	}
+}
+
+// expect registers one more waiter for attemptID.
+func (d *Decisions) expect(attemptID string) <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w := d.waiting[attemptID]
+	if w == nil {
+		w = &waiter{ch: make(chan struct{})}
+		d.waiting[attemptID] = w
+	}
+	w.n++
+	return w.ch
+}
+
+// forget drops one waiter for attemptID; the last one out removes it.
+func (d *Decisions) forget(attemptID string, ch <-chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w := d.waiting[attemptID]; w != nil && w.ch == ch {
+		if w.n--; w.n == 0 {
+			delete(d.waiting, attemptID)
+		}
 	}
 }
 
@@ -106,17 +137,14 @@ func (d *Decisions) PublishAttempt(ctx context.Context, js jetstream.JetStream, 
 		Data:    data,
 		Header:  nats.Header{},
 	}
-	var ch chan struct{}
+	var ch <-chan struct{}
 	if d != nil {
 		msg.Header.Set(HeaderDecidedTo, d.inbox)
-		ch = make(chan struct{})
-		d.mu.Lock()
-		d.waiting[at.AttemptID] = ch
-		d.mu.Unlock()
+		ch = d.expect(at.AttemptID)
 	}
 	if _, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID("attempt-"+at.AttemptID)); err != nil {
 		if d != nil {
-			d.forget(at.AttemptID)
+			d.forget(at.AttemptID, ch)
 		}
 		return false, fmt.Errorf("nats: publish %s: %w", msg.Subject, err)
 	}
@@ -127,13 +155,7 @@ func (d *Decisions) PublishAttempt(ctx context.Context, js jetstream.JetStream, 
 	case <-ch:
 		return true, nil
 	case <-ctx.Done():
-		d.forget(at.AttemptID)
+		d.forget(at.AttemptID, ch)
 		return false, nil
 	}
-}
-
-func (d *Decisions) forget(attemptID string) {
-	d.mu.Lock()
-	delete(d.waiting, attemptID)
-	d.mu.Unlock()
 }

@@ -3,6 +3,8 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +49,7 @@ func TestPublishAttemptWaits(t *testing.T) {
 	}
 	defer d.Close()
 	viaEvent := map[string]bool{"by-event": true}
+	var retried atomic.Int32
 	sub, err := n.Conn.Subscribe(PrefixAnswer+".>", func(m *nats.Msg) {
 		var a AnswerAttempt
 		if err := json.Unmarshal(m.Data, &a); err != nil {
@@ -55,6 +58,13 @@ func TestPublishAttemptWaits(t *testing.T) {
 		}
 		if a.AttemptID == "ignored" {
 			return
+		}
+		if a.AttemptID == "retried" {
+			// Tell once, after the second copy, as the runtime tells once
+			// for the one copy JetStream keeps.
+			if retried.Add(1) != 2 {
+				return
+			}
 		}
 		if viaEvent[a.AttemptID] {
 			ev, _ := json.Marshal(Event{Type: EventRefused, Tenant: a.Tenant, JobID: a.JobID, AttemptID: a.AttemptID})
@@ -101,12 +111,29 @@ func TestPublishAttemptWaits(t *testing.T) {
 			t.Errorf("PublishAttempt(%s) = %v, %v; want %v, nil", tc.id, decided, err, tc.want)
 		}
 	}
+	// A platform's retry of one interaction: two waits for one attempt id,
+	// one word from the runtime; both end.
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			a := &AnswerAttempt{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", AttemptID: "retried", Answer: json.RawMessage(`"red"`), By: "slack:U1"}
+			if decided, err := d.PublishAttempt(ctx, n.JS, a); err != nil || !decided {
+				t.Errorf("copy %d of a retried attempt: %v, %v; want decided", i, decided, err)
+			}
+		}()
+	}
+	wg.Wait()
+
 	info, err := n.JS.Stream(context.Background(), StreamAnswers)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := info.CachedInfo().State.Msgs; got != 4 {
-		t.Errorf("answers stream holds %d attempts, want 4", got)
+	if got := info.CachedInfo().State.Msgs; got != 5 {
+		t.Errorf("answers stream holds %d attempts, want 5 (the retry is one)", got)
 	}
 	d.mu.Lock()
 	left := len(d.waiting)
