@@ -374,8 +374,20 @@ func TestEndToEndDoubleClickIsOneResume(t *testing.T) {
 	}
 	awaitOutcome(t, env, q)
 	h.updated(t, ts, "Answered by @kevin: blue")
+	// The card can be updated before the resume reaches a subscriber
+	// (the event goes out first): wait for it, then count what the
+	// stream holds.
+	checkFor(t, wait, tick, func() error {
+		if n := len(resumes.All()); n == 0 {
+			return fmt.Errorf("no resume seen yet")
+		}
+		return nil
+	})
+	if n := streamCount(t, env.NATS, bridge.StreamResumes, bridge.ResumeSubject("acme", "job-6")); n != 1 {
+		t.Fatalf("%d resumes on the stream, want 1", n)
+	}
 	if n := len(resumes.All()); n != 1 {
-		t.Fatalf("%d resumes", n)
+		t.Fatalf("%d resumes seen, want 1", n)
 	}
 }
 
