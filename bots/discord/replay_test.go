@@ -3,58 +3,14 @@ package discord
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 )
-
-// showLog plays the runtime on ask.v1.api.show and records each request.
-type showLog struct {
-	mu   sync.Mutex
-	reqs []bridge.ShowRequest
-}
-
-func (l *showLog) all() []bridge.ShowRequest {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]bridge.ShowRequest(nil), l.reqs...)
-}
-
-// answerShow subscribes to ask.v1.api.show: it replies with the state
-// states gives the question id, or not at all when states is nil.
-func (h *harness) answerShow(states map[string]string) *showLog {
-	h.t.Helper()
-	l := &showLog{}
-	sub, err := h.nats.Conn.Subscribe(bridge.APIShow, func(m *nats.Msg) {
-		var req bridge.ShowRequest
-		_ = json.Unmarshal(m.Data, &req)
-		l.mu.Lock()
-		l.reqs = append(l.reqs, req)
-		l.mu.Unlock()
-		if states == nil {
-			return // a runtime that does not answer in time
-		}
-		reply := bridge.ShowReply{Question: &bridge.QuestionView{Tenant: req.Tenant, JobID: req.JobID,
-			QuestionID: req.QuestionID, TaskVersion: req.TaskVersion, State: states[req.QuestionID]}}
-		data, _ := json.Marshal(reply)
-		_ = m.Respond(data)
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if err := h.nats.Conn.Flush(); err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { _ = sub.Unsubscribe() })
-	return l
-}
 
 // replayedAsked is an asked event as a consumer reading the stream from
 // long ago finds it: published five minutes ago, its deadline ahead.
@@ -110,7 +66,7 @@ func (h *harness) consumerSettled(events uint64) {
 
 func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
 	h := start(t, harnessOptions{})
-	shows := h.answerShow(map[string]string{"q-gone": bridge.StateAnswered, "q-live": bridge.StatePending})
+	shows := testenv.FakeShow(h.t, h.nats.Conn, map[string]string{"q-gone": bridge.StateAnswered, "q-live": bridge.StatePending})
 	gone := colorQuestion()
 	gone.QuestionID, gone.Question = "q-gone", "Which archive did you mean last spring?"
 	live := colorQuestion()
@@ -132,7 +88,7 @@ func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
 	if !strings.Contains(h.logs.String(), "no longer waits") {
 		t.Errorf("no log line for the question not shown:\n%s", h.logs.String())
 	}
-	reqs := shows.all()
+	reqs := shows.All()
 	if len(reqs) != 2 {
 		t.Fatalf("%d show requests, want one for each replayed question: %+v", len(reqs), reqs)
 	}
@@ -144,13 +100,13 @@ func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
 
 func TestReplayedAskedForPendingQuestionIsPosted(t *testing.T) {
 	h := start(t, harnessOptions{})
-	shows := h.answerShow(map[string]string{"q-1": bridge.StatePending})
+	shows := testenv.FakeShow(h.t, h.nats.Conn, map[string]string{"q-1": bridge.StatePending})
 	q := colorQuestion()
 	h.publishEvent(replayedAsked(q))
 
 	h.waitCard(q.Question)
 	h.consumerSettled(1)
-	if got := len(shows.all()); got != 1 {
+	if got := len(shows.All()); got != 1 {
 		t.Errorf("%d show requests, want 1", got)
 	}
 }
@@ -165,12 +121,12 @@ func TestReplayedAskedIsPostedWhenTheRuntimeDoesNotSay(t *testing.T) {
 	})
 	t.Run("no reply in time", func(t *testing.T) {
 		h := start(t, harnessOptions{})
-		shows := h.answerShow(nil)
+		shows := testenv.FakeShow(h.t, h.nats.Conn, nil)
 		q := colorQuestion()
 		h.publishEvent(replayedAsked(q))
 		h.waitCard(q.Question)
 		h.consumerSettled(1)
-		if got := len(shows.all()); got != 1 {
+		if got := len(shows.All()); got != 1 {
 			t.Errorf("%d show requests, want 1", got)
 		}
 	})
@@ -178,13 +134,13 @@ func TestReplayedAskedIsPostedWhenTheRuntimeDoesNotSay(t *testing.T) {
 
 func TestFreshAskedAsksTheRuntimeNothing(t *testing.T) {
 	h := start(t, harnessOptions{})
-	shows := h.answerShow(map[string]string{"q-1": bridge.StatePending})
+	shows := testenv.FakeShow(h.t, h.nats.Conn, map[string]string{"q-1": bridge.StatePending})
 	q := colorQuestion()
 	h.publishEvent(asked(q)) // at: now
 
 	h.waitCard(q.Question)
 	h.consumerSettled(1)
-	if reqs := shows.all(); len(reqs) != 0 {
+	if reqs := shows.All(); len(reqs) != 0 {
 		t.Errorf("a fresh event made %d show requests: %+v", len(reqs), reqs)
 	}
 }

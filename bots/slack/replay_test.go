@@ -2,58 +2,14 @@ package slack
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 )
-
-// showLog plays the runtime on ask.v1.api.show and records each request.
-type showLog struct {
-	mu   sync.Mutex
-	reqs []bridge.ShowRequest
-}
-
-func (l *showLog) all() []bridge.ShowRequest {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]bridge.ShowRequest(nil), l.reqs...)
-}
-
-// answerShow subscribes to ask.v1.api.show: it replies with the state
-// states gives the question id, or not at all when states is nil.
-func answerShow(t *testing.T, n *bridge.NATS, states map[string]string) *showLog {
-	t.Helper()
-	l := &showLog{}
-	sub, err := n.Conn.Subscribe(bridge.APIShow, func(m *nats.Msg) {
-		var req bridge.ShowRequest
-		_ = json.Unmarshal(m.Data, &req)
-		l.mu.Lock()
-		l.reqs = append(l.reqs, req)
-		l.mu.Unlock()
-		if states == nil {
-			return // a runtime that does not answer in time
-		}
-		reply := bridge.ShowReply{Question: &bridge.QuestionView{Tenant: req.Tenant, JobID: req.JobID,
-			QuestionID: req.QuestionID, TaskVersion: req.TaskVersion, State: states[req.QuestionID]}}
-		data, _ := json.Marshal(reply)
-		_ = m.Respond(data)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Conn.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	return l
-}
 
 // replayedAsked is an asked event as a consumer reading the stream from its
 // start finds it: published five minutes ago, its deadline still ahead.
@@ -87,7 +43,7 @@ func consumerSettled(t *testing.T, n *bridge.NATS, events uint64) {
 func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
-	shows := answerShow(t, n, map[string]string{"q-gone": bridge.StateAnswered, "q-live": bridge.StatePending})
+	shows := testenv.FakeShow(t, n.Conn, map[string]string{"q-gone": bridge.StateAnswered, "q-live": bridge.StatePending})
 	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
 	gone := question("job-replay", "q-gone")
 	gone.Question = "Which archive did you mean last spring?"
@@ -111,7 +67,7 @@ func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
 			t.Errorf("a delivery report for the answered question: %+v", d)
 		}
 	}
-	reqs := shows.all()
+	reqs := shows.All()
 	if len(reqs) != 2 {
 		t.Fatalf("%d show requests, want one for each replayed question: %+v", len(reqs), reqs)
 	}
@@ -124,14 +80,14 @@ func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
 func TestReplayedAskedForPendingQuestionIsPosted(t *testing.T) {
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
-	shows := answerShow(t, n, map[string]string{"q-wait": bridge.StatePending})
+	shows := testenv.FakeShow(t, n.Conn, map[string]string{"q-wait": bridge.StatePending})
 	q := question("job-wait", "q-wait")
 	publishEvent(t, n, replayedAsked(q))
 	h := startBot(t, n, fake)
 
 	h.posted(t, "q-wait")
 	consumerSettled(t, n, 1)
-	if got := len(shows.all()); got != 1 {
+	if got := len(shows.All()); got != 1 {
 		t.Errorf("%d show requests, want 1", got)
 	}
 }
@@ -148,12 +104,12 @@ func TestReplayedAskedIsPostedWhenTheRuntimeDoesNotSay(t *testing.T) {
 	t.Run("no reply in time", func(t *testing.T) {
 		n := plainNATS(t)
 		fake := newFakeSlack(t)
-		shows := answerShow(t, n, nil)
+		shows := testenv.FakeShow(t, n.Conn, nil)
 		publishEvent(t, n, replayedAsked(question("job-slow", "q-slow")))
 		h := startBot(t, n, fake)
 		h.posted(t, "q-slow")
 		consumerSettled(t, n, 1)
-		if got := len(shows.all()); got != 1 {
+		if got := len(shows.All()); got != 1 {
 			t.Errorf("%d show requests, want 1", got)
 		}
 	})
@@ -162,12 +118,12 @@ func TestReplayedAskedIsPostedWhenTheRuntimeDoesNotSay(t *testing.T) {
 func TestFreshAskedAsksTheRuntimeNothing(t *testing.T) {
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
-	shows := answerShow(t, n, map[string]string{"q-new": bridge.StatePending})
+	shows := testenv.FakeShow(t, n.Conn, map[string]string{"q-new": bridge.StatePending})
 	h := startBot(t, n, fake)
 	publishEvent(t, n, askedEvent(question("job-new", "q-new"))) // at: now
 
 	h.posted(t, "q-new")
-	if reqs := shows.all(); len(reqs) != 0 {
+	if reqs := shows.All(); len(reqs) != 0 {
 		t.Errorf("a fresh event made %d show requests: %+v", len(reqs), reqs)
 	}
 }
