@@ -347,11 +347,11 @@ func (b *Bot) onOutcome(ctx context.Context, ev *bridge.Event) error {
 			return err
 		}
 		cur.Edited = true
-		if data, err := json.Marshal(cur); err != nil {
+		data, err := json.Marshal(cur)
+		if err != nil {
 			return fmt.Errorf("discord: encode %s: %w", key, err)
-		} else if _, err := b.refs.Update(ctx, key, data, rev); err == nil {
-			return nil
-		} else if ctx.Err() != nil {
+		}
+		if _, err := b.refs.Update(ctx, key, data, rev); err == nil || ctx.Err() != nil {
 			return ctx.Err()
 		}
 		// The record changed meanwhile: settle it the general way.
