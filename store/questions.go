@@ -333,38 +333,6 @@ func (s *Store) Settle(ctx context.Context, st Settlement) error {
 	return errs[0]
 }
 
-func settleAnswerTx(ctx context.Context, tx *txn, st *Settlement) error {
-	if err := attemptTx(ctx, tx, st.AttemptID, st.Question, st.At); err != nil {
-		return err
-	}
-	res, err := tx.exec(ctx, `UPDATE questions SET state = ?, action = ?, answer_raw = ?, answer = ?, answer_text = ?,
-		comment = ?, by_id = ?, by_name = ?, via = ?, text = ?, settled_at = ? WHERE id = ? AND state = 'pending'`,
-		st.State, st.Action, string(st.AnswerRaw), string(st.Answer), st.AnswerText, st.Comment, st.By, st.ByName, st.Via, st.Text, ms(st.At), st.Question)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		// Take back the attempt's dedupe row: a refused decision writes nothing.
-		if st.AttemptID != "" {
-			if _, err := tx.exec(ctx, "DELETE FROM attempts WHERE attempt_id = ?", st.AttemptID); err != nil {
-				return err
-			}
-		}
-		return ErrNotPending
-	}
-	if _, err := tx.exec(ctx, "DELETE FROM steps WHERE question = ?", st.Question); err != nil {
-		return err
-	}
-	reason := st.Reason
-	if reason == "" {
-		reason = st.Text
-	}
-	if err := auditTx(ctx, tx, st.Question, bridge.StatePending, st.State, st.By, st.Via, reason, st.At); err != nil {
-		return err
-	}
-	return outboxTx(ctx, tx, st.Outbox, st.At)
-}
-
 // Refusal records a refused attempt with the messages telling the answerer.
 type Refusal struct {
 	AttemptID string
@@ -377,87 +345,6 @@ type Refusal struct {
 type Decision struct {
 	Settle *Settlement
 	Refuse *Refusal
-}
-
-// Decide applies many decisions in one transaction, so that one fsync
-// carries a whole batch of answers (group commit). A decision that loses
-// (ErrNotPending, ErrDuplicate) leaves nothing behind and does not disturb
-// the others. The returned slice holds
-// each decision's outcome; the error is for the transaction as a whole.
-func (s *Store) Decide(ctx context.Context, ds []Decision) ([]error, error) {
-	return s.DecideEach(ctx, len(ds), func(i int, _ Lookup) (Decision, error) { return ds[i], nil })
-}
-
-// Lookup reads questions inside a DecideEach transaction.
-type Lookup interface {
-	FindAnswerable(ctx context.Context, k Key) (*Answerable, error)
-	Find(ctx context.Context, k Key) (*Record, error)
-}
-
-type txLookup struct{ tx *txn }
-
-func (l txLookup) FindAnswerable(ctx context.Context, k Key) (*Answerable, error) {
-	return findAnswerableIn(ctx, l.tx, k)
-}
-
-func (l txLookup) Find(ctx context.Context, k Key) (*Record, error) { return findIn(ctx, l.tx, k) }
-
-// DecideEach decides n attempts in one write transaction (group commit).
-// decide reads what it needs through the Lookup, which sees every earlier
-// decision of the batch, so a decision is made on the state it changes:
-// no other writer can come between the read and the write. A decide error
-// rolls the whole batch back. The returned slice holds each decision's
-// outcome (nil, ErrNotPending or ErrDuplicate).
-func (s *Store) DecideEach(ctx context.Context, n int, decide func(i int, l Lookup) (Decision, error)) ([]error, error) {
-	errs := make([]error, n)
-	err := s.tx(ctx, func(tx *txn) error {
-		l := txLookup{tx}
-		for i := range n {
-			d, err := decide(i, l)
-			if err != nil {
-				return err
-			}
-			errs[i] = applyDecision(ctx, tx, d)
-			if errs[i] != nil && !errors.Is(errs[i], ErrNotPending) && !errors.Is(errs[i], ErrDuplicate) {
-				return errs[i]
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: decide %d attempts: %w", n, err)
-	}
-	return errs, nil
-}
-
-// applyDecision writes one decision. One that loses (ErrNotPending,
-// ErrDuplicate) has written nothing (see settleAnswerTx), so batches need
-// no savepoints, which would copy every page they touch to a journal.
-func applyDecision(ctx context.Context, tx *txn, d Decision) error {
-	switch {
-	case d.Settle != nil:
-		return settleAnswerTx(ctx, tx, d.Settle)
-	case d.Refuse != nil:
-		if err := attemptTx(ctx, tx, d.Refuse.AttemptID, d.Refuse.Question, d.Refuse.At); err != nil {
-			return err
-		}
-		return outboxTx(ctx, tx, d.Refuse.Outbox, d.Refuse.At)
-	}
-	return nil
-}
-
-func attemptTx(ctx context.Context, tx *txn, attemptID string, question int64, at time.Time) error {
-	if attemptID == "" {
-		return nil
-	}
-	res, err := tx.exec(ctx, "INSERT INTO attempts (attempt_id, question, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", attemptID, question, ms(at))
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrDuplicate
-	}
-	return nil
 }
 
 // Enqueue writes messages to the outbox on their own.

@@ -457,3 +457,126 @@ func TestDecideEachSeesEarlierDecisions(t *testing.T) {
 		t.Fatal("attempt b0 recorded by a rolled-back batch")
 	}
 }
+
+// TestDecideLargeBatch decides more attempts than one multi-row statement
+// holds, winners and losers mixed, and checks every one's outcome and
+// every row it left (or did not).
+func TestDecideLargeBatch(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	const n = 157 // 64 + 64 + 16 + 8 + 4 + 1 rows: every chunk size but 32 and 2
+	var qs []*Record
+	for i := range n {
+		qs = append(qs, mustAsk(t, s, newQ(fmt.Sprint("job-", i), "q", 1)).Record)
+	}
+	// Attempt "old-3" was decided by an earlier batch.
+	if _, err := s.Decide(ctx, []Decision{{Refuse: &Refusal{AttemptID: "old-3", Question: qs[3].ID, At: t0}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Question 5 was answered by an earlier batch.
+	if errs, err := s.Decide(ctx, []Decision{{Settle: &Settlement{Question: qs[5].ID, State: bridge.StateAnswered, By: "slack:U0", At: t0, AttemptID: "early-5"}}}); err != nil || errs[0] != nil {
+		t.Fatal(errs, err)
+	}
+	before, err := s.Unsent(ctx, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds []Decision
+	var want []error
+	var wantOut []string
+	for i, q := range qs {
+		id := fmt.Sprint("a-", i)
+		switch {
+		case i == 3:
+			id = "old-3" // decided before
+		case i%20 == 7:
+			id = "a-0" // the same attempt as the batch's first
+		}
+		st := &Settlement{Question: q.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, Answer: []byte(`"x"`),
+			By: "slack:U1", Via: "slack", Text: "by " + id, At: t0, AttemptID: id,
+			Outbox: []Message{{Subject: "res", Data: []byte(fmt.Sprint("resume-", i))}}}
+		ds = append(ds, Decision{Settle: st})
+		switch {
+		case i == 3 || i%20 == 7:
+			want = append(want, ErrDuplicate)
+		case i == 5:
+			want = append(want, ErrNotPending)
+		default:
+			want = append(want, nil)
+			wantOut = append(wantOut, fmt.Sprint("res resume-", i))
+		}
+		if i%10 == 9 {
+			// A second answer to the same question in the same batch.
+			ds = append(ds, Decision{Settle: &Settlement{Question: q.ID, State: bridge.StateAnswered, By: "slack:U2", At: t0,
+				AttemptID: fmt.Sprint("second-", i), Outbox: []Message{{Subject: "res", Data: []byte("second")}}}})
+			want = append(want, ErrNotPending)
+		}
+	}
+	errs, err := s.Decide(ctx, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if !errors.Is(errs[i], want[i]) || (want[i] == nil && errs[i] != nil) {
+			t.Errorf("decision %d: %v, want %v", i, errs[i], want[i])
+		}
+	}
+	rows, err := s.Unsent(ctx, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotOut []string
+	for _, r := range rows[len(before):] {
+		gotOut = append(gotOut, r.Subject+" "+string(r.Data))
+	}
+	if fmt.Sprint(gotOut) != fmt.Sprint(wantOut) {
+		t.Fatalf("outbox:\n got %q\nwant %q", gotOut, wantOut)
+	}
+	for i, q := range qs {
+		r, err := s.Get(ctx, q.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		audit, err := s.Audit(ctx, q.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case i == 5:
+			if r.By != "slack:U0" {
+				t.Errorf("question 5 answered by %q, want the earlier batch's slack:U0", r.By)
+			}
+		case i == 3 || i%20 == 7:
+			if r.State != bridge.StatePending || len(audit) != 1 {
+				t.Errorf("question %d: %s with %d audit rows after a duplicate attempt, want pending with 1", i, r.State, len(audit))
+			}
+		default:
+			if r.State != bridge.StateAnswered || r.By != "slack:U1" || r.Text != fmt.Sprint("by a-", i) || len(audit) != 2 {
+				t.Errorf("question %d: %s by %q (%q) with %d audit rows, want answered by slack:U1 with 2", i, r.State, r.By, r.Text, len(audit))
+			}
+			if seen, _ := s.SeenAttempt(ctx, fmt.Sprint("a-", i)); !seen {
+				t.Errorf("attempt a-%d not recorded", i)
+			}
+		}
+		if i%10 == 9 {
+			if seen, _ := s.SeenAttempt(ctx, fmt.Sprint("second-", i)); seen {
+				t.Errorf("losing attempt second-%d recorded", i)
+			}
+		}
+	}
+	// Only the questions still pending keep their ladder: two steps each.
+	steps, err := s.DueSteps(ctx, t0.Add(24*time.Hour), 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[int64]int{}
+	for _, d := range steps {
+		left[d.Question]++
+	}
+	for i, q := range qs {
+		pending := i == 3 || i%20 == 7
+		if (left[q.ID] == 2) != pending {
+			t.Errorf("question %d has %d ladder steps left (pending %v)", i, left[q.ID], pending)
+		}
+	}
+}

@@ -1,0 +1,343 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// Decide applies many decisions in one transaction, so that one fsync
+// carries a whole batch of answers (group commit). A decision that loses
+// (ErrNotPending, ErrDuplicate) leaves nothing behind and does not disturb
+// the others. The returned slice holds
+// each decision's outcome; the error is for the transaction as a whole.
+func (s *Store) Decide(ctx context.Context, ds []Decision) ([]error, error) {
+	return s.DecideEach(ctx, len(ds), func(i int, _ Lookup) (Decision, error) { return ds[i], nil })
+}
+
+// Lookup reads questions inside a DecideEach transaction.
+type Lookup interface {
+	FindAnswerable(ctx context.Context, k Key) (*Answerable, error)
+	Find(ctx context.Context, k Key) (*Record, error)
+}
+
+// DecideEach decides n attempts in one write transaction (group commit).
+// decide reads what it needs through the Lookup, which sees every earlier
+// decision of the batch, so a decision is made on the state it changes:
+// no other writer can come between the read and the write. A decide error
+// rolls the whole batch back. The returned slice holds each decision's
+// outcome (nil, ErrNotPending or ErrDuplicate).
+//
+// The writes are gathered and run as a few multi-row statements (see
+// decideBatch): one statement per row was most of the store's cost.
+func (s *Store) DecideEach(ctx context.Context, n int, decide func(i int, l Lookup) (Decision, error)) ([]error, error) {
+	errs := make([]error, n)
+	err := s.tx(ctx, func(tx *txn) error {
+		b := &decideBatch{tx: tx, errs: errs, questions: map[int64]bool{}, attempts: map[string]bool{}}
+		for i := range n {
+			d, err := decide(i, b)
+			if err != nil {
+				return err
+			}
+			if b.touches(d) {
+				if err := b.flush(ctx); err != nil {
+					return err
+				}
+			}
+			b.add(i, d)
+		}
+		return b.flush(ctx)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: decide %d attempts: %w", n, err)
+	}
+	return errs, nil
+}
+
+// decideBatch holds a batch's decisions until they are written together.
+// Decisions waiting in it never share a question or an attempt id: one
+// that would is written after the others are (see touches), and a read of
+// a question with a waiting settlement writes the waiting ones first, so
+// every read and every decision sees the decisions before it.
+type decideBatch struct {
+	tx        *txn
+	errs      []error
+	waiting   []waitingDecision
+	questions map[int64]bool  // questions settled by waiting decisions
+	attempts  map[string]bool // attempt ids of waiting decisions
+}
+
+type waitingDecision struct {
+	i int
+	d Decision
+}
+
+func (b *decideBatch) FindAnswerable(ctx context.Context, k Key) (*Answerable, error) {
+	a, err := findAnswerableIn(ctx, b.tx, k)
+	if err == nil && b.questions[a.ID] {
+		if err := b.flush(ctx); err != nil {
+			return nil, err
+		}
+		return findAnswerableIn(ctx, b.tx, k)
+	}
+	return a, err
+}
+
+func (b *decideBatch) Find(ctx context.Context, k Key) (*Record, error) {
+	r, err := findIn(ctx, b.tx, k)
+	if err == nil && b.questions[r.ID] {
+		if err := b.flush(ctx); err != nil {
+			return nil, err
+		}
+		return findIn(ctx, b.tx, k)
+	}
+	return r, err
+}
+
+// touches reports whether d shares a question or an attempt id with a
+// waiting decision.
+func (b *decideBatch) touches(d Decision) bool {
+	switch {
+	case d.Settle != nil:
+		return b.questions[d.Settle.Question] || (d.Settle.AttemptID != "" && b.attempts[d.Settle.AttemptID])
+	case d.Refuse != nil:
+		return d.Refuse.AttemptID != "" && b.attempts[d.Refuse.AttemptID]
+	}
+	return false
+}
+
+func (b *decideBatch) add(i int, d Decision) {
+	switch {
+	case d.Settle != nil:
+		b.questions[d.Settle.Question] = true
+		if d.Settle.AttemptID != "" {
+			b.attempts[d.Settle.AttemptID] = true
+		}
+	case d.Refuse != nil:
+		if d.Refuse.AttemptID != "" {
+			b.attempts[d.Refuse.AttemptID] = true
+		}
+	default:
+		return
+	}
+	b.waiting = append(b.waiting, waitingDecision{i, d})
+}
+
+// flush writes the waiting decisions: their attempts' dedupe rows (an
+// attempt decided before loses with ErrDuplicate), the compare-and-set of
+// the settled questions on pending (one no longer pending loses with
+// ErrNotPending and takes its dedupe row back), their ladders removed,
+// their audit rows, and every winner's outbox rows in decision order. A
+// decision that loses writes nothing.
+func (b *decideBatch) flush(ctx context.Context) error {
+	if len(b.waiting) == 0 {
+		return nil
+	}
+	w := b.waiting
+	b.waiting = b.waiting[:0]
+	clear(b.questions)
+	clear(b.attempts)
+	tx := b.tx
+
+	// Attempts: a conflict means it was decided before.
+	var attemptRows []any
+	for _, x := range w {
+		if id, q, at := x.d.attempt(); id != "" {
+			attemptRows = append(attemptRows, id, q, ms(at))
+		}
+	}
+	inserted, err := returnedStrings(ctx, tx, "INSERT INTO attempts (attempt_id, question, at) VALUES ", "(?, ?, ?)",
+		" ON CONFLICT DO NOTHING RETURNING attempt_id", 3, attemptRows)
+	if err != nil {
+		return fmt.Errorf("record attempts: %w", err)
+	}
+	live := w[:0:0]
+	for _, x := range w {
+		if id, _, _ := x.d.attempt(); id != "" && !inserted[id] {
+			b.errs[x.i] = ErrDuplicate
+			continue
+		}
+		live = append(live, x)
+	}
+
+	// Settlements: compare-and-set on pending.
+	var settleRows []any
+	for _, x := range live {
+		if st := x.d.Settle; st != nil {
+			settleRows = append(settleRows, st.Question, st.State, st.Action, string(st.AnswerRaw), string(st.Answer), st.AnswerText,
+				st.Comment, st.By, st.ByName, st.Via, st.Text, ms(st.At))
+		}
+	}
+	updated, err := returnedInts(ctx, tx, "UPDATE questions SET state = v.column2, action = v.column3, answer_raw = v.column4, "+
+		"answer = v.column5, answer_text = v.column6, comment = v.column7, by_id = v.column8, by_name = v.column9, via = v.column10, "+
+		"text = v.column11, settled_at = v.column12 FROM (VALUES ", "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		") AS v WHERE questions.id = v.column1 AND questions.state = 'pending' RETURNING questions.id", 12, settleRows)
+	if err != nil {
+		return fmt.Errorf("settle questions: %w", err)
+	}
+	won := live[:0:0]
+	var takeBack, settled, audit []any
+	var outbox []any
+	for _, x := range live {
+		if st := x.d.Settle; st != nil {
+			if !updated[st.Question] {
+				b.errs[x.i] = ErrNotPending
+				if st.AttemptID != "" {
+					takeBack = append(takeBack, st.AttemptID)
+				}
+				continue
+			}
+			reason := st.Reason
+			if reason == "" {
+				reason = st.Text
+			}
+			settled = append(settled, st.Question)
+			audit = append(audit, st.Question, bridge.StatePending, st.State, st.By, st.Via, reason, ms(st.At))
+		}
+		won = append(won, x)
+	}
+	for _, x := range won {
+		msgs, at := x.d.outbox()
+		for _, m := range msgs {
+			outbox = append(outbox, m.Subject, m.Data, ms(at))
+		}
+	}
+	if err := execRows(ctx, tx, "DELETE FROM attempts WHERE attempt_id IN (", "?", ")", 1, takeBack); err != nil {
+		return fmt.Errorf("take back attempts: %w", err)
+	}
+	if err := execRows(ctx, tx, "DELETE FROM steps WHERE question IN (", "?", ")", 1, settled); err != nil {
+		return fmt.Errorf("remove ladders: %w", err)
+	}
+	if err := execRows(ctx, tx, "INSERT INTO audit (question, from_state, to_state, by_id, via, reason, at) VALUES ",
+		"(?, ?, ?, ?, ?, ?, ?)", "", 7, audit); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	if err := execRows(ctx, tx, "INSERT INTO outbox (subject, data, created_at) VALUES ", "(?, ?, ?)", "", 3, outbox); err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	return nil
+}
+
+func (d Decision) attempt() (id string, question int64, at time.Time) {
+	switch {
+	case d.Settle != nil:
+		return d.Settle.AttemptID, d.Settle.Question, d.Settle.At
+	case d.Refuse != nil:
+		return d.Refuse.AttemptID, d.Refuse.Question, d.Refuse.At
+	}
+	return "", 0, time.Time{}
+}
+
+func (d Decision) outbox() ([]Message, time.Time) {
+	switch {
+	case d.Settle != nil:
+		return d.Settle.Outbox, d.Settle.At
+	case d.Refuse != nil:
+		return d.Refuse.Outbox, d.Refuse.At
+	}
+	return nil, time.Time{}
+}
+
+// maxRowsPerStatement bounds a multi-row statement. Rows go in chunks of
+// powers of two up to it, so a handful of prepared statements per kind
+// serve every batch size.
+const maxRowsPerStatement = 64
+
+// chunkRows calls f for consecutive chunks of args, each holding a power of
+// two (at most maxRowsPerStatement) of rows of width columns.
+func chunkRows(args []any, width int, f func(rows int, args []any) error) error {
+	for n := len(args) / width; n > 0; {
+		c := maxRowsPerStatement
+		for c > n {
+			c /= 2
+		}
+		if err := f(c, args[:c*width]); err != nil {
+			return err
+		}
+		args, n = args[c*width:], n-c
+	}
+	return nil
+}
+
+type multiRowKey struct {
+	head, row, tail string
+	rows            int
+}
+
+var multiRowSQL sync.Map // multiRowKey → string
+
+// multiRow is head, rows copies of row joined by commas, then tail.
+func multiRow(head, row, tail string, rows int) string {
+	k := multiRowKey{head, row, tail, rows}
+	if q, ok := multiRowSQL.Load(k); ok {
+		return q.(string)
+	}
+	var sb strings.Builder
+	sb.WriteString(head)
+	for i := range rows {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(row)
+	}
+	sb.WriteString(tail)
+	q, _ := multiRowSQL.LoadOrStore(k, sb.String())
+	return q.(string)
+}
+
+func execRows(ctx context.Context, tx *txn, head, row, tail string, width int, args []any) error {
+	return chunkRows(args, width, func(rows int, args []any) error {
+		_, err := tx.exec(ctx, multiRow(head, row, tail, rows), args...)
+		return err
+	})
+}
+
+// returnedStrings and returnedInts run a multi-row statement with a
+// one-column RETURNING clause and collect what it returned.
+func returnedStrings(ctx context.Context, tx *txn, head, row, tail string, width int, args []any) (map[string]bool, error) {
+	got := map[string]bool{}
+	err := chunkRows(args, width, func(rows int, args []any) error {
+		return queryEach(ctx, tx, multiRow(head, row, tail, rows), args, func(scan func(...any) error) error {
+			var s string
+			if err := scan(&s); err != nil {
+				return err
+			}
+			got[s] = true
+			return nil
+		})
+	})
+	return got, err
+}
+
+func returnedInts(ctx context.Context, tx *txn, head, row, tail string, width int, args []any) (map[int64]bool, error) {
+	got := map[int64]bool{}
+	err := chunkRows(args, width, func(rows int, args []any) error {
+		return queryEach(ctx, tx, multiRow(head, row, tail, rows), args, func(scan func(...any) error) error {
+			var n int64
+			if err := scan(&n); err != nil {
+				return err
+			}
+			got[n] = true
+			return nil
+		})
+	})
+	return got, err
+}
+
+func queryEach(ctx context.Context, tx *txn, q string, args []any, each func(scan func(...any) error) error) error {
+	rows, err := tx.query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
