@@ -60,7 +60,7 @@ func (b *Bot) serveInteractions(w http.ResponseWriter, r *http.Request) {
 	if !b.verified(w, r) {
 		return
 	}
-	cb, err := slack.InteractionCallbackParse(r)
+	cb, err := parseInteraction(r)
 	if err != nil {
 		http.Error(w, "not a Slack interaction payload", http.StatusBadRequest)
 		return
@@ -75,6 +75,52 @@ func (b *Bot) serveInteractions(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// callbackFields is slack.InteractionCallback without its methods, so a
+// struct embedding it decodes field by field.
+type callbackFields slack.InteractionCallback
+
+// parseInteraction is slack.InteractionCallbackParse without decoding the
+// clicked message itself (its blocks, as Slack echoes them, and the legacy
+// original_message): askbridge reads only the message's ts and thread_ts,
+// and the blocks were most of the work of parsing a click.
+func parseInteraction(r *http.Request) (slack.InteractionCallback, error) {
+	if err := r.ParseForm(); err != nil {
+		return slack.InteractionCallback{}, err
+	}
+	payload := r.PostForm.Get("payload")
+	if payload == "" {
+		return slack.InteractionCallback{}, errors.New("payload is empty")
+	}
+	var p struct {
+		callbackFields
+		// Shallower fields win over the embedded ones of the same name.
+		Type    slack.InteractionType `json:"type"`
+		Message struct {
+			Timestamp       string `json:"ts"`
+			ThreadTimestamp string `json:"thread_ts"`
+		} `json:"message"`
+		OriginalMessage struct{} `json:"original_message"`
+	}
+	if err := json.Unmarshal([]byte(payload), &p); err != nil {
+		return slack.InteractionCallback{}, err
+	}
+	cb := slack.InteractionCallback(p.callbackFields)
+	cb.Type = p.Type
+	cb.Message.Timestamp, cb.Message.ThreadTimestamp = p.Message.Timestamp, p.Message.ThreadTimestamp
+	// As slack-go's InteractionCallback.UnmarshalJSON does.
+	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		if len(cb.RawState) > 0 {
+			if err := json.Unmarshal(cb.RawState, &cb.BlockActionState); err != nil {
+				return slack.InteractionCallback{}, err
+			}
+		}
+	case slack.InteractionTypeDialogSubmission:
+		cb.State = string(cb.RawState)
+	}
+	return cb, nil
 }
 
 // interact handles one interaction for both HTTP and Socket Mode. The
