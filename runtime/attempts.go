@@ -94,6 +94,11 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 		return nil
 	}
 	errs, err := r.st.DecideEach(ctx, len(items), func(i int, l store.Lookup) (store.Decision, error) {
+		if i == 0 {
+			if err := l.Prefetch(ctx, attemptKeys(items)); err != nil {
+				return store.Decision{}, err
+			}
+		}
 		it := items[i]
 		if it.ref == nil {
 			var err error
@@ -135,6 +140,18 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 	r.wakeRelay()
 	r.notifyDecided(items)
 	return nil
+}
+
+// attemptKeys are the questions a batch's attempts name, as decide looks
+// them up.
+func attemptKeys(items []*attemptItem) []store.Key {
+	keys := make([]store.Key, 0, len(items))
+	for _, it := range items {
+		if it.ref == nil {
+			keys = append(keys, store.Key{Tenant: it.tenant, JobID: it.job, QuestionID: it.a.QuestionID, TaskVersion: it.a.TaskVersion})
+		}
+	}
+	return keys
 }
 
 // notifyDecided tells the front-ends that asked (bridge.HeaderDecidedTo)

@@ -21,6 +21,9 @@ func (s *Store) Decide(ctx context.Context, ds []Decision) ([]error, error) {
 
 // Lookup reads questions inside a DecideEach transaction.
 type Lookup interface {
+	// Prefetch reads the questions of keys (those with a task version) in
+	// a few statements, for the FindAnswerable calls to come.
+	Prefetch(ctx context.Context, keys []Key) error
 	FindAnswerable(ctx context.Context, k Key) (*Answerable, error)
 	Find(ctx context.Context, k Key) (*Record, error)
 }
@@ -69,6 +72,8 @@ type decideBatch struct {
 	waiting   []waitingDecision
 	questions map[int64]bool  // questions settled by waiting decisions
 	attempts  map[string]bool // attempt ids of waiting decisions
+
+	prefetched map[Key]*Answerable // read by Prefetch and not written since
 }
 
 type waitingDecision struct {
@@ -76,7 +81,47 @@ type waitingDecision struct {
 	d Decision
 }
 
+func (b *decideBatch) Prefetch(ctx context.Context, keys []Key) error {
+	var args []any
+	for _, k := range keys {
+		if k.TaskVersion != 0 {
+			args = append(args, k.Tenant, k.JobID, k.QuestionID, k.TaskVersion)
+		}
+	}
+	if b.prefetched == nil {
+		b.prefetched = map[Key]*Answerable{}
+	}
+	return chunkRows(args, 4, func(rows int, args []any) error {
+		q := multiRow("SELECT "+recordColumns+", "+answerableColumns+" FROM (VALUES ", "(?, ?, ?, ?)",
+			") AS k JOIN questions q ON q.tenant = k.column1 AND q.job_id = k.column2 AND q.question_id = k.column3 AND q.task_version = k.column4", rows)
+		return queryEach(ctx, b.tx, q, args, func(scan func(...any) error) error {
+			a, err := scanAnswerable(scanFunc(scan))
+			if err != nil {
+				return fmt.Errorf("store: prefetch questions: %w", err)
+			}
+			b.prefetched[a.Key] = a
+			return nil
+		})
+	})
+}
+
+// dropPrefetched forgets what Prefetch read about the waiting decisions'
+// questions, which they are about to change.
+func (b *decideBatch) dropPrefetched() {
+	for k, a := range b.prefetched {
+		if b.questions[a.ID] {
+			delete(b.prefetched, k)
+		}
+	}
+}
+
 func (b *decideBatch) FindAnswerable(ctx context.Context, k Key) (*Answerable, error) {
+	if a, ok := b.prefetched[k]; ok && !b.questions[a.ID] {
+		// A copy: the caller may keep or change it.
+		c, r := *a, *a.Record
+		c.Record = &r
+		return &c, nil
+	}
 	a, err := findAnswerableIn(ctx, b.tx, k)
 	if err == nil && b.questions[a.ID] {
 		if err := b.flush(ctx); err != nil {
@@ -139,6 +184,7 @@ func (b *decideBatch) flush(ctx context.Context) error {
 	}
 	w := b.waiting
 	b.waiting = b.waiting[:0]
+	b.dropPrefetched()
 	clear(b.questions)
 	clear(b.attempts)
 	tx := b.tx

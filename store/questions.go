@@ -485,35 +485,50 @@ func (s *Store) FindAnswerable(ctx context.Context, k Key) (*Answerable, error) 
 	return findAnswerableIn(ctx, s.rs, k)
 }
 
-func findAnswerableIn(ctx context.Context, db rowQuerier, k Key) (*Answerable, error) {
-	q := "SELECT " + recordColumns + `,
-		coalesce((SELECT j.task_version FROM jobs j WHERE j.tenant = q.tenant AND j.job_id = q.job_id), 0),
+// answerableColumns follow recordColumns for an Answerable: the job's task
+// version and the messages showing the question (q is the questions table).
+const answerableColumns = `coalesce((SELECT j.task_version FROM jobs j WHERE j.tenant = q.tenant AND j.job_id = q.job_id), 0),
 		coalesce((SELECT json_group_array(json_array(d.platform, d.channel, d.message_id, d.thread))
-			FROM deliveries d WHERE d.question = q.id AND d.ok = 1 AND d.message_id != ''), '[]')
-		FROM questions q WHERE q.tenant = ? AND q.job_id = ? AND q.question_id = ?`
+			FROM deliveries d WHERE d.question = q.id AND d.ok = 1 AND d.message_id != ''), '[]')`
+
+type scanFunc func(...any) error
+
+func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
+
+// scanAnswerable reads recordColumns and answerableColumns.
+func scanAnswerable(row scanner) (*Answerable, error) {
+	var a Answerable
+	var refs string
+	r, err := scanRecord(row, &a.JobVersion, &refs)
+	if err != nil {
+		return nil, err
+	}
+	a.Record = r
+	var rows [][4]string
+	if err := json.Unmarshal([]byte(refs), &rows); err != nil {
+		return nil, fmt.Errorf("messages of question %s: %w", r.Key, err)
+	}
+	for _, m := range rows {
+		a.Messages = append(a.Messages, bridge.MessageRef{Platform: m[0], Channel: m[1], MessageID: m[2], Thread: m[3]})
+	}
+	return &a, nil
+}
+
+func findAnswerableIn(ctx context.Context, db rowQuerier, k Key) (*Answerable, error) {
+	q := "SELECT " + recordColumns + ", " + answerableColumns + " FROM questions q WHERE q.tenant = ? AND q.job_id = ? AND q.question_id = ?"
 	args := []any{k.Tenant, k.JobID, k.QuestionID}
 	if k.TaskVersion != 0 {
 		q += " AND q.task_version = ?"
 		args = append(args, k.TaskVersion)
 	}
-	var a Answerable
-	var refs string
-	r, err := scanRecord(db.queryRow(ctx, q+" ORDER BY q.task_version DESC LIMIT 1", args...), &a.JobVersion, &refs)
+	a, err := scanAnswerable(db.queryRow(ctx, q+" ORDER BY q.task_version DESC LIMIT 1", args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: find question %s: %w", k, err)
 	}
-	a.Record = r
-	var rows [][4]string
-	if err := json.Unmarshal([]byte(refs), &rows); err != nil {
-		return nil, fmt.Errorf("store: messages of question %s: %w", k, err)
-	}
-	for _, m := range rows {
-		a.Messages = append(a.Messages, bridge.MessageRef{Platform: m[0], Channel: m[1], MessageID: m[2], Thread: m[3]})
-	}
-	return &a, nil
+	return a, nil
 }
 
 // FindByQuestionID finds the latest version of a question id; tenant and

@@ -580,3 +580,67 @@ func TestDecideLargeBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchReadsAsFindAnswerable: a prefetched question reads exactly as
+// a lookup of its own would, before and after decisions of the same batch
+// change it, and what a caller does to a read copy stays its own.
+func TestPrefetchReadsAsFindAnswerable(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	q1 := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
+	q2 := mustAsk(t, s, newQ("job-2", "q-1", 1)).Record
+	if _, err := s.RecordDelivery(ctx, q1.ID, bridge.Delivery{Platform: "slack", OK: true,
+		Message: &bridge.MessageRef{Platform: "slack", Channel: "C1", MessageID: "1.2", Thread: "1.1"}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cancel(ctx, JobCancel{Tenant: "acme", JobID: "job-2", NewVersion: 3, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	missing := Key{Tenant: "acme", JobID: "job-9", QuestionID: "q-1", TaskVersion: 1}
+	latest := Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}
+	want := map[Key]*Answerable{}
+	for _, k := range []Key{q1.Key, q2.Key, latest} {
+		a, err := s.FindAnswerable(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[k] = a
+	}
+	var seen []string
+	errs, err := s.DecideEach(ctx, 3, func(i int, l Lookup) (Decision, error) {
+		if i == 0 {
+			if err := l.Prefetch(ctx, []Key{q1.Key, q2.Key, missing, latest, q1.Key}); err != nil {
+				return Decision{}, err
+			}
+			for k, w := range want {
+				got, err := l.FindAnswerable(ctx, k)
+				if err != nil {
+					return Decision{}, err
+				}
+				if fmt.Sprintf("%+v %+v", got, got.Record) != fmt.Sprintf("%+v %+v", w, w.Record) {
+					t.Errorf("prefetched %s:\n got %+v %+v\nwant %+v %+v", k, got, got.Record, w, w.Record)
+				}
+				got.State = "scribbled" // the caller's copy
+			}
+			if _, err := l.FindAnswerable(ctx, missing); !errors.Is(err, ErrNotFound) {
+				t.Errorf("missing question: %v, want ErrNotFound", err)
+			}
+		}
+		a, err := l.FindAnswerable(ctx, q1.Key)
+		if err != nil {
+			return Decision{}, err
+		}
+		seen = append(seen, a.State)
+		if a.State != bridge.StatePending {
+			return Decision{Refuse: &Refusal{AttemptID: fmt.Sprint("a", i), Question: a.ID, At: t0}}, nil
+		}
+		return Decision{Settle: &Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
+			Answer: []byte(`"x"`), By: "slack:U1", At: t0, AttemptID: fmt.Sprint("a", i)}}, nil
+	})
+	if err != nil || errs[0] != nil || errs[1] != nil || errs[2] != nil {
+		t.Fatalf("errs %v, %v", errs, err)
+	}
+	if fmt.Sprint(seen) != "[pending answered answered]" {
+		t.Fatalf("states seen = %v", seen)
+	}
+}
