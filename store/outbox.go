@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -40,17 +41,17 @@ func (s *Store) Unsent(ctx context.Context, afterID int64, limit int) ([]OutboxR
 	return out, rows.Err()
 }
 
-// MarkSent marks rows published (after JetStream acknowledged them).
+// MarkSent marks rows published (after JetStream acknowledged them). The
+// ids go as one JSON array, so one prepared statement serves any count.
 func (s *Store) MarkSent(ctx context.Context, ids []int64, at time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	args := []any{ms(at)}
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	_, err := s.ws.exec(ctx, "UPDATE outbox SET sent_at = ? WHERE id IN ("+placeholders(len(ids))+")", args...)
+	list, err := json.Marshal(ids)
 	if err != nil {
+		return fmt.Errorf("store: mark %d outbox rows sent: %w", len(ids), err)
+	}
+	if _, err := s.ws.exec(ctx, "UPDATE outbox SET sent_at = ? WHERE id IN (SELECT value FROM json_each(?))", ms(at), string(list)); err != nil {
 		return fmt.Errorf("store: mark %d outbox rows sent: %w", len(ids), err)
 	}
 	return nil
@@ -71,25 +72,88 @@ func (s *Store) OutboxBacklogAfter(ctx context.Context, after int64) (int64, err
 	return n, nil
 }
 
+// Pruning finds old rows with a read connection, pruneScan at a time, and
+// deletes them pruneChunk to a transaction: one DELETE of an hour's rows
+// held the single writer for seconds at a high answer rate, and every
+// answer waited behind it.
+const (
+	pruneScan  = 10000
+	pruneChunk = 500
+)
+
 // PruneSent deletes rows sent before the cutoff; JetStream keeps the messages.
 func (s *Store) PruneSent(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.ws.exec(ctx, "DELETE FROM outbox WHERE sent_at IS NOT NULL AND sent_at < ?", ms(before))
+	n, err := s.pruneInChunks(ctx, "SELECT id FROM outbox WHERE sent_at IS NOT NULL AND sent_at < ? ORDER BY id LIMIT ?",
+		"DELETE FROM outbox WHERE id IN (SELECT value FROM json_each(?)) AND sent_at IS NOT NULL", ms(before), func(rows *sql.Rows) (any, error) {
+			var id int64
+			return id, rows.Scan(&id)
+		})
 	if err != nil {
-		return 0, fmt.Errorf("store: prune outbox: %w", err)
+		return n, fmt.Errorf("store: prune outbox: %w", err)
 	}
-	n, _ := res.RowsAffected()
 	return n, nil
 }
 
 // PruneAttempts forgets attempt ids decided before the cutoff: older than
 // the answers stream keeps messages, none can be delivered again.
 func (s *Store) PruneAttempts(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.ws.exec(ctx, "DELETE FROM attempts WHERE at < ?", ms(before))
+	n, err := s.pruneInChunks(ctx, "SELECT attempt_id FROM attempts WHERE at < ? LIMIT ?",
+		"DELETE FROM attempts WHERE attempt_id IN (SELECT value FROM json_each(?))", ms(before), func(rows *sql.Rows) (any, error) {
+			var id string
+			return id, rows.Scan(&id)
+		})
 	if err != nil {
-		return 0, fmt.Errorf("store: prune attempts: %w", err)
+		return n, fmt.Errorf("store: prune attempts: %w", err)
 	}
-	n, _ := res.RowsAffected()
 	return n, nil
+}
+
+// pruneInChunks reads the keys of rows older than cutoff with find (which
+// takes the cutoff and a limit) and deletes them with del (which takes a
+// JSON array of keys), until find comes back short. The rows it deletes
+// never change once old, so reading them outside the write transaction
+// is safe. It returns how many rows it deleted.
+func (s *Store) pruneInChunks(ctx context.Context, find, del string, cutoff int64, scan func(*sql.Rows) (any, error)) (int64, error) {
+	var total int64
+	for {
+		keys, err := s.oldKeys(ctx, find, cutoff, scan)
+		if err != nil {
+			return total, err
+		}
+		before := total
+		for lo := 0; lo < len(keys); lo += pruneChunk {
+			list, err := json.Marshal(keys[lo:min(lo+pruneChunk, len(keys))])
+			if err != nil {
+				return total, err
+			}
+			res, err := s.ws.exec(ctx, del, string(list))
+			if err != nil {
+				return total, err
+			}
+			n, _ := res.RowsAffected()
+			total += n
+		}
+		if len(keys) < pruneScan || total == before {
+			return total, nil
+		}
+	}
+}
+
+func (s *Store) oldKeys(ctx context.Context, find string, cutoff int64, scan func(*sql.Rows) (any, error)) ([]any, error) {
+	rows, err := s.rs.query(ctx, find, cutoff, pruneScan)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []any
+	for rows.Next() {
+		k, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
 }
 
 // DeliveryRow is one platform's report on one question.

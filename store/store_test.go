@@ -644,3 +644,67 @@ func TestPrefetchReadsAsFindAnswerable(t *testing.T) {
 		t.Fatalf("states seen = %v", seen)
 	}
 }
+
+// TestPruneManyRows prunes more rows than one scan finds, and keeps what
+// is not old yet or not sent yet.
+func TestPruneManyRows(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	const old, recent = pruneScan + 2345, 7
+	var ids []int64
+	for len(ids) < old+recent+1 {
+		var msgs []Message
+		for range 1000 {
+			msgs = append(msgs, Message{Subject: "ev", Data: []byte("x")})
+		}
+		if err := s.Enqueue(ctx, msgs); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := s.Unsent(ctx, 0, 100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = ids[:0]
+		for _, r := range rows {
+			ids = append(ids, r.ID)
+		}
+	}
+	// Old rows sent yesterday, a few sent just now, the last still unsent.
+	if err := s.MarkSent(ctx, ids[:old], t0.Add(-24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkSent(ctx, ids[old:old+recent], t0); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneSent(ctx, t0.Add(-time.Hour)); err != nil || n != old {
+		t.Fatalf("pruned %d, %v; want %d", n, err, old)
+	}
+	var left, unsent int64
+	if err := s.w.QueryRowContext(ctx, "SELECT COUNT(*), COUNT(*) FILTER (WHERE sent_at IS NULL) FROM outbox").Scan(&left, &unsent); err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(len(ids) - old); left != want || unsent != want-recent {
+		t.Fatalf("%d rows left (%d unsent), want %d (%d unsent)", left, unsent, want, want-recent)
+	}
+
+	rec := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
+	var ds []Decision
+	for i := range old + recent {
+		at := t0.Add(-48 * time.Hour)
+		if i >= old {
+			at = t0
+		}
+		ds = append(ds, Decision{Refuse: &Refusal{AttemptID: fmt.Sprint("a-", i), Question: rec.ID, At: at}})
+	}
+	if _, err := s.Decide(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneAttempts(ctx, t0.Add(-time.Hour)); err != nil || n != old {
+		t.Fatalf("pruned %d attempts, %v; want %d", n, err, old)
+	}
+	for _, i := range []int{0, old - 1, old, old + recent - 1} {
+		if seen, _ := s.SeenAttempt(ctx, fmt.Sprint("a-", i)); seen != (i >= old) {
+			t.Errorf("attempt a-%d seen = %v after the prune", i, seen)
+		}
+	}
+}
