@@ -282,22 +282,12 @@ func auditTx(ctx context.Context, tx *txn, question int64, from, to, by, via, re
 }
 
 func outboxTx(ctx context.Context, tx *txn, msgs []Message, at time.Time) error {
-	if len(msgs) == 0 {
-		return nil
-	}
-	// One statement for all of them; the row ids keep their order.
-	var q strings.Builder
-	q.WriteString("INSERT INTO outbox (subject, data, created_at) VALUES ")
 	args := make([]any, 0, 3*len(msgs))
-	for i, m := range msgs {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(?, ?, ?)")
+	for _, m := range msgs {
 		args = append(args, m.Subject, m.Data, ms(at))
 	}
-	_, err := tx.exec(ctx, q.String(), args...)
-	return err
+	// Multi-row statements in order, so the row ids keep it.
+	return execRows(ctx, tx, "INSERT INTO outbox (subject, data, created_at) VALUES ", "(?, ?, ?)", "", 3, args)
 }
 
 // Settlement is how a pending question ends by someone's answer or decline,
