@@ -73,6 +73,9 @@ func TestRequestsThatAreNotSlacksAreRefused(t *testing.T) {
 		{"2 MiB body", "payload=" + strings.Repeat("a", 2<<20), map[string]string{"X-Slack-Request-Timestamp": now}, 413},
 		{"not JSON", "payload=%7Bnot-json", map[string]string{"X-Slack-Request-Timestamp": now, "X-Slack-Signature": sign(testSecret, now, "payload=%7Bnot-json")}, 400},
 		{"no payload", "x=1", map[string]string{"X-Slack-Request-Timestamp": now, "X-Slack-Signature": sign(testSecret, now, "x=1")}, 400},
+		{"bad escape", "payload=%zz", map[string]string{"X-Slack-Request-Timestamp": now, "X-Slack-Signature": sign(testSecret, now, "payload=%zz")}, 400},
+		{"a good click, not sent as a form", good, map[string]string{"X-Slack-Request-Timestamp": now, "X-Slack-Signature": sign(testSecret, now, good),
+			"Content-Type": "text/plain"}, 400},
 	}
 	for _, c := range cases {
 		if got, status := send(c.body, c.hdr); got != c.want {

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -23,7 +25,8 @@ import (
 const maxBody = 1 << 20
 
 // verified reads the body once (bounded), checks Slack's v0 signature and
-// timestamp window, and restores the body for slack-go's form parsers.
+// timestamp window, and restores the body and its form for slack-go's
+// form parsers.
 // It answers the request itself and returns false when it is refused.
 func (b *Bot) verified(w http.ResponseWriter, r *http.Request) bool {
 	if b.o.SigningSecret == "" {
@@ -31,7 +34,9 @@ func (b *Bot) verified(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, "Slack HTTP endpoints are not configured (no signing secret)", http.StatusNotFound)
 		return false
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, maxBody))+1))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBody))
+	raw := buf.Bytes()
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -53,6 +58,14 @@ func (b *Bot) verified(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(raw))
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "application/x-www-form-urlencoded" {
+		// The form r.ParseForm would read from the body, parsed from the bytes
+		// at hand: with PostForm set, ParseForm reads the body no more. On an
+		// error it stays unset, and ParseForm reports the error as before.
+		if form, err := url.ParseQuery(string(raw)); err == nil {
+			r.PostForm = form
+		}
+	}
 	return true
 }
 
