@@ -196,7 +196,7 @@ func (b *decideBatch) flush(ctx context.Context) error {
 			attemptRows = append(attemptRows, id, q, ms(at))
 		}
 	}
-	inserted, err := returnedStrings(ctx, tx, "INSERT INTO attempts (attempt_id, question, at) VALUES ", "(?, ?, ?)",
+	inserted, err := returned[string](ctx, tx, "INSERT INTO attempts (attempt_id, question, at) VALUES ", "(?, ?, ?)",
 		" ON CONFLICT DO NOTHING RETURNING attempt_id", 3, attemptRows)
 	if err != nil {
 		return fmt.Errorf("record attempts: %w", err)
@@ -218,7 +218,7 @@ func (b *decideBatch) flush(ctx context.Context) error {
 				st.Comment, st.By, st.ByName, st.Via, st.Text, ms(st.At))
 		}
 	}
-	updated, err := returnedInts(ctx, tx, "UPDATE questions SET state = v.column2, action = v.column3, answer_raw = v.column4, "+
+	updated, err := returned[int64](ctx, tx, "UPDATE questions SET state = v.column2, action = v.column3, answer_raw = v.column4, "+
 		"answer = v.column5, answer_text = v.column6, comment = v.column7, by_id = v.column8, by_name = v.column9, via = v.column10, "+
 		"text = v.column11, settled_at = v.column12 FROM (VALUES ", "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		") AS v WHERE questions.id = v.column1 AND questions.state = 'pending' RETURNING questions.id", 12, settleRows)
@@ -342,32 +342,17 @@ func execRows(ctx context.Context, tx *txn, head, row, tail string, width int, a
 	})
 }
 
-// returnedStrings and returnedInts run a multi-row statement with a
-// one-column RETURNING clause and collect what it returned.
-func returnedStrings(ctx context.Context, tx *txn, head, row, tail string, width int, args []any) (map[string]bool, error) {
-	got := map[string]bool{}
+// returned runs a multi-row statement with a one-column RETURNING clause
+// and collects what it returned.
+func returned[T comparable](ctx context.Context, tx *txn, head, row, tail string, width int, args []any) (map[T]bool, error) {
+	got := map[T]bool{}
 	err := chunkRows(args, width, func(rows int, args []any) error {
 		return queryEach(ctx, tx, multiRow(head, row, tail, rows), args, func(scan func(...any) error) error {
-			var s string
-			if err := scan(&s); err != nil {
+			var v T
+			if err := scan(&v); err != nil {
 				return err
 			}
-			got[s] = true
-			return nil
-		})
-	})
-	return got, err
-}
-
-func returnedInts(ctx context.Context, tx *txn, head, row, tail string, width int, args []any) (map[int64]bool, error) {
-	got := map[int64]bool{}
-	err := chunkRows(args, width, func(rows int, args []any) error {
-		return queryEach(ctx, tx, multiRow(head, row, tail, rows), args, func(scan func(...any) error) error {
-			var n int64
-			if err := scan(&n); err != nil {
-				return err
-			}
-			got[n] = true
+			got[v] = true
 			return nil
 		})
 	})

@@ -445,13 +445,8 @@ type rowQuerier interface {
 }
 
 func findIn(ctx context.Context, db rowQuerier, k Key) (*Record, error) {
-	q := "SELECT " + recordColumns + " FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ?"
-	args := []any{k.Tenant, k.JobID, k.QuestionID}
-	if k.TaskVersion != 0 {
-		q += " AND task_version = ?"
-		args = append(args, k.TaskVersion)
-	}
-	r, err := scanRecord(db.queryRow(ctx, q+" ORDER BY task_version DESC LIMIT 1", args...))
+	where, args := byKey(k)
+	r, err := scanRecord(db.queryRow(ctx, "SELECT "+recordColumns+" FROM questions q"+where, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -459,6 +454,18 @@ func findIn(ctx context.Context, db rowQuerier, k Key) (*Record, error) {
 		return nil, fmt.Errorf("store: find question %s: %w", k, err)
 	}
 	return r, nil
+}
+
+// byKey is the WHERE clause (and its arguments) that finds k in the
+// questions table q: the latest version when k names none.
+func byKey(k Key) (string, []any) {
+	where := " WHERE q.tenant = ? AND q.job_id = ? AND q.question_id = ?"
+	args := []any{k.Tenant, k.JobID, k.QuestionID}
+	if k.TaskVersion != 0 {
+		where += " AND q.task_version = ?"
+		args = append(args, k.TaskVersion)
+	}
+	return where + " ORDER BY q.task_version DESC LIMIT 1", args
 }
 
 // Answerable is a question as deciding an answer needs it, read at once:
@@ -505,13 +512,8 @@ func scanAnswerable(row scanner) (*Answerable, error) {
 }
 
 func findAnswerableIn(ctx context.Context, db rowQuerier, k Key) (*Answerable, error) {
-	q := "SELECT " + recordColumns + ", " + answerableColumns + " FROM questions q WHERE q.tenant = ? AND q.job_id = ? AND q.question_id = ?"
-	args := []any{k.Tenant, k.JobID, k.QuestionID}
-	if k.TaskVersion != 0 {
-		q += " AND q.task_version = ?"
-		args = append(args, k.TaskVersion)
-	}
-	a, err := scanAnswerable(db.queryRow(ctx, q+" ORDER BY q.task_version DESC LIMIT 1", args...))
+	where, args := byKey(k)
+	a, err := scanAnswerable(db.queryRow(ctx, "SELECT "+recordColumns+", "+answerableColumns+" FROM questions q"+where, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -416,22 +416,28 @@ func TestPruneAttempts(t *testing.T) {
 }
 
 // Each decision of a batch reads the state the decisions before it left.
+// answerIfPending decides attempt i on the question k: an answer while it
+// is pending, a refusal after. It notes the state it read in seen.
+func answerIfPending(ctx context.Context, l Lookup, k Key, i int, seen *[]string) (Decision, error) {
+	a, err := l.FindAnswerable(ctx, k)
+	if err != nil {
+		return Decision{}, err
+	}
+	*seen = append(*seen, a.State)
+	if a.State != bridge.StatePending {
+		return Decision{Refuse: &Refusal{AttemptID: fmt.Sprint("a", i), Question: a.ID, At: t0}}, nil
+	}
+	return Decision{Settle: &Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
+		Answer: []byte(`"x"`), By: "slack:U1", At: t0, AttemptID: fmt.Sprint("a", i)}}, nil
+}
+
 func TestDecideEachSeesEarlierDecisions(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
 	q := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
 	var seen []string
 	errs, err := s.DecideEach(ctx, 2, func(i int, l Lookup) (Decision, error) {
-		a, err := l.FindAnswerable(ctx, q.Key)
-		if err != nil {
-			return Decision{}, err
-		}
-		seen = append(seen, a.State)
-		if a.State != bridge.StatePending {
-			return Decision{Refuse: &Refusal{AttemptID: fmt.Sprint("a", i), Question: a.ID, At: t0}}, nil
-		}
-		return Decision{Settle: &Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
-			Answer: []byte(`"x"`), By: "slack:U1", At: t0, AttemptID: fmt.Sprint("a", i)}}, nil
+		return answerIfPending(ctx, l, q.Key, i, &seen)
 	})
 	if err != nil || errs[0] != nil || errs[1] != nil {
 		t.Fatalf("errs %v, %v", errs, err)
@@ -626,16 +632,7 @@ func TestPrefetchReadsAsFindAnswerable(t *testing.T) {
 				t.Errorf("missing question: %v, want ErrNotFound", err)
 			}
 		}
-		a, err := l.FindAnswerable(ctx, q1.Key)
-		if err != nil {
-			return Decision{}, err
-		}
-		seen = append(seen, a.State)
-		if a.State != bridge.StatePending {
-			return Decision{Refuse: &Refusal{AttemptID: fmt.Sprint("a", i), Question: a.ID, At: t0}}, nil
-		}
-		return Decision{Settle: &Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
-			Answer: []byte(`"x"`), By: "slack:U1", At: t0, AttemptID: fmt.Sprint("a", i)}}, nil
+		return answerIfPending(ctx, l, q1.Key, i, &seen)
 	})
 	if err != nil || errs[0] != nil || errs[1] != nil || errs[2] != nil {
 		t.Fatalf("errs %v, %v", errs, err)
