@@ -19,7 +19,7 @@ import (
 // realClick is a block_actions payload as Slack sends it for a click on a
 // card: the whole message echoed back with its blocks, a select's state,
 // the app and enterprise fields.
-func realClick(t *testing.T) map[string]any {
+func realClick(t testing.TB) map[string]any {
 	t.Helper()
 	q := &bridge.Question{Tenant: "acme", JobID: "job-7", QuestionID: "q-c", TaskVersion: 1, Question: "Which colour?",
 		Choices: []string{"red", "blue"}, Context: "The quarterly report"}
@@ -120,5 +120,25 @@ func TestParseInteractionAsSlackGo(t *testing.T) {
 	}
 	if got, err := parseInteraction(formRequest(payload(click))); err != nil || got.Message.Timestamp != "1700000000.000100" {
 		t.Fatalf("click with a malformed echoed message: %v, %+v", err, got.Message)
+	}
+}
+
+// BenchmarkParseInteraction reads a real-sized click: slack-go's parse
+// against askbridge's, which skips the echoed message.
+func BenchmarkParseInteraction(b *testing.B) {
+	body := payload(realClick(b))
+	for _, c := range []struct {
+		name  string
+		parse func(*http.Request) (slack.InteractionCallback, error)
+	}{{"slack-go", slack.InteractionCallbackParse}, {"askbridge", parseInteraction}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, err := c.parse(formRequest(body)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
