@@ -13,8 +13,8 @@ import (
 // Decide applies many decisions in one transaction, so that one fsync
 // carries a whole batch of answers (group commit). A decision that loses
 // (ErrNotPending, ErrDuplicate) leaves nothing behind and does not disturb
-// the others. The returned slice holds
-// each decision's outcome; the error is for the transaction as a whole.
+// the others. The returned slice holds each decision's outcome; the error
+// is for the transaction as a whole.
 func (s *Store) Decide(ctx context.Context, ds []Decision) ([]error, error) {
 	return s.DecideEach(ctx, len(ds), func(i int, _ Lookup) (Decision, error) { return ds[i], nil })
 }
