@@ -22,7 +22,11 @@ import (
 )
 
 // maxBody bounds what Slack may send us; real payloads are far smaller.
-const maxBody = 1 << 20
+// presizeBody bounds the buffer allocated for a body before it is read.
+const (
+	maxBody     = 1 << 20
+	presizeBody = 64 << 10
+)
 
 // verified reads the body once (bounded), checks Slack's v0 signature and
 // timestamp window, and restores the body and its form for slack-go's
@@ -34,7 +38,9 @@ func (b *Bot) verified(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, "Slack HTTP endpoints are not configured (no signing secret)", http.StatusNotFound)
 		return false
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, maxBody))+1))
+	// Sized by the declared length, up to what a real payload needs: the
+	// length is not checked yet, and must not make us allocate a megabyte.
+	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, presizeBody))+1))
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBody))
 	raw := buf.Bytes()
 	if err != nil {
