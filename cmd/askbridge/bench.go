@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -49,15 +51,21 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	questions := fs.Int("questions", 0, "questions to ask first (default: enough for the run)")
 	syncMode := fs.String("sync", "always", "embedded JetStream durability: always or interval")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the click phase to this file")
+	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the click phase to this file")
 	pending := fs.Int("pending", 0, "instead: measure a service holding this many pending questions (memory, ready time, idle CPU, list)")
+	idle := fs.Duration("idle", 10*time.Second, "with --pending: how long to measure idle CPU")
+	fill := fs.String("fill", "store", "with --pending: how the questions get there: store (written into SQLite only) or nats (asked through NATS and posted to a fake Slack, as agents would)")
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
 	if *syncMode != "always" && *syncMode != "interval" {
 		return c.fail("bench: --sync must be always or interval")
 	}
+	if *fill != "store" && *fill != "nats" {
+		return c.fail("bench: --fill must be store or nats")
+	}
 	if *pending > 0 {
-		return c.benchPending(ctx, *pending)
+		return c.benchPending(ctx, *pending, *fill == "nats", *idle)
 	}
 	n := *questions
 	if n == 0 {
@@ -82,7 +90,7 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 		return c.fail("bench: baseline: %v", err)
 	}
 
-	fake, err := startBenchSlack()
+	fake, err := startBenchSlack(false)
 	if err != nil {
 		return c.fail("bench: fake Slack: %v", err)
 	}
@@ -258,6 +266,11 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	}
 	cwg.Wait()
 	clickEnd := time.Now()
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile); err != nil {
+			return c.fail("bench: %v", err)
+		}
+	}
 	want := clicked.Load()
 	for resumed.Load() < want && time.Since(clickEnd) < 60*time.Second && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
@@ -352,14 +365,18 @@ type benchSlack struct {
 	seq  atomic.Int64
 	mu   sync.Mutex
 	list []benchCard
+	// countOnly counts posted cards without keeping them: a million
+	// kept cards would weigh more than the service measured.
+	countOnly bool
+	posted    atomic.Int64
 }
 
-func startBenchSlack() (*benchSlack, error) {
+func startBenchSlack(countOnly bool) (*benchSlack, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	f := &benchSlack{url: "http://" + ln.Addr().String()}
+	f := &benchSlack{url: "http://" + ln.Addr().String(), countOnly: countOnly}
 	f.srv = &http.Server{Handler: http.HandlerFunc(f.serve), ReadHeaderTimeout: 5 * time.Second}
 	go f.srv.Serve(ln)
 	return f, nil
@@ -374,7 +391,14 @@ func (f *benchSlack) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	channel := r.Form.Get("channel")
 	if method == "chat.postMessage" {
-		f.keep(channel, ts, r.Form.Get("blocks"), r.Form.Get("text"))
+		if f.countOnly {
+			// A thread's parent message has no buttons; count cards only.
+			if strings.Contains(r.Form.Get("blocks"), `"action_id":"choice.`) {
+				f.posted.Add(1)
+			}
+		} else {
+			f.keep(channel, ts, r.Form.Get("blocks"), r.Form.Get("text"))
+		}
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": channel, "ts": ts,
 		"message": map[string]any{"ts": ts}, "permalink": "https://bench.slack.com/archives/" + channel})
@@ -414,6 +438,9 @@ func (f *benchSlack) keep(channel, ts, blocks, text string) {
 }
 
 func (f *benchSlack) cards() int {
+	if f.countOnly {
+		return int(f.posted.Load())
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.list)
@@ -428,55 +455,65 @@ func (f *benchSlack) takeCards() []benchCard {
 // benchPending fills a store with n pending questions, starts this binary's
 // service on it as a child process and measures what a big backlog costs:
 // time to ready, resident memory, CPU while idle, and the first list page.
-func (c *cli) benchPending(ctx context.Context, n int) int {
+// viaNATS asks the questions as agents do, so JetStream's streams and the
+// Slack adapter's records hold them too, as they would in production.
+func (c *cli) benchPending(ctx context.Context, n int, viaNATS bool, idle time.Duration) int {
 	dir, err := os.MkdirTemp("", "askbridge-pending-")
 	if err != nil {
 		return c.fail("bench: %v", err)
 	}
 	defer os.RemoveAll(dir)
-	fmt.Fprintf(c.stderr, "filling a store with %d pending questions...\n", n)
+	fake, err := startBenchSlack(true)
+	if err != nil {
+		return c.fail("bench: fake Slack: %v", err)
+	}
+	defer fake.close()
+	env := []string{"ASK_DATA_DIR=" + dir, "ASK_ADMINS=cli:bench", "ASK_LOG_LEVEL=warn",
+		"ASK_CONSOLE_SECRET=bench-console-secret-0123456789",
+		"ASK_SLACK_BOT_TOKEN=xoxb-bench", "ASK_SLACK_SIGNING_SECRET=" + benchSecret, "ASK_SLACK_API_URL=" + fake.url + "/api/"}
 	fillStart := time.Now()
-	if err := fillPending(ctx, filepath.Join(dir, "askbridge.db"), n, func(done int) {
-		fmt.Fprintf(c.stderr, "\r  %d of %d", done, n)
-	}); err != nil {
-		return c.fail("bench: fill: %v", err)
+	if viaNATS {
+		fmt.Fprintf(c.stderr, "asking %d questions through NATS...\n", n)
+		child, err := c.startChild(ctx, env)
+		if err != nil {
+			return c.fail("bench: %v", err)
+		}
+		err = askPending(ctx, child.natsURL, n, func(asked int) {
+			fmt.Fprintf(c.stderr, "\r  %d asked, %d cards posted", asked, fake.cards())
+		})
+		seen, progressAt := -1, time.Now()
+		for err == nil && fake.cards() < n {
+			switch posted := fake.cards(); {
+			case ctx.Err() != nil:
+				err = ctx.Err()
+			case posted != seen:
+				seen, progressAt = posted, time.Now()
+			case time.Since(progressAt) > time.Minute:
+				err = fmt.Errorf("no card posted for a minute, %d of %d", posted, n)
+			}
+			fmt.Fprintf(c.stderr, "\r  %d asked, %d cards posted", n, fake.cards())
+			time.Sleep(500 * time.Millisecond)
+		}
+		child.stop()
+		if err != nil {
+			return c.fail("bench: fill: %v", err)
+		}
+	} else {
+		fmt.Fprintf(c.stderr, "filling a store with %d pending questions...\n", n)
+		if err := fillPending(ctx, filepath.Join(dir, "askbridge.db"), n, func(done int) {
+			fmt.Fprintf(c.stderr, "\r  %d of %d", done, n)
+		}); err != nil {
+			return c.fail("bench: fill: %v", err)
+		}
 	}
 	fmt.Fprintf(c.stderr, "\r  %d questions in %v\n", n, time.Since(fillStart).Round(time.Second))
 
-	bin, err := os.Executable()
+	child, err := c.startChild(ctx, env)
 	if err != nil {
 		return c.fail("bench: %v", err)
 	}
-	httpPort, natsPort := freePort(), freePort()
-	cmd := exec.CommandContext(ctx, bin, "serve")
-	cmd.Env = append(os.Environ(), "ASK_DATA_DIR="+dir, "ASK_HTTP_ADDR=127.0.0.1:"+httpPort,
-		"ASK_NATS_LISTEN=127.0.0.1:"+natsPort, "ASK_ADMINS=cli:bench", "ASK_LOG_LEVEL=warn",
-		"ASK_CONSOLE_SECRET=bench-console-secret-0123456789")
-	cmd.Stderr = c.stderr
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return c.fail("bench: start: %v", err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
-	ready := time.Duration(0)
-	for time.Since(start) < 60*time.Second {
-		resp, err := http.Get("http://127.0.0.1:" + httpPort + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				ready = time.Since(start)
-				break
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if ready == 0 {
-		return c.fail("bench: the service was not ready within 60s")
-	}
-	nc, err := nats.Connect("nats://127.0.0.1:" + natsPort)
+	defer child.stop()
+	nc, err := nats.Connect(child.natsURL)
 	if err != nil {
 		return c.fail("bench: %v", err)
 	}
@@ -491,26 +528,137 @@ func (c *cli) benchPending(ctx context.Context, n int) int {
 		}
 		lists = append(lists, time.Since(t0))
 		var reply bridge.ListReply
-		if err := json.Unmarshal(msg.Data, &reply); err != nil || len(reply.Questions) != 50 {
+		if err := json.Unmarshal(msg.Data, &reply); err != nil || len(reply.Questions) != min(50, n/100) {
 			return c.fail("bench: list returned %d questions (%s)", len(reply.Questions), reply.Error)
 		}
 	}
-	rssReady := procRSS(cmd.Process.Pid)
-	cpu0 := procCPU(cmd.Process.Pid)
-	const idle = 10 * time.Second
+	pid := child.cmd.Process.Pid
+	rssReady := procRSS(pid)
+	cpu0 := procCPU(pid)
 	fmt.Fprintf(c.stderr, "measuring idle CPU for %v...\n", idle)
 	time.Sleep(idle)
-	cpu1 := procCPU(cmd.Process.Pid)
-	rssIdle := procRSS(cmd.Process.Pid)
+	cpu1 := procCPU(pid)
+	rssIdle := procRSS(pid)
 	ticks := float64(cpu1 - cpu0)
+	how := "written into SQLite"
+	if viaNATS {
+		how = "asked through NATS, cards posted to Slack"
+	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "pending questions\t%d\n", n)
-	fmt.Fprintf(tw, "start to /readyz 200\t%v\n", ready.Round(time.Millisecond))
+	fmt.Fprintf(tw, "pending questions\t%d (%s)\n", n, how)
+	fmt.Fprintf(tw, "start to /readyz 200\t%v\n", child.ready.Round(time.Millisecond))
 	fmt.Fprintf(tw, "RSS after the list calls / after %v idle\t%.0f MB / %.0f MB\n", idle, float64(rssReady)/(1<<20), float64(rssIdle)/(1<<20))
 	fmt.Fprintf(tw, "CPU while idle\t%.2f%% of one core (%d ticks in %v)\n", ticks/float64(clockTicks)/idle.Seconds()*100, cpu1-cpu0, idle)
 	fmt.Fprintf(tw, "list, one tenant's first page of 50: p50 / max\t%v / %v\n", percentile(lists, 50), percentile(lists, 100))
 	tw.Flush()
 	return exitOK
+}
+
+// benchChild is this binary's service running as a child process.
+type benchChild struct {
+	cmd     *exec.Cmd
+	natsURL string
+	ready   time.Duration
+}
+
+// startChild starts `askbridge serve` with env on free loopback ports and
+// waits for /readyz.
+func (c *cli) startChild(ctx context.Context, env []string) (*benchChild, error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	httpPort, natsPort := freePort(), freePort()
+	cmd := exec.CommandContext(ctx, bin, "serve")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(cmd.Env, "ASK_HTTP_ADDR=127.0.0.1:"+httpPort, "ASK_NATS_LISTEN=127.0.0.1:"+natsPort)
+	cmd.Stderr = c.stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	child := &benchChild{cmd: cmd, natsURL: "nats://127.0.0.1:" + natsPort}
+	for time.Since(start) < 60*time.Second {
+		resp, err := http.Get("http://127.0.0.1:" + httpPort + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				child.ready = time.Since(start)
+				return child, nil
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	child.stop()
+	return nil, errors.New("the service was not ready within 60s")
+}
+
+func (b *benchChild) stop() {
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	_ = b.cmd.Wait()
+}
+
+// askPending asks the same n questions fillPending writes, through NATS as
+// an agent fleet would, each with its own Slack channel.
+func askPending(ctx context.Context, natsURL string, n int, progress func(int)) error {
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ag, err := agent.New(nc)
+	if err != nil {
+		return err
+	}
+	var next, done atomic.Int64
+	var wg sync.WaitGroup
+	var askErr atomic.Value
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	stopProgress := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-tick.C:
+				progress(int(done.Load()))
+			case <-stopProgress:
+				return
+			}
+		}
+	}()
+	defer close(stopProgress)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				q := pendingQuestion(i)
+				q.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: fmt.Sprintf("C%07d", i)}}
+				if err := ag.Publish(ctx, &q); err != nil {
+					askErr.Store(err)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := askErr.Load().(error); ok {
+		return err
+	}
+	return ctx.Err()
+}
+
+// pendingQuestion is the i-th of the bench's pending questions, over 100
+// tenants.
+func pendingQuestion(i int) bridge.Question {
+	return bridge.Question{Tenant: fmt.Sprintf("t-%03d", i%100), JobID: fmt.Sprintf("job-%07d", i), QuestionID: "q", TaskVersion: 1,
+		Question: "Which colour should the quarterly report use for the customer's charts?", Choices: []string{"red", "blue", "green"},
+		Answerers: []string{"slack:U0ANA"}, Timeout: "72h"}
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times on Linux.
@@ -530,9 +678,7 @@ func fillPending(ctx context.Context, path string, n int, progress func(int)) er
 	for done := 0; done < n; {
 		nqs := make([]store.NewQuestion, 0, batch)
 		for i := done; i < n && len(nqs) < batch; i++ {
-			q := bridge.Question{Tenant: fmt.Sprintf("t-%03d", i%100), JobID: fmt.Sprintf("job-%07d", i), QuestionID: "q", TaskVersion: 1,
-				Question: "Which colour should the quarterly report use for the customer's charts?", Choices: []string{"red", "blue", "green"},
-				Answerers: []string{"slack:U0ANA"}, Timeout: "72h"}
+			q := pendingQuestion(i)
 			body, _ := json.Marshal(q)
 			timeout := 72 * time.Hour
 			// Spread the deadlines so the ladder has work far in the future.
@@ -597,4 +743,19 @@ func procCPU(pid int) int64 {
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	return utime + stime
+}
+
+// writeHeapProfile records what is live at the end of the click phase: the
+// heap the garbage collector must mark on every cycle.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,4 +49,52 @@ func TestBenchClickIsASlackPayload(t *testing.T) {
 	if cb.Message.Text != text || len(cb.Message.Blocks.BlockSet) != len(blocks) {
 		t.Fatalf("echoed message: text %q, %d blocks; want %q, %d", cb.Message.Text, len(cb.Message.Blocks.BlockSet), text, len(blocks))
 	}
+}
+
+// TestMain lets this test binary stand in for askbridge when the bench
+// starts "askbridge serve" as a child process.
+func TestMain(m *testing.M) {
+	if os.Getenv("ASKBRIDGE_TEST_AS_MAIN") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestBenchPendingAskedThroughNATS: --fill nats asks every question as an
+// agent does, waits for each card, restarts the service on the same data
+// and finds them all pending.
+func TestBenchPendingAskedThroughNATS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the service twice")
+	}
+	t.Setenv("ASKBRIDGE_TEST_AS_MAIN", "1")
+	// The child's stderr is copied into errOut by another goroutine.
+	var out bytes.Buffer
+	errOut := &lockedBuffer{}
+	c := &cli{stdout: &out, stderr: errOut}
+	if code := c.bench(context.Background(), []string{"--pending", "300", "--fill", "nats", "--idle", "200ms"}); code != exitOK {
+		t.Fatalf("bench exited %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"pending questions", "300 (asked through NATS, cards posted to Slack)", "start to /readyz 200", "list, one tenant's first page"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
