@@ -142,30 +142,12 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	// throttle the fake) per question.
 	fmt.Fprintf(c.stderr, "asking %d questions...\n", n)
 	askStart := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var askErr atomic.Value
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				q := &bridge.Question{Tenant: "bench", JobID: fmt.Sprintf("job-%06d", i), QuestionID: "q", TaskVersion: 1,
-					Question: "Which colour should the report use?", Choices: []string{"red", "blue"}, Timeout: "1h",
-					Route: &bridge.Route{Slack: &bridge.SlackRoute{Channel: fmt.Sprintf("C%06d", i)}}}
-				if err := ag.Publish(ctx, q); err != nil {
-					askErr.Store(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err, ok := askErr.Load().(error); ok {
+	err = askEach(ctx, ag, n, 16, nil, func(i int) *bridge.Question {
+		return &bridge.Question{Tenant: "bench", JobID: fmt.Sprintf("job-%06d", i), QuestionID: "q", TaskVersion: 1,
+			Question: "Which colour should the report use?", Choices: []string{"red", "blue"}, Timeout: "1h",
+			Route: &bridge.Route{Slack: &bridge.SlackRoute{Channel: fmt.Sprintf("C%06d", i)}}}
+	})
+	if err != nil {
 		return c.fail("bench: ask: %v", err)
 	}
 	for fake.cards() < n {
@@ -610,9 +592,7 @@ func askPending(ctx context.Context, natsURL string, n int, progress func(int)) 
 	if err != nil {
 		return err
 	}
-	var next, done atomic.Int64
-	var wg sync.WaitGroup
-	var askErr atomic.Value
+	var done atomic.Int64
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	stopProgress := make(chan struct{})
@@ -627,24 +607,35 @@ func askPending(ctx context.Context, natsURL string, n int, progress func(int)) 
 		}
 	}()
 	defer close(stopProgress)
-	for range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	return askEach(ctx, ag, n, 64, &done, func(i int) *bridge.Question {
+		q := pendingQuestion(i)
+		q.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: fmt.Sprintf("C%07d", i)}}
+		return &q
+	})
+}
+
+// askEach publishes question(0) to question(n-1) from workers simulated
+// agents, counting each acknowledged publish in asked when it is not nil.
+func askEach(ctx context.Context, ag *agent.Client, n, workers int, asked *atomic.Int64, question func(int) *bridge.Question) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var askErr atomic.Value
+	for range workers {
+		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				q := pendingQuestion(i)
-				q.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: fmt.Sprintf("C%07d", i)}}
-				if err := ag.Publish(ctx, &q); err != nil {
+				if err := ag.Publish(ctx, question(i)); err != nil {
 					askErr.Store(err)
 					return
 				}
-				done.Add(1)
+				if asked != nil {
+					asked.Add(1)
+				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err, ok := askErr.Load().(error); ok {

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 )
 
 // TestBenchClickIsASlackPayload: the bench's hand-written click reads, with
@@ -70,7 +70,7 @@ func TestBenchPendingAskedThroughNATS(t *testing.T) {
 	t.Setenv("ASKBRIDGE_TEST_AS_MAIN", "1")
 	// The child's stderr is copied into errOut by another goroutine.
 	var out bytes.Buffer
-	errOut := &lockedBuffer{}
+	errOut := &testenv.LockedBuffer{}
 	c := &cli{stdout: &out, stderr: errOut}
 	if code := c.bench(context.Background(), []string{"--pending", "300", "--fill", "nats", "--idle", "200ms"}); code != exitOK {
 		t.Fatalf("bench exited %d: %s", code, errOut.String())
@@ -80,21 +80,4 @@ func TestBenchPendingAskedThroughNATS(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

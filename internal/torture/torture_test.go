@@ -6,10 +6,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/internal/torture"
 )
 
@@ -43,7 +43,7 @@ func TestTortureShort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
-	serverLog := &lockedBuffer{}
+	serverLog := &testenv.LockedBuffer{}
 	rep, err := torture.Run(ctx, torture.Options{
 		Binary:    bin,
 		DataDir:   filepath.Join(tmp, "data"),
@@ -82,22 +82,4 @@ func TestTortureShort(t *testing.T) {
 		t.Errorf("timed out %d, failed %d, ladder steps %d: the run should time questions out and climb ladders",
 			rep.TimedOut, rep.Failed, rep.LadderSteps)
 	}
-}
-
-// lockedBuffer collects the server's output from the exec copying goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
