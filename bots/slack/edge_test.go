@@ -155,6 +155,30 @@ func TestRateLimitHonoursRetryAfter(t *testing.T) {
 	_ = h
 }
 
+// TestRateLimitWithoutRetryAfter: a 429 that names no wait (Slack always
+// sends Retry-After, proxies in front of it may not) is still a rate limit:
+// retried after a second, not reported as a failure.
+func TestRateLimitWithoutRetryAfter(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	fake.fail("chat.postMessage", 429, nil, `{"ok":false,"error":"ratelimited"}`)
+	startBot(t, n, fake)
+	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
+	q := question("job-rl2", "q-rl2")
+	publishEvent(t, n, askedEvent(q))
+	d := deliveredTS(t, n, deliveries, "q-rl2")
+	if !d.OK {
+		t.Fatalf("not delivered after a 429 without Retry-After: %+v", d.Failure)
+	}
+	posts := fake.Calls("chat.postMessage")
+	if len(posts) < 2 {
+		t.Fatalf("%d posts", len(posts))
+	}
+	if gap := posts[1].At.Sub(posts[0].At); gap < time.Second {
+		t.Fatalf("retried %v after a 429 without Retry-After, want at least 1s", gap)
+	}
+}
+
 func TestBoundedRetriesThenSourceUnreliable(t *testing.T) {
 	n := plainNATS(t)
 	fake := newFakeSlack(t)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/url"
 	"sync"
 	"time"
@@ -40,6 +41,22 @@ var transientCodes = map[string]bool{
 	"request_timeout": true, "ratelimited": true, "team_added_to_org": true,
 }
 
+// rateLimited reports whether err is Slack's 429. slack-go makes a
+// RateLimitedError only when the response carries Retry-After; without it
+// a 429 is still a rate limit, to be retried after at least a second, not
+// a failure to report.
+func rateLimited(err error) (*slack.RateLimitedError, bool) {
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return rl, true
+	}
+	var sc slack.StatusCodeError
+	if errors.As(err, &sc) && sc.Code == http.StatusTooManyRequests {
+		return &slack.RateLimitedError{}, true
+	}
+	return nil, false
+}
+
 // classify turns a slack-go error into an apiError.
 func classify(op string, err error) *apiError {
 	var ae *apiError
@@ -49,11 +66,11 @@ func classify(op string, err error) *apiError {
 	out := &apiError{Op: op, err: err}
 	var se slack.SlackErrorResponse
 	var sc slack.StatusCodeError
-	var rl *slack.RateLimitedError
 	var ne net.Error
 	var ue *url.Error
+	_, limited := rateLimited(err)
 	switch {
-	case errors.As(err, &rl):
+	case limited:
 		out.Code, out.Transient = "ratelimited", true
 	case errors.As(err, &se):
 		out.Code = se.Err
@@ -150,8 +167,7 @@ func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(conte
 			return nil
 		}
 		last, unsure = err, false
-		var rl *slack.RateLimitedError
-		if errors.As(err, &rl) {
+		if rl, ok := rateLimited(err); ok {
 			wait := max(rl.RetryAfter, time.Second)
 			if wait > p.MaxRetryAft {
 				return classify(op, err)
