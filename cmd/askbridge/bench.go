@@ -51,7 +51,7 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	questions := fs.Int("questions", 0, "questions to ask first (default: enough for the run)")
 	syncMode := fs.String("sync", "always", "embedded JetStream durability: always or interval")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the click phase to this file")
-	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the click phase to this file")
+	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the click phase to this file, and one at its start to this file with .start appended (compare allocations with go tool pprof -base)")
 	pending := fs.Int("pending", 0, "instead: measure a service holding this many pending questions (memory, ready time, idle CPU, list)")
 	idle := fs.Duration("idle", 10*time.Second, "with --pending: how long to measure idle CPU")
 	fill := fs.String("fill", "store", "with --pending: how the questions get there: store (written into SQLite only) or nats (asked through NATS and posted to a fake Slack, as agents would)")
@@ -199,6 +199,11 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 		mode = fmt.Sprintf("open loop, %.0f clicks/s", *rate)
 	}
 	fmt.Fprintf(c.stderr, "clicking for %v (%s)...\n", *duration, mode)
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile + ".start"); err != nil {
+			return c.fail("bench: %v", err)
+		}
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
