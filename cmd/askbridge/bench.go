@@ -507,7 +507,14 @@ func (c *cli) benchPending(ctx context.Context, n int, viaNATS bool, idle time.D
 	defer nc.Close()
 	var lists []time.Duration
 	for i := range 50 {
-		req, _ := json.Marshal(bridge.ListRequest{As: "cli:bench", Tenant: fmt.Sprintf("t-%03d", i%100), Limit: 50})
+		tenant := fmt.Sprintf("t-%03d", i%100)
+		// Question k is tenant k%100's.
+		want := n / 100
+		if i%100 < n%100 {
+			want++
+		}
+		want = min(50, want)
+		req, _ := json.Marshal(bridge.ListRequest{As: "cli:bench", Tenant: tenant, Limit: 50})
 		t0 := time.Now()
 		msg, err := nc.Request(bridge.APIList, req, 10*time.Second)
 		if err != nil {
@@ -515,8 +522,8 @@ func (c *cli) benchPending(ctx context.Context, n int, viaNATS bool, idle time.D
 		}
 		lists = append(lists, time.Since(t0))
 		var reply bridge.ListReply
-		if err := json.Unmarshal(msg.Data, &reply); err != nil || len(reply.Questions) != min(50, n/100) {
-			return c.fail("bench: list returned %d questions (%s)", len(reply.Questions), reply.Error)
+		if err := json.Unmarshal(msg.Data, &reply); err != nil || len(reply.Questions) != want {
+			return c.fail("bench: list of tenant %s returned %d questions, want %d (%s)", tenant, len(reply.Questions), want, reply.Error)
 		}
 	}
 	pid := child.cmd.Process.Pid
