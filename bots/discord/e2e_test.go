@@ -28,6 +28,13 @@ func startE2E(t *testing.T, roles runtime.Roles) (*testenv.Env, *harness) {
 }
 
 // await waits for the question's outcome on ask.v1.resume.
+// resumeCount is how many resumes the stream holds: exact once a resume
+// has been awaited, where a recorder may not have received it yet.
+func resumeCount(t *testing.T, env *testenv.Env) uint64 {
+	t.Helper()
+	return testenv.StreamCount(t, env.NATS, bridge.StreamResumes, bridge.PrefixResume+".>")
+}
+
 func await(t *testing.T, env *testenv.Env, q bridge.Question) *bridge.Resume {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -124,7 +131,6 @@ func approvalQuestion() bridge.Question {
 
 func TestE2EApprovalDenyWithReason(t *testing.T) {
 	env, h := startE2E(t, runtime.Roles{})
-	resumes := env.Record(t, bridge.StreamResumes, bridge.PrefixResume+".>")
 	q := approvalQuestion()
 	ask(t, env, q)
 	msg := h.posted(channelA, 1)
@@ -154,7 +160,7 @@ func TestE2EApprovalDenyWithReason(t *testing.T) {
 		!strings.HasPrefix(f["content"].(string), "You can't answer this question: ") {
 		t.Fatalf("stranger's follow-up = %v", f)
 	}
-	if n := resumes.Len(); n != 0 {
+	if n := resumeCount(t, env); n != 0 {
 		t.Fatalf("%d resumes after a refused deny", n)
 	}
 	// Kevin denies with a reason: the job resumes with it.
@@ -170,7 +176,7 @@ func TestE2EApprovalDenyWithReason(t *testing.T) {
 		t.Fatalf("resume = %+v", res)
 	}
 	settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: **denied**. Reason: "+reason)
-	if n := resumes.Len(); n != 1 {
+	if n := resumeCount(t, env); n != 1 {
 		t.Fatalf("%d resumes, want 1", n)
 	}
 }
@@ -219,7 +225,6 @@ func TestE2EApprovalApprove(t *testing.T) {
 
 func TestE2EStrangerRefusedEphemerally(t *testing.T) {
 	env, h := startE2E(t, runtime.Roles{})
-	resumes := env.Record(t, bridge.StreamResumes, bridge.PrefixResume+".>")
 	q := colorQuestion()
 	ask(t, env, q)
 	msg := h.posted(channelA, 1)
@@ -234,7 +239,7 @@ func TestE2EStrangerRefusedEphemerally(t *testing.T) {
 	if n := len(components(fake.message(msg["id"].(string)))); n != 4 {
 		t.Fatalf("card components = %d after a refusal", n)
 	}
-	if n := resumes.Len(); n != 0 {
+	if n := resumeCount(t, env); n != 0 {
 		t.Fatalf("%d resumes after a refused attempt", n)
 	}
 	h.interact(h.click(kevin, findComponent(t, msg, "green")["custom_id"].(string)))
@@ -279,7 +284,6 @@ func TestE2EStaleCardRefused(t *testing.T) {
 
 func TestE2EDoubleClickOneResume(t *testing.T) {
 	env, h := startE2E(t, runtime.Roles{})
-	resumes := env.Record(t, bridge.StreamResumes, bridge.PrefixResume+".>")
 	q := colorQuestion()
 	ask(t, env, q)
 	msg := h.posted(channelA, 1)
@@ -296,7 +300,7 @@ func TestE2EDoubleClickOneResume(t *testing.T) {
 		t.Fatalf("follow-up = %v", f)
 	}
 	settledCard(t, msg["id"].(string), "**blue**")
-	if n := resumes.Len(); n != 1 {
+	if n := resumeCount(t, env); n != 1 {
 		t.Fatalf("%d resumes for a double click, want 1", n)
 	}
 	if n := len(fake.requests("PATCH", "/channels/")); n != 1 {
@@ -468,7 +472,6 @@ func TestE2ECancelByMappedDiscordRole(t *testing.T) {
 	// Nobody is configured as an admin: only the mapped Discord role can
 	// make someone one.
 	env, h := startE2E(t, runtime.Roles{})
-	resumes := env.Record(t, bridge.StreamResumes, bridge.PrefixResume+".>")
 	q := colorQuestion()
 	ask(t, env, q)
 	msg := h.posted(channelA, 1)
@@ -508,7 +511,7 @@ func TestE2ECancelByMappedDiscordRole(t *testing.T) {
 	if show.Question == nil || show.Question.State != bridge.StatePending {
 		t.Fatalf("after a refused cancel the question is %+v, want pending", show.Question)
 	}
-	if n := resumes.Len(); n != 0 {
+	if n := resumeCount(t, env); n != 0 {
 		t.Fatalf("%d resumes after a refused cancel, want 0", n)
 	}
 	if n := len(components(fake.message(msg["id"].(string)))); n == 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 )
 
 // consoleButton returns "block_id|action_id" of the message's one "Open in
@@ -164,7 +165,7 @@ func TestConsoleButtonMintsALinkForTheClicker(t *testing.T) {
 		t.Fatalf("cut text does not point to the console button: %s", s)
 	}
 	noChannelLinks(t, fake)
-	answers := streamCount(t, n, bridge.StreamAnswers, bridge.PrefixAnswer+".>")
+	answers := testenv.StreamCount(t, n, bridge.StreamAnswers, bridge.PrefixAnswer+".>")
 
 	signer := h.bot.o.Console
 	// Kevin clicks the card's button: at once, an ephemeral link of his own.
@@ -230,7 +231,7 @@ func TestConsoleButtonMintsALinkForTheClicker(t *testing.T) {
 	}
 
 	// A console click is not an answer.
-	if got := streamCount(t, n, bridge.StreamAnswers, bridge.PrefixAnswer+".>"); got != answers {
+	if got := testenv.StreamCount(t, n, bridge.StreamAnswers, bridge.PrefixAnswer+".>"); got != answers {
 		t.Fatalf("console clicks published %d answer attempts", got-answers)
 	}
 

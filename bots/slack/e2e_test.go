@@ -212,7 +212,7 @@ func TestEndToEndTypedModal(t *testing.T) {
 		len(errs.Errors) != 1 || errs.Errors["f.copies"] != "must be at most 9" {
 		t.Fatalf("inline errors: %s", body)
 	}
-	if n := streamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-2")); n != 0 {
+	if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-2")); n != 0 {
 		t.Fatalf("an invalid modal published %d attempts", n)
 	}
 
@@ -236,7 +236,7 @@ func TestEndToEndTypedModal(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "This question no longer waits for an answer.") {
 		t.Fatalf("submission after settlement: %d %s", resp.StatusCode, body)
 	}
-	if n := streamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-2")); n != 1 {
+	if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-2")); n != 1 {
 		t.Fatalf("%d attempts, want 1", n)
 	}
 }
@@ -313,7 +313,7 @@ func TestEndToEndApprovals(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"response_action":"errors"`) || !strings.Contains(body, `"reason":`) {
 		t.Fatalf("a denial without a reason was not sent back to the modal: %d %s", resp.StatusCode, body)
 	}
-	if n := streamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-4")); n != 1 {
+	if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-4")); n != 1 {
 		t.Fatalf("%d attempts after the approval and an empty denial, want 1", n)
 	}
 	h.interact(submission("U0KEV", "kevin", opens[0], "V5", "h6", map[string]map[string]any{
@@ -369,7 +369,7 @@ func TestEndToEndDoubleClickIsOneResume(t *testing.T) {
 	// Slack retrying the first delivery (same trigger id), past our local window.
 	h.bot.clicks = newDedupe(10 * time.Second)
 	h.interact(h.fake.click("U0KEV", "kevin", "trig-a", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
-	if n := streamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-6")); n != 1 {
+	if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-6")); n != 1 {
 		t.Fatalf("%d attempts for one double click and a retry, want 1", n)
 	}
 	awaitOutcome(t, env, q)
@@ -383,7 +383,7 @@ func TestEndToEndDoubleClickIsOneResume(t *testing.T) {
 		}
 		return nil
 	})
-	if n := streamCount(t, env.NATS, bridge.StreamResumes, bridge.ResumeSubject("acme", "job-6")); n != 1 {
+	if n := testenv.StreamCount(t, env.NATS, bridge.StreamResumes, bridge.ResumeSubject("acme", "job-6")); n != 1 {
 		t.Fatalf("%d resumes on the stream, want 1", n)
 	}
 	if n := len(resumes.All()); n != 1 {

@@ -22,7 +22,6 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
@@ -601,22 +600,4 @@ func (c *collector[T]) All() []T {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]T(nil), c.msgs...)
-}
-
-// streamCount is how many messages a stream holds on subject.
-func streamCount(t testing.TB, n *bridge.NATS, stream, subject string) uint64 {
-	t.Helper()
-	s, err := n.JS.Stream(context.Background(), stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total uint64
-	for _, v := range info.State.Subjects {
-		total += v
-	}
-	return total
 }

@@ -206,6 +206,26 @@ func (r *Recorder) Len() int {
 	return len(r.msgs)
 }
 
+// StreamCount is how many messages stream holds on subject now. Unlike a
+// Recorder, which receives them some time later, it is exact the moment a
+// reader has seen a message: count after awaiting what was expected.
+func StreamCount(t testing.TB, n *bridge.NATS, stream, subject string) uint64 {
+	t.Helper()
+	s, err := n.JS.Stream(context.Background(), stream)
+	if err != nil {
+		t.Fatalf("testenv: stream %s: %v", stream, err)
+	}
+	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		t.Fatalf("testenv: stream %s: %v", stream, err)
+	}
+	var total uint64
+	for _, v := range info.State.Subjects {
+		total += v
+	}
+	return total
+}
+
 // Data returns the recorded bodies in order.
 func (r *Recorder) Data() [][]byte {
 	r.mu.Lock()
