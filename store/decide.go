@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -94,8 +95,8 @@ func (b *decideBatch) Prefetch(ctx context.Context, keys []Key) error {
 	return chunkRows(args, 4, func(rows int, args []any) error {
 		q := multiRow("SELECT "+recordColumns+", "+answerableColumns+" FROM (VALUES ", "(?, ?, ?, ?)",
 			") AS k JOIN questions q ON q.tenant = k.column1 AND q.job_id = k.column2 AND q.question_id = k.column3 AND q.task_version = k.column4", rows)
-		return queryEach(ctx, b.tx, q, args, func(scan func(...any) error) error {
-			a, err := scanAnswerable(scanFunc(scan))
+		return queryEach(ctx, b.tx, q, args, func(rows *sql.Rows) error {
+			a, err := scanAnswerable(rows)
 			if err != nil {
 				return fmt.Errorf("store: prefetch questions: %w", err)
 			}
@@ -248,9 +249,7 @@ func (b *decideBatch) flush(ctx context.Context) error {
 	}
 	for _, x := range won {
 		msgs, at := x.d.outbox()
-		for _, m := range msgs {
-			outbox = append(outbox, m.Subject, m.Data, ms(at))
-		}
+		outbox = outboxRows(outbox, msgs, at)
 	}
 	if err := execRows(ctx, tx, "DELETE FROM attempts WHERE attempt_id IN (", "?", ")", 1, takeBack); err != nil {
 		return fmt.Errorf("take back attempts: %w", err)
@@ -262,7 +261,7 @@ func (b *decideBatch) flush(ctx context.Context) error {
 		"(?, ?, ?, ?, ?, ?, ?)", "", 7, audit); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	if err := execRows(ctx, tx, "INSERT INTO outbox (subject, data, created_at) VALUES ", "(?, ?, ?)", "", 3, outbox); err != nil {
+	if err := insertOutbox(ctx, tx, outbox); err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
 	return nil
@@ -347,9 +346,9 @@ func execRows(ctx context.Context, tx *txn, head, row, tail string, width int, a
 func returned[T comparable](ctx context.Context, tx *txn, head, row, tail string, width int, args []any) (map[T]bool, error) {
 	got := map[T]bool{}
 	err := chunkRows(args, width, func(rows int, args []any) error {
-		return queryEach(ctx, tx, multiRow(head, row, tail, rows), args, func(scan func(...any) error) error {
+		return queryEach(ctx, tx, multiRow(head, row, tail, rows), args, func(r *sql.Rows) error {
 			var v T
-			if err := scan(&v); err != nil {
+			if err := r.Scan(&v); err != nil {
 				return err
 			}
 			got[v] = true
@@ -359,14 +358,15 @@ func returned[T comparable](ctx context.Context, tx *txn, head, row, tail string
 	return got, err
 }
 
-func queryEach(ctx context.Context, tx *txn, q string, args []any, each func(scan func(...any) error) error) error {
+// queryEach runs q and calls each for every row it returns.
+func queryEach(ctx context.Context, tx *txn, q string, args []any, each func(*sql.Rows) error) error {
 	rows, err := tx.query(ctx, q, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		if err := each(rows.Scan); err != nil {
+		if err := each(rows); err != nil {
 			return err
 		}
 	}

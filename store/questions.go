@@ -282,12 +282,21 @@ func auditTx(ctx context.Context, tx *txn, question int64, from, to, by, via, re
 }
 
 func outboxTx(ctx context.Context, tx *txn, msgs []Message, at time.Time) error {
-	args := make([]any, 0, 3*len(msgs))
+	return insertOutbox(ctx, tx, outboxRows(make([]any, 0, 3*len(msgs)), msgs, at))
+}
+
+// outboxRows appends to args the outbox rows of msgs, written at at.
+func outboxRows(args []any, msgs []Message, at time.Time) []any {
 	for _, m := range msgs {
 		args = append(args, m.Subject, m.Data, ms(at))
 	}
-	// Multi-row statements in order, so the row ids keep it.
-	return execRows(ctx, tx, "INSERT INTO outbox (subject, data, created_at) VALUES ", "(?, ?, ?)", "", 3, args)
+	return args
+}
+
+// insertOutbox writes rows made by outboxRows in multi-row statements, in
+// order, so the row ids keep it.
+func insertOutbox(ctx context.Context, tx *txn, rows []any) error {
+	return execRows(ctx, tx, "INSERT INTO outbox (subject, data, created_at) VALUES ", "(?, ?, ?)", "", 3, rows)
 }
 
 // Settlement is how a pending question ends by someone's answer or decline,
@@ -487,10 +496,6 @@ func (s *Store) FindAnswerable(ctx context.Context, k Key) (*Answerable, error) 
 const answerableColumns = `coalesce((SELECT j.task_version FROM jobs j WHERE j.tenant = q.tenant AND j.job_id = q.job_id), 0),
 		coalesce((SELECT json_group_array(json_array(d.platform, d.channel, d.message_id, d.thread))
 			FROM deliveries d WHERE d.question = q.id AND d.ok = 1 AND d.message_id != ''), '[]')`
-
-type scanFunc func(...any) error
-
-func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
 
 // scanAnswerable reads recordColumns and answerableColumns.
 func scanAnswerable(row scanner) (*Answerable, error) {
