@@ -167,7 +167,7 @@ var streamSpecs = []struct {
 	{StreamQuestions, PrefixQuestion + ".>", 30 * 24 * time.Hour, false},
 	{StreamCancels, PrefixCancel + ".>", 30 * 24 * time.Hour, false},
 	{StreamAnswers, PrefixAnswer + ".>", 30 * 24 * time.Hour, false},
-	{StreamEvents, PrefixEvent + ".>", 7 * 24 * time.Hour, true},
+	{StreamEvents, PrefixEvent + ".>", EventRetention, true},
 	{StreamResumes, PrefixResume + ".>", 30 * 24 * time.Hour, true},
 	{StreamDelivery, PrefixDelivery + ".>", 7 * 24 * time.Hour, false},
 }
@@ -180,6 +180,11 @@ func StreamNames() []string {
 	}
 	return names
 }
+
+// EventRetention is how long the events stream keeps an event: a new or
+// recreated consumer of an adapter reads back that far, so an adapter's
+// record of what it did for an event must live at least as long.
+const EventRetention = 7 * 24 * time.Hour
 
 // DuplicateWindow is how long JetStream remembers a Nats-Msg-Id.
 const DuplicateWindow = 10 * time.Minute

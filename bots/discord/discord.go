@@ -64,9 +64,25 @@ const (
 	SeenBucket = "ASK_DISCORD_SEEN"
 	seenTTL    = 24 * time.Hour
 	// refsTTL outlives the longest question (entries expire after their
-	// last write).
+	// last write); a waiting card's record lives this long.
 	refsTTL = bridge.MaxTimeout + 14*24*time.Hour
+	// settledTTL: a settled or failed card is needed only while the events
+	// stream may hand its asked event to a new consumer (a replay must find
+	// it and not show the question again). JetStream keeps every key in
+	// memory, so it goes then.
+	settledTTL = bridge.EventRetention + 24*time.Hour
+	// threadTTL: a job's thread takes its later questions for 30 days
+	// after it was started; a job that asks after that starts a new one.
+	threadTTL = 30 * 24 * time.Hour
 )
+
+// cardTTL is how long a card record lives after it is written.
+func cardTTL(c *card) time.Duration {
+	if c.Outcome != nil || c.Failed {
+		return settledTTL
+	}
+	return 0 // the bucket's
+}
 
 // Timing limits.
 const (
@@ -99,7 +115,7 @@ type Bot struct {
 	log     *slog.Logger
 	s       *discordgo.Session
 	pub     ed25519.PublicKey
-	refs    jetstream.KeyValue
+	refs    *bridge.KV
 	seen    jetstream.KeyValue
 	admin   map[string]bool
 	oper    map[string]bool
@@ -155,7 +171,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if st, err := o.NATS.JS.Stream(ctx, bridge.StreamEvents); err == nil && st.CachedInfo().Config.Replicas > 1 {
 		replicas = st.CachedInfo().Config.Replicas
 	}
-	refs, err := o.NATS.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	refs, err := bridge.EnsureKV(ctx, o.NATS.JS, jetstream.KeyValueConfig{
 		Bucket:      RefsBucket,
 		Description: "askbridge Discord cards and job threads",
 		History:     1,

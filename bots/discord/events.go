@@ -229,7 +229,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		} else {
 			jt = jobThread{Channel: channel, Thread: th.ID, Guild: th.GuildID}
 			data, _ := json.Marshal(jt)
-			if _, err := b.refs.Create(ctx, jobKey(c.Tenant, c.JobID), data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			if _, err := b.refs.Write(ctx, jobKey(c.Tenant, c.JobID), 0, data, threadTTL); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 				return fmt.Errorf("discord: record thread: %w", err)
 			}
 			posted.Thread, posted.Guild = th.ID, firstNonEmpty(posted.Guild, th.GuildID)
@@ -351,7 +351,7 @@ func (b *Bot) onOutcome(ctx context.Context, ev *bridge.Event) error {
 		if err != nil {
 			return fmt.Errorf("discord: encode %s: %w", key, err)
 		}
-		if _, err := b.refs.Update(ctx, key, data, rev); err == nil || ctx.Err() != nil {
+		if _, err := b.refs.Write(ctx, key, rev, data, cardTTL(&cur)); err == nil || ctx.Err() != nil {
 			return ctx.Err()
 		}
 		// The record changed meanwhile: settle it the general way.

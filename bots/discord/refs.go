@@ -103,7 +103,7 @@ func safeKeyPart(s string) bool {
 }
 
 // getJSON reads a key into v; found is false when the key does not exist.
-func getJSON(ctx context.Context, kv jetstream.KeyValue, key string, v any) (rev uint64, found bool, err error) {
+func getJSON(ctx context.Context, kv *bridge.KV, key string, v any) (rev uint64, found bool, err error) {
 	e, err := kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return 0, false, nil
@@ -147,11 +147,10 @@ func (b *Bot) updateCard(ctx context.Context, key string, init card, fn func(c *
 		if err != nil {
 			return nil, fmt.Errorf("discord: encode %s: %w", key, err)
 		}
-		if found {
-			_, err = b.refs.Update(ctx, key, data, rev)
-		} else {
-			_, err = b.refs.Create(ctx, key, data)
+		if !found {
+			rev = 0
 		}
+		_, err = b.refs.Write(ctx, key, rev, data, cardTTL(&c))
 		if err == nil {
 			return &c, nil
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -49,5 +51,64 @@ func TestOutcomeEditedOnceAndRecorded(t *testing.T) {
 	})
 	if n := len(fake.requests("PATCH", "/channels/"+channelA+"/messages/"+id)); n != 1 {
 		t.Fatalf("%d edits of the card, want 1", n)
+	}
+}
+
+// refsTTLOf is the TTL the bot gave key's last write, "" for none.
+func refsTTLOf(t *testing.T, h *harness, key string) string {
+	t.Helper()
+	ctx := context.Background()
+	s, err := h.nats.JS.Stream(ctx, "KV_"+RefsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, "$KV."+RefsBucket+"."+key)
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	return m.Header.Get(jetstream.MsgTTLHeader)
+}
+
+// TestRecordLifetimes checks a waiting card's record lives as long as the
+// bucket keeps anything, while a settled card and a job's thread are given
+// their own, shorter lives: JetStream keeps every key in memory.
+func TestRecordLifetimes(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q := colorQuestion()
+	q.JobID, q.QuestionID = "job-life", "q-life"
+	h.publishEvent(asked(q))
+	h.posted(channelA, 1)
+	key := cardKey("acme", q.JobID, q.QuestionID, q.TaskVersion)
+	checkFor(t, 10*time.Second, func() error {
+		c, err := h.bot.loadCard(context.Background(), "acme", q.JobID, q.QuestionID, q.TaskVersion)
+		if err != nil || c == nil || c.MessageID == "" {
+			return fmt.Errorf("card record %+v (%v), want it posted", c, err)
+		}
+		return nil
+	})
+	if ttl := refsTTLOf(t, h, key); ttl != "" {
+		t.Errorf("waiting card record has TTL %q, want the bucket's", ttl)
+	}
+	checkFor(t, 10*time.Second, func() error {
+		if _, err := h.bot.refs.Get(context.Background(), jobKey("acme", q.JobID)); err != nil {
+			return fmt.Errorf("job thread record: %v", err)
+		}
+		return nil
+	})
+	if ttl := refsTTLOf(t, h, jobKey("acme", q.JobID)); ttl != "720h0m0s" {
+		t.Errorf("job thread record TTL %q, want 720h0m0s (30 days)", ttl)
+	}
+	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion,
+		By: "discord:" + kevin.ID, ByName: "kevin", Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue",
+		Text: "The answer: blue", At: time.Now().UTC().Truncate(time.Millisecond)})
+	checkFor(t, 10*time.Second, func() error {
+		c, err := h.bot.loadCard(context.Background(), "acme", q.JobID, q.QuestionID, q.TaskVersion)
+		if err != nil || c == nil || c.Outcome == nil || !c.Edited {
+			return fmt.Errorf("card record %+v (%v), want the outcome, edited", c, err)
+		}
+		return nil
+	})
+	if ttl := refsTTLOf(t, h, key); ttl != "192h0m0s" {
+		t.Errorf("settled card record TTL %q, want 192h0m0s (8 days)", ttl)
 	}
 }

@@ -60,7 +60,7 @@ type Bot struct {
 	api   *slack.Client
 	http  *http.Client
 	js    jetstream.JetStream
-	kv    jetstream.KeyValue
+	kv    *bridge.KV
 	log   *slog.Logger
 	pace  *pacer
 	retry retryPolicy
@@ -112,7 +112,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if o.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(o.AppToken))
 	}
-	kv, err := o.NATS.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := bridge.EnsureKV(ctx, o.NATS.JS, jetstream.KeyValueConfig{
 		Bucket:      KVBucket,
 		Description: "askbridge Slack adapter: card and thread references, one-off side effects",
 		History:     1,
@@ -120,7 +120,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		Storage:     jetstream.FileStorage,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("slack: KV bucket %s: %w", KVBucket, err)
+		return nil, fmt.Errorf("slack: %w", err)
 	}
 	var decided *bridge.Decisions
 	if o.AckAfterDecision {

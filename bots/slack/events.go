@@ -248,7 +248,7 @@ func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string)
 			since = earliest(t.TriedSince, t.ClaimSince)
 		}
 		now := b.now()
-		rev, err = putJSON(ctx, b.kv, key, rev, thread{ClaimBy: b.id, ClaimSince: now, TriedSince: since})
+		rev, err = putJSON(ctx, b.kv, key, rev, thread{ClaimBy: b.id, ClaimSince: now, TriedSince: since}, threadTTL)
 		if err == errConflict {
 			continue
 		}
@@ -272,12 +272,12 @@ func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string)
 			if !errors.As(err, &ae) || ae.Transient {
 				rel.TriedSince = earliest(since, now)
 			}
-			if _, derr := putJSON(ctx, b.kv, key, rev, rel); derr != nil {
+			if _, derr := putJSON(ctx, b.kv, key, rev, rel, threadTTL); derr != nil {
 				b.log.WarnContext(ctx, "slack: could not release a thread claim", "err", derr)
 			}
 			return "", err
 		}
-		if _, err := putJSON(ctx, b.kv, key, rev, thread{TS: ts}); err != nil {
+		if _, err := putJSON(ctx, b.kv, key, rev, thread{TS: ts}, threadTTL); err != nil {
 			return "", err
 		}
 		return ts, nil
@@ -314,7 +314,7 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event) error {
 		if n.Updated, err = b.showSettled(ctx, ref, &n); err != nil {
 			return err
 		}
-		switch _, err := putJSON(ctx, b.kv, key, rev, &n); {
+		switch _, err := putJSON(ctx, b.kv, key, rev, &n, cardTTL(&n)); {
 		case err == nil:
 			b.remember(key, &n)
 			return nil

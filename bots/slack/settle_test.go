@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/runtime"
@@ -98,5 +100,67 @@ func TestSettledCardGoneFromSlack(t *testing.T) {
 	}
 	if n := updatesOf(h, ts); n != 1 {
 		t.Fatalf("%d chat.update calls of the card, want 1", n)
+	}
+}
+
+// kvTTLOf is the TTL the adapter gave key's last write, "" for none.
+func kvTTLOf(t *testing.T, n *bridge.NATS, key string) string {
+	t.Helper()
+	ctx := context.Background()
+	s, err := n.JS.Stream(ctx, "KV_"+KVBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, "$KV."+KVBucket+"."+key)
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	return m.Header.Get(jetstream.MsgTTLHeader)
+}
+
+// TestRecordLifetimes checks a waiting card's record lives as long as the
+// bucket keeps anything, while a settled card, a job's thread and a
+// one-off side effect are given their own, shorter lives: JetStream keeps
+// every key in memory, and a settled record is needed only while its
+// events may be read again.
+func TestRecordLifetimes(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	events := collect[bridge.Event](t, env.NATS, bridge.PrefixEvent+".>")
+	q := question("job-life", "q-life")
+	publishQuestion(t, env, q)
+	h.posted(t, q.QuestionID)
+	key := cardKey(blockkit.RefOf(q))
+	checkFor(t, wait, tick, func() error {
+		rec, err := h.bot.loadCard(context.Background(), blockkit.RefOf(q))
+		if err != nil || rec == nil || rec.TS == "" {
+			return fmt.Errorf("card record %+v (%v), want it posted", rec, err)
+		}
+		return nil
+	})
+	if ttl := kvTTLOf(t, env.NATS, key); ttl != "" {
+		t.Errorf("waiting card record has TTL %q, want the bucket's", ttl)
+	}
+	if ttl := kvTTLOf(t, env.NATS, threadKey("acme", "job-life", "C0123")); ttl != "720h0m0s" {
+		t.Errorf("thread record TTL %q, want 720h0m0s (30 days)", ttl)
+	}
+
+	answered(t, h, events, q, "trig-life")
+	checkFor(t, wait, tick, func() error {
+		rec, err := h.bot.loadCard(context.Background(), blockkit.RefOf(q))
+		if err != nil || rec == nil || !rec.Updated {
+			return fmt.Errorf("card record %+v (%v), want it updated", rec, err)
+		}
+		return nil
+	})
+	if ttl := kvTTLOf(t, env.NATS, key); ttl != "192h0m0s" {
+		t.Errorf("settled card record TTL %q, want 192h0m0s (8 days)", ttl)
+	}
+
+	once := onceKey("test", "life")
+	if ok, err := h.bot.once(context.Background(), once); err != nil || !ok {
+		t.Fatalf("once: %v, %v", ok, err)
+	}
+	if ttl := kvTTLOf(t, env.NATS, once); ttl != "192h0m0s" {
+		t.Errorf("one-off record TTL %q, want 192h0m0s (8 days)", ttl)
 	}
 }

@@ -23,8 +23,32 @@ import (
 // across restarts and replicas without the adapter touching the store.
 const KVBucket = "ASK_SLACK_REFS"
 
-// kvTTL outlives the longest question (90 days) with margin.
+// kvTTL outlives the longest question (90 days) with margin: a record
+// written without a TTL of its own (a card still waiting) lives this long.
 const kvTTL = 120 * 24 * time.Hour
+
+// Records the adapter needs only for a while go sooner, because JetStream
+// keeps every key in memory.
+const (
+	// settledTTL: a settled or failed card is kept while the events
+	// stream may still hand its asked event to a new consumer, so a replay
+	// finds it and does not show the question again. Later clicks on it
+	// are answered from the runtime.
+	settledTTL = bridge.EventRetention + 24*time.Hour
+	// onceTTL: a one-off side effect is kept while its event may come again.
+	onceTTL = bridge.EventRetention + 24*time.Hour
+	// threadTTL: a job's thread takes its later questions for 30 days
+	// after it was opened; a job that asks after that opens a new one.
+	threadTTL = 30 * 24 * time.Hour
+)
+
+// cardTTL is how long a card record lives after it is written.
+func cardTTL(c *card) time.Duration {
+	if c.Outcome != "" || c.Failure != nil {
+		return settledTTL
+	}
+	return 0 // the bucket's
+}
 
 // card is what the adapter remembers about one question at one version.
 type card struct {
@@ -89,7 +113,7 @@ func isConflict(err error) bool {
 }
 
 // getJSON reads key into v; a missing key gives revision 0 and no error.
-func getJSON(ctx context.Context, kv jetstream.KeyValue, key string, v any) (uint64, error) {
+func getJSON(ctx context.Context, kv *bridge.KV, key string, v any) (uint64, error) {
 	e, err := kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return 0, nil
@@ -103,17 +127,14 @@ func getJSON(ctx context.Context, kv jetstream.KeyValue, key string, v any) (uin
 	return e.Revision(), nil
 }
 
-// putJSON writes v at key if the key is still at rev (0: absent).
-func putJSON(ctx context.Context, kv jetstream.KeyValue, key string, rev uint64, v any) (uint64, error) {
+// putJSON writes v at key if the key is still at rev (0: absent); with
+// ttl > 0 the key goes ttl later.
+func putJSON(ctx context.Context, kv *bridge.KV, key string, rev uint64, v any, ttl time.Duration) (uint64, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return 0, fmt.Errorf("slack: encode %s: %w", key, err)
 	}
-	if rev == 0 {
-		rev, err = kv.Create(ctx, key, data)
-	} else {
-		rev, err = kv.Update(ctx, key, data, rev)
-	}
+	rev, err = kv.Write(ctx, key, rev, data, ttl)
 	if isConflict(err) {
 		return 0, errConflict
 	}
@@ -142,7 +163,7 @@ func (b *Bot) updateCard(ctx context.Context, r blockkit.Ref, change func(*card)
 		if next == nil {
 			return in, nil
 		}
-		if _, err := putJSON(ctx, b.kv, key, rev, next); err == errConflict {
+		if _, err := putJSON(ctx, b.kv, key, rev, next, cardTTL(next)); err == errConflict {
 			continue
 		} else if err != nil {
 			return nil, err
@@ -169,7 +190,7 @@ func (b *Bot) loadCard(ctx context.Context, r blockkit.Ref) (*card, error) {
 // claimed before (by this or another replica); release undoes the claim
 // when the effect could not be done, so a redelivery tries again.
 func (b *Bot) once(ctx context.Context, key string) (bool, error) {
-	_, err := b.kv.Create(ctx, key, []byte(b.now().UTC().Format(time.RFC3339)))
+	_, err := b.kv.Write(ctx, key, 0, []byte(b.now().UTC().Format(time.RFC3339)), onceTTL)
 	if isConflict(err) {
 		return false, nil
 	}

@@ -1,0 +1,97 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// KV is an adapter's key-value bucket whose keys may each have their own
+// time to live. A record an adapter still needs lives as long as the
+// bucket keeps anything; a settled one is given a short life, because
+// JetStream keeps an in-memory index entry for every key it holds.
+type KV struct {
+	jetstream.KeyValue
+	js     jetstream.JetStream
+	prefix string // "$KV.<bucket>."
+	keyTTL bool
+}
+
+// EnsureKV creates or updates the bucket of cfg and lets its keys carry
+// their own TTL where the server can (nats-server 2.11 and later; on an
+// older server keys live the bucket's TTL). It does not use subject delete
+// markers: an expired record simply goes.
+func EnsureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (*KV, error) {
+	name := "KV_" + cfg.Bucket
+	st, err := js.Stream(ctx, name)
+	switch {
+	case err == nil && st.CachedInfo().Config.AllowMsgTTL:
+		// CreateOrUpdateKeyValue would try to switch key TTLs off again,
+		// which JetStream refuses: apply the bucket's settings by hand.
+		sc := st.CachedInfo().Config
+		sc.Description, sc.MaxAge, sc.Replicas = cfg.Description, cfg.TTL, max(cfg.Replicas, 1)
+		sc.MaxMsgsPerSubject = int64(max(cfg.History, 1))
+		if _, err := js.UpdateStream(ctx, sc); err != nil {
+			return nil, fmt.Errorf("nats: key-value bucket %s: %w", cfg.Bucket, err)
+		}
+	case err == nil || errors.Is(err, jetstream.ErrStreamNotFound):
+		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("nats: key-value bucket %s: %w", cfg.Bucket, err)
+		}
+		if st, err = js.Stream(ctx, name); err != nil {
+			return nil, fmt.Errorf("nats: key-value bucket %s: %w", cfg.Bucket, err)
+		}
+		sc := st.CachedInfo().Config
+		sc.AllowMsgTTL = true
+		// A server that predates key TTLs ignores the setting; the
+		// stream's configuration then says it is off.
+		if _, err := js.UpdateStream(ctx, sc); err != nil {
+			return nil, fmt.Errorf("nats: key-value bucket %s: allow key TTLs: %w", cfg.Bucket, err)
+		}
+	default:
+		return nil, fmt.Errorf("nats: key-value bucket %s: %w", cfg.Bucket, err)
+	}
+	if st, err = js.Stream(ctx, name); err != nil {
+		return nil, fmt.Errorf("nats: key-value bucket %s: %w", cfg.Bucket, err)
+	}
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("nats: key-value bucket %s: %w", cfg.Bucket, err)
+	}
+	return &KV{KeyValue: kv, js: js, prefix: "$KV." + cfg.Bucket + ".", keyTTL: st.CachedInfo().Config.AllowMsgTTL}, nil
+}
+
+// KeyTTLs says keys may carry their own TTL.
+func (kv *KV) KeyTTLs() bool { return kv.keyTTL }
+
+// Write stores value at key if the key is still at revision rev (0: absent),
+// like Create and Update. With ttl > 0 the key goes ttl after this write,
+// where the bucket allows key TTLs. A lost race is jetstream.ErrKeyExists
+// or jetstream.ErrKeyRevisionMismatch, as from Create and Update.
+func (kv *KV) Write(ctx context.Context, key string, rev uint64, value []byte, ttl time.Duration) (uint64, error) {
+	if ttl <= 0 || !kv.keyTTL {
+		if rev == 0 {
+			return kv.Create(ctx, key, value)
+		}
+		return kv.Update(ctx, key, value, rev)
+	}
+	if rev == 0 {
+		// Create also takes over a key whose last entry is a delete marker.
+		return kv.Create(ctx, key, value, jetstream.KeyTTL(ttl))
+	}
+	ack, err := kv.js.PublishMsg(ctx, &nats.Msg{Subject: kv.prefix + key, Data: value},
+		jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return 0, fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}

@@ -1,0 +1,155 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func checkFor(t *testing.T, timeout, interval time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(interval)
+	}
+}
+
+func kvConfig(ttl time.Duration) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{Bucket: "TEST_REFS", History: 1, TTL: ttl, Storage: jetstream.FileStorage}
+}
+
+// TestKVWriteTTL checks a key written with a TTL goes after it, and one
+// written without stays, and that the stream keeps no trace of it.
+func TestKVWriteTTL(t *testing.T) {
+	n := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kv, err := EnsureKV(ctx, n.JS, kvConfig(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !kv.KeyTTLs() {
+		t.Fatal("the embedded server does not allow key TTLs")
+	}
+	if _, err := kv.Write(ctx, "short", 0, []byte("1"), time.Second); err != nil {
+		t.Fatalf("create with a TTL: %v", err)
+	}
+	if _, err := kv.Write(ctx, "kept", 0, []byte("1"), 0); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	rev, err := kv.Write(ctx, "settled", 0, []byte("pending"), 0)
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if _, err := kv.Write(ctx, "settled", rev, []byte("settled"), time.Second); err != nil {
+		t.Fatalf("update with a TTL: %v", err)
+	}
+	// A released claim leaves a delete marker; writing the key again works.
+	if _, err := kv.Write(ctx, "released", 0, []byte("1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, "released"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Write(ctx, "released", 0, []byte("2"), time.Second); err != nil {
+		t.Fatalf("create over a delete marker with a TTL: %v", err)
+	}
+
+	checkFor(t, 15*time.Second, 100*time.Millisecond, func() error {
+		for _, key := range []string{"short", "settled", "released"} {
+			if e, err := kv.Get(ctx, key); !errors.Is(err, jetstream.ErrKeyNotFound) {
+				return fmt.Errorf("%s: %v (%v), want it gone", key, e, err)
+			}
+		}
+		return nil
+	})
+	if e, err := kv.Get(ctx, "kept"); err != nil || string(e.Value()) != "1" {
+		t.Fatalf("kept: %v, %v", e, err)
+	}
+	st, err := n.JS.Stream(ctx, "KV_TEST_REFS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(">"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.State.Subjects) != 1 || info.State.Subjects["$KV.TEST_REFS.kept"] != 1 {
+		t.Fatalf("stream subjects %v, want only the kept key", info.State.Subjects)
+	}
+}
+
+// TestKVWriteConflicts checks lost races read as Create's and Update's.
+func TestKVWriteConflicts(t *testing.T) {
+	n := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kv, err := EnsureKV(ctx, n.JS, kvConfig(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := kv.Write(ctx, "k", 0, []byte("1"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Write(ctx, "k", rev, []byte("2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, ttl := range []time.Duration{0, time.Hour} {
+		if _, err := kv.Write(ctx, "k", 0, []byte("x"), ttl); !errors.Is(err, jetstream.ErrKeyExists) {
+			t.Errorf("create of an existing key, ttl %v: %v, want ErrKeyExists", ttl, err)
+		}
+		if _, err := kv.Write(ctx, "k", rev, []byte("x"), ttl); !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			t.Errorf("update at an old revision, ttl %v: %v, want ErrKeyRevisionMismatch", ttl, err)
+		}
+	}
+	if e, err := kv.Get(ctx, "k"); err != nil || string(e.Value()) != "2" {
+		t.Fatalf("k: %v, %v; want 2", e, err)
+	}
+}
+
+// TestEnsureKVUpgradesBucket checks a bucket made before key TTLs keeps
+// its keys, allows key TTLs afterwards, and takes later settings.
+func TestEnsureKVUpgradesBucket(t *testing.T) {
+	n := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	old, err := n.JS.CreateKeyValue(ctx, kvConfig(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Put(ctx, "k", []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	for _, ttl := range []time.Duration{2 * time.Hour, 3 * time.Hour} {
+		kv, err := EnsureKV(ctx, n.JS, kvConfig(ttl))
+		if err != nil {
+			t.Fatalf("EnsureKV, ttl %v: %v", ttl, err)
+		}
+		if !kv.KeyTTLs() {
+			t.Fatalf("ttl %v: key TTLs not allowed", ttl)
+		}
+		if e, err := kv.Get(ctx, "k"); err != nil || string(e.Value()) != "old" {
+			t.Fatalf("ttl %v: k = %v, %v", ttl, e, err)
+		}
+		st, err := n.JS.Stream(ctx, "KV_TEST_REFS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := st.CachedInfo().Config; cfg.MaxAge != ttl || !cfg.AllowMsgTTL || cfg.MaxMsgsPerSubject != 1 || cfg.SubjectDeleteMarkerTTL != 0 {
+			t.Fatalf("ttl %v: stream config max age %v, key TTLs %v, history %d, marker TTL %v",
+				ttl, cfg.MaxAge, cfg.AllowMsgTTL, cfg.MaxMsgsPerSubject, cfg.SubjectDeleteMarkerTTL)
+		}
+	}
+}
