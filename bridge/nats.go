@@ -156,20 +156,28 @@ func StartEmbedded(o NATSOptions) (*server.Server, error) {
 	return ns, nil
 }
 
-// streamSpecs are askbridge's durable subjects. Resumes and questions are
-// kept long enough for an agent that was down for days to re-attach.
-// relayed marks the streams only the runtime's outbox relay fills.
+// streamSpecs are askbridge's durable subjects. Resumes are kept long
+// enough for an agent that was down for days to re-attach.
+//
+// queue marks the streams only the runtime reads, and it keeps what it
+// reads in the store: they are work queues, which hold a message until
+// the runtime has acknowledged it (however long it is away, up to maxAge)
+// and then let it go. JetStream keeps an index entry in memory for every
+// subject a stream holds, one per job here, so a stream that kept every
+// question and attempt for their maxAge would cost memory for each job
+// long after it ended. relayed marks the streams only the runtime's
+// outbox relay fills.
 var streamSpecs = []struct {
 	name, subjects string
 	maxAge         time.Duration
-	relayed        bool
+	queue, relayed bool
 }{
-	{StreamQuestions, PrefixQuestion + ".>", 30 * 24 * time.Hour, false},
-	{StreamCancels, PrefixCancel + ".>", 30 * 24 * time.Hour, false},
-	{StreamAnswers, PrefixAnswer + ".>", 30 * 24 * time.Hour, false},
-	{StreamEvents, PrefixEvent + ".>", EventRetention, true},
-	{StreamResumes, PrefixResume + ".>", 30 * 24 * time.Hour, true},
-	{StreamDelivery, PrefixDelivery + ".>", 7 * 24 * time.Hour, false},
+	{StreamQuestions, PrefixQuestion + ".>", 30 * 24 * time.Hour, true, false},
+	{StreamCancels, PrefixCancel + ".>", 30 * 24 * time.Hour, true, false},
+	{StreamAnswers, PrefixAnswer + ".>", 30 * 24 * time.Hour, true, false},
+	{StreamEvents, PrefixEvent + ".>", EventRetention, false, true},
+	{StreamResumes, PrefixResume + ".>", 30 * 24 * time.Hour, false, true},
+	{StreamDelivery, PrefixDelivery + ".>", 7 * 24 * time.Hour, true, false},
 }
 
 // StreamNames lists the streams EnsureStreams creates.
@@ -198,8 +206,9 @@ type StreamOptions struct {
 }
 
 // EnsureStreams creates or updates askbridge's streams; safe to call from
-// every replica at every start. An existing stream keeps its persist mode,
-// which JetStream does not let an update change.
+// every replica at every start. An existing stream keeps its persist mode
+// and its retention (a stream made before the work queues keeps every
+// message for its maxAge), which JetStream does not let an update change.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
 	replicas := max(o.Replicas, 1)
 	for _, s := range streamSpecs {
@@ -212,6 +221,9 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions)
 			Duplicates: DuplicateWindow,
 			Replicas:   replicas,
 		}
+		if s.queue {
+			cfg.Retention = jetstream.WorkQueuePolicy
+		}
 		if s.relayed && o.RelayedAsync && replicas == 1 {
 			cfg.PersistMode = jetstream.AsyncPersistMode
 		}
@@ -219,6 +231,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions)
 		switch {
 		case err == nil:
 			cfg.PersistMode = existing.CachedInfo().Config.PersistMode
+			cfg.Retention = existing.CachedInfo().Config.Retention
 		case !errors.Is(err, jetstream.ErrStreamNotFound):
 			return fmt.Errorf("nats: stream %s: %w", s.name, err)
 		}

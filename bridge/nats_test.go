@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,11 @@ func TestNATS(t *testing.T) {
 			cfg := s.CachedInfo().Config
 			if cfg.MaxAge != want[name] || cfg.Duplicates != DuplicateWindow || cfg.Storage != jetstream.FileStorage {
 				t.Errorf("%s: max age %v, duplicates %v, storage %v", name, cfg.MaxAge, cfg.Duplicates, cfg.Storage)
+			}
+			// Only the runtime reads these, and it keeps what it reads.
+			queue := name == StreamQuestions || name == StreamCancels || name == StreamAnswers || name == StreamDelivery
+			if wantRetention := map[bool]jetstream.RetentionPolicy{true: jetstream.WorkQueuePolicy, false: jetstream.LimitsPolicy}[queue]; cfg.Retention != wantRetention {
+				t.Errorf("%s: retention %v, want %v", name, cfg.Retention, wantRetention)
 			}
 		}
 	})
@@ -257,5 +263,76 @@ func TestRelayedAsync(t *testing.T) {
 			t.Errorf("RelayedAsync %v on an existing default stream: %v", relayed, m[StreamEvents])
 		}
 		n.Close()
+	}
+}
+
+// TestWorkQueues checks a question waits in its stream until the runtime
+// has acknowledged it, however long no consumer exists, and goes then; and
+// that a stream made before the work queues keeps its retention.
+func TestWorkQueues(t *testing.T) {
+	n := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := Publish(ctx, n.JS, QuestionSubject("acme", "job-1"), "q-1", map[string]string{"question_id": "q-1"}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := func() uint64 {
+		t.Helper()
+		s, err := n.JS.Stream(ctx, StreamQuestions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	if got := msgs(); got != 1 {
+		t.Fatalf("%d questions held with no consumer, want 1", got)
+	}
+	cons, err := n.JS.CreateOrUpdateConsumer(ctx, StreamQuestions, jetstream.ConsumerConfig{Durable: "runtime", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := msgs(); got != 1 {
+		t.Fatalf("%d questions held before the ack, want 1", got)
+	}
+	if err := m.DoubleAck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if got := msgs(); got != 0 {
+			return fmt.Errorf("%d questions held after the ack, want 0", got)
+		}
+		return nil
+	})
+	// The same message id again within the window is still a duplicate.
+	ack, err := n.JS.Publish(ctx, QuestionSubject("acme", "job-1"), []byte(`{}`), jetstream.WithMsgID("q-1"))
+	if err != nil || !ack.Duplicate {
+		t.Fatalf("republish: %+v, %v; want a duplicate", ack, err)
+	}
+
+	// A stream from before the work queues: EnsureStreams leaves its retention.
+	if err := n.JS.DeleteStream(ctx, StreamAnswers); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.JS.CreateStream(ctx, jetstream.StreamConfig{Name: StreamAnswers, Subjects: []string{PrefixAnswer + ".>"},
+		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureStreams(ctx, n.JS, StreamOptions{}); err != nil {
+		t.Fatalf("EnsureStreams over an old stream: %v", err)
+	}
+	s, err := n.JS.Stream(ctx, StreamAnswers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := s.CachedInfo().Config; cfg.Retention != jetstream.LimitsPolicy || cfg.MaxAge != 30*24*time.Hour {
+		t.Fatalf("old answers stream: retention %v, max age %v", cfg.Retention, cfg.MaxAge)
 	}
 }

@@ -50,7 +50,7 @@ func TestE2EChoicesAnswerResumesTheAgent(t *testing.T) {
 	if p = h.post(link, form); p.status != http.StatusSeeOther {
 		t.Fatalf("resubmit: status %d", p.status)
 	}
-	if n := h.answersInStream(); n != 1 {
+	if n := h.answersSent(); n != 1 {
 		t.Errorf("%d attempts on the stream, want 1", n)
 	}
 	// The job page shows the audit trail from the runtime.
@@ -173,7 +173,7 @@ func TestE2EGetChangesNothing(t *testing.T) {
 	if rep.Question == nil || rep.Question.State != bridge.StatePending {
 		t.Errorf("after GETs: %+v", rep)
 	}
-	if n := h.answersInStream(); n != 0 {
+	if n := h.answersSent(); n != 0 {
 		t.Errorf("GETs published %d attempts", n)
 	}
 	if after := events.EventTypes(); after != before {

@@ -145,6 +145,7 @@ func TestConsoleButtonMintsALinkForTheClicker(t *testing.T) {
 	fake := newFakeSlack(t)
 	h := startBot(t, n, fake)
 	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
+	attempts := testenv.Publish(t, n.Conn, bridge.PrefixAnswer+".>")
 	q := question("job-cb", "q-cb")
 	q.Question = strings.Repeat("A long question & <details>. ", 200) // cut on the card
 	publishEvent(t, n, askedEvent(q))
@@ -165,7 +166,7 @@ func TestConsoleButtonMintsALinkForTheClicker(t *testing.T) {
 		t.Fatalf("cut text does not point to the console button: %s", s)
 	}
 	noChannelLinks(t, fake)
-	answers := testenv.StreamCount(t, n, bridge.StreamAnswers, bridge.PrefixAnswer+".>")
+	answers := attempts.Count(t)
 
 	signer := h.bot.o.Console
 	// Kevin clicks the card's button: at once, an ephemeral link of his own.
@@ -231,7 +232,7 @@ func TestConsoleButtonMintsALinkForTheClicker(t *testing.T) {
 	}
 
 	// A console click is not an answer.
-	if got := testenv.StreamCount(t, n, bridge.StreamAnswers, bridge.PrefixAnswer+".>"); got != answers {
+	if got := attempts.Count(t); got != answers {
 		t.Fatalf("console clicks published %d answer attempts", got-answers)
 	}
 

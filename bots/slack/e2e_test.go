@@ -173,6 +173,7 @@ func TestEndToEndClickResumesAndUpdatesCard(t *testing.T) {
 
 func TestEndToEndTypedModal(t *testing.T) {
 	env, h := e2e(t, runtime.Roles{})
+	attempts := testenv.Publish(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-2"))
 	one := 1.0
 	nine := 9.0
 	q := question("job-2", "q-typed")
@@ -212,7 +213,7 @@ func TestEndToEndTypedModal(t *testing.T) {
 		len(errs.Errors) != 1 || errs.Errors["f.copies"] != "must be at most 9" {
 		t.Fatalf("inline errors: %s", body)
 	}
-	if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-2")); n != 0 {
+	if n := attempts.Count(t); n != 0 {
 		t.Fatalf("an invalid modal published %d attempts", n)
 	}
 
@@ -236,7 +237,7 @@ func TestEndToEndTypedModal(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "This question no longer waits for an answer.") {
 		t.Fatalf("submission after settlement: %d %s", resp.StatusCode, body)
 	}
-	if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-2")); n != 1 {
+	if n := attempts.Count(t); n != 1 {
 		t.Fatalf("%d attempts, want 1", n)
 	}
 }
@@ -281,6 +282,7 @@ func (h *harness) cardTS(t *testing.T, q *bridge.Question) string {
 
 func TestEndToEndApprovals(t *testing.T) {
 	env, h := e2e(t, runtime.Roles{})
+	attempts := testenv.Publish(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-4"))
 	approve := question("job-4", "q-ok")
 	approve.Kind, approve.Choices = bridge.KindApproval, nil
 	approve.Question = "May I refund 120 EUR?"
@@ -313,7 +315,7 @@ func TestEndToEndApprovals(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"response_action":"errors"`) || !strings.Contains(body, `"reason":`) {
 		t.Fatalf("a denial without a reason was not sent back to the modal: %d %s", resp.StatusCode, body)
 	}
-	if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-4")); n != 1 {
+	if n := attempts.Count(t); n != 1 {
 		t.Fatalf("%d attempts after the approval and an empty denial, want 1", n)
 	}
 	h.interact(submission("U0KEV", "kevin", opens[0], "V5", "h6", map[string]map[string]any{
@@ -359,6 +361,7 @@ func TestEndToEndStrangerIsRefusedPrivately(t *testing.T) {
 
 func TestEndToEndDoubleClickIsOneResume(t *testing.T) {
 	env, h := e2e(t, runtime.Roles{})
+	attempts := testenv.Publish(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-6"))
 	resumes := collect[bridge.Resume](t, env.NATS, bridge.PrefixResume+".>")
 	q := question("job-6", "q-dbl")
 	publishQuestion(t, env, q)
@@ -369,7 +372,7 @@ func TestEndToEndDoubleClickIsOneResume(t *testing.T) {
 	// Slack retrying the first delivery (same trigger id), past our local window.
 	h.bot.clicks = newDedupe(10 * time.Second)
 	h.interact(h.fake.click("U0KEV", "kevin", "trig-a", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
-	if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-6")); n != 1 {
+	if n := attempts.Count(t); n != 1 {
 		t.Fatalf("%d attempts for one double click and a retry, want 1", n)
 	}
 	awaitOutcome(t, env, q)

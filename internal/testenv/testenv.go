@@ -288,3 +288,60 @@ func (e *Env) Conn(t testing.TB) *nats.Conn {
 	t.Cleanup(nc.Close)
 	return nc
 }
+
+// Publications counts what is published on a subject the way JetStream
+// keeps it: once per Nats-Msg-Id. The runtime's input streams are work
+// queues, which let a message go once the runtime has it, so a test that
+// asks how many attempts were made counts them where they are sent.
+type Publications struct {
+	nc  *nats.Conn
+	sub *nats.Subscription
+	ids map[string]bool
+}
+
+// Publish starts counting publications on subject; create it before the
+// publications it should see.
+func Publish(t testing.TB, nc *nats.Conn, subject string) *Publications {
+	t.Helper()
+	sub, err := nc.SubscribeSync(subject)
+	if err != nil {
+		t.Fatalf("testenv: subscribe %s: %v", subject, err)
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		t.Fatalf("testenv: subscribe %s: %v", subject, err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatalf("testenv: subscribe %s: %v", subject, err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return &Publications{nc: nc, sub: sub, ids: map[string]bool{}}
+}
+
+// Count is how many distinct messages were published so far. It is
+// exact once whatever followed them has been seen: the server sends a
+// message to this subscriber before it acknowledges its publication, and
+// the round trip below waits until everything sent before has arrived.
+func (p *Publications) Count(t testing.TB) int {
+	t.Helper()
+	if err := p.nc.Flush(); err != nil {
+		t.Fatalf("testenv: flush: %v", err)
+	}
+	for {
+		n, _, err := p.sub.Pending()
+		if err != nil {
+			t.Fatalf("testenv: pending: %v", err)
+		}
+		if n == 0 {
+			return len(p.ids)
+		}
+		m, err := p.sub.NextMsg(time.Second)
+		if err != nil {
+			t.Fatalf("testenv: next message: %v", err)
+		}
+		id := m.Header.Get(nats.MsgIdHdr)
+		if id == "" {
+			id = fmt.Sprintf("no-id-%d", len(p.ids))
+		}
+		p.ids[id] = true
+	}
+}
