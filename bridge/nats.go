@@ -159,14 +159,17 @@ func StartEmbedded(o NATSOptions) (*server.Server, error) {
 // streamSpecs are askbridge's durable subjects. Resumes are kept long
 // enough for an agent that was down for days to re-attach.
 //
-// queue marks the streams only the runtime reads, and it keeps what it
-// reads in the store: they are work queues, which hold a message until
-// the runtime has acknowledged it (however long it is away, up to maxAge)
-// and then let it go. JetStream keeps an index entry in memory for every
+// queue marks streams only the runtime reads, and it keeps what it reads
+// in the store: they are work queues, which hold a message until the
+// runtime has acknowledged it (however long it is away, up to maxAge) and
+// then let it go. JetStream keeps an index entry in memory for every
 // subject a stream holds, one per job here, so a stream that kept every
-// question and attempt for their maxAge would cost memory for each job
-// long after it ended. relayed marks the streams only the runtime's
-// outbox relay fills.
+// question for its maxAge would cost memory for each job long after it
+// ended. The answers stream is not one: a message that goes writes a
+// tombstone, fsync'd in sync always, and on the answer path that one more
+// fsync cost a fifth of the throughput and the ability to keep up with
+// 1,000 answers a second (docs/benchmarks.md). relayed marks the streams
+// only the runtime's outbox relay fills.
 var streamSpecs = []struct {
 	name, subjects string
 	maxAge         time.Duration
@@ -174,7 +177,7 @@ var streamSpecs = []struct {
 }{
 	{StreamQuestions, PrefixQuestion + ".>", 30 * 24 * time.Hour, true, false},
 	{StreamCancels, PrefixCancel + ".>", 30 * 24 * time.Hour, true, false},
-	{StreamAnswers, PrefixAnswer + ".>", 30 * 24 * time.Hour, true, false},
+	{StreamAnswers, PrefixAnswer + ".>", 30 * 24 * time.Hour, false, false},
 	{StreamEvents, PrefixEvent + ".>", EventRetention, false, true},
 	{StreamResumes, PrefixResume + ".>", 30 * 24 * time.Hour, false, true},
 	{StreamDelivery, PrefixDelivery + ".>", 7 * 24 * time.Hour, true, false},

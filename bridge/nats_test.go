@@ -55,7 +55,7 @@ func TestNATS(t *testing.T) {
 				t.Errorf("%s: max age %v, duplicates %v, storage %v", name, cfg.MaxAge, cfg.Duplicates, cfg.Storage)
 			}
 			// Only the runtime reads these, and it keeps what it reads.
-			queue := name == StreamQuestions || name == StreamCancels || name == StreamAnswers || name == StreamDelivery
+			queue := name == StreamQuestions || name == StreamCancels || name == StreamDelivery
 			if wantRetention := map[bool]jetstream.RetentionPolicy{true: jetstream.WorkQueuePolicy, false: jetstream.LimitsPolicy}[queue]; cfg.Retention != wantRetention {
 				t.Errorf("%s: retention %v, want %v", name, cfg.Retention, wantRetention)
 			}
@@ -318,21 +318,21 @@ func TestWorkQueues(t *testing.T) {
 	}
 
 	// A stream from before the work queues: EnsureStreams leaves its retention.
-	if err := n.JS.DeleteStream(ctx, StreamAnswers); err != nil {
+	if err := n.JS.DeleteStream(ctx, StreamDelivery); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.JS.CreateStream(ctx, jetstream.StreamConfig{Name: StreamAnswers, Subjects: []string{PrefixAnswer + ".>"},
+	if _, err := n.JS.CreateStream(ctx, jetstream.StreamConfig{Name: StreamDelivery, Subjects: []string{PrefixDelivery + ".>"},
 		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy}); err != nil {
 		t.Fatal(err)
 	}
 	if err := EnsureStreams(ctx, n.JS, StreamOptions{}); err != nil {
 		t.Fatalf("EnsureStreams over an old stream: %v", err)
 	}
-	s, err := n.JS.Stream(ctx, StreamAnswers)
+	s, err := n.JS.Stream(ctx, StreamDelivery)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg := s.CachedInfo().Config; cfg.Retention != jetstream.LimitsPolicy || cfg.MaxAge != 30*24*time.Hour {
-		t.Fatalf("old answers stream: retention %v, max age %v", cfg.Retention, cfg.MaxAge)
+	if cfg := s.CachedInfo().Config; cfg.Retention != jetstream.LimitsPolicy || cfg.MaxAge != 7*24*time.Hour {
+		t.Fatalf("old delivery stream: retention %v, max age %v", cfg.Retention, cfg.MaxAge)
 	}
 }
