@@ -50,3 +50,19 @@ func QuestionState(ctx context.Context, nc *nats.Conn, ev *Event) (string, error
 	}
 	return v.State, nil
 }
+
+// StaleReminder says a reminder or escalation event, seen at now, should
+// no longer reach anyone: its question's deadline has passed, or the event
+// is a replay (a new consumer reads up to EventRetention back) and the
+// runtime says the question no longer waits. When the runtime does not
+// say, the reminder goes out: late is better than never.
+func StaleReminder(ctx context.Context, nc *nats.Conn, ev *Event, now time.Time) bool {
+	if !ev.Deadline.IsZero() && now.After(ev.Deadline) {
+		return true
+	}
+	if !Replayed(ev, now) {
+		return false
+	}
+	state, err := QuestionState(ctx, nc, ev)
+	return err == nil && state != StatePending
+}

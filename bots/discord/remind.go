@@ -18,6 +18,14 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 	if err != nil {
 		return err
 	}
+	if c != nil && c.Outcome != nil {
+		return nil // settled meanwhile: nothing to remind about
+	}
+	if bridge.StaleReminder(ctx, b.o.NATS.Conn, ev, b.now()) {
+		b.log.Info("discord: not sending a reminder for a question that no longer waits", "tenant", ev.Tenant,
+			"job", ev.JobID, "question", ev.QuestionID, "step", ev.Step)
+		return nil
+	}
 	q := ev.Question
 	if q == nil && c != nil {
 		q = c.Question

@@ -144,3 +144,30 @@ func TestFreshAskedAsksTheRuntimeNothing(t *testing.T) {
 		t.Errorf("a fresh event made %d show requests: %+v", len(reqs), reqs)
 	}
 }
+
+// TestStaleRemindersAreNotSent checks a consumer reading old events (a
+// first start, a recreated consumer) sends no reminder for a question that
+// ended or whose deadline passed, and still sends one that waits.
+func TestStaleRemindersAreNotSent(t *testing.T) {
+	h := start(t, harnessOptions{})
+	testenv.FakeShow(h.t, h.nats.Conn, map[string]string{"q-done": bridge.StateAnswered, "q-wait": bridge.StatePending})
+	now := time.Now().UTC()
+	remind := func(id, text string, at, deadline time.Time) {
+		q := colorQuestion()
+		q.JobID, q.QuestionID, q.Question = "job-"+id, id, text
+		h.publishEvent(bridge.Event{Type: bridge.EventReminded, Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID,
+			TaskVersion: q.TaskVersion, Step: bridge.TargetAnswerers, Targets: []string{"discord:" + kevin.ID}, Question: &q,
+			At: at, AskedAt: at.Add(-time.Hour), Deadline: deadline})
+	}
+	remind("q-done", "Which archive did you mean?", now.Add(-5*time.Minute), now.Add(time.Hour))
+	remind("q-late", "Which month did you mean?", now.Add(-2*time.Hour), now.Add(-time.Hour))
+	remind("q-wait", "Which colour should the cover be?", now.Add(-5*time.Minute), now.Add(time.Hour))
+	h.consumerSettled(3)
+	var got []string
+	for _, r := range fake.requests("POST", "/channels/77"+kevin.ID+"/messages") {
+		got = append(got, string(r.Body))
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "Which colour should the cover be?") {
+		t.Fatalf("reminder DMs to kevin %q, want one, for the question that waits", got)
+	}
+}

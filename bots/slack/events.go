@@ -489,6 +489,11 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 	if rec != nil && rec.Outcome != "" {
 		return nil // settled meanwhile: nothing to remind about
 	}
+	if bridge.StaleReminder(ctx, b.o.NATS.Conn, ev, b.now()) {
+		b.log.InfoContext(ctx, "slack: not sending a reminder for a question that no longer waits", "tenant", ev.Tenant,
+			"job", ev.JobID, "question", ev.QuestionID, "step", ev.Step)
+		return nil
+	}
 	link := ""
 	if rec != nil && rec.TS != "" {
 		_ = b.call(ctx, "chat.getPermalink", "", func(ctx context.Context) error {

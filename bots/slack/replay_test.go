@@ -127,3 +127,35 @@ func TestFreshAskedAsksTheRuntimeNothing(t *testing.T) {
 		t.Errorf("a fresh event made %d show requests: %+v", len(reqs), reqs)
 	}
 }
+
+// reminderEvent is a ladder step of q sent at at, reminding kevin.
+func reminderEvent(q *bridge.Question, at, deadline time.Time) bridge.Event {
+	return bridge.Event{Type: bridge.EventReminded, Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID,
+		TaskVersion: q.TaskVersion, Question: q, Step: "answerers", Targets: []string{"slack:U0KEV"},
+		At: at, AskedAt: at.Add(-time.Hour), Deadline: deadline}
+}
+
+// TestStaleRemindersAreNotSent checks a consumer reading old events (a
+// first start, a recreated consumer) DMs no reminder for a question that
+// ended or whose deadline passed, and still DMs one that waits.
+func TestStaleRemindersAreNotSent(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	testenv.FakeShow(t, n.Conn, map[string]string{"q-done": bridge.StateAnswered, "q-wait": bridge.StatePending})
+	now := time.Now().UTC()
+	done, wait, late := question("job-rd", "q-done"), question("job-rw", "q-wait"), question("job-rl", "q-late")
+	publishEvent(t, n, reminderEvent(done, now.Add(-5*time.Minute), now.Add(time.Hour)))
+	publishEvent(t, n, reminderEvent(late, now.Add(-2*time.Hour), now.Add(-time.Hour)))
+	publishEvent(t, n, reminderEvent(wait, now.Add(-5*time.Minute), now.Add(time.Hour)))
+	startBot(t, n, fake)
+	consumerSettled(t, n, 3)
+	var dms []string
+	for _, c := range fake.Calls("chat.postMessage") {
+		if strings.HasPrefix(c.Str("channel"), "D") {
+			dms = append(dms, c.Str("text"))
+		}
+	}
+	if len(dms) != 1 || !strings.Contains(dms[0], "Which colour") {
+		t.Fatalf("reminder DMs %q, want one, for the question that waits", dms)
+	}
+}
