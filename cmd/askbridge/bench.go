@@ -55,6 +55,7 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	pending := fs.Int("pending", 0, "instead: measure a service holding this many pending questions (memory, ready time, idle CPU, list)")
 	idle := fs.Duration("idle", 10*time.Second, "with --pending: how long to measure idle CPU")
 	fill := fs.String("fill", "store", "with --pending: how the questions get there: store (written into SQLite only) or nats (asked through NATS and posted to a fake Slack, as agents would)")
+	child := fs.Bool("child", false, "run the service as a child process (askbridge serve), apart from the load generator's memory and garbage collector")
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
@@ -66,6 +67,9 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	}
 	if *pending > 0 {
 		return c.benchPending(ctx, *pending, *fill == "nats", *idle)
+	}
+	if *child && (*cpuProfile != "" || *memProfile != "") {
+		return c.fail("bench: --cpuprofile and --memprofile profile the service in this process; with --child, profile it through its own pprof")
 	}
 	n := *questions
 	if n == 0 {
@@ -95,19 +99,33 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 		return c.fail("bench: fake Slack: %v", err)
 	}
 	defer fake.close()
-	cfg := &config.Config{
-		DataDir: dir, HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", NATSSync: *syncMode, NATSReplicas: 1,
-		SlackBotToken: "xoxb-bench", SlackSigningSecret: benchSecret, SlackAPIURL: fake.url + "/api/",
-		DiscordAPIURL: "http://127.0.0.1:1/", ConsoleSecret: "bench-console-secret-0123456789", Operators: []string{"slack:UBENCH"},
-		LogLevel: "error", ShutdownGrace: 10 * time.Second,
+	var natsURL, httpAddr string
+	var childPID int
+	if *child {
+		svc, err := c.startChild(ctx, []string{"ASK_DATA_DIR=" + dir, "ASK_NATS_SYNC=" + *syncMode, "ASK_LOG_LEVEL=error",
+			"ASK_SLACK_BOT_TOKEN=xoxb-bench", "ASK_SLACK_SIGNING_SECRET=" + benchSecret, "ASK_SLACK_API_URL=" + fake.url + "/api/",
+			"ASK_CONSOLE_SECRET=bench-console-secret-0123456789", "ASK_OPERATORS=slack:UBENCH"})
+		if err != nil {
+			return c.fail("bench: start: %v", err)
+		}
+		defer svc.stop()
+		natsURL, httpAddr, childPID = svc.natsURL, svc.httpAddr, svc.cmd.Process.Pid
+	} else {
+		cfg := &config.Config{
+			DataDir: dir, HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", NATSSync: *syncMode, NATSReplicas: 1,
+			SlackBotToken: "xoxb-bench", SlackSigningSecret: benchSecret, SlackAPIURL: fake.url + "/api/",
+			DiscordAPIURL: "http://127.0.0.1:1/", ConsoleSecret: "bench-console-secret-0123456789", Operators: []string{"slack:UBENCH"},
+			LogLevel: "error", ShutdownGrace: 10 * time.Second,
+		}
+		s, err := startService(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			return c.fail("bench: start: %v", err)
+		}
+		defer s.stop(context.Background())
+		natsURL, httpAddr = s.natsURL(), s.Addr()
 	}
-	s, err := startService(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		return c.fail("bench: start: %v", err)
-	}
-	defer s.stop(context.Background())
 
-	nc, err := nats.Connect(s.natsURL())
+	nc, err := nats.Connect(natsURL)
 	if err != nil {
 		return c.fail("bench: %v", err)
 	}
@@ -161,7 +179,7 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 
 	// Click.
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}, Timeout: 10 * time.Second}
-	endpoint := "http://" + s.Addr() + "/slack/interactions"
+	endpoint := "http://" + httpAddr + "/slack/interactions"
 	var acks []time.Duration
 	var amu sync.Mutex
 	var clicked, failed atomic.Int64
@@ -197,6 +215,10 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	mode := fmt.Sprintf("closed loop, %d clickers", *concurrency)
 	if *rate > 0 {
 		mode = fmt.Sprintf("open loop, %.0f clicks/s", *rate)
+	}
+	where := "in this process"
+	if *child {
+		where = "a child process"
 	}
 	fmt.Fprintf(c.stderr, "clicking for %v (%s)...\n", *duration, mode)
 	if *memProfile != "" {
@@ -274,7 +296,7 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	amu.Unlock()
 	answersPerSec := float64(resumed.Load()) / elapsed.Seconds()
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "mode\t%s, JetStream sync %s, SQLite synchronous=FULL\n", mode, *syncMode)
+	fmt.Fprintf(tw, "mode\t%s, JetStream sync %s, SQLite synchronous=FULL, service %s\n", mode, *syncMode, where)
 	fmt.Fprintf(tw, "clicks acked (HTTP 200)\t%d (failed %d)\n", clicked.Load(), failed.Load())
 	fmt.Fprintf(tw, "resumes\t%d\n", resumed.Load())
 	fmt.Fprintf(tw, "answers/s end to end\t%.0f\n", answersPerSec)
@@ -282,6 +304,9 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	fmt.Fprintf(tw, "Slack ack p50 / p99\t%v / %v\n", percentile(ack, 50), percentile(ack, 99))
 	fmt.Fprintf(tw, "baseline: JetStream publishes/s (sync %s)\t%.0f (answers/s ÷ this = %.2f)\n", *syncMode, jsRate, answersPerSec/jsRate)
 	fmt.Fprintf(tw, "baseline: SQLite single-row commits/s\t%.0f (answers/s ÷ this = %.2f)\n", sqlRate, answersPerSec/sqlRate)
+	if *child {
+		fmt.Fprintf(tw, "service RSS at the end\t%.0f MB\n", float64(procRSS(childPID))/(1<<20))
+	}
 	tw.Flush()
 	return exitOK
 }
@@ -550,9 +575,9 @@ func (c *cli) benchPending(ctx context.Context, n int, viaNATS bool, idle time.D
 
 // benchChild is this binary's service running as a child process.
 type benchChild struct {
-	cmd     *exec.Cmd
-	natsURL string
-	ready   time.Duration
+	cmd               *exec.Cmd
+	natsURL, httpAddr string
+	ready             time.Duration
 }
 
 // startChild starts `askbridge serve` with env on free loopback ports and
@@ -571,7 +596,7 @@ func (c *cli) startChild(ctx context.Context, env []string) (*benchChild, error)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
-	child := &benchChild{cmd: cmd, natsURL: "nats://127.0.0.1:" + natsPort}
+	child := &benchChild{cmd: cmd, natsURL: "nats://127.0.0.1:" + natsPort, httpAddr: "127.0.0.1:" + httpPort}
 	for time.Since(start) < 60*time.Second {
 		resp, err := http.Get("http://127.0.0.1:" + httpPort + "/readyz")
 		if err == nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +80,46 @@ func TestBenchPendingAskedThroughNATS(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestBenchServiceAsChild: --child clicks through the real Slack endpoint
+// of a separate askbridge serve, and every acked click is resumed.
+func TestBenchServiceAsChild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the baselines and a service")
+	}
+	t.Setenv("ASKBRIDGE_TEST_AS_MAIN", "1")
+	var out bytes.Buffer
+	errOut := &testenv.LockedBuffer{}
+	c := &cli{stdout: &out, stderr: errOut}
+	args := []string{"--child", "--duration", "1s", "--rate", "100", "--questions", "150", "--sync", "interval"}
+	if code := c.bench(context.Background(), args); code != exitOK {
+		t.Fatalf("bench exited %d: %s", code, errOut.String())
+	}
+	report := out.String()
+	var acked, failed, resumes int
+	for _, line := range strings.Split(report, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case strings.HasPrefix(line, "clicks acked (HTTP 200)") && len(f) == 7:
+			acked, _ = strconv.Atoi(f[4])
+			failed, _ = strconv.Atoi(strings.TrimSuffix(f[6], ")"))
+		case strings.HasPrefix(line, "resumes") && len(f) == 2:
+			resumes, _ = strconv.Atoi(f[1])
+		}
+	}
+	if acked < 50 || failed != 0 || resumes != acked {
+		t.Fatalf("%d clicks acked, %d failed, %d resumes; want about 100 acked, none failed, each resumed:\n%s", acked, failed, resumes, report)
+	}
+	for _, want := range []string{"service a child process", "service RSS at the end"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	refused := &testenv.LockedBuffer{}
+	c = &cli{stdout: &out, stderr: refused}
+	if code := c.bench(context.Background(), []string{"--child", "--cpuprofile", "x"}); code != exitError || !strings.Contains(refused.String(), "with --child, profile it through its own pprof") {
+		t.Errorf("--child with --cpuprofile exited %d (%s), want a refusal that says why", code, refused.String())
 	}
 }
