@@ -71,9 +71,13 @@ const (
 	// it and not show the question again). JetStream keeps every key in
 	// memory, so it goes then.
 	settledTTL = bridge.EventRetention + 24*time.Hour
-	// threadTTL: a job's thread takes its later questions for 30 days
-	// after it was started; a job that asks after that starts a new one.
+	// threadTTL: a job's thread takes its later questions until 30 days
+	// after its last one; a job that asks after that starts a new one.
 	threadTTL = 30 * 24 * time.Hour
+	// threadRefresh: a thread record this old is written again when the
+	// job asks in it, so its TTL counts from the last question (at most
+	// one extra write a day for a job that keeps asking).
+	threadRefresh = 24 * time.Hour
 )
 
 // cardTTL is how long a card record lives after it is written.
@@ -121,6 +125,8 @@ type Bot struct {
 	oper    map[string]bool
 	now     func() time.Time
 	backoff func(attempt uint64) time.Duration
+	// threadRefresh: see the constant; tests shorten it.
+	threadRefresh time.Duration
 }
 
 // endpointsMu serializes re-pointing discordgo's package-level endpoints.
@@ -206,18 +212,19 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	b := &Bot{
-		calls:   calls,
-		decided: decided,
-		id:      hex.EncodeToString(rnd[:]),
-		o:       o,
-		log:     o.Logger,
-		s:       s,
-		pub:     ed25519.PublicKey(key),
-		refs:    refs,
-		seen:    seen,
-		admin:   set(o.AdminRoles),
-		oper:    set(o.OperatorRoles),
-		now:     time.Now,
+		calls:         calls,
+		decided:       decided,
+		id:            hex.EncodeToString(rnd[:]),
+		o:             o,
+		log:           o.Logger,
+		s:             s,
+		pub:           ed25519.PublicKey(key),
+		refs:          refs,
+		seen:          seen,
+		admin:         set(o.AdminRoles),
+		oper:          set(o.OperatorRoles),
+		now:           time.Now,
+		threadRefresh: threadRefresh,
 		backoff: func(attempt uint64) time.Duration {
 			d := time.Duration(attempt*attempt) * 2 * time.Second
 			return min(d, 2*time.Minute)

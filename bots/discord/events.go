@@ -193,9 +193,17 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 	}
 
 	var jt jobThread
-	_, haveThread, err := getJSON(ctx, b.refs, jobKey(c.Tenant, c.JobID), &jt)
+	threadRev, threadAt, haveThread, err := getJSONAt(ctx, b.refs, jobKey(c.Tenant, c.JobID), &jt)
 	if err != nil {
 		return err
+	}
+	if haveThread && b.now().Sub(threadAt) >= b.threadRefresh {
+		// Renewed, so the thread lives 30 days from its last question. Best
+		// effort: a lost race means another write just renewed it.
+		data, _ := json.Marshal(jt)
+		if _, err := b.refs.Write(ctx, jobKey(c.Tenant, c.JobID), threadRev, data, threadTTL); err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			b.log.Warn("discord: could not renew a job's thread record", "tenant", c.Tenant, "job", c.JobID, "err", err)
+		}
 	}
 	target := channel
 	if haveThread {

@@ -121,6 +121,7 @@ type harness struct {
 type harnessOptions struct {
 	nats   *bridge.NATS // shared NATS (restart tests); nil starts one
 	mutate func(*Options)
+	tweak  func(*Bot) // after New, before Run
 	noRun  bool
 }
 
@@ -161,6 +162,9 @@ func start(t *testing.T, ho harnessOptions) *harness {
 		t.Fatalf("New: %v", err)
 	}
 	bot.backoff = func(uint64) time.Duration { return 20 * time.Millisecond }
+	if ho.tweak != nil {
+		ho.tweak(bot)
+	}
 	h.bot = bot
 	h.attempts = collect(t, h.nats.Conn, bridge.PrefixAnswer+".>")
 	h.deliveries = collect(t, h.nats.Conn, bridge.PrefixDelivery+".>")

@@ -104,17 +104,23 @@ func safeKeyPart(s string) bool {
 
 // getJSON reads a key into v; found is false when the key does not exist.
 func getJSON(ctx context.Context, kv *bridge.KV, key string, v any) (rev uint64, found bool, err error) {
+	rev, _, found, err = getJSONAt(ctx, kv, key, v)
+	return rev, found, err
+}
+
+// getJSONAt is getJSON that also says when the key was last written.
+func getJSONAt(ctx context.Context, kv *bridge.KV, key string, v any) (rev uint64, at time.Time, found bool, err error) {
 	e, err := kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, false, nil
+		return 0, time.Time{}, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("discord: read %s: %w", key, err)
+		return 0, time.Time{}, false, fmt.Errorf("discord: read %s: %w", key, err)
 	}
 	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return 0, false, fmt.Errorf("discord: decode %s: %w", key, err)
+		return 0, time.Time{}, false, fmt.Errorf("discord: decode %s: %w", key, err)
 	}
-	return e.Revision(), true, nil
+	return e.Revision(), e.Created(), true, nil
 }
 
 func (b *Bot) loadCard(ctx context.Context, tenant, job, question string, version int64) (*card, error) {

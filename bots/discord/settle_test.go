@@ -112,3 +112,38 @@ func TestRecordLifetimes(t *testing.T) {
 		t.Errorf("settled card record TTL %q, want 192h0m0s (8 days)", ttl)
 	}
 }
+
+// TestJobThreadRecordRenewedOnUse checks a job's thread record older than
+// threadRefresh is written again, with its TTL, when the job asks in the
+// thread, so the thread lives 30 days from its last question.
+func TestJobThreadRecordRenewedOnUse(t *testing.T) {
+	h := start(t, harnessOptions{tweak: func(b *Bot) { b.threadRefresh = 0 }})
+	ctx := context.Background()
+	key := jobKey("acme", "job-renew")
+	first := colorQuestion()
+	first.JobID, first.QuestionID = "job-renew", "q-first"
+	h.publishEvent(asked(first))
+	var opened uint64
+	checkFor(t, 10*time.Second, func() error {
+		e, err := h.bot.refs.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("job thread record: %v", err)
+		}
+		opened = e.Revision()
+		return nil
+	})
+	second := colorQuestion()
+	second.JobID, second.QuestionID, second.Question = "job-renew", "q-second", "Which size should the cover be?"
+	h.publishEvent(asked(second))
+	h.waitCard(second.Question)
+	e, err := h.bot.refs.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Revision() <= opened {
+		t.Fatalf("revision %d after %d: the record was not renewed when the job asked again", e.Revision(), opened)
+	}
+	if ttl := refsTTLOf(t, h, key); ttl != "720h0m0s" {
+		t.Errorf("renewed job thread record TTL %q, want 720h0m0s", ttl)
+	}
+}

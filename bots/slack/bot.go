@@ -69,6 +69,8 @@ type Bot struct {
 	// claimTTL is how long another replica's unfinished posting claim is
 	// respected before this one takes over (a crashed poster).
 	claimTTL time.Duration
+	// threadRefresh: see the constant; tests shorten it.
+	threadRefresh time.Duration
 	// workers is how many events are handled at once (ordered per job).
 	workers int
 	clicks  *dedupe
@@ -135,22 +137,23 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	return &Bot{
-		calls:       calls,
-		decided:     decided,
-		o:           o,
-		api:         slack.New(o.BotToken, opts...),
-		http:        hc,
-		js:          o.NATS.JS,
-		kv:          kv,
-		log:         o.Logger,
-		pace:        newPacer(time.Second, 3),
-		retry:       defaultRetry,
-		id:          hex.EncodeToString(rnd[:]),
-		now:         time.Now,
-		claimTTL:    2 * time.Minute,
-		workers:     4,
-		clicks:      newDedupe(10 * time.Second),
-		choiceCache: newChoiceCache(50000),
+		calls:         calls,
+		decided:       decided,
+		o:             o,
+		api:           slack.New(o.BotToken, opts...),
+		http:          hc,
+		js:            o.NATS.JS,
+		kv:            kv,
+		log:           o.Logger,
+		pace:          newPacer(time.Second, 3),
+		retry:         defaultRetry,
+		id:            hex.EncodeToString(rnd[:]),
+		now:           time.Now,
+		claimTTL:      2 * time.Minute,
+		threadRefresh: threadRefresh,
+		workers:       4,
+		clicks:        newDedupe(10 * time.Second),
+		choiceCache:   newChoiceCache(50000),
 	}, nil
 }
 

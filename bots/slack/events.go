@@ -233,11 +233,17 @@ func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string)
 	key := threadKey(q.Tenant, q.JobID, channel)
 	for range 10 {
 		var t thread
-		rev, err := getJSON(ctx, b.kv, key, &t)
+		rev, at, err := getJSONAt(ctx, b.kv, key, &t)
 		if err != nil {
 			return "", err
 		}
 		if t.TS != "" {
+			if b.now().Sub(at) >= b.threadRefresh {
+				// Best effort: a lost race means another write just renewed it.
+				if _, err := putJSON(ctx, b.kv, key, rev, t, threadTTL); err != nil && err != errConflict {
+					b.log.WarnContext(ctx, "slack: could not renew a job's thread record", "job", q.JobID, "err", err)
+				}
+			}
 			return t.TS, nil
 		}
 		if t.ClaimBy != "" && t.ClaimBy != b.id && b.now().Sub(t.ClaimSince) < b.claimTTL {

@@ -164,3 +164,49 @@ func TestRecordLifetimes(t *testing.T) {
 		t.Errorf("one-off record TTL %q, want 192h0m0s (8 days)", ttl)
 	}
 }
+
+// TestJobThreadRecordRenewedOnUse checks a job's thread record is written
+// again, with its TTL, when the job asks in a thread whose record is older
+// than threadRefresh, so the thread lives 30 days from its last question;
+// and not rewritten on every question.
+func TestJobThreadRecordRenewedOnUse(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	ctx := context.Background()
+	b, err := New(ctx, Options{NATS: n, BotToken: "xoxb-test-token", SigningSecret: testSecret, APIURL: fake.APIURL(),
+		DefaultChannel: "C0123", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := question("job-renew", "q-renew")
+	key := threadKey("acme", "job-renew", "C0123")
+	revision := func() uint64 {
+		t.Helper()
+		e, err := b.kv.Get(ctx, key)
+		if err != nil {
+			t.Fatalf("thread record: %v", err)
+		}
+		return e.Revision()
+	}
+	ts, err := b.jobThread(ctx, q, "C0123")
+	if err != nil || ts == "" {
+		t.Fatalf("open the thread: %q, %v", ts, err)
+	}
+	opened := revision()
+	if again, err := b.jobThread(ctx, q, "C0123"); err != nil || again != ts || revision() != opened {
+		t.Fatalf("a fresh record was rewritten: %q, %v, revision %d after %d", again, err, revision(), opened)
+	}
+	b.threadRefresh = 0 // as if the record were older than a day
+	if again, err := b.jobThread(ctx, q, "C0123"); err != nil || again != ts {
+		t.Fatalf("thread %q, %v; want %q", again, err, ts)
+	}
+	if renewed := revision(); renewed <= opened {
+		t.Fatalf("revision %d after %d: the old record was not renewed", renewed, opened)
+	}
+	if ttl := kvTTLOf(t, n, key); ttl != "720h0m0s" {
+		t.Errorf("renewed thread record TTL %q, want 720h0m0s", ttl)
+	}
+	if posts := len(fake.Calls("chat.postMessage")); posts != 1 {
+		t.Errorf("%d thread parents posted, want 1", posts)
+	}
+}

@@ -37,9 +37,13 @@ const (
 	settledTTL = bridge.EventRetention + 24*time.Hour
 	// onceTTL: a one-off side effect is kept while its event may come again.
 	onceTTL = bridge.EventRetention + 24*time.Hour
-	// threadTTL: a job's thread takes its later questions for 30 days
-	// after it was opened; a job that asks after that opens a new one.
+	// threadTTL: a job's thread takes its later questions until 30 days
+	// after its last one; a job that asks after that opens a new one.
 	threadTTL = 30 * 24 * time.Hour
+	// threadRefresh: a thread record this old is written again when the
+	// job asks in it, so its TTL counts from the last question (at most
+	// one extra write a day for a job that keeps asking).
+	threadRefresh = 24 * time.Hour
 )
 
 // cardTTL is how long a card record lives after it is written.
@@ -114,17 +118,23 @@ func isConflict(err error) bool {
 
 // getJSON reads key into v; a missing key gives revision 0 and no error.
 func getJSON(ctx context.Context, kv *bridge.KV, key string, v any) (uint64, error) {
+	rev, _, err := getJSONAt(ctx, kv, key, v)
+	return rev, err
+}
+
+// getJSONAt is getJSON that also says when the key was last written.
+func getJSONAt(ctx context.Context, kv *bridge.KV, key string, v any) (uint64, time.Time, error) {
 	e, err := kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, nil
+		return 0, time.Time{}, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("slack: read %s: %w", key, err)
+		return 0, time.Time{}, fmt.Errorf("slack: read %s: %w", key, err)
 	}
 	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return 0, fmt.Errorf("slack: decode %s: %w", key, err)
+		return 0, time.Time{}, fmt.Errorf("slack: decode %s: %w", key, err)
 	}
-	return e.Revision(), nil
+	return e.Revision(), e.Created(), nil
 }
 
 // putJSON writes v at key if the key is still at rev (0: absent); with
