@@ -188,8 +188,11 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 	case c.Claim != b.id:
 		return errBusy
 	}
-	if err := b.putIndex(ctx, c.Tenant, c.JobID, c.QuestionID); err != nil {
-		return err
+	if keyedIDs(c.Tenant, c.JobID, c.QuestionID, c.TaskVersion) {
+		// Only then: JetStream keeps every key in memory.
+		if err := b.putIndex(ctx, c.Tenant, c.JobID, c.QuestionID); err != nil {
+			return err
+		}
 	}
 
 	var jt jobThread

@@ -81,6 +81,16 @@ func customID(act, tenant, job, question string, version int64, index int) strin
 	return strings.Join([]string{keyedPrefix, act, cardHash(tenant, job, question), tail}, ":")
 }
 
+// keyedIDs says some custom id of the question's card or of its forms may
+// take the keyed form, so the card index must exist. It measures the
+// longest direct form any action can have (a two-letter action and the
+// highest choice index), so it never says no when one is keyed.
+func keyedIDs(tenant, job, question string, version int64) bool {
+	longest := strings.Join([]string{idPrefix, "xx", tenant, job, question,
+		strconv.FormatInt(version, 10), strconv.Itoa(maxChoices - 1)}, ":")
+	return len(longest) > maxCustomID
+}
+
 var errBadCustomID = errors.New("discord: this component is not one askbridge made")
 
 // parseCustomID parses a custom_id strictly: a known prefix and action,

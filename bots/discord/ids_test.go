@@ -57,3 +57,29 @@ func TestCustomIDParsedStrictly(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyedIDsNeverMissesAKeyedID checks keyedIDs says yes whenever any
+// action's custom id for the question takes the keyed form, across id
+// lengths around Discord's 100-character limit.
+func TestKeyedIDsNeverMissesAKeyedID(t *testing.T) {
+	acts := []string{actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actModalAnswer, actModalReason, actModalDeny}
+	for _, version := range []int64{1, 12345} {
+		for n := 20; n <= 64; n++ {
+			tenant, job, question := strings.Repeat("t", n/2+1), strings.Repeat("j", n), strings.Repeat("q", n/3+1)
+			keyed := false
+			for _, act := range acts {
+				for index := range maxChoices {
+					if strings.HasPrefix(customID(act, tenant, job, question, version, index), keyedPrefix+":") {
+						keyed = true
+					}
+				}
+			}
+			if keyed && !keyedIDs(tenant, job, question, version) {
+				t.Errorf("ids of %d/%d/%d characters at version %d: some custom id is keyed, keyedIDs says no", len(tenant), len(job), len(question), version)
+			}
+		}
+	}
+	if keyedIDs("acme", "job-1", "q-1", 3) {
+		t.Error("keyedIDs says yes for short ids")
+	}
+}

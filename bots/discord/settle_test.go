@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +89,16 @@ func TestRecordLifetimes(t *testing.T) {
 	})
 	if ttl := refsTTLOf(t, h, key); ttl != "" {
 		t.Errorf("waiting card record has TTL %q, want the bucket's", ttl)
+	}
+	// Short ids need no card index.
+	keys, err := h.bot.refs.ListKeys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range keys.Keys() {
+		if strings.HasPrefix(k, "ix.") {
+			t.Errorf("card index %s written for a card whose custom ids carry the ids", k)
+		}
 	}
 	checkFor(t, 10*time.Second, func() error {
 		if _, err := h.bot.refs.Get(context.Background(), jobKey("acme", q.JobID)); err != nil {
