@@ -59,10 +59,14 @@ const (
 	// task version) and threads (per job), so nothing is posted twice and
 	// outcomes edit the right message after any restart.
 	RefsBucket = "ASK_DISCORD_REFS"
-	// SeenBucket remembers interaction ids, sent refusals and sent
-	// reminders for a day, so replays and redeliveries do nothing twice.
+	// SeenBucket remembers interaction ids for a day, and sent refusals
+	// and reminders while the events stream may hand their events out
+	// again (to a new consumer), so replays and redeliveries do nothing
+	// twice.
 	SeenBucket = "ASK_DISCORD_SEEN"
-	seenTTL    = 24 * time.Hour
+	seenTTL    = bridge.EventRetention + 24*time.Hour
+	// interactionTTL: Discord retries an interaction within seconds.
+	interactionTTL = 24 * time.Hour
 	// refsTTL outlives the longest question (entries expire after their
 	// last write); a waiting card's record lives this long.
 	refsTTL = bridge.MaxTimeout + 14*24*time.Hour
@@ -120,7 +124,7 @@ type Bot struct {
 	s       *discordgo.Session
 	pub     ed25519.PublicKey
 	refs    *bridge.KV
-	seen    jetstream.KeyValue
+	seen    *bridge.KV
 	admin   map[string]bool
 	oper    map[string]bool
 	now     func() time.Time
@@ -188,7 +192,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discord: key-value bucket %s: %w", RefsBucket, err)
 	}
-	seen, err := o.NATS.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	seen, err := bridge.EnsureKV(ctx, o.NATS.JS, jetstream.KeyValueConfig{
 		Bucket:      SeenBucket,
 		Description: "askbridge Discord interactions, refusals and reminders already handled",
 		History:     1,

@@ -477,7 +477,7 @@ func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 	case err != nil:
 		return err
 	}
-	_, err = b.markSeen(ctx, key)
+	_, err = b.markSeen(ctx, key, 0)
 	return err
 }
 
@@ -536,7 +536,7 @@ func (b *Bot) onCancelRefused(ctx context.Context, ev *bridge.Event) error {
 			b.log.Warn("discord: cancel refusal DM refused", "to", ev.To, "err", err)
 		}
 	}
-	_, err := b.markSeen(ctx, key)
+	_, err := b.markSeen(ctx, key, 0)
 	return err
 }
 

@@ -81,7 +81,7 @@ func (b *Bot) handleInteraction(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), interactionBudget)
 	defer cancel()
-	fresh, err := b.markSeen(ctx, seenKey("i", in.ID))
+	fresh, err := b.markSeen(ctx, seenKey("i", in.ID), interactionTTL)
 	if err != nil {
 		b.log.Error("discord: cannot record interaction", "interaction", in.ID, "err", err)
 		http.Error(w, "askbridge is unavailable", http.StatusServiceUnavailable)

@@ -191,9 +191,10 @@ func (b *Bot) resolve(ctx context.Context, a *action) (bool, error) {
 	return true, nil
 }
 
-// markSeen records key in SeenBucket; it reports false when it was there.
-func (b *Bot) markSeen(ctx context.Context, key string) (bool, error) {
-	_, err := b.seen.Create(ctx, key, []byte(b.now().UTC().Format(time.RFC3339)))
+// markSeen records key in SeenBucket for ttl (0: the bucket's); it
+// reports false when it was there.
+func (b *Bot) markSeen(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	_, err := b.seen.Write(ctx, key, 0, []byte(b.now().UTC().Format(time.RFC3339)), ttl)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return false, nil
 	}

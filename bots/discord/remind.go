@@ -52,7 +52,7 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 		case err != nil:
 			b.log.Warn("discord: reminder DM refused", "user", target, "question", ev.QuestionID, "err", err)
 		}
-		if _, err := b.markSeen(ctx, key); err != nil {
+		if _, err := b.markSeen(ctx, key, 0); err != nil {
 			return err
 		}
 	}

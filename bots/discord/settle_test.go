@@ -158,3 +158,40 @@ func TestJobThreadRecordRenewedOnUse(t *testing.T) {
 		t.Errorf("renewed job thread record TTL %q, want 720h0m0s", ttl)
 	}
 }
+
+// TestSeenLifetimes checks a handled interaction is remembered a day, and
+// a refusal or reminder sent as long as its event may come back (the
+// events stream's seven days and one more).
+func TestSeenLifetimes(t *testing.T) {
+	h := start(t, harnessOptions{})
+	ctx := context.Background()
+	if ok, err := h.bot.markSeen(ctx, seenKey("i", "1400000000000000001"), interactionTTL); err != nil || !ok {
+		t.Fatalf("interaction: %v, %v", ok, err)
+	}
+	if ok, err := h.bot.markSeen(ctx, seenKey("dm", "ob-1", "acme", "job-1", "q-1", kevin.ID), 0); err != nil || !ok {
+		t.Fatalf("reminder: %v, %v", ok, err)
+	}
+	if ok, err := h.bot.markSeen(ctx, seenKey("dm", "ob-1", "acme", "job-1", "q-1", kevin.ID), 0); err != nil || ok {
+		t.Fatalf("the same reminder again: %v, %v; want seen", ok, err)
+	}
+	s, err := h.nats.JS.Stream(ctx, "KV_"+SeenBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if age := s.CachedInfo().Config.MaxAge; age != 192*time.Hour {
+		t.Errorf("seen bucket keeps entries %v, want 192h (8 days)", age)
+	}
+	ttlOf := func(key string) string {
+		m, err := s.GetLastMsgForSubject(ctx, "$KV."+SeenBucket+"."+key)
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		return m.Header.Get(jetstream.MsgTTLHeader)
+	}
+	if ttl := ttlOf(seenKey("i", "1400000000000000001")); ttl != "24h0m0s" {
+		t.Errorf("interaction TTL %q, want 24h0m0s", ttl)
+	}
+	if ttl := ttlOf(seenKey("dm", "ob-1", "acme", "job-1", "q-1", kevin.ID)); ttl != "" {
+		t.Errorf("reminder TTL %q, want the bucket's", ttl)
+	}
+}
