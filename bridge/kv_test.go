@@ -29,16 +29,23 @@ func kvConfig(ttl time.Duration) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{Bucket: "TEST_REFS", History: 1, TTL: ttl, Storage: jetstream.FileStorage}
 }
 
-// TestKVWriteTTL checks a key written with a TTL goes after it, and one
-// written without stays, and that the stream keeps no trace of it.
-func TestKVWriteTTL(t *testing.T) {
+// startKV starts NATS with a bucket made by EnsureKV.
+func startKV(t *testing.T) (*NATS, *KV, context.Context) {
+	t.Helper()
 	n := startNATS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	kv, err := EnsureKV(ctx, n.JS, kvConfig(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return n, kv, ctx
+}
+
+// TestKVWriteTTL checks a key written with a TTL goes after it, and one
+// written without stays, and that the stream keeps no trace of it.
+func TestKVWriteTTL(t *testing.T) {
+	n, kv, ctx := startKV(t)
 	if !kv.KeyTTLs() {
 		t.Fatal("the embedded server does not allow key TTLs")
 	}
@@ -92,13 +99,7 @@ func TestKVWriteTTL(t *testing.T) {
 
 // TestKVWriteConflicts checks lost races read as Create's and Update's.
 func TestKVWriteConflicts(t *testing.T) {
-	n := startNATS(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	kv, err := EnsureKV(ctx, n.JS, kvConfig(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, kv, ctx := startKV(t)
 	rev, err := kv.Write(ctx, "k", 0, []byte("1"), 0)
 	if err != nil {
 		t.Fatal(err)

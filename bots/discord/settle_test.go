@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 )
 
 // TestOutcomeEditedOnceAndRecorded checks a posted card is edited once
@@ -55,21 +54,6 @@ func TestOutcomeEditedOnceAndRecorded(t *testing.T) {
 	}
 }
 
-// refsTTLOf is the TTL the bot gave key's last write, "" for none.
-func refsTTLOf(t *testing.T, h *harness, key string) string {
-	t.Helper()
-	ctx := context.Background()
-	s, err := h.nats.JS.Stream(ctx, "KV_"+RefsBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := s.GetLastMsgForSubject(ctx, "$KV."+RefsBucket+"."+key)
-	if err != nil {
-		t.Fatalf("%s: %v", key, err)
-	}
-	return m.Header.Get(jetstream.MsgTTLHeader)
-}
-
 // TestRecordLifetimes checks a waiting card's record lives as long as the
 // bucket keeps anything, while a settled card and a job's thread are given
 // their own, shorter lives: JetStream keeps every key in memory.
@@ -87,7 +71,7 @@ func TestRecordLifetimes(t *testing.T) {
 		}
 		return nil
 	})
-	if ttl := refsTTLOf(t, h, key); ttl != "" {
+	if ttl := testenv.KVTTL(t, h.nats, RefsBucket, key); ttl != "" {
 		t.Errorf("waiting card record has TTL %q, want the bucket's", ttl)
 	}
 	// Short ids need no card index.
@@ -106,7 +90,7 @@ func TestRecordLifetimes(t *testing.T) {
 		}
 		return nil
 	})
-	if ttl := refsTTLOf(t, h, jobKey("acme", q.JobID)); ttl != "720h0m0s" {
+	if ttl := testenv.KVTTL(t, h.nats, RefsBucket, jobKey("acme", q.JobID)); ttl != "720h0m0s" {
 		t.Errorf("job thread record TTL %q, want 720h0m0s (30 days)", ttl)
 	}
 	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion,
@@ -119,7 +103,7 @@ func TestRecordLifetimes(t *testing.T) {
 		}
 		return nil
 	})
-	if ttl := refsTTLOf(t, h, key); ttl != "192h0m0s" {
+	if ttl := testenv.KVTTL(t, h.nats, RefsBucket, key); ttl != "192h0m0s" {
 		t.Errorf("settled card record TTL %q, want 192h0m0s (8 days)", ttl)
 	}
 }
@@ -154,7 +138,7 @@ func TestJobThreadRecordRenewedOnUse(t *testing.T) {
 	if e.Revision() <= opened {
 		t.Fatalf("revision %d after %d: the record was not renewed when the job asked again", e.Revision(), opened)
 	}
-	if ttl := refsTTLOf(t, h, key); ttl != "720h0m0s" {
+	if ttl := testenv.KVTTL(t, h.nats, RefsBucket, key); ttl != "720h0m0s" {
 		t.Errorf("renewed job thread record TTL %q, want 720h0m0s", ttl)
 	}
 }
@@ -181,13 +165,7 @@ func TestSeenLifetimes(t *testing.T) {
 	if age := s.CachedInfo().Config.MaxAge; age != 192*time.Hour {
 		t.Errorf("seen bucket keeps entries %v, want 192h (8 days)", age)
 	}
-	ttlOf := func(key string) string {
-		m, err := s.GetLastMsgForSubject(ctx, "$KV."+SeenBucket+"."+key)
-		if err != nil {
-			t.Fatalf("%s: %v", key, err)
-		}
-		return m.Header.Get(jetstream.MsgTTLHeader)
-	}
+	ttlOf := func(key string) string { return testenv.KVTTL(t, h.nats, SeenBucket, key) }
 	if ttl := ttlOf(seenKey("i", "1400000000000000001")); ttl != "24h0m0s" {
 		t.Errorf("interaction TTL %q, want 24h0m0s", ttl)
 	}

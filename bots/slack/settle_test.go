@@ -6,10 +6,9 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
 )
 
@@ -103,21 +102,6 @@ func TestSettledCardGoneFromSlack(t *testing.T) {
 	}
 }
 
-// kvTTLOf is the TTL the adapter gave key's last write, "" for none.
-func kvTTLOf(t *testing.T, n *bridge.NATS, key string) string {
-	t.Helper()
-	ctx := context.Background()
-	s, err := n.JS.Stream(ctx, "KV_"+KVBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := s.GetLastMsgForSubject(ctx, "$KV."+KVBucket+"."+key)
-	if err != nil {
-		t.Fatalf("%s: %v", key, err)
-	}
-	return m.Header.Get(jetstream.MsgTTLHeader)
-}
-
 // TestRecordLifetimes checks a waiting card's record lives as long as the
 // bucket keeps anything, while a settled card, a job's thread and a
 // one-off side effect are given their own, shorter lives: JetStream keeps
@@ -137,10 +121,10 @@ func TestRecordLifetimes(t *testing.T) {
 		}
 		return nil
 	})
-	if ttl := kvTTLOf(t, env.NATS, key); ttl != "" {
+	if ttl := testenv.KVTTL(t, env.NATS, KVBucket, key); ttl != "" {
 		t.Errorf("waiting card record has TTL %q, want the bucket's", ttl)
 	}
-	if ttl := kvTTLOf(t, env.NATS, threadKey("acme", "job-life", "C0123")); ttl != "720h0m0s" {
+	if ttl := testenv.KVTTL(t, env.NATS, KVBucket, threadKey("acme", "job-life", "C0123")); ttl != "720h0m0s" {
 		t.Errorf("thread record TTL %q, want 720h0m0s (30 days)", ttl)
 	}
 
@@ -152,7 +136,7 @@ func TestRecordLifetimes(t *testing.T) {
 		}
 		return nil
 	})
-	if ttl := kvTTLOf(t, env.NATS, key); ttl != "192h0m0s" {
+	if ttl := testenv.KVTTL(t, env.NATS, KVBucket, key); ttl != "192h0m0s" {
 		t.Errorf("settled card record TTL %q, want 192h0m0s (8 days)", ttl)
 	}
 
@@ -160,7 +144,7 @@ func TestRecordLifetimes(t *testing.T) {
 	if ok, err := h.bot.once(context.Background(), once); err != nil || !ok {
 		t.Fatalf("once: %v, %v", ok, err)
 	}
-	if ttl := kvTTLOf(t, env.NATS, once); ttl != "192h0m0s" {
+	if ttl := testenv.KVTTL(t, env.NATS, KVBucket, once); ttl != "192h0m0s" {
 		t.Errorf("one-off record TTL %q, want 192h0m0s (8 days)", ttl)
 	}
 }
@@ -203,7 +187,7 @@ func TestJobThreadRecordRenewedOnUse(t *testing.T) {
 	if renewed := revision(); renewed <= opened {
 		t.Fatalf("revision %d after %d: the old record was not renewed", renewed, opened)
 	}
-	if ttl := kvTTLOf(t, n, key); ttl != "720h0m0s" {
+	if ttl := testenv.KVTTL(t, n, KVBucket, key); ttl != "720h0m0s" {
 		t.Errorf("renewed thread record TTL %q, want 720h0m0s", ttl)
 	}
 	if posts := len(fake.Calls("chat.postMessage")); posts != 1 {

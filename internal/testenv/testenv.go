@@ -345,3 +345,19 @@ func (p *Publications) Count(t testing.TB) int {
 		p.ids[id] = true
 	}
 }
+
+// KVTTL is the TTL the last write of key in bucket carries ("" for none:
+// the key lives as long as the bucket keeps anything).
+func KVTTL(t testing.TB, n *bridge.NATS, bucket, key string) string {
+	t.Helper()
+	ctx := context.Background()
+	s, err := n.JS.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		t.Fatalf("testenv: bucket %s: %v", bucket, err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, "$KV."+bucket+"."+key)
+	if err != nil {
+		t.Fatalf("testenv: %s in %s: %v", key, bucket, err)
+	}
+	return m.Header.Get(jetstream.MsgTTLHeader)
+}
