@@ -89,10 +89,11 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.fail("bench: baseline: %v", err)
 	}
-	sqlRate, err := bench.SQLiteCommitRate(ctx, dir, 5000)
+	commits, err := bench.SQLiteCommits(ctx, dir, 5000)
 	if err != nil {
 		return c.fail("bench: baseline: %v", err)
 	}
+	sqlRate := commits.PerSecond
 
 	fake, err := startBenchSlack(false)
 	if err != nil {
@@ -304,6 +305,7 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	fmt.Fprintf(tw, "Slack ack p50 / p99\t%v / %v\n", percentile(ack, 50), percentile(ack, 99))
 	fmt.Fprintf(tw, "baseline: JetStream publishes/s (sync %s)\t%.0f (answers/s ÷ this = %.2f)\n", *syncMode, jsRate, answersPerSec/jsRate)
 	fmt.Fprintf(tw, "baseline: SQLite single-row commits/s\t%.0f (answers/s ÷ this = %.2f)\n", sqlRate, answersPerSec/sqlRate)
+	fmt.Fprintf(tw, "baseline: SQLite commit p50 / p99\t%v / %v\n", commits.P50.Round(time.Microsecond), commits.P99.Round(time.Microsecond))
 	if *child {
 		fmt.Fprintf(tw, "service RSS at the end\t%.0f MB\n", float64(procRSS(childPID))/(1<<20))
 	}

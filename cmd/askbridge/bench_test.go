@@ -112,7 +112,7 @@ func TestBenchServiceAsChild(t *testing.T) {
 	if acked < 50 || failed != 0 || resumes != acked {
 		t.Fatalf("%d clicks acked, %d failed, %d resumes; want about 100 acked, none failed, each resumed:\n%s", acked, failed, resumes, report)
 	}
-	for _, want := range []string{"service a child process", "service RSS at the end"} {
+	for _, want := range []string{"service a child process", "service RSS at the end", "baseline: SQLite commit p50 / p99"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -53,37 +54,53 @@ func JetStreamPublishRate(ctx context.Context, dir string, syncAlways bool, n, w
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
-// SQLiteCommitRate commits n single-row transactions with askbridge's
-// pragmas (WAL, synchronous=FULL) and returns commits per second.
-func SQLiteCommitRate(ctx context.Context, dir string, n int) (float64, error) {
+// Commits is what SQLiteCommits measured.
+type Commits struct {
+	PerSecond float64
+	// P50 and P99 of one commit: an answer acknowledged after its commit
+	// cannot be acknowledged faster than the disk syncs.
+	P50, P99 time.Duration
+}
+
+// SQLiteCommits commits n single-row transactions with askbridge's
+// pragmas (WAL, synchronous=FULL) and measures their rate and latency.
+func SQLiteCommits(ctx context.Context, dir string, n int) (Commits, error) {
 	u := url.URL{Scheme: "file", Opaque: url.PathEscape(filepath.Join(dir, "baseline.db"))}
 	db, err := sql.Open("sqlite", u.String()+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_txlock=immediate")
 	if err != nil {
-		return 0, err
+		return Commits{}, err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v TEXT)"); err != nil {
-		return 0, err
+		return Commits{}, err
 	}
 	st, err := db.PrepareContext(ctx, "INSERT INTO t (v) VALUES (?)")
 	if err != nil {
-		return 0, err
+		return Commits{}, err
 	}
 	defer st.Close()
+	took := make([]time.Duration, 0, n)
 	start := time.Now()
 	for range n {
+		t0 := time.Now()
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
-			return 0, err
+			return Commits{}, err
 		}
 		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, "an answer of a typical size, a few dozen bytes"); err != nil {
 			tx.Rollback()
-			return 0, err
+			return Commits{}, err
 		}
 		if err := tx.Commit(); err != nil {
-			return 0, err
+			return Commits{}, err
 		}
+		took = append(took, time.Since(t0))
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	c := Commits{PerSecond: float64(n) / time.Since(start).Seconds()}
+	if n > 0 {
+		slices.Sort(took)
+		c.P50, c.P99 = took[(n-1)*50/100], took[(n-1)*99/100]
+	}
+	return c, nil
 }

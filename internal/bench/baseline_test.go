@@ -22,9 +22,10 @@ func BenchmarkJetStreamPublishSyncInterval(b *testing.B) {
 }
 
 func BenchmarkSQLiteSingleRowCommit(b *testing.B) {
-	rate, err := SQLiteCommitRate(context.Background(), b.TempDir(), b.N)
+	c, err := SQLiteCommits(context.Background(), b.TempDir(), b.N)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(rate, "commits/s")
+	b.ReportMetric(c.PerSecond, "commits/s")
+	b.ReportMetric(float64(c.P99.Microseconds()), "p99-µs")
 }
