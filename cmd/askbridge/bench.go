@@ -54,6 +54,7 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the click phase to this file, and one at its start to this file with .start appended (compare allocations with go tool pprof -base)")
 	pending := fs.Int("pending", 0, "instead: measure a service holding this many pending questions (memory, ready time, idle CPU, list)")
 	idle := fs.Duration("idle", 10*time.Second, "with --pending: how long to measure idle CPU")
+	settle := fs.Duration("settle", 0, "with --pending: wait this long between the fill and the measured start (10m: past JetStream's duplicate window, as a restart long after the questions were asked)")
 	fill := fs.String("fill", "store", "with --pending: how the questions get there: store (written into SQLite only) or nats (asked through NATS and posted to a fake Slack, as agents would)")
 	child := fs.Bool("child", false, "run the service as a child process (askbridge serve), apart from the load generator's memory and garbage collector")
 	if err := fs.Parse(args); err != nil {
@@ -66,7 +67,7 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 		return c.fail("bench: --fill must be store or nats")
 	}
 	if *pending > 0 {
-		return c.benchPending(ctx, *pending, *fill == "nats", *idle)
+		return c.benchPending(ctx, *pending, *fill == "nats", *idle, *settle)
 	}
 	if *child && (*cpuProfile != "" || *memProfile != "") {
 		return c.fail("bench: --cpuprofile and --memprofile profile the service in this process; with --child, profile it through its own pprof")
@@ -471,7 +472,7 @@ func (f *benchSlack) takeCards() []benchCard {
 // time to ready, resident memory, CPU while idle, and the first list page.
 // viaNATS asks the questions as agents do, so JetStream's streams and the
 // Slack adapter's records hold them too, as they would in production.
-func (c *cli) benchPending(ctx context.Context, n int, viaNATS bool, idle time.Duration) int {
+func (c *cli) benchPending(ctx context.Context, n int, viaNATS bool, idle, settle time.Duration) int {
 	dir, err := os.MkdirTemp("", "askbridge-pending-")
 	if err != nil {
 		return c.fail("bench: %v", err)
@@ -521,6 +522,14 @@ func (c *cli) benchPending(ctx context.Context, n int, viaNATS bool, idle time.D
 		}
 	}
 	fmt.Fprintf(c.stderr, "\r  %d questions in %v\n", n, time.Since(fillStart).Round(time.Second))
+	if settle > 0 {
+		fmt.Fprintf(c.stderr, "waiting %v before the start...\n", settle)
+		select {
+		case <-time.After(settle):
+		case <-ctx.Done():
+			return exitError
+		}
+	}
 
 	child, err := c.startChild(ctx, env)
 	if err != nil {

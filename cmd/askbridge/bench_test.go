@@ -73,7 +73,7 @@ func TestBenchPendingAskedThroughNATS(t *testing.T) {
 	var out bytes.Buffer
 	errOut := &testenv.LockedBuffer{}
 	c := &cli{stdout: &out, stderr: errOut}
-	if code := c.bench(context.Background(), []string{"--pending", "250", "--fill", "nats", "--idle", "200ms"}); code != exitOK {
+	if code := c.bench(context.Background(), []string{"--pending", "250", "--fill", "nats", "--idle", "200ms", "--settle", "50ms"}); code != exitOK {
 		t.Fatalf("bench exited %d: %s", code, errOut.String())
 	}
 	for _, want := range []string{"pending questions", "250 (asked through NATS, cards posted to Slack)", "start to /readyz 200", "list, one tenant's first page"} {
