@@ -70,7 +70,7 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 		return c.benchPending(ctx, *pending, *fill == "nats", *idle, *settle)
 	}
 	if *child && (*cpuProfile != "" || *memProfile != "") {
-		return c.fail("bench: --cpuprofile and --memprofile profile the service in this process; with --child, profile it through its own pprof")
+		return c.fail("bench: --cpuprofile and --memprofile profile this process; with --child the service runs in another, so they would profile only the load generator")
 	}
 	n := *questions
 	if n == 0 {
