@@ -61,7 +61,7 @@ func newHarness(t *testing.T) *harness {
 // start serves a console on n at a loopback HTTP server.
 func (h *harness) start(n *bridge.NATS) {
 	t := h.t
-	h.attempts = testenv.Publish(t, n.Conn, bridge.PrefixAnswer+".>")
+	h.attempts = testenv.Published(t, n.Conn, bridge.PrefixAnswer+".>")
 	mux := http.NewServeMux()
 	h.srv = httptest.NewServer(mux)
 	t.Cleanup(h.srv.Close)

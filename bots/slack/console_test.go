@@ -145,7 +145,7 @@ func TestConsoleButtonMintsALinkForTheClicker(t *testing.T) {
 	fake := newFakeSlack(t)
 	h := startBot(t, n, fake)
 	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
-	attempts := testenv.Publish(t, n.Conn, bridge.PrefixAnswer+".>")
+	attempts := testenv.Published(t, n.Conn, bridge.PrefixAnswer+".>")
 	q := question("job-cb", "q-cb")
 	q.Question = strings.Repeat("A long question & <details>. ", 200) // cut on the card
 	publishEvent(t, n, askedEvent(q))

@@ -173,7 +173,7 @@ func TestEndToEndClickResumesAndUpdatesCard(t *testing.T) {
 
 func TestEndToEndTypedModal(t *testing.T) {
 	env, h := e2e(t, runtime.Roles{})
-	attempts := testenv.Publish(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-2"))
+	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-2"))
 	one := 1.0
 	nine := 9.0
 	q := question("job-2", "q-typed")
@@ -282,7 +282,7 @@ func (h *harness) cardTS(t *testing.T, q *bridge.Question) string {
 
 func TestEndToEndApprovals(t *testing.T) {
 	env, h := e2e(t, runtime.Roles{})
-	attempts := testenv.Publish(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-4"))
+	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-4"))
 	approve := question("job-4", "q-ok")
 	approve.Kind, approve.Choices = bridge.KindApproval, nil
 	approve.Question = "May I refund 120 EUR?"
@@ -361,7 +361,7 @@ func TestEndToEndStrangerIsRefusedPrivately(t *testing.T) {
 
 func TestEndToEndDoubleClickIsOneResume(t *testing.T) {
 	env, h := e2e(t, runtime.Roles{})
-	attempts := testenv.Publish(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-6"))
+	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-6"))
 	resumes := collect[bridge.Resume](t, env.NATS, bridge.PrefixResume+".>")
 	q := question("job-6", "q-dbl")
 	publishQuestion(t, env, q)

@@ -41,7 +41,7 @@ func askedEvent(q *bridge.Question) bridge.Event {
 func TestRequestsThatAreNotSlacksAreRefused(t *testing.T) {
 	n := plainNATS(t)
 	h := startBot(t, n, newFakeSlack(t))
-	attempts := testenv.Publish(t, n.Conn, bridge.PrefixAnswer+".>")
+	attempts := testenv.Published(t, n.Conn, bridge.PrefixAnswer+".>")
 	u := h.web.URL + "/slack/interactions"
 	good := h.fake.click("U0KEV", "kevin", "trig-x", "C0123", "1700000000.000001", "ask.acme.job-1.q-1.1", "approve", "approve", "")
 
@@ -338,7 +338,7 @@ func (b *Bot) testEvents(t *testing.T, n *bridge.NATS, job string) []bridge.Even
 
 func TestAskCommand(t *testing.T) {
 	env, h := e2e(t, runtime.Roles{Admins: []string{"slack:U0ADM"}, Readers: []string{"slack:U0READ"}})
-	attempts := testenv.Publish(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-cmd"))
+	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-cmd"))
 	q1 := question("job-cmd", "q-c1")
 	q2 := question("job-cmd", "q-c2")
 	q3 := question("job-cmd", "q-c3")

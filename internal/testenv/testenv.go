@@ -299,9 +299,9 @@ type Publications struct {
 	ids map[string]bool
 }
 
-// Publish starts counting publications on subject; create it before the
+// Published starts counting publications on subject; create it before the
 // publications it should see.
-func Publish(t testing.TB, nc *nats.Conn, subject string) *Publications {
+func Published(t testing.TB, nc *nats.Conn, subject string) *Publications {
 	t.Helper()
 	sub, err := nc.SubscribeSync(subject)
 	if err != nil {
