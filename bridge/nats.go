@@ -197,6 +197,12 @@ func StreamNames() []string {
 // record of what it did for an event must live at least as long.
 const EventRetention = 7 * 24 * time.Hour
 
+// EventRecordTTL is how long a front-end keeps its record of what it did
+// for an event (a card settled, a DM sent): a day longer than the events
+// stream keeps the event, so a consumer reading the stream again finds
+// the record and does nothing twice.
+const EventRecordTTL = EventRetention + 24*time.Hour
+
 // DuplicateWindow is how long JetStream remembers a Nats-Msg-Id.
 const DuplicateWindow = 10 * time.Minute
 

@@ -415,7 +415,6 @@ func TestPruneAttempts(t *testing.T) {
 	}
 }
 
-// Each decision of a batch reads the state the decisions before it left.
 // answerIfPending decides attempt i on the question k: an answer while it
 // is pending, a refusal after. It notes the state it read in seen.
 func answerIfPending(ctx context.Context, l Lookup, k Key, i int, seen *[]string) (Decision, error) {
@@ -431,6 +430,7 @@ func answerIfPending(ctx context.Context, l Lookup, k Key, i int, seen *[]string
 		Answer: []byte(`"x"`), By: "slack:U1", At: t0, AttemptID: fmt.Sprint("a", i)}}, nil
 }
 
+// Each decision of a batch reads the state the decisions before it left.
 func TestDecideEachSeesEarlierDecisions(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()

@@ -66,7 +66,7 @@ func startBrowser(t *testing.T) context.Context {
 func newEnvHarness(t *testing.T, o testenv.Options) (*harness, *testenv.Env) {
 	t.Helper()
 	env := testenv.Start(t, o)
-	h := &harness{t: t, n: env.NATS, logs: &syncBuffer{}}
+	h := &harness{t: t, n: env.NATS, logs: &testenv.LockedBuffer{}}
 	h.start(env.NATS)
 	return h, env
 }

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,31 +17,13 @@ import (
 
 const testSecret = "0123456789abcdef-console-test-secret"
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type harness struct {
 	t      *testing.T
 	n      *bridge.NATS
 	rt     *responder
 	srv    *httptest.Server
 	signer Signer
-	logs   *syncBuffer
+	logs   *testenv.LockedBuffer
 	client *http.Client
 	// attempts counts what is published on the answer subjects.
 	attempts *testenv.Publications
@@ -52,7 +32,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	n := startNATS(t)
-	h := &harness{t: t, n: n, logs: &syncBuffer{}}
+	h := &harness{t: t, n: n, logs: &testenv.LockedBuffer{}}
 	h.rt = startResponder(t, n)
 	h.start(n)
 	return h
@@ -396,7 +376,7 @@ func TestUnknownQuestionAndPages(t *testing.T) {
 
 func TestRuntimeDownGivesAClearPage(t *testing.T) {
 	n := startNATS(t)
-	h := &harness{t: t, n: n, logs: &syncBuffer{}}
+	h := &harness{t: t, n: n, logs: &testenv.LockedBuffer{}}
 	h.start(n) // no responder: nobody answers the API
 	q := reportQuestion("job-1")
 	p := h.get(h.questionURL("console:alice", q))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/askbridge/askbridge/internal/testenv"
 )
 
 func TestSameOrigin(t *testing.T) {
@@ -71,7 +73,7 @@ func TestOutcomeCacheIsBounded(t *testing.T) {
 
 func TestPanicBecomesAnErrorPage(t *testing.T) {
 	n := startNATS(t)
-	logs := &syncBuffer{}
+	logs := &testenv.LockedBuffer{}
 	c, err := New(Options{NATS: n, Signer: Signer{Secret: []byte(testSecret)}, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)

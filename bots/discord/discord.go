@@ -64,17 +64,12 @@ const (
 	// again (to a new consumer), so replays and redeliveries do nothing
 	// twice.
 	SeenBucket = "ASK_DISCORD_SEEN"
-	seenTTL    = bridge.EventRetention + 24*time.Hour
+	seenTTL    = bridge.EventRecordTTL
 	// interactionTTL: Discord retries an interaction within seconds.
 	interactionTTL = 24 * time.Hour
 	// refsTTL outlives the longest question (entries expire after their
 	// last write); a waiting card's record lives this long.
 	refsTTL = bridge.MaxTimeout + 14*24*time.Hour
-	// settledTTL: a settled or failed card is needed only while the events
-	// stream may hand its asked event to a new consumer (a replay must find
-	// it and not show the question again). JetStream keeps every key in
-	// memory, so it goes then.
-	settledTTL = bridge.EventRetention + 24*time.Hour
 	// threadTTL: a job's thread takes its later questions until 30 days
 	// after its last one; a job that asks after that starts a new one.
 	threadTTL = 30 * 24 * time.Hour
@@ -84,10 +79,13 @@ const (
 	threadRefresh = 24 * time.Hour
 )
 
-// cardTTL is how long a card record lives after it is written.
+// cardTTL is how long a card record lives after it is written. A settled
+// or failed card is needed only while its asked event may be replayed (a
+// replay must find it and not show the question again); JetStream keeps
+// every key in memory, so it goes then.
 func cardTTL(c *card) time.Duration {
 	if c.Outcome != nil || c.Failed {
-		return settledTTL
+		return bridge.EventRecordTTL
 	}
 	return 0 // the bucket's
 }
@@ -190,7 +188,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		Replicas:    replicas,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("discord: key-value bucket %s: %w", RefsBucket, err)
+		return nil, fmt.Errorf("discord: %w", err)
 	}
 	seen, err := bridge.EnsureKV(ctx, o.NATS.JS, jetstream.KeyValueConfig{
 		Bucket:      SeenBucket,
@@ -201,7 +199,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		Replicas:    replicas,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("discord: key-value bucket %s: %w", SeenBucket, err)
+		return nil, fmt.Errorf("discord: %w", err)
 	}
 	var decided *bridge.Decisions
 	if o.AckAfterDecision {

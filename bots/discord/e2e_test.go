@@ -27,7 +27,6 @@ func startE2E(t *testing.T, roles runtime.Roles) (*testenv.Env, *harness) {
 	return env, h
 }
 
-// await waits for the question's outcome on ask.v1.resume.
 // resumeCount is how many resumes the stream holds: exact once a resume
 // has been awaited, where a recorder may not have received it yet.
 func resumeCount(t *testing.T, env *testenv.Env) uint64 {
@@ -35,6 +34,7 @@ func resumeCount(t *testing.T, env *testenv.Env) uint64 {
 	return testenv.StreamCount(t, env.NATS, bridge.StreamResumes, bridge.PrefixResume+".>")
 }
 
+// await waits for the question's outcome on ask.v1.resume.
 func await(t *testing.T, env *testenv.Env, q bridge.Question) *bridge.Resume {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -84,24 +84,6 @@ func collect(t *testing.T, nc *nats.Conn, subject string) *collector {
 	return c
 }
 
-// logBuffer captures the bot's logs, to check no secret reaches them.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 type harness struct {
 	t          *testing.T
 	ctx        context.Context
@@ -113,7 +95,7 @@ type harness struct {
 	attempts   *collector
 	deliveries *collector
 	cancels    *collector
-	logs       *logBuffer
+	logs       *testenv.LockedBuffer
 	nextID     atomic.Int64
 	stop       func()
 }
@@ -131,7 +113,7 @@ func start(t *testing.T, ho harnessOptions) *harness {
 	t.Helper()
 	fake.reset(testToken)
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, ctx: ctx, logs: &logBuffer{}}
+	h := &harness{t: t, ctx: ctx, logs: &testenv.LockedBuffer{}}
 	h.nextID.Store(1400000000000000000)
 	h.nats = ho.nats
 	if h.nats == nil {

@@ -30,13 +30,6 @@ const kvTTL = 120 * 24 * time.Hour
 // Records the adapter needs only for a while go sooner, because JetStream
 // keeps every key in memory.
 const (
-	// settledTTL: a settled or failed card is kept while the events
-	// stream may still hand its asked event to a new consumer, so a replay
-	// finds it and does not show the question again. Later clicks on it
-	// are answered from the runtime.
-	settledTTL = bridge.EventRetention + 24*time.Hour
-	// onceTTL: a one-off side effect is kept while its event may come again.
-	onceTTL = bridge.EventRetention + 24*time.Hour
 	// threadTTL: a job's thread takes its later questions until 30 days
 	// after its last one; a job that asks after that opens a new one.
 	threadTTL = 30 * 24 * time.Hour
@@ -46,10 +39,13 @@ const (
 	threadRefresh = 24 * time.Hour
 )
 
-// cardTTL is how long a card record lives after it is written.
+// cardTTL is how long a card record lives after it is written. A settled
+// or failed card is kept while its asked event may be replayed, so a replay
+// does not show the question again; later clicks on it are answered from
+// the runtime.
 func cardTTL(c *card) time.Duration {
 	if c.Outcome != "" || c.Failure != nil {
-		return settledTTL
+		return bridge.EventRecordTTL
 	}
 	return 0 // the bucket's
 }
@@ -200,7 +196,7 @@ func (b *Bot) loadCard(ctx context.Context, r blockkit.Ref) (*card, error) {
 // claimed before (by this or another replica); release undoes the claim
 // when the effect could not be done, so a redelivery tries again.
 func (b *Bot) once(ctx context.Context, key string) (bool, error) {
-	_, err := b.kv.Write(ctx, key, 0, []byte(b.now().UTC().Format(time.RFC3339)), onceTTL)
+	_, err := b.kv.Write(ctx, key, 0, []byte(b.now().UTC().Format(time.RFC3339)), bridge.EventRecordTTL)
 	if isConflict(err) {
 		return false, nil
 	}

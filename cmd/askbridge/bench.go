@@ -784,8 +784,8 @@ func procCPU(pid int) int64 {
 	return utime + stime
 }
 
-// writeHeapProfile records what is live at the end of the click phase: the
-// heap the garbage collector must mark on every cycle.
+// writeHeapProfile records what is live now, after a collection: the heap
+// the garbage collector must mark on every cycle.
 func writeHeapProfile(path string) error {
 	f, err := os.Create(path)
 	if err != nil {
