@@ -258,14 +258,14 @@ func (b *Bot) cmdAnswer(ctx context.Context, in *discordgo.Interaction, who clic
 		answer, _ = json.Marshal(opt["answer"])
 		if v.Question != nil && !v.Hidden {
 			if v.Question.IsApproval() {
-				switch strings.ToLower(opt["answer"]) {
-				case "approve", bridge.Approved, "yes":
-					act, answer = bridge.ActionApprove, nil
-				case "deny", bridge.Denied, "no":
-					act, answer = bridge.ActionDeny, nil
+				// "approve", or "deny <reason>", as in Slack and the CLI.
+				a, reason, ok := bridge.ApprovalAction(opt["answer"])
+				if !ok {
+					return ephemeral("This is an approval: answer `approve`, or `deny` and the reason.")
 				}
+				act, answer, comment = a, nil, reason
 			}
-			if _, aerr := bridge.CheckAnswer(v.Question, act, answer, ""); aerr != nil {
+			if _, aerr := bridge.CheckAnswer(v.Question, act, answer, comment); aerr != nil {
 				return ephemeral(aerr.Text)
 			}
 		}

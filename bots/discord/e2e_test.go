@@ -181,6 +181,50 @@ func TestE2EApprovalDenyWithReason(t *testing.T) {
 	}
 }
 
+// /ask answer takes an approval's typed words, as Slack's command and the
+// CLI do: "approve", or "deny" and the reason.
+func TestE2EApprovalAnsweredWithCommand(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	q := approvalQuestion()
+	ask(t, env, q)
+	msg := h.posted(channelA, 1)
+	reply := func(question, answer string) string {
+		t.Helper()
+		resp := h.interact(h.command(kevin, "answer", map[string]string{"question": question, "answer": answer}))
+		d, _ := resp["data"].(map[string]any)
+		if resp["type"] != float64(4) || d["flags"] != float64(64) {
+			t.Fatalf("/ask answer %s = %v, want an ephemeral message", answer, resp)
+		}
+		return d["content"].(string)
+	}
+	if s := reply(q.QuestionID, "ship it"); s != "This is an approval: answer `approve`, or `deny` and the reason." {
+		t.Fatalf("/ask answer ship it = %q", s)
+	}
+	if n := len(h.attempts.all()); n != 0 {
+		t.Fatalf("%d attempts for an answer an approval does not take", n)
+	}
+	if s := reply(q.QuestionID, "Deny  too risky: the order shipped"); !strings.Contains(s, "Sent") {
+		t.Fatalf("/ask answer deny ... = %q", s)
+	}
+	res := await(t, env, q)
+	if res.Outcome != bridge.OutcomeAnswered || string(res.Answer) != `"denied"` || res.Comment != "too risky: the order shipped" ||
+		res.By != "discord:"+kevin.ID {
+		t.Fatalf("resume = %+v", res)
+	}
+	settledCard(t, msg["id"].(string), "**denied**. Reason: too risky: the order shipped")
+
+	q2 := approvalQuestion()
+	q2.JobID, q2.QuestionID = "job-4", "ap-2"
+	ask(t, env, q2)
+	h.posted(channelA, 2)
+	if s := reply(q2.QuestionID, "approve"); !strings.Contains(s, "Sent") {
+		t.Fatalf("/ask answer approve = %q", s)
+	}
+	if res := await(t, env, q2); string(res.Answer) != `"approved"` || res.Comment != "" {
+		t.Fatalf("resume = %+v", res)
+	}
+}
+
 func TestE2EApprovalDeclineWithReason(t *testing.T) {
 	env, h := startE2E(t, runtime.Roles{})
 	q := approvalQuestion()
