@@ -713,3 +713,80 @@ func TestLongIDsDenyForm(t *testing.T) {
 		t.Fatalf("attempt = %+v", at)
 	}
 }
+
+// TestJobThreadPerChannel checks a job's question routed to another
+// channel is shown there, in a thread of its own, and the job's later
+// questions for the first channel still go to the first thread.
+func TestJobThreadPerChannel(t *testing.T) {
+	h := start(t, harnessOptions{})
+	const channelB = "1000000000000000002"
+	q1 := colorQuestion()
+	h.publishEvent(asked(q1))
+	first := h.posted(channelA, 1)
+
+	q2 := colorQuestion()
+	q2.QuestionID, q2.Question = "q-2", "Which size?"
+	q2.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: channelB}}
+	h.publishEvent(asked(q2))
+	second := h.posted(channelB, 1)
+	if embedOf(t, second)["description"] != "Which size?" {
+		t.Fatalf("card in %s: %v", channelB, second)
+	}
+	checkFor(t, 10*time.Second, func() error {
+		if n := len(fake.requests("POST", "/channels/"+channelB+"/messages/"+second["id"].(string)+"/threads")); n != 1 {
+			return fmt.Errorf("%d thread starts from the card in %s, want 1", n, channelB)
+		}
+		return nil
+	})
+
+	q3 := colorQuestion()
+	q3.QuestionID, q3.Question = "q-3", "And the font?"
+	h.publishEvent(asked(q3))
+	if third := h.posted(first["id"].(string), 1); embedOf(t, third)["description"] != "And the font?" {
+		t.Fatalf("card in the first thread: %v", third)
+	}
+	if n := len(fake.requests("POST", "/channels/"+channelB+"/messages")); n != 2 { // the card and its thread start
+		t.Fatalf("%d requests to %s, want 2", n, channelB)
+	}
+}
+
+// TestDeletedJobThread checks a question of a job whose thread was
+// deleted is shown in the channel, which starts the job a new thread,
+// instead of failing the job.
+func TestDeletedJobThread(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q1 := colorQuestion()
+	h.publishEvent(asked(q1))
+	gone := h.posted(channelA, 1)["id"].(string)
+	checkFor(t, 10*time.Second, func() error {
+		if n := len(fake.requests("POST", "/channels/"+channelA+"/messages/"+gone+"/threads")); n != 1 {
+			return fmt.Errorf("%d thread starts, want 1", n)
+		}
+		return nil
+	})
+	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + gone + "/messages", Status: 404, Code: 10003, Times: -1})
+
+	q2 := colorQuestion()
+	q2.QuestionID, q2.Question = "q-2", "Which size?"
+	h.publishEvent(asked(q2))
+	second := h.posted(channelA, 2)
+	if embedOf(t, second)["description"] != "Which size?" {
+		t.Fatalf("second card in the channel: %v", second)
+	}
+	thread := second["id"].(string)
+	checkFor(t, 10*time.Second, func() error {
+		for _, d := range h.deliveriesNow() {
+			if d.QuestionID == "q-2" && d.OK && d.Message.Channel == channelA && d.Message.Thread == thread {
+				return nil
+			}
+		}
+		return fmt.Errorf("no delivery report for q-2 in the new thread %s: %+v", thread, h.deliveriesNow())
+	})
+
+	q3 := colorQuestion()
+	q3.QuestionID, q3.Question = "q-3", "And the font?"
+	h.publishEvent(asked(q3))
+	if third := h.posted(thread, 1); embedOf(t, third)["description"] != "And the font?" {
+		t.Fatalf("third card in the new thread: %v", third)
+	}
+}

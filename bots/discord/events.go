@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -195,8 +196,9 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		}
 	}
 
+	jk := jobKey(c.Tenant, c.JobID, channel)
 	var jt jobThread
-	threadRev, threadAt, haveThread, err := getJSONAt(ctx, b.refs, jobKey(c.Tenant, c.JobID), &jt)
+	threadRev, threadAt, haveThread, err := getJSONAt(ctx, b.refs, jk, &jt)
 	if err != nil {
 		return err
 	}
@@ -204,7 +206,9 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		// Renewed, so the thread lives 30 days from its last question. Best
 		// effort: a lost race means another write just renewed it.
 		data, _ := json.Marshal(jt)
-		if _, err := b.refs.Write(ctx, jobKey(c.Tenant, c.JobID), threadRev, data, threadTTL); err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		if rev, err := b.refs.Write(ctx, jk, threadRev, data, threadTTL); err == nil {
+			threadRev = rev
+		} else if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			b.log.Warn("discord: could not renew a job's thread record", "tenant", c.Tenant, "job", c.JobID, "err", err)
 		}
 	}
@@ -220,6 +224,15 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		EnforceNonce:    true,
 	}
 	msg, err := b.postMessage(ctx, "post question", target, m)
+	replaceThread := uint64(0)
+	if err != nil && haveThread && threadGone(err) {
+		// Someone deleted or locked the job's thread: the question goes to
+		// the channel, which starts the job a new thread.
+		b.log.Info("discord: the job's thread is gone; posting in the channel", "tenant", c.Tenant, "job", c.JobID,
+			"thread", jt.Thread, "channel", channel, "err", err)
+		haveThread, target, replaceThread = false, channel, threadRev
+		msg, err = b.postMessage(ctx, "post question", target, m)
+	}
 	if err != nil {
 		if isTransient(err) && !last {
 			return err
@@ -240,7 +253,9 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		} else {
 			jt = jobThread{Channel: channel, Thread: th.ID, Guild: th.GuildID}
 			data, _ := json.Marshal(jt)
-			if _, err := b.refs.Write(ctx, jobKey(c.Tenant, c.JobID), 0, data, threadTTL); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			// A lost race: another replica recorded a thread for the job first.
+			if _, err := b.refs.Write(ctx, jk, replaceThread, data, threadTTL); err != nil &&
+				!errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				return fmt.Errorf("discord: record thread: %w", err)
 			}
 			posted.Thread, posted.Guild = th.ID, firstNonEmpty(posted.Guild, th.GuildID)
@@ -262,6 +277,20 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		}
 	}
 	return b.report(ctx, c, c.ref(), nil)
+}
+
+// threadGone reports whether Discord refused a post in a thread because
+// the thread no longer takes messages: deleted, or archived and locked.
+func threadGone(err error) bool {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.Code {
+	case codeUnknownChannel, codeArchivedThread, codeThreadLocked:
+		return true
+	}
+	return ae.Status == http.StatusNotFound
 }
 
 func firstNonEmpty(s ...string) string {

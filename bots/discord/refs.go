@@ -54,7 +54,7 @@ type outcome struct {
 	At     time.Time `json:"at,omitzero"`
 }
 
-// jobThread records a job's thread.
+// jobThread records a job's thread in one channel.
 type jobThread struct {
 	Channel string `json:"channel"`
 	Thread  string `json:"thread"`
@@ -72,7 +72,9 @@ func cardKey(tenant, job, question string, version int64) string {
 	return "card." + tenant + "." + job + "." + question + "." + strconv.FormatInt(version, 10)
 }
 
-func jobKey(tenant, job string) string { return "job." + tenant + "." + job }
+// jobKey names a job's thread in a channel: a job whose questions are
+// routed to two channels has a thread in each.
+func jobKey(tenant, job, channel string) string { return "job." + tenant + "." + job + "." + channel }
 
 func indexKey(hash string) string { return "ix." + hash }
 

@@ -27,7 +27,9 @@ const (
 	codeCannotDM          = 50007
 	codeMissingPermission = 50013
 	codeInvalidWebhookTok = 50027
+	codeArchivedThread    = 50083
 	codeThreadExists      = 160004
+	codeThreadLocked      = 160005
 )
 
 // apiError is a Discord REST failure with the provider's raw text removed:

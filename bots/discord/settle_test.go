@@ -85,12 +85,12 @@ func TestRecordLifetimes(t *testing.T) {
 		}
 	}
 	checkFor(t, 10*time.Second, func() error {
-		if _, err := h.bot.refs.Get(context.Background(), jobKey("acme", q.JobID)); err != nil {
+		if _, err := h.bot.refs.Get(context.Background(), jobKey("acme", q.JobID, channelA)); err != nil {
 			return fmt.Errorf("job thread record: %v", err)
 		}
 		return nil
 	})
-	if ttl := testenv.KVTTL(t, h.nats, RefsBucket, jobKey("acme", q.JobID)); ttl != "720h0m0s" {
+	if ttl := testenv.KVTTL(t, h.nats, RefsBucket, jobKey("acme", q.JobID, channelA)); ttl != "720h0m0s" {
 		t.Errorf("job thread record TTL %q, want 720h0m0s (30 days)", ttl)
 	}
 	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion,
@@ -114,7 +114,7 @@ func TestRecordLifetimes(t *testing.T) {
 func TestJobThreadRecordRenewedOnUse(t *testing.T) {
 	h := start(t, harnessOptions{tweak: func(b *Bot) { b.threadRefresh = 0 }})
 	ctx := context.Background()
-	key := jobKey("acme", "job-renew")
+	key := jobKey("acme", "job-renew", channelA)
 	first := colorQuestion()
 	first.JobID, first.QuestionID = "job-renew", "q-first"
 	h.publishEvent(asked(first))
