@@ -82,9 +82,10 @@ func DecodeQuestion(data []byte) (*Question, error) {
 	var q Question
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&q); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			// The rest of the object was decoded; only this value was skipped.
+		if isTypeError(err) {
+			// Decode the rest, so the refusal reaches the agent's question.
+			q = Question{}
+			_ = decodeEach(data, &q)
 			return &q, problem("%s", jsonProblem(err))
 		}
 		return nil, problem("question: is not a JSON object: %s", jsonProblem(err))
@@ -141,11 +142,17 @@ func jsonProblem(err error) string {
 		if te.Field == "" {
 			return "expected an object, not " + got
 		}
+		// Types with their own UnmarshalJSON decode through a local type
+		// named plain, which encoding/json puts in the field's path.
+		te.Field = strings.TrimPrefix(te.Field, "plain.")
 		if te.Type == reflect.TypeFor[Escalation]() {
 			return fmt.Sprintf("%s: must be \"off\", a list of steps or an object {\"off\", \"steps\"}, not %s", te.Field, got)
 		}
 		if n, ok := strings.CutPrefix(te.Value, "number "); ok && jsonKindWord(te.Type) == "a whole number" {
 			if f, err := strconv.ParseFloat(n, 64); err == nil && f == math.Trunc(f) {
+				if math.Abs(f) < 1<<63 {
+					return fmt.Sprintf("%s: must be a whole number written without a decimal point or exponent, not %s", te.Field, n)
+				}
 				return fmt.Sprintf("%s: %s is too large", te.Field, n)
 			}
 		}

@@ -395,6 +395,10 @@ func TestDecodeQuestion(t *testing.T) {
 			want: "fields.required: must be true or false, not text", partial: true},
 		{name: "task version fractional", in: head + `,"task_version":1.5}`,
 			want: "task_version: must be a whole number, not 1.5", partial: true},
+		{name: "task version with a decimal point", in: head + `,"task_version":3.0}`,
+			want: "task_version: must be a whole number written without a decimal point or exponent, not 3.0", partial: true},
+		{name: "task version with an exponent", in: head + `,"task_version":1e2}`,
+			want: "task_version: must be a whole number written without a decimal point or exponent, not 1e2", partial: true},
 		{name: "task version huge", in: head + `,"task_version":1e30}`,
 			want: "task_version: 1e30 is too large", partial: true},
 		{name: "task version as a string", in: head + `,"task_version":"3"}`,
@@ -458,6 +462,22 @@ func TestDecodeQuestion(t *testing.T) {
 				t.Errorf("question returned = %v, want %v", q != nil, tt.partial)
 			}
 		})
+	}
+}
+
+// A value of the wrong type, even one encoding/json stops at (the
+// escalation's own decoder), leaves the rest of the question decoded, so
+// the invalid outcome names the agent's question and version.
+func TestDecodeQuestionKeepsWhatFollowsABadValue(t *testing.T) {
+	for _, bad := range []string{`"escalation":"sometimes"`, `"escalation":[{"at":"half"}]`, `"timeout":4`, `"fields":"x"`} {
+		in := `{"tenant":"acme","job_id":"job-e",` + bad + `,"question_id":"q-1","task_version":2,"question":"Why?"}`
+		q, err := DecodeQuestion([]byte(in))
+		if err == nil || q == nil {
+			t.Fatalf("%s: DecodeQuestion = %v, %v; want a partial question and an error", bad, q, err)
+		}
+		if q.Tenant != "acme" || q.JobID != "job-e" || q.QuestionID != "q-1" || q.TaskVersion != 2 || q.Question != "Why?" {
+			t.Errorf("%s: decoded %+v, want everything but the bad value", bad, q)
+		}
 	}
 }
 

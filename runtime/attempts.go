@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -45,9 +44,15 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 		it.notify = []string{to}
 	}
 	a := &it.a
-	if err := json.Unmarshal(msg.Data(), a); err != nil {
-		r.log.Warn("malformed answer attempt dropped", "subject", msg.Subject(), "err", err)
-		return nil
+	var unreadable string
+	if err := bridge.DecodeAttempt(msg.Data(), a); err != nil {
+		if !bridge.IsPartial(err) {
+			r.log.Warn("malformed answer attempt dropped", "subject", msg.Subject(), "err", err)
+			return nil
+		}
+		// One value of the wrong type: refused, naming it, so whoever
+		// proposed it hears why instead of waiting for nothing.
+		unreadable = err.Error()
 	}
 	if a.Tenant == "" {
 		a.Tenant = tenant
@@ -59,6 +64,16 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 		if meta, err := msg.Metadata(); err == nil {
 			a.AttemptID = fmt.Sprintf("seq-%d", meta.Sequence.Stream)
 		}
+	}
+	switch {
+	case a.Tenant != tenant || a.JobID != job:
+		// The subject says whose job this is (NATS permissions are per
+		// subject): the refusal goes there, never to the body's job.
+		it.ref = &refusal{reason: bridge.RefusedUnknown, text: fmt.Sprintf(
+			"tenant and job_id: %q/%q do not match the subject's %s/%s.", a.Tenant, a.JobID, tenant, job)}
+		a.Tenant, a.JobID = tenant, job
+	case unreadable != "":
+		it.ref = &refusal{reason: bridge.RefusedInvalid, text: "The answer could not be read: " + unreadable + "."}
 	}
 	if err := bridge.CheckIdentity(a.By); err != nil {
 		// Nobody can be allowed to answer as no one: refuse it, loudly.

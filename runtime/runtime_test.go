@@ -117,7 +117,11 @@ func refusalFor(t *testing.T, events *testenv.Recorder, attemptID string) bridge
 				return nil
 			}
 		}
-		return fmt.Errorf("no refusal for %s in %s", attemptID, events.EventTypes())
+		var got []string
+		for _, ev := range events.Events() {
+			got = append(got, ev.AttemptID+": "+ev.Text)
+		}
+		return fmt.Errorf("no refusal for %s in %s", attemptID, strings.Join(got, "; "))
 	})
 	return found
 }
@@ -426,5 +430,53 @@ func TestFrontEndToldOnceCommitted(t *testing.T) {
 	}
 	if m, err := evil.NextMsg(100 * time.Millisecond); err == nil {
 		t.Fatalf("the runtime published %q to %s", m.Data, m.Subject)
+	}
+}
+
+// TestMalformedAttemptsRefusedToTheirJob checks an attempt whose body
+// names another job, or has a value of the wrong type, is refused on the
+// job of the subject it came on, naming what was wrong, and holds up
+// nothing behind it.
+func TestMalformedAttemptsRefusedToTheirJob(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.>")
+	q := choiceQuestion("job-m")
+	ch := ask(t, env, q)
+	subject := bridge.AnswerSubject("acme", "job-m")
+	cases := []struct {
+		id, body, reason, text string
+	}{
+		{"bad-tenant", `{"tenant":"ev il","job_id":"job-m","question_id":"q-1","answer":"red","by":"slack:UOP"}`,
+			bridge.RefusedUnknown, `tenant and job_id: "ev il"/"job-m" do not match the subject's acme/job-m.`},
+		{"other-tenant", `{"tenant":"globex","job_id":"job-m","question_id":"q-1","answer":"red","by":"slack:UOP"}`,
+			bridge.RefusedUnknown, `tenant and job_id: "globex"/"job-m" do not match the subject's acme/job-m.`},
+		{"version-text", `{"question_id":"q-1","task_version":"1","answer":"red","by":"slack:UOP"}`,
+			bridge.RefusedInvalid, "The answer could not be read: task_version: must be a whole number, not text."},
+		{"reply-to-number", `{"question_id":"q-1","answer":"red","by":"slack:UOP","reply_to":{"channel_id":1234}}`,
+			bridge.RefusedInvalid, "The answer could not be read: reply_to: must be text, not a number."},
+		{"roles-text", `{"question_id":"q-1","answer":"red","by":"slack:UOP","roles":"operator"}`,
+			bridge.RefusedInvalid, "The answer could not be read: roles: must be a list of text, not text."},
+	}
+	for _, c := range cases {
+		body := strings.Replace(c.body, "{", `{"attempt_id":"`+c.id+`",`, 1)
+		if _, err := env.NATS.JS.Publish(context.Background(), subject, []byte(body), jetstream.WithMsgID(c.id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range cases {
+		ev := refusalFor(t, events, c.id)
+		if ev.Tenant != "acme" || ev.JobID != "job-m" || ev.Reason != c.reason || ev.Text != c.text {
+			t.Errorf("%s: refused on %s/%s, %s: %q; want acme/job-m, %s: %q", c.id, ev.Tenant, ev.JobID, ev.Reason, ev.Text, c.reason, c.text)
+		}
+	}
+	for _, ev := range events.Events() {
+		if ev.Tenant != "acme" {
+			t.Errorf("event %s on tenant %s, from an attempt on acme's subject", ev.Type, ev.Tenant)
+		}
+	}
+	waitState(t, env, q, bridge.StatePending)
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-m", QuestionID: "q-1", AttemptID: "good", Answer: json.RawMessage(`"blue"`), By: "slack:UOP"})
+	if out := outcome(t, ch); out.Text != "The answer: blue" {
+		t.Fatalf("outcome = %+v", out)
 	}
 }
