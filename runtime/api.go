@@ -125,17 +125,19 @@ func (r *Runtime) apiList(ctx context.Context, data []byte) any {
 			r.log.Error("api list", "err", err)
 			return bridge.ListReply{Error: "list: the store could not be read"}
 		}
+		more := false // records of this page after the reply filled up
 		for i := range recs {
 			after = recs[i].ID
 			if v, ok := r.view(ctx, &recs[i], req.As, req.Roles); ok {
 				reply.Questions = append(reply.Questions, *v)
 				if len(reply.Questions) == limit {
+					more = i < len(recs)-1
 					break
 				}
 			}
 		}
-		if len(recs) < limit {
-			after = 0
+		if len(recs) < limit && !more {
+			after = 0 // the store has nothing after this page
 			break
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -478,5 +479,54 @@ func TestMalformedAttemptsRefusedToTheirJob(t *testing.T) {
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-m", QuestionID: "q-1", AttemptID: "good", Answer: json.RawMessage(`"blue"`), By: "slack:UOP"})
 	if out := outcome(t, ch); out.Text != "The answer: blue" {
 		t.Fatalf("outcome = %+v", out)
+	}
+}
+
+// TestListPagesReachEveryVisibleQuestion follows ask.v1.api.list's next
+// cursor, with questions the identity may not see between the ones it
+// may, for every page size: each visible question is listed once.
+func TestListPagesReachEveryVisibleQuestion(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	var want []string
+	for i := range 7 {
+		q := choiceQuestion(fmt.Sprintf("job-pg%d", i))
+		q.Answerers = []string{"slack:UPAGER"}
+		if i == 2 || i == 5 {
+			q.Answerers = []string{"slack:UOTHER"}
+		} else {
+			want = append(want, q.JobID)
+		}
+		ask(t, env, q)
+		waitState(t, env, q, bridge.StatePending)
+	}
+	for limit := 1; limit <= 8; limit++ {
+		var got []string
+		after := ""
+		for page := 0; ; page++ {
+			if page > 10 {
+				t.Fatalf("limit %d: more than 10 pages", limit)
+			}
+			req, _ := json.Marshal(bridge.ListRequest{As: "slack:UPAGER", Tenant: "acme", Limit: limit, After: after})
+			msg, err := env.NATS.Conn.Request(bridge.APIList, req, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reply bridge.ListReply
+			if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.Error != "" {
+				t.Fatalf("list: %v %s", err, reply.Error)
+			}
+			if len(reply.Questions) > limit {
+				t.Fatalf("limit %d: a page of %d", limit, len(reply.Questions))
+			}
+			for _, v := range reply.Questions {
+				got = append(got, v.JobID)
+			}
+			if after = reply.Next; after == "" {
+				break
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("limit %d: following next listed %v, want %v", limit, got, want)
+		}
 	}
 }
