@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,12 +117,12 @@ func (c *Config) Validate() error {
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("ASK_DATA_DIR must not be empty")
 	}
-	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
-		bad("ASK_HTTP_ADDR must be host:port (such as :8080), not %q", c.HTTPAddr)
+	if !validHostPort(c.HTTPAddr) {
+		bad("ASK_HTTP_ADDR must be host:port with a port from 0 to 65535 (such as :8080), not %q", c.HTTPAddr)
 	}
 	if c.NATSURL == "" {
-		if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
-			bad("ASK_NATS_LISTEN must be host:port (such as 127.0.0.1:4222), not %q", c.NATSListen)
+		if !validHostPort(c.NATSListen) {
+			bad("ASK_NATS_LISTEN must be host:port with a port from 0 to 65535 (such as 127.0.0.1:4222), not %q", c.NATSListen)
 		}
 	} else if !validNATSURLs(c.NATSURL) {
 		// Not echoed: the URL may carry a user and password.
@@ -248,4 +249,15 @@ func (c *Config) BaseURL() string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// validHostPort reports whether addr is host:port with a numeric port, as
+// the listeners need (a service name such as :http is not taken).
+func validHostPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 0 && n <= 65535 && port[0] != '+'
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	neturl "net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -79,7 +80,7 @@ func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
 	}
 	nc, err := nats.Connect(url, append(opts, nats.Name("askbridge-cli"))...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot reach NATS at %s (is 'askbridge serve' running?): %w", url, err)
+		return nil, nil, fmt.Errorf("cannot reach NATS at %s (is 'askbridge serve' running?): %w", redactURLs(url), err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -87,6 +88,26 @@ func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
 		return nil, nil, err
 	}
 	return nc, js, nil
+}
+
+// redactURLs is a comma-separated list of NATS URLs with their passwords
+// and tokens hidden, for messages.
+func redactURLs(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		u, err := neturl.Parse(strings.TrimSpace(p))
+		switch {
+		case err != nil:
+			parts[i] = "(an unreadable URL)"
+		case u.User == nil:
+		default:
+			if _, has := u.User.Password(); !has {
+				u.User = neturl.User("xxxxx") // a token alone
+			}
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // multiFlag collects a repeated string flag.

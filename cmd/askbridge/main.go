@@ -54,6 +54,10 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
@@ -63,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cmd == "serve" {
 		return serve(ctx, args, stderr)
 	}
-	if cmd == "help" || cmd == "-h" || cmd == "--help" {
+	if cmd == "help" {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -370,6 +371,37 @@ func TestServeRefusesBadConfigWithExitCode2(t *testing.T) {
 	}
 }
 
+// TestServeReportsAStartFailure checks a service that cannot start (its
+// HTTP port taken) says why in one line and exits 1, without a panic.
+func TestServeReportsAStartFailure(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	t.Setenv("ASK_DATA_DIR", t.TempDir())
+	t.Setenv("ASK_HTTP_ADDR", taken.Addr().String())
+	t.Setenv("ASK_NATS_LISTEN", "127.0.0.1:0")
+	var stderr bytes.Buffer
+	code := run([]string{"serve"}, io.Discard, &stderr)
+	if code != exitError {
+		t.Errorf("exit %d, want %d", code, exitError)
+	}
+	got := stderr.String()
+	if !strings.Contains(got, `msg="askbridge could not start"`) || !strings.Contains(got, taken.Addr().String()) || strings.Contains(got, "panic") {
+		t.Fatalf("stderr:\n%s", got)
+	}
+}
+
+func TestHelpPrintsUsage(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"-help"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != exitOK || !strings.HasPrefix(stdout.String(), "askbridge — ") || stderr.Len() != 0 {
+			t.Errorf("askbridge %s: exit %d, stdout %.40q, stderr %q", args[0], code, stdout.String(), stderr.String())
+		}
+	}
+}
+
 func TestLinkMintsAConsoleLinkTheServiceAccepts(t *testing.T) {
 	s, cfg := startTestService(t, map[string]string{"ASK_CONSOLE_SECRET": "0123456789abcdef0123", "ASK_PUBLIC_URL": "http://askbridge.test"})
 	c, out, errOut := testCLI(s, "cli:kevin")
@@ -448,4 +480,53 @@ func TestMetricsCountPlatformCalls(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestCLIHidesNATSPasswords checks a NATS URL's password or token never
+// reaches the CLI's error text.
+func TestCLIHidesNATSPasswords(t *testing.T) {
+	for _, url := range []string{"nats://user:s3cretpw@127.0.0.1:1", "nats://s3cretpw@127.0.0.1:1", "nats://127.0.0.1:1,nats://u:s3cretpw@127.0.0.1:2"} {
+		var stderr bytes.Buffer
+		c := &cli{stdout: io.Discard, stderr: &stderr, identity: "cli:kevin"}
+		if code := c.list(context.Background(), []string{"--nats", url}); code != exitError {
+			t.Errorf("%s: exit %d", url, code)
+		}
+		if got := stderr.String(); !strings.Contains(got, "cannot reach NATS at nats://") || strings.Contains(got, "s3cret") {
+			t.Errorf("%s: stderr %q", url, got)
+		}
+	}
+}
+
+// TestConsoleSecretFile checks the generated console secret is made in a
+// data dir that does not exist yet, kept across starts, and a secret an
+// operator wrote there is used as is, or refused when too short, never
+// replaced (that would void every link given).
+func TestConsoleSecretFile(t *testing.T) {
+	cfg := &config.Config{DataDir: filepath.Join(t.TempDir(), "new", "data")}
+	first, err := consoleSecret(cfg)
+	if err != nil || len(first) != 64 {
+		t.Fatalf("generated secret %q, %v", first, err)
+	}
+	again, err := consoleSecret(cfg)
+	if err != nil || string(again) != string(first) {
+		t.Fatalf("second start read %q, %v; want the first secret", again, err)
+	}
+	path := filepath.Join(cfg.DataDir, "console.secret")
+	const own = "operators-own-secret-21"
+	if err := os.WriteFile(path, []byte(own+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := consoleSecret(cfg); err != nil || string(got) != own {
+		t.Fatalf("operator's secret read as %q, %v", got, err)
+	}
+	if err := os.WriteFile(path, []byte("short-one\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = consoleSecret(cfg)
+	if err == nil || !strings.Contains(err.Error(), "holds 9 characters; it needs at least 16") || strings.Contains(err.Error(), "short-one") {
+		t.Fatalf("short secret: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "short-one\n" {
+		t.Fatalf("the operator's file was replaced: %q", b)
+	}
 }

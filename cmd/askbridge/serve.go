@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -63,10 +64,12 @@ type service struct {
 // startService starts everything and returns once the HTTP server listens
 // and the runtime consumes. Stop it with stop.
 func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *service, err error) {
-	s = &service{cfg: cfg, log: log, errs: make(chan error, 8)}
+	// Not s: every failed return sets s to nil before this runs.
+	started := &service{cfg: cfg, log: log, errs: make(chan error, 8)}
+	s = started
 	defer func() {
 		if err != nil {
-			s.stop(context.Background())
+			started.stop(context.Background())
 		}
 	}()
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
@@ -277,13 +280,28 @@ func (s *service) ready(w http.ResponseWriter, r *http.Request) {
 
 // consoleSecret is ASK_CONSOLE_SECRET, or a random secret kept in the data
 // directory so links survive restarts.
+// minConsoleSecret is the shortest secret taken, as for ASK_CONSOLE_SECRET.
+const minConsoleSecret = 16
+
 func consoleSecret(cfg *config.Config) ([]byte, error) {
 	if cfg.ConsoleSecret != "" {
 		return []byte(cfg.ConsoleSecret), nil
 	}
 	path := filepath.Join(cfg.DataDir, "console.secret")
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
-		return []byte(strings.TrimSpace(string(b))), nil
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		// Kept, never replaced: a new secret would void every link given.
+		secret := strings.TrimSpace(string(b))
+		if len(secret) < minConsoleSecret {
+			return nil, fmt.Errorf("console secret: %s holds %d characters; it needs at least %d (delete it to have one generated)", path, len(secret), minConsoleSecret)
+		}
+		return []byte(secret), nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("console secret: %w", err)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("console secret: data dir %s: %w", cfg.DataDir, err)
 	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
