@@ -326,6 +326,27 @@ func TestEscapesUserText(t *testing.T) {
 	}
 }
 
+// TestNotificationTextIsEscaped checks the top-level text of every
+// message, which Slack reads as mrkdwn and notifications show, carries
+// the agent's words escaped: no mention or link markup of theirs.
+func TestNotificationTextIsEscaped(t *testing.T) {
+	q := baseQ()
+	q.Question = "Ping <!channel> & open <https://evil.example|the report>?"
+	q.Agent = "bot <!here>"
+	_, pending := QuestionMessage(card(q))
+	_, settled := SettledMessage(card(q), "Answered by <@U0KEV>")
+	_, parent := ThreadParent(q, false)
+	for name, c := range map[string]struct{ got, want string }{
+		"pending": {pending, "Question: Ping &lt;!channel&gt; &amp; open &lt;https://evil.example|the report&gt;?"},
+		"settled": {settled, "Question: Ping &lt;!channel&gt; &amp; open &lt;https://evil.example|the report&gt;? — Answered by <@U0KEV>"},
+		"parent":  {parent, "bot &lt;!here&gt; needs input on job " + q.JobID},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s text = %q\nwant %q", name, c.got, c.want)
+		}
+	}
+}
+
 func TestRefRoundTripAndStrictness(t *testing.T) {
 	r := Ref{Tenant: "acme", JobID: "job-1", QuestionID: "q_1", Version: 42}
 	got, err := ParseRef(r.String())

@@ -90,11 +90,11 @@ func SettledMessage(c Card, outcome string) ([]slack.Block, string) {
 		blocks = capBlocks(blocks, MaxMessageBlks-1)
 	}
 	blocks = append(blocks, slack.NewContextBlock("outcome", mrkdwn(outcome)))
-	text := outcome
+	text := outcome // mrkdwn already, and not cut: a cut could split its markup
 	if c.Question != nil {
 		text = fallback(c.Question) + " — " + outcome
 	}
-	return blocks, plain(text, 300)
+	return blocks, text
 }
 
 // ThreadParent renders the message that opens a job's thread. With the
@@ -116,7 +116,8 @@ func ThreadParent(q *bridge.Question, console bool) ([]slack.Block, string) {
 	} else {
 		blocks = []slack.Block{slack.NewSectionBlock(mrkdwn(line), nil, nil)}
 	}
-	return blocks, plain(agent+" needs input on job "+q.JobID, 300)
+	text, _ := fitEscaped(strings.TrimSpace(agent)+" needs input on job "+q.JobID, 300, 0)
+	return blocks, text
 }
 
 // content is the part of the card that stays after the question settles;
@@ -260,12 +261,16 @@ func capBlocks(b []slack.Block, n int) []slack.Block {
 	return b
 }
 
+// fallback is a message's top-level text, which notifications show. Slack
+// reads it as mrkdwn, so the agent's words are escaped: "<!channel>" in a
+// question must not notify a channel.
 func fallback(q *bridge.Question) string {
 	prefix := "Question: "
 	if q.IsApproval() {
 		prefix = "Approval requested: "
 	}
-	return plain(prefix+q.Question, 300)
+	text, _ := fitEscaped(prefix+strings.TrimSpace(q.Question), 300, 0)
+	return text
 }
 
 func mrkdwn(s string) *slack.TextBlockObject {

@@ -323,3 +323,11 @@ func (d *dedupe) first(key string) bool {
 	d.seen[key] = now
 	return true
 }
+
+// forget lets key through again: the click it stood for had no effect
+// (its attempt could not be published), so the person's retry must count.
+func (d *dedupe) forget(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.seen, key)
+}

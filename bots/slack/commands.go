@@ -52,6 +52,11 @@ const usage = "*/ask* — questions askbridge's agents are waiting on\n" +
 	"• `/ask cancel <id>` — cancel it (admins and owners)\n" +
 	"• `/ask help` — this text"
 
+// slackUnescape undoes the escaping Slack applies to a slash command's
+// text (& < > arrive as &amp; &lt; &gt;), in one pass so "&amp;lt;"
+// becomes the "&lt;" the person typed.
+var slackUnescape = strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">")
+
 // command runs one /ask command for HTTP and Socket Mode alike. The
 // runtime applies the permission rules; we only pass who is asking.
 func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandReply {
@@ -59,7 +64,7 @@ func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandRepl
 		return ephemeral("askbridge could not tell who you are.")
 	}
 	identity := "slack:" + cmd.UserID
-	text := strings.TrimSpace(cmd.Text)
+	text := strings.TrimSpace(slackUnescape.Replace(cmd.Text))
 	sub, rest, _ := strings.Cut(text, " ")
 	rest = strings.TrimSpace(rest)
 	switch strings.ToLower(sub) {

@@ -394,6 +394,40 @@ func TestEndToEndDoubleClickIsOneResume(t *testing.T) {
 	}
 }
 
+// TestClickRetriedAfterAFailedPublish checks a person told to try again
+// (the attempt could not be published) is not then taken for a double
+// click: the same click a moment later is published.
+func TestClickRetriedAfterAFailedPublish(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	q := question("job-retry", "q-retry")
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-retry")
+	ts := h.cardTS(t, q)
+	ctx := context.Background()
+	if err := env.NATS.JS.DeleteStream(ctx, bridge.StreamAnswers); err != nil {
+		t.Fatal(err)
+	}
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-r1", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+	checkFor(t, wait, tick, func() error {
+		for _, c := range h.fake.Calls("response_url") {
+			if c.JSON["text"] == "askbridge could not record your answer just now. Please try again in a moment." {
+				return nil
+			}
+		}
+		return fmt.Errorf("the clicker was not told to try again (%d response_url posts)", len(h.fake.Calls("response_url")))
+	})
+	if err := bridge.EnsureStreams(ctx, env.NATS.JS, bridge.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-r2", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+	checkFor(t, wait, tick, func() error {
+		if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-retry")); n != 1 {
+			return fmt.Errorf("%d attempts on the stream after the retry, want 1", n)
+		}
+		return nil
+	})
+}
+
 func TestEndToEndStaleCardIsRefused(t *testing.T) {
 	env, h := e2e(t, runtime.Roles{})
 	q := question("job-7", "q-v")

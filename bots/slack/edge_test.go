@@ -420,6 +420,34 @@ func TestAskCommand(t *testing.T) {
 	}
 }
 
+// TestAskCommandTextIsUnescaped checks /ask reads the text as the person
+// typed it: Slack sends & < > in a slash command as &amp; &lt; &gt;.
+func TestAskCommandTextIsUnescaped(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	q1 := question("job-ent", "q-e1")
+	q1.Choices = []string{"Black & white", "Colour"}
+	q2 := question("job-ent2", "q-e2")
+	q2.Choices = nil
+	q3 := question("job-ent3", "q-e3")
+	for _, q := range []*bridge.Question{q1, q2, q3} {
+		publishQuestion(t, env, q)
+		h.posted(t, q.QuestionID)
+	}
+	for i, c := range []struct{ text, want string }{
+		{"answer job-ent/q-e1 Black &amp; white", "The answer: Black & white"},
+		{"answer job-ent2/q-e2 R&amp;D &lt;ops&gt; &amp;lt;", "The answer: R&D <ops> &lt;"},
+		{"decline job-ent3/q-e3 ask &lt;Ana&gt; &amp; Bo", "slack:U0KEV (u0kev) declined to answer: ask <Ana> & Bo."},
+	} {
+		resp, body := h.command("U0KEV", "u0kev", c.text, "trig-ent-"+strconv.Itoa(i))
+		if resp.StatusCode != 200 || !strings.Contains(body, "Sent your") {
+			t.Fatalf("/ask %s: %d %s", c.text, resp.StatusCode, body)
+		}
+		if out := awaitOutcome(t, env, []*bridge.Question{q1, q2, q3}[i]); out.Text != c.want {
+			t.Errorf("/ask %s: the agent read %q, want %q", c.text, out.Text, c.want)
+		}
+	}
+}
+
 func TestRestartResyncsCardsAndNeverPostsTwice(t *testing.T) {
 	env, h := e2e(t, runtime.Roles{})
 	q := question("job-rs", "q-rs")

@@ -198,7 +198,8 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 		return
 	}
 	// Double clicks arrive as separate interactions: one attempt.
-	if !b.clicks.first(cb.User.ID + "|" + a.BlockID + "|" + a.ActionID + "|" + a.Value + "|" + a.SelectedOption.Value) {
+	click := cb.User.ID + "|" + a.BlockID + "|" + a.ActionID + "|" + a.Value + "|" + a.SelectedOption.Value
+	if !b.clicks.first(click) {
 		return
 	}
 	at := b.attempt(cb, c.Ref, to)
@@ -218,7 +219,9 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 		at.Action = bridge.ActionAnswer
 		at.Answer, _ = json.Marshal(choice)
 	}
-	b.publishAttempt(ctx, at, to)
+	if !b.publishAttempt(ctx, at, to) {
+		b.clicks.forget(click) // told to try again: the retry must go through
+	}
 }
 
 // offerConsole answers an "Open in console" click at once with an
