@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -47,6 +48,11 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 			return nil
 		}
 	}
+	if wait, err := r.questionInFlight(ctx, msg, tenant, job); err != nil {
+		return err
+	} else if wait {
+		return errAfterQuestion
+	}
 	ended, err := r.st.Cancel(ctx, store.JobCancel{
 		Tenant: tenant, JobID: job, QuestionID: c.QuestionID, NewVersion: c.TaskVersion,
 		Reason: c.Reason, By: c.By, Via: platformOf(c.By), At: now,
@@ -70,4 +76,40 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 	}
 	r.log.Info("cancel applied", "tenant", tenant, "job", job, "question", c.QuestionID, "version", c.TaskVersion, "ended", len(ended))
 	return nil
+}
+
+// errAfterQuestion retries a cancel shortly, once the question published
+// before it is stored.
+var errAfterQuestion = errors.New("runtime: a question published before this cancel is not stored yet")
+
+// maxCancelWaits bounds how often a cancel waits for a question, so a
+// question the runtime cannot store never holds a cancel forever.
+const maxCancelWaits = 1500 // about 30 s
+
+// questionInFlight reports whether a question of the job, published before
+// the cancel, still waits in the questions stream. Questions and cancels
+// come through separate consumers, so an agent that asks and at once
+// cancels would otherwise often have its cancel applied first, to nothing,
+// and the question would then wait. The stream is a work queue: what it
+// holds, the runtime has not stored yet.
+func (r *Runtime) questionInFlight(ctx context.Context, msg jetstream.Msg, tenant, job string) (bool, error) {
+	if r.questions == nil {
+		return false, nil // an old stream that keeps every question
+	}
+	meta, err := msg.Metadata()
+	if err != nil {
+		return false, nil
+	}
+	if meta.NumDelivered > maxCancelWaits {
+		r.log.Warn("cancel applied although a question published before it is still not stored", "tenant", tenant, "job", job)
+		return false, nil
+	}
+	first, err := r.questions.GetMsg(ctx, 0, jetstream.WithGetMsgSubject(bridge.QuestionSubject(tenant, job)))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("runtime: look for questions before a cancel: %w", err)
+	}
+	return !first.Time.After(meta.Timestamp), nil
 }

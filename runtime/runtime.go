@@ -88,12 +88,15 @@ type Options struct {
 
 // Runtime is the authority over questions.
 type Runtime struct {
-	o       Options
-	log     *slog.Logger
-	js      jetstream.JetStream
-	nc      *nats.Conn
-	st      Store
-	metrics *metrics
+	o   Options
+	log *slog.Logger
+	js  jetstream.JetStream
+	// questions is the questions stream when it is a work queue (see
+	// questionInFlight); nil for an older stream that keeps every question.
+	questions jetstream.Stream
+	nc        *nats.Conn
+	st        Store
+	metrics   *metrics
 
 	relayWake chan struct{}
 	ladWake   chan struct{}
@@ -207,6 +210,11 @@ func (r *Runtime) Run(ctx context.Context) error {
 			stop()
 		}
 	}()
+	if qs, err := r.js.Stream(ctx, bridge.StreamQuestions); err != nil {
+		return fmt.Errorf("runtime: questions stream: %w", err)
+	} else if qs.CachedInfo().Config.Retention == jetstream.WorkQueuePolicy {
+		r.questions = qs
+	}
 	for _, s := range subs {
 		stop, err := r.consume(ctx, s.stream, r.o.Consumer+"-"+s.name, s.handle)
 		if err != nil {
@@ -277,6 +285,10 @@ func (r *Runtime) consume(ctx context.Context, stream, durable string, handle fu
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
 		if err := handle(ctx, msg); err != nil {
 			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, errAfterQuestion) {
+				_ = msg.NakWithDelay(20 * time.Millisecond)
 				return
 			}
 			r.log.Error("will retry message", "subject", msg.Subject(), "err", err)

@@ -530,3 +530,41 @@ func TestListPagesReachEveryVisibleQuestion(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelRightAfterAskingEndsTheQuestion checks a cancel published
+// right after its question ends it, although questions and cancels reach
+// the runtime through separate consumers; a version bump right after a
+// question supersedes it.
+func TestCancelRightAfterAskingEndsTheQuestion(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	resumes := env.Record(t, bridge.StreamResumes, "ask.v1.resume.acme.>")
+	ctx := context.Background()
+	const n = 40
+	want := map[string]string{}
+	for i := range n {
+		q := choiceQuestion(fmt.Sprintf("job-cx%d", i))
+		if err := env.Agent.Publish(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		c := bridge.Cancel{Tenant: "acme", JobID: q.JobID, Reason: "not needed"}
+		want[q.JobID] = "The question was cancelled: not needed."
+		if i%2 == 1 {
+			c = bridge.Cancel{Tenant: "acme", JobID: q.JobID, TaskVersion: 2}
+			want[q.JobID] = "The question was superseded by task version 2."
+		}
+		if err := bridge.Publish(ctx, env.NATS.JS, bridge.CancelSubject("acme", q.JobID), "cx-"+q.JobID, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		if got := len(resumes.Resumes()); got < n {
+			return fmt.Errorf("%d of %d questions ended", got, n)
+		}
+		return nil
+	})
+	for _, res := range resumes.Resumes() {
+		if res.Outcome != bridge.OutcomeCanceled || res.Text != want[res.JobID] {
+			t.Errorf("%s: outcome %s %q, want cancelled %q", res.JobID, res.Outcome, res.Text, want[res.JobID])
+		}
+	}
+}
