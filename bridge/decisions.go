@@ -17,6 +17,14 @@ import (
 // decision the trip through the outbox and the events stream.
 const HeaderDecidedTo = "Ask-Decided-To"
 
+// CancelDecision is what the runtime publishes to a cancel's
+// HeaderDecidedTo once the cancel is committed: how many questions it
+// ended, or why it was refused.
+type CancelDecision struct {
+	Ended   int    `json:"ended"`
+	Refused string `json:"refused,omitempty"`
+}
+
 // ValidNotifySubject reports whether the runtime may publish to s: a
 // literal subject under "_INBOX.", no wildcards, no spaces. The header
 // comes from whoever published the attempt, and the runtime's own NATS

@@ -32,6 +32,14 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 		return nil
 	}
 	now := time.Now().UTC()
+	tell := func(d bridge.CancelDecision) {
+		if to := msg.Headers().Get(bridge.HeaderDecidedTo); bridge.ValidNotifySubject(to) {
+			data, _ := json.Marshal(d)
+			if err := r.nc.Publish(to, data); err != nil {
+				r.log.Debug("tell a canceller the decision", "err", err)
+			}
+		}
+	}
 	if c.By != "" {
 		if !r.o.Roles.accessFor(tenant, c.By, c.Roles, nil).Admin {
 			ev := bridge.Event{
@@ -45,6 +53,7 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 			}
 			r.metrics.refusals.WithLabelValues(bridge.RefusedForbidden).Inc()
 			r.wakeRelay()
+			tell(bridge.CancelDecision{Refused: ev.Text})
 			return nil
 		}
 	}
@@ -74,6 +83,7 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 	if len(ended) > 0 {
 		r.wakeRelay()
 	}
+	tell(bridge.CancelDecision{Ended: len(ended)})
 	r.log.Info("cancel applied", "tenant", tenant, "job", job, "question", c.QuestionID, "version", c.TaskVersion, "ended", len(ended))
 	return nil
 }

@@ -563,10 +563,45 @@ func (c *cli) cancel(ctx context.Context, args []string) int {
 		return c.fail("%v", err)
 	}
 	defer nc.Close()
-	if err := bridge.Publish(ctx, js, bridge.CancelSubject(cancel.Tenant, cancel.JobID), newID("cancel-"), cancel); err != nil {
+	// The runtime says on this inbox, once committed, what the cancel did.
+	inbox := nats.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
 		return c.fail("%v", err)
 	}
-	fmt.Fprintln(c.stdout, "Cancel sent.")
+	defer sub.Unsubscribe()
+	data, err := json.Marshal(cancel)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	msg := &nats.Msg{Subject: bridge.CancelSubject(cancel.Tenant, cancel.JobID), Data: data, Header: nats.Header{}}
+	msg.Header.Set(bridge.HeaderDecidedTo, inbox)
+	if _, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(newID("cancel-"))); err != nil {
+		return c.fail("%v", err)
+	}
+	wctx, stop := context.WithTimeout(ctx, decisionWait)
+	defer stop()
+	reply, err := sub.NextMsgWithContext(wctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return c.fail("interrupted; the cancel was sent")
+		}
+		return c.fail("sent, but no decision arrived within %v; check with 'askbridge list --tenant %s --job %s'", decisionWait, cancel.Tenant, cancel.JobID)
+	}
+	var d bridge.CancelDecision
+	if err := json.Unmarshal(reply.Data, &d); err != nil {
+		return c.fail("sent, but the runtime's reply was not understood; check with 'askbridge list --tenant %s --job %s'", cancel.Tenant, cancel.JobID)
+	}
+	switch {
+	case d.Refused != "":
+		return c.fail("refused: %s", d.Refused)
+	case d.Ended == 0:
+		fmt.Fprintln(c.stdout, "Cancelled: no question was waiting.")
+	case d.Ended == 1:
+		fmt.Fprintln(c.stdout, "Cancelled: 1 question ended.")
+	default:
+		fmt.Fprintf(c.stdout, "Cancelled: %d questions ended.\n", d.Ended)
+	}
 	return exitOK
 }
 

@@ -155,6 +155,39 @@ func TestCLIAnswerAndDeclineResumeTheAgent(t *testing.T) {
 	}
 }
 
+// TestCLICancelSaysWhatHappened checks askbridge cancel waits for the
+// runtime's decision: a refusal fails with its reason, an applied cancel
+// says how many questions it ended.
+func TestCLICancelSaysWhatHappened(t *testing.T) {
+	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_ADMINS": "cli:ana"})
+	ag := agentFor(t, s)
+	kevin, out, errOut := testCLI(s, "cli:kevin")
+	q := &bridge.Question{Tenant: "acme", JobID: "job-c", QuestionID: "q-1", TaskVersion: 1,
+		Question: "Which colour?", Choices: []string{"red", "blue"}}
+	ch := askAsync(t, ag, q)
+	waitPending(t, kevin, "job-c", "q-1")
+	if code := kevin.cancel(context.Background(), []string{"--tenant", "acme", "job-c", "--reason", "not needed"}); code != exitError {
+		t.Fatalf("operator's cancel exit %d, want %d", code, exitError)
+	}
+	if got := errOut.String(); got != "askbridge: refused: You can't cancel questions: that needs the admin or owner role.\n" || out.Len() != 0 {
+		t.Fatalf("operator's cancel printed %q, %q", out.String(), got)
+	}
+	ana, out, errOut := testCLI(s, "cli:ana")
+	if code := ana.cancel(context.Background(), []string{"--tenant", "acme", "job-c", "--reason", "not needed"}); code != exitOK {
+		t.Fatalf("admin's cancel exit %d: %s", code, errOut)
+	}
+	if got := out.String(); got != "Cancelled: 1 question ended.\n" {
+		t.Fatalf("admin's cancel printed %q", got)
+	}
+	if res := waitOutcome(t, ch); res.Outcome != bridge.OutcomeCanceled || res.Text != "The question was cancelled: not needed." {
+		t.Fatalf("outcome = %+v", res)
+	}
+	out.Reset()
+	if code := ana.cancel(context.Background(), []string{"--tenant", "acme", "job-c"}); code != exitOK || out.String() != "Cancelled: no question was waiting.\n" {
+		t.Fatalf("second cancel exit %d, printed %q %s", code, out.String(), errOut)
+	}
+}
+
 func TestCLITypedFieldsAndRefusals(t *testing.T) {
 	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
 	ag := agentFor(t, s)
