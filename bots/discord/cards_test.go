@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/bwmarrin/discordgo"
 
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
@@ -788,5 +791,46 @@ func TestDeletedJobThread(t *testing.T) {
 	h.publishEvent(asked(q3))
 	if third := h.posted(thread, 1); embedOf(t, third)["description"] != "And the font?" {
 		t.Fatalf("third card in the new thread: %v", third)
+	}
+}
+
+// TestEmbedsStayWithinDiscordsTotal checks the pending and the settled
+// card of a question that fills every field stay within the 6,000
+// characters Discord allows an embed in all (an edit over it is refused,
+// and the card would keep its buttons).
+func TestEmbedsStayWithinDiscordsTotal(t *testing.T) {
+	q := colorQuestion()
+	q.Agent = strings.Repeat("a", 300)
+	q.Question = strings.Repeat("q", 5000)
+	q.Context = strings.Repeat("c", 2000)
+	q.WhyItMatters = strings.Repeat("w", 2000)
+	q.BlockedTools = []string{strings.Repeat("t", 2000)}
+	q.Choices = nil
+	for i := range 20 {
+		q.Fields = append(q.Fields, bridge.Field{Name: fmt.Sprintf("f%d", i), Kind: "text", Label: strings.Repeat("l", 60)})
+	}
+	for i := range 40 {
+		q.Answerers = append(q.Answerers, fmt.Sprintf("discord:%019d", i))
+	}
+	q.Owner = "discord:" + strings.Repeat("9", 19)
+	q.JobID, q.QuestionID = strings.Repeat("j", 64), strings.Repeat("k", 64)
+	c := &card{Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 3, Question: &q,
+		AskedAt: time.Now(), Deadline: time.Now().Add(time.Hour)}
+	pending := cardEmbed(c)
+	settled := settledEmbed(pending, &outcome{Type: bridge.EventDeclined, By: "discord:" + kevin.ID, ByName: "kevin",
+		Reason: strings.Repeat("r", 1500), At: time.Now()})
+	for name, e := range map[string]*discordgo.MessageEmbed{"pending": pending, "settled": settled} {
+		if n := embedSize(e); n > maxEmbedTotal {
+			t.Errorf("%s card: %d characters, Discord allows %d", name, n, maxEmbedTotal)
+		}
+	}
+	if last := settled.Fields[len(settled.Fields)-1]; last.Name != "Outcome" || !strings.Contains(last.Value, "<@"+kevin.ID+">") {
+		t.Errorf("settled card's last field %q: %q", last.Name, last.Value)
+	}
+	if !strings.HasPrefix(settled.Description, "qqqq") || utf8.RuneCountInString(settled.Description) < 200 {
+		t.Errorf("settled description cut to %d characters", utf8.RuneCountInString(settled.Description))
+	}
+	if embedSize(pending) > maxEmbedTotal || pending.Fields[len(pending.Fields)-1].Name == "Outcome" {
+		t.Error("settling changed the pending card's embed")
 	}
 }

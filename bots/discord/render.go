@@ -150,6 +150,7 @@ func cardEmbed(c *card) *discordgo.MessageEmbed {
 	if len(q.BlockedTools) > 0 {
 		add("Waiting on this", strings.Join(q.BlockedTools, ", "), true)
 	}
+	fitEmbed(e)
 	return e
 }
 
@@ -257,7 +258,67 @@ func settledEmbed(e *discordgo.MessageEmbed, o *outcome) *discordgo.MessageEmbed
 		}
 	}
 	out.Fields = append(out.Fields, &discordgo.MessageEmbedField{Name: "Outcome", Value: truncate(line, 1000)})
+	fitEmbed(&out)
 	return &out
+}
+
+// maxEmbedTotal is Discord's limit on an embed's title, description,
+// field names and values, footer and author together; an edit over it is
+// refused (50035), and the card would keep its buttons.
+const maxEmbedTotal = 6000
+
+// embedSize counts what Discord counts toward maxEmbedTotal.
+func embedSize(e *discordgo.MessageEmbed) int {
+	n := utf8.RuneCountInString(e.Title) + utf8.RuneCountInString(e.Description)
+	for _, f := range e.Fields {
+		n += utf8.RuneCountInString(f.Name) + utf8.RuneCountInString(f.Value)
+	}
+	if e.Footer != nil {
+		n += utf8.RuneCountInString(e.Footer.Text)
+	}
+	if e.Author != nil {
+		n += utf8.RuneCountInString(e.Author.Name)
+	}
+	return n
+}
+
+// fitEmbed cuts e to maxEmbedTotal: the description first, then the
+// longest fields other than the outcome, never below a short excerpt.
+func fitEmbed(e *discordgo.MessageEmbed) {
+	over := embedSize(e) - maxEmbedTotal
+	if over <= 0 {
+		return
+	}
+	const keep = 200
+	if d := utf8.RuneCountInString(e.Description); d > keep {
+		cut := min(over, d-keep)
+		e.Description = truncate(e.Description, d-cut)
+		over -= cut
+	}
+	fields := make([]*discordgo.MessageEmbedField, len(e.Fields))
+	for i, f := range e.Fields {
+		copied := *f // the pending card's fields stay as they are
+		fields[i] = &copied
+	}
+	e.Fields = fields
+	for over > 0 {
+		var longest *discordgo.MessageEmbedField
+		for _, f := range fields {
+			if f.Name != "Outcome" && (longest == nil || utf8.RuneCountInString(f.Value) > utf8.RuneCountInString(longest.Value)) {
+				longest = f
+			}
+		}
+		n := 0
+		if longest != nil {
+			n = utf8.RuneCountInString(longest.Value)
+		}
+		if n <= 60 {
+			return // nothing left worth cutting
+		}
+		cut := min(over, n-60)
+		longest.Value = truncate(longest.Value, n-cut)
+		over -= cut
+	}
 }
 
 // answerModal is the free-text answer form.
