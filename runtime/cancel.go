@@ -47,7 +47,14 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 				Reason: bridge.RefusedForbidden, Text: "You can't cancel questions: that needs the admin or owner role.",
 				ReplyTo: c.ReplyTo, At: now,
 			}
-			ev.EventID = fmt.Sprintf("%s.%s.%s.cancel-refused.%d", tenant, job, c.QuestionID, now.UnixNano())
+			// Named by the cancel's place in its stream: a redelivered
+			// cancel's refusal has the same id, and front-ends tell a
+			// person once per event id.
+			id := fmt.Sprint(now.UnixNano())
+			if meta, err := msg.Metadata(); err == nil {
+				id = fmt.Sprintf("seq-%d", meta.Sequence.Stream)
+			}
+			ev.EventID = fmt.Sprintf("%s.%s.%s.cancel-refused.%s", tenant, job, c.QuestionID, id)
 			if err := r.st.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
 				return err
 			}

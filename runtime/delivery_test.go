@@ -11,6 +11,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
+	"github.com/askbridge/askbridge/store"
 )
 
 func report(t *testing.T, env *testenv.Env, q *bridge.Question, d bridge.Delivery) {
@@ -246,4 +247,31 @@ func counters(t *testing.T, env *testenv.Env, name string) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// TestUndeliverableQuestionFailsAfterACrash checks a question recorded
+// just before a crash, before it was failed for want of a platform to show
+// it, is failed when JetStream redelivers it.
+func TestUndeliverableQuestionFailsAfterACrash(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	q := choiceQuestion("job-ncc")
+	q.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: "1234"}}
+	body, _ := json.Marshal(q)
+	now := time.Now().UTC()
+	// What the runtime had committed when it crashed: the question, no failure.
+	if _, err := env.Store.AskMany(context.Background(), []store.NewQuestion{{
+		Key:  store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion},
+		Kind: bridge.KindQuestion, Body: body, AskedAt: now, Deadline: now.Add(time.Hour),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := env.Agent.Ask(ctx, q) // the redelivery
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Outcome != bridge.OutcomeFailed || out.Code != bridge.CodeCapabilityUnavailable {
+		t.Fatalf("outcome = %+v", out)
+	}
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -74,6 +75,18 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 		it := items[i]
 		switch res.Status {
 		case store.Duplicate:
+			// Asked before; but a crash may have come between recording it
+			// and failing it for want of a platform to show it.
+			if failure := r.undeliverable(it.q); failure != nil {
+				rec, err := r.st.Find(ctx, store.Key{Tenant: it.q.Tenant, JobID: it.q.JobID, QuestionID: it.q.QuestionID, TaskVersion: it.q.TaskVersion})
+				if err == nil && rec.State == bridge.StatePending {
+					if err := r.failQuestion(ctx, rec, failure, "", now); err != nil {
+						return err
+					}
+				} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+			}
 			continue
 		case store.Stale:
 			if err := r.refuseQuestion(ctx, it.msg, it.tenant, it.job, it.q,
