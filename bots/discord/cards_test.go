@@ -834,3 +834,25 @@ func TestEmbedsStayWithinDiscordsTotal(t *testing.T) {
 		t.Error("settling changed the pending card's embed")
 	}
 }
+
+// TestRefusalOvertakingTheResponseIsRetried checks a refusal whose
+// follow-up reaches Discord before the bot's response to the interaction
+// (Discord answers an unknown webhook, 10015) is tried again, not dropped
+// as if the token had expired.
+func TestRefusalOvertakingTheResponseIsRetried(t *testing.T) {
+	h := start(t, harnessOptions{tweak: func(b *Bot) { b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond } }})
+	h.publishEvent(asked(colorQuestion()))
+	msg := h.posted(channelA, 1)
+	h.interact(h.click(stranger, findComponent(t, msg, "red")["custom_id"].(string)))
+	at := h.waitAttempts(1)[0]
+	token := at.ReplyTo["token"]
+	fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/" + testApp + "/" + token, Status: 404, Code: 10015, Times: 1})
+	text := "You can't answer this question: it asks discord:" + kevin.ID + "."
+	h.publishEvent(bridge.Event{Type: bridge.EventRefused, Tenant: at.Tenant, JobID: at.JobID, QuestionID: at.QuestionID,
+		TaskVersion: at.TaskVersion, To: at.By, Reason: bridge.RefusedForbidden, Text: text, AttemptID: at.AttemptID,
+		ReplyTo: at.ReplyTo, At: time.Now()})
+	tries := followups(t, token, 2)
+	if body := tries[1].JSON(t); body["content"] != text {
+		t.Fatalf("second try = %s", tries[1].Body)
+	}
+}

@@ -500,6 +500,12 @@ func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 		return err
 	})
 	switch code := discordCode(err); {
+	case (code == codeUnknownWebhook || code == codeUnknownInteract) && b.now().Sub(ev.At) < followupRace:
+		// The refusal overtook the bot's own response to the interaction
+		// (a response that waits for the decision): Discord knows no
+		// follow-up before it. Again in a moment.
+		// Not wrapped: Discord's 404 would read as permanent.
+		return fmt.Errorf("discord: refusal before the interaction's response (Discord error %d)", code)
 	case code == codeUnknownWebhook || code == codeInvalidWebhookTok || code == codeUnknownInteract:
 		// The interaction token expired (15 minutes): nobody to tell.
 		b.log.Info("discord: refusal not shown: the interaction expired", "to", ev.To, "reason", ev.Reason)
@@ -509,6 +515,11 @@ func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 	_, err = b.markSeen(ctx, key, 0)
 	return err
 }
+
+// followupRace is how soon after a refusal an unknown interaction token is
+// taken for the bot's response not having reached Discord yet, rather than
+// for a token that expired.
+const followupRace = 10 * time.Second
 
 // followupTTL is how long after an interaction the bot still answers with
 // a follow-up on its token (Discord keeps it 15 minutes); later, by DM.
