@@ -568,3 +568,22 @@ func TestCancelRightAfterAskingEndsTheQuestion(t *testing.T) {
 		}
 	}
 }
+
+func TestListRefusesAnUnknownState(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	for _, c := range []struct{ state, err string }{
+		{"open", `state: must be pending, answered, declined, timed_out, cancelled, superseded, failed or all, not "open"`},
+		{"answered", ""},
+		{"all", ""},
+	} {
+		req, _ := json.Marshal(bridge.ListRequest{As: "slack:UADMIN", State: c.state})
+		msg, err := env.NATS.Conn.Request(bridge.APIList, req, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply bridge.ListReply
+		if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.Error != c.err {
+			t.Errorf("state %q: error %q (%v), want %q", c.state, reply.Error, err, c.err)
+		}
+	}
+}
