@@ -856,3 +856,36 @@ func TestRefusalOvertakingTheResponseIsRetried(t *testing.T) {
 		t.Fatalf("second try = %s", tries[1].Body)
 	}
 }
+
+// TestSettlingACardInAnArchivedThread checks a card in the job's thread,
+// archived by Discord after a week without a message, is still settled:
+// the bot reopens the thread and edits the card.
+func TestSettlingACardInAnArchivedThread(t *testing.T) {
+	h := start(t, harnessOptions{})
+	h.publishEvent(asked(colorQuestion()))
+	thread := h.posted(channelA, 1)["id"].(string)
+	q2 := colorQuestion()
+	q2.QuestionID, q2.Question = "q-2", "And the font?"
+	h.publishEvent(asked(q2))
+	second := h.posted(thread, 1)
+	fake.archive(thread)
+	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: "job-1", QuestionID: "q-2", TaskVersion: 3,
+		By: "discord:" + kevin.ID, ByName: "kevin", Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue", Text: "The answer: blue"})
+	checkFor(t, 10*time.Second, func() error {
+		m := fake.message(second["id"].(string))
+		if n := len(components(m)); n != 0 {
+			return fmt.Errorf("the card in the archived thread still has %d components", n)
+		}
+		return nil
+	})
+	reopen := fake.requests("PATCH", "/channels/"+thread)
+	var bodies []string
+	for _, r := range reopen {
+		if !strings.Contains(r.Path, "/messages/") {
+			bodies = append(bodies, string(r.Body))
+		}
+	}
+	if len(bodies) != 1 || !strings.Contains(bodies[0], `"archived":false`) {
+		t.Fatalf("thread edits %v, want one reopening it", bodies)
+	}
+}

@@ -431,12 +431,27 @@ func (b *Bot) editSettled(ctx context.Context, c *card) error {
 func (b *Bot) editMessage(ctx context.Context, channel, messageID string, embed *discordgo.MessageEmbed) error {
 	embeds := []*discordgo.MessageEmbed{embed}
 	none := []discordgo.MessageComponent{}
-	err := b.call(ctx, "edit question", func(opts ...discordgo.RequestOption) error {
-		_, err := b.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
-			ID: messageID, Channel: channel, Embeds: &embeds, Components: &none, AllowedMentions: noMentions,
-		}, opts...)
-		return err
-	})
+	edit := func() error {
+		return b.call(ctx, "edit question", func(opts ...discordgo.RequestOption) error {
+			_, err := b.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
+				ID: messageID, Channel: channel, Embeds: &embeds, Components: &none, AllowedMentions: noMentions,
+			}, opts...)
+			return err
+		})
+	}
+	err := edit()
+	if discordCode(err) == codeArchivedThread {
+		// The card is in the job's thread, archived after a week without
+		// a message: reopen it, or the settled card keeps its buttons.
+		unarchived := false
+		err = b.call(ctx, "reopen thread", func(opts ...discordgo.RequestOption) error {
+			_, err := b.s.ChannelEditComplex(channel, &discordgo.ChannelEdit{Archived: &unarchived}, opts...)
+			return err
+		})
+		if err == nil {
+			err = edit()
+		}
+	}
 	if code := discordCode(err); code == codeUnknownMessage || code == codeUnknownChannel {
 		b.log.Warn("discord: the card to update is gone", "channel", channel, "message", messageID)
 		return nil

@@ -23,6 +23,7 @@ type fakeDiscord struct {
 	msgs     map[string]map[string]any // message id → message
 	nonces   map[string]string         // channel + nonce → message id
 	threads  map[string]bool           // message ids with a thread
+	archived map[string]bool           // archived threads (not locked)
 	next     int64
 	rules    []*failRule
 	noDM     map[string]bool // users who do not accept DMs
@@ -64,6 +65,7 @@ func newFakeDiscord() *fakeDiscord {
 	mux.HandleFunc("POST "+apiPrefix+"/channels/{cid}/messages", f.createMessage)
 	mux.HandleFunc("GET "+apiPrefix+"/channels/{cid}/messages/{mid}", f.getMessage)
 	mux.HandleFunc("PATCH "+apiPrefix+"/channels/{cid}/messages/{mid}", f.editMessage)
+	mux.HandleFunc("PATCH "+apiPrefix+"/channels/{cid}", f.editChannel)
 	mux.HandleFunc("POST "+apiPrefix+"/channels/{cid}/messages/{mid}/threads", f.startThread)
 	mux.HandleFunc("POST "+apiPrefix+"/users/@me/channels", f.openDM)
 	mux.HandleFunc("PUT "+apiPrefix+"/applications/{app}/commands", f.putCommands)
@@ -82,6 +84,7 @@ func (f *fakeDiscord) reset(token string) {
 	f.msgs = map[string]map[string]any{}
 	f.nonces = map[string]string{}
 	f.threads = map[string]bool{}
+	f.archived = map[string]bool{}
 	f.next = 1300000000000000000
 	f.rules = nil
 	f.noDM = map[string]bool{}
@@ -198,6 +201,7 @@ func (f *fakeDiscord) createMessage(w http.ResponseWriter, r *http.Request) {
 		apiErr(w, 403, 50007, "Cannot send messages to this user")
 		return
 	}
+	delete(f.archived, cid) // sending in an archived thread unarchives it
 	if n, _ := m["nonce"].(string); n != "" && m["enforce_nonce"] == true {
 		if id, ok := f.nonces[cid+"/"+n]; ok {
 			reply(w, 200, f.msgs[id])
@@ -241,12 +245,43 @@ func (f *fakeDiscord) editMessage(w http.ResponseWriter, r *http.Request) {
 		apiErr(w, 404, 10008, "Unknown Message")
 		return
 	}
+	if f.archived[r.PathValue("cid")] {
+		apiErr(w, 400, 50083, "Thread is archived")
+		return
+	}
 	for _, k := range []string{"content", "embeds", "components", "flags"} {
 		if v, ok := patch[k]; ok {
 			m[k] = v
 		}
 	}
 	reply(w, 200, m)
+}
+
+// editChannel takes what the bot sends a thread: {"archived": false}.
+func (f *fakeDiscord) editChannel(w http.ResponseWriter, r *http.Request) {
+	var patch map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&patch); err != nil {
+		apiErr(w, 400, 50109, "The request body contains invalid JSON.")
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cid := r.PathValue("cid")
+	if !f.threads[cid] {
+		apiErr(w, 404, 10003, "Unknown Channel")
+		return
+	}
+	if a, ok := patch["archived"].(bool); ok {
+		f.archived[cid] = a
+	}
+	reply(w, 200, map[string]any{"id": cid, "type": 11, "thread_metadata": map[string]any{"archived": f.archived[cid]}})
+}
+
+// archive archives a thread, as Discord does after a week without a message.
+func (f *fakeDiscord) archive(thread string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.archived[thread] = true
 }
 
 func (f *fakeDiscord) startThread(w http.ResponseWriter, r *http.Request) {
