@@ -75,11 +75,12 @@ func fieldInput(f *bridge.Field) *slack.InputBlock {
 		el = in
 	case bridge.FieldNumber:
 		in := slack.NewNumberInputBlockElement(nil, InputAction, !f.Integer)
-		if f.Min != nil {
-			in = in.WithMinValue(strconv.FormatFloat(*f.Min, 'f', -1, 64))
+		lo, hi := numberBounds(*f)
+		if lo != "" {
+			in = in.WithMinValue(lo)
 		}
-		if f.Max != nil {
-			in = in.WithMaxValue(strconv.FormatFloat(*f.Max, 'f', -1, 64))
+		if hi != "" {
+			in = in.WithMaxValue(hi)
 		}
 		el = in
 	case bridge.FieldChoice:
@@ -256,4 +257,37 @@ func ModalErrors(q *bridge.Question, callback string, e *bridge.AnswerError) map
 		out[first] = plain(msg, 300)
 	}
 	return out
+}
+
+// numberBounds are a number field's min_value and max_value for Slack's
+// number input ("" for none). A whole-number input takes whole bounds, so
+// a fractional bound of an integer field is rounded inward (the same whole
+// numbers fit); bounds no whole number fits between are left to the
+// validator, since Slack refuses a form whose min is above its max.
+func numberBounds(f bridge.Field) (lo, hi string) {
+	var mn, mx *float64
+	if f.Min != nil {
+		v := *f.Min
+		if f.Integer {
+			v = math.Ceil(v)
+		}
+		mn = &v
+	}
+	if f.Max != nil {
+		v := *f.Max
+		if f.Integer {
+			v = math.Floor(v)
+		}
+		mx = &v
+	}
+	if mn != nil && mx != nil && *mn > *mx {
+		return "", ""
+	}
+	if mn != nil {
+		lo = strconv.FormatFloat(*mn, 'f', -1, 64)
+	}
+	if mx != nil {
+		hi = strconv.FormatFloat(*mx, 'f', -1, 64)
+	}
+	return lo, hi
 }
