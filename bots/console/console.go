@@ -74,7 +74,7 @@ func New(o Options) (*Console, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	p, err := loadPages()
+	p, err := loadPages(o.Signer.BasePath())
 	if err != nil {
 		return nil, err
 	}

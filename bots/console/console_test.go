@@ -27,6 +27,8 @@ type harness struct {
 	client *http.Client
 	// attempts counts what is published on the answer subjects.
 	attempts *testenv.Publications
+	// prefix, when set, serves the console behind a proxy under that path.
+	prefix string
 }
 
 func newHarness(t *testing.T) *harness {
@@ -43,9 +45,16 @@ func (h *harness) start(n *bridge.NATS) {
 	t := h.t
 	h.attempts = testenv.Published(t, n.Conn, bridge.PrefixAnswer+".>")
 	mux := http.NewServeMux()
-	h.srv = httptest.NewServer(mux)
+	var front http.Handler = mux
+	if h.prefix != "" {
+		// A proxy that serves askbridge under a path, as ASK_PUBLIC_URL says.
+		outer := http.NewServeMux()
+		outer.Handle(h.prefix+"/", http.StripPrefix(h.prefix, mux))
+		front = outer
+	}
+	h.srv = httptest.NewServer(front)
 	t.Cleanup(h.srv.Close)
-	h.signer = Signer{PublicURL: h.srv.URL, Secret: []byte(testSecret)}
+	h.signer = Signer{PublicURL: h.srv.URL + h.prefix, Secret: []byte(testSecret)}
 	c, err := New(Options{NATS: n, Signer: h.signer, Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatalf("console.New: %v", err)
@@ -177,6 +186,46 @@ func reportQuestion(job string) bridge.Question {
 
 func (h *harness) questionURL(identity string, q bridge.Question) string {
 	return h.signer.QuestionURL(identity, q.Tenant, q.JobID, q.QuestionID, time.Hour)
+}
+
+// TestServedUnderAPathPrefix checks a console behind a proxy that serves
+// it under a path (ASK_PUBLIC_URL=https://example.com/askbridge) links
+// its stylesheet, its pages and its forms within that path.
+func TestServedUnderAPathPrefix(t *testing.T) {
+	n := startNATS(t)
+	h := &harness{t: t, n: n, logs: &testenv.LockedBuffer{}, prefix: "/askbridge"}
+	h.rt = startResponder(t, n)
+	h.start(n)
+	q := reportQuestion("job-pfx")
+	h.rt.add(q)
+	link := h.questionURL("console:alice", q)
+	if !strings.HasPrefix(link, h.srv.URL+"/askbridge/console/q/acme/job-pfx/q-1?") {
+		t.Fatalf("link %s", link)
+	}
+	p := h.get(link)
+	if p.status != http.StatusOK {
+		t.Fatalf("status %d:\n%s", p.status, p.body)
+	}
+	if !strings.Contains(p.body, `<link rel="stylesheet" href="/askbridge/console/static/console.css">`) {
+		t.Errorf("stylesheet not under the prefix:\n%s", p.body)
+	}
+	if css := h.get("/askbridge/console/static/console.css"); css.status != http.StatusOK || !strings.HasPrefix(css.header.Get("Content-Type"), "text/css") {
+		t.Errorf("stylesheet through the proxy: %d %s", css.status, css.header.Get("Content-Type"))
+	}
+	if !strings.Contains(p.body, `action="/askbridge/console/q/acme/job-pfx/q-1?`) {
+		t.Fatalf("form action not under the prefix:\n%s", p.body)
+	}
+	form := formValues(t, p.body, "answer-form")
+	form.Set("action", "answer")
+	form.Set("f.on", "2026-10-20")
+	form.Set("f.copies", "2")
+	sent := h.post(link, form)
+	if loc := sent.header.Get("Location"); sent.status != http.StatusSeeOther || !strings.HasPrefix(loc, "/askbridge/console/q/acme/job-pfx/q-1?") {
+		t.Fatalf("post: %d, Location %q\n%s", sent.status, loc, sent.body)
+	}
+	if got := h.get(sent.header.Get("Location")); got.status != http.StatusOK {
+		t.Fatalf("after the post: %d", got.status)
+	}
 }
 
 func TestQuestionPageShowsTheFormDrawnFromFields(t *testing.T) {

@@ -70,7 +70,7 @@ func (s Signer) mac(l Link) string {
 
 // URL returns the absolute signed URL for l.
 func (s Signer) URL(l Link) string {
-	return strings.TrimRight(s.PublicURL, "/") + s.RelativeURL(l)
+	return strings.TrimRight(s.PublicURL, "/") + l.Path() + "?" + s.Query(l)
 }
 
 // QuestionURL mints a link to one question for identity, valid for ttl.
@@ -134,9 +134,21 @@ func (s Signer) Query(l Link) string {
 	return q.Encode()
 }
 
-// RelativeURL is l's path and signed query without the public base URL: the
-// console uses it for links between its own pages.
-func (s Signer) RelativeURL(l Link) string { return l.Path() + "?" + s.Query(l) }
+// RelativeURL is l's path and signed query without the public base URL's
+// scheme and host: the console uses it for links between its own pages.
+// It keeps the base URL's path, so pages served behind a proxy under a
+// prefix (ASK_PUBLIC_URL=https://example.com/askbridge) link within it.
+func (s Signer) RelativeURL(l Link) string { return s.BasePath() + l.Path() + "?" + s.Query(l) }
+
+// BasePath is the path of the public base URL, without a trailing slash:
+// "" for https://example.com, "/askbridge" for https://example.com/askbridge.
+func (s Signer) BasePath() string {
+	u, err := url.Parse(s.PublicURL)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimRight(u.EscapedPath(), "/")
+}
 
 // FormToken is the anti-forgery token of a console form: an HMAC binding
 // the link's identity and target to the form's nonce. It is a different

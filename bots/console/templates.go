@@ -23,11 +23,13 @@ type pages struct {
 	byName map[string]*template.Template
 }
 
-var funcs = template.FuncMap{
-	"lines": func(s string) []string { return strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") },
-}
-
-func loadPages() (*pages, error) {
+// loadPages parses the pages; prefix is the path the console is served
+// under behind a proxy ("" when at the root), for the stylesheet's link.
+func loadPages(prefix string) (*pages, error) {
+	funcs := template.FuncMap{
+		"lines":  func(s string) []string { return strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") },
+		"prefix": func() string { return prefix },
+	}
 	p := &pages{byName: map[string]*template.Template{}}
 	for _, name := range pageNames {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
