@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,9 +118,32 @@ func (c *Client) Ask(ctx context.Context, q *bridge.Question) (*Outcome, error) 
 
 // Await waits for the outcome of a question asked before, reading the
 // job's resumes from the start of the stream, so an agent that restarted
-// finds an outcome published while it was down.
+// finds an outcome published while it was down. It is the outcome of the
+// question's latest version: when a version was superseded by a later one
+// asked under the same id, Await waits for the later one's.
 func (c *Client) Await(ctx context.Context, tenant, job, questionID string) (*Outcome, error) {
 	return c.await(ctx, tenant, job, questionID, 0, false)
+}
+
+// supersededPrefix starts the text of an outcome superseded by a newer
+// task version.
+var supersededPrefix = strings.TrimSuffix(bridge.SupersededText(0), "0.")
+
+// laterVersion is the version of questionID the runtime holds, when it is
+// later than version: the question was asked again under the same id.
+func (c *Client) laterVersion(ctx context.Context, tenant, job, questionID string, version int64) (int64, bool) {
+	req, _ := json.Marshal(bridge.ShowRequest{Tenant: tenant, JobID: job, QuestionID: questionID})
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	msg, err := c.nc.RequestWithContext(rctx, bridge.APIShow, req)
+	if err != nil {
+		return 0, false
+	}
+	var reply bridge.ShowReply
+	if json.Unmarshal(msg.Data, &reply) != nil || reply.Question == nil || reply.Question.TaskVersion <= version {
+		return 0, false
+	}
+	return reply.Question.TaskVersion, true
 }
 
 // await returns the first outcome for questionID (at version, when exact).
@@ -153,8 +177,15 @@ func (c *Client) await(ctx context.Context, tenant, job, questionID string, vers
 		if json.Unmarshal(msg.Data(), &out) != nil {
 			continue
 		}
-		if out.QuestionID == questionID && (!exact || out.TaskVersion == version) {
-			return &out, nil
+		if out.QuestionID != questionID || ((exact || version != 0) && out.TaskVersion != version) {
+			continue
 		}
+		if !exact && out.Outcome == bridge.OutcomeCanceled && strings.HasPrefix(out.Text, supersededPrefix) {
+			if later, ok := c.laterVersion(ctx, tenant, job, questionID, out.TaskVersion); ok {
+				version = later // its outcome comes later in the stream
+				continue
+			}
+		}
+		return &out, nil
 	}
 }

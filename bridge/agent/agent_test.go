@@ -96,3 +96,70 @@ func TestAskStopsRepublishingOnceRecorded(t *testing.T) {
 		t.Fatal("no outcome")
 	}
 }
+
+// Await follows a question asked again under the same id at a later task
+// version: the superseded version's outcome is not the question's.
+func TestAwaitFollowsTheLatestVersion(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: runtime.Roles{Operators: []string{"cli:kevin"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	v1 := question("job-aw")
+	if err := env.Agent.Publish(ctx, v1); err != nil {
+		t.Fatal(err)
+	}
+	v2 := question("job-aw")
+	v2.TaskVersion = 2
+	if err := env.Agent.Publish(ctx, v2); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *agent.Outcome, 1)
+	go func() {
+		out, err := env.Agent.Await(ctx, "acme", "job-aw", "q-1")
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := testenv.StreamCount(t, env.NATS, bridge.StreamResumes, bridge.ResumeSubject("acme", "job-aw")); n != 1 {
+			return errors.New("version 1 not superseded yet")
+		}
+		return nil
+	})
+	select {
+	case out := <-done:
+		t.Fatalf("Await returned %+v while version 2 waits", out)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := env.Attempt(ctx, bridge.AnswerAttempt{Tenant: "acme", JobID: "job-aw", QuestionID: "q-1", TaskVersion: 2,
+		AttemptID: "a-1", Answer: json.RawMessage(`"blue"`), By: "cli:kevin"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case out := <-done:
+		if out == nil || out.TaskVersion != 2 || out.Text != "The answer: blue" {
+			t.Fatalf("Await = %+v, want version 2's answer", out)
+		}
+	case <-ctx.Done():
+		t.Fatal("Await did not return version 2's outcome")
+	}
+	// A question superseded by a version asked under another id: that
+	// outcome is the question's.
+	out, err := env.Agent.Await(ctx, "acme", "job-aw", "q-1")
+	if err != nil || out.TaskVersion != 2 {
+		t.Fatalf("Await again = %+v, %v", out, err)
+	}
+	v3 := question("job-aw2")
+	if err := env.Agent.Publish(ctx, v3); err != nil {
+		t.Fatal(err)
+	}
+	other := question("job-aw2")
+	other.QuestionID, other.TaskVersion = "q-2", 2
+	if err := env.Agent.Publish(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	out, err = env.Agent.Await(ctx, "acme", "job-aw2", "q-1")
+	if err != nil || out.Text != "The question was superseded by task version 2." {
+		t.Fatalf("Await of a question superseded under another id = %+v, %v", out, err)
+	}
+}
