@@ -79,6 +79,11 @@ type Bot struct {
 	calls       *apimetrics.Calls
 	// decided is set with Options.AckAfterDecision.
 	decided *bridge.Decisions
+	// dmChannels remembers each person's DM channel (conversations.open
+	// gives the same one every time), so a reminder to many people costs
+	// one paced call per person once, not per reminder.
+	dmMu       sync.Mutex
+	dmChannels map[string]string
 }
 
 // New checks the options and prepares the adapter: the Slack client and
@@ -153,6 +158,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		threadRefresh: threadRefresh,
 		workers:       4,
 		clicks:        newDedupe(10 * time.Second),
+		dmChannels:    map[string]string{},
 		choiceCache:   newChoiceCache(50000),
 	}, nil
 }

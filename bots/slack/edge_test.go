@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -234,6 +235,31 @@ func TestChannelNotFoundFailsTheJob(t *testing.T) {
 	out := awaitOutcome(t, env, q)
 	if out.Outcome != bridge.OutcomeFailed || out.Failure == nil || out.Failure.Code != bridge.CodeReferenceUnresolved {
 		t.Fatalf("resume: %+v failure %+v", out, out.Failure)
+	}
+}
+
+// TestDMChannelOpenedOnce checks reminders to a person open their DM
+// channel once: conversations.open is paced, and a reminder step to many
+// people should not pay it again for each later step.
+func TestDMChannelOpenedOnce(t *testing.T) {
+	_, h := e2e(t, runtime.Roles{})
+	ctx := context.Background()
+	for _, text := range []string{"first reminder", "second reminder"} {
+		if err := h.bot.dm(ctx, "U0KEV", text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(h.fake.Calls("conversations.open")); n != 1 {
+		t.Fatalf("%d conversations.open calls for two DMs to one person, want 1", n)
+	}
+	var texts []string
+	for _, c := range h.fake.Calls("chat.postMessage") {
+		if c.Str("channel") == "D0KEV" {
+			texts = append(texts, c.Str("text"))
+		}
+	}
+	if !slices.Equal(texts, []string{"first reminder", "second reminder"}) {
+		t.Fatalf("DMs %q", texts)
 	}
 }
 

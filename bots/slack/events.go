@@ -545,22 +545,35 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 }
 
 func (b *Bot) dm(ctx context.Context, user, text string) error {
-	var channel string
-	err := b.call(ctx, "conversations.open", "", func(ctx context.Context) error {
-		ch, _, _, err := b.api.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}, ReturnIM: true})
-		if err == nil {
-			channel = ch.ID
+	b.dmMu.Lock()
+	channel := b.dmChannels[user]
+	b.dmMu.Unlock()
+	if channel == "" {
+		err := b.call(ctx, "conversations.open", "", func(ctx context.Context) error {
+			ch, _, _, err := b.api.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}, ReturnIM: true})
+			if err == nil {
+				channel = ch.ID
+			}
+			return err
+		})
+		if err != nil {
+			return err
 		}
-		return err
-	})
-	if err != nil {
-		return err
+		b.dmMu.Lock()
+		if len(b.dmChannels) >= maxDMChannels {
+			clear(b.dmChannels)
+		}
+		b.dmChannels[user] = channel
+		b.dmMu.Unlock()
 	}
 	return b.call(ctx, "chat.postMessage", channel, func(ctx context.Context) error {
 		_, _, err := b.api.PostMessageContext(ctx, channel, slack.MsgOptionText(text, false))
 		return err
 	})
 }
+
+// maxDMChannels bounds the remembered DM channels.
+const maxDMChannels = 10000
 
 // reminderText is the DM: the question, a link to the card, the time
 // left; owner and admin steps also say who was asked and since when.

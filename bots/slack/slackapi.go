@@ -159,7 +159,11 @@ func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(conte
 		if unsure && done != nil && done(ctx) {
 			return nil
 		}
-		if err := b.pace.wait(ctx, channel); err != nil {
+		key := channel
+		if key == "" {
+			key = "method " + op // Slack limits these per method, not per channel
+		}
+		if err := b.pace.wait(ctx, key); err != nil {
 			return classify(op, err)
 		}
 		err := fn(ctx)
@@ -175,7 +179,7 @@ func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(conte
 			b.log.WarnContext(ctx, "slack: rate limited", "op", op, "channel", channel, "retry_after", wait)
 			b.calls.Retry(op, apimetrics.RetryRateLimited)
 			// Everyone posting to this channel waits, not just this call.
-			b.pace.block(channel, wait)
+			b.pace.block(key, wait)
 			continue
 		}
 		e := classify(op, err)
