@@ -83,7 +83,10 @@ const (
 
 // PruneSent deletes rows sent before the cutoff; JetStream keeps the messages.
 func (s *Store) PruneSent(ctx context.Context, before time.Time) (int64, error) {
-	n, err := s.pruneInChunks(ctx, "SELECT id FROM outbox WHERE sent_at IS NOT NULL AND sent_at < ? ORDER BY id LIMIT ?",
+	// The newest row stays: SQLite gives a new row the highest id plus one,
+	// so with the table emptied ids would start again at 1, below the
+	// relay's cursor (and its Nats-Msg-Ids would repeat).
+	n, err := s.pruneInChunks(ctx, "SELECT id FROM outbox WHERE sent_at IS NOT NULL AND sent_at < ? AND id < (SELECT max(id) FROM outbox) ORDER BY id LIMIT ?",
 		"DELETE FROM outbox WHERE id IN (SELECT value FROM json_each(?)) AND sent_at IS NOT NULL", ms(before), func(rows *sql.Rows) (any, error) {
 			var id int64
 			return id, rows.Scan(&id)

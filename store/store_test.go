@@ -395,6 +395,32 @@ func TestOutboxMarkSentAndPrune(t *testing.T) {
 	}
 }
 
+// TestOutboxIDsNeverGoBackAfterAPrune checks pruning every sent row
+// leaves the newest, so the next row's id is above every id before it:
+// the relay reads rows after the last id it published.
+func TestOutboxIDsNeverGoBackAfterAPrune(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	if err := s.Enqueue(ctx, []Message{{Subject: "ev", Data: []byte("a")}, {Subject: "ev", Data: []byte("b")}}); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := s.Unsent(ctx, 0, 10)
+	last := rows[len(rows)-1].ID
+	if err := s.MarkSent(ctx, []int64{rows[0].ID, last}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneSent(ctx, t0.Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v; want every sent row but the newest", n, err)
+	}
+	if err := s.Enqueue(ctx, []Message{{Subject: "ev", Data: []byte("c")}}); err != nil {
+		t.Fatal(err)
+	}
+	next, _ := s.Unsent(ctx, last, 10)
+	if len(next) != 1 || next[0].ID <= last || string(next[0].Data) != "c" {
+		t.Fatalf("rows after %d: %+v; want the new row, with a higher id", last, next)
+	}
+}
+
 func TestPruneAttempts(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
