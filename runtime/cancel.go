@@ -69,9 +69,14 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 	} else if wait {
 		return errAfterQuestion
 	}
+	key := ""
+	if meta, err := msg.Metadata(); err == nil {
+		// This stored message, however often it is delivered.
+		key = fmt.Sprintf("cancel.%d.%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
+	}
 	ended, err := r.st.Cancel(ctx, store.JobCancel{
 		Tenant: tenant, JobID: job, QuestionID: c.QuestionID, NewVersion: c.TaskVersion,
-		Reason: c.Reason, By: c.By, Via: platformOf(c.By), At: now,
+		Reason: c.Reason, By: c.By, Via: platformOf(c.By), At: now, Key: key,
 		Outbox: func(rec *store.Record) []store.Message {
 			refs, _ := r.st.Messages(ctx, rec.ID)
 			text := bridge.CancelledText(c.Reason)
@@ -81,6 +86,11 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 			return endedMessages(rec, rec.State, text, refs, now)
 		},
 	})
+	if errors.Is(err, store.ErrDuplicate) {
+		r.log.Info("cancel already applied; redelivered", "tenant", tenant, "job", job)
+		tell(bridge.CancelDecision{})
+		return nil
+	}
 	if err != nil {
 		return err
 	}

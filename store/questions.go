@@ -379,6 +379,11 @@ type JobCancel struct {
 	By         string
 	Via        string
 	At         time.Time
+	// Key names the cancel message; a cancel whose key was applied before
+	// changes nothing and returns ErrDuplicate. A redelivered version bump
+	// would otherwise find its version current and cancel the questions
+	// asked at it since.
+	Key string
 	// Outbox builds the messages announcing each question's new state.
 	Outbox func(r *Record) []Message
 }
@@ -388,6 +393,16 @@ func (s *Store) Cancel(ctx context.Context, c JobCancel) ([]Record, error) {
 	var ended []Record
 	err := s.tx(ctx, func(tx *txn) error {
 		ended = nil
+		if c.Key != "" {
+			// Kept with the answer attempts' ids, and pruned with them.
+			res, err := tx.exec(ctx, "INSERT INTO attempts (attempt_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING", c.Key, ms(c.At))
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return ErrDuplicate
+			}
+		}
 		var current int64
 		err := tx.queryRow(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", c.Tenant, c.JobID).Scan(&current)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {

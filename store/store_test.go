@@ -259,6 +259,30 @@ func TestCancelAndBump(t *testing.T) {
 	}
 }
 
+// TestCancelAppliedOnce checks a cancel delivered again (its key seen)
+// changes nothing: a redelivered version bump must not cancel the
+// questions asked at the new version since.
+func TestCancelAppliedOnce(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	mustAsk(t, s, newQ("job-1", "q-1", 1))
+	bump := JobCancel{Tenant: "acme", JobID: "job-1", NewVersion: 2, At: t0, Key: "cancel.7.1"}
+	if ended, err := s.Cancel(ctx, bump); err != nil || len(ended) != 1 {
+		t.Fatalf("bump = %+v, %v", ended, err)
+	}
+	mustAsk(t, s, newQ("job-1", "q-2", 2))
+	if ended, err := s.Cancel(ctx, bump); !errors.Is(err, ErrDuplicate) || len(ended) != 0 {
+		t.Fatalf("the bump again = %+v, %v; want ErrDuplicate", ended, err)
+	}
+	if r, err := s.Find(ctx, Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-2", TaskVersion: 2}); err != nil || r.State != bridge.StatePending {
+		t.Fatalf("q-2 after the redelivered bump: %+v, %v", r, err)
+	}
+	// Another cancel (another key) still applies.
+	if ended, err := s.Cancel(ctx, JobCancel{Tenant: "acme", JobID: "job-1", At: t0, Key: "cancel.8.1"}); err != nil || len(ended) != 1 {
+		t.Fatalf("a new cancel = %+v, %v", ended, err)
+	}
+}
+
 func TestFindListCountAndDeliveries(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
