@@ -89,11 +89,11 @@ func TestNATS(t *testing.T) {
 		subject := QuestionSubject("acme", "job-dedupe")
 		q := validQuestion()
 		for range 2 {
-			if err := Publish(ctx, n.JS, subject, "q-acme-job-dedupe-q-1-3", q); err != nil {
+			if err := Publish(ctx, n.JS, subject, "q.acme.job-dedupe.q-1.3", q); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := Publish(ctx, n.JS, subject, "q-acme-job-dedupe-q-2-3", q); err != nil {
+		if err := Publish(ctx, n.JS, subject, "q.acme.job-dedupe.q-2.3", q); err != nil {
 			t.Fatal(err)
 		}
 		s, err := n.JS.Stream(ctx, StreamQuestions)

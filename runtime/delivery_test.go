@@ -17,7 +17,7 @@ import (
 func report(t *testing.T, env *testenv.Env, q *bridge.Question, d bridge.Delivery) {
 	t.Helper()
 	d.Tenant, d.JobID, d.QuestionID, d.TaskVersion = q.Tenant, q.JobID, q.QuestionID, q.TaskVersion
-	id := fmt.Sprintf("delivery-%s-%s-%s-%s-%d", d.Platform, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
+	id := fmt.Sprintf("delivery.%s.%s.%s.%s.%d", d.Platform, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
 	if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.DeliverySubject(q.Tenant, q.JobID), id, d); err != nil {
 		t.Fatal(err)
 	}

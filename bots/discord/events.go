@@ -86,7 +86,7 @@ func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, last bool) erro
 
 // deliveryID is the Nats-Msg-Id of a delivery report.
 func deliveryID(tenant, job, question string, version int64) string {
-	return fmt.Sprintf("delivery-%s-%s-%s-%s-%d", bridge.PlatformDiscord, tenant, job, question, version)
+	return fmt.Sprintf("delivery.%s.%s.%s.%s.%d", bridge.PlatformDiscord, tenant, job, question, version)
 }
 
 func (b *Bot) report(ctx context.Context, c *card, ref *bridge.MessageRef, f *bridge.Failure) error {

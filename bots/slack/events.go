@@ -295,7 +295,7 @@ func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string)
 func (b *Bot) report(ctx context.Context, r blockkit.Ref, msg *bridge.MessageRef, f *bridge.Failure) error {
 	d := bridge.Delivery{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID, TaskVersion: r.Version,
 		Platform: bridge.PlatformSlack, OK: f == nil, Message: msg, Failure: f, At: b.now().UTC()}
-	id := fmt.Sprintf("delivery-slack-%s-%s-%s-%d", r.Tenant, r.JobID, r.QuestionID, r.Version)
+	id := fmt.Sprintf("delivery.slack.%s.%s.%s.%d", r.Tenant, r.JobID, r.QuestionID, r.Version)
 	return bridge.Publish(ctx, b.js, bridge.DeliverySubject(r.Tenant, r.JobID), id, d)
 }
 

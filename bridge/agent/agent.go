@@ -61,7 +61,8 @@ func (c *Client) Publish(ctx context.Context, q *bridge.Question) error {
 	if err := bridge.CheckToken("job_id", q.JobID); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	msgID := fmt.Sprintf("q-%s-%s-%s-%d", q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
+	// Dots: ids cannot hold one, so no two questions share a message id.
+	msgID := fmt.Sprintf("q.%s.%s.%s.%d", q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
 	return bridge.Publish(ctx, c.js, bridge.QuestionSubject(q.Tenant, q.JobID), msgID, q)
 }
 

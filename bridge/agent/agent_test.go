@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,4 +163,27 @@ func TestAwaitFollowsTheLatestVersion(t *testing.T) {
 	if err != nil || out.Text != "The question was superseded by task version 2." {
 		t.Fatalf("Await of a question superseded under another id = %+v, %v", out, err)
 	}
+}
+
+// Two questions whose ids run together the same way are two questions:
+// job-1/q and job/1-q.
+func TestQuestionsWithRunTogetherIDsAreBothAsked(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	a, b := question("job-1"), question("job")
+	a.QuestionID, b.QuestionID = "q", "1-q"
+	for _, q := range []*bridge.Question{a, b} {
+		if err := env.Agent.Publish(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		for _, q := range []*bridge.Question{a, b} {
+			if _, err := env.Store.Find(ctx, store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion}); err != nil {
+				return fmt.Errorf("%s/%s: %v", q.JobID, q.QuestionID, err)
+			}
+		}
+		return nil
+	})
 }
