@@ -27,6 +27,21 @@ func subjectKey(subject, prefix string) (tenant, job string, ok bool) {
 	return tenant, job, true
 }
 
+// subjectTokens splits prefix.<tenant>.<job> into its two last tokens,
+// whatever they hold, as long as they make a literal subject one can
+// publish a reply to.
+func subjectTokens(subject, prefix string) (tenant, job string, ok bool) {
+	rest, found := strings.CutPrefix(subject, prefix+".")
+	if !found {
+		return "", "", false
+	}
+	tenant, job, found = strings.Cut(rest, ".")
+	if !found || tenant == "" || job == "" || strings.Contains(job, ".") || strings.ContainsAny(rest, "*> \t\r\n") {
+		return "", "", false
+	}
+	return tenant, job, true
+}
+
 // askQuestions records a batch of new questions before anything shows
 // them, in one transaction, or sends each malformed one's agent an invalid
 // outcome saying why it was refused.
@@ -42,6 +57,20 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 	for _, msg := range msgs {
 		tenant, job, ok := subjectKey(msg.Subject(), bridge.PrefixQuestion)
 		if !ok {
+			if t, j, ok := subjectTokens(msg.Subject(), bridge.PrefixQuestion); ok {
+				// A subject NATS takes but askbridge does not (a job id too
+				// long, or not ASCII): refused back to the agent, who waits
+				// on the matching resume subject.
+				why := bridge.CheckToken("tenant", t)
+				if why == nil {
+					why = bridge.CheckToken("job_id", j)
+				}
+				q, _ := bridge.DecodeQuestion(msg.Data())
+				if err := r.refuseQuestion(ctx, msg, t, j, q, why); err != nil {
+					return err
+				}
+				continue
+			}
 			r.log.Warn("question on a subject without a valid tenant and job; dropped", "subject", msg.Subject())
 			continue
 		}

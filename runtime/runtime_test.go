@@ -587,3 +587,31 @@ func TestListRefusesAnUnknownState(t *testing.T) {
 		}
 	}
 }
+
+// TestQuestionOnABadJobIDIsRefusedBack checks a question published on a
+// subject NATS takes but whose job id askbridge does not (too long, not
+// ASCII) is refused back on the matching resume subject, naming the id.
+func TestQuestionOnABadJobIDIsRefusedBack(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	resumes := env.Record(t, bridge.StreamResumes, "ask.v1.resume.acme.>")
+	long := strings.Repeat("j", 65)
+	for _, job := range []string{long, "jöb"} {
+		q := choiceQuestion(job)
+		body, _ := json.Marshal(q)
+		if _, err := env.NATS.JS.Publish(context.Background(), bridge.PrefixQuestion+".acme."+job, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := len(resumes.Resumes()); n != 2 {
+			return fmt.Errorf("%d resumes, want 2", n)
+		}
+		return nil
+	})
+	for _, res := range resumes.Resumes() {
+		want := fmt.Sprintf("The question was refused: job_id: %q must be 1 to 64 letters, digits, '-' or '_'.", res.JobID)
+		if res.Outcome != bridge.OutcomeInvalid || res.Text != want || res.QuestionID != "q-1" || (res.JobID != long && res.JobID != "jöb") {
+			t.Errorf("resume %+v\nwant text %q", res, want)
+		}
+	}
+}
