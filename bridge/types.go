@@ -249,6 +249,10 @@ type AnswerAttempt struct {
 	// TaskVersion binds the attempt to the version the person saw; 0 means
 	// the question's latest version (the CLI, which saw no card).
 	TaskVersion int64 `json:"task_version,omitempty"`
+	// ExactVersion says TaskVersion is the version the person saw even
+	// when it is 0 (a question asked without a version): a card or form
+	// of version 0 must not answer the question asked again at version 1.
+	ExactVersion bool `json:"exact_version,omitempty"`
 	// AttemptID is unique per interaction (Slack/Discord interaction id,
 	// console form nonce); the same id twice is one attempt.
 	AttemptID string `json:"attempt_id"`

@@ -207,6 +207,9 @@ func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAt
 		return nil, nil, nil, nil, err
 	}
 	rec := found.Record
+	if a.ExactVersion && a.TaskVersion == 0 && rec.TaskVersion != 0 {
+		return rec, nil, nil, staleRefusal(0, rec.TaskVersion), nil
+	}
 	if rec.State != bridge.StatePending {
 		return rec, nil, nil, notPending(rec), nil
 	}

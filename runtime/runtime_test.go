@@ -615,3 +615,37 @@ func TestQuestionOnABadJobIDIsRefusedBack(t *testing.T) {
 		}
 	}
 }
+
+// TestCardOfAVersionlessQuestionIsStaleOnceReasked checks a question
+// asked without a task version (version 0) and asked again at version 1:
+// an attempt from the version-0 card (exact_version) is refused as stale,
+// while one that names no version (the CLI) answers the latest.
+func TestCardOfAVersionlessQuestionIsStaleOnceReasked(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-v0")
+	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject("acme", "job-v0"))
+	v0 := choiceQuestion("job-v0")
+	v0.TaskVersion = 0
+	ask(t, env, v0)
+	waitState(t, env, v0, bridge.StatePending)
+	v1 := choiceQuestion("job-v0")
+	ch1 := ask(t, env, v1)
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		for _, res := range resumes.Resumes() {
+			if res.TaskVersion == 0 && res.Text == "The question was superseded by task version 1." {
+				return nil
+			}
+		}
+		return fmt.Errorf("version 0 not superseded: %+v", resumes.Resumes())
+	})
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-v0", QuestionID: "q-1", ExactVersion: true, AttemptID: "old-card",
+		Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+	if ev := refusalFor(t, events, "old-card"); ev.Reason != bridge.RefusedStale ||
+		ev.Text != "This answer is stale: it belongs to task version 0, and the task is now at version 1." {
+		t.Fatalf("old card's refusal = %+v", ev)
+	}
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-v0", QuestionID: "q-1", AttemptID: "cli", Answer: json.RawMessage(`"blue"`), By: "slack:UOP"})
+	if out := outcome(t, ch1); out.TaskVersion != 1 || out.Text != "The answer: blue" {
+		t.Fatalf("version 1 outcome %+v", out)
+	}
+}

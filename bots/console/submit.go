@@ -161,12 +161,14 @@ func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		JobID:       v.JobID,
 		QuestionID:  v.QuestionID,
 		TaskVersion: version,
-		AttemptID:   attemptPrefix + nonce,
-		Action:      checked.Action,
-		Comment:     comment,
-		By:          l.Identity,
-		Via:         bridge.PlatformConsole,
-		At:          c.now().UTC(),
+		// The version the form was drawn for, even 0.
+		ExactVersion: true,
+		AttemptID:    attemptPrefix + nonce,
+		Action:       checked.Action,
+		Comment:      comment,
+		By:           l.Identity,
+		Via:          bridge.PlatformConsole,
+		At:           c.now().UTC(),
 	}
 	if checked.Action == bridge.ActionAnswer {
 		attempt.Answer = checked.Value

@@ -325,7 +325,10 @@ func attemptID(in *discordgo.Interaction) string { return bridge.PlatformDiscord
 func (b *Bot) propose(ctx context.Context, in *discordgo.Interaction, who clicker, c *card, act string, answer json.RawMessage, comment string) *discordgo.InteractionResponse {
 	at := bridge.AnswerAttempt{
 		Tenant: c.Tenant, JobID: c.JobID, QuestionID: c.QuestionID, TaskVersion: c.TaskVersion,
-		AttemptID: attemptID(in), Action: act, Answer: answer, Comment: comment,
+		// A card's or form's version is the one the person saw; /ask
+		// answer saw none and means the latest.
+		ExactVersion: in.Type != discordgo.InteractionApplicationCommand,
+		AttemptID:    attemptID(in), Action: act, Answer: answer, Comment: comment,
 		By: who.Identity, ByName: who.Name, Via: bridge.PlatformDiscord, Roles: who.Roles, At: b.now().UTC(),
 		ReplyTo: b.replyTo(in),
 	}

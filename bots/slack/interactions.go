@@ -284,7 +284,7 @@ func firstNonEmpty(s ...string) string {
 }
 
 func (b *Bot) attempt(cb *slack.InteractionCallback, r blockkit.Ref, to map[string]string) bridge.AnswerAttempt {
-	return bridge.AnswerAttempt{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID, TaskVersion: r.Version,
+	return bridge.AnswerAttempt{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID, TaskVersion: r.Version, ExactVersion: true,
 		By: "slack:" + cb.User.ID, ByName: firstNonEmpty(cb.User.Name, cb.User.Profile.DisplayName), Via: bridge.PlatformSlack,
 		At: b.now().UTC(), ReplyTo: to}
 }
