@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store"
 )
@@ -48,11 +50,20 @@ func (r *Runtime) fireDue(ctx context.Context) time.Duration {
 			r.log.Error("ladder: read due steps", "err", err)
 			return time.Second
 		}
+		held := false
 		for _, d := range due {
-			if err := r.fireStep(ctx, d, now); err != nil && ctx.Err() == nil {
+			err := r.fireStep(ctx, d, now)
+			if errors.Is(err, errAnswerWaiting) {
+				held = true // again shortly, once the answer is decided
+				continue
+			}
+			if err != nil && ctx.Err() == nil {
 				r.log.Error("ladder: fire step", "question", d.Question, "step", d.Target, "err", err)
 				return time.Second
 			}
+		}
+		if held {
+			return answerWaitRetry
 		}
 		if len(due) < 100 {
 			break
@@ -146,6 +157,13 @@ func (r *Runtime) targets(q *bridge.Question, target string) []string {
 // timeOut ends a question nobody answered: outcome timed_out, or failed
 // with code QuestionTimedOut when the question asked for that.
 func (r *Runtime) timeOut(ctx context.Context, rec *store.Record, q *bridge.Question, now time.Time) error {
+	if now.Sub(rec.Deadline) < maxAnswerHold {
+		if waiting, err := r.answerWaiting(ctx, rec); err != nil {
+			return err
+		} else if waiting {
+			return errAnswerWaiting
+		}
+	}
 	timeout := q.TimeoutDuration()
 	text := bridge.TimedOutText(timeout)
 	refs, err := r.st.Messages(ctx, rec.ID)
@@ -182,4 +200,77 @@ func (r *Runtime) timeOut(ctx context.Context, rec *store.Record, q *bridge.Ques
 	r.wakeRelay()
 	r.log.Info("question timed out", "tenant", rec.Tenant, "job", rec.JobID, "question", rec.QuestionID, "state", state)
 	return nil
+}
+
+// errAnswerWaiting holds a timeout: an answer to the job published before
+// the deadline waits to be decided, and it must win.
+var errAnswerWaiting = errors.New("runtime: an answer published before the deadline waits to be decided")
+
+const (
+	// answerWaitRetry is how soon a held timeout is looked at again.
+	answerWaitRetry = 50 * time.Millisecond
+	// maxAnswerHold bounds how long past its deadline a timeout waits for
+	// answers to be decided, so a stuck consumer never keeps a question
+	// from ending.
+	maxAnswerHold = 2 * time.Minute
+	// maxAnswerWaitAtStart bounds awaitAnswers.
+	maxAnswerWaitAtStart = 30 * time.Second
+)
+
+// answerWaiting reports whether an answer attempt for rec's job, published
+// before rec's deadline, is in the answers stream and not yet decided (past
+// the runtime's consumer's ack floor): under a backlog of answers, or right
+// after a restart, the ladder must not time out a question that was
+// answered in time.
+func (r *Runtime) answerWaiting(ctx context.Context, rec *store.Record) (bool, error) {
+	if r.answers == nil {
+		return false, nil
+	}
+	cons, err := r.js.Consumer(ctx, bridge.StreamAnswers, r.o.Consumer+"-answers")
+	if err != nil {
+		return false, fmt.Errorf("runtime: answers consumer: %w", err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("runtime: answers consumer: %w", err)
+	}
+	m, err := r.answers.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(bridge.AnswerSubject(rec.Tenant, rec.JobID)))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("runtime: look for answers before a timeout: %w", err)
+	}
+	return !m.Time.After(rec.Deadline), nil
+}
+
+// awaitAnswers holds the ladder at start until the answers published
+// before it (while the runtime was down) are decided, so that neither a
+// reminder nor a timeout overtakes an answer given in time. It gives up
+// after maxAnswerWaitAtStart; timeOut still checks for waiting answers.
+func (r *Runtime) awaitAnswers(ctx context.Context, last uint64) {
+	if last == 0 {
+		return
+	}
+	cons, err := r.js.Consumer(ctx, bridge.StreamAnswers, r.o.Consumer+"-answers")
+	if err != nil {
+		r.log.Warn("ladder: cannot see the answers consumer; not waiting for answers", "err", err)
+		return
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	giveUp := time.After(maxAnswerWaitAtStart)
+	for {
+		if info, err := cons.Info(ctx); err == nil && info.AckFloor.Stream >= last {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-giveUp:
+			r.log.Warn("ladder: starting before the answers waiting at start are all decided")
+			return
+		case <-tick.C:
+		}
+	}
 }

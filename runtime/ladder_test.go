@@ -293,3 +293,53 @@ func gauge(t *testing.T, env *testenv.Env, name string) float64 {
 	t.Fatalf("no gauge %s", name)
 	return 0
 }
+
+// TestAnswerGivenInTimeBeatsTheTimeoutAfterARestart checks an answer
+// published before the deadline while the runtime was down (behind a
+// backlog of other attempts) is decided before the ladder times the
+// question out on restart: it answers the question, and nobody is told
+// the question timed out.
+func TestAnswerGivenInTimeBeatsTheTimeoutAfterARestart(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	q := choiceQuestion("job-late")
+	q.Timeout, q.Escalation, q.EscalationReason = "3s", &bridge.Escalation{Off: true}, "the test watches the timeout"
+	ask(t, env, q)
+	waitState(t, env, q, bridge.StatePending)
+	deadline := time.Now().Add(3 * time.Second)
+	dir := env.Dir
+	env.Stop()
+
+	// Only NATS: the attempts wait in the stream for the runtime.
+	ctx := context.Background()
+	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1500 {
+		a := bridge.AnswerAttempt{Tenant: "acme", JobID: fmt.Sprintf("job-other-%d", i), QuestionID: "q-1", AttemptID: fmt.Sprintf("other-%d", i),
+			Answer: json.RawMessage(`"red"`), By: "slack:UOP"}
+		if err := bridge.Publish(ctx, n.JS, bridge.AnswerSubject(a.Tenant, a.JobID), "attempt-"+a.AttemptID, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := bridge.AnswerAttempt{Tenant: "acme", JobID: "job-late", QuestionID: "q-1", TaskVersion: 1, AttemptID: "in-time",
+		Answer: json.RawMessage(`"blue"`), By: "slack:UOP"}
+	if err := bridge.Publish(ctx, n.JS, bridge.AnswerSubject("acme", "job-late"), "attempt-in-time", in); err != nil {
+		t.Fatal(err)
+	}
+	if time.Now().After(deadline) {
+		t.Skip("the machine took longer than the timeout to publish the backlog")
+	}
+	n.Close()
+	time.Sleep(time.Until(deadline) + 500*time.Millisecond)
+
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-late")
+	waitState(t, env, q, bridge.StateAnswered)
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if types := events.EventTypes(); types != "asked,answered" {
+			return fmt.Errorf("events %s, want asked,answered", types)
+		}
+		return nil
+	})
+}

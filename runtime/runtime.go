@@ -94,9 +94,11 @@ type Runtime struct {
 	// questions is the questions stream when it is a work queue (see
 	// questionInFlight); nil for an older stream that keeps every question.
 	questions jetstream.Stream
-	nc        *nats.Conn
-	st        Store
-	metrics   *metrics
+	// answers is the answers stream (see answerWaiting).
+	answers jetstream.Stream
+	nc      *nats.Conn
+	st      Store
+	metrics *metrics
 
 	relayWake chan struct{}
 	ladWake   chan struct{}
@@ -210,6 +212,14 @@ func (r *Runtime) Run(ctx context.Context) error {
 			stop()
 		}
 	}()
+	// Answers that waited for the runtime (published while it was down)
+	// are decided before the ladder fires anything: see awaitAnswers.
+	as, err := r.js.Stream(ctx, bridge.StreamAnswers)
+	if err != nil {
+		return fmt.Errorf("runtime: answers stream: %w", err)
+	}
+	r.answers = as
+	answersAtStart := as.CachedInfo().State.LastSeq
 	if qs, err := r.js.Stream(ctx, bridge.StreamQuestions); err != nil {
 		return fmt.Errorf("runtime: questions stream: %w", err)
 	} else if qs.CachedInfo().Config.Retention == jetstream.WorkQueuePolicy {
@@ -244,7 +254,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); r.relay(ctx) }()
-	go func() { defer wg.Done(); r.ladder(ctx) }()
+	go func() { defer wg.Done(); r.awaitAnswers(ctx, answersAtStart); r.ladder(ctx) }()
 	go func() { defer wg.Done(); r.prune(ctx) }()
 	close(r.ready)
 	r.log.Info("runtime started")
