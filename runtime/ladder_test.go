@@ -63,6 +63,12 @@ func TestLadderThenTimeout(t *testing.T) {
 					t.Errorf("step %d fired before step %d", i, i-1)
 				}
 			}
+			// Every event gives the same asked_at and deadline.
+			for _, ev := range evs[1:] {
+				if !ev.AskedAt.Equal(evs[0].AskedAt) || !ev.Deadline.Equal(evs[0].Deadline) {
+					t.Errorf("%s: asked_at %v, deadline %v; the asked event said %v, %v", ev.Type, ev.AskedAt, ev.Deadline, evs[0].AskedAt, evs[0].Deadline)
+				}
+			}
 		})
 	}
 }

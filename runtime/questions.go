@@ -46,7 +46,9 @@ func subjectTokens(subject, prefix string) (tenant, job string, ok bool) {
 // them, in one transaction, or sends each malformed one's agent an invalid
 // outcome saying why it was refused.
 func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error {
-	now := time.Now().UTC()
+	// Milliseconds, as the store keeps times: the asked event's asked_at
+	// and deadline are then the ones every later event and show give.
+	now := time.Now().UTC().Truncate(time.Millisecond)
 	type item struct {
 		msg         jetstream.Msg
 		tenant, job string
