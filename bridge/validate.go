@@ -426,11 +426,11 @@ func CheckIdentity(id string) error {
 }
 
 // ParseTimeout parses a question timeout: a Go duration ("90s", "4h",
-// "1h30m") or a number of days ("2d").
+// "1h30m"), a number of days ("2d"), or days and a duration ("1d12h").
 func ParseTimeout(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	var d time.Duration
-	if days, ok := strings.CutSuffix(s, "d"); ok {
+	if days, rest, ok := strings.Cut(s, "d"); ok {
 		n, err := strconv.Atoi(days)
 		if err != nil {
 			return 0, fmt.Errorf("%q is not a duration such as 30m, 4h or 2d", s)
@@ -440,6 +440,16 @@ func ParseTimeout(s string) (time.Duration, error) {
 			return 0, fmt.Errorf("%q must be at most 90 days", s)
 		}
 		d = time.Duration(n) * 24 * time.Hour
+		if rest != "" {
+			more, err := time.ParseDuration(rest)
+			if err != nil || more < 0 || rest[0] == '+' {
+				return 0, fmt.Errorf("%q is not a duration such as 30m, 4h or 2d", s)
+			}
+			if more > MaxTimeout {
+				return 0, fmt.Errorf("%q must be at most 90 days", s)
+			}
+			d += more
+		}
 	} else {
 		var err error
 		if d, err = time.ParseDuration(s); err != nil {
