@@ -226,6 +226,50 @@ func TestPermanentErrorsAreTypedDeliveryFailures(t *testing.T) {
 	}
 }
 
+// TestFailureDetails checks the failures that name more than Slack's code:
+// the scope a missing_scope needs, a thread_ts Slack does not know, a
+// route channel askbridge would not send to, and Slack's rate_limited
+// answer taken as a rate limit to wait out, not a refusal.
+func TestFailureDetails(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	startBot(t, n, fake)
+	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
+	cases := []struct {
+		body, channel, code, capability, message string
+		retryable                                bool
+	}{
+		{`{"ok":false,"error":"missing_scope","needed":"chat:write","provided":"commands,im:write"}`, "C0777", bridge.CodeCapabilityUnavailable, "slack:chat:write",
+			"Slack refused chat.postMessage in channel C0777: missing_scope (the app needs the scope chat:write; its token has commands,im:write)", false},
+		{`{"ok":false,"error":"invalid_thread_ts"}`, "C0777", bridge.CodeReferenceUnresolved, "",
+			"Slack refused chat.postMessage in channel C0777: invalid_thread_ts", false},
+		{"", "general", bridge.CodeReferenceUnresolved, "",
+			`"general" is not a Slack channel id (such as C0123); askbridge did not send the message.`, false},
+	}
+	for i, c := range cases {
+		id := fmt.Sprintf("q-detail-%d", i)
+		if c.body != "" {
+			fake.fail("chat.postMessage", 200, nil, c.body)
+		}
+		q := question("job-detail-"+strconv.Itoa(i), id)
+		q.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: c.channel, ThreadTS: "1600000000.000001"}}
+		publishEvent(t, n, askedEvent(q))
+		d := deliveredTS(t, n, deliveries, id)
+		if d.OK || d.Failure == nil || d.Failure.Code != c.code || d.Failure.RequiredCapability != c.capability ||
+			d.Failure.OperatorMessage != c.message || d.Failure.Retryable != c.retryable {
+			t.Errorf("%s: %+v", id, d.Failure)
+		}
+	}
+	// rate_limited in a 200: tried again, and shown.
+	fake.fail("chat.postMessage", 200, nil, `{"ok":false,"error":"rate_limited"}`)
+	q := question("job-detail-rl", "q-detail-rl")
+	q.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0777", ThreadTS: "1600000000.000001"}}
+	publishEvent(t, n, askedEvent(q))
+	if d := deliveredTS(t, n, deliveries, "q-detail-rl"); !d.OK {
+		t.Errorf("after rate_limited: %+v %+v", d, d.Failure)
+	}
+}
+
 func TestChannelNotFoundFailsTheJob(t *testing.T) {
 	env, h := e2e(t, runtime.Roles{})
 	h.fake.fail("chat.postMessage", 200, nil, `{"ok":false,"error":"channel_not_found"}`)

@@ -101,7 +101,10 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 		return nil
 	}
 	if !validChannel(channel) {
-		return b.report(ctx, ref, nil, failure("chat.postMessage", "", &apiError{Op: "chat.postMessage", Code: "invalid_channel"}))
+		// Not sent: Slack would refuse it. Named in the failure, cut short.
+		f := failure("chat.postMessage", "", &apiError{Op: "chat.postMessage", Code: "invalid_channel"})
+		f.OperatorMessage = fmt.Sprintf("%q is not a Slack channel id (such as C0123); askbridge did not send the message.", truncateRunes(channel, 40))
+		return b.report(ctx, ref, nil, f)
 	}
 	if !ev.Deadline.IsZero() && b.now().After(ev.Deadline) {
 		return nil // an old event replayed to a new consumer; the question is over
@@ -627,4 +630,12 @@ func quote(s string, n int) string {
 		s = string(r[:n-1]) + "…"
 	}
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// truncateRunes cuts s to n runes, for naming a value in a message.
+func truncateRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

@@ -23,7 +23,10 @@ type apiError struct {
 	Op        string // e.g. chat.postMessage
 	Code      string // Slack's error code, e.g. channel_not_found
 	Transient bool   // worth retrying later (rate limit, 5xx, network)
-	err       error
+	// Needed and Provided are Slack's scope diagnostics on missing_scope
+	// (scope names, nothing secret).
+	Needed, Provided string
+	err              error
 }
 
 func (e *apiError) Error() string {
@@ -38,7 +41,7 @@ func (e *apiError) Unwrap() error { return e.err }
 // transientCodes are Slack error codes that say "try again later".
 var transientCodes = map[string]bool{
 	"internal_error": true, "fatal_error": true, "service_unavailable": true,
-	"request_timeout": true, "ratelimited": true, "team_added_to_org": true,
+	"request_timeout": true, "ratelimited": true, "rate_limited": true, "team_added_to_org": true,
 }
 
 // rateLimited reports whether err is Slack's 429. slack-go makes a
@@ -75,6 +78,7 @@ func classify(op string, err error) *apiError {
 	case errors.As(err, &se):
 		out.Code = se.Err
 		out.Transient = transientCodes[se.Err]
+		out.Needed, out.Provided = se.Needed, se.Provided
 	case errors.As(err, &sc):
 		out.Code = fmt.Sprintf("http_%d", sc.Code)
 		out.Transient = sc.Code >= 500 || sc.Code == 408
@@ -100,6 +104,9 @@ func failure(op, channel string, e *apiError) *bridge.Failure {
 	case "channel_not_found", "thread_not_found", "message_not_found", "user_not_found", "users_not_found", "invalid_channel":
 		f.Code = bridge.CodeReferenceUnresolved
 		f.SafeFallback = "Check route.slack.channel / ASK_SLACK_CHANNEL: use a channel id such as C0123 the app can see."
+	case "invalid_thread_ts":
+		f.Code = bridge.CodeReferenceUnresolved
+		f.SafeFallback = "Check route.slack.thread_ts: the ts of a message in the channel, such as 1700000000.000100, or leave it empty."
 	case "not_in_channel", "is_archived", "channel_is_archived", "restricted_action", "restricted_action_read_only_channel",
 		"restricted_action_thread_only_channel", "restricted_action_non_threadable_channel", "cannot_dm_bot", "access_denied",
 		"ekm_access_denied", "team_access_not_granted", "messages_tab_disabled", "user_disabled":
@@ -111,6 +118,9 @@ func failure(op, channel string, e *apiError) *bridge.Failure {
 		f.RequiredCapability = "slack:chat:write"
 		if e.Code == "missing_scope" {
 			f.RequiredCapability = "slack:scopes of deploy/slack-app-manifest.yaml"
+			if e.Needed != "" {
+				f.RequiredCapability = "slack:" + e.Needed
+			}
 		}
 		f.SafeFallback = "Reinstall the Slack app from deploy/slack-app-manifest.yaml and set ASK_SLACK_BOT_TOKEN."
 	default:
@@ -123,6 +133,9 @@ func failure(op, channel string, e *apiError) *bridge.Failure {
 		}
 	}
 	f.OperatorMessage = fmt.Sprintf("Slack refused %s%s: %s", op, where, e.Code)
+	if e.Needed != "" {
+		f.OperatorMessage += fmt.Sprintf(" (the app needs the scope %s; its token has %s)", e.Needed, firstNonEmpty(e.Provided, "none named"))
+	}
 	return f
 }
 
