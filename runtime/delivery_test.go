@@ -275,3 +275,22 @@ func TestUndeliverableQuestionFailsAfterACrash(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 }
+
+// TestQuestionRoutedWithoutAChannelIsInputMissing checks a question routed
+// to a platform that is switched on, without a channel and with no default
+// channel, fails with INPUT_MISSING naming the channel it lacks.
+func TestQuestionRoutedWithoutAChannelIsInputMissing(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}})
+	q := choiceQuestion("job-nochan")
+	q.Route = &bridge.Route{Slack: &bridge.SlackRoute{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := env.Agent.Ask(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Outcome != bridge.OutcomeFailed || out.Code != bridge.CodeInputMissing || out.Failure == nil ||
+		!strings.Contains(out.Failure.OperatorMessage, "set route.slack.channel (ASK_SLACK_CHANNEL is not set)") {
+		t.Fatalf("outcome = %+v, failure %+v", out, out.Failure)
+	}
+}

@@ -197,6 +197,26 @@ func (r *Runtime) undeliverable(q *bridge.Question) *bridge.Failure {
 	if len(r.expectedPlatforms(q)) > 0 || q.Route == nil || (q.Route.Slack == nil && q.Route.Discord == nil) {
 		return nil
 	}
+	// A platform that is switched on but was given no channel: the
+	// question lacks an input, rather than askbridge a connector.
+	var missing []string
+	if _, on := r.o.Platforms[bridge.PlatformSlack]; on && q.Route.Slack != nil {
+		missing = append(missing, "route.slack.channel (ASK_SLACK_CHANNEL is not set)")
+	}
+	if _, on := r.o.Platforms[bridge.PlatformDiscord]; on && q.Route.Discord != nil {
+		missing = append(missing, "route.discord.channel_id (ASK_DISCORD_CHANNEL is not set)")
+	}
+	if len(missing) > 0 {
+		return &bridge.Failure{
+			Code:               bridge.CodeInputMissing,
+			Dependency:         "chat",
+			Operation:          "post_question",
+			Retryable:          false,
+			RequiredCapability: "a channel to post the question in",
+			SafeFallback:       "answer in the askbridge console or with the askbridge CLI",
+			OperatorMessage:    "The question names no channel to post it in: set " + strings.Join(missing, " or ") + ".",
+		}
+	}
 	var wanted []string
 	if q.Route.Slack != nil {
 		wanted = append(wanted, "Slack (ASK_SLACK_BOT_TOKEN)")
