@@ -100,9 +100,13 @@ func earliest(a, b time.Time) time.Time {
 // claimed at since, may have left in channel: among the thread's replies
 // when thread is set (conversations.replies), else in the channel's
 // history (conversations.history). It returns the message's ts, or ""
-// when there is none or the lookup failed: a failure is logged and the
-// caller posts, since a question shown twice beats one never shown.
-func (b *Bot) findPosted(ctx context.Context, channel, thread string, since time.Time, want slack.SlackMetadata) string {
+// when there is none. A lookup that fails for now (a rate limit, which
+// Slack's history methods impose tightly, a 5xx, the network) returns its
+// *apiError, so the caller tries again later rather than post a second
+// card; one that fails for good (a missing scope) is logged and returns
+// "", so the caller posts, since a question shown twice beats one never
+// shown.
+func (b *Bot) findPosted(ctx context.Context, channel, thread string, since time.Time, want slack.SlackMetadata) (string, error) {
 	oldest := slackTS(since.Add(-lookback))
 	op := "conversations.history"
 	if thread != "" {
@@ -131,27 +135,27 @@ func (b *Bot) findPosted(ctx context.Context, channel, thread string, since time
 			return nil
 		})
 		if err != nil {
-			code := ""
-			if ae := classify(op, err); ae != nil {
-				code = ae.Code
+			ae := classify(op, err)
+			if ae.Transient {
+				return "", ae
 			}
 			b.log.WarnContext(ctx, "slack: could not look for a message an unfinished post may have left; posting it",
-				"op", op, "channel", channel, "event_type", want.EventType, "slack_error", code)
-			return ""
+				"op", op, "channel", channel, "event_type", want.EventType, "slack_error", ae.Code)
+			return "", nil
 		}
 		for _, m := range msgs {
 			if m.Timestamp != "" && m.Timestamp != thread && metaMatches(m.Metadata, want) {
 				b.log.InfoContext(ctx, "slack: found the message an unfinished post left; not posting it again",
 					"channel", channel, "ts", m.Timestamp, "event_type", want.EventType)
-				return m.Timestamp
+				return m.Timestamp, nil
 			}
 		}
 		if next == "" {
-			return ""
+			return "", nil
 		}
 		cursor = next
 	}
-	return ""
+	return "", nil
 }
 
 // postMarked posts a card (in thread) or a thread parent (thread "")
@@ -170,9 +174,10 @@ func (b *Bot) postMarked(ctx context.Context, channel, thread string, meta slack
 		_, t, err := b.api.PostMessageContext(ctx, channel, opts...)
 		ts = t
 		return err
-	}, func(ctx context.Context) bool {
-		ts = b.findPosted(ctx, channel, thread, first, meta)
-		return ts != ""
+	}, func(ctx context.Context) (bool, error) {
+		var err error
+		ts, err = b.findPosted(ctx, channel, thread, first, meta)
+		return ts != "", err
 	})
 	return ts, err
 }

@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -202,6 +203,51 @@ func TestTakeoverPostsWhenTheLookupFails(t *testing.T) {
 	}
 	if got := len(fake.Calls("conversations.replies")); got != 1 {
 		t.Fatalf("%d lookups, want 1 (a permanent error is not retried)", got)
+	}
+}
+
+// TestTakeoverWaitsOutARateLimitedLookup checks a takeover whose lookup
+// Slack rate-limits (its history methods allow a request a minute to many
+// apps) does not post the card again, which the crashed replica may have
+// posted: the event comes back after the wait Slack asked for.
+func TestTakeoverWaitsOutARateLimitedLookup(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	fake.fail("conversations.replies", 429, map[string]string{"Retry-After": "60"}, `{"ok":false,"error":"ratelimited"}`)
+	h := startBot(t, n, fake)
+	q := question("job-rl", "q-rl")
+	ev := askedEvent(q)
+	parent := tsAt(claimedAt.Add(-time.Hour), 1)
+	fake.hold(fakeMsg{Channel: "C0123", TS: parent, Metadata: threadMetaJSON("job-rl")})
+	fake.hold(fakeMsg{Channel: "C0123", TS: tsAt(claimedAt, 3), Thread: parent, Text: "the card", Metadata: questionMetaJSON("job-rl", "q-rl", 1)})
+	leave(t, h, threadKey("acme", "job-rl", "C0123"), thread{TS: parent})
+	leave(t, h, cardKey(refOf(&ev)), card{Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline, ClaimBy: crashed, ClaimSince: claimedAt})
+	err := h.bot.handleEvent(context.Background(), &ev, false)
+	var later *errLater
+	if !errors.As(err, &later) || later.after < time.Minute {
+		t.Fatalf("handleEvent = %v; want it tried again after Slack's 60 s", err)
+	}
+	if got := len(fake.Calls("chat.postMessage")); got != 0 {
+		t.Fatalf("%d posts while the lookup was rate-limited, want none", got)
+	}
+	// Nothing else goes to the channel for the minute Slack asked for.
+	h.bot.pace.mu.Lock()
+	held := time.Until(h.bot.pace.next["C0123"])
+	delete(h.bot.pace.next, "C0123") // the minute is over, for the test
+	h.bot.pace.mu.Unlock()
+	if held < 50*time.Second {
+		t.Fatalf("channel paced for %v after a 60 s Retry-After", held)
+	}
+	// Once Slack answers, the card is adopted, not posted again.
+	if err := h.bot.handleEvent(context.Background(), &ev, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(fake.Calls("chat.postMessage")); got != 0 {
+		t.Fatalf("%d posts after the lookup, want none: the card is in Slack", got)
+	}
+	rec, err := h.bot.loadCard(context.Background(), refOf(&ev))
+	if err != nil || rec == nil || rec.TS != tsAt(claimedAt, 3) {
+		t.Fatalf("record %+v, %v; want the adopted card", rec, err)
 	}
 }
 

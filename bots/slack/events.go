@@ -174,11 +174,15 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 
 	thread := routeThread
 	if thread == "" {
-		thread, err = b.jobThread(ctx, q, channel)
+		thread, err = b.jobThread(ctx, q, channel, lastTry)
 	}
 	var ts string
 	if err == nil && !since.IsZero() {
-		ts = b.findPosted(ctx, channel, thread, since, questionMeta(ref))
+		var lerr error
+		ts, lerr = b.findPosted(ctx, channel, thread, since, questionMeta(ref))
+		if lerr != nil && !lastTry {
+			err = lerr // look again later rather than show it twice
+		}
 	}
 	if err == nil && ts == "" {
 		blocks, text := blockkit.QuestionMessage(b.cardView(rec, ref))
@@ -190,7 +194,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 			return err
 		}
 		if ae.Transient && !lastTry {
-			return &errLater{after: 10 * time.Second, why: ae.Error()}
+			return &errLater{after: ae.laterThan(10 * time.Second), why: ae.Error()}
 		}
 		f := failure(ae.Op, channel, ae)
 		if _, err := b.updateCard(ctx, ref, func(c *card) *card {
@@ -232,7 +236,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 // replicas and restarts: like a card, the parent carries metadata, and a
 // takeover of an unfinished claim adopts the parent it finds in the
 // channel's history instead of opening a second thread.
-func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string) (string, error) {
+func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string, lastTry bool) (string, error) {
 	key := threadKey(q.Tenant, q.JobID, channel)
 	for range 10 {
 		var t thread
@@ -267,9 +271,13 @@ func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string)
 		meta := threadMeta(q.Tenant, q.JobID)
 		var ts string
 		if !since.IsZero() {
-			ts = b.findPosted(ctx, channel, "", since, meta)
+			var lerr error
+			ts, lerr = b.findPosted(ctx, channel, "", since, meta)
+			if lerr != nil && !lastTry {
+				err = lerr // look again later rather than open a second thread
+			}
 		}
-		if ts == "" {
+		if ts == "" && err == nil {
 			blocks, text := blockkit.ThreadParent(q, b.consoleOn())
 			ts, err = b.postMarked(ctx, channel, "", meta, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
 		}

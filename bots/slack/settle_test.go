@@ -172,16 +172,16 @@ func TestJobThreadRecordRenewedOnUse(t *testing.T) {
 		}
 		return e.Revision()
 	}
-	ts, err := b.jobThread(ctx, q, "C0123")
+	ts, err := b.jobThread(ctx, q, "C0123", false)
 	if err != nil || ts == "" {
 		t.Fatalf("open the thread: %q, %v", ts, err)
 	}
 	opened := revision()
-	if again, err := b.jobThread(ctx, q, "C0123"); err != nil || again != ts || revision() != opened {
+	if again, err := b.jobThread(ctx, q, "C0123", false); err != nil || again != ts || revision() != opened {
 		t.Fatalf("a fresh record was rewritten: %q, %v, revision %d after %d", again, err, revision(), opened)
 	}
 	b.threadRefresh = 0 // as if the record were older than a day
-	if again, err := b.jobThread(ctx, q, "C0123"); err != nil || again != ts {
+	if again, err := b.jobThread(ctx, q, "C0123", false); err != nil || again != ts {
 		t.Fatalf("thread %q, %v; want %q", again, err, ts)
 	}
 	if renewed := revision(); renewed <= opened {

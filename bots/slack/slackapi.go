@@ -26,8 +26,15 @@ type apiError struct {
 	// Needed and Provided are Slack's scope diagnostics on missing_scope
 	// (scope names, nothing secret).
 	Needed, Provided string
-	err              error
+	// RetryAfter is the wait a rate limit asked for, when it was longer
+	// than a call waits in-process.
+	RetryAfter time.Duration
+	err        error
 }
+
+// laterThan is how long to wait before the event is tried again: at least
+// d, and as long as Slack asked.
+func (e *apiError) laterThan(d time.Duration) time.Duration { return max(d, e.RetryAfter) }
 
 func (e *apiError) Error() string {
 	if e.Code != "" {
@@ -162,15 +169,21 @@ func (b *Bot) call(ctx context.Context, op, channel string, fn func(context.Cont
 // Slack did nothing), done is asked before the next try whether an
 // earlier try took effect, and if it says so the call has succeeded. A
 // nil done retries at once, as call does.
-func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(context.Context) error, done func(context.Context) bool) (err error) {
+func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(context.Context) error, done func(context.Context) (bool, error)) (err error) {
 	start := time.Now()
 	defer func() { b.calls.Done(op, start, err) }()
 	p := b.retry
 	var last error
 	unsure := false // the last try failed and may have taken effect
 	for attempt := 0; attempt < p.Tries; attempt++ {
-		if unsure && done != nil && done(ctx) {
-			return nil
+		if unsure && done != nil {
+			found, err := done(ctx)
+			if err != nil {
+				return classify(op, err) // cannot tell whether it took effect: later
+			}
+			if found {
+				return nil
+			}
 		}
 		key := channel
 		if key == "" {
@@ -187,7 +200,12 @@ func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(conte
 		if rl, ok := rateLimited(err); ok {
 			wait := max(rl.RetryAfter, time.Second)
 			if wait > p.MaxRetryAft {
-				return classify(op, err)
+				// Too long to wait here: the event comes back after it, and
+				// meanwhile nothing else is sent where Slack said not to.
+				b.pace.block(key, wait)
+				e := classify(op, err)
+				e.RetryAfter = wait
+				return e
 			}
 			b.log.WarnContext(ctx, "slack: rate limited", "op", op, "channel", channel, "retry_after", wait)
 			b.calls.Retry(op, apimetrics.RetryRateLimited)
