@@ -325,10 +325,7 @@ func viaOf(a *bridge.AnswerAttempt) string {
 	case bridge.PlatformSlack, bridge.PlatformDiscord, bridge.PlatformConsole, bridge.PlatformCLI:
 		return v
 	}
-	if p := platformOf(a.By); p != "" {
-		return p
-	}
-	return "other"
+	return metricPlatform(platformOf(a.By))
 }
 
 func platformOf(id string) string {

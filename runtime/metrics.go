@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
 )
 
 type metrics struct {
@@ -38,8 +41,10 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if counts, err := c.st.CountByState(ctx); err == nil {
-		for state, n := range counts {
-			ch <- prometheus.MustNewConstMetric(c.byState, prometheus.GaugeValue, float64(n), state)
+		// Every state, 0 included: a series that comes and goes breaks
+		// alerts and graphs.
+		for _, state := range allStates {
+			ch <- prometheus.MustNewConstMetric(c.byState, prometheus.GaugeValue, float64(counts[state]), state)
 		}
 	}
 	if n, err := c.backlogOf(ctx); err == nil {
@@ -79,6 +84,23 @@ func newMetrics(reg prometheus.Registerer, st Store, backlog func(context.Contex
 			Name: "askbridge_answer_attempts_total", Help: "Answer attempts decided, by the front-end they came through.",
 		}, []string{"via"}),
 	}
+	// The series that exist, at 0, from the start: a scrape before the
+	// first refusal or step still shows what will be counted.
+	for _, s := range allStates {
+		if s != bridge.StatePending {
+			m.settled.WithLabelValues(s)
+		}
+	}
+	for _, r := range []string{bridge.RefusedUnknown, bridge.RefusedNotPending, bridge.RefusedStale, bridge.RefusedForbidden,
+		bridge.RefusedWrongKind, bridge.RefusedInvalid} {
+		m.refusals.WithLabelValues(r)
+	}
+	for _, s := range []string{bridge.TargetAnswerers, bridge.TargetOwner, bridge.TargetAdmins, store.StepTimeout} {
+		m.ladder.WithLabelValues(s)
+	}
+	for _, v := range knownVias {
+		m.attempts.WithLabelValues(v)
+	}
 	if reg == nil {
 		return m, nil
 	}
@@ -95,4 +117,27 @@ func newMetrics(reg prometheus.Registerer, st Store, backlog func(context.Contex
 		}
 	}
 	return m, nil
+}
+
+// allStates are the states askbridge_questions always reports.
+var allStates = []string{bridge.StatePending, bridge.StateAnswered, bridge.StateDeclined, bridge.StateTimedOut,
+	bridge.StateCancelled, bridge.StateSuperseded, bridge.StateFailed}
+
+// knownVias are the front-ends a metric label may name; any other is
+// "other", so whoever may publish on the bus cannot mint series.
+var knownVias = []string{bridge.PlatformSlack, bridge.PlatformDiscord, bridge.PlatformConsole, bridge.PlatformCLI, "other"}
+
+// knownFailureCodes are the failure codes a delivery label may name.
+var knownFailureCodes = map[string]bool{
+	bridge.CodeCapabilityUnavailable: true, bridge.CodeAccessDenied: true, bridge.CodeReferenceUnresolved: true,
+	bridge.CodeSourceUnreliable: true, bridge.CodeInputMissing: true,
+}
+
+// metricPlatform is p if it is a known platform, else "other".
+func metricPlatform(p string) string {
+	switch p {
+	case bridge.PlatformSlack, bridge.PlatformDiscord, bridge.PlatformConsole, bridge.PlatformCLI:
+		return p
+	}
+	return "other"
 }

@@ -308,9 +308,12 @@ func (r *Runtime) handleDelivery(ctx context.Context, msg jetstream.Msg) error {
 	}
 	result := "ok"
 	if !d.OK {
-		result = d.Failure.Code
+		result = "other"
+		if knownFailureCodes[d.Failure.Code] {
+			result = d.Failure.Code
+		}
 	}
-	r.metrics.deliveries.WithLabelValues(d.Platform, result).Inc()
+	r.metrics.deliveries.WithLabelValues(metricPlatform(d.Platform), result).Inc()
 	if d.OK || rec.State != bridge.StatePending {
 		return nil
 	}

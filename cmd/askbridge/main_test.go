@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
@@ -351,9 +352,34 @@ func TestHTTPHealthReadyMetrics(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("unsigned interaction: %d", resp.StatusCode)
 	}
+	// Before anything happened, every series is there, at 0.
+	resp, err = http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`askbridge_questions{state="pending"} 0`, `askbridge_questions{state="answered"} 0`,
+		`askbridge_refusals_total{reason="not_allowed"} 0`, `askbridge_ladder_steps_total{step="admins"} 0`,
+		`askbridge_questions_settled_total{state="timed_out"} 0`, `askbridge_answer_attempts_total{via="slack"} 0`} {
+		if !bytes.Contains(first, []byte(want)) {
+			t.Errorf("metrics at start lack %q", want)
+		}
+	}
 	ag := agentFor(t, s)
 	ch := askAsync(t, ag, &bridge.Question{Tenant: "acme", JobID: "job-m", QuestionID: "q-m", Question: "Go?", Timeout: "1s"})
 	waitOutcome(t, ch)
+	// Whoever may publish on the bus cannot mint series: an attempt from
+	// an unknown platform counts as "other".
+	nc := s.nats.Conn
+	js, _ := jetstream.New(nc)
+	for i := range 3 {
+		a := bridge.AnswerAttempt{Tenant: "acme", JobID: "job-m", QuestionID: "q-m", AttemptID: fmt.Sprintf("evil-%d", i),
+			Answer: json.RawMessage(`"yes"`), By: fmt.Sprintf("evil%d:u", i)}
+		if err := bridge.Publish(context.Background(), js, bridge.AnswerSubject("acme", "job-m"), "attempt-"+a.AttemptID, a); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// The relay marks rows sent just after the agent may have read them.
 	checkFor(t, 10*time.Second, func() error {
 		resp, err := http.Get(base + "/metrics")
@@ -362,7 +388,11 @@ func TestHTTPHealthReadyMetrics(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		if bytes.Contains(body, []byte(`via="evil`)) {
+			return fmt.Errorf("a label from a published identity:\n%s", body)
+		}
 		for _, want := range []string{`askbridge_questions{state="timed_out"} 1`, `askbridge_ladder_steps_total{step="timeout"} 1`,
+			`askbridge_answer_attempts_total{via="other"} 3`, `askbridge_questions{state="pending"} 0`,
 			"askbridge_outbox_backlog 0", "askbridge_answer_latency_seconds_bucket",
 			`askbridge_http_requests_total{code="200",route="GET /healthz"} 1`,
 			`askbridge_http_requests_total{code="401",route="POST /slack/interactions"} 1`} {
