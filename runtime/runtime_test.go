@@ -262,7 +262,7 @@ func TestConcurrentAnswersResumeOnce(t *testing.T) {
 	if got := strings.Count(events.EventTypes(), bridge.EventAnswered); got != 1 {
 		t.Fatalf("%d answered events: %s", got, events.EventTypes())
 	}
-	if got := counters(t, env, "askbridge_answer_attempts_total"); got != "via=slack 50" {
+	if got := counters(t, env, "askbridge_answer_attempts_total"); got != "via=cli 0; via=console 0; via=discord 0; via=other 0; via=slack 50" {
 		t.Fatalf("askbridge_answer_attempts_total: %s", got)
 	}
 }
