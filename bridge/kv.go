@@ -24,9 +24,16 @@ type KV struct {
 // EnsureKV creates or updates the bucket of cfg and lets its keys carry
 // their own TTL where the server can (nats-server 2.11 and later; on an
 // older server keys live the bucket's TTL). It does not use subject delete
-// markers: an expired record simply goes.
+// markers: an expired record simply goes. A cfg without Replicas is
+// replicated like askbridge's events stream (ASK_NATS_REPLICAS).
 func EnsureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (*KV, error) {
 	name := "KV_" + cfg.Bucket
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+		if ev, err := js.Stream(ctx, StreamEvents); err == nil {
+			cfg.Replicas = max(ev.CachedInfo().Config.Replicas, 1)
+		}
+	}
 	st, err := js.Stream(ctx, name)
 	switch {
 	case err == nil && st.CachedInfo().Config.AllowMsgTTL:

@@ -174,18 +174,12 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	s.Client = &http.Client{Timeout: httpTimeout}
 	s.UserAgent = "DiscordBot (https://github.com/askbridge/askbridge, 1) askbridge"
 
-	// The buckets are replicated like askbridge's streams.
-	replicas := 1
-	if st, err := o.NATS.JS.Stream(ctx, bridge.StreamEvents); err == nil && st.CachedInfo().Config.Replicas > 1 {
-		replicas = st.CachedInfo().Config.Replicas
-	}
 	refs, err := bridge.EnsureKV(ctx, o.NATS.JS, jetstream.KeyValueConfig{
 		Bucket:      RefsBucket,
 		Description: "askbridge Discord cards and job threads",
 		History:     1,
 		TTL:         refsTTL,
 		Storage:     jetstream.FileStorage,
-		Replicas:    replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
@@ -196,7 +190,6 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		History:     1,
 		TTL:         seenTTL,
 		Storage:     jetstream.FileStorage,
-		Replicas:    replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
