@@ -115,6 +115,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log := newLogger(stderr, cfg.LogLevel)
 	s, err := startService(ctx, cfg, log)
+	if err != nil && ctx.Err() != nil {
+		// Asked to stop while starting: a stop, not a failure.
+		log.Info("stopped before it was ready")
+		return exitOK
+	}
 	if err != nil {
 		log.Error("askbridge could not start", "err", err)
 		return exitError

@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -591,5 +594,36 @@ func TestConsoleSecretFile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != "short-one\n" {
 		t.Fatalf("the operator's file was replaced: %q", b)
+	}
+}
+
+// TestSignalWhileStartingIsAStop checks SIGTERM during start-up stops the
+// service with exit 0 and no error, as SIGTERM after it would.
+func TestSignalWhileStartingIsAStop(t *testing.T) {
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, delay := range []time.Duration{20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond} {
+		cmd := exec.Command(bin, "serve")
+		cmd.Env = append(os.Environ(), "ASKBRIDGE_TEST_AS_MAIN=1", "ASK_DATA_DIR="+t.TempDir(),
+			"ASK_HTTP_ADDR=127.0.0.1:0", "ASK_NATS_LISTEN=127.0.0.1:0")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == -1 {
+			// Killed before Go set up its signal handling: not ours to judge.
+			t.Logf("SIGTERM after %v came before the handlers: %v", delay, err)
+			continue
+		}
+		if err != nil || strings.Contains(stderr.String(), "level=ERROR") {
+			t.Errorf("SIGTERM after %v: %v\n%s", delay, err, stderr.String())
+		}
 	}
 }
