@@ -575,6 +575,32 @@ func (r *Runtime) backlog(ctx context.Context) (int64, error) {
 	return r.st.OutboxBacklogAfter(ctx, r.acked.Load())
 }
 
+// MarkPublished marks sent every row JetStream acknowledged that still
+// waits out MarkSentAfter. Call it only after Run has returned and the
+// messages are known to be on disk (the embedded server stopped and its
+// files synced): a restart then publishes none of them again, which past
+// JetStream's duplicate window would show the job a second resume.
+func (r *Runtime) MarkPublished(ctx context.Context) error {
+	ids := make([]int64, 0, len(r.relayPending))
+	for _, p := range r.relayPending {
+		ids = append(ids, p.id)
+	}
+	// And the batches whose acknowledgements came back after the relay
+	// stopped reading them.
+	for _, b := range r.relayInflight {
+		b.poll()
+		ids = append(ids, b.sent...)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := r.st.MarkSent(ctx, ids, time.Now()); err != nil {
+		return fmt.Errorf("runtime: mark published rows sent: %w", err)
+	}
+	r.relayPending = r.relayPending[:0]
+	return nil
+}
+
 // markOnExit writes the marks that are due but still gathered, so a
 // clean restart publishes fewer rows again.
 func (r *Runtime) markOnExit() {

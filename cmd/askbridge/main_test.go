@@ -26,6 +26,7 @@ import (
 	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/store"
 )
 
 // startTestService runs the whole service in-process on loopback ports in a
@@ -625,5 +626,33 @@ func TestSignalWhileStartingIsAStop(t *testing.T) {
 		if err != nil || strings.Contains(stderr.String(), "level=ERROR") {
 			t.Errorf("SIGTERM after %v: %v\n%s", delay, err, stderr.String())
 		}
+	}
+}
+
+// TestCleanStopLeavesNothingToPublishAgain checks a service stopped right
+// after answering a question leaves no outbox row unsent: with the
+// embedded server stopped and its files synced, the rows that waited out
+// the sync interval are marked, so a start more than JetStream's duplicate
+// window later does not show the job its resume a second time.
+func TestCleanStopLeavesNothingToPublishAgain(t *testing.T) {
+	s, cfg := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	ag := agentFor(t, s)
+	kevin, _, errOut := testCLI(s, "cli:kevin")
+	q := &bridge.Question{Tenant: "acme", JobID: "job-stop", QuestionID: "q-1", TaskVersion: 1, Question: "Which colour?", Choices: []string{"red", "blue"}}
+	ch := askAsync(t, ag, q)
+	waitPending(t, kevin, "job-stop", "q-1")
+	if code := kevin.answer(context.Background(), []string{"job-stop", "q-1", "blue"}); code != exitOK {
+		t.Fatalf("answer: %s", errOut)
+	}
+	waitOutcome(t, ch)
+	s.stop(context.Background()) // within the 3 s the rows wait
+	st, err := store.Open(context.Background(), filepath.Join(cfg.DataDir, "askbridge.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.Unsent(context.Background(), 0, 100)
+	if err != nil || len(rows) != 0 {
+		t.Fatalf("%d outbox rows unsent after a clean stop (%v): %+v", len(rows), err, rows)
 	}
 }

@@ -247,6 +247,20 @@ func (s *service) stop(ctx context.Context) {
 		s.cancel()
 	}
 	s.wg.Wait()
+	if s.nats != nil && s.nats.Server != nil && s.rt != nil && s.store != nil {
+		// The embedded server first: once it has stopped and its files
+		// are synced, every acknowledged message is on disk, and the
+		// outbox rows still waiting out the sync interval can be marked,
+		// so the next start publishes none of them again.
+		s.nats.Close()
+		if err := s.nats.Durable(); err != nil {
+			s.log.Warn("stop: sync the NATS store; the next start publishes the last events again", "err", err)
+		} else if err := s.rt.MarkPublished(context.Background()); err != nil {
+			s.log.Warn("stop", "err", err)
+		}
+		s.store.Close()
+		return
+	}
 	if s.store != nil {
 		s.store.Close()
 	}
