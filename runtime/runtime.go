@@ -586,7 +586,7 @@ func (r *Runtime) MarkPublished(ctx context.Context) error {
 		ids = append(ids, p.id)
 	}
 	// And the batches whose acknowledgements came back after the relay
-	// stopped reading them.
+	// stopped reading them (see CollectAcks).
 	for _, b := range r.relayInflight {
 		b.poll()
 		ids = append(ids, b.sent...)
@@ -599,6 +599,26 @@ func (r *Runtime) MarkPublished(ctx context.Context) error {
 	}
 	r.relayPending = r.relayPending[:0]
 	return nil
+}
+
+// CollectAcks waits, until ctx ends, for JetStream's acknowledgements of
+// the rows the relay published and was still waiting on when it stopped,
+// so MarkPublished can mark them. Call it after Run has returned and
+// before the NATS connection closes.
+func (r *Runtime) CollectAcks(ctx context.Context) {
+	for _, b := range r.relayInflight {
+		for b.done < len(b.futures) {
+			f := b.futures[b.done]
+			select {
+			case <-f.Ok():
+				b.record(nil)
+			case err := <-f.Err():
+				b.record(err)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
 }
 
 // markOnExit writes the marks that are due but still gathered, so a

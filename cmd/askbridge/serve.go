@@ -252,6 +252,9 @@ func (s *service) stop(ctx context.Context) {
 		// are synced, every acknowledged message is on disk, and the
 		// outbox rows still waiting out the sync interval can be marked,
 		// so the next start publishes none of them again.
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		s.rt.CollectAcks(actx)
+		cancel()
 		s.nats.Close()
 		if err := s.nats.Durable(); err != nil {
 			s.log.Warn("stop: sync the NATS store; the next start publishes the last events again", "err", err)
