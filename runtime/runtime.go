@@ -50,6 +50,7 @@ type Store interface {
 	RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]store.DeliveryRow, error)
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
 	Ping(ctx context.Context) error
+	Instance() string
 }
 
 var _ Store = (*store.Store)(nil)
@@ -212,6 +213,9 @@ func (r *Runtime) Run(ctx context.Context) error {
 			stop()
 		}
 	}()
+	if err := r.claimNATS(ctx); err != nil {
+		return err
+	}
 	// Answers that waited for the runtime (published while it was down)
 	// are decided before the ladder fires anything: see awaitAnswers.
 	as, err := r.js.Stream(ctx, bridge.StreamAnswers)
@@ -661,5 +665,48 @@ func (r *Runtime) markDue(ctx context.Context, now time.Time) error {
 		return err
 	}
 	r.relayPending = append(r.relayPending[:0], r.relayPending[n:]...)
+	return nil
+}
+
+// RuntimeBucket holds which database the runtime working on this NATS
+// keeps its state in (key "database").
+const RuntimeBucket = "ASK_RUNTIME"
+
+// ErrOtherDatabase is a runtime refusing a NATS whose askbridge streams
+// another database's runtime works on.
+var ErrOtherDatabase = errors.New("runtime: this NATS belongs to another askbridge database")
+
+// claimNATS binds this NATS's askbridge streams to this runtime's
+// database, or refuses to run when they are bound to another. Two
+// runtimes with their own databases on one NATS would split the questions
+// and answers between them (one refusing answers to the other's
+// questions), and a runtime started on a new database would take over
+// consumers whose history it never saw.
+func (r *Runtime) claimNATS(ctx context.Context) error {
+	kv, err := bridge.EnsureKV(ctx, r.js, jetstream.KeyValueConfig{
+		Bucket: RuntimeBucket, Description: "askbridge: the database of the runtime working on this NATS", History: 1,
+		Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	mine := r.st.Instance()
+	_, err = kv.Create(ctx, "database", []byte(mine))
+	if err == nil || !errors.Is(err, jetstream.ErrKeyExists) {
+		if err != nil {
+			return fmt.Errorf("runtime: record the database: %w", err)
+		}
+		return nil
+	}
+	e, err := kv.Get(ctx, "database")
+	if err != nil {
+		return fmt.Errorf("runtime: read the database of this NATS: %w", err)
+	}
+	if owner := string(e.Value()); owner != mine {
+		return fmt.Errorf("%w: its streams are worked on by the runtime of database %s, and this one's is %s. "+
+			"askbridge runs one runtime per NATS: start it on that database's data dir (ASK_DATA_DIR), "+
+			"or, to start over and leave that database's questions behind, delete the key: nats kv del %s database",
+			ErrOtherDatabase, owner, mine, RuntimeBucket)
+	}
 	return nil
 }

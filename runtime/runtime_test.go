@@ -3,7 +3,9 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
+	"github.com/askbridge/askbridge/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -647,5 +650,37 @@ func TestCardOfAVersionlessQuestionIsStaleOnceReasked(t *testing.T) {
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-v0", QuestionID: "q-1", AttemptID: "cli", Answer: json.RawMessage(`"blue"`), By: "slack:UOP"})
 	if out := outcome(t, ch1); out.TaskVersion != 1 || out.Text != "The answer: blue" {
 		t.Fatalf("version 1 outcome %+v", out)
+	}
+}
+
+// TestOneRuntimePerNATS checks a second runtime, with its own database,
+// refuses to work on a NATS another database's runtime works on: the two
+// would split questions and answers between them.
+func TestOneRuntimePerNATS(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	ctx := context.Background()
+	other, err := store.Open(ctx, filepath.Join(t.TempDir(), "askbridge.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	rt, err := runtime.New(runtime.Options{NATS: env.NATS, Store: other, Roles: roles, Consumer: "runtime"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err = rt.Run(rctx)
+	if !errors.Is(err, runtime.ErrOtherDatabase) || !strings.Contains(err.Error(), "nats kv del ASK_RUNTIME database") {
+		t.Fatalf("second runtime: %v; want ErrOtherDatabase", err)
+	}
+	// The first one's database may come back (a restart on the same data).
+	dir := env.Dir
+	env.Stop()
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+	ch := ask(t, env, choiceQuestion("job-one"))
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-one", QuestionID: "q-1", AttemptID: "one", Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+	if out := outcome(t, ch); out.Text != "The answer: red" {
+		t.Fatalf("outcome after the restart: %+v", out)
 	}
 }

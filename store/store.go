@@ -208,3 +208,6 @@ func fromMS(v int64) time.Time {
 	}
 	return time.UnixMilli(v).UTC()
 }
+
+// Instance is this database's random id, made when it was created.
+func (s *Store) Instance() string { return s.instance }
