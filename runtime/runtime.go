@@ -310,11 +310,37 @@ func (r *Runtime) consume(ctx context.Context, stream, durable string, handle fu
 			return
 		}
 		_ = msg.Ack()
-	})
+	}, r.consumeErrors(durable))
 	if err != nil {
 		return nil, fmt.Errorf("runtime: consume %s: %w", durable, err)
 	}
 	return cc.Stop, nil
+}
+
+// consumeErrors logs what goes wrong with a consumer (deleted, its stream
+// gone, the server unreachable): otherwise the runtime would stop taking
+// messages without a word. /readyz reports a missing consumer (Check).
+func (r *Runtime) consumeErrors(durable string) jetstream.PullConsumeOpt {
+	return jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		r.log.Warn("consumer", "consumer", durable, "err", err)
+	})
+}
+
+// consumers are the runtime's durable consumers: stream, name suffix.
+var consumers = [][2]string{
+	{bridge.StreamCancels, "cancels"}, {bridge.StreamDelivery, "delivery"},
+	{bridge.StreamQuestions, "questions"}, {bridge.StreamAnswers, "answers"},
+}
+
+// Check reports the first of the runtime's consumers that is missing: a
+// runtime whose consumer was deleted takes no more of those messages.
+func (r *Runtime) Check(ctx context.Context) error {
+	for _, c := range consumers {
+		if _, err := r.js.Consumer(ctx, c[0], r.o.Consumer+"-"+c[1]); err != nil {
+			return fmt.Errorf("runtime: consumer %s-%s on %s: %w", r.o.Consumer, c[1], c[0], err)
+		}
+	}
+	return nil
 }
 
 // maxBatch bounds how many messages one transaction handles.
@@ -338,7 +364,7 @@ func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, ha
 		case queue <- m:
 		case <-loopCtx.Done():
 		}
-	}, jetstream.PullMaxMessages(1024))
+	}, jetstream.PullMaxMessages(1024), r.consumeErrors(durable))
 	if err != nil {
 		stopLoop()
 		return nil, fmt.Errorf("runtime: consume %s: %w", durable, err)

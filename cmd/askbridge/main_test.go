@@ -656,3 +656,23 @@ func TestCleanStopLeavesNothingToPublishAgain(t *testing.T) {
 		t.Fatalf("%d outbox rows unsent after a clean stop (%v): %+v", len(rows), err, rows)
 	}
 }
+
+// TestReadyReportsAMissingConsumer checks /readyz says not ready when one
+// of the runtime's consumers is gone: the runtime would take none of its
+// messages.
+func TestReadyReportsAMissingConsumer(t *testing.T) {
+	s, _ := startTestService(t, nil)
+	js, _ := jetstream.New(s.nats.Conn)
+	if err := js.DeleteConsumer(context.Background(), bridge.StreamQuestions, "runtime-questions"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + s.Addr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "consumer runtime-questions on ASK_QUESTIONS") {
+		t.Fatalf("/readyz = %d %q", resp.StatusCode, body)
+	}
+}

@@ -282,6 +282,8 @@ func (s *service) ready(w http.ResponseWriter, r *http.Request) {
 		problems = append(problems, "nats: "+st.String())
 	} else if err := bridge.CheckStreams(ctx, s.nats.JS); err != nil {
 		problems = append(problems, err.Error())
+	} else if err := s.rt.Check(ctx); err != nil {
+		problems = append(problems, err.Error())
 	}
 	if err := s.store.Ping(ctx); err != nil {
 		problems = append(problems, err.Error())
