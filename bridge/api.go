@@ -68,6 +68,10 @@ type QuestionView struct {
 	// CanAnswer and CanDecline say what the asking identity may do.
 	CanAnswer  bool `json:"can_answer"`
 	CanDecline bool `json:"can_decline"`
+	// CannotAnswer, for a pending question the asking identity may not
+	// answer, says why in the words a refused answer gets ("You can't
+	// answer this question: ..."), for a front-end to show before any form.
+	CannotAnswer string `json:"cannot_answer,omitempty"`
 	// Settlement, once the question is no longer pending.
 	By         string          `json:"by,omitempty"`
 	ByName     string          `json:"by_name,omitempty"`

@@ -78,6 +78,9 @@ func (r *Runtime) view(ctx context.Context, rec *store.Record, as string, roles 
 		Kind: rec.Kind, State: rec.State, Hidden: !acc.See, AskedAt: rec.AskedAt, Deadline: rec.Deadline,
 		CanAnswer: pending && acc.Answer, CanDecline: pending && acc.Decline,
 	}
+	if pending && !acc.Answer && as != "" {
+		v.CannotAnswer = forbiddenText(as, acc, bridge.ActionAnswer)
+	}
 	if acc.See {
 		v.Question = q
 		v.By, v.ByName, v.Via = rec.By, rec.ByName, rec.Via

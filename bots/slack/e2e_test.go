@@ -428,6 +428,39 @@ func TestClickRetriedAfterAFailedPublish(t *testing.T) {
 	})
 }
 
+// TestAnswerFormOnlyForThoseWhoMayAnswer checks the answer form, which
+// shows more than the card (each field's description and options), is
+// opened only for someone who may answer; others are told why, privately.
+func TestAnswerFormOnlyForThoseWhoMayAnswer(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{Readers: []string{"slack:U0READ"}})
+	q := question("job-form", "q-form")
+	q.Choices = nil
+	q.Fields = []bridge.Field{{Name: "tier", Kind: bridge.FieldChoice, Description: "SECRET-DESC", Options: []string{"SECRET-OPT-A", "SECRET-OPT-B"}}}
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-form")
+	for _, who := range []struct{ user, want string }{
+		{"U0READ", "You can't answer this question: slack:U0READ may see that it waits, but not answer or decline it."},
+		{"U0NOBODY", "There is no question q-form that you can see."},
+	} {
+		h.interact(h.fake.click(who.user, strings.ToLower(who.user), "trig-"+who.user, "C0123", "1700000000.000002", actionsBlock(card), "answer", "answer", ""))
+		checkFor(t, wait, tick, func() error {
+			for _, c := range h.fake.Calls("response_url") {
+				if c.JSON["text"] == who.want {
+					return nil
+				}
+			}
+			return fmt.Errorf("%s not told %q", who.user, who.want)
+		})
+	}
+	if opens := h.fake.Calls("views.open"); len(opens) != 0 {
+		t.Fatalf("views.open for someone who may not answer: %s", opens[0].JSON["view"])
+	}
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-kev", "C0123", "1700000000.000002", actionsBlock(card), "answer", "answer", ""))
+	if opens := h.fake.Calls("views.open"); len(opens) != 1 || !strings.Contains(fmt.Sprint(opens[0].JSON["view"]), "SECRET-OPT-A") {
+		t.Fatalf("the answerer's form: %+v", opens)
+	}
+}
+
 func TestEndToEndStaleCardIsRefused(t *testing.T) {
 	env, h := e2e(t, runtime.Roles{})
 	q := question("job-7", "q-v")

@@ -322,6 +322,27 @@ func (b *Bot) say(to map[string]string, text string) {
 // question finds the question a click or modal is about: from the KV
 // record (fast: trigger ids expire in 3 s), else from the runtime as the
 // clicker may see it.
+// mayNotAnswer asks the runtime whether user may answer the question, and
+// says why not ("" when they may). A runtime that cannot be asked in time
+// opens no form: it would show the question's details to anyone.
+func (b *Bot) mayNotAnswer(ctx context.Context, r blockkit.Ref, user string) string {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var reply bridge.ShowReply
+	if err := b.request(ctx, bridge.APIShow, bridge.ShowRequest{As: "slack:" + user, Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID}, &reply); err != nil {
+		return "askbridge could not open the form just now. Please try again in a moment."
+	}
+	switch v := reply.Question; {
+	case v == nil:
+		return firstNonEmpty(reply.Error, "This question is no longer available here; see /ask list.")
+	case v.State != bridge.StatePending:
+		return "" // the form path says it no longer waits
+	case !v.CanAnswer:
+		return firstNonEmpty(v.CannotAnswer, "You can't answer this question.")
+	}
+	return ""
+}
+
 func (b *Bot) question(ctx context.Context, r blockkit.Ref, user string) (*card, error) {
 	rec, err := b.loadCard(ctx, r)
 	if err == nil && rec != nil && rec.Question != nil {
@@ -347,6 +368,14 @@ func (b *Bot) question(ctx context.Context, r blockkit.Ref, user string) (*card,
 // openModal opens the answer, decline or deny modal at once: the trigger
 // id is only good for 3 seconds.
 func (b *Bot) openModal(ctx context.Context, cb *slack.InteractionCallback, c blockkit.Click, channel, msgTS string, to map[string]string) {
+	if c.Action != blockkit.ActionDecline {
+		// The answer and deny forms show more than the card (each field's
+		// description and options): only to someone who may answer.
+		if why := b.mayNotAnswer(ctx, c.Ref, cb.User.ID); why != "" {
+			b.say(to, why)
+			return
+		}
+	}
 	rec, err := b.question(ctx, c.Ref, cb.User.ID)
 	if err != nil || rec == nil {
 		b.say(to, "This question is no longer available here; see /ask list.")
