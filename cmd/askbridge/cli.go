@@ -424,7 +424,9 @@ func mayDo(v *bridge.QuestionView) string {
 func (c *cli) answer(ctx context.Context, args []string) int {
 	fs, url := c.flags("answer")
 	tenant := fs.String("tenant", "", "tenant (default: found from the job and question)")
-	if err := fs.Parse(args); err != nil {
+	// Flags may follow the answer, as they may follow decline's ids; only
+	// these are taken, so an answer such as "-5" stays the answer.
+	if err := fs.Parse(reorderKnown(args, map[string]bool{"tenant": true, "nats": true})); err != nil {
 		return exitConfig
 	}
 	if fs.NArg() < 3 {
@@ -468,6 +470,31 @@ func reorder(args []string, valued map[string]bool) []string {
 			flags = append(flags, a)
 			name := strings.TrimLeft(a, "-")
 			if !strings.Contains(name, "=") && valued[name] && i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	return append(flags, pos...)
+}
+
+// reorderKnown moves the flags named in known (each taking a value, as
+// --tenant acme or --tenant=acme) before the other arguments, leaving
+// everything else, dashes and all, where it is; "--" ends the flags.
+func reorderKnown(args []string, known map[string]bool) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && known[name] {
+			flags = append(flags, a)
+			if !hasValue && i+1 < len(args) {
 				flags = append(flags, args[i+1])
 				i++
 			}

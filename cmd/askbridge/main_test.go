@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -674,5 +675,20 @@ func TestReadyReportsAMissingConsumer(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "consumer runtime-questions on ASK_QUESTIONS") {
 		t.Fatalf("/readyz = %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestReorderKnownFlags(t *testing.T) {
+	known := map[string]bool{"tenant": true, "nats": true}
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"job-1", "q-1", "blue", "--tenant", "acme"}, []string{"--tenant", "acme", "job-1", "q-1", "blue"}},
+		{[]string{"job-1", "q-1", "blue", "--tenant=acme"}, []string{"--tenant=acme", "job-1", "q-1", "blue"}},
+		{[]string{"-tenant", "acme", "job-1", "q-1", "-5"}, []string{"-tenant", "acme", "job-1", "q-1", "-5"}},
+		{[]string{"job-1", "q-1", "--", "--tenant", "acme"}, []string{"job-1", "q-1", "--tenant", "acme"}},
+		{[]string{"job-1", "q-1", "--verbose", "yes"}, []string{"job-1", "q-1", "--verbose", "yes"}},
+	} {
+		if got := reorderKnown(c.in, known); !slices.Equal(got, c.want) {
+			t.Errorf("reorderKnown(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }
