@@ -74,6 +74,10 @@ func CheckAnswer(q *Question, action string, answer json.RawMessage, comment str
 		// it is refused. Front-ends map typed words with ApprovalAction.
 		return nil, wrongKind("This is an approval: approve or deny it, or decline to answer.")
 	}
+	if !present && (len(q.Fields) > 0 || len(q.Choices) > 0) {
+		// Empty counts as missing, as for a field: not as a wrong choice.
+		return nil, &AnswerError{Reason: RefusedInvalid, Text: "answer: is required"}
+	}
 	if !hasValue(answer) {
 		return nil, &AnswerError{Reason: RefusedInvalid, Text: "answer: is required"}
 	}

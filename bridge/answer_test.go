@@ -249,6 +249,8 @@ func TestCheckAnswerFieldsObject(t *testing.T) {
 		{name: "a number", answer: `2`, err: "answer: must be an object with the fields on, copies"},
 		{name: "no answer", err: "answer: is required"},
 		{name: "null", answer: `null`, err: "answer: is required"},
+		{name: "empty string", answer: `""`, err: "answer: is required"},
+		{name: "blank string", answer: `" "`, err: "answer: is required"},
 	})
 }
 
@@ -299,6 +301,8 @@ func TestCheckAnswerChoices(t *testing.T) {
 		{name: "unknown", answer: `"green"`, err: "answer: must be one of: blue, Dark Red, 42"},
 		{name: "object", answer: `{"a":"blue"}`, err: "answer: must be one of: blue, Dark Red, 42"},
 		{name: "missing", err: "answer: is required"},
+		{name: "empty", answer: `""`, err: "answer: is required"},
+		{name: "blank", answer: `"   "`, err: "answer: is required"},
 		{name: "explicit answer action", action: ActionAnswer, answer: `"blue"`, value: `"blue"`},
 		{name: "approve sent to a question", action: ActionApprove, reason: RefusedWrongKind,
 			err: "This is a question, not an approval: answer it instead of approving or denying."},
