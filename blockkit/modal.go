@@ -260,29 +260,10 @@ func ModalErrors(q *bridge.Question, callback string, e *bridge.AnswerError) map
 }
 
 // numberBounds are a number field's min_value and max_value for Slack's
-// number input ("" for none). A whole-number input takes whole bounds, so
-// a fractional bound of an integer field is rounded inward (the same whole
-// numbers fit); bounds no whole number fits between are left to the
-// validator, since Slack refuses a form whose min is above its max.
+// number input ("" for none): whole bounds for a whole-number input (see
+// bridge.Field.InputBounds).
 func numberBounds(f bridge.Field) (lo, hi string) {
-	var mn, mx *float64
-	if f.Min != nil {
-		v := *f.Min
-		if f.Integer {
-			v = math.Ceil(v)
-		}
-		mn = &v
-	}
-	if f.Max != nil {
-		v := *f.Max
-		if f.Integer {
-			v = math.Floor(v)
-		}
-		mx = &v
-	}
-	if mn != nil && mx != nil && *mn > *mx {
-		return "", ""
-	}
+	mn, mx := f.InputBounds()
 	if mn != nil {
 		lo = strconv.FormatFloat(*mn, 'f', -1, 64)
 	}

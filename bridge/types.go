@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"time"
@@ -469,4 +470,30 @@ func (a *AnswerAttempt) UnmarshalJSON(data []byte) error {
 		a.Action = ActionAnswer
 	}
 	return nil
+}
+
+// InputBounds are a number field's bounds as a form's input takes them:
+// for a whole-number field rounded inward (an input that counts whole
+// steps from a fractional minimum takes no whole number; the same whole
+// numbers fit), and none when no whole number fits between them, which
+// the validator then refuses in words. nil means no bound.
+func (f *Field) InputBounds() (lo, hi *float64) {
+	if f.Min != nil {
+		v := *f.Min
+		if f.Integer {
+			v = math.Ceil(v)
+		}
+		lo = &v
+	}
+	if f.Max != nil {
+		v := *f.Max
+		if f.Integer {
+			v = math.Floor(v)
+		}
+		hi = &v
+	}
+	if lo != nil && hi != nil && *lo > *hi {
+		return nil, nil
+	}
+	return lo, hi
 }

@@ -234,6 +234,7 @@ func TestQuestionPageShowsTheFormDrawnFromFields(t *testing.T) {
 	q.Fields = append(q.Fields,
 		bridge.Field{Name: "when", Kind: bridge.FieldDate, DateTime: true},
 		bridge.Field{Name: "ratio", Kind: bridge.FieldNumber},
+		bridge.Field{Name: "boxes", Kind: bridge.FieldNumber, Integer: true, Min: ptr(1.5), Max: ptr(9.5)},
 		bridge.Field{Name: "format", Kind: bridge.FieldChoice, Options: []string{"pdf", "paper"}},
 		bridge.Field{Name: "to", Kind: bridge.FieldMultiChoice, Options: []string{"board", "staff"}},
 		bridge.Field{Name: "urgent", Kind: bridge.FieldToggle, Label: "Urgent"},
@@ -258,7 +259,10 @@ func TestQuestionPageShowsTheFormDrawnFromFields(t *testing.T) {
 		`<select id="f-format" name="f.format">`, `<option value="paper">paper</option>`,
 		`<input type="checkbox" id="f-to-0" name="f.to" value="board">`,
 		`<input type="checkbox" id="f-urgent" name="f.urgent" value="true"`,
-		`<input type="text" id="f-title" name="f.title" value="" maxlength="40"`,
+		// A whole-number input counts its steps from min: whole bounds.
+		`id="f-boxes" name="f.boxes" value="" step="1" min="2" max="9"`,
+		// maxlength counts UTF-16 units: twice the characters allowed.
+		`<input type="text" id="f-title" name="f.title" value="" maxlength="80"`,
 		`<textarea id="f-notes" name="f.notes" rows="5"`,
 		"Anything the printer should know &lt;b&gt;now&lt;/b&gt;",
 		"A whole number from 1 to 9.",

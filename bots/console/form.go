@@ -76,13 +76,16 @@ func answerFromForm(q *bridge.Question, action string, form url.Values) json.Raw
 			obj[f.Name] = form.Get(name) == "true"
 		default:
 			v := form.Get(name)
-			if f.Kind != bridge.FieldText || !f.Multiline {
+			switch {
+			case f.Kind != bridge.FieldText:
 				v = strings.TrimSpace(v)
-			} else {
+			case f.Multiline:
 				// Browsers send textarea line breaks as CRLF.
 				v = strings.ReplaceAll(v, "\r\n", "\n")
 			}
-			if v != "" {
+			// Text is kept as typed, as Slack's form and the CLI keep it; a
+			// blank one counts as missing.
+			if strings.TrimSpace(v) != "" {
 				obj[f.Name] = v
 			}
 		}

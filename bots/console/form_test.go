@@ -29,7 +29,9 @@ func TestAnswerFromForm(t *testing.T) {
 		{"typed fields", fields, "answer", url.Values{
 			"f.on": {" 2026-10-20 "}, "f.copies": {"2"}, "f.to": {"board", "staff"}, "f.urgent": {"true"},
 			"f.color": {""}, "f.notes": {"line one\r\nline two"}, "f.title": {"  Q3  "}, "f.bogus": {"x"}, "answer": {"ignored"},
-		}, `{"copies":"2","notes":"line one\nline two","on":"2026-10-20","title":"Q3","to":["board","staff"],"urgent":true}`},
+		}, `{"copies":"2","notes":"line one\nline two","on":"2026-10-20","title":"  Q3  ","to":["board","staff"],"urgent":true}`},
+		// Text as typed (the validator, Slack and the CLI keep it so); blank is missing.
+		{"blank text", fields, "answer", url.Values{"f.title": {"   "}}, `{"urgent":false}`},
 		{"empty typed form", fields, "answer", url.Values{}, `{"urgent":false}`},
 		{"choices", &bridge.Question{Choices: []string{"blue"}}, "answer", url.Values{"answer": {"blue"}}, `"blue"`},
 		{"free text", &bridge.Question{}, "answer", url.Values{"answer": {"a\r\nb"}}, `"a\nb"`},

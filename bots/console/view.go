@@ -315,11 +315,14 @@ func fieldViewOf(f *bridge.Field, st formState) fieldView {
 		if f.Integer {
 			v.Step = "1"
 		}
-		if f.Min != nil {
-			v.Min = strconv.FormatFloat(*f.Min, 'f', -1, 64)
+		// A browser counts an integer input's steps from its min: a
+		// fractional min would let no whole number through.
+		lo, hi := f.InputBounds()
+		if lo != nil {
+			v.Min = strconv.FormatFloat(*lo, 'f', -1, 64)
 		}
-		if f.Max != nil {
-			v.Max = strconv.FormatFloat(*f.Max, 'f', -1, 64)
+		if hi != nil {
+			v.Max = strconv.FormatFloat(*hi, 'f', -1, 64)
 		}
 		v.Hint = numberHint(f.Integer, v.Min, v.Max)
 	case bridge.FieldChoice:
@@ -341,7 +344,10 @@ func fieldViewOf(f *bridge.Field, st formState) fieldView {
 		if f.Multiline {
 			v.Input = "textarea"
 		}
-		v.MaxLength = f.MaxLength
+		// A browser counts maxlength in UTF-16 units, the validator in
+		// characters: twice as many units never stops a valid answer, and
+		// the validator says when it is too long.
+		v.MaxLength = 2 * f.MaxLength
 		if f.MaxLength > 0 {
 			v.Hint = "At most " + strconv.Itoa(f.MaxLength) + " characters."
 		}
