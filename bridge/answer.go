@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -257,6 +258,10 @@ func checkField(f *Field, raw json.RawMessage) (json.RawMessage, string, string)
 		if !ok {
 			return nil, "", "must be a number"
 		}
+		if !keptExactly(raw, n) {
+			// 12345678901234567890 would reach the agent as ...67000.
+			return nil, "", "has more digits than can be kept exactly: at most 15 significant digits"
+		}
 		if f.Integer && n != math.Trunc(n) {
 			return nil, "", "must be a whole number"
 		}
@@ -348,6 +353,23 @@ func numberValue(raw json.RawMessage) (float64, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// keptExactly reports whether n, as the agent will read it, is the number
+// written in raw: a float64 holds about 15 significant digits, and a longer
+// number would change without a word.
+func keptExactly(raw json.RawMessage, n float64) bool {
+	lit := strings.TrimSpace(string(raw))
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		lit = strings.TrimSpace(s)
+	}
+	given, _, err := big.ParseFloat(lit, 10, 512, big.ToNearestEven)
+	if err != nil {
+		return true // not a plain decimal literal: numberValue read it
+	}
+	kept, _, err := big.ParseFloat(strconv.FormatFloat(n, 'g', -1, 64), 10, 512, big.ToNearestEven)
+	return err == nil && given.Cmp(kept) == 0
 }
 
 // maxUnixSeconds is 9999-12-31T23:59:59Z: RFC 3339 has four-digit years.
