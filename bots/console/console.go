@@ -150,6 +150,9 @@ func (c *Console) verifyLink(r *http.Request, scope, tenant, job, question strin
 		return l, ErrLinkInvalid
 	}
 	l.Expires = time.Unix(exp, 0)
+	if rs := q.Get("roles"); rs != "" {
+		l.Roles = strings.Split(rs, ",")
+	}
 	if bridge.CheckIdentity(l.Identity) != nil {
 		return l, ErrLinkInvalid
 	}
@@ -166,7 +169,7 @@ func (c *Console) verifyLink(r *http.Request, scope, tenant, job, question strin
 
 // sub mints a narrower link for the same identity, expiring with l.
 func (c *Console) sub(l Link, scope, tenant, job, question string) string {
-	return c.signer.RelativeURL(Link{Identity: l.Identity, Scope: scope, Tenant: tenant, JobID: job, QuestionID: question, Expires: l.Expires})
+	return c.signer.RelativeURL(Link{Identity: l.Identity, Scope: scope, Tenant: tenant, JobID: job, QuestionID: question, Expires: l.Expires, Roles: l.Roles})
 }
 
 // errAPI is the runtime not answering.
@@ -200,7 +203,7 @@ func (c *Console) apiUnavailable(w http.ResponseWriter, r *http.Request, err err
 // with a nil error means the runtime knows no such question for them.
 func (c *Console) show(ctx context.Context, l Link) (*bridge.ShowReply, error) {
 	var rep bridge.ShowReply
-	err := c.api(ctx, bridge.APIShow, bridge.ShowRequest{As: l.Identity, Tenant: l.Tenant, JobID: l.JobID, QuestionID: l.QuestionID}, &rep)
+	err := c.api(ctx, bridge.APIShow, bridge.ShowRequest{As: l.Identity, Roles: l.Roles, Tenant: l.Tenant, JobID: l.JobID, QuestionID: l.QuestionID}, &rep)
 	if err != nil {
 		return nil, err
 	}
@@ -285,14 +288,14 @@ func (c *Console) handleList(w http.ResponseWriter, r *http.Request) {
 		after = ""
 	}
 	var rep bridge.ListReply
-	if err := c.api(r.Context(), bridge.APIList, bridge.ListRequest{As: l.Identity, State: bridge.StatePending, Limit: listLimit, After: after}, &rep); err != nil {
+	if err := c.api(r.Context(), bridge.APIList, bridge.ListRequest{As: l.Identity, Roles: l.Roles, State: bridge.StatePending, Limit: listLimit, After: after}, &rep); err != nil {
 		c.apiUnavailable(w, r, err)
 		return
 	}
 	if rep.Error != "" && after != "" {
 		// A stale or altered cursor: show the list from its start.
 		rep = bridge.ListReply{}
-		if err := c.api(r.Context(), bridge.APIList, bridge.ListRequest{As: l.Identity, State: bridge.StatePending, Limit: listLimit}, &rep); err != nil {
+		if err := c.api(r.Context(), bridge.APIList, bridge.ListRequest{As: l.Identity, Roles: l.Roles, State: bridge.StatePending, Limit: listLimit}, &rep); err != nil {
 			c.apiUnavailable(w, r, err)
 			return
 		}
@@ -320,7 +323,7 @@ func (c *Console) handleJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rep bridge.ListReply
-	if err := c.api(r.Context(), bridge.APIList, bridge.ListRequest{As: l.Identity, Tenant: l.Tenant, JobID: l.JobID, State: "all", Limit: jobLimit}, &rep); err != nil {
+	if err := c.api(r.Context(), bridge.APIList, bridge.ListRequest{As: l.Identity, Roles: l.Roles, Tenant: l.Tenant, JobID: l.JobID, State: "all", Limit: jobLimit}, &rep); err != nil {
 		c.apiUnavailable(w, r, err)
 		return
 	}
@@ -338,7 +341,7 @@ func (c *Console) handleJob(w http.ResponseWriter, r *http.Request) {
 		item := jobItem{listItem: c.listItem(l, v)}
 		if !v.Hidden {
 			var show bridge.ShowReply
-			err := c.api(r.Context(), bridge.APIShow, bridge.ShowRequest{As: l.Identity, Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID}, &show)
+			err := c.api(r.Context(), bridge.APIShow, bridge.ShowRequest{As: l.Identity, Roles: l.Roles, Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID}, &show)
 			if err != nil {
 				c.apiUnavailable(w, r, err)
 				return

@@ -209,3 +209,39 @@ func TestE2ESlackIdentityApprovesInConsole(t *testing.T) {
 		t.Errorf("outcome page:\n%s", p.body)
 	}
 }
+
+// TestE2ELinkCarriesPlatformRoles checks a link signed with the roles a
+// chat adapter established (a Discord member's mapped admin role) lets
+// that person see and answer a question their identity alone may not,
+// the roles reaching the runtime with the answer; and that the roles
+// cannot be added to a link by hand.
+func TestE2ELinkCarriesPlatformRoles(t *testing.T) {
+	h, env := newEnvHarness(t, testenv.Options{})
+	q := reportQuestion("job-roles")
+	q.Answerers = []string{"console:alice"}
+	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject(q.Tenant, q.JobID))
+	ask(t, h, env, q)
+	const member = "discord:1234567890"
+	if p := h.get(h.questionURL(member, q)); p.status != http.StatusNotFound {
+		t.Fatalf("without roles: status %d", p.status)
+	}
+	link := h.signer.QuestionURLWithRoles(member, []string{"admin"}, q.Tenant, q.JobID, q.QuestionID, time.Hour)
+	p := h.get(link)
+	if p.status != http.StatusOK || !strings.Contains(p.body, q.Question) || !strings.Contains(p.body, `id="answer-form"`) {
+		t.Fatalf("with the admin role: status %d\n%s", p.status, p.body)
+	}
+	// Roles added to a link by hand break its signature.
+	if p := h.get(h.questionURL(member, q) + "&roles=admin"); p.status != http.StatusForbidden {
+		t.Fatalf("roles added by hand: status %d", p.status)
+	}
+	form := formValues(t, p.body, "answer-form")
+	form.Set("action", "answer")
+	form.Set("f.on", "2026-10-20")
+	form.Set("f.copies", "2")
+	if p := h.post(link, form); p.status != http.StatusSeeOther {
+		t.Fatalf("answer: status %d\n%s", p.status, p.body)
+	}
+	if r := resumeFor(t, resumes); r.Outcome != bridge.OutcomeAnswered || r.By != member {
+		t.Fatalf("resume %+v", r)
+	}
+}

@@ -31,7 +31,18 @@ type Link struct {
 	JobID      string
 	QuestionID string
 	Expires    time.Time
+	// Roles are roles the chat adapter established for Identity on its
+	// platform (a Discord member's mapped roles), passed on to the runtime
+	// as an attempt's roles are. Signed with the rest.
+	Roles []string
 }
+
+// RoleLinkTTL bounds a link that carries roles: they are what the member
+// held when it was made.
+const RoleLinkTTL = 24 * time.Hour
+
+// linkRoles are the roles a link may carry.
+var linkRoles = map[string]bool{"owner": true, "admin": true, "operator": true, "reader": true}
 
 // DefaultLinkTTL is how long links minted by the chat adapters stay valid.
 const DefaultLinkTTL = 7 * 24 * time.Hour
@@ -65,6 +76,9 @@ func (l Link) Path() string {
 func (s Signer) mac(l Link) string {
 	m := hmac.New(sha256.New, s.Secret)
 	fmt.Fprintf(m, "askbridge-console-v1\n%s\n%s\n%s\n%s\n%s\n%d", l.Scope, l.Identity, l.Tenant, l.JobID, l.QuestionID, l.Expires.Unix())
+	if len(l.Roles) > 0 { // links without roles keep their signature
+		fmt.Fprintf(m, "\nroles\n%s", strings.Join(l.Roles, ","))
+	}
 	return hex.EncodeToString(m.Sum(nil))
 }
 
@@ -76,6 +90,16 @@ func (s Signer) URL(l Link) string {
 // QuestionURL mints a link to one question for identity, valid for ttl.
 func (s Signer) QuestionURL(identity, tenant, job, question string, ttl time.Duration) string {
 	return s.URL(Link{Identity: identity, Scope: ScopeQuestion, Tenant: tenant, JobID: job, QuestionID: question, Expires: time.Now().Add(ttl)})
+}
+
+// QuestionURLWithRoles is QuestionURL for an identity holding roles its
+// chat platform established; such a link lives at most RoleLinkTTL.
+func (s Signer) QuestionURLWithRoles(identity string, roles []string, tenant, job, question string, ttl time.Duration) string {
+	if len(roles) > 0 {
+		ttl = min(ttl, RoleLinkTTL)
+	}
+	return s.URL(Link{Identity: identity, Scope: ScopeQuestion, Tenant: tenant, JobID: job, QuestionID: question,
+		Expires: time.Now().Add(ttl), Roles: roles})
 }
 
 // JobURL mints a link to a job's page for identity, valid for ttl.
@@ -92,6 +116,11 @@ func (s Signer) ListURL(identity string, ttl time.Duration) string {
 func (s Signer) Verify(l Link, sig string, now time.Time) error {
 	if l.Identity == "" || l.Scope == "" || sig == "" || l.Expires.IsZero() {
 		return ErrLinkInvalid
+	}
+	for _, r := range l.Roles {
+		if !linkRoles[r] {
+			return ErrLinkInvalid
+		}
 	}
 	for _, f := range []string{l.Scope, l.Identity, l.Tenant, l.JobID, l.QuestionID} {
 		// The MAC separates fields with newlines: a field holding one could
@@ -130,6 +159,9 @@ func (s Signer) Query(l Link) string {
 	q := url.Values{}
 	q.Set("as", l.Identity)
 	q.Set("exp", strconv.FormatInt(l.Expires.Unix(), 10))
+	if len(l.Roles) > 0 {
+		q.Set("roles", strings.Join(l.Roles, ","))
+	}
 	q.Set("sig", s.mac(l))
 	return q.Encode()
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,6 +27,9 @@ func parse(t *testing.T, raw, scope string) (Link, string) {
 		t.Fatalf("exp %q: %v", q.Get("exp"), err)
 	}
 	l := Link{Identity: q.Get("as"), Scope: scope, Expires: time.Unix(exp, 0)}
+	if rs := q.Get("roles"); rs != "" {
+		l.Roles = strings.Split(rs, ",")
+	}
 	parts := strings.Split(strings.TrimPrefix(u.Path, "/console/"), "/")
 	switch scope {
 	case ScopeQuestion:
@@ -154,5 +158,36 @@ func TestFormToken(t *testing.T) {
 		if ok {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// TestLinkRoles checks roles are signed with the link, bound its life to
+// RoleLinkTTL, and must be roles askbridge knows.
+func TestLinkRoles(t *testing.T) {
+	s := testSigner()
+	now := time.Now()
+	raw := s.QuestionURLWithRoles("discord:4567", []string{"admin", "operator"}, "acme", "job-1", "q-1", 7*24*time.Hour)
+	l, sig := parse(t, raw, ScopeQuestion)
+	if err := s.Verify(l, sig, now); err != nil || !slices.Equal(l.Roles, []string{"admin", "operator"}) {
+		t.Fatalf("Verify %+v: %v", l, err)
+	}
+	if life := time.Until(l.Expires); life > RoleLinkTTL+time.Second {
+		t.Errorf("a link with roles lives %v, want at most %v", life, RoleLinkTTL)
+	}
+	for name, roles := range map[string][]string{"dropped": nil, "another": {"owner"}, "one more": {"admin", "operator", "owner"}} {
+		m := l
+		m.Roles = roles
+		if err := s.Verify(m, sig, now); !errors.Is(err, ErrLinkForged) {
+			t.Errorf("roles %s: Verify = %v, want ErrLinkForged", name, err)
+		}
+	}
+	bad := Link{Identity: "discord:4567", Scope: ScopeQuestion, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", Expires: now.Add(time.Hour), Roles: []string{"superuser"}}
+	if err := s.Verify(bad, s.mac(bad), now); !errors.Is(err, ErrLinkInvalid) {
+		t.Errorf("unknown role: Verify = %v, want ErrLinkInvalid", err)
+	}
+	// A link without roles keeps the signature it always had.
+	plain := s.QuestionURL("discord:4567", "acme", "job-1", "q-1", time.Hour)
+	if strings.Contains(plain, "roles=") {
+		t.Errorf("a link without roles names some: %s", plain)
 	}
 }

@@ -167,6 +167,7 @@ func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		Action:       checked.Action,
 		Comment:      comment,
 		By:           l.Identity,
+		Roles:        l.Roles,
 		Via:          bridge.PlatformConsole,
 		At:           c.now().UTC(),
 	}

@@ -384,6 +384,9 @@ func linkOf(t *testing.T, s console.Signer, raw string) console.Link {
 	}
 	l := console.Link{Identity: u.Query().Get("as"), Scope: console.ScopeQuestion, Tenant: parts[0], JobID: parts[1],
 		QuestionID: parts[2], Expires: time.Unix(exp, 0)}
+	if rs := u.Query().Get("roles"); rs != "" {
+		l.Roles = strings.Split(rs, ",")
+	}
 	if err := s.Verify(l, u.Query().Get("sig"), time.Now()); err != nil {
 		t.Fatalf("link %q does not verify: %v", raw, err)
 	}
@@ -887,5 +890,23 @@ func TestSettlingACardInAnArchivedThread(t *testing.T) {
 	}
 	if len(bodies) != 1 || !strings.Contains(bodies[0], `"archived":false`) {
 		t.Fatalf("thread edits %v, want one reopening it", bodies)
+	}
+}
+
+// TestConsoleLinkCarriesMappedRoles checks the console link a member gets
+// from "Open in console" carries the roles mapped from their Discord
+// roles, so the console lets them do what a click would.
+func TestConsoleLinkCarriesMappedRoles(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q := typedQuestion()
+	h.publishEvent(asked(q))
+	msg := h.posted(channelA, 1)
+	btn := findComponent(t, msg, "Open in console")["custom_id"].(string)
+	boss := person{ID: "3000000000000000005", Name: "boss", Roles: []string{"99", adminRole}}
+	if l := linkOf(t, h.signer, h.consoleClick(boss, btn)); l.Identity != "discord:"+boss.ID || !slices.Equal(l.Roles, []string{"admin"}) {
+		t.Fatalf("the admin's link %+v, want the admin role", l)
+	}
+	if l := linkOf(t, h.signer, h.consoleClick(kevin, btn)); len(l.Roles) != 0 {
+		t.Fatalf("kevin's link %+v, want no roles", l)
 	}
 }

@@ -214,7 +214,7 @@ func (b *Bot) cmdShow(ctx context.Context, who clicker, opt map[string]string) *
 	resp := ephemeral(head)
 	resp.Data.Embeds = []*discordgo.MessageEmbed{embed}
 	if v.State == bridge.StatePending && (v.CanAnswer || v.CanDecline) {
-		if u := b.questionLink(who.Identity, v.Tenant, v.JobID, v.QuestionID); u != "" {
+		if u := b.questionLink(who.Identity, who.Roles, v.Tenant, v.JobID, v.QuestionID); u != "" {
 			resp.Data.Components = []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
 				discordgo.Button{Label: "Open in console", Style: discordgo.LinkButton, URL: u},
 			}}}

@@ -241,7 +241,7 @@ func (b *Bot) onComponent(ctx context.Context, in *discordgo.Interaction, who cl
 	case actDecline:
 		return declineModal(c)
 	case actConsole:
-		u := b.questionLink(who.Identity, c.Tenant, c.JobID, c.QuestionID)
+		u := b.questionLink(who.Identity, who.Roles, c.Tenant, c.JobID, c.QuestionID)
 		if u == "" {
 			return ephemeral("The askbridge console is not set up; answer with `/ask answer`.")
 		}

@@ -105,7 +105,7 @@ func (b *Bot) reminderMessage(ev *bridge.Event, q *bridge.Question, c *card, tar
 		buttons = append(buttons, discordgo.Button{Label: "Go to the question", Style: discordgo.LinkButton,
 			URL: "https://discord.com/channels/" + c.Guild + "/" + c.Channel + "/" + c.MessageID})
 	}
-	if u := b.questionLink(target, ev.Tenant, ev.JobID, ev.QuestionID); u != "" {
+	if u := b.questionLink(target, nil, ev.Tenant, ev.JobID, ev.QuestionID); u != "" {
 		buttons = append(buttons, discordgo.Button{Label: "Open in console", Style: discordgo.LinkButton, URL: u})
 	}
 	m := &messageCreate{Content: intro, Embeds: []*discordgo.MessageEmbed{e}, AllowedMentions: noMentions,

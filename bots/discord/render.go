@@ -63,13 +63,15 @@ func (b *Bot) consoleEnabled() bool {
 	return len(b.o.Console.Secret) > 0 && b.o.Console.PublicURL != ""
 }
 
-// questionLink signs a console link to c's question for identity, or "" when
-// the console is off or the URL would not fit a link button.
-func (b *Bot) questionLink(identity, tenant, job, question string) string {
+// questionLink signs a console link to c's question for identity, with
+// the roles mapped from their Discord roles (the console passes them on to
+// the runtime, as a click's attempt does), or "" when the console is off
+// or the URL would not fit a link button.
+func (b *Bot) questionLink(identity string, roles []string, tenant, job, question string) string {
 	if !b.consoleEnabled() || identity == "" {
 		return ""
 	}
-	u := b.o.Console.QuestionURL(identity, tenant, job, question, console.DefaultLinkTTL)
+	u := b.o.Console.QuestionURLWithRoles(identity, roles, tenant, job, question, console.DefaultLinkTTL)
 	if len(u) > maxLinkURL {
 		return ""
 	}
