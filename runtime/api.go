@@ -168,26 +168,44 @@ func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
 	if err := bridge.CheckToken("question_id", req.QuestionID); err != nil {
 		return bridge.ShowReply{Error: err.Error()}
 	}
-	var rec *store.Record
-	var err error
-	if req.Tenant != "" && req.JobID != "" {
-		rec, err = r.st.Find(ctx, store.Key{Tenant: req.Tenant, JobID: req.JobID, QuestionID: req.QuestionID, TaskVersion: req.TaskVersion})
-	} else {
-		rec, err = r.st.FindByQuestionID(ctx, req.Tenant, req.JobID, req.QuestionID)
-	}
 	notFound := bridge.ShowReply{Error: fmt.Sprintf("There is no question %s that you can see.", req.QuestionID)}
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return notFound
-	case errors.Is(err, store.ErrAmbiguousQuery):
-		return bridge.ShowReply{Error: fmt.Sprintf("Question id %s is used in more than one job: name the job as <job>/%s.", req.QuestionID, req.QuestionID)}
-	case err != nil:
-		r.log.Error("api show", "err", err)
-		return bridge.ShowReply{Error: "show: the store could not be read"}
-	}
-	v, ok := r.view(ctx, rec, req.As, req.Roles)
-	if !ok {
-		return notFound
+	var rec *store.Record
+	var v *bridge.QuestionView
+	if req.Tenant != "" && req.JobID != "" {
+		var err error
+		rec, err = r.st.Find(ctx, store.Key{Tenant: req.Tenant, JobID: req.JobID, QuestionID: req.QuestionID, TaskVersion: req.TaskVersion})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return notFound
+		case err != nil:
+			r.log.Error("api show", "err", err)
+			return bridge.ShowReply{Error: "show: the store could not be read"}
+		}
+		var ok bool
+		if v, ok = r.view(ctx, rec, req.As, req.Roles); !ok {
+			return notFound
+		}
+	} else {
+		// Among the jobs holding the id, only those the asker may know of
+		// count: another tenant's question is neither shown nor hinted at.
+		recs, err := r.st.FindQuestionIDs(ctx, req.Tenant, req.JobID, req.QuestionID)
+		if err != nil {
+			r.log.Error("api show", "err", err)
+			return bridge.ShowReply{Error: "show: the store could not be read"}
+		}
+		for _, c := range recs {
+			cv, ok := r.view(ctx, c, req.As, req.Roles)
+			if !ok {
+				continue
+			}
+			if v != nil {
+				return bridge.ShowReply{Error: fmt.Sprintf("Question id %s is used in more than one job you can see: name the job as <job>/%s, or the tenant too.", req.QuestionID, req.QuestionID)}
+			}
+			rec, v = c, cv
+		}
+		if v == nil {
+			return notFound
+		}
 	}
 	reply := bridge.ShowReply{Question: v}
 	if !v.Hidden {

@@ -684,3 +684,47 @@ func TestOneRuntimePerNATS(t *testing.T) {
 		t.Fatalf("outcome after the restart: %+v", out)
 	}
 }
+
+// TestShowByIDOnlyWeighsWhatTheAskerMaySee checks a question id used in
+// two tenants: an admin of one tenant gets that tenant's question, a
+// stranger learns nothing (not that the id is used twice), and someone
+// who may see both is asked to name the job.
+func TestShowByIDOnlyWeighsWhatTheAskerMaySee(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: runtime.Roles{Admins: []string{"acme/slack:UACME", "slack:UGLOBAL"}}})
+	a := choiceQuestion("job-1")
+	g := choiceQuestion("job-1")
+	g.Tenant = "globex"
+	for _, q := range []*bridge.Question{a, g} {
+		if err := env.Agent.Publish(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	show := func(t *testing.T, env *testenv.Env, as, _, qid string) bridge.ShowReply {
+		t.Helper()
+		data, _ := json.Marshal(bridge.ShowRequest{As: as, QuestionID: qid}) // no tenant, no job
+		msg, err := env.NATS.Conn.Request(bridge.APIShow, data, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply bridge.ShowReply
+		if err := json.Unmarshal(msg.Data, &reply); err != nil {
+			t.Fatal(err)
+		}
+		return reply
+	}
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if r := show(t, env, "", "", "q-1"); !strings.Contains(r.Error, "more than one job") {
+			return fmt.Errorf("both not stored yet: %+v", r)
+		}
+		return nil
+	})
+	if r := show(t, env, "slack:UACME", "", "q-1"); r.Question == nil || r.Question.Tenant != "acme" {
+		t.Errorf("acme's admin: %+v", r)
+	}
+	if r := show(t, env, "slack:USTRANGER", "", "q-1"); r.Question != nil || r.Error != "There is no question q-1 that you can see." {
+		t.Errorf("a stranger: %+v", r)
+	}
+	if r := show(t, env, "slack:UGLOBAL", "", "q-1"); r.Question != nil || !strings.Contains(r.Error, "used in more than one job you can see") {
+		t.Errorf("an admin of both: %+v", r)
+	}
+}

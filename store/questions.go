@@ -676,3 +676,40 @@ func (s *Store) CountByState(ctx context.Context) (map[string]int64, error) {
 	}
 	return out, rows.Err()
 }
+
+// FindQuestionIDs finds the latest version of a question id in every job
+// that has one (at most 50 jobs); tenant and job narrow the search when
+// given. The caller picks among them, say by what the asker may see.
+func (s *Store) FindQuestionIDs(ctx context.Context, tenant, job, questionID string) ([]*Record, error) {
+	q := "SELECT " + recordColumns + " FROM questions WHERE question_id = ?"
+	args := []any{questionID}
+	if tenant != "" {
+		q += " AND tenant = ?"
+		args = append(args, tenant)
+	}
+	if job != "" {
+		q += " AND job_id = ?"
+		args = append(args, job)
+	}
+	rows, err := s.rs.query(ctx, q+" ORDER BY task_version DESC, id DESC LIMIT 200", args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: find question %s: %w", questionID, err)
+	}
+	defer rows.Close()
+	var out []*Record
+	seen := map[[2]string]bool{}
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: find question %s: %w", questionID, err)
+		}
+		if k := [2]string{r.Tenant, r.JobID}; !seen[k] && len(out) < 50 {
+			seen[k] = true
+			out = append(out, r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: find question %s: %w", questionID, err)
+	}
+	return out, nil
+}

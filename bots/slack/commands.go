@@ -81,12 +81,12 @@ func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandRepl
 	if idText == "" {
 		return ephemeral("Say which question: `/ask %s <question_id>` or `<job_id>/<question_id>`.", strings.ToLower(sub))
 	}
-	job, qid, ok := parseID(idText)
+	tenant, job, qid, ok := parseID(idText)
 	if !ok {
-		return ephemeral("`%s` is not a question id: use `<question_id>` or `<job_id>/<question_id>` (letters, digits, - and _).", quote(idText, 80))
+		return ephemeral("`%s` is not a question id: use `<question_id>`, `<job_id>/<question_id>` or `<tenant>/<job_id>/<question_id>` (letters, digits, - and _).", quote(idText, 80))
 	}
 	var show bridge.ShowReply
-	if err := b.request(ctx, bridge.APIShow, bridge.ShowRequest{As: identity, JobID: job, QuestionID: qid}, &show); err != nil {
+	if err := b.request(ctx, bridge.APIShow, bridge.ShowRequest{As: identity, Tenant: tenant, JobID: job, QuestionID: qid}, &show); err != nil {
 		b.log.WarnContext(ctx, "slack: /ask show request failed", "err", err)
 		return ephemeral("askbridge did not answer in time. Please try again.")
 	}
@@ -117,12 +117,24 @@ func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandRepl
 	}
 }
 
-// parseID reads "<question_id>" or "<job_id>/<question_id>" strictly.
-func parseID(s string) (job, question string, ok bool) {
-	if j, q, found := strings.Cut(s, "/"); found {
-		return j, q, bridge.ValidToken(j) && bridge.ValidToken(q)
+// parseID reads "<question_id>", "<job_id>/<question_id>" or
+// "<tenant>/<job_id>/<question_id>" strictly.
+func parseID(s string) (tenant, job, question string, ok bool) {
+	parts := strings.Split(s, "/")
+	for _, p := range parts {
+		if !bridge.ValidToken(p) {
+			return "", "", "", false
+		}
 	}
-	return "", s, bridge.ValidToken(s)
+	switch len(parts) {
+	case 1:
+		return "", "", parts[0], true
+	case 2:
+		return "", parts[0], parts[1], true
+	case 3:
+		return parts[0], parts[1], parts[2], true
+	}
+	return "", "", "", false
 }
 
 func (b *Bot) cmdList(ctx context.Context, identity string) *commandReply {

@@ -440,7 +440,7 @@ func TestAskCommand(t *testing.T) {
 	if s := reply("U0KEV", "show q-c1"); !strings.Contains(s, "Which colour") || !strings.Contains(s, "Choices: red | blue") || !strings.Contains(s, "State: pending") {
 		t.Fatalf("show: %q", s)
 	}
-	if s := reply("U0KEV", "show bad/id/x"); !strings.Contains(s, "is not a question id") {
+	if s := reply("U0KEV", "show bad/id/x/y"); !strings.Contains(s, "is not a question id") {
 		t.Fatalf("show with a bad id: %q", s)
 	}
 	if s := reply("U0KEV", "answer job-cmd/q-c1 purple"); !strings.Contains(s, "Not sent: answer: must be one of: red, blue") {
