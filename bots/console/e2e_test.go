@@ -124,6 +124,12 @@ func TestE2EPermissionsAndDecline(t *testing.T) {
 		t.Fatalf("operator page:\n%s", p.body)
 	}
 	form := formValues(t, p.body, "decline-form")
+	// Sent as an answer, the form is refused in the runtime's words.
+	form.Set("action", "answer")
+	if p := h.post(link, form); p.status != http.StatusForbidden ||
+		!strings.Contains(p.body, "You can't answer this question: it is for the people named as its answerers; you may decline it.") {
+		t.Fatalf("operator's answer: status %d\n%s", p.status, p.body)
+	}
 	form.Set("action", "decline")
 	form.Set("comment", "ask Ana")
 	if p = h.post(link, form); p.status != http.StatusSeeOther {

@@ -131,8 +131,11 @@ func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		allowed = v.CanDecline
 	}
 	if !allowed {
-		c.errorPage(w, r, http.StatusForbidden, "You can't do that here",
-			"askbridge does not let "+l.Identity+" "+actionWords(action)+" this question. Nothing was sent.")
+		text := "askbridge does not let " + l.Identity + " " + actionWords(action) + " this question."
+		if action != bridge.ActionDecline && v.CannotAnswer != "" {
+			text = v.CannotAnswer // the runtime's words, as a refused answer gets them
+		}
+		c.errorPage(w, r, http.StatusForbidden, "You can't do that here", text+" Nothing was sent.")
 		return
 	}
 	q := v.Question
