@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"strings"
 	"testing"
@@ -127,7 +128,7 @@ func TestE2EPermissionsAndDecline(t *testing.T) {
 	// Sent as an answer, the form is refused in the runtime's words.
 	form.Set("action", "answer")
 	if p := h.post(link, form); p.status != http.StatusForbidden ||
-		!strings.Contains(p.body, "You can't answer this question: it is for the people named as its answerers; you may decline it.") {
+		!strings.Contains(p.body, html.EscapeString("You can't answer this question: it is for the people named as its answerers; you may decline it.")) {
 		t.Fatalf("operator's answer: status %d\n%s", p.status, p.body)
 	}
 	form.Set("action", "decline")
