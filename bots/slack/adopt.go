@@ -164,7 +164,10 @@ func (b *Bot) findPosted(ctx context.Context, channel, thread string, since time
 // since the first try before the next one, and a message found is this
 // post's, as if the try had returned it. A first try that succeeds makes
 // no lookup.
-func (b *Bot) postMarked(ctx context.Context, channel, thread string, meta slack.SlackMetadata, opts ...slack.MsgOption) (ts string, err error) {
+//
+// On the event's last try a lookup that fails counts as "not found": the
+// card is posted again rather than the question failed while it may be up.
+func (b *Bot) postMarked(ctx context.Context, lastTry bool, channel, thread string, meta slack.SlackMetadata, opts ...slack.MsgOption) (ts string, err error) {
 	opts = append(opts, slack.MsgOptionMetadata(meta))
 	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
@@ -177,6 +180,9 @@ func (b *Bot) postMarked(ctx context.Context, channel, thread string, meta slack
 	}, func(ctx context.Context) (bool, error) {
 		var err error
 		ts, err = b.findPosted(ctx, channel, thread, first, meta)
+		if err != nil && lastTry {
+			return false, nil
+		}
 		return ts != "", err
 	})
 	return ts, err

@@ -251,6 +251,28 @@ func TestTakeoverWaitsOutARateLimitedLookup(t *testing.T) {
 	}
 }
 
+// TestLastTryPostsWhenTheLookupIsRateLimited checks that on an event's
+// last try a post whose outcome is unknown, and whose lookup Slack
+// rate-limits, is posted again rather than the question failed: shown
+// twice beats failed while shown.
+func TestLastTryPostsWhenTheLookupIsRateLimited(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	h := startBot(t, n, fake)
+	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
+	q := question("job-lt", "q-lt")
+	q.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0123", ThreadTS: "1600000000.000001"}}
+	ev := askedEvent(q)
+	fake.failAfter("chat.postMessage", 500, `{"ok":false,"error":"internal_error"}`)
+	fake.fail("conversations.replies", 429, map[string]string{"Retry-After": "60"}, `{"ok":false,"error":"ratelimited"}`)
+	if err := h.bot.handleEvent(context.Background(), &ev, true); err != nil {
+		t.Fatalf("last try: %v", err)
+	}
+	if d := deliveredTS(t, n, deliveries, "q-lt"); !d.OK {
+		t.Fatalf("delivery %+v %+v: want the card shown", d, d.Failure)
+	}
+}
+
 // crashedThread sets up a job whose thread parent a replica claimed five
 // minutes ago and never recorded; the fake holds the channel messages in msgs.
 func crashedThread(t *testing.T, job string, msgs ...fakeMsg) (*harness, *collector[bridge.Delivery], *bridge.Question) {

@@ -186,7 +186,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 	}
 	if err == nil && ts == "" {
 		blocks, text := blockkit.QuestionMessage(b.cardView(rec, ref))
-		ts, err = b.postMarked(ctx, channel, thread, questionMeta(ref), slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
+		ts, err = b.postMarked(ctx, lastTry, channel, thread, questionMeta(ref), slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
 	}
 	if err != nil {
 		var ae *apiError
@@ -279,7 +279,7 @@ func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string,
 		}
 		if ts == "" && err == nil {
 			blocks, text := blockkit.ThreadParent(q, b.consoleOn())
-			ts, err = b.postMarked(ctx, channel, "", meta, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
+			ts, err = b.postMarked(ctx, lastTry, channel, "", meta, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
 		}
 		if err != nil {
 			// Release the claim. A transient failure (a timeout, a 5xx) may

@@ -64,6 +64,11 @@ func rateLimited(err error) (*slack.RateLimitedError, bool) {
 	if errors.As(err, &sc) && sc.Code == http.StatusTooManyRequests {
 		return &slack.RateLimitedError{}, true
 	}
+	// Slack also says so in a 200: {"ok":false,"error":"ratelimited"}.
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) && (se.Err == "ratelimited" || se.Err == "rate_limited") {
+		return &slack.RateLimitedError{}, true
+	}
 	return nil, false
 }
 
