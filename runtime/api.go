@@ -204,6 +204,10 @@ func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
 			rec, v = c, cv
 		}
 		if v == nil {
+			if len(recs) >= store.MaxQuestionIDJobs {
+				// Not all the jobs holding the id were weighed.
+				return bridge.ShowReply{Error: fmt.Sprintf("Question id %s is used in many jobs: name the job as <job>/%s.", req.QuestionID, req.QuestionID)}
+			}
 			return notFound
 		}
 	}

@@ -208,7 +208,7 @@ var errAnswerWaiting = errors.New("runtime: an answer published before the deadl
 
 const (
 	// answerWaitRetry is how soon a held timeout is looked at again.
-	answerWaitRetry = 50 * time.Millisecond
+	answerWaitRetry = 250 * time.Millisecond
 	// maxAnswerHold bounds how long past its deadline a timeout waits for
 	// answers to be decided, so a stuck consumer never keeps a question
 	// from ending.
@@ -230,11 +230,8 @@ func (r *Runtime) answerWaiting(ctx context.Context, rec *store.Record) (bool, e
 	if err != nil {
 		return false, fmt.Errorf("runtime: answers consumer: %w", err)
 	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return false, fmt.Errorf("runtime: answers consumer: %w", err)
-	}
-	m, err := r.answers.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(bridge.AnswerSubject(rec.Tenant, rec.JobID)))
+	// One request: the consumer's info comes with it.
+	m, err := r.answers.GetMsg(ctx, cons.CachedInfo().AckFloor.Stream+1, jetstream.WithGetMsgSubject(bridge.AnswerSubject(rec.Tenant, rec.JobID)))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}

@@ -107,15 +107,19 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 		switch res.Status {
 		case store.Duplicate:
 			// Asked before; but a crash may have come between recording it
-			// and failing it for want of a platform to show it.
-			if failure := r.undeliverable(it.q); failure != nil {
-				rec, err := r.st.Find(ctx, store.Key{Tenant: it.q.Tenant, JobID: it.q.JobID, QuestionID: it.q.QuestionID, TaskVersion: it.q.TaskVersion})
-				if err == nil && rec.State == bridge.StatePending {
+			// and failing it for want of a platform to show it. Judged on
+			// the stored question of that very version: the first publish
+			// is the question.
+			rec, err := r.st.Find(ctx, store.Key{Tenant: it.q.Tenant, JobID: it.q.JobID, QuestionID: it.q.QuestionID, TaskVersion: it.q.TaskVersion})
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+			case err != nil:
+				return err
+			case rec.TaskVersion == it.q.TaskVersion && rec.State == bridge.StatePending:
+				if failure := r.undeliverable(decodeBody(rec)); failure != nil {
 					if err := r.failQuestion(ctx, rec, failure, "", now); err != nil {
 						return err
 					}
-				} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-					return err
 				}
 			}
 			continue

@@ -677,9 +677,13 @@ func (s *Store) CountByState(ctx context.Context) (map[string]int64, error) {
 	return out, rows.Err()
 }
 
+// MaxQuestionIDJobs bounds the jobs FindQuestionIDs returns.
+const MaxQuestionIDJobs = 50
+
 // FindQuestionIDs finds the latest version of a question id in every job
-// that has one (at most 50 jobs); tenant and job narrow the search when
-// given. The caller picks among them, say by what the asker may see.
+// that has one (at most MaxQuestionIDJobs jobs); tenant and job narrow the
+// search when given. The caller picks among them, say by what the asker
+// may see.
 func (s *Store) FindQuestionIDs(ctx context.Context, tenant, job, questionID string) ([]*Record, error) {
 	q := "SELECT " + recordColumns + " FROM questions WHERE question_id = ?"
 	args := []any{questionID}
@@ -703,7 +707,7 @@ func (s *Store) FindQuestionIDs(ctx context.Context, tenant, job, questionID str
 		if err != nil {
 			return nil, fmt.Errorf("store: find question %s: %w", questionID, err)
 		}
-		if k := [2]string{r.Tenant, r.JobID}; !seen[k] && len(out) < 50 {
+		if k := [2]string{r.Tenant, r.JobID}; !seen[k] && len(out) < MaxQuestionIDJobs {
 			seen[k] = true
 			out = append(out, r)
 		}

@@ -80,7 +80,11 @@ func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
 	}
 	nc, err := nats.Connect(url, append(opts, nats.Name("askbridge-cli"))...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot reach NATS at %s (is 'askbridge serve' running?): %w", redactURLs(url), err)
+		why := err.Error()
+		if ue := (*neturl.Error)(nil); errors.As(err, &ue) {
+			why = "the URL cannot be read" // its text would repeat the URL, password and all
+		}
+		return nil, nil, fmt.Errorf("cannot reach NATS at %s (is 'askbridge serve' running?): %s", redactURLs(url), why)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {

@@ -553,13 +553,14 @@ func TestMetricsCountPlatformCalls(t *testing.T) {
 // TestCLIHidesNATSPasswords checks a NATS URL's password or token never
 // reaches the CLI's error text.
 func TestCLIHidesNATSPasswords(t *testing.T) {
-	for _, url := range []string{"nats://user:s3cretpw@127.0.0.1:1", "nats://s3cretpw@127.0.0.1:1", "nats://127.0.0.1:1,nats://u:s3cretpw@127.0.0.1:2"} {
+	for _, url := range []string{"nats://user:s3cretpw@127.0.0.1:1", "nats://s3cretpw@127.0.0.1:1", "nats://127.0.0.1:1,nats://u:s3cretpw@127.0.0.1:2",
+		"nats://user:s3cret pw@127.0.0.1:1"} {
 		var stderr bytes.Buffer
 		c := &cli{stdout: io.Discard, stderr: &stderr, identity: "cli:kevin"}
 		if code := c.list(context.Background(), []string{"--nats", url}); code != exitError {
 			t.Errorf("%s: exit %d", url, code)
 		}
-		if got := stderr.String(); !strings.Contains(got, "cannot reach NATS at nats://") || strings.Contains(got, "s3cret") {
+		if got := stderr.String(); !strings.Contains(got, "cannot reach NATS at ") || strings.Contains(got, "s3cret") {
 			t.Errorf("%s: stderr %q", url, got)
 		}
 	}
