@@ -76,6 +76,13 @@ func (b *Bot) onCommand(ctx context.Context, in *discordgo.Interaction, who clic
 	}
 	sub := data.Options[0]
 	opt := options(sub.Options)
+	// The ids /ask list prints: tenant/job/question or job/question.
+	if parts := strings.Split(opt["question"], "/"); len(parts) == 2 || len(parts) == 3 {
+		opt["question"], opt["job"] = parts[len(parts)-1], parts[len(parts)-2]
+		if len(parts) == 3 {
+			opt["tenant"] = parts[0]
+		}
+	}
 	for _, k := range []string{"tenant", "job", "question"} {
 		if v := opt[k]; v != "" && !bridge.ValidToken(v) {
 			return ephemeral(fmt.Sprintf("%s: %q must be 1 to 64 letters, digits, '-' or '_'.", k, v))
@@ -207,6 +214,11 @@ func (b *Bot) cmdShow(ctx context.Context, who clicker, opt map[string]string) *
 	c := &card{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, TaskVersion: v.TaskVersion,
 		Question: v.Question, AskedAt: v.AskedAt, Deadline: v.Deadline}
 	embed := cardEmbed(c)
+	if n := len(v.Question.Choices); n > 0 && n <= maxChoices {
+		// On the card they are buttons; here, the words /ask answer takes.
+		embed.Fields = append(embed.Fields, &discordgo.MessageEmbedField{Name: "Choices", Value: truncate(strings.Join(v.Question.Choices, " | "), maxFieldValue)})
+		fitEmbed(embed)
+	}
 	if v.State != bridge.StatePending {
 		embed = settledEmbed(embed, &outcome{Type: stateEvent(v.State), Text: v.Text, By: v.By, ByName: v.ByName,
 			Answer: v.AnswerText, Reason: v.Comment, At: v.SettledAt})

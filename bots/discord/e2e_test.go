@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -419,8 +420,15 @@ func TestE2EAskCommands(t *testing.T) {
 	if s := text(resp); !strings.Contains(s, "pending") {
 		t.Fatalf("show = %q", s)
 	}
-	if e := resp["data"].(map[string]any)["embeds"].([]any)[0].(map[string]any); e["description"] != q.Question {
-		t.Fatalf("show embed = %v", e)
+	if e := resp["data"].(map[string]any)["embeds"].([]any)[0].(map[string]any); e["description"] != q.Question ||
+		fieldValue(e, "Choices") != "red | blue | green" {
+		t.Fatalf("show embed = %v, want the question and its choices", e)
+	}
+	// The ids /ask list prints are taken as they are.
+	for _, id := range []string{"acme/job-1/q-1", "job-1/q-1"} {
+		if s := text(h.interact(h.command(kevin, "show", map[string]string{"question": id}))); !strings.Contains(s, "`acme/job-1/q-1`") {
+			t.Fatalf("show %s = %q", id, s)
+		}
 	}
 	if s := text(h.interact(h.command(stranger, "show", map[string]string{"question": "q-1"}))); !strings.Contains(s, "askbridge") {
 		t.Fatalf("stranger's show = %q", s)
@@ -582,15 +590,23 @@ func TestE2ECancelByMappedDiscordRole(t *testing.T) {
 }
 
 func TestE2ECancelRefusalByDMWhenTheTokenExpired(t *testing.T) {
-	env, h := startE2E(t, runtime.Roles{})
+	env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+	var ahead atomic.Int64 // the bot's clock runs this far ahead
+	h := start(t, harnessOptions{nats: env.NATS, tweak: func(b *Bot) {
+		b.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+		b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond }
+	}})
 	q := colorQuestion()
 	ask(t, env, q)
 	h.posted(channelA, 1)
 	// The runtime's refusal comes after the command's token lapsed (the
-	// fake answers this token as Discord does an expired one): a DM.
+	// fake answers this token as Discord does an expired one), and long
+	// enough after the command (11 s) not to be a refusal overtaking the
+	// command's response: a DM.
 	in := h.command(kevin, "cancel", map[string]string{"tenant": "acme", "job": "job-1", "question": "q-1"})
 	in["token"] = "expired-" + in["id"].(string)
 	h.interact(in)
+	ahead.Store(int64(11 * time.Second))
 	var dm map[string]any
 	checkFor(t, 10*time.Second, func() error {
 		dms := fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
@@ -603,8 +619,9 @@ func TestE2ECancelRefusalByDMWhenTheTokenExpired(t *testing.T) {
 	if s, _ := dm["content"].(string); !strings.Contains(s, "You can't cancel questions") || !strings.Contains(s, "question q-1 of job job-1") {
 		t.Fatalf("DM = %v", dm)
 	}
-	if n := len(fake.requests("POST", "/webhooks/"+testApp+"/"+in["token"].(string))); n != 1 {
-		t.Fatalf("%d follow-up tries on the expired token, want 1", n)
+	// One try, or two when the refusal came before the clock moved on.
+	if n := len(fake.requests("POST", "/webhooks/"+testApp+"/"+in["token"].(string))); n < 1 || n > 2 {
+		t.Fatalf("%d follow-up tries on the expired token, want 1 or 2", n)
 	}
 	// Nobody else was told.
 	if n := len(fake.requests("POST", "/users/@me/channels")); n != 1 {
@@ -678,5 +695,31 @@ func TestE2EAckAfterDecision(t *testing.T) {
 	}
 	if res := await(t, env, ap); res.Text != "The answer: denied. Reason: too much." {
 		t.Fatalf("resume = %+v", res)
+	}
+}
+
+// TestE2ECancelRefusalOvertakingTheResponse checks a refused /ask cancel
+// whose follow-up reaches Discord before the command's response (unknown
+// webhook, seconds after the command) is tried again as a follow-up, not
+// sent by DM at once.
+func TestE2ECancelRefusalOvertakingTheResponse(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+	h := start(t, harnessOptions{nats: env.NATS, tweak: func(b *Bot) {
+		b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond }
+	}})
+	q := colorQuestion()
+	ask(t, env, q)
+	h.posted(channelA, 1)
+	in := h.command(kevin, "cancel", map[string]string{"tenant": "acme", "job": "job-1", "question": "q-1"})
+	token := in["token"].(string)
+	fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/" + testApp + "/" + token, Status: 404, Code: 10015, Times: 1})
+	h.interact(in)
+	tries := followups(t, token, 2)
+	if c, _ := tries[1].JSON(t)["content"].(string); !strings.Contains(c, "You can't cancel questions") {
+		t.Fatalf("second try = %s", tries[1].Body)
+	}
+	h.markerEvent()
+	if n := len(fake.requests("POST", "/users/@me/channels")); n != 0 {
+		t.Fatalf("%d DM channels opened, want none: the follow-up reached kevin", n)
 	}
 }

@@ -556,9 +556,10 @@ func (b *Bot) onCancelRefused(ctx context.Context, ev *bridge.Event) error {
 	}
 	text := cancelRefusalText(ev)
 	appID, token := ev.ReplyTo[replyAppID], ev.ReplyTo[replyToken]
-	fresh := false
+	fresh, racing := false, false
 	if sent, err := strconv.ParseInt(ev.ReplyTo[replySentAt], 10, 64); err == nil {
-		fresh = b.now().Sub(time.Unix(sent, 0)) < followupTTL
+		age := b.now().Sub(time.Unix(sent, 0))
+		fresh, racing = age < followupTTL, age < followupRace
 	}
 	told := false
 	if fresh && appID != "" && token != "" {
@@ -571,6 +572,9 @@ func (b *Bot) onCancelRefused(ctx context.Context, ev *bridge.Event) error {
 		switch code := discordCode(err); {
 		case err == nil:
 			told = true
+		case (code == codeUnknownWebhook || code == codeUnknownInteract) && racing:
+			// As in onRefused: the refusal overtook the command's response.
+			return fmt.Errorf("discord: cancel refusal before the command's response (Discord error %d)", code)
 		case code == codeUnknownWebhook || code == codeInvalidWebhookTok || code == codeUnknownInteract:
 			b.log.Info("discord: cancel refusal: the interaction expired; sending a DM", "to", ev.To)
 		case isTransient(err):

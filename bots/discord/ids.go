@@ -5,6 +5,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -134,7 +135,9 @@ func parseCustomID(s string) (action, error) {
 		}
 		rest = rest[1:]
 	}
-	v, err := canonicalInt(rest[0], 1<<53)
+	// Any version the runtime takes: a whole int64 (a clock in nanoseconds
+	// makes 19 digits).
+	v, err := canonicalInt(rest[0], math.MaxInt64)
 	if err != nil {
 		return a, errBadCustomID
 	}
@@ -163,7 +166,7 @@ func validKey(k string) bool {
 
 // canonicalInt parses a non-negative decimal without sign or leading zeros.
 func canonicalInt(s string, max int64) (int64, error) {
-	if s == "" || len(s) > 16 || (len(s) > 1 && s[0] == '0') {
+	if s == "" || len(s) > 19 || (len(s) > 1 && s[0] == '0') {
 		return 0, fmt.Errorf("not a canonical number: %q", s)
 	}
 	for _, r := range s {

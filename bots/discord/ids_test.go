@@ -33,23 +33,24 @@ func TestCustomIDRoundTrip(t *testing.T) {
 func TestCustomIDParsedStrictly(t *testing.T) {
 	for _, s := range []string{
 		"", "ab", "ab:c", "ab:zz:acme:job:q:1", // unknown action
-		"ab:c:acme:job:q:1",                 // choice without index
-		"ab:a:acme:job:q:1:0",               // index on an action without one
-		"ab:mn:acme:job:q:1:0",              // index on the deny form
-		"ab:mx:acme:job:q:1",                // unknown form
-		"ab:c:acme:job:q:1:25",              // index beyond 24
-		"ab:c:acme:job:q:1:-1",              // sign
-		"ab:a:acme:job:q:+1",                // sign
-		"ab:a:acme:job:q:01",                // leading zero
-		"ab:a:acme:job:q:1e3",               // not decimal
-		"ab:a:acme:job:q:99999999999999999", // too big
-		"ab:a:ac me:job:q:1",                // bad token
-		"ab:a:acme:job.x:q:1",               // bad token
-		"ab:a::job:q:1",                     // empty token
-		"ab#:a:short:1",                     // bad key
-		"ab#:a:AAAAAAAAAAAAAAAAAAAA:1",      // key out of alphabet
-		"xx:a:acme:job:q:1",                 // prefix
-		"ab:a:acme:job:q:1:",                // trailing part
+		"ab:c:acme:job:q:1",                    // choice without index
+		"ab:a:acme:job:q:1:0",                  // index on an action without one
+		"ab:mn:acme:job:q:1:0",                 // index on the deny form
+		"ab:mx:acme:job:q:1",                   // unknown form
+		"ab:c:acme:job:q:1:25",                 // index beyond 24
+		"ab:c:acme:job:q:1:-1",                 // sign
+		"ab:a:acme:job:q:+1",                   // sign
+		"ab:a:acme:job:q:01",                   // leading zero
+		"ab:a:acme:job:q:1e3",                  // not decimal
+		"ab:a:acme:job:q:9223372036854775808",  // beyond int64
+		"ab:a:acme:job:q:99999999999999999999", // 20 digits
+		"ab:a:ac me:job:q:1",                   // bad token
+		"ab:a:acme:job.x:q:1",                  // bad token
+		"ab:a::job:q:1",                        // empty token
+		"ab#:a:short:1",                        // bad key
+		"ab#:a:AAAAAAAAAAAAAAAAAAAA:1",         // key out of alphabet
+		"xx:a:acme:job:q:1",                    // prefix
+		"ab:a:acme:job:q:1:",                   // trailing part
 		strings.Repeat("a", 101),
 	} {
 		if a, err := parseCustomID(s); err == nil {

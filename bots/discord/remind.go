@@ -46,7 +46,7 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 		case discordCode(err) == codeCannotDM:
 			b.log.Warn("discord: cannot send a reminder DM: the user does not accept direct messages from this app",
 				"user", target, "tenant", ev.Tenant, "job", ev.JobID, "question", ev.QuestionID, "step", ev.Step)
-			b.noteUnreachable(ctx, c, user)
+			b.noteUnreachable(ctx, c, user, ev.EventID)
 		case err != nil && isTransient(err):
 			return err
 		case err != nil:
@@ -118,7 +118,7 @@ func (b *Bot) reminderMessage(ev *bridge.Event, q *bridge.Question, c *card, tar
 
 // noteUnreachable says in the question's thread that a reminder could not
 // be delivered, so the people there know. Best effort.
-func (b *Bot) noteUnreachable(ctx context.Context, c *card, user string) {
+func (b *Bot) noteUnreachable(ctx context.Context, c *card, user, eventID string) {
 	if c == nil || c.Channel == "" {
 		return
 	}
@@ -126,8 +126,9 @@ func (b *Bot) noteUnreachable(ctx context.Context, c *card, user string) {
 	_, err := b.postMessage(ctx, "note unreachable", channel, &messageCreate{
 		Content:         fmt.Sprintf("askbridge could not send <@%s> a reminder: they do not accept direct messages from this app.", user),
 		AllowedMentions: noMentions,
-		Nonce:           nonceFor("unreachable", c.Tenant, c.JobID, c.QuestionID, user),
-		EnforceNonce:    true,
+		// Per step: Discord swallows a nonce it saw minutes ago.
+		Nonce:        nonceFor("unreachable", eventID, user),
+		EnforceNonce: true,
 	})
 	if err != nil {
 		b.log.Warn("discord: could not note an unreachable user", "channel", channel, "err", err)

@@ -91,6 +91,24 @@ func TestReminderDMs(t *testing.T) {
 		}
 		return nil
 	})
+	// A later step that names Ana again is noted again: Discord would take
+	// the same nonce, minutes later, for the first note.
+	h.publishEvent(bridge.Event{Type: bridge.EventEscalated, EventID: "ob-esc-2", Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
+		Step: bridge.TargetAdmins, Targets: []string{"discord:" + ana.ID}, Question: &q, Deadline: ev.Deadline})
+	checkFor(t, 10*time.Second, func() error {
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		n := 0
+		for _, m := range fake.msgs {
+			if m["channel_id"] == thread && strings.Contains(fmt.Sprint(m["content"]), "could not send <@"+ana.ID+">") {
+				n++
+			}
+		}
+		if n != 2 {
+			return fmt.Errorf("%d notes about ana in the thread, want one per step", n)
+		}
+		return nil
+	})
 }
 
 func TestReminderRedeliveryAfterTransientFailure(t *testing.T) {
