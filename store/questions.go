@@ -543,46 +543,6 @@ func findAnswerableIn(ctx context.Context, db rowQuerier, k Key) (*Answerable, e
 	return a, nil
 }
 
-// FindByQuestionID finds the latest version of a question id; tenant and
-// job narrow the search when given. It returns ErrAmbiguousQuery when the
-// id names questions in more than one job.
-func (s *Store) FindByQuestionID(ctx context.Context, tenant, job, questionID string) (*Record, error) {
-	q := "SELECT " + recordColumns + " FROM questions WHERE question_id = ?"
-	args := []any{questionID}
-	if tenant != "" {
-		q += " AND tenant = ?"
-		args = append(args, tenant)
-	}
-	if job != "" {
-		q += " AND job_id = ?"
-		args = append(args, job)
-	}
-	rows, err := s.rs.query(ctx, q+" ORDER BY task_version DESC, id DESC LIMIT 50", args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: find question %s: %w", questionID, err)
-	}
-	defer rows.Close()
-	var found *Record
-	for rows.Next() {
-		r, err := scanRecord(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: find question %s: %w", questionID, err)
-		}
-		if found == nil {
-			found = r
-		} else if found.Tenant != r.Tenant || found.JobID != r.JobID {
-			return nil, ErrAmbiguousQuery
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: find question %s: %w", questionID, err)
-	}
-	if found == nil {
-		return nil, ErrNotFound
-	}
-	return found, nil
-}
-
 // ListFilter selects questions for a list page, ordered by row id.
 type ListFilter struct {
 	Tenant string

@@ -26,11 +26,10 @@ var migrations embed.FS
 
 // Errors callers decide on.
 var (
-	ErrNotFound       = errors.New("store: not found")
-	ErrNotPending     = errors.New("store: question is no longer pending")
-	ErrDuplicate      = errors.New("store: attempt already recorded")
-	ErrStepGone       = errors.New("store: ladder step already fired")
-	ErrAmbiguousQuery = errors.New("store: question id matches more than one question")
+	ErrNotFound   = errors.New("store: not found")
+	ErrNotPending = errors.New("store: question is no longer pending")
+	ErrDuplicate  = errors.New("store: attempt already recorded")
+	ErrStepGone   = errors.New("store: ladder step already fired")
 )
 
 // Store is the SQLite store. One writer connection serialises writes; a

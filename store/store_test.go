@@ -290,14 +290,15 @@ func TestFindListCountAndDeliveries(t *testing.T) {
 		mustAsk(t, s, newQ(fmt.Sprintf("job-%d", i), "q-1", 1))
 	}
 	mustAsk(t, s, newQ("job-0", "q-only", 1))
-	if _, err := s.FindByQuestionID(ctx, "acme", "", "q-1"); !errors.Is(err, ErrAmbiguousQuery) {
-		t.Fatalf("ambiguous: %v", err)
+	mustAsk(t, s, newQ("job-3", "q-1", 2))
+	if recs, err := s.FindQuestionIDs(ctx, "acme", "", "q-1"); err != nil || len(recs) != 5 {
+		t.Fatalf("q-1 in every job: %d, %v", len(recs), err)
 	}
-	if r, err := s.FindByQuestionID(ctx, "", "job-3", "q-1"); err != nil || r.JobID != "job-3" {
-		t.Fatalf("by job: %+v, %v", r, err)
+	if recs, err := s.FindQuestionIDs(ctx, "", "job-3", "q-1"); err != nil || len(recs) != 1 || recs[0].TaskVersion != 2 {
+		t.Fatalf("by job, the latest version: %+v, %v", recs, err)
 	}
-	if _, err := s.FindByQuestionID(ctx, "other", "", "q-only"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("other tenant: %v", err)
+	if recs, err := s.FindQuestionIDs(ctx, "other", "", "q-only"); err != nil || len(recs) != 0 {
+		t.Fatalf("other tenant: %+v, %v", recs, err)
 	}
 	page, err := s.List(ctx, ListFilter{Tenant: "acme", State: bridge.StatePending, Limit: 4})
 	if err != nil || len(page) != 4 {
