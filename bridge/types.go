@@ -216,9 +216,9 @@ func (q *Question) Ladder() []LadderStep {
 }
 
 // Cancel is what an agent publishes on ask.v1.cancel.<tenant>.<job>. With a
-// TaskVersion above the job's current one it bumps the version and
-// supersedes older pending questions; otherwise it cancels the job's pending
-// questions (only QuestionID's, when given).
+// TaskVersion it bumps the job to that version (if not there yet) and
+// supersedes the pending questions of older versions; without one it
+// cancels the job's pending questions (only QuestionID's, when given).
 type Cancel struct {
 	Tenant      string `json:"tenant"`
 	JobID       string `json:"job_id"`

@@ -728,3 +728,44 @@ func TestShowByIDOnlyWeighsWhatTheAskerMaySee(t *testing.T) {
 		t.Errorf("an admin of both: %+v", r)
 	}
 }
+
+// TestBumpThenAskKeepsTheNewQuestion checks an agent that asks, bumps the
+// task version and at once asks at the new version: the old question is
+// superseded and the new one waits, although the new question can reach
+// the store before the bump does.
+func TestBumpThenAskKeepsTheNewQuestion(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	resumes := env.Record(t, bridge.StreamResumes, "ask.v1.resume.acme.>")
+	ctx := context.Background()
+	const n = 20
+	for i := range n {
+		job := fmt.Sprintf("job-bump%d", i)
+		if err := env.Agent.Publish(ctx, choiceQuestion(job)); err != nil {
+			t.Fatal(err)
+		}
+		if err := bridge.Publish(ctx, env.NATS.JS, bridge.CancelSubject("acme", job), "bump-"+job, bridge.Cancel{Tenant: "acme", JobID: job, TaskVersion: 2}); err != nil {
+			t.Fatal(err)
+		}
+		q2 := choiceQuestion(job)
+		q2.QuestionID, q2.TaskVersion = "q-2", 2
+		if err := env.Agent.Publish(ctx, q2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		if got := len(resumes.Resumes()); got < n {
+			return fmt.Errorf("%d of %d first questions ended", got, n)
+		}
+		return nil
+	})
+	for _, res := range resumes.Resumes() {
+		if res.QuestionID != "q-1" || res.Text != "The question was superseded by task version 2." {
+			t.Errorf("%s/%s ended: %s %q", res.JobID, res.QuestionID, res.Outcome, res.Text)
+		}
+	}
+	for i := range n {
+		if r := show(t, env, "slack:UADMIN", fmt.Sprintf("job-bump%d", i), "q-2"); r.Question == nil || r.Question.State != bridge.StatePending {
+			t.Errorf("job-bump%d q-2: %+v", i, r)
+		}
+	}
+}

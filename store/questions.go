@@ -372,8 +372,9 @@ type JobCancel struct {
 	Tenant     string
 	JobID      string
 	QuestionID string
-	// NewVersion above the job's current version bumps it and supersedes
-	// every older pending question; otherwise pending questions are cancelled.
+	// NewVersion, when set, bumps the job to it (if it is not there yet)
+	// and supersedes every pending question of an older version; without
+	// it pending questions are cancelled.
 	NewVersion int64
 	Reason     string
 	By         string
@@ -411,11 +412,17 @@ func (s *Store) Cancel(ctx context.Context, c JobCancel) ([]Record, error) {
 		known := err == nil
 		state, reason := bridge.StateCancelled, c.Reason
 		var list []Record
-		if c.NewVersion > current || (!known && c.NewVersion > 0) {
-			if _, err := tx.exec(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
-				ON CONFLICT (tenant, job_id) DO UPDATE SET task_version = excluded.task_version, updated_at = excluded.updated_at`,
-				c.Tenant, c.JobID, c.NewVersion, ms(c.At)); err != nil {
-				return err
+		if c.NewVersion > 0 {
+			// A version bump. The job may be there already: a question of
+			// the new version, published after the bump, can be stored
+			// before it (they come through separate consumers). The bump
+			// still ends only the questions below its version.
+			if c.NewVersion > current || !known {
+				if _, err := tx.exec(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
+					ON CONFLICT (tenant, job_id) DO UPDATE SET task_version = excluded.task_version, updated_at = excluded.updated_at`,
+					c.Tenant, c.JobID, c.NewVersion, ms(c.At)); err != nil {
+					return err
+				}
 			}
 			state = bridge.StateSuperseded
 			reason = fmt.Sprintf("superseded by task version %d", c.NewVersion)
