@@ -6,9 +6,11 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +76,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Consumer prefixes the durable consumer names (default "runtime").
 	Consumer string
+	// LeaseWait is how long a runtime waits for another's lease on the
+	// same NATS to lapse before it gives up (default 45 s; tests shorten it).
+	LeaseWait time.Duration
 	// BeforePublish and AfterPublish, when set, run before each outbox row
 	// is published and after (before it is marked sent); an error stops the
 	// relay there, as a crash would. They exist for crash tests.
@@ -213,9 +218,21 @@ func (r *Runtime) Run(ctx context.Context) error {
 			stop()
 		}
 	}()
-	if err := r.claimNATS(ctx); err != nil {
+	leaseKV, leaseRev, err := r.takeLease(ctx)
+	if err != nil {
 		return err
 	}
+	// Everything below stops when the lease is lost, too.
+	ctx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	leaseCtx, dropLease := context.WithCancel(ctx)
+	leaseLost := make(chan error, 1)
+	leaseDone := make(chan struct{})
+	go func() {
+		defer close(leaseDone)
+		r.keepLease(leaseCtx, leaseKV, leaseRev, func(err error) { leaseLost <- err })
+	}()
+	defer func() { dropLease(); <-leaseDone }()
 	// Answers that waited for the runtime (published while it was down)
 	// are decided before the ladder fires anything: see awaitAnswers.
 	as, err := r.js.Stream(ctx, bridge.StreamAnswers)
@@ -262,9 +279,15 @@ func (r *Runtime) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); r.prune(ctx) }()
 	close(r.ready)
 	r.log.Info("runtime started")
-	<-ctx.Done()
+	var lost error
+	select {
+	case <-ctx.Done():
+	case lost = <-leaseLost:
+		r.log.Error("runtime stopping", "err", lost)
+		stopRun()
+	}
 	wg.Wait()
-	return nil
+	return lost
 }
 
 // consumerAckWait is how long a message handed to a runtime that died
@@ -694,45 +717,131 @@ func (r *Runtime) markDue(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// RuntimeBucket holds which database the runtime working on this NATS
-// keeps its state in (key "database").
+// RuntimeBucket holds the lease of the runtime working on this NATS (key
+// "lease": its database and host). The bucket keeps a record leaseTTL, so a
+// runtime that stops renewing it (stopped, crashed, cut off) lets it go.
 const RuntimeBucket = "ASK_RUNTIME"
 
-// ErrOtherDatabase is a runtime refusing a NATS whose askbridge streams
-// another database's runtime works on.
-var ErrOtherDatabase = errors.New("runtime: this NATS belongs to another askbridge database")
+// ErrOtherRuntime is a runtime that found another, with its own database,
+// working on the same NATS, and kept renewing its lease.
+var ErrOtherRuntime = errors.New("runtime: another askbridge runtime works on this NATS")
 
-// claimNATS binds this NATS's askbridge streams to this runtime's
-// database, or refuses to run when they are bound to another. Two
-// runtimes with their own databases on one NATS would split the questions
-// and answers between them (one refusing answers to the other's
-// questions), and a runtime started on a new database would take over
-// consumers whose history it never saw.
-func (r *Runtime) claimNATS(ctx context.Context) error {
+// Lease timing: renewed every leaseRenew, gone leaseTTL after the last
+// renewal; a starting runtime waits at most leaseWait for another's.
+var (
+	leaseTTL   = 15 * time.Second
+	leaseRenew = 5 * time.Second
+	leaseWait  = 45 * time.Second
+)
+
+// lease is the record in RuntimeBucket.
+type lease struct {
+	Database string    `json:"database"`
+	Host     string    `json:"host,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// takeLease makes this runtime the one working on this NATS's askbridge
+// streams. Two runtimes with their own databases at once would split the
+// questions and answers between them (one refusing answers to the other's
+// questions, both reminding). A runtime of the same database takes over at
+// once (its own restart); one of another database waits for the other's
+// lease to lapse, so a runtime that stopped or crashed is followed, and
+// gives up with ErrOtherRuntime when it keeps being renewed.
+func (r *Runtime) takeLease(ctx context.Context) (*bridge.KV, uint64, error) {
 	kv, err := bridge.EnsureKV(ctx, r.js, jetstream.KeyValueConfig{
-		Bucket: RuntimeBucket, Description: "askbridge: the database of the runtime working on this NATS", History: 1,
-		Storage: jetstream.FileStorage,
+		Bucket: RuntimeBucket, Description: "askbridge: the lease of the runtime working on this NATS", History: 1,
+		TTL: leaseTTL, Storage: jetstream.FileStorage,
 	})
 	if err != nil {
-		return fmt.Errorf("runtime: %w", err)
+		return nil, 0, fmt.Errorf("runtime: %w", err)
 	}
-	mine := r.st.Instance()
-	_, err = kv.Create(ctx, "database", []byte(mine))
-	if err == nil || !errors.Is(err, jetstream.ErrKeyExists) {
-		if err != nil {
-			return fmt.Errorf("runtime: record the database: %w", err)
+	host, _ := os.Hostname()
+	mine := lease{Database: r.st.Instance(), Host: host}
+	wait := r.o.LeaseWait
+	if wait <= 0 {
+		wait = leaseWait
+	}
+	giveUp := time.Now().Add(wait)
+	for {
+		mine.At = time.Now().UTC()
+		data, _ := json.Marshal(mine)
+		e, err := kv.Get(ctx, "lease")
+		var rev uint64
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return nil, 0, fmt.Errorf("runtime: read the lease: %w", err)
+		default:
+			var held lease
+			_ = json.Unmarshal(e.Value(), &held)
+			if held.Database != mine.Database {
+				if time.Now().After(giveUp) {
+					return nil, 0, fmt.Errorf("%w (database %s on %s): askbridge runs one runtime per NATS; stop that one, or run this replica on its data dir",
+						ErrOtherRuntime, held.Database, firstNonEmpty(held.Host, "an unknown host"))
+				}
+				r.log.Warn("another askbridge runtime works on this NATS; waiting for its lease to lapse", "database", held.Database, "host", held.Host)
+				select {
+				case <-ctx.Done():
+					return nil, 0, ctx.Err()
+				case <-time.After(time.Second):
+				}
+				continue
+			}
+			rev = e.Revision()
 		}
-		return nil
+		rev, err = kv.Write(ctx, "lease", rev, data, 0)
+		if isKVConflict(err) {
+			continue // taken or renewed meanwhile: look again
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("runtime: take the lease: %w", err)
+		}
+		return kv, rev, nil
 	}
-	e, err := kv.Get(ctx, "database")
-	if err != nil {
-		return fmt.Errorf("runtime: read the database of this NATS: %w", err)
+}
+
+// keepLease renews the lease until ctx ends, then lets it go, so the next
+// runtime need not wait for it to lapse. A lease taken by another runtime
+// meanwhile (this one was cut off longer than leaseTTL) stops this one.
+func (r *Runtime) keepLease(ctx context.Context, kv *bridge.KV, rev uint64, lost func(error)) {
+	tick := time.NewTicker(leaseRenew)
+	defer tick.Stop()
+	host, _ := os.Hostname()
+	for {
+		select {
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = kv.Delete(dctx, "lease", jetstream.LastRevision(rev))
+			cancel()
+			return
+		case <-tick.C:
+		}
+		data, _ := json.Marshal(lease{Database: r.st.Instance(), Host: host, At: time.Now().UTC()})
+		next, err := kv.Write(ctx, "lease", rev, data, 0)
+		switch {
+		case err == nil:
+			rev = next
+		case isKVConflict(err) || errors.Is(err, jetstream.ErrKeyNotFound):
+			if ctx.Err() == nil {
+				lost(fmt.Errorf("%w: it took this runtime's lease while this one could not renew it", ErrOtherRuntime))
+			}
+			return
+		case ctx.Err() == nil:
+			r.log.Warn("runtime: renew the lease", "err", err)
+		}
 	}
-	if owner := string(e.Value()); owner != mine {
-		return fmt.Errorf("%w: its streams are worked on by the runtime of database %s, and this one's is %s. "+
-			"askbridge runs one runtime per NATS: start it on that database's data dir (ASK_DATA_DIR), "+
-			"or, to start over and leave that database's questions behind, delete the key: nats kv del %s database",
-			ErrOtherDatabase, owner, mine, RuntimeBucket)
+}
+
+func isKVConflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
 	}
-	return nil
+	return ""
 }

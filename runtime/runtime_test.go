@@ -653,35 +653,65 @@ func TestCardOfAVersionlessQuestionIsStaleOnceReasked(t *testing.T) {
 	}
 }
 
-// TestOneRuntimePerNATS checks a second runtime, with its own database,
-// refuses to work on a NATS another database's runtime works on: the two
-// would split questions and answers between them.
+// TestOneRuntimePerNATS checks two runtimes with their own databases do
+// not work on one NATS at once: the second waits for the first's lease and
+// gives up while it is renewed; once the first stops, the second (or any
+// database) starts at once.
 func TestOneRuntimePerNATS(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{Roles: roles})
 	ctx := context.Background()
-	other, err := store.Open(ctx, filepath.Join(t.TempDir(), "askbridge.db"))
+	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer other.Close()
-	rt, err := runtime.New(runtime.Options{NATS: env.NATS, Store: other, Roles: roles, Consumer: "runtime"})
-	if err != nil {
-		t.Fatal(err)
+	defer n.Close()
+	open := func() *store.Store {
+		st, err := store.Open(ctx, filepath.Join(t.TempDir(), "askbridge.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
 	}
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	err = rt.Run(rctx)
-	if !errors.Is(err, runtime.ErrOtherDatabase) || !strings.Contains(err.Error(), "nats kv del ASK_RUNTIME database") {
-		t.Fatalf("second runtime: %v; want ErrOtherDatabase", err)
+	run := func(st *store.Store) (*runtime.Runtime, context.CancelFunc, <-chan error) {
+		rt, err := runtime.New(runtime.Options{NATS: n, Store: st, Roles: roles, LeaseWait: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- rt.Run(rctx) }()
+		return rt, cancel, done
 	}
-	// The first one's database may come back (a restart on the same data).
-	dir := env.Dir
-	env.Stop()
-	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
-	ch := ask(t, env, choiceQuestion("job-one"))
-	attempt(t, env, bridge.AnswerAttempt{JobID: "job-one", QuestionID: "q-1", AttemptID: "one", Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
-	if out := outcome(t, ch); out.Text != "The answer: red" {
-		t.Fatalf("outcome after the restart: %+v", out)
+	first, stopFirst, firstDone := run(open())
+	select {
+	case <-first.Ready():
+	case err := <-firstDone:
+		t.Fatalf("first runtime: %v", err)
+	}
+	_, stopSecond, secondDone := run(open())
+	defer stopSecond()
+	select {
+	case err := <-secondDone:
+		if !errors.Is(err, runtime.ErrOtherRuntime) || !strings.Contains(err.Error(), "one runtime per NATS") {
+			t.Fatalf("second runtime: %v; want ErrOtherRuntime", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second runtime ran beside the first")
+	}
+	// The first stops cleanly and lets its lease go: another database's
+	// runtime starts at once.
+	stopFirst()
+	if err := <-firstDone; err != nil {
+		t.Fatalf("first runtime: %v", err)
+	}
+	third, stopThird, thirdDone := run(open())
+	defer stopThird()
+	select {
+	case <-third.Ready():
+	case err := <-thirdDone:
+		t.Fatalf("a runtime after the first stopped: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a runtime after the first stopped did not start")
 	}
 }
 
