@@ -819,18 +819,44 @@ func (r *Runtime) keepLease(ctx context.Context, kv *bridge.KV, rev uint64, lost
 		}
 		data, _ := json.Marshal(lease{Database: r.st.Instance(), Host: host, At: time.Now().UTC()})
 		next, err := kv.Write(ctx, "lease", rev, data, 0)
+		if isKVConflict(err) || errors.Is(err, jetstream.ErrKeyNotFound) {
+			// Lapsed (this process stalled past leaseTTL) or taken: take
+			// it again unless another database's runtime holds it now.
+			next, err = r.retakeLease(ctx, kv, data)
+		}
 		switch {
 		case err == nil:
 			rev = next
-		case isKVConflict(err) || errors.Is(err, jetstream.ErrKeyNotFound):
+		case errors.Is(err, ErrOtherRuntime):
 			if ctx.Err() == nil {
-				lost(fmt.Errorf("%w: it took this runtime's lease while this one could not renew it", ErrOtherRuntime))
+				lost(err)
 			}
 			return
 		case ctx.Err() == nil:
 			r.log.Warn("runtime: renew the lease", "err", err)
 		}
 	}
+}
+
+// retakeLease writes the lease anew after it lapsed; it fails with
+// ErrOtherRuntime when another database's runtime took it meanwhile.
+func (r *Runtime) retakeLease(ctx context.Context, kv *bridge.KV, data []byte) (uint64, error) {
+	var rev uint64
+	e, err := kv.Get(ctx, "lease")
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return 0, err
+	default:
+		var held lease
+		_ = json.Unmarshal(e.Value(), &held)
+		if held.Database != r.st.Instance() {
+			return 0, fmt.Errorf("%w (database %s on %s): it took the lease while this runtime could not renew it",
+				ErrOtherRuntime, held.Database, firstNonEmpty(held.Host, "an unknown host"))
+		}
+		rev = e.Revision()
+	}
+	return kv.Write(ctx, "lease", rev, data, 0)
 }
 
 func isKVConflict(err error) bool {
