@@ -93,6 +93,7 @@ func TestDeliveryFailureWhileAnotherPlatformShowsIt(t *testing.T) {
 
 func TestQuestionRoutedToAnUnconfiguredPlatformFails(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-nc")
 	q := choiceQuestion("job-nc")
 	q.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: "1234"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -108,6 +109,18 @@ func TestQuestionRoutedToAnUnconfiguredPlatformFails(t *testing.T) {
 	if strings.Contains(out.Text, "token") && !strings.Contains(out.Text, "ASK_DISCORD_BOT_TOKEN") {
 		t.Fatalf("outcome text mentions a token: %q", out.Text)
 	}
+	// The delivery_failed event names the platform, as the contract says.
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		for _, ev := range events.Events() {
+			if ev.Type == bridge.EventDeliveryFailed {
+				if ev.Via != bridge.PlatformDiscord || ev.Failure == nil {
+					return fmt.Errorf("delivery_failed via %q, failure %+v", ev.Via, ev.Failure)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no delivery_failed event in %s", events.EventTypes())
+	})
 }
 
 func TestCancelFromChatNeedsAdmin(t *testing.T) {

@@ -116,8 +116,9 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 			case err != nil:
 				return err
 			case rec.TaskVersion == it.q.TaskVersion && rec.State == bridge.StatePending:
-				if failure := r.undeliverable(decodeBody(rec)); failure != nil {
-					if err := r.failQuestion(ctx, rec, failure, "", now); err != nil {
+				q := decodeBody(rec)
+				if failure := r.undeliverable(q); failure != nil {
+					if err := r.failQuestion(ctx, rec, failure, routedPlatform(q), now); err != nil {
 						return err
 					}
 				}
@@ -134,7 +135,7 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 		r.log.Info("question asked", "tenant", it.q.Tenant, "job", it.q.JobID, "question", it.q.QuestionID,
 			"version", it.q.TaskVersion, "timeout", it.q.TimeoutDuration())
 		if failure := r.undeliverable(it.q); failure != nil {
-			if err := r.failQuestion(ctx, res.Record, failure, "", now); err != nil {
+			if err := r.failQuestion(ctx, res.Record, failure, routedPlatform(it.q), now); err != nil {
 				return err
 			}
 		}
@@ -237,6 +238,21 @@ func (r *Runtime) undeliverable(q *bridge.Question) *bridge.Failure {
 		SafeFallback:       "answer in the askbridge console or with the askbridge CLI",
 		OperatorMessage:    "The question routes to " + strings.Join(wanted, " and ") + ", which is not configured on this askbridge.",
 	}
+}
+
+// routedPlatform is the platform q's route names first, for the via of a
+// failure the runtime reports itself (the contract gives delivery_failed a
+// via).
+func routedPlatform(q *bridge.Question) string {
+	switch {
+	case q.Route == nil:
+		return ""
+	case q.Route.Slack != nil:
+		return bridge.PlatformSlack
+	case q.Route.Discord != nil:
+		return bridge.PlatformDiscord
+	}
+	return ""
 }
 
 // expectedPlatforms are the enabled platforms that will try to show q.
