@@ -137,3 +137,20 @@ func Value(g prometheus.Gatherer, name string, labels map[string]string) (v floa
 	}
 	return 0, false
 }
+
+// Preset makes the series of ops exist, at 0, before the first call, so a
+// scrape of a quiet service already shows what will be counted.
+func (c *Calls) Preset(ops ...string) {
+	if c == nil {
+		return
+	}
+	for _, op := range ops {
+		for _, result := range []string{ResultOK, ResultError} {
+			c.total.WithLabelValues(c.platform, op, result)
+		}
+		for _, reason := range []string{RetryRateLimited, RetryTransient} {
+			c.retries.WithLabelValues(c.platform, op, reason)
+		}
+		c.seconds.WithLabelValues(c.platform, op)
+	}
+}

@@ -77,3 +77,25 @@ func TestCallsShareCollectorsAcrossPlatforms(t *testing.T) {
 	none.Done("x", start, nil)
 	none.Retry("x", RetryTransient)
 }
+
+func TestPresetSeriesExistAtZero(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	slack, err := New(reg, "slack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slack.Preset("chat.postMessage")
+	for _, c := range []struct {
+		name   string
+		labels []string
+	}{
+		{"askbridge_platform_api_calls_total", []string{"chat.postMessage", "slack", ResultOK}},
+		{"askbridge_platform_api_calls_total", []string{"chat.postMessage", "slack", ResultError}},
+		{"askbridge_platform_api_retries_total", []string{"chat.postMessage", "slack", RetryRateLimited}},
+		{"askbridge_platform_api_retries_total", []string{"chat.postMessage", "slack", RetryTransient}},
+	} {
+		if got := value(t, reg, c.name, c.labels...); got != 0 {
+			t.Errorf("%s %v = %v, want a series at 0", c.name, c.labels, got)
+		}
+	}
+}

@@ -204,6 +204,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discord: metrics: %w", err)
 	}
+	calls.Preset("post question", "edit question")
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	b := &Bot{

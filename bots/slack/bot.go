@@ -139,6 +139,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slack: metrics: %w", err)
 	}
+	calls.Preset("chat.postMessage", "chat.update")
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	return &Bot{
