@@ -116,7 +116,9 @@ func (b *Bot) findPosted(ctx context.Context, channel, thread string, since time
 	for range lookupPages {
 		var msgs []slack.Message
 		var next string
-		err := b.call(ctx, op, channel, func(ctx context.Context) error {
+		// Paced per method: Slack limits its history methods per method
+		// (one request a minute for many apps), not per channel.
+		err := b.call(ctx, op, "", func(ctx context.Context) error {
 			var err error
 			if thread != "" {
 				msgs, _, next, err = b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{

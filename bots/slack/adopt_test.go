@@ -230,13 +230,14 @@ func TestTakeoverWaitsOutARateLimitedLookup(t *testing.T) {
 	if got := len(fake.Calls("chat.postMessage")); got != 0 {
 		t.Fatalf("%d posts while the lookup was rate-limited, want none", got)
 	}
-	// Nothing else goes to the channel for the minute Slack asked for.
+	// Nothing else asks Slack for replies for the minute it asked for
+	// (its history methods are limited per method, not per channel).
 	h.bot.pace.mu.Lock()
-	held := time.Until(h.bot.pace.next["C0123"])
-	delete(h.bot.pace.next, "C0123") // the minute is over, for the test
+	held := time.Until(h.bot.pace.next["method conversations.replies"])
+	delete(h.bot.pace.next, "method conversations.replies") // the minute is over, for the test
 	h.bot.pace.mu.Unlock()
 	if held < 50*time.Second {
-		t.Fatalf("channel paced for %v after a 60 s Retry-After", held)
+		t.Fatalf("conversations.replies paced for %v after a 60 s Retry-After", held)
 	}
 	// Once Slack answers, the card is adopted, not posted again.
 	if err := h.bot.handleEvent(context.Background(), &ev, false); err != nil {
