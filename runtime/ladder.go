@@ -223,10 +223,7 @@ const (
 // after a restart, the ladder must not time out a question that was
 // answered in time.
 func (r *Runtime) answerWaiting(ctx context.Context, rec *store.Record) (bool, error) {
-	if r.answers == nil {
-		return false, nil
-	}
-	cons, err := r.js.Consumer(ctx, bridge.StreamAnswers, r.o.Consumer+"-answers")
+	cons, err := r.js.Consumer(ctx, bridge.StreamAnswers, r.durable("answers"))
 	if err != nil {
 		return false, fmt.Errorf("runtime: answers consumer: %w", err)
 	}
@@ -249,7 +246,7 @@ func (r *Runtime) awaitAnswers(ctx context.Context, last uint64) {
 	if last == 0 {
 		return
 	}
-	cons, err := r.js.Consumer(ctx, bridge.StreamAnswers, r.o.Consumer+"-answers")
+	cons, err := r.js.Consumer(ctx, bridge.StreamAnswers, r.durable("answers"))
 	if err != nil {
 		r.log.Warn("ladder: cannot see the answers consumer; not waiting for answers", "err", err)
 		return

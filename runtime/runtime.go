@@ -247,7 +247,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 		r.questions = qs
 	}
 	for _, s := range subs {
-		stop, err := r.consume(ctx, s.stream, r.o.Consumer+"-"+s.name, s.handle)
+		stop, err := r.consume(ctx, s.stream, r.durable(s.name), s.handle)
 		if err != nil {
 			return err
 		}
@@ -260,7 +260,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 		{bridge.StreamQuestions, "questions", r.askQuestions},
 		{bridge.StreamAnswers, "answers", r.decideAttempts},
 	} {
-		stop, err := r.consumeBatches(ctx, b.stream, r.o.Consumer+"-"+b.name, b.handle)
+		stop, err := r.consumeBatches(ctx, b.stream, r.durable(b.name), b.handle)
 		if err != nil {
 			return err
 		}
@@ -349,6 +349,9 @@ func (r *Runtime) consumeErrors(durable string) jetstream.PullConsumeOpt {
 	})
 }
 
+// durable names one of the runtime's durable consumers.
+func (r *Runtime) durable(name string) string { return r.o.Consumer + "-" + name }
+
 // consumers are the runtime's durable consumers: stream, name suffix.
 var consumers = [][2]string{
 	{bridge.StreamCancels, "cancels"}, {bridge.StreamDelivery, "delivery"},
@@ -359,8 +362,8 @@ var consumers = [][2]string{
 // runtime whose consumer was deleted takes no more of those messages.
 func (r *Runtime) Check(ctx context.Context) error {
 	for _, c := range consumers {
-		if _, err := r.js.Consumer(ctx, c[0], r.o.Consumer+"-"+c[1]); err != nil {
-			return fmt.Errorf("runtime: consumer %s-%s on %s: %w", r.o.Consumer, c[1], c[0], err)
+		if _, err := r.js.Consumer(ctx, c[0], r.durable(c[1])); err != nil {
+			return fmt.Errorf("runtime: consumer %s on %s: %w", r.durable(c[1]), c[0], err)
 		}
 	}
 	return nil
@@ -756,91 +759,35 @@ func (r *Runtime) takeLease(ctx context.Context) (*bridge.KV, uint64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("runtime: %w", err)
 	}
-	host, _ := os.Hostname()
-	mine := lease{Database: r.st.Instance(), Host: host}
 	wait := r.o.LeaseWait
 	if wait <= 0 {
 		wait = leaseWait
 	}
 	giveUp := time.Now().Add(wait)
 	for {
-		mine.At = time.Now().UTC()
-		data, _ := json.Marshal(mine)
-		e, err := kv.Get(ctx, "lease")
-		var rev uint64
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
-			return nil, 0, fmt.Errorf("runtime: read the lease: %w", err)
-		default:
-			var held lease
-			_ = json.Unmarshal(e.Value(), &held)
-			if held.Database != mine.Database {
-				if time.Now().After(giveUp) {
-					return nil, 0, fmt.Errorf("%w (database %s on %s): askbridge runs one runtime per NATS; stop that one, or run this replica on its data dir",
-						ErrOtherRuntime, held.Database, firstNonEmpty(held.Host, "an unknown host"))
-				}
-				r.log.Warn("another askbridge runtime works on this NATS; waiting for its lease to lapse", "database", held.Database, "host", held.Host)
-				select {
-				case <-ctx.Done():
-					return nil, 0, ctx.Err()
-				case <-time.After(time.Second):
-				}
-				continue
-			}
-			rev = e.Revision()
-		}
-		rev, err = kv.Write(ctx, "lease", rev, data, 0)
-		if isKVConflict(err) {
-			continue // taken or renewed meanwhile: look again
-		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("runtime: take the lease: %w", err)
-		}
-		return kv, rev, nil
-	}
-}
-
-// keepLease renews the lease until ctx ends, then lets it go, so the next
-// runtime need not wait for it to lapse. A lease taken by another runtime
-// meanwhile (this one was cut off longer than leaseTTL) stops this one.
-func (r *Runtime) keepLease(ctx context.Context, kv *bridge.KV, rev uint64, lost func(error)) {
-	tick := time.NewTicker(leaseRenew)
-	defer tick.Stop()
-	host, _ := os.Hostname()
-	for {
-		select {
-		case <-ctx.Done():
-			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = kv.Delete(dctx, "lease", jetstream.LastRevision(rev))
-			cancel()
-			return
-		case <-tick.C:
-		}
-		data, _ := json.Marshal(lease{Database: r.st.Instance(), Host: host, At: time.Now().UTC()})
-		next, err := kv.Write(ctx, "lease", rev, data, 0)
-		if isKVConflict(err) || errors.Is(err, jetstream.ErrKeyNotFound) {
-			// Lapsed (this process stalled past leaseTTL) or taken: take
-			// it again unless another database's runtime holds it now.
-			next, err = r.retakeLease(ctx, kv, data)
-		}
+		rev, err := r.claimLease(ctx, kv)
 		switch {
 		case err == nil:
-			rev = next
-		case errors.Is(err, ErrOtherRuntime):
-			if ctx.Err() == nil {
-				lost(err)
-			}
-			return
-		case ctx.Err() == nil:
-			r.log.Warn("runtime: renew the lease", "err", err)
+			return kv, rev, nil
+		case isKVConflict(err):
+			continue // taken or renewed meanwhile: look again
+		case !errors.Is(err, ErrOtherRuntime):
+			return nil, 0, fmt.Errorf("runtime: take the lease: %w", err)
+		case time.Now().After(giveUp):
+			return nil, 0, fmt.Errorf("%w: askbridge runs one runtime per NATS; stop that one, or run this replica on its data dir", err)
+		}
+		r.log.Warn("another askbridge runtime works on this NATS; waiting for its lease to lapse", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		case <-time.After(time.Second):
 		}
 	}
 }
 
-// retakeLease writes the lease anew after it lapsed; it fails with
-// ErrOtherRuntime when another database's runtime took it meanwhile.
-func (r *Runtime) retakeLease(ctx context.Context, kv *bridge.KV, data []byte) (uint64, error) {
+// claimLease writes this runtime's lease, unless another database's
+// runtime holds it (ErrOtherRuntime); a lost race is a key conflict.
+func (r *Runtime) claimLease(ctx context.Context, kv *bridge.KV) (uint64, error) {
 	var rev uint64
 	e, err := kv.Get(ctx, "lease")
 	switch {
@@ -851,12 +798,53 @@ func (r *Runtime) retakeLease(ctx context.Context, kv *bridge.KV, data []byte) (
 		var held lease
 		_ = json.Unmarshal(e.Value(), &held)
 		if held.Database != r.st.Instance() {
-			return 0, fmt.Errorf("%w (database %s on %s): it took the lease while this runtime could not renew it",
-				ErrOtherRuntime, held.Database, firstNonEmpty(held.Host, "an unknown host"))
+			return 0, fmt.Errorf("%w (database %s on %s)", ErrOtherRuntime, held.Database, firstNonEmpty(held.Host, "an unknown host"))
 		}
 		rev = e.Revision()
 	}
-	return kv.Write(ctx, "lease", rev, data, 0)
+	return kv.Write(ctx, "lease", rev, r.leaseRecord(), 0)
+}
+
+// leaseRecord is this runtime's lease as of now.
+func (r *Runtime) leaseRecord() []byte {
+	host, _ := os.Hostname()
+	data, _ := json.Marshal(lease{Database: r.st.Instance(), Host: host, At: time.Now().UTC()})
+	return data
+}
+
+// keepLease renews the lease until ctx ends, then lets it go, so the next
+// runtime need not wait for it to lapse. A lease taken by another runtime
+// meanwhile (this one was cut off longer than leaseTTL) stops this one.
+func (r *Runtime) keepLease(ctx context.Context, kv *bridge.KV, rev uint64, lost func(error)) {
+	tick := time.NewTicker(leaseRenew)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = kv.Delete(dctx, "lease", jetstream.LastRevision(rev))
+			cancel()
+			return
+		case <-tick.C:
+		}
+		next, err := kv.Write(ctx, "lease", rev, r.leaseRecord(), 0)
+		if isKVConflict(err) || errors.Is(err, jetstream.ErrKeyNotFound) {
+			// Lapsed (this process stalled past leaseTTL) or taken: take it
+			// again, unless another database's runtime holds it now.
+			next, err = r.claimLease(ctx, kv)
+		}
+		switch {
+		case err == nil:
+			rev = next
+		case errors.Is(err, ErrOtherRuntime):
+			if ctx.Err() == nil {
+				lost(fmt.Errorf("%w: it took the lease while this runtime could not renew it", err))
+			}
+			return
+		case ctx.Err() == nil:
+			r.log.Warn("runtime: renew the lease", "err", err)
+		}
+	}
 }
 
 func isKVConflict(err error) bool {

@@ -190,9 +190,8 @@ func (f *fakeDiscord) newID() string {
 
 func (f *fakeDiscord) createMessage(w http.ResponseWriter, r *http.Request) {
 	cid := r.PathValue("cid")
-	var m map[string]any
-	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-		apiErr(w, 400, 50109, "The request body contains invalid JSON.")
+	m, ok := readJSON(w, r)
+	if !ok {
 		return
 	}
 	f.mu.Lock()
@@ -233,9 +232,8 @@ func (f *fakeDiscord) getMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeDiscord) editMessage(w http.ResponseWriter, r *http.Request) {
-	var patch map[string]any
-	if err := json.NewDecoder(r.Body).Decode(&patch); err != nil {
-		apiErr(w, 400, 50109, "The request body contains invalid JSON.")
+	patch, ok := readJSON(w, r)
+	if !ok {
 		return
 	}
 	f.mu.Lock()
@@ -259,9 +257,8 @@ func (f *fakeDiscord) editMessage(w http.ResponseWriter, r *http.Request) {
 
 // editChannel takes what the bot sends a thread: {"archived": false}.
 func (f *fakeDiscord) editChannel(w http.ResponseWriter, r *http.Request) {
-	var patch map[string]any
-	if err := json.NewDecoder(r.Body).Decode(&patch); err != nil {
-		apiErr(w, 400, 50109, "The request body contains invalid JSON.")
+	patch, ok := readJSON(w, r)
+	if !ok {
 		return
 	}
 	f.mu.Lock()
@@ -332,9 +329,8 @@ func (f *fakeDiscord) putCommands(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeDiscord) followup(w http.ResponseWriter, r *http.Request) {
-	var m map[string]any
-	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-		apiErr(w, 400, 50109, "The request body contains invalid JSON.")
+	m, ok := readJSON(w, r)
+	if !ok {
 		return
 	}
 	f.mu.Lock()
@@ -346,4 +342,14 @@ func (f *fakeDiscord) followup(w http.ResponseWriter, r *http.Request) {
 	id := f.newID()
 	m["id"], m["webhook_id"] = id, r.PathValue("app")
 	reply(w, 200, m)
+}
+
+// readJSON decodes a request's JSON object, or answers 400 as Discord does.
+func readJSON(w http.ResponseWriter, r *http.Request) (map[string]any, bool) {
+	var m map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+		apiErr(w, 400, 50109, "The request body contains invalid JSON.")
+		return nil, false
+	}
+	return m, true
 }

@@ -45,10 +45,11 @@ func (e *apiError) Error() string {
 
 func (e *apiError) Unwrap() error { return e.err }
 
-// transientCodes are Slack error codes that say "try again later".
+// transientCodes are Slack error codes that say "try again later" (a rate
+// limit, in any spelling, is read by rateLimited first).
 var transientCodes = map[string]bool{
 	"internal_error": true, "fatal_error": true, "service_unavailable": true,
-	"request_timeout": true, "ratelimited": true, "rate_limited": true, "team_added_to_org": true,
+	"request_timeout": true, "team_added_to_org": true,
 }
 
 // rateLimited reports whether err is Slack's 429. slack-go makes a

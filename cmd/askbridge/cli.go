@@ -430,7 +430,7 @@ func (c *cli) answer(ctx context.Context, args []string) int {
 	tenant := fs.String("tenant", "", "tenant (default: found from the job and question)")
 	// Flags may follow the answer, as they may follow decline's ids; only
 	// these are taken, so an answer such as "-5" stays the answer.
-	if err := fs.Parse(reorderKnown(args, map[string]bool{"tenant": true, "nats": true})); err != nil {
+	if err := fs.Parse(reorder(args, map[string]bool{"tenant": true, "nats": true}, true)); err != nil {
 		return exitConfig
 	}
 	if fs.NArg() < 3 {
@@ -451,7 +451,7 @@ func (c *cli) decline(ctx context.Context, args []string) int {
 	fs, url := c.flags("decline")
 	tenant := fs.String("tenant", "", "tenant (default: found from the job and question)")
 	comment := fs.String("comment", "", "why you decline")
-	if err := fs.Parse(reorder(args, map[string]bool{"tenant": true, "comment": true, "nats": true})); err != nil {
+	if err := fs.Parse(reorder(args, map[string]bool{"tenant": true, "comment": true, "nats": true}, false)); err != nil {
 		return exitConfig
 	}
 	if fs.NArg() != 2 {
@@ -460,34 +460,12 @@ func (c *cli) decline(ctx context.Context, args []string) int {
 	return c.propose(ctx, *url, *tenant, fs.Arg(0), fs.Arg(1), bridge.AnswerAttempt{Action: bridge.ActionDecline, Comment: *comment})
 }
 
-// reorder moves flags after positional arguments to the front, so that
-// "decline JOB Q --comment why" parses as people write it.
-func reorder(args []string, valued map[string]bool) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if strings.HasPrefix(a, "-") && len(a) > 1 {
-			flags = append(flags, a)
-			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && valued[name] && i+1 < len(args) {
-				flags = append(flags, args[i+1])
-				i++
-			}
-			continue
-		}
-		pos = append(pos, a)
-	}
-	return append(flags, pos...)
-}
-
-// reorderKnown moves the flags named in known (each taking a value, as
-// --tenant acme or --tenant=acme) before the other arguments, leaving
-// everything else, dashes and all, where it is; "--" ends the flags.
-func reorderKnown(args []string, known map[string]bool) []string {
+// reorder moves flags written after positional arguments to the front, so
+// that "decline JOB Q --comment why" parses as people write it; valued
+// names the flags that take a value (--tenant acme or --tenant=acme). With
+// onlyValued only those move, and every other argument, dashes and all,
+// stays where it is (an answer such as "-5"). "--" ends the flags.
+func reorder(args []string, valued map[string]bool, onlyValued bool) []string {
 	var flags, pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -496,9 +474,9 @@ func reorderKnown(args []string, known map[string]bool) []string {
 			break
 		}
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && known[name] {
+		if strings.HasPrefix(a, "-") && len(a) > 1 && (!onlyValued || valued[name]) {
 			flags = append(flags, a)
-			if !hasValue && i+1 < len(args) {
+			if !hasValue && valued[name] && i+1 < len(args) {
 				flags = append(flags, args[i+1])
 				i++
 			}
@@ -576,7 +554,7 @@ func (c *cli) cancel(ctx context.Context, args []string) int {
 	fs, url := c.flags("cancel")
 	tenant := fs.String("tenant", "", "tenant (required)")
 	reason := fs.String("reason", "", "why")
-	if err := fs.Parse(reorder(args, map[string]bool{"tenant": true, "reason": true, "nats": true})); err != nil {
+	if err := fs.Parse(reorder(args, map[string]bool{"tenant": true, "reason": true, "nats": true}, false)); err != nil {
 		return exitConfig
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {

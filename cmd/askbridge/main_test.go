@@ -409,17 +409,35 @@ func TestHTTPHealthReadyMetrics(t *testing.T) {
 	})
 }
 
-func TestReadyReportsBrokenStore(t *testing.T) {
-	s, _ := startTestService(t, nil)
-	s.store.Close()
-	resp, err := http.Get("http://" + s.Addr() + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "store: write heartbeat") {
-		t.Fatalf("readyz = %d %q", resp.StatusCode, body)
+// TestReadyReportsWhatIsBroken checks /readyz says not ready, and why,
+// when the store cannot be written or one of the runtime's consumers is
+// gone (the runtime would take none of its messages).
+func TestReadyReportsWhatIsBroken(t *testing.T) {
+	for name, c := range map[string]struct {
+		brk  func(t *testing.T, s *service)
+		want string
+	}{
+		"store closed": {func(t *testing.T, s *service) { s.store.Close() }, "store: write heartbeat"},
+		"consumer deleted": {func(t *testing.T, s *service) {
+			js, _ := jetstream.New(s.nats.Conn)
+			if err := js.DeleteConsumer(context.Background(), bridge.StreamQuestions, "runtime-questions"); err != nil {
+				t.Fatal(err)
+			}
+		}, "consumer runtime-questions on ASK_QUESTIONS"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, _ := startTestService(t, nil)
+			c.brk(t, s)
+			resp, err := http.Get("http://" + s.Addr() + "/readyz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), c.want) {
+				t.Fatalf("/readyz = %d %q", resp.StatusCode, body)
+			}
+		})
 	}
 }
 
@@ -659,26 +677,6 @@ func TestCleanStopLeavesNothingToPublishAgain(t *testing.T) {
 	}
 }
 
-// TestReadyReportsAMissingConsumer checks /readyz says not ready when one
-// of the runtime's consumers is gone: the runtime would take none of its
-// messages.
-func TestReadyReportsAMissingConsumer(t *testing.T) {
-	s, _ := startTestService(t, nil)
-	js, _ := jetstream.New(s.nats.Conn)
-	if err := js.DeleteConsumer(context.Background(), bridge.StreamQuestions, "runtime-questions"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Get("http://" + s.Addr() + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "consumer runtime-questions on ASK_QUESTIONS") {
-		t.Fatalf("/readyz = %d %q", resp.StatusCode, body)
-	}
-}
-
 func TestReorderKnownFlags(t *testing.T) {
 	known := map[string]bool{"tenant": true, "nats": true}
 	for _, c := range []struct{ in, want []string }{
@@ -688,8 +686,8 @@ func TestReorderKnownFlags(t *testing.T) {
 		{[]string{"job-1", "q-1", "--", "--tenant", "acme"}, []string{"job-1", "q-1", "--tenant", "acme"}},
 		{[]string{"job-1", "q-1", "--verbose", "yes"}, []string{"job-1", "q-1", "--verbose", "yes"}},
 	} {
-		if got := reorderKnown(c.in, known); !slices.Equal(got, c.want) {
-			t.Errorf("reorderKnown(%q) = %q, want %q", c.in, got, c.want)
+		if got := reorder(c.in, known, true); !slices.Equal(got, c.want) {
+			t.Errorf("reorder(%q, only valued) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
