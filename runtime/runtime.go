@@ -642,10 +642,15 @@ func (r *Runtime) MarkPublished(ctx context.Context) error {
 		ids = append(ids, p.id)
 	}
 	// And the batches whose acknowledgements came back after the relay
-	// stopped reading them (see CollectAcks).
+	// stopped reading them (see CollectAcks), up to the first row that
+	// failed or was not acknowledged: a restart publishes from there, and
+	// rows after it marked sent would reach the stream before it.
 	for _, b := range r.relayInflight {
 		b.poll()
 		ids = append(ids, b.sent...)
+		if b.failed != nil || b.done < len(b.futures) {
+			break
+		}
 	}
 	if len(ids) == 0 {
 		return nil
