@@ -112,7 +112,8 @@ func fieldInput(f *bridge.Field) *slack.InputBlock {
 		el = slack.NewPlainTextInputBlockElement(nil, InputAction)
 	}
 	var hint *slack.TextBlockObject
-	if f.Description != "" {
+	if strings.TrimSpace(f.Description) != "" {
+		// Slack refuses an empty text object, and plain trims the text.
 		hint = slack.NewTextBlockObject(slack.PlainTextType, plain(f.Description, MaxHintText), false, false)
 	}
 	label := slack.NewTextBlockObject(slack.PlainTextType, plain(f.Title(), MaxLabelText), false, false)

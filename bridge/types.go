@@ -95,9 +95,10 @@ type Field struct {
 	DateTime    bool     `json:"date_time,omitempty"`
 }
 
-// Title is the field's label, or its name when it has none.
+// Title is the field's label, or its name when it has none: a blank label
+// (spaces only) counts as none, since a form cannot show an empty label.
 func (f *Field) Title() string {
-	if f.Label != "" {
+	if strings.TrimSpace(f.Label) != "" {
 		return f.Label
 	}
 	return f.Name
