@@ -180,7 +180,11 @@ func whoAndWhen(c Card) string {
 	q := c.Question
 	var parts []string
 	var who []string
-	for _, a := range q.Answerers {
+	for i, a := range q.Answerers {
+		if i == maxListedAnswerers {
+			who = append(who, "and "+strconv.Itoa(len(q.Answerers)-i)+" more")
+			break
+		}
 		who = append(who, Mention(a))
 	}
 	switch {
@@ -196,10 +200,15 @@ func whoAndWhen(c Card) string {
 	if !c.Deadline.IsZero() {
 		parts = append(parts, "Answer by "+SlackDate(c.Deadline))
 	}
-	s := strings.Join(parts, " · ")
-	// Mentions only, no user text: cut without escaping.
-	return plain(s, MaxContextText)
+	// At most maxListedAnswerers mentions (each at most 140 characters),
+	// the owner and the date fit the block: nothing is cut, so no mention
+	// is split and the deadline always shows.
+	return strings.Join(parts, " · ")
 }
+
+// maxListedAnswerers is how many answerers a card names; it says how many
+// more there are.
+const maxListedAnswerers = 10
 
 // controls are the card's buttons or select, in one actions block whose
 // id carries the question's Ref; with the console configured, last comes

@@ -337,3 +337,45 @@ func TestEdgeQuestionsRenderAsSlackAccepts(t *testing.T) {
 		}
 	}
 }
+
+// TestManyAnswerersKeepTheDeadline: a question may name any number of
+// answerers; the card's context line lists some, says how many more, and
+// always keeps the deadline, with no mention cut in half.
+func TestManyAnswerersKeepTheDeadline(t *testing.T) {
+	for _, n := range []int{1, 10, 11, 150, 400} {
+		q := baseQ()
+		q.Answerers = nil
+		for i := range n {
+			q.Answerers = append(q.Answerers, fmt.Sprintf("slack:U%020d", i))
+		}
+		if err := bridge.ValidateQuestion(q); err != nil {
+			t.Fatal(err)
+		}
+		blocks, txt := QuestionMessage(card(q))
+		slackAccepts(t, fmt.Sprint(n, " answerers"), message{Text: txt, Blocks: blocks}, "message")
+		raw, _ := json.Marshal(blocks)
+		var bs []map[string]any
+		_ = json.Unmarshal(raw, &bs)
+		line := ""
+		for _, b := range bs {
+			if b["type"] == "context" {
+				s := b["elements"].([]any)[0].(map[string]any)["text"].(string)
+				if strings.HasPrefix(s, "Who may answer") {
+					line = s
+				}
+			}
+		}
+		if !strings.Contains(line, "Answer by "+SlackDate(deadline)) {
+			t.Errorf("%d answerers: the deadline is lost: ...%s", n, line[max(0, len(line)-120):])
+		}
+		if strings.Count(line, "<") != strings.Count(line, ">") {
+			t.Errorf("%d answerers: a mention is cut: ...%s", n, line[max(0, len(line)-120):])
+		}
+		if !strings.Contains(line, fmt.Sprintf("<@U%020d>", 0)) {
+			t.Errorf("%d answerers: the first is not named: %s", n, line)
+		}
+		if more := n - 10; more > 0 && !strings.Contains(line, fmt.Sprintf("and %d more", more)) {
+			t.Errorf("%d answerers: does not say how many more: ...%s", n, line[max(0, len(line)-120):])
+		}
+	}
+}
