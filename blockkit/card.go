@@ -231,14 +231,8 @@ func controls(q *bridge.Question, console bool) []slack.Block {
 		}
 		els = append(els, decline)
 	case len(q.Choices) > 0:
-		opts := make([]*slack.OptionBlockObject, 0, min(len(q.Choices), MaxSelectOpts))
-		for i, c := range q.Choices {
-			if i == MaxSelectOpts {
-				break
-			}
-			opts = append(opts, slack.NewOptionBlockObject(strconv.Itoa(i), ptext(plain(c, MaxOptionText)), nil))
-		}
-		els = append(els, slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, ptext("Choose an answer"), ActionSelect, opts...), decline)
+		els = append(els, slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, ptext("Choose an answer"), ActionSelect,
+			options(q.Choices, MaxSelectOpts)...), decline)
 	default:
 		els = append(els, slack.NewButtonBlockElement(ActionAnswer, "answer", ptext("Answer")).WithStyle(slack.StylePrimary), decline)
 	}

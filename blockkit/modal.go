@@ -120,15 +120,14 @@ func fieldInput(f *bridge.Field) *slack.InputBlock {
 	return slack.NewInputBlock(FieldBlockID(f.Name), label, hint, el).WithOptional(optional)
 }
 
-// options renders choice options; the value is the index, since an
-// option's value is limited to 150 characters and a choice to 200.
+// options renders choice options (at most n); the value is the index,
+// since an option's value is limited to 150 characters and a choice to
+// 200. Long options are shown as optionLabels says.
 func options(list []string, n int) []*slack.OptionBlockObject {
-	out := make([]*slack.OptionBlockObject, 0, min(len(list), n))
-	for i, o := range list {
-		if i == n {
-			break
-		}
-		out = append(out, slack.NewOptionBlockObject(strconv.Itoa(i), ptext(plain(o, MaxOptionText)), nil))
+	list = list[:min(len(list), n)]
+	out := make([]*slack.OptionBlockObject, 0, len(list))
+	for i, label := range optionLabels(list) {
+		out = append(out, slack.NewOptionBlockObject(strconv.Itoa(i), ptext(label), nil))
 	}
 	return out
 }

@@ -379,3 +379,89 @@ func TestManyAnswerersKeepTheDeadline(t *testing.T) {
 		}
 	}
 }
+
+// optionTexts returns the option texts of every select, radio and checkbox
+// group in v, one list per element.
+func optionTexts(t *testing.T, v any) [][]string {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root any
+	_ = json.Unmarshal(raw, &root)
+	var out [][]string
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			if opts, ok := x["options"].([]any); ok {
+				var texts []string
+				for _, o := range opts {
+					texts = append(texts, o.(map[string]any)["text"].(map[string]any)["text"].(string))
+				}
+				out = append(out, texts)
+			}
+			for _, c := range x {
+				walk(c)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(root)
+	return out
+}
+
+// TestLongOptionsStayTellable: choices longer than Slack's 75-character
+// option text that differ only after it must not show as the same option
+// (a person could not tell which one they pick), in the card's menu and in
+// a form's radio buttons, menus and checkboxes.
+func TestLongOptionsStayTellable(t *testing.T) {
+	stem := "Deploy release 2.3.1 to the production cluster in eu-west-1, then notify the on-call team and "
+	tails := []string{"keep 10% canary for an hour", "keep 50% canary for an hour", "roll out to all nodes at once",
+		"wait for the change board", "skip the canary entirely", "roll back if errors exceed 1%"}
+	var choices []string
+	for _, tl := range tails {
+		choices = append(choices, stem+tl)
+	}
+	choices = append(choices, "Do nothing", stem[:80]+" (short)", stem[:80]+" (long)")
+	card := baseQ()
+	card.Choices = choices
+	form := baseQ()
+	form.Fields = []bridge.Field{
+		{Name: "radio", Kind: bridge.FieldChoice, Options: choices[:3]},
+		{Name: "menu", Kind: bridge.FieldChoice, Options: choices},
+		{Name: "boxes", Kind: bridge.FieldMultiChoice, Options: choices[:4]},
+		{Name: "multi", Kind: bridge.FieldMultiChoice, Options: append(choices, "a", "b")},
+	}
+	for _, q := range []*bridge.Question{card, form} {
+		if err := bridge.ValidateQuestion(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	blocks, _ := QuestionMessage(Card{Question: card})
+	m := AnswerModal(Card{Question: form}, ModalMeta{Ref: RefOf(form)})
+	lists := append(optionTexts(t, blocks), optionTexts(t, m)...)
+	if len(lists) != 5 {
+		t.Fatalf("%d option lists, want 5", len(lists))
+	}
+	for _, texts := range lists {
+		seen := map[string]bool{}
+		for _, s := range texts {
+			if n := utf8.RuneCountInString(s); n > MaxOptionText {
+				t.Errorf("option text of %d characters: %q", n, s)
+			}
+			if seen[s] {
+				t.Errorf("two options show as %q", s)
+			}
+			seen[s] = true
+		}
+	}
+	// Short options are shown whole, long ones from their start.
+	if got := optionTexts(t, blocks)[0]; got[6] != "Do nothing" || !strings.HasPrefix(got[0], "Deploy release") {
+		t.Errorf("options shown as %q", got)
+	}
+}

@@ -100,3 +100,63 @@ func Who(identity, name string) string {
 	}
 	return Mention(identity)
 }
+
+// optionLabels are the texts options show in a menu, radio buttons or
+// checkboxes (Slack allows 75 characters): each option whole when it
+// fits, else cut. Options cut to the same text would look alike and a
+// person could not tell which they pick, so those show their start, then
+// the part where each departs from the others.
+func optionLabels(list []string) []string {
+	out := make([]string, len(list))
+	alike := map[string][]int{}
+	for i, o := range list {
+		out[i] = plain(o, MaxOptionText)
+		alike[out[i]] = append(alike[out[i]], i)
+	}
+	for _, same := range alike {
+		if len(same) < 2 {
+			continue
+		}
+		for _, i := range same {
+			r := []rune(strings.TrimSpace(list[i]))
+			d := 0 // how far r runs as one of the others
+			for _, j := range same {
+				if j != i {
+					d = max(d, commonPrefix(r, []rune(strings.TrimSpace(list[j]))))
+				}
+			}
+			out[i] = departure(r, d)
+		}
+	}
+	// Whatever is still alike (a coincidence of the cuts) gets its number.
+	count := map[string]int{}
+	for _, l := range out {
+		count[l]++
+	}
+	for i, l := range out {
+		if count[l] > 1 {
+			n := " (" + strconv.Itoa(i+1) + ")"
+			out[i] = plain(strings.TrimSuffix(l, "…"), MaxOptionText-utf8.RuneCountInString(n)) + n
+		}
+	}
+	return out
+}
+
+// departure shows the start of r, then r from shortly before d, where it
+// departs from options that begin as it does, within MaxOptionText.
+func departure(r []rune, d int) string {
+	const head = 24
+	from := max(d-12, head)
+	if len(r) <= MaxOptionText || from >= len(r) {
+		return plain(string(r), MaxOptionText)
+	}
+	return string(r[:head]) + "…" + plain(string(r[from:]), MaxOptionText-head-1)
+}
+
+func commonPrefix(a, b []rune) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
