@@ -1,9 +1,11 @@
 package blockkit
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 
@@ -64,14 +66,15 @@ func modalCut(c Card) string {
 // QuestionMessage renders a pending question: its content and its controls.
 // The second result is the notification text (Slack's top-level "text").
 func QuestionMessage(c Card) ([]slack.Block, string) {
-	blocks := content(c, messageCut(c))
 	if c.Question == nil {
-		return blocks, "A question waits for an answer"
+		return content(c, messageCut(c), MaxCardText), "A question waits for an answer"
 	}
+	var tail []slack.Block
 	if !c.Deadline.IsZero() || len(c.Question.Answerers) > 0 || c.Question.Owner != "" {
-		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(whoAndWhen(c))))
+		tail = append(tail, slack.NewContextBlock("", mrkdwn(whoAndWhen(c))))
 	}
-	blocks = append(blocks, controls(c.Question, c.Console)...)
+	tail = append(tail, controls(c.Question, c.Console)...)
+	blocks := append(content(c, messageCut(c), MaxCardText-textSize(tail)), tail...)
 	return capBlocks(blocks, MaxMessageBlks), fallback(c.Question)
 }
 
@@ -81,15 +84,14 @@ func QuestionMessage(c Card) ([]slack.Block, string) {
 // whole text, the answer and its history), as an accessory button: the
 // card keeps no actions block once settled.
 func SettledMessage(c Card, outcome string) ([]slack.Block, string) {
-	blocks := content(c, messageCut(c))
+	var tail []slack.Block
 	if c.Console && c.Question != nil {
-		blocks = capBlocks(blocks, MaxMessageBlks-2)
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn("The whole question, its answer and its history are in the askbridge console."),
+		tail = append(tail, slack.NewSectionBlock(mrkdwn("The whole question, its answer and its history are in the askbridge console."),
 			nil, slack.NewAccessory(consoleButton(ActionConsole)), slack.SectionBlockOptionBlockID(ActionsBlockID(RefOf(c.Question)))))
-	} else {
-		blocks = capBlocks(blocks, MaxMessageBlks-1)
 	}
-	blocks = append(blocks, slack.NewContextBlock("outcome", mrkdwn(outcome)))
+	tail = append(tail, slack.NewContextBlock("outcome", mrkdwn(outcome)))
+	blocks := capBlocks(content(c, messageCut(c), MaxCardText-textSize(tail)), MaxMessageBlks-len(tail))
+	blocks = append(blocks, tail...)
 	text := outcome // mrkdwn already, and not cut: a cut could split its markup
 	if c.Question != nil {
 		text = fallback(c.Question) + " — " + outcome
@@ -121,23 +123,28 @@ func ThreadParent(q *bridge.Question, console bool) ([]slack.Block, string) {
 }
 
 // content is the part of the card that stays after the question settles;
-// more follows any text cut short.
-func content(c Card, more string) []slack.Block {
+// more follows any text cut short. Its texts share budget characters,
+// served in order of importance (the question, the proposal, why it
+// matters, the context), each given at least minSectionText.
+func content(c Card, more string, budget int) []slack.Block {
 	q := c.Question
 	if q == nil {
 		return []slack.Block{slack.NewSectionBlock(mrkdwn("_This question's text is not available here._"), nil, nil)}
 	}
-	var blocks []slack.Block
+	type part struct {
+		head, text string
+		rank       int // served in this order
+	}
 	head := ""
 	if q.IsApproval() {
 		head = "*Approval requested*\n"
 	}
-	blocks = append(blocks, section(head, q.Question, more))
+	parts := []part{{head, q.Question, 0}}
 	if q.Context != "" {
-		blocks = append(blocks, section("*Context:* ", q.Context, more))
+		parts = append(parts, part{"*Context:* ", q.Context, 3})
 	}
 	if q.WhyItMatters != "" {
-		blocks = append(blocks, section("*Why it matters:* ", q.WhyItMatters, more))
+		parts = append(parts, part{"*Why it matters:* ", q.WhyItMatters, 2})
 	}
 	if q.Proposal != nil {
 		var b strings.Builder
@@ -149,8 +156,9 @@ func content(c Card, more string) []slack.Block {
 			id, _ := fitEscaped(q.Proposal.ID, 100, 0)
 			head += " `" + id + "`"
 		}
-		blocks = append(blocks, section(head+"\n", strings.TrimRight(b.String(), "\n"), more))
+		parts = append(parts, part{head + "\n", strings.TrimRight(b.String(), "\n"), 1})
 	}
+	var asks slack.Block
 	if len(q.Fields) > 0 {
 		names := make([]string, len(q.Fields))
 		for i, f := range q.Fields {
@@ -160,7 +168,25 @@ func content(c Card, more string) []slack.Block {
 			}
 		}
 		text, _ := fitEscaped(strings.Join(names, ", "), MaxContextText-20, 0)
-		blocks = append(blocks, slack.NewContextBlock("", mrkdwn("Asks for: "+text)))
+		asks = slack.NewContextBlock("", mrkdwn("Asks for: "+text))
+		budget -= textSize([]slack.Block{asks})
+	}
+	blocks := make([]slack.Block, len(parts), len(parts)+1)
+	later := len(parts)
+	for rank := range 4 {
+		for i, p := range parts {
+			if p.rank != rank {
+				continue
+			}
+			later--
+			limit := max(min(MaxSectionText, budget-later*minSectionText), minSectionText)
+			s, n := sectionWithin(p.head, p.text, more, limit)
+			blocks[i] = s
+			budget -= n
+		}
+	}
+	if asks != nil {
+		blocks = append(blocks, asks)
 	}
 	return blocks
 }
@@ -169,11 +195,50 @@ func content(c Card, more string) []slack.Block {
 // Slack's section limit when too long, followed by more (which says where
 // the whole text is): never dropped silently.
 func section(head, text, more string) slack.Block {
-	body, cut := fitEscaped(text, MaxSectionText-len([]rune(head)), len([]rune(more)))
+	s, _ := sectionWithin(head, text, more, MaxSectionText)
+	return s
+}
+
+// sectionWithin is section cut to limit characters; it also returns the
+// characters the section's text holds.
+func sectionWithin(head, text, more string, limit int) (slack.Block, int) {
+	body, cut := fitEscaped(text, limit-utf8.RuneCountInString(head), utf8.RuneCountInString(more))
 	if cut {
 		body += more
 	}
-	return slack.NewSectionBlock(mrkdwn(head+body), nil, nil)
+	return slack.NewSectionBlock(mrkdwn(head+body), nil, nil), utf8.RuneCountInString(head + body)
+}
+
+// textSize counts the characters of every text in blocks (text objects,
+// option texts, labels), as Slack counts a message's text in all.
+func textSize(blocks []slack.Block) int {
+	raw, err := json.Marshal(blocks)
+	if err != nil {
+		return 0
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return 0
+	}
+	n := 0
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			if s, ok := x["text"].(string); ok {
+				n += utf8.RuneCountInString(s)
+			}
+			for _, c := range x {
+				walk(c)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(v)
+	return n
 }
 
 func whoAndWhen(c Card) string {

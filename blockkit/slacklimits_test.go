@@ -9,6 +9,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/slack-go/slack"
+
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -202,6 +204,13 @@ func slackAccepts(t *testing.T, name string, v any, kind string) {
 	switch kind {
 	case "message":
 		blocks(list, 50)
+		// Slack also refuses a message whose blocks hold too much text in
+		// all (msg_blocks_too_long). The limit is not in the reference;
+		// Slack's SDK maintainers give it as 12,000 characters of text with
+		// a buffer for the blocks around it (slackapi/bolt-js#2509).
+		if n := blockText(list); n > 12000 {
+			bad("%d characters of text in all the blocks, at most 12000", n)
+		}
 		if s, _ := root["text"].(string); chars(s) > 40000 || strings.TrimSpace(s) == "" {
 			bad("message text of %d characters", chars(s))
 		}
@@ -290,6 +299,12 @@ func edgeQuestions(t *testing.T) map[string]*bridge.Question {
 		q.Fields = append(q.Fields, f)
 	}
 	out["20 fields"] = q
+	withWhy := *q
+	withWhy.Question, withWhy.Context, withWhy.WhyItMatters = long("q", 5000), long("c", 5000), long("w", 5000)
+	for i := range withWhy.Fields {
+		withWhy.Fields[i].Description = ""
+	}
+	out["20 fields, long context"] = &withWhy
 
 	q = base()
 	q.Fields = []bridge.Field{
@@ -463,5 +478,59 @@ func TestLongOptionsStayTellable(t *testing.T) {
 	// Short options are shown whole, long ones from their start.
 	if got := optionTexts(t, blocks)[0]; got[6] != "Do nothing" || !strings.HasPrefix(got[0], "Deploy release") {
 		t.Errorf("options shown as %q", got)
+	}
+}
+
+// blockText counts the characters of every text in blocks (text objects,
+// option texts, placeholders, labels), as msg_blocks_too_long counts them.
+func blockText(blocks []any) int {
+	n := 0
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			if s, ok := x["text"].(string); ok {
+				n += utf8.RuneCountInString(s)
+			}
+			for _, c := range x {
+				walk(c)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(blocks)
+	return n
+}
+
+// TestLongApprovalKeepsItsProposal: when a card's texts together are too
+// long for one Slack message, the question and the proposal keep their
+// room and the context gives way; every cut says so.
+func TestLongApprovalKeepsItsProposal(t *testing.T) {
+	q := edgeQuestions(t)["long approval"]
+	blocks, _ := QuestionMessage(card(q))
+	heads := map[string]int{"*Approval requested*": 2900, "*Proposal*": 2900, "*Context:*": 400}
+	texts := map[string]string{}
+	for _, b := range blocks {
+		if s, ok := b.(*slack.SectionBlock); ok && s.Text != nil {
+			for head := range heads {
+				if strings.HasPrefix(s.Text.Text, head) {
+					texts[head] = s.Text.Text
+				}
+			}
+		}
+	}
+	for head, min := range heads {
+		s, ok := texts[head]
+		switch {
+		case !ok:
+			t.Errorf("no %s section", head)
+		case utf8.RuneCountInString(s) < min:
+			t.Errorf("%s cut to %d characters, want at least %d", head, utf8.RuneCountInString(s), min)
+		case !strings.HasSuffix(s, messageCut(card(q))):
+			t.Errorf("%s cut without saying so: ...%s", head, s[len(s)-80:])
+		}
 	}
 }

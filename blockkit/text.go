@@ -24,6 +24,14 @@ const (
 	MaxCheckboxes  = 10
 	MaxRadios      = 5 // we use radios only up to 5; Slack allows 10
 	MaxTextInput   = 3000
+	// MaxCardText bounds the text of a whole card. Slack refuses a message
+	// whose blocks hold too much text in all (msg_blocks_too_long), at
+	// about 12,000 characters by its SDK maintainers' word (the reference
+	// does not give the limit; slackapi/bolt-js#2509): a card keeps well
+	// under it.
+	MaxCardText = 10000
+	// minSectionText is the least a card's text section is cut to.
+	minSectionText = 400
 	// maxButtonChoices and maxShortChoice decide buttons versus a select.
 	maxButtonChoices = 5
 	maxShortChoice   = 30
