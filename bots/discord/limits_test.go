@@ -1,0 +1,494 @@
+package discord
+
+// Discord's documented limits, checked on everything the bot sends: the
+// fake Discord stores what it is given, where Discord answers 400 (50035
+// Invalid Form Body). Lengths are Unicode code points, as Discord counts
+// them; a required text must have more than whitespace.
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/runtime"
+)
+
+// discordText checks one text property against Discord's bounds.
+func discordText(problems *[]string, where string, v any, lo, hi int) {
+	s, ok := v.(string)
+	if !ok {
+		if v == nil && lo == 0 {
+			return
+		}
+		*problems = append(*problems, fmt.Sprintf("%s: %v is not a string", where, v))
+		return
+	}
+	if n, all := utf8.RuneCountInString(strings.TrimSpace(s)), utf8.RuneCountInString(s); n < lo || all > hi {
+		*problems = append(*problems, fmt.Sprintf("%s: %d characters (%d without surrounding space), Discord takes %d to %d", where, all, n, lo, hi))
+	}
+}
+
+func number(v any) (int, bool) {
+	f, ok := v.(float64)
+	return int(f), ok
+}
+
+// messageProblems lists what Discord would refuse in a message body
+// (create, edit, follow-up or interaction response data).
+func messageProblems(m map[string]any) []string {
+	var p []string
+	if c, ok := m["content"]; ok {
+		discordText(&p, "content", c, 0, 2000)
+	}
+	embeds, _ := m["embeds"].([]any)
+	if len(embeds) > 10 {
+		p = append(p, fmt.Sprintf("%d embeds, at most 10", len(embeds)))
+	}
+	total := 0
+	count := func(where string, v any, lo, hi int) {
+		discordText(&p, where, v, lo, hi)
+		if s, ok := v.(string); ok {
+			total += utf8.RuneCountInString(strings.TrimSpace(s))
+		}
+	}
+	for i, raw := range embeds {
+		e, _ := raw.(map[string]any)
+		at := fmt.Sprintf("embeds[%d]", i)
+		if v, ok := e["title"]; ok {
+			count(at+".title", v, 0, 256)
+		}
+		if v, ok := e["description"]; ok {
+			count(at+".description", v, 0, 4096)
+		}
+		fields, _ := e["fields"].([]any)
+		if len(fields) > 25 {
+			p = append(p, fmt.Sprintf("%s: %d fields, at most 25", at, len(fields)))
+		}
+		for j, rf := range fields {
+			f, _ := rf.(map[string]any)
+			count(fmt.Sprintf("%s.fields[%d].name", at, j), f["name"], 1, 256)
+			count(fmt.Sprintf("%s.fields[%d].value", at, j), f["value"], 1, 1024)
+		}
+		if ft, ok := e["footer"].(map[string]any); ok {
+			count(at+".footer.text", ft["text"], 1, 2048)
+		}
+		if au, ok := e["author"].(map[string]any); ok {
+			count(at+".author.name", au["name"], 1, 256)
+		}
+	}
+	if total > 6000 {
+		p = append(p, fmt.Sprintf("embeds: %d characters in all, at most 6000", total))
+	}
+	rows, _ := m["components"].([]any)
+	if len(rows) > 5 {
+		p = append(p, fmt.Sprintf("%d action rows, at most 5", len(rows)))
+	}
+	ids := map[string]bool{}
+	for i, rr := range rows {
+		row, _ := rr.(map[string]any)
+		at := fmt.Sprintf("components[%d]", i)
+		if t, _ := number(row["type"]); t != 1 {
+			p = append(p, fmt.Sprintf("%s: type %v, want an action row (1)", at, row["type"]))
+			continue
+		}
+		cs, _ := row["components"].([]any)
+		if len(cs) < 1 || len(cs) > 5 {
+			p = append(p, fmt.Sprintf("%s: %d components, Discord takes 1 to 5", at, len(cs)))
+		}
+		for j, rc := range cs {
+			c, _ := rc.(map[string]any)
+			cat := fmt.Sprintf("%s.components[%d]", at, j)
+			typ, _ := number(c["type"])
+			if id, ok := c["custom_id"].(string); ok {
+				if ids[id] {
+					p = append(p, fmt.Sprintf("%s: custom_id %q used twice in the message", cat, id))
+				}
+				ids[id] = true
+			}
+			switch typ {
+			case 2:
+				style, _ := number(c["style"])
+				label, _ := c["label"].(string)
+				if label == "" && c["emoji"] == nil {
+					p = append(p, cat+": a button needs a label or an emoji")
+				}
+				discordText(&p, cat+".label", c["label"], 0, 80)
+				if style == 5 {
+					discordText(&p, cat+".url", c["url"], 1, 512)
+					if c["custom_id"] != nil {
+						p = append(p, cat+": a link button takes no custom_id")
+					}
+				} else {
+					discordText(&p, cat+".custom_id", c["custom_id"], 1, 100)
+					if c["url"] != nil {
+						p = append(p, cat+": only link buttons take a url")
+					}
+				}
+			case 3:
+				if len(cs) != 1 {
+					p = append(p, cat+": a select must be alone in its row")
+				}
+				discordText(&p, cat+".custom_id", c["custom_id"], 1, 100)
+				discordText(&p, cat+".placeholder", c["placeholder"], 0, 150)
+				opts, _ := c["options"].([]any)
+				if len(opts) < 1 || len(opts) > 25 {
+					p = append(p, fmt.Sprintf("%s: %d options, Discord takes 1 to 25", cat, len(opts)))
+				}
+				values := map[string]bool{}
+				for k, ro := range opts {
+					o, _ := ro.(map[string]any)
+					oat := fmt.Sprintf("%s.options[%d]", cat, k)
+					discordText(&p, oat+".label", o["label"], 1, 100)
+					discordText(&p, oat+".value", o["value"], 1, 100)
+					discordText(&p, oat+".description", o["description"], 0, 100)
+					if v, _ := o["value"].(string); values[v] {
+						p = append(p, fmt.Sprintf("%s: value %q used twice", oat, v))
+					} else {
+						values[v] = true
+					}
+				}
+				lo, hasLo := number(c["min_values"])
+				hi, hasHi := number(c["max_values"])
+				if hasLo && (lo < 0 || lo > 25) || hasHi && (hi < 1 || hi > 25) || hasLo && hasHi && lo > hi {
+					p = append(p, fmt.Sprintf("%s: min_values %v, max_values %v", cat, c["min_values"], c["max_values"]))
+				}
+			default:
+				p = append(p, fmt.Sprintf("%s: component type %v in a message", cat, c["type"]))
+			}
+		}
+	}
+	return p
+}
+
+// modalProblems lists what Discord would refuse in a modal's data.
+func modalProblems(d map[string]any) []string {
+	var p []string
+	discordText(&p, "title", d["title"], 1, 45)
+	discordText(&p, "custom_id", d["custom_id"], 1, 100)
+	rows, _ := d["components"].([]any)
+	if len(rows) < 1 || len(rows) > 5 {
+		p = append(p, fmt.Sprintf("%d rows, Discord takes 1 to 5", len(rows)))
+	}
+	for i, rr := range rows {
+		row, _ := rr.(map[string]any)
+		cs, _ := row["components"].([]any)
+		if len(cs) != 1 {
+			p = append(p, fmt.Sprintf("row %d: %d components, a modal row holds one text input", i, len(cs)))
+		}
+		for _, rc := range cs {
+			c, _ := rc.(map[string]any)
+			at := fmt.Sprintf("components[%d]", i)
+			if t, _ := number(c["type"]); t != 4 {
+				p = append(p, fmt.Sprintf("%s: type %v, want a text input (4)", at, c["type"]))
+			}
+			discordText(&p, at+".custom_id", c["custom_id"], 1, 100)
+			discordText(&p, at+".label", c["label"], 1, 45)
+			discordText(&p, at+".placeholder", c["placeholder"], 0, 100)
+			discordText(&p, at+".value", c["value"], 0, 4000)
+			if s, _ := number(c["style"]); s != 1 && s != 2 {
+				p = append(p, fmt.Sprintf("%s: style %v", at, c["style"]))
+			}
+			lo, hasLo := number(c["min_length"])
+			hi, hasHi := number(c["max_length"])
+			if hasLo && (lo < 0 || lo > 4000) || hasHi && (hi < 1 || hi > 4000) || hasLo && hasHi && lo > hi {
+				p = append(p, fmt.Sprintf("%s: min_length %v, max_length %v", at, c["min_length"], c["max_length"]))
+			}
+			if v, ok := c["value"].(string); ok && v != "" {
+				if n := utf8.RuneCountInString(v); hasHi && n > hi || hasLo && n < lo {
+					p = append(p, fmt.Sprintf("%s: value of %d characters outside min_length/max_length", at, n))
+				}
+			}
+		}
+	}
+	return p
+}
+
+// responseProblems lists what Discord would refuse in an interaction
+// response.
+func responseProblems(resp map[string]any) []string {
+	typ, _ := number(resp["type"])
+	d, _ := resp["data"].(map[string]any)
+	switch typ {
+	case 1, 5, 6:
+		return nil
+	case 4, 7:
+		if d == nil {
+			return []string{"a message response without data"}
+		}
+		return messageProblems(d)
+	case 9:
+		if d == nil {
+			return []string{"a modal response without data"}
+		}
+		return modalProblems(d)
+	}
+	return []string{fmt.Sprintf("response type %v", resp["type"])}
+}
+
+// checkResponse fails the test when Discord would refuse resp.
+func checkResponse(t *testing.T, what string, resp map[string]any) {
+	t.Helper()
+	for _, p := range responseProblems(resp) {
+		t.Errorf("%s: Discord would refuse the response: %s", what, p)
+	}
+}
+
+// checkSent fails the test when Discord would refuse a request the fake
+// received: messages, edits, follow-ups, thread starts.
+func checkSent(t *testing.T) {
+	t.Helper()
+	for _, r := range fake.requests("", "") {
+		var problems []string
+		switch {
+		case strings.HasSuffix(r.Path, "/threads"):
+			var body map[string]any
+			_ = json.Unmarshal(r.Body, &body)
+			discordText(&problems, "name", body["name"], 1, 100)
+		case r.Method == "POST" && strings.HasSuffix(r.Path, "/messages"),
+			r.Method == "PATCH" && strings.Contains(r.Path, "/messages/"),
+			r.Method == "POST" && strings.HasPrefix(r.Path, "/webhooks/"):
+			var body map[string]any
+			if err := json.Unmarshal(r.Body, &body); err != nil {
+				problems = append(problems, "body is not a JSON object")
+			}
+			problems = messageProblems(body)
+		}
+		for _, p := range problems {
+			t.Errorf("%s %s: Discord would refuse it: %s", r.Method, r.Path, p)
+		}
+	}
+}
+
+func TestLimitCheckerCatchesWhatDiscordRefuses(t *testing.T) {
+	long := strings.Repeat("é", 81)
+	for _, tc := range []struct {
+		name string
+		msg  map[string]any
+	}{
+		{"long button label", map[string]any{"components": []any{map[string]any{"type": 1, "components": []any{
+			map[string]any{"type": 2, "style": 1, "label": long, "custom_id": "x"}}}}}},
+		{"26 fields", map[string]any{"embeds": []any{map[string]any{"fields": func() []any {
+			var fs []any
+			for range 26 {
+				fs = append(fs, map[string]any{"name": "n", "value": "v"})
+			}
+			return fs
+		}()}}}},
+		{"blank field value", map[string]any{"embeds": []any{map[string]any{"fields": []any{map[string]any{"name": "n", "value": "  "}}}}}},
+		{"content over 2000", map[string]any{"content": strings.Repeat("x", 2001)}},
+	} {
+		if len(messageProblems(tc.msg)) == 0 {
+			t.Errorf("%s: not caught", tc.name)
+		}
+	}
+	if len(modalProblems(map[string]any{"title": strings.Repeat("t", 46), "custom_id": "x", "components": []any{}})) < 2 {
+		t.Error("a long modal title and no rows: not caught")
+	}
+}
+
+// edgeText is n characters of mixed scripts, astral emoji and combining
+// marks, starting with a distinct prefix.
+func edgeText(prefix string, n int) string {
+	const mix = "Ünïcödé 日本語 🎉👩‍💻 e\u0301 "
+	s := prefix
+	for utf8.RuneCountInString(s) < n {
+		s += mix
+	}
+	return string([]rune(s)[:n])
+}
+
+// edgeQuestions are questions at the edges DESIGN.md allows: the longest
+// ids and texts, 20 fields, 20, 25 and 100 choices, approvals with long
+// proposals, every one valid for the runtime.
+func edgeQuestions(t *testing.T) []bridge.Question {
+	t.Helper()
+	base := func(id string) bridge.Question {
+		var answerers []string
+		for i := range 40 {
+			answerers = append(answerers, fmt.Sprintf("discord:%019d", 3000000000000000100+i))
+		}
+		return bridge.Question{Tenant: strings.Repeat("T", 64), JobID: strings.Repeat("j", 60) + "-job",
+			QuestionID: strings.Repeat("q", 58) + id, TaskVersion: math.MaxInt64,
+			Question: edgeText("Q ", bridge.MaxQuestionText), Context: edgeText("C ", 4000),
+			WhyItMatters: edgeText("W ", 4000), BlockedTools: []string{edgeText("tool ", 300), "send_report"},
+			Answerers: append([]string{"discord:" + kevin.ID}, answerers...), Owner: "discord:" + ana.ID,
+			Agent: edgeText("agent ", 300)}
+	}
+	choices := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, edgeText(fmt.Sprintf("%03d ", i), min(bridge.MaxChoiceText, 8000/n)))
+		}
+		return out
+	}
+	var qs []bridge.Question
+	for _, n := range []int{5, 20, 25, 26, 100} {
+		q := base(fmt.Sprintf("-c%d", n))
+		q.Choices = choices(n)
+		qs = append(qs, q)
+	}
+	typed := base("-f20")
+	for i := range bridge.MaxFields {
+		f := bridge.Field{Name: fmt.Sprintf("field_%02d", i), Kind: bridge.FieldText, Label: edgeText(fmt.Sprintf("%02d ", i), 200),
+			Required: i%2 == 0}
+		if i%4 == 1 {
+			f.Kind, f.Options, f.Label = bridge.FieldMultiChoice, []string{edgeText("a ", 150), edgeText("b ", 150)}, edgeText(fmt.Sprintf("%02d ", i), 100)
+		}
+		typed.Fields = append(typed.Fields, f)
+	}
+	free := base("-text")
+	approval := base("-ok")
+	approval.Kind = bridge.KindApproval
+	approval.Proposal = &bridge.Proposal{ID: "p-1"}
+	for i := range 40 {
+		approval.Proposal.Summary = append(approval.Proposal.Summary, edgeText(fmt.Sprintf("line %d ", i), 200))
+	}
+	qs = append(qs, typed, free, approval)
+	for i := range qs {
+		// Within 64 KiB of JSON: the context gives way.
+		for len(qs[i].Context) > 100 {
+			if raw, _ := json.Marshal(qs[i]); len(raw) <= bridge.MaxQuestionBytes {
+				break
+			}
+			qs[i].Context = string([]rune(qs[i].Context)[:utf8.RuneCountInString(qs[i].Context)*3/4])
+		}
+		if err := bridge.ValidateQuestion(&qs[i]); err != nil {
+			t.Fatalf("edge question %s is not valid: %v", qs[i].QuestionID, err)
+		}
+	}
+	return qs
+}
+
+// TestEverythingSentFitsDiscordsLimits shows each edge question, clicks
+// every button, opens and submits every form, refuses, reminds and
+// settles, and checks every request and response against Discord's
+// limits.
+func TestEverythingSentFitsDiscordsLimits(t *testing.T) {
+	h := start(t, harnessOptions{})
+	qs := edgeQuestions(t)
+	cards := map[string]map[string]any{}
+	for i, q := range qs {
+		h.publishEvent(asked(q))
+		if i == 0 {
+			cards[q.QuestionID] = h.posted(channelA, 1)
+		} else {
+			cards[q.QuestionID] = h.posted(cards[qs[0].QuestionID]["id"].(string), i)
+		}
+	}
+	var attempts int
+	for _, q := range qs {
+		card := cards[q.QuestionID]
+		for _, c := range components(card) {
+			id, _ := c["custom_id"].(string)
+			var resp map[string]any
+			if c["type"] == float64(3) {
+				resp = h.interact(h.selectChoice(kevin, id, "24"))
+			} else {
+				resp = h.interact(h.click(kevin, id))
+			}
+			checkResponse(t, fmt.Sprintf("%s: click %q", q.QuestionID, c["label"]), resp)
+			if resp["type"] == float64(6) {
+				attempts++
+			}
+			if resp["type"] != float64(9) {
+				continue
+			}
+			d := resp["data"].(map[string]any)
+			in := d["components"].([]any)[0].(map[string]any)["components"].([]any)[0].(map[string]any)
+			max, _ := number(in["max_length"])
+			if max == 0 {
+				max = 4000
+			}
+			answer := edgeText("A ", max)
+			sub := h.interact(h.submit(kevin, d["custom_id"].(string), map[string]string{in["custom_id"].(string): answer}))
+			checkResponse(t, fmt.Sprintf("%s: submit %q", q.QuestionID, d["title"]), sub)
+			if sub["type"] != float64(6) {
+				t.Errorf("%s: a form filled to its max_length (%d) was refused: %v", q.QuestionID, max, sub)
+			} else {
+				attempts++
+			}
+		}
+	}
+	ats := h.waitAttempts(attempts)
+	// Refusals with the longest texts and many field errors.
+	for i, at := range ats {
+		if i%3 != 0 {
+			continue
+		}
+		errs := map[string]string{}
+		for j := range 20 {
+			errs[fmt.Sprintf("field_%02d", j)] = edgeText("must be ", 200)
+		}
+		h.publishEvent(bridge.Event{Type: bridge.EventRefused, Tenant: at.Tenant, JobID: at.JobID, QuestionID: at.QuestionID,
+			TaskVersion: at.TaskVersion, To: at.By, Reason: bridge.RefusedInvalid, Text: edgeText("You can't ", 3000),
+			FieldErrors: errs, AttemptID: at.AttemptID, ReplyTo: at.ReplyTo})
+	}
+	// Reminders, then every kind of outcome.
+	kinds := []string{bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded}
+	for i, q := range qs {
+		ev := asked(q)
+		h.publishEvent(bridge.Event{Type: bridge.EventEscalated, Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID,
+			TaskVersion: q.TaskVersion, Step: bridge.TargetAdmins, Targets: []string{"discord:" + ana.ID}, Question: &q,
+			AskedAt: ev.AskedAt, Deadline: ev.Deadline})
+		h.publishEvent(bridge.Event{Type: kinds[i%len(kinds)], Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID,
+			TaskVersion: q.TaskVersion, By: "discord:" + kevin.ID, ByName: edgeText("name ", 32), Via: bridge.PlatformDiscord,
+			Answer: json.RawMessage(strconv.Quote(edgeText("", 4000))), AnswerText: edgeText("answer ", 10000),
+			Comment: edgeText("why ", bridge.MaxCommentText), Text: edgeText("text ", 3000)})
+	}
+	for _, q := range qs {
+		id := cards[q.QuestionID]["id"].(string)
+		checkFor(t, 20*time.Second, func() error {
+			if m := fake.message(id); len(components(m)) != 0 || fieldValue(embedOf(t, m), "Outcome") == "" {
+				return fmt.Errorf("%s: card not settled; bot log:\n%s", q.QuestionID, h.logs.String())
+			}
+			return nil
+		})
+	}
+	h.markerEvent()
+	checkSent(t)
+	if n := len(fake.requests("POST", "/webhooks/")); n == 0 {
+		t.Error("no refusal was told")
+	}
+	if n := len(fake.requests("POST", "/channels/77"+ana.ID+"/messages")); n != len(qs) {
+		t.Errorf("%d reminder DMs, want %d", n, len(qs))
+	}
+}
+
+// TestAskCommandRepliesFitDiscordsLimits asks the edge questions through
+// the runtime and checks what /ask replies about them.
+func TestAskCommandRepliesFitDiscordsLimits(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	qs := edgeQuestions(t)
+	for _, q := range qs {
+		ask(t, env, q)
+	}
+	checkFor(t, 20*time.Second, func() error {
+		if n := len(h.deliveriesNow()); n < len(qs) {
+			return fmt.Errorf("%d of %d questions shown", n, len(qs))
+		}
+		return nil
+	})
+	for _, p := range []person{kevin, ana, stranger} {
+		checkResponse(t, "list as "+p.Name, h.interact(h.command(p, "list", nil)))
+		checkResponse(t, "help", h.interact(h.command(p, "help", nil)))
+	}
+	for _, q := range qs {
+		opt := map[string]string{"question": q.QuestionID, "tenant": q.Tenant, "job": q.JobID}
+		checkResponse(t, "show "+q.QuestionID, h.interact(h.command(kevin, "show", opt)))
+	}
+	// One settled, then shown.
+	q := qs[0]
+	resp := h.interact(h.command(kevin, "decline", map[string]string{"question": q.QuestionID, "tenant": q.Tenant, "job": q.JobID,
+		"reason": edgeText("reason ", bridge.MaxCommentText)}))
+	checkResponse(t, "decline", resp)
+	await(t, env, q)
+	checkResponse(t, "show settled", h.interact(h.command(kevin, "show", map[string]string{"question": q.QuestionID, "tenant": q.Tenant, "job": q.JobID})))
+	h.markerEvent()
+	checkSent(t)
+}
