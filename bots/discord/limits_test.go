@@ -492,3 +492,85 @@ func TestAskCommandRepliesFitDiscordsLimits(t *testing.T) {
 	h.markerEvent()
 	checkSent(t)
 }
+
+// shownChoices is what a person reads of each choice on a card: a
+// button's label, or a select option's label and description.
+func shownChoices(msg map[string]any) []string {
+	var out []string
+	for _, c := range components(msg) {
+		switch c["type"] {
+		case float64(2):
+			if id, _ := c["custom_id"].(string); strings.Contains(id, ":"+actChoice+":") {
+				out = append(out, c["label"].(string))
+			}
+		case float64(3):
+			for _, o := range c["options"].([]any) {
+				opt := o.(map[string]any)
+				s := opt["label"].(string)
+				if d, _ := opt["description"].(string); d != "" {
+					s += " " + d
+				}
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// TestLongChoicesStayDistinct checks choices longer than a button's 80
+// characters, which differ only at their end, are shown whole, so a
+// person can tell which one they pick.
+func TestLongChoicesStayDistinct(t *testing.T) {
+	h := start(t, harnessOptions{})
+	const head = "Refund the full amount of order 1234 to the customer through the original payment method, "
+	for i, tc := range []struct {
+		name    string
+		choices []string
+	}{
+		{"two long", []string{head + "card ending 4242", head + "store credit"}},
+		{"long without spaces", []string{strings.Repeat("日", 150) + "A", strings.Repeat("日", 150) + "B", "short"}},
+		{"the longest, among 25", func() []string {
+			var cs []string
+			for j := range 25 {
+				cs = append(cs, edgeText(head, 190)+fmt.Sprintf(" %02d", j))
+			}
+			return cs
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := colorQuestion()
+			q.QuestionID, q.Choices = fmt.Sprintf("q-long-%d", i), tc.choices
+			if err := bridge.ValidateQuestion(&q); err != nil {
+				t.Fatal(err)
+			}
+			h.publishEvent(asked(q))
+			// The job's first card starts its thread; the others go there.
+			msg := h.posted(channelA, 1)
+			if i > 0 {
+				msg = h.posted(msg["id"].(string), i)
+			}
+			shown := shownChoices(msg)
+			if len(shown) != len(tc.choices) {
+				t.Fatalf("%d choices shown, want %d: %q", len(shown), len(tc.choices), shown)
+			}
+			for j, c := range tc.choices {
+				if strings.Join(strings.Fields(shown[j]), "") != strings.Join(strings.Fields(c), "") {
+					t.Errorf("choice %d shown as %q, want it whole: %q", j, shown[j], c)
+				}
+			}
+			checkSent(t)
+		})
+	}
+	// Picking the last of the long choices proposes it, whole.
+	q := colorQuestion()
+	q.QuestionID, q.Choices = "q-long-0", []string{head + "card ending 4242", head + "store credit"}
+	msg := h.posted(channelA, 1)
+	sel := components(msg)[0]
+	resp := h.interact(h.selectChoice(kevin, sel["custom_id"].(string), "1"))
+	if resp["type"] != float64(6) {
+		t.Fatalf("select response = %v", resp)
+	}
+	if at := h.waitAttempts(1)[0]; string(at.Answer) != strconv.Quote(q.Choices[1]) {
+		t.Fatalf("answer = %s, want %q", at.Answer, q.Choices[1])
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
@@ -19,6 +20,7 @@ const (
 	maxFieldValue   = 600  // of 1024
 	maxButtonLabel  = 80
 	maxOptionLabel  = 100
+	maxOptionDesc   = 100
 	maxButtonChoice = 20 // 4 rows of 5, the fifth row holds Decline
 	maxLinkURL      = 512
 	maxContent      = 2000
@@ -176,10 +178,11 @@ func (b *Bot) cardComponents(c *card) []discordgo.MessageComponent {
 		return rows
 	case inConsole(q):
 		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{consoleButton(c), decline}})
-	case len(q.Choices) > maxButtonChoice:
+	case len(q.Choices) > maxButtonChoice || !buttonsFit(q.Choices):
 		opts := make([]discordgo.SelectMenuOption, len(q.Choices))
 		for i, ch := range q.Choices {
-			opts[i] = discordgo.SelectMenuOption{Label: truncate(ch, maxOptionLabel), Value: fmt.Sprint(i)}
+			label, desc := optionText(ch)
+			opts[i] = discordgo.SelectMenuOption{Label: label, Description: desc, Value: fmt.Sprint(i)}
 		}
 		one := 1
 		rows = append(rows,
@@ -208,6 +211,36 @@ func (b *Bot) cardComponents(c *card) []discordgo.MessageComponent {
 		}})
 	}
 	return rows
+}
+
+// buttonsFit reports whether every choice fits a button's label whole:
+// a cut label could read the same as another choice's.
+func buttonsFit(choices []string) bool {
+	for _, ch := range choices {
+		if utf8.RuneCountInString(strings.TrimSpace(ch)) > maxButtonLabel {
+			return false
+		}
+	}
+	return true
+}
+
+// optionText splits a choice into a select option's label and
+// description, which together show it whole: a choice has at most
+// bridge.MaxChoiceText (200) characters, a label and a description 100
+// each. The label ends at a space when one leaves the rest room.
+func optionText(choice string) (label, desc string) {
+	r := []rune(strings.TrimSpace(choice))
+	if len(r) <= maxOptionLabel {
+		return string(r), ""
+	}
+	cut := maxOptionLabel
+	for i := maxOptionLabel; i > 0 && len(r)-i-1 <= maxOptionDesc; i-- {
+		if unicode.IsSpace(r[i]) && strings.TrimSpace(string(r[:i])) != "" {
+			cut = i
+			break
+		}
+	}
+	return strings.TrimSpace(string(r[:cut])), truncate(strings.TrimSpace(string(r[cut:])), maxOptionDesc)
 }
 
 // consoleButton is a normal button, never a link: the card sits on a
