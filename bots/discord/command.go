@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/nats-io/nats.go"
@@ -215,8 +216,15 @@ func (b *Bot) cmdShow(ctx context.Context, who clicker, opt map[string]string) *
 		Question: v.Question, AskedAt: v.AskedAt, Deadline: v.Deadline}
 	embed := cardEmbed(c)
 	if n := len(v.Question.Choices); n > 0 && n <= maxChoices {
-		// On the card they are buttons; here, the words /ask answer takes.
-		embed.Fields = append(embed.Fields, &discordgo.MessageEmbedField{Name: "Choices", Value: truncate(strings.Join(v.Question.Choices, " | "), maxFieldValue)})
+		// On the card they are buttons; here, the words /ask answer takes,
+		// each whole: as many fields as they need.
+		for i, value := range choiceFields(v.Question.Choices) {
+			name := "Choices"
+			if i > 0 {
+				name = "Choices (continued)"
+			}
+			embed.Fields = append(embed.Fields, &discordgo.MessageEmbedField{Name: name, Value: value})
+		}
 		fitEmbed(embed)
 	}
 	if v.State != bridge.StatePending {
@@ -233,6 +241,25 @@ func (b *Bot) cmdShow(ctx context.Context, who clicker, opt map[string]string) *
 		}
 	}
 	return resp
+}
+
+// choiceFields joins choices with " | " into embed field values of at
+// most maxFieldText characters, never splitting a choice.
+func choiceFields(choices []string) []string {
+	var out []string
+	cur := ""
+	for _, ch := range choices {
+		ch = truncate(ch, maxFieldText) // a choice has at most 200
+		switch {
+		case cur == "":
+			cur = ch
+		case utf8.RuneCountInString(cur)+len(" | ")+utf8.RuneCountInString(ch) <= maxFieldText:
+			cur += " | " + ch
+		default:
+			out, cur = append(out, cur), ch
+		}
+	}
+	return append(out, cur)
 }
 
 // stateEvent names the event that settles a question in a state.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -572,5 +573,31 @@ func TestLongChoicesStayDistinct(t *testing.T) {
 	}
 	if at := h.waitAttempts(1)[0]; string(at.Answer) != strconv.Quote(q.Choices[1]) {
 		t.Fatalf("answer = %s, want %q", at.Answer, q.Choices[1])
+	}
+}
+
+// TestShowListsEveryChoiceWhole checks /ask show gives every choice whole,
+// as /ask answer needs it typed, when together they are longer than one
+// embed field holds.
+func TestShowListsEveryChoiceWhole(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	q := colorQuestion()
+	q.Choices = nil
+	for i := range 12 {
+		q.Choices = append(q.Choices, edgeText(fmt.Sprintf("Option %d: ", i), 90))
+	}
+	ask(t, env, q)
+	h.posted(channelA, 1)
+	resp := h.interact(h.command(kevin, "show", map[string]string{"question": q.QuestionID}))
+	checkResponse(t, "show", resp)
+	e := resp["data"].(map[string]any)["embeds"].([]any)[0].(map[string]any)
+	var listed []string
+	for _, f := range e["fields"].([]any) {
+		if fm := f.(map[string]any); strings.HasPrefix(fm["name"].(string), "Choices") {
+			listed = append(listed, strings.Split(fm["value"].(string), " | ")...)
+		}
+	}
+	if !slices.Equal(listed, q.Choices) {
+		t.Fatalf("/ask show lists the choices as %q, want them all, whole: %q", listed, q.Choices)
 	}
 }

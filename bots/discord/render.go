@@ -18,6 +18,7 @@ const (
 	maxTitle        = 256
 	maxDescription  = 2000 // of 4096: keeps the embed under 6000 in total
 	maxFieldValue   = 600  // of 1024
+	maxFieldText    = 1024
 	maxButtonLabel  = 80
 	maxOptionLabel  = 100
 	maxOptionDesc   = 100
@@ -318,7 +319,8 @@ func embedSize(e *discordgo.MessageEmbed) int {
 }
 
 // fitEmbed cuts e to maxEmbedTotal: the description first, then the
-// longest fields other than the outcome, never below a short excerpt.
+// longest fields other than the outcome (the choices last), never below
+// a short excerpt.
 func fitEmbed(e *discordgo.MessageEmbed) {
 	over := embedSize(e) - maxEmbedTotal
 	if over <= 0 {
@@ -336,23 +338,30 @@ func fitEmbed(e *discordgo.MessageEmbed) {
 		fields[i] = &copied
 	}
 	e.Fields = fields
-	for over > 0 {
-		var longest *discordgo.MessageEmbedField
-		for _, f := range fields {
-			if f.Name != "Outcome" && (longest == nil || utf8.RuneCountInString(f.Value) > utf8.RuneCountInString(longest.Value)) {
-				longest = f
+	// The choices /ask show lists are the words /ask answer takes: they
+	// are cut only when nothing else is left to cut.
+	for _, cutChoices := range []bool{false, true} {
+		for over > 0 {
+			var longest *discordgo.MessageEmbedField
+			for _, f := range fields {
+				if f.Name == "Outcome" || strings.HasPrefix(f.Name, "Choices") && !cutChoices {
+					continue
+				}
+				if longest == nil || utf8.RuneCountInString(f.Value) > utf8.RuneCountInString(longest.Value) {
+					longest = f
+				}
 			}
+			n := 0
+			if longest != nil {
+				n = utf8.RuneCountInString(longest.Value)
+			}
+			if n <= 60 {
+				break // nothing left worth cutting
+			}
+			cut := min(over, n-60)
+			longest.Value = truncate(longest.Value, n-cut)
+			over -= cut
 		}
-		n := 0
-		if longest != nil {
-			n = utf8.RuneCountInString(longest.Value)
-		}
-		if n <= 60 {
-			return // nothing left worth cutting
-		}
-		cut := min(over, n-60)
-		longest.Value = truncate(longest.Value, n-cut)
-		over -= cut
 	}
 }
 
