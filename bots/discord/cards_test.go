@@ -910,3 +910,61 @@ func TestConsoleLinkCarriesMappedRoles(t *testing.T) {
 		t.Fatalf("kevin's link %+v, want no roles", l)
 	}
 }
+
+// TestWhoMayAnswerKeepsWholeNames checks the card names whole mentions
+// only: a mention cut at the field's limit shows as raw text.
+func TestWhoMayAnswerKeepsWholeNames(t *testing.T) {
+	answerers := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("discord:%d", 3000000000000000000+i))
+		}
+		return out
+	}
+	cases := []struct {
+		name      string
+		answerers []string
+		owner     string
+		want      string // a suffix
+		names     int
+	}{
+		{"none", nil, "", "operators and admins", 0},
+		{"a few", answerers(3), "slack:U0OWNER", "<@3000000000000000002>, slack:U0OWNER (owner)", 3},
+		{"forty", answerers(40), "discord:1234", "more, <@1234> (owner)", -1},
+		{"forty, no owner", answerers(40), "", "more", -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &bridge.Question{Question: "Which colour?", Choices: []string{"red", "blue"}, Answerers: tc.answerers, Owner: tc.owner}
+			got := fieldValue(embedMap(t, cardEmbed(&card{Question: q})), "Who may answer")
+			if !strings.HasSuffix(got, tc.want) {
+				t.Fatalf("who may answer = %q, want it to end %q", got, tc.want)
+			}
+			if n := utf8.RuneCountInString(got); n > 1024 {
+				t.Fatalf("who may answer has %d characters, over Discord's 1024", n)
+			}
+			if strings.Count(got, "<@") != strings.Count(got, ">") {
+				t.Fatalf("a mention is cut: %q", got)
+			}
+			if tc.names < 0 {
+				listed := strings.Count(got, "<@30000")
+				if !strings.Contains(got, fmt.Sprintf("and %d more", 40-listed)) || listed < 10 {
+					t.Fatalf("%d listed, and %q", listed, got)
+				}
+			}
+		})
+	}
+}
+
+func embedMap(t *testing.T, e *discordgo.MessageEmbed) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -91,6 +91,35 @@ func inConsole(q *bridge.Question) bool {
 // gets a link of their own.
 const consoleHint = "Click **Open in console** for a link of your own (shown only to you)."
 
+// mayAnswer names who may answer within a field's value: whole names
+// only (a cut mention shows as raw text), how many more there are, and
+// the owner.
+func mayAnswer(q *bridge.Question) string {
+	owner := ""
+	if q.Owner != "" {
+		owner = who(q.Owner, "") + " (owner)"
+	}
+	if len(q.Answerers) == 0 && owner == "" {
+		return "operators and admins"
+	}
+	room := maxFieldValue - utf8.RuneCountInString(owner) - len(", and 999 more, ")
+	var names []string
+	used := 0
+	for i, a := range q.Answerers {
+		n := who(a, "")
+		used += utf8.RuneCountInString(n) + len(", ")
+		if used > room {
+			names = append(names, fmt.Sprintf("and %d more", len(q.Answerers)-i))
+			break
+		}
+		names = append(names, n)
+	}
+	if owner != "" {
+		names = append(names, owner)
+	}
+	return strings.Join(names, ", ")
+}
+
 // cardEmbed renders the question as an embed.
 func cardEmbed(c *card) *discordgo.MessageEmbed {
 	q := c.Question
@@ -138,17 +167,7 @@ func cardEmbed(c *card) *discordgo.MessageEmbed {
 	case len(q.Choices) > maxChoices:
 		add("Answer in the askbridge console", consoleHint+"\n"+fmt.Sprintf("%d choices, more than Discord can show: %s", len(q.Choices), strings.Join(q.Choices, ", ")), false)
 	}
-	var may []string
-	for _, a := range q.Answerers {
-		may = append(may, who(a, ""))
-	}
-	if q.Owner != "" {
-		may = append(may, who(q.Owner, "")+" (owner)")
-	}
-	if len(may) == 0 {
-		may = append(may, "operators and admins")
-	}
-	add("Who may answer", strings.Join(may, ", "), true)
+	add("Who may answer", mayAnswer(q), true)
 	if !c.Deadline.IsZero() {
 		add("Deadline", stamp(c.Deadline), true)
 	}
