@@ -22,6 +22,14 @@ func strOpt(name, desc string, required bool) *discordgo.ApplicationCommandOptio
 	return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: name, Description: desc, Required: required}
 }
 
+// reasonOpt is a reason option, held by Discord to the length the runtime
+// takes, so nobody types a long reason only to have it refused.
+func reasonOpt(desc string) *discordgo.ApplicationCommandOption {
+	o := strOpt("reason", desc, false)
+	o.MaxLength = bridge.MaxCommentText
+	return o
+}
+
 // askCommand is /ask with its subcommands. Required options come first, as
 // Discord demands.
 func askCommand() *discordgo.ApplicationCommand {
@@ -40,9 +48,9 @@ func askCommand() *discordgo.ApplicationCommand {
 			sub("answer", "Answer a question", strOpt("question", "Question id", true),
 				strOpt("answer", "Your answer (for typed fields, a JSON object)", true), tenant, job),
 			sub("decline", "Decline to answer a question", strOpt("question", "Question id", true),
-				strOpt("reason", "Why, and who could answer instead", false), tenant, job),
+				reasonOpt("Why, and who could answer instead"), tenant, job),
 			sub("cancel", "Cancel a job's pending questions (admins and owners)", strOpt("tenant", "Tenant", true),
-				strOpt("job", "Job id", true), strOpt("question", "Only this question", false), strOpt("reason", "Why", false)),
+				strOpt("job", "Job id", true), strOpt("question", "Only this question", false), reasonOpt("Why")),
 			sub("help", "How to answer askbridge questions"),
 		},
 	}

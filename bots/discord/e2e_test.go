@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bwmarrin/discordgo"
+
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
@@ -459,8 +461,29 @@ func TestE2EAskCommands(t *testing.T) {
 		t.Fatalf("cancels = %+v", cancels)
 	}
 	// The command is registered for the whole application (no guild set).
-	if n := len(fake.requests("PUT", "/applications/"+testApp+"/commands")); n != 1 {
+	regs := fake.requests("PUT", "/applications/"+testApp+"/commands")
+	if n := len(regs); n != 1 {
 		t.Fatalf("%d global command registrations, want 1", n)
+	}
+	// Discord holds a reason to the length the runtime takes.
+	var cmds []discordgo.ApplicationCommand
+	if err := json.Unmarshal(regs[0].Body, &cmds); err != nil || len(cmds) != 1 {
+		t.Fatalf("registered %s: %v", regs[0].Body, err)
+	}
+	reasons := 0
+	for _, sub := range cmds[0].Options {
+		for _, o := range sub.Options {
+			if o.Name != "reason" {
+				continue
+			}
+			reasons++
+			if o.MaxLength != bridge.MaxCommentText {
+				t.Errorf("/ask %s reason: max_length %d, want %d", sub.Name, o.MaxLength, bridge.MaxCommentText)
+			}
+		}
+	}
+	if reasons != 2 {
+		t.Errorf("%d reason options, want 2 (decline, cancel)", reasons)
 	}
 }
 
