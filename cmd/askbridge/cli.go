@@ -189,7 +189,9 @@ func (c *cli) ask(ctx context.Context, args []string) int {
 	slackChannel := fs.String("slack-channel", "", "Slack channel to ask in")
 	discordChannel := fs.String("discord-channel", "", "Discord channel id to ask in")
 	noWait := fs.Bool("no-wait", false, "publish and print the question id without waiting")
-	if err := fs.Parse(args); err != nil {
+	// Every dashed word is a flag, so a mistyped one is an error rather
+	// than words of the question; a question starting with - follows --.
+	if err := parseFlags(fs, args, false); err != nil {
 		return exitConfig
 	}
 	q.Question = strings.Join(fs.Args(), " ")
@@ -278,8 +280,11 @@ func (c *cli) list(ctx context.Context, args []string) int {
 	fs.StringVar(&req.JobID, "job", "", "only this job")
 	fs.StringVar(&req.State, "state", "pending", "pending, answered, declined, timed_out, cancelled, superseded, failed or all")
 	fs.IntVar(&req.Limit, "limit", 50, "at most this many")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return exitConfig
+	}
+	if fs.NArg() > 0 {
+		return c.fail("list takes no arguments, not %q (filter with --tenant and --job)", fs.Arg(0))
 	}
 	nc, _, err := c.connect(*url)
 	if err != nil {
@@ -338,7 +343,7 @@ func (c *cli) lookup(nc *nats.Conn, tenant, job, question string) (*bridge.Quest
 func (c *cli) show(ctx context.Context, args []string) int {
 	fs, url := c.flags("show")
 	tenant := fs.String("tenant", "", "tenant")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return exitConfig
 	}
 	if fs.NArg() != 1 {
@@ -430,7 +435,7 @@ func (c *cli) answer(ctx context.Context, args []string) int {
 	tenant := fs.String("tenant", "", "tenant (default: found from the job and question)")
 	// Flags may follow the answer, as they may follow decline's ids; only
 	// these are taken, so an answer such as "-5" stays the answer.
-	if err := fs.Parse(reorder(args, map[string]bool{"tenant": true, "nats": true}, true)); err != nil {
+	if err := parseFlags(fs, args, true); err != nil {
 		return exitConfig
 	}
 	if fs.NArg() < 3 {
@@ -451,7 +456,7 @@ func (c *cli) decline(ctx context.Context, args []string) int {
 	fs, url := c.flags("decline")
 	tenant := fs.String("tenant", "", "tenant (default: found from the job and question)")
 	comment := fs.String("comment", "", "why you decline")
-	if err := fs.Parse(reorder(args, map[string]bool{"tenant": true, "comment": true, "nats": true}, false)); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return exitConfig
 	}
 	if fs.NArg() != 2 {
@@ -460,13 +465,29 @@ func (c *cli) decline(ctx context.Context, args []string) int {
 	return c.propose(ctx, *url, *tenant, fs.Arg(0), fs.Arg(1), bridge.AnswerAttempt{Action: bridge.ActionDecline, Comment: *comment})
 }
 
+// parseFlags parses args with fs, taking fs's flags wherever they stand
+// among the arguments, as people write them ("show JOB/Q --tenant acme",
+// "ask 'Which colour?' --choice red"). With onlyKnown only fs's own flags
+// move, and every other argument, dashes and all, stays an argument (an
+// answer such as "-5", a question's words); else any dashed word is taken
+// for a flag, and an unknown one is an error.
+func parseFlags(fs *flag.FlagSet, args []string, onlyKnown bool) error {
+	flags := map[string]bool{"h": false, "help": false}
+	fs.VisitAll(func(f *flag.Flag) {
+		b, ok := f.Value.(interface{ IsBoolFlag() bool })
+		flags[f.Name] = !ok || !b.IsBoolFlag()
+	})
+	return fs.Parse(reorder(args, flags, onlyKnown))
+}
+
 // reorder moves flags written after positional arguments to the front, so
-// that "decline JOB Q --comment why" parses as people write it; valued
-// names the flags that take a value (--tenant acme or --tenant=acme). With
-// onlyValued only those move, and every other argument, dashes and all,
-// stays where it is (an answer such as "-5"). "--" ends the flags.
-func reorder(args []string, valued map[string]bool, onlyValued bool) []string {
-	var flags, pos []string
+// that "decline JOB Q --comment why" parses as people write it; flags maps
+// the flags' names to whether they take a value (--tenant acme or
+// --tenant=acme). With onlyKnown only those move, and every other argument,
+// dashes and all, stays where it is. "--" ends the flags; the arguments
+// follow one, so none of them is read as a flag.
+func reorder(args []string, flags map[string]bool, onlyKnown bool) []string {
+	var moved, pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -474,17 +495,21 @@ func reorder(args []string, valued map[string]bool, onlyValued bool) []string {
 			break
 		}
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && len(a) > 1 && (!onlyValued || valued[name]) {
-			flags = append(flags, a)
-			if !hasValue && valued[name] && i+1 < len(args) {
-				flags = append(flags, args[i+1])
+		valued, known := flags[name]
+		if strings.HasPrefix(a, "-") && len(a) > 1 && (!onlyKnown || known) {
+			moved = append(moved, a)
+			if !hasValue && valued && i+1 < len(args) {
+				moved = append(moved, args[i+1])
 				i++
 			}
 			continue
 		}
 		pos = append(pos, a)
 	}
-	return append(flags, pos...)
+	if len(pos) == 0 {
+		return moved
+	}
+	return append(append(moved, "--"), pos...)
 }
 
 // propose publishes an attempt as the CLI user and waits for the runtime's
@@ -554,7 +579,7 @@ func (c *cli) cancel(ctx context.Context, args []string) int {
 	fs, url := c.flags("cancel")
 	tenant := fs.String("tenant", "", "tenant (required)")
 	reason := fs.String("reason", "", "why")
-	if err := fs.Parse(reorder(args, map[string]bool{"tenant": true, "reason": true, "nats": true}, false)); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return exitConfig
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
@@ -616,8 +641,11 @@ func (c *cli) cancel(ctx context.Context, args []string) int {
 
 func (c *cli) stats(ctx context.Context, args []string) int {
 	fs, url := c.flags("stats")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return exitConfig
+	}
+	if fs.NArg() > 0 {
+		return c.fail("stats takes no arguments, not %q", fs.Arg(0))
 	}
 	nc, _, err := c.connect(*url)
 	if err != nil {
@@ -649,8 +677,11 @@ func (c *cli) link(ctx context.Context, args []string) int {
 	question := fs.String("question", "", "TENANT/JOB/QUESTION: a link to one question")
 	job := fs.String("job", "", "TENANT/JOB: a link to one job")
 	ttl := fs.Duration("ttl", 24*time.Hour, "how long the link is valid")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, false); err != nil {
 		return exitConfig
+	}
+	if fs.NArg() > 0 {
+		return c.fail("link takes no arguments, not %q (name the identity with --as)", fs.Arg(0))
 	}
 	if err := bridge.CheckIdentity(*as); err != nil {
 		return c.fail("--as: %v", err)

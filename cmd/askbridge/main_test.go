@@ -680,14 +680,73 @@ func TestCleanStopLeavesNothingToPublishAgain(t *testing.T) {
 func TestReorderKnownFlags(t *testing.T) {
 	known := map[string]bool{"tenant": true, "nats": true}
 	for _, c := range []struct{ in, want []string }{
-		{[]string{"job-1", "q-1", "blue", "--tenant", "acme"}, []string{"--tenant", "acme", "job-1", "q-1", "blue"}},
-		{[]string{"job-1", "q-1", "blue", "--tenant=acme"}, []string{"--tenant=acme", "job-1", "q-1", "blue"}},
-		{[]string{"-tenant", "acme", "job-1", "q-1", "-5"}, []string{"-tenant", "acme", "job-1", "q-1", "-5"}},
-		{[]string{"job-1", "q-1", "--", "--tenant", "acme"}, []string{"job-1", "q-1", "--tenant", "acme"}},
-		{[]string{"job-1", "q-1", "--verbose", "yes"}, []string{"job-1", "q-1", "--verbose", "yes"}},
+		{[]string{"job-1", "q-1", "blue", "--tenant", "acme"}, []string{"--tenant", "acme", "--", "job-1", "q-1", "blue"}},
+		{[]string{"job-1", "q-1", "blue", "--tenant=acme"}, []string{"--tenant=acme", "--", "job-1", "q-1", "blue"}},
+		{[]string{"-tenant", "acme", "job-1", "q-1", "-5"}, []string{"-tenant", "acme", "--", "job-1", "q-1", "-5"}},
+		{[]string{"job-1", "q-1", "--", "--tenant", "acme"}, []string{"--", "job-1", "q-1", "--tenant", "acme"}},
+		{[]string{"job-1", "q-1", "--verbose", "yes"}, []string{"--", "job-1", "q-1", "--verbose", "yes"}},
+		{[]string{"--tenant", "acme"}, []string{"--tenant", "acme"}},
 	} {
 		if got := reorder(c.in, known, true); !slices.Equal(got, c.want) {
 			t.Errorf("reorder(%q, only valued) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestCLIFlagsAfterArguments checks every tool takes its flags wherever
+// they stand: a question followed by its flags is asked with them (not
+// with them as part of its text), and show and list read theirs after
+// their arguments too; "--" keeps a text that starts with a dash.
+func TestCLIFlagsAfterArguments(t *testing.T) {
+	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	kevin, out, errOut := testCLI(s, "cli:kevin")
+	ctx := context.Background()
+
+	if code := kevin.ask(ctx, []string{"Which colour?", "--tenant", "acme", "--job", "job-o", "--id", "q-o",
+		"--choice", "red", "--choice=blue", "--no-wait"}); code != exitOK || out.String() != "acme job-o q-o\n" {
+		t.Fatalf("ask with flags after the question: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code := kevin.ask(ctx, []string{"--tenant", "acme", "--job", "job-d", "--id", "q-d", "--no-wait", "--", "-5 degrees: go ahead?"}); code != exitOK {
+		t.Fatalf("ask after --: exit %d, stderr %q", code, errOut)
+	}
+	waitPending(t, kevin, "job-o", "q-o")
+	waitPending(t, kevin, "job-d", "q-d")
+
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"job-o/q-o", "--tenant", "acme"}, []string{"Asks: Which colour?", "Choices: red, blue"}},
+		{[]string{"q-d", "--tenant=acme"}, []string{"Asks: -5 degrees: go ahead?"}},
+	} {
+		out.Reset()
+		errOut.Reset()
+		if code := kevin.show(ctx, c.args); code != exitOK {
+			t.Fatalf("show %q: exit %d, stderr %q", c.args, code, errOut)
+		}
+		shown := strings.Join(strings.Fields(out.String()), " ")
+		for _, want := range c.want {
+			if !strings.Contains(shown, want) {
+				t.Errorf("show %q lacks %q:\n%s", c.args, want, out)
+			}
+		}
+	}
+
+	out.Reset()
+	if code := kevin.list(ctx, []string{"--job", "job-o", "--tenant", "acme"}); code != exitOK || !strings.Contains(out.String(), "q-o") || strings.Contains(out.String(), "q-d") {
+		t.Fatalf("list --job: exit %d:\n%s", code, out)
+	}
+	// A mistyped flag is an error, not words of the question.
+	errOut.Reset()
+	if code := kevin.ask(ctx, []string{"--tenant", "acme", "--job", "job-t", "Still there?", "--timout", "4h"}); code != exitConfig ||
+		!strings.Contains(errOut.String(), "flag provided but not defined: -timout") {
+		t.Fatalf("ask with a mistyped flag: exit %d, stderr %q", code, errOut)
+	}
+	// An argument list does not take is an error, not ignored.
+	for _, tool := range []func(context.Context, []string) int{kevin.list, kevin.stats} {
+		errOut.Reset()
+		if code := tool(ctx, []string{"acme"}); code == exitOK || !strings.Contains(errOut.String(), `takes no arguments, not "acme"`) {
+			t.Errorf("a stray argument: exit %d, stderr %q", code, errOut)
 		}
 	}
 }
