@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"net"
 	neturl "net/url"
 	"os"
@@ -693,7 +694,13 @@ func (c *cli) link(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	secret, err := consoleSecret(cfg)
+	// Only the service makes a secret: one made here would sign links
+	// the service refuses.
+	secret, err := readConsoleSecret(cfg)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return c.fail("no console secret: ASK_CONSOLE_SECRET is not set and %s does not exist; "+
+			"set ASK_CONSOLE_SECRET or ASK_DATA_DIR as the service has them (the service makes the file when it first starts)", consoleSecretPath(cfg))
+	}
 	if err != nil {
 		return c.fail("%v (set ASK_CONSOLE_SECRET or ASK_DATA_DIR as the service has them)", err)
 	}

@@ -10,11 +10,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/config"
@@ -748,5 +751,44 @@ func TestCLIFlagsAfterArguments(t *testing.T) {
 		if code := tool(ctx, []string{"acme"}); code == exitOK || !strings.Contains(errOut.String(), `takes no arguments, not "acme"`) {
 			t.Errorf("a stray argument: exit %d, stderr %q", code, errOut)
 		}
+	}
+}
+
+// TestLinkNeedsTheServicesSecret checks askbridge link, run where the
+// service's secret is not (another directory, no ASK_CONSOLE_SECRET), says
+// so instead of making a secret of its own and printing a link the service
+// refuses.
+func TestLinkNeedsTheServicesSecret(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	t.Setenv("ASK_DATA_DIR", dir)
+	t.Setenv("ASK_CONSOLE_SECRET", "")
+	var out, errOut bytes.Buffer
+	c := &cli{stdout: &out, stderr: &errOut, identity: "cli:kevin"}
+	code := c.link(context.Background(), []string{"--as", "console:alice"})
+	if code != exitError || out.Len() != 0 ||
+		!strings.Contains(errOut.String(), "no console secret: ASK_CONSOLE_SECRET is not set and "+filepath.Join(dir, "console.secret")+" does not exist") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("link made the data dir or a secret in it: %v", err)
+	}
+	// Once the service has made its secret, link signs with it.
+	cfg := &config.Config{DataDir: dir}
+	secret, err := consoleSecret(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errOut.Reset()
+	if code := c.link(context.Background(), []string{"--as", "console:alice"}); code != exitOK {
+		t.Fatalf("link after the service started: exit %d, %s", code, errOut.String())
+	}
+	u, err := url.Parse(strings.TrimSpace(out.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, _ := strconv.ParseInt(u.Query().Get("exp"), 10, 64)
+	l := console.Link{Identity: "console:alice", Scope: console.ScopeList, Expires: time.Unix(exp, 0)}
+	if err := (console.Signer{Secret: secret}).Verify(l, u.Query().Get("sig"), time.Now()); err != nil || u.Path != "/console/" {
+		t.Fatalf("link %s does not open with the service's secret: %v", u, err)
 	}
 }

@@ -297,27 +297,15 @@ func (s *service) ready(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "ready")
 }
 
-// consoleSecret is ASK_CONSOLE_SECRET, or a random secret kept in the data
-// directory so links survive restarts.
 // minConsoleSecret is the shortest secret taken, as for ASK_CONSOLE_SECRET.
 const minConsoleSecret = 16
 
+// consoleSecret is ASK_CONSOLE_SECRET, or a random secret kept in the data
+// directory so links survive restarts.
 func consoleSecret(cfg *config.Config) ([]byte, error) {
-	if cfg.ConsoleSecret != "" {
-		return []byte(cfg.ConsoleSecret), nil
-	}
-	path := filepath.Join(cfg.DataDir, "console.secret")
-	b, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		// Kept, never replaced: a new secret would void every link given.
-		secret := strings.TrimSpace(string(b))
-		if len(secret) < minConsoleSecret {
-			return nil, fmt.Errorf("console secret: %s holds %d characters; it needs at least %d (delete it to have one generated)", path, len(secret), minConsoleSecret)
-		}
-		return []byte(secret), nil
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("console secret: %w", err)
+	secret, err := readConsoleSecret(cfg)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return secret, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("console secret: data dir %s: %w", cfg.DataDir, err)
@@ -326,9 +314,33 @@ func consoleSecret(cfg *config.Config) ([]byte, error) {
 	if _, err := rand.Read(raw[:]); err != nil {
 		return nil, fmt.Errorf("console secret: %w", err)
 	}
-	secret := hex.EncodeToString(raw[:])
-	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+	generated := hex.EncodeToString(raw[:])
+	path := consoleSecretPath(cfg)
+	if err := os.WriteFile(path, []byte(generated+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("console secret: write %s: %w", path, err)
+	}
+	return []byte(generated), nil
+}
+
+func consoleSecretPath(cfg *config.Config) string {
+	return filepath.Join(cfg.DataDir, "console.secret")
+}
+
+// readConsoleSecret is ASK_CONSOLE_SECRET, or the secret kept in the data
+// directory; an error wrapping fs.ErrNotExist when there is neither.
+func readConsoleSecret(cfg *config.Config) ([]byte, error) {
+	if cfg.ConsoleSecret != "" {
+		return []byte(cfg.ConsoleSecret), nil
+	}
+	path := consoleSecretPath(cfg)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("console secret: %w", err)
+	}
+	// Kept, never replaced: a new secret would void every link given.
+	secret := strings.TrimSpace(string(b))
+	if len(secret) < minConsoleSecret {
+		return nil, fmt.Errorf("console secret: %s holds %d characters; it needs at least %d (delete it to have one generated)", path, len(secret), minConsoleSecret)
 	}
 	return []byte(secret), nil
 }
