@@ -711,15 +711,32 @@ func (c *cli) link(ctx context.Context, args []string) int {
 		if len(parts) != 3 {
 			return c.fail("--question takes TENANT/JOB/QUESTION")
 		}
+		if err := checkTokens(parts, "tenant", "job", "question"); err != nil {
+			return c.fail("--question: %v", err)
+		}
 		fmt.Fprintln(c.stdout, signer.QuestionURL(*as, parts[0], parts[1], parts[2], *ttl))
 	case *job != "":
 		parts := strings.Split(*job, "/")
 		if len(parts) != 2 {
 			return c.fail("--job takes TENANT/JOB")
 		}
+		if err := checkTokens(parts, "tenant", "job"); err != nil {
+			return c.fail("--job: %v", err)
+		}
 		fmt.Fprintln(c.stdout, signer.JobURL(*as, parts[0], parts[1], *ttl))
 	default:
 		fmt.Fprintln(c.stdout, signer.ListURL(*as, *ttl))
 	}
 	return exitOK
+}
+
+// checkTokens checks ids the console opens (a link to others it refuses as
+// not valid), naming each by what.
+func checkTokens(ids []string, what ...string) error {
+	for i, id := range ids {
+		if err := bridge.CheckToken(what[i], id); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -792,3 +792,27 @@ func TestLinkNeedsTheServicesSecret(t *testing.T) {
 		t.Fatalf("link %s does not open with the service's secret: %v", u, err)
 	}
 }
+
+// TestLinkRefusesIdsTheConsoleRefuses checks askbridge link names a bad
+// tenant, job or question id instead of printing a link the console
+// answers with "This link is not valid".
+func TestLinkRefusesIdsTheConsoleRefuses(t *testing.T) {
+	t.Setenv("ASK_DATA_DIR", t.TempDir())
+	t.Setenv("ASK_CONSOLE_SECRET", "0123456789abcdef0123")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--question", "acme/job 1/q-1"}, `askbridge: --question: job: "job 1" must be 1 to 64 letters, digits, '-' or '_'`},
+		{[]string{"--question", "acme//q-1"}, "askbridge: --question: job: is required"},
+		{[]string{"--question", "acme/job-1/q.1"}, `askbridge: --question: question: "q.1" must be 1 to 64 letters, digits, '-' or '_'`},
+		{[]string{"--job", "ac me/job-1"}, `askbridge: --job: tenant: "ac me" must be 1 to 64 letters, digits, '-' or '_'`},
+	} {
+		var out, errOut bytes.Buffer
+		c := &cli{stdout: &out, stderr: &errOut, identity: "cli:kevin"}
+		code := c.link(context.Background(), append([]string{"--as", "console:alice"}, tc.args...))
+		if code != exitError || out.Len() != 0 || strings.TrimSpace(errOut.String()) != tc.want {
+			t.Errorf("link %q: exit %d, stdout %q, stderr %q; want %q", tc.args, code, out.String(), errOut.String(), tc.want)
+		}
+	}
+}
