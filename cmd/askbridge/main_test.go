@@ -816,3 +816,21 @@ func TestLinkRefusesIdsTheConsoleRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestRootRedirectsUnderThePublicPath checks / sends the browser to the
+// console under ASK_PUBLIC_URL's path, where a proxy serving askbridge
+// under a prefix reaches it, not to the site's own /console/.
+func TestRootRedirectsUnderThePublicPath(t *testing.T) {
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for publicURL, want := range map[string]string{"": "/console/", "https://example.com/askbridge/": "/askbridge/console/"} {
+		s, _ := startTestService(t, map[string]string{"ASK_PUBLIC_URL": publicURL})
+		resp, err := client.Get("http://" + s.Addr() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
+			t.Errorf("ASK_PUBLIC_URL=%q: GET / = %d to %q, want 303 to %q", publicURL, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
+	}
+}

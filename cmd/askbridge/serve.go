@@ -188,8 +188,10 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	})
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// Under ASK_PUBLIC_URL's path, as a proxy that strips it serves us.
+	consoleHome := signer.BasePath() + "/console/"
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/console/", http.StatusSeeOther)
+		http.Redirect(w, r, consoleHome, http.StatusSeeOther)
 	})
 
 	s.ln, err = net.Listen("tcp", cfg.HTTPAddr)
