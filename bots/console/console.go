@@ -230,7 +230,8 @@ func (c *Console) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/console/"), "/")
 	known := r.URL.Path == "/console/" ||
 		len(parts) == 4 && parts[0] == "q" ||
-		len(parts) == 3 && parts[0] == "job"
+		len(parts) == 3 && parts[0] == "job" ||
+		len(parts) == 2 && parts[0] == "static" && staticExists(parts[1])
 	if known && r.Method != http.MethodGet && r.Method != http.MethodHead {
 		allow := "GET, HEAD"
 		if parts[0] == "q" {

@@ -883,3 +883,20 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		t.Errorf("short secret: err %v", err)
 	}
 }
+
+// TestStylesheetRefusesOtherMethods checks the stylesheet, a page that is
+// only read, answers another method with 405 and Allow, as the other
+// pages do, not with "No such page".
+func TestStylesheetRefusesOtherMethods(t *testing.T) {
+	h := newHarness(t)
+	for _, method := range []string{http.MethodPost, http.MethodDelete, http.MethodPut} {
+		req, _ := http.NewRequest(method, h.abs("/console/static/console.css"), nil)
+		if p := h.do(req); p.status != http.StatusMethodNotAllowed || p.header.Get("Allow") != "GET, HEAD" || !strings.Contains(p.body, "Not here") {
+			t.Errorf("%s stylesheet: status %d, Allow %q", method, p.status, p.header.Get("Allow"))
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, h.abs("/console/static/nothing.css"), nil)
+	if p := h.do(req); p.status != http.StatusNotFound {
+		t.Errorf("POST to a missing static file: status %d", p.status)
+	}
+}

@@ -75,3 +75,12 @@ func (c *Console) handleStatic(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	_, _ = w.Write(data)
 }
+
+// staticExists reports whether name is one of the embedded static files.
+func staticExists(name string) bool {
+	if name == "" || strings.Contains(name, "/") {
+		return false
+	}
+	_, err := fs.Stat(staticFS, "static/"+name)
+	return err == nil
+}
