@@ -139,6 +139,11 @@ func (c *Config) Validate() error {
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("ASK_PUBLIC_URL must be an http or https URL such as https://askbridge.example.com")
+		} else if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(c.PublicURL, "#") {
+			// Links are the base followed by /console/...?as=...: a query or
+			// fragment here would swallow their path, a user name travel in
+			// every link.
+			bad("ASK_PUBLIC_URL must be a base such as https://example.com/askbridge, without a user name, ? query or # fragment")
 		}
 	}
 	if c.SlackBotToken != "" && c.SlackSigningSecret == "" && c.SlackAppToken == "" {
