@@ -157,6 +157,11 @@ func (c *Config) Validate() error {
 	}
 	if c.SlackBotToken != "" && !strings.HasSuffix(c.SlackAPIURL, "/") {
 		bad("ASK_SLACK_API_URL must end with / (such as https://slack.com/api/)")
+	} else if c.SlackBotToken != "" && !isHTTPURL(c.SlackAPIURL) {
+		bad("ASK_SLACK_API_URL must be an http or https URL such as https://slack.com/api/")
+	}
+	if c.SlackChannel != "" && !isSlackID(c.SlackChannel) {
+		bad("ASK_SLACK_CHANNEL must be a channel id such as C0123 (not its name), not %q", c.SlackChannel)
 	}
 	if c.DiscordBotToken != "" {
 		if c.DiscordPublicKey == "" {
@@ -167,6 +172,28 @@ func (c *Config) Validate() error {
 		}
 		if !strings.HasSuffix(c.DiscordAPIURL, "/") {
 			bad("ASK_DISCORD_API_URL must end with / (such as https://discord.com/api/v10/)")
+		} else if !isHTTPURL(c.DiscordAPIURL) {
+			bad("ASK_DISCORD_API_URL must be an http or https URL such as https://discord.com/api/v10/")
+		}
+	}
+	// Discord names everything by a snowflake id; a name would never match.
+	for _, v := range []struct{ name, value, what string }{
+		{"ASK_DISCORD_APP_ID", c.DiscordAppID, "the application id"},
+		{"ASK_DISCORD_CHANNEL", c.DiscordChannel, "a channel id"},
+		{"ASK_DISCORD_GUILD", c.DiscordGuild, "a server id"},
+	} {
+		if v.value != "" && !isSnowflake(v.value) {
+			bad("%s must be %s, a number such as 1234567890123456789, not %q", v.name, v.what, v.value)
+		}
+	}
+	for _, l := range []struct {
+		name string
+		ids  []string
+	}{{"ASK_DISCORD_ADMIN_ROLES", c.DiscordAdminRoles}, {"ASK_DISCORD_OPERATOR_ROLES", c.DiscordOperatorRoles}} {
+		for _, id := range l.ids {
+			if !isSnowflake(id) {
+				bad("%s: %q must be a role id, a number such as 1234567890123456789 (not the role's name)", l.name, id)
+			}
 		}
 	}
 	if c.DiscordPublicKey != "" && !isHexKey(c.DiscordPublicKey) {
@@ -217,6 +244,39 @@ func validNATSURLs(s string) bool {
 	for _, one := range strings.Split(s, ",") {
 		u, err := url.Parse(strings.TrimSpace(one))
 		if err != nil || u.Scheme == "" || u.Host == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// isHTTPURL reports whether s is an absolute http or https URL.
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// isSlackID reports whether s looks like a Slack id such as C0123, as the
+// Slack adapter takes them.
+func isSlackID(s string) bool {
+	if len(s) < 2 || len(s) > 32 {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// isSnowflake reports whether s is a Discord id: 1 to 20 digits.
+func isSnowflake(s string) bool {
+	if len(s) == 0 || len(s) > 20 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
 			return false
 		}
 	}

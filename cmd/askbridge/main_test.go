@@ -834,3 +834,22 @@ func TestRootRedirectsUnderThePublicPath(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesAChannelNameWithExitCode2 checks a channel given by name
+// stops the service at start like any bad setting: one line naming the
+// variable and exit 2, not a start failure (exit 1) after NATS and the
+// runtime came up.
+func TestServeRefusesAChannelNameWithExitCode2(t *testing.T) {
+	t.Setenv("ASK_DATA_DIR", t.TempDir())
+	t.Setenv("ASK_HTTP_ADDR", "127.0.0.1:0")
+	t.Setenv("ASK_NATS_LISTEN", "127.0.0.1:0")
+	t.Setenv("ASK_SLACK_BOT_TOKEN", "xoxb-secret-token-value")
+	t.Setenv("ASK_SLACK_SIGNING_SECRET", "test-signing-secret")
+	t.Setenv("ASK_SLACK_API_URL", "http://127.0.0.1:1/api/")
+	t.Setenv("ASK_SLACK_CHANNEL", "general")
+	var stderr bytes.Buffer
+	code := run([]string{"serve"}, io.Discard, &stderr)
+	if want := "askbridge: ASK_SLACK_CHANNEL must be a channel id such as C0123 (not its name), not \"general\"\n"; code != exitConfig || stderr.String() != want {
+		t.Fatalf("exit %d, stderr %q; want exit %d, %q", code, stderr.String(), exitConfig, want)
+	}
+}
