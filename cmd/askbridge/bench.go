@@ -58,7 +58,7 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	fill := fs.String("fill", "store", "with --pending: how the questions get there: store (written into SQLite only) or nats (asked through NATS and posted to a fake Slack, as agents would)")
 	child := fs.Bool("child", false, "run the service as a child process (askbridge serve), apart from the load generator's memory and garbage collector")
 	if err := fs.Parse(args); err != nil {
-		return exitConfig
+		return flagExit(err)
 	}
 	if *syncMode != "always" && *syncMode != "interval" {
 		return c.fail("bench: --sync must be always or interval")

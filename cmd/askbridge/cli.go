@@ -193,7 +193,7 @@ func (c *cli) ask(ctx context.Context, args []string) int {
 	// Every dashed word is a flag, so a mistyped one is an error rather
 	// than words of the question; a question starting with - follows --.
 	if err := parseFlags(fs, args, false); err != nil {
-		return exitConfig
+		return flagExit(err)
 	}
 	q.Question = strings.Join(fs.Args(), " ")
 	q.Choices, q.Answerers, q.BlockedTools = choices, answerers, blocks
@@ -282,7 +282,7 @@ func (c *cli) list(ctx context.Context, args []string) int {
 	fs.StringVar(&req.State, "state", "pending", "pending, answered, declined, timed_out, cancelled, superseded, failed or all")
 	fs.IntVar(&req.Limit, "limit", 50, "at most this many")
 	if err := parseFlags(fs, args, false); err != nil {
-		return exitConfig
+		return flagExit(err)
 	}
 	if fs.NArg() > 0 {
 		return c.fail("list takes no arguments, not %q (filter with --tenant and --job)", fs.Arg(0))
@@ -345,7 +345,7 @@ func (c *cli) show(ctx context.Context, args []string) int {
 	fs, url := c.flags("show")
 	tenant := fs.String("tenant", "", "tenant")
 	if err := parseFlags(fs, args, false); err != nil {
-		return exitConfig
+		return flagExit(err)
 	}
 	if fs.NArg() != 1 {
 		return c.fail("show takes one question: [JOB/]QUESTION")
@@ -437,7 +437,7 @@ func (c *cli) answer(ctx context.Context, args []string) int {
 	// Flags may follow the answer, as they may follow decline's ids; only
 	// these are taken, so an answer such as "-5" stays the answer.
 	if err := parseFlags(fs, args, true); err != nil {
-		return exitConfig
+		return flagExit(err)
 	}
 	if fs.NArg() < 3 {
 		return c.fail("answer takes JOB QUESTION ANSWER")
@@ -458,7 +458,7 @@ func (c *cli) decline(ctx context.Context, args []string) int {
 	tenant := fs.String("tenant", "", "tenant (default: found from the job and question)")
 	comment := fs.String("comment", "", "why you decline")
 	if err := parseFlags(fs, args, false); err != nil {
-		return exitConfig
+		return flagExit(err)
 	}
 	if fs.NArg() != 2 {
 		return c.fail("decline takes JOB QUESTION [--comment REASON]")
@@ -479,6 +479,15 @@ func parseFlags(fs *flag.FlagSet, args []string, onlyKnown bool) error {
 		flags[f.Name] = !ok || !b.IsBoolFlag()
 	})
 	return fs.Parse(reorder(args, flags, onlyKnown))
+}
+
+// flagExit is the exit code for a command line that did not parse: 0 for
+// -h and --help, which print the command's flags as asked, else 2.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitConfig
 }
 
 // reorder moves flags written after positional arguments to the front, so
@@ -581,7 +590,7 @@ func (c *cli) cancel(ctx context.Context, args []string) int {
 	tenant := fs.String("tenant", "", "tenant (required)")
 	reason := fs.String("reason", "", "why")
 	if err := parseFlags(fs, args, false); err != nil {
-		return exitConfig
+		return flagExit(err)
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		return c.fail("cancel takes JOB [QUESTION]")
@@ -643,7 +652,7 @@ func (c *cli) cancel(ctx context.Context, args []string) int {
 func (c *cli) stats(ctx context.Context, args []string) int {
 	fs, url := c.flags("stats")
 	if err := parseFlags(fs, args, false); err != nil {
-		return exitConfig
+		return flagExit(err)
 	}
 	if fs.NArg() > 0 {
 		return c.fail("stats takes no arguments, not %q", fs.Arg(0))
@@ -679,7 +688,7 @@ func (c *cli) link(ctx context.Context, args []string) int {
 	job := fs.String("job", "", "TENANT/JOB: a link to one job")
 	ttl := fs.Duration("ttl", 24*time.Hour, "how long the link is valid")
 	if err := parseFlags(fs, args, false); err != nil {
-		return exitConfig
+		return flagExit(err)
 	}
 	if fs.NArg() > 0 {
 		return c.fail("link takes no arguments, not %q (name the identity with --as)", fs.Arg(0))

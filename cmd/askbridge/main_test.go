@@ -853,3 +853,24 @@ func TestServeRefusesAChannelNameWithExitCode2(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want exit %d, %q", code, stderr.String(), exitConfig, want)
 	}
 }
+
+// TestCommandHelpExitsZero checks "askbridge COMMAND -h", which the usage
+// tells people to run, prints the command's flags and exits 0, as
+// "askbridge -h" does; an unknown flag still exits 2.
+func TestCommandHelpExitsZero(t *testing.T) {
+	for _, cmd := range []string{"ask", "list", "show", "answer", "decline", "cancel", "link", "stats", "bench", "torture"} {
+		for _, h := range []string{"-h", "--help"} {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{cmd, h}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String()+stderr.String(), "Usage of askbridge "+cmd) {
+				t.Errorf("askbridge %s %s: exit %d, output %q", cmd, h, code, stdout.String()+stderr.String())
+			}
+		}
+		if cmd == "answer" {
+			continue // anything but its own flags is the answer's text ("-5")
+		}
+		var stderr bytes.Buffer
+		if code := run([]string{cmd, "--no-such-flag"}, io.Discard, &stderr); code != exitConfig || !strings.Contains(stderr.String(), "flag provided but not defined: -no-such-flag") {
+			t.Errorf("askbridge %s --no-such-flag: exit %d, stderr %q", cmd, code, stderr.String())
+		}
+	}
+}

@@ -22,7 +22,7 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 	killEvery := fs.Duration("kill-every", 5*time.Second, "mean time between SIGKILLs of the server")
 	data := fs.String("data", "", "data directory (default: a new temporary directory, removed when the run is clean)")
 	if err := fs.Parse(args); err != nil {
-		return exitConfig
+		return flagExit(err)
 	}
 	if fs.NArg() > 0 || *duration <= 0 || *rate <= 0 || *killEvery <= 0 {
 		fmt.Fprintln(c.stderr, "askbridge torture: takes positive --duration, --rate and --kill-every and no arguments")
