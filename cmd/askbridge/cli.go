@@ -602,6 +602,11 @@ func (c *cli) cancel(ctx context.Context, args []string) int {
 	if err := bridge.CheckToken("job", cancel.JobID); err != nil {
 		return c.fail("%v", err)
 	}
+	if cancel.QuestionID != "" {
+		if err := bridge.CheckToken("question", cancel.QuestionID); err != nil {
+			return c.fail("%v", err)
+		}
+	}
 	nc, js, err := c.connect(*url)
 	if err != nil {
 		return c.fail("%v", err)

@@ -874,3 +874,16 @@ func TestCommandHelpExitsZero(t *testing.T) {
 		}
 	}
 }
+
+// TestCLICancelRefusesABadQuestionID checks a question id no question can
+// have is named as wrong, not sent and reported as "no question was
+// waiting" (which reads as if the job had nothing pending).
+func TestCLICancelRefusesABadQuestionID(t *testing.T) {
+	var out, errOut bytes.Buffer
+	// No NATS at this address: the id is refused before any connection.
+	c := &cli{stdout: &out, stderr: &errOut, identity: "cli:ana", natsURL: "nats://127.0.0.1:1"}
+	code := c.cancel(context.Background(), []string{"--tenant", "acme", "job-c", "q 1"})
+	if want := "askbridge: question: \"q 1\" must be 1 to 64 letters, digits, '-' or '_'\n"; code != exitError || errOut.String() != want || out.Len() != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want %q", code, out.String(), errOut.String(), want)
+	}
+}
