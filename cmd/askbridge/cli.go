@@ -17,6 +17,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
@@ -48,8 +49,43 @@ func (c *cli) flags(name string) (*flag.FlagSet, *string) {
 }
 
 func (c *cli) fail(format string, args ...any) int {
-	fmt.Fprintf(c.stderr, "askbridge: "+format+"\n", args...)
+	// Refusals quote what agents and people wrote: shown, never obeyed.
+	fmt.Fprintln(c.stderr, printable("askbridge: "+fmt.Sprintf(format, args...), true))
 	return exitError
+}
+
+// printable is text written by agents or people made safe for a terminal:
+// control characters, which could clear the screen, retitle the window or
+// write the clipboard, and bidirectional overrides, which could show text
+// in another order than it is, appear as escapes such as \x1b. Line breaks
+// stay when keepLines, else they and tabs become spaces (a table cell).
+func printable(s string, keepLines bool) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' && keepLines:
+			b.WriteRune(r)
+		case r == '\n' || r == '\t' || r == '\r':
+			b.WriteByte(' ')
+		case r == utf8.RuneError, unicode.IsControl(r), unicode.Is(unicode.Bidi_Control, r):
+			q := strconv.QuoteToASCII(string(r))
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// row writes label and value as one row of tw, a value of several lines as
+// several rows, each line made printable.
+func row(tw io.Writer, label, value string) {
+	for i, line := range strings.Split(strings.ReplaceAll(value, "\r\n", "\n"), "\n") {
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", label, printable(line, false))
+	}
 }
 
 // connect opens NATS: the flag, then ASK_NATS_URL, then ASK_NATS_LISTEN.
@@ -308,7 +344,7 @@ func (c *cli) list(ctx context.Context, args []string) int {
 	for _, v := range reply.Questions {
 		text := "(you may see only that it waits)"
 		if v.Question != nil {
-			text = shorten(v.Question.Question, 60)
+			text = printable(shorten(v.Question.Question, 60), false)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", v.Tenant, v.JobID, v.QuestionID, v.TaskVersion, v.State,
 			v.AskedAt.Local().Format("2006-01-02 15:04"), v.Deadline.Local().Format("2006-01-02 15:04"), text)
@@ -372,18 +408,18 @@ func (c *cli) show(ctx context.Context, args []string) int {
 		fmt.Fprintf(tw, "Asks:\t(you may see only that it waits)\n")
 	} else {
 		q := v.Question
-		fmt.Fprintf(tw, "Asks:\t%s\n", q.Question)
+		row(tw, "Asks:", q.Question)
 		if q.WhyItMatters != "" {
-			fmt.Fprintf(tw, "Why it matters:\t%s\n", q.WhyItMatters)
+			row(tw, "Why it matters:", q.WhyItMatters)
 		}
 		if len(q.BlockedTools) > 0 {
-			fmt.Fprintf(tw, "Blocks:\t%s\n", strings.Join(q.BlockedTools, ", "))
+			row(tw, "Blocks:", strings.Join(q.BlockedTools, ", "))
 		}
 		if len(q.Answerers) > 0 {
-			fmt.Fprintf(tw, "Answerers:\t%s\n", strings.Join(q.Answerers, ", "))
+			row(tw, "Answerers:", strings.Join(q.Answerers, ", "))
 		}
 		if len(q.Choices) > 0 {
-			fmt.Fprintf(tw, "Choices:\t%s\n", strings.Join(q.Choices, ", "))
+			row(tw, "Choices:", strings.Join(q.Choices, ", "))
 		}
 		for _, f := range q.Fields {
 			desc := f.Kind
@@ -393,13 +429,13 @@ func (c *cli) show(ctx context.Context, args []string) int {
 			if f.Required {
 				desc += " (required)"
 			}
-			fmt.Fprintf(tw, "Field %s:\t%s\n", f.Name, desc)
+			row(tw, "Field "+f.Name+":", desc)
 		}
 		if q.IsApproval() && q.Proposal != nil {
-			fmt.Fprintf(tw, "Proposal %s:\t%s\n", q.Proposal.ID, strings.Join(q.Proposal.Summary, " / "))
+			row(tw, "Proposal "+printable(q.Proposal.ID, false)+":", strings.Join(q.Proposal.Summary, " / "))
 		}
 		if v.Text != "" {
-			fmt.Fprintf(tw, "Outcome:\t%s\n", v.Text)
+			row(tw, "Outcome:", v.Text)
 		}
 	}
 	fmt.Fprintf(tw, "You may:\t%s\n", mayDo(v))
@@ -409,7 +445,8 @@ func (c *cli) show(ctx context.Context, args []string) int {
 		if who == "" {
 			who = "askbridge"
 		}
-		fmt.Fprintf(c.stdout, "  %s  %s -> %s  %s  %s\n", e.At.Local().Format("2006-01-02 15:04:05"), orDash(e.From), e.To, who, e.Reason)
+		fmt.Fprintf(c.stdout, "  %s  %s -> %s  %s  %s\n", e.At.Local().Format("2006-01-02 15:04:05"), orDash(e.From), e.To,
+			printable(who, false), printable(e.Reason, false))
 	}
 	return exitOK
 }
@@ -576,7 +613,7 @@ func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a 
 		if ev.Type == bridge.EventRefused {
 			return c.fail("refused: %s", ev.Text)
 		}
-		fmt.Fprintf(c.stdout, "%s: %s\n", strings.ToUpper(ev.Type[:1])+ev.Type[1:], ev.Text)
+		fmt.Fprintf(c.stdout, "%s: %s\n", strings.ToUpper(ev.Type[:1])+ev.Type[1:], printable(ev.Text, true))
 		return exitOK
 	case <-time.After(decisionWait):
 		return c.fail("sent, but no decision arrived within %v; check with 'askbridge show %s/%s'", decisionWait, a.JobID, a.QuestionID)

@@ -887,3 +887,57 @@ func TestCLICancelRefusesABadQuestionID(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want %q", code, out.String(), errOut.String(), want)
 	}
 }
+
+// TestCLIShowsAgentTextWithoutTerminalControls checks list, show and a
+// refusal print what an agent wrote without passing its control characters
+// to the terminal (an escape sequence could clear the screen, retitle the
+// window or write the clipboard; a bidi override reorder the text), and
+// show keeps a text's lines as rows.
+func TestCLIShowsAgentTextWithoutTerminalControls(t *testing.T) {
+	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	kevin, out, errOut := testCLI(s, "cli:kevin")
+	ctx := context.Background()
+	evil := "\x1b]52;c;cm0gLXJmIH4=\x07Approve\x1b[2J the \u202eresolution\u202c?"
+	q := &bridge.Question{Tenant: "acme", JobID: "job-e", QuestionID: "q-e", Question: evil,
+		WhyItMatters: "First line.\nSecond\x1b[31m line.", Choices: []string{"yes\x1b[8m", "no"}}
+	askAsync(t, agentFor(t, s), q)
+	waitPending(t, kevin, "job-e", "q-e")
+
+	bad := regexp.MustCompile("[\x00-\x08\x0b-\x1f\x7f\u0080-\u009f\u202a-\u202e\u2066-\u2069]")
+	if code := kevin.list(ctx, []string{"--job", "job-e"}); code != exitOK || bad.MatchString(out.String()) ||
+		!strings.Contains(out.String(), `\x1b]52;c;cm0gLXJmIH4=\aApprove\x1b[2J the \u202eresolution\u202c?`) {
+		t.Errorf("list: exit %d, printed %q", code, out)
+	}
+	out.Reset()
+	if code := kevin.show(ctx, []string{"job-e/q-e"}); code != exitOK || bad.MatchString(out.String()) {
+		t.Errorf("show: exit %d, printed %q", code, out)
+	}
+	shown := out.String()
+	for _, want := range []string{"Why it matters:  First line.\n", "                 Second\\x1b[31m line.\n", `Choices:         yes\x1b[8m, no`} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("show lacks %q:\n%s", want, shown)
+		}
+	}
+	if code := kevin.answer(ctx, []string{"job-e", "q-e", "maybe"}); code != exitError || bad.MatchString(errOut.String()) ||
+		!strings.Contains(errOut.String(), `must be one of: yes\x1b[8m, no`) {
+		t.Errorf("refusal: exit %d, printed %q", code, errOut)
+	}
+}
+
+func TestPrintable(t *testing.T) {
+	for _, c := range []struct {
+		in        string
+		keepLines bool
+		want      string
+	}{
+		{"plain café ✓", false, "plain café ✓"},
+		{"a\tb\r\nc", false, "a b  c"},
+		{"a\nb", true, "a\nb"},
+		{"\x1b[0m\x07\x00\u0085\u202e\u2067", true, `\x1b[0m\a\x00\u0085\u202e\u2067`},
+		{"bad \xff byte", false, `bad \ufffd byte`},
+	} {
+		if got := printable(c.in, c.keepLines); got != c.want {
+			t.Errorf("printable(%q, %v) = %q, want %q", c.in, c.keepLines, got, c.want)
+		}
+	}
+}
