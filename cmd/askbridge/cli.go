@@ -285,6 +285,12 @@ func (c *cli) ask(ctx context.Context, args []string) int {
 		return exitDeclined
 	case bridge.OutcomeTimedOut:
 		return exitTimedOut
+	case bridge.OutcomeFailed:
+		if out.Code == bridge.CodeQuestionTimedOut {
+			// --on-timeout fail: the job fails, but what happened is still
+			// that nobody answered in time, not an error of askbridge's.
+			return exitTimedOut
+		}
 	}
 	return exitError
 }

@@ -941,3 +941,15 @@ func TestPrintable(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIAskTimedOutWithOnTimeoutFail checks ask exits 4 ("timed out", as
+// the usage says) when nobody answered a question asked with --on-timeout
+// fail, not 1, which a script cannot tell from askbridge being unreachable.
+func TestCLIAskTimedOutWithOnTimeoutFail(t *testing.T) {
+	s, _ := startTestService(t, nil)
+	asker, out, errOut := testCLI(s, "cli:agent")
+	code := asker.ask(context.Background(), []string{"--tenant", "acme", "--job", "job-f", "--timeout", "1s", "--on-timeout", "fail", "Still there?"})
+	if code != exitTimedOut || out.String() != "Nobody answered within 0:00:01.\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
