@@ -254,13 +254,16 @@ func TestQuestionPageShowsTheFormDrawnFromFields(t *testing.T) {
 		`<label for="f-on">Send on <span class="req">(required)</span></label>`,
 		`<input type="date" id="f-on" name="f.on" value="" required`,
 		`<input type="datetime-local" id="f-when" name="f.when"`,
-		`<input type="number" id="f-copies" name="f.copies" value="" step="1" min="1" max="9" inputmode="numeric"`,
-		`<input type="number" id="f-ratio" name="f.ratio" value="" step="any" inputmode="decimal"`,
+		// Numbers are typed as text, so the validator sees what was typed;
+		// a phone shows its number pad when no minus sign is needed.
+		`<input type="text" id="f-copies" name="f.copies" value="" inputmode="numeric" autocomplete="off" aria-describedby="f-copies-hint">`,
+		`<input type="text" id="f-ratio" name="f.ratio" value="" autocomplete="off" aria-describedby="f-ratio-hint">`,
 		`<select id="f-format" name="f.format">`, `<option value="paper">paper</option>`,
 		`<input type="checkbox" id="f-to-0" name="f.to" value="board">`,
 		`<input type="checkbox" id="f-urgent" name="f.urgent" value="true"`,
-		// A whole-number input counts its steps from min: whole bounds.
-		`id="f-boxes" name="f.boxes" value="" step="1" min="2" max="9"`,
+		// A whole-number field's fractional bounds are rounded inward.
+		`<p class="hint" id="f-boxes-hint">A whole number from 2 to 9.</p>`,
+		`id="f-boxes" name="f.boxes" value="" inputmode="numeric"`,
 		// maxlength counts UTF-16 units: twice the characters allowed.
 		`<input type="text" id="f-title" name="f.title" value="" maxlength="80"`,
 		`<textarea id="f-notes" name="f.notes" rows="5"`,

@@ -112,16 +112,17 @@ type declineForm struct {
 }
 
 type fieldView struct {
-	ID        string
-	Name      string
-	Label     string
-	Desc      string
-	Hint      string
-	Input     string
-	Required  bool
-	Min       string
-	Max       string
-	Step      string
+	ID       string
+	Name     string
+	Label    string
+	Desc     string
+	Hint     string
+	Input    string
+	Required bool
+	Min      string
+	Max      string
+	// InputMode is a number input's inputmode: the keyboard phones show.
+	InputMode string
 	MaxLength int
 	Value     string
 	Checked   bool
@@ -310,13 +311,11 @@ func fieldViewOf(f *bridge.Field, st formState) fieldView {
 			v.Hint = "A date and time, in UTC."
 		}
 	case bridge.FieldNumber:
+		// A text input, not type=number: for what it cannot read ("1e",
+		// "2,5") a number input sends nothing, and an optional field would
+		// be dropped from the answer without a word. As text, what was
+		// typed reaches the validator, which says what is wrong with it.
 		v.Input = "number"
-		v.Step = "any"
-		if f.Integer {
-			v.Step = "1"
-		}
-		// A browser counts an integer input's steps from its min: a
-		// fractional min would let no whole number through.
 		lo, hi := f.InputBounds()
 		if lo != nil {
 			v.Min = strconv.FormatFloat(*lo, 'f', -1, 64)
@@ -325,6 +324,13 @@ func fieldViewOf(f *bridge.Field, st formState) fieldView {
 			v.Max = strconv.FormatFloat(*hi, 'f', -1, 64)
 		}
 		v.Hint = numberHint(f.Integer, v.Min, v.Max)
+		// A phone's number pad, when no minus sign is needed.
+		if lo != nil && *lo >= 0 {
+			v.InputMode = "decimal"
+			if f.Integer {
+				v.InputMode = "numeric"
+			}
+		}
 	case bridge.FieldChoice:
 		v.Input = "select"
 		for i, o := range f.Options {
