@@ -176,15 +176,10 @@ func (c *Config) Validate() error {
 			bad("ASK_DISCORD_API_URL must be an http or https URL such as https://discord.com/api/v10/")
 		}
 	}
-	// Discord names everything by a snowflake id; a name would never match.
-	for _, v := range []struct{ name, value, what string }{
-		{"ASK_DISCORD_APP_ID", c.DiscordAppID, "the application id"},
-		{"ASK_DISCORD_CHANNEL", c.DiscordChannel, "a channel id"},
-		{"ASK_DISCORD_GUILD", c.DiscordGuild, "a server id"},
-	} {
-		if v.value != "" && !isSnowflake(v.value) {
-			bad("%s must be %s, a number such as 1234567890123456789, not %q", v.name, v.what, v.value)
-		}
+	// Discord names channels and roles by snowflake ids: the adapter sends
+	// to no channel that is not one, and a role name never matches a member.
+	if c.DiscordChannel != "" && !isSnowflake(c.DiscordChannel) {
+		bad("ASK_DISCORD_CHANNEL must be a channel id, a number such as 1234567890123456789, not %q", c.DiscordChannel)
 	}
 	for _, l := range []struct {
 		name string

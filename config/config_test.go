@@ -159,12 +159,10 @@ func TestValidationMessages(t *testing.T) {
 		{name: "Slack channel by name", env: map[string]string{"ASK_SLACK_CHANNEL": "#general"},
 			want: []string{`ASK_SLACK_CHANNEL must be a channel id such as C0123 (not its name), not "#general"`}},
 		{name: "Slack channel id", env: map[string]string{"ASK_SLACK_CHANNEL": "C0123ABC"}},
-		{name: "Discord ids that are names", env: map[string]string{"ASK_DISCORD_CHANNEL": "general", "ASK_DISCORD_GUILD": "my server", "ASK_DISCORD_APP_ID": "askbridge",
+		{name: "Discord ids that are names", env: map[string]string{"ASK_DISCORD_CHANNEL": "general",
 			"ASK_DISCORD_ADMIN_ROLES": "123,Admins", "ASK_DISCORD_OPERATOR_ROLES": "ops"},
 			want: []string{
-				`ASK_DISCORD_APP_ID must be the application id, a number such as 1234567890123456789, not "askbridge"`,
 				`ASK_DISCORD_CHANNEL must be a channel id, a number such as 1234567890123456789, not "general"`,
-				`ASK_DISCORD_GUILD must be a server id, a number such as 1234567890123456789, not "my server"`,
 				`ASK_DISCORD_ADMIN_ROLES: "Admins" must be a role id, a number such as 1234567890123456789 (not the role's name)`,
 				`ASK_DISCORD_OPERATOR_ROLES: "ops" must be a role id, a number such as 1234567890123456789 (not the role's name)`,
 			}},
