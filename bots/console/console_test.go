@@ -252,7 +252,7 @@ func TestQuestionPageShowsTheFormDrawnFromFields(t *testing.T) {
 		"The date decides which records are included.",
 		"Signed in as <strong>console:alice</strong>",
 		`<label for="f-on">Send on <span class="req">(required)</span></label>`,
-		`<input type="date" id="f-on" name="f.on" value="" required`,
+		`<input type="date" id="f-on" name="f.on" value="" aria-required="true"`,
 		`<input type="datetime-local" id="f-when" name="f.when"`,
 		// Numbers are typed as text, so the validator sees what was typed;
 		// a phone shows its number pad when no minus sign is needed.
