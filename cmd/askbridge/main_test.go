@@ -832,6 +832,15 @@ func TestRootRedirectsUnderThePublicPath(t *testing.T) {
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
 			t.Errorf("ASK_PUBLIC_URL=%q: GET / = %d to %q, want 303 to %q", publicURL, resp.StatusCode, resp.Header.Get("Location"), want)
 		}
+		// And /console without its slash.
+		resp, err = client.Get("http://" + s.Addr() + "/console?x=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != want+"?x=1" {
+			t.Errorf("ASK_PUBLIC_URL=%q: GET /console = %d to %q, want 307 to %q", publicURL, resp.StatusCode, resp.Header.Get("Location"), want+"?x=1")
+		}
 	}
 }
 

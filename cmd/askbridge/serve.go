@@ -193,6 +193,14 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, consoleHome, http.StatusSeeOther)
 	})
+	// ServeMux would add the slash itself (307), at the site's root.
+	mux.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) {
+		to := consoleHome
+		if r.URL.RawQuery != "" {
+			to += "?" + r.URL.RawQuery
+		}
+		http.Redirect(w, r, to, http.StatusTemporaryRedirect)
+	})
 
 	s.ln, err = net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
