@@ -3,8 +3,11 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 )
@@ -132,6 +135,14 @@ type DiscordRoute struct {
 type Escalation struct {
 	Off   bool         `json:"off,omitempty"`
 	Steps []LadderStep `json:"steps,omitempty"`
+
+	// asDefault records that the JSON asked for the default ladder in
+	// words (true, "on", "default", {"off": false}); unknown lists the
+	// keys of its objects that are not settings of the ladder or of a
+	// step. ValidateQuestion refuses a ladder that is neither off, nor
+	// steps, nor such a default: {}, an empty list, {"of": true}.
+	asDefault bool
+	unknown   []string
 }
 
 // UnmarshalJSON reads the ladder's shape: the object {"off": true} or
@@ -146,7 +157,7 @@ func (e *Escalation) UnmarshalJSON(data []byte) error {
 	var s string
 	switch {
 	case json.Unmarshal(data, &b) == nil:
-		*e = Escalation{Off: !b}
+		*e = Escalation{Off: !b, asDefault: b}
 		return nil
 	case json.Unmarshal(data, &s) == nil:
 		switch strings.ToLower(strings.TrimSpace(s)) {
@@ -154,7 +165,7 @@ func (e *Escalation) UnmarshalJSON(data []byte) error {
 			*e = Escalation{Off: true}
 			return nil
 		case "on", "default", "true":
-			*e = Escalation{}
+			*e = Escalation{asDefault: true}
 			return nil
 		}
 		return &json.UnmarshalTypeError{Value: "string", Type: reflect.TypeFor[Escalation]()}
@@ -168,7 +179,7 @@ func (e *Escalation) UnmarshalJSON(data []byte) error {
 		if err := json.Unmarshal(data, &steps); err != nil {
 			return err
 		}
-		*e = Escalation{Steps: steps}
+		*e = Escalation{Steps: steps, unknown: unknownStepKeys(data, "escalation")}
 		return nil
 	}
 	type plain Escalation
@@ -177,7 +188,37 @@ func (e *Escalation) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*e = Escalation(p)
+	var obj map[string]json.RawMessage
+	_ = json.Unmarshal(data, &obj)
+	for key, raw := range obj {
+		switch {
+		case strings.EqualFold(key, "off"):
+			e.asDefault = !e.Off
+		case strings.EqualFold(key, "steps"):
+			e.unknown = append(e.unknown, unknownStepKeys(raw, "escalation.steps")...)
+		default:
+			e.unknown = append(e.unknown, fmt.Sprintf("escalation: %q is not a setting of the ladder (off, steps)", key))
+		}
+	}
+	slices.Sort(e.unknown)
 	return nil
+}
+
+// unknownStepKeys names the keys of a JSON list of steps that are not
+// at or to (encoding/json would drop them without a word).
+func unknownStepKeys(data []byte, path string) []string {
+	var steps []map[string]json.RawMessage
+	_ = json.Unmarshal(data, &steps)
+	var out []string
+	for i, step := range steps {
+		keys := slices.Sorted(maps.Keys(step))
+		for _, key := range keys {
+			if !strings.EqualFold(key, "at") && !strings.EqualFold(key, "to") {
+				out = append(out, fmt.Sprintf("%s[%d]: %q is not a setting of a step (at, to)", path, i, key))
+			}
+		}
+	}
+	return out
 }
 
 // Ladder step targets.

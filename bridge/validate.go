@@ -93,7 +93,16 @@ func DecodeQuestion(data []byte) (*Question, error) {
 	if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
 		return &q, problem("question: has trailing data after the JSON object")
 	}
-	return &q, ValidateQuestion(&q)
+	if err := ValidateQuestion(&q); err != nil {
+		return &q, err
+	}
+	if e := q.Escalation; e != nil && !e.Off && len(e.Steps) == 0 {
+		// The default ladder asked for in words (true, "on"): kept as if
+		// absent, so the stored question and its events never carry an
+		// escalation that names nothing.
+		q.Escalation = nil
+	}
+	return &q, nil
 }
 
 // maxQuestionInput bounds what DecodeQuestion reads. The limit a question
@@ -385,6 +394,12 @@ func validateEscalation(ve *ValidationError, q *Question) {
 	e := q.Escalation
 	if e == nil {
 		return
+	}
+	for _, p := range e.unknown {
+		ve.add("%s", p)
+	}
+	if !e.Off && len(e.Steps) == 0 && !e.asDefault && len(e.unknown) == 0 {
+		ve.add(`escalation: names no steps: give steps such as [{"at": 0.5, "to": "owner"}], false with escalation_reason to turn reminders off, or leave it out for the default ladder`)
 	}
 	if e.Off {
 		if strings.TrimSpace(q.EscalationReason) == "" {

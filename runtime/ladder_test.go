@@ -349,3 +349,63 @@ func TestAnswerGivenInTimeBeatsTheTimeoutAfterARestart(t *testing.T) {
 		return nil
 	})
 }
+
+// TestEscalationThatNamesNothingIsRefused publishes the escalations
+// contract.md does not list: each is refused back to the agent naming it,
+// never read as the default ladder. The default asked for in words is
+// stored as if absent, and climbs the default ladder.
+func TestEscalationThatNamesNothingIsRefused(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	publish := func(job, escalation string) {
+		t.Helper()
+		body := fmt.Sprintf(`{"tenant":"acme","job_id":%q,"question_id":"q-1","question":"Which colour?","choices":["red","blue"],"timeout":"1h","escalation":%s}`, job, escalation)
+		if _, err := env.NATS.JS.Publish(context.Background(), bridge.QuestionSubject("acme", job), []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ job, escalation, want string }{
+		{"job-esc-list", `[]`, `escalation: names no steps`},
+		{"job-esc-obj", `{}`, `escalation: names no steps`},
+		{"job-esc-key", `{"of":true}`, `escalation: "of" is not a setting of the ladder (off, steps)`},
+		{"job-esc-step", `[{"at":0.5,"to":"owner","via":"dm"}]`, `escalation[0]: "via" is not a setting of a step (at, to)`},
+	} {
+		t.Run(c.job, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			publish(c.job, c.escalation)
+			out, err := env.Agent.Await(ctx, "acme", c.job, "q-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Outcome != bridge.OutcomeInvalid || !strings.HasPrefix(out.Text, "The question was refused: "+c.want) {
+				t.Fatalf("outcome = %s %q; want invalid %q", out.Outcome, out.Text, c.want)
+			}
+		})
+	}
+
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-esc-on")
+	publish("job-esc-on", `"on"`)
+	var asked bridge.Event
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		evs := events.Events()
+		if len(evs) == 0 {
+			return errors.New("no asked event")
+		}
+		asked = evs[0]
+		return nil
+	})
+	if asked.Type != bridge.EventAsked || asked.Question == nil || asked.Question.Escalation != nil {
+		t.Fatalf("asked event = %s, question %+v; want the default ladder stored as no escalation", asked.Type, asked.Question)
+	}
+	due, err := env.Store.DueSteps(context.Background(), time.Now().Add(2*time.Hour), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for _, d := range due {
+		targets = append(targets, d.Target)
+	}
+	if strings.Join(targets, ",") != "answerers,owner,admins,timeout" {
+		t.Fatalf("steps = %v", targets)
+	}
+}
