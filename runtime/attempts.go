@@ -90,7 +90,7 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 // on the state the attempts before it left, so a second answer to the same
 // question in one batch is refused naming the first.
 func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) error {
-	now := time.Now().UTC()
+	now := stamp()
 	var items []*attemptItem
 	byID := map[string]*attemptItem{}
 	for _, m := range msgs {

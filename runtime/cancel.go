@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -31,7 +30,7 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 		r.log.Warn("cancel does not match its subject; dropped", "subject", msg.Subject())
 		return nil
 	}
-	now := time.Now().UTC()
+	now := stamp()
 	tell := func(d bridge.CancelDecision) {
 		if to := msg.Headers().Get(bridge.HeaderDecidedTo); bridge.ValidNotifySubject(to) {
 			data, _ := json.Marshal(d)

@@ -307,3 +307,64 @@ func TestQuestionRoutedWithoutAChannelIsInputMissing(t *testing.T) {
 		t.Fatalf("outcome = %+v, failure %+v", out, out.Failure)
 	}
 }
+
+// TestOutcomeTimesAreTheStoredOnes checks that the at of a resume and of
+// its event is the time the store keeps for the settlement: the
+// settled_at that show gives and the audit's last entry, to the
+// millisecond, whichever way the question ended.
+func TestOutcomeTimesAreTheStoredOnes(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.>")
+	ends := map[string]func(q *bridge.Question){
+		"answered": func(q *bridge.Question) {
+			attempt(t, env, bridge.AnswerAttempt{JobID: q.JobID, QuestionID: q.QuestionID, AttemptID: "at-" + q.JobID, Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+		},
+		"timed_out": nil, // its one-second timeout
+		"cancelled": func(q *bridge.Question) {
+			if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.CancelSubject("acme", q.JobID), "at-"+q.JobID,
+				bridge.Cancel{Tenant: "acme", JobID: q.JobID, Reason: "not needed"}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"failed": func(q *bridge.Question) {
+			report(t, env, q, bridge.Delivery{Platform: bridge.PlatformSlack, Failure: channelNotFound})
+		},
+	}
+	for state, end := range ends {
+		t.Run(state, func(t *testing.T) {
+			q := choiceQuestion("job-at-" + strings.ReplaceAll(state, "_", "-"))
+			if end == nil {
+				q.Timeout = "1s"
+			}
+			if state == "failed" {
+				q.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0123"}}
+			}
+			ch := ask(t, env, q)
+			if end != nil {
+				end(q)
+			}
+			out := outcome(t, ch)
+			r := show(t, env, "slack:UADMIN", q.JobID, q.QuestionID)
+			if r.Question == nil || len(r.Audit) == 0 {
+				t.Fatalf("show = %+v", r)
+			}
+			settled, audited := r.Question.SettledAt, r.Audit[len(r.Audit)-1].At
+			if !out.At.Equal(settled) || !out.At.Equal(audited) {
+				t.Errorf("resume at %s; show gives settled_at %s, the audit %s", out.At.Format(time.RFC3339Nano), settled.Format(time.RFC3339Nano), audited.Format(time.RFC3339Nano))
+			}
+			var ev *bridge.Event
+			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+				for _, e := range events.Events() {
+					if e.JobID == q.JobID && e.State == r.Question.State && e.Type != bridge.EventAsked {
+						ev = &e
+						return nil
+					}
+				}
+				return fmt.Errorf("no %s event: %s", r.Question.State, events.EventTypes())
+			})
+			if !ev.At.Equal(out.At) {
+				t.Errorf("%s event at %s, resume at %s", ev.Type, ev.At.Format(time.RFC3339Nano), out.At.Format(time.RFC3339Nano))
+			}
+		})
+	}
+}

@@ -44,7 +44,7 @@ const maxLadderSleep = 30 * time.Second
 // fireDue fires due steps and returns how long to sleep until the next.
 func (r *Runtime) fireDue(ctx context.Context) time.Duration {
 	for ctx.Err() == nil {
-		now := time.Now().UTC()
+		now := stamp()
 		due, err := r.st.DueSteps(ctx, now, 100)
 		if err != nil {
 			r.log.Error("ladder: read due steps", "err", err)

@@ -46,9 +46,9 @@ func subjectTokens(subject, prefix string) (tenant, job string, ok bool) {
 // them, in one transaction, or sends each malformed one's agent an invalid
 // outcome saying why it was refused.
 func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error {
-	// Milliseconds, as the store keeps times: the asked event's asked_at
-	// and deadline are then the ones every later event and show give.
-	now := time.Now().UTC().Truncate(time.Millisecond)
+	// The asked event's asked_at and deadline are then the ones every
+	// later event and show give.
+	now := stamp()
 	type item struct {
 		msg         jetstream.Msg
 		tenant, job string
@@ -183,7 +183,7 @@ func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.
 // redelivered question refuse once.
 func (r *Runtime) refuseQuestion(ctx context.Context, msg jetstream.Msg, tenant, job string, q *bridge.Question, why error) error {
 	r.metrics.invalid.Inc()
-	res := bridge.Resume{Tenant: tenant, JobID: job, Outcome: bridge.OutcomeInvalid, Text: bridge.InvalidText(why), At: time.Now().UTC()}
+	res := bridge.Resume{Tenant: tenant, JobID: job, Outcome: bridge.OutcomeInvalid, Text: bridge.InvalidText(why), At: stamp()}
 	if q != nil {
 		res.QuestionID, res.TaskVersion = q.QuestionID, q.TaskVersion
 	}
@@ -318,7 +318,7 @@ func (r *Runtime) handleDelivery(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now().UTC()
+	now := stamp()
 	if !d.OK && d.Failure == nil {
 		d.Failure = &bridge.Failure{Code: bridge.CodeSourceUnreliable, Dependency: d.Platform, Operation: "post_question", OperatorMessage: d.Platform + " could not show the question."}
 	}
