@@ -248,6 +248,14 @@ func notPending(rec *store.Record) *refusal {
 		text = fmt.Sprintf("This question was already declined by %s at %s.", bridge.DisplayIdentity(rec.By, rec.ByName), at)
 	case bridge.StateTimedOut:
 		text = fmt.Sprintf("This question timed out at %s; nobody answered it in time.", at)
+	case bridge.StateFailed:
+		if rec.Text == bridge.TimedOutText(decodeBody(rec).TimeoutDuration()) {
+			// on_timeout: fail ends a question failed, but to the person
+			// clicking its card it timed out like any other.
+			text = fmt.Sprintf("This question timed out at %s; nobody answered it in time.", at)
+			break
+		}
+		text = fmt.Sprintf("This question is no longer waiting for an answer (%s at %s).", rec.State, at)
 	case bridge.StateCancelled:
 		text = fmt.Sprintf("This question was cancelled at %s.", at)
 	case bridge.StateSuperseded:

@@ -409,3 +409,25 @@ func TestEscalationThatNamesNothingIsRefused(t *testing.T) {
 		t.Fatalf("steps = %v", targets)
 	}
 }
+
+// TestLateAnswerToAQuestionThatFailedOnTimeout checks that a person
+// answering a question that ended on its timeout with on_timeout: fail
+// is told it timed out, as for any other timeout, not that it "failed".
+func TestLateAnswerToAQuestionThatFailedOnTimeout(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-late")
+	for _, onTimeout := range []string{"", bridge.OnTimeoutFail} {
+		q := ladderQuestion("job-late", onTimeout)
+		q.QuestionID, q.Timeout = "q-late"+onTimeout, "1s"
+		out := outcome(t, ask(t, env, q))
+		if out.Text != "Nobody answered within 0:00:01." {
+			t.Fatalf("outcome = %+v", out)
+		}
+		id := "late" + onTimeout
+		attempt(t, env, bridge.AnswerAttempt{JobID: q.JobID, QuestionID: q.QuestionID, AttemptID: id, Answer: json.RawMessage(`"red"`), By: "slack:UANA"})
+		ev := refusalFor(t, events, id)
+		if ev.Reason != bridge.RefusedNotPending || !strings.HasPrefix(ev.Text, "This question timed out at ") || !strings.HasSuffix(ev.Text, "; nobody answered it in time.") {
+			t.Errorf("on_timeout %q: refusal %s %q", onTimeout, ev.Reason, ev.Text)
+		}
+	}
+}
