@@ -128,6 +128,11 @@ func problem(format string, args ...any) *ValidationError {
 	return ve
 }
 
+// JSONProblem says what is wrong with JSON that did not decode, in the
+// words the question's refusals use: the field's JSON path and the kind of
+// value expected ("limit: must be a whole number, not text").
+func JSONProblem(err error) string { return jsonProblem(err) }
+
 // jsonProblem turns a decoding error into words a person can read: the
 // field's JSON path and the kind of value expected, never Go type names.
 func jsonProblem(err error) string {

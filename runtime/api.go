@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,24 @@ func (r *Runtime) serveAPI(ctx context.Context) (func(), error) {
 	return stop, nil
 }
 
+// decodeRequest reads an API request into req, and says what is wrong with
+// one it cannot read, naming the field ("list: limit: must be a whole
+// number, not text"). An empty body is the empty request.
+func decodeRequest(op string, data []byte, req any) string {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return ""
+	}
+	err := json.Unmarshal(data, req)
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &te) && te.Field != "":
+		return op + ": " + bridge.JSONProblem(err)
+	}
+	return op + ": the request is not a JSON object: " + bridge.JSONProblem(err)
+}
+
 // view shows a record as one identity may see it, or reports that it may not.
 // checkAs accepts an identity, or none: a request without "as" comes from
 // a program on the NATS bus, which is trusted as a whole (it could publish
@@ -95,8 +114,8 @@ func (r *Runtime) view(ctx context.Context, rec *store.Record, as string, roles 
 
 func (r *Runtime) apiList(ctx context.Context, data []byte) any {
 	var req bridge.ListRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		return bridge.ListReply{Error: "list: the request is not valid JSON"}
+	if problem := decodeRequest("list", data, &req); problem != "" {
+		return bridge.ListReply{Error: problem}
 	}
 	if err := checkAs(req.As); err != nil {
 		return bridge.ListReply{Error: "as: " + err.Error()}
@@ -159,8 +178,8 @@ func (r *Runtime) apiList(ctx context.Context, data []byte) any {
 
 func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
 	var req bridge.ShowRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		return bridge.ShowReply{Error: "show: the request is not valid JSON"}
+	if problem := decodeRequest("show", data, &req); problem != "" {
+		return bridge.ShowReply{Error: problem}
 	}
 	if err := checkAs(req.As); err != nil {
 		return bridge.ShowReply{Error: "as: " + err.Error()}

@@ -799,3 +799,41 @@ func TestBumpThenAskKeepsTheNewQuestion(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIRequestErrorsNameTheProblem checks that a list or show request
+// the runtime cannot read is answered with what is wrong with it, in the
+// request's own field names, and that an empty list request is the
+// default one.
+func TestAPIRequestErrorsNameTheProblem(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	ask(t, env, choiceQuestion("job-apierr"))
+	for _, c := range []struct{ subject, body, err string }{
+		{bridge.APIList, `{"limit":"50"}`, "list: limit: must be a whole number, not text"},
+		{bridge.APIList, `{"after":5}`, "list: after: must be text, not a number"},
+		{bridge.APIList, `{"as":5}`, "list: as: must be text, not a number"},
+		{bridge.APIList, `[]`, "list: the request is not a JSON object: expected an object, not a list"},
+		{bridge.APIList, `{"state":"pending"`, "list: the request is not a JSON object: unexpected end of JSON input (at byte 18)"},
+		{bridge.APIList, ``, ""},
+		{bridge.APIShow, `{"question_id":"q-1","task_version":"1"}`, "show: task_version: must be a whole number, not text"},
+		{bridge.APIShow, `{"question_id":"q-1"} x`, "show: the request is not a JSON object: invalid character 'x' after top-level value (at byte 23)"},
+		{bridge.APIShow, ``, "question_id: is required"},
+	} {
+		msg, err := env.NATS.Conn.Request(c.subject, []byte(c.body), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply struct {
+			Questions []bridge.QuestionView `json:"questions"`
+			Error     string                `json:"error"`
+		}
+		if err := json.Unmarshal(msg.Data, &reply); err != nil {
+			t.Fatal(err)
+		}
+		if reply.Error != c.err {
+			t.Errorf("%s %s: error %q, want %q", c.subject, c.body, reply.Error, c.err)
+		}
+		if c.subject == bridge.APIList && c.err == "" && len(reply.Questions) != 1 {
+			t.Errorf("%s %s: %d questions, want the pending one", c.subject, c.body, len(reply.Questions))
+		}
+	}
+}
