@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -120,15 +119,12 @@ func (c *Client) Ask(ctx context.Context, q *bridge.Question) (*Outcome, error) 
 // Await waits for the outcome of a question asked before, reading the
 // job's resumes from the start of the stream, so an agent that restarted
 // finds an outcome published while it was down. It is the outcome of the
-// question's latest version: when a version was superseded by a later one
-// asked under the same id, Await waits for the later one's.
+// question's latest version: when the question was asked again under the
+// same id at a later version (superseding it, or after it ended), Await
+// waits for the later one's.
 func (c *Client) Await(ctx context.Context, tenant, job, questionID string) (*Outcome, error) {
 	return c.await(ctx, tenant, job, questionID, 0, false)
 }
-
-// supersededPrefix starts the text of an outcome superseded by a newer
-// task version.
-var supersededPrefix = strings.TrimSuffix(bridge.SupersededText(0), "0.")
 
 // laterVersion is the version of questionID the runtime holds, when it is
 // later than version: the question was asked again under the same id.
@@ -181,7 +177,10 @@ func (c *Client) await(ctx context.Context, tenant, job, questionID string, vers
 		if out.QuestionID != questionID || ((exact || version != 0) && out.TaskVersion != version) {
 			continue
 		}
-		if !exact && out.Outcome == bridge.OutcomeCanceled && strings.HasPrefix(out.Text, supersededPrefix) {
+		if !exact {
+			// Asked again under the same id at a later version (which
+			// superseded this one, or came after it ended): this outcome
+			// answers an earlier question, not the one the job asks now.
 			if later, ok := c.laterVersion(ctx, tenant, job, questionID, out.TaskVersion); ok {
 				version = later // its outcome comes later in the stream
 				continue

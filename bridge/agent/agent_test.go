@@ -165,6 +165,68 @@ func TestAwaitFollowsTheLatestVersion(t *testing.T) {
 	}
 }
 
+// Await of a question answered at one version and asked again under the
+// same id at a later one waits for the later version's outcome: the
+// earlier answer is not the answer to the question the job now asks.
+func TestAwaitSkipsTheAnswerOfAnEarlierVersion(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: runtime.Roles{Operators: []string{"cli:kevin"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	v1 := question("job-av")
+	v1.Choices = []string{"red", "blue"}
+	answer := func(version int64, id, choice string) {
+		t.Helper()
+		if err := env.Attempt(ctx, bridge.AnswerAttempt{Tenant: "acme", JobID: "job-av", QuestionID: "q-1", TaskVersion: version,
+			AttemptID: id, Answer: json.RawMessage(`"` + choice + `"`), By: "cli:kevin"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored := func(version int64, state string) {
+		t.Helper()
+		testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			rec, err := env.Store.Find(ctx, store.Key{Tenant: "acme", JobID: "job-av", QuestionID: "q-1", TaskVersion: version})
+			if err != nil || rec.State != state {
+				return fmt.Errorf("version %d not %s yet: %v", version, state, err)
+			}
+			return nil
+		})
+	}
+	if err := env.Agent.Publish(ctx, v1); err != nil {
+		t.Fatal(err)
+	}
+	stored(1, bridge.StatePending)
+	answer(1, "av-1", "red")
+	stored(1, bridge.StateAnswered)
+	v2 := question("job-av")
+	v2.TaskVersion, v2.Choices = 2, []string{"red", "blue"}
+	if err := env.Agent.Publish(ctx, v2); err != nil {
+		t.Fatal(err)
+	}
+	stored(2, bridge.StatePending)
+	done := make(chan *agent.Outcome, 1)
+	go func() {
+		out, err := env.Agent.Await(ctx, "acme", "job-av", "q-1")
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	select {
+	case out := <-done:
+		t.Fatalf("Await returned %+v while version 2 waits", out)
+	case <-time.After(500 * time.Millisecond):
+	}
+	answer(2, "av-2", "blue")
+	select {
+	case out := <-done:
+		if out == nil || out.TaskVersion != 2 || out.Text != "The answer: blue" {
+			t.Fatalf("Await = %+v, want version 2's answer", out)
+		}
+	case <-ctx.Done():
+		t.Fatal("Await did not return version 2's outcome")
+	}
+}
+
 // Two questions whose ids run together the same way are two questions:
 // job-1/q and job/1-q.
 func TestQuestionsWithRunTogetherIDsAreBothAsked(t *testing.T) {
