@@ -179,8 +179,8 @@ func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.
 }
 
 // refuseQuestion publishes the invalid outcome straight to the agent: no
-// state changed, and the message id (from the stream sequence) makes a
-// redelivered question refuse once.
+// state changed, and the message id (from the stored question's place in
+// its stream) makes a redelivered question refuse once.
 func (r *Runtime) refuseQuestion(ctx context.Context, msg jetstream.Msg, tenant, job string, q *bridge.Question, why error) error {
 	r.metrics.invalid.Inc()
 	res := bridge.Resume{Tenant: tenant, JobID: job, Outcome: bridge.OutcomeInvalid, Text: bridge.InvalidText(why), At: stamp()}
@@ -189,7 +189,10 @@ func (r *Runtime) refuseQuestion(ctx context.Context, msg jetstream.Msg, tenant,
 	}
 	id := "invalid-" + msg.Subject()
 	if meta, err := msg.Metadata(); err == nil {
-		id = fmt.Sprintf("invalid-%s-%d", bridge.StreamQuestions, meta.Sequence.Stream)
+		// The stored message's sequence and time: a stream made anew
+		// numbers its messages from 1 again, and a refusal named by the
+		// sequence alone would be dropped as a duplicate of an earlier one.
+		id = fmt.Sprintf("invalid-%s-%d-%d", bridge.StreamQuestions, meta.Sequence.Stream, meta.Timestamp.UnixNano())
 	}
 	r.log.Info("question refused", "tenant", tenant, "job", job, "question", res.QuestionID, "reason", why.Error())
 	return bridge.Publish(ctx, r.js, bridge.ResumeSubject(tenant, job), id, res)

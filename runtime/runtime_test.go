@@ -837,3 +837,33 @@ func TestAPIRequestErrorsNameTheProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestInvalidQuestionAfterTheQuestionsStreamIsMadeAnew checks that the
+// refusal of an invalid question reaches its agent after the questions
+// stream was deleted and made anew (as docs/contract.md tells operators
+// to do to make it a work queue), whose sequence numbers start again:
+// the refusal of the first invalid question since is not taken for the
+// refusal of the first invalid question before.
+func TestInvalidQuestionAfterTheQuestionsStreamIsMadeAnew(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	invalid := func(job string) *bridge.Question {
+		q := choiceQuestion(job)
+		q.OnTimeout = "retry"
+		return q
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := env.Agent.Ask(ctx, invalid("job-inv1")); err != nil || out.Outcome != bridge.OutcomeInvalid {
+		t.Fatalf("first: %+v, %v", out, err)
+	}
+	if err := env.NATS.JS.DeleteStream(ctx, bridge.StreamQuestions); err != nil {
+		t.Fatal(err)
+	}
+	dir := env.Dir
+	env.Stop()
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+	if out, err := env.Agent.Ask(ctx, invalid("job-inv2")); err != nil || out.Outcome != bridge.OutcomeInvalid ||
+		!strings.Contains(out.Text, `on_timeout: must be continue or fail, not "retry"`) {
+		t.Fatalf("second: %+v, %v", out, err)
+	}
+}
