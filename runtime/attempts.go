@@ -62,7 +62,10 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 	}
 	if a.AttemptID == "" {
 		if meta, err := msg.Metadata(); err == nil {
-			a.AttemptID = fmt.Sprintf("seq-%d", meta.Sequence.Stream)
+			// Named by the stored message's sequence and time: a stream
+			// made anew numbers from 1 again, and an id of the sequence
+			// alone would be ignored as an earlier attempt's.
+			a.AttemptID = fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
 		}
 	}
 	switch {

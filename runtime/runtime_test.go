@@ -867,3 +867,35 @@ func TestInvalidQuestionAfterTheQuestionsStreamIsMadeAnew(t *testing.T) {
 		t.Fatalf("second: %+v, %v", out, err)
 	}
 }
+
+// TestAttemptWithoutIDAfterTheAnswersStreamIsMadeAnew checks that an
+// attempt sent without an attempt_id (named by the runtime from its place
+// in the stream) is decided after the answers stream was deleted and made
+// anew, whose sequence numbers start again: it is not ignored as the
+// attempt that had its number before.
+func TestAttemptWithoutIDAfterTheAnswersStreamIsMadeAnew(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	noID := func(job string) {
+		t.Helper()
+		body := `{"question_id":"q-1","answer":"red","by":"slack:UOP"}`
+		if _, err := env.NATS.JS.Publish(context.Background(), bridge.AnswerSubject("acme", job), []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch := ask(t, env, choiceQuestion("job-noid1"))
+	noID("job-noid1")
+	if out := outcome(t, ch); out.Text != "The answer: red" {
+		t.Fatalf("first: %+v", out)
+	}
+	if err := env.NATS.JS.DeleteStream(context.Background(), bridge.StreamAnswers); err != nil {
+		t.Fatal(err)
+	}
+	dir := env.Dir
+	env.Stop()
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+	ch = ask(t, env, choiceQuestion("job-noid2"))
+	noID("job-noid2")
+	if out := outcome(t, ch); out.Text != "The answer: red" {
+		t.Fatalf("second: %+v", out)
+	}
+}
