@@ -46,12 +46,14 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 				Reason: bridge.RefusedForbidden, Text: "You can't cancel questions: that needs the admin or owner role.",
 				ReplyTo: c.ReplyTo, At: now,
 			}
-			// Named by the cancel's place in its stream: a redelivered
-			// cancel's refusal has the same id, and front-ends tell a
-			// person once per event id.
+			// Named by the cancel's place in its stream and its time: a
+			// redelivered cancel's refusal has the same id, and front-ends
+			// tell a person once per event id; a stream made anew numbers
+			// from 1 again, so the sequence alone would name an earlier
+			// refusal.
 			id := fmt.Sprint(now.UnixNano())
 			if meta, err := msg.Metadata(); err == nil {
-				id = fmt.Sprintf("seq-%d", meta.Sequence.Stream)
+				id = fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
 			}
 			ev.EventID = fmt.Sprintf("%s.%s.%s.cancel-refused.%s", tenant, job, c.QuestionID, id)
 			if err := r.st.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {

@@ -368,3 +368,45 @@ func TestOutcomeTimesAreTheStoredOnes(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedCancelsAfterTheCancelsStreamIsMadeAnewAreTwoEvents checks
+// that a person's refused cancel after the cancels stream was deleted and
+// made anew (its sequence numbers start again) is a new refused event,
+// not one with the event id of an earlier refusal, which the chat adapters
+// would take as already told.
+func TestRefusedCancelsAfterTheCancelsStreamIsMadeAnewAreTwoEvents(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	refuse := func(env *testenv.Env, id string) bridge.Event {
+		t.Helper()
+		events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-cr")
+		if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.CancelSubject("acme", "job-cr"), id,
+			bridge.Cancel{Tenant: "acme", JobID: "job-cr", QuestionID: "q-1", By: "slack:UOP"}); err != nil {
+			t.Fatal(err)
+		}
+		var ev bridge.Event
+		testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			for _, e := range events.Events() {
+				if e.Type == bridge.EventRefused && e.To == "slack:UOP" {
+					ev = e
+					return nil
+				}
+			}
+			return fmt.Errorf("events = %s", events.EventTypes())
+		})
+		return ev
+	}
+	first := refuse(env, "cr-1")
+	if err := env.NATS.JS.DeleteStream(context.Background(), bridge.StreamCancels); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.NATS.JS.DeleteStream(context.Background(), bridge.StreamEvents); err != nil {
+		t.Fatal(err)
+	}
+	dir := env.Dir
+	env.Stop()
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+	second := refuse(env, "cr-2")
+	if first.EventID == second.EventID {
+		t.Fatalf("two refused cancels share the event id %s", first.EventID)
+	}
+}
