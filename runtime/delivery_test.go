@@ -410,3 +410,42 @@ func TestRefusedCancelsAfterTheCancelsStreamIsMadeAnewAreTwoEvents(t *testing.T)
 		t.Fatalf("two refused cancels share the event id %s", first.EventID)
 	}
 }
+
+// TestDeliveryReportOfAVersionlessQuestionAskedAgain checks that a late
+// delivery failure for a question asked without a version does not count
+// against the same question asked again at version 1: that version waits
+// for its own report.
+func TestDeliveryReportOfAVersionlessQuestionAskedAgain(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}})
+	v0 := choiceQuestion("job-dv")
+	v0.TaskVersion = 0
+	v0.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0GONE"}}
+	ask(t, env, v0)
+	v1 := choiceQuestion("job-dv")
+	v1.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0123"}}
+	ch := ask(t, env, v1)
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if r := show(t, env, "slack:UADMIN", "job-dv", "q-1"); r.Question == nil || r.Question.TaskVersion != 1 {
+			return fmt.Errorf("version 1 not stored yet: %+v", r.Question)
+		}
+		return nil
+	})
+	// Slack's failure to post version 0, reported after version 1 was
+	// asked; then version 1's card, posted. Reports are handled in order.
+	report(t, env, v0, bridge.Delivery{Platform: bridge.PlatformSlack, Failure: channelNotFound})
+	report(t, env, v1, bridge.Delivery{Platform: bridge.PlatformSlack, OK: true,
+		Message: &bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: "C0123", MessageID: "1700000000.000100"}})
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if got := counters(t, env, "askbridge_deliveries_total"); !strings.Contains(got, "result=ok 1") {
+			return fmt.Errorf("reports not handled yet: %s", got)
+		}
+		return nil
+	})
+	if r := show(t, env, "slack:UADMIN", "job-dv", "q-1"); r.Question == nil || r.Question.TaskVersion != 1 || r.Question.State != bridge.StatePending {
+		t.Fatalf("version 1 = %+v (%s); want it still pending", r.Question, r.Error)
+	}
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-dv", QuestionID: "q-1", TaskVersion: 1, AttemptID: "dv", Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+	if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered {
+		t.Fatalf("outcome = %+v", out)
+	}
+}

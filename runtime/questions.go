@@ -321,6 +321,13 @@ func (r *Runtime) handleDelivery(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
+	if rec.TaskVersion != d.TaskVersion {
+		// A report for a question asked without a version, which was
+		// asked again since (Find gives the latest version): that question
+		// has ended, and its card says nothing about the new one's.
+		r.log.Info("delivery report for a question asked again since; dropped", "tenant", d.Tenant, "job", d.JobID, "question", d.QuestionID, "platform", d.Platform)
+		return nil
+	}
 	now := stamp()
 	if !d.OK && d.Failure == nil {
 		d.Failure = &bridge.Failure{Code: bridge.CodeSourceUnreliable, Dependency: d.Platform, Operation: "post_question", OperatorMessage: d.Platform + " could not show the question."}
