@@ -137,10 +137,10 @@ type Escalation struct {
 	Steps []LadderStep `json:"steps,omitempty"`
 
 	// asDefault records that the JSON asked for the default ladder in
-	// words (true, "on", "default", {"off": false}); unknown lists the
-	// keys of its objects that are not settings of the ladder or of a
-	// step. ValidateQuestion refuses a ladder that is neither off, nor
-	// steps, nor such a default: {}, an empty list, {"of": true}.
+	// words (true, "on", "default", {"off": false}) or by {}; unknown
+	// lists the keys of its objects that are not settings of the ladder
+	// or of a step. ValidateQuestion refuses a ladder that is neither off,
+	// nor steps, nor such a default: an empty list, {"of": true}.
 	asDefault bool
 	unknown   []string
 }
@@ -190,6 +190,9 @@ func (e *Escalation) UnmarshalJSON(data []byte) error {
 	*e = Escalation(p)
 	var obj map[string]json.RawMessage
 	_ = json.Unmarshal(data, &obj)
+	// {} reshapes nothing: what a client sends for an empty settings
+	// object, as absent.
+	e.asDefault = len(obj) == 0
 	for key, raw := range obj {
 		switch {
 		case strings.EqualFold(key, "off"):

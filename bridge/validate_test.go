@@ -424,8 +424,7 @@ func TestDecodeQuestion(t *testing.T) {
 		// read as the default ladder.
 		{name: "escalation as an empty list", in: head + `,"escalation":[]}`, partial: true,
 			want: `escalation: names no steps: give steps such as [{"at": 0.5, "to": "owner"}], false with escalation_reason to turn reminders off, or leave it out for the default ladder`},
-		{name: "escalation as an empty object", in: head + `,"escalation":{}}`, partial: true,
-			want: `escalation: names no steps: give steps such as [{"at": 0.5, "to": "owner"}], false with escalation_reason to turn reminders off, or leave it out for the default ladder`},
+		{name: "escalation as an empty object", in: head + `,"escalation":{}}`},
 		{name: "escalation with no steps in an object", in: head + `,"escalation":{"steps":[]}}`, partial: true,
 			want: `escalation: names no steps: give steps such as [{"at": 0.5, "to": "owner"}], false with escalation_reason to turn reminders off, or leave it out for the default ladder`},
 		{name: "escalation with an unknown key", in: head + `,"escalation":{"of":true},"escalation_reason":"the agent retries"}`, partial: true,
