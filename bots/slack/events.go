@@ -470,7 +470,7 @@ func (b *Bot) tell(ctx context.Context, to map[string]string, text string) error
 		return err
 	})
 	var ae *apiError
-	if errors.As(err, &ae) && !ae.Transient {
+	if ctx.Err() == nil && errors.As(err, &ae) && !ae.Transient {
 		b.log.WarnContext(ctx, "slack: could not tell a person", "slack_error", ae.Code)
 		return nil
 	}
@@ -544,7 +544,7 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 		text := reminderText(ev, q, link, askedAt, deadline, b.now(), b.questionURL(target, ref))
 		if err := b.dm(ctx, user, text); err != nil {
 			var ae *apiError
-			if errors.As(err, &ae) && !ae.Transient {
+			if ctx.Err() == nil && errors.As(err, &ae) && !ae.Transient {
 				b.log.WarnContext(ctx, "slack: could not DM a reminder", "to", target, "slack_error", ae.Code)
 				continue
 			}

@@ -65,6 +65,9 @@ type scripted struct {
 	// answered with the script, or not at all when drop: Slack did it
 	// but the caller never heard.
 	done, drop bool
+	// hang: the call gets no answer until its caller gives up (a
+	// request in flight when the adapter stops).
+	hang bool
 }
 
 // fakeSlack is a loopback Slack Web API speaking Slack's wire format. It
@@ -232,6 +235,14 @@ func (f *fakeSlack) dropAfter(method string) {
 	f.script[method] = append(f.script[method], scripted{done: true, drop: true})
 }
 
+// hangNext scripts the next call of method to get no answer until the
+// caller gives up on it.
+func (f *fakeSlack) hangNext(method string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script[method] = append(f.script[method], scripted{hang: true})
+}
+
 // marked returns the messages the fake workspace holds with metadata meta.
 func (f *fakeSlack) marked(meta map[string]any) []fakeMsg {
 	want, _ := json.Marshal(meta)
@@ -291,6 +302,10 @@ func (f *fakeSlack) api(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	if s != nil {
+		if s.hang {
+			<-r.Context().Done()
+			return
+		}
 		if s.done {
 			f.serve(method, c, n)
 		}

@@ -206,7 +206,13 @@ func (b *Bot) once(ctx context.Context, key string) (bool, error) {
 	return true, nil
 }
 
+// release undoes a claim of once whose side effect was not done, so a
+// redelivery tries again. It runs even when ctx is done: a side effect
+// cut short by a stop is left to whoever runs next, not kept claimed and
+// never done.
 func (b *Bot) release(ctx context.Context, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	if err := b.kv.Delete(ctx, key); err != nil {
 		b.log.WarnContext(ctx, "slack: could not release a claim", "key", key, "err", err)
 	}

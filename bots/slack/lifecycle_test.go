@@ -1,0 +1,94 @@
+package slack
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// dmsIn returns the texts of the messages Slack holds in a DM channel
+// (a post that never got an answer is not among them).
+func dmsIn(f *fakeSlack, channel string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, m := range f.msgs {
+		if m.Channel == channel {
+			out = append(out, m.Text)
+		}
+	}
+	return out
+}
+
+// TestStopDuringAReminderDoesNotLoseIt checks that an adapter stopped
+// (a deploy, a scale-down) while it sends a reminder DM leaves the DM to
+// whoever runs next: the step is sent once after the restart, not
+// dropped because the stopped adapter had claimed it.
+func TestStopDuringAReminderDoesNotLoseIt(t *testing.T) {
+	for _, method := range []string{"conversations.open", "chat.postMessage"} {
+		t.Run(method, func(t *testing.T) {
+			n := plainNATS(t)
+			fake := newFakeSlack(t)
+			h := startBot(t, n, fake)
+			if method == "chat.postMessage" {
+				// The DM channel is known; the post itself is in flight.
+				h.bot.dmMu.Lock()
+				h.bot.dmChannels["U0KEV"] = "D0KEV"
+				h.bot.dmMu.Unlock()
+			}
+			fake.hangNext(method)
+			q := question("job-stop", "q-stop")
+			now := time.Now().UTC()
+			publishEvent(t, n, bridge.Event{Type: bridge.EventReminded, EventID: "ob-stop-1", Tenant: "acme", JobID: "job-stop",
+				QuestionID: "q-stop", TaskVersion: 1, Step: bridge.TargetAnswerers, Targets: []string{"slack:U0KEV"},
+				Question: q, AskedAt: now, Deadline: now.Add(4 * time.Hour)})
+			checkFor(t, wait, tick, func() error {
+				if len(fake.Calls(method)) == 0 {
+					return fmt.Errorf("no %s yet", method)
+				}
+				return nil
+			})
+			h.Stop()
+
+			startBot(t, n, fake)
+			checkFor(t, wait, tick, func() error {
+				if got := dmsIn(fake, "D0KEV"); len(got) != 1 || !strings.Contains(got[0], "Which colour") {
+					return fmt.Errorf("DMs after the restart: %q", got)
+				}
+				return nil
+			})
+			consumerSettled(t, n, 1)
+			if got := dmsIn(fake, "D0KEV"); len(got) != 1 {
+				t.Fatalf("%d DMs, want 1", len(got))
+			}
+		})
+	}
+}
+
+// TestStopDuringARefusalDoesNotLoseIt is the same for the private note
+// that tells a person their answer was refused.
+func TestStopDuringARefusalDoesNotLoseIt(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	h := startBot(t, n, fake)
+	fake.hangNext("chat.postEphemeral")
+	publishEvent(t, n, bridge.Event{Type: bridge.EventRefused, EventID: "ob-stop-r", Tenant: "acme", JobID: "job-stop", QuestionID: "q-stop",
+		TaskVersion: 1, To: "slack:U0KEV", Reason: bridge.RefusedInvalid, Text: "copies: must be at most 9", AttemptID: "slack-view-V1",
+		ReplyTo: map[string]string{replyUser: "U0KEV", replyChannel: "C0123", replyThread: "1600000000.000042"}})
+	checkFor(t, wait, tick, func() error {
+		if len(fake.Calls("chat.postEphemeral")) == 0 {
+			return fmt.Errorf("no chat.postEphemeral yet")
+		}
+		return nil
+	})
+	h.Stop()
+
+	startBot(t, n, fake)
+	consumerSettled(t, n, 1)
+	if got := len(fake.Calls("chat.postEphemeral")); got != 2 {
+		t.Fatalf("%d chat.postEphemeral calls, want the cut one and one after the restart", got)
+	}
+}
