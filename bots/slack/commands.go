@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/slack-go/slack"
 
@@ -64,9 +65,7 @@ func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandRepl
 		return ephemeral("askbridge could not tell who you are.")
 	}
 	identity := "slack:" + cmd.UserID
-	text := strings.TrimSpace(slackUnescape.Replace(cmd.Text))
-	sub, rest, _ := strings.Cut(text, " ")
-	rest = strings.TrimSpace(rest)
+	sub, rest := cutWord(slackUnescape.Replace(cmd.Text))
 	switch strings.ToLower(sub) {
 	case "", "help":
 		return ephemeral("%s", usage)
@@ -76,8 +75,10 @@ func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandRepl
 	default:
 		return ephemeral("I don't know `%s`.\n%s", quote(sub, 40), usage)
 	}
-	idText, arg, _ := strings.Cut(rest, " ")
-	arg = strings.TrimSpace(arg)
+	idText, arg := cutWord(rest)
+	// Ids are shown in code spans (`job/question`); copied with their
+	// backticks, they still name the question.
+	idText = strings.Trim(idText, "`")
 	if idText == "" {
 		return ephemeral("Say which question: `/ask %s <question_id>` or `<job_id>/<question_id>`.", strings.ToLower(sub))
 	}
@@ -115,6 +116,18 @@ func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandRepl
 		}
 		return ephemeral("Asked askbridge to cancel `%s/%s`. Only owners and admins may cancel: you will hear here if askbridge refuses; the card in the thread shows the result.", v.JobID, v.QuestionID)
 	}
+}
+
+// cutWord splits off the first word of s. Words are separated by any
+// white space, as Slack sends what was typed: a line break (shift+enter),
+// a tab or a no-break space between words is a space. The rest keeps its
+// inner lines and spaces (a reason, a multi-line answer).
+func cutWord(s string) (word, rest string) {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
+		return s[:i], strings.TrimSpace(s[i:])
+	}
+	return s, ""
 }
 
 // parseID reads "<question_id>", "<job_id>/<question_id>" or

@@ -1,0 +1,45 @@
+package slack
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/runtime"
+)
+
+// TestAskCommandReadsWhatWasTyped checks /ask reads words as a person
+// types them in Slack: separated by a line break (shift+enter), a tab or
+// a no-break space as by a space, and an id copied with the backticks
+// /ask list and /ask show print it in.
+func TestAskCommandReadsWhatWasTyped(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	cases := []struct {
+		text string // %s: the job and question
+		want string // the agent reads
+	}{
+		{"answer\n%s blue", "The answer: blue"},
+		{"answer %s\nblue", "The answer: blue"},
+		{"answer\t%s\tblue", "The answer: blue"},
+		{"answer\u00a0%s\u00a0blue", "The answer: blue"},
+		{"  answer   `%s`   blue  ", "The answer: blue"},
+		{"decline %s\nask Ana\nor Bo", "slack:U0KEV (u0kev) declined to answer: ask Ana\nor Bo."},
+	}
+	for i, c := range cases {
+		job := "job-typed-" + strconv.Itoa(i)
+		q := question(job, "q-typed-"+strconv.Itoa(i))
+		publishQuestion(t, env, q)
+		h.posted(t, q.QuestionID)
+		text := strings.ReplaceAll(c.text, "%s", job+"/"+q.QuestionID)
+		resp, body := h.command("U0KEV", "u0kev", text, "trig-typed-"+strconv.Itoa(i))
+		var r commandReply
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &r) != nil || !strings.HasPrefix(r.Text, "Sent your") {
+			t.Fatalf("/ask %q: %d %s", text, resp.StatusCode, body)
+		}
+		if out := awaitOutcome(t, env, q); out.Outcome == bridge.OutcomeInvalid || out.Text != c.want {
+			t.Errorf("/ask %q: the agent read %q, want %q", text, out.Text, c.want)
+		}
+	}
+}
