@@ -43,3 +43,34 @@ func TestAskCommandReadsWhatWasTyped(t *testing.T) {
 		}
 	}
 }
+
+// TestAskCommandTakesObjectsTypedWithCurlyQuotes checks a typed-fields
+// answer typed on a keyboard that puts in curly quotes ({“copies”: 2},
+// phones and macOS by default) is read as the JSON object meant.
+func TestAskCommandTakesObjectsTypedWithCurlyQuotes(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	one := 1.0
+	cases := []struct{ typed, want string }{
+		{"{\u201ccopies\u201d: 2, \u201cnote\u201d: \u201cit\u2019s late\u201d}", `The answer: {"copies":2,"note":"it’s late"}`},
+		{"{\u201ecopies\u201c: 3}", `The answer: {"copies":3}`},
+		// Valid JSON is taken as typed, curly quotes inside strings too.
+		{"{\"copies\": 4, \"note\": \"\u201cASAP\u201d\"}", `The answer: {"copies":4,"note":"“ASAP”"}`},
+	}
+	for i, c := range cases {
+		q := question("job-curly-"+strconv.Itoa(i), "q-curly-"+strconv.Itoa(i))
+		q.Choices = nil
+		q.Fields = []bridge.Field{{Name: "copies", Kind: bridge.FieldNumber, Integer: true, Min: &one, Required: true},
+			{Name: "note", Kind: bridge.FieldText}}
+		publishQuestion(t, env, q)
+		h.posted(t, q.QuestionID)
+		text := "answer " + q.JobID + "/" + q.QuestionID + " " + c.typed
+		resp, body := h.command("U0KEV", "u0kev", text, "trig-curly-"+strconv.Itoa(i))
+		var r commandReply
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &r) != nil || !strings.HasPrefix(r.Text, "Sent your answer") {
+			t.Fatalf("/ask %s: %d %s", text, resp.StatusCode, body)
+		}
+		if out := awaitOutcome(t, env, q); out.Text != c.want {
+			t.Errorf("/ask %s: the agent read %q, want %q", text, out.Text, c.want)
+		}
+	}
+}
