@@ -40,12 +40,17 @@ func refOf(ev *bridge.Event) blockkit.Ref {
 	return blockkit.Ref{Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: ev.QuestionID, Version: ev.TaskVersion}
 }
 
-// channelFor is the question's Slack channel: its route, else the default.
+// channelFor is the question's Slack channel: its route, else the
+// default; and the thread its route names, if any (in the default channel
+// when the route names a thread but no channel).
 func (b *Bot) channelFor(q *bridge.Question) (channel, threadTS string) {
-	if q.Route != nil && q.Route.Slack != nil && q.Route.Slack.Channel != "" {
+	if q.Route == nil || q.Route.Slack == nil {
+		return b.o.DefaultChannel, ""
+	}
+	if q.Route.Slack.Channel != "" {
 		return q.Route.Slack.Channel, q.Route.Slack.ThreadTS
 	}
-	return b.o.DefaultChannel, ""
+	return b.o.DefaultChannel, q.Route.Slack.ThreadTS
 }
 
 // consoleOn says the web console is configured (ASK_PUBLIC_URL and

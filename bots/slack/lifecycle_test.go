@@ -92,3 +92,22 @@ func TestStopDuringARefusalDoesNotLoseIt(t *testing.T) {
 		t.Fatalf("%d chat.postEphemeral calls, want the cut one and one after the restart", got)
 	}
 }
+
+// TestRouteThreadWithoutChannelUsesTheDefaultChannel checks a question
+// whose route names a Slack thread but no channel is shown in that
+// thread of ASK_SLACK_CHANNEL, not in a new job thread beside it.
+func TestRouteThreadWithoutChannelUsesTheDefaultChannel(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	startBot(t, n, fake)
+	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
+	q := question("job-rtd", "q-rtd")
+	q.Route = &bridge.Route{Slack: &bridge.SlackRoute{ThreadTS: "1600000000.000042"}}
+	publishEvent(t, n, askedEvent(q))
+	d := deliveredTS(t, n, deliveries, "q-rtd")
+	posts := fake.Calls("chat.postMessage")
+	if !d.OK || d.Message == nil || d.Message.Thread != "1600000000.000042" || len(posts) != 1 ||
+		posts[0].Str("channel") != "C0123" || posts[0].Str("thread_ts") != "1600000000.000042" {
+		t.Fatalf("delivery %+v; %d posts, the first in %q thread %q", d, len(posts), posts[0].Str("channel"), posts[0].Str("thread_ts"))
+	}
+}
