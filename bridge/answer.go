@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -107,9 +108,13 @@ func CheckAnswer(q *Question, action string, answer json.RawMessage, comment str
 
 // ApprovalAction reads what a person typed to an approval ("approve",
 // "deny too risky") as the approve or deny action and its reason, for the
-// CLI and slash commands; ok is false for anything else.
+// CLI and slash commands; ok is false for anything else. Any white space
+// ends the word ("deny" and a reason on the next line).
 func ApprovalAction(text string) (action, comment string, ok bool) {
-	word, rest, _ := strings.Cut(strings.TrimSpace(text), " ")
+	word, rest := strings.TrimSpace(text), ""
+	if i := strings.IndexFunc(word, unicode.IsSpace); i >= 0 {
+		word, rest = word[:i], word[i:]
+	}
 	switch strings.ToLower(word) {
 	case "approve", Approved, "yes":
 		return ActionApprove, strings.TrimSpace(rest), true

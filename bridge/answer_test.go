@@ -386,6 +386,11 @@ func TestApprovalAction(t *testing.T) {
 		{"yes", ActionApprove, ""},
 		{"deny too risky for a Friday", ActionDeny, "too risky for a Friday"},
 		{"NO", ActionDeny, ""},
+		// Typed in Slack: a line break, a tab or a no-break space after the word.
+		{"deny\ntoo risky\nfor a Friday", ActionDeny, "too risky\nfor a Friday"},
+		{"deny\ttoo risky", ActionDeny, "too risky"},
+		{"deny\u00a0too risky", ActionDeny, "too risky"},
+		{"approve\n", ActionApprove, ""},
 		{"blue", "", ""},
 		{"", "", ""},
 	} {
