@@ -192,12 +192,18 @@ func (b *Bot) Run(ctx context.Context) error {
 	if b.o.AppToken != "" {
 		wg.Go(func() { b.runSocketMode(ctx) })
 	}
+	// unsubscribed is closed once a stop has ended the pull subscription.
+	// Events cut short by the stop are handed back (Nak) only after it: a
+	// Nak before would have JetStream redeliver the event at once to this
+	// subscription's pending pull, where nobody reads it any more, and the
+	// next adapter would get it only after AckWait.
+	unsubscribed := make(chan struct{})
 	queues := make([]chan jetstream.Msg, b.workers)
 	for i := range queues {
 		queues[i] = make(chan jetstream.Msg, 16)
 		wg.Go(func() {
 			for m := range queues[i] {
-				b.handleMsg(ctx, m)
+				b.handleMsg(ctx, m, unsubscribed)
 			}
 		})
 	}
@@ -211,7 +217,16 @@ func (b *Bot) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("slack: consume events: %w", err)
 	}
-	stop := context.AfterFunc(ctx, it.Stop)
+	stop := context.AfterFunc(ctx, func() {
+		defer close(unsubscribed)
+		it.Stop()
+		if c, ok := it.(interface{ Closed() <-chan struct{} }); ok {
+			select {
+			case <-c.Closed():
+			case <-time.After(5 * time.Second):
+			}
+		}
+	})
 	defer stop()
 	for {
 		m, err := it.Next()
@@ -251,9 +266,18 @@ func (e *errLater) Error() string { return "slack: retry later: " + e.why }
 // transient reasons; after that the failure is reported, not retried.
 const maxDeliveries = 6
 
-func (b *Bot) handleMsg(ctx context.Context, m jetstream.Msg) {
+func (b *Bot) handleMsg(ctx context.Context, m jetstream.Msg, unsubscribed <-chan struct{}) {
+	// handBack returns the event when the adapter stops: redelivered at
+	// once to whoever runs next, once this adapter no longer pulls.
+	handBack := func() {
+		select {
+		case <-unsubscribed:
+		case <-time.After(5 * time.Second):
+		}
+		_ = m.Nak()
+	}
 	if ctx.Err() != nil {
-		_ = m.Nak() // shutting down: redelivered at once to whoever runs next
+		handBack()
 		return
 	}
 	var ev bridge.Event
@@ -274,7 +298,7 @@ func (b *Bot) handleMsg(ctx context.Context, m jetstream.Msg) {
 	case err == nil:
 		_ = m.Ack()
 	case ctx.Err() != nil:
-		_ = m.Nak() // shutting down: redelivered to whoever runs next
+		handBack()
 	case errors.As(err, &later):
 		b.log.InfoContext(ctx, "slack: event deferred", "type", ev.Type, "job", ev.JobID, "question", ev.QuestionID, "why", later.why)
 		_ = m.NakWithDelay(later.after)

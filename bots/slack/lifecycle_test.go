@@ -111,3 +111,38 @@ func TestRouteThreadWithoutChannelUsesTheDefaultChannel(t *testing.T) {
 		t.Fatalf("delivery %+v; %d posts, the first in %q thread %q", d, len(posts), posts[0].Str("channel"), posts[0].Str("thread_ts"))
 	}
 }
+
+// TestStopHandsEventsBackAtOnce checks that events a stop cuts short
+// reach the next adapter at once, stop after stop: handed back only once
+// the stopped adapter no longer pulls, not redelivered to its dead pull
+// request and left there until the consumer's AckWait (two minutes).
+func TestStopHandsEventsBackAtOnce(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	h := startBot(t, n, fake)
+	for i := range 8 {
+		user := fmt.Sprintf("U0STOP%d", i)
+		fake.hangNext("conversations.open")
+		q := question("job-stops", "q-stops")
+		now := time.Now().UTC()
+		publishEvent(t, n, bridge.Event{Type: bridge.EventReminded, EventID: fmt.Sprintf("ob-stops-%d", i), Tenant: "acme", JobID: "job-stops",
+			QuestionID: "q-stops", TaskVersion: 1, Step: bridge.TargetAnswerers, Targets: []string{"slack:" + user},
+			Question: q, AskedAt: now, Deadline: now.Add(4 * time.Hour)})
+		checkFor(t, wait, tick, func() error {
+			for _, c := range fake.Calls("conversations.open") {
+				if c.Str("users") == user {
+					return nil
+				}
+			}
+			return fmt.Errorf("stop %d: no conversations.open for %s yet", i, user)
+		})
+		h.Stop()
+		h = startBot(t, n, fake)
+		checkFor(t, 10*time.Second, tick, func() error {
+			if got := dmsIn(fake, "D"+strings.TrimPrefix(user, "U")); len(got) != 1 {
+				return fmt.Errorf("stop %d: %d DMs to %s after the restart, want 1", i, len(got), user)
+			}
+			return nil
+		})
+	}
+}
