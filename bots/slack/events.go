@@ -189,9 +189,18 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 			err = lerr // look again later rather than show it twice
 		}
 	}
+	posting := false // a post was sent, and Slack may have taken it
 	if err == nil && ts == "" {
 		blocks, text := blockkit.QuestionMessage(b.cardView(rec, ref))
+		posting = true
 		ts, err = b.postMarked(ctx, lastTry, channel, thread, questionMeta(ref), slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
+	}
+	if err != nil && ctx.Err() != nil {
+		// Cut short (the adapter stops): whoever runs next takes the post
+		// over at once, not after claimTTL, looking first for the card
+		// when one was sent.
+		b.releaseCard(ctx, ref, posting)
+		return err
 	}
 	if err != nil {
 		var ae *apiError
@@ -234,6 +243,28 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 		return b.refreshCard(ctx, ref)
 	}
 	return nil
+}
+
+// releaseCard gives up this replica's claim on posting the card of ref,
+// remembering a post that was sent so the next poster looks for it. It
+// runs even when ctx is done.
+func (b *Bot) releaseCard(ctx context.Context, ref blockkit.Ref, posted bool) {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	_, err := b.updateCard(ctx, ref, func(c *card) *card {
+		if c == nil || c.ClaimBy != b.id || c.TS != "" {
+			return nil
+		}
+		n := *c
+		if posted {
+			n.TriedSince = earliest(c.TriedSince, c.ClaimSince)
+		}
+		n.ClaimBy, n.ClaimSince = "", time.Time{}
+		return &n
+	})
+	if err != nil {
+		b.log.WarnContext(ctx, "slack: could not release a card claim", "job", ref.JobID, "question", ref.QuestionID, "err", err)
+	}
 }
 
 // jobThread returns the ts of the job's thread parent in channel, posting
@@ -294,9 +325,12 @@ func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string,
 			if !errors.As(err, &ae) || ae.Transient {
 				rel.TriedSince = earliest(since, now)
 			}
-			if _, derr := putJSON(ctx, b.kv, key, rev, rel, threadTTL); derr != nil {
+			// Even as the adapter stops: the next one takes over at once.
+			dctx, cancel := detached(ctx)
+			if _, derr := putJSON(dctx, b.kv, key, rev, rel, threadTTL); derr != nil {
 				b.log.WarnContext(ctx, "slack: could not release a thread claim", "err", derr)
 			}
+			cancel()
 			return "", err
 		}
 		if _, err := putJSON(ctx, b.kv, key, rev, thread{TS: ts}, threadTTL); err != nil {

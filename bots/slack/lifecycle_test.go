@@ -112,6 +112,53 @@ func TestRouteThreadWithoutChannelUsesTheDefaultChannel(t *testing.T) {
 	}
 }
 
+// TestStopDuringAPostShowsTheCardAfterTheRestart checks an adapter
+// stopped while it posts a card (or opens the job's thread) leaves the
+// post to whoever runs next at once, not after the two minutes a crashed
+// replica's claim is respected: the next one looks for the post Slack may
+// have taken, and adopts it or posts.
+func TestStopDuringAPostShowsTheCardAfterTheRestart(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		threads int // thread parents posted before the stop
+	}{{"card", 1}, {"thread parent", 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			n := plainNATS(t)
+			fake := newFakeSlack(t)
+			h := startBot(t, n, fake)
+			deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
+			q := question("job-stop-post", "q-stop-post")
+			if c.threads == 1 {
+				// The job's thread is open; the card's post is cut short.
+				first := question("job-stop-post", "q-first")
+				publishEvent(t, n, askedEvent(first))
+				deliveredTS(t, n, deliveries, "q-first")
+			}
+			fake.hangNext("chat.postMessage")
+			publishEvent(t, n, askedEvent(q))
+			checkFor(t, wait, tick, func() error {
+				if got := len(fake.Calls("chat.postMessage")); got != 2*c.threads+1 {
+					return fmt.Errorf("%d posts", got)
+				}
+				return nil
+			})
+			h.Stop()
+
+			startBot(t, n, fake)
+			d := deliveredTS(t, n, deliveries, "q-stop-post")
+			if !d.OK {
+				t.Fatalf("delivery after the restart: %+v", d)
+			}
+			if got := fake.marked(questionMetaJSON("job-stop-post", "q-stop-post", 1)); len(got) != 1 {
+				t.Fatalf("%d cards of the question in Slack, want 1", len(got))
+			}
+			if got := fake.marked(threadMetaJSON("job-stop-post")); len(got) != 1 {
+				t.Fatalf("%d thread parents of the job in Slack, want 1", len(got))
+			}
+		})
+	}
+}
+
 // TestStopHandsEventsBackAtOnce checks that events a stop cuts short
 // reach the next adapter at once, stop after stop: handed back only once
 // the stopped adapter no longer pulls, not redelivered to its dead pull

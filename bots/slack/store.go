@@ -211,7 +211,7 @@ func (b *Bot) once(ctx context.Context, key string) (bool, error) {
 // cut short by a stop is left to whoever runs next, not kept claimed and
 // never done.
 func (b *Bot) release(ctx context.Context, key string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	ctx, cancel := detached(ctx)
 	defer cancel()
 	if err := b.kv.Delete(ctx, key); err != nil {
 		b.log.WarnContext(ctx, "slack: could not release a claim", "key", key, "err", err)
@@ -276,4 +276,10 @@ func (b *Bot) choices(ctx context.Context, r blockkit.Ref) []string {
 		return nil
 	}
 	return rec.Question.Choices
+}
+
+// detached is ctx without its cancellation, for a few seconds: for the
+// record of work a stop cut short, written as the adapter stops.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 }
