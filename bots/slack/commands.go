@@ -107,6 +107,11 @@ func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandRepl
 	case "decline":
 		return b.cmdAttempt(ctx, cmd, v, bridge.ActionDecline, arg)
 	default:
+		if v.State != "" && v.State != bridge.StatePending {
+			// The runtime ends only waiting questions: a cancel would
+			// change nothing and be answered by nobody.
+			return ephemeral("`%s/%s` no longer waits (%s): there is nothing to cancel.", v.JobID, v.QuestionID, strings.ReplaceAll(v.State, "_", " "))
+		}
 		c := bridge.Cancel{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, By: identity, Reason: "cancelled from Slack by " + identity,
 			// A refusal (not an owner or admin) comes back to this person.
 			ReplyTo: map[string]string{replyUser: cmd.UserID, replyChannel: cmd.ChannelID, replyResponseURL: cmd.ResponseURL}}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
 )
 
@@ -72,5 +73,28 @@ func TestAskCommandTakesObjectsTypedWithCurlyQuotes(t *testing.T) {
 		if out := awaitOutcome(t, env, q); out.Text != c.want {
 			t.Errorf("/ask %s: the agent read %q, want %q", text, out.Text, c.want)
 		}
+	}
+}
+
+// TestAskCancelOfAnEndedQuestionSaysSo checks /ask cancel of a question
+// that no longer waits says so at once: the runtime ends only waiting
+// questions, so the cancel would change nothing and nobody would say so.
+func TestAskCancelOfAnEndedQuestionSaysSo(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{Admins: []string{"slack:U0ADM"}})
+	cancels := testenv.Published(t, env.NATS.Conn, bridge.CancelSubject("acme", "job-cx"))
+	q := question("job-cx", "q-cx")
+	publishQuestion(t, env, q)
+	h.posted(t, q.QuestionID)
+	if _, body := h.command("U0KEV", "u0kev", "answer job-cx/q-cx blue", "trig-cx-1"); !strings.Contains(body, "Sent your answer") {
+		t.Fatalf("answer: %s", body)
+	}
+	awaitOutcome(t, env, q)
+	_, body := h.command("U0ADM", "u0adm", "cancel job-cx/q-cx", "trig-cx-2")
+	var r commandReply
+	if json.Unmarshal([]byte(body), &r) != nil || r.Text != "`job-cx/q-cx` no longer waits (answered): there is nothing to cancel." {
+		t.Fatalf("cancel of an answered question: %s", body)
+	}
+	if n := cancels.Count(t); n != 0 {
+		t.Fatalf("%d cancels published for an answered question", n)
 	}
 }
