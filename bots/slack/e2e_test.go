@@ -231,6 +231,16 @@ func TestEndToEndTypedModal(t *testing.T) {
 		t.Fatalf("resume: %+v (answer %s)", out, out.Answer)
 	}
 	h.updated(t, h.cardTS(t, q), "Answered by @kevin: on: 2026-10-20, copies: 2")
+	// The adapter records the card settled right after updating it in
+	// Slack; a form submitted in between goes to the runtime, which refuses
+	// it privately. Once recorded, the form itself says so.
+	ref := refOf(&bridge.Event{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion})
+	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if rec, err := h.bot.loadCard(context.Background(), ref); err != nil || rec == nil || rec.Outcome == "" {
+			return fmt.Errorf("card record not settled: %+v, %v", rec, err)
+		}
+		return nil
+	})
 	// A form left open elsewhere cannot answer a settled question.
 	resp, body = h.interact(submission("U0KEV", "kevin", opens[0], "V1", "h3", map[string]map[string]any{
 		"f.on": {"type": "datepicker", "selected_date": "2026-10-21"}}))
