@@ -129,6 +129,8 @@ type Bot struct {
 	backoff func(attempt uint64) time.Duration
 	// threadRefresh: see the constant; tests shorten it.
 	threadRefresh time.Duration
+	// rateLimitWait is maxRateLimitWait; tests shorten it.
+	rateLimitWait time.Duration
 }
 
 // endpointsMu serializes re-pointing discordgo's package-level endpoints.
@@ -221,6 +223,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		oper:          set(o.OperatorRoles),
 		now:           time.Now,
 		threadRefresh: threadRefresh,
+		rateLimitWait: maxRateLimitWait,
 		backoff: func(attempt uint64) time.Duration {
 			d := time.Duration(attempt*attempt) * 2 * time.Second
 			return min(d, 2*time.Minute)

@@ -59,9 +59,12 @@ func (b *Bot) process(ctx context.Context, msg jetstream.Msg) {
 			"question", ev.QuestionID, "attempt", attempt, "err", err)
 		_ = msg.Ack()
 	default:
+		// Never sooner than Discord asked: a try before a 429's
+		// retry_after is refused again, and counts against the bot.
+		delay := max(b.backoff(attempt), retryAfter(err))
 		b.log.Warn("discord: event failed; will retry", "type", ev.Type, "tenant", ev.Tenant, "job", ev.JobID,
-			"question", ev.QuestionID, "attempt", attempt, "err", err)
-		_ = msg.NakWithDelay(b.backoff(attempt))
+			"question", ev.QuestionID, "attempt", attempt, "retry_in", delay, "err", err)
+		_ = msg.NakWithDelay(delay)
 	}
 }
 

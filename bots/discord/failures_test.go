@@ -137,12 +137,40 @@ func TestRateLimitForeverEndsInAFailure(t *testing.T) {
 	}
 }
 
+// TestLongRetryAfterIsNotWaited checks a 429 asking for a longer wait
+// than the bot sleeps in a call does not hold the other events, and that
+// the event is tried again no sooner than Discord asked: a try before
+// retry_after would be refused again (and counts against the bot), and
+// retries spent that way would fail the question though Discord only
+// asked to wait.
 func TestLongRetryAfterIsNotWaited(t *testing.T) {
-	h := start(t, harnessOptions{})
-	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 3600, Times: 1})
+	h := start(t, harnessOptions{tweak: func(b *Bot) { b.rateLimitWait = 50 * time.Millisecond }})
+	const channelB = "1000000000000000002"
+	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 1.5, Times: 1})
 	h.publishEvent(asked(colorQuestion()))
-	// The hour is not slept: the event is retried later (test backoff is short).
-	if d := h.waitDelivery(); !d.OK {
+	other := colorQuestion()
+	other.JobID, other.Question = "job-2", "Which font should the report use?"
+	other.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: channelB}}
+	h.publishEvent(asked(other))
+	// The wait is not slept in the call: the next event goes meanwhile.
+	h.posted(channelB, 1)
+	card := h.posted(channelA, 1)
+	var posts []fakeReq
+	for _, r := range fake.requests("POST", "/channels/"+channelA+"/messages") {
+		if strings.HasSuffix(r.Path, "/messages") {
+			posts = append(posts, r)
+		}
+	}
+	if len(posts) < 2 {
+		t.Fatalf("%d posts in %s, want the rate-limited one and its retry", len(posts), channelA)
+	}
+	if gap := posts[1].At.Sub(posts[0].At); gap < 1500*time.Millisecond {
+		t.Fatalf("the card was posted again %v after a 429 asking to wait 1.5s", gap)
+	}
+	if n := len(posts); n != 2 {
+		t.Fatalf("%d posts in %s, want 2 (one refused, one after retry_after)", n, channelA)
+	}
+	if d := h.waitDelivery(); !d.OK || card == nil {
 		t.Fatalf("delivery = %+v", d)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // fakeDiscord is a loopback Discord REST API speaking Discord's wire
@@ -36,6 +37,7 @@ type fakeReq struct {
 	Query  string
 	Auth   string
 	Body   []byte
+	At     time.Time // when the fake received it
 }
 
 // JSON decodes the request body.
@@ -151,7 +153,7 @@ func (f *fakeDiscord) wrap(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
 		path := strings.TrimPrefix(r.URL.Path, apiPrefix)
 		f.mu.Lock()
-		f.reqs = append(f.reqs, fakeReq{Method: r.Method, Path: path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization"), Body: body})
+		f.reqs = append(f.reqs, fakeReq{Method: r.Method, Path: path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization"), Body: body, At: time.Now()})
 		token := f.token
 		var rule *failRule
 		for _, fr := range f.rules {

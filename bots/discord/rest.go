@@ -39,7 +39,10 @@ type apiError struct {
 	Status    int // HTTP status; 0 for a network failure
 	Code      int // Discord's JSON error code, when it sent one
 	RateLimit bool
-	Network   string
+	// RetryAfter is how long Discord asked to wait before the next try,
+	// on a 429.
+	RetryAfter time.Duration
+	Network    string
 }
 
 func (e *apiError) Error() string {
@@ -69,7 +72,11 @@ func sanitize(op string, err error) error {
 	}
 	var rl *discordgo.RateLimitError
 	if errors.As(err, &rl) {
-		return &apiError{Op: op, Status: 429, RateLimit: true}
+		e := &apiError{Op: op, Status: 429, RateLimit: true}
+		if rl.TooManyRequests != nil {
+			e.RetryAfter = rl.RetryAfter
+		}
+		return e
 	}
 	var re *discordgo.RESTError
 	if errors.As(err, &re) {
@@ -107,6 +114,15 @@ func discordCode(err error) int {
 	return 0
 }
 
+// retryAfter is how long Discord asked to wait after err (a 429), or 0.
+func retryAfter(err error) time.Duration {
+	var ae *apiError
+	if errors.As(err, &ae) && ae.RateLimit {
+		return ae.RetryAfter
+	}
+	return 0
+}
+
 // isTransient reports whether err may go away on a later try.
 func isTransient(err error) bool {
 	var ae *apiError
@@ -135,7 +151,7 @@ func (b *Bot) call(ctx context.Context, op string, fn func(opts ...discordgo.Req
 		if wait <= 0 {
 			wait = 250 * time.Millisecond
 		}
-		if attempt >= rateLimitRetries || wait > maxRateLimitWait {
+		if attempt >= rateLimitRetries || wait > b.rateLimitWait {
 			return sanitize(op, err)
 		}
 		b.log.Info("discord: rate limited; waiting", "op", op, "wait", wait, "attempt", attempt+1)
