@@ -174,3 +174,44 @@ func TestLongRetryAfterIsNotWaited(t *testing.T) {
 		t.Fatalf("delivery = %+v", d)
 	}
 }
+
+// TestGlobalRateLimitHoldsEveryRoute checks a 429 of Discord's global rate
+// limit holds the bot's requests on every route, not only the one that got
+// it, until its retry_after has passed; then both cards are posted.
+func TestGlobalRateLimitHoldsEveryRoute(t *testing.T) {
+	h := start(t, harnessOptions{tweak: func(b *Bot) { b.rateLimitWait = 50 * time.Millisecond }})
+	const channelB = "1000000000000000002"
+	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 1.5, Global: true, Times: 1})
+	h.publishEvent(asked(colorQuestion()))
+	other := colorQuestion()
+	other.JobID, other.Question = "job-2", "Which font should the report use?"
+	other.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: channelB}}
+	h.publishEvent(asked(other))
+	h.posted(channelA, 1)
+	h.posted(channelB, 1)
+	limited := fake.requests("POST", "/channels/"+channelA+"/messages")[0]
+	for _, r := range fake.requests("", "") {
+		if r.At.After(limited.At) && r.At.Sub(limited.At) < 1500*time.Millisecond {
+			t.Errorf("%s %s sent %v after a global 429 asking to wait 1.5s", r.Method, r.Path, r.At.Sub(limited.At))
+		}
+	}
+}
+
+// TestGlobalRateLimitLetsFollowUpsGo checks a refusal's follow-up, on an
+// interaction endpoint Discord keeps out of the global rate limit, is not
+// held by it.
+func TestGlobalRateLimitLetsFollowUpsGo(t *testing.T) {
+	h := start(t, harnessOptions{tweak: func(b *Bot) { b.rateLimitWait = 50 * time.Millisecond }})
+	h.publishEvent(asked(colorQuestion()))
+	msg := h.posted(channelA, 1)
+	h.interact(h.click(stranger, findComponent(t, msg, "red")["custom_id"].(string)))
+	at := h.waitAttempts(1)[0]
+	fake.failOn(failRule{Method: "POST", Prefix: "/channels/", Status: 429, RetryAfter: 30, Global: true, Times: 1})
+	dm := colorQuestion()
+	h.publishEvent(bridge.Event{Type: bridge.EventReminded, EventID: "ob-global", Tenant: "acme", JobID: "job-1", QuestionID: "q-1",
+		TaskVersion: 3, Step: bridge.TargetAnswerers, Targets: []string{"discord:" + kevin.ID}, Question: &dm})
+	h.refuse(at, bridge.RefusedForbidden, "You can't answer this question: it asks discord:"+kevin.ID+".")
+	if f := followups(t, at.ReplyTo["token"], 1)[0].JSON(t); f["flags"] != float64(64) {
+		t.Fatalf("follow-up = %v", f)
+	}
+}

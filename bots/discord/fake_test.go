@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -55,6 +56,7 @@ type failRule struct {
 	Method, Prefix string
 	Status, Code   int
 	RetryAfter     float64 // seconds, for 429
+	Global         bool    // a 429 of the global rate limit
 	Times          int     // how many requests fail; <0 for all
 }
 
@@ -174,8 +176,15 @@ func (f *fakeDiscord) wrap(next http.Handler) http.Handler {
 		}
 		if rule != nil {
 			if rule.Status == http.StatusTooManyRequests {
-				w.Header().Set("Retry-After", fmt.Sprint(rule.RetryAfter))
-				reply(w, 429, map[string]any{"message": "You are being rate limited.", "retry_after": rule.RetryAfter, "global": false})
+				w.Header().Set("Retry-After", fmt.Sprint(math.Ceil(rule.RetryAfter)))
+				if rule.Global {
+					// As Discord: no bucket headers, the scope says global.
+					w.Header().Set("X-RateLimit-Global", "true")
+					w.Header().Set("X-RateLimit-Scope", "global")
+				} else {
+					w.Header().Set("X-RateLimit-Scope", "user")
+				}
+				reply(w, 429, map[string]any{"message": "You are being rate limited.", "retry_after": rule.RetryAfter, "global": rule.Global})
 				return
 			}
 			apiErr(w, rule.Status, rule.Code, fmt.Sprintf("error %d", rule.Code))
