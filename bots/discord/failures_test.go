@@ -215,3 +215,44 @@ func TestGlobalRateLimitLetsFollowUpsGo(t *testing.T) {
 		t.Fatalf("follow-up = %v", f)
 	}
 }
+
+// TestRouteRateLimitDoesNotStallOtherEvents checks a 429 on one route
+// asking for a long wait holds that route only: the next event for the
+// same route is put off (not slept on, holding every event behind it),
+// and an event for another route goes at once.
+func TestRouteRateLimitDoesNotStallOtherEvents(t *testing.T) {
+	h := start(t, harnessOptions{tweak: func(b *Bot) { b.rateLimitWait = 50 * time.Millisecond }})
+	const channelB = "1000000000000000002"
+	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 3, Times: 1})
+	h.publishEvent(asked(colorQuestion()))
+	same := colorQuestion()
+	same.JobID, same.Question = "job-2", "Which size should the cover be?"
+	h.publishEvent(asked(same))
+	other := colorQuestion()
+	other.JobID, other.Question = "job-3", "Which font should the report use?"
+	other.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: channelB}}
+	began := time.Now()
+	h.publishEvent(asked(other))
+	checkFor(t, 10*time.Second, func() error {
+		if len(cardPosts(other.Question)) == 0 {
+			return fmt.Errorf("the card for %s is not posted", channelB)
+		}
+		return nil
+	})
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("the card for another channel waited %v behind a 429 on %s", took, channelA)
+	}
+	h.waitCard(same.Question)
+	h.waitCard(colorQuestion().Question)
+	var posts []fakeReq
+	for _, r := range fake.requests("POST", "/channels/"+channelA+"/messages") {
+		if strings.HasSuffix(r.Path, "/messages") {
+			posts = append(posts, r)
+		}
+	}
+	for _, r := range posts[1:] {
+		if gap := r.At.Sub(posts[0].At); gap < 3*time.Second {
+			t.Errorf("a post in %s %v after a 429 asking to wait 3s", channelA, gap)
+		}
+	}
+}

@@ -182,7 +182,12 @@ func (f *fakeDiscord) wrap(next http.Handler) http.Handler {
 					w.Header().Set("X-RateLimit-Global", "true")
 					w.Header().Set("X-RateLimit-Scope", "global")
 				} else {
+					// As Discord: the route's bucket headers come along.
 					w.Header().Set("X-RateLimit-Scope", "user")
+					w.Header().Set("X-RateLimit-Limit", "5")
+					w.Header().Set("X-RateLimit-Remaining", "0")
+					w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(rule.RetryAfter))
+					w.Header().Set("X-RateLimit-Bucket", "fakebucket")
 				}
 				reply(w, 429, map[string]any{"message": "You are being rate limited.", "retry_after": rule.RetryAfter, "global": rule.Global})
 				return
