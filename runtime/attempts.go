@@ -197,6 +197,9 @@ func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAt
 		key.TaskVersion = 0
 		latest, lerr := l.Find(ctx, key)
 		if lerr == nil {
+			if ref := r.strangerRefusal(tenant, a, decodeBody(latest)); ref != nil {
+				return latest, nil, nil, ref, nil
+			}
 			return latest, nil, nil, staleRefusal(a.TaskVersion, latest.TaskVersion), nil
 		}
 		if !errors.Is(lerr, store.ErrNotFound) {
@@ -210,6 +213,10 @@ func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAt
 		return nil, nil, nil, nil, err
 	}
 	rec := found.Record
+	q := decodeBody(rec)
+	if ref := r.strangerRefusal(tenant, a, q); ref != nil {
+		return rec, nil, nil, ref, nil
+	}
 	if a.ExactVersion && a.TaskVersion == 0 && rec.TaskVersion != 0 {
 		return rec, nil, nil, staleRefusal(0, rec.TaskVersion), nil
 	}
@@ -219,7 +226,6 @@ func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAt
 	if found.JobVersion > rec.TaskVersion {
 		return rec, nil, nil, staleRefusal(rec.TaskVersion, found.JobVersion), nil
 	}
-	q := decodeBody(rec)
 	acc := r.o.Roles.accessFor(tenant, a.By, a.Roles, q)
 	action := a.Action
 	if action == "" {
@@ -233,6 +239,22 @@ func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAt
 		return rec, nil, nil, &refusal{reason: aerr.Reason, text: aerr.Text, fields: aerr.Fields}, nil
 	}
 	return rec, found.Messages, checked, nil, nil
+}
+
+// strangerRefusal refuses someone who may not even know the question
+// exists (no role in its tenant, not its owner or an answerer) before
+// anything else: who settled it, when, or the task's version is not theirs
+// to learn.
+func (r *Runtime) strangerRefusal(tenant string, a *bridge.AnswerAttempt, q *bridge.Question) *refusal {
+	acc := r.o.Roles.accessFor(tenant, a.By, a.Roles, q)
+	if acc.Exists {
+		return nil
+	}
+	action := a.Action
+	if action == "" {
+		action = bridge.ActionAnswer
+	}
+	return &refusal{reason: bridge.RefusedForbidden, text: forbiddenText(a.By, acc, action)}
 }
 
 func staleRefusal(had, current int64) *refusal {

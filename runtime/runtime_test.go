@@ -234,6 +234,19 @@ func TestRefusals(t *testing.T) {
 	if ev.Reason != bridge.RefusedNotPending || !strings.HasPrefix(ev.Text, "This question was already answered by slack:UANA (ana) at ") {
 		t.Fatalf("late refusal = %+v", ev)
 	}
+	// Someone with no role learns nothing of it: not who answered, not
+	// when, not the task's version.
+	for _, a := range []bridge.AnswerAttempt{
+		{AttemptID: "late-stranger", Answer: json.RawMessage(`"blue"`), By: "slack:USTRANGER"},
+		{AttemptID: "stale-stranger", TaskVersion: 7, Answer: json.RawMessage(`"blue"`), By: "slack:USTRANGER"},
+	} {
+		a.JobID, a.QuestionID = "job-r", "q-1"
+		attempt(t, env, a)
+		ev := refusalFor(t, events, a.AttemptID)
+		if ev.Reason != bridge.RefusedForbidden || ev.Text != "You can't answer this question: slack:USTRANGER is not one of its answerers and has no operator, admin or owner role." {
+			t.Fatalf("%s: refusal = %s %q", a.AttemptID, ev.Reason, ev.Text)
+		}
+	}
 }
 
 func TestConcurrentAnswersResumeOnce(t *testing.T) {
