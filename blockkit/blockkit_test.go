@@ -500,3 +500,43 @@ func TestOutcomeLines(t *testing.T) {
 		}
 	}
 }
+
+// TestTextSizeMatchesTheJSON checks the direct count of a card's text
+// (knownTextSize) gives what Slack's JSON holds, for every kind of card.
+func TestTextSizeMatchesTheJSON(t *testing.T) {
+	choices := baseQ()
+	choices.Choices = []string{"red", "blue", "green"}
+	many := baseQ()
+	for i := range 30 {
+		many.Choices = append(many.Choices, fmt.Sprintf("choice %d — ünïcode", i))
+	}
+	fields := baseQ()
+	fields.Fields = allFields()
+	approval := baseQ()
+	approval.Kind = bridge.KindApproval
+	approval.Proposal = &bridge.Proposal{ID: "p-1", Summary: []string{"Refund €40", "Close the ticket"}}
+	free := baseQ()
+	known := 0
+	for _, q := range []*bridge.Question{choices, many, fields, approval, free} {
+		for _, console := range []bool{true, false} {
+			c := card(q)
+			c.Console = console
+			asked, _ := QuestionMessage(c)
+			settled, _ := SettledMessage(c, "Answered by <@U0KEV>: blue")
+			for _, b := range append(asked, settled...) {
+				n, ok := knownTextSize(b)
+				if !ok {
+					continue
+				}
+				known++
+				if want := jsonTextSize(b); n != want {
+					raw, _ := json.Marshal(b)
+					t.Errorf("%s block: counted %d characters, its JSON holds %d: %s", b.BlockType(), n, want, raw)
+				}
+			}
+		}
+	}
+	if known < 40 {
+		t.Fatalf("only %d blocks counted directly; the cards' blocks should all be", known)
+	}
+}
