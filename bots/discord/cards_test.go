@@ -968,3 +968,48 @@ func embedMap(t *testing.T, e *discordgo.MessageEmbed) map[string]any {
 	}
 	return m
 }
+
+// TestRefusalOnADeadTokenIsNotRetried checks a refusal whose interaction
+// token is dead is not tried again, however fresh the refused event: an
+// unknown webhook (10015) for an interaction made more than a few seconds
+// ago is no refusal overtaking the bot's own response, and an interaction
+// older than 15 minutes has no token left to try. The interaction's age is
+// in its id (a snowflake).
+func TestRefusalOnADeadTokenIsNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		age   time.Duration
+		tries int
+	}{
+		{"unknown webhook 11 s after the interaction", 11 * time.Second, 1},
+		{"interaction older than its token", 16 * time.Minute, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, harnessOptions{tweak: func(b *Bot) { b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond } }})
+			id := snowflakeAt(time.Now().Add(-tc.age))
+			token := "itoken-" + id
+			fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/" + testApp + "/" + token, Status: 404, Code: 10015, Times: -1})
+			// The runtime decided just now (it was away, or the answers
+			// stream was read late): the event is fresh, the token is not.
+			h.publishEvent(bridge.Event{Type: bridge.EventRefused, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
+				To: "discord:" + stranger.ID, Reason: bridge.RefusedForbidden, Text: "You can't answer this question: it asks someone else.",
+				AttemptID: "discord-" + id, At: time.Now(),
+				ReplyTo: map[string]string{replyPlatform: bridge.PlatformDiscord, replyAppID: testApp, replyToken: token, replyChannel: channelA}})
+			// Handled once the bot has recorded the refusal as told (or as
+			// not to be told).
+			began := time.Now()
+			checkFor(t, 15*time.Second, func() error {
+				if done, err := h.bot.wasSeen(h.ctx, seenKey("refused", "discord-"+id)); err != nil || !done {
+					return fmt.Errorf("refusal not handled yet (%v); %d tries", err, len(fake.requests("POST", "/webhooks/")))
+				}
+				return nil
+			})
+			if took := time.Since(began); took > 2*time.Second {
+				t.Errorf("the refusal took %s to give up on a dead token", took)
+			}
+			if n := len(fake.requests("POST", "/webhooks/")); n != tc.tries {
+				t.Fatalf("%d follow-up tries on a dead token, want %d", n, tc.tries)
+			}
+		})
+	}
+}

@@ -510,6 +510,19 @@ func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 	if done, err := b.wasSeen(ctx, key); err != nil || done {
 		return err
 	}
+	// The attempt id names the interaction, whose snowflake says when it
+	// was made: how long its token has lived, and whether the bot's own
+	// response to it can still be on its way to Discord.
+	racing := b.now().Sub(ev.At) < followupRace
+	if made, ok := snowflakeTime(strings.TrimPrefix(ev.AttemptID, bridge.PlatformDiscord+"-")); ok {
+		age := b.now().Sub(made)
+		if age >= tokenLife {
+			b.log.Info("discord: refusal not shown: the interaction expired", "to", ev.To, "reason", ev.Reason)
+			_, err := b.markSeen(ctx, key, 0)
+			return err
+		}
+		racing = age < followupRace
+	}
 	text := refusalText(ev)
 	err := b.call(ctx, "tell refusal", func(opts ...discordgo.RequestOption) error {
 		_, err := b.s.FollowupMessageCreate(&discordgo.Interaction{AppID: appID, Token: token}, true, &discordgo.WebhookParams{
@@ -518,7 +531,7 @@ func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 		return err
 	})
 	switch code := discordCode(err); {
-	case (code == codeUnknownWebhook || code == codeUnknownInteract) && b.now().Sub(ev.At) < followupRace:
+	case (code == codeUnknownWebhook || code == codeUnknownInteract) && racing:
 		// The refusal overtook the bot's own response to the interaction
 		// (a response that waits for the decision): Discord knows no
 		// follow-up before it. Again in a moment.
@@ -534,10 +547,16 @@ func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 	return err
 }
 
-// followupRace is how soon after a refusal an unknown interaction token is
-// taken for the bot's response not having reached Discord yet, rather than
-// for a token that expired.
+// followupRace is how soon after an interaction (or, for one whose time
+// is unknown, after its refusal) an unknown interaction token is taken for
+// the bot's response not having reached Discord yet, rather than for a
+// token that expired: Discord takes that response within 3 seconds of the
+// interaction or never.
 const followupRace = 10 * time.Second
+
+// tokenLife is how long Discord keeps an interaction's token for
+// follow-ups.
+const tokenLife = 15 * time.Minute
 
 // followupTTL is how long after an interaction the bot still answers with
 // a follow-up on its token (Discord keeps it 15 minutes); later, by DM.

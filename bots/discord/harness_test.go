@@ -114,7 +114,10 @@ func start(t *testing.T, ho harnessOptions) *harness {
 	fake.reset(testToken)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, ctx: ctx, logs: &testenv.LockedBuffer{}}
-	h.nextID.Store(1400000000000000000)
+	// Interaction ids are snowflakes made now, as Discord's: the bot reads
+	// an interaction's age (its token's life) from its id.
+	first, _ := strconv.ParseInt(snowflakeAt(time.Now()), 10, 64)
+	h.nextID.Store(first)
 	h.nats = ho.nats
 	if h.nats == nil {
 		n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})

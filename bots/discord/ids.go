@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/askbridge/askbridge/bridge"
 )
@@ -179,4 +180,27 @@ func canonicalInt(s string, max int64) (int64, error) {
 		return 0, fmt.Errorf("number out of range: %q", s)
 	}
 	return n, nil
+}
+
+// discordEpoch is the first millisecond of 2015, from which Discord's
+// snowflake ids count their time.
+const discordEpoch = 1420070400000
+
+// snowflakeTime is when Discord made a snowflake id (the id's top 42 bits
+// are milliseconds since discordEpoch).
+func snowflakeTime(id string) (time.Time, bool) {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || !validSnowflake(id) {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(int64(n>>22) + discordEpoch), true
+}
+
+// snowflakeAt is the smallest snowflake id Discord could make at t.
+func snowflakeAt(t time.Time) string {
+	ms := t.UnixMilli() - discordEpoch
+	if ms < 0 {
+		ms = 0
+	}
+	return strconv.FormatUint(uint64(ms)<<22, 10)
 }

@@ -152,7 +152,7 @@ func TestErrorsNeverCarryInteractionTokens(t *testing.T) {
 	h := start(t, harnessOptions{noRun: true})
 	fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/", Status: 429, RetryAfter: 3600, Times: -1})
 	err := h.bot.onRefused(context.Background(), &bridge.Event{Type: bridge.EventRefused, Tenant: "acme", JobID: "j", QuestionID: "q",
-		AttemptID: "discord-1", Text: "no", ReplyTo: map[string]string{"platform": "discord", "app_id": testApp, "token": "secret-interaction-token"}})
+		AttemptID: "discord-" + snowflakeAt(time.Now()), Text: "no", ReplyTo: map[string]string{"platform": "discord", "app_id": testApp, "token": "secret-interaction-token"}})
 	if err == nil || strings.Contains(err.Error(), "secret-interaction-token") || strings.Contains(err.Error(), "/webhooks/") {
 		t.Fatalf("error = %v", err)
 	}
