@@ -25,6 +25,12 @@ var errPermanent = errors.New("discord: event cannot be handled")
 // event is retried, and then finds the card posted.
 var errBusy = errors.New("discord: another replica is posting this question")
 
+// busyError is errBusy with the time the other replica's claim lapses.
+type busyError struct{ until time.Time }
+
+func (e *busyError) Error() string        { return errBusy.Error() }
+func (e *busyError) Is(target error) bool { return target == errBusy }
+
 // claimTTL bounds how long a replica's claim to post a question holds
 // when it crashed while posting.
 const claimTTL = 90 * time.Second
@@ -51,9 +57,18 @@ func (b *Bot) process(ctx context.Context, msg jetstream.Msg) {
 	case ctx.Err() != nil:
 		// Shutting down: leave it for the next start.
 		_ = msg.Nak()
-	case errors.Is(err, errBusy) && !last:
-		b.log.Info("discord: another replica is posting the question; will look again", "tenant", ev.Tenant, "job", ev.JobID, "question", ev.QuestionID)
-		_ = msg.NakWithDelay(b.backoff(attempt))
+	case errors.Is(err, errBusy):
+		// Never dropped, even on the last delivery: nobody may have shown
+		// the question nor reported it. A last delivery looks again once
+		// the claim lapses, and then posts or reports a failure.
+		delay := b.backoff(attempt)
+		var be *busyError
+		if last && errors.As(err, &be) {
+			delay = max(delay, be.until.Sub(b.now()))
+		}
+		b.log.Info("discord: another replica is posting the question; will look again", "tenant", ev.Tenant, "job", ev.JobID,
+			"question", ev.QuestionID, "retry_in", delay)
+		_ = msg.NakWithDelay(delay)
 	case errors.Is(err, errPermanent) || !isTransient(err) || last:
 		b.log.Error("discord: event not handled; dropped", "type", ev.Type, "tenant", ev.Tenant, "job", ev.JobID,
 			"question", ev.QuestionID, "attempt", attempt, "err", err)
@@ -190,7 +205,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 	case c.Outcome != nil || c.Failed:
 		return nil
 	case c.Claim != b.id:
-		return errBusy
+		return &busyError{until: c.ClaimAt.Add(claimTTL)}
 	}
 	if keyedIDs(c.Tenant, c.JobID, c.QuestionID, c.TaskVersion) {
 		// Only then: JetStream keeps every key in memory.

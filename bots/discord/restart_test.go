@@ -216,3 +216,36 @@ func TestTwoReplicasPostEachQuestionOnce(t *testing.T) {
 		byJob[d.JobID] = d.Message.MessageID
 	}
 }
+
+// TestBusyOnTheLastDeliveryIsNotDropped checks an asked event that finds
+// another replica's claim on every delivery, its last included, is not
+// dropped unreported: it is looked at again once the claim lapses, and
+// the question is posted (or a failure reported), so the runtime never
+// waits on a question nobody showed.
+func TestBusyOnTheLastDeliveryIsNotDropped(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q := colorQuestion()
+	key := cardKey(q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
+	// Another replica claimed the question and keeps its claim through
+	// the event's six deliveries (the harness retries within 20 ms); it
+	// lapses a moment later.
+	claimAt := time.Now().Add(-claimTTL + 1500*time.Millisecond).UTC()
+	if _, err := h.bot.updateCard(h.ctx, key, card{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion},
+		func(c *card) bool { c.Claim, c.ClaimAt = "other-replica", claimAt; return true }); err != nil {
+		t.Fatal(err)
+	}
+	h.publishEvent(asked(q))
+	d := h.waitDelivery()
+	if !d.OK || d.Message == nil || d.QuestionID != q.QuestionID {
+		t.Fatalf("delivery = %+v (failure %+v), want the card posted", d, d.Failure)
+	}
+	posts := 0
+	for _, r := range fake.requests("POST", "/channels/"+channelA+"/messages") {
+		if r.Path == "/channels/"+channelA+"/messages" {
+			posts++
+		}
+	}
+	if posts != 1 {
+		t.Fatalf("%d posts, want 1", posts)
+	}
+}
