@@ -158,7 +158,9 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 	case c.MessageID != "":
 		return b.report(ctx, c, c.ref(), nil) // posted before: report again (deduplicated)
 	case c.Outcome != nil:
-		return nil // settled before it could be shown
+		// Settled before it could be shown, unless a post went out
+		// whose answer was lost.
+		return b.settleUnanswered(ctx, key, init, c, channel, last)
 	case c.Failed:
 		return nil
 	case !ev.Deadline.IsZero() && b.now().After(ev.Deadline):
@@ -202,7 +204,9 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 	switch {
 	case c.MessageID != "":
 		return b.report(ctx, c, c.ref(), nil)
-	case c.Outcome != nil || c.Failed:
+	case c.Outcome != nil:
+		return b.settleUnanswered(ctx, key, init, c, channel, last)
+	case c.Failed:
 		return nil
 	case c.Claim != b.id:
 		return &busyError{until: c.ClaimAt.Add(claimTTL)}
@@ -295,6 +299,142 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		}
 	}
 	return b.report(ctx, c, c.ref(), nil)
+}
+
+// cardLookback widens the look for a card to before the claim: the claim's
+// time comes from a replica's clock, the message's id from Discord's.
+const cardLookback = time.Minute
+
+// settleUnanswered settles a card whose post went out but whose answer
+// was lost (a timeout, a dropped connection, a 5xx after Discord stored
+// it), when the question ended before the asked event came back: the
+// outcome found no message to edit, and the card would keep its buttons.
+// A claim on a card with no message says a post may have gone out; the
+// bot looks for it where it posts, among the messages made since the
+// claim, and settles it. A card that was never made is not made now.
+func (b *Bot) settleUnanswered(ctx context.Context, key string, init card, c *card, channel string, last bool) error {
+	if c.MessageID != "" || c.Claim == "" || c.Question == nil || !validSnowflake(channel) {
+		return nil
+	}
+	if c.Claim != b.id && b.now().Sub(c.ClaimAt) < claimTTL {
+		// Another replica may be posting it; it settles what it posts.
+		return &busyError{until: c.ClaimAt.Add(claimTTL)}
+	}
+	msg, thread, err := b.findCard(ctx, c, channel)
+	if err != nil {
+		if isTransient(err) && !last {
+			return err
+		}
+		b.log.Warn("discord: could not look for a card whose post went unanswered; it may keep its buttons", "tenant", c.Tenant,
+			"job", c.JobID, "question", c.QuestionID, "err", err)
+		return nil
+	}
+	if msg == nil {
+		// Never made: give the claim up, so a replay does not look again.
+		_, err := b.updateCard(ctx, key, init, func(c *card) bool {
+			if c.MessageID != "" || c.Claim == "" {
+				return false
+			}
+			c.Claim, c.ClaimAt = "", time.Time{}
+			return true
+		})
+		return err
+	}
+	b.log.Info("discord: found a card whose post went unanswered; settling it", "tenant", c.Tenant, "job", c.JobID,
+		"question", c.QuestionID, "message", msg.ID)
+	c, err = b.updateCard(ctx, key, init, func(c *card) bool {
+		if c.MessageID != "" {
+			return false
+		}
+		c.Channel, c.MessageID, c.Thread = msg.ChannelID, msg.ID, thread
+		c.Guild = firstNonEmpty(msg.GuildID, c.Guild, b.o.Guild)
+		c.Edited = false
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if c.MessageID != msg.ID || c.Outcome == nil || c.Edited {
+		return nil // recorded meanwhile by whoever posted it
+	}
+	if err := b.editSettled(ctx, c); err != nil {
+		return err
+	}
+	o := c.Outcome
+	if _, err := b.updateCard(ctx, key, init, func(c *card) bool {
+		if c.Outcome == nil || c.Outcome.Type != o.Type || !c.Outcome.At.Equal(o.At) || c.Edited {
+			return false
+		}
+		c.Edited = true
+		return true
+	}); err != nil {
+		return err
+	}
+	return b.report(ctx, c, c.ref(), nil)
+}
+
+// listedMessage is what findCard reads of a listed message.
+type listedMessage struct {
+	ID         string `json:"id"`
+	ChannelID  string `json:"channel_id"`
+	GuildID    string `json:"guild_id"`
+	Components []struct {
+		Components []struct {
+			CustomID string `json:"custom_id"`
+		} `json:"components"`
+	} `json:"components"`
+}
+
+// findCard looks for a card's message among those made since its claim,
+// in the job's thread in channel (when it has one) and in channel: every
+// card carries a Decline button naming its question and task version.
+// thread is the job's thread when the card is in it.
+func (b *Bot) findCard(ctx context.Context, c *card, channel string) (msg *listedMessage, thread string, err error) {
+	var jt jobThread
+	_, haveThread, err := getJSON(ctx, b.refs, jobKey(c.Tenant, c.JobID, channel), &jt)
+	if err != nil {
+		return nil, "", err
+	}
+	where := []string{channel}
+	if haveThread && validSnowflake(jt.Thread) {
+		where = []string{jt.Thread, channel}
+	}
+	want := customID(actDecline, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0)
+	after := snowflakeAt(c.ClaimAt.Add(-cardLookback))
+	for _, ch := range where {
+		var msgs []listedMessage
+		err := b.call(ctx, "find question", func(opts ...discordgo.RequestOption) error {
+			ep := discordgo.EndpointChannelMessages(ch)
+			body, err := b.s.RequestWithBucketID("GET", ep+"?after="+after+"&limit=100", nil, ep, opts...)
+			if err != nil {
+				return err
+			}
+			return json.Unmarshal(body, &msgs)
+		})
+		if threadGone(err) && ch != channel {
+			continue // the thread went; the card may be in the channel
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		for i := range msgs {
+			for _, row := range msgs[i].Components {
+				for _, comp := range row.Components {
+					if comp.CustomID == want {
+						m := &msgs[i]
+						if m.ChannelID == "" {
+							m.ChannelID = ch
+						}
+						if haveThread && m.ChannelID == jt.Thread {
+							thread = jt.Thread
+						}
+						return m, thread, nil
+					}
+				}
+			}
+		}
+	}
+	return nil, "", nil
 }
 
 // threadGone reports whether Discord refused a post in a thread because

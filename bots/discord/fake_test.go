@@ -7,6 +7,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -58,6 +60,9 @@ type failRule struct {
 	RetryAfter     float64 // seconds, for 429
 	Global         bool    // a 429 of the global rate limit
 	Times          int     // how many requests fail; <0 for all
+	// Lost: Discord does the request, and its answer is lost: the
+	// connection drops (Status 0), or Status comes back instead.
+	Lost bool
 }
 
 const apiPrefix = "/api/v10"
@@ -67,6 +72,7 @@ func newFakeDiscord() *fakeDiscord {
 	f.reset("")
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+apiPrefix+"/channels/{cid}/messages", f.createMessage)
+	mux.HandleFunc("GET "+apiPrefix+"/channels/{cid}/messages", f.listMessages)
 	mux.HandleFunc("GET "+apiPrefix+"/channels/{cid}/messages/{mid}", f.getMessage)
 	mux.HandleFunc("PATCH "+apiPrefix+"/channels/{cid}/messages/{mid}", f.editMessage)
 	mux.HandleFunc("PATCH "+apiPrefix+"/channels/{cid}", f.editChannel)
@@ -174,6 +180,17 @@ func (f *fakeDiscord) wrap(next http.Handler) http.Handler {
 			apiErr(w, http.StatusUnauthorized, 0, "401: Unauthorized")
 			return
 		}
+		if rule != nil && rule.Lost {
+			next.ServeHTTP(httptest.NewRecorder(), r)
+			if rule.Status != 0 {
+				apiErr(w, rule.Status, rule.Code, fmt.Sprintf("error %d", rule.Code))
+				return
+			}
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
 		if rule != nil {
 			if rule.Status == http.StatusTooManyRequests {
 				w.Header().Set("Retry-After", fmt.Sprint(math.Ceil(rule.RetryAfter)))
@@ -199,9 +216,40 @@ func (f *fakeDiscord) wrap(next http.Handler) http.Handler {
 	})
 }
 
+// newID makes a snowflake of the current time, as Discord does.
 func (f *fakeDiscord) newID() string {
-	f.next++
+	now, _ := strconv.ParseInt(snowflakeAt(time.Now()), 10, 64)
+	f.next = max(f.next+1, now)
 	return fmt.Sprint(f.next)
+}
+
+// listMessages is GET /channels/{id}/messages with after and limit: the
+// channel's messages made after the snowflake after, newest first.
+func (f *fakeDiscord) listMessages(w http.ResponseWriter, r *http.Request) {
+	cid := r.PathValue("cid")
+	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+	limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
+	if err != nil || limit < 1 || limit > 100 {
+		limit = 50
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []int64
+	for id, m := range f.msgs {
+		n, _ := strconv.ParseInt(id, 10, 64)
+		if m["channel_id"] == cid && n > after {
+			ids = append(ids, n)
+		}
+	}
+	slices.Sort(ids)
+	if len(ids) > limit {
+		ids = ids[:limit] // the oldest after the id, as Discord pages forward
+	}
+	out := []any{}
+	for i := len(ids) - 1; i >= 0; i-- {
+		out = append(out, f.msgs[strconv.FormatInt(ids[i], 10)])
+	}
+	reply(w, 200, out)
 }
 
 func (f *fakeDiscord) createMessage(w http.ResponseWriter, r *http.Request) {

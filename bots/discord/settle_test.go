@@ -173,3 +173,87 @@ func TestSeenLifetimes(t *testing.T) {
 		t.Errorf("reminder TTL %q, want the bucket's", ttl)
 	}
 }
+
+// TestCardWhosePostWentUnansweredIsSettled checks a card Discord created
+// but whose answer the bot never got (the connection dropped) is settled
+// when the question ends before the asked event comes back: the retry
+// finds the card in Discord and edits it, rather than leaving it with live
+// buttons. A post Discord never made is not made then either.
+func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		inThread bool // the job's second question, posted in its thread
+		status   int  // what the lost post's answer was: 0 a dropped connection
+		stored   bool // whether Discord made the message
+	}{
+		{name: "first question, connection dropped", stored: true},
+		{name: "in the job's thread, connection dropped", inThread: true, stored: true},
+		{name: "not made, 500", status: 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, harnessOptions{tweak: func(b *Bot) {
+				// The first try's retry comes late enough for the outcome
+				// to be handled before it.
+				b.backoff = func(attempt uint64) time.Duration {
+					if attempt == 1 {
+						return 2 * time.Second
+					}
+					return 20 * time.Millisecond
+				}
+			}})
+			q := colorQuestion()
+			where := channelA
+			if tc.inThread {
+				first := colorQuestion()
+				first.QuestionID = "q-0"
+				h.publishEvent(asked(first))
+				where = h.posted(channelA, 1)["id"].(string) // the job's thread
+				h.waitDelivery()
+			}
+			fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + where + "/messages", Status: tc.status, Code: 0, Lost: tc.stored, Times: 1})
+			h.publishEvent(asked(q))
+			checkFor(t, 10*time.Second, func() error {
+				if !strings.Contains(h.logs.String(), "event failed; will retry") {
+					return fmt.Errorf("the post has not failed yet")
+				}
+				return nil
+			})
+			var cardID string
+			fake.mu.Lock()
+			for id, m := range fake.msgs {
+				if m["channel_id"] == where && strings.Contains(fmt.Sprint(m["components"]), ":q-1:") {
+					cardID = id
+				}
+			}
+			fake.mu.Unlock()
+			if (cardID != "") != tc.stored {
+				t.Fatalf("card in Discord: %q, want one: %v", cardID, tc.stored)
+			}
+			h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID,
+				TaskVersion: q.TaskVersion, By: "console:ana", ByName: "ana", Via: "console", Answer: json.RawMessage(`"blue"`),
+				AnswerText: "blue", Text: "The answer: blue", At: time.Now().UTC()})
+			if tc.stored {
+				settledCard(t, cardID, "blue")
+				return
+			}
+			// Nothing to settle: once the retry has looked, no card is posted.
+			checkFor(t, 10*time.Second, func() error {
+				c, err := h.bot.loadCard(h.ctx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
+				if err != nil || c == nil || c.Claim != "" {
+					return fmt.Errorf("card record %+v (%v), want the claim given up", c, err)
+				}
+				return nil
+			})
+			h.markerEvent()
+			posts := 0
+			for _, r := range fake.requests("POST", "/channels/"+where+"/messages") {
+				if r.Path == "/channels/"+where+"/messages" && strings.Contains(string(r.Body), ":q-1:") {
+					posts++
+				}
+			}
+			if posts != 1 {
+				t.Fatalf("%d posts of the question, want only the one that failed: a settled question is not posted", posts)
+			}
+		})
+	}
+}
