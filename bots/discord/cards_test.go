@@ -1013,3 +1013,29 @@ func TestRefusalOnADeadTokenIsNotRetried(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusalAfterA5xxIsToldNotLost checks a refusal whose follow-up gets
+// Discord's 502 (after discordgo's own retry too) is tried again later and
+// reaches the clicker. Discord's follow-ups take no nonce, so a 5xx after
+// Discord stored the message cannot be told from one before: a rare
+// duplicate private notice is preferred to a clicker never told why their
+// answer was not taken (docs/discord.md).
+func TestRefusalAfterA5xxIsToldNotLost(t *testing.T) {
+	h := start(t, harnessOptions{tweak: func(b *Bot) { b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond } }})
+	h.publishEvent(asked(colorQuestion()))
+	msg := h.posted(channelA, 1)
+	h.interact(h.click(stranger, findComponent(t, msg, "red")["custom_id"].(string)))
+	at := h.waitAttempts(1)[0]
+	token := at.ReplyTo["token"]
+	fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/" + testApp + "/" + token, Status: 502, Times: 2})
+	text := "You can't answer this question: it asks discord:" + kevin.ID + "."
+	h.refuse(at, bridge.RefusedForbidden, text)
+	tries := followups(t, token, 3) // 502, discordgo's retry: 502, the event's retry
+	if body := tries[2].JSON(t); body["content"] != text || body["flags"] != float64(64) {
+		t.Fatalf("last try = %s", tries[2].Body)
+	}
+	h.markerEvent()
+	if n := len(fake.requests("POST", "/webhooks/")); n != 3 {
+		t.Fatalf("%d follow-up tries, want 3 (told once it got through)", n)
+	}
+}

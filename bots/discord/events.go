@@ -679,6 +679,10 @@ func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 		racing = age < followupRace
 	}
 	text := refusalText(ev)
+	// A follow-up takes no nonce: after a 5xx or no answer, which may
+	// come after Discord stored it, it is tried again all the same (here
+	// by discordgo on a 502, and with the event), since a second private
+	// notice is better than a refusal never told.
 	err := b.call(ctx, "tell refusal", func(opts ...discordgo.RequestOption) error {
 		_, err := b.s.FollowupMessageCreate(&discordgo.Interaction{AppID: appID, Token: token}, true, &discordgo.WebhookParams{
 			Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions,
