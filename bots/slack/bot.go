@@ -114,7 +114,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	hc := &http.Client{Timeout: 15 * time.Second}
+	hc := &http.Client{Timeout: 15 * time.Second, Transport: ratelimitedAs429{next: http.DefaultTransport}}
 	opts := []slack.Option{slack.OptionAPIURL(o.APIURL), slack.OptionHTTPClient(hc)}
 	if o.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(o.AppToken))
@@ -303,9 +303,19 @@ func (b *Bot) handleMsg(ctx context.Context, m jetstream.Msg, unsubscribed <-cha
 		b.log.InfoContext(ctx, "slack: event deferred", "type", ev.Type, "job", ev.JobID, "question", ev.QuestionID, "why", later.why)
 		_ = m.NakWithDelay(later.after)
 	default:
+		// Never sooner than Slack asked: a try before a rate limit's
+		// Retry-After is refused again (or put off at once by the pacer).
+		backoff := min(time.Duration(delivered)*2*time.Second, 30*time.Second)
+		var ae *apiError
+		if errors.As(err, &ae) && ae.RetryAfter > 0 {
+			b.log.InfoContext(ctx, "slack: event deferred", "type", ev.Type, "job", ev.JobID, "question", ev.QuestionID,
+				"why", ae.Error(), "retry_after", ae.RetryAfter)
+			_ = m.NakWithDelay(ae.laterThan(backoff))
+			return
+		}
 		b.log.ErrorContext(ctx, "slack: event failed", "type", ev.Type, "job", ev.JobID, "question", ev.QuestionID,
 			"delivery", delivered, "err", err)
-		_ = m.NakWithDelay(min(time.Duration(delivered)*2*time.Second, 30*time.Second))
+		_ = m.NakWithDelay(backoff)
 	}
 }
 

@@ -1,9 +1,12 @@
 package slack
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -71,6 +74,35 @@ func rateLimited(err error) (*slack.RateLimitedError, bool) {
 		return &slack.RateLimitedError{}, true
 	}
 	return nil, false
+}
+
+// ratelimitedAs429 makes Slack's {"ok":false,"error":"ratelimited"} in a
+// 200 that carries a Retry-After header a 429, which slack-go reads as a
+// *slack.RateLimitedError with the wait Slack asked for (on a 200 it
+// keeps only the error code, and the wait would be lost).
+type ratelimitedAs429 struct{ next http.RoundTripper }
+
+func (t ratelimitedAs429) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Retry-After") == "" {
+		return resp, err
+	}
+	const most = 64 << 10
+	raw, rerr := io.ReadAll(io.LimitReader(resp.Body, most))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(raw), resp.Body), resp.Body}
+	var body struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	}
+	if rerr != nil || len(raw) >= most || json.Unmarshal(raw, &body) != nil || body.OK ||
+		(body.Error != "ratelimited" && body.Error != "rate_limited") {
+		return resp, nil
+	}
+	resp.StatusCode, resp.Status = http.StatusTooManyRequests, "429 Too Many Requests"
+	return resp, nil
 }
 
 // classify turns a slack-go error into an apiError.
@@ -195,8 +227,15 @@ func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(conte
 		if key == "" {
 			key = "method " + op // Slack limits these per method, not per channel
 		}
-		if err := b.pace.wait(ctx, key); err != nil {
-			return classify(op, err)
+		if err := b.pace.wait(ctx, key, p.MaxRetryAft); err != nil {
+			e := classify(op, err)
+			var h *heldError
+			if errors.As(err, &h) {
+				// Held by a rate limit longer than a call waits: the event
+				// comes back after it, and the worker goes on meanwhile.
+				e.Code, e.Transient, e.RetryAfter = "ratelimited", true, h.left
+			}
+			return e
 		}
 		err := fn(ctx)
 		if err == nil {
@@ -251,8 +290,17 @@ func newPacer(gap time.Duration, burst int) *pacer {
 	return &pacer{gap: gap, burst: burst, next: map[string]time.Time{}}
 }
 
-// wait reserves a slot on channel and sleeps until it comes.
-func (p *pacer) wait(ctx context.Context, channel string) error {
+// heldError says a channel is held (by a rate limit, or by a queue of
+// calls) for longer than a call may wait for it.
+type heldError struct{ left time.Duration }
+
+func (e *heldError) Error() string { return fmt.Sprintf("held by a rate limit for %v", e.left) }
+
+// wait reserves a slot on channel and sleeps until it comes. When the slot
+// is more than longest away (a long Retry-After holds the channel), it
+// reserves nothing and returns a *heldError at once, so that the worker
+// does not sleep on one channel while other events wait behind it.
+func (p *pacer) wait(ctx context.Context, channel string, longest time.Duration) error {
 	if channel == "" {
 		channel = "-"
 	}
@@ -263,6 +311,10 @@ func (p *pacer) wait(ctx context.Context, channel string) error {
 	floor := now.Add(-time.Duration(p.burst-1) * p.gap)
 	if n.Before(floor) {
 		n = floor
+	}
+	if left := n.Sub(now); left > longest {
+		p.mu.Unlock()
+		return &heldError{left: left}
 	}
 	p.next[channel] = n.Add(p.gap)
 	if len(p.next) > 10000 { // forget idle channels

@@ -1,0 +1,208 @@
+package slack
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
+)
+
+// queueOf is the worker queue Run gives a job's events.
+func queueOf(b *Bot, job string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(bridge.EventSubject("acme", job)))
+	return h.Sum32() % uint32(b.workers)
+}
+
+// sameQueue returns two job names, one starting with each prefix, whose
+// events Run hands to the same worker.
+func sameQueue(t *testing.T, b *Bot, p1, p2 string) (string, string) {
+	t.Helper()
+	for i := range 100 {
+		for j := range 100 {
+			a, c := fmt.Sprintf("%s-%d", p1, i), fmt.Sprintf("%s-%d", p2, j)
+			if queueOf(b, a) == queueOf(b, c) {
+				return a, c
+			}
+		}
+	}
+	t.Fatal("no two jobs share a queue")
+	return "", ""
+}
+
+// logLine is one record of the adapter's JSON log.
+type logLine struct {
+	Time     time.Time `json:"time"`
+	Msg      string    `json:"msg"`
+	Question string    `json:"question"`
+}
+
+func logLines(t *testing.T, logs *testenv.LockedBuffer) []logLine {
+	t.Helper()
+	var out []logLine
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
+	for sc.Scan() {
+		var l logLine
+		if json.Unmarshal(sc.Bytes(), &l) == nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// cardIn returns the card posted in channel for question id, if any.
+func cardIn(fake *fakeSlack, channel, id string) (apiCall, bool) {
+	for _, c := range fake.Calls("chat.postMessage") {
+		if c.Str("channel") == channel && strings.Contains(actionsBlock(c), "."+id+".") {
+			return c, true
+		}
+	}
+	return apiCall{}, false
+}
+
+// TestLongRetryAfterHoldsOnlyItsChannel checks a 429 on chat.postMessage
+// asking to wait longer than a call waits in-process holds that channel
+// without holding the worker: a later event for the same channel is put
+// off at once rather than slept on, so an event behind it for another
+// channel goes at once, and nothing is posted in the held channel before
+// Slack's Retry-After has passed.
+func TestLongRetryAfterHoldsOnlyItsChannel(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+	}{
+		{"429", 429},
+		{"200 ratelimited", 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := plainNATS(t)
+			fake := newFakeSlack(t)
+			h := startBot(t, n, fake) // waits up to 5 s in-process
+			const hold = 6 * time.Second
+			fake.fail("chat.postMessage", tc.status, map[string]string{"Retry-After": "6"}, `{"ok":false,"error":"ratelimited"}`)
+			first := question("job-first", "q-first")
+			publishEvent(t, n, askedEvent(first))
+			checkFor(t, wait, tick, func() error {
+				if len(fake.Calls("chat.postMessage")) == 0 {
+					return fmt.Errorf("no post yet")
+				}
+				return nil
+			})
+			limited := fake.Calls("chat.postMessage")[0].At
+
+			// A job in the held channel, then one in another channel, both
+			// handled by one worker.
+			heldJob, otherJob := sameQueue(t, h.bot, "job-held", "job-other")
+			held := question(heldJob, "q-held")
+			other := question(otherJob, "q-other")
+			other.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0999"}}
+			publishEvent(t, n, askedEvent(held))
+			began := time.Now()
+			publishEvent(t, n, askedEvent(other))
+			checkFor(t, wait, tick, func() error {
+				if _, ok := cardIn(fake, "C0999", "q-other"); !ok {
+					return fmt.Errorf("no card in C0999")
+				}
+				return nil
+			})
+			if took := time.Since(began); took > 2*time.Second {
+				t.Errorf("the card for C0999 waited %v behind a 429 in C0123", took)
+			}
+			checkFor(t, 3*wait, tick, func() error {
+				for _, id := range []string{"q-first", "q-held"} {
+					if _, ok := cardIn(fake, "C0123", id); !ok {
+						return fmt.Errorf("no card for %s in C0123", id)
+					}
+				}
+				return nil
+			})
+			for _, c := range fake.Calls("chat.postMessage")[1:] {
+				if c.Str("channel") == "C0123" && c.At.Sub(limited) < hold {
+					t.Errorf("a post in C0123 %v after Slack asked to wait %v", c.At.Sub(limited), hold)
+				}
+			}
+		})
+	}
+}
+
+// TestLongRetryAfterOnACardUpdateIsWaitedOut checks a settled card whose
+// update Slack rate-limits for longer than a call waits is tried again no
+// sooner than Slack asked (not after the adapter's own backoff, to be
+// refused again), and that an event behind it for another channel goes
+// at once.
+func TestLongRetryAfterOnACardUpdateIsWaitedOut(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	logs := &testenv.LockedBuffer{}
+	h := startBot(t, n, fake, func(o *Options) { o.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
+	heldJob, otherJob := sameQueue(t, h.bot, "job-upd", "job-rem")
+	q := question(heldJob, "q-upd")
+	q2 := question(heldJob, "q-upd2")
+	for _, x := range []*bridge.Question{q, q2} {
+		publishEvent(t, n, askedEvent(x))
+		if d := deliveredTS(t, n, deliveries, x.QuestionID); !d.OK {
+			t.Fatalf("delivery %+v", d.Failure)
+		}
+	}
+	// Longer than the harness's in-process wait (5 s) plus the adapter's
+	// first backoff (2 s): a redelivery after the backoff would still be held.
+	const hold = 8 * time.Second
+	fake.fail("chat.update", 429, map[string]string{"Retry-After": "8"}, `{"ok":false,"error":"ratelimited"}`)
+	publishEvent(t, n, bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: heldJob, QuestionID: "q-upd", TaskVersion: 1,
+		By: "slack:U0KEV", ByName: "kevin", AnswerText: "blue", Answer: json.RawMessage(`"blue"`)})
+	checkFor(t, wait, tick, func() error {
+		if len(fake.Calls("chat.update")) == 0 {
+			return fmt.Errorf("no update yet")
+		}
+		return nil
+	})
+	limited := fake.Calls("chat.update")[0].At
+	// A second update in the held channel, then a reminder DM, one worker.
+	publishEvent(t, n, bridge.Event{Type: bridge.EventCancelled, Tenant: "acme", JobID: heldJob, QuestionID: "q-upd2", TaskVersion: 1})
+	rem := question(otherJob, "q-rem")
+	began := time.Now()
+	publishEvent(t, n, bridge.Event{Type: bridge.EventReminded, Tenant: "acme", JobID: otherJob, QuestionID: "q-rem", TaskVersion: 1,
+		Step: bridge.TargetAnswerers, Targets: []string{"slack:U0KEV"}, Question: rem, Deadline: time.Now().Add(time.Hour)})
+	checkFor(t, wait, tick, func() error {
+		for _, c := range fake.Calls("chat.postMessage") {
+			if c.Str("channel") == "D0KEV" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no reminder DM")
+	})
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("a reminder waited %v behind a rate-limited card update", took)
+	}
+	checkFor(t, 3*wait, tick, func() error {
+		if got := len(fake.Calls("chat.update")); got < 3 {
+			return fmt.Errorf("%d updates, want both cards updated after the rate-limited try", got)
+		}
+		return nil
+	})
+	for _, c := range fake.Calls("chat.update")[1:] {
+		if c.At.Sub(limited) < hold {
+			t.Errorf("a card update %v after Slack asked to wait %v", c.At.Sub(limited), hold)
+		}
+	}
+	// Each event was tried again once, after the wait, not sooner.
+	tries := map[string][]time.Time{}
+	for _, l := range logLines(t, logs) {
+		if strings.HasPrefix(l.Msg, "slack: event") && (l.Question == "q-upd" || l.Question == "q-upd2") {
+			tries[l.Question] = append(tries[l.Question], l.Time)
+		}
+	}
+	for id, at := range tries {
+		if len(at) > 1 {
+			t.Errorf("%s: put off %d times (at %v), want once until Slack's wait is over", id, len(at), at)
+		}
+	}
+}
