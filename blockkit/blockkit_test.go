@@ -177,7 +177,9 @@ func TestCardsGolden(t *testing.T) {
 	}
 	t.Run("card_settled", func(t *testing.T) {
 		ev := &bridge.Event{Type: bridge.EventAnswered, By: "slack:U0KEV", ByName: "kevin", AnswerText: "blue"}
-		blocks, text := SettledMessage(card(choices), OutcomeLine(ev, choices))
+		c := card(choices)
+		c.Ended = time.Date(2026, 10, 20, 14, 3, 0, 0, time.UTC)
+		blocks, text := SettledMessage(c, OutcomeLine(ev, choices))
 		golden(t, "card_settled", message{Text: text, Blocks: blocks})
 	})
 	t.Run("thread_parent", func(t *testing.T) {

@@ -29,6 +29,9 @@ type Card struct {
 	// to that person alone (modals) use it: a text too long for Slack is cut
 	// there and points to it. Channel messages ignore it.
 	ConsoleURL string
+	// Ended is when the question ended, for a settled card's outcome line
+	// (in each reader's time zone); zero leaves it out.
+	Ended time.Time
 }
 
 // Console buttons. Their action ids are parsed like the other actions;
@@ -88,6 +91,9 @@ func SettledMessage(c Card, outcome string) ([]slack.Block, string) {
 	if c.Console && c.Question != nil {
 		tail = append(tail, slack.NewSectionBlock(mrkdwn("The whole question, its answer and its history are in the askbridge console."),
 			nil, slack.NewAccessory(consoleButton(ActionConsole)), slack.SectionBlockOptionBlockID(ActionsBlockID(RefOf(c.Question)))))
+	}
+	if !c.Ended.IsZero() {
+		outcome += " · " + SlackDate(c.Ended)
 	}
 	tail = append(tail, slack.NewContextBlock("outcome", mrkdwn(outcome)))
 	blocks := capBlocks(content(c, messageCut(c), MaxCardText-textSize(tail)), MaxMessageBlks-len(tail))

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +70,12 @@ func deliveredTS(t *testing.T, n *bridge.NATS, c *collector[bridge.Delivery], id
 	return d
 }
 
-// updated waits for a chat.update of ts whose outcome line is want.
+// endedAt is the end of a settled card's outcome line: when the question
+// ended, in Slack's date markup (each reader's time zone).
+var endedAt = regexp.MustCompile(` · <!date\^(\d+)\^\{date_short_pretty\} at \{time\}\|\d{4}-\d\d-\d\d \d\d:\d\d UTC>$`)
+
+// updated waits for a chat.update of ts whose outcome line is want,
+// followed by when the question ended (within the last minute).
 func (h *harness) updated(t *testing.T, ts, want string) apiCall {
 	t.Helper()
 	var got apiCall
@@ -82,14 +89,22 @@ func (h *harness) updated(t *testing.T, ts, want string) apiCall {
 				if b["block_id"] == "outcome" {
 					line := b["elements"].([]any)[0].(map[string]any)["text"].(string)
 					seen = append(seen, line)
-					if line == want {
+					m := endedAt.FindStringSubmatch(line)
+					if m == nil {
+						continue
+					}
+					unix, _ := strconv.ParseInt(m[1], 10, 64)
+					if ago := time.Since(time.Unix(unix, 0)); ago < -time.Second || ago > time.Minute {
+						continue
+					}
+					if strings.TrimSuffix(line, m[0]) == want {
 						got = c
 						return nil
 					}
 				}
 			}
 		}
-		return fmt.Errorf("no chat.update of %s saying %q (saw %q)", ts, want, seen)
+		return fmt.Errorf("no chat.update of %s saying %q and when it ended (saw %q)", ts, want, seen)
 	})
 	if actionsBlock(got) != "" {
 		t.Errorf("updated card still has controls")

@@ -82,7 +82,7 @@ func (b *Bot) jobURL(identity, tenant, job string) string {
 // link (everyone there reads it), an "Open in console" button when the
 // console is configured.
 func (b *Bot) cardView(c *card, r blockkit.Ref) blockkit.Card {
-	return blockkit.Card{Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, Console: b.consoleOn()}
+	return blockkit.Card{Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, Console: b.consoleOn(), Ended: c.Ended}
 }
 
 // onAsked posts the question's card once, in the job's thread, and reports
@@ -366,7 +366,7 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event) error {
 	}
 	if rev != 0 && cur.TS != "" && cur.Outcome == "" {
 		n := cur
-		n.Outcome = blockkit.OutcomeLine(ev, cur.Question)
+		n.Outcome, n.Ended = blockkit.OutcomeLine(ev, cur.Question), ev.At
 		if n.Updated, err = b.showSettled(ctx, ref, &n); err != nil {
 			return err
 		}
@@ -390,7 +390,7 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event) error {
 			return nil // first outcome wins; repeats change nothing
 		}
 		n := *c
-		n.Outcome = blockkit.OutcomeLine(ev, c.Question)
+		n.Outcome, n.Ended = blockkit.OutcomeLine(ev, c.Question), ev.At
 		if n.TS == "" {
 			// Posted by someone before the KV record existed (events name it).
 			for _, m := range ev.Messages {

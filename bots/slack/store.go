@@ -73,6 +73,9 @@ type card struct {
 	// Slack already shows it.
 	Outcome string `json:"outcome,omitempty"`
 	Updated bool   `json:"updated,omitempty"`
+	// Ended is when the question ended (the settling event's time), shown
+	// after the outcome line.
+	Ended time.Time `json:"ended,omitzero"`
 }
 
 // thread is a job's thread parent in one channel.
