@@ -30,25 +30,41 @@ const stateTimeout = 2 * time.Second
 // error means the runtime did not say; a front-end then shows the question
 // (shown twice is better than a pending question hidden).
 func QuestionState(ctx context.Context, nc *nats.Conn, ev *Event) (string, error) {
+	v, err := ShowQuestion(ctx, nc, ev)
+	if err != nil {
+		return "", err
+	}
+	return v.State, nil
+}
+
+// ErrNotShown is the runtime's refusal of a show request (it does not
+// know the question): asking again will not change it.
+var ErrNotShown = errors.New("the runtime does not show the question")
+
+// ShowQuestion asks the runtime, as a trusted program (ask.v1.api.show
+// without as), for ev's question at ev's task version, within 2 s. A
+// refusal wraps ErrNotShown; any other error means the runtime did not
+// answer.
+func ShowQuestion(ctx context.Context, nc *nats.Conn, ev *Event) (*QuestionView, error) {
 	ctx, cancel := context.WithTimeout(ctx, stateTimeout)
 	defer cancel()
 	req, _ := json.Marshal(ShowRequest{Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: ev.QuestionID, TaskVersion: ev.TaskVersion})
 	msg, err := nc.RequestWithContext(ctx, APIShow, req)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", APIShow, err)
+		return nil, fmt.Errorf("%s: %w", APIShow, err)
 	}
 	var reply ShowReply
 	if err := json.Unmarshal(msg.Data, &reply); err != nil {
-		return "", fmt.Errorf("%s: the reply is not JSON", APIShow)
+		return nil, fmt.Errorf("%s: the reply is not JSON", APIShow)
 	}
 	if reply.Error != "" {
-		return "", errors.New(reply.Error)
+		return nil, fmt.Errorf("%s: %w: %s", APIShow, ErrNotShown, reply.Error)
 	}
 	v := reply.Question
 	if v == nil || v.Tenant != ev.Tenant || v.JobID != ev.JobID || v.QuestionID != ev.QuestionID || v.TaskVersion != ev.TaskVersion {
-		return "", fmt.Errorf("%s: the reply is about another question", APIShow)
+		return nil, fmt.Errorf("%s: %w: the reply is about another question", APIShow, ErrNotShown)
 	}
-	return v.State, nil
+	return v, nil
 }
 
 // StaleReminder says a reminder or escalation event, seen at now, should

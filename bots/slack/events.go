@@ -27,7 +27,7 @@ func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, lastTry bool) e
 	case bridge.EventAsked:
 		return b.onAsked(ctx, ev, lastTry)
 	case bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded:
-		return b.onSettled(ctx, ev)
+		return b.onSettled(ctx, ev, lastTry)
 	case bridge.EventRefused:
 		return b.onRefused(ctx, ev)
 	case bridge.EventReminded, bridge.EventEscalated:
@@ -356,7 +356,11 @@ func (b *Bot) report(ctx context.Context, r blockkit.Ref, msg *bridge.MessageRef
 // A card already posted is updated in Slack first and then recorded as
 // settled and updated in one write: a crash in between redelivers the
 // event, and the update, which is idempotent, runs again.
-func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event) error {
+//
+// A card whose record has lost its question (the record is gone, the
+// bucket made anew: the event names the card, not the question) gets it
+// from the runtime, so the card keeps its text.
+func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event, lastTry bool) error {
 	ref := refOf(ev)
 	key := cardKey(ref)
 	var cur card
@@ -364,9 +368,16 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event) error {
 	if err != nil {
 		return err
 	}
+	var view *bridge.QuestionView
+	if cur.Question == nil && cur.Outcome == "" && (cur.TS != "" || slackMessage(ev) != nil) {
+		if view, err = b.questionFor(ctx, ev, lastTry); err != nil {
+			return err
+		}
+	}
 	if rev != 0 && cur.TS != "" && cur.Outcome == "" {
 		n := cur
-		n.Outcome, n.Ended = blockkit.OutcomeLine(ev, cur.Question), ev.At
+		fillQuestion(&n, view)
+		n.Outcome, n.Ended = blockkit.OutcomeLine(ev, n.Question), ev.At
 		if n.Updated, err = b.showSettled(ctx, ref, &n); err != nil {
 			return err
 		}
@@ -390,14 +401,12 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event) error {
 			return nil // first outcome wins; repeats change nothing
 		}
 		n := *c
-		n.Outcome, n.Ended = blockkit.OutcomeLine(ev, c.Question), ev.At
+		fillQuestion(&n, view)
+		n.Outcome, n.Ended = blockkit.OutcomeLine(ev, n.Question), ev.At
 		if n.TS == "" {
 			// Posted by someone before the KV record existed (events name it).
-			for _, m := range ev.Messages {
-				if m.Platform == bridge.PlatformSlack && m.MessageID != "" {
-					n.Channel, n.TS, n.Thread = m.Channel, m.MessageID, m.Thread
-					break
-				}
+			if m := slackMessage(ev); m != nil {
+				n.Channel, n.TS, n.Thread = m.Channel, m.MessageID, m.Thread
 			}
 		}
 		mustUpdate = n.TS != ""
@@ -410,6 +419,49 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event) error {
 		return nil
 	}
 	return b.refreshCard(ctx, ref)
+}
+
+// slackMessage is the Slack message the event says shows its question.
+func slackMessage(ev *bridge.Event) *bridge.MessageRef {
+	for i, m := range ev.Messages {
+		if m.Platform == bridge.PlatformSlack && m.MessageID != "" {
+			return &ev.Messages[i]
+		}
+	}
+	return nil
+}
+
+// questionFor asks the runtime for the question of ev, for a card whose
+// record lost it. When the runtime does not answer, the event is tried
+// again later, except on its last try; when it does not know the
+// question, the card goes on without its text (nil).
+func (b *Bot) questionFor(ctx context.Context, ev *bridge.Event, lastTry bool) (*bridge.QuestionView, error) {
+	v, err := bridge.ShowQuestion(ctx, b.o.NATS.Conn, ev)
+	switch {
+	case err == nil && v.Question != nil:
+		return v, nil
+	case err == nil || errors.Is(err, bridge.ErrNotShown) || lastTry:
+		b.log.WarnContext(ctx, "slack: no question text for a card whose record is lost; its outcome is shown without it",
+			"job", ev.JobID, "question", ev.QuestionID, "err", err)
+		return nil, nil
+	}
+	return nil, &errLater{after: 5 * time.Second, why: "the runtime did not show the question of a card whose record is lost: " + err.Error()}
+}
+
+// fillQuestion gives c the question of view when c has none.
+func fillQuestion(c *card, view *bridge.QuestionView) {
+	if c.Question != nil || view == nil || view.Question == nil {
+		return
+	}
+	q := *view.Question
+	q.TaskVersion = view.TaskVersion
+	c.Question = &q
+	if c.AskedAt.IsZero() {
+		c.AskedAt = view.AskedAt
+	}
+	if c.Deadline.IsZero() {
+		c.Deadline = view.Deadline
+	}
 }
 
 // refreshCard rewrites a settled card in Slack and marks it done.

@@ -2,8 +2,10 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/askbridge/askbridge/blockkit"
@@ -66,7 +68,7 @@ func TestSettledCardUpdatedOnce(t *testing.T) {
 	if rec.Outcome != "Answered by @kevin: blue" || rec.TS != ts {
 		t.Fatalf("card record %+v", rec)
 	}
-	if err := h.bot.onSettled(context.Background(), &ev); err != nil {
+	if err := h.bot.onSettled(context.Background(), &ev, false); err != nil {
 		t.Fatalf("event again: %v", err)
 	}
 	if n := updatesOf(h, ts); n != 1 {
@@ -192,5 +194,41 @@ func TestJobThreadRecordRenewedOnUse(t *testing.T) {
 	}
 	if posts := len(fake.Calls("chat.postMessage")); posts != 1 {
 		t.Errorf("%d thread parents posted, want 1", posts)
+	}
+}
+
+// TestSettledCardKeepsItsTextWhenItsRecordIsLost checks a card whose KV
+// record is gone (the bucket made anew) keeps its question's text when the
+// question settles: the event names the card but not the question, which
+// the adapter asks the runtime for.
+func TestSettledCardKeepsItsTextWhenItsRecordIsLost(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	q := question("job-lost", "q-lost")
+	q.Timeout = "1h"
+	publishQuestion(t, env, q)
+	card := h.posted(t, q.QuestionID)
+	ts := h.cardTS(t, q)
+	// The runtime knows where the card is, so its events name it.
+	checkFor(t, wait, tick, func() error {
+		req, _ := json.Marshal(bridge.ShowRequest{Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID})
+		msg, err := env.NATS.Conn.Request(bridge.APIShow, req, wait)
+		if err != nil {
+			return err
+		}
+		var reply bridge.ShowReply
+		if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.Question == nil || len(reply.Question.Messages) == 0 {
+			return fmt.Errorf("show: %s", msg.Data)
+		}
+		return nil
+	})
+	if err := h.bot.kv.Delete(context.Background(), cardKey(blockkit.RefOf(q))); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := h.interact(h.fake.click("U0KEV", "kevin", "trig-lost", "C0123", ts, actionsBlock(card), "choice.1", "blue", "")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("click: %d %s", resp.StatusCode, body)
+	}
+	up := h.updated(t, ts, "Answered by @kevin: blue")
+	if s := up.Str("blocks"); !strings.Contains(s, q.Question) || !strings.Contains(s, q.WhyItMatters) || strings.Contains(s, "not available") {
+		t.Fatalf("the settled card lost its question's text: %s", s)
 	}
 }
