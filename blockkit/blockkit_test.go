@@ -493,6 +493,7 @@ func TestOutcomeLines(t *testing.T) {
 		{bridge.Event{Type: bridge.EventTimedOut, Text: "Nobody answered within 4:00:00."}, nil, "Nobody answered within 4:00:00"},
 		{bridge.Event{Type: bridge.EventSuperseded}, q, "Superseded by a newer version of this task"},
 		{bridge.Event{Type: bridge.EventCancelled}, q, "Cancelled"},
+		{bridge.Event{Type: bridge.EventDeliveryFailed, State: bridge.StateFailed}, q, "Failed: askbridge could not deliver this question"},
 		{bridge.Event{Type: bridge.EventAnswered, ByName: "kevin", Answer: json.RawMessage(`"approved"`)}, ap, "Approved by @kevin"},
 		{bridge.Event{Type: bridge.EventAnswered, ByName: "kevin", Answer: json.RawMessage(`"denied"`), Comment: "too much"}, ap, "Denied by @kevin: too much"},
 	}

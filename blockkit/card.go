@@ -471,7 +471,7 @@ func OutcomeLine(ev *bridge.Event, q *bridge.Question) string {
 	case bridge.EventCancelled:
 		return "Cancelled"
 	case bridge.EventDeliveryFailed:
-		return "Could not be delivered"
+		return "Failed: askbridge could not deliver this question"
 	}
 	return "Closed"
 }

@@ -107,6 +107,18 @@ func earliest(a, b time.Time) time.Time {
 // "", so the caller posts, since a question shown twice beats one never
 // shown.
 func (b *Bot) findPosted(ctx context.Context, channel, thread string, since time.Time, want slack.SlackMetadata) (string, error) {
+	found, err := b.findMarked(ctx, channel, thread, since, want, false)
+	if err != nil || len(found) == 0 {
+		return "", err
+	}
+	return found[0], nil
+}
+
+// findMarked is findPosted giving the ts of the first message marked
+// want, or with all of every such message (posts that each reached Slack
+// unrecorded), in the order Slack lists them.
+func (b *Bot) findMarked(ctx context.Context, channel, thread string, since time.Time, want slack.SlackMetadata, all bool) ([]string, error) {
+	var found []string
 	oldest := slackTS(since.Add(-lookback))
 	op := "conversations.history"
 	if thread != "" {
@@ -139,25 +151,28 @@ func (b *Bot) findPosted(ctx context.Context, channel, thread string, since time
 		if err != nil {
 			ae := classify(op, err)
 			if ae.Transient {
-				return "", ae
+				return found, ae
 			}
-			b.log.WarnContext(ctx, "slack: could not look for a message an unfinished post may have left; posting it",
+			b.log.WarnContext(ctx, "slack: could not look for a message an unfinished post may have left",
 				"op", op, "channel", channel, "event_type", want.EventType, "slack_error", ae.Code)
-			return "", nil
+			return found, nil
 		}
 		for _, m := range msgs {
 			if m.Timestamp != "" && m.Timestamp != thread && metaMatches(m.Metadata, want) {
-				b.log.InfoContext(ctx, "slack: found the message an unfinished post left; not posting it again",
+				b.log.InfoContext(ctx, "slack: found a message an unfinished post left",
 					"channel", channel, "ts", m.Timestamp, "event_type", want.EventType)
-				return m.Timestamp, nil
+				found = append(found, m.Timestamp)
+				if !all {
+					return found, nil
+				}
 			}
 		}
 		if next == "" {
-			return "", nil
+			return found, nil
 		}
 		cursor = next
 	}
-	return "", nil
+	return found, nil
 }
 
 // postMarked posts a card (in thread) or a thread parent (thread "")

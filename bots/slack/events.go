@@ -28,6 +28,11 @@ func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, lastTry bool) e
 		return b.onAsked(ctx, ev, lastTry)
 	case bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded:
 		return b.onSettled(ctx, ev, lastTry)
+	case bridge.EventDeliveryFailed:
+		if ev.State != bridge.StateFailed {
+			return nil // one platform failed; the question still waits elsewhere
+		}
+		return b.onSettled(ctx, ev, lastTry)
 	case bridge.EventRefused:
 		return b.onRefused(ctx, ev)
 	case bridge.EventReminded, bridge.EventEscalated:
@@ -217,6 +222,12 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 			}
 			n := *c
 			n.Failure, n.ClaimBy = f, ""
+			if posting && ae.Transient {
+				// Slack may have taken a try whose answer was lost: when the
+				// question ends, its card is looked for and settled.
+				n.Channel, n.Thread = channel, thread
+				n.TriedSince = earliest(since, rec.ClaimSince)
+			}
 			return &n
 		}); err != nil {
 			return err
@@ -390,14 +401,15 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event, lastTry bool) err
 		}
 		// The record changed meanwhile: settle it the general way.
 	}
-	var mustUpdate bool
+	var mustUpdate, stray bool
 	rec, err := b.updateCard(ctx, ref, func(c *card) *card {
-		mustUpdate = false
+		mustUpdate, stray = false, false
 		if c == nil {
 			c = &card{}
 		}
 		if c.Outcome != "" {
 			mustUpdate = c.TS != "" && !c.Updated
+			stray = strayPosts(c) && !c.Updated
 			return nil // first outcome wins; repeats change nothing
 		}
 		n := *c
@@ -409,16 +421,56 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event, lastTry bool) err
 				n.Channel, n.TS, n.Thread = m.Channel, m.MessageID, m.Thread
 			}
 		}
-		mustUpdate = n.TS != ""
+		mustUpdate, stray = n.TS != "", strayPosts(&n)
 		return &n
 	})
 	if err != nil {
 		return err
 	}
+	if stray && rec != nil {
+		return b.settleStrays(ctx, ref, lastTry)
+	}
 	if !mustUpdate || rec == nil {
 		return nil
 	}
 	return b.refreshCard(ctx, ref)
+}
+
+// strayPosts says posting the card of c failed in a way that may hide
+// posts Slack accepted (their answers lost, and no lookup found them).
+func strayPosts(c *card) bool {
+	return c.TS == "" && c.Failure != nil && c.Channel != "" && !c.TriedSince.IsZero()
+}
+
+// settleStrays looks for the cards of a question whose posting failed
+// and that has ended (it failed, or was answered elsewhere), and settles
+// each one Slack holds: otherwise their buttons would stay live. A lookup
+// that fails for now is tried again later, except on the event's last try.
+func (b *Bot) settleStrays(ctx context.Context, ref blockkit.Ref, lastTry bool) error {
+	rec, err := b.loadCard(ctx, ref)
+	if err != nil || rec == nil || rec.Outcome == "" || rec.Updated || !strayPosts(rec) {
+		return err
+	}
+	found, err := b.findMarked(ctx, rec.Channel, rec.Thread, rec.TriedSince, questionMeta(ref), true)
+	if err != nil && !lastTry {
+		return err
+	}
+	for _, ts := range found {
+		c := *rec
+		c.TS = ts
+		if _, err := b.showSettled(ctx, ref, &c); err != nil {
+			return err
+		}
+	}
+	_, err = b.updateCard(ctx, ref, func(c *card) *card {
+		if c == nil || c.Updated {
+			return nil
+		}
+		n := *c
+		n.Updated = true
+		return &n
+	})
+	return err
 }
 
 // slackMessage is the Slack message the event says shows its question.

@@ -232,3 +232,53 @@ func TestSettledCardKeepsItsTextWhenItsRecordIsLost(t *testing.T) {
 		t.Fatalf("the settled card lost its question's text: %s", s)
 	}
 }
+
+// TestFailedQuestionSettlesTheCardsSlackAccepted checks a question that
+// failed because the adapter gave up on its card, although Slack had
+// accepted the posts whose answers were lost (and the lookup for them
+// failed too), does not keep cards with live buttons: once the runtime
+// says the question failed, every copy loses its controls and says so.
+func TestFailedQuestionSettlesTheCardsSlackAccepted(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	h := startBot(t, n, fake)
+	h.bot.retry.Tries = 2
+	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
+	const parent = "1600000000.000001"
+	fake.hold(fakeMsg{Channel: "C0123", TS: parent, Text: "the job's thread"})
+	q := question("job-df", "q-df")
+	q.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0123", ThreadTS: parent}}
+	ev := askedEvent(q)
+	for range 2 {
+		fake.failAfter("chat.postMessage", 500, `{"ok":false,"error":"internal_error"}`)
+	}
+	for range 2 {
+		fake.fail("conversations.replies", 500, nil, `{"ok":false,"error":"internal_error"}`)
+	}
+	// The event's last try: the failure is reported, not retried.
+	if err := h.bot.handleEvent(context.Background(), &ev, true); err != nil {
+		t.Fatal(err)
+	}
+	d := deliveredTS(t, n, deliveries, "q-df")
+	if d.OK || d.Failure == nil || d.Failure.Code != bridge.CodeSourceUnreliable {
+		t.Fatalf("delivery %+v %+v, want SOURCE_UNRELIABLE", d, d.Failure)
+	}
+	copies := fake.marked(questionMetaJSON("job-df", "q-df", 1))
+	if len(copies) != 2 {
+		t.Fatalf("%d cards in Slack, want the 2 it accepted", len(copies))
+	}
+	// The runtime fails the question, as no platform showed it.
+	publishEvent(t, n, bridge.Event{Type: bridge.EventDeliveryFailed, Tenant: "acme", JobID: "job-df", QuestionID: "q-df", TaskVersion: 1,
+		Via: bridge.PlatformSlack, Failure: d.Failure, State: bridge.StateFailed,
+		Text: "The question could not be shown to anyone: " + d.Failure.OperatorMessage})
+	for _, c := range copies {
+		up := h.updated(t, c.TS, "Failed: askbridge could not deliver this question")
+		if s := up.Str("blocks"); !strings.Contains(s, q.Question) {
+			t.Errorf("the settled card lost its text: %s", s)
+		}
+	}
+	rec, err := h.bot.loadCard(context.Background(), blockkit.Ref{Tenant: "acme", JobID: "job-df", QuestionID: "q-df", Version: 1})
+	if err != nil || rec == nil || !rec.Updated {
+		t.Fatalf("card record %+v (%v), want it settled and updated", rec, err)
+	}
+}
