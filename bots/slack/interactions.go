@@ -333,6 +333,12 @@ func (b *Bot) mayNotAnswer(ctx context.Context, r blockkit.Ref, user string) str
 		return "askbridge could not open the form just now. Please try again in a moment."
 	}
 	switch v := reply.Question; {
+	case v == nil && reply.Error != "" && b.hasCard(ctx, r):
+		// The runtime tells someone with no role nothing about a
+		// question, not even that it exists; but this person clicked its
+		// card. Say what a click on the card's choices gets them: the
+		// runtime's not_allowed words, not "there is no question".
+		return "You can't answer this question: slack:" + user + " is not one of its answerers and has no operator, admin or owner role."
 	case v == nil:
 		return firstNonEmpty(reply.Error, "This question is no longer available here; see /ask list.")
 	case v.State != bridge.StatePending:
@@ -341,6 +347,12 @@ func (b *Bot) mayNotAnswer(ctx context.Context, r blockkit.Ref, user string) str
 		return firstNonEmpty(v.CannotAnswer, "You can't answer this question.")
 	}
 	return ""
+}
+
+// hasCard says whether askbridge posted a card for r (its record exists).
+func (b *Bot) hasCard(ctx context.Context, r blockkit.Ref) bool {
+	rec, err := b.loadCard(ctx, r)
+	return err == nil && rec != nil && rec.TS != ""
 }
 
 func (b *Bot) question(ctx context.Context, r blockkit.Ref, user string) (*card, error) {
