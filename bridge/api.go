@@ -27,6 +27,22 @@ type ListReply struct {
 	Error     string         `json:"error,omitempty"`
 }
 
+// errorOnly is the JSON of a refused request: the contract says errors come
+// back as {"error": "..."}, with nothing else beside them.
+type errorOnly struct {
+	Error string `json:"error"`
+}
+
+// MarshalJSON writes a refused list as {"error": "..."}, not with a
+// "questions": null that a client could read as an empty list.
+func (r ListReply) MarshalJSON() ([]byte, error) {
+	if r.Error != "" && r.Questions == nil {
+		return json.Marshal(errorOnly{r.Error})
+	}
+	type plain ListReply
+	return json.Marshal(plain(r))
+}
+
 // ShowRequest asks ask.v1.api.show for one question and its audit trail.
 // JobID may be empty when QuestionID is unique in the tenant.
 type ShowRequest struct {
@@ -50,6 +66,16 @@ type StatsReply struct {
 	ByState       map[string]int64 `json:"by_state"`
 	OutboxBacklog int64            `json:"outbox_backlog"`
 	Error         string           `json:"error,omitempty"`
+}
+
+// MarshalJSON writes a failed stats request as {"error": "..."}, not with
+// "by_state": null and an outbox backlog of 0 that read as an idle service.
+func (r StatsReply) MarshalJSON() ([]byte, error) {
+	if r.Error != "" && r.ByState == nil {
+		return json.Marshal(errorOnly{r.Error})
+	}
+	type plain StatsReply
+	return json.Marshal(plain(r))
 }
 
 // QuestionView is a stored question as one identity may see it. When Hidden
