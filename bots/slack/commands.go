@@ -193,7 +193,11 @@ func (b *Bot) listURL(identity string) string {
 func (b *Bot) describe(identity string, v *bridge.QuestionView, full bool) string {
 	id := "`" + v.JobID + "/" + v.QuestionID + "`"
 	if v.Hidden || v.Question == nil {
-		return id + " (" + v.Tenant + ") — a question waits here; you can't see what it asks."
+		line := id + " (" + v.Tenant + ") — a question waits here; you can't see what it asks."
+		if v.CanDecline {
+			line += " You may decline it: `/ask decline " + v.JobID + "/" + v.QuestionID + " [reason]`."
+		}
+		return line
 	}
 	n := 150
 	if full {

@@ -733,9 +733,13 @@ const maxDMChannels = 10000
 // left; owner and admin steps also say who was asked and since when.
 func reminderText(ev *bridge.Event, q *bridge.Question, link string, askedAt, deadline, now time.Time, consoleURL string) string {
 	var sb strings.Builder
-	if ev.Type == bridge.EventEscalated || (ev.Step != "" && ev.Step != bridge.TargetAnswerers) {
+	switch {
+	case ev.Step == bridge.TargetAdmins:
+		// Admins own no job: the question is their tenant's.
+		sb.WriteString(":rotating_light: A question in tenant `" + ev.Tenant + "` is still unanswered")
+	case ev.Type == bridge.EventEscalated || (ev.Step != "" && ev.Step != bridge.TargetAnswerers):
 		sb.WriteString(":rotating_light: A question for one of your jobs is still unanswered")
-	} else {
+	default:
 		sb.WriteString(":bell: Reminder: a question waits for your answer")
 	}
 	if q != nil {
