@@ -962,3 +962,45 @@ func TestCLIAskTimedOutWithOnTimeoutFail(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestWarnsWhenChatLinksPointAtLoopback checks the service says so when
+// Slack or Discord is on and ASK_PUBLIC_URL is not set: the console links
+// it puts in chat would point at this machine's loopback.
+func TestWarnsWhenChatLinksPointAtLoopback(t *testing.T) {
+	const warning = "ASK_PUBLIC_URL is not set: console links in chat point at http://127.0.0.1:"
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		warn bool
+	}{
+		{"slack without a public URL", map[string]string{}, true},
+		{"slack with a public URL", map[string]string{"ASK_PUBLIC_URL": "https://ask.example.com/"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("ASK_DATA_DIR", t.TempDir())
+			t.Setenv("ASK_HTTP_ADDR", "127.0.0.1:0")
+			t.Setenv("ASK_NATS_LISTEN", "127.0.0.1:0")
+			t.Setenv("ASK_SLACK_BOT_TOKEN", "xoxb-test")
+			t.Setenv("ASK_SLACK_SIGNING_SECRET", "test-signing-secret")
+			t.Setenv("ASK_SLACK_API_URL", "http://127.0.0.1:1/api/")
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			cfg, err := config.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			s, err := startService(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.stop(context.Background())
+			if got := strings.Contains(logs.String(), warning); got != c.warn {
+				t.Fatalf("warned %v, want %v; logs:\n%s", got, c.warn, logs.String())
+			}
+		})
+	}
+}

@@ -75,6 +75,12 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
+	if (cfg.SlackEnabled() || cfg.DiscordEnabled()) && cfg.PublicURL == "" {
+		// The default suits one machine; people in chat elsewhere would
+		// get console links they cannot open.
+		log.Warn("ASK_PUBLIC_URL is not set: console links in chat point at " + cfg.BaseURL() +
+			", which people on other machines cannot open; set it to the address they reach askbridge at")
+	}
 	// With ASK_NATS_SYNC=interval the embedded JetStream fsyncs once a
 	// second, and durability moves to the store: clicks are acknowledged
 	// after their decision is committed (see README). In both modes
