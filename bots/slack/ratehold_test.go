@@ -206,3 +206,29 @@ func TestLongRetryAfterOnACardUpdateIsWaitedOut(t *testing.T) {
 		}
 	}
 }
+
+// TestFractionalRetryAfterIsWaitedOut checks a 429 whose Retry-After has a
+// fraction (1.5, as a proxy may send) is waited out like any other, not
+// taken for an unknown error that fails the question.
+func TestFractionalRetryAfterIsWaitedOut(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	startBot(t, n, fake)
+	fake.fail("chat.postMessage", 429, map[string]string{"Retry-After": "1.5"}, `{"ok":false,"error":"ratelimited"}`)
+	q := question("job-frac", "q-frac")
+	publishEvent(t, n, askedEvent(q))
+	checkFor(t, wait, tick, func() error {
+		if _, ok := cardIn(fake, "C0123", "q-frac"); !ok {
+			return fmt.Errorf("no card yet")
+		}
+		return nil
+	})
+	// The refused post (the job thread's parent), its retry, the card.
+	calls := fake.Calls("chat.postMessage")
+	if len(calls) != 3 {
+		t.Fatalf("%d posts, want the refused one, its retry after the wait, and the card", len(calls))
+	}
+	if d := calls[1].At.Sub(calls[0].At); d < 1500*time.Millisecond {
+		t.Errorf("posted again %v after Slack asked to wait 1.5 s", d)
+	}
+}

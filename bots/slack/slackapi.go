@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,8 +87,12 @@ type ratelimitedAs429 struct{ next http.RoundTripper }
 
 func (t ratelimitedAs429) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
-	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Retry-After") == "" {
+	if err != nil || resp.Header.Get("Retry-After") == "" {
 		return resp, err
+	}
+	wholeSeconds(resp.Header)
+	if resp.StatusCode != http.StatusOK {
+		return resp, nil
 	}
 	const most = 64 << 10
 	raw, rerr := io.ReadAll(io.LimitReader(resp.Body, most))
@@ -103,6 +110,19 @@ func (t ratelimitedAs429) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	resp.StatusCode, resp.Status = http.StatusTooManyRequests, "429 Too Many Requests"
 	return resp, nil
+}
+
+// wholeSeconds rounds a Retry-After of fractional seconds (1.5, as a
+// proxy may send) up to whole ones: slack-go reads only whole seconds,
+// and fails the call as an unknown error otherwise.
+func wholeSeconds(h http.Header) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if _, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && f < 1e9 {
+		h.Set("Retry-After", strconv.FormatInt(int64(math.Ceil(f)), 10))
+	}
 }
 
 // classify turns a slack-go error into an apiError.
