@@ -543,3 +543,28 @@ func TestTextSizeMatchesTheJSON(t *testing.T) {
 		t.Fatalf("only %d blocks counted directly; the cards' blocks should all be", known)
 	}
 }
+
+// TestFitEscaped checks a text is cut only when it does not fit whole, and
+// then leaves room for what follows a cut.
+func TestFitEscaped(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		in          string
+		limit, room int
+		want        string
+		cut         bool
+	}{
+		{"fits", "abcdef", 6, 3, "abcdef", false},
+		{"fits with entities", "a&b", 7, 3, "a&amp;b", false},
+		{"one over", "abcdefg", 6, 3, "ab…", true},
+		{"never inside an entity", "ab<cdefgh", 8, 3, "ab…", true},
+		{"trailing space dropped", "a bcdefgh", 5, 2, "a…", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, cut := fitEscaped(c.in, c.limit, c.room)
+			if got != c.want || cut != c.cut {
+				t.Fatalf("fitEscaped(%q, %d, %d) = %q, %v; want %q, %v", c.in, c.limit, c.room, got, cut, c.want, c.cut)
+			}
+		})
+	}
+}

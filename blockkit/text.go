@@ -44,13 +44,15 @@ func escape(s string) string {
 
 var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
-// fitEscaped escapes s and cuts it so that the result, plus room bytes,
-// stays within limit characters. It never cuts inside an entity. The bool
-// says whether anything was cut.
+// fitEscaped escapes s and, when the whole of it does not fit limit
+// characters, cuts it so that the result plus room characters (what a cut
+// text is followed by) stays within limit. It never cuts inside an
+// entity. The bool says whether anything was cut.
 func fitEscaped(s string, limit, room int) (string, bool) {
 	var b strings.Builder
 	n := 0
 	budget := limit - room - 1 // the ellipsis
+	cutAt := -1                // b.Len() where a cut text ends
 	for _, r := range s {
 		e := string(r)
 		switch r {
@@ -62,8 +64,13 @@ func fitEscaped(s string, limit, room int) (string, bool) {
 			e = "&gt;"
 		}
 		w := utf8.RuneCountInString(e)
-		if n+w > budget {
-			return strings.TrimRight(b.String(), " \n") + "…", true
+		if cutAt < 0 && n+w > budget {
+			cutAt = b.Len()
+		}
+		if n+w > limit {
+			// Only a text that does not fit whole is cut, and then
+			// leaves room for the ellipsis and what follows a cut.
+			return strings.TrimRight(b.String()[:cutAt], " \n") + "…", true
 		}
 		b.WriteString(e)
 		n += w
