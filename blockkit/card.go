@@ -115,8 +115,9 @@ func ThreadParent(q *bridge.Question, console bool) ([]slack.Block, string) {
 		agent = "An agent"
 	}
 	agentText, _ := fitEscaped(agent, 200, 0)
-	line := "*" + agentText + "* needs input on job `" + q.JobID + "` (task version " +
-		strconv.FormatInt(q.TaskVersion, 10) + ", tenant `" + q.Tenant + "`). Questions follow in this thread."
+	// No task version: the thread holds the job's questions of every
+	// version, and its first message is not edited when the task moves on.
+	line := "*" + agentText + "* needs input on job `" + q.JobID + "` (tenant `" + q.Tenant + "`). Questions follow in this thread."
 	var blocks []slack.Block
 	if console {
 		blocks = []slack.Block{slack.NewSectionBlock(mrkdwn(line), nil, slack.NewAccessory(consoleButton(ActionConsoleJob)),
