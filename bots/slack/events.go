@@ -462,15 +462,7 @@ func (b *Bot) settleStrays(ctx context.Context, ref blockkit.Ref, lastTry bool) 
 			return err
 		}
 	}
-	_, err = b.updateCard(ctx, ref, func(c *card) *card {
-		if c == nil || c.Updated {
-			return nil
-		}
-		n := *c
-		n.Updated = true
-		return &n
-	})
-	return err
+	return b.markUpdated(ctx, ref)
 }
 
 // slackMessage is the Slack message the event says shows its question.
@@ -516,6 +508,19 @@ func fillQuestion(c *card, view *bridge.QuestionView) {
 	}
 }
 
+// markUpdated records that the settled card shows its outcome in Slack.
+func (b *Bot) markUpdated(ctx context.Context, ref blockkit.Ref) error {
+	_, err := b.updateCard(ctx, ref, func(c *card) *card {
+		if c == nil || c.Updated {
+			return nil
+		}
+		n := *c
+		n.Updated = true
+		return &n
+	})
+	return err
+}
+
 // refreshCard rewrites a settled card in Slack and marks it done.
 func (b *Bot) refreshCard(ctx context.Context, ref blockkit.Ref) error {
 	rec, err := b.loadCard(ctx, ref)
@@ -525,15 +530,7 @@ func (b *Bot) refreshCard(ctx context.Context, ref blockkit.Ref) error {
 	if done, err := b.showSettled(ctx, ref, rec); err != nil || !done {
 		return err
 	}
-	_, err = b.updateCard(ctx, ref, func(c *card) *card {
-		if c == nil || c.Updated {
-			return nil
-		}
-		n := *c
-		n.Updated = true
-		return &n
-	})
-	return err
+	return b.markUpdated(ctx, ref)
 }
 
 // showSettled rewrites the card of rec in Slack with its outcome. It
