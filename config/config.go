@@ -160,7 +160,7 @@ func (c *Config) Validate() error {
 	} else if c.SlackBotToken != "" && !isHTTPURL(c.SlackAPIURL) {
 		bad("ASK_SLACK_API_URL must be an http or https URL such as https://slack.com/api/")
 	}
-	if c.SlackChannel != "" && !isSlackID(c.SlackChannel) {
+	if c.SlackChannel != "" && !bridge.ValidSlackID(c.SlackChannel) {
 		bad("ASK_SLACK_CHANNEL must be a channel id such as C0123 (not its name), not %q", c.SlackChannel)
 	}
 	if c.DiscordBotToken != "" {
@@ -178,7 +178,7 @@ func (c *Config) Validate() error {
 	}
 	// Discord names channels and roles by snowflake ids: the adapter sends
 	// to no channel that is not one, and a role name never matches a member.
-	if c.DiscordChannel != "" && !isSnowflake(c.DiscordChannel) {
+	if c.DiscordChannel != "" && !bridge.ValidSnowflake(c.DiscordChannel) {
 		bad("ASK_DISCORD_CHANNEL must be a channel id, a number such as 1234567890123456789, not %q", c.DiscordChannel)
 	}
 	for _, l := range []struct {
@@ -186,7 +186,7 @@ func (c *Config) Validate() error {
 		ids  []string
 	}{{"ASK_DISCORD_ADMIN_ROLES", c.DiscordAdminRoles}, {"ASK_DISCORD_OPERATOR_ROLES", c.DiscordOperatorRoles}} {
 		for _, id := range l.ids {
-			if !isSnowflake(id) {
+			if !bridge.ValidSnowflake(id) {
 				bad("%s: %q must be a role id, a number such as 1234567890123456789 (not the role's name)", l.name, id)
 			}
 		}
@@ -249,33 +249,6 @@ func validNATSURLs(s string) bool {
 func isHTTPURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
-}
-
-// isSlackID reports whether s looks like a Slack id such as C0123, as the
-// Slack adapter takes them.
-func isSlackID(s string) bool {
-	if len(s) < 2 || len(s) > 32 {
-		return false
-	}
-	for _, r := range s {
-		if (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
-}
-
-// isSnowflake reports whether s is a Discord id: 1 to 20 digits.
-func isSnowflake(s string) bool {
-	if len(s) == 0 || len(s) > 20 {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 func isHexKey(s string) bool {

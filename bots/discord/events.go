@@ -179,7 +179,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 			return nil
 		}
 	}
-	if !validSnowflake(channel) {
+	if !bridge.ValidSnowflake(channel) {
 		f := &bridge.Failure{Code: bridge.CodeReferenceUnresolved, Dependency: "discord", Operation: "post question",
 			RequiredCapability: "a Discord channel id in route.discord.channel_id or ASK_DISCORD_CHANNEL",
 			SafeFallback:       "answer in the askbridge console or with /ask",
@@ -313,7 +313,7 @@ const cardLookback = time.Minute
 // bot looks for it where it posts, among the messages made since the
 // claim, and settles it. A card that was never made is not made now.
 func (b *Bot) settleUnanswered(ctx context.Context, key string, init card, c *card, channel string, last bool) error {
-	if c.MessageID != "" || c.Claim == "" || c.Question == nil || !validSnowflake(channel) {
+	if c.MessageID != "" || c.Claim == "" || c.Question == nil || !bridge.ValidSnowflake(channel) {
 		return nil
 	}
 	if c.Claim != b.id && b.now().Sub(c.ClaimAt) < claimTTL {
@@ -396,7 +396,7 @@ func (b *Bot) findCard(ctx context.Context, c *card, channel string) (msg *liste
 		return nil, "", err
 	}
 	where := []string{channel}
-	if haveThread && validSnowflake(jt.Thread) {
+	if haveThread && bridge.ValidSnowflake(jt.Thread) {
 		where = []string{jt.Thread, channel}
 	}
 	want := customID(actDecline, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0)
@@ -458,18 +458,6 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
-}
-
-func validSnowflake(s string) bool {
-	if len(s) == 0 || len(s) > 20 {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // fail records that the card could not be shown and reports the failure.
@@ -621,7 +609,7 @@ func (b *Bot) editMessage(ctx context.Context, channel, messageID string, embed 
 // message references: the first embed is kept and the outcome added.
 func (b *Bot) editRefs(ctx context.Context, ev *bridge.Event, o *outcome) error {
 	for _, ref := range ev.Messages {
-		if ref.Platform != bridge.PlatformDiscord || !validSnowflake(ref.Channel) || !validSnowflake(ref.MessageID) {
+		if ref.Platform != bridge.PlatformDiscord || !bridge.ValidSnowflake(ref.Channel) || !bridge.ValidSnowflake(ref.MessageID) {
 			continue
 		}
 		var msg *discordgo.Message
@@ -727,7 +715,7 @@ const followupTTL = 14 * time.Minute
 // id; it is matched on its To (the person) and the cancel's reply_to.
 func (b *Bot) onCancelRefused(ctx context.Context, ev *bridge.Event) error {
 	user, interaction := ev.ReplyTo[replyUser], ev.ReplyTo[replyInteraction]
-	if !validSnowflake(user) || ev.To != bridge.PlatformDiscord+":"+user || !validSnowflake(interaction) {
+	if !bridge.ValidSnowflake(user) || ev.To != bridge.PlatformDiscord+":"+user || !bridge.ValidSnowflake(interaction) {
 		return fmt.Errorf("%w: cancel refusal not addressed to the Discord user who asked", errPermanent)
 	}
 	// One refusal told per /ask cancel, whatever redelivers it.

@@ -287,7 +287,7 @@ func FuzzDiscordInteractions(f *testing.F) {
 			if code != http.StatusOK || string(out) != `{"type":1}` {
 				t.Fatalf("PING: HTTP %d %q", code, out)
 			}
-		case !validSnowflake(in.ID) || in.Token == "":
+		case !bridge.ValidSnowflake(in.ID) || in.Token == "":
 			if code != http.StatusBadRequest {
 				t.Fatalf("interaction without id or token: HTTP %d %q", code, out)
 			}
@@ -316,7 +316,7 @@ func FuzzDiscordInteractions(f *testing.F) {
 			if err := json.Unmarshal(m.Data, &at); err != nil {
 				t.Fatalf("attempt is not JSON: %v", err)
 			}
-			if at.By != "discord:"+user || !validSnowflake(user) || at.AttemptID != attemptID(&in) ||
+			if at.By != "discord:"+user || !bridge.ValidSnowflake(user) || at.AttemptID != attemptID(&in) ||
 				m.Header.Get("Nats-Msg-Id") != "attempt-"+at.AttemptID || m.Subject != bridge.AnswerSubject(at.Tenant, at.JobID) {
 				t.Fatalf("attempt %s on %s (id %q) for interaction %s by %q", m.Data, m.Subject, m.Header.Get("Nats-Msg-Id"), in.ID, user)
 			}

@@ -190,7 +190,7 @@ const discordEpoch = 1420070400000
 // are milliseconds since discordEpoch).
 func snowflakeTime(id string) (time.Time, bool) {
 	n, err := strconv.ParseUint(id, 10, 64)
-	if err != nil || !validSnowflake(id) {
+	if err != nil || !bridge.ValidSnowflake(id) {
 		return time.Time{}, false
 	}
 	return time.UnixMilli(int64(n>>22) + discordEpoch), true

@@ -75,7 +75,7 @@ func (b *Bot) handleInteraction(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, &discordgo.InteractionResponse{Type: discordgo.InteractionResponsePong})
 		return
 	}
-	if !validSnowflake(in.ID) || in.Token == "" {
+	if !bridge.ValidSnowflake(in.ID) || in.Token == "" {
 		http.Error(w, "interaction without an id or token", http.StatusBadRequest)
 		return
 	}
@@ -131,7 +131,7 @@ func (b *Bot) clickerOf(in *discordgo.Interaction) (clicker, bool) {
 	} else if in.User != nil {
 		u = in.User
 	}
-	if u == nil || !validSnowflake(u.ID) {
+	if u == nil || !bridge.ValidSnowflake(u.ID) {
 		return clicker{}, false
 	}
 	c := clicker{Identity: bridge.PlatformDiscord + ":" + u.ID, Name: u.Username}

@@ -32,7 +32,7 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 	}
 	for _, target := range ev.Targets {
 		user, ok := strings.CutPrefix(target, bridge.PlatformDiscord+":")
-		if !ok || !validSnowflake(user) {
+		if !ok || !bridge.ValidSnowflake(user) {
 			continue
 		}
 		key := seenKey("dm", ev.EventID, ev.Tenant, ev.JobID, ev.QuestionID, user)

@@ -108,7 +108,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if !strings.HasSuffix(o.APIURL, "/") {
 		return nil, errors.New("slack: ASK_SLACK_API_URL must end with / (such as https://slack.com/api/)")
 	}
-	if o.DefaultChannel != "" && !validChannel(o.DefaultChannel) {
+	if o.DefaultChannel != "" && !bridge.ValidSlackID(o.DefaultChannel) {
 		return nil, fmt.Errorf("slack: ASK_SLACK_CHANNEL %q must be a channel id such as C0123", o.DefaultChannel)
 	}
 	if o.Logger == nil {
@@ -317,19 +317,6 @@ func (b *Bot) handleMsg(ctx context.Context, m jetstream.Msg, unsubscribed <-cha
 			"delivery", delivered, "err", err)
 		_ = m.NakWithDelay(backoff)
 	}
-}
-
-// validChannel accepts Slack conversation ids (C…, G…, D…).
-func validChannel(s string) bool {
-	if len(s) < 2 || len(s) > 32 {
-		return false
-	}
-	for _, r := range s {
-		if (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // dedupe remembers recent keys, so a double click is one attempt even

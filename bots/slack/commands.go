@@ -61,7 +61,7 @@ var slackUnescape = strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">")
 // command runs one /ask command for HTTP and Socket Mode alike. The
 // runtime applies the permission rules; we only pass who is asking.
 func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandReply {
-	if !validChannel(cmd.UserID) {
+	if !bridge.ValidSlackID(cmd.UserID) {
 		return ephemeral("askbridge could not tell who you are.")
 	}
 	identity := "slack:" + cmd.UserID

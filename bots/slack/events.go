@@ -110,7 +110,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 		// Not routed to Slack and no default channel: not ours to show.
 		return nil
 	}
-	if !validChannel(channel) {
+	if !bridge.ValidSlackID(channel) {
 		// Not sent: Slack would refuse it. Named in the failure, cut short.
 		f := failure("chat.postMessage", "", &apiError{Op: "chat.postMessage", Code: "invalid_channel"})
 		f.OperatorMessage = fmt.Sprintf("%q is not a Slack channel id (such as C0123); askbridge did not send the message.", truncateRunes(channel, 40))
@@ -565,7 +565,7 @@ const (
 // was refused, in the refusal's own words.
 func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 	user := ev.ReplyTo[replyUser]
-	if user == "" || !validChannel(user) || (ev.To != "" && ev.To != "slack:"+user) {
+	if user == "" || !bridge.ValidSlackID(user) || (ev.To != "" && ev.To != "slack:"+user) {
 		return nil // not an attempt made in Slack
 	}
 	text := ev.Text
@@ -670,7 +670,7 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 	var failed error
 	for _, target := range ev.Targets {
 		user, ok := strings.CutPrefix(target, "slack:")
-		if !ok || !validChannel(user) {
+		if !ok || !bridge.ValidSlackID(user) {
 			continue
 		}
 		key := onceKey("dm", ev.EventID, target)

@@ -147,7 +147,7 @@ func checkAttempt(t *testing.T, m *nats.Msg, user, prefix string) bridge.AnswerA
 	if err := json.Unmarshal(m.Data, &at); err != nil {
 		t.Fatalf("attempt is not JSON: %v", err)
 	}
-	if !validChannel(user) || at.By != "slack:"+user || at.Via != bridge.PlatformSlack {
+	if !bridge.ValidSlackID(user) || at.By != "slack:"+user || at.Via != bridge.PlatformSlack {
 		t.Fatalf("attempt by %q via %q for user %q", at.By, at.Via, user)
 	}
 	if !bridge.ValidToken(at.Tenant) || !bridge.ValidToken(at.JobID) || !bridge.ValidToken(at.QuestionID) ||

@@ -145,7 +145,7 @@ func parseInteraction(r *http.Request) (slack.InteractionCallback, error) {
 // interact handles one interaction for both HTTP and Socket Mode. The
 // result, when not nil, is the response body (inline modal errors).
 func (b *Bot) interact(ctx context.Context, cb *slack.InteractionCallback) any {
-	if !validChannel(cb.User.ID) {
+	if !bridge.ValidSlackID(cb.User.ID) {
 		return nil
 	}
 	switch cb.Type {
@@ -398,7 +398,7 @@ func (b *Bot) openModal(ctx context.Context, cb *slack.InteractionCallback, c bl
 		return
 	}
 	meta := blockkit.ModalMeta{Ref: c.Ref, Channel: channel, MessageTS: msgTS}
-	if !validChannel(channel) || (msgTS != "" && !validTS(msgTS)) {
+	if !bridge.ValidSlackID(channel) || (msgTS != "" && !validTS(msgTS)) {
 		meta.Channel, meta.MessageTS = "", ""
 	}
 	rec.Question.TaskVersion = c.Ref.Version
