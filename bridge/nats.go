@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -43,6 +46,8 @@ type NATSOptions struct {
 	// per message. Streams created before keep the mode they have.
 	RelayedAsync bool
 	Name         string
+	// Logger hears how existing streams were adopted; nil discards it.
+	Logger *slog.Logger
 }
 
 // NATS is a connection with JetStream, and the embedded server when there is one.
@@ -86,7 +91,7 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 		return nil, fmt.Errorf("nats: jetstream: %w", err)
 	}
 	n.JS = js
-	so := StreamOptions{Replicas: o.Replicas}
+	so := StreamOptions{Replicas: o.Replicas, Logger: o.Logger}
 	if n.Server != nil {
 		so.Replicas = 1 // one embedded server holds one copy
 		so.RelayedAsync = o.RelayedAsync
@@ -241,14 +246,27 @@ type StreamOptions struct {
 	// RelayedAsync: see NATSOptions.RelayedAsync. It applies to a new
 	// stream with one replica only.
 	RelayedAsync bool
+	// Logger hears what EnsureStreams changed in, or left of, a stream
+	// that existed with other settings; nil discards it.
+	Logger *slog.Logger
 }
 
-// EnsureStreams creates or updates askbridge's streams; safe to call from
-// every replica at every start. An existing stream keeps its persist mode
-// and its retention (a stream made before the work queues keeps every
-// message for its maxAge), which JetStream does not let an update change.
+// EnsureStreams creates askbridge's streams, or adopts them when they
+// exist; safe to call from every replica at every start.
+//
+// An existing stream keeps what an operator may have tuned (limits on
+// bytes or messages, compression, placement, description) and what
+// JetStream does not let an update change (persist mode, retention: a
+// stream made before the work queues keeps every message for its maxAge).
+// askbridge sets only what it relies on: its subjects, a duplicate window
+// and a max age at least its own, acknowledged publishes, and the replica
+// count asked for. Each change is logged; a stream in memory is refused.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
 	replicas := max(o.Replicas, 1)
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	for _, s := range streamSpecs {
 		cfg := jetstream.StreamConfig{
 			Name:       s.name,
@@ -268,8 +286,17 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions)
 		existing, err := js.Stream(ctx, s.name)
 		switch {
 		case err == nil:
-			cfg.PersistMode = existing.CachedInfo().Config.PersistMode
-			cfg.Retention = existing.CachedInfo().Config.Retention
+			adopted, changes, err := adoptStream(existing.CachedInfo().Config, cfg)
+			if err != nil {
+				return err
+			}
+			if len(changes) > 0 {
+				log.Warn("nats: stream "+s.name+" existed with other settings; askbridge changed what it relies on", "changes", strings.Join(changes, "; "))
+			}
+			if kept := operatorLimits(adopted); len(kept) > 0 {
+				log.Info("nats: stream "+s.name+" keeps the limits it was given", "limits", strings.Join(kept, "; "))
+			}
+			cfg = adopted
 		case !errors.Is(err, jetstream.ErrStreamNotFound):
 			return fmt.Errorf("nats: stream %s: %w", s.name, err)
 		}
@@ -279,6 +306,67 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions)
 		}
 	}
 	return nil
+}
+
+// adoptStream is the configuration an existing stream (have) is updated
+// to: have, with what askbridge relies on taken from want, and each
+// change said in words. A stream askbridge cannot use is refused.
+func adoptStream(have, want jetstream.StreamConfig) (jetstream.StreamConfig, []string, error) {
+	if have.Storage != jetstream.FileStorage {
+		return have, nil, fmt.Errorf("nats: stream %s exists with %s storage, and askbridge keeps questions and answers on disk "+
+			"(JetStream cannot change a stream's storage): delete the stream while askbridge is stopped and idle to have it made anew", have.Name, have.Storage)
+	}
+	out := have
+	var changes []string
+	if !slices.Equal(have.Subjects, want.Subjects) {
+		out.Subjects = want.Subjects
+		changes = append(changes, fmt.Sprintf("subjects %v -> %v", have.Subjects, want.Subjects))
+	}
+	if have.Duplicates < want.Duplicates {
+		out.Duplicates = want.Duplicates
+		changes = append(changes, fmt.Sprintf("duplicate window %v -> %v", have.Duplicates, want.Duplicates))
+	}
+	// A longer max age only keeps more; none at all would keep every
+	// message (and its subject's index entry) for ever.
+	if have.MaxAge == 0 || have.MaxAge < want.MaxAge {
+		out.MaxAge = want.MaxAge
+		changes = append(changes, fmt.Sprintf("max age %v -> %v", ageWords(have.MaxAge), want.MaxAge))
+	}
+	if have.NoAck {
+		out.NoAck = false
+		changes = append(changes, "publishes acknowledged again (no_ack was set)")
+	}
+	if have.Replicas != want.Replicas {
+		out.Replicas = want.Replicas
+		changes = append(changes, fmt.Sprintf("replicas %d -> %d (ASK_NATS_REPLICAS)", have.Replicas, want.Replicas))
+	}
+	return out, changes, nil
+}
+
+func ageWords(d time.Duration) string {
+	if d == 0 {
+		return "unlimited"
+	}
+	return d.String()
+}
+
+// operatorLimits says which limits beyond askbridge's a stream carries:
+// when reached, JetStream drops or refuses messages askbridge keeps.
+func operatorLimits(c jetstream.StreamConfig) []string {
+	var out []string
+	if c.MaxBytes > 0 {
+		out = append(out, fmt.Sprintf("max bytes %d", c.MaxBytes))
+	}
+	if c.MaxMsgs > 0 {
+		out = append(out, fmt.Sprintf("max messages %d", c.MaxMsgs))
+	}
+	if c.MaxMsgsPerSubject > 0 {
+		out = append(out, fmt.Sprintf("max messages per subject %d", c.MaxMsgsPerSubject))
+	}
+	if c.MaxMsgSize > 0 {
+		out = append(out, fmt.Sprintf("max message size %d", c.MaxMsgSize))
+	}
+	return out
 }
 
 // CheckStreams reports the first missing stream, for readiness.

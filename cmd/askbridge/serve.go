@@ -99,6 +99,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		SyncInterval: embeddedSyncInterval,
 		RelayedAsync: embedded && cfg.NATSSync == "always",
 		Replicas:     cfg.NATSReplicas,
+		Logger:       log,
 	})
 	if err != nil {
 		return nil, err

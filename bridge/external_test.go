@@ -1,0 +1,133 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// startExternal runs a nats-server with JetStream on a random loopback
+// port, as an operator's own server, stopped when the test ends.
+func startExternal(t *testing.T, o server.Options) *server.Server {
+	t.Helper()
+	o.Host, o.JetStream, o.NoSigs, o.NoLog = "127.0.0.1", true, true, true
+	if o.Port == 0 {
+		o.Port = -1
+	}
+	if o.StoreDir == "" {
+		o.StoreDir = t.TempDir()
+	}
+	ns, err := server.NewServer(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	return ns
+}
+
+// syncBuffer is a log destination tests read while writers write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestConnectNATSAdoptsExistingStreams checks askbridge's streams made
+// beforehand on an external server, with other settings, are adopted:
+// what an operator tuned is kept (and said), what askbridge relies on is
+// set (and said), and a stream it cannot use is refused by name.
+func TestConnectNATSAdoptsExistingStreams(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		made    jetstream.StreamConfig
+		check   func(cfg jetstream.StreamConfig) bool
+		logs    []string
+		refused string
+	}{
+		{name: "operator limits and a longer age kept",
+			made: jetstream.StreamConfig{Name: StreamEvents, Subjects: []string{PrefixEvent + ".>"}, MaxBytes: 1 << 30,
+				MaxAge: 90 * 24 * time.Hour, Compression: jetstream.S2Compression, Description: "tuned by ops"},
+			check: func(c jetstream.StreamConfig) bool {
+				return c.MaxBytes == 1<<30 && c.MaxAge == 90*24*time.Hour && c.Compression == jetstream.S2Compression &&
+					c.Description == "tuned by ops" && c.Duplicates == DuplicateWindow
+			},
+			logs: []string{"stream ASK_EVENTS keeps the limits it was given", "max bytes 1073741824",
+				"stream ASK_EVENTS existed with other settings", "duplicate window 2m0s -> 10m0s"}},
+		{name: "a shorter age, a narrower subject and no acks changed",
+			made: jetstream.StreamConfig{Name: StreamResumes, Subjects: []string{PrefixResume + ".acme.>"}, MaxAge: time.Hour,
+				Duplicates: DuplicateWindow, NoAck: true},
+			check: func(c jetstream.StreamConfig) bool {
+				return c.MaxAge == 30*24*time.Hour && len(c.Subjects) == 1 && c.Subjects[0] == PrefixResume+".>" && !c.NoAck
+			},
+			logs: []string{"stream ASK_RESUMES existed with other settings", "max age 1h0m0s -> 720h0m0s",
+				"subjects [ask.v1.resume.acme.>] -> [ask.v1.resume.>]", "no_ack was set"}},
+		{name: "memory storage refused",
+			made:    jetstream.StreamConfig{Name: StreamAnswers, Subjects: []string{PrefixAnswer + ".>"}, Storage: jetstream.MemoryStorage},
+			refused: "nats: stream ASK_ANSWERS exists with Memory storage, and askbridge keeps questions and answers on disk"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ns := startExternal(t, server.Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			nc, err := nats.Connect(ns.ClientURL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := js.CreateStream(ctx, c.made); err != nil {
+				t.Fatal(err)
+			}
+			var logs syncBuffer
+			n, err := ConnectNATS(ctx, NATSOptions{URL: ns.ClientURL(), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if c.refused != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), c.refused) {
+					t.Fatalf("ConnectNATS = %v, want %q", err, c.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ConnectNATS: %v", err)
+			}
+			defer n.Close()
+			s, err := n.JS.Stream(ctx, c.made.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg := s.CachedInfo().Config; !c.check(cfg) {
+				t.Errorf("adopted stream: %+v", cfg)
+			}
+			for _, want := range c.logs {
+				if !strings.Contains(logs.String(), want) {
+					t.Errorf("logs lack %q:\n%s", want, logs.String())
+				}
+			}
+		})
+	}
+}
