@@ -131,3 +131,23 @@ func TestConnectNATSAdoptsExistingStreams(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectNATSReplicasOnASingleServer checks ASK_NATS_REPLICAS above 1
+// against an external server that is not clustered is refused in its own
+// terms, naming the variable and what to do.
+func TestConnectNATSReplicasOnASingleServer(t *testing.T) {
+	ns := startExternal(t, server.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := ConnectNATS(ctx, NATSOptions{URL: ns.ClientURL(), Replicas: 3})
+	want := "nats: stream ASK_QUESTIONS: ASK_NATS_REPLICAS is 3, but the NATS server at ASK_NATS_URL is not part of a JetStream cluster " +
+		"and keeps one copy of a stream: set ASK_NATS_REPLICAS=1, or point ASK_NATS_URL at a cluster of at least 3 servers"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("ConnectNATS with 3 replicas on one server = %v\nwant %q", err, want)
+	}
+	n, err := ConnectNATS(ctx, NATSOptions{URL: ns.ClientURL(), Replicas: 1})
+	if err != nil {
+		t.Fatalf("ConnectNATS with 1 replica: %v", err)
+	}
+	n.Close()
+}

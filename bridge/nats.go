@@ -302,10 +302,34 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions)
 		}
 		_, err = js.CreateOrUpdateStream(ctx, cfg)
 		if err != nil {
-			return fmt.Errorf("nats: stream %s: %w", s.name, err)
+			return fmt.Errorf("nats: stream %s: %w", s.name, replicasRefused(err, replicas))
 		}
 	}
 	return nil
+}
+
+// JetStream's refusals of a replica count (nats-server's error codes).
+const (
+	jsErrReplicasNotSupported  = 10074 // replicas > 1 not supported in non-clustered mode
+	jsErrInsufficientResources = 10023
+)
+
+// replicasRefused explains JetStream's refusal of a replica count in the
+// terms of ASK_NATS_REPLICAS; other errors are returned as they are.
+func replicasRefused(err error, replicas int) error {
+	var apiErr *jetstream.APIError
+	if replicas <= 1 || !errors.As(err, &apiErr) {
+		return err
+	}
+	switch apiErr.ErrorCode {
+	case jsErrReplicasNotSupported:
+		return fmt.Errorf("ASK_NATS_REPLICAS is %d, but the NATS server at ASK_NATS_URL is not part of a JetStream cluster and keeps one copy of a stream: "+
+			"set ASK_NATS_REPLICAS=1, or point ASK_NATS_URL at a cluster of at least %d servers (%w)", replicas, replicas, err)
+	case jsErrInsufficientResources:
+		return fmt.Errorf("ASK_NATS_REPLICAS is %d, and the NATS cluster at ASK_NATS_URL has not that many JetStream servers with room for a copy: "+
+			"lower ASK_NATS_REPLICAS, or add servers or storage (%w)", replicas, err)
+	}
+	return err
 }
 
 // adoptStream is the configuration an existing stream (have) is updated
