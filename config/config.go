@@ -29,8 +29,10 @@ type Config struct {
 	NATSCreds  string `envconfig:"ASK_NATS_CREDS"`
 	NATSListen string `envconfig:"ASK_NATS_LISTEN" default:"127.0.0.1:4222"`
 	// NATSSync is the embedded server's JetStream durability: "always"
-	// fsyncs each write before acknowledging; "interval" every two minutes.
-	NATSSync     string `envconfig:"ASK_NATS_SYNC" default:"always"`
+	// (the default) fsyncs each write before acknowledging; "interval"
+	// once a second. An external server (NATSURL) syncs as its own
+	// configuration says, so it is empty then, and refused when set.
+	NATSSync     string `envconfig:"ASK_NATS_SYNC"`
 	NATSReplicas int    `envconfig:"ASK_NATS_REPLICAS" default:"1"`
 
 	SlackBotToken      string `envconfig:"ASK_SLACK_BOT_TOKEN"`
@@ -107,6 +109,9 @@ func (c *Config) normalize() {
 		*l = out
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if c.NATSURL == "" && c.NATSSync == "" {
+		c.NATSSync = "always"
+	}
 }
 
 // Validate returns one line per problem, each naming the variable.
@@ -128,9 +133,14 @@ func (c *Config) Validate() error {
 		// Not echoed: the URL may carry a user and password.
 		bad("ASK_NATS_URL must be a URL such as nats://host:4222, or several separated by commas")
 	}
-	switch c.NATSSync {
-	case "always", "interval":
-	default:
+	switch {
+	case c.NATSURL != "" && c.NATSSync != "":
+		// askbridge cannot make another's server fsync, nor rely on the
+		// once-a-second sync it gives the embedded one in interval mode.
+		bad("ASK_NATS_SYNC applies to the embedded NATS only: with ASK_NATS_URL, the NATS server's own JetStream setting " +
+			"(sync_interval, such as sync_interval: always) decides when it writes to disk; unset ASK_NATS_SYNC")
+	case c.NATSURL != "":
+	case c.NATSSync != "always" && c.NATSSync != "interval":
 		bad("ASK_NATS_SYNC must be always or interval, not %q", c.NATSSync)
 	}
 	if c.NATSReplicas < 1 || c.NATSReplicas > 5 {

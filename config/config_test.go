@@ -197,6 +197,12 @@ func TestValidationMessages(t *testing.T) {
 		{name: "NATS sync unknown", env: map[string]string{"ASK_NATS_SYNC": "never"},
 			want: []string{`ASK_NATS_SYNC must be always or interval, not "never"`}},
 		{name: "NATS sync interval", env: map[string]string{"ASK_NATS_SYNC": "interval"}},
+		{name: "NATS sync with an external server", env: map[string]string{"ASK_NATS_URL": "nats://n1:4222", "ASK_NATS_SYNC": "interval"},
+			want: []string{"ASK_NATS_SYNC applies to the embedded NATS only: with ASK_NATS_URL, the NATS server's own JetStream setting " +
+				"(sync_interval, such as sync_interval: always) decides when it writes to disk; unset ASK_NATS_SYNC"}},
+		{name: "NATS sync always with an external server", env: map[string]string{"ASK_NATS_URL": "nats://n1:4222", "ASK_NATS_SYNC": "always"},
+			want: []string{"ASK_NATS_SYNC applies to the embedded NATS only: with ASK_NATS_URL, the NATS server's own JetStream setting " +
+				"(sync_interval, such as sync_interval: always) decides when it writes to disk; unset ASK_NATS_SYNC"}},
 		{name: "NATS replicas 0", env: map[string]string{"ASK_NATS_REPLICAS": "0"}, want: []string{"ASK_NATS_REPLICAS must be 1 to 5"}},
 		{name: "NATS replicas 6", env: map[string]string{"ASK_NATS_REPLICAS": "6"}, want: []string{"ASK_NATS_REPLICAS must be 1 to 5"}},
 		{name: "public URL without scheme", env: map[string]string{"ASK_PUBLIC_URL": "ask.example.com"},
