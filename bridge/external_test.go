@@ -151,3 +151,26 @@ func TestConnectNATSReplicasOnASingleServer(t *testing.T) {
 	}
 	n.Close()
 }
+
+// TestEnsureKVRefusesAMemoryBucket checks a bucket of askbridge's that
+// exists in memory on an external server is refused by name, saying
+// what to do, rather than with JetStream's bare update error.
+func TestEnsureKVRefusesAMemoryBucket(t *testing.T) {
+	ns := startExternal(t, server.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := ConnectNATS(ctx, NATSOptions{URL: ns.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if _, err := n.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ASK_TEST", Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = EnsureKV(ctx, n.JS, jetstream.KeyValueConfig{Bucket: "ASK_TEST", History: 1, TTL: time.Hour, Storage: jetstream.FileStorage})
+	want := "nats: key-value bucket ASK_TEST exists with Memory storage, and askbridge keeps its records on disk " +
+		"(JetStream cannot change a bucket's storage): delete the bucket while askbridge is stopped to have it made anew"
+	if err == nil || err.Error() != want {
+		t.Fatalf("EnsureKV over a memory bucket = %v\nwant %q", err, want)
+	}
+}

@@ -35,6 +35,13 @@ func EnsureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 		}
 	}
 	st, err := js.Stream(ctx, name)
+	if err == nil && st.CachedInfo().Config.Storage != jetstream.FileStorage && cfg.Storage == jetstream.FileStorage {
+		// JetStream would refuse the update with "can not change storage
+		// type", naming neither the bucket's problem nor the way out.
+		return nil, fmt.Errorf("nats: key-value bucket %s exists with %s storage, and askbridge keeps its records on disk "+
+			"(JetStream cannot change a bucket's storage): delete the bucket while askbridge is stopped to have it made anew",
+			cfg.Bucket, st.CachedInfo().Config.Storage)
+	}
 	switch {
 	case err == nil && st.CachedInfo().Config.AllowMsgTTL:
 		// CreateOrUpdateKeyValue would try to switch key TTLs off again,
