@@ -31,7 +31,8 @@ type Config struct {
 	// NATSSync is the embedded server's JetStream durability: "always"
 	// (the default) fsyncs each write before acknowledging; "interval"
 	// once a second. An external server (NATSURL) syncs as its own
-	// configuration says, so it is empty then, and refused when set.
+	// configuration says: it is empty then, and ignored with a warning
+	// (SyncIgnored) when set.
 	NATSSync     string `envconfig:"ASK_NATS_SYNC"`
 	NATSReplicas int    `envconfig:"ASK_NATS_REPLICAS" default:"1"`
 
@@ -114,6 +115,19 @@ func (c *Config) normalize() {
 	}
 }
 
+// SyncIgnored says why ASK_NATS_SYNC does nothing, when it is set with
+// ASK_NATS_URL: askbridge cannot make another's server fsync, nor rely on
+// the once-a-second sync it gives the embedded one in interval mode. A
+// warning rather than a refusal, so that a deployment that sets both
+// still starts.
+func (c *Config) SyncIgnored() string {
+	if c.NATSURL == "" || c.NATSSync == "" {
+		return ""
+	}
+	return "ASK_NATS_SYNC applies to the embedded NATS only and is ignored: with ASK_NATS_URL, the NATS server's own " +
+		"JetStream setting (sync_interval, such as sync_interval: always) decides when it writes to disk; unset ASK_NATS_SYNC"
+}
+
 // Validate returns one line per problem, each naming the variable.
 func (c *Config) Validate() error {
 	var problems []string
@@ -134,12 +148,7 @@ func (c *Config) Validate() error {
 		bad("ASK_NATS_URL must be a URL such as nats://host:4222, or several separated by commas")
 	}
 	switch {
-	case c.NATSURL != "" && c.NATSSync != "":
-		// askbridge cannot make another's server fsync, nor rely on the
-		// once-a-second sync it gives the embedded one in interval mode.
-		bad("ASK_NATS_SYNC applies to the embedded NATS only: with ASK_NATS_URL, the NATS server's own JetStream setting " +
-			"(sync_interval, such as sync_interval: always) decides when it writes to disk; unset ASK_NATS_SYNC")
-	case c.NATSURL != "":
+	case c.NATSURL != "" && c.NATSSync == "":
 	case c.NATSSync != "always" && c.NATSSync != "interval":
 		bad("ASK_NATS_SYNC must be always or interval, not %q", c.NATSSync)
 	}

@@ -197,12 +197,10 @@ func TestValidationMessages(t *testing.T) {
 		{name: "NATS sync unknown", env: map[string]string{"ASK_NATS_SYNC": "never"},
 			want: []string{`ASK_NATS_SYNC must be always or interval, not "never"`}},
 		{name: "NATS sync interval", env: map[string]string{"ASK_NATS_SYNC": "interval"}},
-		{name: "NATS sync with an external server", env: map[string]string{"ASK_NATS_URL": "nats://n1:4222", "ASK_NATS_SYNC": "interval"},
-			want: []string{"ASK_NATS_SYNC applies to the embedded NATS only: with ASK_NATS_URL, the NATS server's own JetStream setting " +
-				"(sync_interval, such as sync_interval: always) decides when it writes to disk; unset ASK_NATS_SYNC"}},
-		{name: "NATS sync always with an external server", env: map[string]string{"ASK_NATS_URL": "nats://n1:4222", "ASK_NATS_SYNC": "always"},
-			want: []string{"ASK_NATS_SYNC applies to the embedded NATS only: with ASK_NATS_URL, the NATS server's own JetStream setting " +
-				"(sync_interval, such as sync_interval: always) decides when it writes to disk; unset ASK_NATS_SYNC"}},
+		{name: "NATS sync with an external server", env: map[string]string{"ASK_NATS_URL": "nats://n1:4222", "ASK_NATS_SYNC": "interval"}},
+		{name: "NATS sync always with an external server", env: map[string]string{"ASK_NATS_URL": "nats://n1:4222", "ASK_NATS_SYNC": "always"}},
+		{name: "NATS sync unknown with an external server", env: map[string]string{"ASK_NATS_URL": "nats://n1:4222", "ASK_NATS_SYNC": "never"},
+			want: []string{`ASK_NATS_SYNC must be always or interval, not "never"`}},
 		{name: "NATS replicas 0", env: map[string]string{"ASK_NATS_REPLICAS": "0"}, want: []string{"ASK_NATS_REPLICAS must be 1 to 5"}},
 		{name: "NATS replicas 6", env: map[string]string{"ASK_NATS_REPLICAS": "6"}, want: []string{"ASK_NATS_REPLICAS must be 1 to 5"}},
 		{name: "public URL without scheme", env: map[string]string{"ASK_PUBLIC_URL": "ask.example.com"},
@@ -301,5 +299,21 @@ func TestParseErrorsDoNotEchoValues(t *testing.T) {
 			}
 			assertNoSecret(t, err)
 		})
+	}
+}
+
+func TestSyncIgnoredWithAnExternalServer(t *testing.T) {
+	for _, c := range []struct {
+		url, sync string
+		ignored   bool
+	}{
+		{"", "interval", false},
+		{"nats://n1:4222", "", false},
+		{"nats://n1:4222", "always", true},
+	} {
+		cfg := Config{NATSURL: c.url, NATSSync: c.sync}
+		if got := cfg.SyncIgnored() != ""; got != c.ignored {
+			t.Errorf("ASK_NATS_URL=%q ASK_NATS_SYNC=%q: ignored %v, want %v", c.url, c.sync, got, c.ignored)
+		}
 	}
 }

@@ -75,6 +75,9 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
+	if why := cfg.SyncIgnored(); why != "" {
+		log.Warn(why)
+	}
 	if (cfg.SlackEnabled() || cfg.DiscordEnabled()) && cfg.PublicURL == "" {
 		// The default suits one machine; people in chat elsewhere would
 		// get console links they cannot open.
