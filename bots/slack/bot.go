@@ -74,6 +74,9 @@ type Bot struct {
 	// workers is how many events are handled at once (ordered per job).
 	workers int
 	clicks  *dedupe
+	// redelivered remembers the interactions Socket Mode delivered, so
+	// one Slack delivers again (retry_attempt > 0) has one effect.
+	redelivered *replies
 	// choiceCache saves clicks a read of the card.
 	choiceCache *choiceCache
 	calls       *apimetrics.Calls
@@ -159,6 +162,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		threadRefresh: threadRefresh,
 		workers:       4,
 		clicks:        newDedupe(10 * time.Second),
+		redelivered:   newReplies(socketRedelivery),
 		dmChannels:    map[string]string{},
 		choiceCache:   newChoiceCache(50000),
 	}, nil

@@ -2,8 +2,12 @@ package slack
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -46,13 +50,17 @@ func (b *Bot) socketEvent(ctx context.Context, smc *socketmode.Client, evt socke
 		}
 		req := *evt.Request
 		go func() {
-			hctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
-			defer cancel()
-			if resp := b.interact(hctx, &cb); resp != nil {
-				b.ack(smc, req, resp)
-			} else {
-				b.ack(smc, req, nil)
-			}
+			resp := b.redelivered.do(interactionKey(&cb), func() (any, bool) {
+				hctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
+				defer cancel()
+				if resp := b.interact(hctx, &cb); resp != nil {
+					// Inline errors: the same form sent again is checked
+					// again (the question may have changed meanwhile).
+					return resp, false
+				}
+				return nil, true
+			})
+			b.ack(smc, req, resp)
 		}()
 	case socketmode.EventTypeSlashCommand:
 		cmd, ok := evt.Data.(slack.SlashCommand)
@@ -60,10 +68,17 @@ func (b *Bot) socketEvent(ctx context.Context, smc *socketmode.Client, evt socke
 			return
 		}
 		req := *evt.Request
+		key := ""
+		if cmd.TriggerID != "" {
+			key = "command|" + cmd.TriggerID
+		}
 		go func() {
-			hctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
-			defer cancel()
-			b.ack(smc, req, b.command(hctx, &cmd))
+			resp := b.redelivered.do(key, func() (any, bool) {
+				hctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
+				defer cancel()
+				return b.command(hctx, &cmd), true
+			})
+			b.ack(smc, req, resp)
 		}()
 	case socketmode.EventTypeEventsAPI:
 		if evt.Request != nil {
@@ -88,6 +103,96 @@ func (b *Bot) ack(smc *socketmode.Client, req socketmode.Request, payload any) {
 	if err != nil {
 		b.log.Warn("slack: socket mode ack failed", "err", err)
 	}
+}
+
+// socketRedelivery is how long an interaction Socket Mode delivered is
+// remembered: Slack delivers one again when it saw no acknowledgement,
+// at once and up to minutes later.
+const socketRedelivery = 10 * time.Minute
+
+// interactionKey names what an interaction is, the same for each time
+// Slack delivers it, whatever its envelope: a click by its trigger id, a
+// form submission by its view, the view's hash and the values submitted.
+// "" when there is nothing to name it by.
+func interactionKey(cb *slack.InteractionCallback) string {
+	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		if cb.TriggerID != "" {
+			return "click|" + cb.TriggerID
+		}
+	case slack.InteractionTypeViewSubmission:
+		if cb.View.ID == "" {
+			return ""
+		}
+		state, err := json.Marshal(cb.View.State)
+		if err != nil {
+			return ""
+		}
+		sum := sha256.Sum256(state)
+		return "view|" + cb.View.ID + "|" + cb.View.Hash + "|" + hex.EncodeToString(sum[:16])
+	}
+	return ""
+}
+
+// replies remembers what each interaction was answered with, so a
+// redelivery of it is answered the same way without being handled again:
+// a form is opened once, a console link sent once, and an accepted form
+// is not then refused as no longer waiting (its own answer ended the
+// question). A redelivery arriving while the first is handled waits for
+// its answer.
+type replies struct {
+	mu        sync.Mutex
+	ttl       time.Duration
+	m         map[string]*reply
+	nextPrune time.Time
+}
+
+type reply struct {
+	done    chan struct{}
+	payload any
+	at      time.Time
+}
+
+func newReplies(ttl time.Duration) *replies { return &replies{ttl: ttl, m: map[string]*reply{}} }
+
+// do returns the answer to the interaction key: handle's for its first
+// delivery, the first's for a later one. An answer handle says not to
+// keep is forgotten once given (a later delivery is handled anew). An
+// empty key is always handled.
+func (r *replies) do(key string, handle func() (payload any, keep bool)) any {
+	if key == "" {
+		p, _ := handle()
+		return p
+	}
+	now := time.Now()
+	r.mu.Lock()
+	if e, ok := r.m[key]; ok && now.Sub(e.at) < r.ttl {
+		r.mu.Unlock()
+		<-e.done
+		return e.payload
+	}
+	if len(r.m) > 4096 && !now.Before(r.nextPrune) {
+		r.nextPrune = now.Add(r.ttl / 2)
+		for k, e := range r.m {
+			if now.Sub(e.at) >= r.ttl {
+				delete(r.m, k)
+			}
+		}
+	}
+	e := &reply{done: make(chan struct{}), at: now}
+	r.m[key] = e
+	r.mu.Unlock()
+	p, keep := handle()
+	e.payload = p
+	close(e.done)
+	if !keep {
+		r.mu.Lock()
+		if r.m[key] == e {
+			delete(r.m, key)
+		}
+		r.mu.Unlock()
+	}
+	return p
 }
 
 // slogWriter lets slack-go's socket mode client log through slog.
