@@ -186,6 +186,11 @@ func (r *Runtime) refuseQuestion(ctx context.Context, msg jetstream.Msg, tenant,
 	res := bridge.Resume{Tenant: tenant, JobID: job, Outcome: bridge.OutcomeInvalid, Text: bridge.InvalidText(why), At: stamp()}
 	if q != nil {
 		res.QuestionID, res.TaskVersion = q.QuestionID, q.TaskVersion
+	} else {
+		// Refused before it was read (too large to decode): its ids, when
+		// the body holds them, still name the question to the agent, which
+		// waits for this question's outcome, not any refusal of its job.
+		res.QuestionID, res.TaskVersion = questionIDs(msg.Data())
 	}
 	id := "invalid-" + msg.Subject()
 	if meta, err := msg.Metadata(); err == nil {
@@ -196,6 +201,18 @@ func (r *Runtime) refuseQuestion(ctx context.Context, msg jetstream.Msg, tenant,
 	}
 	r.log.Info("question refused", "tenant", tenant, "job", job, "question", res.QuestionID, "reason", why.Error())
 	return bridge.Publish(ctx, r.js, bridge.ResumeSubject(tenant, job), id, res)
+}
+
+// questionIDs reads only question_id and task_version from a question
+// body that was refused unread; zero values when it has none.
+func questionIDs(data []byte) (string, int64) {
+	var ids struct {
+		QuestionID  string `json:"question_id"`
+		TaskVersion int64  `json:"task_version"`
+	}
+	// A wrong type in one field leaves the other read.
+	_ = json.Unmarshal(data, &ids)
+	return ids.QuestionID, ids.TaskVersion
 }
 
 // undeliverable says why no connector can show q: it names chat platforms

@@ -320,6 +320,28 @@ func TestInvalidQuestionResumesInvalid(t *testing.T) {
 	}
 }
 
+// TestOversizedQuestionIsRefusedToItsAsker checks a question too large
+// to be read at all (over eight times the size limit, still under NATS's
+// payload limit) is refused back naming its question_id and task_version:
+// Ask, which waits for that question's outcome, returns the refusal
+// instead of waiting until its context ends.
+func TestOversizedQuestionIsRefusedToItsAsker(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	q := choiceQuestion("job-big")
+	q.TaskVersion = 3
+	q.Question = strings.Repeat("x", 8*bridge.MaxQuestionBytes+1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := env.Agent.Ask(ctx, q)
+	if err != nil {
+		t.Fatalf("Ask of an oversized question: %v", err)
+	}
+	if out.Outcome != bridge.OutcomeInvalid || out.QuestionID != q.QuestionID || out.TaskVersion != 3 ||
+		!strings.Contains(out.Text, "question: is") || !strings.Contains(out.Text, "bytes; at most") {
+		t.Fatalf("outcome = %+v", out)
+	}
+}
+
 func TestNewTaskVersionSupersedes(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-v")
