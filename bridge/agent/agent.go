@@ -121,26 +121,46 @@ func (c *Client) Ask(ctx context.Context, q *bridge.Question) (*Outcome, error) 
 // finds an outcome published while it was down. It is the outcome of the
 // question's latest version: when the question was asked again under the
 // same id at a later version (superseding it, or after it ended), Await
-// waits for the later one's.
+// waits for the later one's. Which version is the latest it asks the
+// runtime (ask.v1.api.show); while no runtime answers (one restarting),
+// it waits for one rather than take an earlier version's outcome.
 func (c *Client) Await(ctx context.Context, tenant, job, questionID string) (*Outcome, error) {
 	return c.await(ctx, tenant, job, questionID, 0, false)
 }
 
 // laterVersion is the version of questionID the runtime holds, when it is
 // later than version: the question was asked again under the same id.
-func (c *Client) laterVersion(ctx context.Context, tenant, job, questionID string, version int64) (int64, bool) {
+// While no runtime is there to say, it asks again until ctx ends; a
+// runtime that cannot be asked otherwise (a request that times out, as
+// one this connection may not send does) counts as no later version.
+func (c *Client) laterVersion(ctx context.Context, tenant, job, questionID string, version int64) (int64, bool, error) {
 	req, _ := json.Marshal(bridge.ShowRequest{Tenant: tenant, JobID: job, QuestionID: questionID})
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	msg, err := c.nc.RequestWithContext(rctx, bridge.APIShow, req)
-	if err != nil {
-		return 0, false
+	wait := 100 * time.Millisecond
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		msg, err := c.nc.RequestWithContext(rctx, bridge.APIShow, req)
+		cancel()
+		if errors.Is(err, nats.ErrNoResponders) {
+			select {
+			case <-ctx.Done():
+				return 0, false, ctx.Err()
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 2*time.Second)
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, false, ctx.Err()
+			}
+			return 0, false, nil
+		}
+		var reply bridge.ShowReply
+		if json.Unmarshal(msg.Data, &reply) != nil || reply.Question == nil || reply.Question.TaskVersion <= version {
+			return 0, false, nil
+		}
+		return reply.Question.TaskVersion, true, nil
 	}
-	var reply bridge.ShowReply
-	if json.Unmarshal(msg.Data, &reply) != nil || reply.Question == nil || reply.Question.TaskVersion <= version {
-		return 0, false
-	}
-	return reply.Question.TaskVersion, true
 }
 
 // await returns the first outcome for questionID (at version, when exact).
@@ -181,7 +201,11 @@ func (c *Client) await(ctx context.Context, tenant, job, questionID string, vers
 			// Asked again under the same id at a later version (which
 			// superseded this one, or came after it ended): this outcome
 			// answers an earlier question, not the one the job asks now.
-			if later, ok := c.laterVersion(ctx, tenant, job, questionID, out.TaskVersion); ok {
+			later, ok, err := c.laterVersion(ctx, tenant, job, questionID, out.TaskVersion)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
 				version = later // its outcome comes later in the stream
 				continue
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -248,4 +249,87 @@ func TestQuestionsWithRunTogetherIDsAreBothAsked(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Await of a question answered at one version and asked again under the
+// same id at a later one, while no runtime runs (it is restarting), does
+// not take the earlier version's answer for the question: it waits until
+// a runtime can say which version is the latest, and returns that one's.
+func TestAwaitWithoutARuntimeWaitsForTheLatestVersion(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: runtime.Roles{Operators: []string{"cli:kevin"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stored := func(env *testenv.Env, version int64, state string) {
+		t.Helper()
+		testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			rec, err := env.Store.Find(ctx, store.Key{Tenant: "acme", JobID: "job-nr", QuestionID: "q-1", TaskVersion: version})
+			if err != nil || rec.State != state {
+				return fmt.Errorf("version %d not %s yet: %v", version, state, err)
+			}
+			return nil
+		})
+	}
+	v1 := question("job-nr")
+	if err := env.Agent.Publish(ctx, v1); err != nil {
+		t.Fatal(err)
+	}
+	stored(env, 1, bridge.StatePending)
+	if err := env.Attempt(ctx, bridge.AnswerAttempt{Tenant: "acme", JobID: "job-nr", QuestionID: "q-1", TaskVersion: 1,
+		AttemptID: "nr-1", Answer: json.RawMessage(`"red"`), By: "cli:kevin"}); err != nil {
+		t.Fatal(err)
+	}
+	stored(env, 1, bridge.StateAnswered)
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := testenv.StreamCount(t, env.NATS, bridge.StreamResumes, bridge.ResumeSubject("acme", "job-nr")); n != 1 {
+			return errors.New("version 1's answer not on the resume stream yet")
+		}
+		return nil
+	})
+	v2 := question("job-nr")
+	v2.TaskVersion = 2
+	if err := env.Agent.Publish(ctx, v2); err != nil {
+		t.Fatal(err)
+	}
+	stored(env, 2, bridge.StatePending)
+	dir := env.Dir
+	env.Stop()
+
+	// NATS alone on the same data: the resume stream, and no runtime.
+	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := agent.New(n.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, acancel := context.WithTimeout(ctx, time.Second)
+	out, err := c.Await(actx, "acme", "job-nr", "q-1")
+	acancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Await with no runtime = %+v, %v; want it to wait, not take version 1's answer", out, err)
+	}
+	n.Close()
+
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: runtime.Roles{Operators: []string{"cli:kevin"}}})
+	done := make(chan *agent.Outcome, 1)
+	go func() {
+		out, err := env.Agent.Await(ctx, "acme", "job-nr", "q-1")
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	if err := env.Attempt(ctx, bridge.AnswerAttempt{Tenant: "acme", JobID: "job-nr", QuestionID: "q-1", TaskVersion: 2,
+		AttemptID: "nr-2", Answer: json.RawMessage(`"blue"`), By: "cli:kevin"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case out := <-done:
+		if out == nil || out.TaskVersion != 2 || out.Text != "The answer: blue" {
+			t.Fatalf("Await = %+v, want version 2's answer", out)
+		}
+	case <-ctx.Done():
+		t.Fatal("Await did not return version 2's outcome")
+	}
 }
