@@ -76,7 +76,15 @@ func (b *Bot) socketEvent(ctx context.Context, smc *socketmode.Client, evt socke
 			resp := b.redelivered.do(key, func() (any, bool) {
 				hctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
 				defer cancel()
-				return b.command(hctx, &cmd), true
+				reply := b.command(hctx, &cmd)
+				if raw, err := json.Marshal(socketmode.Response{EnvelopeID: req.EnvelopeID, Payload: reply}); err == nil && len(raw) >= maxSocketAck && cmd.ResponseURL != "" {
+					// Slack drops an acknowledgement this large (slack-go
+					// refuses to send it): the reply goes to the
+					// command's response_url, which takes long messages.
+					b.say(map[string]string{replyUser: cmd.UserID, replyChannel: cmd.ChannelID, replyResponseURL: cmd.ResponseURL}, reply.Text)
+					return nil, true
+				}
+				return reply, true
 			})
 			b.ack(smc, req, resp)
 		}()
@@ -104,6 +112,10 @@ func (b *Bot) ack(smc *socketmode.Client, req socketmode.Request, payload any) {
 		b.log.Warn("slack: socket mode ack failed", "err", err)
 	}
 }
+
+// maxSocketAck is the size from which Slack drops a Socket Mode
+// acknowledgement (20 KB, as sent).
+const maxSocketAck = 20 * 1024
 
 // socketRedelivery is how long an interaction Socket Mode delivered is
 // remembered: Slack delivers one again when it saw no acknowledgement,

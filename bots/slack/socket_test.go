@@ -114,3 +114,32 @@ func TestSocketModeRedeliveryHasOneEffect(t *testing.T) {
 		t.Fatalf("%d answer attempts, want 1", n)
 	}
 }
+
+// TestSocketModeLongCommandReplyIsDelivered checks an /ask reply too
+// large for a Socket Mode acknowledgement (Slack drops one of 20 KB or
+// more, and slack-go refuses to send it) still reaches the person: the
+// command is acknowledged empty and the reply goes to its response_url,
+// as long as the same reply over HTTP.
+func TestSocketModeLongCommandReplyIsDelivered(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{}, func(o *Options) { o.AppToken = "xapp-1-test"; o.SigningSecret = "" })
+	for i := range 20 {
+		q := question(fmt.Sprintf("job-%02d-5f0c2d1e-8a7b-4c3d-9e1f-0a9dc2d1b7e4", i), fmt.Sprintf("q-%02d-75eaf712c0de4b1a", i))
+		q.Question = "Keep " + strings.Repeat("<a> && <b> ", 20) + "as they are?"
+		publishQuestion(t, env, q)
+		h.posted(t, q.QuestionID)
+	}
+	h.socketSend("env-list", "slash_commands", `{"command":"/ask","text":"list","user_id":"U0KEV","user_name":"kevin","channel_id":"C0123","trigger_id":"trig-list","response_url":"`+h.fake.srv.URL+`/response/trig-list"}`, 0)
+	if ack := h.socketAcks(t, "env-list", 1)[0]; ack.JSON["payload"] != nil {
+		t.Fatalf("acknowledged with a payload of %d bytes", len(ack.Body))
+	}
+	text := h.ephemeral(t, 1)
+	if !strings.HasPrefix(text, "*20 pending question(s) you may see:*") || strings.Count(text, "\n• ") != 20 {
+		t.Fatalf("reply through response_url: %.300s", text)
+	}
+	// A short reply still travels in the acknowledgement.
+	h.socketSend("env-help", "slash_commands", `{"command":"/ask","text":"help","user_id":"U0KEV","user_name":"kevin","channel_id":"C0123","trigger_id":"trig-help","response_url":"`+h.fake.srv.URL+`/response/trig-help"}`, 0)
+	ack := h.socketAcks(t, "env-help", 1)[0]
+	if p, _ := ack.JSON["payload"].(map[string]any); p["response_type"] != "ephemeral" || !strings.HasPrefix(fmt.Sprint(p["text"]), "*/ask*") {
+		t.Fatalf("/ask help acknowledged with %s", ack.Body)
+	}
+}
