@@ -21,13 +21,27 @@ import (
 func (b *Bot) runSocketMode(ctx context.Context) {
 	smc := socketmode.New(b.api, socketmode.OptionLog(slogWriter{b.log}))
 	go func() {
+		refused := 0
 		for ctx.Err() == nil {
-			if err := smc.RunContext(ctx); err != nil && ctx.Err() == nil {
+			err := smc.RunContext(ctx)
+			if err == nil || ctx.Err() != nil {
+				continue
+			}
+			wait := 5 * time.Second
+			if code := err.Error(); refusedTokenCodes[code] {
+				// Trying again every few seconds will not mend the token:
+				// say what to fix, and try again less and less often.
+				refused++
+				wait = min(wait<<min(refused-1, 6), 5*time.Minute)
+				b.log.ErrorContext(ctx, "slack: socket mode: Slack refused the app token ("+code+"); check ASK_SLACK_APP_TOKEN (an xapp- token with connections:write)",
+					"retry_in", wait)
+			} else {
+				refused = 0
 				b.log.ErrorContext(ctx, "slack: socket mode stopped; reconnecting", "err", err)
-				select {
-				case <-time.After(5 * time.Second):
-				case <-ctx.Done():
-				}
+			}
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
 			}
 		}
 	}()
@@ -40,6 +54,10 @@ func (b *Bot) runSocketMode(ctx context.Context) {
 		}
 	}
 }
+
+// refusedTokenCodes are the errors slack-go's Socket Mode client gives up
+// on at once: Slack refused the app token itself.
+var refusedTokenCodes = map[string]bool{"invalid_auth": true, "account_inactive": true, "not_authed": true, "token_revoked": true}
 
 func (b *Bot) socketEvent(ctx context.Context, smc *socketmode.Client, evt socketmode.Event) {
 	switch evt.Type {

@@ -3,6 +3,7 @@ package slack
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"testing"
@@ -141,5 +142,30 @@ func TestSocketModeLongCommandReplyIsDelivered(t *testing.T) {
 	ack := h.socketAcks(t, "env-help", 1)[0]
 	if p, _ := ack.JSON["payload"].(map[string]any); p["response_type"] != "ephemeral" || !strings.HasPrefix(fmt.Sprint(p["text"]), "*/ask*") {
 		t.Fatalf("/ask help acknowledged with %s", ack.Body)
+	}
+}
+
+// TestSocketModeRefusedAppTokenIsNamed checks an app token Slack refuses
+// (invalid_auth) is reported naming ASK_SLACK_APP_TOKEN, never the token,
+// rather than as a stop to reconnect from every few seconds.
+func TestSocketModeRefusedAppTokenIsNamed(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	for range 3 {
+		fake.fail("apps.connections.open", 200, nil, `{"ok":false,"error":"invalid_auth"}`)
+	}
+	logs := &testenv.LockedBuffer{}
+	startBot(t, n, fake, func(o *Options) {
+		o.AppToken, o.SigningSecret = "xapp-1-secret-app-token", ""
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	checkFor(t, wait, tick, func() error {
+		if !strings.Contains(logs.String(), "Slack refused the app token (invalid_auth); check ASK_SLACK_APP_TOKEN") {
+			return fmt.Errorf("logs:\n%s", logs.String())
+		}
+		return nil
+	})
+	if strings.Contains(logs.String(), "xapp-1-secret-app-token") {
+		t.Fatalf("the token is in the logs:\n%s", logs.String())
 	}
 }
