@@ -3,7 +3,9 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -172,5 +174,43 @@ func TestEnsureKVRefusesAMemoryBucket(t *testing.T) {
 		"(JetStream cannot change a bucket's storage): delete the bucket while askbridge is stopped to have it made anew"
 	if err == nil || err.Error() != want {
 		t.Fatalf("EnsureKV over a memory bucket = %v\nwant %q", err, want)
+	}
+}
+
+// TestConnectionLossAndReturnAreLogged checks an outage of an external
+// NATS shows in the log as it begins and ends, without the password the
+// URL carries.
+func TestConnectionLossAndReturnAreLogged(t *testing.T) {
+	dir := t.TempDir()
+	auth := server.Options{Username: "ask", Password: "s3cret-pass", StoreDir: dir}
+	ns := startExternal(t, auth)
+	port := ns.Addr().(*net.TCPAddr).Port
+	logs := &syncBuffer{}
+	n, err := ConnectNATS(context.Background(), NATSOptions{
+		URL:    fmt.Sprintf("nats://ask:s3cret-pass@127.0.0.1:%d", port),
+		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if !strings.Contains(logs.String(), "nats: connection lost; reconnecting") {
+			return fmt.Errorf("no loss logged:\n%s", logs.String())
+		}
+		return nil
+	})
+	auth.Port = port
+	startExternal(t, auth)
+	checkFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if !strings.Contains(logs.String(), "nats: reconnected") {
+			return fmt.Errorf("no return logged:\n%s", logs.String())
+		}
+		return nil
+	})
+	if strings.Contains(logs.String(), "s3cret-pass") {
+		t.Fatalf("the password is in the log:\n%s", logs.String())
 	}
 }

@@ -46,7 +46,8 @@ type NATSOptions struct {
 	// per message. Streams created before keep the mode they have.
 	RelayedAsync bool
 	Name         string
-	// Logger hears how existing streams were adopted; nil discards it.
+	// Logger hears how existing streams were adopted, and when the
+	// connection is lost and back; nil discards it.
 	Logger *slog.Logger
 }
 
@@ -67,7 +68,22 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 	if name == "" {
 		name = "askbridge"
 	}
-	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
+		// An operator should see an outage begin and end; a clean close
+		// (err nil) is no news.
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("nats: connection lost; reconnecting", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			log.Info("nats: reconnected", "server", c.ConnectedUrlRedacted())
+		}),
+	}
 	url := o.URL
 	if url == "" {
 		ns, err := StartEmbedded(o)
