@@ -1004,3 +1004,19 @@ func TestWarnsWhenChatLinksPointAtLoopback(t *testing.T) {
 		})
 	}
 }
+
+// TestGoRunNamesAPartOnce checks a part's failure is named once, whether
+// or not its error already starts with its name.
+func TestGoRunNamesAPartOnce(t *testing.T) {
+	for in, want := range map[string]string{
+		"runtime: nats: key-value bucket ASK_RUNTIME: memory storage": "runtime: nats: key-value bucket ASK_RUNTIME: memory storage",
+		"nats: key-value bucket ASK_RUNTIME: memory storage":          "runtime: nats: key-value bucket ASK_RUNTIME: memory storage",
+	} {
+		s := &service{errs: make(chan error, 1)}
+		s.goRun("runtime", func(context.Context) error { return errors.New(in) }, context.Background())
+		s.wg.Wait()
+		if got := (<-s.errs).Error(); got != want {
+			t.Errorf("%q became %q, want %q", in, got, want)
+		}
+	}
+}

@@ -241,7 +241,10 @@ func (s *service) goRun(name string, run func(context.Context) error, ctx contex
 	go func() {
 		defer s.wg.Done()
 		if err := run(ctx); err != nil && ctx.Err() == nil {
-			s.errs <- fmt.Errorf("%s: %w", name, err)
+			if !strings.HasPrefix(err.Error(), name+":") { // the runtime names itself
+				err = fmt.Errorf("%s: %w", name, err)
+			}
+			s.errs <- err
 		}
 	}()
 }
