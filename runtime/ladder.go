@@ -71,7 +71,9 @@ func (r *Runtime) fireDue(ctx context.Context) time.Duration {
 	}
 	next, ok, err := r.st.NextDue(ctx)
 	if err != nil {
-		r.log.Error("ladder: next due", "err", err)
+		if ctx.Err() == nil { // a stop is no error
+			r.log.Error("ladder: next due", "err", err)
+		}
 		return time.Second
 	}
 	if !ok {

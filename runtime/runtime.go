@@ -458,12 +458,12 @@ func (r *Runtime) prune(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		now := time.Now()
-		if n, err := r.st.PruneSent(ctx, now.Add(-keepSentOutbox)); err != nil {
+		if n, err := r.st.PruneSent(ctx, now.Add(-keepSentOutbox)); err != nil && ctx.Err() == nil {
 			r.log.Warn("prune outbox", "err", err)
 		} else if n > 0 {
 			r.log.Debug("pruned sent outbox rows", "rows", n)
 		}
-		if _, err := r.st.PruneAttempts(ctx, now.Add(-keepAttemptIDs)); err != nil {
+		if _, err := r.st.PruneAttempts(ctx, now.Add(-keepAttemptIDs)); err != nil && ctx.Err() == nil {
 			r.log.Warn("prune attempt ids", "err", err)
 		}
 		select {
