@@ -32,7 +32,7 @@ type Config struct {
 	// (the default) fsyncs each write before acknowledging; "interval"
 	// once a second. An external server (NATSURL) syncs as its own
 	// configuration says: it is empty then, and ignored with a warning
-	// (SyncIgnored) when set.
+	// (Ignored) when set.
 	NATSSync     string `envconfig:"ASK_NATS_SYNC"`
 	NATSReplicas int    `envconfig:"ASK_NATS_REPLICAS" default:"1"`
 
@@ -115,17 +115,25 @@ func (c *Config) normalize() {
 	}
 }
 
-// SyncIgnored says why ASK_NATS_SYNC does nothing, when it is set with
-// ASK_NATS_URL: askbridge cannot make another's server fsync, nor rely on
-// the once-a-second sync it gives the embedded one in interval mode. A
-// warning rather than a refusal, so that a deployment that sets both
-// still starts.
-func (c *Config) SyncIgnored() string {
-	if c.NATSURL == "" || c.NATSSync == "" {
-		return ""
+// Ignored says which settings do nothing with the NATS chosen, one line
+// each: warnings rather than refusals, so that a deployment that sets them
+// still starts. ASK_NATS_SYNC with ASK_NATS_URL: askbridge cannot make
+// another's server fsync, nor rely on the once-a-second sync it gives the
+// embedded one in interval mode. ASK_NATS_REPLICAS and ASK_NATS_CREDS
+// without it: the embedded server holds one copy and needs no credentials.
+func (c *Config) Ignored() []string {
+	var out []string
+	if c.NATSURL != "" && c.NATSSync != "" {
+		out = append(out, "ASK_NATS_SYNC applies to the embedded NATS only and is ignored: with ASK_NATS_URL, the NATS server's own "+
+			"JetStream setting (sync_interval, such as sync_interval: always) decides when it writes to disk; unset ASK_NATS_SYNC")
 	}
-	return "ASK_NATS_SYNC applies to the embedded NATS only and is ignored: with ASK_NATS_URL, the NATS server's own " +
-		"JetStream setting (sync_interval, such as sync_interval: always) decides when it writes to disk; unset ASK_NATS_SYNC"
+	if c.NATSURL == "" && c.NATSReplicas > 1 {
+		out = append(out, "ASK_NATS_REPLICAS applies to an external NATS cluster (ASK_NATS_URL) only and is ignored: the embedded NATS keeps one copy")
+	}
+	if c.NATSURL == "" && c.NATSCreds != "" {
+		out = append(out, "ASK_NATS_CREDS applies to an external NATS (ASK_NATS_URL) only and is ignored")
+	}
+	return out
 }
 
 // Validate returns one line per problem, each naming the variable.

@@ -302,18 +302,24 @@ func TestParseErrorsDoNotEchoValues(t *testing.T) {
 	}
 }
 
-func TestSyncIgnoredWithAnExternalServer(t *testing.T) {
+func TestIgnoredSettings(t *testing.T) {
 	for _, c := range []struct {
-		url, sync string
-		ignored   bool
+		cfg  Config
+		want []string // the start of each warning
 	}{
-		{"", "interval", false},
-		{"nats://n1:4222", "", false},
-		{"nats://n1:4222", "always", true},
+		{Config{NATSSync: "interval", NATSReplicas: 1}, nil},
+		{Config{NATSURL: "nats://n1:4222", NATSReplicas: 3, NATSCreds: "/etc/ask.creds"}, nil},
+		{Config{NATSURL: "nats://n1:4222", NATSSync: "always", NATSReplicas: 1}, []string{"ASK_NATS_SYNC applies to the embedded NATS only"}},
+		{Config{NATSSync: "always", NATSReplicas: 3, NATSCreds: "/etc/ask.creds"},
+			[]string{"ASK_NATS_REPLICAS applies to an external NATS cluster", "ASK_NATS_CREDS applies to an external NATS"}},
 	} {
-		cfg := Config{NATSURL: c.url, NATSSync: c.sync}
-		if got := cfg.SyncIgnored() != ""; got != c.ignored {
-			t.Errorf("ASK_NATS_URL=%q ASK_NATS_SYNC=%q: ignored %v, want %v", c.url, c.sync, got, c.ignored)
+		got := c.cfg.Ignored()
+		ok := len(got) == len(c.want)
+		for i := 0; ok && i < len(got); i++ {
+			ok = strings.HasPrefix(got[i], c.want[i])
+		}
+		if !ok {
+			t.Errorf("%+v: ignored %q, want %q", c.cfg, got, c.want)
 		}
 	}
 }

@@ -75,7 +75,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
-	if why := cfg.SyncIgnored(); why != "" {
+	for _, why := range cfg.Ignored() {
 		log.Warn(why)
 	}
 	if (cfg.SlackEnabled() || cfg.DiscordEnabled()) && cfg.PublicURL == "" {
