@@ -93,7 +93,14 @@ func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, last bool) erro
 	case bridge.EventAsked:
 		return b.onAsked(ctx, ev, last)
 	case bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded:
-		return b.onOutcome(ctx, ev)
+		return b.onOutcome(ctx, ev, last)
+	case bridge.EventDeliveryFailed:
+		if ev.State != bridge.StateFailed {
+			return nil // one platform failed; the question still waits elsewhere
+		}
+		// No platform showed it and it has ended; a card Discord made
+		// although the bot gave up on it is settled like any other.
+		return b.onOutcome(ctx, ev, last)
 	case bridge.EventRefused:
 		return b.onRefused(ctx, ev)
 	case bridge.EventReminded, bridge.EventEscalated:
@@ -120,6 +127,20 @@ func (c *card) ref() *bridge.MessageRef {
 	return &bridge.MessageRef{Platform: bridge.PlatformDiscord, Channel: c.Channel, MessageID: c.MessageID, Thread: c.Thread}
 }
 
+// channelFor is the channel a question is posted in: its route's, else
+// the default; "" when it is not for Discord. The runtime expects a report
+// for any routed question: a blank channel id is kept, to be reported as
+// unresolved, not skipped.
+func (b *Bot) channelFor(q *bridge.Question) string {
+	if q.Route == nil || q.Route.Discord == nil || q.Route.Discord.ChannelID == "" {
+		return b.o.DefaultChannel
+	}
+	if channel := strings.TrimSpace(q.Route.Discord.ChannelID); channel != "" {
+		return channel
+	}
+	return q.Route.Discord.ChannelID
+}
+
 // onAsked posts the question's card, once: in the job's thread when it has
 // one, else in the routed channel, starting the job's thread from it.
 func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
@@ -127,15 +148,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 	if q == nil {
 		return fmt.Errorf("%w: asked without a question", errPermanent)
 	}
-	channel := b.o.DefaultChannel
-	if q.Route != nil && q.Route.Discord != nil && q.Route.Discord.ChannelID != "" {
-		// The runtime expects a report for any routed question: a blank
-		// channel id is reported as unresolved below, not skipped.
-		channel = strings.TrimSpace(q.Route.Discord.ChannelID)
-		if channel == "" {
-			channel = q.Route.Discord.ChannelID
-		}
-	}
+	channel := b.channelFor(q)
 	if channel == "" {
 		// Not for Discord: no route here and no default channel. The
 		// runtime does not expect Discord to show it, so report nothing.
@@ -187,7 +200,11 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		return b.fail(ctx, key, c, f)
 	}
 	// Claim the posting, so two replicas handling the same question at
-	// once do not both post it; a claim left by a crash expires.
+	// once do not both post it; a claim left by a crash expires. A claim
+	// left on the card says an earlier try may have made it unrecorded
+	// (an answer lost, a crash): TriedAt keeps when the first such try
+	// began, where a look for the card starts.
+	var prior bool
 	c, err = b.updateCard(ctx, key, init, func(c *card) bool {
 		if c.MessageID != "" || c.Outcome != nil || c.Failed {
 			return false
@@ -195,7 +212,15 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		if c.Claim != "" && c.Claim != b.id && b.now().Sub(c.ClaimAt) < claimTTL {
 			return false
 		}
-		c.Claim, c.ClaimAt = b.id, b.now().UTC()
+		now := b.now().UTC()
+		prior = c.Claim != ""
+		switch {
+		case !prior:
+			c.TriedAt = now
+		case c.TriedAt.IsZero():
+			c.TriedAt = c.ClaimAt
+		}
+		c.Claim, c.ClaimAt = b.id, now
 		return true
 	})
 	if err != nil {
@@ -256,6 +281,15 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		msg, err = b.postMessage(ctx, "post question", target, m)
 	}
 	if err != nil {
+		if !prior && !mayHaveMade(err) {
+			// Discord answered that it made nothing, and no earlier try
+			// may have: nothing to look for when the question ends.
+			gc, gerr := b.giveUpClaim(ctx, key, init, b.id)
+			if gerr != nil {
+				return gerr
+			}
+			c = gc
+		}
 		if isTransient(err) && !last {
 			return err
 		}
@@ -301,26 +335,62 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 	return b.report(ctx, c, c.ref(), nil)
 }
 
-// cardLookback widens the look for a card to before the claim: the claim's
-// time comes from a replica's clock, the message's id from Discord's.
+// cardLookback widens the look for a card to before the first try: the
+// try's time comes from a replica's clock, the message's id from
+// Discord's.
 const cardLookback = time.Minute
+
+// maxListPages bounds how many pages of 100 messages a look for a card
+// reads in one channel.
+const maxListPages = 10
+
+// mayHaveMade says a failed post may have left its message in Discord:
+// no answer came (a timeout, a dropped connection), or one that does not
+// say Discord made nothing (a 5xx, a reply without a message).
+func mayHaveMade(err error) bool {
+	var ae *apiError
+	return !errors.As(err, &ae) || ae.Status < 400 || ae.Status >= 500
+}
+
+// maybeUnrecorded says a post of c's card may have reached Discord
+// without the bot learning of the message.
+func maybeUnrecorded(c *card) bool {
+	return c.MessageID == "" && c.Claim != "" && c.Question != nil
+}
+
+// giveUpClaim drops the claim on a card that has no message: nobody is
+// posting it, and no try left it in Discord. owner, when set, is the
+// only claimant whose claim is dropped.
+func (b *Bot) giveUpClaim(ctx context.Context, key string, init card, owner string) (*card, error) {
+	return b.updateCard(ctx, key, init, func(c *card) bool {
+		if c.MessageID != "" || c.Claim == "" || (owner != "" && c.Claim != owner) {
+			return false
+		}
+		c.Claim, c.ClaimAt, c.TriedAt = "", time.Time{}, time.Time{}
+		return true
+	})
+}
 
 // settleUnanswered settles a card whose post went out but whose answer
 // was lost (a timeout, a dropped connection, a 5xx after Discord stored
-// it), when the question ended before the asked event came back: the
-// outcome found no message to edit, and the card would keep its buttons.
-// A claim on a card with no message says a post may have gone out; the
-// bot looks for it where it posts, among the messages made since the
-// claim, and settles it. A card that was never made is not made now.
+// it), when the question ended before the bot recorded the card: when
+// the question ended before the asked event came back, or when the bot
+// had given the card up and reported it failed. The outcome found no
+// message to edit, and the card would keep its buttons. A claim on a
+// card with no message says a post may have gone out; the bot looks for
+// it where it posts, among the messages made since the first try, and
+// settles every copy it finds. A card that was never made is not made
+// now.
 func (b *Bot) settleUnanswered(ctx context.Context, key string, init card, c *card, channel string, last bool) error {
-	if c.MessageID != "" || c.Claim == "" || c.Question == nil || !bridge.ValidSnowflake(channel) {
+	if !maybeUnrecorded(c) || !bridge.ValidSnowflake(channel) {
 		return nil
 	}
-	if c.Claim != b.id && b.now().Sub(c.ClaimAt) < claimTTL {
+	if !c.Failed && c.Claim != b.id && b.now().Sub(c.ClaimAt) < claimTTL {
 		// Another replica may be posting it; it settles what it posts.
+		// (A failed card's claimant has given it up.)
 		return &busyError{until: c.ClaimAt.Add(claimTTL)}
 	}
-	msg, thread, err := b.findCard(ctx, c, channel)
+	found, err := b.findCards(ctx, c, channel)
 	if err != nil {
 		if isTransient(err) && !last {
 			return err
@@ -329,36 +399,37 @@ func (b *Bot) settleUnanswered(ctx context.Context, key string, init card, c *ca
 			"job", c.JobID, "question", c.QuestionID, "err", err)
 		return nil
 	}
-	if msg == nil {
+	if len(found) == 0 {
 		// Never made: give the claim up, so a replay does not look again.
-		_, err := b.updateCard(ctx, key, init, func(c *card) bool {
-			if c.MessageID != "" || c.Claim == "" {
-				return false
-			}
-			c.Claim, c.ClaimAt = "", time.Time{}
-			return true
-		})
+		_, err := b.giveUpClaim(ctx, key, init, "")
 		return err
 	}
+	first := found[0]
 	b.log.Info("discord: found a card whose post went unanswered; settling it", "tenant", c.Tenant, "job", c.JobID,
-		"question", c.QuestionID, "message", msg.ID)
+		"question", c.QuestionID, "message", first.ID, "copies", len(found))
 	c, err = b.updateCard(ctx, key, init, func(c *card) bool {
 		if c.MessageID != "" {
 			return false
 		}
-		c.Channel, c.MessageID, c.Thread = msg.ChannelID, msg.ID, thread
-		c.Guild = firstNonEmpty(msg.GuildID, c.Guild, b.o.Guild)
+		c.Channel, c.MessageID, c.Thread = first.ChannelID, first.ID, first.thread
+		c.Guild = firstNonEmpty(first.GuildID, c.Guild, b.o.Guild)
 		c.Edited = false
 		return true
 	})
 	if err != nil {
 		return err
 	}
-	if c.MessageID != msg.ID || c.Outcome == nil || c.Edited {
-		return nil // recorded meanwhile by whoever posted it
+	if c.Outcome == nil || c.Edited {
+		return nil
 	}
-	if err := b.editSettled(ctx, c); err != nil {
-		return err
+	for _, m := range found {
+		// Each copy as the card: the record's own message may be another
+		// (recorded meanwhile by whoever posted it, who edits it too).
+		cp := *c
+		cp.Channel, cp.MessageID = m.ChannelID, m.ID
+		if err := b.editSettled(ctx, &cp); err != nil {
+			return err
+		}
 	}
 	o := c.Outcome
 	if _, err := b.updateCard(ctx, key, init, func(c *card) bool {
@@ -370,10 +441,13 @@ func (b *Bot) settleUnanswered(ctx context.Context, key string, init card, c *ca
 	}); err != nil {
 		return err
 	}
+	if c.Failed {
+		return nil // reported failed; the question has ended
+	}
 	return b.report(ctx, c, c.ref(), nil)
 }
 
-// listedMessage is what findCard reads of a listed message.
+// listedMessage is what findCards reads of a listed message.
 type listedMessage struct {
 	ID         string `json:"id"`
 	ChannelID  string `json:"channel_id"`
@@ -383,58 +457,100 @@ type listedMessage struct {
 			CustomID string `json:"custom_id"`
 		} `json:"components"`
 	} `json:"components"`
+	// thread is the job's thread when the message is in it.
+	thread string
 }
 
-// findCard looks for a card's message among those made since its claim,
-// in the job's thread in channel (when it has one) and in channel: every
-// card carries a Decline button naming its question and task version.
-// thread is the job's thread when the card is in it.
-func (b *Bot) findCard(ctx context.Context, c *card, channel string) (msg *listedMessage, thread string, err error) {
+// findCards looks for a card's messages among those made since its first
+// try, in the job's thread in channel (when it has one) and in channel:
+// every card carries a Decline button naming its question and task
+// version. The copies come oldest first, those in the thread first.
+func (b *Bot) findCards(ctx context.Context, c *card, channel string) ([]*listedMessage, error) {
 	var jt jobThread
 	_, haveThread, err := getJSON(ctx, b.refs, jobKey(c.Tenant, c.JobID, channel), &jt)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	where := []string{channel}
 	if haveThread && bridge.ValidSnowflake(jt.Thread) {
 		where = []string{jt.Thread, channel}
 	}
 	want := customID(actDecline, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0)
-	after := snowflakeAt(c.ClaimAt.Add(-cardLookback))
+	since := c.ClaimAt
+	if !c.TriedAt.IsZero() && c.TriedAt.Before(since) {
+		since = c.TriedAt
+	}
+	var found []*listedMessage
 	for _, ch := range where {
-		var msgs []listedMessage
-		err := b.call(ctx, "find question", func(opts ...discordgo.RequestOption) error {
-			ep := discordgo.EndpointChannelMessages(ch)
-			body, err := b.s.RequestWithBucketID("GET", ep+"?after="+after+"&limit=100", nil, ep, opts...)
-			if err != nil {
-				return err
-			}
-			return json.Unmarshal(body, &msgs)
-		})
-		if threadGone(err) && ch != channel {
-			continue // the thread went; the card may be in the channel
-		}
-		if err != nil {
-			return nil, "", err
-		}
-		for i := range msgs {
-			for _, row := range msgs[i].Components {
-				for _, comp := range row.Components {
-					if comp.CustomID == want {
-						m := &msgs[i]
-						if m.ChannelID == "" {
-							m.ChannelID = ch
-						}
-						if haveThread && m.ChannelID == jt.Thread {
-							thread = jt.Thread
-						}
-						return m, thread, nil
-					}
+		after := snowflakeAt(since.Add(-cardLookback))
+		var here []*listedMessage
+		for range maxListPages {
+			var msgs []listedMessage
+			err := b.call(ctx, "find question", func(opts ...discordgo.RequestOption) error {
+				ep := discordgo.EndpointChannelMessages(ch)
+				body, err := b.s.RequestWithBucketID("GET", ep+"?after="+after+"&limit=100", nil, ep, opts...)
+				if err != nil {
+					return err
 				}
+				return json.Unmarshal(body, &msgs)
+			})
+			if threadGone(err) && ch != channel {
+				break // the thread went; the card may be in the channel
+			}
+			if err != nil {
+				return nil, err
+			}
+			for i := range msgs {
+				m := &msgs[i]
+				if laterID(m.ID, after) {
+					after = m.ID // the next page starts after the newest
+				}
+				if !hasComponent(m, want) {
+					continue
+				}
+				if m.ChannelID == "" {
+					m.ChannelID = ch
+				}
+				if haveThread && m.ChannelID == jt.Thread {
+					m.thread = jt.Thread
+				}
+				here = append(here, m)
+			}
+			if len(msgs) < 100 {
+				break
+			}
+		}
+		slices.SortFunc(here, func(a, b *listedMessage) int {
+			switch {
+			case laterID(b.ID, a.ID):
+				return -1
+			case laterID(a.ID, b.ID):
+				return 1
+			}
+			return 0
+		})
+		found = append(found, here...)
+	}
+	return found, nil
+}
+
+// hasComponent says one of m's components has the custom id want.
+func hasComponent(m *listedMessage, want string) bool {
+	for _, row := range m.Components {
+		for _, comp := range row.Components {
+			if comp.CustomID == want {
+				return true
 			}
 		}
 	}
-	return nil, "", nil
+	return false
+}
+
+// laterID says snowflake a was made after snowflake b.
+func laterID(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x > y
 }
 
 // threadGone reports whether Discord refused a post in a thread because
@@ -499,7 +615,7 @@ func (b *Bot) startThread(ctx context.Context, channel, messageID string, q *bri
 
 // onOutcome records how the question ended and edits its card: the
 // outcome added, the components removed.
-func (b *Bot) onOutcome(ctx context.Context, ev *bridge.Event) error {
+func (b *Bot) onOutcome(ctx context.Context, ev *bridge.Event, last bool) error {
 	o := &outcome{Type: ev.Type, Text: ev.Text, By: ev.By, ByName: ev.ByName, Reason: ev.Comment, At: ev.At}
 	if ev.Type == bridge.EventAnswered {
 		o.Answer = ev.AnswerText
@@ -554,6 +670,15 @@ func (b *Bot) onOutcome(ctx context.Context, ev *bridge.Event) error {
 		// runtime says shows the question.
 		if err := b.editRefs(ctx, ev, o); err != nil {
 			return err
+		}
+		if c.Failed && maybeUnrecorded(c) {
+			// The bot gave the card up (reported it failed) after posts
+			// whose answers it lost: Discord may hold it, with buttons
+			// nobody can use now. A card still being posted is settled
+			// by its asked event instead.
+			if err := b.settleUnanswered(ctx, key, init, c, b.channelFor(c.Question), last); err != nil {
+				return err
+			}
 		}
 	} else if err := b.editSettled(ctx, c); err != nil {
 		return err

@@ -109,6 +109,13 @@ func (f *fakeDiscord) failOn(r failRule) {
 	f.rules = append(f.rules, &r)
 }
 
+// clearRules drops every fail rule.
+func (f *fakeDiscord) clearRules() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules = nil
+}
+
 func (f *fakeDiscord) blockDMs(user string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -38,9 +38,13 @@ type card struct {
 	Edited bool `json:"edited,omitempty"`
 	// Failed is set when the question could not be shown (reported).
 	Failed bool `json:"failed,omitempty"`
-	// Claim names the bot instance posting the card, since ClaimAt.
+	// Claim names the bot instance posting the card, since ClaimAt. On a
+	// card with no message it stays after a try that may have made the
+	// card unrecorded (Discord's answer lost); TriedAt is when the first
+	// such try began, where a look for the card starts.
 	Claim   string    `json:"claim,omitempty"`
 	ClaimAt time.Time `json:"claim_at,omitzero"`
+	TriedAt time.Time `json:"tried_at,omitzero"`
 }
 
 // outcome is how a question ended, as the card shows it.

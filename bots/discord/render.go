@@ -297,6 +297,10 @@ func outcomeLine(o *outcome) (string, int) {
 		return "Cancelled. " + o.Text + at, colorClosed
 	case bridge.EventSuperseded:
 		return "Superseded. " + o.Text + at, colorClosed
+	case bridge.EventDeliveryFailed:
+		// The event's text is for the agent ("could not be shown to
+		// anyone"), which a card in front of people cannot say.
+		return "Failed: askbridge could not deliver this question" + at, colorClosed
 	}
 	return o.Text + at, colorClosed
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/runtime"
 )
 
 // TestOutcomeEditedOnceAndRecorded checks a posted card is edited once
@@ -255,5 +258,153 @@ func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
 				t.Fatalf("%d posts of the question, want only the one that failed: a settled question is not posted", posts)
 			}
 		})
+	}
+}
+
+// cardsOf returns the ids of the messages in channel whose components
+// name question q-<question> (its cards), oldest first.
+func cardsOf(channel, question string) []string {
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	var ids []string
+	for id, m := range fake.msgs {
+		if m["channel_id"] == channel && strings.Contains(fmt.Sprint(m["components"]), ":"+question+":") {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestQuestionEndedAfterALostPostSettlesItsCard checks a card Discord
+// stored while the bot lost its answer (the connection dropped on the last
+// delivery of the asked event, the earlier ones refused with a 500, so the
+// bot reported the post failed) does not keep live buttons once its
+// question ends: when Discord was the only
+// platform the runtime fails the question (delivery_failed, state failed),
+// and the card says so; when the question still waited elsewhere and was
+// answered there, the card says that. Every click on a live card would be
+// refused as no longer pending.
+func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		inThread bool // the job's second question, posted in its thread
+		slack    bool // Slack is to show it too (it never reports here)
+		// Only the first try makes the card; the later ones, minutes
+		// after it, get a 500 and make nothing, and Discord lists no
+		// messages until the bot has given up.
+		firstOnly bool
+	}{
+		{name: "discord only, first question"},
+		{name: "discord only, in the job's thread", inThread: true},
+		{name: "answered elsewhere", slack: true},
+		{name: "made minutes before the last try", firstOnly: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			platforms := map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}
+			if tc.slack {
+				platforms[bridge.PlatformSlack] = runtime.Platform{DefaultChannel: "C0123"}
+			}
+			env := testenv.Start(t, testenv.Options{Platforms: platforms})
+			var skew atomic.Int64
+			h := start(t, harnessOptions{nats: env.NATS, tweak: func(b *Bot) {
+				if !tc.firstOnly {
+					return
+				}
+				// The retries come five minutes after the first try, as
+				// after long waits (429s, timeouts), by the bot's clock.
+				b.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+				b.backoff = func(uint64) time.Duration {
+					skew.Store(int64(5 * time.Minute))
+					return 20 * time.Millisecond
+				}
+			}})
+			where := channelA
+			if tc.inThread {
+				first := colorQuestion()
+				first.QuestionID = "q-0"
+				ask(t, env, first)
+				where = h.posted(channelA, 1)["id"].(string) // the job's thread
+				h.waitDelivery()
+			}
+			posts := "/channels/" + where + "/messages"
+			if tc.firstOnly {
+				fake.failOn(failRule{Method: "POST", Prefix: posts, Lost: true, Times: 1})
+				fake.failOn(failRule{Method: "POST", Prefix: posts, Status: 500, Times: -1})
+				fake.failOn(failRule{Method: "GET", Prefix: posts, Status: 500, Times: -1})
+			} else {
+				// The last try makes the card, and its answer is lost.
+				fake.failOn(failRule{Method: "POST", Prefix: posts, Status: 500, Times: maxEventAttempts - 1})
+				fake.failOn(failRule{Method: "POST", Prefix: posts, Lost: true, Times: -1})
+			}
+			q := colorQuestion()
+			ask(t, env, q)
+			var d bridge.Delivery
+			checkFor(t, 20*time.Second, func() error {
+				for _, x := range h.deliveriesNow() {
+					if x.QuestionID == q.QuestionID {
+						d = x
+						return nil
+					}
+				}
+				return fmt.Errorf("no delivery report for %s yet", q.QuestionID)
+			})
+			if d.OK || d.Failure == nil || d.Failure.Code != bridge.CodeSourceUnreliable {
+				t.Fatalf("delivery %+v (failure %+v), want SOURCE_UNRELIABLE", d, d.Failure)
+			}
+			fake.clearRules() // Discord is well again
+			cards := cardsOf(where, q.QuestionID)
+			if len(cards) != 1 {
+				t.Fatalf("%d cards in Discord, want the one it made", len(cards))
+			}
+			want := "Failed: askbridge could not deliver this question"
+			if tc.slack {
+				// It still waits for Slack: answered in the console, by one of its answerers.
+				if err := env.Attempt(context.Background(), bridge.AnswerAttempt{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID,
+					TaskVersion: q.TaskVersion, AttemptID: "console-1", Action: bridge.ActionAnswer, Answer: json.RawMessage(`"blue"`),
+					By: "discord:" + kevin.ID, ByName: "kevin", Via: "console"}); err != nil {
+					t.Fatal(err)
+				}
+				want = "**blue**"
+			}
+			res := await(t, env, q)
+			if tc.slack && res.Outcome != bridge.OutcomeAnswered || !tc.slack && (res.Outcome != bridge.OutcomeFailed || res.Code != bridge.CodeSourceUnreliable) {
+				t.Fatalf("resume = %+v", res)
+			}
+			settledCard(t, cards[0], want)
+			checkFor(t, 10*time.Second, func() error {
+				c, err := h.bot.loadCard(h.ctx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
+				if err != nil || c == nil || c.MessageID != cards[0] || !c.Edited {
+					return fmt.Errorf("card record %+v (%v), want the card found and edited", c, err)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestRefusedPostIsNotLookedFor checks a card Discord refused outright
+// (403: it made nothing) is not looked for when its question fails: only
+// a post whose answer was lost may have left a card.
+func TestRefusedPostIsNotLookedFor(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 403, Code: 50013, Times: -1})
+	q := colorQuestion()
+	ask(t, env, q)
+	if res := await(t, env, q); res.Outcome != bridge.OutcomeFailed || res.Code != bridge.CodeAccessDenied {
+		t.Fatalf("resume = %+v", res)
+	}
+	checkFor(t, 10*time.Second, func() error {
+		c, err := h.bot.loadCard(h.ctx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
+		if err != nil || c == nil || c.Outcome == nil || c.Outcome.Type != bridge.EventDeliveryFailed || !c.Edited {
+			return fmt.Errorf("card record %+v (%v), want the failure recorded", c, err)
+		}
+		if c.Claim != "" {
+			return fmt.Errorf("card record %+v, want no claim: Discord made nothing", c)
+		}
+		return nil
+	})
+	if got := fake.requests("GET", "/channels/"); len(got) != 0 {
+		t.Fatalf("%d reads of channel messages, want none: Discord said it made nothing", len(got))
 	}
 }
