@@ -270,7 +270,35 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		Nonce:           nonceFor("card", c.Tenant, c.JobID, c.QuestionID, fmt.Sprint(c.TaskVersion)),
 		EnforceNonce:    true,
 	}
-	msg, err := b.postMessage(ctx, "post question", target, m)
+	var msg *discordgo.Message
+	inChannel := false // adopted in the channel though the job has a thread
+	if prior {
+		// An earlier try may have made the card, its answer lost, and
+		// Discord remembers a nonce only a few minutes: a card found is
+		// taken for this try's, rather than posting a second one.
+		found, err := b.findCards(ctx, c, channel)
+		switch {
+		case err != nil && isTransient(err) && !last:
+			return err
+		case err != nil:
+			b.log.Warn("discord: could not look for the card an earlier try may have made; posting it", "tenant", c.Tenant,
+				"job", c.JobID, "question", c.QuestionID, "err", err)
+		case len(found) > 0:
+			f := found[0]
+			b.log.Info("discord: found the card an earlier try made; not posting it again", "tenant", c.Tenant,
+				"job", c.JobID, "question", c.QuestionID, "message", f.ID)
+			msg = &discordgo.Message{ID: f.ID, ChannelID: f.ChannelID, GuildID: f.GuildID}
+			target = f.ChannelID
+			// A card in the channel though the job has a thread: made when
+			// that thread took no messages, or before it was recorded. The
+			// job keeps its thread; a gone one is replaced at its next
+			// question.
+			inChannel = haveThread && f.thread == ""
+		}
+	}
+	if msg == nil {
+		msg, err = b.postMessage(ctx, "post question", target, m)
+	}
 	replaceThread := uint64(0)
 	if err != nil && haveThread && threadGone(err) {
 		// Someone deleted or locked the job's thread: the question goes to
@@ -299,9 +327,12 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 	if posted.Channel == "" {
 		posted.Channel = target
 	}
-	if haveThread {
+	switch {
+	case inChannel:
+		posted.Guild = firstNonEmpty(posted.Guild, jt.Guild)
+	case haveThread:
 		posted.Thread, posted.Guild = jt.Thread, firstNonEmpty(posted.Guild, jt.Guild)
-	} else {
+	default:
 		th, err := b.startThread(ctx, channel, msg.ID, q)
 		if err != nil {
 			// The card is up; later questions try the thread again.
@@ -511,8 +542,8 @@ func (b *Bot) findCards(ctx context.Context, c *card, channel string) ([]*listed
 				if m.ChannelID == "" {
 					m.ChannelID = ch
 				}
-				if haveThread && m.ChannelID == jt.Thread {
-					m.thread = jt.Thread
+				if haveThread && (m.ChannelID == jt.Thread || m.ID == jt.Thread) {
+					m.thread = jt.Thread // in the thread, or the message it was started from
 				}
 				here = append(here, m)
 			}

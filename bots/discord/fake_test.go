@@ -116,6 +116,15 @@ func (f *fakeDiscord) clearRules() {
 	f.rules = nil
 }
 
+// forgetNonces forgets the nonces of the messages made so far, as
+// Discord does after a few minutes: a post with one of them makes a new
+// message.
+func (f *fakeDiscord) forgetNonces() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nonces = map[string]string{}
+}
+
 func (f *fakeDiscord) blockDMs(user string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -408,3 +408,67 @@ func TestRefusedPostIsNotLookedFor(t *testing.T) {
 		t.Fatalf("%d reads of channel messages, want none: Discord said it made nothing", len(got))
 	}
 }
+
+// TestRetryAdoptsTheCardAnEarlierTryMade checks a retried asked event
+// whose earlier try Discord carried out, its answer lost, does not post a
+// second card once Discord has forgotten the nonce (it remembers one a
+// few minutes): the retry finds the card, records and reports it, and
+// starts the job's thread from it when it is the job's first.
+func TestRetryAdoptsTheCardAnEarlierTryMade(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		inThread bool
+		status   int  // the lost answer: 0 a dropped connection
+		stored   bool // whether Discord made the message
+	}{
+		{name: "first question, connection dropped", stored: true},
+		{name: "in the job's thread, 500", inThread: true, status: 500, stored: true},
+		{name: "not made, 500", status: 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, harnessOptions{tweak: func(b *Bot) {
+				b.backoff = func(attempt uint64) time.Duration {
+					if attempt == 1 {
+						fake.forgetNonces() // the retry comes after Discord's nonce memory
+					}
+					return 20 * time.Millisecond
+				}
+			}})
+			q := colorQuestion()
+			where := channelA
+			if tc.inThread {
+				first := colorQuestion()
+				first.QuestionID = "q-0"
+				h.publishEvent(asked(first))
+				where = h.posted(channelA, 1)["id"].(string) // the job's thread
+				h.waitDelivery()
+			}
+			fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + where + "/messages", Status: tc.status, Lost: tc.stored, Times: 1})
+			h.publishEvent(asked(q))
+			var d bridge.Delivery
+			checkFor(t, 10*time.Second, func() error {
+				for _, x := range h.deliveriesNow() {
+					if x.QuestionID == q.QuestionID {
+						d = x
+						return nil
+					}
+				}
+				return fmt.Errorf("no delivery report for %s yet", q.QuestionID)
+			})
+			cards := cardsOf(where, q.QuestionID)
+			if len(cards) != 1 {
+				t.Fatalf("%d cards of the question in Discord, want 1", len(cards))
+			}
+			if !d.OK || d.Message == nil || d.Message.MessageID != cards[0] || d.Message.Channel != where {
+				t.Fatalf("delivery %+v (message %+v), want the card %s in %s", d, d.Message, cards[0], where)
+			}
+			if !tc.inThread {
+				if d.Message.Thread != cards[0] {
+					t.Errorf("delivery thread %q, want the job's thread started from the card %s", d.Message.Thread, cards[0])
+				}
+			} else if d.Message.Thread != where {
+				t.Errorf("delivery thread %q, want the job's thread %s", d.Message.Thread, where)
+			}
+		})
+	}
+}
