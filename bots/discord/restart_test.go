@@ -40,6 +40,18 @@ func TestRestartNeitherRepostsNorForgets(t *testing.T) {
 	h.publishEvent(asked(colorQuestion()))
 	msg := h.posted(channelA, 1)
 	h.waitDelivery()
+	// The report goes out before the event is acknowledged: a stop in
+	// between would hand the event to the next bot, which reports it again.
+	checkFor(t, 10*time.Second, func() error {
+		c, err := h.nats.JS.Consumer(context.Background(), bridge.StreamEvents, ConsumerName)
+		if err != nil {
+			return err
+		}
+		if info, err := c.Info(context.Background()); err != nil || info.NumAckPending > 0 || info.NumPending > 0 {
+			return fmt.Errorf("the asked event is not acknowledged yet: %+v, %v", info, err)
+		}
+		return nil
+	})
 	h.stopBot()
 
 	// The runtime publishes the question again (its outbox relayed twice)
