@@ -214,3 +214,22 @@ func TestConnectionLossAndReturnAreLogged(t *testing.T) {
 		t.Fatalf("the password is in the log:\n%s", logs.String())
 	}
 }
+
+// TestAdoptStreamKeepsReplicasNotAskedFor checks an existing stream keeps
+// its replica count when ASK_NATS_REPLICAS is not set (an operator made it
+// with three), and takes the count when it is.
+func TestAdoptStreamKeepsReplicasNotAskedFor(t *testing.T) {
+	have := jetstream.StreamConfig{Name: StreamEvents, Subjects: []string{PrefixEvent + ".>"}, Storage: jetstream.FileStorage,
+		MaxAge: EventRetention, Duplicates: DuplicateWindow, Replicas: 3}
+	want := have
+	want.Replicas = 0
+	got, changes, err := adoptStream(have, want)
+	if err != nil || got.Replicas != 3 || len(changes) != 0 {
+		t.Fatalf("not asked for: replicas %d, changes %q, %v; want 3 kept, no change", got.Replicas, changes, err)
+	}
+	want.Replicas = 1
+	got, changes, err = adoptStream(have, want)
+	if err != nil || got.Replicas != 1 || len(changes) != 1 || !strings.Contains(changes[0], "replicas 3 -> 1") {
+		t.Fatalf("asked for 1: replicas %d, changes %q, %v", got.Replicas, changes, err)
+	}
+}

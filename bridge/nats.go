@@ -35,7 +35,8 @@ type NATSOptions struct {
 	// SyncInterval is how often the embedded server fsyncs when SyncAlways
 	// is off; 0 keeps the server's default (two minutes).
 	SyncInterval time.Duration
-	// Replicas is the stream replica count on a cluster (1 when embedded).
+	// Replicas is the stream replica count on a cluster (1 when embedded);
+	// 0 makes new streams with one and leaves existing ones as they are.
 	Replicas int
 	// RelayedAsync, for the embedded server only, writes the streams that
 	// the runtime fills from its outbox (events and resumes) without a
@@ -302,6 +303,9 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions)
 		existing, err := js.Stream(ctx, s.name)
 		switch {
 		case err == nil:
+			if o.Replicas == 0 {
+				cfg.Replicas = 0 // not asked for: the stream keeps its count
+			}
 			adopted, changes, err := adoptStream(existing.CachedInfo().Config, cfg)
 			if err != nil {
 				return err
@@ -376,7 +380,7 @@ func adoptStream(have, want jetstream.StreamConfig) (jetstream.StreamConfig, []s
 		out.NoAck = false
 		changes = append(changes, "publishes acknowledged again (no_ack was set)")
 	}
-	if have.Replicas != want.Replicas {
+	if want.Replicas != 0 && have.Replicas != want.Replicas {
 		out.Replicas = want.Replicas
 		changes = append(changes, fmt.Sprintf("replicas %d -> %d (ASK_NATS_REPLICAS)", have.Replicas, want.Replicas))
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -33,8 +34,12 @@ type Config struct {
 	// once a second. An external server (NATSURL) syncs as its own
 	// configuration says: it is empty then, and ignored with a warning
 	// (Ignored) when set.
-	NATSSync     string `envconfig:"ASK_NATS_SYNC"`
-	NATSReplicas int    `envconfig:"ASK_NATS_REPLICAS" default:"1"`
+	NATSSync string `envconfig:"ASK_NATS_SYNC"`
+	// NATSReplicas, when set (NATSReplicasSet), is the replica count of
+	// askbridge's streams on an external cluster; unset, new streams get
+	// one and existing ones keep theirs.
+	NATSReplicas    int  `envconfig:"ASK_NATS_REPLICAS"`
+	NATSReplicasSet bool `ignored:"true"`
 
 	SlackBotToken      string `envconfig:"ASK_SLACK_BOT_TOKEN"`
 	SlackSigningSecret string `envconfig:"ASK_SLACK_SIGNING_SECRET"`
@@ -69,6 +74,7 @@ func Load() (*Config, error) {
 	if err := envconfig.Process("", &c); err != nil {
 		return nil, plainEnvError(err)
 	}
+	c.NATSReplicasSet = os.Getenv("ASK_NATS_REPLICAS") != ""
 	c.normalize()
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -160,7 +166,7 @@ func (c *Config) Validate() error {
 	case c.NATSSync != "always" && c.NATSSync != "interval":
 		bad("ASK_NATS_SYNC must be always or interval, not %q", c.NATSSync)
 	}
-	if c.NATSReplicas < 1 || c.NATSReplicas > 5 {
+	if (c.NATSReplicasSet || c.NATSReplicas != 0) && (c.NATSReplicas < 1 || c.NATSReplicas > 5) {
 		bad("ASK_NATS_REPLICAS must be 1 to 5")
 	}
 	if c.PublicURL != "" {

@@ -35,7 +35,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("Load with no environment: %v", err)
 	}
 	want := Config{
-		DataDir: "./data", HTTPAddr: ":8080", NATSListen: "127.0.0.1:4222", NATSSync: "always", NATSReplicas: 1,
+		DataDir: "./data", HTTPAddr: ":8080", NATSListen: "127.0.0.1:4222", NATSSync: "always", // NATSReplicas unset: existing streams keep theirs
 		SlackAPIURL: "https://slack.com/api/", DiscordAPIURL: "https://discord.com/api/v10/",
 		LogLevel: "info", ShutdownGrace: 10 * time.Second,
 	}
