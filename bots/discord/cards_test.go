@@ -973,8 +973,9 @@ func embedMap(t *testing.T, e *discordgo.MessageEmbed) map[string]any {
 // token is dead is not tried again, however fresh the refused event: an
 // unknown webhook (10015) for an interaction made more than a few seconds
 // ago is no refusal overtaking the bot's own response, and an interaction
-// older than 15 minutes has no token left to try. The interaction's age is
-// in its id (a snowflake).
+// older than 15 minutes is tried once: its id's time is read against this
+// host's clock, which is no proof that the token is dead. The
+// interaction's age is in its id (a snowflake).
 func TestRefusalOnADeadTokenIsNotRetried(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -982,7 +983,7 @@ func TestRefusalOnADeadTokenIsNotRetried(t *testing.T) {
 		tries int
 	}{
 		{"unknown webhook 11 s after the interaction", 11 * time.Second, 1},
-		{"interaction older than its token", 16 * time.Minute, 0},
+		{"interaction older than its token", 16 * time.Minute, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := start(t, harnessOptions{tweak: func(b *Bot) { b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond } }})
@@ -1010,6 +1011,30 @@ func TestRefusalOnADeadTokenIsNotRetried(t *testing.T) {
 			if n := len(fake.requests("POST", "/webhooks/")); n != tc.tries {
 				t.Fatalf("%d follow-up tries on a dead token, want %d", n, tc.tries)
 			}
+		})
+	}
+}
+
+// TestRefusalWithAnOldLookingInteractionIdIsTold checks a refusal is
+// told on its token whatever time the interaction id seems to carry: an id
+// from another clock (a host clock running ahead of Discord's, a test's
+// fixed ids such as 1400000000000000001) is no proof that the token is
+// dead. Only Discord's "unknown webhook" ends the try.
+func TestRefusalWithAnOldLookingInteractionIdIsTold(t *testing.T) {
+	h := start(t, harnessOptions{tweak: func(b *Bot) { b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond } }})
+	for _, id := range []string{"1400000000000000001", "42"} {
+		token := "itoken-" + id
+		h.publishEvent(bridge.Event{Type: bridge.EventRefused, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
+			To: "discord:" + stranger.ID, Reason: bridge.RefusedForbidden, Text: "You can't answer this question: it asks someone else.",
+			AttemptID: "discord-" + id, At: time.Now(),
+			ReplyTo: map[string]string{replyPlatform: bridge.PlatformDiscord, replyAppID: testApp, replyToken: token, replyChannel: channelA}})
+		checkFor(t, 15*time.Second, func() error {
+			for _, r := range fake.requests("POST", "/webhooks/"+testApp+"/"+token) {
+				if strings.Contains(string(r.Body), "it asks someone else") {
+					return nil
+				}
+			}
+			return fmt.Errorf("interaction %s: no follow-up told the refusal", id)
 		})
 	}
 }

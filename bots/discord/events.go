@@ -810,17 +810,14 @@ func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 		return err
 	}
 	// The attempt id names the interaction, whose snowflake says when it
-	// was made: how long its token has lived, and whether the bot's own
-	// response to it can still be on its way to Discord.
+	// was made: whether the bot's own response to it can still be on its
+	// way to Discord. It never skips the try: the id's time is Discord's
+	// clock read against this host's, and a host running ahead (or ids
+	// that are not Discord's) would drop every refusal untold. A dead
+	// token costs one request, which Discord answers "unknown webhook".
 	racing := b.now().Sub(ev.At) < followupRace
 	if made, ok := snowflakeTime(strings.TrimPrefix(ev.AttemptID, bridge.PlatformDiscord+"-")); ok {
-		age := b.now().Sub(made)
-		if age >= tokenLife {
-			b.log.Info("discord: refusal not shown: the interaction expired", "to", ev.To, "reason", ev.Reason)
-			_, err := b.markSeen(ctx, key, 0)
-			return err
-		}
-		racing = age < followupRace
+		racing = b.now().Sub(made) < followupRace
 	}
 	text := refusalText(ev)
 	// A follow-up takes no nonce: after a 5xx or no answer, which may
@@ -856,10 +853,6 @@ func (b *Bot) onRefused(ctx context.Context, ev *bridge.Event) error {
 // token that expired: Discord takes that response within 3 seconds of the
 // interaction or never.
 const followupRace = 10 * time.Second
-
-// tokenLife is how long Discord keeps an interaction's token for
-// follow-ups.
-const tokenLife = 15 * time.Minute
 
 // followupTTL is how long after an interaction the bot still answers with
 // a follow-up on its token (Discord keeps it 15 minutes); later, by DM.
