@@ -121,13 +121,16 @@ func (c *Config) normalize() {
 	}
 }
 
-// Ignored says which settings do nothing with the NATS chosen, one line
-// each: warnings rather than refusals, so that a deployment that sets them
-// still starts. ASK_NATS_SYNC with ASK_NATS_URL: askbridge cannot make
+// Warnings says, one line each, which settings do nothing or cannot work
+// as given: warnings rather than refusals, so that a deployment that sets
+// them still starts. ASK_NATS_SYNC with ASK_NATS_URL: askbridge cannot make
 // another's server fsync, nor rely on the once-a-second sync it gives the
 // embedded one in interval mode. ASK_NATS_REPLICAS and ASK_NATS_CREDS
 // without it: the embedded server holds one copy and needs no credentials.
-func (c *Config) Ignored() []string {
+// A Discord channel or role given by name: Discord names them by id, so a
+// question sent there fails with a typed failure (DESIGN.md's principle 5),
+// and a role name never matches a member.
+func (c *Config) Warnings() []string {
 	var out []string
 	if c.NATSURL != "" && c.NATSSync != "" {
 		out = append(out, "ASK_NATS_SYNC applies to the embedded NATS only and is ignored: with ASK_NATS_URL, the NATS server's own "+
@@ -138,6 +141,19 @@ func (c *Config) Ignored() []string {
 	}
 	if c.NATSURL == "" && c.NATSCreds != "" {
 		out = append(out, "ASK_NATS_CREDS applies to an external NATS (ASK_NATS_URL) only and is ignored")
+	}
+	if c.DiscordChannel != "" && !bridge.ValidSnowflake(c.DiscordChannel) {
+		out = append(out, fmt.Sprintf("ASK_DISCORD_CHANNEL should be a channel id, a number such as 1234567890123456789, not %q: questions sent there will fail", c.DiscordChannel))
+	}
+	for _, l := range []struct {
+		name string
+		ids  []string
+	}{{"ASK_DISCORD_ADMIN_ROLES", c.DiscordAdminRoles}, {"ASK_DISCORD_OPERATOR_ROLES", c.DiscordOperatorRoles}} {
+		for _, id := range l.ids {
+			if !bridge.ValidSnowflake(id) {
+				out = append(out, fmt.Sprintf("%s: %q should be a role id, a number such as 1234567890123456789 (not the role's name): it will match nobody", l.name, id))
+			}
+		}
 	}
 	return out
 }
@@ -193,6 +209,8 @@ func (c *Config) Validate() error {
 	} else if c.SlackBotToken != "" && !isHTTPURL(c.SlackAPIURL) {
 		bad("ASK_SLACK_API_URL must be an http or https URL such as https://slack.com/api/")
 	}
+	// The Slack adapter sends only to channel ids, and refuses to start
+	// with another default: say so here, as for any bad setting.
 	if c.SlackChannel != "" && !bridge.ValidSlackID(c.SlackChannel) {
 		bad("ASK_SLACK_CHANNEL must be a channel id such as C0123 (not its name), not %q", c.SlackChannel)
 	}
@@ -207,21 +225,6 @@ func (c *Config) Validate() error {
 			bad("ASK_DISCORD_API_URL must end with / (such as https://discord.com/api/v10/)")
 		} else if !isHTTPURL(c.DiscordAPIURL) {
 			bad("ASK_DISCORD_API_URL must be an http or https URL such as https://discord.com/api/v10/")
-		}
-	}
-	// Discord names channels and roles by snowflake ids: the adapter sends
-	// to no channel that is not one, and a role name never matches a member.
-	if c.DiscordChannel != "" && !bridge.ValidSnowflake(c.DiscordChannel) {
-		bad("ASK_DISCORD_CHANNEL must be a channel id, a number such as 1234567890123456789, not %q", c.DiscordChannel)
-	}
-	for _, l := range []struct {
-		name string
-		ids  []string
-	}{{"ASK_DISCORD_ADMIN_ROLES", c.DiscordAdminRoles}, {"ASK_DISCORD_OPERATOR_ROLES", c.DiscordOperatorRoles}} {
-		for _, id := range l.ids {
-			if !bridge.ValidSnowflake(id) {
-				bad("%s: %q must be a role id, a number such as 1234567890123456789 (not the role's name)", l.name, id)
-			}
 		}
 	}
 	if c.DiscordPublicKey != "" && !isHexKey(c.DiscordPublicKey) {

@@ -158,14 +158,10 @@ func TestValidationMessages(t *testing.T) {
 			want: []string{"ASK_DISCORD_API_URL must be an http or https URL such as https://discord.com/api/v10/"}},
 		{name: "Slack channel by name", env: map[string]string{"ASK_SLACK_CHANNEL": "#general"},
 			want: []string{`ASK_SLACK_CHANNEL must be a channel id such as C0123 (not its name), not "#general"`}},
+		// Warnings, not refusals (see TestWarnings).
 		{name: "Slack channel id", env: map[string]string{"ASK_SLACK_CHANNEL": "C0123ABC"}},
 		{name: "Discord ids that are names", env: map[string]string{"ASK_DISCORD_CHANNEL": "general",
-			"ASK_DISCORD_ADMIN_ROLES": "123,Admins", "ASK_DISCORD_OPERATOR_ROLES": "ops"},
-			want: []string{
-				`ASK_DISCORD_CHANNEL must be a channel id, a number such as 1234567890123456789, not "general"`,
-				`ASK_DISCORD_ADMIN_ROLES: "Admins" must be a role id, a number such as 1234567890123456789 (not the role's name)`,
-				`ASK_DISCORD_OPERATOR_ROLES: "ops" must be a role id, a number such as 1234567890123456789 (not the role's name)`,
-			}},
+			"ASK_DISCORD_ADMIN_ROLES": "123,Admins", "ASK_DISCORD_OPERATOR_ROLES": "ops"}},
 		{name: "Discord ids", env: map[string]string{"ASK_DISCORD_CHANNEL": "1234567890123456789", "ASK_DISCORD_GUILD": "42", "ASK_DISCORD_ADMIN_ROLES": "1, 2"}},
 		{name: "Discord public key not hex", env: map[string]string{"ASK_DISCORD_PUBLIC_KEY": strings.Repeat("g", 64)},
 			want: []string{"ASK_DISCORD_PUBLIC_KEY must be the application's public key: 64 hexadecimal characters"}},
@@ -302,7 +298,7 @@ func TestParseErrorsDoNotEchoValues(t *testing.T) {
 	}
 }
 
-func TestIgnoredSettings(t *testing.T) {
+func TestWarnings(t *testing.T) {
 	for _, c := range []struct {
 		cfg  Config
 		want []string // the start of each warning
@@ -312,14 +308,19 @@ func TestIgnoredSettings(t *testing.T) {
 		{Config{NATSURL: "nats://n1:4222", NATSSync: "always", NATSReplicas: 1}, []string{"ASK_NATS_SYNC applies to the embedded NATS only"}},
 		{Config{NATSSync: "always", NATSReplicas: 3, NATSCreds: "/etc/ask.creds"},
 			[]string{"ASK_NATS_REPLICAS applies to an external NATS cluster", "ASK_NATS_CREDS applies to an external NATS"}},
+		{Config{NATSSync: "always", SlackChannel: "C0123", DiscordChannel: "1234", DiscordAdminRoles: []string{"42"}}, nil},
+		{Config{NATSSync: "always", DiscordChannel: "general", DiscordAdminRoles: []string{"42", "Admins"}, DiscordOperatorRoles: []string{"ops"}},
+			[]string{`ASK_DISCORD_CHANNEL should be a channel id, a number such as 1234567890123456789, not "general"`,
+				`ASK_DISCORD_ADMIN_ROLES: "Admins" should be a role id`,
+				`ASK_DISCORD_OPERATOR_ROLES: "ops" should be a role id`}},
 	} {
-		got := c.cfg.Ignored()
+		got := c.cfg.Warnings()
 		ok := len(got) == len(c.want)
 		for i := 0; ok && i < len(got); i++ {
 			ok = strings.HasPrefix(got[i], c.want[i])
 		}
 		if !ok {
-			t.Errorf("%+v: ignored %q, want %q", c.cfg, got, c.want)
+			t.Errorf("%+v: warnings %q, want %q", c.cfg, got, c.want)
 		}
 	}
 }

@@ -973,7 +973,7 @@ func TestWarnsWhenChatLinksPointAtLoopback(t *testing.T) {
 		env  map[string]string
 		warn bool
 	}{
-		{"slack without a public URL", map[string]string{}, true},
+		{"slack without a public URL", map[string]string{"ASK_DISCORD_OPERATOR_ROLES": "ops"}, true},
 		{"slack with a public URL", map[string]string{"ASK_PUBLIC_URL": "https://ask.example.com/"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -1000,6 +1000,10 @@ func TestWarnsWhenChatLinksPointAtLoopback(t *testing.T) {
 			s.stop(context.Background())
 			if got := strings.Contains(logs.String(), warning); got != c.warn {
 				t.Fatalf("warned %v, want %v; logs:\n%s", got, c.warn, logs.String())
+			}
+			// The settings' own warnings (config.Warnings) are logged too.
+			if got := strings.Contains(logs.String(), `ASK_DISCORD_OPERATOR_ROLES: \"ops\" should be a role id`); got != c.warn {
+				t.Fatalf("role warning %v, want %v; logs:\n%s", got, c.warn, logs.String())
 			}
 		})
 	}

@@ -75,7 +75,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
-	for _, why := range cfg.Ignored() {
+	for _, why := range cfg.Warnings() {
 		log.Warn(why)
 	}
 	if (cfg.SlackEnabled() || cfg.DiscordEnabled()) && cfg.PublicURL == "" {
