@@ -61,6 +61,13 @@ type ShowReply struct {
 	Error    string        `json:"error,omitempty"`
 }
 
+// NoQuestionShown is ask.v1.api.show's error for a question that does not
+// exist or that the asking identity may not know of (the two are not told
+// apart). Other errors say the runtime could not look.
+func NoQuestionShown(questionID string) string {
+	return "There is no question " + questionID + " that you can see."
+}
+
 // StatsReply answers ask.v1.api.stats (any request body).
 type StatsReply struct {
 	ByState       map[string]int64 `json:"by_state"`

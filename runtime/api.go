@@ -187,7 +187,7 @@ func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
 	if err := bridge.CheckToken("question_id", req.QuestionID); err != nil {
 		return bridge.ShowReply{Error: err.Error()}
 	}
-	notFound := bridge.ShowReply{Error: fmt.Sprintf("There is no question %s that you can see.", req.QuestionID)}
+	notFound := bridge.ShowReply{Error: bridge.NoQuestionShown(req.QuestionID)}
 	var rec *store.Record
 	var v *bridge.QuestionView
 	if req.Tenant != "" && req.JobID != "" {

@@ -2,9 +2,12 @@ package slack
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -545,4 +548,40 @@ func TestAckAfterDecision(t *testing.T) {
 	if out := awaitOutcome(t, env, q); out.Text != "The answer: blue" {
 		t.Fatalf("resume: %+v", out)
 	}
+}
+
+// TestAnswerFormWhenTheRuntimeCannotRead checks an answerer who clicks
+// Answer… while the runtime cannot read its store is told to try again,
+// not that they may not answer: the runtime's reply is an error about its
+// store, not the "no question you can see" a stranger gets.
+func TestAnswerFormWhenTheRuntimeCannotRead(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	q := question("job-ro", "q-ro")
+	q.Choices = nil
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-ro")
+	h.cardTS(t, q)
+	db, err := sql.Open("sqlite", filepath.Join(env.Dir, "askbridge.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("ALTER TABLE questions RENAME TO questions_away"); err != nil {
+		t.Fatal(err)
+	}
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-ro", "C0123", "1700000000.000002", actionsBlock(card), "answer", "answer", ""))
+	want := "askbridge could not open the form just now. Please try again in a moment."
+	checkFor(t, wait, tick, func() error {
+		var told []string
+		for _, c := range h.fake.Calls("response_url") {
+			told = append(told, fmt.Sprint(c.JSON["text"]))
+		}
+		if len(told) == 0 {
+			return errors.New("the answerer was told nothing")
+		}
+		if told[0] != want {
+			t.Fatalf("the answerer was told %q, want %q", told[0], want)
+		}
+		return nil
+	})
 }

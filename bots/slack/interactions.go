@@ -333,7 +333,11 @@ func (b *Bot) mayNotAnswer(ctx context.Context, r blockkit.Ref, user string) str
 		return "askbridge could not open the form just now. Please try again in a moment."
 	}
 	switch v := reply.Question; {
-	case v == nil && reply.Error != "" && b.hasCard(ctx, r):
+	case v == nil && reply.Error != bridge.NoQuestionShown(r.QuestionID):
+		// The runtime could not look (its store, say): not a refusal.
+		b.log.WarnContext(ctx, "slack: the runtime could not say who may answer", "job", r.JobID, "question", r.QuestionID, "err", reply.Error)
+		return "askbridge could not open the form just now. Please try again in a moment."
+	case v == nil && b.hasCard(ctx, r):
 		// The runtime tells someone with no role nothing about a
 		// question, not even that it exists; but this person clicked its
 		// card. Say what a click on the card's choices gets them: the
