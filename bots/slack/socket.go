@@ -1,11 +1,14 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -154,14 +157,47 @@ func interactionKey(cb *slack.InteractionCallback) string {
 		if cb.View.ID == "" {
 			return ""
 		}
-		state, err := json.Marshal(cb.View.State)
-		if err != nil {
-			return ""
-		}
-		sum := sha256.Sum256(state)
-		return "view|" + cb.View.ID + "|" + cb.View.Hash + "|" + hex.EncodeToString(sum[:16])
+		return "view|" + cb.View.ID + "|" + cb.View.Hash + "|" + stateDigest(cb.View.State)
 	}
 	return ""
+}
+
+// stateDigest names the values a form submitted, the same for the same
+// values: each input's block and action ids, type and what it holds, in
+// order of ids. It reads the fields the answer forms' inputs fill, not the
+// whole state through JSON (every answer given in a form pays for it, and
+// a BlockAction's JSON is mostly empty fields).
+func stateDigest(st *slack.ViewState) string {
+	type input struct{ block, action string }
+	var inputs [16]input
+	in := inputs[:0]
+	if st != nil {
+		for block, actions := range st.Values {
+			for action := range actions {
+				in = append(in, input{block, action})
+			}
+		}
+	}
+	slices.SortFunc(in, func(a, b input) int {
+		return cmp.Or(strings.Compare(a.block, b.block), strings.Compare(a.action, b.action))
+	})
+	var scratch [512]byte
+	buf := scratch[:0]
+	put := func(buf []byte, s string) []byte {
+		return append(binary.AppendUvarint(buf, uint64(len(s))), s...)
+	}
+	for _, k := range in {
+		a := st.Values[k.block][k.action]
+		buf = put(put(put(put(put(buf, k.block), k.action), string(a.Type)), a.Value), a.SelectedOption.Value)
+		buf = binary.AppendUvarint(buf, uint64(len(a.SelectedOptions)))
+		for _, o := range a.SelectedOptions {
+			buf = put(buf, o.Value)
+		}
+		buf = put(put(buf, a.SelectedDate), a.SelectedTime)
+		buf = binary.AppendVarint(buf, a.SelectedDateTime)
+	}
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:16])
 }
 
 // replies remembers what each interaction was answered with, so a
