@@ -87,7 +87,7 @@ func (b *Bot) serveInteractions(w http.ResponseWriter, r *http.Request) {
 	// Slack wants an answer within 3 s; everything below is bounded.
 	ctx, cancel := context.WithTimeout(r.Context(), 2500*time.Millisecond)
 	defer cancel()
-	resp := b.interact(ctx, &cb)
+	resp := b.interact(ctx, cb)
 	if resp == nil {
 		w.WriteHeader(http.StatusOK)
 		return
@@ -104,13 +104,15 @@ type callbackFields slack.InteractionCallback
 // clicked message itself (its blocks, as Slack echoes them, and the legacy
 // original_message): askbridge reads only the message's ts and thread_ts,
 // and the blocks were most of the work of parsing a click.
-func parseInteraction(r *http.Request) (slack.InteractionCallback, error) {
+// The result points into the decoded payload (an InteractionCallback is
+// several kilobytes: it is not copied out).
+func parseInteraction(r *http.Request) (*slack.InteractionCallback, error) {
 	if err := r.ParseForm(); err != nil {
-		return slack.InteractionCallback{}, err
+		return nil, err
 	}
 	payload := r.PostForm.Get("payload")
 	if payload == "" {
-		return slack.InteractionCallback{}, errors.New("payload is empty")
+		return nil, errors.New("payload is empty")
 	}
 	var p struct {
 		callbackFields
@@ -123,9 +125,9 @@ func parseInteraction(r *http.Request) (slack.InteractionCallback, error) {
 		OriginalMessage struct{} `json:"original_message"`
 	}
 	if err := json.Unmarshal([]byte(payload), &p); err != nil {
-		return slack.InteractionCallback{}, err
+		return nil, err
 	}
-	cb := slack.InteractionCallback(p.callbackFields)
+	cb := (*slack.InteractionCallback)(&p.callbackFields)
 	cb.Type = p.Type
 	cb.Message.Timestamp, cb.Message.ThreadTimestamp = p.Message.Timestamp, p.Message.ThreadTimestamp
 	// As slack-go's InteractionCallback.UnmarshalJSON does.
@@ -133,7 +135,7 @@ func parseInteraction(r *http.Request) (slack.InteractionCallback, error) {
 	case slack.InteractionTypeBlockActions:
 		if len(cb.RawState) > 0 {
 			if err := json.Unmarshal(cb.RawState, &cb.BlockActionState); err != nil {
-				return slack.InteractionCallback{}, err
+				return nil, err
 			}
 		}
 	case slack.InteractionTypeDialogSubmission:
