@@ -40,7 +40,9 @@ func (b *Bot) verified(w http.ResponseWriter, r *http.Request) bool {
 	}
 	// Sized by the declared length, up to what a real payload needs: the
 	// length is not checked yet, and must not make us allocate a megabyte.
-	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, presizeBody))+1))
+	// The bytes.MinRead spare keeps ReadFrom from doubling the buffer to
+	// look for the end of a body that filled it.
+	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, presizeBody))+bytes.MinRead))
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBody))
 	raw := buf.Bytes()
 	if err != nil {
