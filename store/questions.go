@@ -106,8 +106,10 @@ func scanRecord(row scanner, extra ...any) (*Record, error) {
 	var r Record
 	var body, raw, ans string
 	var asked, deadline, settled int64
-	dest := []any{&r.ID, &r.Tenant, &r.JobID, &r.QuestionID, &r.TaskVersion, &r.Kind, &body, &r.State,
-		&asked, &deadline, &r.Action, &raw, &ans, &r.AnswerText, &r.Comment, &r.By, &r.ByName, &r.Via, &r.Text, &settled}
+	// Sized for the extra columns too: appending them would copy it.
+	dest := make([]any, 0, 20+len(extra))
+	dest = append(dest, &r.ID, &r.Tenant, &r.JobID, &r.QuestionID, &r.TaskVersion, &r.Kind, &body, &r.State,
+		&asked, &deadline, &r.Action, &raw, &ans, &r.AnswerText, &r.Comment, &r.By, &r.ByName, &r.Via, &r.Text, &settled)
 	err := row.Scan(append(dest, extra...)...)
 	if err != nil {
 		return nil, err
