@@ -191,7 +191,7 @@ func (b *decideBatch) flush(ctx context.Context) error {
 	tx := b.tx
 
 	// Attempts: a conflict means it was decided before.
-	var attemptRows []any
+	attemptRows := make([]any, 0, 3*len(w))
 	for _, x := range w {
 		if id, q, at := x.d.attempt(); id != "" {
 			attemptRows = append(attemptRows, id, q, ms(at))
@@ -212,7 +212,7 @@ func (b *decideBatch) flush(ctx context.Context) error {
 	}
 
 	// Settlements: compare-and-set on pending.
-	var settleRows []any
+	settleRows := make([]any, 0, 12*len(live))
 	for _, x := range live {
 		if st := x.d.Settle; st != nil {
 			settleRows = append(settleRows, st.Question, st.State, st.Action, string(st.AnswerRaw), string(st.Answer), st.AnswerText,
@@ -227,8 +227,8 @@ func (b *decideBatch) flush(ctx context.Context) error {
 		return fmt.Errorf("settle questions: %w", err)
 	}
 	won := live[:0:0]
-	var takeBack, settled, audit []any
-	var outbox []any
+	var takeBack []any
+	settled, audit := make([]any, 0, len(live)), make([]any, 0, 7*len(live))
 	for _, x := range live {
 		if st := x.d.Settle; st != nil {
 			if !updated[st.Question] {
@@ -247,6 +247,12 @@ func (b *decideBatch) flush(ctx context.Context) error {
 		}
 		won = append(won, x)
 	}
+	n := 0
+	for _, x := range won {
+		msgs, _ := x.d.outbox()
+		n += len(msgs)
+	}
+	outbox := make([]any, 0, 3*n)
 	for _, x := range won {
 		msgs, at := x.d.outbox()
 		outbox = outboxRows(outbox, msgs, at)
