@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
@@ -21,7 +22,15 @@ type OutboxRow struct {
 
 // MsgID is the Nats-Msg-Id the row is published with: the same for every
 // try of this row, different from every row of any other database.
-func (o OutboxRow) MsgID() string { return fmt.Sprintf("ob-%s-%d", o.Instance, o.ID) }
+// The relay names every row it publishes: it is built in a buffer on the
+// stack, one allocation for the string.
+func (o OutboxRow) MsgID() string {
+	var buf [64]byte
+	b := append(buf[:0], "ob-"...)
+	b = append(b, o.Instance...)
+	b = append(b, '-')
+	return string(strconv.AppendInt(b, o.ID, 10))
+}
 
 // Unsent returns up to limit unsent rows after row afterID, oldest first.
 func (s *Store) Unsent(ctx context.Context, afterID int64, limit int) ([]OutboxRow, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -753,6 +754,25 @@ func TestPruneManyRows(t *testing.T) {
 	for _, i := range []int{0, old - 1, old, old + recent - 1} {
 		if seen, _ := s.SeenAttempt(ctx, fmt.Sprint("a-", i)); seen != (i >= old) {
 			t.Errorf("attempt a-%d seen = %v after the prune", i, seen)
+		}
+	}
+}
+
+// TestOutboxMsgID: the relay's Nats-Msg-Id is "ob-<instance>-<row id>",
+// whatever the lengths (JetStream's duplicate window keys on it).
+func TestOutboxMsgID(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	for _, c := range []struct {
+		row  OutboxRow
+		want string
+	}{
+		{OutboxRow{ID: 1, Instance: "abc"}, "ob-abc-1"},
+		{OutboxRow{ID: 123456789, Instance: "6f1c2a9e4b7d4e0f8a3b5c7d9e1f2a3b"}, "ob-6f1c2a9e4b7d4e0f8a3b5c7d9e1f2a3b-123456789"},
+		{OutboxRow{ID: 9223372036854775807, Instance: long}, "ob-" + long + "-9223372036854775807"},
+		{OutboxRow{}, "ob--0"},
+	} {
+		if got := c.row.MsgID(); got != c.want {
+			t.Errorf("MsgID of %+v = %q, want %q", c.row, got, c.want)
 		}
 	}
 }
