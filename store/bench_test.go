@@ -79,3 +79,34 @@ func BenchmarkOutboxMsgID(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkUnsent is the outbox relay's read: one op is a page of 256
+// rows of 600 bytes (an answer writes two, its event and its resume).
+func BenchmarkUnsent(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "askbridge.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	event := make([]byte, 600)
+	var nqs []NewQuestion
+	for i := range 2560 {
+		nq := newQ(fmt.Sprintf("job-%d", i), "q", 1)
+		nq.Outbox = []Message{{Subject: "ask.v1.event.acme.job", Data: event}}
+		nqs = append(nqs, nq)
+		if len(nqs) == 500 || i == 2559 {
+			if _, err := s.AskMany(ctx, nqs); err != nil {
+				b.Fatal(err)
+			}
+			nqs = nqs[:0]
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		rows, err := s.Unsent(ctx, 0, 256)
+		if err != nil || len(rows) != 256 {
+			b.Fatal(len(rows), err)
+		}
+	}
+}

@@ -41,11 +41,13 @@ func (s *Store) Unsent(ctx context.Context, afterID int64, limit int) ([]OutboxR
 	defer rows.Close()
 	var out []OutboxRow
 	for rows.Next() {
-		o := OutboxRow{Instance: s.instance}
+		// Scanned in place: a row scanned into a variable of its own
+		// would be allocated on its own, then copied.
+		out = append(out, OutboxRow{Instance: s.instance})
+		o := &out[len(out)-1]
 		if err := rows.Scan(&o.ID, &o.Subject, &o.Data); err != nil {
 			return nil, fmt.Errorf("store: outbox: %w", err)
 		}
-		out = append(out, o)
 	}
 	return out, rows.Err()
 }
