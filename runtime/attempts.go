@@ -33,11 +33,13 @@ type attemptItem struct {
 }
 
 // parseAttempt reads an attempt; nil means it is unusable and dropped.
-func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
+// An error (the store could not be read) leaves the batch to be tried
+// again.
+func (r *Runtime) parseAttempt(ctx context.Context, msg jetstream.Msg) (*attemptItem, error) {
 	tenant, job, ok := subjectKey(msg.Subject(), bridge.PrefixAnswer)
 	if !ok {
 		r.log.Warn("answer attempt on a subject without a valid tenant and job; dropped", "subject", msg.Subject())
-		return nil
+		return nil, nil
 	}
 	it := &attemptItem{tenant: tenant, job: job}
 	if to := msg.Headers().Get(bridge.HeaderDecidedTo); bridge.ValidNotifySubject(to) {
@@ -48,7 +50,7 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 	if err := bridge.DecodeAttempt(msg.Data(), a); err != nil {
 		if !bridge.IsPartial(err) {
 			r.log.Warn("malformed answer attempt dropped", "subject", msg.Subject(), "err", err)
-			return nil
+			return nil, nil
 		}
 		// One value of the wrong type: refused, naming it, so whoever
 		// proposed it hears why instead of waiting for nothing.
@@ -66,6 +68,13 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 			// made anew numbers from 1 again, and an id of the sequence
 			// alone would be ignored as an earlier attempt's.
 			a.AttemptID = fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
+			legacy, err := r.legacyAttemptID(ctx, meta)
+			if err != nil {
+				return nil, err
+			}
+			if legacy != "" {
+				a.AttemptID = legacy
+			}
 		}
 	}
 	switch {
@@ -82,7 +91,27 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 		// Nobody can be allowed to answer as no one: refuse it, loudly.
 		it.ref = &refusal{reason: bridge.RefusedForbidden, text: "You can't answer this question: by: " + err.Error()}
 	}
-	return it
+	return it, nil
+}
+
+// legacyAttemptID is the id earlier releases (60576b3 and before) gave
+// an attempt sent without attempt_id, its stream sequence alone, when such
+// a release decided this very message: one stopped after deciding it and
+// before acknowledging it (killed during an upgrade) hands it to this
+// release, which must not decide it again. A record of that id made
+// before the message was stored names the message that had its number in
+// an earlier stream (made anew since), not this one: "" then, and when
+// there is none.
+func (r *Runtime) legacyAttemptID(ctx context.Context, meta *jetstream.MsgMetadata) (string, error) {
+	legacy := fmt.Sprintf("seq-%d", meta.Sequence.Stream)
+	at, ok, err := r.st.AttemptDecidedAt(ctx, legacy)
+	if err != nil {
+		return "", fmt.Errorf("runtime: attempt without an id: %w", err)
+	}
+	if !ok || at.Before(meta.Timestamp.Truncate(time.Millisecond)) {
+		return "", nil
+	}
+	return legacy, nil
 }
 
 // decideAttempts decides a batch. The checks run in the order the
@@ -97,7 +126,10 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 	var items []*attemptItem
 	byID := map[string]*attemptItem{}
 	for _, m := range msgs {
-		it := r.parseAttempt(m)
+		it, err := r.parseAttempt(ctx, m)
+		if err != nil {
+			return err
+		}
 		if it == nil {
 			continue
 		}

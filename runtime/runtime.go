@@ -48,6 +48,7 @@ type Store interface {
 	OutboxBacklogAfter(ctx context.Context, after int64) (int64, error)
 	PruneSent(ctx context.Context, before time.Time) (int64, error)
 	PruneAttempts(ctx context.Context, before time.Time) (int64, error)
+	AttemptDecidedAt(ctx context.Context, attemptID string) (time.Time, bool, error)
 
 	RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]store.DeliveryRow, error)
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -932,5 +933,78 @@ func TestAttemptWithoutIDAfterTheAnswersStreamIsMadeAnew(t *testing.T) {
 	noID("job-noid2")
 	if out := outcome(t, ch); out.Text != "The answer: red" {
 		t.Fatalf("second: %+v", out)
+	}
+}
+
+// TestAttemptWithoutIDDecidedByAnEarlierReleaseIsNotDecidedAgain checks
+// an upgrade: earlier releases (60576b3 and before) named an attempt sent
+// without an attempt_id by its stream sequence alone ("seq-1"). One
+// stopped after deciding such an attempt and before acknowledging it
+// (killed during the upgrade) hands it to this release, which must see it
+// was decided, not decide it again: its answerer was told "This question
+// was already answered by" themselves.
+func TestAttemptWithoutIDDecidedByAnEarlierReleaseIsNotDecidedAgain(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	noID := func(env *testenv.Env, job string) {
+		t.Helper()
+		body := `{"question_id":"q-1","answer":"red","by":"slack:UOP"}`
+		if _, err := env.NATS.JS.Publish(context.Background(), bridge.AnswerSubject("acme", job), []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch := ask(t, env, choiceQuestion("job-legacy"))
+	noID(env, "job-legacy")
+	if out := outcome(t, ch); out.Text != "The answer: red" {
+		t.Fatalf("first: %+v", out)
+	}
+	legacyEvents := bridge.EventSubject("acme", "job-legacy")
+	before := testenv.StreamCount(t, env.NATS, bridge.StreamEvents, legacyEvents)
+	dir := env.Dir
+	env.Stop()
+
+	// The record as the earlier release made it: the sequence alone.
+	db, err := sql.Open("sqlite", filepath.Join(dir, "askbridge.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Exec(`UPDATE attempts SET attempt_id = 'seq-1' WHERE attempt_id LIKE 'seq-1-%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("attempt records of the first answer: %d, want 1", n)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Its acknowledgement lost: the runtime's consumer hands the stream
+	// out again from its start.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := n.JS.Stream(ctx, bridge.StreamAnswers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range s.ConsumerNames(ctx).Name() {
+		if err := s.DeleteConsumer(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.Close()
+
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+	// An attempt after it in the stream: once it is decided, so is the
+	// first one again, and anything its decision sent is out before.
+	ch = ask(t, env, choiceQuestion("job-after"))
+	noID(env, "job-after")
+	if out := outcome(t, ch); out.Text != "The answer: red" {
+		t.Fatalf("after: %+v", out)
+	}
+	if after := testenv.StreamCount(t, env.NATS, bridge.StreamEvents, legacyEvents); after != before {
+		t.Fatalf("events of the question answered before the upgrade: %d, then %d after its attempt was handed out again (decided twice)", before, after)
 	}
 }
