@@ -229,7 +229,7 @@ func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAt
 		key.TaskVersion = 0
 		latest, lerr := l.Find(ctx, key)
 		if lerr == nil {
-			if ref := r.strangerRefusal(tenant, a, decodeBody(latest)); ref != nil {
+			if ref := strangerRefusal(a, r.o.Roles.accessFor(tenant, a.By, a.Roles, decodeBody(latest))); ref != nil {
 				return latest, nil, nil, ref, nil
 			}
 			return latest, nil, nil, staleRefusal(a.TaskVersion, latest.TaskVersion), nil
@@ -246,7 +246,8 @@ func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAt
 	}
 	rec := found.Record
 	q := decodeBody(rec)
-	if ref := r.strangerRefusal(tenant, a, q); ref != nil {
+	acc := r.o.Roles.accessFor(tenant, a.By, a.Roles, q)
+	if ref := strangerRefusal(a, acc); ref != nil {
 		return rec, nil, nil, ref, nil
 	}
 	if a.ExactVersion && a.TaskVersion == 0 && rec.TaskVersion != 0 {
@@ -258,7 +259,6 @@ func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAt
 	if found.JobVersion > rec.TaskVersion {
 		return rec, nil, nil, staleRefusal(rec.TaskVersion, found.JobVersion), nil
 	}
-	acc := r.o.Roles.accessFor(tenant, a.By, a.Roles, q)
 	action := a.Action
 	if action == "" {
 		action = bridge.ActionAnswer
@@ -277,8 +277,7 @@ func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAt
 // exists (no role in its tenant, not its owner or an answerer) before
 // anything else: who settled it, when, or the task's version is not theirs
 // to learn.
-func (r *Runtime) strangerRefusal(tenant string, a *bridge.AnswerAttempt, q *bridge.Question) *refusal {
-	acc := r.o.Roles.accessFor(tenant, a.By, a.Roles, q)
+func strangerRefusal(a *bridge.AnswerAttempt, acc access) *refusal {
 	if acc.Exists {
 		return nil
 	}
