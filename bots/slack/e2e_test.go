@@ -561,7 +561,9 @@ func TestAnswerFormWhenTheRuntimeCannotRead(t *testing.T) {
 	publishQuestion(t, env, q)
 	card := h.posted(t, "q-ro")
 	h.cardTS(t, q)
-	db, err := sql.Open("sqlite", filepath.Join(env.Dir, "askbridge.db"))
+	// The service writes and checkpoints all the while: wait for its locks
+	// as the store itself does rather than fail on SQLITE_BUSY.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(env.Dir, "askbridge.db")+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
