@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,7 +112,10 @@ var errCrash = errors.New("crash")
 
 // crashTest answers a question while the relay fails at one stage, stops,
 // restarts cleanly, and checks the job is resumed exactly once.
-func crashTest(t *testing.T, before bool) {
+func crashTest(t *testing.T, before bool) { crashAwayTest(t, before, nil) }
+
+// crashAwayTest is crashTest with away run while the service is down.
+func crashAwayTest(t *testing.T, before bool, away func(dir string)) {
 	isResume := func(row store.OutboxRow) error {
 		if strings.HasPrefix(row.Subject, bridge.PrefixResume+".") {
 			return errCrash
@@ -138,6 +142,9 @@ func crashTest(t *testing.T, before bool) {
 	})
 	dir := env.Dir
 	env.Stop()
+	if away != nil {
+		away(dir)
+	}
 
 	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
 	resumes := env.Record(t, bridge.StreamResumes, "ask.v1.resume.acme.job-crash")
@@ -158,6 +165,57 @@ func crashTest(t *testing.T, before bool) {
 
 func TestCrashAfterCommitBeforePublish(t *testing.T)   { crashTest(t, true) }
 func TestCrashAfterPublishBeforeMarkSent(t *testing.T) { crashTest(t, false) }
+
+// TestCrashAfterPublishDownPastDuplicateWindow: the resume reached its
+// stream, the process died before marking it sent, and it stayed down
+// longer than JetStream remembers message ids. Published again, the copy
+// would be stored and the job resumed twice.
+func TestCrashAfterPublishDownPastDuplicateWindow(t *testing.T) {
+	crashAwayTest(t, false, func(dir string) { downPastDuplicateWindow(t, dir) })
+}
+
+// TestCrashBeforePublishDownPastDuplicateWindow: a row never published is
+// published after a long stop, though old enough to be looked for first.
+func TestCrashBeforePublishDownPastDuplicateWindow(t *testing.T) {
+	crashAwayTest(t, true, func(dir string) { downPastDuplicateWindow(t, dir) })
+}
+
+// downPastDuplicateWindow makes it as if eleven minutes passed while the
+// service was down: its unsent outbox row is that old, and JetStream has
+// forgotten the message ids it saw (its window shrunk for a moment; the
+// restart puts it back).
+func downPastDuplicateWindow(t *testing.T, dir string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(dir, "askbridge.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Exec("UPDATE outbox SET created_at = created_at - ? WHERE sent_at IS NULL", (11 * time.Minute).Milliseconds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("unsent rows aged: %d, want the resume", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	s, err := n.JS.Stream(ctx, bridge.StreamResumes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.Duplicates = 100 * time.Millisecond
+	if _, err := n.JS.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+}
 
 func TestLadderStepDueWhileDownFiresOnce(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Roles: roles})

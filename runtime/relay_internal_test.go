@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/askbridge/askbridge/store"
 )
@@ -28,7 +29,7 @@ func TestMarkPublishedStopsAtTheFirstFailure(t *testing.T) {
 	if err := st.Enqueue(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := st.Unsent(ctx, 0, 10)
+	rows, err := st.Unsent(ctx, 0, 10, time.Time{})
 	if err != nil || len(rows) != 5 {
 		t.Fatalf("rows %v, %v", rows, err)
 	}
@@ -44,7 +45,7 @@ func TestMarkPublishedStopsAtTheFirstFailure(t *testing.T) {
 	if err := r.MarkPublished(ctx); err != nil {
 		t.Fatal(err)
 	}
-	left, err := st.Unsent(ctx, 0, 10)
+	left, err := st.Unsent(ctx, 0, 10, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

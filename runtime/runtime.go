@@ -43,7 +43,7 @@ type Store interface {
 	DueSteps(ctx context.Context, now time.Time, limit int) ([]store.DueStep, error)
 	FireStep(ctx context.Context, d store.DueStep, at time.Time, reason string, msgs []store.Message) error
 
-	Unsent(ctx context.Context, afterID int64, limit int) ([]store.OutboxRow, error)
+	Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]store.OutboxRow, error)
 	MarkSent(ctx context.Context, ids []int64, at time.Time) error
 	OutboxBacklogAfter(ctx context.Context, after int64) (int64, error)
 	PruneSent(ctx context.Context, before time.Time) (int64, error)
@@ -567,7 +567,7 @@ func (r *Runtime) relayOnce(ctx context.Context) (bool, error) {
 // publishNext publishes the rows after the last one published; nil when
 // there are none.
 func (r *Runtime) publishNext(ctx context.Context) (*relayBatch, error) {
-	rows, err := r.st.Unsent(ctx, r.relayPublished, 256)
+	rows, err := r.st.Unsent(ctx, r.relayPublished, 256, time.Now().Add(-staleAfter))
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
@@ -583,7 +583,23 @@ func (r *Runtime) publishNext(ctx context.Context) (*relayBatch, error) {
 		}
 	}
 	b := &relayBatch{rows: rows, futures: make([]jetstream.PubAckFuture, 0, len(rows))}
+	var seen earlierPublishes
 	for _, row := range rows {
+		if row.Old {
+			stored, err := r.storedEarlier(ctx, row, &seen)
+			if err != nil {
+				if len(b.futures) == 0 {
+					return nil, err
+				}
+				b.rows = b.rows[:len(b.futures)]
+				break
+			}
+			if stored {
+				r.log.Info("outbox relay: message already in its stream, not published again", "msg_id", row.MsgID(), "subject", row.Subject)
+				b.futures = append(b.futures, newStoredAck())
+				continue
+			}
+		}
 		f, err := r.js.PublishMsgAsync(&nats.Msg{
 			Subject: row.Subject,
 			Data:    row.Data,

@@ -104,7 +104,7 @@ func BenchmarkUnsent(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		rows, err := s.Unsent(ctx, 0, 256)
+		rows, err := s.Unsent(ctx, 0, 256, time.Time{})
 		if err != nil || len(rows) != 256 {
 			b.Fatal(len(rows), err)
 		}

@@ -18,6 +18,10 @@ type OutboxRow struct {
 	Data    []byte
 	// Instance is the id of the database the row is in.
 	Instance string
+	// Old says the row was written before the time Unsent was given: no
+	// try to publish it came before it was written. (A flag, not the time:
+	// a time read per row would cost an allocation on the relay's path.)
+	Old bool
 }
 
 // MsgID is the Nats-Msg-Id the row is published with: the same for every
@@ -32,9 +36,10 @@ func (o OutboxRow) MsgID() string {
 	return string(strconv.AppendInt(b, o.ID, 10))
 }
 
-// Unsent returns up to limit unsent rows after row afterID, oldest first.
-func (s *Store) Unsent(ctx context.Context, afterID int64, limit int) ([]OutboxRow, error) {
-	rows, err := s.rs.query(ctx, "SELECT id, subject, data FROM outbox WHERE sent_at IS NULL AND id > ? ORDER BY id LIMIT ?", afterID, limit)
+// Unsent returns up to limit unsent rows after row afterID, oldest first,
+// each marked Old if it was written before oldBefore.
+func (s *Store) Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]OutboxRow, error) {
+	rows, err := s.rs.query(ctx, "SELECT id, subject, data, created_at < ? FROM outbox WHERE sent_at IS NULL AND id > ? ORDER BY id LIMIT ?", ms(oldBefore), afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: outbox: %w", err)
 	}
@@ -45,7 +50,7 @@ func (s *Store) Unsent(ctx context.Context, afterID int64, limit int) ([]OutboxR
 		// would be allocated on its own, then copied.
 		out = append(out, OutboxRow{Instance: s.instance})
 		o := &out[len(out)-1]
-		if err := rows.Scan(&o.ID, &o.Subject, &o.Data); err != nil {
+		if err := rows.Scan(&o.ID, &o.Subject, &o.Data, &o.Old); err != nil {
 			return nil, fmt.Errorf("store: outbox: %w", err)
 		}
 	}

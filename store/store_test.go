@@ -54,7 +54,7 @@ func mustAsk(t *testing.T, s *Store, nq NewQuestion) *AskResult {
 
 func unsentSubjects(t *testing.T, s *Store) []string {
 	t.Helper()
-	rows, err := s.Unsent(context.Background(), 0, 100)
+	rows, err := s.Unsent(context.Background(), 0, 100, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,23 +388,48 @@ func TestDecideBatchWithLosers(t *testing.T) {
 	}
 }
 
+// TestUnsentOld checks the relay is told which rows were written before a
+// time (it looks for those in their streams before publishing them again).
+func TestUnsentOld(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	mustAsk(t, s, newQ("job-1", "q-1", 1)) // its outbox row written at t0
+	for _, tc := range []struct {
+		oldBefore time.Time
+		want      bool
+	}{
+		{time.Time{}, false},
+		{t0, false},
+		{t0.Add(time.Millisecond), true},
+		{t0.Add(time.Hour), true},
+	} {
+		rows, err := s.Unsent(ctx, 0, 10, tc.oldBefore)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || rows[0].Old != tc.want {
+			t.Errorf("rows unsent, old before %v = %+v, want one with Old %v", tc.oldBefore, rows, tc.want)
+		}
+	}
+}
+
 func TestOutboxMarkSentAndPrune(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
 	mustAsk(t, s, newQ("job-1", "q-1", 1))
 	mustAsk(t, s, newQ("job-2", "q-1", 1))
-	rows, _ := s.Unsent(ctx, 0, 10)
+	rows, _ := s.Unsent(ctx, 0, 10, time.Time{})
 	if len(rows) != 2 || len(s.instance) != 16 || rows[0].MsgID() != fmt.Sprintf("ob-%s-%d", s.instance, rows[0].ID) {
 		t.Fatalf("rows = %+v", rows)
 	}
 	// Another database's first row gets another message id.
 	other := open(t)
 	mustAsk(t, other, newQ("job-1", "q-1", 1))
-	otherRows, _ := other.Unsent(ctx, 0, 10)
+	otherRows, _ := other.Unsent(ctx, 0, 10, time.Time{})
 	if otherRows[0].ID != rows[0].ID || otherRows[0].MsgID() == rows[0].MsgID() {
 		t.Fatalf("message ids %s and %s", otherRows[0].MsgID(), rows[0].MsgID())
 	}
-	if after, _ := s.Unsent(ctx, rows[0].ID, 10); len(after) != 1 || after[0].ID != rows[1].ID {
+	if after, _ := s.Unsent(ctx, rows[0].ID, 10, time.Time{}); len(after) != 1 || after[0].ID != rows[1].ID {
 		t.Fatalf("rows after %d = %+v", rows[0].ID, after)
 	}
 	if err := s.MarkSent(ctx, []int64{rows[0].ID}, t0); err != nil {
@@ -430,7 +455,7 @@ func TestOutboxIDsNeverGoBackAfterAPrune(t *testing.T) {
 	if err := s.Enqueue(ctx, []Message{{Subject: "ev", Data: []byte("a")}, {Subject: "ev", Data: []byte("b")}}); err != nil {
 		t.Fatal(err)
 	}
-	rows, _ := s.Unsent(ctx, 0, 10)
+	rows, _ := s.Unsent(ctx, 0, 10, time.Time{})
 	last := rows[len(rows)-1].ID
 	if err := s.MarkSent(ctx, []int64{rows[0].ID, last}, t0); err != nil {
 		t.Fatal(err)
@@ -441,7 +466,7 @@ func TestOutboxIDsNeverGoBackAfterAPrune(t *testing.T) {
 	if err := s.Enqueue(ctx, []Message{{Subject: "ev", Data: []byte("c")}}); err != nil {
 		t.Fatal(err)
 	}
-	next, _ := s.Unsent(ctx, last, 10)
+	next, _ := s.Unsent(ctx, last, 10, time.Time{})
 	if len(next) != 1 || next[0].ID <= last || string(next[0].Data) != "c" {
 		t.Fatalf("rows after %d: %+v; want the new row, with a higher id", last, next)
 	}
@@ -535,7 +560,7 @@ func TestDecideLargeBatch(t *testing.T) {
 	if errs, err := s.Decide(ctx, []Decision{{Settle: &Settlement{Question: qs[5].ID, State: bridge.StateAnswered, By: "slack:U0", At: t0, AttemptID: "early-5"}}}); err != nil || errs[0] != nil {
 		t.Fatal(errs, err)
 	}
-	before, err := s.Unsent(ctx, 0, 1000)
+	before, err := s.Unsent(ctx, 0, 1000, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +604,7 @@ func TestDecideLargeBatch(t *testing.T) {
 			t.Errorf("decision %d: %v, want %v", i, errs[i], want[i])
 		}
 	}
-	rows, err := s.Unsent(ctx, 0, 1000)
+	rows, err := s.Unsent(ctx, 0, 1000, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -709,7 +734,7 @@ func TestPruneManyRows(t *testing.T) {
 		if err := s.Enqueue(ctx, msgs); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := s.Unsent(ctx, 0, 100000)
+		rows, err := s.Unsent(ctx, 0, 100000, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}

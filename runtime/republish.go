@@ -1,0 +1,99 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
+)
+
+// staleAfter is the age past which an unsent outbox row may have been
+// published before JetStream's duplicate window began: the relay then
+// looks for it in its stream before publishing it again. The minute left
+// over covers a NATS server whose clock differs from this host's (a row
+// is never published before it was written, so a younger row's first
+// try is inside the window).
+const staleAfter = bridge.DuplicateWindow - time.Minute
+
+// earlierPublishes is what the relay found of its rows in their streams,
+// gathered for one batch: each subject's outbox message ids, and the
+// streams looked up for them.
+type earlierPublishes struct {
+	ids     map[string]map[string]struct{}
+	streams map[string]jetstream.Stream
+}
+
+// storedEarlier reports whether row's message is already in its stream.
+// A crash between publishing a row and marking it sent leaves the row
+// unsent; a restart within the duplicate window publishes it again and
+// JetStream drops the copy, but after a longer stop (or NATS away that
+// long with the acknowledgement lost) the copy would be stored, and the
+// job would read its resume twice.
+func (r *Runtime) storedEarlier(ctx context.Context, row store.OutboxRow, seen *earlierPublishes) (bool, error) {
+	if seen.ids == nil {
+		seen.ids = make(map[string]map[string]struct{})
+		seen.streams = make(map[string]jetstream.Stream)
+	}
+	ids, ok := seen.ids[row.Subject]
+	if !ok {
+		var err error
+		if ids, err = r.msgIDsOn(ctx, row.Subject, seen.streams); err != nil {
+			return false, fmt.Errorf("look for %s in its stream: %w", row.MsgID(), err)
+		}
+		seen.ids[row.Subject] = ids
+	}
+	_, ok = ids[row.MsgID()]
+	return ok, nil
+}
+
+// msgIDsOn returns the message ids of every message its stream holds on
+// subject. askbridge's subjects are one job's each, so they are few.
+func (r *Runtime) msgIDsOn(ctx context.Context, subject string, streams map[string]jetstream.Stream) (map[string]struct{}, error) {
+	name, err := r.js.StreamNameBySubject(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := streams[name]
+	if !ok {
+		if s, err = r.js.Stream(ctx, name); err != nil {
+			return nil, err
+		}
+		streams[name] = s
+	}
+	ids := make(map[string]struct{})
+	for seq := uint64(1); ; {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return ids, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if id := m.Header.Get(jetstream.MsgIDHeader); id != "" {
+			ids[id] = struct{}{}
+		}
+		seq = m.Sequence + 1
+	}
+}
+
+// storedAck stands for JetStream's acknowledgement of a row found already
+// in its stream: the relay counts it acknowledged and marks it sent.
+type storedAck struct{ ok chan *jetstream.PubAck }
+
+func newStoredAck() storedAck {
+	ok := make(chan *jetstream.PubAck, 1)
+	ok <- &jetstream.PubAck{}
+	return storedAck{ok: ok}
+}
+
+func (a storedAck) Ok() <-chan *jetstream.PubAck { return a.ok }
+func (a storedAck) Err() <-chan error            { return nil }
+func (a storedAck) Msg() *nats.Msg               { return nil }
+
+var _ jetstream.PubAckFuture = storedAck{}
