@@ -243,6 +243,18 @@ func StreamNames() []string {
 	return names
 }
 
+// StreamOf names the stream that holds subject; "" for a subject none of
+// askbridge's streams holds.
+func StreamOf(subject string) string {
+	for _, s := range streamSpecs {
+		prefix := strings.TrimSuffix(s.subjects, ">")
+		if strings.HasPrefix(subject, prefix) && len(subject) > len(prefix) {
+			return s.name
+		}
+	}
+	return ""
+}
+
 // EventRetention is how long the events stream keeps an event: a new or
 // recreated consumer of an adapter reads back that far, so an adapter's
 // record of what it did for an event must live at least as long.

@@ -336,3 +336,23 @@ func TestWorkQueues(t *testing.T) {
 		t.Fatalf("old delivery stream: retention %v, max age %v", cfg.Retention, cfg.MaxAge)
 	}
 }
+
+func TestStreamOf(t *testing.T) {
+	for _, tc := range []struct{ subject, want string }{
+		{EventSubject("acme", "job-1"), StreamEvents},
+		{ResumeSubject("acme", "job-1"), StreamResumes},
+		{AnswerSubject("acme", "job-1"), StreamAnswers},
+		{QuestionSubject("acme", "job-1"), StreamQuestions},
+		{CancelSubject("acme", "job-1"), StreamCancels},
+		{DeliverySubject("acme", "job-1"), StreamDelivery},
+		{PrefixEvent, ""},
+		{PrefixEvent + ".", ""},
+		{PrefixEvent + "s.acme.job-1", ""},
+		{APIList, ""},
+		{"", ""},
+	} {
+		if got := StreamOf(tc.subject); got != tc.want {
+			t.Errorf("StreamOf(%q) = %q, want %q", tc.subject, got, tc.want)
+		}
+	}
+}

@@ -55,12 +55,13 @@ func (r *Runtime) storedEarlier(ctx context.Context, row store.OutboxRow, seen *
 // msgIDsOn returns the message ids of every message its stream holds on
 // subject. askbridge's subjects are one job's each, so they are few.
 func (r *Runtime) msgIDsOn(ctx context.Context, subject string, streams map[string]jetstream.Stream) (map[string]struct{}, error) {
-	name, err := r.js.StreamNameBySubject(ctx, subject)
-	if err != nil {
-		return nil, err
+	name := bridge.StreamOf(subject)
+	if name == "" {
+		return nil, fmt.Errorf("no stream holds %s", subject)
 	}
 	s, ok := streams[name]
 	if !ok {
+		var err error
 		if s, err = r.js.Stream(ctx, name); err != nil {
 			return nil, err
 		}
