@@ -1064,3 +1064,67 @@ func TestRefusalAfterA5xxIsToldNotLost(t *testing.T) {
 		t.Fatalf("%d follow-up tries, want 3 (told once it got through)", n)
 	}
 }
+
+// TestConsoleLinkTooLongForAButton: with a long ASK_PUBLIC_URL and long
+// ids the signed link is longer than the 512 characters Discord takes in
+// a link button. The clicker and a reminder's reader still get it, in
+// the text, instead of being told the console is not set up.
+func TestConsoleLinkTooLongForAButton(t *testing.T) {
+	label := strings.Repeat("a", 60)
+	long := console.Signer{PublicURL: "https://" + strings.Join([]string{label, label, label, label}, ".") + ".example.com",
+		Secret: []byte("console-secret-0123456789")}
+	h := start(t, harnessOptions{mutate: func(o *Options) { o.Console = long }})
+	h.signer = long
+	q := typedQuestion()
+	q.JobID, q.QuestionID = "job-"+strings.Repeat("j", 60), "q-"+strings.Repeat("q", 62)
+	ev := asked(q)
+	h.publishEvent(ev)
+	msg := h.posted(channelA, 1)
+	assertNoLinkOnCard(t, h.signer, msg)
+
+	resp := h.interact(h.click(ana, findComponent(t, msg, "Open in console")["custom_id"].(string)))
+	data, _ := resp["data"].(map[string]any)
+	if resp["type"] != float64(4) || data == nil || data["flags"] != float64(64) {
+		t.Fatalf("console click = %v, want an ephemeral message", resp)
+	}
+	for _, c := range components(data) {
+		if u, _ := c["url"].(string); len(u) > 512 {
+			t.Fatalf("a button's url has %d characters; Discord takes 512", len(u))
+		}
+	}
+	content, _ := data["content"].(string)
+	const intro = "Here is your personal link to this question (do not share it): <"
+	if !strings.HasPrefix(content, intro) || !strings.HasSuffix(content, ">") {
+		t.Fatalf("console click says %q, want the link in the text", content)
+	}
+	link := strings.TrimSuffix(strings.TrimPrefix(content, intro), ">")
+	if len(link) <= 512 {
+		t.Fatalf("the link has %d characters: the test needs one over 512", len(link))
+	}
+	if l := linkOf(t, h.signer, link); l.Identity != "discord:"+ana.ID || l.JobID != q.JobID || l.QuestionID != q.QuestionID {
+		t.Fatalf("link grants %+v", l)
+	}
+
+	// A reminder DM carries it in a field of its embed.
+	h.publishEvent(bridge.Event{Type: bridge.EventReminded, EventID: "ob-rem-long", Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID,
+		TaskVersion: 1, Step: bridge.TargetAnswerers, Targets: []string{"discord:" + kevin.ID}, Question: &q, AskedAt: ev.AskedAt, Deadline: ev.Deadline})
+	var dm map[string]any
+	checkFor(t, 10*time.Second, func() error {
+		reqs := fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
+		if len(reqs) != 1 {
+			return fmt.Errorf("%d DMs to kevin", len(reqs))
+		}
+		dm = reqs[0].JSON(t)
+		return nil
+	})
+	for _, c := range components(dm) {
+		if u, _ := c["url"].(string); len(u) > 512 || strings.Contains(u, "/console/") {
+			t.Fatalf("the DM has a button to %q", u)
+		}
+	}
+	e := dm["embeds"].([]any)[0].(map[string]any)
+	got := fieldValue(e, "Open in console")
+	if l := linkOf(t, h.signer, got); l.Identity != "discord:"+kevin.ID || l.QuestionID != q.QuestionID {
+		t.Fatalf("the DM's console link grants %+v", l)
+	}
+}

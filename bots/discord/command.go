@@ -242,10 +242,11 @@ func (b *Bot) cmdShow(ctx context.Context, who clicker, opt map[string]string) *
 	resp := ephemeral(head)
 	resp.Data.Embeds = []*discordgo.MessageEmbed{embed}
 	if v.State == bridge.StatePending && (v.CanAnswer || v.CanDecline) {
-		if u := b.questionLink(who.Identity, who.Roles, v.Tenant, v.JobID, v.QuestionID); u != "" {
-			resp.Data.Components = []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-				discordgo.Button{Label: "Open in console", Style: discordgo.LinkButton, URL: u},
-			}}}
+		u := b.questionLink(who.Identity, who.Roles, v.Tenant, v.JobID, v.QuestionID)
+		if btn := consoleLinkButton(u); btn != nil {
+			resp.Data.Components = []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{btn}}}
+		} else if u != "" {
+			resp.Data.Content += "\nYour personal link to this question (do not share it): <" + u + ">"
 		}
 	}
 	return resp

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
@@ -744,5 +745,39 @@ func TestE2ECancelRefusalOvertakingTheResponse(t *testing.T) {
 	h.markerEvent()
 	if n := len(fake.requests("POST", "/users/@me/channels")); n != 0 {
 		t.Fatalf("%d DM channels opened, want none: the follow-up reached kevin", n)
+	}
+}
+
+// TestShowGivesALongConsoleLinkInItsText: /ask show of a question the
+// person may answer gives the console link in its text when it is too long
+// for a button.
+func TestShowGivesALongConsoleLinkInItsText(t *testing.T) {
+	label := strings.Repeat("a", 60)
+	long := console.Signer{PublicURL: "https://" + strings.Join([]string{label, label, label, label}, ".") + ".example.com",
+		Secret: []byte("console-secret-0123456789")}
+	env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+	h := start(t, harnessOptions{nats: env.NATS, mutate: func(o *Options) { o.Console = long }})
+	h.signer = long
+	q := colorQuestion()
+	q.JobID, q.QuestionID = "job-"+strings.Repeat("j", 60), "q-"+strings.Repeat("q", 62)
+	ask(t, env, q)
+	h.posted(channelA, 1)
+	resp := h.interact(h.command(kevin, "show", map[string]string{"question": q.QuestionID, "job": q.JobID}))
+	checkResponse(t, "show", resp)
+	data := resp["data"].(map[string]any)
+	for _, c := range components(data) {
+		if u, _ := c["url"].(string); len(u) > 512 {
+			t.Fatalf("a button's url has %d characters; Discord takes 512", len(u))
+		}
+	}
+	content, _ := data["content"].(string)
+	const intro = "\nYour personal link to this question (do not share it): <"
+	i := strings.Index(content, intro)
+	if i < 0 || !strings.HasSuffix(content, ">") {
+		t.Fatalf("/ask show says %q, want the console link in its text", content)
+	}
+	link := strings.TrimSuffix(content[i+len(intro):], ">")
+	if l := linkOf(t, h.signer, link); l.Identity != "discord:"+kevin.ID || l.QuestionID != q.QuestionID || len(link) <= 512 {
+		t.Fatalf("link of %d characters grants %+v", len(link), l)
 	}
 }

@@ -245,10 +245,11 @@ func (b *Bot) onComponent(ctx context.Context, in *discordgo.Interaction, who cl
 		if u == "" {
 			return ephemeral("The askbridge console is not set up; answer with `/ask answer`.")
 		}
-		return ephemeral("Here is your personal link to this question (do not share it):",
-			discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-				discordgo.Button{Label: "Open in console", Style: discordgo.LinkButton, URL: u},
-			}})
+		if btn := consoleLinkButton(u); btn != nil {
+			return ephemeral("Here is your personal link to this question (do not share it):",
+				discordgo.ActionsRow{Components: []discordgo.MessageComponent{btn}})
+		}
+		return ephemeral("Here is your personal link to this question (do not share it): <" + u + ">")
 	}
 	return ephemeral("This button is not one askbridge understands.")
 }

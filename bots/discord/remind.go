@@ -105,8 +105,11 @@ func (b *Bot) reminderMessage(ev *bridge.Event, q *bridge.Question, c *card, tar
 		buttons = append(buttons, discordgo.Button{Label: "Go to the question", Style: discordgo.LinkButton,
 			URL: "https://discord.com/channels/" + c.Guild + "/" + c.Channel + "/" + c.MessageID})
 	}
-	if u := b.questionLink(target, nil, ev.Tenant, ev.JobID, ev.QuestionID); u != "" {
-		buttons = append(buttons, discordgo.Button{Label: "Open in console", Style: discordgo.LinkButton, URL: u})
+	u := b.questionLink(target, nil, ev.Tenant, ev.JobID, ev.QuestionID)
+	if btn := consoleLinkButton(u); btn != nil {
+		buttons = append(buttons, btn)
+	} else if u != "" && len(u) <= maxFieldText {
+		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Open in console", Value: u})
 	}
 	m := &messageCreate{Content: intro, Embeds: []*discordgo.MessageEmbed{e}, AllowedMentions: noMentions,
 		Nonce: nonceFor("dm", ev.EventID, target), EnforceNonce: true}

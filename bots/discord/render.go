@@ -68,17 +68,22 @@ func (b *Bot) consoleEnabled() bool {
 
 // questionLink signs a console link to c's question for identity, with
 // the roles mapped from their Discord roles (the console passes them on to
-// the runtime, as a click's attempt does), or "" when the console is off
-// or the URL would not fit a link button.
+// the runtime, as a click's attempt does), or "" when the console is off.
 func (b *Bot) questionLink(identity string, roles []string, tenant, job, question string) string {
 	if !b.consoleEnabled() || identity == "" {
 		return ""
 	}
-	u := b.o.Console.QuestionURLWithRoles(identity, roles, tenant, job, question, console.DefaultLinkTTL)
-	if len(u) > maxLinkURL {
-		return ""
+	return b.o.Console.QuestionURLWithRoles(identity, roles, tenant, job, question, console.DefaultLinkTTL)
+}
+
+// consoleLinkButton is an Open in console link button to u, or nil when u is
+// longer than Discord takes in a button (a long ASK_PUBLIC_URL with long
+// ids): the caller then gives the link in its text, which takes it.
+func consoleLinkButton(u string) discordgo.MessageComponent {
+	if u == "" || len(u) > maxLinkURL {
+		return nil
 	}
-	return u
+	return discordgo.Button{Label: "Open in console", Style: discordgo.LinkButton, URL: u}
 }
 
 // inConsole reports whether a question is answered in the console rather
