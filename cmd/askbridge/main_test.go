@@ -674,7 +674,7 @@ func TestCleanStopLeavesNothingToPublishAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	rows, err := st.Unsent(context.Background(), 0, 100)
+	rows, err := st.Unsent(context.Background(), 0, 100, time.Time{})
 	if err != nil || len(rows) != 0 {
 		t.Fatalf("%d outbox rows unsent after a clean stop (%v): %+v", len(rows), err, rows)
 	}
