@@ -59,6 +59,9 @@ type NATS struct {
 	Server *server.Server
 	// storeDir is the embedded server's store, for Durable.
 	storeDir string
+	// streams are the options the streams were made with, to make them
+	// again (EnsureStreams).
+	streams StreamOptions
 }
 
 // ConnectNATS starts the embedded server (when no URL is given), connects,
@@ -117,6 +120,7 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 		n.Close()
 		return nil, err
 	}
+	n.streams = so
 	return n, nil
 }
 

@@ -109,6 +109,9 @@ type Runtime struct {
 
 	relayWake chan struct{}
 	ladWake   chan struct{}
+	healWake  chan struct{}
+	// consuming are the consumers Run consumes (see heal).
+	consuming []*consumption
 	ready     chan struct{}
 
 	// The relay's own state (only the relay goroutine touches it): the last
@@ -193,6 +196,7 @@ func New(o Options) (*Runtime, error) {
 		st:        o.Store,
 		relayWake: make(chan struct{}, 1),
 		ladWake:   make(chan struct{}, 1),
+		healWake:  make(chan struct{}, 1),
 		ready:     make(chan struct{}),
 	}
 	m, err := newMetrics(o.Registerer, o.Store, r.backlog)
@@ -274,8 +278,9 @@ func (r *Runtime) Run(ctx context.Context) error {
 	stops = append(stops, apiStop)
 
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); r.relay(ctx) }()
+	go func() { defer wg.Done(); r.heal(ctx) }()
 	go func() { defer wg.Done(); r.awaitAnswers(ctx, answersAtStart); r.ladder(ctx) }()
 	go func() { defer wg.Done(); r.prune(ctx) }()
 	close(r.ready)
@@ -316,11 +321,7 @@ func (r *Runtime) durableConsumer(ctx context.Context, stream, durable string, m
 // error is transient (the store or NATS failed): the message is redelivered
 // after a pause. Bad input is not an error: handlers refuse it and ack.
 func (r *Runtime) consume(ctx context.Context, stream, durable string, handle func(context.Context, jetstream.Msg) error) (func(), error) {
-	cons, err := r.durableConsumer(ctx, stream, durable, 1000)
-	if err != nil {
-		return nil, err
-	}
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
+	c, err := r.startConsume(ctx, stream, durable, 1000, func(msg jetstream.Msg) {
 		if err := handle(ctx, msg); err != nil {
 			if ctx.Err() != nil {
 				return
@@ -334,20 +335,153 @@ func (r *Runtime) consume(ctx context.Context, stream, durable string, handle fu
 			return
 		}
 		_ = msg.Ack()
-	}, r.consumeErrors(durable))
+	})
 	if err != nil {
-		return nil, fmt.Errorf("runtime: consume %s: %w", durable, err)
+		return nil, err
 	}
-	return cc.Stop, nil
+	return c.stop, nil
 }
 
 // consumeErrors logs what goes wrong with a consumer (deleted, its stream
 // gone, the server unreachable): otherwise the runtime would stop taking
-// messages without a word. /readyz reports a missing consumer (Check).
+// messages without a word. /readyz reports a missing consumer (Check),
+// and heal makes it again.
 func (r *Runtime) consumeErrors(durable string) jetstream.PullConsumeOpt {
 	return jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		r.log.Warn("consumer", "consumer", durable, "err", err)
+		if bridge.Gone(err) || errors.Is(err, jetstream.ErrNoHeartbeat) {
+			r.wakeHeal()
+		}
 	})
+}
+
+// consumption is one of the runtime's durable consumers being consumed;
+// heal starts it again when the consumer was gone.
+type consumption struct {
+	stream, durable string
+	maxAckPending   int
+	handler         jetstream.MessageHandler
+	opts            []jetstream.PullConsumeOpt
+
+	mu      sync.Mutex
+	cc      jetstream.ConsumeContext
+	stopped bool
+}
+
+func (c *consumption) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	c.cc.Stop()
+}
+
+// running says the consumption was not stopped by an error (a deleted
+// consumer ends a Consume for good).
+func (c *consumption) running() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.cc.Closed():
+		return false
+	default:
+		return true
+	}
+}
+
+// startConsume creates the durable consumer and consumes it with handler.
+func (r *Runtime) startConsume(ctx context.Context, stream, durable string, maxAckPending int, handler jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) (*consumption, error) {
+	c := &consumption{stream: stream, durable: durable, maxAckPending: maxAckPending, handler: handler,
+		opts: append(opts, r.consumeErrors(durable))}
+	cons, err := r.durableConsumer(ctx, stream, durable, maxAckPending)
+	if err != nil {
+		return nil, err
+	}
+	if c.cc, err = cons.Consume(handler, c.opts...); err != nil {
+		return nil, fmt.Errorf("runtime: consume %s: %w", durable, err)
+	}
+	r.consuming = append(r.consuming, c)
+	return c, nil
+}
+
+// restart makes the consumer again (or updates it) and consumes it anew.
+func (r *Runtime) restart(ctx context.Context, c *consumption) error {
+	cons, err := r.durableConsumer(ctx, c.stream, c.durable, c.maxAckPending)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return nil
+	}
+	cc, err := cons.Consume(c.handler, c.opts...)
+	if err != nil {
+		return fmt.Errorf("runtime: consume %s: %w", c.durable, err)
+	}
+	c.cc.Stop()
+	c.cc = cc
+	return nil
+}
+
+// healEvery is how often the runtime looks for its consumers when no
+// error made it look sooner.
+const healEvery = 5 * time.Second
+
+func (r *Runtime) wakeHeal() {
+	select {
+	case r.healWake <- struct{}{}:
+	default:
+	}
+}
+
+// heal makes the runtime's streams and consumers again when they are gone
+// (deleted, or a NATS server that restarted without its store) and
+// consumes them anew: the runtime goes on without a restart. What the
+// streams held and nobody had read yet is lost with them; the store's
+// pending questions, ladders and unsent outcomes are not.
+func (r *Runtime) heal(ctx context.Context) {
+	tick := time.NewTicker(healEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-r.healWake:
+		}
+		if r.nc.Status() != nats.CONNECTED {
+			continue // the client reconnects by itself
+		}
+		var gone []*consumption
+		for _, c := range r.consuming {
+			_, err := r.js.Consumer(ctx, c.stream, c.durable)
+			switch {
+			case bridge.Gone(err):
+				gone = append(gone, c)
+			case err == nil && !c.running():
+				gone = append(gone, c)
+			}
+		}
+		// The streams only the relay publishes to (events, resumes) too.
+		if len(gone) == 0 && !bridge.Gone(bridge.CheckStreams(ctx, r.js)) {
+			continue
+		}
+		if err := r.o.NATS.EnsureStreams(ctx); err != nil {
+			if ctx.Err() == nil {
+				r.log.Error("runtime: streams are gone and could not be made again", "err", err)
+			}
+			continue
+		}
+		for _, c := range gone {
+			if err := r.restart(ctx, c); err != nil {
+				if ctx.Err() == nil {
+					r.log.Error("runtime: consumer "+c.durable+" on "+c.stream+" is gone and could not be made again", "err", err)
+				}
+				continue
+			}
+			r.log.Warn("runtime: consumer " + c.durable + " on " + c.stream + " was gone (deleted, or the NATS server lost its store); made it again")
+		}
+	}
 }
 
 // durable names one of the runtime's durable consumers.
@@ -367,6 +501,11 @@ func (r *Runtime) Check(ctx context.Context) error {
 			return fmt.Errorf("runtime: consumer %s on %s: %w", r.durable(c[1]), c[0], err)
 		}
 	}
+	for _, c := range r.consuming {
+		if !c.running() {
+			return fmt.Errorf("runtime: consumer %s on %s: not consumed since it was deleted; the runtime starts it again", c.durable, c.stream)
+		}
+	}
 	return nil
 }
 
@@ -380,21 +519,17 @@ const maxBatch = 512
 // error from handle is transient: the whole batch is redelivered, which
 // the store's idempotency makes harmless.
 func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, handle func(context.Context, []jetstream.Msg) error) (func(), error) {
-	cons, err := r.durableConsumer(ctx, stream, durable, 8192)
-	if err != nil {
-		return nil, err
-	}
 	queue := make(chan jetstream.Msg, 4096)
 	loopCtx, stopLoop := context.WithCancel(ctx)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
+	c, err := r.startConsume(ctx, stream, durable, 8192, func(m jetstream.Msg) {
 		select {
 		case queue <- m:
 		case <-loopCtx.Done():
 		}
-	}, jetstream.PullMaxMessages(1024), r.consumeErrors(durable))
+	}, jetstream.PullMaxMessages(1024))
 	if err != nil {
 		stopLoop()
-		return nil, fmt.Errorf("runtime: consume %s: %w", durable, err)
+		return nil, err
 	}
 	done := make(chan struct{})
 	go func() {
@@ -432,7 +567,7 @@ func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, ha
 		}
 	}()
 	return func() {
-		cc.Stop()
+		c.stop()
 		stopLoop()
 		<-done
 	}, nil
@@ -774,10 +909,7 @@ type lease struct {
 // lease to lapse, so a runtime that stopped or crashed is followed, and
 // gives up with ErrOtherRuntime when it keeps being renewed.
 func (r *Runtime) takeLease(ctx context.Context) (*bridge.KV, uint64, error) {
-	kv, err := bridge.EnsureKV(ctx, r.js, jetstream.KeyValueConfig{
-		Bucket: RuntimeBucket, Description: "askbridge: the lease of the runtime working on this NATS", History: 1,
-		TTL: leaseTTL, Storage: jetstream.FileStorage,
-	})
+	kv, err := bridge.EnsureKV(ctx, r.js, leaseBucket)
 	if err != nil {
 		return nil, 0, fmt.Errorf("runtime: %w", err)
 	}
@@ -805,6 +937,12 @@ func (r *Runtime) takeLease(ctx context.Context) (*bridge.KV, uint64, error) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// leaseBucket holds the runtime's lease.
+var leaseBucket = jetstream.KeyValueConfig{
+	Bucket: RuntimeBucket, Description: "askbridge: the lease of the runtime working on this NATS", History: 1,
+	TTL: leaseTTL, Storage: jetstream.FileStorage,
 }
 
 // claimLease writes this runtime's lease, unless another database's
@@ -850,6 +988,14 @@ func (r *Runtime) keepLease(ctx context.Context, kv *bridge.KV, rev uint64, lost
 		case <-tick.C:
 		}
 		next, err := kv.Write(ctx, "lease", rev, r.leaseRecord(), 0)
+		if bridge.Gone(err) && r.nc.Status() == nats.CONNECTED {
+			// The bucket is gone (the NATS server lost its store): made
+			// again, the lease is claimed anew.
+			if _, err = bridge.EnsureKV(ctx, r.js, leaseBucket); err == nil {
+				r.log.Warn("runtime: the lease bucket " + RuntimeBucket + " was gone (deleted, or the NATS server lost its store); made it again")
+				err = jetstream.ErrKeyNotFound
+			}
+		}
 		if isKVConflict(err) || errors.Is(err, jetstream.ErrKeyNotFound) {
 			// Lapsed (this process stalled past leaseTTL) or taken: take it
 			// again, unless another database's runtime holds it now.

@@ -432,7 +432,15 @@ func TestClickRetriedAfterAFailedPublish(t *testing.T) {
 	card := h.posted(t, "q-retry")
 	ts := h.cardTS(t, q)
 	ctx := context.Background()
-	if err := env.NATS.JS.DeleteStream(ctx, bridge.StreamAnswers); err != nil {
+	// No stream takes answers (a deleted stream the runtime would make
+	// again at once).
+	st, err := env.NATS.JS.Stream(ctx, bridge.StreamAnswers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.Subjects = []string{"elsewhere.>"}
+	if _, err := env.NATS.JS.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
 	h.interact(h.fake.click("U0KEV", "kevin", "trig-r1", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))

@@ -413,20 +413,27 @@ func TestHTTPHealthReadyMetrics(t *testing.T) {
 }
 
 // TestReadyReportsWhatIsBroken checks /readyz says not ready, and why,
-// when the store cannot be written or one of the runtime's consumers is
-// gone (the runtime would take none of its messages).
+// when the store cannot be written or one of the runtime's streams is
+// gone and cannot be made again (the runtime would take none of its
+// messages).
 func TestReadyReportsWhatIsBroken(t *testing.T) {
 	for name, c := range map[string]struct {
 		brk  func(t *testing.T, s *service)
 		want string
 	}{
 		"store closed": {func(t *testing.T, s *service) { s.store.Close() }, "store: write heartbeat"},
-		"consumer deleted": {func(t *testing.T, s *service) {
+		// A stream gone is made again (with its consumer) unless, as
+		// here, another stream took its subjects.
+		"stream gone": {func(t *testing.T, s *service) {
 			js, _ := jetstream.New(s.nats.Conn)
-			if err := js.DeleteConsumer(context.Background(), bridge.StreamQuestions, "runtime-questions"); err != nil {
+			ctx := context.Background()
+			if err := js.DeleteStream(ctx, bridge.StreamQuestions); err != nil {
 				t.Fatal(err)
 			}
-		}, "consumer runtime-questions on ASK_QUESTIONS"},
+			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{bridge.PrefixQuestion + ".>"}}); err != nil {
+				t.Fatal(err)
+			}
+		}, "stream ASK_QUESTIONS"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, _ := startTestService(t, nil)

@@ -42,6 +42,9 @@ type Options struct {
 	SyncAlways bool
 	// MarkSentAfter is passed to the runtime.
 	MarkSentAfter time.Duration
+	// NATSURL, when set, is an external NATS server to use instead of an
+	// embedded one.
+	NATSURL string
 	// Served sets up NATS and the relay as serve does for the embedded
 	// server: with SyncAlways, events and resumes synced once a second
 	// (bridge.NATSOptions.RelayedAsync); rows marked sent three seconds
@@ -85,7 +88,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ctx := context.Background()
-	nopts := bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats"), SyncAlways: o.SyncAlways}
+	nopts := bridge.NATSOptions{URL: o.NATSURL, Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats"), SyncAlways: o.SyncAlways}
 	if o.Served {
 		nopts.SyncInterval, nopts.RelayedAsync = time.Second, o.SyncAlways
 		o.MarkSentAfter = 3 * time.Second

@@ -1,0 +1,233 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// EnsureStreams makes askbridge's streams again, with the options they
+// were first made with, where they are gone (a NATS server that restarted
+// without its store); streams that exist are left as they are.
+func (n *NATS) EnsureStreams(ctx context.Context) error {
+	for _, name := range StreamNames() {
+		if _, err := n.JS.Stream(ctx, name); errors.Is(err, jetstream.ErrStreamNotFound) {
+			return EnsureStreams(ctx, n.JS, n.streams)
+		} else if err != nil {
+			return fmt.Errorf("nats: stream %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Gone says err means JetStream no longer holds what askbridge made: a
+// consumer, a stream or a key-value bucket was deleted, or the NATS server
+// restarted without its store. Such state is made again (Heal); waiting
+// would not bring it back.
+func Gone(err error) bool {
+	return errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) ||
+		errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
+}
+
+// Durable is a front-end's durable consumer that is made again when it
+// is gone: its stream (askbridge's streams), whatever else Remake makes
+// (the front-end's buckets), then the consumer itself.
+type Durable struct {
+	NATS   *NATS
+	Stream string
+	Config jetstream.ConsumerConfig
+	// Remake makes the caller's other JetStream state again; nil: none.
+	Remake func(context.Context) error
+	Logger *slog.Logger
+}
+
+// Ensure creates or updates the consumer.
+func (d *Durable) Ensure(ctx context.Context) (jetstream.Consumer, error) {
+	c, err := d.NATS.JS.CreateOrUpdateConsumer(ctx, d.Stream, d.Config)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s on %s: %w", d.Config.Durable, d.Stream, err)
+	}
+	return c, nil
+}
+
+// heal makes the streams, the caller's state and the consumer again.
+func (d *Durable) heal(ctx context.Context) (jetstream.Consumer, error) {
+	if err := d.NATS.EnsureStreams(ctx); err != nil {
+		return nil, err
+	}
+	if d.Remake != nil {
+		if err := d.Remake(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return d.Ensure(ctx)
+}
+
+// Messages is Consumer.Messages on the durable consumer, which comes
+// back by itself when the consumer was deleted or the server lost it.
+func (d *Durable) Messages(ctx context.Context, opts ...jetstream.PullMessagesOpt) (*Messages, error) {
+	c, err := d.Ensure(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A consumer the server lost sends no heartbeats: Next says so,
+	// and the consumer is looked for.
+	opts = append(opts, jetstream.WithMessagesErrOnMissingHeartbeat(true))
+	it, err := c.Messages(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("consume %s: %w", d.Stream, err)
+	}
+	m := &Messages{d: d, ctx: ctx, opts: opts, it: it, closed: make(chan struct{}), done: make(chan struct{})}
+	go m.watch()
+	return m, nil
+}
+
+// HealEvery is how often a Durable looks for its consumer. A consumer the
+// server lost is not otherwise noticed before its pull's heartbeats are
+// missed (half a minute or more).
+var HealEvery = 5 * time.Second
+
+// watch looks for the consumer every HealEvery; gone, it makes it again
+// and ends the current pull, which Next then starts anew.
+func (m *Messages) watch() {
+	tick := time.NewTicker(HealEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.done:
+			return
+		case <-m.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if m.d.NATS.Conn.Status() != nats.CONNECTED {
+			continue
+		}
+		_, err := m.d.NATS.JS.Consumer(m.ctx, m.d.Stream, m.d.Config.Durable)
+		if !Gone(err) {
+			continue
+		}
+		if _, err := m.d.heal(m.ctx); err != nil {
+			if m.ctx.Err() == nil {
+				m.log().Error("nats: consumer "+m.d.Config.Durable+" on "+m.d.Stream+" is gone, and making it again failed", "err", err)
+			}
+			continue
+		}
+		m.log().Warn("nats: consumer " + m.d.Config.Durable + " on " + m.d.Stream + " was gone (deleted, or the NATS server lost its store); made it again")
+		m.mu.Lock()
+		if !m.stopped {
+			m.it.Stop()
+		}
+		m.mu.Unlock()
+	}
+}
+
+// Messages is the iterator of a Durable.
+type Messages struct {
+	d    *Durable
+	ctx  context.Context
+	opts []jetstream.PullMessagesOpt
+
+	mu      sync.Mutex
+	it      jetstream.MessagesContext
+	stopped bool
+	closed  chan struct{}
+	done    chan struct{} // closed by Stop: watch ends
+}
+
+// Next returns the next message. When the consumer or its stream is gone
+// it makes them again and goes on; it returns other errors (the server
+// unreachable) as they are, and jetstream.ErrMsgIteratorClosed once Stop
+// was called.
+func (m *Messages) Next() (jetstream.Msg, error) {
+	for {
+		m.mu.Lock()
+		it, stopped := m.it, m.stopped
+		m.mu.Unlock()
+		if stopped {
+			return nil, jetstream.ErrMsgIteratorClosed
+		}
+		msg, err := it.Next()
+		if err == nil {
+			return msg, nil
+		}
+		m.mu.Lock()
+		stopped = m.stopped
+		m.mu.Unlock()
+		if stopped || m.ctx.Err() != nil {
+			return nil, jetstream.ErrMsgIteratorClosed
+		}
+		closed := errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, jetstream.ErrConsumerDeleted)
+		if !closed && !errors.Is(err, jetstream.ErrNoHeartbeat) && !Gone(err) {
+			return nil, err
+		}
+		// The consumer is looked for: gone, it is made again; there, a
+		// stopped iterator is started again.
+		c, lookErr := m.d.NATS.JS.Consumer(m.ctx, m.d.Stream, m.d.Config.Durable)
+		switch {
+		case Gone(lookErr):
+			if c, err = m.d.heal(m.ctx); err != nil {
+				return nil, fmt.Errorf("consumer %s on %s is gone, and making it again failed: %w", m.d.Config.Durable, m.d.Stream, err)
+			}
+			m.log().Warn("nats: consumer "+m.d.Config.Durable+" on "+m.d.Stream+" was gone (deleted, or the NATS server lost its store); made it again",
+				"err", lookErr)
+		case lookErr != nil:
+			return nil, fmt.Errorf("consumer %s on %s: %w", m.d.Config.Durable, m.d.Stream, lookErr)
+		case !closed:
+			continue // a missed heartbeat while the consumer is there: the iterator pulls again
+		}
+		next, err := c.Messages(m.opts...)
+		if err != nil {
+			return nil, fmt.Errorf("consume %s: %w", m.d.Stream, err)
+		}
+		m.mu.Lock()
+		if m.stopped {
+			m.mu.Unlock()
+			next.Stop()
+			return nil, jetstream.ErrMsgIteratorClosed
+		}
+		old := m.it
+		m.it = next
+		m.mu.Unlock()
+		old.Stop()
+	}
+}
+
+func (m *Messages) log() *slog.Logger {
+	if m.d.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return m.d.Logger
+}
+
+// Stop ends the iteration: Next returns jetstream.ErrMsgIteratorClosed.
+func (m *Messages) Stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return
+	}
+	m.stopped = true
+	close(m.done)
+	it := m.it
+	go func() {
+		defer close(m.closed)
+		it.Stop()
+		if c, ok := it.(interface{ Closed() <-chan struct{} }); ok {
+			select {
+			case <-c.Closed():
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}()
+}
+
+// Closed is closed once Stop has ended the pull subscription.
+func (m *Messages) Closed() <-chan struct{} { return m.closed }

@@ -1,0 +1,64 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/runtime"
+)
+
+// TestDeletedConsumersAndStreamsAreMadeAgain checks the runtime goes on
+// after its consumers, its streams and its lease bucket were deleted (as
+// when the NATS server restarted without its store): a deleted consumer
+// used to end the runtime's consumption for good, until a restart.
+func TestDeletedConsumersAndStreamsAreMadeAgain(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	ctx := context.Background()
+	ask := func(job string) {
+		t.Helper()
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		q := choiceQuestion(job)
+		q.Timeout = "1s"
+		out, err := env.Agent.Ask(actx, q)
+		if err != nil || out.Outcome != bridge.OutcomeTimedOut {
+			t.Fatalf("%s: outcome %+v, %v", job, out, err)
+		}
+	}
+	ask("job-before")
+
+	// A consumer deleted on its own: its Consume ends for good.
+	if err := env.NATS.JS.DeleteConsumer(ctx, bridge.StreamQuestions, "runtime-questions"); err != nil {
+		t.Fatal(err)
+	}
+	ask("job-consumer")
+
+	// Every stream and the lease bucket gone.
+	for _, s := range append(bridge.StreamNames(), "KV_"+runtime.RuntimeBucket) {
+		if err := env.NATS.JS.DeleteStream(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if err := bridge.CheckStreams(ctx, env.NATS.JS); err != nil {
+			return err
+		}
+		return env.Runtime.Check(ctx)
+	})
+	ask("job-streams")
+	// The lease is held again.
+	testenv.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		kv, err := env.NATS.JS.KeyValue(ctx, runtime.RuntimeBucket)
+		if err != nil {
+			return err
+		}
+		if _, err := kv.Get(ctx, "lease"); err != nil {
+			return fmt.Errorf("lease: %w", err)
+		}
+		return nil
+	})
+}
