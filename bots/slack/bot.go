@@ -122,13 +122,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if o.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(o.AppToken))
 	}
-	kv, err := bridge.EnsureKV(ctx, o.NATS.JS, jetstream.KeyValueConfig{
-		Bucket:      KVBucket,
-		Description: "askbridge Slack adapter: card and thread references, one-off side effects",
-		History:     1,
-		TTL:         kvTTL,
-		Storage:     jetstream.FileStorage,
-	})
+	kv, err := bridge.EnsureKV(ctx, o.NATS.JS, kvConfig)
 	if err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
@@ -168,6 +162,15 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	}, nil
 }
 
+// kvConfig is the adapter's bucket.
+var kvConfig = jetstream.KeyValueConfig{
+	Bucket:      KVBucket,
+	Description: "askbridge Slack adapter: card and thread references, one-off side effects",
+	History:     1,
+	TTL:         kvTTL,
+	Storage:     jetstream.FileStorage,
+}
+
 // Routes registers Slack's HTTP endpoints.
 func (b *Bot) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /slack/interactions", b.serveInteractions)
@@ -177,20 +180,29 @@ func (b *Bot) Routes(mux *http.ServeMux) {
 // Run consumes the runtime's events (and, with an app token, Slack's
 // Socket Mode) until ctx is done; it then returns nil.
 func (b *Bot) Run(ctx context.Context) error {
-	cons, err := b.js.CreateOrUpdateConsumer(ctx, bridge.StreamEvents, jetstream.ConsumerConfig{
-		Durable:       ConsumerName,
-		Description:   "askbridge Slack adapter",
-		FilterSubject: bridge.PrefixEvent + ".>",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       2 * time.Minute,
-		MaxAckPending: 256,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+	// The consumer and the bucket are made again when they are gone (a
+	// NATS server that restarted without its store): see bridge.Durable.
+	events := &bridge.Durable{NATS: b.o.NATS, Stream: bridge.StreamEvents, Logger: b.log,
+		Config: jetstream.ConsumerConfig{
+			Durable:       ConsumerName,
+			Description:   "askbridge Slack adapter",
+			FilterSubject: bridge.PrefixEvent + ".>",
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       2 * time.Minute,
+			MaxAckPending: 256,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+		},
+		Remake: func(ctx context.Context) error {
+			_, err := bridge.EnsureKV(ctx, b.js, kvConfig)
+			return err
+		},
+	}
+	it, err := events.Messages(ctx, jetstream.PullMaxMessages(64))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("slack: events consumer: %w", err)
+		return fmt.Errorf("slack: %w", err)
 	}
 	var wg sync.WaitGroup
 	if b.o.AppToken != "" {
@@ -217,19 +229,10 @@ func (b *Bot) Run(ctx context.Context) error {
 		}
 		wg.Wait()
 	}()
-	it, err := cons.Messages(jetstream.PullMaxMessages(64))
-	if err != nil {
-		return fmt.Errorf("slack: consume events: %w", err)
-	}
 	stop := context.AfterFunc(ctx, func() {
 		defer close(unsubscribed)
 		it.Stop()
-		if c, ok := it.(interface{ Closed() <-chan struct{} }); ok {
-			select {
-			case <-c.Closed():
-			case <-time.After(5 * time.Second):
-			}
-		}
+		<-it.Closed()
 	})
 	defer stop()
 	for {
