@@ -176,23 +176,11 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	s.Client = &http.Client{Timeout: httpTimeout, Transport: &rateHold{next: http.DefaultTransport}}
 	s.UserAgent = "DiscordBot (https://github.com/askbridge/askbridge, 1) askbridge"
 
-	refs, err := bridge.EnsureKV(ctx, o.NATS.JS, jetstream.KeyValueConfig{
-		Bucket:      RefsBucket,
-		Description: "askbridge Discord cards and job threads",
-		History:     1,
-		TTL:         refsTTL,
-		Storage:     jetstream.FileStorage,
-	})
+	refs, err := bridge.EnsureKV(ctx, o.NATS.JS, refsConfig)
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}
-	seen, err := bridge.EnsureKV(ctx, o.NATS.JS, jetstream.KeyValueConfig{
-		Bucket:      SeenBucket,
-		Description: "askbridge Discord interactions, refusals and reminders already handled",
-		History:     1,
-		TTL:         seenTTL,
-		Storage:     jetstream.FileStorage,
-	})
+	seen, err := bridge.EnsureKV(ctx, o.NATS.JS, seenConfig)
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}
@@ -278,6 +266,24 @@ func (b *Bot) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /discord/interactions", b.handleInteraction)
 }
 
+// The adapter's buckets.
+var (
+	refsConfig = jetstream.KeyValueConfig{
+		Bucket:      RefsBucket,
+		Description: "askbridge Discord cards and job threads",
+		History:     1,
+		TTL:         refsTTL,
+		Storage:     jetstream.FileStorage,
+	}
+	seenConfig = jetstream.KeyValueConfig{
+		Bucket:      SeenBucket,
+		Description: "askbridge Discord interactions, refusals and reminders already handled",
+		History:     1,
+		TTL:         seenTTL,
+		Storage:     jetstream.FileStorage,
+	}
+)
+
 // Run registers the /ask command and consumes the runtime's events until
 // ctx is done; then it returns nil.
 func (b *Bot) Run(ctx context.Context) error {
@@ -288,27 +294,33 @@ func (b *Bot) Run(ctx context.Context) error {
 		// Posting questions works without the command: say so, go on.
 		b.log.Error("discord: could not register the /ask command", "err", err)
 	}
-	cons, err := b.o.NATS.JS.CreateOrUpdateConsumer(ctx, bridge.StreamEvents, jetstream.ConsumerConfig{
-		Durable:       ConsumerName,
-		Description:   "askbridge Discord front-end",
-		FilterSubject: bridge.PrefixEvent + ".>",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       2 * time.Minute,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		MaxAckPending: 256,
-	})
-	if err != nil {
-		if ctx.Err() != nil {
+	// The consumer and the buckets are made again when they are gone (a
+	// NATS server that restarted without its store): see bridge.Durable.
+	events := &bridge.Durable{NATS: b.o.NATS, Stream: bridge.StreamEvents, Logger: b.log,
+		Config: jetstream.ConsumerConfig{
+			Durable:       ConsumerName,
+			Description:   "askbridge Discord front-end",
+			FilterSubject: bridge.PrefixEvent + ".>",
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       2 * time.Minute,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			MaxAckPending: 256,
+		},
+		Remake: func(ctx context.Context) error {
+			for _, cfg := range []jetstream.KeyValueConfig{refsConfig, seenConfig} {
+				if _, err := bridge.EnsureKV(ctx, b.o.NATS.JS, cfg); err != nil {
+					return err
+				}
+			}
 			return nil
-		}
-		return fmt.Errorf("discord: consumer %s on %s: %w", ConsumerName, bridge.StreamEvents, err)
+		},
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(32))
+	it, err := events.Messages(ctx, jetstream.PullMaxMessages(32))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("discord: consume %s: %w", bridge.StreamEvents, err)
+		return fmt.Errorf("discord: %w", err)
 	}
 	done := make(chan struct{})
 	defer close(done)

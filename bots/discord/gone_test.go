@@ -1,0 +1,36 @@
+package discord
+
+import (
+	"context"
+	"testing"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/runtime"
+)
+
+// TestEventsStreamDeletedIsMadeAgain checks the adapter goes on showing
+// questions, and taking clicks, after its events stream, its consumer and
+// its buckets were deleted (as when the NATS server restarted without its
+// store): before, its consumer's end stopped it for good without a word.
+func TestEventsStreamDeletedIsMadeAgain(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	first := colorQuestion()
+	ask(t, env, first)
+	h.posted(channelA, 1)
+
+	ctx := context.Background()
+	for _, stream := range []string{bridge.StreamEvents, "KV_" + RefsBucket, "KV_" + SeenBucket} {
+		if err := env.NATS.JS.DeleteStream(ctx, stream); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := colorQuestion()
+	q.JobID = "job-2"
+	ask(t, env, q)
+	msg := h.posted(channelA, 2)
+	h.interact(h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string)))
+	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: blue" {
+		t.Fatalf("resume = %+v", res)
+	}
+	settledCard(t, msg["id"].(string), "**blue**")
+}
