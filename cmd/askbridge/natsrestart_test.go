@@ -136,6 +136,14 @@ func TestExternalNATSWipedStore(t *testing.T) {
 	ext := startExternalNATS(t)
 	s, _ := startTestService(t, map[string]string{"ASK_NATS_URL": ext.URL(), "ASK_OPERATORS": "cli:kevin"})
 	askAndAnswer(t, s, "job-before")
+	// A question asked before the store was lost, answered after: it is
+	// pending in askbridge's database, and its agent still waits.
+	ag := agentFor(t, s)
+	kevin, _, errOut := testCLI(s, "cli:kevin")
+	ch := askAsync(t, ag, &bridge.Question{Tenant: "acme", JobID: "job-across", QuestionID: "q-1", TaskVersion: 1,
+		Question: "Which colour?", Choices: []string{"red", "blue"}})
+	waitPending(t, kevin, "job-across", "q-1")
+
 	ext.restart(true)
 	checkFor(t, 60*time.Second, func() error {
 		if code, body := readyz(s); code != http.StatusOK {
@@ -143,5 +151,11 @@ func TestExternalNATSWipedStore(t *testing.T) {
 		}
 		return nil
 	})
+	if code := kevin.answer(context.Background(), []string{"job-across", "q-1", "red"}); code != exitOK {
+		t.Fatalf("answer across the restart: exit %d: %s", code, errOut)
+	}
+	if res := waitOutcome(t, ch); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: red" {
+		t.Fatalf("outcome across the restart = %+v", res)
+	}
 	askAndAnswer(t, s, "job-after")
 }
