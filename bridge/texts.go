@@ -95,6 +95,33 @@ func SupersededText(newVersion int64) string {
 	return fmt.Sprintf("The question was superseded by task version %d.", newVersion)
 }
 
+// NotPendingText is what a person trying to answer a question that no
+// longer waits is told, and the refusal's reason: who answered or declined
+// it and when, that it timed out or was cancelled, or (stale) that a newer
+// task version replaced it. state is the question's state; a question
+// that failed on its timeout (on_timeout: fail) is told as timed_out.
+// The runtime refuses late answers in these words, and a front-end that
+// knows a question ended (a settled card's form) says them itself.
+func NotPendingText(state, by, byName string, at time.Time, version int64) (reason, text string) {
+	when := at.UTC().Format(time.RFC3339)
+	switch state {
+	case StateAnswered:
+		text = fmt.Sprintf("This question was already answered by %s at %s.", DisplayIdentity(by, byName), when)
+	case StateDeclined:
+		text = fmt.Sprintf("This question was already declined by %s at %s.", DisplayIdentity(by, byName), when)
+	case StateTimedOut:
+		text = fmt.Sprintf("This question timed out at %s; nobody answered it in time.", when)
+	case StateCancelled:
+		text = fmt.Sprintf("This question was cancelled at %s.", when)
+	case StateSuperseded:
+		return RefusedStale, fmt.Sprintf(
+			"This answer is stale: the question belongs to task version %d, which a newer version of the task replaced at %s.", version, when)
+	default:
+		text = fmt.Sprintf("This question is no longer waiting for an answer (%s at %s).", state, when)
+	}
+	return RefusedNotPending, text
+}
+
 // InvalidText says why a question was refused.
 func InvalidText(err error) string {
 	return "The question was refused: " + sentence(err.Error())

@@ -295,32 +295,14 @@ func staleRefusal(had, current int64) *refusal {
 
 // notPending says who settled the question and when.
 func notPending(rec *store.Record) *refusal {
-	at := rec.SettledAt.UTC().Format(time.RFC3339)
-	var text string
-	switch rec.State {
-	case bridge.StateAnswered:
-		text = fmt.Sprintf("This question was already answered by %s at %s.", bridge.DisplayIdentity(rec.By, rec.ByName), at)
-	case bridge.StateDeclined:
-		text = fmt.Sprintf("This question was already declined by %s at %s.", bridge.DisplayIdentity(rec.By, rec.ByName), at)
-	case bridge.StateTimedOut:
-		text = fmt.Sprintf("This question timed out at %s; nobody answered it in time.", at)
-	case bridge.StateFailed:
-		if rec.Text == bridge.TimedOutText(decodeBody(rec).TimeoutDuration()) {
-			// on_timeout: fail ends a question failed, but to the person
-			// clicking its card it timed out like any other.
-			text = fmt.Sprintf("This question timed out at %s; nobody answered it in time.", at)
-			break
-		}
-		text = fmt.Sprintf("This question is no longer waiting for an answer (%s at %s).", rec.State, at)
-	case bridge.StateCancelled:
-		text = fmt.Sprintf("This question was cancelled at %s.", at)
-	case bridge.StateSuperseded:
-		return &refusal{reason: bridge.RefusedStale, text: fmt.Sprintf(
-			"This answer is stale: the question belongs to task version %d, which a newer version of the task replaced at %s.", rec.TaskVersion, at)}
-	default:
-		text = fmt.Sprintf("This question is no longer waiting for an answer (%s at %s).", rec.State, at)
+	state := rec.State
+	if state == bridge.StateFailed && rec.Text == bridge.TimedOutText(decodeBody(rec).TimeoutDuration()) {
+		// on_timeout: fail ends a question failed, but to the person
+		// clicking its card it timed out like any other.
+		state = bridge.StateTimedOut
 	}
-	return &refusal{reason: bridge.RefusedNotPending, text: text}
+	reason, text := bridge.NotPendingText(state, rec.By, rec.ByName, rec.SettledAt, rec.TaskVersion)
+	return &refusal{reason: reason, text: text}
 }
 
 // settlement builds the settlement of an accepted attempt: the new state,

@@ -259,10 +259,12 @@ func TestEndToEndTypedModal(t *testing.T) {
 		}
 		return nil
 	})
-	// A form left open elsewhere cannot answer a settled question.
+	// A form left open elsewhere cannot answer a settled question; it
+	// says who answered it and when, in the runtime's words.
 	resp, body = h.interact(submission("U0KEV", "kevin", opens[0], "V1", "h3", map[string]map[string]any{
 		"f.on": {"type": "datepicker", "selected_date": "2026-10-21"}}))
-	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "This question no longer waits for an answer.") {
+	late := regexp.MustCompile(`^\{"response_action":"errors","errors":\{"f.on":"This question was already answered by slack:U0KEV \(kevin\) at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\."\}\}$`)
+	if resp.StatusCode != http.StatusOK || !late.MatchString(strings.TrimSpace(body)) {
 		t.Fatalf("submission after settlement: %d %s", resp.StatusCode, body)
 	}
 	if n := attempts.Count(t); n != 1 {
@@ -594,4 +596,67 @@ func TestAnswerFormWhenTheRuntimeCannotRead(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A form button (Decline) clicked on a card whose question ended (a client
+// that has not redrawn it yet) opens no form and tells the clicker what
+// ended it, in the runtime's words: who answered and when, or that it was
+// cancelled.
+func TestFormButtonOnAnEndedCardSaysWhatEndedIt(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{Operators: []string{"slack:U0ANA", "slack:U0KEV"}})
+	q := question("job-late", "q-a")
+	q.Answerers = nil
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-a")
+	ts := h.cardTS(t, q)
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-win", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+	awaitOutcome(t, env, q)
+	h.updated(t, ts, "Answered by @kevin: blue")
+
+	q2 := question("job-late", "q-b")
+	q2.Answerers = nil
+	publishQuestion(t, env, q2)
+	card2 := h.posted(t, "q-b")
+	ts2 := h.cardTS(t, q2)
+	if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.CancelSubject("acme", "job-late"), "cancel-q-b",
+		bridge.Cancel{Tenant: "acme", JobID: "job-late", QuestionID: "q-b"}); err != nil {
+		t.Fatal(err)
+	}
+	awaitOutcome(t, env, q2)
+	h.updated(t, ts2, "Cancelled")
+
+	for _, c := range []struct {
+		q                  *bridge.Question
+		card               apiCall
+		ts, trigger, wantR string
+	}{
+		{q, card, ts, "trig-late-a", `^This question was already answered by slack:U0KEV \(kevin\) at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\.$`},
+		{q2, card2, ts2, "trig-late-b", `^This question was cancelled at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\.$`},
+	} {
+		checkFor(t, wait, tick, func() error {
+			if rec, err := h.bot.loadCard(context.Background(), blockkit.RefOf(c.q)); err != nil || rec == nil || rec.Outcome == "" {
+				return fmt.Errorf("card record of %s not settled", c.q.QuestionID)
+			}
+			return nil
+		})
+		h.interact(h.fake.click("U0ANA", "ana", c.trigger, "C0123", c.ts, actionsBlock(c.card), "decline", "decline", ""))
+		var said []string
+		checkFor(t, wait, tick, func() error {
+			said = nil
+			for _, r := range h.fake.Calls("response_url") {
+				if text, _ := r.JSON["text"].(string); r.JSON["response_type"] == "ephemeral" {
+					said = append(said, text)
+				}
+			}
+			for _, s := range said {
+				if regexp.MustCompile(c.wantR).MatchString(s) {
+					return nil
+				}
+			}
+			return fmt.Errorf("the clicker of %s was told %q, want %s", c.q.QuestionID, said, c.wantR)
+		})
+	}
+	if n := len(h.fake.Calls("views.open")); n != 0 {
+		t.Fatalf("%d forms opened for ended questions", n)
+	}
 }

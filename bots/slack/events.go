@@ -388,7 +388,7 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event, lastTry bool) err
 	if rev != 0 && cur.TS != "" && cur.Outcome == "" {
 		n := cur
 		fillQuestion(&n, view)
-		n.Outcome, n.Ended = blockkit.OutcomeLine(ev, n.Question), ev.At
+		n.Outcome, n.Ended, n.Late = blockkit.OutcomeLine(ev, n.Question), ev.At, lateText(ev)
 		if n.Updated, err = b.showSettled(ctx, ref, &n); err != nil {
 			return err
 		}
@@ -414,7 +414,7 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event, lastTry bool) err
 		}
 		n := *c
 		fillQuestion(&n, view)
-		n.Outcome, n.Ended = blockkit.OutcomeLine(ev, n.Question), ev.At
+		n.Outcome, n.Ended, n.Late = blockkit.OutcomeLine(ev, n.Question), ev.At, lateText(ev)
 		if n.TS == "" {
 			// Posted by someone before the KV record existed (events name it).
 			if m := slackMessage(ev); m != nil {
@@ -434,6 +434,26 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event, lastTry bool) err
 		return nil
 	}
 	return b.refreshCard(ctx, ref)
+}
+
+// lateText is what someone who answers the question of ev after ev ended
+// it is told: the runtime's words for such an answer.
+func lateText(ev *bridge.Event) string {
+	state := bridge.StateFailed // delivery_failed
+	switch ev.Type {
+	case bridge.EventAnswered:
+		state = bridge.StateAnswered
+	case bridge.EventDeclined:
+		state = bridge.StateDeclined
+	case bridge.EventTimedOut:
+		state = bridge.StateTimedOut // on_timeout: fail too
+	case bridge.EventCancelled:
+		state = bridge.StateCancelled
+	case bridge.EventSuperseded:
+		state = bridge.StateSuperseded
+	}
+	_, text := bridge.NotPendingText(state, ev.By, ev.ByName, ev.At, ev.TaskVersion)
+	return text
 }
 
 // strayPosts says posting the card of c failed in a way that may hide

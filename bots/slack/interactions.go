@@ -381,6 +381,13 @@ func (b *Bot) question(ctx context.Context, r blockkit.Ref, user string) (*card,
 	c := &card{Question: v.Question, AskedAt: v.AskedAt, Deadline: v.Deadline}
 	if v.State != bridge.StatePending {
 		c.Outcome = v.State
+		if !v.SettledAt.IsZero() {
+			state := v.State
+			if state == bridge.StateFailed && v.Text == bridge.TimedOutText(v.Question.TimeoutDuration()) {
+				state = bridge.StateTimedOut
+			}
+			_, c.Late = bridge.NotPendingText(state, v.By, v.ByName, v.SettledAt, v.TaskVersion)
+		}
 	}
 	return c, nil
 }
@@ -402,7 +409,7 @@ func (b *Bot) openModal(ctx context.Context, cb *slack.InteractionCallback, c bl
 		return
 	}
 	if rec.Outcome != "" {
-		b.say(to, "This question no longer waits for an answer.")
+		b.say(to, rec.lateText())
 		return
 	}
 	meta := blockkit.ModalMeta{Ref: c.Ref, Channel: channel, MessageTS: msgTS}
@@ -450,7 +457,7 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) *slack.
 		return inlineError(first, "This question is no longer available.")
 	}
 	if rec.Outcome != "" {
-		return inlineError(first, "This question no longer waits for an answer.")
+		return inlineError(first, rec.lateText())
 	}
 	q := rec.Question
 	var action string
@@ -493,6 +500,12 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) *slack.
 		return inlineError(first, "askbridge could not record this just now. Please submit again.")
 	}
 	return nil
+}
+
+// lateText is what someone answering the card's question after it ended
+// is told: who answered it and when, as the runtime would refuse it.
+func (c *card) lateText() string {
+	return firstNonEmpty(c.Late, "This question no longer waits for an answer.")
 }
 
 func firstInput(blocks slack.Blocks) string {

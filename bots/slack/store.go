@@ -76,6 +76,10 @@ type card struct {
 	// Ended is when the question ended (the settling event's time), shown
 	// after the outcome line.
 	Ended time.Time `json:"ended,omitzero"`
+	// Late is what someone who answers after it ended is told, in the
+	// runtime's words: who answered it and when, that it was cancelled...
+	// (empty in records written before it was kept).
+	Late string `json:"late,omitempty"`
 }
 
 // thread is a job's thread parent in one channel.
