@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -779,5 +780,49 @@ func TestShowGivesALongConsoleLinkInItsText(t *testing.T) {
 	link := strings.TrimSuffix(content[i+len(intro):], ">")
 	if l := linkOf(t, h.signer, link); l.Identity != "discord:"+kevin.ID || l.QuestionID != q.QuestionID || len(link) <= 512 {
 		t.Fatalf("link of %d characters grants %+v", len(link), l)
+	}
+}
+
+// A form button (Decline) clicked, or a decline form submitted, on a card
+// whose question was answered meanwhile (a client that has not redrawn
+// the card, a form left open) opens no form and sends nothing: the person
+// is told at once, privately, who answered and when, in the runtime's
+// words.
+func TestE2EFormsOnAnAnsweredCardSayWhoAnswered(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{Operators: []string{"discord:" + ana.ID}})
+	q := colorQuestion()
+	ask(t, env, q)
+	msg := h.posted(channelA, 1)
+	// Ana opens the decline form while the question waits.
+	form := h.interact(h.click(ana, findComponent(t, msg, "Decline")["custom_id"].(string)))
+	if form["type"] != float64(9) {
+		t.Fatalf("decline = %v, want a form", form)
+	}
+	formID := form["data"].(map[string]any)["custom_id"].(string)
+	h.interact(h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string)))
+	await(t, env, q)
+	settledCard(t, msg["id"].(string), "**blue**")
+	checkFor(t, 10*time.Second, func() error {
+		c, err := h.bot.loadCard(context.Background(), q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
+		if err != nil || c == nil || c.Outcome == nil {
+			return fmt.Errorf("card record not settled: %+v %v", c, err)
+		}
+		return nil
+	})
+	late := regexp.MustCompile(`^This question was already answered by discord:` + kevin.ID + ` \(kevin\) at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\.$`)
+	before := len(h.attemptsNow())
+	for name, in := range map[string]map[string]any{
+		"decline button": h.click(ana, findComponent(t, msg, "Decline")["custom_id"].(string)),
+		"decline form":   h.submit(ana, formID, map[string]string{"reason": "ask someone else"}),
+	} {
+		resp := h.interact(in)
+		data, _ := resp["data"].(map[string]any)
+		content, _ := data["content"].(string)
+		if resp["type"] != float64(4) || data["flags"] != float64(64) || !late.MatchString(content) {
+			t.Errorf("%s on an answered card: %v, want an ephemeral saying who answered", name, resp)
+		}
+	}
+	if n := len(h.attemptsNow()); n != before {
+		t.Errorf("%d attempts sent for an answered question", n-before)
 	}
 }

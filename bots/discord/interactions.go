@@ -206,6 +206,11 @@ func (b *Bot) onComponent(ctx context.Context, in *discordgo.Interaction, who cl
 		return refusal
 	}
 	q := c.Question
+	if c.Outcome != nil && (a.Act == actAnswer || a.Act == actDecline || a.Act == actDeny) {
+		// The question ended (the card is not redrawn yet on this
+		// client): no form to fill in for nothing.
+		return ephemeral(c.endedText())
+	}
 	switch a.Act {
 	case actChoice, actSelect:
 		idx := a.Index
@@ -259,6 +264,10 @@ func (b *Bot) onModal(ctx context.Context, in *discordgo.Interaction, who clicke
 	if refusal != nil {
 		return refusal
 	}
+	if c.Outcome != nil {
+		// A form left open while the question ended: say what ended it.
+		return ephemeral(c.endedText())
+	}
 	values := textInputs(data.Components)
 	switch a.Act {
 	case actModalAnswer:
@@ -289,6 +298,14 @@ func (b *Bot) onModal(ctx context.Context, in *discordgo.Interaction, who clicke
 		return b.propose(ctx, in, who, c, bridge.ActionDeny, nil, reason)
 	}
 	return ephemeral("This form is not one askbridge understands.")
+}
+
+// endedText is what a person using the card of a question that ended is
+// told: who answered it and when, or that it was cancelled..., in the
+// words the runtime refuses a late answer with.
+func (c *card) endedText() string {
+	o := c.Outcome
+	return bridge.EndedText(o.Type, o.By, o.ByName, o.At, c.TaskVersion)
 }
 
 // denyReasonRequired refuses a deny submitted without a reason, in the

@@ -439,21 +439,7 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event, lastTry bool) err
 // lateText is what someone who answers the question of ev after ev ended
 // it is told: the runtime's words for such an answer.
 func lateText(ev *bridge.Event) string {
-	state := bridge.StateFailed // delivery_failed
-	switch ev.Type {
-	case bridge.EventAnswered:
-		state = bridge.StateAnswered
-	case bridge.EventDeclined:
-		state = bridge.StateDeclined
-	case bridge.EventTimedOut:
-		state = bridge.StateTimedOut // on_timeout: fail too
-	case bridge.EventCancelled:
-		state = bridge.StateCancelled
-	case bridge.EventSuperseded:
-		state = bridge.StateSuperseded
-	}
-	_, text := bridge.NotPendingText(state, ev.By, ev.ByName, ev.At, ev.TaskVersion)
-	return text
+	return bridge.EndedText(ev.Type, ev.By, ev.ByName, ev.At, ev.TaskVersion)
 }
 
 // strayPosts says posting the card of c failed in a way that may hide
