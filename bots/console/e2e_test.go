@@ -252,3 +252,48 @@ func TestE2ELinkCarriesPlatformRoles(t *testing.T) {
 		t.Fatalf("resume %+v", r)
 	}
 }
+
+// A form drawn for version 1 of a question, posted after the agent asked
+// it again at version 2 with other choices: the answer belongs to the
+// replaced question. The person is told so in the runtime's words, not
+// that their choice is not one of version 2's; nothing is answered, and
+// version 2 still waits.
+func TestE2EFormPostedAfterAReaskIsStale(t *testing.T) {
+	h, env := newEnvHarness(t, testenv.Options{})
+	q := bridge.Question{Tenant: "acme", JobID: "job-reask", QuestionID: "q-colour", TaskVersion: 1,
+		Question: "Which colour should the cover be?", Choices: []string{"blue", "green"}, Answerers: []string{"console:alice"}}
+	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject(q.Tenant, q.JobID))
+	ask(t, h, env, q)
+	link := h.questionURL("console:alice", q)
+	form := formValues(t, h.get(link).body, "answer-form")
+	if form.Get("task_version") != "1" {
+		t.Fatalf("form for version %q", form.Get("task_version"))
+	}
+	q2 := q
+	q2.TaskVersion, q2.Question, q2.Choices = 2, "Which colour should the back cover be?", []string{"red", "yellow"}
+	ask(t, h, env, q2)
+	checkFor(t, 10*time.Second, "version 2 asked", func() bool {
+		return strings.Contains(h.get(link).body, "back cover")
+	})
+	form.Set("action", "answer")
+	form.Set("answer", "blue")
+	p := h.post(link, form)
+	if p.status == http.StatusSeeOther {
+		p = h.get(p.header.Get("Location"))
+	}
+	want := html.EscapeString("This answer is stale: the question belongs to task version 1, which a newer version of the task replaced at ")
+	if !strings.Contains(p.body, want) {
+		t.Errorf("status %d; page lacks %q:\n%s", p.status, want, p.body)
+	}
+	if strings.Contains(p.body, "must be one of") {
+		t.Errorf("the version 1 answer was checked against version 2's choices:\n%s", p.body)
+	}
+	// Version 1 was superseded (one resume), version 2 still waits.
+	checkFor(t, 10*time.Second, "version 1's resume", func() bool { return resumes.Len() > 0 })
+	if res := resumes.Resumes(); len(res) != 1 || res[0].TaskVersion != 1 || res[0].Outcome != bridge.OutcomeCanceled {
+		t.Errorf("resumes %+v", res)
+	}
+	if !strings.Contains(h.get(link).body, `id="answer-form"`) {
+		t.Error("version 2 no longer offers its form")
+	}
+}

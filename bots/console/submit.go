@@ -154,7 +154,14 @@ func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	input := formInput(form)
 	checked, aerr := bridge.CheckAnswer(q, action, answer, comment)
-	if aerr != nil {
+	switch {
+	case aerr != nil && version != v.TaskVersion:
+		// The form was drawn for another version of the question (asked
+		// again since): the answer is not for the question checked here.
+		// The runtime refuses it as stale, in its words; it is not held
+		// to this version's fields.
+		checked = &bridge.CheckedAnswer{Action: action, Value: answer}
+	case aerr != nil:
 		st := formState{Action: formAction, Input: input, Problems: problems(aerr)}
 		c.render(w, r, http.StatusUnprocessableEntity, "question", c.buildQuestionPage(l, rep, st))
 		return
