@@ -231,7 +231,7 @@ func (w *raceWorld) env() map[string]string {
 		"ASK_DISCORD_BOT_TOKEN": "race-token", "ASK_DISCORD_PUBLIC_KEY": hex.EncodeToString(w.pub), "ASK_DISCORD_APP_ID": raceApp,
 		"ASK_DISCORD_API_URL": w.discord.URL + "/api/v10/", "ASK_DISCORD_CHANNEL": raceDiscordChan,
 		"ASK_CONSOLE_SECRET": raceConsoleKey, "ASK_PUBLIC_URL": "http://askbridge.test",
-		"ASK_OPERATORS": "slack:U0KEV,slack:U0ANA,discord:" + raceKevinD + ",console:alice",
+		"ASK_OPERATORS": "slack:U0KEV,slack:U0ANA,discord:" + raceKevinD + ",console:alice,cli:kevin",
 	}
 }
 
@@ -736,54 +736,76 @@ func TestRaceAnswerAndCancel(t *testing.T) {
 	}
 }
 
-// TestRaceAnswerAndTimeout: a click at the question's deadline.
+// TestRaceAnswerAndTimeout: clicks on Slack and Discord at the question's
+// deadline, and just after it.
 func TestRaceAnswerAndTimeout(t *testing.T) {
 	r := startRace(t)
-	q := raceQuestion("job-rt", "q-1")
-	q.Timeout = "2s"
-	ts, did := r.ask(q)
-	var deadline time.Time
-	checkFor(t, 10*time.Second, func() error {
-		for _, ev := range r.events.of(q.JobID, q.QuestionID) {
-			if ev.Type == bridge.EventAsked {
-				deadline = ev.Deadline
-				return nil
+	for i, after := range []time.Duration{-400 * time.Millisecond, 0, 300 * time.Millisecond} {
+		job := fmt.Sprintf("job-rt%d", i)
+		q := raceQuestion(job, "q-1")
+		q.Timeout = "2s"
+		ts, did := r.ask(q)
+		var deadline time.Time
+		checkFor(t, 10*time.Second, func() error {
+			for _, ev := range r.events.of(q.JobID, q.QuestionID) {
+				if ev.Type == bridge.EventAsked {
+					deadline = ev.Deadline
+					return nil
+				}
 			}
-		}
-		return fmt.Errorf("no asked event")
-	})
-	time.Sleep(time.Until(deadline)) // the race is at the deadline
-	in := r.discordInteraction(3, map[string]any{"custom_id": discordChoice(q, 0), "component_type": 2})
-	all(
-		func() {
-			r.signedSlack(r.slackClick("U0ANA", "trig-t", ts, "ask.acme.job-rt.q-1.1", "choice.1", "blue"), nil)
-		},
-		func() { r.signedDiscord(in) },
-	)
-	res := r.resumedOnce(q, 1)
-	id := in["id"].(string)
-	switch res.Outcome {
-	case bridge.OutcomeTimedOut:
-		if res.Text != "Nobody answered within 0:00:02." {
-			t.Errorf("resume %+v", res)
-		}
-		loserText(t, r.waitTold("trig-t"), "This question timed out at ")
-		checkFor(t, 20*time.Second, func() error {
-			if len(r.followups(id)) == 0 {
-				return fmt.Errorf("discord clicker told nothing")
-			}
-			return nil
+			return fmt.Errorf("no asked event")
 		})
-		loserText(t, r.followups(id), "This question timed out at ")
-		r.slackSettled(ts, "Nobody answered within 0:00:02")
-		r.discordSettled(did, "Timed out.")
-	case bridge.OutcomeAnswered:
-		r.slackSettled(ts, "Answered by")
-		r.discordSettled(did, "Answered by")
-	default:
-		t.Fatalf("resume %+v", res)
+		time.Sleep(time.Until(deadline.Add(after))) // the race is at the deadline
+		in := r.discordInteraction(3, map[string]any{"custom_id": discordChoice(q, 0), "component_type": 2})
+		trig := "trig-t" + strconv.Itoa(i)
+		var sent [2]time.Time // when each click's request was answered: its attempt published
+		all(
+			func() {
+				r.signedSlack(r.slackClick("U0ANA", trig, ts, "ask.acme."+job+".q-1.1", "choice.1", "blue"), nil)
+				sent[0] = time.Now()
+			},
+			func() { r.signedDiscord(in); sent[1] = time.Now() },
+		)
+		res := r.resumedOnce(q, 1)
+		id := in["id"].(string)
+		if early := sent[0].Before(deadline) || sent[1].Before(deadline); early && res.Outcome != bridge.OutcomeAnswered {
+			t.Errorf("an answer published before the deadline lost to the timeout: %+v", res)
+		}
+		switch res.Outcome {
+		case bridge.OutcomeTimedOut:
+			if res.Text != "Nobody answered within 0:00:02." {
+				t.Errorf("resume %+v", res)
+			}
+			loserText(t, r.waitTold(trig), "This question timed out at ")
+			checkFor(t, 20*time.Second, func() error {
+				if len(r.followups(id)) == 0 {
+					return fmt.Errorf("discord clicker told nothing")
+				}
+				return nil
+			})
+			loserText(t, r.followups(id), "This question timed out at ")
+			r.slackSettled(ts, "Nobody answered within 0:00:02")
+			r.discordSettled(did, "Timed out.")
+		case bridge.OutcomeAnswered:
+			// The loser of the two clicks is told who answered.
+			if res.By == "slack:U0ANA" {
+				checkFor(t, 20*time.Second, func() error {
+					if len(r.followups(id)) == 0 {
+						return fmt.Errorf("discord loser told nothing")
+					}
+					return nil
+				})
+				loserText(t, r.followups(id), "This question was already answered by slack:U0ANA (u0ana) at ")
+			} else {
+				loserText(t, r.waitTold(trig), "This question was already answered by discord:"+raceKevinD+" (kevin) at ")
+			}
+			r.slackSettled(ts, "Answered by")
+			r.discordSettled(did, "Answered by")
+		default:
+			t.Fatalf("resume %+v", res)
+		}
+		t.Logf("%v after the deadline: %s by %s", after, res.Outcome, res.By)
 	}
-	t.Logf("outcome: %s by %s", res.Outcome, res.By)
 }
 
 // TestRaceAnswerAndReask: a click on the version 1 card while the agent
@@ -1058,4 +1080,43 @@ func TestRaceSameInteractionTwice(t *testing.T) {
 	if got := r.followups(in["id"].(string)); len(got) != 0 {
 		t.Errorf("the Discord clicker was told %q", got)
 	}
+}
+
+// TestRaceCLIAndSlackAtOnce: `askbridge answer` and a Slack click at
+// once. The CLI's exit code and text say whether it won; the Slack loser
+// is told privately.
+func TestRaceCLIAndSlackAtOnce(t *testing.T) {
+	r := startRace(t)
+	q := raceQuestion("job-rcli", "q-1")
+	ts, did := r.ask(q)
+	kevin, out, errOut := testCLI(r.s, "cli:kevin")
+	var code int
+	all(
+		func() { code = kevin.answer(context.Background(), []string{"job-rcli", "q-1", "red"}) },
+		func() {
+			r.signedSlack(r.slackClick("U0ANA", "trig-cli", ts, "ask.acme.job-rcli.q-1.1", "choice.1", "blue"), nil)
+		},
+	)
+	res := r.resumedOnce(q, 1)
+	switch res.By {
+	case "cli:kevin":
+		if code != exitOK || out.String() != "Answered: The answer: red\n" || res.Text != "The answer: red" {
+			t.Errorf("cli won: exit %d, %q %q; resume %+v", code, out, errOut, res)
+		}
+		loserText(t, r.waitTold("trig-cli"), "This question was already answered by cli:kevin at ")
+		r.slackSettled(ts, "Answered by")
+		r.discordSettled(did, "red")
+	case "slack:U0ANA":
+		if code != exitError || !regexp.MustCompile(`^askbridge: refused: This question was already answered by slack:U0ANA \(u0ana\) at \S+Z\.\n$`).MatchString(errOut.String()) {
+			t.Errorf("cli lost: exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+		if got := r.told("trig-cli"); len(got) != 0 {
+			t.Errorf("the Slack winner was told %q", got)
+		}
+		r.slackSettled(ts, "Answered by @u0ana: blue")
+		r.discordSettled(did, "blue")
+	default:
+		t.Fatalf("resume %+v", res)
+	}
+	t.Logf("won by %s", res.By)
 }
