@@ -4,6 +4,7 @@ import (
 	"context"
 	"html"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -295,5 +296,62 @@ func TestE2EFormPostedAfterAReaskIsStale(t *testing.T) {
 	}
 	if !strings.Contains(h.get(link).body, `id="answer-form"`) {
 		t.Error("version 2 no longer offers its form")
+	}
+}
+
+// A form posted after someone else answered sends nothing; the page shows
+// the answer and says, as a refusal, who answered and when. Posting one's
+// own accepted form again says nothing of the kind.
+func TestE2EFormPostedAfterAnotherAnswerSaysWhoAnswered(t *testing.T) {
+	h, env := newEnvHarness(t, testenv.Options{Roles: runtime.Roles{Operators: []string{"console:alice", "console:bob"}}})
+	q := bridge.Question{Tenant: "acme", JobID: "job-late", QuestionID: "q-colour", TaskVersion: 1,
+		Question: "Which colour should the cover be?", Choices: []string{"blue", "green"}}
+	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject(q.Tenant, q.JobID))
+	if err := env.Agent.Publish(context.Background(), &q); err != nil {
+		t.Fatal(err)
+	}
+	alice, bob := h.questionURL("console:alice", q), h.questionURL("console:bob", q)
+	checkFor(t, 10*time.Second, "the question stored", func() bool { return h.get(alice).status == http.StatusOK })
+	aliceForm := formValues(t, h.get(alice).body, "decline-form")
+	bobForm := formValues(t, h.get(bob).body, "answer-form")
+
+	// Bob answers first.
+	bobForm.Set("action", "answer")
+	bobForm.Set("answer", "green")
+	if p := h.post(bob, bobForm); p.status != http.StatusSeeOther {
+		t.Fatalf("bob: status %d", p.status)
+	}
+	if r := resumeFor(t, resumes); r.By != "console:bob" {
+		t.Fatalf("resume %+v", r)
+	}
+	checkFor(t, 10*time.Second, "the answer shown", func() bool {
+		return strings.Contains(h.get(alice).body, `<h2 id="outcome-h">Answered</h2>`)
+	})
+
+	// Alice's decline form, posted now.
+	aliceForm.Set("action", "decline")
+	aliceForm.Set("comment", "ask Ana")
+	p := h.post(alice, aliceForm)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("alice: status %d", p.status)
+	}
+	p = h.get(p.header.Get("Location"))
+	refusal := regexp.MustCompile(`id="refusal"><p>This question was already answered by console:bob at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\.</p>`)
+	if !refusal.MatchString(p.body) || !strings.Contains(p.body, `<h2 id="outcome-h">Answered</h2>`) || strings.Contains(p.body, `id="decline-form"`) {
+		t.Errorf("alice's page:\n%s", p.body)
+	}
+	// Bob's own form again: his answer, no refusal.
+	p = h.post(bob, bobForm)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("bob again: status %d", p.status)
+	}
+	if p = h.get(p.header.Get("Location")); strings.Contains(p.body, `id="refusal"`) || !strings.Contains(p.body, "By <strong>console:bob</strong> via console") {
+		t.Errorf("bob's page after a second post:\n%s", p.body)
+	}
+	if n := h.answersSent(); n != 1 {
+		t.Errorf("%d attempts sent, want bob's alone", n)
+	}
+	if n := resumes.Len(); n != 1 {
+		t.Errorf("%d resumes", n)
 	}
 }

@@ -118,8 +118,23 @@ func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	v := rep.Question
 	page := c.signer.RelativeURL(l)
 	if v.State != bridge.StatePending {
-		// Settled meanwhile (or a second click): the page shows the outcome.
-		http.Redirect(w, r, page, http.StatusSeeOther)
+		// Settled meanwhile: nothing is sent, and the page shows the
+		// outcome, with why this form was not taken in the runtime's
+		// words (who answered it and when...). Not when this person
+		// settled it (a second click of their own form): the outcome is
+		// theirs.
+		id := attemptPrefix + nonce
+		if o, ok := c.outcomes.get(id); (ok && o.matches(l)) || (v.By != "" && v.By == l.Identity) {
+			http.Redirect(w, r, page, http.StatusSeeOther)
+			return
+		}
+		action := form.Get(inputAction)
+		if action != bridge.ActionDecline {
+			action = bridge.ActionAnswer
+		}
+		c.outcomes.put(id, &outcome{identity: l.Identity, tenant: l.Tenant, job: l.JobID, question: l.QuestionID, at: time.Now(),
+			action: action, input: formInput(form), refused: &bridge.Event{Type: bridge.EventRefused, Reason: bridge.RefusedNotPending, Text: endedText(v)}})
+		http.Redirect(w, r, page+"&attempt="+url.QueryEscape(id), http.StatusSeeOther)
 		return
 	}
 	action := form.Get(inputAction)
@@ -206,6 +221,21 @@ func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	c.outcomes.put(attempt.AttemptID, o)
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// endedText says what ended the question of v, in the words the runtime
+// refuses a late answer with, as far as v shows it (a person who may not
+// see the question learns only that it no longer waits).
+func endedText(v *bridge.QuestionView) string {
+	if v.Hidden || v.SettledAt.IsZero() {
+		return "This question no longer waits for an answer (" + strings.ReplaceAll(v.State, "_", " ") + ")."
+	}
+	state := v.State
+	if state == bridge.StateFailed && v.Question != nil && v.Text == bridge.TimedOutText(v.Question.TimeoutDuration()) {
+		state = bridge.StateTimedOut // on_timeout: fail
+	}
+	_, text := bridge.NotPendingText(state, v.By, v.ByName, v.SettledAt, v.TaskVersion)
+	return text
 }
 
 func actionWords(action string) string {

@@ -997,8 +997,12 @@ func TestRaceFormsAfterAButtonAnswer(t *testing.T) {
 	}
 	pb, _ := io.ReadAll(page.Body)
 	page.Body.Close()
-	if !strings.Contains(string(pb), "kevin") || !strings.Contains(string(pb), "Answered") || strings.Contains(string(pb), `name="nonce"`) {
-		t.Errorf("the console page after the post does not say who answered, or still offers a form: %s", pb)
+	if !strings.Contains(string(pb), `<h2 id="outcome-h">Answered</h2>`) || strings.Contains(string(pb), `name="nonce"`) {
+		t.Errorf("the console page after the post does not show the answer, or still offers a form: %s", pb)
+	}
+	// And it says the decline was not taken, and why, as a refusal.
+	if !regexp.MustCompile(`id="refusal"><p>` + regexp.QuoteMeta(answeredBy) + `\S+Z\.</p>`).Match(pb) {
+		t.Errorf("the console page does not say the decline was refused because kevin answered: %s", pb)
 	}
 
 	// One outcome: no other resume, every card settled as answered.
