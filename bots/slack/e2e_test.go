@@ -660,3 +660,46 @@ func TestFormButtonOnAnEndedCardSaysWhatEndedIt(t *testing.T) {
 		t.Fatalf("%d forms opened for ended questions", n)
 	}
 }
+
+// The same form submission delivered again (a Slack retry) after its
+// answer ended the question is the same answer: the form closes as it did
+// the first time, and nobody is told that the question was already
+// answered by themselves.
+func TestSubmissionDeliveredAgainAfterItEndedTheQuestion(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-again"))
+	q := question("job-again", "q-d")
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-d")
+	ts := h.cardTS(t, q)
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-d", "C0123", ts, actionsBlock(card), "decline", "decline", ""))
+	opens := h.fake.Calls("views.open")
+	if len(opens) != 1 {
+		t.Fatalf("%d forms opened", len(opens))
+	}
+	sub := submission("U0KEV", "kevin", opens[0], "V7", "h7", map[string]map[string]any{
+		"reason": {"type": "plain_text_input", "value": "ask Ana"}})
+	if resp, body := h.interact(sub); resp.StatusCode != http.StatusOK || strings.TrimSpace(body) != "" {
+		t.Fatalf("submission: %d %q", resp.StatusCode, body)
+	}
+	if out := awaitOutcome(t, env, q); out.Outcome != bridge.OutcomeDeclined {
+		t.Fatalf("resume %+v", out)
+	}
+	h.updated(t, ts, "Declined by @kevin: ask Ana")
+	checkFor(t, wait, tick, func() error {
+		if rec, err := h.bot.loadCard(context.Background(), blockkit.RefOf(q)); err != nil || rec == nil || rec.Outcome == "" {
+			return fmt.Errorf("card record not settled")
+		}
+		return nil
+	})
+	resp, body := h.interact(sub)
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(body) != "" {
+		t.Errorf("the same submission again: %d %q, want the empty 200 that closes the form", resp.StatusCode, body)
+	}
+	if n := attempts.Count(t); n != 1 {
+		t.Errorf("%d attempts, want 1", n)
+	}
+	if n := len(h.fake.Calls("response_url")) + len(h.fake.Calls("chat.postEphemeral")); n != 0 {
+		t.Errorf("kevin was told something %d times", n)
+	}
+}

@@ -388,7 +388,7 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event, lastTry bool) err
 	if rev != 0 && cur.TS != "" && cur.Outcome == "" {
 		n := cur
 		fillQuestion(&n, view)
-		n.Outcome, n.Ended, n.Late = blockkit.OutcomeLine(ev, n.Question), ev.At, lateText(ev)
+		n.Outcome, n.Ended, n.Late, n.Attempt = blockkit.OutcomeLine(ev, n.Question), ev.At, lateText(ev), ev.AttemptID
 		if n.Updated, err = b.showSettled(ctx, ref, &n); err != nil {
 			return err
 		}
@@ -414,7 +414,7 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event, lastTry bool) err
 		}
 		n := *c
 		fillQuestion(&n, view)
-		n.Outcome, n.Ended, n.Late = blockkit.OutcomeLine(ev, n.Question), ev.At, lateText(ev)
+		n.Outcome, n.Ended, n.Late, n.Attempt = blockkit.OutcomeLine(ev, n.Question), ev.At, lateText(ev), ev.AttemptID
 		if n.TS == "" {
 			// Posted by someone before the KV record existed (events name it).
 			if m := slackMessage(ev); m != nil {

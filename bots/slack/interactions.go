@@ -452,11 +452,17 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) *slack.
 		return nil
 	}
 	first := firstInput(cb.View.Blocks)
+	attemptID := "slack-view-" + safeID(cb.View.ID+"-"+cb.View.Hash)
 	rec, err := b.question(ctx, meta.Ref, cb.User.ID)
 	if err != nil || rec == nil {
 		return inlineError(first, "This question is no longer available.")
 	}
 	if rec.Outcome != "" {
+		if rec.Attempt == attemptID {
+			// This very submission ended it (delivered again): it was
+			// taken, and the form closes as it did the first time.
+			return nil
+		}
 		return inlineError(first, rec.lateText())
 	}
 	q := rec.Question
@@ -491,7 +497,7 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) *slack.
 		}
 	}
 	at := b.attempt(cb, meta.Ref, to)
-	at.AttemptID = "slack-view-" + safeID(cb.View.ID+"-"+cb.View.Hash)
+	at.AttemptID = attemptID
 	at.Action, at.Answer, at.Comment = checked.Action, checked.Value, comment
 	if checked.Action == bridge.ActionDecline {
 		at.Answer = nil

@@ -80,6 +80,9 @@ type card struct {
 	// runtime's words: who answered it and when, that it was cancelled...
 	// (empty in records written before it was kept).
 	Late string `json:"late,omitempty"`
+	// Attempt is the answer attempt that ended the question, if one did:
+	// the same interaction delivered again is that answer, not a late one.
+	Attempt string `json:"attempt,omitempty"`
 }
 
 // thread is a job's thread parent in one channel.
