@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -101,8 +103,52 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 	if len(ended) > 0 {
 		r.wakeRelay()
 	}
+	if len(ended) == 0 && c.By != "" && len(c.ReplyTo) > 0 && c.TaskVersion == 0 {
+		// A person's cancel that found nothing waiting (an answer, a
+		// timeout or another cancel ended it first) is told so, where
+		// they asked, as a refused cancel is. Best effort: the cancel
+		// itself is done, and a redelivery of it is a duplicate.
+		if err := r.tellNothingCancelled(ctx, msg, tenant, job, &c, now); err != nil {
+			r.log.Warn("could not tell a canceller that nothing was cancelled", "tenant", tenant, "job", job, "err", err)
+		}
+	}
 	tell(bridge.CancelDecision{Ended: len(ended)})
 	r.log.Info("cancel applied", "tenant", tenant, "job", job, "question", c.QuestionID, "version", c.TaskVersion, "ended", len(ended))
+	return nil
+}
+
+// tellNothingCancelled sends the person whose cancel ended nothing a
+// refused event (reason not_pending) saying what ended the question, or
+// that the job had no question waiting.
+func (r *Runtime) tellNothingCancelled(ctx context.Context, msg jetstream.Msg, tenant, job string, c *bridge.Cancel, now time.Time) error {
+	text := fmt.Sprintf("Nothing was cancelled: job %s has no question waiting.", job)
+	if c.QuestionID != "" {
+		text = fmt.Sprintf("Nothing was cancelled: there is no question %s in job %s.", c.QuestionID, job)
+		rec, err := r.st.Find(ctx, store.Key{Tenant: tenant, JobID: job, QuestionID: c.QuestionID})
+		switch {
+		case err == nil && rec.State == bridge.StateSuperseded:
+			text = fmt.Sprintf("Nothing was cancelled: a newer version of the task replaced this question at %s.", rec.SettledAt.UTC().Format(time.RFC3339))
+		case err == nil:
+			// "This question was already answered by ..." as a late answer is told.
+			late := notPending(rec).text
+			text = "Nothing was cancelled: t" + strings.TrimPrefix(late, "T")
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+	}
+	ev := bridge.Event{
+		Type: bridge.EventRefused, Tenant: tenant, JobID: job, QuestionID: c.QuestionID, To: c.By, By: c.By,
+		Reason: bridge.RefusedNotPending, Text: text, ReplyTo: c.ReplyTo, At: now,
+	}
+	id := fmt.Sprint(now.UnixNano())
+	if meta, err := msg.Metadata(); err == nil {
+		id = fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
+	}
+	ev.EventID = fmt.Sprintf("%s.%s.%s.cancel-ended-nothing.%s", tenant, job, c.QuestionID, id)
+	if err := r.st.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
+		return err
+	}
+	r.wakeRelay()
 	return nil
 }
 

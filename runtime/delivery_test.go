@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -447,5 +448,56 @@ func TestDeliveryReportOfAVersionlessQuestionAskedAgain(t *testing.T) {
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-dv", QuestionID: "q-1", TaskVersion: 1, AttemptID: "dv", Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
 	if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered {
 		t.Fatalf("outcome = %+v", out)
+	}
+}
+
+// A person's cancel that ends nothing, because an answer (or another
+// cancel) ended the question first, is told so: a refused event to them,
+// with their reply_to, saying what ended it. Nothing else changes.
+func TestCancelFromChatThatLostTheRaceIsTold(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-cl")
+	q := choiceQuestion("job-cl")
+	ch := ask(t, env, q)
+	if err := env.Attempt(context.Background(), bridge.AnswerAttempt{Tenant: "acme", JobID: "job-cl", QuestionID: "q-1",
+		AttemptID: "a-1", Answer: json.RawMessage(`"red"`), By: "slack:UOP", ByName: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered {
+		t.Fatalf("outcome = %+v", out)
+	}
+	pub := func(id string, c bridge.Cancel) {
+		if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.CancelSubject("acme", "job-cl"), id, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub("c1", bridge.Cancel{Tenant: "acme", JobID: "job-cl", QuestionID: "q-1", By: "slack:UADMIN", ReplyTo: map[string]string{"channel": "D1"}})
+	pub("c2", bridge.Cancel{Tenant: "acme", JobID: "job-cl", By: "slack:UADMIN", ReplyTo: map[string]string{"channel": "D2"}})
+	answered := regexp.MustCompile(`^Nothing was cancelled: this question was already answered by slack:UOP \(op\) at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\.$`)
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		var one, job bool
+		for _, ev := range events.Events() {
+			if ev.Type != bridge.EventRefused || ev.To != "slack:UADMIN" || ev.Reason != bridge.RefusedNotPending {
+				continue
+			}
+			one = one || (ev.ReplyTo["channel"] == "D1" && ev.QuestionID == "q-1" && answered.MatchString(ev.Text))
+			job = job || (ev.ReplyTo["channel"] == "D2" && ev.QuestionID == "" && ev.Text == "Nothing was cancelled: job job-cl has no question waiting.")
+		}
+		if !one || !job {
+			return fmt.Errorf("events = %s", events.EventTypes())
+		}
+		return nil
+	})
+	// An agent's cancel that ends nothing is not a person's: no event.
+	pub("c3", bridge.Cancel{Tenant: "acme", JobID: "job-cl", QuestionID: "q-1"})
+	q2 := choiceQuestion("job-cl")
+	q2.QuestionID = "q-2"
+	ch2 := ask(t, env, q2)
+	pub("c4", bridge.Cancel{Tenant: "acme", JobID: "job-cl", QuestionID: "q-2"})
+	if out := outcome(t, ch2); out.Outcome != bridge.OutcomeCanceled {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if got := events.EventTypes(); got != "asked,answered,refused,refused,asked,cancelled" {
+		t.Fatalf("events = %s", got)
 	}
 }

@@ -232,6 +232,7 @@ func (w *raceWorld) env() map[string]string {
 		"ASK_DISCORD_API_URL": w.discord.URL + "/api/v10/", "ASK_DISCORD_CHANNEL": raceDiscordChan,
 		"ASK_CONSOLE_SECRET": raceConsoleKey, "ASK_PUBLIC_URL": "http://askbridge.test",
 		"ASK_OPERATORS": "slack:U0KEV,slack:U0ANA,discord:" + raceKevinD + ",console:alice,cli:kevin",
+		"ASK_ADMINS":    "slack:U0ADM",
 	}
 }
 
@@ -1123,4 +1124,68 @@ func TestRaceCLIAndSlackAtOnce(t *testing.T) {
 		t.Fatalf("resume %+v", res)
 	}
 	t.Logf("won by %s", res.By)
+}
+
+// slackCommand POSTs a signed /ask command of user's.
+func (r *race) slackCommand(user, text, trigger string) (int, string) {
+	form := url.Values{"command": {"/ask"}, "text": {text}, "user_id": {user}, "user_name": {strings.ToLower(user)},
+		"channel_id": {raceSlackChan}, "team_id": {"T1"}, "trigger_id": {trigger},
+		"response_url": {r.slack.URL + "/response/" + trigger}}
+	body := form.Encode()
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	m := hmac.New(sha256.New, []byte(raceSlackSecret))
+	fmt.Fprintf(m, "v0:%s:%s", ts, body)
+	req, _ := http.NewRequest(http.MethodPost, r.base+"/slack/commands", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(m.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Errorf("slack command: %v", err)
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+// TestRacePersonsCancelAndAnswer: an admin's /ask cancel on Slack and a
+// click on Discord at once. Whoever lost is told, where they acted.
+func TestRacePersonsCancelAndAnswer(t *testing.T) {
+	r := startRace(t)
+	for i := range 3 {
+		job := fmt.Sprintf("job-rpc%d", i)
+		q := raceQuestion(job, "q-1")
+		ts, did := r.ask(q)
+		in := r.discordInteraction(3, map[string]any{"custom_id": discordChoice(q, 1), "component_type": 2})
+		trig := "trig-pc" + strconv.Itoa(i)
+		var reply string
+		all(
+			func() { _, reply = r.slackCommand("U0ADM", "cancel "+job+"/q-1", trig) },
+			func() { r.signedDiscord(in) },
+		)
+		res := r.resumedOnce(q, 1)
+		switch res.Outcome {
+		case bridge.OutcomeCanceled:
+			checkFor(t, 20*time.Second, func() error {
+				if len(r.followups(in["id"].(string))) == 0 {
+					return fmt.Errorf("discord loser told nothing")
+				}
+				return nil
+			})
+			loserText(t, r.followups(in["id"].(string)), "This question was cancelled at ")
+			r.slackSettled(ts, "Cancelled")
+			r.discordSettled(did, "Cancelled.")
+		case bridge.OutcomeAnswered:
+			if strings.Contains(reply, "no longer waits (answered)") {
+				break // the command saw it answered before sending anything
+			}
+			loserText(t, r.waitTold(trig), "Nothing was cancelled: this question was already answered by discord:"+raceKevinD+" (kevin) at ")
+			r.slackSettled(ts, "Answered by @kevin: blue")
+			r.discordSettled(did, "blue")
+		default:
+			t.Fatalf("resume %+v", res)
+		}
+		t.Logf("race %d: %s (command reply %s)", i, res.Outcome, reply)
+	}
 }
