@@ -662,6 +662,19 @@ func TestRaceSlackAndDiscordAtOnce(t *testing.T) {
 	default:
 		t.Fatalf("answered by %s", out.By)
 	}
+	// The events stream holds one outcome and one refusal, to the loser.
+	checkFor(t, 10*time.Second, func() error {
+		evs := r.events.of("job-r2", "q-1")
+		if types := eventTypes(evs); types != "asked,answered,refused" && types != "asked,refused,answered" {
+			return fmt.Errorf("events %s", types)
+		}
+		for _, ev := range evs {
+			if ev.Type == bridge.EventRefused && (ev.To == out.By || ev.Reason != bridge.RefusedNotPending) {
+				return fmt.Errorf("refusal %+v", ev)
+			}
+		}
+		return nil
+	})
 }
 
 // resumedOnce waits for the one resume of q at version and returns it.
