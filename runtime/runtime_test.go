@@ -958,7 +958,15 @@ func TestAttemptWithoutIDDecidedByAnEarlierReleaseIsNotDecidedAgain(t *testing.T
 		t.Fatalf("first: %+v", out)
 	}
 	legacyEvents := bridge.EventSubject("acme", "job-legacy")
-	before := testenv.StreamCount(t, env.NATS, bridge.StreamEvents, legacyEvents)
+	// The resume came back; the answered event goes to another stream and
+	// may land after it: counted once both events (asked, answered) are in.
+	var before uint64
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if before = testenv.StreamCount(t, env.NATS, bridge.StreamEvents, legacyEvents); before < 2 {
+			return fmt.Errorf("%d events of the question, want asked and answered", before)
+		}
+		return nil
+	})
 	dir := env.Dir
 	env.Stop()
 
