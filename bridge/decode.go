@@ -78,7 +78,10 @@ func IsPartial(err error) bool {
 // everything else decoded, so the runtime can refuse the attempt to whoever
 // sent it; text that is not a JSON object gives any other error.
 func DecodeAttempt(data []byte, a *AnswerAttempt) error {
-	err := json.Unmarshal(data, a)
+	// Its UnmarshalJSON straight away: json.Unmarshal would scan the
+	// whole text once more before handing it over (the runtime decodes
+	// every attempt).
+	err := a.UnmarshalJSON(data)
 	if err == nil || !isTypeError(err) {
 		return err
 	}
