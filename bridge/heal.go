@@ -45,6 +45,10 @@ type Durable struct {
 	Config jetstream.ConsumerConfig
 	// Remake makes the caller's other JetStream state again; nil: none.
 	Remake func(context.Context) error
+	// Look looks for that other state (the front-end's buckets): an error
+	// Gone accepts has it made again (Remake), although the consumer is
+	// there. nil: only the consumer is looked for.
+	Look   func(context.Context) error
 	Logger *slog.Logger
 }
 
@@ -95,7 +99,9 @@ func (d *Durable) Messages(ctx context.Context, opts ...jetstream.PullMessagesOp
 var HealEvery = 5 * time.Second
 
 // watch looks for the consumer every HealEvery; gone, it makes it again
-// and ends the current pull, which Next then starts anew.
+// and ends the current pull, which Next then starts anew. With the
+// consumer there, it looks for the caller's other state (Look), and makes
+// that again when it is gone.
 func (m *Messages) watch() {
 	tick := time.NewTicker(HealEvery)
 	defer tick.Stop()
@@ -111,7 +117,25 @@ func (m *Messages) watch() {
 			continue
 		}
 		_, err := m.d.NATS.JS.Consumer(m.ctx, m.d.Stream, m.d.Config.Durable)
-		if !Gone(err) {
+		if consumerGone := Gone(err); !consumerGone {
+			// The consumer is there; what else it needs may not be (a
+			// bucket deleted on its own): every message would fail.
+			if err != nil || m.d.Look == nil {
+				continue
+			}
+			lookErr := m.d.Look(m.ctx)
+			if !Gone(lookErr) {
+				continue
+			}
+			if _, err := m.d.heal(m.ctx); err != nil {
+				if m.ctx.Err() == nil {
+					m.log().Error("nats: what consumer "+m.d.Config.Durable+" on "+m.d.Stream+" needs is gone, and making it again failed",
+						"gone", lookErr, "err", err)
+				}
+				continue
+			}
+			m.log().Warn("nats: what consumer "+m.d.Config.Durable+" on "+m.d.Stream+" needs was gone (deleted, or the NATS server lost its store); made it again",
+				"gone", lookErr)
 			continue
 		}
 		if _, err := m.d.heal(m.ctx); err != nil {

@@ -314,6 +314,15 @@ func (b *Bot) Run(ctx context.Context) error {
 			}
 			return nil
 		},
+		// The buckets alone can go too (deleted): every event needs them.
+		Look: func(ctx context.Context) error {
+			for _, cfg := range []jetstream.KeyValueConfig{refsConfig, seenConfig} {
+				if _, err := b.o.NATS.JS.KeyValue(ctx, cfg.Bucket); err != nil {
+					return fmt.Errorf("key-value bucket %s: %w", cfg.Bucket, err)
+				}
+			}
+			return nil
+		},
 	}
 	it, err := events.Messages(ctx, jetstream.PullMaxMessages(32))
 	if err != nil {

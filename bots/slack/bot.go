@@ -196,6 +196,13 @@ func (b *Bot) Run(ctx context.Context) error {
 			_, err := bridge.EnsureKV(ctx, b.js, kvConfig)
 			return err
 		},
+		// The bucket alone can go too (deleted): every event needs it.
+		Look: func(ctx context.Context) error {
+			if _, err := b.js.KeyValue(ctx, KVBucket); err != nil {
+				return fmt.Errorf("key-value bucket %s: %w", KVBucket, err)
+			}
+			return nil
+		},
 	}
 	it, err := events.Messages(ctx, jetstream.PullMaxMessages(64))
 	if err != nil {

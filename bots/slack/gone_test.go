@@ -146,3 +146,29 @@ func TestExternalNATSRestarts(t *testing.T) {
 		})
 	}
 }
+
+// TestBucketDeletedIsMadeAgain checks the adapter makes its bucket again
+// when it alone was deleted (its consumer and the events stream still
+// there): every event needs it, and none was handled until a restart.
+func TestBucketDeletedIsMadeAgain(t *testing.T) {
+	env, h := e2e(t, runtime.Roles{})
+	publishQuestion(t, env, question("job-1", "q-1"))
+	h.posted(t, "q-1")
+
+	if err := env.NATS.JS.DeleteStream(context.Background(), "KV_"+KVBucket); err != nil {
+		t.Fatal(err)
+	}
+	deliveries := collect[bridge.Delivery](t, env.NATS, bridge.PrefixDelivery+".>")
+	q := question("job-2", "q-2")
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-2")
+	d := deliveredTS(t, env.NATS, deliveries, "q-2")
+	resp, body := h.interact(h.fake.click("U0KEV", "kevin", "trig-2", card.Str("channel"), d.Message.MessageID, actionsBlock(card), "choice.1", "blue", ""))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("click: %d %s", resp.StatusCode, body)
+	}
+	if out := awaitOutcome(t, env, q); out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: blue" {
+		t.Fatalf("resume: %+v", out)
+	}
+	h.updated(t, d.Message.MessageID, "Answered by @kevin: blue")
+}
