@@ -153,14 +153,25 @@ func crashAwayTest(t *testing.T, before bool, away func(dir string)) {
 		if err != nil || n != 0 {
 			return fmt.Errorf("backlog %d, %v", n, err)
 		}
-		if resumes.Len() != 1 {
-			return fmt.Errorf("%d resumes", resumes.Len())
+		if n := len(resumesOf(resumes, "q-1")); n != 1 {
+			return fmt.Errorf("%d resumes of q-1", n)
 		}
 		return nil
 	})
-	if got := resumes.Resumes()[0]; got.Text != "The answer: blue" {
+	if got := resumesOf(resumes, "q-1")[0]; got.Text != "The answer: blue" {
 		t.Fatalf("resume = %+v", got)
 	}
+}
+
+// resumesOf are the recorded resumes of one question.
+func resumesOf(r *testenv.Recorder, questionID string) []bridge.Resume {
+	var out []bridge.Resume
+	for _, res := range r.Resumes() {
+		if res.QuestionID == questionID {
+			out = append(out, res)
+		}
+	}
+	return out
 }
 
 func TestCrashAfterCommitBeforePublish(t *testing.T)   { crashTest(t, true) }
@@ -178,6 +189,28 @@ func TestCrashAfterPublishDownPastDuplicateWindow(t *testing.T) {
 // published after a long stop, though old enough to be looked for first.
 func TestCrashBeforePublishDownPastDuplicateWindow(t *testing.T) {
 	crashAwayTest(t, true, func(dir string) { downPastDuplicateWindow(t, dir) })
+}
+
+// TestCrashAfterPublishThenMoreDownPastDuplicateWindow: as above, and the
+// job's resume subject got another message after the crash (a refusal of
+// another question goes there straight): the resume is not the subject's
+// last message, and is still found.
+func TestCrashAfterPublishThenMoreDownPastDuplicateWindow(t *testing.T) {
+	crashAwayTest(t, false, func(dir string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		other := bridge.Resume{Tenant: "acme", JobID: "job-crash", QuestionID: "q-other", Outcome: bridge.OutcomeInvalid, Text: "The question was refused: test."}
+		if err := bridge.Publish(ctx, n.JS, bridge.ResumeSubject("acme", "job-crash"), "other-resume", other); err != nil {
+			t.Fatal(err)
+		}
+		n.Close()
+		downPastDuplicateWindow(t, dir)
+	})
 }
 
 // downPastDuplicateWindow makes it as if eleven minutes passed while the

@@ -22,12 +22,17 @@ import (
 const staleAfter = bridge.DuplicateWindow - time.Minute
 
 // earlierPublishes is what the relay found of its rows in their streams,
-// gathered for one batch: each subject's outbox message ids, and the
-// streams looked up for them.
+// gathered for one batch: each subject's last message and, where that
+// did not tell, all its outbox message ids; and the streams looked up.
 type earlierPublishes struct {
+	last    map[string]*jetstream.RawStreamMsg // nil: the subject holds none
 	ids     map[string]map[string]struct{}
 	streams map[string]jetstream.Stream
 }
+
+// clockSkew allows for the NATS server's clock (message times) and this
+// host's (row times) to differ.
+const clockSkew = time.Minute
 
 // storedEarlier reports whether row's message is already in its stream.
 // A crash between publishing a row and marking it sent leaves the row
@@ -35,26 +40,55 @@ type earlierPublishes struct {
 // JetStream drops the copy, but after a longer stop (or NATS away that
 // long with the acknowledgement lost) the copy would be stored, and the
 // job would read its resume twice.
+//
+// The subject's last message settles most rows in one request: it is the
+// row's own (a crash soon after publishing), or it was stored before the
+// row was written (the row never reached the stream). Otherwise every
+// message on the subject is read.
 func (r *Runtime) storedEarlier(ctx context.Context, row store.OutboxRow, seen *earlierPublishes) (bool, error) {
-	if seen.ids == nil {
+	if seen.streams == nil {
+		seen.last = make(map[string]*jetstream.RawStreamMsg)
 		seen.ids = make(map[string]map[string]struct{})
 		seen.streams = make(map[string]jetstream.Stream)
+	}
+	id := row.MsgID()
+	last, ok := seen.last[row.Subject]
+	if !ok {
+		s, err := r.streamOf(ctx, row.Subject, seen.streams)
+		if err != nil {
+			return false, fmt.Errorf("look for %s in its stream: %w", id, err)
+		}
+		last, err = s.GetLastMsgForSubject(ctx, row.Subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			last, err = nil, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("look for %s in its stream: %w", id, err)
+		}
+		seen.last[row.Subject] = last
+	}
+	switch {
+	case last == nil:
+		return false, nil
+	case last.Header.Get(jetstream.MsgIDHeader) == id:
+		return true, nil
+	case last.Time.Before(time.UnixMilli(row.OldAt).Add(-clockSkew)):
+		return false, nil
 	}
 	ids, ok := seen.ids[row.Subject]
 	if !ok {
 		var err error
 		if ids, err = r.msgIDsOn(ctx, row.Subject, seen.streams); err != nil {
-			return false, fmt.Errorf("look for %s in its stream: %w", row.MsgID(), err)
+			return false, fmt.Errorf("look for %s in its stream: %w", id, err)
 		}
 		seen.ids[row.Subject] = ids
 	}
-	_, ok = ids[row.MsgID()]
+	_, ok = ids[id]
 	return ok, nil
 }
 
-// msgIDsOn returns the message ids of every message its stream holds on
-// subject. askbridge's subjects are one job's each, so they are few.
-func (r *Runtime) msgIDsOn(ctx context.Context, subject string, streams map[string]jetstream.Stream) (map[string]struct{}, error) {
+// streamOf returns the stream that holds subject.
+func (r *Runtime) streamOf(ctx context.Context, subject string, streams map[string]jetstream.Stream) (jetstream.Stream, error) {
 	name := bridge.StreamOf(subject)
 	if name == "" {
 		return nil, fmt.Errorf("no stream holds %s", subject)
@@ -66,6 +100,16 @@ func (r *Runtime) msgIDsOn(ctx context.Context, subject string, streams map[stri
 			return nil, err
 		}
 		streams[name] = s
+	}
+	return s, nil
+}
+
+// msgIDsOn returns the message ids of every message its stream holds on
+// subject. askbridge's subjects are one job's each, so they are few.
+func (r *Runtime) msgIDsOn(ctx context.Context, subject string, streams map[string]jetstream.Stream) (map[string]struct{}, error) {
+	s, err := r.streamOf(ctx, subject, streams)
+	if err != nil {
+		return nil, err
 	}
 	ids := make(map[string]struct{})
 	for seq := uint64(1); ; {

@@ -720,7 +720,7 @@ func (r *Runtime) publishNext(ctx context.Context) (*relayBatch, error) {
 	b := &relayBatch{rows: rows, futures: make([]jetstream.PubAckFuture, 0, len(rows))}
 	var seen earlierPublishes
 	for _, row := range rows {
-		if row.Old {
+		if row.OldAt != 0 {
 			stored, err := r.storedEarlier(ctx, row, &seen)
 			if err != nil {
 				if len(b.futures) == 0 {

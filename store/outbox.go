@@ -18,10 +18,11 @@ type OutboxRow struct {
 	Data    []byte
 	// Instance is the id of the database the row is in.
 	Instance string
-	// Old says the row was written before the time Unsent was given: no
-	// try to publish it came before it was written. (A flag, not the time:
-	// a time read per row would cost an allocation on the relay's path.)
-	Old bool
+	// OldAt is when a row written before the time Unsent was given was
+	// written, in Unix milliseconds; 0 for a younger row. (A younger row's
+	// time is not read: a time read per row costs an allocation on the
+	// relay's path.) No try to publish a row came before it was written.
+	OldAt int64
 }
 
 // MsgID is the Nats-Msg-Id the row is published with: the same for every
@@ -37,9 +38,9 @@ func (o OutboxRow) MsgID() string {
 }
 
 // Unsent returns up to limit unsent rows after row afterID, oldest first,
-// each marked Old if it was written before oldBefore.
+// with OldAt set on those written before oldBefore.
 func (s *Store) Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]OutboxRow, error) {
-	rows, err := s.rs.query(ctx, "SELECT id, subject, data, created_at < ? FROM outbox WHERE sent_at IS NULL AND id > ? ORDER BY id LIMIT ?", ms(oldBefore), afterID, limit)
+	rows, err := s.rs.query(ctx, "SELECT id, subject, data, CASE WHEN created_at < ? THEN created_at ELSE 0 END FROM outbox WHERE sent_at IS NULL AND id > ? ORDER BY id LIMIT ?", ms(oldBefore), afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: outbox: %w", err)
 	}
@@ -50,7 +51,7 @@ func (s *Store) Unsent(ctx context.Context, afterID int64, limit int, oldBefore 
 		// would be allocated on its own, then copied.
 		out = append(out, OutboxRow{Instance: s.instance})
 		o := &out[len(out)-1]
-		if err := rows.Scan(&o.ID, &o.Subject, &o.Data, &o.Old); err != nil {
+		if err := rows.Scan(&o.ID, &o.Subject, &o.Data, &o.OldAt); err != nil {
 			return nil, fmt.Errorf("store: outbox: %w", err)
 		}
 	}

@@ -407,8 +407,12 @@ func TestUnsentOld(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) != 1 || rows[0].Old != tc.want {
-			t.Errorf("rows unsent, old before %v = %+v, want one with Old %v", tc.oldBefore, rows, tc.want)
+		want := int64(0)
+		if tc.want {
+			want = t0.UnixMilli()
+		}
+		if len(rows) != 1 || rows[0].OldAt != want {
+			t.Errorf("rows unsent, old before %v = %+v, want one with OldAt %d", tc.oldBefore, rows, want)
 		}
 	}
 }
