@@ -3,13 +3,9 @@ package slack
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"strconv"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
@@ -46,49 +42,6 @@ func TestEventsStreamDeletedIsMadeAgain(t *testing.T) {
 	h.updated(t, d.Message.MessageID, "Answered by @kevin: blue")
 }
 
-// externalNATS is an operator's nats-server on a fixed loopback port, so
-// that it can be restarted where askbridge reaches it.
-type externalNATS struct {
-	t    *testing.T
-	port int
-	dir  string
-	ns   *server.Server
-}
-
-func startExternalNATS(t *testing.T) *externalNATS {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &externalNATS{t: t, port: ln.Addr().(*net.TCPAddr).Port, dir: t.TempDir()}
-	ln.Close()
-	e.start()
-	t.Cleanup(e.stop)
-	return e
-}
-
-func (e *externalNATS) start() {
-	e.t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: e.port, JetStream: true, StoreDir: e.dir, NoSigs: true, NoLog: true})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		e.t.Fatal("nats-server did not start")
-	}
-	e.ns = ns
-}
-
-func (e *externalNATS) stop() {
-	if e.ns != nil {
-		e.ns.Shutdown()
-		e.ns.WaitForShutdown()
-		e.ns = nil
-	}
-}
-
 // TestExternalNATSRestarts checks questions are shown, clicks decided
 // (the click acknowledged after the decision, through the decision inbox)
 // and cards updated after the operator's NATS server restarted, with its
@@ -96,8 +49,8 @@ func (e *externalNATS) stop() {
 func TestExternalNATSRestarts(t *testing.T) {
 	for _, wipe := range []bool{false, true} {
 		t.Run(fmt.Sprintf("wipe=%v", wipe), func(t *testing.T) {
-			ext := startExternalNATS(t)
-			env := testenv.Start(t, testenv.Options{NATSURL: "nats://127.0.0.1:" + strconv.Itoa(ext.port),
+			ext := testenv.StartExternalNATS(t)
+			env := testenv.Start(t, testenv.Options{NATSURL: ext.URL(),
 				Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
 			h := startBot(t, env.NATS, newFakeSlack(t), func(o *Options) { o.AckAfterDecision = true })
 			type shown struct {
@@ -130,11 +83,7 @@ func TestExternalNATSRestarts(t *testing.T) {
 			round := func(job string) { t.Helper(); click(show(job)) }
 			round("job-1")
 			across := show("job-across")
-			ext.stop()
-			if wipe {
-				ext.dir = t.TempDir()
-			}
-			ext.start()
+			ext.Restart(wipe)
 			testenv.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
 				if err := bridge.CheckStreams(context.Background(), env.NATS.JS); err != nil {
 					return err
