@@ -418,35 +418,60 @@ func TestHTTPHealthReadyMetrics(t *testing.T) {
 // messages).
 func TestReadyReportsWhatIsBroken(t *testing.T) {
 	for name, c := range map[string]struct {
-		brk  func(t *testing.T, s *service)
+		// brk breaks the service, or makes sure it is still broken: it
+		// is called before each look at /readyz.
+		brk  func(s *service) error
 		want string
 	}{
-		"store closed": {func(t *testing.T, s *service) { s.store.Close() }, "store: write heartbeat"},
+		"store closed": {func(s *service) error {
+			if s.store.Ping(context.Background()) == nil {
+				s.store.Close()
+			}
+			return nil
+		}, "store: write heartbeat"},
 		// A stream gone is made again (with its consumer) unless, as
-		// here, another stream took its subjects.
-		"stream gone": {func(t *testing.T, s *service) {
-			js, _ := jetstream.New(s.nats.Conn)
+		// here, another stream took its subjects. The runtime heals at
+		// once, racing the test's delete and create (and nats-server
+		// takes two overlapping streams created at the same moment), so
+		// the break is made again while ASK_QUESTIONS is there.
+		"stream gone": {func(s *service) error {
+			js, err := jetstream.New(s.nats.Conn)
+			if err != nil {
+				return err
+			}
 			ctx := context.Background()
-			if err := js.DeleteStream(ctx, bridge.StreamQuestions); err != nil {
-				t.Fatal(err)
+			if _, err := js.Stream(ctx, bridge.StreamQuestions); errors.Is(err, jetstream.ErrStreamNotFound) {
+				if _, err := js.Stream(ctx, "OTHER"); err == nil {
+					return nil
+				}
 			}
-			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{bridge.PrefixQuestion + ".>"}}); err != nil {
-				t.Fatal(err)
+			if err := js.DeleteStream(ctx, bridge.StreamQuestions); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+				return err
 			}
+			_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{bridge.PrefixQuestion + ".>"}})
+			if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				return err
+			}
+			return errors.New("broken just now")
 		}, "stream ASK_QUESTIONS"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, _ := startTestService(t, nil)
-			c.brk(t, s)
-			resp, err := http.Get("http://" + s.Addr() + "/readyz")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), c.want) {
-				t.Fatalf("/readyz = %d %q", resp.StatusCode, body)
-			}
+			checkFor(t, 10*time.Second, func() error {
+				if err := c.brk(s); err != nil {
+					return fmt.Errorf("break: %w", err)
+				}
+				resp, err := http.Get("http://" + s.Addr() + "/readyz")
+				if err != nil {
+					return err
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), c.want) {
+					return fmt.Errorf("/readyz = %d %q", resp.StatusCode, body)
+				}
+				return nil
+			})
 		})
 	}
 }
