@@ -16,14 +16,11 @@ import (
 // were first made with, where they are gone (a NATS server that restarted
 // without its store); streams that exist are left as they are.
 func (n *NATS) EnsureStreams(ctx context.Context) error {
-	for _, name := range StreamNames() {
-		if _, err := n.JS.Stream(ctx, name); errors.Is(err, jetstream.ErrStreamNotFound) {
-			return EnsureStreams(ctx, n.JS, n.streams)
-		} else if err != nil {
-			return fmt.Errorf("nats: stream %s: %w", name, err)
-		}
+	err := CheckStreams(ctx, n.JS)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return EnsureStreams(ctx, n.JS, n.streams)
 	}
-	return nil
+	return err
 }
 
 // Gone says err means JetStream no longer holds what askbridge made: a
@@ -116,40 +113,34 @@ func (m *Messages) watch() {
 		if m.d.NATS.Conn.Status() != nats.CONNECTED {
 			continue
 		}
-		_, err := m.d.NATS.JS.Consumer(m.ctx, m.d.Stream, m.d.Config.Durable)
-		if consumerGone := Gone(err); !consumerGone {
-			// The consumer is there; what else it needs may not be (a
-			// bucket deleted on its own): every message would fail.
-			if err != nil || m.d.Look == nil {
-				continue
-			}
-			lookErr := m.d.Look(m.ctx)
-			if !Gone(lookErr) {
-				continue
-			}
-			if _, err := m.d.heal(m.ctx); err != nil {
-				if m.ctx.Err() == nil {
-					m.log().Error("nats: what consumer "+m.d.Config.Durable+" on "+m.d.Stream+" needs is gone, and making it again failed",
-						"gone", lookErr, "err", err)
-				}
-				continue
-			}
-			m.log().Warn("nats: what consumer "+m.d.Config.Durable+" on "+m.d.Stream+" needs was gone (deleted, or the NATS server lost its store); made it again",
-				"gone", lookErr)
+		// The consumer, or (with the consumer there) what else it needs:
+		// a bucket deleted on its own fails every message.
+		_, gone := m.d.NATS.JS.Consumer(m.ctx, m.d.Stream, m.d.Config.Durable)
+		consumerGone := Gone(gone)
+		if gone == nil && m.d.Look != nil {
+			gone = m.d.Look(m.ctx)
+		}
+		if !Gone(gone) {
 			continue
+		}
+		what := "consumer " + m.d.Config.Durable + " on " + m.d.Stream
+		if !consumerGone {
+			what = "what " + what + " needs"
 		}
 		if _, err := m.d.heal(m.ctx); err != nil {
 			if m.ctx.Err() == nil {
-				m.log().Error("nats: consumer "+m.d.Config.Durable+" on "+m.d.Stream+" is gone, and making it again failed", "err", err)
+				m.log().Error("nats: "+what+" is gone, and making it again failed", "gone", gone, "err", err)
 			}
 			continue
 		}
-		m.log().Warn("nats: consumer " + m.d.Config.Durable + " on " + m.d.Stream + " was gone (deleted, or the NATS server lost its store); made it again")
-		m.mu.Lock()
-		if !m.stopped {
-			m.it.Stop()
+		m.log().Warn("nats: "+what+" was gone (deleted, or the NATS server lost its store); made it again", "gone", gone)
+		if consumerGone {
+			m.mu.Lock()
+			if !m.stopped {
+				m.it.Stop()
+			}
+			m.mu.Unlock()
 		}
-		m.mu.Unlock()
 	}
 }
 

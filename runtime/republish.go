@@ -13,13 +13,16 @@ import (
 	"github.com/askbridge/askbridge/store"
 )
 
+// clockSkew allows for the NATS server's clock (message times) and this
+// host's (row times) to differ.
+const clockSkew = time.Minute
+
 // staleAfter is the age past which an unsent outbox row may have been
 // published before JetStream's duplicate window began: the relay then
-// looks for it in its stream before publishing it again. The minute left
-// over covers a NATS server whose clock differs from this host's (a row
-// is never published before it was written, so a younger row's first
-// try is inside the window).
-const staleAfter = bridge.DuplicateWindow - time.Minute
+// looks for it in its stream before publishing it again (a row is never
+// published before it was written, so a younger row's first try is inside
+// the window, give or take the clocks).
+const staleAfter = bridge.DuplicateWindow - clockSkew
 
 // earlierPublishes is what the relay found of its rows in their streams,
 // gathered for one batch: each subject's last message and, where that
@@ -29,10 +32,6 @@ type earlierPublishes struct {
 	ids     map[string]map[string]struct{}
 	streams map[string]jetstream.Stream
 }
-
-// clockSkew allows for the NATS server's clock (message times) and this
-// host's (row times) to differ.
-const clockSkew = time.Minute
 
 // storedEarlier reports whether row's message is already in its stream.
 // A crash between publishing a row and marking it sent leaves the row
@@ -125,6 +124,30 @@ func (r *Runtime) msgIDsOn(ctx context.Context, subject string, streams map[stri
 		}
 		seq = m.Sequence + 1
 	}
+}
+
+// publishRow publishes row, or, when it is old and found already in its
+// stream, stands for JetStream's acknowledgement without publishing it.
+func (r *Runtime) publishRow(ctx context.Context, row store.OutboxRow, seen *earlierPublishes) (jetstream.PubAckFuture, error) {
+	if row.OldAt != 0 {
+		stored, err := r.storedEarlier(ctx, row, seen)
+		if err != nil {
+			return nil, err
+		}
+		if stored {
+			r.log.Info("outbox relay: message already in its stream, not published again", "msg_id", row.MsgID(), "subject", row.Subject)
+			return newStoredAck(), nil
+		}
+	}
+	f, err := r.js.PublishMsgAsync(&nats.Msg{
+		Subject: row.Subject,
+		Data:    row.Data,
+		Header:  nats.Header{jetstream.MsgIDHeader: []string{row.MsgID()}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("publish %s: %w", row.MsgID(), err)
+	}
+	return f, nil
 }
 
 // storedAck stands for JetStream's acknowledgement of a row found already

@@ -720,29 +720,10 @@ func (r *Runtime) publishNext(ctx context.Context) (*relayBatch, error) {
 	b := &relayBatch{rows: rows, futures: make([]jetstream.PubAckFuture, 0, len(rows))}
 	var seen earlierPublishes
 	for _, row := range rows {
-		if row.OldAt != 0 {
-			stored, err := r.storedEarlier(ctx, row, &seen)
-			if err != nil {
-				if len(b.futures) == 0 {
-					return nil, err
-				}
-				b.rows = b.rows[:len(b.futures)]
-				break
-			}
-			if stored {
-				r.log.Info("outbox relay: message already in its stream, not published again", "msg_id", row.MsgID(), "subject", row.Subject)
-				b.futures = append(b.futures, newStoredAck())
-				continue
-			}
-		}
-		f, err := r.js.PublishMsgAsync(&nats.Msg{
-			Subject: row.Subject,
-			Data:    row.Data,
-			Header:  nats.Header{jetstream.MsgIDHeader: []string{row.MsgID()}},
-		})
+		f, err := r.publishRow(ctx, row, &seen)
 		if err != nil {
 			if len(b.futures) == 0 {
-				return nil, fmt.Errorf("publish %s: %w", row.MsgID(), err)
+				return nil, err
 			}
 			b.rows = b.rows[:len(b.futures)] // the rest go in a later batch
 			break
