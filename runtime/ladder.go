@@ -47,7 +47,9 @@ func (r *Runtime) fireDue(ctx context.Context) time.Duration {
 		now := stamp()
 		due, err := r.st.DueSteps(ctx, now, 100)
 		if err != nil {
-			r.log.Error("ladder: read due steps", "err", err)
+			if ctx.Err() == nil { // a stop is no error
+				r.log.Error("ladder: read due steps", "err", err)
+			}
 			return time.Second
 		}
 		held := false
