@@ -420,3 +420,24 @@ func checkDate(f *Field, raw json.RawMessage) (json.RawMessage, string, string) 
 	}
 	return nil, "", "must be a date and time as YYYY-MM-DDTHH:MM"
 }
+
+// curlyQuotes are the double quotes keyboards put in for " (phones and
+// macOS by default, "smart punctuation").
+var curlyQuotes = strings.NewReplacer("\u201c", `"`, "\u201d", `"`, "\u201e", `"`, "\u201f", `"`, "\u2033", `"`, "\uff02", `"`)
+
+// TypedObject reads the JSON object a person typed for a question's
+// fields in a slash command. An object typed with curly quotes
+// ({“copies”: 2}), which is not JSON, is read with straight ones; quotes
+// inside a valid object are left alone.
+func TypedObject(arg string) (json.RawMessage, bool) {
+	if !strings.HasPrefix(arg, "{") {
+		return nil, false
+	}
+	if json.Valid([]byte(arg)) {
+		return json.RawMessage(arg), true
+	}
+	if fixed := curlyQuotes.Replace(arg); fixed != arg && json.Valid([]byte(fixed)) {
+		return json.RawMessage(fixed), true
+	}
+	return nil, false
+}

@@ -304,6 +304,12 @@ func (b *Bot) cmdAnswer(ctx context.Context, in *discordgo.Interaction, who clic
 			return ephemeral("answer: is required.")
 		}
 		answer, _ = json.Marshal(opt["answer"])
+		if v.Question != nil && !v.Hidden && len(v.Question.Fields) > 0 {
+			// Phones and macOS type {“copies”: 2}: read as Slack's /ask does.
+			if obj, ok := bridge.TypedObject(strings.TrimSpace(opt["answer"])); ok {
+				answer = obj
+			}
+		}
 		if v.Question != nil && !v.Hidden {
 			if v.Question.IsApproval() {
 				// "approve", or "deny <reason>", as in Slack and the CLI.

@@ -386,6 +386,25 @@ func TestE2ETypedQuestionAnsweredWithCommand(t *testing.T) {
 	settledCard(t, msg["id"].(string), "copies: 2")
 }
 
+// TestE2ETypedAnswerWithCurlyQuotes checks /ask answer reads an object
+// typed with the curly quotes phones and macOS put in ({“copies”: 2}) as
+// the JSON object meant, as Slack's /ask does.
+func TestE2ETypedAnswerWithCurlyQuotes(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	q := typedQuestion()
+	ask(t, env, q)
+	h.posted(channelA, 1)
+	typed := " {\u201con\u201d: \u201c2026-10-20\u201d, \u201ccopies\u201d: 2}"
+	resp := h.interact(h.command(kevin, "answer", map[string]string{"question": "q-7", "answer": typed}))
+	if d := resp["data"].(map[string]any); d["flags"] != float64(64) || !strings.Contains(d["content"].(string), "Sent") {
+		t.Fatalf("answer %q: reply = %v", typed, resp)
+	}
+	res := await(t, env, q)
+	if res.Outcome != bridge.OutcomeAnswered || res.Text != `The answer: {"on":"2026-10-20","copies":2}` {
+		t.Fatalf("resume = %+v", res)
+	}
+}
+
 func TestE2EAskCommands(t *testing.T) {
 	env, h := startE2E(t, runtime.Roles{Admins: []string{"discord:" + ana.ID}})
 	q := colorQuestion()

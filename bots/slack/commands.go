@@ -247,7 +247,7 @@ func (b *Bot) cmdAttempt(ctx context.Context, cmd *slack.SlashCommand, v *bridge
 		if arg == "" {
 			return ephemeral("Say the answer: `/ask answer %s/%s <answer>`.", v.JobID, v.QuestionID)
 		}
-		if obj, ok := typedObject(arg); ok {
+		if obj, ok := bridge.TypedObject(arg); ok {
 			answer = obj
 		} else {
 			answer, _ = json.Marshal(arg)
@@ -272,24 +272,4 @@ func (b *Bot) cmdAttempt(ctx context.Context, cmd *slack.SlashCommand, v *bridge
 		return ephemeral("Sent your decline for `%s/%s`. You'll hear here if askbridge refuses it.", v.JobID, v.QuestionID)
 	}
 	return ephemeral("Sent your answer for `%s/%s`. You'll hear here if askbridge refuses it.", v.JobID, v.QuestionID)
-}
-
-// curlyQuotes are the double quotes keyboards put in for " (phones and
-// macOS by default, "smart punctuation").
-var curlyQuotes = strings.NewReplacer("\u201c", `"`, "\u201d", `"`, "\u201e", `"`, "\u201f", `"`, "\u2033", `"`, "\uff02", `"`)
-
-// typedObject reads the JSON object typed for a question's fields. An
-// object typed with curly quotes ({“copies”: 2}), which is not JSON, is
-// read with straight ones; quotes inside a valid object are left alone.
-func typedObject(arg string) (json.RawMessage, bool) {
-	if !strings.HasPrefix(arg, "{") {
-		return nil, false
-	}
-	if json.Valid([]byte(arg)) {
-		return json.RawMessage(arg), true
-	}
-	if fixed := curlyQuotes.Replace(arg); fixed != arg && json.Valid([]byte(fixed)) {
-		return json.RawMessage(fixed), true
-	}
-	return nil, false
 }
