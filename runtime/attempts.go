@@ -21,9 +21,12 @@ type refusal struct {
 
 // attemptItem is one attempt of a batch on its way to a decision.
 type attemptItem struct {
-	a       bridge.AnswerAttempt
-	tenant  string
-	job     string
+	a      bridge.AnswerAttempt
+	tenant string
+	job    string
+	// key is the store's record of the attempt (AttemptKey), by which it
+	// is decided once.
+	key     string
 	rec     *store.Record
 	refs    []bridge.MessageRef // the messages showing the question
 	checked *bridge.CheckedAnswer
@@ -62,20 +65,35 @@ func (r *Runtime) parseAttempt(ctx context.Context, msg jetstream.Msg) (*attempt
 	if a.JobID == "" {
 		a.JobID = job
 	}
-	if a.AttemptID == "" {
-		if meta, err := msg.Metadata(); err == nil {
-			// Named by the stored message's sequence and time: a stream
-			// made anew numbers from 1 again, and an id of the sequence
-			// alone would be ignored as an earlier attempt's.
-			a.AttemptID = fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
-			legacy, err := r.legacyAttemptID(ctx, meta)
-			if err != nil {
-				return nil, err
-			}
-			if legacy != "" {
-				a.AttemptID = legacy
-			}
+	meta, metaErr := msg.Metadata()
+	legacy := ""
+	switch {
+	case metaErr != nil:
+	case a.AttemptID == "":
+		// Named by the stored message's sequence and time: a stream
+		// made anew numbers from 1 again, and an id of the sequence
+		// alone would be ignored as an earlier attempt's.
+		a.AttemptID = fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
+		var err error
+		if legacy, err = r.legacyAttemptID(ctx, fmt.Sprintf("seq-%d", meta.Sequence.Stream), meta); err != nil {
+			return nil, err
 		}
+		if legacy != "" {
+			a.AttemptID = legacy
+		}
+	case meta.NumDelivered > 1 || meta.Timestamp.Before(r.started):
+		// Delivered before, or stored before this runtime started (by
+		// the NATS server's clock, which an embedded one shares): an
+		// earlier release may have decided it under its bare id. An
+		// attempt delivered for the first time since is not looked up.
+		var err error
+		if legacy, err = r.legacyAttemptID(ctx, a.AttemptID, meta); err != nil {
+			return nil, err
+		}
+	}
+	it.key = legacy
+	if it.key == "" {
+		it.key = AttemptKey(tenant, job, a.AttemptID)
 	}
 	switch {
 	case a.Tenant != tenant || a.JobID != job:
@@ -94,24 +112,32 @@ func (r *Runtime) parseAttempt(ctx context.Context, msg jetstream.Msg) (*attempt
 	return it, nil
 }
 
-// legacyAttemptID is the id earlier releases (60576b3 and before) gave
-// an attempt sent without attempt_id, its stream sequence alone, when such
-// a release decided this very message: one stopped after deciding it and
-// before acknowledging it (killed during an upgrade) hands it to this
-// release, which must not decide it again. A record of that id made
-// before the message was stored names the message that had its number in
-// an earlier stream (made anew since), not this one: "" then, and when
-// there is none.
-func (r *Runtime) legacyAttemptID(ctx context.Context, meta *jetstream.MsgMetadata) (string, error) {
-	legacy := fmt.Sprintf("seq-%d", meta.Sequence.Stream)
-	at, ok, err := r.st.AttemptDecidedAt(ctx, legacy)
+// AttemptKey is the store's record of an attempt, as its job's: attempt
+// ids are the front-end's, unique per interaction, and one reused in
+// another job (a hand-written "a-1") is another attempt, not a double
+// click. Tenants and job ids hold no "/".
+func AttemptKey(tenant, job, id string) string {
+	return tenant + "/" + job + "/" + id
+}
+
+// legacyAttemptID returns id when an earlier release decided this very
+// message under id, the store's key before AttemptKey: its stream sequence
+// alone ("seq-<n>", 60576b3 and before) for an attempt sent without
+// attempt_id, the attempt_id itself otherwise. One stopped after deciding
+// it and before acknowledging it (killed during an upgrade) hands it to
+// this release, which must not decide it again. A record of id made
+// before the message was stored names another message (one that had its
+// number in an earlier stream, made anew since): "" then, and when there
+// is none.
+func (r *Runtime) legacyAttemptID(ctx context.Context, id string, meta *jetstream.MsgMetadata) (string, error) {
+	at, ok, err := r.st.AttemptDecidedAt(ctx, id)
 	if err != nil {
-		return "", fmt.Errorf("runtime: attempt without an id: %w", err)
+		return "", fmt.Errorf("runtime: attempt %s: %w", id, err)
 	}
 	if !ok || at.Before(meta.Timestamp.Truncate(time.Millisecond)) {
 		return "", nil
 	}
-	return legacy, nil
+	return id, nil
 }
 
 // decideAttempts decides a batch. The checks run in the order the
@@ -133,11 +159,11 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 		if it == nil {
 			continue
 		}
-		if first := byID[it.a.AttemptID]; first != nil {
+		if first := byID[it.key]; first != nil {
 			first.notify = append(first.notify, it.notify...)
 			continue
 		}
-		byID[it.a.AttemptID] = it
+		byID[it.key] = it
 		items = append(items, it)
 	}
 	if len(items) == 0 {
@@ -158,9 +184,12 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 			}
 		}
 		if it.ref != nil {
-			return store.Decision{Refuse: r.refusal(it.rec, &it.a, it.ref, now)}, nil
+			ref := r.refusal(it.rec, &it.a, it.ref, now)
+			ref.AttemptID = it.key
+			return store.Decision{Refuse: ref}, nil
 		}
 		it.settle = r.settlement(it.rec, it.refs, &it.a, it.checked, now)
+		it.settle.AttemptID = it.key
 		return store.Decision{Settle: it.settle}, nil
 	})
 	if err != nil {

@@ -113,6 +113,9 @@ type Runtime struct {
 	// consuming are the consumers Run consumes (see heal).
 	consuming []*consumption
 	ready     chan struct{}
+	// started is when Run began: attempts stored before it may have been
+	// decided by an earlier release (legacyAttemptID).
+	started time.Time
 
 	// The relay's own state (only the relay goroutine touches it): the last
 	// row JetStream acknowledged with all before it, the last row published,
@@ -209,6 +212,7 @@ func New(o Options) (*Runtime, error) {
 
 // Run consumes until ctx is done, then stops its consumers and returns.
 func (r *Runtime) Run(ctx context.Context) error {
+	r.started = time.Now()
 	type sub struct {
 		stream, name string
 		handle       func(context.Context, jetstream.Msg) error

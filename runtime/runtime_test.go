@@ -936,83 +936,124 @@ func TestAttemptWithoutIDAfterTheAnswersStreamIsMadeAnew(t *testing.T) {
 	}
 }
 
-// TestAttemptWithoutIDDecidedByAnEarlierReleaseIsNotDecidedAgain checks
-// an upgrade: earlier releases (60576b3 and before) named an attempt sent
-// without an attempt_id by its stream sequence alone ("seq-1"). One
-// stopped after deciding such an attempt and before acknowledging it
-// (killed during the upgrade) hands it to this release, which must see it
-// was decided, not decide it again: its answerer was told "This question
-// was already answered by" themselves.
-func TestAttemptWithoutIDDecidedByAnEarlierReleaseIsNotDecidedAgain(t *testing.T) {
+// TestAttemptDecidedByAnEarlierReleaseIsNotDecidedAgain checks an
+// upgrade: earlier releases (60576b3 and before) recorded an attempt by its
+// attempt_id alone, not as its job's, and one sent without an attempt_id by
+// its stream sequence alone ("seq-1"). One stopped after deciding such an
+// attempt and before acknowledging it (killed during the upgrade) hands it
+// to this release, which must see it was decided, not decide it again: its
+// answerer was told "This question was already answered by" themselves.
+func TestAttemptDecidedByAnEarlierReleaseIsNotDecidedAgain(t *testing.T) {
+	for name, c := range map[string]struct {
+		body string
+		// earlier rewrites the record as the earlier release made it.
+		earlier string
+	}{
+		"without attempt_id": {`{"question_id":"q-1","answer":"red","by":"slack:UOP"}`,
+			`UPDATE attempts SET attempt_id = 'seq-1' WHERE attempt_id LIKE 'acme/job-legacy/seq-1-%'`},
+		"with attempt_id": {`{"question_id":"q-1","answer":"red","by":"slack:UOP","attempt_id":"slack-1.2"}`,
+			`UPDATE attempts SET attempt_id = 'slack-1.2' WHERE attempt_id = 'acme/job-legacy/slack-1.2'`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			env := testenv.Start(t, testenv.Options{Roles: roles})
+			answer := func(env *testenv.Env, job string) {
+				t.Helper()
+				if _, err := env.NATS.JS.Publish(context.Background(), bridge.AnswerSubject("acme", job), []byte(c.body)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ch := ask(t, env, choiceQuestion("job-legacy"))
+			answer(env, "job-legacy")
+			if out := outcome(t, ch); out.Text != "The answer: red" {
+				t.Fatalf("first: %+v", out)
+			}
+			legacyEvents := bridge.EventSubject("acme", "job-legacy")
+			// The resume came back; the answered event goes to another stream and
+			// may land after it: counted once both events (asked, answered) are in.
+			var before uint64
+			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+				if before = testenv.StreamCount(t, env.NATS, bridge.StreamEvents, legacyEvents); before < 2 {
+					return fmt.Errorf("%d events of the question, want asked and answered", before)
+				}
+				return nil
+			})
+			dir := env.Dir
+			env.Stop()
+
+			db, err := sql.Open("sqlite", filepath.Join(dir, "askbridge.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := db.Exec(c.earlier)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				t.Fatalf("attempt records of the first answer: %d, want 1", n)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Its acknowledgement lost: the runtime's consumer hands the stream
+			// out again from its start.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := n.JS.Stream(ctx, bridge.StreamAnswers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name := range s.ConsumerNames(ctx).Name() {
+				if err := s.DeleteConsumer(ctx, name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n.Close()
+
+			env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+			// An attempt after it in the stream (in another job, so the same
+			// attempt_id is another attempt): once it is decided, so is the
+			// first one again, and anything its decision sent is out before.
+			ch = ask(t, env, choiceQuestion("job-after"))
+			answer(env, "job-after")
+			if out := outcome(t, ch); out.Text != "The answer: red" {
+				t.Fatalf("after: %+v", out)
+			}
+			if after := testenv.StreamCount(t, env.NATS, bridge.StreamEvents, legacyEvents); after != before {
+				t.Fatalf("events of the question answered before the upgrade: %d, then %d after its attempt was handed out again (decided twice)", before, after)
+			}
+		})
+	}
+}
+
+// TestSameAttemptIDInAnotherJobIsAnotherAttempt checks attempt ids are
+// told apart by job and tenant: a front-end's id reused in another job (a
+// hand-written "a-1") answers that job's question instead of being
+// ignored as a double click, while the same id twice in one job is still
+// one attempt (TestSameAttemptTwiceIsOneAttempt).
+func TestSameAttemptIDInAnotherJobIsAnotherAttempt(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Roles: roles})
-	noID := func(env *testenv.Env, job string) {
-		t.Helper()
-		body := `{"question_id":"q-1","answer":"red","by":"slack:UOP"}`
-		if _, err := env.NATS.JS.Publish(context.Background(), bridge.AnswerSubject("acme", job), []byte(body)); err != nil {
+	other := choiceQuestion("job-id1")
+	other.Tenant = "beta"
+	qs := []*bridge.Question{choiceQuestion("job-id1"), choiceQuestion("job-id2"), other}
+	var outs []<-chan *bridge.Resume
+	for _, q := range qs {
+		outs = append(outs, ask(t, env, q))
+	}
+	for i, q := range qs {
+		a := bridge.AnswerAttempt{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, AttemptID: "a-1", Answer: json.RawMessage(`"blue"`), By: "cli:kevin"}
+		// Message ids of their own: JetStream would drop a second
+		// "attempt-a-1" within its duplicate window.
+		if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.AnswerSubject(q.Tenant, q.JobID), fmt.Sprintf("m-%d", i), a); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ch := ask(t, env, choiceQuestion("job-legacy"))
-	noID(env, "job-legacy")
-	if out := outcome(t, ch); out.Text != "The answer: red" {
-		t.Fatalf("first: %+v", out)
-	}
-	legacyEvents := bridge.EventSubject("acme", "job-legacy")
-	// The resume came back; the answered event goes to another stream and
-	// may land after it: counted once both events (asked, answered) are in.
-	var before uint64
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		if before = testenv.StreamCount(t, env.NATS, bridge.StreamEvents, legacyEvents); before < 2 {
-			return fmt.Errorf("%d events of the question, want asked and answered", before)
+	for i, ch := range outs {
+		if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: blue" {
+			t.Errorf("%s/%s: %+v", qs[i].Tenant, qs[i].JobID, out)
 		}
-		return nil
-	})
-	dir := env.Dir
-	env.Stop()
-
-	// The record as the earlier release made it: the sequence alone.
-	db, err := sql.Open("sqlite", filepath.Join(dir, "askbridge.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := db.Exec(`UPDATE attempts SET attempt_id = 'seq-1' WHERE attempt_id LIKE 'seq-1-%'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		t.Fatalf("attempt records of the first answer: %d, want 1", n)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// Its acknowledgement lost: the runtime's consumer hands the stream
-	// out again from its start.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := n.JS.Stream(ctx, bridge.StreamAnswers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name := range s.ConsumerNames(ctx).Name() {
-		if err := s.DeleteConsumer(ctx, name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	n.Close()
-
-	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
-	// An attempt after it in the stream: once it is decided, so is the
-	// first one again, and anything its decision sent is out before.
-	ch = ask(t, env, choiceQuestion("job-after"))
-	noID(env, "job-after")
-	if out := outcome(t, ch); out.Text != "The answer: red" {
-		t.Fatalf("after: %+v", out)
-	}
-	if after := testenv.StreamCount(t, env.NATS, bridge.StreamEvents, legacyEvents); after != before {
-		t.Fatalf("events of the question answered before the upgrade: %d, then %d after its attempt was handed out again (decided twice)", before, after)
 	}
 }

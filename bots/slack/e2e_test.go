@@ -544,7 +544,7 @@ func TestAckAfterDecision(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("stranger's click: %d %s", resp.StatusCode, body)
 	}
-	if seen, err := env.Store.SeenAttempt(context.Background(), "slack-trig-bad"); err != nil || !seen {
+	if seen, err := env.Store.SeenAttempt(context.Background(), runtime.AttemptKey("acme", "job-ack", "slack-trig-bad")); err != nil || !seen {
 		t.Fatalf("the stranger's attempt was not decided before the 200 (%v)", err)
 	}
 	resp, body = h.interact(h.fake.click("U0KEV", "kevin", "trig-ok", "C0123", d.Message.MessageID, actionsBlock(card), "choice.1", "blue", ""))
