@@ -2,6 +2,7 @@ package discord
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -1126,5 +1127,61 @@ func TestConsoleLinkTooLongForAButton(t *testing.T) {
 	got := fieldValue(e, "Open in console")
 	if l := linkOf(t, h.signer, got); l.Identity != "discord:"+kevin.ID || l.QuestionID != q.QuestionID {
 		t.Fatalf("the DM's console link grants %+v", l)
+	}
+}
+
+// TestPaddedChoicesReadApartOnButtons checks choices whose words fit a
+// button but which carry spaces around them are labelled by their words:
+// cut with the spaces, two such choices read the same.
+func TestPaddedChoicesReadApartOnButtons(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q := colorQuestion()
+	stem := strings.Repeat("x", 78)
+	q.Choices = []string{"   " + stem + "A", "   " + stem + "B"}
+	if err := bridge.ValidateQuestion(&q); err != nil {
+		t.Fatal(err)
+	}
+	h.publishEvent(asked(q))
+	msg := h.posted(channelA, 1)
+	var labels []string
+	for _, c := range components(msg) {
+		if c["type"] == float64(2) && c["label"] != "Decline" {
+			labels = append(labels, c["label"].(string))
+		}
+	}
+	if want := []string{stem + "A", stem + "B"}; !slices.Equal(labels, want) {
+		t.Fatalf("button labels %q, want %q", labels, want)
+	}
+}
+
+// TestSettledConsoleCardSaysNoMoreToClick checks a typed-fields card, once
+// settled and its Open in console button gone, no longer tells readers to
+// click it, and still lists the fields asked for.
+func TestSettledConsoleCardSaysNoMoreToClick(t *testing.T) {
+	h := start(t, harnessOptions{})
+	q := colorQuestion()
+	q.Choices = nil
+	q.Fields = []bridge.Field{{Name: "copies", Kind: "number", Integer: true}}
+	h.publishEvent(asked(q))
+	msg := h.posted(channelA, 1)
+	if got := fieldValue(embedOf(t, msg), "Answer in the askbridge console"); !strings.Contains(got, "Click **Open in console**") {
+		t.Fatalf("waiting card's console field %q", got)
+	}
+	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID,
+		TaskVersion: q.TaskVersion, By: "discord:" + kevin.ID, ByName: "kevin", Via: "console",
+		Answer: []byte(`{"copies":2}`), AnswerText: `{"copies":2}`, At: time.Now().UTC()})
+	id := msg["id"].(string)
+	checkFor(t, 10*time.Second, func() error {
+		if len(components(fake.message(id))) != 0 {
+			return errors.New("card not settled yet")
+		}
+		return nil
+	})
+	e := embedOf(t, fake.message(id))
+	if got := fieldValue(e, "Answer in the askbridge console"); got != "" {
+		t.Fatalf("the settled card still has %q", got)
+	}
+	if got := fieldValue(e, "Asked in the askbridge console"); got != "• copies (number)" {
+		t.Fatalf("the settled card's fields: %q", got)
 	}
 }

@@ -96,6 +96,14 @@ func inConsole(q *bridge.Question) bool {
 // gets a link of their own.
 const consoleHint = "Click **Open in console** for a link of your own (shown only to you)."
 
+// consoleField heads the waiting card's fields or long list of choices,
+// with consoleHint; a settled card, whose button is gone, keeps the list
+// under settledConsoleField.
+const (
+	consoleField        = "Answer in the askbridge console"
+	settledConsoleField = "Asked in the askbridge console"
+)
+
 // mayAnswer names who may answer within a field's value: whole names
 // only (a cut mention shows as raw text), how many more there are, and
 // the owner.
@@ -168,9 +176,9 @@ func cardEmbed(c *card) *discordgo.MessageEmbed {
 			}
 			lines = append(lines, l+")")
 		}
-		add("Answer in the askbridge console", consoleHint+"\n"+strings.Join(lines, "\n"), false)
+		add(consoleField, consoleHint+"\n"+strings.Join(lines, "\n"), false)
 	case len(q.Choices) > maxChoices:
-		add("Answer in the askbridge console", consoleHint+"\n"+fmt.Sprintf("%d choices, more than Discord can show: %s", len(q.Choices), strings.Join(q.Choices, ", ")), false)
+		add(consoleField, consoleHint+"\n"+fmt.Sprintf("%d choices, more than Discord can show: %s", len(q.Choices), strings.Join(q.Choices, ", ")), false)
 	}
 	add("Who may answer", mayAnswer(q), true)
 	if !c.Deadline.IsZero() {
@@ -219,7 +227,7 @@ func (b *Bot) cardComponents(c *card) []discordgo.MessageComponent {
 	case len(q.Choices) > 0:
 		var row []discordgo.MessageComponent
 		for i, ch := range q.Choices {
-			row = append(row, discordgo.Button{Label: truncate(ch, maxButtonLabel), Style: discordgo.PrimaryButton, CustomID: id(actChoice, i)})
+			row = append(row, discordgo.Button{Label: truncate(strings.TrimSpace(ch), maxButtonLabel), Style: discordgo.PrimaryButton, CustomID: id(actChoice, i)})
 			if len(row) == 5 {
 				rows = append(rows, discordgo.ActionsRow{Components: row})
 				row = nil
@@ -317,7 +325,13 @@ func settledEmbed(e *discordgo.MessageEmbed, o *outcome) *discordgo.MessageEmbed
 	out.Color = color
 	out.Fields = nil
 	for _, f := range e.Fields {
-		if f.Name != "Outcome" {
+		switch f.Name {
+		case "Outcome":
+		case consoleField:
+			// No button is left to click: the list stays, the hint goes.
+			out.Fields = append(out.Fields, &discordgo.MessageEmbedField{Name: settledConsoleField,
+				Value: strings.TrimPrefix(f.Value, consoleHint+"\n"), Inline: f.Inline})
+		default:
 			out.Fields = append(out.Fields, f)
 		}
 	}
