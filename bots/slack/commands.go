@@ -47,7 +47,7 @@ func (b *Bot) serveCommands(w http.ResponseWriter, r *http.Request) {
 
 const usage = "*/ask* — questions askbridge's agents are waiting on\n" +
 	"• `/ask list` — pending questions you may see\n" +
-	"• `/ask show <id>` — one question (`<question_id>` or `<job_id>/<question_id>`)\n" +
+	"• `/ask show <id>` — one question (`<question_id>`, `<job_id>/<question_id>` or `<tenant>/<job_id>/<question_id>`)\n" +
 	"• `/ask answer <id> <answer>` — answer it (typed fields: a JSON object)\n" +
 	"• `/ask decline <id> [reason]` — decline to answer\n" +
 	"• `/ask cancel <id>` — cancel it (admins and owners)\n" +
@@ -80,7 +80,7 @@ func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandRepl
 	// backticks, they still name the question.
 	idText = strings.Trim(idText, "`")
 	if idText == "" {
-		return ephemeral("Say which question: `/ask %s <question_id>` or `<job_id>/<question_id>`.", strings.ToLower(sub))
+		return ephemeral("Say which question: `/ask %s <question_id>`, `<job_id>/<question_id>` or `<tenant>/<job_id>/<question_id>`.", strings.ToLower(sub))
 	}
 	tenant, job, qid, ok := parseID(idText)
 	if !ok {

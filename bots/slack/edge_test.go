@@ -426,7 +426,7 @@ func TestAskCommand(t *testing.T) {
 		}
 		return r.Text
 	}
-	if s := reply("U0KEV", "help"); !strings.Contains(s, "/ask list") || !strings.Contains(s, "/ask cancel") {
+	if s := reply("U0KEV", "help"); !strings.Contains(s, "/ask list") || !strings.Contains(s, "/ask cancel") || !strings.Contains(s, "`<tenant>/<job_id>/<question_id>`") {
 		t.Fatalf("help: %q", s)
 	}
 	if s := reply("U0KEV", "list"); !strings.Contains(s, "`job-cmd/q-c1`") || !strings.Contains(s, "Which colour") ||
