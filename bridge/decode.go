@@ -14,44 +14,62 @@ import (
 // object's order. It is for the error path: a valid body decodes with
 // json.Unmarshal.
 func decodeEach[T any](data []byte, v *T) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
+	errs, err := decodeMembers(data, v)
 	if err != nil {
 		return err
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return json.Unmarshal(data, v) // not an object: its own error
+	if len(errs) > 0 {
+		return errs[0].err
 	}
-	var first error
+	return nil
+}
+
+// memberError is a member that decodeMembers left out, and why.
+type memberError struct {
+	key string
+	raw json.RawMessage
+	err error
+}
+
+// decodeMembers is decodeEach returning every member it left out, in the
+// object's order; err is for data that is not a JSON object of members.
+func decodeMembers[T any](data []byte, v *T) ([]memberError, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, json.Unmarshal(data, v) // not an object: its own error
+	}
+	var out []memberError
 	kept := map[string]json.RawMessage{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		key, _ := tok.(string)
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return err
+			return nil, err
 		}
 		member, _ := json.Marshal(map[string]json.RawMessage{key: raw})
 		var probe T
 		if err := json.Unmarshal(member, &probe); err != nil {
-			if first == nil {
-				first = err
-			}
+			out = append(out, memberError{key: key, raw: raw, err: err})
 			continue
 		}
 		kept[key] = raw
 	}
 	if _, err := dec.Token(); err != nil {
-		return err
+		return nil, err
 	}
 	rest, _ := json.Marshal(kept)
 	if err := json.Unmarshal(rest, v); err != nil {
-		return err
+		return nil, err
 	}
-	return first
+	return out, nil
 }
 
 // isTypeError reports whether err is a JSON value of the wrong type for

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -66,7 +67,7 @@ func (e *ValidationError) orNil() error {
 // DecodeQuestion parses and validates a question as published by an agent.
 // Every error it returns is a *ValidationError whose problems are in the
 // asker's words ("timeout: \"banana\" is not a duration such as 30m, 4h or 2d",
-// "fields.min: must be a number, not text").
+// "fields[1].min: must be a number, not text").
 //
 // The returned question is nil only when nothing could be decoded (the body
 // is empty, too large or not JSON). When a value had the wrong JSON type, or
@@ -83,10 +84,10 @@ func DecodeQuestion(data []byte) (*Question, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&q); err != nil {
 		if isTypeError(err) {
-			// Decode the rest, so the refusal reaches the agent's question.
+			// Decode the rest, so the refusal reaches the agent's question
+			// and names every problem, not the first alone.
 			q = Question{}
-			_ = decodeEach(data, &q)
-			return &q, problem("%s", jsonProblem(err))
+			return &q, decodeQuestionPartly(data, &q)
 		}
 		return nil, problem("question: is not a JSON object: %s", jsonProblem(err))
 	}
@@ -103,6 +104,104 @@ func DecodeQuestion(data []byte) (*Question, error) {
 		q.Escalation = nil
 	}
 	return &q, nil
+}
+
+// decodeQuestionPartly decodes a question holding values of the wrong
+// type into q, leaving those out (a field's element by element), and
+// names each of them and every other problem the rest of the question
+// has, less those that follow from a value left out ("proposal: is
+// required" after "proposal.summary: must be a list of text").
+func decodeQuestionPartly(data []byte, q *Question) error {
+	ve := &ValidationError{}
+	var leftOut []leftOutValue
+	report := func(at string, err error) {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			switch field := strings.TrimPrefix(te.Field, "plain."); {
+			case at == "":
+				te.Field = field
+			case field != "":
+				te.Field = at + "." + field
+			default:
+				te.Field = at
+			}
+		}
+		ve.add("%s", jsonProblem(err))
+	}
+	members, err := decodeMembers(data, q)
+	if err != nil {
+		return problem("%s", jsonProblem(err))
+	}
+	for _, m := range members {
+		var elems []json.RawMessage
+		if m.key != "fields" || json.Unmarshal(m.raw, &elems) != nil {
+			report("", m.err)
+			leftOut = append(leftOut, leftOutValue{path: m.key})
+			continue
+		}
+		q.Fields = make([]Field, len(elems))
+		for i, raw := range elems {
+			at := fmt.Sprintf("fields[%d]", i)
+			errs, err := decodeMembers(raw, &q.Fields[i])
+			if err != nil {
+				report(at, err)
+				leftOut = append(leftOut, leftOutValue{path: at})
+			}
+			for _, e := range errs {
+				report(at, e.err)
+				leftOut = append(leftOut, leftOutValue{path: at + "." + e.key, field: q.Fields[i].Name, key: e.key})
+			}
+		}
+	}
+	var rest *ValidationError
+	if errors.As(ValidateQuestion(q), &rest) {
+		for _, p := range rest.Problems {
+			if !followsFromAny(p, leftOut) {
+				ve.Problems = append(ve.Problems, p)
+			}
+		}
+	}
+	return ve.orNil()
+}
+
+// leftOutValue is a value decodeQuestionPartly left out: its path, and
+// for a field's setting the field's name and the setting's key, by which
+// the field's problems name it ("copies: min 3 is greater than max 1").
+type leftOutValue struct {
+	path, field, key string
+}
+
+// followsFromAny reports whether problem is about one of the values left
+// out: at its path or inside it, or a problem of its field naming its key.
+func followsFromAny(problem string, values []leftOutValue) bool {
+	for _, v := range values {
+		if rest, ok := strings.CutPrefix(problem, v.path); ok && rest != "" && strings.ContainsRune(":.[ ", rune(rest[0])) {
+			return true
+		}
+		if rest, ok := strings.CutPrefix(problem, v.field+": "); ok && v.field != "" && hasWord(rest, v.key) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasWord reports whether word stands in text on its own (not inside
+// max_length for max).
+func hasWord(text, word string) bool {
+	inWord := func(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+	for i := 0; ; {
+		j := strings.Index(text[i:], word)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(word)
+		before, _ := utf8.DecodeLastRuneInString(text[:start])
+		after, _ := utf8.DecodeRuneInString(text[end:])
+		if (start == 0 || !inWord(before)) && (end == len(text) || !inWord(after)) {
+			return true
+		}
+		i = start + 1
+	}
 }
 
 // maxQuestionInput bounds what DecodeQuestion reads. The limit a question

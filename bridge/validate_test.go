@@ -388,11 +388,22 @@ func TestDecodeQuestion(t *testing.T) {
 		{name: "fields as an object", in: head + `,"fields":{"name":"on"}}`,
 			want: "fields: must be a list, not an object", partial: true},
 		{name: "min as a string", in: head + `,"fields":[{"name":"n","kind":"number","min":"1"}]}`,
-			want: "fields.min: must be a number, not text", partial: true},
+			want: "fields[0].min: must be a number, not text", partial: true},
 		{name: "options as numbers", in: head + `,"fields":[{"name":"c","kind":"choice","options":[1,2]}]}`,
-			want: "fields.options: must be text, not a number", partial: true},
+			want: "fields[0].options: must be text, not a number", partial: true},
 		{name: "required as a string", in: head + `,"fields":[{"name":"c","kind":"text","required":"yes"}]}`,
-			want: "fields.required: must be true or false, not text", partial: true},
+			want: "fields[0].required: must be true or false, not text", partial: true},
+		// Every problem is named, not the first alone; not those that
+		// follow from a value left out (its field's kind, the proposal).
+		{name: "wrong types and other problems", partial: true,
+			in: `{"tenant":"acme","job_id":"j","question_id":"q","question":"","timeout":4,"fields":[{"name":"ok","kind":"text"},{"name":"Copies","kind":"number","min":"1"},{"name":"c","kind":5}],"on_timeout":"later"}`,
+			want: `timeout: must be text, not a number; fields[1].min: must be a number, not text; fields[2].kind: must be text, not a number; ` +
+				`question: is required: write it for a person who has not seen the conversation; fields[1].name: "Copies" must be 1 to 64 lower-case letters, digits and _; ` +
+				`on_timeout: must be continue or fail, not "later"`},
+		{name: "an approval's summary of the wrong type", in: head + `,"kind":"approval","proposal":{"id":"p","summary":"x"},"timeout":"banana"}`, partial: true,
+			want: `proposal.summary: must be a list of text, not text; timeout: "banana" is not a duration such as 30m, 4h or 2d`},
+		{name: "a field that is not an object", in: head + `,"fields":[{"name":"ok","kind":"text"},5]}`, partial: true,
+			want: "fields[1]: must be an object, not a number"},
 		{name: "task version fractional", in: head + `,"task_version":1.5}`,
 			want: "task_version: must be a whole number, not 1.5", partial: true},
 		{name: "task version with a decimal point", in: head + `,"task_version":3.0}`,
