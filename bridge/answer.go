@@ -410,9 +410,11 @@ func checkDate(f *Field, raw json.RawMessage) (json.RawMessage, string, string) 
 	}
 	for _, layout := range dateTimeLayouts {
 		if t, err := time.Parse(layout, s); err == nil {
-			out := t.UTC().Format(time.RFC3339)
+			// RFC3339Nano keeps the fraction of a second typed (as .75),
+			// and writes none where there was none.
+			out := t.UTC().Format(time.RFC3339Nano)
 			if layout == time.RFC3339 {
-				out = t.Format(time.RFC3339)
+				out = t.Format(time.RFC3339Nano)
 			}
 			v, _ := json.Marshal(out)
 			return v, out, ""
