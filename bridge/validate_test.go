@@ -404,6 +404,13 @@ func TestDecodeQuestion(t *testing.T) {
 			want: `proposal.summary: must be a list of text, not text; timeout: "banana" is not a duration such as 30m, 4h or 2d`},
 		{name: "a field that is not an object", in: head + `,"fields":[{"name":"ok","kind":"text"},5]}`, partial: true,
 			want: "fields[1]: must be an object, not a number"},
+		// DESIGN.md lists a field's settings; a misspelt one would leave
+		// the field unchecked.
+		{name: "a field setting misspelt", in: head + `,"fields":[{"name":"copies","kind":"number","Integer":true,"maximum":9,"minimum":1}]}`, partial: true,
+			want: `fields[0]: "maximum" is not a setting of a field (name, kind, label, description, required, options, min, max, integer, max_length, multiline, date_time); ` +
+				`fields[0]: "minimum" is not a setting of a field (name, kind, label, description, required, options, min, max, integer, max_length, multiline, date_time)`},
+		{name: "a field setting misspelt beside another problem", in: head + `,"fields":[{"name":"n","kind":"number","maximum":9,"min":"1"}]}`, partial: true,
+			want: `fields[0].min: must be a number, not text; fields[0]: "maximum" is not a setting of a field (name, kind, label, description, required, options, min, max, integer, max_length, multiline, date_time)`},
 		{name: "task version fractional", in: head + `,"task_version":1.5}`,
 			want: "task_version: must be a whole number, not 1.5", partial: true},
 		{name: "task version with a decimal point", in: head + `,"task_version":3.0}`,
