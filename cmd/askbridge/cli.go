@@ -136,7 +136,13 @@ func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
 func redactURLs(list string) string {
 	parts := strings.Split(list, ",")
 	for i, p := range parts {
-		u, err := neturl.Parse(strings.TrimSpace(p))
+		p = strings.TrimSpace(p)
+		if !strings.Contains(p, "://") {
+			// nats.go reads user:pw@host as nats://user:pw@host; url.Parse
+			// would read "user" as the scheme and find no password.
+			p = "nats://" + p
+		}
+		u, err := neturl.Parse(p)
 		switch {
 		case err != nil:
 			parts[i] = "(an unreadable URL)"

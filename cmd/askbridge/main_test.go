@@ -607,7 +607,7 @@ func TestMetricsCountPlatformCalls(t *testing.T) {
 // reaches the CLI's error text.
 func TestCLIHidesNATSPasswords(t *testing.T) {
 	for _, url := range []string{"nats://user:s3cretpw@127.0.0.1:1", "nats://s3cretpw@127.0.0.1:1", "nats://127.0.0.1:1,nats://u:s3cretpw@127.0.0.1:2",
-		"nats://user:s3cret pw@127.0.0.1:1"} {
+		"nats://user:s3cret pw@127.0.0.1:1", "user:s3cretpw@127.0.0.1:1", "s3cretpw@127.0.0.1:1", "nats://127.0.0.1:1, user:s3cretpw@127.0.0.1:2"} {
 		var stderr bytes.Buffer
 		c := &cli{stdout: io.Discard, stderr: &stderr, identity: "cli:kevin"}
 		if code := c.list(context.Background(), []string{"--nats", url}); code != exitError {
