@@ -186,6 +186,16 @@ func StartEmbedded(o NATSOptions) (*server.Server, error) {
 		}
 		host = h
 	}
+	if port != server.RANDOM_PORT {
+		// nats-server keeps a listen error to its log, which is off: the
+		// start would wait its ten seconds and say nothing of why.
+		addr := net.JoinHostPort(host, strconv.Itoa(port))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("nats: cannot listen on %s (ASK_NATS_LISTEN): %w", addr, err)
+		}
+		l.Close()
+	}
 	sopts := &server.Options{
 		ServerName: "askbridge",
 		Host:       host,
@@ -359,14 +369,22 @@ func replicasRefused(err error, replicas int) error {
 	}
 	switch apiErr.ErrorCode {
 	case jsErrReplicasNotSupported:
-		return fmt.Errorf("ASK_NATS_REPLICAS is %d, but the NATS server at ASK_NATS_URL is not part of a JetStream cluster and keeps one copy of a stream: "+
-			"set ASK_NATS_REPLICAS=1, or point ASK_NATS_URL at a cluster of at least %d servers (%w)", replicas, replicas, err)
+		return &SettingError{fmt.Errorf("ASK_NATS_REPLICAS is %d, but the NATS server at ASK_NATS_URL is not part of a JetStream cluster and keeps one copy of a stream: "+
+			"set ASK_NATS_REPLICAS=1, or point ASK_NATS_URL at a cluster of at least %d servers (%w)", replicas, replicas, err)}
 	case jsErrInsufficientResources:
-		return fmt.Errorf("ASK_NATS_REPLICAS is %d, and the NATS cluster at ASK_NATS_URL has not that many JetStream servers with room for a copy: "+
-			"lower ASK_NATS_REPLICAS, or add servers or storage (%w)", replicas, err)
+		return &SettingError{fmt.Errorf("ASK_NATS_REPLICAS is %d, and the NATS cluster at ASK_NATS_URL has not that many JetStream servers with room for a copy: "+
+			"lower ASK_NATS_REPLICAS, or add servers or storage (%w)", replicas, err)}
 	}
 	return err
 }
+
+// SettingError is a setting that only the NATS server can judge, refused
+// by it (ASK_NATS_REPLICAS above what it has): the service stops as for
+// any bad setting, naming it.
+type SettingError struct{ Err error }
+
+func (e *SettingError) Error() string { return e.Err.Error() }
+func (e *SettingError) Unwrap() error { return e.Err }
 
 // adoptStream is the configuration an existing stream (have) is updated
 // to: have, with what askbridge relies on taken from want, and each

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/config"
 )
 
@@ -31,7 +32,7 @@ const usage = `askbridge — ask people questions from agent jobs, and wait dura
 Usage:
   askbridge [serve]                         run the service (embedded NATS, SQLite, HTTP)
   askbridge ask --tenant T --job J [flags] QUESTION
-                                            ask and wait; exit 0 answered, 3 declined, 4 timed out, 1 otherwise
+                                            ask and wait; exit 0 answered, 3 declined, 4 timed out, 2 usage, 1 otherwise
   askbridge list [--tenant T] [--job J] [--state pending|all]
   askbridge show [--tenant T] [JOB/]QUESTION
   askbridge answer [--tenant T] JOB QUESTION ANSWER
@@ -119,6 +120,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 		// Asked to stop while starting: a stop, not a failure.
 		log.Info("stopped before it was ready")
 		return exitOK
+	}
+	var bad *bridge.SettingError
+	if errors.As(err, &bad) {
+		fmt.Fprintln(stderr, "askbridge: "+bad.Error())
+		return exitConfig
 	}
 	if err != nil {
 		log.Error("askbridge could not start", "err", err)

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -511,6 +512,52 @@ func TestServeReportsAStartFailure(t *testing.T) {
 	got := stderr.String()
 	if !strings.Contains(got, `msg="askbridge could not start"`) || !strings.Contains(got, taken.Addr().String()) || strings.Contains(got, "panic") {
 		t.Fatalf("stderr:\n%s", got)
+	}
+}
+
+// TestServeRefusesReplicasTheServerHasNot checks ASK_NATS_REPLICAS above
+// what a NATS server without a cluster keeps is a bad setting: one line
+// naming it, exit 2, as for any other.
+func TestServeRefusesReplicasTheServerHasNot(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(5 * time.Second) {
+		t.Fatal("nats not ready")
+	}
+	t.Setenv("ASK_NATS_URL", ns.ClientURL())
+	t.Setenv("ASK_NATS_REPLICAS", "3")
+	t.Setenv("ASK_DATA_DIR", t.TempDir())
+	t.Setenv("ASK_HTTP_ADDR", "127.0.0.1:0")
+	var stderr bytes.Buffer
+	code := run([]string{"serve"}, io.Discard, &stderr)
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if code != exitConfig || !strings.HasPrefix(lines[len(lines)-1], "askbridge: ASK_NATS_REPLICAS is 3, but the NATS server at ASK_NATS_URL is not part of a JetStream cluster") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+}
+
+// TestServeSaysWhyTheEmbeddedNATSCannotListen checks an ASK_NATS_LISTEN
+// address already taken stops the start at once, naming the variable and
+// why, instead of waiting ten seconds to say the server did not listen.
+func TestServeSaysWhyTheEmbeddedNATSCannotListen(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	t.Setenv("ASK_DATA_DIR", t.TempDir())
+	t.Setenv("ASK_HTTP_ADDR", "127.0.0.1:0")
+	t.Setenv("ASK_NATS_LISTEN", taken.Addr().String())
+	var stderr bytes.Buffer
+	code := run([]string{"serve"}, io.Discard, &stderr)
+	got := stderr.String()
+	if code != exitError || !strings.Contains(got, "cannot listen on "+taken.Addr().String()+" (ASK_NATS_LISTEN)") || !strings.Contains(got, "address already in use") {
+		t.Fatalf("exit %d, stderr:\n%s", code, got)
 	}
 }
 
