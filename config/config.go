@@ -193,6 +193,10 @@ func (c *Config) Validate() error {
 			// fragment here would swallow their path, a user name travel in
 			// every link.
 			bad("ASK_PUBLIC_URL must be a base such as https://example.com/askbridge, without a user name, ? query or # fragment")
+		} else if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				bad("ASK_PUBLIC_URL has port %s; a port is 1 to 65535", p)
+			}
 		}
 	}
 	if c.SlackBotToken != "" && c.SlackSigningSecret == "" && c.SlackAppToken == "" {

@@ -1080,6 +1080,10 @@ func TestWarnsWhenChatLinksPointAtLoopback(t *testing.T) {
 			if got := strings.Contains(logs.String(), warning); got != c.warn {
 				t.Fatalf("warned %v, want %v; logs:\n%s", got, c.warn, logs.String())
 			}
+			// ASK_HTTP_ADDR asked for port 0: the links name the port taken.
+			if c.warn && !strings.Contains(logs.String(), "console links in chat point at http://"+s.Addr()+",") {
+				t.Fatalf("the warning does not name the listener's address %s; logs:\n%s", s.Addr(), logs.String())
+			}
 			// The settings' own warnings (config.Warnings) are logged too.
 			if got := strings.Contains(logs.String(), `ASK_DISCORD_OPERATOR_ROLES: \"ops\" should be a role id`); got != c.warn {
 				t.Fatalf("role warning %v, want %v; logs:\n%s", got, c.warn, logs.String())

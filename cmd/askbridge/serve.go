@@ -78,10 +78,17 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	for _, why := range cfg.Warnings() {
 		log.Warn(why)
 	}
+	// Listening first: an address that cannot be had stops the start
+	// before anything else runs, and with port 0 the console's links name
+	// the port the listener got.
+	s.ln, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("http: listen on %s (ASK_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+	}
 	if (cfg.SlackEnabled() || cfg.DiscordEnabled()) && cfg.PublicURL == "" {
 		// The default suits one machine; people in chat elsewhere would
 		// get console links they cannot open.
-		log.Warn("ASK_PUBLIC_URL is not set: console links in chat point at " + cfg.BaseURL() +
+		log.Warn("ASK_PUBLIC_URL is not set: console links in chat point at " + s.baseURL() +
 			", which people on other machines cannot open; set it to the address they reach askbridge at")
 	}
 	// With ASK_NATS_SYNC=interval the embedded JetStream fsyncs once a
@@ -158,7 +165,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	}
 
 	mux := http.NewServeMux()
-	signer := console.Signer{PublicURL: cfg.BaseURL(), Secret: secret}
+	signer := console.Signer{PublicURL: s.baseURL(), Secret: secret}
 	con, err := console.New(console.Options{NATS: s.nats, Signer: signer, Logger: log.With("component", "console")})
 	if err != nil {
 		return nil, err
@@ -212,10 +219,6 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		http.Redirect(w, r, to, http.StatusTemporaryRedirect)
 	})
 
-	s.ln, err = net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return nil, fmt.Errorf("http: listen on %s: %w", cfg.HTTPAddr, err)
-	}
 	s.http = &http.Server{
 		Handler:           countRequests(reg, mux),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -255,6 +258,16 @@ func (s *service) natsURL() string { return s.nats.ClientURL() }
 // Addr is the HTTP listener's address.
 func (s *service) Addr() string { return s.ln.Addr().String() }
 
+// baseURL is where console links point: ASK_PUBLIC_URL, or this
+// listener on loopback (its real port when ASK_HTTP_ADDR asked for 0).
+func (s *service) baseURL() string {
+	c := *s.cfg
+	if c.PublicURL == "" {
+		c.HTTPAddr = s.ln.Addr().String()
+	}
+	return c.BaseURL()
+}
+
 // Errors reports a component that stopped by itself.
 func (s *service) Errors() <-chan error { return s.errs }
 
@@ -265,6 +278,8 @@ func (s *service) stop(ctx context.Context) {
 		if err := s.http.Shutdown(ctx); err != nil {
 			s.log.Warn("http shutdown", "err", err)
 		}
+	} else if s.ln != nil {
+		s.ln.Close() // a start that failed before serving
 	}
 	if s.cancel != nil {
 		s.cancel()
