@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -353,12 +354,21 @@ func numberValue(raw json.RawMessage) (float64, bool) {
 	if json.Unmarshal(raw, &s) != nil {
 		return 0, false
 	}
-	n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	s = strings.TrimSpace(s)
+	if !decimalNumber.MatchString(s) {
+		// ParseFloat also reads 0x1p2, 1_0, Inf: not what a person means.
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
 		return 0, false
 	}
 	return n, true
 }
+
+// decimalNumber is a number written as text the way JSON and people write
+// one: digits with an optional sign, decimal point and exponent.
+var decimalNumber = regexp.MustCompile(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
 
 // keptExactly reports whether n, as the agent will read it, is the number
 // written in raw: a float64 holds about 15 significant digits, and a longer
