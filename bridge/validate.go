@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -96,15 +95,17 @@ func DecodeQuestion(data []byte) (*Question, error) {
 		return &q, problem("question: has trailing data after the JSON object")
 	}
 	err := ValidateQuestion(&q)
-	if unknown := unknownFieldSettings(data); len(unknown) > 0 {
-		// A misspelt setting ("maximum" for max) would otherwise leave
-		// the field unchecked without a word.
-		ve := &ValidationError{Problems: unknown}
-		var rest *ValidationError
-		if errors.As(err, &rest) {
-			ve.Problems = append(ve.Problems, rest.Problems...)
+	// A misspelt setting ("maximum" for max) would otherwise leave the
+	// field unchecked without a word. Without fields, data is not read again.
+	if len(q.Fields) > 0 {
+		if unknown := unknownFieldSettings(data); len(unknown) > 0 {
+			ve := &ValidationError{Problems: unknown}
+			var rest *ValidationError
+			if errors.As(err, &rest) {
+				ve.Problems = append(ve.Problems, rest.Problems...)
+			}
+			err = ve
 		}
-		err = ve
 	}
 	if err != nil {
 		return &q, err
@@ -230,22 +231,9 @@ func followsFromAny(problem string, values []leftOutValue) bool {
 }
 
 // hasWord reports whether word stands in text on its own (not inside
-// max_length for max).
+// max_length for max). Setting keys are ASCII, as \b reads words.
 func hasWord(text, word string) bool {
-	inWord := func(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
-	for i := 0; ; {
-		j := strings.Index(text[i:], word)
-		if j < 0 {
-			return false
-		}
-		start, end := i+j, i+j+len(word)
-		before, _ := utf8.DecodeLastRuneInString(text[:start])
-		after, _ := utf8.DecodeRuneInString(text[end:])
-		if (start == 0 || !inWord(before)) && (end == len(text) || !inWord(after)) {
-			return true
-		}
-		i = start + 1
-	}
+	return regexp.MustCompile(`\b` + regexp.QuoteMeta(word) + `\b`).MatchString(text)
 }
 
 // maxQuestionInput bounds what DecodeQuestion reads. The limit a question
