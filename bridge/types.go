@@ -50,11 +50,24 @@ type Question struct {
 	Route        *Route    `json:"route,omitempty"`
 	Answerers    []string  `json:"answerers,omitempty"`
 	Owner        string    `json:"owner,omitempty"`
-	Agent        string    `json:"agent,omitempty"`
+	// Visibility is who may read the question's content: VisibilityTenant
+	// (the default, "" too) or VisibilityRestricted (docs/contract.md).
+	Visibility string `json:"visibility,omitempty"`
+	Agent      string `json:"agent,omitempty"`
 	// Escalation reshapes the reminder ladder; nil means the default ladder.
 	Escalation       *Escalation `json:"escalation,omitempty"`
 	EscalationReason string      `json:"escalation_reason,omitempty"`
 }
+
+// Visibility values: who may read a question's text, choices and fields.
+const (
+	VisibilityTenant     = "tenant"
+	VisibilityRestricted = "restricted"
+)
+
+// Restricted reports whether the question's content is limited to its
+// answerers, its owner, admins and owners.
+func (q *Question) Restricted() bool { return q.Visibility == VisibilityRestricted }
 
 // IsApproval reports whether the question takes approve/deny only.
 func (q *Question) IsApproval() bool { return q.Kind == KindApproval }

@@ -408,6 +408,11 @@ func ValidateQuestion(q *Question) error {
 			ve.add("owner: %s", err)
 		}
 	}
+	switch q.Visibility {
+	case "", VisibilityTenant, VisibilityRestricted:
+	default:
+		ve.add("visibility: must be tenant or restricted, not %q", q.Visibility)
+	}
 	if q.Route != nil {
 		if q.Route.Slack != nil && q.Route.Slack.Channel == "" && q.Route.Slack.ThreadTS != "" {
 			ve.add("route.slack.channel: is required with thread_ts")

@@ -254,6 +254,10 @@ func TestValidateQuestion(t *testing.T) {
 		{name: "on_timeout fail", edit: func(q *Question) { q.OnTimeout = OnTimeoutFail }},
 		{name: "on_timeout unknown", edit: func(q *Question) { q.OnTimeout = "retry" },
 			wants: []string{`on_timeout: must be continue or fail, not "retry"`}},
+		{name: "visibility restricted", edit: func(q *Question) { q.Visibility = VisibilityRestricted }},
+		{name: "visibility tenant", edit: func(q *Question) { q.Visibility = VisibilityTenant }},
+		{name: "visibility unknown", edit: func(q *Question) { q.Visibility = "private" },
+			wants: []string{`visibility: must be tenant or restricted, not "private"`}},
 
 		// identities
 		{name: "answerer without platform", edit: func(q *Question) { q.Answerers = []string{"slack:U1", "U0ANA"} },
