@@ -227,7 +227,7 @@ const (
 // after a restart, the ladder must not time out a question that was
 // answered in time.
 func (r *Runtime) answerWaiting(ctx context.Context, rec *store.Record) (bool, error) {
-	cons, err := r.js.Consumer(ctx, bridge.StreamAnswers, r.durable("answers"))
+	cons, err := r.js.Consumer(ctx, bridge.StreamAnswers, r.durable(answersConsumer))
 	if err != nil {
 		return false, fmt.Errorf("runtime: answers consumer: %w", err)
 	}
@@ -250,7 +250,7 @@ func (r *Runtime) awaitAnswers(ctx context.Context, last uint64) {
 	if last == 0 {
 		return
 	}
-	cons, err := r.js.Consumer(ctx, bridge.StreamAnswers, r.durable("answers"))
+	cons, err := r.js.Consumer(ctx, bridge.StreamAnswers, r.durable(answersConsumer))
 	if err != nil {
 		r.log.Warn("ladder: cannot see the answers consumer; not waiting for answers", "err", err)
 		return
@@ -270,5 +270,13 @@ func (r *Runtime) awaitAnswers(ctx context.Context, last uint64) {
 			return
 		case <-tick.C:
 		}
+	}
+}
+
+// wakeLadder makes the ladder read the next due time again.
+func (r *Runtime) wakeLadder() {
+	select {
+	case r.ladWake <- struct{}{}:
+	default:
 	}
 }

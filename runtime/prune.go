@@ -1,0 +1,36 @@
+package runtime
+
+import (
+	"context"
+	"time"
+)
+
+// Retention of bookkeeping rows: sent outbox rows a day (JetStream keeps
+// the messages), attempt ids a day longer than the answers stream keeps
+// attempts (after that no attempt can be redelivered).
+const (
+	keepSentOutbox = 24 * time.Hour
+	keepAttemptIDs = 31 * 24 * time.Hour
+)
+
+// prune deletes old bookkeeping rows at start and then hourly.
+func (r *Runtime) prune(ctx context.Context) {
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		now := time.Now()
+		if n, err := r.st.PruneSent(ctx, now.Add(-keepSentOutbox)); err != nil && ctx.Err() == nil {
+			r.log.Warn("prune outbox", "err", err)
+		} else if n > 0 {
+			r.log.Debug("pruned sent outbox rows", "rows", n)
+		}
+		if _, err := r.st.PruneAttempts(ctx, now.Add(-keepAttemptIDs)); err != nil && ctx.Err() == nil {
+			r.log.Warn("prune attempt ids", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
