@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/internal/testenv/poll"
 )
 
 // startExternal runs a nats-server with JetStream on a random loopback
@@ -196,7 +198,7 @@ func TestConnectionLossAndReturnAreLogged(t *testing.T) {
 	defer n.Close()
 	ns.Shutdown()
 	ns.WaitForShutdown()
-	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	poll.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		if !strings.Contains(logs.String(), "nats: connection lost; reconnecting") {
 			return fmt.Errorf("no loss logged:\n%s", logs.String())
 		}
@@ -204,7 +206,7 @@ func TestConnectionLossAndReturnAreLogged(t *testing.T) {
 	})
 	auth.Port = port
 	startExternal(t, auth)
-	checkFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+	poll.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
 		if !strings.Contains(logs.String(), "nats: reconnected") {
 			return fmt.Errorf("no return logged:\n%s", logs.String())
 		}

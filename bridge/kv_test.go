@@ -8,22 +8,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-)
 
-func checkFor(t *testing.T, timeout, interval time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(interval)
-	}
-}
+	"github.com/askbridge/askbridge/internal/testenv/poll"
+)
 
 func kvConfig(ttl time.Duration) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{Bucket: "TEST_REFS", History: 1, TTL: ttl, Storage: jetstream.FileStorage}
@@ -73,7 +60,7 @@ func TestKVWriteTTL(t *testing.T) {
 		t.Fatalf("create over a delete marker with a TTL: %v", err)
 	}
 
-	checkFor(t, 15*time.Second, 100*time.Millisecond, func() error {
+	poll.CheckFor(t, 15*time.Second, 100*time.Millisecond, func() error {
 		for _, key := range []string{"short", "settled", "released"} {
 			if e, err := kv.Get(ctx, key); !errors.Is(err, jetstream.ErrKeyNotFound) {
 				return fmt.Errorf("%s: %v (%v), want it gone", key, e, err)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/internal/testenv/poll"
 )
 
 func startNATS(t *testing.T) *NATS {
@@ -305,7 +307,7 @@ func TestWorkQueues(t *testing.T) {
 	if err := m.DoubleAck(ctx); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+	poll.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
 		if got := msgs(); got != 0 {
 			return fmt.Errorf("%d questions held after the ack, want 0", got)
 		}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,12 @@ func TestBrowserKeepsAHalfTypedDate(t *testing.T) {
 	); err != nil {
 		t.Fatalf("the form is gone after the half-typed date, so it was sent (resumes %+v): %v", resumes.Resumes(), err)
 	}
-	checkFor(t, 10*time.Second, "the resume", func() bool { return resumes.Len() > 0 })
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if resumes.Len() > 0 {
+			return nil
+		}
+		return errors.New("still waiting for the resume")
+	})
 	res := resumes.Resumes()
 	if len(res) != 1 || res[0].Outcome != bridge.OutcomeAnswered || !strings.Contains(res[0].Text, `"remind":"2026-10-21"`) {
 		t.Fatalf("resumes = %+v, want one answer with the reminder date", res)

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -80,8 +81,11 @@ func ask(t *testing.T, h *harness, env *testenv.Env, q bridge.Question) {
 		t.Fatalf("agent publish: %v", err)
 	}
 	link := h.questionURL(q.Answerers[0], q)
-	checkFor(t, 10*time.Second, "the runtime to store the question", func() bool {
-		return h.get(link).status == http.StatusOK
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if h.get(link).status == http.StatusOK {
+			return nil
+		}
+		return errors.New("still waiting for the runtime to store the question")
 	})
 }
 
@@ -185,7 +189,12 @@ func TestBrowserAnswersWithInlineErrors(t *testing.T) {
 	}
 
 	// The agent got the answer on its resume subject.
-	checkFor(t, 10*time.Second, "the resume", func() bool { return resumes.Len() > 0 })
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if resumes.Len() > 0 {
+			return nil
+		}
+		return errors.New("still waiting for the resume")
+	})
 	res := resumes.Resumes()
 	if len(res) != 1 {
 		t.Fatalf("%d resumes, want 1", len(res))

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -534,8 +535,11 @@ func TestPostNeedsAValidFormToken(t *testing.T) {
 	if p := h.post(link, good); p.status != http.StatusSeeOther {
 		t.Fatalf("good post: status %d\n%s", p.status, p.body)
 	}
-	checkFor(t, 5*time.Second, "the answer to be decided", func() bool {
-		return h.rt.state(q.Tenant, q.JobID, q.QuestionID) == bridge.StateAnswered
+	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if h.rt.state(q.Tenant, q.JobID, q.QuestionID) == bridge.StateAnswered {
+			return nil
+		}
+		return errors.New("still waiting for the answer to be decided")
 	})
 }
 
@@ -773,8 +777,11 @@ func TestHiddenQuestionShowsOnlyThatItWaits(t *testing.T) {
 	if p := h.post(link, form); p.status != http.StatusSeeOther {
 		t.Fatalf("operator decline: status %d\n%s", p.status, p.body)
 	}
-	checkFor(t, 5*time.Second, "the decline to be decided", func() bool {
-		return h.rt.state(q.Tenant, q.JobID, q.QuestionID) == bridge.StateDeclined
+	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if h.rt.state(q.Tenant, q.JobID, q.QuestionID) == bridge.StateDeclined {
+			return nil
+		}
+		return errors.New("still waiting for the decline to be decided")
 	})
 }
 

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"html"
 	"net/http"
 	"regexp"
@@ -18,7 +19,12 @@ import (
 
 func resumeFor(t *testing.T, rec *testenv.Recorder) bridge.Resume {
 	t.Helper()
-	checkFor(t, 10*time.Second, "the agent's resume", func() bool { return rec.Len() > 0 })
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if rec.Len() > 0 {
+			return nil
+		}
+		return errors.New("still waiting for the agent's resume")
+	})
 	res := rec.Resumes()
 	if len(res) != 1 {
 		t.Fatalf("%d resumes, want 1", len(res))
@@ -153,7 +159,12 @@ func TestE2EGetChangesNothing(t *testing.T) {
 	q := reportQuestion("job-e4")
 	events := env.Record(t, bridge.StreamEvents, bridge.EventSubject(q.Tenant, q.JobID))
 	ask(t, h, env, q)
-	checkFor(t, 10*time.Second, "the asked event", func() bool { return events.Len() > 0 })
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if events.Len() > 0 {
+			return nil
+		}
+		return errors.New("still waiting for the asked event")
+	})
 	before := events.EventTypes()
 	link := h.questionURL("console:alice", q)
 	for _, u := range []string{link, link + "&action=answer&f.on=2026-10-20", h.signer.ListURL("console:alice", time.Hour), h.signer.JobURL("console:alice", q.Tenant, q.JobID, time.Hour)} {
@@ -273,8 +284,11 @@ func TestE2EFormPostedAfterAReaskIsStale(t *testing.T) {
 	q2 := q
 	q2.TaskVersion, q2.Question, q2.Choices = 2, "Which colour should the back cover be?", []string{"red", "yellow"}
 	ask(t, h, env, q2)
-	checkFor(t, 10*time.Second, "version 2 asked", func() bool {
-		return strings.Contains(h.get(link).body, "back cover")
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if strings.Contains(h.get(link).body, "back cover") {
+			return nil
+		}
+		return errors.New("still waiting for version 2 asked")
 	})
 	form.Set("action", "answer")
 	form.Set("answer", "blue")
@@ -290,7 +304,12 @@ func TestE2EFormPostedAfterAReaskIsStale(t *testing.T) {
 		t.Errorf("the version 1 answer was checked against version 2's choices:\n%s", p.body)
 	}
 	// Version 1 was superseded (one resume), version 2 still waits.
-	checkFor(t, 10*time.Second, "version 1's resume", func() bool { return resumes.Len() > 0 })
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if resumes.Len() > 0 {
+			return nil
+		}
+		return errors.New("still waiting for version 1's resume")
+	})
 	if res := resumes.Resumes(); len(res) != 1 || res[0].TaskVersion != 1 || res[0].Outcome != bridge.OutcomeCanceled {
 		t.Errorf("resumes %+v", res)
 	}
@@ -311,7 +330,12 @@ func TestE2EFormPostedAfterAnotherAnswerSaysWhoAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice, bob := h.questionURL("console:alice", q), h.questionURL("console:bob", q)
-	checkFor(t, 10*time.Second, "the question stored", func() bool { return h.get(alice).status == http.StatusOK })
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if h.get(alice).status == http.StatusOK {
+			return nil
+		}
+		return errors.New("still waiting for the question stored")
+	})
 	aliceForm := formValues(t, h.get(alice).body, "decline-form")
 	bobForm := formValues(t, h.get(bob).body, "answer-form")
 
@@ -324,8 +348,11 @@ func TestE2EFormPostedAfterAnotherAnswerSaysWhoAnswered(t *testing.T) {
 	if r := resumeFor(t, resumes); r.By != "console:bob" {
 		t.Fatalf("resume %+v", r)
 	}
-	checkFor(t, 10*time.Second, "the answer shown", func() bool {
-		return strings.Contains(h.get(alice).body, `<h2 id="outcome-h">Answered</h2>`)
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if strings.Contains(h.get(alice).body, `<h2 id="outcome-h">Answered</h2>`) {
+			return nil
+		}
+		return errors.New("still waiting for the answer shown")
 	})
 
 	// Alice's decline form, posted now.

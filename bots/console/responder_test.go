@@ -27,18 +27,6 @@ func startNATS(t *testing.T) *bridge.NATS {
 	return n
 }
 
-// checkFor polls cond until it holds or d passes.
-func checkFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // responder is a small loopback stand-in for the runtime on a real NATS:
 // it answers ask.v1.api.show and .list, and decides answer attempts with
 // bridge.CheckAnswer, publishing events and resumes as the runtime does.

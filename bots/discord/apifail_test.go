@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
 )
 
@@ -41,7 +42,7 @@ func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
 	if res.Outcome != bridge.OutcomeTimedOut || res.Failure != nil {
 		t.Fatalf("resume = %+v", res)
 	}
-	checkFor(t, 20*time.Second, func() error {
+	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
 		if n := len(fake.requests("POST", "/channels/77"+owner+"/messages")); n != 2 {
 			return fmt.Errorf("%d DM requests to the owner, want the failed one and its retry", n)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 )
 
 // embedOf returns a message's first embed.
@@ -111,7 +112,7 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 	// The runtime accepts it.
 	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
 		By: at.By, ByName: at.ByName, Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue", Text: "The answer: blue"})
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		m := fake.message(msg["id"].(string))
 		if n := len(components(m)); n != 0 {
 			return fmt.Errorf("the card still has %d components", n)
@@ -143,7 +144,7 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 	if n := len(fake.requests("POST", "/channels/"+channelA+"/messages")); n != 2 { // the first post and its thread start
 		t.Fatalf("%d requests to the channel, want 2 (the second question belongs in the thread)", n)
 	}
-	checkFor(t, 5*time.Second, func() error {
+	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 		for _, d := range h.deliveriesNow() {
 			if d.QuestionID == "q-2" && d.OK && d.Message.Channel == thread && d.Message.Thread == thread {
 				return nil
@@ -222,7 +223,7 @@ func TestDeclineWithReason(t *testing.T) {
 	text := bridge.DeclinedText(at.By, at.ByName, at.Comment)
 	h.publishEvent(bridge.Event{Type: bridge.EventDeclined, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
 		By: at.By, ByName: at.ByName, Via: "discord", Comment: "ask Ana", Text: text})
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		m := fake.message(msg["id"].(string))
 		got := fieldValue(embedOf(t, m), "Outcome")
 		if len(components(m)) != 0 || !strings.Contains(got, "Declined by <@"+kevin.ID+">: ask Ana") {
@@ -242,7 +243,7 @@ func (h *harness) refuse(at bridge.AnswerAttempt, reason, text string) {
 func followups(t *testing.T, token string, n int) []fakeReq {
 	t.Helper()
 	var out []fakeReq
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		out = fake.requests("POST", "/webhooks/"+testApp+"/"+token)
 		if len(out) != n {
 			return fmt.Errorf("%d follow-ups on the interaction, want %d", len(out), n)
@@ -296,7 +297,7 @@ func (h *harness) markerEvent() string {
 	q.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: "1999999999999999999"}}
 	h.publishEvent(asked(q))
 	var id string
-	checkFor(h.t, 10*time.Second, func() error {
+	testenv.CheckFor(h.t, 10*time.Second, 10*time.Millisecond, func() error {
 		for _, d := range h.deliveriesNow() {
 			if d.JobID == q.JobID {
 				id = d.Message.MessageID
@@ -331,7 +332,7 @@ func TestStaleCardRefused(t *testing.T) {
 	if b := f.JSON(t); b["flags"] != float64(64) || b["content"] != text {
 		t.Fatalf("follow-up = %s", f.Body)
 	}
-	checkFor(t, 5*time.Second, func() error {
+	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 		got := fieldValue(embedOf(t, fake.message(msg["id"].(string))), "Outcome")
 		if !strings.Contains(got, "superseded by task version 3") {
 			return fmt.Errorf("old card outcome = %q", got)
@@ -739,7 +740,7 @@ func TestJobThreadPerChannel(t *testing.T) {
 	if embedOf(t, second)["description"] != "Which size?" {
 		t.Fatalf("card in %s: %v", channelB, second)
 	}
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if n := len(fake.requests("POST", "/channels/"+channelB+"/messages/"+second["id"].(string)+"/threads")); n != 1 {
 			return fmt.Errorf("%d thread starts from the card in %s, want 1", n, channelB)
 		}
@@ -765,7 +766,7 @@ func TestDeletedJobThread(t *testing.T) {
 	q1 := colorQuestion()
 	h.publishEvent(asked(q1))
 	gone := h.posted(channelA, 1)["id"].(string)
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if n := len(fake.requests("POST", "/channels/"+channelA+"/messages/"+gone+"/threads")); n != 1 {
 			return fmt.Errorf("%d thread starts, want 1", n)
 		}
@@ -781,7 +782,7 @@ func TestDeletedJobThread(t *testing.T) {
 		t.Fatalf("second card in the channel: %v", second)
 	}
 	thread := second["id"].(string)
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		for _, d := range h.deliveriesNow() {
 			if d.QuestionID == "q-2" && d.OK && d.Message.Channel == channelA && d.Message.Thread == thread {
 				return nil
@@ -875,7 +876,7 @@ func TestSettlingACardInAnArchivedThread(t *testing.T) {
 	fake.archive(thread)
 	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: "job-1", QuestionID: "q-2", TaskVersion: 3,
 		By: "discord:" + kevin.ID, ByName: "kevin", Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue", Text: "The answer: blue"})
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		m := fake.message(second["id"].(string))
 		if n := len(components(m)); n != 0 {
 			return fmt.Errorf("the card in the archived thread still has %d components", n)
@@ -1000,7 +1001,7 @@ func TestRefusalOnADeadTokenIsNotRetried(t *testing.T) {
 			// Handled once the bot has recorded the refusal as told (or as
 			// not to be told).
 			began := time.Now()
-			checkFor(t, 15*time.Second, func() error {
+			testenv.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
 				if done, err := h.bot.wasSeen(h.ctx, seenKey("refused", "discord-"+id)); err != nil || !done {
 					return fmt.Errorf("refusal not handled yet (%v); %d tries", err, len(fake.requests("POST", "/webhooks/")))
 				}
@@ -1029,7 +1030,7 @@ func TestRefusalWithAnOldLookingInteractionIdIsTold(t *testing.T) {
 			To: "discord:" + stranger.ID, Reason: bridge.RefusedForbidden, Text: "You can't answer this question: it asks someone else.",
 			AttemptID: "discord-" + id, At: time.Now(),
 			ReplyTo: map[string]string{replyPlatform: bridge.PlatformDiscord, replyAppID: testApp, replyToken: token, replyChannel: channelA}})
-		checkFor(t, 15*time.Second, func() error {
+		testenv.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
 			for _, r := range fake.requests("POST", "/webhooks/"+testApp+"/"+token) {
 				if strings.Contains(string(r.Body), "it asks someone else") {
 					return nil
@@ -1110,7 +1111,7 @@ func TestConsoleLinkTooLongForAButton(t *testing.T) {
 	h.publishEvent(bridge.Event{Type: bridge.EventReminded, EventID: "ob-rem-long", Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID,
 		TaskVersion: 1, Step: bridge.TargetAnswerers, Targets: []string{"discord:" + kevin.ID}, Question: &q, AskedAt: ev.AskedAt, Deadline: ev.Deadline})
 	var dm map[string]any
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		reqs := fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
 		if len(reqs) != 1 {
 			return fmt.Errorf("%d DMs to kevin", len(reqs))
@@ -1171,7 +1172,7 @@ func TestSettledConsoleCardSaysNoMoreToClick(t *testing.T) {
 		TaskVersion: q.TaskVersion, By: "discord:" + kevin.ID, ByName: "kevin", Via: "console",
 		Answer: []byte(`{"copies":2}`), AnswerText: `{"copies":2}`, At: time.Now().UTC()})
 	id := msg["id"].(string)
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if len(components(fake.message(id))) != 0 {
 			return errors.New("card not settled yet")
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/askbridge/askbridge/bots/apimetrics"
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 )
 
 func TestMissingPermissionsReportsAccessDenied(t *testing.T) {
@@ -120,7 +121,7 @@ func TestRateLimitForeverEndsInAFailure(t *testing.T) {
 	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 0.01, Times: -1})
 	h.publishEvent(asked(colorQuestion()))
 	var d bridge.Delivery
-	checkFor(t, 20*time.Second, func() error {
+	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
 		ds := h.deliveriesNow()
 		if len(ds) == 0 {
 			return fmt.Errorf("no report yet (%d posts so far)", len(fake.requests("POST", "/channels/")))
@@ -233,7 +234,7 @@ func TestRouteRateLimitDoesNotStallOtherEvents(t *testing.T) {
 	other.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: channelB}}
 	began := time.Now()
 	h.publishEvent(asked(other))
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if len(cardPosts(other.Question)) == 0 {
 			return fmt.Errorf("the card for %s is not posted", channelB)
 		}

@@ -47,12 +47,6 @@ const (
 	operRole  = "2000000000000000002"
 )
 
-// checkFor polls cond until it returns nil or the timeout passes.
-func checkFor(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	testenv.CheckFor(t, timeout, 10*time.Millisecond, cond)
-}
-
 // collector records the messages published on a subject (core NATS sees
 // every publish, including ones JetStream would deduplicate).
 type collector struct {
@@ -316,7 +310,7 @@ func (h *harness) attemptsNow() []bridge.AnswerAttempt {
 // waitAttempts waits for n attempts.
 func (h *harness) waitAttempts(n int) []bridge.AnswerAttempt {
 	h.t.Helper()
-	checkFor(h.t, 5*time.Second, func() error {
+	testenv.CheckFor(h.t, 5*time.Second, 10*time.Millisecond, func() error {
 		if got := len(h.attempts.all()); got != n {
 			return fmt.Errorf("%d attempts, want %d", got, n)
 		}
@@ -344,7 +338,7 @@ func (h *harness) deliveriesNow() []bridge.Delivery {
 func (h *harness) waitDelivery() bridge.Delivery {
 	h.t.Helper()
 	var d bridge.Delivery
-	checkFor(h.t, 10*time.Second, func() error {
+	testenv.CheckFor(h.t, 10*time.Second, 10*time.Millisecond, func() error {
 		ds := h.deliveriesNow()
 		if len(ds) == 0 {
 			return fmt.Errorf("no delivery report yet")
@@ -400,7 +394,7 @@ func findComponent(t *testing.T, msg map[string]any, label string) map[string]an
 func (h *harness) posted(channel string, n int) map[string]any {
 	h.t.Helper()
 	var ids []string
-	checkFor(h.t, 15*time.Second, func() error {
+	testenv.CheckFor(h.t, 15*time.Second, 10*time.Millisecond, func() error {
 		fake.mu.Lock()
 		ids = ids[:0]
 		for mid, m := range fake.msgs {

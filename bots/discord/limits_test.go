@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
 )
 
@@ -444,7 +445,7 @@ func TestEverythingSentFitsDiscordsLimits(t *testing.T) {
 	}
 	for _, q := range qs {
 		id := cards[q.QuestionID]["id"].(string)
-		checkFor(t, 20*time.Second, func() error {
+		testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
 			if m := fake.message(id); len(components(m)) != 0 || fieldValue(embedOf(t, m), "Outcome") == "" {
 				return fmt.Errorf("%s: card not settled; bot log:\n%s", q.QuestionID, h.logs.String())
 			}
@@ -469,7 +470,7 @@ func TestAskCommandRepliesFitDiscordsLimits(t *testing.T) {
 	for _, q := range qs {
 		ask(t, env, q)
 	}
-	checkFor(t, 20*time.Second, func() error {
+	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
 		if n := len(h.deliveriesNow()); n < len(qs) {
 			return fmt.Errorf("%d of %d questions shown", n, len(qs))
 		}

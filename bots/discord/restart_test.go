@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 )
 
 // secondBot starts another bot on the same NATS, as a restart or a second
@@ -42,7 +43,7 @@ func TestRestartNeitherRepostsNorForgets(t *testing.T) {
 	h.waitDelivery()
 	// The report goes out before the event is acknowledged: a stop in
 	// between would hand the event to the next bot, which reports it again.
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		c, err := h.nats.JS.Consumer(context.Background(), bridge.StreamEvents, ConsumerName)
 		if err != nil {
 			return err
@@ -194,7 +195,7 @@ func TestTwoReplicasPostEachQuestionOnce(t *testing.T) {
 		ev.EventID = "" // the same question relayed twice
 		h.publishEvent(ev)
 	}
-	checkFor(t, 20*time.Second, func() error {
+	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
 		jobs := map[string]bool{}
 		for _, d := range h.deliveriesNow() {
 			if !d.OK {

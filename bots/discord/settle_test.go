@@ -30,7 +30,7 @@ func TestOutcomeEditedOnceAndRecorded(t *testing.T) {
 		By: "discord:" + kevin.ID, ByName: "kevin", Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue",
 		Text: "The answer: blue", At: time.Now().UTC().Truncate(time.Millisecond)}
 	h.publishEvent(ev)
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(context.Background(), "acme", q.JobID, q.QuestionID, q.TaskVersion)
 		if err != nil || c == nil || c.Outcome == nil || !c.Edited {
 			return fmt.Errorf("card record %+v (%v), want the outcome, edited", c, err)
@@ -45,7 +45,7 @@ func TestOutcomeEditedOnceAndRecorded(t *testing.T) {
 	marker := colorQuestion()
 	marker.JobID, marker.QuestionID = "job-once", "q-marker"
 	h.publishEvent(asked(marker)) // same job: handled after the repeat
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(context.Background(), "acme", marker.JobID, marker.QuestionID, marker.TaskVersion)
 		if err != nil || c == nil || c.MessageID == "" {
 			return fmt.Errorf("marker not posted yet (%v)", err)
@@ -67,7 +67,7 @@ func TestRecordLifetimes(t *testing.T) {
 	h.publishEvent(asked(q))
 	h.posted(channelA, 1)
 	key := cardKey("acme", q.JobID, q.QuestionID, q.TaskVersion)
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(context.Background(), "acme", q.JobID, q.QuestionID, q.TaskVersion)
 		if err != nil || c == nil || c.MessageID == "" {
 			return fmt.Errorf("card record %+v (%v), want it posted", c, err)
@@ -87,7 +87,7 @@ func TestRecordLifetimes(t *testing.T) {
 			t.Errorf("card index %s written for a card whose custom ids carry the ids", k)
 		}
 	}
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if _, err := h.bot.refs.Get(context.Background(), jobKey("acme", q.JobID, channelA)); err != nil {
 			return fmt.Errorf("job thread record: %v", err)
 		}
@@ -99,7 +99,7 @@ func TestRecordLifetimes(t *testing.T) {
 	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion,
 		By: "discord:" + kevin.ID, ByName: "kevin", Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue",
 		Text: "The answer: blue", At: time.Now().UTC().Truncate(time.Millisecond)})
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(context.Background(), "acme", q.JobID, q.QuestionID, q.TaskVersion)
 		if err != nil || c == nil || c.Outcome == nil || !c.Edited {
 			return fmt.Errorf("card record %+v (%v), want the outcome, edited", c, err)
@@ -122,7 +122,7 @@ func TestJobThreadRecordRenewedOnUse(t *testing.T) {
 	first.JobID, first.QuestionID = "job-renew", "q-first"
 	h.publishEvent(asked(first))
 	var opened uint64
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		e, err := h.bot.refs.Get(ctx, key)
 		if err != nil {
 			return fmt.Errorf("job thread record: %v", err)
@@ -215,7 +215,7 @@ func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
 			}
 			fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + where + "/messages", Status: tc.status, Code: 0, Lost: tc.stored, Times: 1})
 			h.publishEvent(asked(q))
-			checkFor(t, 10*time.Second, func() error {
+			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 				if !strings.Contains(h.logs.String(), "event failed; will retry") {
 					return fmt.Errorf("the post has not failed yet")
 				}
@@ -240,7 +240,7 @@ func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
 				return
 			}
 			// Nothing to settle: once the retry has looked, no card is posted.
-			checkFor(t, 10*time.Second, func() error {
+			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 				c, err := h.bot.loadCard(h.ctx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
 				if err != nil || c == nil || c.Claim != "" {
 					return fmt.Errorf("card record %+v (%v), want the claim given up", c, err)
@@ -340,7 +340,7 @@ func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
 			q := colorQuestion()
 			ask(t, env, q)
 			var d bridge.Delivery
-			checkFor(t, 20*time.Second, func() error {
+			testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
 				for _, x := range h.deliveriesNow() {
 					if x.QuestionID == q.QuestionID {
 						d = x
@@ -372,7 +372,7 @@ func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
 				t.Fatalf("resume = %+v", res)
 			}
 			settledCard(t, cards[0], want)
-			checkFor(t, 10*time.Second, func() error {
+			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 				c, err := h.bot.loadCard(h.ctx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
 				if err != nil || c == nil || c.MessageID != cards[0] || !c.Edited {
 					return fmt.Errorf("card record %+v (%v), want the card found and edited", c, err)
@@ -394,7 +394,7 @@ func TestRefusedPostIsNotLookedFor(t *testing.T) {
 	if res := await(t, env, q); res.Outcome != bridge.OutcomeFailed || res.Code != bridge.CodeAccessDenied {
 		t.Fatalf("resume = %+v", res)
 	}
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(h.ctx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
 		if err != nil || c == nil || c.Outcome == nil || c.Outcome.Type != bridge.EventDeliveryFailed || !c.Edited {
 			return fmt.Errorf("card record %+v (%v), want the failure recorded", c, err)
@@ -446,7 +446,7 @@ func TestRetryAdoptsTheCardAnEarlierTryMade(t *testing.T) {
 			fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + where + "/messages", Status: tc.status, Lost: tc.stored, Times: 1})
 			h.publishEvent(asked(q))
 			var d bridge.Delivery
-			checkFor(t, 10*time.Second, func() error {
+			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 				for _, x := range h.deliveriesNow() {
 					if x.QuestionID == q.QuestionID {
 						d = x

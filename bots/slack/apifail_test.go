@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
 )
 
@@ -25,7 +26,7 @@ func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
 	if out.Outcome != bridge.OutcomeTimedOut || out.Failure != nil {
 		t.Fatalf("outcome: %+v", out)
 	}
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		sent := map[string]bool{}
 		for _, c := range h.fake.Calls("chat.postMessage") {
 			sent[c.Str("channel")] = true

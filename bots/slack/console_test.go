@@ -100,7 +100,7 @@ func consoleLink(t *testing.T, text string) (console.Link, string) {
 func (h *harness) ephemeral(t *testing.T, n int) string {
 	t.Helper()
 	var text string
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		rs := h.fake.Calls("response_url")
 		if len(rs) < n {
 			return fmt.Errorf("%d response_url posts, want %d", len(rs), n)
@@ -215,7 +215,7 @@ func TestConsoleButtonMintsALinkForTheClicker(t *testing.T) {
 	p["container"].(map[string]any)["thread_ts"] = d.Message.Thread // the card is a reply in the job's thread
 	h.interact(payload(p))
 	var eph apiCall
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		e := fake.Calls("chat.postEphemeral")
 		if len(e) != 1 {
 			return fmt.Errorf("%d chat.postEphemeral calls", len(e))
@@ -298,7 +298,7 @@ func TestConsoleButtonOverSocketMode(t *testing.T) {
 	}
 	env, _ := json.Marshal(map[string]any{"envelope_id": "env-c1", "type": "interactive", "payload": p, "accepts_response_payload": true})
 	fake.wsSend <- env
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		for _, c := range fake.Calls("ws_ack") {
 			if c.JSON["envelope_id"] == "env-c1" {
 				return nil

@@ -45,7 +45,7 @@ func question(job, id string) *bridge.Question {
 func (h *harness) posted(t *testing.T, id string) apiCall {
 	t.Helper()
 	var card apiCall
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		for _, c := range h.fake.Calls("chat.postMessage") {
 			if strings.Contains(actionsBlock(c), "."+id+".") || strings.HasSuffix(actionsBlock(c), "."+id) {
 				card = c
@@ -61,7 +61,7 @@ func (h *harness) posted(t *testing.T, id string) apiCall {
 func deliveredTS(t *testing.T, n *bridge.NATS, c *collector[bridge.Delivery], id string) bridge.Delivery {
 	t.Helper()
 	var d bridge.Delivery
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		for _, x := range c.All() {
 			if x.QuestionID == id {
 				d = x
@@ -82,7 +82,7 @@ var endedAt = regexp.MustCompile(` · <!date\^(\d+)\^\{date_short_pretty\} at \{
 func (h *harness) updated(t *testing.T, ts, want string) apiCall {
 	t.Helper()
 	var got apiCall
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		var seen []string
 		for _, c := range h.fake.Calls("chat.update") {
 			if c.Str("ts") != ts {
@@ -253,7 +253,7 @@ func TestEndToEndTypedModal(t *testing.T) {
 	// Slack; a form submitted in between goes to the runtime, which refuses
 	// it privately. Once recorded, the form itself says so.
 	ref := refOf(&bridge.Event{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion})
-	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if rec, err := h.bot.loadCard(context.Background(), ref); err != nil || rec == nil || rec.Outcome == "" {
 			return fmt.Errorf("card record not settled: %+v, %v", rec, err)
 		}
@@ -299,7 +299,7 @@ func TestEndToEndDeclineWithReason(t *testing.T) {
 func (h *harness) cardTS(t *testing.T, q *bridge.Question) string {
 	t.Helper()
 	var ts string
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		rec, err := h.bot.loadCard(context.Background(), blockkit.RefOf(q))
 		if err != nil || rec == nil || rec.TS == "" {
 			return fmt.Errorf("card of %s not recorded (%v)", q.QuestionID, err)
@@ -365,7 +365,7 @@ func TestEndToEndStrangerIsRefusedPrivately(t *testing.T) {
 	ts := h.cardTS(t, q)
 	h.interact(h.fake.click("U0BAD", "mallory", "trig-bad", "C0123", ts, actionsBlock(card), "choice.0", "red", ""))
 	var said apiCall
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		for _, c := range h.fake.Calls("response_url") {
 			said = c
 			return nil
@@ -410,7 +410,7 @@ func TestEndToEndDoubleClickIsOneResume(t *testing.T) {
 	// The card can be updated before the resume reaches a subscriber
 	// (the event goes out first): wait for it, then count what the
 	// stream holds.
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		if n := len(resumes.All()); n == 0 {
 			return fmt.Errorf("no resume seen yet")
 		}
@@ -446,7 +446,7 @@ func TestClickRetriedAfterAFailedPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.interact(h.fake.click("U0KEV", "kevin", "trig-r1", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		for _, c := range h.fake.Calls("response_url") {
 			if c.JSON["text"] == "askbridge could not record your answer just now. Please try again in a moment." {
 				return nil
@@ -458,7 +458,7 @@ func TestClickRetriedAfterAFailedPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.interact(h.fake.click("U0KEV", "kevin", "trig-r2", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-retry")); n != 1 {
 			return fmt.Errorf("%d attempts on the stream after the retry, want 1", n)
 		}
@@ -482,7 +482,7 @@ func TestAnswerFormOnlyForThoseWhoMayAnswer(t *testing.T) {
 		{"U0NOBODY", "You can't answer this question: slack:U0NOBODY is not one of its answerers and has no operator, admin or owner role."},
 	} {
 		h.interact(h.fake.click(who.user, strings.ToLower(who.user), "trig-"+who.user, "C0123", "1700000000.000002", actionsBlock(card), "answer", "answer", ""))
-		checkFor(t, wait, tick, func() error {
+		testenv.CheckFor(t, wait, tick, func() error {
 			for _, c := range h.fake.Calls("response_url") {
 				if c.JSON["text"] == who.want {
 					return nil
@@ -513,7 +513,7 @@ func TestEndToEndStaleCardIsRefused(t *testing.T) {
 	}
 	h.updated(t, oldTS, "Superseded by a newer version of this task")
 	h.interact(h.fake.click("U0KEV", "kevin", "trig-stale", "C0123", oldTS, actionsBlock(old), "choice.0", "red", ""))
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		for _, c := range h.fake.Calls("response_url") {
 			if strings.Contains(string(c.Body), "ephemeral") {
 				return nil
@@ -583,7 +583,7 @@ func TestAnswerFormWhenTheRuntimeCannotRead(t *testing.T) {
 	}
 	h.interact(h.fake.click("U0KEV", "kevin", "trig-ro", "C0123", "1700000000.000002", actionsBlock(card), "answer", "answer", ""))
 	want := "askbridge could not open the form just now. Please try again in a moment."
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		var told []string
 		for _, c := range h.fake.Calls("response_url") {
 			told = append(told, fmt.Sprint(c.JSON["text"]))
@@ -633,7 +633,7 @@ func TestFormButtonOnAnEndedCardSaysWhatEndedIt(t *testing.T) {
 		{q, card, ts, "trig-late-a", `^This question was already answered by slack:U0KEV \(kevin\) at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\.$`},
 		{q2, card2, ts2, "trig-late-b", `^This question was cancelled at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\.$`},
 	} {
-		checkFor(t, wait, tick, func() error {
+		testenv.CheckFor(t, wait, tick, func() error {
 			if rec, err := h.bot.loadCard(context.Background(), blockkit.RefOf(c.q)); err != nil || rec == nil || rec.Outcome == "" {
 				return fmt.Errorf("card record of %s not settled", c.q.QuestionID)
 			}
@@ -641,7 +641,7 @@ func TestFormButtonOnAnEndedCardSaysWhatEndedIt(t *testing.T) {
 		})
 		h.interact(h.fake.click("U0ANA", "ana", c.trigger, "C0123", c.ts, actionsBlock(c.card), "decline", "decline", ""))
 		var said []string
-		checkFor(t, wait, tick, func() error {
+		testenv.CheckFor(t, wait, tick, func() error {
 			said = nil
 			for _, r := range h.fake.Calls("response_url") {
 				if text, _ := r.JSON["text"].(string); r.JSON["response_type"] == "ephemeral" {
@@ -686,7 +686,7 @@ func TestSubmissionDeliveredAgainAfterItEndedTheQuestion(t *testing.T) {
 		t.Fatalf("resume %+v", out)
 	}
 	h.updated(t, ts, "Declined by @kevin: ask Ana")
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		if rec, err := h.bot.loadCard(context.Background(), blockkit.RefOf(q)); err != nil || rec == nil || rec.Outcome == "" {
 			return fmt.Errorf("card record not settled")
 		}

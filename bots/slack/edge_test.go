@@ -323,7 +323,7 @@ func TestEscalationDMs(t *testing.T) {
 		return apiCall{}, fmt.Errorf("no DM in %s", ch)
 	}
 	var kev, owner, adm apiCall
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		var err error
 		if kev, err = dmTo("D0KEV"); err != nil {
 			return err
@@ -470,7 +470,7 @@ func TestAskCommand(t *testing.T) {
 	if s := reply("U0KEV", "cancel job-cmd/q-c3"); !strings.Contains(s, "Asked askbridge to cancel `job-cmd/q-c3`") {
 		t.Fatalf("operator's cancel: %q", s)
 	}
-	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		for _, c := range h.fake.Calls("response_url") {
 			if c.JSON["text"] == "You can't cancel questions: that needs the admin or owner role." {
 				return nil
@@ -567,7 +567,7 @@ func TestSocketMode(t *testing.T) {
 	publishQuestion(t, env, qb)
 	cardB := h.posted(t, "q-sm2")
 	h.posted(t, "q-sm")
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		if len(h.fake.Calls("apps.connections.open")) == 0 {
 			return fmt.Errorf("apps.connections.open not called")
 		}
@@ -588,7 +588,7 @@ func TestSocketMode(t *testing.T) {
 	}
 	acked := func(envelope string) apiCall {
 		var got apiCall
-		checkFor(t, wait, tick, func() error {
+		testenv.CheckFor(t, wait, tick, func() error {
 			for _, c := range h.fake.Calls("ws_ack") {
 				if c.JSON["envelope_id"] == envelope {
 					got = c
@@ -611,7 +611,7 @@ func TestSocketMode(t *testing.T) {
 	send("env-2", "interactive", unpayload(h.fake.click("U0KEV", "kevin", "trig-sm2", "C0123", tsA, "ask.acme.job-sm.q-sm.1", "answer", "answer", "")))
 	acked("env-2")
 	var opened apiCall
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		if o := h.fake.Calls("views.open"); len(o) > 0 {
 			opened = o[0]
 			return nil
@@ -657,7 +657,7 @@ func TestRoutedThreadAndPrivateRefusalFallback(t *testing.T) {
 			TaskVersion: 1, To: "slack:U0KEV", Reason: bridge.RefusedInvalid, Text: "copies: must be at most 9",
 			AttemptID: fmt.Sprintf("slack-view-V%d", i), ReplyTo: to})
 	}
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		if got := len(fake.Calls("chat.postEphemeral")); got != 2 {
 			return fmt.Errorf("%d ephemerals", got)
 		}
@@ -742,7 +742,7 @@ func TestReplicasPostOnce(t *testing.T) {
 		deliveredTS(t, n, deliveries, q.QuestionID)
 	}
 	// Both copies of each event are handled once the consumer has no backlog.
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		c, err := n.JS.Consumer(context.Background(), bridge.StreamEvents, ConsumerName)
 		if err != nil {
 			return err

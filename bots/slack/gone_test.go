@@ -62,7 +62,7 @@ func TestExternalNATSRestarts(t *testing.T) {
 				t.Helper()
 				deliveries := collect[bridge.Delivery](t, env.NATS, bridge.PrefixDelivery+".>")
 				q := question(job, "q-"+job)
-				checkFor(t, wait, tick, func() error { // the agent publishes again until NATS takes it
+				testenv.CheckFor(t, wait, tick, func() error { // the agent publishes again until NATS takes it
 					return env.Agent.Publish(context.Background(), q)
 				})
 				card := h.posted(t, q.QuestionID)

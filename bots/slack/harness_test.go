@@ -25,15 +25,7 @@ import (
 
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/internal/testenv"
 )
-
-// checkFor polls f until it returns nil; it fails the test with f's last
-// error after timeout. Tests use it instead of sleeping.
-func checkFor(t testing.TB, timeout, interval time.Duration, f func() error) {
-	t.Helper()
-	testenv.CheckFor(t, timeout, interval, f)
-}
 
 // apiCall is one request the fake Slack received.
 type apiCall struct {

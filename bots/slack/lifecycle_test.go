@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 )
 
 // dmsIn returns the texts of the messages Slack holds in a DM channel
@@ -45,7 +46,7 @@ func TestStopDuringAReminderDoesNotLoseIt(t *testing.T) {
 			publishEvent(t, n, bridge.Event{Type: bridge.EventReminded, EventID: "ob-stop-1", Tenant: "acme", JobID: "job-stop",
 				QuestionID: "q-stop", TaskVersion: 1, Step: bridge.TargetAnswerers, Targets: []string{"slack:U0KEV"},
 				Question: q, AskedAt: now, Deadline: now.Add(4 * time.Hour)})
-			checkFor(t, wait, tick, func() error {
+			testenv.CheckFor(t, wait, tick, func() error {
 				if len(fake.Calls(method)) == 0 {
 					return fmt.Errorf("no %s yet", method)
 				}
@@ -54,7 +55,7 @@ func TestStopDuringAReminderDoesNotLoseIt(t *testing.T) {
 			h.Stop()
 
 			startBot(t, n, fake)
-			checkFor(t, wait, tick, func() error {
+			testenv.CheckFor(t, wait, tick, func() error {
 				if got := dmsIn(fake, "D0KEV"); len(got) != 1 || !strings.Contains(got[0], "Which colour") {
 					return fmt.Errorf("DMs after the restart: %q", got)
 				}
@@ -78,7 +79,7 @@ func TestStopDuringARefusalDoesNotLoseIt(t *testing.T) {
 	publishEvent(t, n, bridge.Event{Type: bridge.EventRefused, EventID: "ob-stop-r", Tenant: "acme", JobID: "job-stop", QuestionID: "q-stop",
 		TaskVersion: 1, To: "slack:U0KEV", Reason: bridge.RefusedInvalid, Text: "copies: must be at most 9", AttemptID: "slack-view-V1",
 		ReplyTo: map[string]string{replyUser: "U0KEV", replyChannel: "C0123", replyThread: "1600000000.000042"}})
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		if len(fake.Calls("chat.postEphemeral")) == 0 {
 			return fmt.Errorf("no chat.postEphemeral yet")
 		}
@@ -136,7 +137,7 @@ func TestStopDuringAPostShowsTheCardAfterTheRestart(t *testing.T) {
 			}
 			fake.hangNext("chat.postMessage")
 			publishEvent(t, n, askedEvent(q))
-			checkFor(t, wait, tick, func() error {
+			testenv.CheckFor(t, wait, tick, func() error {
 				if got := len(fake.Calls("chat.postMessage")); got != 2*c.threads+1 {
 					return fmt.Errorf("%d posts", got)
 				}
@@ -175,7 +176,7 @@ func TestStopHandsEventsBackAtOnce(t *testing.T) {
 		publishEvent(t, n, bridge.Event{Type: bridge.EventReminded, EventID: fmt.Sprintf("ob-stops-%d", i), Tenant: "acme", JobID: "job-stops",
 			QuestionID: "q-stops", TaskVersion: 1, Step: bridge.TargetAnswerers, Targets: []string{"slack:" + user},
 			Question: q, AskedAt: now, Deadline: now.Add(4 * time.Hour)})
-		checkFor(t, wait, tick, func() error {
+		testenv.CheckFor(t, wait, tick, func() error {
 			for _, c := range fake.Calls("conversations.open") {
 				if c.Str("users") == user {
 					return nil
@@ -185,7 +186,7 @@ func TestStopHandsEventsBackAtOnce(t *testing.T) {
 		})
 		h.Stop()
 		h = startBot(t, n, fake)
-		checkFor(t, 10*time.Second, tick, func() error {
+		testenv.CheckFor(t, 10*time.Second, tick, func() error {
 			if got := dmsIn(fake, "D"+strings.TrimPrefix(user, "U")); len(got) != 1 {
 				return fmt.Errorf("stop %d: %d DMs to %s after the restart, want 1", i, len(got), user)
 			}

@@ -89,7 +89,7 @@ func TestLongRetryAfterHoldsOnlyItsChannel(t *testing.T) {
 			fake.fail("chat.postMessage", tc.status, map[string]string{"Retry-After": "6"}, `{"ok":false,"error":"ratelimited"}`)
 			first := question("job-first", "q-first")
 			publishEvent(t, n, askedEvent(first))
-			checkFor(t, wait, tick, func() error {
+			testenv.CheckFor(t, wait, tick, func() error {
 				if len(fake.Calls("chat.postMessage")) == 0 {
 					return fmt.Errorf("no post yet")
 				}
@@ -106,7 +106,7 @@ func TestLongRetryAfterHoldsOnlyItsChannel(t *testing.T) {
 			publishEvent(t, n, askedEvent(held))
 			began := time.Now()
 			publishEvent(t, n, askedEvent(other))
-			checkFor(t, wait, tick, func() error {
+			testenv.CheckFor(t, wait, tick, func() error {
 				if _, ok := cardIn(fake, "C0999", "q-other"); !ok {
 					return fmt.Errorf("no card in C0999")
 				}
@@ -115,7 +115,7 @@ func TestLongRetryAfterHoldsOnlyItsChannel(t *testing.T) {
 			if took := time.Since(began); took > 2*time.Second {
 				t.Errorf("the card for C0999 waited %v behind a 429 in C0123", took)
 			}
-			checkFor(t, 3*wait, tick, func() error {
+			testenv.CheckFor(t, 3*wait, tick, func() error {
 				for _, id := range []string{"q-first", "q-held"} {
 					if _, ok := cardIn(fake, "C0123", id); !ok {
 						return fmt.Errorf("no card for %s in C0123", id)
@@ -158,7 +158,7 @@ func TestLongRetryAfterOnACardUpdateIsWaitedOut(t *testing.T) {
 	fake.fail("chat.update", 429, map[string]string{"Retry-After": "8"}, `{"ok":false,"error":"ratelimited"}`)
 	publishEvent(t, n, bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: heldJob, QuestionID: "q-upd", TaskVersion: 1,
 		By: "slack:U0KEV", ByName: "kevin", AnswerText: "blue", Answer: json.RawMessage(`"blue"`)})
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		if len(fake.Calls("chat.update")) == 0 {
 			return fmt.Errorf("no update yet")
 		}
@@ -171,7 +171,7 @@ func TestLongRetryAfterOnACardUpdateIsWaitedOut(t *testing.T) {
 	began := time.Now()
 	publishEvent(t, n, bridge.Event{Type: bridge.EventReminded, Tenant: "acme", JobID: otherJob, QuestionID: "q-rem", TaskVersion: 1,
 		Step: bridge.TargetAnswerers, Targets: []string{"slack:U0KEV"}, Question: rem, Deadline: time.Now().Add(time.Hour)})
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		for _, c := range fake.Calls("chat.postMessage") {
 			if c.Str("channel") == "D0KEV" {
 				return nil
@@ -182,7 +182,7 @@ func TestLongRetryAfterOnACardUpdateIsWaitedOut(t *testing.T) {
 	if took := time.Since(began); took > 2*time.Second {
 		t.Errorf("a reminder waited %v behind a rate-limited card update", took)
 	}
-	checkFor(t, 3*wait, tick, func() error {
+	testenv.CheckFor(t, 3*wait, tick, func() error {
 		if got := len(fake.Calls("chat.update")); got < 3 {
 			return fmt.Errorf("%d updates, want both cards updated after the rate-limited try", got)
 		}
@@ -217,7 +217,7 @@ func TestFractionalRetryAfterIsWaitedOut(t *testing.T) {
 	fake.fail("chat.postMessage", 429, map[string]string{"Retry-After": "1.5"}, `{"ok":false,"error":"ratelimited"}`)
 	q := question("job-frac", "q-frac")
 	publishEvent(t, n, askedEvent(q))
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		if _, ok := cardIn(fake, "C0123", "q-frac"); !ok {
 			return fmt.Errorf("no card yet")
 		}

@@ -24,7 +24,7 @@ func replayedAsked(q *bridge.Question) bridge.Event {
 // n events of the stream and none waits for a redelivery.
 func consumerSettled(t *testing.T, n *bridge.NATS, events uint64) {
 	t.Helper()
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		c, err := n.JS.Consumer(context.Background(), bridge.StreamEvents, ConsumerName)
 		if err != nil {
 			return err

@@ -23,7 +23,7 @@ func answered(t *testing.T, h *harness, events *collector[bridge.Event], q *brid
 		t.Fatalf("click: %d %s", resp.StatusCode, body)
 	}
 	var ev bridge.Event
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		for _, e := range events.All() {
 			if e.Type == bridge.EventAnswered && e.QuestionID == q.QuestionID {
 				ev = e
@@ -57,7 +57,7 @@ func TestSettledCardUpdatedOnce(t *testing.T) {
 	ts := h.cardTS(t, q)
 	h.updated(t, ts, "Answered by @kevin: blue")
 	var rec *card
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		var err error
 		rec, err = h.bot.loadCard(context.Background(), blockkit.RefOf(q))
 		if err != nil || rec == nil || !rec.Updated {
@@ -88,7 +88,7 @@ func TestSettledCardGoneFromSlack(t *testing.T) {
 	h.fake.fail("chat.update", http.StatusOK, nil, `{"ok":false,"error":"message_not_found"}`)
 	answered(t, h, events, q, "trig-sg")
 	var rec *card
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		var err error
 		rec, err = h.bot.loadCard(context.Background(), blockkit.RefOf(q))
 		if err != nil || rec == nil || rec.Outcome == "" {
@@ -116,7 +116,7 @@ func TestRecordLifetimes(t *testing.T) {
 	publishQuestion(t, env, q)
 	h.posted(t, q.QuestionID)
 	key := cardKey(blockkit.RefOf(q))
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		rec, err := h.bot.loadCard(context.Background(), blockkit.RefOf(q))
 		if err != nil || rec == nil || rec.TS == "" {
 			return fmt.Errorf("card record %+v (%v), want it posted", rec, err)
@@ -131,7 +131,7 @@ func TestRecordLifetimes(t *testing.T) {
 	}
 
 	answered(t, h, events, q, "trig-life")
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		rec, err := h.bot.loadCard(context.Background(), blockkit.RefOf(q))
 		if err != nil || rec == nil || !rec.Updated {
 			return fmt.Errorf("card record %+v (%v), want it updated", rec, err)
@@ -209,7 +209,7 @@ func TestSettledCardKeepsItsTextWhenItsRecordIsLost(t *testing.T) {
 	card := h.posted(t, q.QuestionID)
 	ts := h.cardTS(t, q)
 	// The runtime knows where the card is, so its events name it.
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		req, _ := json.Marshal(bridge.ShowRequest{Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID})
 		msg, err := env.NATS.Conn.Request(bridge.APIShow, req, wait)
 		if err != nil {

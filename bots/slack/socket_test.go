@@ -35,7 +35,7 @@ func (h *harness) socketSend(envelope, typ, body string, retry int) {
 func (h *harness) socketAcks(t *testing.T, envelope string, n int) []apiCall {
 	t.Helper()
 	var got []apiCall
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		got = got[:0]
 		for _, c := range h.fake.Calls("ws_ack") {
 			if c.JSON["envelope_id"] == envelope {
@@ -161,7 +161,7 @@ func TestSocketModeRefusedAppTokenIsNamed(t *testing.T) {
 		o.AppToken, o.SigningSecret = "xapp-1-secret-app-token", ""
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
-	checkFor(t, wait, tick, func() error {
+	testenv.CheckFor(t, wait, tick, func() error {
 		if !strings.Contains(logs.String(), "Slack refused the app token (invalid_auth); check ASK_SLACK_APP_TOKEN") {
 			return fmt.Errorf("logs:\n%s", logs.String())
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 )
 
 // Load on the edges: the whole service, its Slack and Discord endpoints
@@ -224,7 +225,7 @@ func TestEdgeLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	var discordChoice string
-	checkFor(t, 20*time.Second, func() error {
+	testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
 		for _, id := range discordAPI.customIDs() {
 			if strings.HasPrefix(id, "ab:c:acme:job-load:q-1:1:") {
 				discordChoice = id
@@ -431,7 +432,7 @@ func TestEdgeLoad(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		if got := published.Load(); got < int64(valid) {
 			return fmt.Errorf("%d answer attempts published, want %d", got, valid)
 		}

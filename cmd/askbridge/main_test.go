@@ -77,12 +77,6 @@ func agentFor(t *testing.T, s *service) *agent.Client {
 	return a
 }
 
-// checkFor polls f until it returns nil or the timeout passes.
-func checkFor(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	testenv.CheckFor(t, timeout, 20*time.Millisecond, f)
-}
-
 // askAsync asks through the Go agent package and returns the outcome channel.
 func askAsync(t *testing.T, a *agent.Client, q *bridge.Question) <-chan *bridge.Resume {
 	ch := make(chan *bridge.Resume, 1)
@@ -116,7 +110,7 @@ func waitOutcome(t *testing.T, ch <-chan *bridge.Resume) *bridge.Resume {
 // waitPending waits until the CLI user can see the question pending.
 func waitPending(t *testing.T, c *cli, job, question string) {
 	t.Helper()
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		nc, _, err := c.connect("")
 		if err != nil {
 			return err
@@ -390,7 +384,7 @@ func TestHTTPHealthReadyMetrics(t *testing.T) {
 		}
 	}
 	// The relay marks rows sent just after the agent may have read them.
-	checkFor(t, 10*time.Second, func() error {
+	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		resp, err := http.Get(base + "/metrics")
 		if err != nil {
 			return err
@@ -458,7 +452,7 @@ func TestReadyReportsWhatIsBroken(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, _ := startTestService(t, nil)
-			checkFor(t, 10*time.Second, func() error {
+			testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 				if err := c.brk(s); err != nil {
 					return fmt.Errorf("break: %w", err)
 				}
@@ -630,7 +624,7 @@ func TestMetricsCountPlatformCalls(t *testing.T) {
 		"ASK_SLACK_API_URL": "http://127.0.0.1:1/api/", "ASK_SLACK_CHANNEL": "C0123"})
 	ag := agentFor(t, s)
 	askAsync(t, ag, &bridge.Question{Tenant: "acme", JobID: "job-pm", QuestionID: "q-pm", Question: "Go?", Timeout: "1m"})
-	checkFor(t, 30*time.Second, func() error {
+	testenv.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		resp, err := http.Get("http://" + s.Addr() + "/metrics")
 		if err != nil {
 			return err

@@ -55,7 +55,7 @@ func TestExternalNATSRestartKeepsWorking(t *testing.T) {
 	waitPending(t, kevin, "job-across", "q-1")
 
 	ext.Restart(false)
-	checkFor(t, 30*time.Second, func() error {
+	testenv.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		if code, body := readyz(s); code != http.StatusOK {
 			return fmt.Errorf("/readyz %d %s", code, body)
 		}
@@ -85,7 +85,7 @@ func TestExternalNATSWipedStore(t *testing.T) {
 	waitPending(t, kevin, "job-across", "q-1")
 
 	ext.Restart(true)
-	checkFor(t, 60*time.Second, func() error {
+	testenv.CheckFor(t, 60*time.Second, 20*time.Millisecond, func() error {
 		if code, body := readyz(s); code != http.StatusOK {
 			return fmt.Errorf("/readyz %d %s", code, strings.TrimSpace(body))
 		}

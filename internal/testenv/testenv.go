@@ -21,6 +21,7 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/internal/testenv/poll"
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
 )
@@ -152,22 +153,8 @@ func (e *Env) Stop() {
 // URL is the embedded NATS server's client URL, for a second connection.
 func (e *Env) URL() string { return e.NATS.ClientURL() }
 
-// CheckFor polls f until it returns nil or timeout passes, then fails the
-// test with f's last error. Tests use it instead of sleeping.
-func CheckFor(t testing.TB, timeout, interval time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", timeout, err)
-		}
-		time.Sleep(interval)
-	}
-}
+// CheckFor polls f until it returns nil; see poll.CheckFor.
+var CheckFor = poll.CheckFor
 
 // Recorder collects the messages of one subject pattern from the start of
 // its stream, for assertions.
