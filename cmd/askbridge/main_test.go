@@ -77,30 +77,35 @@ func agentFor(t *testing.T, s *service) *agent.Client {
 	return a
 }
 
-// askAsync asks through the Go agent package and returns the outcome channel.
-func askAsync(t *testing.T, a *agent.Client, q *bridge.Question) <-chan *bridge.Resume {
-	ch := make(chan *bridge.Resume, 1)
+// asked is what an agent's Ask returned.
+type asked struct {
+	res *bridge.Resume
+	err error
+}
+
+// askAsync asks through the Go agent package and returns a channel that
+// gets what Ask returned. The ask lives as long as the test, so the test's
+// own waits (readiness, waitOutcome) bound it rather than a deadline of
+// its own that could end first.
+func askAsync(t *testing.T, a *agent.Client, q *bridge.Question) <-chan asked {
+	ch := make(chan asked, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		out, err := a.Ask(ctx, q)
-		if err != nil {
-			close(ch)
-			return
-		}
-		ch <- out
+		res, err := a.Ask(t.Context(), q)
+		ch <- asked{res, err}
 	}()
 	return ch
 }
 
-func waitOutcome(t *testing.T, ch <-chan *bridge.Resume) *bridge.Resume {
+// waitOutcome waits for the ask to end and fails the test with the agent's
+// error if it got no outcome.
+func waitOutcome(t *testing.T, ch <-chan asked) *bridge.Resume {
 	t.Helper()
 	select {
-	case out, ok := <-ch:
-		if !ok {
-			t.Fatal("the agent got no outcome")
+	case a := <-ch:
+		if a.err != nil {
+			t.Fatalf("the agent got no outcome: %v", a.err)
 		}
-		return out
+		return a.res
 	case <-time.After(30 * time.Second):
 		t.Fatal("timed out waiting for the outcome")
 	}
