@@ -63,7 +63,7 @@ func golden(t *testing.T, name string, v any) {
 	checkLimits(t, name, got)
 	path := filepath.Join("testdata", name+".golden")
 	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path, got, 0o644); err != nil {
@@ -142,7 +142,7 @@ type message struct {
 	Blocks []slack.Block `json:"blocks"`
 }
 
-func card(q *bridge.Question) Card {
+func slackCard(q *bridge.Question) Card {
 	return Card{Question: q, AskedAt: asked, Deadline: deadline, Console: true, ConsoleURL: console}
 }
 
@@ -171,13 +171,13 @@ func TestCardsGolden(t *testing.T) {
 		"card_fields": fields, "card_approval": approval, "card_long": long,
 	} {
 		t.Run(name, func(t *testing.T) {
-			blocks, text := QuestionMessage(card(q))
+			blocks, text := QuestionMessage(slackCard(q))
 			golden(t, name, message{Text: text, Blocks: blocks})
 		})
 	}
 	t.Run("card_settled", func(t *testing.T) {
 		ev := &bridge.Event{Type: bridge.EventAnswered, By: "slack:U0KEV", ByName: "kevin", AnswerText: "blue"}
-		c := card(choices)
+		c := slackCard(choices)
 		c.Ended = time.Date(2026, 10, 20, 14, 3, 0, 0, time.UTC)
 		blocks, text := SettledMessage(c, OutcomeLine(ev, choices))
 		golden(t, "card_settled", message{Text: text, Blocks: blocks})
@@ -187,18 +187,18 @@ func TestCardsGolden(t *testing.T) {
 		golden(t, "thread_parent", message{Text: text, Blocks: blocks})
 	})
 	meta := ModalMeta{Ref: RefOf(fields), Channel: "C0123", MessageTS: "1700000000.000100"}
-	t.Run("modal_fields", func(t *testing.T) { golden(t, "modal_fields", AnswerModal(card(fields), meta)) })
-	t.Run("modal_free_text", func(t *testing.T) { golden(t, "modal_free_text", AnswerModal(card(free), meta)) })
-	t.Run("modal_long", func(t *testing.T) { golden(t, "modal_long", AnswerModal(card(long), meta)) })
-	t.Run("modal_decline", func(t *testing.T) { golden(t, "modal_decline", DeclineModal(card(choices), meta)) })
-	t.Run("modal_deny", func(t *testing.T) { golden(t, "modal_deny", DenyModal(card(approval), meta)) })
+	t.Run("modal_fields", func(t *testing.T) { golden(t, "modal_fields", AnswerModal(slackCard(fields), meta)) })
+	t.Run("modal_free_text", func(t *testing.T) { golden(t, "modal_free_text", AnswerModal(slackCard(free), meta)) })
+	t.Run("modal_long", func(t *testing.T) { golden(t, "modal_long", AnswerModal(slackCard(long), meta)) })
+	t.Run("modal_decline", func(t *testing.T) { golden(t, "modal_decline", DeclineModal(slackCard(choices), meta)) })
+	t.Run("modal_deny", func(t *testing.T) { golden(t, "modal_deny", DenyModal(slackCard(approval), meta)) })
 }
 
 func TestLongTextPointsToTheConsole(t *testing.T) {
 	q := baseQ()
 	q.Question = strings.Repeat("x", bridge.MaxQuestionText)
 	// In the channel: a note naming the button, never a link.
-	blocks, _ := QuestionMessage(card(q))
+	blocks, _ := QuestionMessage(slackCard(q))
 	sec := blocks[0].(*slack.SectionBlock)
 	if !strings.HasSuffix(sec.Text.Text, "… _(cut short: *Open in console* shows the whole text)_") {
 		t.Fatalf("long question lost its pointer to the console: ...%s", sec.Text.Text[len(sec.Text.Text)-200:])
@@ -210,20 +210,20 @@ func TestLongTextPointsToTheConsole(t *testing.T) {
 		t.Fatalf("long question without the console button")
 	}
 	// In a modal, which only its opener sees: their own link.
-	m := AnswerModal(card(q), ModalMeta{Ref: RefOf(q)})
+	m := AnswerModal(slackCard(q), ModalMeta{Ref: RefOf(q)})
 	if s := m.Blocks.BlockSet[0].(*slack.SectionBlock).Text.Text; !strings.HasSuffix(s, "… <"+console+"|Read the whole text in the console>") {
 		t.Fatalf("modal lost the opener's console link: ...%s", s[len(s)-200:])
 	}
 	// Without the console: cut, and said so.
-	c := card(q)
+	c := slackCard(q)
 	c.Console, c.ConsoleURL = false, ""
 	blocks, _ = QuestionMessage(c)
 	if s := blocks[0].(*slack.SectionBlock).Text.Text; !strings.HasSuffix(s, "… _(cut short)_") {
 		t.Fatalf("long question without console: ...%s", s[len(s)-200:])
 	}
 	// Short text: no note, not cut.
-	blocks, _ = QuestionMessage(card(baseQ()))
-	if s := blocks[0].(*slack.SectionBlock).Text.Text; s != "Which colour should the report use?" {
+	blocks, _ = QuestionMessage(slackCard(baseQ()))
+	if s := blocks[0].(*slack.SectionBlock).Text.Text; s != "*Question from acme-support*\nWhich colour should the report use?" {
 		t.Fatalf("short question rendered as %q", s)
 	}
 }
@@ -286,9 +286,9 @@ func TestChannelMessagesOfferTheConsoleByButtonOnly(t *testing.T) {
 	}
 	var all []rendered
 	for _, q := range []*bridge.Question{choices, long, approval, baseQ()} {
-		b, txt := QuestionMessage(card(q))
+		b, txt := QuestionMessage(slackCard(q))
 		all = append(all, rendered{"card " + q.Question[:10], b, txt, ActionConsole})
-		b, txt = SettledMessage(card(q), OutcomeLine(ev, q))
+		b, txt = SettledMessage(slackCard(q), OutcomeLine(ev, q))
 		all = append(all, rendered{"settled " + q.Question[:10], b, txt, ActionConsole})
 	}
 	b, txt := ThreadParent(choices, true)
@@ -306,7 +306,7 @@ func TestChannelMessagesOfferTheConsoleByButtonOnly(t *testing.T) {
 	}
 	// No console configured: no button anywhere.
 	for _, q := range []*bridge.Question{choices, long, approval} {
-		c := card(q)
+		c := slackCard(q)
 		c.Console, c.ConsoleURL = false, ""
 		b, _ := QuestionMessage(c)
 		s, _ := SettledMessage(c, OutcomeLine(ev, q))
@@ -322,8 +322,8 @@ func TestChannelMessagesOfferTheConsoleByButtonOnly(t *testing.T) {
 func TestEscapesUserText(t *testing.T) {
 	q := baseQ()
 	q.Question = "Ping <!channel> & <@U999>?"
-	blocks, _ := QuestionMessage(card(q))
-	if s := blocks[0].(*slack.SectionBlock).Text.Text; s != "Ping &lt;!channel&gt; &amp; &lt;@U999&gt;?" {
+	blocks, _ := QuestionMessage(slackCard(q))
+	if s := blocks[0].(*slack.SectionBlock).Text.Text; s != "*Question from acme-support*\nPing &lt;!channel&gt; &amp; &lt;@U999&gt;?" {
 		t.Fatalf("user text not escaped: %q", s)
 	}
 }
@@ -335,12 +335,12 @@ func TestNotificationTextIsEscaped(t *testing.T) {
 	q := baseQ()
 	q.Question = "Ping <!channel> & open <https://evil.example|the report>?"
 	q.Agent = "bot <!here>"
-	_, pending := QuestionMessage(card(q))
-	_, settled := SettledMessage(card(q), "Answered by <@U0KEV>")
+	_, pending := QuestionMessage(slackCard(q))
+	_, settled := SettledMessage(slackCard(q), "Answered by <@U0KEV>")
 	_, parent := ThreadParent(q, false)
 	for name, c := range map[string]struct{ got, want string }{
-		"pending": {pending, "Question: Ping &lt;!channel&gt; &amp; open &lt;https://evil.example|the report&gt;?"},
-		"settled": {settled, "Question: Ping &lt;!channel&gt; &amp; open &lt;https://evil.example|the report&gt;? — Answered by <@U0KEV>"},
+		"pending": {pending, "Question from bot &lt;!here&gt;: Ping &lt;!channel&gt; &amp; open &lt;https://evil.example|the report&gt;?"},
+		"settled": {settled, "Question from bot &lt;!here&gt;: Ping &lt;!channel&gt; &amp; open &lt;https://evil.example|the report&gt;? — Answered by <@U0KEV>"},
 		"parent":  {parent, "bot &lt;!here&gt; needs input on job " + q.JobID},
 	} {
 		if c.got != c.want {
@@ -522,7 +522,7 @@ func TestTextSizeMatchesTheJSON(t *testing.T) {
 	known := 0
 	for _, q := range []*bridge.Question{choices, many, fields, approval, free} {
 		for _, console := range []bool{true, false} {
-			c := card(q)
+			c := slackCard(q)
 			c.Console = console
 			asked, _ := QuestionMessage(c)
 			settled, _ := SettledMessage(c, "Answered by <@U0KEV>: blue")

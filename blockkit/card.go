@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/card"
 )
 
 // Card is what a question's Slack message shows. It is a projection of the
@@ -37,12 +38,21 @@ type Card struct {
 // Console buttons. Their action ids are parsed like the other actions;
 // their block ids carry the question's Ref as the other ids do.
 const (
-	ConsoleButtonText = "Open in console"
+	ConsoleButtonText = card.ConsoleLabel
 	// cutWithButton and cutPlain follow a text cut short in a channel
 	// message: the whole text is behind the console button, or nowhere here.
 	cutWithButton = " _(cut short: *" + ConsoleButtonText + "* shows the whole text)_"
 	cutPlain      = " _(cut short)_"
 )
+
+// Neutral is the platform-neutral card of c: pending, or ended as end says.
+func (c Card) Neutral(end *card.Ending) card.Card {
+	in := card.Input{Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, Console: c.Console, End: end}
+	if q := c.Question; q != nil {
+		in.Tenant, in.JobID, in.QuestionID, in.TaskVersion = q.Tenant, q.JobID, q.QuestionID, q.TaskVersion
+	}
+	return card.New(in)
+}
 
 // consoleButton is the "Open in console" button with action id action.
 func consoleButton(action string) *slack.ButtonBlockElement {
@@ -50,8 +60,8 @@ func consoleButton(action string) *slack.ButtonBlockElement {
 }
 
 // messageCut is the note after a text cut short in a channel message.
-func messageCut(c Card) string {
-	if c.Console {
+func messageCut(console bool) string {
+	if console {
 		return cutWithButton
 	}
 	return cutPlain
@@ -69,40 +79,65 @@ func modalCut(c Card) string {
 // QuestionMessage renders a pending question: its content and its controls.
 // The second result is the notification text (Slack's top-level "text").
 func QuestionMessage(c Card) ([]slack.Block, string) {
-	if c.Question == nil {
-		return content(c, messageCut(c), MaxCardText), "A question waits for an answer"
-	}
-	var tail []slack.Block
-	if !c.Deadline.IsZero() || len(c.Question.Answerers) > 0 || c.Question.Owner != "" {
-		tail = append(tail, slack.NewContextBlock("", mrkdwn(whoAndWhen(c))))
-	}
-	tail = append(tail, controls(c.Question, c.Console)...)
-	blocks := append(content(c, messageCut(c), MaxCardText-textSize(tail)), tail...)
-	return capBlocks(blocks, MaxMessageBlks), fallback(c.Question)
+	return Draw(c.Neutral(nil))
 }
 
-// SettledMessage renders a question that no longer waits: the same content,
-// no controls, and one context line saying how it ended. With the console
-// configured, a section before that line offers "Open in console" (the
-// whole text, the answer and its history), as an accessory button: the
-// card keeps no actions block once settled.
+// SettledMessage renders a question that no longer waits, with outcome
+// (mrkdwn, from OutcomeLine) as its outcome line.
 func SettledMessage(c Card, outcome string) ([]slack.Block, string) {
-	var tail []slack.Block
-	if c.Console && c.Question != nil {
-		tail = append(tail, slack.NewSectionBlock(mrkdwn("The whole question, its answer and its history are in the askbridge console."),
-			nil, slack.NewAccessory(consoleButton(ActionConsole)), slack.SectionBlockOptionBlockID(ActionsBlockID(RefOf(c.Question)))))
+	return drawSettled(c.Neutral(&card.Ending{At: c.Ended}), outcome)
+}
+
+// Draw renders a neutral card: a waiting card with its controls, or a
+// settled one with its outcome line.
+func Draw(nc card.Card) ([]slack.Block, string) {
+	if !nc.Pending() {
+		return drawSettled(nc, mrkdwnLine(nc.Outcome))
 	}
-	if !c.Ended.IsZero() {
-		outcome += " · " + SlackDate(c.Ended)
+	var tail []slack.Block
+	if line := stateLine(nc); line != "" {
+		tail = append(tail, slack.NewContextBlock("", mrkdwn(line)))
+	}
+	tail = append(tail, controls(nc)...)
+	blocks := append(content(nc, messageCut(hasConsole(nc)), MaxCardText-textSize(tail)), tail...)
+	return capBlocks(blocks, MaxMessageBlks), fallback(nc)
+}
+
+// drawSettled renders a settled card: the same content, no controls, and
+// one context line saying how it ended. With the console configured, a
+// section before that line offers "Open in console" (the whole text, the
+// answer and its history), as an accessory button: the card keeps no
+// actions block once settled.
+func drawSettled(nc card.Card, outcome string) ([]slack.Block, string) {
+	var tail []slack.Block
+	if hasConsole(nc) && nc.QuestionID != "" {
+		tail = append(tail, slack.NewSectionBlock(mrkdwn("The whole question, its answer and its history are in the askbridge console."),
+			nil, slack.NewAccessory(consoleButton(ActionConsole)), slack.SectionBlockOptionBlockID(ActionsBlockID(refOf(nc)))))
+	}
+	if !nc.Ended.IsZero() {
+		outcome += " · " + SlackDate(nc.Ended)
 	}
 	tail = append(tail, slack.NewContextBlock("outcome", mrkdwn(outcome)))
-	blocks := capBlocks(content(c, messageCut(c), MaxCardText-textSize(tail)), MaxMessageBlks-len(tail))
+	blocks := capBlocks(content(nc, messageCut(hasConsole(nc)), MaxCardText-textSize(tail)), MaxMessageBlks-len(tail))
 	blocks = append(blocks, tail...)
 	text := outcome // mrkdwn already, and not cut: a cut could split its markup
-	if c.Question != nil {
-		text = fallback(c.Question) + " — " + outcome
+	if nc.QuestionID != "" {
+		text = fallback(nc) + " — " + outcome
 	}
 	return blocks, text
+}
+
+func hasConsole(nc card.Card) bool {
+	for _, k := range nc.Controls {
+		if k.Action == card.ActConsole {
+			return true
+		}
+	}
+	return false
+}
+
+func refOf(nc card.Card) Ref {
+	return Ref{Tenant: nc.Tenant, JobID: nc.JobID, QuestionID: nc.QuestionID, Version: nc.TaskVersion}
 }
 
 // ThreadParent renders the message that opens a job's thread. With the
@@ -133,49 +168,38 @@ func ThreadParent(q *bridge.Question, console bool) ([]slack.Block, string) {
 // more follows any text cut short. Its texts share budget characters,
 // served in order of importance (the question, the proposal, why it
 // matters, the context), each given at least minSectionText.
-func content(c Card, more string, budget int) []slack.Block {
-	q := c.Question
-	if q == nil {
-		return []slack.Block{slack.NewSectionBlock(mrkdwn("_This question's text is not available here._"), nil, nil)}
+func content(nc card.Card, more string, budget int) []slack.Block {
+	title, _ := fitEscaped(nc.Title, 200, 0)
+	head := "*" + title + "*\n"
+	if nc.Kind == card.KindHidden {
+		return []slack.Block{slack.NewSectionBlock(mrkdwn(head+"_"+nc.Placeholder+"_"), nil, nil)}
 	}
 	type part struct {
 		head, text string
 		rank       int // served in this order
 	}
-	head := ""
-	if q.IsApproval() {
-		head = "*Approval requested*\n"
-	}
-	parts := []part{{head, q.Question, 0}}
-	if q.Context != "" {
-		parts = append(parts, part{"*Context:* ", q.Context, 3})
-	}
-	if q.WhyItMatters != "" {
-		parts = append(parts, part{"*Why it matters:* ", q.WhyItMatters, 2})
-	}
-	if q.Proposal != nil {
-		var b strings.Builder
-		for _, l := range q.Proposal.Summary {
-			b.WriteString("• " + l + "\n")
+	parts := []part{{head, nc.Text, 0}}
+	ranks := map[string]int{card.LabelProposal: 1, card.LabelWhy: 2, card.LabelContext: 3}
+	for _, sec := range nc.Sections {
+		p := part{"*" + sec.Label + ":* ", sec.Text, ranks[sec.Label]}
+		if sec.Lines != nil {
+			var b strings.Builder
+			for _, l := range sec.Lines {
+				b.WriteString("• " + l + "\n")
+			}
+			p.head = "*" + sec.Label + "*"
+			if sec.Tag != "" {
+				id, _ := fitEscaped(sec.Tag, 100, 0)
+				p.head += " `" + id + "`"
+			}
+			p.head, p.text = p.head+"\n", strings.TrimRight(b.String(), "\n")
 		}
-		head := "*Proposal*"
-		if q.Proposal.ID != "" {
-			id, _ := fitEscaped(q.Proposal.ID, 100, 0)
-			head += " `" + id + "`"
-		}
-		parts = append(parts, part{head + "\n", strings.TrimRight(b.String(), "\n"), 1})
+		parts = append(parts, p)
 	}
 	var asks slack.Block
-	if len(q.Fields) > 0 {
-		names := make([]string, len(q.Fields))
-		for i, f := range q.Fields {
-			names[i] = f.Title()
-			if f.Required {
-				names[i] += " (required)"
-			}
-		}
-		text, _ := fitEscaped(strings.Join(names, ", "), MaxContextText-20, 0)
-		asks = slack.NewContextBlock("", mrkdwn("Asks for: "+text))
+	if len(nc.Asks) > 0 {
+		text, _ := fitEscaped(strings.Join(nc.Asks, ", "), MaxContextText-20, 0)
+		asks = slack.NewContextBlock("", mrkdwn(card.LabelAsks+": "+text))
 		budget -= textSize([]slack.Block{asks})
 	}
 	blocks := make([]slack.Block, len(parts), len(parts)+1)
@@ -319,29 +343,18 @@ func jsonTextSize(b slack.Block) int {
 	return n
 }
 
-func whoAndWhen(c Card) string {
-	q := c.Question
+// stateLine is a waiting card's context line: its status, who may
+// answer, its deadline and the tools it holds up.
+func stateLine(nc card.Card) string {
 	var parts []string
-	var who []string
-	for i, a := range q.Answerers {
-		if i == maxListedAnswerers {
-			who = append(who, "and "+strconv.Itoa(len(q.Answerers)-i)+" more")
-			break
+	for _, l := range []card.Line{nc.Status(), nc.MayAnswer.Line(maxListedAnswerers), nc.DeadlineLine()} {
+		if !l.IsZero() {
+			parts = append(parts, l.Label+": "+mrkdwnLine(l))
 		}
-		who = append(who, Mention(a))
 	}
-	switch {
-	case len(who) > 0 && q.Owner != "":
-		parts = append(parts, "Who may answer: "+strings.Join(who, ", ")+" (owner "+Mention(q.Owner)+")")
-	case len(who) > 0:
-		parts = append(parts, "Who may answer: "+strings.Join(who, ", "))
-	case q.Owner != "":
-		parts = append(parts, "Who may answer: operators, and the owner "+Mention(q.Owner))
-	default:
-		parts = append(parts, "Who may answer: operators")
-	}
-	if !c.Deadline.IsZero() {
-		parts = append(parts, "Answer by "+SlackDate(c.Deadline))
+	if len(nc.BlockedTools) > 0 {
+		tools, _ := fitEscaped(strings.Join(nc.BlockedTools, ", "), 500, 0)
+		parts = append(parts, card.LabelBlocked+": "+tools)
 	}
 	// At most maxListedAnswerers mentions (each at most 140 characters),
 	// the owner and the date fit the block: nothing is cut, so no mention
@@ -353,36 +366,55 @@ func whoAndWhen(c Card) string {
 // more there are.
 const maxListedAnswerers = 10
 
-// controls are the card's buttons or select, in one actions block whose
-// id carries the question's Ref; with the console configured, last comes
-// "Open in console".
-func controls(q *bridge.Question, console bool) []slack.Block {
-	ref := RefOf(q)
+// slackStyle draws a card's lines in mrkdwn: people as mentions (or by
+// name), moments in each reader's time zone, others' words escaped.
+var slackStyle = card.Style{
+	Quote: func(s string) string {
+		out, _ := fitEscaped(strings.TrimSpace(s), 2500, 0)
+		return out
+	},
+	Who:  func(p card.Person) string { return Who(p.Identity, p.Name) },
+	When: SlackDate,
+}
+
+// mrkdwnLine is a card's line in mrkdwn, without its label.
+func mrkdwnLine(l card.Line) string { return l.Render(slackStyle) }
+
+// controls are the card's enabled controls in one actions block whose id
+// carries the question's Ref: choices as buttons when they are few and
+// short, else one select.
+func controls(nc card.Card) []slack.Block {
 	var els []slack.BlockElement
-	decline := slack.NewButtonBlockElement(ActionDecline, "decline", ptext("Decline"))
-	switch {
-	case q.IsApproval():
-		els = append(els,
-			slack.NewButtonBlockElement(ActionApprove, "approve", ptext("Approve")).WithStyle(slack.StylePrimary),
-			slack.NewButtonBlockElement(ActionDeny, "deny", ptext("Deny")).WithStyle(slack.StyleDanger),
-			decline)
-	case len(q.Fields) > 0:
-		els = append(els, slack.NewButtonBlockElement(ActionAnswer, "answer", ptext("Answer…")).WithStyle(slack.StylePrimary), decline)
-	case len(q.Choices) > 0 && buttonsFit(q.Choices):
-		for i, c := range q.Choices {
-			els = append(els, slack.NewButtonBlockElement(actionChoice+strconv.Itoa(i), c, ptext(c)))
+	for _, k := range nc.Enabled() {
+		switch k.Action {
+		case card.ActApprove:
+			els = append(els, slack.NewButtonBlockElement(ActionApprove, "approve", ptext(k.Label)).WithStyle(slack.StylePrimary))
+		case card.ActDeny:
+			els = append(els, slack.NewButtonBlockElement(ActionDeny, "deny", ptext(k.Label)).WithStyle(slack.StyleDanger))
+		case card.ActAnswer:
+			els = append(els, slack.NewButtonBlockElement(ActionAnswer, "answer", ptext(k.Label)).WithStyle(slack.StylePrimary))
+		case card.ActDecline:
+			els = append(els, slack.NewButtonBlockElement(ActionDecline, "decline", ptext(k.Label)))
+		case card.ActConsole:
+			els = append(els, consoleButton(ActionConsole))
+		case card.ActChoice:
+			if k.Index > 0 {
+				continue // all choices are drawn with the first
+			}
+			if buttonsFit(nc.Choices) {
+				for i, c := range nc.Choices {
+					els = append(els, slack.NewButtonBlockElement(actionChoice+strconv.Itoa(i), c, ptext(c)))
+				}
+				continue
+			}
+			els = append(els, slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, ptext(card.ChooseLabel), ActionSelect,
+				options(nc.Choices, MaxSelectOpts)...))
 		}
-		els = append(els, decline)
-	case len(q.Choices) > 0:
-		els = append(els, slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, ptext("Choose an answer"), ActionSelect,
-			options(q.Choices, MaxSelectOpts)...), decline)
-	default:
-		els = append(els, slack.NewButtonBlockElement(ActionAnswer, "answer", ptext("Answer")).WithStyle(slack.StylePrimary), decline)
 	}
-	if console {
-		els = append(els, consoleButton(ActionConsole))
+	if len(els) == 0 {
+		return nil
 	}
-	return []slack.Block{slack.NewActionBlock(ActionsBlockID(ref), els...)}
+	return []slack.Block{slack.NewActionBlock(ActionsBlockID(refOf(nc)), els...)}
 }
 
 // buttonsFit reports whether choices are few and short enough to be buttons.
@@ -409,14 +441,15 @@ func capBlocks(b []slack.Block, n int) []slack.Block {
 
 // fallback is a message's top-level text, which notifications show. Slack
 // reads it as mrkdwn, so the agent's words are escaped: "<!channel>" in a
-// question must not notify a channel.
-func fallback(q *bridge.Question) string {
-	prefix := "Question: "
-	if q.IsApproval() {
-		prefix = "Approval requested: "
+// question must not notify a channel. A hidden card's says only that a
+// question waits.
+func fallback(nc card.Card) string {
+	text := nc.Text
+	if nc.Kind == card.KindHidden {
+		text = nc.Placeholder
 	}
-	text, _ := fitEscaped(prefix+strings.TrimSpace(q.Question), 300, 0)
-	return text
+	out, _ := fitEscaped(nc.Title+": "+strings.TrimSpace(text), 300, 0)
+	return out
 }
 
 func mrkdwn(s string) *slack.TextBlockObject {
@@ -427,52 +460,13 @@ func ptext(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.PlainTextType, plain(s, MaxButtonText), false, false)
 }
 
-// OutcomeLine is the mrkdwn context line of a settled card, e.g. "Answered
-// by @kevin: blue". q, when known, gives the timeout for timed_out events.
-// Answers and comments are escaped and cut so the line fits its block.
+// OutcomeLine is the mrkdwn line of a settled card, e.g. "Answered by
+// @kevin: blue": the card's outcome (card.New) drawn for Slack. q, when
+// known, gives the timeout for timed_out events.
 func OutcomeLine(ev *bridge.Event, q *bridge.Question) string {
-	who := Who(ev.By, ev.ByName)
-	user := func(s string) string {
-		out, _ := fitEscaped(strings.TrimSpace(s), 2500, 0)
-		return out
+	end := card.EndingOf(ev)
+	if end == nil {
+		end = &card.Ending{Event: ev.Type, At: ev.At}
 	}
-	switch ev.Type {
-	case bridge.EventAnswered:
-		if q != nil && q.IsApproval() {
-			var v string
-			if s := strings.Trim(string(ev.Answer), `"`); s == bridge.Denied {
-				v = "Denied by " + who
-				if ev.Comment != "" {
-					v += ": " + user(ev.Comment)
-				}
-				return v
-			}
-			return "Approved by " + who
-		}
-		text := ev.AnswerText
-		if text == "" {
-			text = string(ev.Answer)
-		}
-		return "Answered by " + who + ": " + user(text)
-	case bridge.EventDeclined:
-		if strings.TrimSpace(ev.Comment) == "" {
-			return "Declined by " + who
-		}
-		return "Declined by " + who + ": " + user(ev.Comment)
-	case bridge.EventTimedOut:
-		if q != nil {
-			return "Nobody answered within " + bridge.FormatTimeout(q.TimeoutDuration())
-		}
-		if ev.Text != "" {
-			return user(strings.TrimSuffix(ev.Text, "."))
-		}
-		return "Nobody answered in time"
-	case bridge.EventSuperseded:
-		return "Superseded by a newer version of this task"
-	case bridge.EventCancelled:
-		return "Cancelled"
-	case bridge.EventDeliveryFailed:
-		return "Failed: askbridge could not deliver this question"
-	}
-	return "Closed"
+	return mrkdwnLine(card.New(card.Input{Question: q, End: end}).Outcome)
 }

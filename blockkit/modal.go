@@ -9,13 +9,14 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/card"
 )
 
 // AnswerModal is the modal an Answer… button opens: one input per typed
 // field, or one text input for a free-text question.
 func AnswerModal(c Card, meta ModalMeta) slack.ModalViewRequest {
 	q := c.Question
-	blocks := []slack.Block{section("", q.Question, modalCut(c))}
+	blocks := []slack.Block{modalQuestion(c)}
 	if len(q.Fields) == 0 {
 		in := slack.NewPlainTextInputBlockElement(ptext("Your answer"), InputAction).WithMultiline(true).WithMaxLength(MaxTextInput)
 		blocks = append(blocks, slack.NewInputBlock(BlockFreeText, ptext("Answer"), nil, in))
@@ -35,7 +36,7 @@ func DeclineModal(c Card, meta ModalMeta) slack.ModalViewRequest {
 		WithMultiline(true).WithMaxLength(bridge.MaxCommentText)
 	reason := slack.NewInputBlock(BlockReason, ptext("Reason (optional)"),
 		ptext("The agent reads it; say who could answer instead, if you know."), in).WithOptional(true)
-	blocks := []slack.Block{section("", c.Question.Question, modalCut(c)), reason}
+	blocks := []slack.Block{modalQuestion(c), reason}
 	return modal(CallbackDecline, "Decline to answer", "Decline", meta, blocks)
 }
 
@@ -44,8 +45,19 @@ func DenyModal(c Card, meta ModalMeta) slack.ModalViewRequest {
 	in := slack.NewPlainTextInputBlockElement(ptext("What should the agent do instead?"), InputAction).
 		WithMultiline(true).WithMaxLength(bridge.MaxCommentText)
 	reason := slack.NewInputBlock(BlockReason, ptext("Why deny it?"), nil, in)
-	blocks := []slack.Block{section("", c.Question.Question, modalCut(c)), reason}
+	blocks := []slack.Block{modalQuestion(c), reason}
 	return modal(CallbackDeny, "Deny the proposal", "Deny", meta, blocks)
+}
+
+// modalQuestion is the question a modal is about. A restricted question's
+// modal, like its card, shows none of it: whoever opens it may be an
+// operator who may only decline it.
+func modalQuestion(c Card) slack.Block {
+	nc := c.Neutral(nil)
+	if nc.Kind == card.KindHidden {
+		return slack.NewSectionBlock(mrkdwn("_"+nc.Placeholder+"_"), nil, nil)
+	}
+	return section("", nc.Text, modalCut(c))
 }
 
 func modal(callback, title, submit string, meta ModalMeta, blocks []slack.Block) slack.ModalViewRequest {

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -115,7 +116,7 @@ func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandRepl
 		c := bridge.Cancel{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, By: identity, Reason: "cancelled from Slack by " + identity,
 			// A refusal (not an owner or admin) comes back to this person.
 			ReplyTo: map[string]string{replyUser: cmd.UserID, replyChannel: cmd.ChannelID, replyResponseURL: cmd.ResponseURL}}
-		if err := bridge.Publish(ctx, b.js, bridge.CancelSubject(v.Tenant, v.JobID), "cancel-slack-"+firstNonEmpty(cmd.TriggerID, cmd.UserID+"-"+v.QuestionID), c); err != nil {
+		if err := bridge.Publish(ctx, b.js, bridge.CancelSubject(v.Tenant, v.JobID), "cancel-slack-"+cmp.Or(cmd.TriggerID, cmd.UserID+"-"+v.QuestionID), c); err != nil {
 			b.log.ErrorContext(ctx, "slack: could not publish a cancel", "err", err)
 			return ephemeral("askbridge could not record the cancel just now. Please try again.")
 		}
@@ -261,7 +262,7 @@ func (b *Bot) cmdAttempt(ctx context.Context, cmd *slack.SlashCommand, v *bridge
 		}
 	}
 	at := bridge.AnswerAttempt{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID,
-		AttemptID: "slack-cmd-" + safeID(firstNonEmpty(cmd.TriggerID, fmt.Sprint(b.now().UnixNano()))),
+		AttemptID: "slack-cmd-" + safeID(cmp.Or(cmd.TriggerID, fmt.Sprint(b.now().UnixNano()))),
 		Action:    action, Answer: answer, Comment: comment, By: "slack:" + cmd.UserID, ByName: cmd.UserName,
 		Via: bridge.PlatformSlack, At: b.now().UTC(),
 		ReplyTo: map[string]string{replyUser: cmd.UserID, replyChannel: cmd.ChannelID, replyResponseURL: cmd.ResponseURL}}

@@ -484,7 +484,7 @@ func TestAskCommand(t *testing.T) {
 	if out := awaitOutcome(t, env, q3); out.Outcome != bridge.OutcomeCanceled {
 		t.Fatalf("cancel resume: %+v", out)
 	}
-	h.updated(t, h.cardTS(t, q3), "Cancelled")
+	h.updated(t, h.cardTS(t, q3), "Cancelled: cancelled from Slack by slack:U0ADM")
 	if s := reply("U0KEV", "frobnicate"); !strings.Contains(s, "I don't know `frobnicate`") {
 		t.Fatalf("unknown subcommand: %q", s)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
+	neutral "github.com/askbridge/askbridge/card"
 )
 
 // handleEvent applies one runtime event. Every branch is idempotent: the
@@ -113,7 +114,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 	if !bridge.ValidSlackID(channel) {
 		// Not sent: Slack would refuse it. Named in the failure, cut short.
 		f := failure("chat.postMessage", "", &apiError{Op: "chat.postMessage", Code: "invalid_channel"})
-		f.OperatorMessage = fmt.Sprintf("%q is not a Slack channel id (such as C0123); askbridge did not send the message.", truncateRunes(channel, 40))
+		f.OperatorMessage = fmt.Sprintf("%q is not a Slack channel id (such as C0123); askbridge did not send the message.", neutral.Truncate(channel, 40))
 		return b.report(ctx, ref, nil, f)
 	}
 	if !ev.Deadline.IsZero() && b.now().After(ev.Deadline) {
@@ -788,12 +789,4 @@ func quote(s string, n int) string {
 		s = string(r[:n-1]) + "…"
 	}
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
-
-// truncateRunes cuts s to n runes, for naming a value in a message.
-func truncateRunes(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -207,7 +208,7 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 		return
 	}
 	at := b.attempt(cb, c.Ref, to)
-	at.AttemptID = "slack-" + safeID(firstNonEmpty(cb.TriggerID, a.ActionTs+"-"+cb.User.ID))
+	at.AttemptID = "slack-" + safeID(cmp.Or(cb.TriggerID, a.ActionTs+"-"+cb.User.ID))
 	switch c.Action {
 	case blockkit.ActionApprove:
 		at.Action = bridge.ActionApprove
@@ -278,18 +279,9 @@ func safeID(s string) string {
 	return "h" + hex.EncodeToString(sum[:16])
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
-}
-
 func (b *Bot) attempt(cb *slack.InteractionCallback, r blockkit.Ref, to map[string]string) bridge.AnswerAttempt {
 	return bridge.AnswerAttempt{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID, TaskVersion: r.Version, ExactVersion: true,
-		By: "slack:" + cb.User.ID, ByName: firstNonEmpty(cb.User.Name, cb.User.Profile.DisplayName), Via: bridge.PlatformSlack,
+		By: "slack:" + cb.User.ID, ByName: cmp.Or(cb.User.Name, cb.User.Profile.DisplayName), Via: bridge.PlatformSlack,
 		At: b.now().UTC(), ReplyTo: to}
 }
 
@@ -348,11 +340,11 @@ func (b *Bot) mayNotAnswer(ctx context.Context, r blockkit.Ref, user string) str
 		// runtime's not_allowed words, not "there is no question".
 		return "You can't answer this question: slack:" + user + " is not one of its answerers and has no operator, admin or owner role."
 	case v == nil:
-		return firstNonEmpty(reply.Error, "This question is no longer available here; see /ask list.")
+		return cmp.Or(reply.Error, "This question is no longer available here; see /ask list.")
 	case v.State != bridge.StatePending:
 		return "" // the form path says it no longer waits
 	case !v.CanAnswer:
-		return firstNonEmpty(v.CannotAnswer, "You can't answer this question.")
+		return cmp.Or(v.CannotAnswer, "You can't answer this question.")
 	}
 	return ""
 }
@@ -511,7 +503,7 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) *slack.
 // lateText is what someone answering the card's question after it ended
 // is told: who answered it and when, as the runtime would refuse it.
 func (c *card) lateText() string {
-	return firstNonEmpty(c.Late, "This question no longer waits for an answer.")
+	return cmp.Or(c.Late, "This question no longer waits for an answer.")
 }
 
 func firstInput(blocks slack.Blocks) string {

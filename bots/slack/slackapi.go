@@ -2,6 +2,7 @@ package slack
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -199,7 +200,7 @@ func failure(op, channel string, e *apiError) *bridge.Failure {
 	}
 	f.OperatorMessage = fmt.Sprintf("Slack refused %s%s: %s", op, where, e.Code)
 	if e.Needed != "" {
-		f.OperatorMessage += fmt.Sprintf(" (the app needs the scope %s; its token has %s)", e.Needed, firstNonEmpty(e.Provided, "none named"))
+		f.OperatorMessage += fmt.Sprintf(" (the app needs the scope %s; its token has %s)", e.Needed, cmp.Or(e.Provided, "none named"))
 	}
 	return f
 }
