@@ -73,7 +73,7 @@ func CheckAnswer(q *Question, action string, answer json.RawMessage, comment str
 		return nil, wrongKind("action: must be answer, decline, approve or deny, not %q", action)
 	}
 	if q.IsApproval() {
-		// DESIGN.md: an approval takes approve/deny only; an answer sent to
+		// docs/contract.md: an approval takes approve/deny only; an answer sent to
 		// it is refused. Front-ends map typed words with ApprovalAction.
 		return nil, wrongKind("This is an approval: approve or deny it, or decline to answer.")
 	}

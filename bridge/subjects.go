@@ -19,7 +19,7 @@ const (
 	PrefixResume   = "ask.v1.resume"
 	// PrefixDelivery carries delivery reports from the chat adapters to the
 	// runtime: whether a question could be shown on a platform, and if not,
-	// the typed failure. It is not in DESIGN.md's first table; see docs/contract.md.
+	// the typed failure. An addition to the subjects; see docs/contract.md.
 	PrefixDelivery = "ask.v1.delivery"
 	// PrefixAPI is request/reply (not durable): ask.v1.api.<op>.
 	PrefixAPI = "ask.v1.api"

@@ -107,7 +107,7 @@ func TestAnswerAttemptAliases(t *testing.T) {
 	}
 }
 
-// DESIGN.md gives a typed failure as {code, dependency, operation,
+// docs/contract.md gives a typed failure as {code, dependency, operation,
 // retryable, required_capability, safe_fallback, operator_message}: every
 // key is present even when it does not apply.
 func TestFailureCarriesEveryKey(t *testing.T) {

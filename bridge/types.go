@@ -252,7 +252,7 @@ type LadderStep struct {
 	To string `json:"to"`
 }
 
-// DefaultLadder is DESIGN.md's ladder: answerers at ¼, owner at ½, admins at ¾.
+// DefaultLadder is docs/contract.md's default ladder: answerers at ¼, owner at ½, admins at ¾.
 var DefaultLadder = []LadderStep{
 	{At: 0.25, To: TargetAnswerers},
 	{At: 0.5, To: TargetOwner},
@@ -436,7 +436,7 @@ const (
 )
 
 // Failure is a typed integration failure. OperatorMessage never holds
-// tokens or raw provider responses. DESIGN.md gives its shape as
+// tokens or raw provider responses. docs/contract.md gives its shape as
 // {code, dependency, operation, retryable, required_capability,
 // safe_fallback, operator_message}: every key is always present (an empty
 // string when it does not apply), so a client can read it without checking.

@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of a question, from DESIGN.md and the chat platforms.
+// Limits of a question, from docs/contract.md and the chat platforms.
 const (
 	MaxFields        = 20
 	MaxFieldsJSON    = 16 << 10
@@ -119,7 +119,7 @@ func DecodeQuestion(data []byte) (*Question, error) {
 	return &q, nil
 }
 
-// fieldSettings are the keys of a field, as DESIGN.md lists them.
+// fieldSettings are the keys of a field, as docs/contract.md lists them.
 var fieldSettings = []string{"name", "kind", "label", "description", "required", "options",
 	"min", "max", "integer", "max_length", "multiline", "date_time"}
 
@@ -342,7 +342,7 @@ func jsonKindWord(t reflect.Type) string {
 	return "another kind of value"
 }
 
-// ValidateQuestion checks a question against DESIGN.md's limits. It fills
+// ValidateQuestion checks a question against docs/contract.md's limits. It fills
 // nothing in; defaults are read through the accessor methods.
 func ValidateQuestion(q *Question) error {
 	ve := &ValidationError{}

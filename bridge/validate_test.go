@@ -11,7 +11,7 @@ import (
 
 func ptr(f float64) *float64 { return &f }
 
-// validQuestion is DESIGN.md's example question, which must pass.
+// validQuestion is docs/contract.md's example question, which must pass.
 func validQuestion() *Question {
 	return &Question{
 		Tenant: "acme", JobID: "job-0a9dc2d1", QuestionID: "q-75eaf712",
@@ -408,7 +408,7 @@ func TestDecodeQuestion(t *testing.T) {
 			want: `proposal.summary: must be a list of text, not text; timeout: "banana" is not a duration such as 30m, 4h or 2d`},
 		{name: "a field that is not an object", in: head + `,"fields":[{"name":"ok","kind":"text"},5]}`, partial: true,
 			want: "fields[1]: must be an object, not a number"},
-		// DESIGN.md lists a field's settings; a misspelt one would leave
+		// docs/contract.md lists a field's settings; a misspelt one would leave
 		// the field unchecked.
 		{name: "a field setting misspelt", in: head + `,"fields":[{"name":"copies","kind":"number","Integer":true,"maximum":9,"minimum":1}]}`, partial: true,
 			want: `fields[0]: "maximum" is not a setting of a field (name, kind, label, description, required, options, min, max, integer, max_length, multiline, date_time); ` +
@@ -433,7 +433,7 @@ func TestDecodeQuestion(t *testing.T) {
 			want: "proposal.summary: must be a list of text, not text", partial: true},
 		{name: "escalation off as a string", in: head + `,"escalation":{"off":"true"}}`,
 			want: "escalation.off: must be true or false, not text", partial: true},
-		// DESIGN.md: a question may reshape the ladder or turn it off (with
+		// docs/contract.md: a question may reshape the ladder or turn it off (with
 		// escalation_reason); the short spellings are read too.
 		{name: "escalation false", in: head + `,"escalation":false,"escalation_reason":"the agent retries"}`},
 		{name: "escalation off", in: head + `,"escalation":"off","escalation_reason":"the agent retries"}`},

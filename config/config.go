@@ -128,7 +128,7 @@ func (c *Config) normalize() {
 // embedded one in interval mode. ASK_NATS_REPLICAS and ASK_NATS_CREDS
 // without it: the embedded server holds one copy and needs no credentials.
 // A Discord channel or role given by name: Discord names them by id, so a
-// question sent there fails with a typed failure (DESIGN.md's principle 5),
+// question sent there fails with a typed failure (docs/contract.md, "The outcome"),
 // and a role name never matches a member.
 func (c *Config) Warnings() []string {
 	var out []string

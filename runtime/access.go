@@ -72,7 +72,7 @@ type access struct {
 	Admin bool
 }
 
-// accessFor applies DESIGN.md's rules: owners and admins do everything; the
+// accessFor applies docs/contract.md's rules: owners and admins do everything; the
 // question's owner and answerers answer it; operators answer questions with
 // no answerers list and may only decline the others, without seeing them;
 // readers learn only that a question waits; everyone else learns nothing.

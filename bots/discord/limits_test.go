@@ -305,7 +305,7 @@ func edgeText(prefix string, n int) string {
 	return string([]rune(s)[:n])
 }
 
-// edgeQuestions are questions at the edges DESIGN.md allows: the longest
+// edgeQuestions are questions at the edges docs/contract.md allows: the longest
 // ids and texts, 20 fields, 20, 25 and 100 choices, approvals with long
 // proposals, every one valid for the runtime.
 func edgeQuestions(t *testing.T) []bridge.Question {

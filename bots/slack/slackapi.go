@@ -158,7 +158,7 @@ func classify(op string, err error) *apiError {
 	return out
 }
 
-// failure maps a failed Slack call to DESIGN.md's typed failures, with a
+// failure maps a failed Slack call to the typed failures of docs/contract.md, with a
 // message an operator can act on and nothing secret in it.
 func failure(op, channel string, e *apiError) *bridge.Failure {
 	f := &bridge.Failure{Dependency: "slack", Operation: op, Retryable: e.Transient}
