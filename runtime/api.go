@@ -14,6 +14,16 @@ import (
 	"github.com/askbridge/askbridge/store"
 )
 
+// apiStore is what the list, show and stats requests read.
+type apiStore interface {
+	List(ctx context.Context, f store.ListFilter) ([]store.Record, error)
+	Find(ctx context.Context, k store.Key) (*store.Record, error)
+	FindQuestionIDs(ctx context.Context, tenant, job, questionID string) ([]*store.Record, error)
+	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
+	Audit(ctx context.Context, question int64) ([]bridge.AuditEntry, error)
+	CountByState(ctx context.Context) (map[string]int64, error)
+}
+
 // apiQueue spreads API requests over replicas.
 const apiQueue = "askbridge-runtime"
 
@@ -105,7 +115,7 @@ func (r *Runtime) view(ctx context.Context, rec *store.Record, as string, roles 
 		v.By, v.ByName, v.Via = rec.By, rec.ByName, rec.Via
 		v.Answer, v.AnswerText, v.Comment, v.Text = rec.Answer, rec.AnswerText, rec.Comment, rec.Text
 		v.SettledAt = rec.SettledAt
-		if refs, err := r.st.Messages(ctx, rec.ID); err == nil {
+		if refs, err := r.queries.Messages(ctx, rec.ID); err == nil {
 			v.Messages = refs
 		}
 	}
@@ -149,7 +159,7 @@ func (r *Runtime) apiList(ctx context.Context, data []byte) any {
 	reply := bridge.ListReply{Questions: []bridge.QuestionView{}}
 	// Read pages until one of this identity's is full: strangers see none.
 	for pages := 0; pages < 20 && len(reply.Questions) < limit; pages++ {
-		recs, err := r.st.List(ctx, store.ListFilter{Tenant: req.Tenant, JobID: req.JobID, State: state, AfterID: after, Limit: limit})
+		recs, err := r.queries.List(ctx, store.ListFilter{Tenant: req.Tenant, JobID: req.JobID, State: state, AfterID: after, Limit: limit})
 		if err != nil {
 			r.log.Error("api list", "err", err)
 			return bridge.ListReply{Error: "list: the store could not be read"}
@@ -192,7 +202,7 @@ func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
 	var v *bridge.QuestionView
 	if req.Tenant != "" && req.JobID != "" {
 		var err error
-		rec, err = r.st.Find(ctx, store.Key{Tenant: req.Tenant, JobID: req.JobID, QuestionID: req.QuestionID, TaskVersion: req.TaskVersion})
+		rec, err = r.queries.Find(ctx, store.Key{Tenant: req.Tenant, JobID: req.JobID, QuestionID: req.QuestionID, TaskVersion: req.TaskVersion})
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return notFound
@@ -207,7 +217,7 @@ func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
 	} else {
 		// Among the jobs holding the id, only those the asker may know of
 		// count: another tenant's question is neither shown nor hinted at.
-		recs, err := r.st.FindQuestionIDs(ctx, req.Tenant, req.JobID, req.QuestionID)
+		recs, err := r.queries.FindQuestionIDs(ctx, req.Tenant, req.JobID, req.QuestionID)
 		if err != nil {
 			r.log.Error("api show", "err", err)
 			return bridge.ShowReply{Error: "show: the store could not be read"}
@@ -232,7 +242,7 @@ func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
 	}
 	reply := bridge.ShowReply{Question: v}
 	if !v.Hidden {
-		if audit, err := r.st.Audit(ctx, rec.ID); err == nil {
+		if audit, err := r.queries.Audit(ctx, rec.ID); err == nil {
 			reply.Audit = audit
 		}
 	}
@@ -240,7 +250,7 @@ func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
 }
 
 func (r *Runtime) apiStats(ctx context.Context, _ []byte) any {
-	counts, err := r.st.CountByState(ctx)
+	counts, err := r.queries.CountByState(ctx)
 	if err != nil {
 		return bridge.StatsReply{Error: "stats: the store could not be read"}
 	}

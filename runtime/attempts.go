@@ -12,6 +12,13 @@ import (
 	"github.com/askbridge/askbridge/store"
 )
 
+// attemptStore is what deciding answer attempts needs: one transaction
+// deciding a batch, each attempt on what the ones before it left.
+type attemptStore interface {
+	DecideEach(ctx context.Context, n int, decide func(i int, l store.Lookup) (store.Decision, error)) ([]error, error)
+	AttemptDecidedAt(ctx context.Context, attemptID string) (time.Time, bool, error)
+}
+
 // refusal is a decided "no" to an attempt; the question keeps waiting.
 type refusal struct {
 	reason string
@@ -130,7 +137,7 @@ func AttemptKey(tenant, job, id string) string {
 // number in an earlier stream, made anew since): "" then, and when there
 // is none.
 func (r *Runtime) legacyAttemptID(ctx context.Context, id string, meta *jetstream.MsgMetadata) (string, error) {
-	at, ok, err := r.st.AttemptDecidedAt(ctx, id)
+	at, ok, err := r.deciding.AttemptDecidedAt(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("runtime: attempt %s: %w", id, err)
 	}
@@ -169,7 +176,7 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 	if len(items) == 0 {
 		return nil
 	}
-	errs, err := r.st.DecideEach(ctx, len(items), func(i int, l store.Lookup) (store.Decision, error) {
+	errs, err := r.deciding.DecideEach(ctx, len(items), func(i int, l store.Lookup) (store.Decision, error) {
 		if i == 0 {
 			if err := l.Prefetch(ctx, attemptKeys(items)); err != nil {
 				return store.Decision{}, err

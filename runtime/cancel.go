@@ -14,6 +14,15 @@ import (
 	"github.com/askbridge/askbridge/store"
 )
 
+// cancelStore is what cancels need: end a job's questions, read what
+// ended one first, and tell people through the outbox.
+type cancelStore interface {
+	Cancel(ctx context.Context, c store.JobCancel) ([]store.Record, error)
+	Find(ctx context.Context, k store.Key) (*store.Record, error)
+	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
+	Enqueue(ctx context.Context, msgs []store.Message) error
+}
+
 // handleCancel cancels a job's pending questions, or bumps its task version
 // and supersedes the older ones. A cancel from a person (By set, as from a
 // chat command) needs the admin or owner role.
@@ -58,7 +67,7 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 				id = fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
 			}
 			ev.EventID = fmt.Sprintf("%s.%s.%s.cancel-refused.%s", tenant, job, c.QuestionID, id)
-			if err := r.st.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
+			if err := r.cancelling.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
 				return err
 			}
 			r.metrics.refusals.WithLabelValues(bridge.RefusedForbidden).Inc()
@@ -77,11 +86,11 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 		// This stored message, however often it is delivered.
 		key = fmt.Sprintf("cancel.%d.%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
 	}
-	ended, err := r.st.Cancel(ctx, store.JobCancel{
+	ended, err := r.cancelling.Cancel(ctx, store.JobCancel{
 		Tenant: tenant, JobID: job, QuestionID: c.QuestionID, NewVersion: c.TaskVersion,
 		Reason: c.Reason, By: c.By, Via: platformOf(c.By), At: now, Key: key,
 		Outbox: func(rec *store.Record) []store.Message {
-			refs, _ := r.st.Messages(ctx, rec.ID)
+			refs, _ := r.cancelling.Messages(ctx, rec.ID)
 			text := bridge.CancelledText(c.Reason)
 			if rec.State == bridge.StateSuperseded {
 				text = bridge.SupersededText(c.TaskVersion)
@@ -124,7 +133,7 @@ func (r *Runtime) tellNothingCancelled(ctx context.Context, msg jetstream.Msg, t
 	text := fmt.Sprintf("Nothing was cancelled: job %s has no question waiting.", job)
 	if c.QuestionID != "" {
 		text = fmt.Sprintf("Nothing was cancelled: there is no question %s in job %s.", c.QuestionID, job)
-		rec, err := r.st.Find(ctx, store.Key{Tenant: tenant, JobID: job, QuestionID: c.QuestionID})
+		rec, err := r.cancelling.Find(ctx, store.Key{Tenant: tenant, JobID: job, QuestionID: c.QuestionID})
 		switch {
 		case err == nil && rec.State == bridge.StateSuperseded:
 			text = fmt.Sprintf("Nothing was cancelled: a newer version of the task replaced this question at %s.", rec.SettledAt.UTC().Format(time.RFC3339))
@@ -145,7 +154,7 @@ func (r *Runtime) tellNothingCancelled(ctx context.Context, msg jetstream.Msg, t
 		id = fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
 	}
 	ev.EventID = fmt.Sprintf("%s.%s.%s.cancel-ended-nothing.%s", tenant, job, c.QuestionID, id)
-	if err := r.st.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
+	if err := r.cancelling.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
 		return err
 	}
 	r.wakeRelay()

@@ -13,6 +13,17 @@ import (
 	"github.com/askbridge/askbridge/store"
 )
 
+// ladderStore is what the ladder needs: the steps due, the question each
+// belongs to and where it is shown, and firing a step or the timeout.
+type ladderStore interface {
+	NextDue(ctx context.Context) (time.Time, bool, error)
+	DueSteps(ctx context.Context, now time.Time, limit int) ([]store.DueStep, error)
+	Get(ctx context.Context, id int64) (*store.Record, error)
+	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
+	FireStep(ctx context.Context, d store.DueStep, at time.Time, reason string, msgs []store.Message) error
+	Settle(ctx context.Context, st store.Settlement) error
+}
+
 // ladder sleeps until the next due step, fires every step that is due, and
 // sleeps again. Adding a question wakes it to re-read the next due time, so
 // it never scans pending questions and is idle between steps.
@@ -45,7 +56,7 @@ const maxLadderSleep = 30 * time.Second
 func (r *Runtime) fireDue(ctx context.Context) time.Duration {
 	for ctx.Err() == nil {
 		now := stamp()
-		due, err := r.st.DueSteps(ctx, now, 100)
+		due, err := r.steps.DueSteps(ctx, now, 100)
 		if err != nil {
 			if ctx.Err() == nil { // a stop is no error
 				r.log.Error("ladder: read due steps", "err", err)
@@ -71,7 +82,7 @@ func (r *Runtime) fireDue(ctx context.Context) time.Duration {
 			break
 		}
 	}
-	next, ok, err := r.st.NextDue(ctx)
+	next, ok, err := r.steps.NextDue(ctx)
 	if err != nil {
 		if ctx.Err() == nil { // a stop is no error
 			r.log.Error("ladder: next due", "err", err)
@@ -90,7 +101,7 @@ func (r *Runtime) fireDue(ctx context.Context) time.Duration {
 
 // fireStep sends one reminder or escalation, or times the question out.
 func (r *Runtime) fireStep(ctx context.Context, d store.DueStep, now time.Time) error {
-	rec, err := r.st.Get(ctx, d.Question)
+	rec, err := r.steps.Get(ctx, d.Question)
 	if err != nil {
 		return err
 	}
@@ -106,7 +117,7 @@ func (r *Runtime) fireStep(ctx context.Context, d store.DueStep, now time.Time) 
 	if d.Target == bridge.TargetAnswerers {
 		typ = bridge.EventReminded
 	}
-	refs, err := r.st.Messages(ctx, rec.ID)
+	refs, err := r.steps.Messages(ctx, rec.ID)
 	if err != nil {
 		return err
 	}
@@ -118,7 +129,7 @@ func (r *Runtime) fireStep(ctx context.Context, d store.DueStep, now time.Time) 
 	ev.Targets = targets
 	ev.Messages = refs
 	reason := fmt.Sprintf("%s %s: %v", typ, d.Target, targets)
-	err = r.st.FireStep(ctx, d, now, reason, []store.Message{eventMsg(ev)})
+	err = r.steps.FireStep(ctx, d, now, reason, []store.Message{eventMsg(ev)})
 	if errors.Is(err, store.ErrStepGone) {
 		return nil
 	}
@@ -170,7 +181,7 @@ func (r *Runtime) timeOut(ctx context.Context, rec *store.Record, q *bridge.Ques
 	}
 	timeout := q.TimeoutDuration()
 	text := bridge.TimedOutText(timeout)
-	refs, err := r.st.Messages(ctx, rec.ID)
+	refs, err := r.steps.Messages(ctx, rec.ID)
 	if err != nil {
 		return err
 	}
@@ -189,7 +200,7 @@ func (r *Runtime) timeOut(ctx context.Context, rec *store.Record, q *bridge.Ques
 		}
 	}
 	ev.State = state
-	err = r.st.Settle(ctx, store.Settlement{
+	err = r.steps.Settle(ctx, store.Settlement{
 		Question: rec.ID, State: state, Text: text, Reason: "timed out", At: now,
 		Outbox: []store.Message{eventMsg(ev), resumeMsg(res)},
 	})

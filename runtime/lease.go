@@ -108,7 +108,7 @@ func (r *Runtime) claimLease(ctx context.Context, kv *bridge.KV) (uint64, error)
 	default:
 		var held lease
 		_ = json.Unmarshal(e.Value(), &held)
-		if held.Database != r.st.Instance() {
+		if held.Database != r.instance {
 			return 0, fmt.Errorf("%w (database %s on %s)", ErrOtherRuntime, held.Database, cmp.Or(held.Host, "an unknown host"))
 		}
 		rev = e.Revision()
@@ -119,7 +119,7 @@ func (r *Runtime) claimLease(ctx context.Context, kv *bridge.KV) (uint64, error)
 // leaseRecord is this runtime's lease as of now.
 func (r *Runtime) leaseRecord() []byte {
 	host, _ := os.Hostname()
-	data, _ := json.Marshal(lease{Database: r.st.Instance(), Host: host, At: time.Now().UTC()})
+	data, _ := json.Marshal(lease{Database: r.instance, Host: host, At: time.Now().UTC()})
 	return data
 }
 

@@ -23,10 +23,15 @@ type metrics struct {
 	attempts   *prometheus.CounterVec
 }
 
+// stateCounter counts questions by state, for the askbridge_questions gauge.
+type stateCounter interface {
+	CountByState(ctx context.Context) (map[string]int64, error)
+}
+
 // storeCollector reads gauges from the store at scrape time, so nothing
 // keeps counts of all questions in memory.
 type storeCollector struct {
-	st        Store
+	st        stateCounter
 	backlogOf func(context.Context) (int64, error)
 	byState   *prometheus.Desc
 	backlog   *prometheus.Desc
@@ -52,7 +57,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func newMetrics(reg prometheus.Registerer, st Store, backlog func(context.Context) (int64, error)) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context.Context) (int64, error)) (*metrics, error) {
 	m := &metrics{
 		asked: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "askbridge_questions_asked_total", Help: "Questions recorded.",

@@ -5,6 +5,12 @@ import (
 	"time"
 )
 
+// pruneStore is the bookkeeping prune deletes when it is old.
+type pruneStore interface {
+	PruneSent(ctx context.Context, before time.Time) (int64, error)
+	PruneAttempts(ctx context.Context, before time.Time) (int64, error)
+}
+
 // Retention of bookkeeping rows: sent outbox rows a day (JetStream keeps
 // the messages), attempt ids a day longer than the answers stream keeps
 // attempts (after that no attempt can be redelivered).
@@ -19,12 +25,12 @@ func (r *Runtime) prune(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		now := time.Now()
-		if n, err := r.st.PruneSent(ctx, now.Add(-keepSentOutbox)); err != nil && ctx.Err() == nil {
+		if n, err := r.bookkeeping.PruneSent(ctx, now.Add(-keepSentOutbox)); err != nil && ctx.Err() == nil {
 			r.log.Warn("prune outbox", "err", err)
 		} else if n > 0 {
 			r.log.Debug("pruned sent outbox rows", "rows", n)
 		}
-		if _, err := r.st.PruneAttempts(ctx, now.Add(-keepAttemptIDs)); err != nil && ctx.Err() == nil {
+		if _, err := r.bookkeeping.PruneAttempts(ctx, now.Add(-keepAttemptIDs)); err != nil && ctx.Err() == nil {
 			r.log.Warn("prune attempt ids", "err", err)
 		}
 		select {

@@ -14,6 +14,15 @@ import (
 	"github.com/askbridge/askbridge/store"
 )
 
+// questionStore is what asking needs: record questions, read the one a
+// duplicate names, and fail those nobody can be shown.
+type questionStore interface {
+	AskMany(ctx context.Context, nqs []store.NewQuestion) ([]*store.AskResult, error)
+	Find(ctx context.Context, k store.Key) (*store.Record, error)
+	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
+	Settle(ctx context.Context, st store.Settlement) error
+}
+
 // subjectKey reads tenant and job from "<prefix>.<tenant>.<job>".
 func subjectKey(subject, prefix string) (tenant, job string, ok bool) {
 	rest, found := strings.CutPrefix(subject, prefix+".")
@@ -96,7 +105,7 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 	if len(nqs) == 0 {
 		return nil
 	}
-	results, err := r.st.AskMany(ctx, nqs)
+	results, err := r.asking.AskMany(ctx, nqs)
 	if err != nil {
 		return err
 	}
@@ -110,7 +119,7 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 			// and failing it for want of a platform to show it. Judged on
 			// the stored question of that very version: the first publish
 			// is the question.
-			rec, err := r.st.Find(ctx, store.Key{Tenant: it.q.Tenant, JobID: it.q.JobID, QuestionID: it.q.QuestionID, TaskVersion: it.q.TaskVersion})
+			rec, err := r.asking.Find(ctx, store.Key{Tenant: it.q.Tenant, JobID: it.q.JobID, QuestionID: it.q.QuestionID, TaskVersion: it.q.TaskVersion})
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 			case err != nil:
@@ -172,7 +181,7 @@ func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.
 	asked.State = bridge.StatePending
 	nq.Outbox = []store.Message{eventMsg(asked)}
 	nq.Supersede = func(old *store.Record) []store.Message {
-		refs, _ := r.st.Messages(ctx, old.ID)
+		refs, _ := r.asking.Messages(ctx, old.ID)
 		return endedMessages(old, bridge.StateSuperseded, bridge.SupersededText(q.TaskVersion), refs, now)
 	}
 	return nq, nil
@@ -307,7 +316,7 @@ func (r *Runtime) failQuestion(ctx context.Context, rec *store.Record, f *bridge
 	res := resumeFor(rec, bridge.OutcomeFailed, text, now)
 	res.Code = f.Code
 	res.Failure = f
-	err := r.st.Settle(ctx, store.Settlement{
+	err := r.asking.Settle(ctx, store.Settlement{
 		Question: rec.ID, State: bridge.StateFailed, Text: text, Reason: f.Code, At: now,
 		Outbox: []store.Message{eventMsg(ev), resumeMsg(res)},
 	})
@@ -318,82 +327,6 @@ func (r *Runtime) failQuestion(ctx context.Context, rec *store.Record, f *bridge
 		return err
 	}
 	r.metrics.settled.WithLabelValues(bridge.StateFailed).Inc()
-	r.wakeRelay()
-	return nil
-}
-
-// handleDelivery stores where a platform showed a question, and fails the
-// job loudly when every platform that was to show it could not.
-func (r *Runtime) handleDelivery(ctx context.Context, msg jetstream.Msg) error {
-	var d bridge.Delivery
-	if err := json.Unmarshal(msg.Data(), &d); err != nil || !bridge.ValidToken(d.Tenant) || !bridge.ValidToken(d.JobID) || !bridge.ValidToken(d.QuestionID) || d.Platform == "" {
-		r.log.Warn("malformed delivery report dropped", "subject", msg.Subject())
-		return nil
-	}
-	rec, err := r.st.Find(ctx, store.Key{Tenant: d.Tenant, JobID: d.JobID, QuestionID: d.QuestionID, TaskVersion: d.TaskVersion})
-	if err == store.ErrNotFound {
-		r.log.Warn("delivery report for an unknown question", "tenant", d.Tenant, "job", d.JobID, "question", d.QuestionID)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if rec.TaskVersion != d.TaskVersion {
-		// A report for a question asked without a version, which was
-		// asked again since (Find gives the latest version): that question
-		// has ended, and its card says nothing about the new one's.
-		r.log.Info("delivery report for a question asked again since; dropped", "tenant", d.Tenant, "job", d.JobID, "question", d.QuestionID, "platform", d.Platform)
-		return nil
-	}
-	now := stamp()
-	if !d.OK && d.Failure == nil {
-		d.Failure = &bridge.Failure{Code: bridge.CodeSourceUnreliable, Dependency: d.Platform, Operation: "post_question", OperatorMessage: d.Platform + " could not show the question."}
-	}
-	all, err := r.st.RecordDelivery(ctx, rec.ID, d, now)
-	if err != nil {
-		return err
-	}
-	result := "ok"
-	if !d.OK {
-		result = "other"
-		if knownFailureCodes[d.Failure.Code] {
-			result = d.Failure.Code
-		}
-	}
-	r.metrics.deliveries.WithLabelValues(metricPlatform(d.Platform), result).Inc()
-	if d.OK || rec.State != bridge.StatePending {
-		return nil
-	}
-	r.log.Warn("question could not be delivered", "tenant", rec.Tenant, "job", rec.JobID, "question", rec.QuestionID, "platform", d.Platform, "code", d.Failure.Code)
-	q := decodeBody(rec)
-	failed := map[string]bool{}
-	for _, row := range all {
-		if row.OK {
-			return r.announceDeliveryFailure(ctx, rec, d, now)
-		}
-		failed[row.Platform] = true
-	}
-	for _, p := range r.expectedPlatforms(q) {
-		if !failed[p] {
-			// Another platform may still show it.
-			return r.announceDeliveryFailure(ctx, rec, d, now)
-		}
-	}
-	f := *d.Failure
-	return r.failQuestion(ctx, rec, &f, d.Platform, now)
-}
-
-// announceDeliveryFailure tells the front-ends one platform failed while the
-// question still waits elsewhere.
-func (r *Runtime) announceDeliveryFailure(ctx context.Context, rec *store.Record, d bridge.Delivery, now time.Time) error {
-	ev := eventFor(rec, bridge.EventDeliveryFailed, now)
-	ev.EventID += "." + d.Platform
-	ev.Via = d.Platform
-	ev.Failure = d.Failure
-	ev.State = bridge.StatePending
-	if err := r.st.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
-		return err
-	}
 	r.wakeRelay()
 	return nil
 }

@@ -10,6 +10,14 @@ import (
 	"github.com/askbridge/askbridge/store"
 )
 
+// relayStore is the outbox as the relay sees it: rows to publish, marked
+// sent once JetStream has them.
+type relayStore interface {
+	Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]store.OutboxRow, error)
+	MarkSent(ctx context.Context, ids []int64, at time.Time) error
+	OutboxBacklogAfter(ctx context.Context, after int64) (int64, error)
+}
+
 // relayBatch is outbox rows published together, awaiting JetStream's
 // acknowledgements: done of them have come back, sent are the rows
 // acknowledged before the first failure.
@@ -148,7 +156,7 @@ func (r *Runtime) relayOnce(ctx context.Context) (bool, error) {
 // publishNext publishes the rows after the last one published; nil when
 // there are none.
 func (r *Runtime) publishNext(ctx context.Context) (*relayBatch, error) {
-	rows, err := r.st.Unsent(ctx, r.relayPublished, 256, time.Now().Add(-staleAfter))
+	rows, err := r.outbox.Unsent(ctx, r.relayPublished, 256, time.Now().Add(-staleAfter))
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
@@ -207,7 +215,7 @@ func (r *Runtime) finishBatch(ctx context.Context, b *relayBatch) error {
 // backlog counts the outbox rows not yet in JetStream; rows published
 // and only waiting to be marked sent do not count.
 func (r *Runtime) backlog(ctx context.Context) (int64, error) {
-	return r.st.OutboxBacklogAfter(ctx, r.acked.Load())
+	return r.outbox.OutboxBacklogAfter(ctx, r.acked.Load())
 }
 
 // MarkPublished marks sent every row JetStream acknowledged that still
@@ -234,7 +242,7 @@ func (r *Runtime) MarkPublished(ctx context.Context) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := r.st.MarkSent(ctx, ids, time.Now()); err != nil {
+	if err := r.outbox.MarkSent(ctx, ids, time.Now()); err != nil {
 		return fmt.Errorf("runtime: mark published rows sent: %w", err)
 	}
 	r.relayPending = r.relayPending[:0]
@@ -297,7 +305,7 @@ func (r *Runtime) markDue(ctx context.Context, now time.Time) error {
 	for i := range ids {
 		ids[i] = r.relayPending[i].id
 	}
-	if err := r.st.MarkSent(ctx, ids, now); err != nil {
+	if err := r.outbox.MarkSent(ctx, ids, now); err != nil {
 		return err
 	}
 	r.relayPending = append(r.relayPending[:0], r.relayPending[n:]...)

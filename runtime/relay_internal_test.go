@@ -34,7 +34,7 @@ func TestMarkPublishedStopsAtTheFirstFailure(t *testing.T) {
 		t.Fatalf("rows %v, %v", rows, err)
 	}
 	id := func(i int) int64 { return rows[i].ID }
-	r := &Runtime{st: st}
+	r := &Runtime{outbox: st}
 	r.relayPending = []publishedRow{{id: id(0)}}
 	r.relayInflight = []*relayBatch{
 		// Row 1 acknowledged, row 2 refused.

@@ -21,36 +21,20 @@ import (
 	"github.com/askbridge/askbridge/store"
 )
 
-// Store is what the runtime needs from durable storage. The SQLite store
+// Store is the durable storage a runtime is given. Each part of the
+// runtime takes from it only the narrow view it uses, declared beside it
+// (questionStore, ladderStore, relayStore, ...). The SQLite store
 // implements it; a clustered backend on JetStream can too.
 type Store interface {
-	AskMany(ctx context.Context, nqs []store.NewQuestion) ([]*store.AskResult, error)
-	Settle(ctx context.Context, st store.Settlement) error
-	DecideEach(ctx context.Context, n int, decide func(i int, l store.Lookup) (store.Decision, error)) ([]error, error)
-	Enqueue(ctx context.Context, msgs []store.Message) error
-	Cancel(ctx context.Context, c store.JobCancel) ([]store.Record, error)
-
-	Get(ctx context.Context, id int64) (*store.Record, error)
-	Find(ctx context.Context, k store.Key) (*store.Record, error)
-	FindQuestionIDs(ctx context.Context, tenant, job, questionID string) ([]*store.Record, error)
-	List(ctx context.Context, f store.ListFilter) ([]store.Record, error)
-	Audit(ctx context.Context, question int64) ([]bridge.AuditEntry, error)
-	CountByState(ctx context.Context) (map[string]int64, error)
-
-	NextDue(ctx context.Context) (time.Time, bool, error)
-	DueSteps(ctx context.Context, now time.Time, limit int) ([]store.DueStep, error)
-	FireStep(ctx context.Context, d store.DueStep, at time.Time, reason string, msgs []store.Message) error
-
-	Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]store.OutboxRow, error)
-	MarkSent(ctx context.Context, ids []int64, at time.Time) error
-	OutboxBacklogAfter(ctx context.Context, after int64) (int64, error)
-	PruneSent(ctx context.Context, before time.Time) (int64, error)
-	PruneAttempts(ctx context.Context, before time.Time) (int64, error)
-	AttemptDecidedAt(ctx context.Context, attemptID string) (time.Time, bool, error)
-
-	RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]store.DeliveryRow, error)
-	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
-	Ping(ctx context.Context) error
+	questionStore
+	deliveryStore
+	attemptStore
+	cancelStore
+	ladderStore
+	relayStore
+	pruneStore
+	apiStore
+	// Instance names the database, whose runtime holds the lease.
 	Instance() string
 }
 
@@ -102,8 +86,19 @@ type Runtime struct {
 	// answers is the answers stream (see answerWaiting).
 	answers jetstream.Stream
 	nc      *nats.Conn
-	st      Store
 	metrics *metrics
+
+	// The store, as each part sees it.
+	asking      questionStore
+	reports     deliveryStore
+	deciding    attemptStore
+	cancelling  cancelStore
+	steps       ladderStore
+	outbox      relayStore
+	bookkeeping pruneStore
+	queries     apiStore
+	// instance is the store's database, named in the lease.
+	instance string
 
 	relayWake chan struct{}
 	ladWake   chan struct{}
@@ -144,17 +139,26 @@ func New(o Options) (*Runtime, error) {
 		o.Consumer = "runtime"
 	}
 	r := &Runtime{
-		o:         o,
-		log:       o.Logger.With("component", "runtime"),
-		js:        o.NATS.JS,
-		nc:        o.NATS.Conn,
-		st:        o.Store,
-		relayWake: make(chan struct{}, 1),
-		ladWake:   make(chan struct{}, 1),
-		healWake:  make(chan struct{}, 1),
-		ready:     make(chan struct{}),
+		o:           o,
+		log:         o.Logger.With("component", "runtime"),
+		js:          o.NATS.JS,
+		nc:          o.NATS.Conn,
+		asking:      o.Store,
+		reports:     o.Store,
+		deciding:    o.Store,
+		cancelling:  o.Store,
+		steps:       o.Store,
+		outbox:      o.Store,
+		bookkeeping: o.Store,
+		queries:     o.Store,
+		instance:    o.Store.Instance(),
+		relayWake:   make(chan struct{}, 1),
+		ladWake:     make(chan struct{}, 1),
+		healWake:    make(chan struct{}, 1),
+		ready:       make(chan struct{}),
 	}
 	m, err := newMetrics(o.Registerer, o.Store, r.backlog)
+	r.o.Store = nil // each part holds its own view
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,96 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
+)
+
+// deliveryStore is what delivery reports need: the question reported on,
+// and a place to record where it is shown.
+type deliveryStore interface {
+	Find(ctx context.Context, k store.Key) (*store.Record, error)
+	RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]store.DeliveryRow, error)
+	Enqueue(ctx context.Context, msgs []store.Message) error
+}
+
+// handleDelivery stores where a platform showed a question, and fails the
+// job loudly when every platform that was to show it could not.
+func (r *Runtime) handleDelivery(ctx context.Context, msg jetstream.Msg) error {
+	var d bridge.Delivery
+	if err := json.Unmarshal(msg.Data(), &d); err != nil || !bridge.ValidToken(d.Tenant) || !bridge.ValidToken(d.JobID) || !bridge.ValidToken(d.QuestionID) || d.Platform == "" {
+		r.log.Warn("malformed delivery report dropped", "subject", msg.Subject())
+		return nil
+	}
+	rec, err := r.reports.Find(ctx, store.Key{Tenant: d.Tenant, JobID: d.JobID, QuestionID: d.QuestionID, TaskVersion: d.TaskVersion})
+	if err == store.ErrNotFound {
+		r.log.Warn("delivery report for an unknown question", "tenant", d.Tenant, "job", d.JobID, "question", d.QuestionID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if rec.TaskVersion != d.TaskVersion {
+		// A report for a question asked without a version, which was
+		// asked again since (Find gives the latest version): that question
+		// has ended, and its card says nothing about the new one's.
+		r.log.Info("delivery report for a question asked again since; dropped", "tenant", d.Tenant, "job", d.JobID, "question", d.QuestionID, "platform", d.Platform)
+		return nil
+	}
+	now := stamp()
+	if !d.OK && d.Failure == nil {
+		d.Failure = &bridge.Failure{Code: bridge.CodeSourceUnreliable, Dependency: d.Platform, Operation: "post_question", OperatorMessage: d.Platform + " could not show the question."}
+	}
+	all, err := r.reports.RecordDelivery(ctx, rec.ID, d, now)
+	if err != nil {
+		return err
+	}
+	result := "ok"
+	if !d.OK {
+		result = "other"
+		if knownFailureCodes[d.Failure.Code] {
+			result = d.Failure.Code
+		}
+	}
+	r.metrics.deliveries.WithLabelValues(metricPlatform(d.Platform), result).Inc()
+	if d.OK || rec.State != bridge.StatePending {
+		return nil
+	}
+	r.log.Warn("question could not be delivered", "tenant", rec.Tenant, "job", rec.JobID, "question", rec.QuestionID, "platform", d.Platform, "code", d.Failure.Code)
+	q := decodeBody(rec)
+	failed := map[string]bool{}
+	for _, row := range all {
+		if row.OK {
+			return r.announceDeliveryFailure(ctx, rec, d, now)
+		}
+		failed[row.Platform] = true
+	}
+	for _, p := range r.expectedPlatforms(q) {
+		if !failed[p] {
+			// Another platform may still show it.
+			return r.announceDeliveryFailure(ctx, rec, d, now)
+		}
+	}
+	f := *d.Failure
+	return r.failQuestion(ctx, rec, &f, d.Platform, now)
+}
+
+// announceDeliveryFailure tells the front-ends one platform failed while the
+// question still waits elsewhere.
+func (r *Runtime) announceDeliveryFailure(ctx context.Context, rec *store.Record, d bridge.Delivery, now time.Time) error {
+	ev := eventFor(rec, bridge.EventDeliveryFailed, now)
+	ev.EventID += "." + d.Platform
+	ev.Via = d.Platform
+	ev.Failure = d.Failure
+	ev.State = bridge.StatePending
+	if err := r.reports.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
+		return err
+	}
+	r.wakeRelay()
+	return nil
+}
