@@ -88,16 +88,23 @@ func (r StatsReply) MarshalJSON() ([]byte, error) {
 // QuestionView is a stored question as one identity may see it. When Hidden
 // is set the asker may know that it waits, not what it asks: Question is nil.
 type QuestionView struct {
-	Tenant      string    `json:"tenant"`
-	JobID       string    `json:"job_id"`
-	QuestionID  string    `json:"question_id"`
-	TaskVersion int64     `json:"task_version"`
-	Kind        string    `json:"kind"`
-	State       string    `json:"state"`
-	Hidden      bool      `json:"hidden,omitempty"`
-	Question    *Question `json:"question,omitempty"`
-	AskedAt     time.Time `json:"asked_at"`
-	Deadline    time.Time `json:"deadline"`
+	Tenant      string `json:"tenant"`
+	JobID       string `json:"job_id"`
+	QuestionID  string `json:"question_id"`
+	TaskVersion int64  `json:"task_version"`
+	Kind        string `json:"kind"`
+	State       string `json:"state"`
+	Hidden      bool   `json:"hidden,omitempty"`
+	// Restricted says the question's content is for its answerers, its
+	// owner, admins and owners only ("visibility": "restricted").
+	Restricted bool `json:"restricted,omitempty"`
+	// WaitsFor, when a restricted question is hidden from the asker, names
+	// the people it waits for besides admins and owners: its answerers,
+	// then its owner. It is all such an asker learns of who may answer.
+	WaitsFor []string  `json:"waits_for,omitempty"`
+	Question *Question `json:"question,omitempty"`
+	AskedAt  time.Time `json:"asked_at"`
+	Deadline time.Time `json:"deadline"`
 	// CanAnswer and CanDecline say what the asking identity may do.
 	CanAnswer  bool `json:"can_answer"`
 	CanDecline bool `json:"can_decline"`

@@ -72,10 +72,13 @@ type access struct {
 	Admin bool
 }
 
-// accessFor applies docs/contract.md's rules: owners and admins do everything; the
-// question's owner and answerers answer it; operators answer questions with
-// no answerers list and may only decline the others, without seeing them;
-// readers learn only that a question waits; everyone else learns nothing.
+// accessFor applies the rule of docs/contract.md "Who may do what": owners,
+// admins, operators, the question's owner and its answerers answer it (its
+// answerers add people, they do not take it from the operators); a
+// restricted question's content is for its answerers, its owner, admins and
+// owners only, so an operator may only decline it, unseen; readers learn
+// only that a question waits; everyone else learns nothing. A nil question
+// (a cancel naming none) is weighed as one of tenant visibility.
 func (r Roles) accessFor(tenant, id string, extra []string, q *bridge.Question) access {
 	switch {
 	case id == "":
@@ -85,24 +88,47 @@ func (r Roles) accessFor(tenant, id string, extra []string, q *bridge.Question) 
 	case q != nil && (q.Owner == id || slices.Contains(q.Answerers, id)):
 		return access{Exists: true, See: true, Answer: true, Decline: true}
 	case r.has(tenant, id, RoleOperator, extra):
-		if q == nil || len(q.Answerers) == 0 {
-			return access{Exists: true, See: true, Answer: true, Decline: true}
+		if q != nil && q.Restricted() {
+			return access{Exists: true, Decline: true}
 		}
-		return access{Exists: true, Decline: true}
+		return access{Exists: true, See: true, Answer: true, Decline: true}
 	case r.has(tenant, id, RoleReader, extra):
 		return access{Exists: true}
 	}
 	return access{}
 }
 
-// forbiddenText explains a refused answer in words the clicker can act on.
-func forbiddenText(id string, a access, action string) string {
+// waitsFor names the people a restricted question is for, besides admins
+// and owners: its answerers, then its owner.
+func waitsFor(q *bridge.Question) []string {
+	if q == nil {
+		return nil
+	}
+	out := slices.Clone(q.Answerers)
+	if q.Owner != "" && !slices.Contains(out, q.Owner) {
+		out = append(out, q.Owner)
+	}
+	return out
+}
+
+// restrictedTo says, in a person's words, whom a restricted question's
+// content is for.
+func restrictedTo(q *bridge.Question) string {
+	if people := waitsFor(q); len(people) > 0 {
+		return strings.Join(people, ", ") + ", admins and owners"
+	}
+	return "admins and owners"
+}
+
+// forbiddenText explains a refused answer in words the clicker can act on:
+// what they lack, and what they may still do.
+func forbiddenText(id string, a access, action string, q *bridge.Question) string {
 	const prefix = "You can't answer this question: "
 	switch {
 	case a.Decline && action != bridge.ActionDecline:
-		return prefix + "it is for the people named as its answerers; you may decline it."
+		return prefix + "it is restricted to " + restrictedTo(q) + "; you may decline it without seeing it."
 	case a.Exists:
-		return prefix + id + " may see that it waits, but not answer or decline it."
+		return prefix + id + " is a reader: it may see that the question waits, but not answer or decline it."
 	}
 	return prefix + id + " is not one of its answerers and has no operator, admin or owner role."
 }

@@ -108,7 +108,13 @@ func (r *Runtime) view(ctx context.Context, rec *store.Record, as string, roles 
 		CanAnswer: pending && acc.Answer, CanDecline: pending && acc.Decline,
 	}
 	if pending && !acc.Answer && as != "" {
-		v.CannotAnswer = forbiddenText(as, acc, bridge.ActionAnswer)
+		v.CannotAnswer = forbiddenText(as, acc, bridge.ActionAnswer, q)
+	}
+	if q.Restricted() {
+		v.Restricted = true
+		if !acc.See {
+			v.WaitsFor = waitsFor(q)
+		}
 	}
 	if acc.See {
 		v.Question = q

@@ -300,7 +300,7 @@ func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAt
 		action = bridge.ActionAnswer
 	}
 	if !(acc.Answer || (acc.Decline && action == bridge.ActionDecline)) {
-		return rec, nil, nil, &refusal{reason: bridge.RefusedForbidden, text: forbiddenText(a.By, acc, action)}, nil
+		return rec, nil, nil, &refusal{reason: bridge.RefusedForbidden, text: forbiddenText(a.By, acc, action, q)}, nil
 	}
 	checked, aerr := bridge.CheckAnswer(q, a.Action, a.Answer, a.Comment)
 	if aerr != nil {
@@ -321,7 +321,7 @@ func strangerRefusal(a *bridge.AnswerAttempt, acc access) *refusal {
 	if action == "" {
 		action = bridge.ActionAnswer
 	}
-	return &refusal{reason: bridge.RefusedForbidden, text: forbiddenText(a.By, acc, action)}
+	return &refusal{reason: bridge.RefusedForbidden, text: forbiddenText(a.By, acc, action, nil)}
 }
 
 func staleRefusal(had, current int64) *refusal {

@@ -182,7 +182,8 @@ func TestAPIListAndShowByPermission(t *testing.T) {
 	}
 	for _, c := range []struct{ as, want string }{
 		{"slack:UADMIN", "q-1:hidden=false,answer=true,decline=true q-2:hidden=false,answer=true,decline=true"},
-		{"slack:UOP", "q-1:hidden=false,answer=true,decline=true q-2:hidden=true,answer=false,decline=true"},
+		// Answerers add people: an operator still answers q-2.
+		{"slack:UOP", "q-1:hidden=false,answer=true,decline=true q-2:hidden=false,answer=true,decline=true"},
 		{"slack:UANA", "q-2:hidden=false,answer=true,decline=true"},
 		{"slack:UREADER", "q-1:hidden=true,answer=false,decline=false q-2:hidden=true,answer=false,decline=false"},
 		{"slack:USTRANGER", ""},

@@ -112,6 +112,7 @@ func TestE2EStaleAnswerRefusedInline(t *testing.T) {
 func TestE2EPermissionsAndDecline(t *testing.T) {
 	h, env := newEnvHarness(t, testenv.Options{Roles: runtime.Roles{Readers: []string{"console:reader"}, Operators: []string{"console:op"}}})
 	q := reportQuestion("job-e3")
+	q.Visibility = bridge.VisibilityRestricted
 	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject(q.Tenant, q.JobID))
 	ask(t, h, env, q)
 
@@ -125,7 +126,7 @@ func TestE2EPermissionsAndDecline(t *testing.T) {
 	if p = h.get(h.questionURL("console:stranger", q)); p.status != http.StatusNotFound {
 		t.Errorf("stranger: status %d", p.status)
 	}
-	// An operator not among the answerers may only decline, without seeing it.
+	// An operator may only decline a restricted question, without seeing it.
 	link := h.questionURL("console:op", q)
 	p = h.get(link)
 	if strings.Contains(p.body, q.Question) || strings.Contains(p.body, `id="answer-form"`) || !strings.Contains(p.body, `id="decline-form"`) {
@@ -135,7 +136,7 @@ func TestE2EPermissionsAndDecline(t *testing.T) {
 	// Sent as an answer, the form is refused in the runtime's words.
 	form.Set("action", "answer")
 	if p := h.post(link, form); p.status != http.StatusForbidden ||
-		!strings.Contains(p.body, html.EscapeString("You can't answer this question: it is for the people named as its answerers; you may decline it.")) {
+		!strings.Contains(p.body, html.EscapeString("You can't answer this question: it is restricted to console:alice, slack:U0OWNER, admins and owners; you may decline it without seeing it.")) {
 		t.Fatalf("operator's answer: status %d\n%s", p.status, p.body)
 	}
 	form.Set("action", "decline")

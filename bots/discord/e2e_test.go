@@ -412,6 +412,7 @@ func TestE2EAskCommands(t *testing.T) {
 	q2 := typedQuestion()
 	q2.Answerers = []string{"slack:U0ANA"}
 	q2.Owner = ""
+	q2.Visibility = bridge.VisibilityRestricted
 	ask(t, env, q2)
 	h.posted(channelA, 2)
 
@@ -432,7 +433,7 @@ func TestE2EAskCommands(t *testing.T) {
 	if s := text(h.interact(h.command(stranger, "list", nil))); !strings.Contains(s, "No questions") {
 		t.Fatalf("stranger's list = %q", s)
 	}
-	// An operator by Discord role sees that q-7 waits but not what it asks.
+	// An operator by Discord role sees that restricted q-7 waits but not what it asks.
 	op := person{ID: "3000000000000000007", Name: "olga", Roles: []string{operRole}}
 	if s := text(h.interact(h.command(op, "list", map[string]string{"job": "job-2"}))); !strings.Contains(s, "q-7") ||
 		!strings.Contains(s, "may not see its content") || strings.Contains(s, "copies") {

@@ -478,7 +478,7 @@ func TestAnswerFormOnlyForThoseWhoMayAnswer(t *testing.T) {
 	card := h.posted(t, "q-form")
 	h.cardTS(t, q) // the card is recorded: a click on it is on a question askbridge showed
 	for _, who := range []struct{ user, want string }{
-		{"U0READ", "You can't answer this question: slack:U0READ may see that it waits, but not answer or decline it."},
+		{"U0READ", "You can't answer this question: slack:U0READ is a reader: it may see that the question waits, but not answer or decline it."},
 		{"U0NOBODY", "You can't answer this question: slack:U0NOBODY is not one of its answerers and has no operator, admin or owner role."},
 	} {
 		h.interact(h.fake.click(who.user, strings.ToLower(who.user), "trig-"+who.user, "C0123", "1700000000.000002", actionsBlock(card), "answer", "answer", ""))
