@@ -212,7 +212,7 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 			// that ever fails, deciding the batch again reads it anew.
 			return fmt.Errorf("runtime: attempt %s: %w", it.a.AttemptID, err)
 		}
-		r.metrics.attempts.WithLabelValues(viaOf(&it.a)).Inc()
+		r.metrics.attempts.WithLabelValues(r.metrics.viaOf(&it.a)).Inc()
 		if it.settle != nil {
 			r.metrics.settled.WithLabelValues(it.settle.State).Inc()
 			r.metrics.latency.Observe(now.Sub(it.rec.AskedAt).Seconds())
@@ -401,13 +401,13 @@ func (r *Runtime) refusal(rec *store.Record, a *bridge.AnswerAttempt, ref *refus
 	return &store.Refusal{AttemptID: a.AttemptID, Question: question, At: now, Outbox: []store.Message{eventMsg(ev)}}
 }
 
-// viaOf is the front-end an attempt came through, for the metrics.
-func viaOf(a *bridge.AnswerAttempt) string {
-	switch v := a.Via; v {
-	case bridge.PlatformSlack, bridge.PlatformDiscord, bridge.PlatformConsole, bridge.PlatformCLI:
+// viaOf is the front-end an attempt came through, for the metrics: its
+// via when known, or else the platform of its answerer's identity.
+func (m *metrics) viaOf(a *bridge.AnswerAttempt) string {
+	if v := m.frontEnd(a.Via); v != otherFrontEnd {
 		return v
 	}
-	return metricPlatform(platformOf(a.By))
+	return m.frontEnd(platformOf(a.By))
 }
 
 func platformOf(id string) string {

@@ -57,7 +57,7 @@ func (r *Runtime) handleDelivery(ctx context.Context, msg jetstream.Msg) error {
 			result = d.Failure.Code
 		}
 	}
-	r.metrics.deliveries.WithLabelValues(metricPlatform(d.Platform), result).Inc()
+	r.metrics.deliveries.WithLabelValues(r.metrics.frontEnd(d.Platform), result).Inc()
 	if d.OK || rec.State != bridge.StatePending {
 		return nil
 	}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,9 @@ type metrics struct {
 	published  prometheus.Counter
 	deliveries *prometheus.CounterVec
 	attempts   *prometheus.CounterVec
+	// frontEnds are the front-ends a label may name; any other is "other",
+	// so whoever may publish on the bus cannot mint series.
+	frontEnds []string
 }
 
 // stateCounter counts questions by state, for the askbridge_questions gauge.
@@ -57,7 +61,9 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context.Context) (int64, error)) (*metrics, error) {
+// newMetrics makes the runtime's metrics; platforms are the chat platforms
+// a front-end label may name besides the console and the CLI.
+func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context.Context) (int64, error), platforms []Platform) (*metrics, error) {
 	m := &metrics{
 		asked: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "askbridge_questions_asked_total", Help: "Questions recorded.",
@@ -103,7 +109,11 @@ func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context
 	for _, s := range []string{bridge.TargetAnswerers, bridge.TargetOwner, bridge.TargetAdmins, store.StepTimeout} {
 		m.ladder.WithLabelValues(s)
 	}
-	for _, v := range knownVias {
+	for _, p := range platforms {
+		m.frontEnds = append(m.frontEnds, p.Name)
+	}
+	m.frontEnds = append(m.frontEnds, bridge.PlatformConsole, bridge.PlatformCLI)
+	for _, v := range append(slices.Clone(m.frontEnds), otherFrontEnd) {
 		m.attempts.WithLabelValues(v)
 	}
 	if reg == nil {
@@ -128,9 +138,8 @@ func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context
 var allStates = []string{bridge.StatePending, bridge.StateAnswered, bridge.StateDeclined, bridge.StateTimedOut,
 	bridge.StateCancelled, bridge.StateSuperseded, bridge.StateFailed}
 
-// knownVias are the front-ends a metric label may name; any other is
-// "other", so whoever may publish on the bus cannot mint series.
-var knownVias = []string{bridge.PlatformSlack, bridge.PlatformDiscord, bridge.PlatformConsole, bridge.PlatformCLI, "other"}
+// otherFrontEnd labels a front-end the metrics do not know.
+const otherFrontEnd = "other"
 
 // knownFailureCodes are the failure codes a delivery label may name.
 var knownFailureCodes = map[string]bool{
@@ -138,11 +147,10 @@ var knownFailureCodes = map[string]bool{
 	bridge.CodeSourceUnreliable: true, bridge.CodeInputMissing: true,
 }
 
-// metricPlatform is p if it is a known platform, else "other".
-func metricPlatform(p string) string {
-	switch p {
-	case bridge.PlatformSlack, bridge.PlatformDiscord, bridge.PlatformConsole, bridge.PlatformCLI:
+// frontEnd is p if it is a known front-end, else "other".
+func (m *metrics) frontEnd(p string) string {
+	if slices.Contains(m.frontEnds, p) {
 		return p
 	}
-	return "other"
+	return otherFrontEnd
 }

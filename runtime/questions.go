@@ -51,6 +51,13 @@ func subjectTokens(subject, prefix string) (tenant, job string, ok bool) {
 	return tenant, job, true
 }
 
+// askedItem is a question of a batch, read from its message.
+type askedItem struct {
+	msg         jetstream.Msg
+	tenant, job string
+	q           *bridge.Question
+}
+
 // askQuestions records a batch of new questions before anything shows
 // them, in one transaction, or sends each malformed one's agent an invalid
 // outcome saying why it was refused.
@@ -58,48 +65,21 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 	// The asked event's asked_at and deadline are then the ones every
 	// later event and show give.
 	now := stamp()
-	type item struct {
-		msg         jetstream.Msg
-		tenant, job string
-		q           *bridge.Question
-	}
-	var items []item
+	var items []askedItem
 	var nqs []store.NewQuestion
 	for _, msg := range msgs {
-		tenant, job, ok := subjectKey(msg.Subject(), bridge.PrefixQuestion)
-		if !ok {
-			if t, j, ok := subjectTokens(msg.Subject(), bridge.PrefixQuestion); ok {
-				// A subject NATS takes but askbridge does not (a job id too
-				// long, or not ASCII): refused back to the agent, who waits
-				// on the matching resume subject.
-				why := bridge.CheckToken("tenant", t)
-				if why == nil {
-					why = bridge.CheckToken("job_id", j)
-				}
-				q, _ := bridge.DecodeQuestion(msg.Data())
-				if err := r.refuseQuestion(ctx, msg, t, j, q, why); err != nil {
-					return err
-				}
-				continue
-			}
-			r.log.Warn("question on a subject without a valid tenant and job; dropped", "subject", msg.Subject())
-			continue
-		}
-		q, err := bridge.DecodeQuestion(msg.Data())
-		if err == nil && (q.Tenant != tenant || q.JobID != job) {
-			err = fmt.Errorf("tenant and job_id: %s/%s do not match the subject's %s/%s", q.Tenant, q.JobID, tenant, job)
-		}
-		if err != nil {
-			if err := r.refuseQuestion(ctx, msg, tenant, job, q, err); err != nil {
-				return err
-			}
-			continue
-		}
-		nq, err := r.newQuestion(ctx, q, now)
+		it, err := r.readQuestion(ctx, msg)
 		if err != nil {
 			return err
 		}
-		items = append(items, item{msg: msg, tenant: tenant, job: job, q: q})
+		if it == nil {
+			continue
+		}
+		nq, err := r.newQuestion(ctx, it.q, now)
+		if err != nil {
+			return err
+		}
+		items = append(items, *it)
 		nqs = append(nqs, nq)
 	}
 	if len(nqs) == 0 {
@@ -112,42 +92,72 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 	r.wakeRelay()
 	r.wakeLadder()
 	for i, res := range results {
-		it := items[i]
-		switch res.Status {
-		case store.Duplicate:
-			// Asked before; but a crash may have come between recording it
-			// and failing it for want of a platform to show it. Judged on
-			// the stored question of that very version: the first publish
-			// is the question.
-			rec, err := r.asking.Find(ctx, store.Key{Tenant: it.q.Tenant, JobID: it.q.JobID, QuestionID: it.q.QuestionID, TaskVersion: it.q.TaskVersion})
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-			case err != nil:
-				return err
-			case rec.TaskVersion == it.q.TaskVersion && rec.State == bridge.StatePending:
-				q := decodeBody(rec)
-				if failure := r.undeliverable(q); failure != nil {
-					if err := r.failQuestion(ctx, rec, failure, routedPlatform(q), now); err != nil {
-						return err
-					}
-				}
-			}
-			continue
-		case store.Stale:
-			if err := r.refuseQuestion(ctx, it.msg, it.tenant, it.job, it.q,
-				fmt.Errorf("task_version: %d is older than the job's current version %d", it.q.TaskVersion, res.JobVersion)); err != nil {
-				return err
-			}
-			continue
+		if err := r.asked(ctx, items[i], res, now); err != nil {
+			return err
 		}
-		r.metrics.asked.Inc()
-		r.log.Info("question asked", "tenant", it.q.Tenant, "job", it.q.JobID, "question", it.q.QuestionID,
-			"version", it.q.TaskVersion, "timeout", it.q.TimeoutDuration())
-		if failure := r.undeliverable(it.q); failure != nil {
-			if err := r.failQuestion(ctx, res.Record, failure, routedPlatform(it.q), now); err != nil {
-				return err
+	}
+	return nil
+}
+
+// readQuestion reads a question from its message; nil when it was refused
+// back to its agent or dropped.
+func (r *Runtime) readQuestion(ctx context.Context, msg jetstream.Msg) (*askedItem, error) {
+	tenant, job, ok := subjectKey(msg.Subject(), bridge.PrefixQuestion)
+	if !ok {
+		if t, j, ok := subjectTokens(msg.Subject(), bridge.PrefixQuestion); ok {
+			// A subject NATS takes but askbridge does not (a job id too
+			// long, or not ASCII): refused back to the agent, who waits
+			// on the matching resume subject.
+			why := bridge.CheckToken("tenant", t)
+			if why == nil {
+				why = bridge.CheckToken("job_id", j)
+			}
+			q, _ := bridge.DecodeQuestion(msg.Data())
+			return nil, r.refuseQuestion(ctx, msg, t, j, q, why)
+		}
+		r.log.Warn("question on a subject without a valid tenant and job; dropped", "subject", msg.Subject())
+		return nil, nil
+	}
+	q, err := bridge.DecodeQuestion(msg.Data())
+	if err == nil && (q.Tenant != tenant || q.JobID != job) {
+		err = fmt.Errorf("tenant and job_id: %s/%s do not match the subject's %s/%s", q.Tenant, q.JobID, tenant, job)
+	}
+	if err != nil {
+		return nil, r.refuseQuestion(ctx, msg, tenant, job, q, err)
+	}
+	return &askedItem{msg: msg, tenant: tenant, job: job, q: q}, nil
+}
+
+// asked follows up one question of a recorded batch: a stale one is
+// refused, and one no platform can show fails at once.
+func (r *Runtime) asked(ctx context.Context, it askedItem, res *store.AskResult, now time.Time) error {
+	switch res.Status {
+	case store.Duplicate:
+		// Asked before; but a crash may have come between recording it
+		// and failing it for want of a platform to show it. Judged on
+		// the stored question of that very version: the first publish
+		// is the question.
+		rec, err := r.asking.Find(ctx, store.Key{Tenant: it.q.Tenant, JobID: it.q.JobID, QuestionID: it.q.QuestionID, TaskVersion: it.q.TaskVersion})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return err
+		case rec.TaskVersion == it.q.TaskVersion && rec.State == bridge.StatePending:
+			q := decodeBody(rec)
+			if failure := r.undeliverable(q); failure != nil {
+				return r.failQuestion(ctx, rec, failure, r.routedPlatform(q), now)
 			}
 		}
+		return nil
+	case store.Stale:
+		return r.refuseQuestion(ctx, it.msg, it.tenant, it.job, it.q,
+			fmt.Errorf("task_version: %d is older than the job's current version %d", it.q.TaskVersion, res.JobVersion))
+	}
+	r.metrics.asked.Inc()
+	r.log.Info("question asked", "tenant", it.q.Tenant, "job", it.q.JobID, "question", it.q.QuestionID,
+		"version", it.q.TaskVersion, "timeout", it.q.TimeoutDuration())
+	if failure := r.undeliverable(it.q); failure != nil {
+		return r.failQuestion(ctx, res.Record, failure, r.routedPlatform(it.q), now)
 	}
 	return nil
 }
@@ -228,19 +238,25 @@ func questionIDs(data []byte) (string, int64) {
 // in its route, and none of them is switched on with a channel. A question
 // with no route waits in the console and the CLI.
 func (r *Runtime) undeliverable(q *bridge.Question) *bridge.Failure {
-	if len(r.expectedPlatforms(q)) > 0 || q.Route == nil || (q.Route.Slack == nil && q.Route.Discord == nil) {
+	if len(r.expectedPlatforms(q)) > 0 {
 		return nil
 	}
-	// A platform that is switched on but was given no channel: the
-	// question lacks an input, rather than askbridge a connector.
-	var missing []string
-	if _, on := r.o.Platforms[bridge.PlatformSlack]; on && q.Route.Slack != nil {
-		missing = append(missing, "route.slack.channel (ASK_SLACK_CHANNEL is not set)")
+	var missing, wanted []string
+	for _, p := range r.o.Platforms {
+		if named, _ := p.routed(q); !named {
+			continue
+		}
+		wanted = append(wanted, p.Connector)
+		if p.On {
+			// Switched on but given no channel: the question lacks an
+			// input, rather than askbridge a connector.
+			missing = append(missing, p.MissingChannel)
+		}
 	}
-	if _, on := r.o.Platforms[bridge.PlatformDiscord]; on && q.Route.Discord != nil {
-		missing = append(missing, "route.discord.channel_id (ASK_DISCORD_CHANNEL is not set)")
-	}
-	if len(missing) > 0 {
+	switch {
+	case len(wanted) == 0:
+		return nil
+	case len(missing) > 0:
 		return &bridge.Failure{
 			Code:               bridge.CodeInputMissing,
 			Dependency:         "chat",
@@ -250,13 +266,6 @@ func (r *Runtime) undeliverable(q *bridge.Question) *bridge.Failure {
 			SafeFallback:       "answer in the askbridge console or with the askbridge CLI",
 			OperatorMessage:    "The question names no channel to post it in: set " + strings.Join(missing, " or ") + ".",
 		}
-	}
-	var wanted []string
-	if q.Route.Slack != nil {
-		wanted = append(wanted, "Slack (ASK_SLACK_BOT_TOKEN)")
-	}
-	if q.Route.Discord != nil {
-		wanted = append(wanted, "Discord (ASK_DISCORD_BOT_TOKEN)")
 	}
 	return &bridge.Failure{
 		Code:               bridge.CodeCapabilityUnavailable,
@@ -272,33 +281,22 @@ func (r *Runtime) undeliverable(q *bridge.Question) *bridge.Failure {
 // routedPlatform is the platform q's route names first, for the via of a
 // failure the runtime reports itself (the contract gives delivery_failed a
 // via).
-func routedPlatform(q *bridge.Question) string {
-	switch {
-	case q.Route == nil:
-		return ""
-	case q.Route.Slack != nil:
-		return bridge.PlatformSlack
-	case q.Route.Discord != nil:
-		return bridge.PlatformDiscord
+func (r *Runtime) routedPlatform(q *bridge.Question) string {
+	for _, p := range r.o.Platforms {
+		if named, _ := p.routed(q); named {
+			return p.Name
+		}
 	}
 	return ""
 }
 
-// expectedPlatforms are the enabled platforms that will try to show q.
+// expectedPlatforms are the switched-on platforms that will try to show q:
+// its route gives them a channel, or they have a default one.
 func (r *Runtime) expectedPlatforms(q *bridge.Question) []string {
 	var out []string
-	for name, p := range r.o.Platforms {
-		routed := false
-		if q.Route != nil {
-			switch name {
-			case bridge.PlatformSlack:
-				routed = q.Route.Slack != nil && q.Route.Slack.Channel != ""
-			case bridge.PlatformDiscord:
-				routed = q.Route.Discord != nil && q.Route.Discord.ChannelID != ""
-			}
-		}
-		if routed || p.DefaultChannel != "" {
-			out = append(out, name)
+	for _, p := range r.o.Platforms {
+		if _, channel := p.routed(q); p.On && (channel != "" || p.DefaultChannel != "") {
+			out = append(out, p.Name)
 		}
 	}
 	return out

@@ -40,11 +40,34 @@ type Store interface {
 
 var _ Store = (*store.Store)(nil)
 
-// Platform is a chat platform the service shows questions on.
+// Platform is a chat platform that can show questions, as the service
+// describes it at start (config.ChatPlatforms): the runtime knows none by
+// name, and says in these words why a question could not be shown.
 type Platform struct {
+	// Name is the platform as routes, delivery reports and vias name it.
+	Name string
+	// On says the platform's front-end runs and shows questions.
+	On bool
 	// DefaultChannel is where questions without a route for it go; empty
 	// means only routed questions are shown there.
 	DefaultChannel string
+	// Routed reads the platform's part of a question's route: whether the
+	// route names the platform, and the channel it gives ("" for none).
+	Routed func(*bridge.Route) (named bool, channel string)
+	// Connector names the platform and the setting that switches it on,
+	// for a question routed to it while it is off.
+	Connector string
+	// MissingChannel names what a question routed to it lacks when it is
+	// on with no default channel: the route's field and the setting.
+	MissingChannel string
+}
+
+// routed reports whether q's route names p, and the channel it gives.
+func (p Platform) routed(q *bridge.Question) (named bool, channel string) {
+	if p.Routed == nil || q.Route == nil {
+		return false, ""
+	}
+	return p.Routed(q.Route)
 }
 
 // Options configure a Runtime.
@@ -52,8 +75,9 @@ type Options struct {
 	NATS  *bridge.NATS
 	Store Store
 	Roles Roles
-	// Platforms are the enabled chat platforms by name ("slack", "discord").
-	Platforms map[string]Platform
+	// Platforms are the chat platforms that can show questions, switched
+	// on or not, in the order texts name them.
+	Platforms []Platform
 	Logger    *slog.Logger
 	// Registerer receives the runtime's metrics; nil registers none.
 	Registerer prometheus.Registerer
@@ -157,7 +181,7 @@ func New(o Options) (*Runtime, error) {
 		healWake:    make(chan struct{}, 1),
 		ready:       make(chan struct{}),
 	}
-	m, err := newMetrics(o.Registerer, o.Store, r.backlog)
+	m, err := newMetrics(o.Registerer, o.Store, r.backlog, o.Platforms)
 	r.o.Store = nil // each part holds its own view
 	if err != nil {
 		return nil, err

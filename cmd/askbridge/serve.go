@@ -128,20 +128,13 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	platforms := map[string]runtime.Platform{}
-	if cfg.SlackEnabled() {
-		platforms[bridge.PlatformSlack] = runtime.Platform{DefaultChannel: cfg.SlackChannel}
-	}
-	if cfg.DiscordEnabled() {
-		platforms[bridge.PlatformDiscord] = runtime.Platform{DefaultChannel: cfg.DiscordChannel}
-	}
 	rtOpts := runtime.Options{
 		NATS:  s.nats,
 		Store: s.store,
 		Roles: runtime.Roles{
 			Owners: cfg.Owners, Admins: cfg.Admins, Operators: cfg.Operators, Readers: cfg.Readers,
 		},
-		Platforms:  platforms,
+		Platforms:  cfg.Platforms(),
 		Logger:     log,
 		Registerer: reg,
 	}

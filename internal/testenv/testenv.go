@@ -21,6 +21,7 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv/poll"
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
@@ -32,7 +33,8 @@ type Options struct {
 	// earlier Env's Dir to restart on the same data.
 	Dir   string
 	Roles runtime.Roles
-	// Platforms are the chat platforms the runtime expects to show questions.
+	// Platforms are the chat platforms switched on, by name, each with its
+	// default channel; the rest of each is config.ChatPlatforms'.
 	Platforms map[string]runtime.Platform
 	// BeforePublish and AfterPublish are passed to the runtime (crash tests).
 	BeforePublish func(store.OutboxRow) error
@@ -105,7 +107,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 	}
 	reg := prometheus.NewRegistry()
 	rt, err := runtime.New(runtime.Options{
-		NATS: n, Store: st, Roles: o.Roles, Platforms: o.Platforms, Logger: logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
+		NATS: n, Store: st, Roles: o.Roles, Platforms: platforms(o.Platforms), Logger: logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
 	})
 	if err != nil {
 		st.Close()
@@ -137,6 +139,18 @@ func start(o Options, tempDir func() string) (*Env, error) {
 		return nil, fmt.Errorf("runtime did not start within 30s")
 	}
 	return env, nil
+}
+
+// platforms are config.ChatPlatforms, those named in on switched on with
+// their default channels.
+func platforms(on map[string]runtime.Platform) []runtime.Platform {
+	out := config.ChatPlatforms()
+	for i := range out {
+		if p, ok := on[out[i].Name]; ok {
+			out[i].On, out[i].DefaultChannel = true, p.DefaultChannel
+		}
+	}
+	return out
 }
 
 // Stop stops the runtime, the store and NATS, as a shutdown would. It is
