@@ -80,6 +80,7 @@ func metaOf(t *testing.T, c apiCall) map[string]any {
 }
 
 func TestFirstPostSendsMetadataAndLooksNothingUp(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	h := startBot(t, n, fake)
@@ -135,6 +136,7 @@ func crashedCard(t *testing.T, job, id string, replies ...fakeMsg) (*harness, *c
 }
 
 func TestTakeoverAdoptsTheCardACrashedReplicaPosted(t *testing.T) {
+	t.Parallel()
 	card := tsAt(claimedAt.Add(time.Second), 7)
 	h, deliveries, q, parent := crashedCard(t, "job-cc", "q-cc",
 		// Someone's reply, the card of another version, of another question.
@@ -162,6 +164,7 @@ func TestTakeoverAdoptsTheCardACrashedReplicaPosted(t *testing.T) {
 }
 
 func TestTakeoverPostsWhenTheCrashedReplicaDidNot(t *testing.T) {
+	t.Parallel()
 	h, deliveries, q, parent := crashedCard(t, "job-cn", "q-cn",
 		fakeMsg{TS: tsAt(claimedAt, 4), Text: "v2", Metadata: questionMetaJSON("job-cn", "q-cn", 2)},
 		// The right card, but before the claim (and its margin): not this post's.
@@ -183,6 +186,7 @@ func TestTakeoverPostsWhenTheCrashedReplicaDidNot(t *testing.T) {
 }
 
 func TestTakeoverPostsWhenTheLookupFails(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	// An app installed before the history scopes were added.
@@ -211,6 +215,7 @@ func TestTakeoverPostsWhenTheLookupFails(t *testing.T) {
 // apps) does not post the card again, which the crashed replica may have
 // posted: the event comes back after the wait Slack asked for.
 func TestTakeoverWaitsOutARateLimitedLookup(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	fake.fail("conversations.replies", 429, map[string]string{"Retry-After": "60"}, `{"ok":false,"error":"ratelimited"}`)
@@ -257,6 +262,7 @@ func TestTakeoverWaitsOutARateLimitedLookup(t *testing.T) {
 // rate-limits, is posted again rather than the question failed: shown
 // twice beats failed while shown.
 func TestLastTryPostsWhenTheLookupIsRateLimited(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	h := startBot(t, n, fake)
@@ -293,6 +299,7 @@ func crashedThread(t *testing.T, job string, msgs ...fakeMsg) (*harness, *collec
 }
 
 func TestTakeoverAdoptsTheThreadParentACrashedReplicaPosted(t *testing.T) {
+	t.Parallel()
 	parent := tsAt(claimedAt.Add(2*time.Second), 9)
 	h, deliveries, q := crashedThread(t, "job-tc",
 		fakeMsg{TS: tsAt(claimedAt, 2), Text: "another job's", Metadata: threadMetaJSON("job-other")},
@@ -316,6 +323,7 @@ func TestTakeoverAdoptsTheThreadParentACrashedReplicaPosted(t *testing.T) {
 }
 
 func TestTakeoverOpensTheThreadWhenTheCrashedReplicaDidNot(t *testing.T) {
+	t.Parallel()
 	h, deliveries, q := crashedThread(t, "job-tn",
 		fakeMsg{TS: tsAt(claimedAt, 2), Text: "another job's", Metadata: threadMetaJSON("job-other")},
 		fakeMsg{TS: tsAt(claimedAt, 3), Text: "a card, not a parent", Metadata: questionMetaJSON("job-tn", "q-1", 1)},
@@ -340,6 +348,7 @@ func TestTakeoverOpensTheThreadWhenTheCrashedReplicaDidNot(t *testing.T) {
 
 // The fake pages history as Slack does; a lookup follows the cursor.
 func TestTakeoverFollowsHistoryPages(t *testing.T) {
+	t.Parallel()
 	parent := tsAt(claimedAt.Add(time.Second), 1)
 	var msgs []fakeMsg
 	msgs = append(msgs, fakeMsg{TS: parent, Metadata: threadMetaJSON("job-tp")})
@@ -392,6 +401,7 @@ func retryLookupOK(t *testing.T, c apiCall, post apiCall, channel, thread string
 // Slack posted the card but answered 500: the retry finds the card and
 // adopts it instead of posting it again.
 func TestCardPostedButAnswerLostIsAdopted(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	h, deliveries, parent := withThread(t, "job-la", func(o *Options) { o.Registerer = reg })
 	h.fake.failAfter("chat.postMessage", 500, "upstream timeout")
@@ -438,6 +448,7 @@ func TestCardPostedButAnswerLostIsAdopted(t *testing.T) {
 // Slack opened the thread but the answer was lost (a 500, a dropped
 // connection): the retry adopts the parent, and the card goes in it.
 func TestThreadParentPostedButAnswerLostIsAdopted(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		lose func(*fakeSlack)
@@ -481,6 +492,7 @@ func TestThreadParentPostedButAnswerLostIsAdopted(t *testing.T) {
 // A 500 that posted nothing: the lookup finds nothing and the retry posts,
 // once.
 func TestFailedPostLooksThenPostsOnce(t *testing.T) {
+	t.Parallel()
 	h, deliveries, parent := withThread(t, "job-lf")
 	h.fake.fail("chat.postMessage", 500, nil, "upstream down")
 	q := question("job-lf", "q-lf")

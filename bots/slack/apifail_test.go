@@ -15,6 +15,7 @@ import (
 // sent again, while the ladder climbs on to the timeout: a DM failure is
 // neither the question's failure nor an answer.
 func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{Admins: []string{"slack:U0ADM"}})
 	h.fake.fail("conversations.open", http.StatusOK, nil, `{"ok":false,"error":"user_not_found"}`)
 	h.fake.fail("conversations.open", http.StatusServiceUnavailable, nil, `{"ok":false,"error":"service_unavailable"}`)
@@ -42,6 +43,7 @@ func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
 // the job resumed though Slack fails the card's update (5xx: retried
 // until the card shows the answer).
 func TestAnswerResumesWhenTheCardUpdateFails(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	deliveries := collect[bridge.Delivery](t, env.NATS, bridge.PrefixDelivery+".>")
 	q := question("job-up", "q-up")

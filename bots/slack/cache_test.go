@@ -5,6 +5,7 @@ import (
 )
 
 func TestChoiceCacheKeepsRecentAndBoundsSize(t *testing.T) {
+	t.Parallel()
 	c := newChoiceCache(2)
 	c.put("a", []string{"A"})
 	c.put("b", []string{"B"})

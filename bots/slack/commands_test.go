@@ -16,6 +16,7 @@ import (
 // a no-break space as by a space, and an id copied with the backticks
 // /ask list and /ask show print it in.
 func TestAskCommandReadsWhatWasTyped(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	cases := []struct {
 		text string // %s: the job and question
@@ -49,6 +50,7 @@ func TestAskCommandReadsWhatWasTyped(t *testing.T) {
 // answer typed on a keyboard that puts in curly quotes ({“copies”: 2},
 // phones and macOS by default) is read as the JSON object meant.
 func TestAskCommandTakesObjectsTypedWithCurlyQuotes(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	one := 1.0
 	cases := []struct{ typed, want string }{
@@ -80,6 +82,7 @@ func TestAskCommandTakesObjectsTypedWithCurlyQuotes(t *testing.T) {
 // that no longer waits says so at once: the runtime ends only waiting
 // questions, so the cancel would change nothing and nobody would say so.
 func TestAskCancelOfAnEndedQuestionSaysSo(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{Admins: []string{"slack:U0ADM"}})
 	cancels := testenv.Published(t, env.NATS.Conn, bridge.CancelSubject("acme", "job-cx"))
 	q := question("job-cx", "q-cx")

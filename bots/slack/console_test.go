@@ -141,6 +141,7 @@ func checkLink(t *testing.T, signer console.Signer, text, identity, scope, job, 
 }
 
 func TestConsoleButtonMintsALinkForTheClicker(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	h := startBot(t, n, fake)
@@ -248,6 +249,7 @@ func TestConsoleButtonMintsALinkForTheClicker(t *testing.T) {
 }
 
 func TestNoConsoleButtonWithoutTheConsole(t *testing.T) {
+	t.Parallel()
 	for name, signer := range map[string]console.Signer{
 		"no public URL": {Secret: []byte("console-key")},
 		"no secret":     {PublicURL: "https://ask.example.com"},
@@ -280,6 +282,7 @@ func TestNoConsoleButtonWithoutTheConsole(t *testing.T) {
 }
 
 func TestConsoleButtonOverSocketMode(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	h := startBot(t, n, fake, func(o *Options) { o.AppToken = "xapp-1-test"; o.SigningSecret = "" })

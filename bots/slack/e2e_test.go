@@ -134,6 +134,7 @@ func publishQuestion(t *testing.T, env *testenv.Env, q *bridge.Question) {
 }
 
 func TestEndToEndClickResumesAndUpdatesCard(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	deliveries := collect[bridge.Delivery](t, env.NATS, bridge.PrefixDelivery+".>")
 	q := question("job-1", "q-1")
@@ -190,6 +191,7 @@ func TestEndToEndClickResumesAndUpdatesCard(t *testing.T) {
 }
 
 func TestEndToEndTypedModal(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-2"))
 	one := 1.0
@@ -273,6 +275,7 @@ func TestEndToEndTypedModal(t *testing.T) {
 }
 
 func TestEndToEndDeclineWithReason(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	q := question("job-3", "q-dec")
 	publishQuestion(t, env, q)
@@ -311,6 +314,7 @@ func (h *harness) cardTS(t *testing.T, q *bridge.Question) string {
 }
 
 func TestEndToEndApprovals(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-4"))
 	approve := question("job-4", "q-ok")
@@ -358,6 +362,7 @@ func TestEndToEndApprovals(t *testing.T) {
 }
 
 func TestEndToEndStrangerIsRefusedPrivately(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	q := question("job-5", "q-s")
 	publishQuestion(t, env, q)
@@ -390,6 +395,7 @@ func TestEndToEndStrangerIsRefusedPrivately(t *testing.T) {
 }
 
 func TestEndToEndDoubleClickIsOneResume(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-6"))
 	resumes := collect[bridge.Resume](t, env.NATS, bridge.PrefixResume+".>")
@@ -428,6 +434,7 @@ func TestEndToEndDoubleClickIsOneResume(t *testing.T) {
 // (the attempt could not be published) is not then taken for a double
 // click: the same click a moment later is published.
 func TestClickRetriedAfterAFailedPublish(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	q := question("job-retry", "q-retry")
 	publishQuestion(t, env, q)
@@ -470,6 +477,7 @@ func TestClickRetriedAfterAFailedPublish(t *testing.T) {
 // shows more than the card (each field's description and options), is
 // opened only for someone who may answer; others are told why, privately.
 func TestAnswerFormOnlyForThoseWhoMayAnswer(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{Readers: []string{"slack:U0READ"}})
 	q := question("job-form", "q-form")
 	q.Choices = nil
@@ -501,6 +509,7 @@ func TestAnswerFormOnlyForThoseWhoMayAnswer(t *testing.T) {
 }
 
 func TestEndToEndStaleCardIsRefused(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	q := question("job-7", "q-v")
 	publishQuestion(t, env, q)
@@ -531,6 +540,7 @@ func TestEndToEndStaleCardIsRefused(t *testing.T) {
 // committed its decision: at the 200 the question is already answered in
 // the store, and a refused click is refused by then too.
 func TestAckAfterDecision(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{}, func(o *Options) { o.AckAfterDecision = true })
 	deliveries := collect[bridge.Delivery](t, env.NATS, bridge.PrefixDelivery+".>")
 	q := question("job-ack", "q-1")
@@ -565,6 +575,7 @@ func TestAckAfterDecision(t *testing.T) {
 // not that they may not answer: the runtime's reply is an error about its
 // store, not the "no question you can see" a stranger gets.
 func TestAnswerFormWhenTheRuntimeCannotRead(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	q := question("job-ro", "q-ro")
 	q.Choices = nil
@@ -603,6 +614,7 @@ func TestAnswerFormWhenTheRuntimeCannotRead(t *testing.T) {
 // ended it, in the runtime's words: who answered and when, or that it was
 // cancelled.
 func TestFormButtonOnAnEndedCardSaysWhatEndedIt(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{Operators: []string{"slack:U0ANA", "slack:U0KEV"}})
 	q := question("job-late", "q-a")
 	q.Answerers = nil
@@ -666,6 +678,7 @@ func TestFormButtonOnAnEndedCardSaysWhatEndedIt(t *testing.T) {
 // the first time, and nobody is told that the question was already
 // answered by themselves.
 func TestSubmissionDeliveredAgainAfterItEndedTheQuestion(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-again"))
 	q := question("job-again", "q-d")

@@ -40,6 +40,7 @@ func askedEvent(q *bridge.Question) bridge.Event {
 }
 
 func TestRequestsThatAreNotSlacksAreRefused(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	h := startBot(t, n, newFakeSlack(t))
 	attempts := testenv.Published(t, n.Conn, bridge.PrefixAnswer+".>")
@@ -116,6 +117,7 @@ func TestRequestsThatAreNotSlacksAreRefused(t *testing.T) {
 // and after a second when it names none (Slack always sends the header;
 // a proxy in front of it may not), never reported as a failure.
 func TestRateLimitHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		header map[string]string
@@ -171,6 +173,7 @@ func TestRateLimitHonoursRetryAfter(t *testing.T) {
 }
 
 func TestBoundedRetriesThenSourceUnreliable(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	for range 40 {
@@ -196,6 +199,7 @@ func TestBoundedRetriesThenSourceUnreliable(t *testing.T) {
 }
 
 func TestPermanentErrorsAreTypedDeliveryFailures(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"channel_not_found": bridge.CodeReferenceUnresolved,
 		"not_in_channel":    bridge.CodeAccessDenied,
@@ -231,6 +235,7 @@ func TestPermanentErrorsAreTypedDeliveryFailures(t *testing.T) {
 // route channel askbridge would not send to, and Slack's rate_limited
 // answer taken as a rate limit to wait out, not a refusal.
 func TestFailureDetails(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	startBot(t, n, fake)
@@ -271,6 +276,7 @@ func TestFailureDetails(t *testing.T) {
 }
 
 func TestChannelNotFoundFailsTheJob(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	h.fake.fail("chat.postMessage", 200, nil, `{"ok":false,"error":"channel_not_found"}`)
 	q := question("job-cnf", "q-cnf")
@@ -286,6 +292,7 @@ func TestChannelNotFoundFailsTheJob(t *testing.T) {
 // channel once: conversations.open is paced, and a reminder step to many
 // people should not pay it again for each later step.
 func TestDMChannelOpenedOnce(t *testing.T) {
+	t.Parallel()
 	_, h := e2e(t, runtime.Roles{})
 	ctx := context.Background()
 	for _, text := range []string{"first reminder", "second reminder"} {
@@ -308,6 +315,7 @@ func TestDMChannelOpenedOnce(t *testing.T) {
 }
 
 func TestEscalationDMs(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{Admins: []string{"slack:U0ADM"}})
 	q := question("job-esc", "q-esc")
 	q.Timeout = "6s"
@@ -407,6 +415,7 @@ func (b *Bot) testEvents(t *testing.T, n *bridge.NATS, job string) []bridge.Even
 }
 
 func TestAskCommand(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{Admins: []string{"slack:U0ADM"}, Readers: []string{"slack:U0READ"}})
 	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-cmd"))
 	q1 := question("job-cmd", "q-c1")
@@ -493,6 +502,7 @@ func TestAskCommand(t *testing.T) {
 // TestAskCommandTextIsUnescaped checks /ask reads the text as the person
 // typed it: Slack sends & < > in a slash command as &amp; &lt; &gt;.
 func TestAskCommandTextIsUnescaped(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	q1 := question("job-ent", "q-e1")
 	q1.Choices = []string{"Black & white", "Colour"}
@@ -519,6 +529,7 @@ func TestAskCommandTextIsUnescaped(t *testing.T) {
 }
 
 func TestRestartResyncsCardsAndNeverPostsTwice(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	q := question("job-rs", "q-rs")
 	publishQuestion(t, env, q)
@@ -557,6 +568,7 @@ func TestRestartResyncsCardsAndNeverPostsTwice(t *testing.T) {
 }
 
 func TestSocketMode(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{}, func(o *Options) { o.AppToken = "xapp-1-test"; o.SigningSecret = "" })
 	q := question("job-sm", "q-sm")
 	one := 1.0
@@ -635,6 +647,7 @@ func TestSocketMode(t *testing.T) {
 }
 
 func TestRoutedThreadAndPrivateRefusalFallback(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	h := startBot(t, n, fake)
@@ -694,6 +707,7 @@ func TestRoutedThreadAndPrivateRefusalFallback(t *testing.T) {
 }
 
 func TestNewRefusesBadOptionsClearly(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	ok := Options{NATS: n, BotToken: "xoxb-secret-token", SigningSecret: "s3cret", APIURL: "https://slack.com/api/"}
 	cases := map[string]func(*Options){
@@ -722,6 +736,7 @@ func TestNewRefusesBadOptionsClearly(t *testing.T) {
 }
 
 func TestReplicasPostOnce(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	a := startBot(t, n, fake)

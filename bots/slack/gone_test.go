@@ -17,6 +17,7 @@ import (
 // its bucket were deleted (as when the NATS server restarted without its
 // store): before, its consumer's end stopped it for good without a word.
 func TestEventsStreamDeletedIsMadeAgain(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	publishQuestion(t, env, question("job-1", "q-1"))
 	h.posted(t, "q-1")
@@ -47,8 +48,10 @@ func TestEventsStreamDeletedIsMadeAgain(t *testing.T) {
 // and cards updated after the operator's NATS server restarted, with its
 // store and without it.
 func TestExternalNATSRestarts(t *testing.T) {
+	t.Parallel()
 	for _, wipe := range []bool{false, true} {
 		t.Run(fmt.Sprintf("wipe=%v", wipe), func(t *testing.T) {
+			t.Parallel()
 			ext := testenv.StartExternalNATS(t)
 			env := testenv.Start(t, testenv.Options{NATSURL: ext.URL(),
 				Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
@@ -100,6 +103,7 @@ func TestExternalNATSRestarts(t *testing.T) {
 // when it alone was deleted (its consumer and the events stream still
 // there): every event needs it, and none was handled until a restart.
 func TestBucketDeletedIsMadeAgain(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	publishQuestion(t, env, question("job-1", "q-1"))
 	h.posted(t, "q-1")

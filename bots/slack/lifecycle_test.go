@@ -29,6 +29,7 @@ func dmsIn(f *fakeSlack, channel string) []string {
 // whoever runs next: the step is sent once after the restart, not
 // dropped because the stopped adapter had claimed it.
 func TestStopDuringAReminderDoesNotLoseIt(t *testing.T) {
+	t.Parallel()
 	for _, method := range []string{"conversations.open", "chat.postMessage"} {
 		t.Run(method, func(t *testing.T) {
 			n := plainNATS(t)
@@ -72,6 +73,7 @@ func TestStopDuringAReminderDoesNotLoseIt(t *testing.T) {
 // TestStopDuringARefusalDoesNotLoseIt is the same for the private note
 // that tells a person their answer was refused.
 func TestStopDuringARefusalDoesNotLoseIt(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	h := startBot(t, n, fake)
@@ -98,6 +100,7 @@ func TestStopDuringARefusalDoesNotLoseIt(t *testing.T) {
 // whose route names a Slack thread but no channel is shown in that
 // thread of ASK_SLACK_CHANNEL, not in a new job thread beside it.
 func TestRouteThreadWithoutChannelUsesTheDefaultChannel(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	startBot(t, n, fake)
@@ -119,6 +122,7 @@ func TestRouteThreadWithoutChannelUsesTheDefaultChannel(t *testing.T) {
 // replica's claim is respected: the next one looks for the post Slack may
 // have taken, and adopts it or posts.
 func TestStopDuringAPostShowsTheCardAfterTheRestart(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		threads int // thread parents posted before the stop
@@ -165,6 +169,7 @@ func TestStopDuringAPostShowsTheCardAfterTheRestart(t *testing.T) {
 // the stopped adapter no longer pulls, not redelivered to its dead pull
 // request and left there until the consumer's AckWait (two minutes).
 func TestStopHandsEventsBackAtOnce(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	h := startBot(t, n, fake)

@@ -63,6 +63,7 @@ func formRequest(body string) *http.Request {
 // which it keeps the ts and thread_ts; a payload slack-go refuses it
 // refuses too, unless only the skipped message is malformed.
 func TestParseInteractionAsSlackGo(t *testing.T) {
+	t.Parallel()
 	click := realClick(t)
 	noState := realClick(t)
 	delete(noState, "state")

@@ -74,6 +74,7 @@ func cardIn(fake *fakeSlack, channel, id string) (apiCall, bool) {
 // channel goes at once, and nothing is posted in the held channel before
 // Slack's Retry-After has passed.
 func TestLongRetryAfterHoldsOnlyItsChannel(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		status int
@@ -82,6 +83,7 @@ func TestLongRetryAfterHoldsOnlyItsChannel(t *testing.T) {
 		{"200 ratelimited", 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			n := plainNATS(t)
 			fake := newFakeSlack(t)
 			h := startBot(t, n, fake) // waits up to 5 s in-process
@@ -138,6 +140,7 @@ func TestLongRetryAfterHoldsOnlyItsChannel(t *testing.T) {
 // refused again), and that an event behind it for another channel goes
 // at once.
 func TestLongRetryAfterOnACardUpdateIsWaitedOut(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	logs := &testenv.LockedBuffer{}
@@ -211,6 +214,7 @@ func TestLongRetryAfterOnACardUpdateIsWaitedOut(t *testing.T) {
 // fraction (1.5, as a proxy may send) is waited out like any other, not
 // taken for an unknown error that fails the question.
 func TestFractionalRetryAfterIsWaitedOut(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	startBot(t, n, fake)

@@ -41,6 +41,7 @@ func consumerSettled(t *testing.T, n *bridge.NATS, events uint64) {
 }
 
 func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	shows := testenv.FakeShow(t, n.Conn, map[string]string{"q-gone": bridge.StateAnswered, "q-live": bridge.StatePending})
@@ -78,6 +79,7 @@ func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
 }
 
 func TestReplayedAskedForPendingQuestionIsPosted(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	shows := testenv.FakeShow(t, n.Conn, map[string]string{"q-wait": bridge.StatePending})
@@ -93,6 +95,7 @@ func TestReplayedAskedForPendingQuestionIsPosted(t *testing.T) {
 }
 
 func TestReplayedAskedIsPostedWhenTheRuntimeDoesNotSay(t *testing.T) {
+	t.Parallel()
 	t.Run("no responder", func(t *testing.T) {
 		n := plainNATS(t)
 		fake := newFakeSlack(t)
@@ -116,6 +119,7 @@ func TestReplayedAskedIsPostedWhenTheRuntimeDoesNotSay(t *testing.T) {
 }
 
 func TestFreshAskedAsksTheRuntimeNothing(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	shows := testenv.FakeShow(t, n.Conn, map[string]string{"q-new": bridge.StatePending})
@@ -139,6 +143,7 @@ func reminderEvent(q *bridge.Question, at, deadline time.Time) bridge.Event {
 // first start, a recreated consumer) DMs no reminder for a question that
 // ended or whose deadline passed, and still DMs one that waits.
 func TestStaleRemindersAreNotSent(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	testenv.FakeShow(t, n.Conn, map[string]string{"q-done": bridge.StateAnswered, "q-wait": bridge.StatePending})

@@ -49,6 +49,7 @@ func updatesOf(h *harness, ts string) int {
 // once and recorded settled and updated, and that the event delivered
 // again (as after a crash) changes nothing.
 func TestSettledCardUpdatedOnce(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	events := collect[bridge.Event](t, env.NATS, bridge.PrefixEvent+".>")
 	q := question("job-so", "q-so")
@@ -79,6 +80,7 @@ func TestSettledCardUpdatedOnce(t *testing.T) {
 // TestSettledCardGoneFromSlack checks a card Slack no longer has is
 // recorded settled but not updated, after one try.
 func TestSettledCardGoneFromSlack(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	events := collect[bridge.Event](t, env.NATS, bridge.PrefixEvent+".>")
 	q := question("job-sg", "q-sg")
@@ -110,6 +112,7 @@ func TestSettledCardGoneFromSlack(t *testing.T) {
 // every key in memory, and a settled record is needed only while its
 // events may be read again.
 func TestRecordLifetimes(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	events := collect[bridge.Event](t, env.NATS, bridge.PrefixEvent+".>")
 	q := question("job-life", "q-life")
@@ -156,6 +159,7 @@ func TestRecordLifetimes(t *testing.T) {
 // than threadRefresh, so the thread lives 30 days from its last question;
 // and not rewritten on every question.
 func TestJobThreadRecordRenewedOnUse(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	ctx := context.Background()
@@ -202,6 +206,7 @@ func TestJobThreadRecordRenewedOnUse(t *testing.T) {
 // question settles: the event names the card but not the question, which
 // the adapter asks the runtime for.
 func TestSettledCardKeepsItsTextWhenItsRecordIsLost(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	q := question("job-lost", "q-lost")
 	q.Timeout = "1h"
@@ -239,6 +244,7 @@ func TestSettledCardKeepsItsTextWhenItsRecordIsLost(t *testing.T) {
 // failed too), does not keep cards with live buttons: once the runtime
 // says the question failed, every copy loses its controls and says so.
 func TestFailedQuestionSettlesTheCardsSlackAccepted(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	h := startBot(t, n, fake)

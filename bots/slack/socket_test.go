@@ -62,6 +62,7 @@ func unpayload(p string) string {
 // again, not refused as "no longer waits" because its own answer ended
 // the question; a form with inline errors is checked again each time.
 func TestSocketModeRedeliveryHasOneEffect(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{}, func(o *Options) { o.AppToken = "xapp-1-test"; o.SigningSecret = "" })
 	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-rd"))
 	q := question("job-rd", "q-rd")
@@ -124,6 +125,7 @@ func TestSocketModeRedeliveryHasOneEffect(t *testing.T) {
 // command is acknowledged empty and the reply goes to its response_url,
 // as long as the same reply over HTTP.
 func TestSocketModeLongCommandReplyIsDelivered(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, runtime.Roles{}, func(o *Options) { o.AppToken = "xapp-1-test"; o.SigningSecret = "" })
 	for i := range 20 {
 		q := question(fmt.Sprintf("job-%02d-5f0c2d1e-8a7b-4c3d-9e1f-0a9dc2d1b7e4", i), fmt.Sprintf("q-%02d-75eaf712c0de4b1a", i))
@@ -151,6 +153,7 @@ func TestSocketModeLongCommandReplyIsDelivered(t *testing.T) {
 // (invalid_auth) is reported naming ASK_SLACK_APP_TOKEN, never the token,
 // rather than as a stop to reconnect from every few seconds.
 func TestSocketModeRefusedAppTokenIsNamed(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	for range 3 {

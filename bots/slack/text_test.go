@@ -11,6 +11,7 @@ import (
 // TestReminderTextByStep checks each ladder step's DM opens with words
 // true for whoever gets it: admins own no job.
 func TestReminderTextByStep(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	q := &bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", Question: "Which colour?"}
 	for _, c := range []struct {
@@ -31,6 +32,7 @@ func TestReminderTextByStep(t *testing.T) {
 // TestListLineOfAHiddenQuestion checks /ask list tells an operator who may
 // only decline a question how to, as Discord's /ask list does.
 func TestListLineOfAHiddenQuestion(t *testing.T) {
+	t.Parallel()
 	b := &Bot{}
 	v := &bridge.QuestionView{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", Hidden: true}
 	if got := b.describe("slack:UREADER", v, false); strings.Contains(got, "decline") {
