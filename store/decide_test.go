@@ -16,8 +16,10 @@ import (
 // transaction, and checks the two stores end alike: every outcome, every
 // question, audit row, ladder, dedupe row and outbox row, in order.
 func TestDecideBatchMatchesOneByOne(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(12) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			batched, single := open(t), open(t)
 			const questions = 23

@@ -66,6 +66,7 @@ func unsentSubjects(t *testing.T, s *Store) []string {
 }
 
 func TestMigrationsAndReopen(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a.db")
 	s, err := Open(context.Background(), path)
 	if err != nil {
@@ -97,6 +98,7 @@ func TestMigrationsAndReopen(t *testing.T) {
 }
 
 func TestAskDuplicateStaleAndSupersede(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	if res := mustAsk(t, s, newQ("job-1", "q-1", 2)); res.Status != Asked || res.Record == nil || res.JobVersion != 2 {
@@ -139,6 +141,7 @@ func TestAskDuplicateStaleAndSupersede(t *testing.T) {
 }
 
 func TestSettleIsCompareAndSetAndDedupes(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	rec := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
@@ -174,6 +177,7 @@ func TestSettleIsCompareAndSetAndDedupes(t *testing.T) {
 }
 
 func TestConcurrentSettlesOneWins(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	rec := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
 	var wg sync.WaitGroup
@@ -204,6 +208,7 @@ func TestConcurrentSettlesOneWins(t *testing.T) {
 }
 
 func TestLadderStepsFireOnce(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	mustAsk(t, s, newQ("job-1", "q-1", 1))
@@ -233,6 +238,7 @@ func TestLadderStepsFireOnce(t *testing.T) {
 }
 
 func TestCancelAndBump(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	mustAsk(t, s, newQ("job-1", "q-1", 1))
@@ -264,6 +270,7 @@ func TestCancelAndBump(t *testing.T) {
 // changes nothing: a redelivered version bump must not cancel the
 // questions asked at the new version since.
 func TestCancelAppliedOnce(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	mustAsk(t, s, newQ("job-1", "q-1", 1))
@@ -285,6 +292,7 @@ func TestCancelAppliedOnce(t *testing.T) {
 }
 
 func TestFindListCountAndDeliveries(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	for i := range 5 {
@@ -347,6 +355,7 @@ func TestFindListCountAndDeliveries(t *testing.T) {
 // A batch where some decisions lose: the losers write nothing, the others
 // commit, and the outbox keeps the winners' messages in order.
 func TestDecideBatchWithLosers(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	q1 := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
@@ -391,6 +400,7 @@ func TestDecideBatchWithLosers(t *testing.T) {
 // TestUnsentOld checks the relay is told which rows were written before a
 // time (it looks for those in their streams before publishing them again).
 func TestUnsentOld(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	mustAsk(t, s, newQ("job-1", "q-1", 1)) // its outbox row written at t0
@@ -418,6 +428,7 @@ func TestUnsentOld(t *testing.T) {
 }
 
 func TestOutboxMarkSentAndPrune(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	mustAsk(t, s, newQ("job-1", "q-1", 1))
@@ -454,6 +465,7 @@ func TestOutboxMarkSentAndPrune(t *testing.T) {
 // leaves the newest, so the next row's id is above every id before it:
 // the relay reads rows after the last id it published.
 func TestOutboxIDsNeverGoBackAfterAPrune(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	if err := s.Enqueue(ctx, []Message{{Subject: "ev", Data: []byte("a")}, {Subject: "ev", Data: []byte("b")}}); err != nil {
@@ -477,6 +489,7 @@ func TestOutboxIDsNeverGoBackAfterAPrune(t *testing.T) {
 }
 
 func TestPruneAttempts(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	rec := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
@@ -513,6 +526,7 @@ func answerIfPending(ctx context.Context, l Lookup, k Key, i int, seen *[]string
 
 // Each decision of a batch reads the state the decisions before it left.
 func TestDecideEachSeesEarlierDecisions(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	q := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
@@ -549,6 +563,7 @@ func TestDecideEachSeesEarlierDecisions(t *testing.T) {
 // holds, winners and losers mixed, and checks every one's outcome and
 // every row it left (or did not).
 func TestDecideLargeBatch(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	const n = 157 // 64 + 64 + 16 + 8 + 4 + 1 rows: every chunk size but 32 and 2
@@ -672,6 +687,7 @@ func TestDecideLargeBatch(t *testing.T) {
 // a lookup of its own would, before and after decisions of the same batch
 // change it, and what a caller does to a read copy stays its own.
 func TestPrefetchReadsAsFindAnswerable(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	q1 := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
@@ -726,6 +742,7 @@ func TestPrefetchReadsAsFindAnswerable(t *testing.T) {
 // TestPruneManyRows prunes more rows than one scan finds, and keeps what
 // is not old yet or not sent yet.
 func TestPruneManyRows(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	const old, recent = pruneScan + 2345, 7
@@ -790,6 +807,7 @@ func TestPruneManyRows(t *testing.T) {
 // TestOutboxMsgID: the relay's Nats-Msg-Id is "ob-<instance>-<row id>",
 // whatever the lengths (JetStream's duplicate window keys on it).
 func TestOutboxMsgID(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 100)
 	for _, c := range []struct {
 		row  OutboxRow
