@@ -39,6 +39,10 @@ type Options struct {
 	Rate float64
 	// KillEvery is the mean time between SIGKILLs (jittered by ±20%).
 	KillEvery time.Duration
+	// MinKills makes the load go on past Duration until the server has been
+	// killed and restarted this many times, so a slow machine, whose
+	// restarts take longer, still sees every kill a short run asks for.
+	MinKills int
 	// ShortMin and ShortMax bound the timeouts of short questions, which
 	// climb their ladder and time out during the run (default 6s and 12s).
 	ShortMin, ShortMax time.Duration
@@ -238,15 +242,46 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
+// windows returns the load's context, which ends after Duration once MinKills
+// restarts are done (enough is closed then), and the publishes' context,
+// which ends 60 s after the load: publishes started during the load retry
+// until acknowledged or until then.
+func (r *run) windows(ctx context.Context) (load context.Context, stopLoad context.CancelFunc,
+	pub context.Context, stopPub context.CancelFunc, enough chan struct{}) {
+	load, stopLoad = context.WithCancel(ctx)
+	pub, stopPub = context.WithCancel(ctx)
+	enough = make(chan struct{})
+	go func() {
+		t := time.NewTimer(r.o.Duration)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-load.Done():
+			return
+		}
+		select {
+		case <-enough:
+			stopLoad()
+		case <-load.Done():
+		}
+	}()
+	go func() {
+		<-load.Done()
+		select {
+		case <-time.After(60 * time.Second):
+			stopPub()
+		case <-pub.Done():
+		}
+	}()
+	return load, stopLoad, pub, stopPub, enough
+}
+
 // load sends questions and answers at fixed rates for the duration while
 // the killer kills and restarts the server; then it stops killing and waits
 // for every publish in flight to be acknowledged.
 func (r *run) load(ctx context.Context, rep *Report) error {
-	loadCtx, stopLoad := context.WithTimeout(ctx, r.o.Duration)
+	loadCtx, stopLoad, pubCtx, stopPub, enough := r.windows(ctx)
 	defer stopLoad()
-	// Publishes started during the load retry until acknowledged, or until
-	// this bound after the load ends.
-	pubCtx, stopPub := context.WithTimeout(ctx, r.o.Duration+60*time.Second)
 	defer stopPub()
 
 	var fatal error
@@ -273,7 +308,7 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 
 	var loops sync.WaitGroup
 	loops.Add(3)
-	go func() { defer loops.Done(); r.killer(loadCtx, rep, fail) }()
+	go func() { defer loops.Done(); r.killer(loadCtx, rep, enough, fail) }()
 	go func() {
 		defer loops.Done()
 		r.every(loadCtx, r.o.Rate, func() { r.askOne(pubCtx, spawn) })
@@ -342,7 +377,11 @@ func (r *run) every(ctx context.Context, perSecond float64, f func()) {
 }
 
 // killer SIGKILLs the server every KillEvery (±20%) and restarts it.
-func (r *run) killer(ctx context.Context, rep *Report, fail func(error)) {
+// It closes enough once the server has restarted MinKills times.
+func (r *run) killer(ctx context.Context, rep *Report, enough chan<- struct{}, fail func(error)) {
+	if r.o.MinKills <= 0 {
+		close(enough)
+	}
 	for {
 		wait := time.Duration(float64(r.o.KillEvery) * (0.8 + 0.4*rand.Float64()))
 		t := time.NewTimer(wait)
@@ -366,6 +405,9 @@ func (r *run) killer(ctx context.Context, rep *Report, fail func(error)) {
 		r.mu.Unlock()
 		r.logf("kill -9 #%d; restarted and ready in %v (asked %d, answer attempts %d so far)",
 			rep.Kills, time.Since(killed).Round(time.Millisecond), asked, att)
+		if rep.Kills == r.o.MinKills {
+			close(enough)
+		}
 	}
 }
 

@@ -30,9 +30,9 @@ func buildAskbridge(t *testing.T, dir string) string {
 	return bin
 }
 
-// TestTortureShort is the CI variant of 'askbridge torture': 20 s of
-// questions and answers while the real server process is SIGKILLed every
-// ~4 s and restarted on the same data directory.
+// TestTortureShort is the CI variant of 'askbridge torture': questions and
+// answers for 8 s, and on until the real server process has been SIGKILLed
+// (every ~2.5 s) and restarted on the same data directory three times.
 func TestTortureShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill -9 torture test: skipped with -short")
@@ -47,11 +47,12 @@ func TestTortureShort(t *testing.T) {
 	rep, err := torture.Run(ctx, torture.Options{
 		Binary:    bin,
 		DataDir:   filepath.Join(tmp, "data"),
-		Duration:  20 * time.Second,
+		Duration:  8 * time.Second,
 		Rate:      30,
-		KillEvery: 4 * time.Second,
-		ShortMin:  3 * time.Second,
-		ShortMax:  6 * time.Second,
+		KillEvery: 2500 * time.Millisecond,
+		MinKills:  3,
+		ShortMin:  2 * time.Second,
+		ShortMax:  4 * time.Second,
 		Progress:  &progress,
 		ServerLog: serverLog,
 	})
