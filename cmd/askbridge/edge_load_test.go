@@ -9,12 +9,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,21 +180,18 @@ var edgeKindNames = [...]string{"valid", "forged", "stale", "oversize", "non-JSO
 // edgeMix is the share of each kind, out of 20.
 var edgeMix = [edgeKinds]int{edgeValid: 8, edgeForged: 4, edgeStale: 3, edgeOversize: 1, edgeNotJSON: 4}
 
-// raceDetector reports whether the test binary was built with -race.
-func raceDetector() bool {
-	bi, ok := debug.ReadBuildInfo()
-	return ok && slices.ContainsFunc(bi.Settings, func(s debug.BuildSetting) bool { return s.Key == "-race" && s.Value == "true" })
-}
+// edgeRequests is how many requests TestEdgeLoad sends to each endpoint.
+// The test suite sends few, enough to check every answer; the load figures
+// in docs/benchmarks.md come from -edge-requests=1200.
+var edgeRequests = flag.Int("edge-requests", 400, "TestEdgeLoad: requests to each endpoint (a multiple of 20)")
 
 func TestEdgeLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test; skipped under -short")
 	}
-	// Requests to each of the two endpoints; fewer under the race
-	// detector, which slows every request several times over.
-	perEndpoint := 1200
-	if raceDetector() {
-		perEndpoint = 400
+	perEndpoint := *edgeRequests
+	if perEndpoint <= 0 || perEndpoint%20 != 0 {
+		t.Fatalf("-edge-requests=%d: must be a positive multiple of 20", perEndpoint)
 	}
 	const (
 		workers     = 16
