@@ -100,18 +100,22 @@ type askTracker struct {
 	// askedAt and shownAt are nanoseconds since start (0: not yet);
 	// state is 0 waiting, 1 shown, 2 failed.
 	askedAt, shownAt []atomic.Int64
-	state            []atomic.Int32
-	done             atomic.Int64 // shown or failed
-	shownN, failedN  atomic.Int64
-	dupes            atomic.Int64 // a second card for a question
-	lastCard         atomic.Int64
+	// recordedAt is when the question's first event (asked) was seen,
+	// reportedAt when its delivery report was: the stages between.
+	recordedAt, reportedAt []atomic.Int64
+	state                  []atomic.Int32
+	done                   atomic.Int64 // shown or failed
+	shownN, failedN        atomic.Int64
+	dupes                  atomic.Int64 // a second card for a question
+	lastCard               atomic.Int64
 	// slots holds one token for each question in flight (closed loop);
 	// nil in open loop.
 	slots chan struct{}
 }
 
 func newAskTracker(n, inflight int, openLoop bool) *askTracker {
-	t := &askTracker{start: time.Now(), askedAt: make([]atomic.Int64, n), shownAt: make([]atomic.Int64, n), state: make([]atomic.Int32, n)}
+	t := &askTracker{start: time.Now(), askedAt: make([]atomic.Int64, n), shownAt: make([]atomic.Int64, n),
+		recordedAt: make([]atomic.Int64, n), reportedAt: make([]atomic.Int64, n), state: make([]atomic.Int32, n)}
 	if !openLoop {
 		t.slots = make(chan struct{}, inflight)
 	}
@@ -144,6 +148,14 @@ func (t *askTracker) shown(job string) {
 	t.finish()
 }
 
+// stamp records the first time something was seen of job's question in
+// at, from a subject ending in the job id.
+func (t *askTracker) stamp(at []atomic.Int64, subject string) {
+	if i, ok := t.jobIndex(subject[strings.LastIndexByte(subject, '.')+1:]); ok {
+		at[i].CompareAndSwap(0, t.since())
+	}
+}
+
 // failed records a question whose delivery failed.
 func (t *askTracker) failed(job string) {
 	if i, ok := t.jobIndex(job); ok && t.state[i].CompareAndSwap(0, 2) {
@@ -160,11 +172,15 @@ func (t *askTracker) finish() {
 }
 
 // latencies are the ask→card times of the questions shown.
-func (t *askTracker) latencies() []time.Duration {
+func (t *askTracker) latencies() []time.Duration { return between(t.askedAt, t.shownAt) }
+
+// between is the times from one stamp to another, for the questions that
+// have both.
+func between(from, to []atomic.Int64) []time.Duration {
 	var out []time.Duration
-	for i := range t.state {
-		if t.state[i].Load() == 1 {
-			out = append(out, time.Duration(t.shownAt[i].Load()-t.askedAt[i].Load()))
+	for i := range from {
+		if a, b := from[i].Load(), to[i].Load(); a != 0 && b != 0 {
+			out = append(out, time.Duration(b-a))
 		}
 	}
 	return out
@@ -201,7 +217,8 @@ func (c *cli) askRun(ctx context.Context, o benchOptions, svc *benchService, t *
 		return nil, err
 	}
 	defer nc.Close()
-	sub, err := nc.Subscribe(bridge.PrefixEvent+".bench.>", func(m *nats.Msg) {
+	events, err := nc.Subscribe(bridge.PrefixEvent+".bench.>", func(m *nats.Msg) {
+		t.stamp(t.recordedAt, m.Subject)
 		if !bytes.Contains(m.Data, []byte(bridge.EventDeliveryFailed)) {
 			return
 		}
@@ -213,7 +230,12 @@ func (c *cli) askRun(ctx context.Context, o benchOptions, svc *benchService, t *
 	if err != nil {
 		return nil, err
 	}
-	defer sub.Unsubscribe()
+	defer events.Unsubscribe()
+	reports, err := nc.Subscribe(bridge.PrefixDelivery+".bench.>", func(m *nats.Msg) { t.stamp(t.reportedAt, m.Subject) })
+	if err != nil {
+		return nil, err
+	}
+	defer reports.Unsubscribe()
 	ag, err := agent.New(nc)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -93,6 +94,17 @@ func (c *cli) askReport(o benchOptions, inflight int, t *askTracker, run *askRes
 	fmt.Fprintf(tw, "cards shown\t%s (failed %d, not shown %d, second cards %d)\n", shown, run.failed, n-run.shown-run.failed, t.dupes.Load())
 	fmt.Fprintf(tw, "questions/s, first publish to last card\t%.0f (%d in %v)\n", perSec, run.shown, span.Round(time.Millisecond))
 	fmt.Fprintf(tw, "ask→card p50 / p99 / max\t%v / %v / %v\n", p50, p99, pmax)
+	for _, st := range []struct {
+		name     string
+		from, to []atomic.Int64
+	}{
+		{"  publish → asked event (the runtime)", t.askedAt, t.recordedAt},
+		{"  asked event → card (the Slack adapter)", t.recordedAt, t.shownAt},
+		{"  card → delivery report (the Slack adapter)", t.shownAt, t.reportedAt},
+	} {
+		d := between(st.from, st.to)
+		fmt.Fprintf(tw, "%s p50 / p99\t%v / %v\n", st.name, coarse(percentile(d, 50)), coarse(percentile(d, 99)))
+	}
 	fmt.Fprintf(tw, "chat.postMessage accepted\t%d (%.2f a question)\n", run.posts, float64(run.posts)/float64(n))
 	if l := run.limits; l != nil {
 		fmt.Fprintf(tw, "429s received\t%d\n", l.Limited)
