@@ -823,3 +823,27 @@ func TestOutboxMsgID(t *testing.T) {
 		}
 	}
 }
+
+// TestInstanceIsKeptAcrossOpens checks a database keeps its id when opened
+// again (a restart: the adapters' posting claims and the runtime's lease
+// name this replica by it), and another database has another.
+func TestInstanceIsKeptAcrossOpens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "askbridge.db")
+	first, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := first.Instance()
+	first.Close()
+	again, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if id == "" || again.Instance() != id {
+		t.Fatalf("instance %q after reopening, want %q", again.Instance(), id)
+	}
+	if other := open(t).Instance(); other == id {
+		t.Fatalf("another database has the same instance %q", other)
+	}
+}

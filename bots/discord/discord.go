@@ -49,6 +49,12 @@ type Options struct {
 	AckAfterDecision bool
 	// Registerer, when set, gets the Discord API call metrics.
 	Registerer prometheus.Registerer
+	// Replica names this replica in posting claims. It must stay the same
+	// across restarts (serve hands in its database's id) so a replica
+	// restarted after a crash takes its own unfinished claims back at once,
+	// and differ between replicas, whose live claims are respected. Empty:
+	// a random id, whose claims a later start waits out (claimTTL).
+	Replica string
 }
 
 // Names of the JetStream objects the bot owns.
@@ -195,12 +201,16 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		return nil, fmt.Errorf("discord: metrics: %w", err)
 	}
 	calls.Preset("post question", "edit question")
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
+	id := o.Replica
+	if id == "" {
+		var rnd [8]byte
+		_, _ = rand.Read(rnd[:])
+		id = hex.EncodeToString(rnd[:])
+	}
 	b := &Bot{
 		calls:         calls,
 		decided:       decided,
-		id:            hex.EncodeToString(rnd[:]),
+		id:            id,
 		o:             o,
 		log:           o.Logger,
 		s:             s,

@@ -14,11 +14,15 @@ import (
 )
 
 // secondBot starts another bot on the same NATS, as a restart or a second
-// replica would, and stops it when the test ends.
-func (h *harness) secondBot(t *testing.T) *Bot {
+// replica would, and stops it when the test ends; mutate may change its
+// options.
+func (h *harness) secondBot(t *testing.T, mutate ...func(*Options)) *Bot {
 	t.Helper()
 	o := h.bot.o
 	o.Logger = slog.New(slog.NewTextHandler(h.logs, nil))
+	for _, m := range mutate {
+		m(&o)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b, err := New(ctx, o)
 	if err != nil {

@@ -48,6 +48,12 @@ type Options struct {
 	AckAfterDecision bool
 	// Registerer, when set, gets the Slack API call metrics.
 	Registerer prometheus.Registerer
+	// Replica names this replica in posting claims. It must stay the same
+	// across restarts (serve hands in its database's id) so a replica
+	// restarted after a crash takes its own unfinished claims back at once,
+	// and differ between replicas, whose live claims are respected. Empty:
+	// a random id, whose claims a later start waits out (claimTTL).
+	Replica string
 }
 
 // ConsumerName is the durable JetStream consumer all replicas share, so
@@ -137,8 +143,12 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		return nil, fmt.Errorf("slack: metrics: %w", err)
 	}
 	calls.Preset("chat.postMessage", "chat.update")
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
+	id := o.Replica
+	if id == "" {
+		var rnd [6]byte
+		_, _ = rand.Read(rnd[:])
+		id = hex.EncodeToString(rnd[:])
+	}
 	return &Bot{
 		calls:         calls,
 		decided:       decided,
@@ -150,7 +160,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		log:           o.Logger,
 		pace:          newPacer(time.Second, 3),
 		retry:         defaultRetry,
-		id:            hex.EncodeToString(rnd[:]),
+		id:            id,
 		now:           time.Now,
 		claimTTL:      2 * time.Minute,
 		threadRefresh: threadRefresh,
