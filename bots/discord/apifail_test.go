@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -48,4 +49,41 @@ func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestUnrecordedClickIsNotAcknowledged checks a click whose attempt could
+// not be published (no stream takes answers) is answered with an
+// ephemeral error, never the deferred update that acknowledges a click
+// (docs/discord.md), and the person's next click is recorded.
+func TestUnrecordedClickIsNotAcknowledged(t *testing.T) {
+	env, h := startE2E(t, runtime.Roles{})
+	q := colorQuestion()
+	ask(t, env, q)
+	msg := h.posted(channelA, 1)
+	ctx := context.Background()
+	st, err := env.NATS.JS.Stream(ctx, bridge.StreamAnswers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.Subjects = []string{"elsewhere.>"}
+	if _, err := env.NATS.JS.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	blue := findComponent(t, msg, "blue")["custom_id"].(string)
+	resp := h.interact(h.click(kevin, blue))
+	data, _ := resp["data"].(map[string]any)
+	if resp["type"] != float64(4) || data["flags"] != float64(64) ||
+		data["content"] != "askbridge could not record your answer right now; please try again." {
+		t.Fatalf("response to an unrecorded click = %v, want the ephemeral error", resp)
+	}
+	if err := bridge.EnsureStreams(ctx, env.NATS.JS, bridge.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := h.interact(h.click(kevin, blue)); resp["type"] != float64(6) {
+		t.Fatalf("response to the click again = %v, want a deferred update (6)", resp)
+	}
+	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: blue" {
+		t.Fatalf("resume = %+v", res)
+	}
 }

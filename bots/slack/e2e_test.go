@@ -430,16 +430,28 @@ func TestEndToEndDoubleClickIsOneResume(t *testing.T) {
 	}
 }
 
-// TestClickRetriedAfterAFailedPublish checks a person told to try again
-// (the attempt could not be published) is not then taken for a double
-// click: the same click a moment later is published.
+// TestClickRetriedAfterAFailedPublish checks a click or a modal submit
+// whose attempt could not be published is not acknowledged (Slack gets a
+// 503, shows the person the failure and keeps the form open), the clicker
+// is told to try again, and the retry is not taken for a double click:
+// the same click a moment later is published.
 func TestClickRetriedAfterAFailedPublish(t *testing.T) {
 	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	q := question("job-retry", "q-retry")
+	q.Choices = nil
+	q.Fields = []bridge.Field{{Name: "note", Kind: bridge.FieldText}}
+	withChoice := question("job-retry", "q-choice")
 	publishQuestion(t, env, q)
-	card := h.posted(t, "q-retry")
-	ts := h.cardTS(t, q)
+	publishQuestion(t, env, withChoice)
+	form := h.posted(t, "q-retry")
+	card := h.posted(t, "q-choice")
+	formTS, ts := h.cardTS(t, q), h.cardTS(t, withChoice)
+	h.interact(h.fake.click("U0KEV", "kevin", "trig-open", "C0123", formTS, actionsBlock(form), "answer", "answer", ""))
+	opens := h.fake.Calls("views.open")
+	if len(opens) != 1 {
+		t.Fatalf("%d views opened, want the answer form", len(opens))
+	}
 	ctx := context.Background()
 	// No stream takes answers (a deleted stream the runtime would make
 	// again at once).
@@ -452,7 +464,15 @@ func TestClickRetriedAfterAFailedPublish(t *testing.T) {
 	if _, err := env.NATS.JS.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	h.interact(h.fake.click("U0KEV", "kevin", "trig-r1", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+	resp, body := h.interact(h.fake.click("U0KEV", "kevin", "trig-r1", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a click whose attempt was not recorded got %d %q, want 503", resp.StatusCode, body)
+	}
+	note := map[string]map[string]any{"note": {"type": "plain_text_input", "value": "ship it"}}
+	resp, body = h.interact(submission("U0KEV", "kevin", opens[0], "V1", "h1", note))
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a submit whose attempt was not recorded got %d %q, want 503", resp.StatusCode, body)
+	}
 	testenv.CheckFor(t, wait, tick, func() error {
 		for _, c := range h.fake.Calls("response_url") {
 			if c.JSON["text"] == "askbridge could not record your answer just now. Please try again in a moment." {
@@ -464,10 +484,17 @@ func TestClickRetriedAfterAFailedPublish(t *testing.T) {
 	if err := bridge.EnsureStreams(ctx, env.NATS.JS, bridge.StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.interact(h.fake.click("U0KEV", "kevin", "trig-r2", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+	resp, body = h.interact(h.fake.click("U0KEV", "kevin", "trig-r2", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the retried click got %d %q, want 200", resp.StatusCode, body)
+	}
+	resp, body = h.interact(submission("U0KEV", "kevin", opens[0], "V1", "h1", note))
+	if resp.StatusCode != http.StatusOK || body != "" {
+		t.Fatalf("the submit sent again got %d %q, want 200 and the form closed", resp.StatusCode, body)
+	}
 	testenv.CheckFor(t, wait, tick, func() error {
-		if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-retry")); n != 1 {
-			return fmt.Errorf("%d attempts on the stream after the retry, want 1", n)
+		if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-retry")); n != 2 {
+			return fmt.Errorf("%d attempts on the stream after the retries, want 2", n)
 		}
 		return nil
 	})

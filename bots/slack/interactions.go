@@ -90,7 +90,13 @@ func (b *Bot) serveInteractions(w http.ResponseWriter, r *http.Request) {
 	// Slack wants an answer within 3 s; everything below is bounded.
 	ctx, cancel := context.WithTimeout(r.Context(), 2500*time.Millisecond)
 	defer cancel()
-	resp := b.interact(ctx, cb)
+	resp, err := b.interact(ctx, cb)
+	if errors.Is(err, errNotRecorded) {
+		// Not acknowledged: the answer is not in JetStream. Slack shows the
+		// person the failure, and their next click or submit counts.
+		http.Error(w, "askbridge could not record your answer; try again", http.StatusServiceUnavailable)
+		return
+	}
 	if resp == nil {
 		w.WriteHeader(http.StatusOK)
 		return
@@ -147,23 +153,32 @@ func parseInteraction(r *http.Request) (*slack.InteractionCallback, error) {
 	return cb, nil
 }
 
+// errNotRecorded is an interaction whose answer attempt could not be
+// published durably: it must not be acknowledged to Slack.
+var errNotRecorded = errors.New("slack: the answer attempt could not be recorded")
+
 // interact handles one interaction for both HTTP and Socket Mode. The
-// result, when not nil, is the response body (inline modal errors).
-func (b *Bot) interact(ctx context.Context, cb *slack.InteractionCallback) any {
+// result, when not nil, is the response body (inline modal errors); the
+// error is errNotRecorded when an attempt is not in JetStream.
+func (b *Bot) interact(ctx context.Context, cb *slack.InteractionCallback) (any, error) {
 	if !bridge.ValidSlackID(cb.User.ID) {
-		return nil
+		return nil, nil
 	}
 	switch cb.Type {
 	case slack.InteractionTypeBlockActions:
+		var failed error
 		for _, a := range cb.ActionCallback.BlockActions {
-			b.click(ctx, cb, a)
+			failed = cmp.Or(b.click(ctx, cb, a), failed)
 		}
+		return nil, failed
 	case slack.InteractionTypeViewSubmission:
-		if r := b.submit(ctx, cb); r != nil {
-			return r
+		r, err := b.submit(ctx, cb)
+		if err != nil || r == nil {
+			return nil, err // a nil *ViewSubmissionResponse is no body
 		}
+		return r, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // replyTo is what the runtime echoes on a refusal so we can tell the clicker.
@@ -181,12 +196,13 @@ func replyTo(cb *slack.InteractionCallback, channel, ts string) map[string]strin
 	return m
 }
 
-// click handles a card button or select.
-func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack.BlockAction) {
+// click handles a card button or select; errNotRecorded when its answer
+// attempt could not be published.
+func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack.BlockAction) error {
 	c, err := blockkit.ParseClick(a.BlockID, a.ActionID, a.Value, a.SelectedOption.Value)
 	if err != nil {
 		b.log.DebugContext(ctx, "slack: ignoring a foreign action", "err", err)
-		return
+		return nil
 	}
 	channel := cb.Container.ChannelID
 	if channel == "" {
@@ -197,15 +213,15 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 	switch c.Action {
 	case blockkit.ActionAnswer, blockkit.ActionDecline, blockkit.ActionDeny:
 		b.openModal(ctx, cb, c, channel, msgTS, to)
-		return
+		return nil
 	case blockkit.ActionConsole, blockkit.ActionConsoleJob:
 		b.offerConsole(cb, c, to)
-		return
+		return nil
 	}
 	// Double clicks arrive as separate interactions: one attempt.
 	click := cb.User.ID + "|" + a.BlockID + "|" + a.ActionID + "|" + a.Value + "|" + a.SelectedOption.Value
 	if !b.clicks.first(click) {
-		return
+		return nil
 	}
 	at := b.attempt(cb, c.Ref, to)
 	at.AttemptID = "slack-" + safeID(cmp.Or(cb.TriggerID, a.ActionTs+"-"+cb.User.ID))
@@ -219,14 +235,16 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 		}
 		if choice == "" {
 			b.say(to, "This question is no longer available here; see /ask list.")
-			return
+			return nil
 		}
 		at.Action = bridge.ActionAnswer
 		at.Answer, _ = json.Marshal(choice)
 	}
 	if !b.publishAttempt(ctx, at, to) {
 		b.clicks.forget(click) // told to try again: the retry must go through
+		return errNotRecorded
 	}
+	return nil
 }
 
 // offerConsole answers an "Open in console" click at once with an
@@ -433,29 +451,30 @@ func validTS(s string) bool {
 
 // submit handles a modal submission: checked with the shared validator,
 // errors inline on their input blocks, otherwise proposed to the runtime.
-func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) *slack.ViewSubmissionResponse {
+// The error is errNotRecorded when the attempt could not be published.
+func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) (*slack.ViewSubmissionResponse, error) {
 	cbID := cb.View.CallbackID
 	if cbID != blockkit.CallbackAnswer && cbID != blockkit.CallbackDecline && cbID != blockkit.CallbackDeny {
-		return nil
+		return nil, nil
 	}
 	meta, err := blockkit.ParseModalMeta(cb.View.PrivateMetadata)
 	if err != nil {
 		b.log.WarnContext(ctx, "slack: modal with foreign metadata", "err", err)
-		return nil
+		return nil, nil
 	}
 	first := firstInput(cb.View.Blocks)
 	attemptID := "slack-view-" + safeID(cb.View.ID+"-"+cb.View.Hash)
 	rec, err := b.question(ctx, meta.Ref, cb.User.ID)
 	if err != nil || rec == nil {
-		return inlineError(first, "This question is no longer available.")
+		return inlineError(first, "This question is no longer available."), nil
 	}
 	if rec.Outcome != "" {
 		if rec.Attempt == attemptID {
 			// This very submission ended it (delivered again): it was
 			// taken, and the form closes as it did the first time.
-			return nil
+			return nil, nil
 		}
-		return inlineError(first, rec.lateText())
+		return inlineError(first, rec.lateText()), nil
 	}
 	q := rec.Question
 	var action string
@@ -470,12 +489,12 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) *slack.
 		action, comment = bridge.ActionDeny, blockkit.ReasonFromState(cb.View.State)
 		if comment == "" {
 			// The deny modal asks for a reason (the agent needs it to adjust).
-			return inlineError(blockkit.BlockReason, "Say why, so the agent can adjust its plan.")
+			return inlineError(blockkit.BlockReason, "Say why, so the agent can adjust its plan."), nil
 		}
 	}
 	checked, aerr := bridge.CheckAnswer(q, action, answer, comment)
 	if aerr != nil {
-		return slack.NewErrorsViewSubmissionResponse(blockkit.ModalErrors(q, cbID, aerr))
+		return slack.NewErrorsViewSubmissionResponse(blockkit.ModalErrors(q, cbID, aerr)), nil
 	}
 	to := map[string]string{replyUser: cb.User.ID}
 	if meta.Channel != "" {
@@ -495,9 +514,10 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) *slack.
 		at.Answer = nil
 	}
 	if !b.publishAttempt(ctx, at, nil) {
-		return inlineError(first, "askbridge could not record this just now. Please submit again.")
+		// The form stays open, and Slack says the submit failed.
+		return nil, errNotRecorded
 	}
-	return nil
+	return nil, nil
 }
 
 // lateText is what someone answering the card's question after it ended

@@ -74,13 +74,23 @@ func (b *Bot) socketEvent(ctx context.Context, smc *socketmode.Client, evt socke
 			resp := b.redelivered.do(interactionKey(&cb), func() (any, bool) {
 				hctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
 				defer cancel()
-				if resp := b.interact(hctx, &cb); resp != nil {
+				resp, err := b.interact(hctx, &cb)
+				if err != nil {
+					return notAcked{}, false // Slack's redelivery tries it again
+				}
+				if resp != nil {
 					// Inline errors: the same form sent again is checked
 					// again (the question may have changed meanwhile).
 					return resp, false
 				}
 				return nil, true
 			})
+			if _, ok := resp.(notAcked); ok {
+				// Its attempt is not in JetStream: unacknowledged, Slack
+				// shows the person the failure and delivers it again.
+				b.log.WarnContext(ctx, "slack: socket mode interaction not acknowledged: its answer could not be recorded")
+				return
+			}
 			b.ack(smc, req, resp)
 		}()
 	case socketmode.EventTypeSlashCommand:
@@ -121,6 +131,9 @@ func (b *Bot) socketEvent(ctx context.Context, smc *socketmode.Client, evt socke
 		b.log.InfoContext(ctx, "slack: socket mode connected")
 	}
 }
+
+// notAcked is the result of an interaction that must not be acknowledged.
+type notAcked struct{}
 
 func (b *Bot) ack(smc *socketmode.Client, req socketmode.Request, payload any) {
 	var err error

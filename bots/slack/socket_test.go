@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -226,4 +227,69 @@ func TestInteractionKeyOfForms(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { interactionKey(cb) }); n > 4 {
 		t.Errorf("the key of a six-input form costs %v allocations", n)
 	}
+}
+
+// TestSocketModeUnrecordedAnswerIsNotAcknowledged checks a submit whose
+// attempt could not be published is not acknowledged over Socket Mode
+// (Slack then shows the failure and delivers it again), and Slack's
+// redelivery, once JetStream takes answers again, is recorded and
+// acknowledged.
+func TestSocketModeUnrecordedAnswerIsNotAcknowledged(t *testing.T) {
+	logs := &testenv.LockedBuffer{}
+	env, h := e2e(t, runtime.Roles{}, func(o *Options) {
+		o.AppToken, o.SigningSecret = "xapp-1-test", ""
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	q := question("job-un", "q-un")
+	q.Choices = nil
+	q.Fields = []bridge.Field{{Name: "note", Kind: bridge.FieldText}}
+	publishQuestion(t, env, q)
+	h.posted(t, "q-un")
+	ts := h.cardTS(t, q)
+	h.socketSend("env-open", "interactive", unpayload(h.fake.click("U0KEV", "kevin", "trig-un", "C0123", ts, "ask.acme.job-un.q-un.1", "answer", "answer", "")), 0)
+	h.socketAcks(t, "env-open", 1)
+	opened := h.fake.Calls("views.open")[0]
+	ctx := context.Background()
+	st, err := env.NATS.JS.Stream(ctx, bridge.StreamAnswers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.Subjects = []string{"elsewhere.>"} // no stream takes answers
+	if _, err := env.NATS.JS.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	good := unpayload(submission("U0KEV", "kevin", opened, "V1", "h1", map[string]map[string]any{
+		"note": {"type": "plain_text_input", "value": "ship it"}}))
+	h.socketSend("env-sub", "interactive", good, 0)
+	testenv.CheckFor(t, wait, tick, func() error {
+		if !strings.Contains(logs.String(), "socket mode interaction not acknowledged") {
+			return fmt.Errorf("the submit was not handled yet")
+		}
+		return nil
+	})
+	if acks := h.socketAcksNow("env-sub"); len(acks) != 0 {
+		t.Fatalf("an unrecorded submit was acknowledged: %s", acks[0].Body)
+	}
+	if err := bridge.EnsureStreams(ctx, env.NATS.JS, bridge.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.socketSend("env-sub", "interactive", good, 1)
+	if ack := h.socketAcks(t, "env-sub", 1)[0]; ack.JSON["payload"] != nil {
+		t.Fatalf("the redelivered submit was acknowledged with %s", ack.Body)
+	}
+	if out := awaitOutcome(t, env, q); out.Outcome != bridge.OutcomeAnswered {
+		t.Fatalf("outcome %+v", out)
+	}
+}
+
+// socketAcksNow lists the acknowledgements of envelope sent so far.
+func (h *harness) socketAcksNow(envelope string) []apiCall {
+	var got []apiCall
+	for _, c := range h.fake.Calls("ws_ack") {
+		if c.JSON["envelope_id"] == envelope {
+			got = append(got, c)
+		}
+	}
+	return got
 }
