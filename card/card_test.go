@@ -75,7 +75,8 @@ func TestOutcomeLines(t *testing.T) {
 		{bridge.Event{Type: bridge.EventTimedOut}, nil, "Nobody answered in time", "Timed out"},
 		{bridge.Event{Type: bridge.EventCancelled, Text: bridge.CancelledText("")}, question(), "Cancelled", "Cancelled"},
 		{bridge.Event{Type: bridge.EventCancelled, Text: bridge.CancelledText("done by hand")}, question(), "Cancelled: done by hand", "Cancelled"},
-		{bridge.Event{Type: bridge.EventSuperseded, Text: bridge.SupersededText(4)}, question(), "Superseded by a newer version of this task", "Superseded"},
+		{bridge.Event{Type: bridge.EventSuperseded, Text: bridge.SupersededText(4)}, question(), "Superseded by task version 4", "Superseded"},
+		{bridge.Event{Type: bridge.EventSuperseded}, question(), "Superseded by a newer version of this task", "Superseded"},
 		{bridge.Event{Type: bridge.EventDeliveryFailed, State: bridge.StateFailed}, question(), "Failed: askbridge could not deliver this question", "Failed"},
 	}
 	for _, tc := range cases {

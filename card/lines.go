@@ -1,6 +1,7 @@
 package card
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -198,6 +199,10 @@ func merge(l Line) Line {
 // the agent's reason (bridge.CancelledText).
 var cancelledPrefix = strings.TrimSuffix(bridge.CancelledText("x"), "x.")
 
+// supersededFormat reads the new task version out of the runtime's
+// superseded text (bridge.SupersededText).
+var supersededFormat = strings.Replace(bridge.SupersededText(1), "1", "%d", 1)
+
 // outcomeLine says how a question ended: "Answered by @kevin: blue". q,
 // when known, gives the timeout of a timed-out question. A hidden card
 // does not say the answer, which tells what was asked.
@@ -238,6 +243,10 @@ func outcomeLine(e *Ending, q *bridge.Question, hidden bool) Line {
 		}
 	case bridge.EventSuperseded:
 		l.Spans = []Span{Words("Superseded by a newer version of this task")}
+		var v int64
+		if _, err := fmt.Sscanf(e.Text, supersededFormat, &v); err == nil && v > 0 {
+			l.Spans = []Span{Words("Superseded by task version " + strconv.FormatInt(v, 10))}
+		}
 	case "":
 		l.Spans = []Span{Words("Ended")}
 	default:

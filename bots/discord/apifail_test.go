@@ -24,7 +24,7 @@ func TestAnswerResumesWhenTheCardEditFails(t *testing.T) {
 	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: blue" {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "**blue**")
+	settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
 }
 
 // TestFailedReminderDMsDoNotStopTheLadder checks a DM Discord refuses

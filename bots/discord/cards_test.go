@@ -48,7 +48,8 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 	h.publishEvent(ev)
 	msg := h.posted(channelA, 1)
 
-	// The card: the question, why, who, deadline; a button per choice and Decline.
+	// The card: the question, why, who, deadline; a button per choice,
+	// Decline and Open in console (the harness configures the console).
 	e := embedOf(t, msg)
 	if e["description"] != "Which colour should the report use?" {
 		t.Errorf("description = %v", e["description"])
@@ -56,7 +57,7 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 	if got := fieldValue(e, "Why it matters"); got != "The brand guide changed." {
 		t.Errorf("why it matters = %q", got)
 	}
-	if got := fieldValue(e, "Who may answer"); got != "<@"+kevin.ID+">" {
+	if got := fieldValue(e, "Who may answer"); got != "<@"+kevin.ID+"> and operators" {
 		t.Errorf("who may answer = %q", got)
 	}
 	if got := fieldValue(e, "Deadline"); !strings.Contains(got, fmt.Sprintf("<t:%d:f>", ev.Deadline.Unix())) {
@@ -69,7 +70,7 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 			t.Errorf("custom_id %q: must be 1 to 100 characters", id)
 		}
 	}
-	if want := []string{"red", "blue", "green", "Decline"}; !slices.Equal(labels, want) {
+	if want := []string{"red", "blue", "green", "Decline", "Open in console"}; !slices.Equal(labels, want) {
 		t.Errorf("buttons = %v, want %v", labels, want)
 	}
 	post := fake.requests("POST", "/channels/"+channelA+"/messages")[0]
@@ -118,7 +119,7 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 			return fmt.Errorf("the card still has %d components", n)
 		}
 		got := fieldValue(embedOf(t, m), "Outcome")
-		if !strings.Contains(got, "<@"+kevin.ID+">") || !strings.Contains(got, "**blue**") || !strings.Contains(got, "<t:") {
+		if !strings.Contains(got, "<@"+kevin.ID+">") || !strings.Contains(got, "Answered by <@"+kevin.ID+">: blue") || !strings.Contains(got, "<t:") {
 			return fmt.Errorf("outcome = %q", got)
 		}
 		return nil
@@ -178,7 +179,7 @@ func TestFreeTextModalAnswer(t *testing.T) {
 	q.Question = "What should the subject line say?"
 	h.publishEvent(asked(q))
 	msg := h.posted(channelA, 1)
-	resp := h.interact(h.click(kevin, findComponent(t, msg, "Answer")["custom_id"].(string)))
+	resp := h.interact(h.click(kevin, findComponent(t, msg, "Answer…")["custom_id"].(string)))
 	if resp["type"] != float64(9) {
 		t.Fatalf("Answer click = %v, want a modal (9)", resp)
 	}
@@ -273,8 +274,8 @@ func TestStrangerRefusedEphemerally(t *testing.T) {
 	if n := len(fake.requests("PATCH", "/channels/")); n != 0 {
 		t.Fatalf("a refusal edited the card (%d edits)", n)
 	}
-	if n := len(components(fake.message(msg["id"].(string)))); n != 4 {
-		t.Fatalf("the card has %d components after a refusal, want 4", n)
+	if n := len(components(fake.message(msg["id"].(string)))); n != 5 {
+		t.Fatalf("the card has %d components after a refusal, want 5", n)
 	}
 	// Another front-end's refusal is not ours to show.
 	h.publishEvent(bridge.Event{Type: bridge.EventRefused, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
@@ -334,7 +335,7 @@ func TestStaleCardRefused(t *testing.T) {
 	}
 	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 		got := fieldValue(embedOf(t, fake.message(msg["id"].(string))), "Outcome")
-		if !strings.Contains(got, "superseded by task version 3") {
+		if !strings.Contains(got, "Superseded by task version 3") {
 			return fmt.Errorf("old card outcome = %q", got)
 		}
 		return nil
@@ -556,7 +557,7 @@ func TestApprovalButtons(t *testing.T) {
 		labels = append(labels, c["label"].(string))
 	}
 	// As on Slack: Approve, Deny (asks why) and Decline.
-	if !slices.Equal(labels, []string{"Approve", "Deny", "Decline"}) {
+	if !slices.Equal(labels, []string{"Approve", "Deny", "Decline", "Open in console"}) {
 		t.Fatalf("approval buttons = %v", labels)
 	}
 	for _, c := range components(msg) {
@@ -930,10 +931,10 @@ func TestWhoMayAnswerKeepsWholeNames(t *testing.T) {
 		want      string // a suffix
 		names     int
 	}{
-		{"none", nil, "", "operators and admins", 0},
-		{"a few", answerers(3), "slack:U0OWNER", "<@3000000000000000002>, slack:U0OWNER (owner)", 3},
-		{"forty", answerers(40), "discord:1234", "more, <@1234> (owner)", -1},
-		{"forty, no owner", answerers(40), "", "more", -1},
+		{"none", nil, "", "operators", 0},
+		{"a few", answerers(3), "slack:U0OWNER", "<@3000000000000000002>, slack:U0OWNER (owner), and operators", 3},
+		{"forty", answerers(40), "discord:1234", "more, <@1234> (owner), and operators", -1},
+		{"forty, no owner", answerers(40), "", "more, and operators", -1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -950,7 +951,7 @@ func TestWhoMayAnswerKeepsWholeNames(t *testing.T) {
 			}
 			if tc.names < 0 {
 				listed := strings.Count(got, "<@30000")
-				if !strings.Contains(got, fmt.Sprintf("and %d more", 40-listed)) || listed < 10 {
+				if !strings.Contains(got, fmt.Sprintf(", %d more, ", 40-listed)) || listed < 10 {
 					t.Fatalf("%d listed, and %q", listed, got)
 				}
 			}
@@ -1146,7 +1147,7 @@ func TestPaddedChoicesReadApartOnButtons(t *testing.T) {
 	msg := h.posted(channelA, 1)
 	var labels []string
 	for _, c := range components(msg) {
-		if c["type"] == float64(2) && c["label"] != "Decline" {
+		if c["type"] == float64(2) && c["label"] != "Decline" && c["label"] != "Open in console" {
 			labels = append(labels, c["label"].(string))
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bridge"
+	neutral "github.com/askbridge/askbridge/card"
 )
 
 // commandName is the application command askbridge registers.
@@ -170,7 +171,7 @@ func (b *Bot) cmdList(ctx context.Context, who clicker, opt map[string]string) *
 		case v.Hidden || v.Question == nil:
 			line += "_a question waits; you may not see its content_"
 		default:
-			line += truncate(oneLine(v.Question.Question), 120)
+			line += neutral.Truncate(oneLine(v.Question.Question), 120)
 		}
 		if !v.Deadline.IsZero() {
 			line += fmt.Sprintf(" — due <t:%d:R>", v.Deadline.Unix())
@@ -217,12 +218,11 @@ func (b *Bot) cmdShow(ctx context.Context, who clicker, opt map[string]string) *
 	}
 	v := reply.Question
 	head := fmt.Sprintf("`%s/%s/%s` (task version %d): **%s**", v.Tenant, v.JobID, v.QuestionID, v.TaskVersion, v.State)
-	if v.Hidden || v.Question == nil {
-		return ephemeral(head + "\nA question waits here; you may not see its content.")
+	nc := neutral.New(neutral.FromView(v, false))
+	if nc.Kind == neutral.KindHidden {
+		return ephemeral(head + "\n" + nc.Placeholder)
 	}
-	c := &card{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, TaskVersion: v.TaskVersion,
-		Question: v.Question, AskedAt: v.AskedAt, Deadline: v.Deadline}
-	embed := cardEmbed(c)
+	embed := drawEmbed(nc)
 	if n := len(v.Question.Choices); n > 0 && n <= maxChoices {
 		// On the card they are buttons; here, the words /ask answer takes,
 		// each whole: as many fields as they need.
@@ -234,10 +234,6 @@ func (b *Bot) cmdShow(ctx context.Context, who clicker, opt map[string]string) *
 			embed.Fields = append(embed.Fields, &discordgo.MessageEmbedField{Name: name, Value: value})
 		}
 		fitEmbed(embed)
-	}
-	if v.State != bridge.StatePending {
-		embed = settledEmbed(embed, &outcome{Type: stateEvent(v.State), Text: v.Text, By: v.By, ByName: v.ByName,
-			Answer: v.AnswerText, Reason: v.Comment, At: v.SettledAt})
 	}
 	resp := ephemeral(head)
 	resp.Data.Embeds = []*discordgo.MessageEmbed{embed}
@@ -258,7 +254,7 @@ func choiceFields(choices []string) []string {
 	var out []string
 	cur := ""
 	for _, ch := range choices {
-		ch = truncate(ch, maxFieldText) // a choice has at most 200
+		ch = neutral.Truncate(ch, maxFieldText) // a choice has at most 200
 		switch {
 		case cur == "":
 			cur = ch

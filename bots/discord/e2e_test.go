@@ -85,7 +85,7 @@ func TestE2EChoiceClickResumesJob(t *testing.T) {
 		res.ByName != "kevin" || res.Via != "discord" || res.TaskVersion != 3 {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "**blue**")
+	settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
 	// The runtime recorded where the card is.
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		var reply bridge.ShowReply
@@ -106,7 +106,7 @@ func TestE2EFreeTextModal(t *testing.T) {
 	q.Choices, q.Question = nil, "What should the subject line say?"
 	ask(t, env, q)
 	msg := h.posted(channelA, 1)
-	modal := h.interact(h.click(kevin, findComponent(t, msg, "Answer")["custom_id"].(string)))
+	modal := h.interact(h.click(kevin, findComponent(t, msg, "Answer…")["custom_id"].(string)))
 	h.interact(h.submit(kevin, modal["data"].(map[string]any)["custom_id"].(string), map[string]string{"answer": "Q3 report, final"}))
 	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: Q3 report, final" {
 		t.Fatalf("resume = %+v", res)
@@ -143,7 +143,7 @@ func TestE2EApprovalDenyWithReason(t *testing.T) {
 	for _, c := range components(msg) {
 		labels = append(labels, c["label"].(string))
 	}
-	if !slices.Equal(labels, []string{"Approve", "Deny", "Decline"}) {
+	if !slices.Equal(labels, []string{"Approve", "Deny", "Decline", "Open in console"}) {
 		t.Fatalf("approval buttons = %v", labels)
 	}
 	// Deny answers the click with a modal asking why.
@@ -180,7 +180,7 @@ func TestE2EApprovalDenyWithReason(t *testing.T) {
 		res.Via != "discord" || res.TaskVersion != 1 {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: **denied**. Reason: "+reason)
+	settledCard(t, msg["id"].(string), "Denied by <@"+kevin.ID+">: "+reason)
 	if n := resumeCount(t, env); n != 1 {
 		t.Fatalf("%d resumes, want 1", n)
 	}
@@ -216,7 +216,7 @@ func TestE2EApprovalAnsweredWithCommand(t *testing.T) {
 		res.By != "discord:"+kevin.ID {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "**denied**. Reason: too risky: the order shipped")
+	settledCard(t, msg["id"].(string), "Denied by <@"+kevin.ID+">: too risky: the order shipped")
 
 	q2 := approvalQuestion()
 	q2.JobID, q2.QuestionID = "job-4", "ap-2"
@@ -269,7 +269,7 @@ func TestE2EApprovalApprove(t *testing.T) {
 	if res.Outcome != bridge.OutcomeAnswered || string(res.Answer) != `"approved"` || res.Text != "The answer: approved" || res.Comment != "" {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "**approved**")
+	settledCard(t, msg["id"].(string), "Approved by <@"+kevin.ID+">")
 }
 
 func TestE2EStrangerRefusedEphemerally(t *testing.T) {
@@ -285,7 +285,7 @@ func TestE2EStrangerRefusedEphemerally(t *testing.T) {
 	}
 	// Still waiting: the card keeps its buttons, nothing resumed; Kevin
 	// can still answer.
-	if n := len(components(fake.message(msg["id"].(string)))); n != 4 {
+	if n := len(components(fake.message(msg["id"].(string)))); n != 5 {
 		t.Fatalf("card components = %d after a refusal", n)
 	}
 	if n := resumeCount(t, env); n != 0 {
@@ -308,7 +308,7 @@ func TestE2EStaleCardRefused(t *testing.T) {
 		bridge.Cancel{Tenant: "acme", JobID: "job-1", TaskVersion: 3}); err != nil {
 		t.Fatal(err)
 	}
-	settledCard(t, msg["id"].(string), "superseded")
+	settledCard(t, msg["id"].(string), "Superseded by task version")
 	ask(t, env, colorQuestion()) // v3, same question id
 	h.posted(msg["id"].(string), 1)
 	// A click on the old card (a client that still shows it).
@@ -348,7 +348,7 @@ func TestE2EDoubleClickOneResume(t *testing.T) {
 	if f["flags"] != float64(64) {
 		t.Fatalf("follow-up = %v", f)
 	}
-	settledCard(t, msg["id"].(string), "**blue**")
+	settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
 	if n := resumeCount(t, env); n != 1 {
 		t.Fatalf("%d resumes for a double click, want 1", n)
 	}
@@ -546,7 +546,7 @@ func TestE2EReminderDMThenTimeout(t *testing.T) {
 	if res.Outcome != bridge.OutcomeTimedOut || res.Text != "Nobody answered within 0:00:03." {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "Nobody answered within 0:00:03.")
+	settledCard(t, msg["id"].(string), "Nobody answered within 0:00:03 · ")
 	if n := len(fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 1 {
 		t.Fatalf("%d reminder DMs, want 1", n)
 	}
@@ -627,7 +627,7 @@ func TestE2ECancelByMappedDiscordRole(t *testing.T) {
 	if len(cs) != 2 || cs[1].By != "discord:"+ada.ID || !slices.Equal(cs[1].Roles, []string{"admin"}) {
 		t.Fatalf("admin's cancel = %+v", cs)
 	}
-	settledCard(t, msg["id"].(string), "Cancelled.")
+	settledCard(t, msg["id"].(string), "Cancelled: not needed · ")
 	// Only the plain member's command got a follow-up.
 	if n := len(fake.requests("POST", "/webhooks/")); n != 1 {
 		t.Fatalf("%d follow-ups, want 1 (the refusal)", n)
@@ -821,7 +821,7 @@ func TestE2EFormsOnAnAnsweredCardSayWhoAnswered(t *testing.T) {
 	formID := form["data"].(map[string]any)["custom_id"].(string)
 	h.interact(h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string)))
 	await(t, env, q)
-	settledCard(t, msg["id"].(string), "**blue**")
+	settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(context.Background(), q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
 		if err != nil || c == nil || c.Outcome == nil {

@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
+	neutral "github.com/askbridge/askbridge/card"
 )
 
 // errPermanent marks an event that can never be handled; it is acked.
@@ -196,7 +198,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 		f := &bridge.Failure{Code: bridge.CodeReferenceUnresolved, Dependency: "discord", Operation: "post question",
 			RequiredCapability: "a Discord channel id in route.discord.channel_id or ASK_DISCORD_CHANNEL",
 			SafeFallback:       "answer in the askbridge console or with /ask",
-			OperatorMessage:    fmt.Sprintf("%q is not a Discord channel id (a number such as 1234567890123456789).", truncate(channel, 40))}
+			OperatorMessage:    fmt.Sprintf("%q is not a Discord channel id (a number such as 1234567890123456789).", neutral.Truncate(channel, 40))}
 		return b.fail(ctx, key, c, f)
 	}
 	// Claim the posting, so two replicas handling the same question at
@@ -329,9 +331,9 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 	}
 	switch {
 	case inChannel:
-		posted.Guild = firstNonEmpty(posted.Guild, jt.Guild)
+		posted.Guild = cmp.Or(posted.Guild, jt.Guild)
 	case haveThread:
-		posted.Thread, posted.Guild = jt.Thread, firstNonEmpty(posted.Guild, jt.Guild)
+		posted.Thread, posted.Guild = jt.Thread, cmp.Or(posted.Guild, jt.Guild)
 	default:
 		th, err := b.startThread(ctx, channel, msg.ID, q)
 		if err != nil {
@@ -345,7 +347,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
 				!errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				return fmt.Errorf("discord: record thread: %w", err)
 			}
-			posted.Thread, posted.Guild = th.ID, firstNonEmpty(posted.Guild, th.GuildID)
+			posted.Thread, posted.Guild = th.ID, cmp.Or(posted.Guild, th.GuildID)
 		}
 	}
 	if posted.Guild == "" {
@@ -443,7 +445,7 @@ func (b *Bot) settleUnanswered(ctx context.Context, key string, init card, c *ca
 			return false
 		}
 		c.Channel, c.MessageID, c.Thread = first.ChannelID, first.ID, first.thread
-		c.Guild = firstNonEmpty(first.GuildID, c.Guild, b.o.Guild)
+		c.Guild = cmp.Or(first.GuildID, c.Guild, b.o.Guild)
 		c.Edited = false
 		return true
 	})
@@ -598,15 +600,6 @@ func threadGone(err error) bool {
 	return ae.Status == http.StatusNotFound
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 // fail records that the card could not be shown and reports the failure.
 func (b *Bot) fail(ctx context.Context, key string, c *card, f *bridge.Failure) error {
 	b.log.Warn("discord: could not show question", "tenant", c.Tenant, "job", c.JobID, "question", c.QuestionID, "code", f.Code, "reason", f.OperatorMessage)
@@ -626,7 +619,7 @@ func (b *Bot) startThread(ctx context.Context, channel, messageID string, q *bri
 	err := b.call(ctx, "start thread", func(opts ...discordgo.RequestOption) error {
 		var err error
 		th, err = b.s.MessageThreadStartComplex(channel, messageID, &discordgo.ThreadStart{
-			Name: truncate(name, 100), AutoArchiveDuration: 10080,
+			Name: neutral.Truncate(name, 100), AutoArchiveDuration: 10080,
 		}, opts...)
 		return err
 	})
@@ -726,8 +719,7 @@ func (b *Bot) onOutcome(ctx context.Context, ev *bridge.Event, last bool) error 
 
 // editSettled rewrites a settled card: outcome added, components removed.
 func (b *Bot) editSettled(ctx context.Context, c *card) error {
-	embed := settledEmbed(cardEmbed(c), c.Outcome)
-	return b.editMessage(ctx, c.Channel, c.MessageID, embed)
+	return b.editMessage(ctx, c.Channel, c.MessageID, cardEmbed(c))
 }
 
 func (b *Bot) editMessage(ctx context.Context, channel, messageID string, embed *discordgo.MessageEmbed) error {
@@ -927,7 +919,7 @@ func cancelRefusalText(ev *bridge.Event) string {
 	if text == "" {
 		text = "askbridge refused the cancel (" + ev.Reason + ")."
 	}
-	return truncate(fmt.Sprintf("askbridge did not cancel %s (tenant %s). %s", what, ev.Tenant, text), maxContent)
+	return neutral.Truncate(fmt.Sprintf("askbridge did not cancel %s (tenant %s). %s", what, ev.Tenant, text), maxContent)
 }
 
 // refusalText is the refusal as the clicker reads it.
@@ -948,5 +940,5 @@ func refusalText(ev *bridge.Event) string {
 			text += "\n" + strings.Join(lines, "\n")
 		}
 	}
-	return truncate(text, maxContent)
+	return neutral.Truncate(text, maxContent)
 }

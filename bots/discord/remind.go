@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/askbridge/askbridge/bridge"
+	neutral "github.com/askbridge/askbridge/card"
 )
 
 // onReminder sends each Discord target of a ladder step a direct message,
@@ -92,9 +94,9 @@ func (b *Bot) reminderMessage(ev *bridge.Event, q *bridge.Question, c *card, tar
 	e := &discordgo.MessageEmbed{Type: discordgo.EmbedTypeRich, Title: "Reminder", Color: colorDeclined,
 		Footer: &discordgo.MessageEmbedFooter{Text: fmt.Sprintf("askbridge · %s/%s/%s", ev.Tenant, ev.JobID, ev.QuestionID)}}
 	if q != nil {
-		e.Description = truncate(q.Question, maxDescription)
+		e.Description = neutral.Truncate(q.Question, maxDescription)
 		if q.WhyItMatters != "" {
-			e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Why it matters", Value: truncate(q.WhyItMatters, maxFieldValue)})
+			e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Why it matters", Value: neutral.Truncate(q.WhyItMatters, maxFieldValue)})
 		}
 	}
 	if !ev.Deadline.IsZero() {
@@ -125,7 +127,7 @@ func (b *Bot) noteUnreachable(ctx context.Context, c *card, user, eventID string
 	if c == nil || c.Channel == "" {
 		return
 	}
-	channel := firstNonEmpty(c.Thread, c.Channel)
+	channel := cmp.Or(c.Thread, c.Channel)
 	_, err := b.postMessage(ctx, "note unreachable", channel, &messageCreate{
 		Content:         fmt.Sprintf("askbridge could not send <@%s> a reminder: they do not accept direct messages from this app.", user),
 		AllowedMentions: noMentions,

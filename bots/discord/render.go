@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
+	neutral "github.com/askbridge/askbridge/card"
 )
 
 // Discord limits the rendering respects.
@@ -39,15 +41,6 @@ const (
 	colorClosed   = 0x95A5A6
 	colorRefused  = 0xED4245
 )
-
-// truncate cuts s to n runes, marking the cut.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
 
 // who shows an identity: a Discord user as a mention, others as written.
 func who(id, name string) string {
@@ -86,12 +79,6 @@ func consoleLinkButton(u string) discordgo.MessageComponent {
 	return discordgo.Button{Label: "Open in console", Style: discordgo.LinkButton, URL: u}
 }
 
-// inConsole reports whether a question is answered in the console rather
-// than on the card: typed fields, or more choices than Discord can show.
-func inConsole(q *bridge.Question) bool {
-	return len(q.Fields) > 0 || len(q.Choices) > maxChoices
-}
-
 // consoleHint tells card readers how to reach the console: each clicker
 // gets a link of their own.
 const consoleHint = "Click **Open in console** for a link of your own (shown only to you)."
@@ -104,144 +91,195 @@ const (
 	settledConsoleField = "Asked in the askbridge console"
 )
 
-// mayAnswer names who may answer within a field's value: whole names
-// only (a cut mention shows as raw text), how many more there are, and
-// the owner.
-func mayAnswer(q *bridge.Question) string {
-	owner := ""
-	if q.Owner != "" {
-		owner = who(q.Owner, "") + " (owner)"
-	}
-	if len(q.Answerers) == 0 && owner == "" {
-		return "operators and admins"
-	}
-	room := maxFieldValue - utf8.RuneCountInString(owner) - len(", and 999 more, ")
-	var names []string
-	used := 0
-	for i, a := range q.Answerers {
-		n := who(a, "")
-		used += utf8.RuneCountInString(n) + len(", ")
-		if used > room {
-			names = append(names, fmt.Sprintf("and %d more", len(q.Answerers)-i))
-			break
-		}
-		names = append(names, n)
-	}
-	if owner != "" {
-		names = append(names, owner)
-	}
-	return strings.Join(names, ", ")
+// discordStyle draws a card's lines in Discord's markdown: Discord users
+// as mentions, moments in each reader's time zone, others' words cut.
+var discordStyle = neutral.Style{
+	Quote: func(s string) string { return neutral.Truncate(strings.TrimSpace(s), 400) },
+	Who:   func(p neutral.Person) string { return who(p.Identity, p.Name) },
+	When:  stamp,
 }
 
-// cardEmbed renders the question as an embed.
-func cardEmbed(c *card) *discordgo.MessageEmbed {
-	q := c.Question
-	title := "Question"
-	if q.IsApproval() {
-		title = "Approval needed"
+// mayAnswer says who may answer within a field's value: as many whole
+// names as fit (a cut mention shows as raw text), how many more there
+// are, the owner and the roles.
+func mayAnswer(m neutral.MayAnswer) string {
+	best := m.Line(0).Render(discordStyle)
+	for listed := 1; listed <= len(m.Answerers); listed++ {
+		s := m.Line(listed).Render(discordStyle)
+		if utf8.RuneCountInString(s) > maxFieldValue {
+			break
+		}
+		best = s
 	}
-	if q.Agent != "" {
-		title += " from " + q.Agent
+	return best
+}
+
+// neutralOf is the platform-neutral card of c: settled once it has an
+// outcome.
+func neutralOf(c *card, console bool) neutral.Card {
+	in := neutral.Input{Tenant: c.Tenant, JobID: c.JobID, QuestionID: c.QuestionID, TaskVersion: c.TaskVersion,
+		Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, Console: console}
+	if c.Outcome != nil {
+		in.End = c.Outcome.ending()
+	}
+	return neutral.New(in)
+}
+
+// ending is o as the neutral card takes it.
+func (o *outcome) ending() *neutral.Ending {
+	return &neutral.Ending{Event: o.Type, By: o.By, ByName: o.ByName, Answer: o.Answer, Comment: o.Reason, Text: o.Text, At: o.At}
+}
+
+// cardEmbed renders the question's card as an embed: waiting, or settled
+// once c has its outcome.
+func cardEmbed(c *card) *discordgo.MessageEmbed { return drawEmbed(neutralOf(c, false)) }
+
+// drawEmbed renders a neutral card as an embed. A waiting card ends with
+// its status, who may answer, its deadline and the tools it holds up; a
+// settled one with its outcome instead.
+func drawEmbed(nc neutral.Card) *discordgo.MessageEmbed {
+	description := nc.Text
+	if nc.Kind == neutral.KindHidden {
+		description = "*" + nc.Placeholder + "*"
 	}
 	e := &discordgo.MessageEmbed{
 		Type:        discordgo.EmbedTypeRich,
-		Title:       truncate(title, maxTitle),
-		Description: truncate(q.Question, maxDescription),
+		Title:       neutral.Truncate(nc.Title, maxTitle),
+		Description: neutral.Truncate(description, maxDescription),
 		Color:       colorPending,
 		Footer: &discordgo.MessageEmbedFooter{
-			Text: truncate(fmt.Sprintf("askbridge · %s/%s/%s · task version %d", c.Tenant, c.JobID, c.QuestionID, c.TaskVersion), 200),
+			Text: neutral.Truncate(fmt.Sprintf("askbridge · %s/%s/%s · task version %d", nc.Tenant, nc.JobID, nc.QuestionID, nc.TaskVersion), 200),
 		},
 	}
-	if !c.AskedAt.IsZero() {
-		e.Timestamp = c.AskedAt.UTC().Format(time.RFC3339)
+	if !nc.AskedAt.IsZero() {
+		e.Timestamp = nc.AskedAt.UTC().Format(time.RFC3339)
 	}
 	add := func(name, value string, inline bool) {
 		if strings.TrimSpace(value) == "" {
 			return
 		}
-		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: name, Value: truncate(value, maxFieldValue), Inline: inline})
+		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: name, Value: neutral.Truncate(value, maxFieldValue), Inline: inline})
 	}
-	add("Context", q.Context, false)
-	add("Why it matters", q.WhyItMatters, false)
-	if q.Proposal != nil {
-		add("Proposal", strings.Join(q.Proposal.Summary, "\n"), false)
+	for _, sec := range nc.Sections {
+		add(sec.Label, cmp.Or(sec.Text, strings.Join(sec.Lines, "\n")), false)
+	}
+	consoleName, hint := consoleField, consoleHint+"\n"
+	if !nc.Pending() {
+		// No button is left to click: the list stays, the hint goes.
+		consoleName, hint = settledConsoleField, ""
 	}
 	switch {
-	case len(q.Fields) > 0:
-		var lines []string
-		for _, f := range q.Fields {
-			l := "• " + f.Title() + " (" + f.Kind
-			if f.Required {
-				l += ", required"
-			}
-			lines = append(lines, l+")")
-		}
-		add(consoleField, consoleHint+"\n"+strings.Join(lines, "\n"), false)
-	case len(q.Choices) > maxChoices:
-		add(consoleField, consoleHint+"\n"+fmt.Sprintf("%d choices, more than Discord can show: %s", len(q.Choices), strings.Join(q.Choices, ", ")), false)
+	case len(nc.Asks) > 0:
+		add(consoleName, hint+"• "+strings.Join(nc.Asks, "\n• "), false)
+	case len(nc.Choices) > maxChoices:
+		add(consoleName, hint+fmt.Sprintf("%d choices, more than Discord can show: %s", len(nc.Choices), strings.Join(nc.Choices, ", ")), false)
 	}
-	add("Who may answer", mayAnswer(q), true)
-	if !c.Deadline.IsZero() {
-		add("Deadline", stamp(c.Deadline), true)
+	if !nc.Pending() {
+		line, color := outcomeLine(nc)
+		e.Color = color
+		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: neutral.LabelOutcome, Value: neutral.Truncate(line, 1000)})
+		fitEmbed(e)
+		return e
 	}
-	if len(q.BlockedTools) > 0 {
-		add("Waiting on this", strings.Join(q.BlockedTools, ", "), true)
+	add(neutral.LabelStatus, nc.Status().Render(discordStyle), true)
+	if !nc.MayAnswer.IsZero() {
+		add(neutral.LabelMayAnswer, mayAnswer(nc.MayAnswer), true)
 	}
+	add(neutral.LabelDeadline, nc.DeadlineLine().Render(discordStyle), true)
+	add(neutral.LabelBlocked, strings.Join(nc.BlockedTools, ", "), true)
 	fitEmbed(e)
 	return e
 }
 
-// cardComponents renders the card's buttons and selects.
+// cardComponents renders the card's enabled controls: buttons five a
+// row, a select for choices that do not fit buttons, and Open in console
+// for what Discord cannot ask (typed fields, more choices than a select
+// takes). Decline and Open in console share the last row. Open in console
+// is a normal button, never a link: the card sits on a channel message
+// anyone there can read, so its click replies, to the clicker alone,
+// with a console link signed for that clicker.
 func (b *Bot) cardComponents(c *card) []discordgo.MessageComponent {
-	q := c.Question
-	id := func(act string, index int) string {
-		return customID(act, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, index)
+	return drawComponents(neutralOf(c, b.consoleEnabled()))
+}
+
+// drawComponents renders a neutral card's enabled controls. A settled
+// card has none on Discord: its edit removes every component, Open in
+// console too (/ask show gives a link of one's own).
+func drawComponents(nc neutral.Card) []discordgo.MessageComponent {
+	if !nc.Pending() {
+		return nil
 	}
-	decline := discordgo.Button{Label: "Decline", Style: discordgo.SecondaryButton, CustomID: id(actDecline, 0)}
+	id := func(act string, index int) string {
+		return customID(act, nc.Tenant, nc.JobID, nc.QuestionID, nc.TaskVersion, index)
+	}
 	var rows []discordgo.MessageComponent
-	switch {
-	case q.IsApproval():
-		// As on Slack: Approve proposes at once, Deny opens a form asking
-		// why, Decline (for someone who cannot decide) the decline form.
-		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-			discordgo.Button{Label: "Approve", Style: discordgo.SuccessButton, CustomID: id(actApprove, 0)},
-			discordgo.Button{Label: "Deny", Style: discordgo.DangerButton, CustomID: id(actDeny, 0)},
-			decline,
-		}})
-		return rows
-	case inConsole(q):
-		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{consoleButton(c), decline}})
-	case len(q.Choices) > maxButtonChoice || !buttonsFit(q.Choices):
-		opts := make([]discordgo.SelectMenuOption, len(q.Choices))
-		for i, ch := range q.Choices {
+	var last []discordgo.MessageComponent // Decline, and Open in console
+	// A hidden card's answerers read and answer it in the console.
+	console := nc.Pending() && nc.Kind == neutral.KindHidden
+	for _, k := range nc.Enabled() {
+		switch k.Action {
+		case neutral.ActApprove:
+			// As on Slack: Approve proposes at once, Deny opens a form asking
+			// why, Decline (for someone who cannot decide) the decline form.
+			last = append(last, discordgo.Button{Label: k.Label, Style: discordgo.SuccessButton, CustomID: id(actApprove, 0)})
+		case neutral.ActDeny:
+			last = append(last, discordgo.Button{Label: k.Label, Style: discordgo.DangerButton, CustomID: id(actDeny, 0)})
+		case neutral.ActAnswer:
+			if nc.Kind == neutral.KindFields {
+				console = true
+				continue
+			}
+			last = append(last, discordgo.Button{Label: k.Label, Style: discordgo.PrimaryButton, CustomID: id(actAnswer, 0)})
+		case neutral.ActChoice:
+			if k.Index > 0 {
+				continue
+			}
+			if len(nc.Choices) > maxChoices {
+				console = true
+				continue
+			}
+			rows = append(rows, choiceRows(nc.Choices, id)...)
+		case neutral.ActDecline:
+			last = append(last, discordgo.Button{Label: k.Label, Style: discordgo.SecondaryButton, CustomID: id(actDecline, 0)})
+		case neutral.ActConsole:
+			console = true
+		}
+	}
+	if console {
+		last = append(last, discordgo.Button{Label: neutral.ConsoleLabel, Style: discordgo.PrimaryButton, CustomID: id(actConsole, 0)})
+	}
+	if len(last) > 0 {
+		rows = append(rows, discordgo.ActionsRow{Components: last})
+	}
+	return rows
+}
+
+// choiceRows are choices as buttons, five a row, or as one select when
+// they are too many or too long for buttons.
+func choiceRows(choices []string, id func(string, int) string) []discordgo.MessageComponent {
+	if len(choices) > maxButtonChoice || !buttonsFit(choices) {
+		opts := make([]discordgo.SelectMenuOption, len(choices))
+		for i, ch := range choices {
 			label, desc := optionText(ch)
 			opts[i] = discordgo.SelectMenuOption{Label: label, Description: desc, Value: fmt.Sprint(i)}
 		}
 		one := 1
-		rows = append(rows,
-			discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.SelectMenu{
-				MenuType: discordgo.StringSelectMenu, CustomID: id(actSelect, 0), Placeholder: "Choose an answer",
-				MinValues: &one, MaxValues: 1, Options: opts,
-			}}},
-			discordgo.ActionsRow{Components: []discordgo.MessageComponent{decline}})
-	case len(q.Choices) > 0:
-		var row []discordgo.MessageComponent
-		for i, ch := range q.Choices {
-			row = append(row, discordgo.Button{Label: truncate(strings.TrimSpace(ch), maxButtonLabel), Style: discordgo.PrimaryButton, CustomID: id(actChoice, i)})
-			if len(row) == 5 {
-				rows = append(rows, discordgo.ActionsRow{Components: row})
-				row = nil
-			}
-		}
-		if len(row) > 0 {
+		return []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.SelectMenu{
+			MenuType: discordgo.StringSelectMenu, CustomID: id(actSelect, 0), Placeholder: neutral.ChooseLabel,
+			MinValues: &one, MaxValues: 1, Options: opts,
+		}}}}
+	}
+	var rows []discordgo.MessageComponent
+	var row []discordgo.MessageComponent
+	for i, ch := range choices {
+		row = append(row, discordgo.Button{Label: neutral.Truncate(strings.TrimSpace(ch), maxButtonLabel), Style: discordgo.PrimaryButton, CustomID: id(actChoice, i)})
+		if len(row) == 5 {
 			rows = append(rows, discordgo.ActionsRow{Components: row})
+			row = nil
 		}
-		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{decline}})
-	default:
-		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-			discordgo.Button{Label: "Answer", Style: discordgo.PrimaryButton, CustomID: id(actAnswer, 0)},
-			decline,
-		}})
+	}
+	if len(row) > 0 {
+		rows = append(rows, discordgo.ActionsRow{Components: row})
 	}
 	return rows
 }
@@ -273,69 +311,46 @@ func optionText(choice string) (label, desc string) {
 			break
 		}
 	}
-	return strings.TrimSpace(string(r[:cut])), truncate(strings.TrimSpace(string(r[cut:])), maxOptionDesc)
+	return strings.TrimSpace(string(r[:cut])), neutral.Truncate(strings.TrimSpace(string(r[cut:])), maxOptionDesc)
 }
 
-// consoleButton is a normal button, never a link: the card sits on a
-// channel message anyone there can read, so its click replies, to the
-// clicker alone, with a console link signed for that clicker.
-func consoleButton(c *card) discordgo.MessageComponent {
-	return discordgo.Button{Label: "Open in console", Style: discordgo.PrimaryButton,
-		CustomID: customID(actConsole, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0)}
-}
-
-// outcomeLine is what a settled card says happened.
-func outcomeLine(o *outcome) (string, int) {
-	at := ""
-	if !o.At.IsZero() {
-		at = " · " + stamp(o.At)
+// outcomeLine is what a settled card says happened, with when, and the
+// embed's colour.
+func outcomeLine(nc neutral.Card) (string, int) {
+	line := nc.Outcome.Render(discordStyle)
+	if !nc.Ended.IsZero() {
+		line += " · " + stamp(nc.Ended)
 	}
-	switch o.Type {
-	case bridge.EventAnswered:
-		s := fmt.Sprintf("Answered by %s: **%s**", who(o.By, o.ByName), truncate(o.Answer, 400))
-		if o.Answer == bridge.Denied && strings.TrimSpace(o.Reason) != "" {
-			// A denial's reason, as the agent reads it.
-			s += ". Reason: " + truncate(o.Reason, 400)
-		}
-		return s + at, colorAnswered
-	case bridge.EventDeclined:
-		s := "Declined by " + who(o.By, o.ByName)
-		if strings.TrimSpace(o.Reason) != "" {
-			s += ": " + truncate(o.Reason, 400)
-		}
-		return s + at, colorDeclined
-	case bridge.EventTimedOut:
-		return "Timed out. " + o.Text + at, colorClosed
-	case bridge.EventCancelled:
-		return "Cancelled. " + o.Text + at, colorClosed
-	case bridge.EventSuperseded:
-		return "Superseded. " + o.Text + at, colorClosed
-	case bridge.EventDeliveryFailed:
-		// The event's text is for the agent ("could not be shown to
-		// anyone"), which a card in front of people cannot say.
-		return "Failed: askbridge could not deliver this question" + at, colorClosed
+	switch nc.State {
+	case bridge.StateAnswered, neutral.StateApproved:
+		return line, colorAnswered
+	case neutral.StateDenied:
+		return line, colorRefused
+	case bridge.StateDeclined:
+		return line, colorDeclined
 	}
-	return o.Text + at, colorClosed
+	return line, colorClosed
 }
 
-// settledEmbed is the card's embed with its outcome.
+// settledEmbed is e, a card drawn before (a message the bot has no
+// record of), with the outcome o: its content stays, what only a waiting
+// card shows goes.
 func settledEmbed(e *discordgo.MessageEmbed, o *outcome) *discordgo.MessageEmbed {
-	line, color := outcomeLine(o)
+	line, color := outcomeLine(neutral.New(neutral.Input{End: o.ending()}))
 	out := *e
 	out.Color = color
 	out.Fields = nil
 	for _, f := range e.Fields {
 		switch f.Name {
-		case "Outcome":
+		case neutral.LabelOutcome, neutral.LabelStatus, neutral.LabelMayAnswer, neutral.LabelDeadline, neutral.LabelBlocked:
 		case consoleField:
-			// No button is left to click: the list stays, the hint goes.
 			out.Fields = append(out.Fields, &discordgo.MessageEmbedField{Name: settledConsoleField,
 				Value: strings.TrimPrefix(f.Value, consoleHint+"\n"), Inline: f.Inline})
 		default:
 			out.Fields = append(out.Fields, f)
 		}
 	}
-	out.Fields = append(out.Fields, &discordgo.MessageEmbedField{Name: "Outcome", Value: truncate(line, 1000)})
+	out.Fields = append(out.Fields, &discordgo.MessageEmbedField{Name: neutral.LabelOutcome, Value: neutral.Truncate(line, 1000)})
 	fitEmbed(&out)
 	return &out
 }
@@ -371,7 +386,7 @@ func fitEmbed(e *discordgo.MessageEmbed) {
 	const keep = 200
 	if d := utf8.RuneCountInString(e.Description); d > keep {
 		cut := min(over, d-keep)
-		e.Description = truncate(e.Description, d-cut)
+		e.Description = neutral.Truncate(e.Description, d-cut)
 		over -= cut
 	}
 	fields := make([]*discordgo.MessageEmbedField, len(e.Fields))
@@ -401,7 +416,7 @@ func fitEmbed(e *discordgo.MessageEmbed) {
 				break // nothing left worth cutting
 			}
 			cut := min(over, n-60)
-			longest.Value = truncate(longest.Value, n-cut)
+			longest.Value = neutral.Truncate(longest.Value, n-cut)
 			over -= cut
 		}
 	}
@@ -410,7 +425,7 @@ func fitEmbed(e *discordgo.MessageEmbed) {
 // answerModal is the free-text answer form.
 func answerModal(c *card) *discordgo.InteractionResponse {
 	return textModal(c, actModalAnswer, "Answer the question", discordgo.TextInput{CustomID: "answer", Label: "Your answer",
-		Placeholder: truncate(c.Question.Question, maxPlaceholder), Required: true, MinLength: 1, MaxLength: maxAnswerInput})
+		Placeholder: neutral.Truncate(c.Question.Question, maxPlaceholder), Required: true, MinLength: 1, MaxLength: maxAnswerInput})
 }
 
 // denyModal asks why an approval is denied, as Slack's deny modal does:

@@ -93,7 +93,7 @@ func TestOutcomeWithoutRecordEditsRuntimeRefs(t *testing.T) {
 		Text: "Nobody answered within 4:00:00.",
 		Messages: []bridge.MessageRef{{Platform: "discord", Channel: channelA, MessageID: msg["id"].(string)},
 			{Platform: "slack", Channel: "C1", MessageID: "1.2"}}})
-	settledCard(t, msg["id"].(string), "Nobody answered within 4:00:00.")
+	settledCard(t, msg["id"].(string), "Nobody answered within 4:00:00 · ")
 	m := fake.message(msg["id"].(string))
 	if embedOf(t, m)["description"] != "Which colour should the report use?" {
 		t.Fatalf("the question was lost from the card: %v", embedOf(t, m))

@@ -365,7 +365,7 @@ func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
 					By: "discord:" + kevin.ID, ByName: "kevin", Via: "console"}); err != nil {
 					t.Fatal(err)
 				}
-				want = "**blue**"
+				want = "Answered by <@" + kevin.ID + ">: blue"
 			}
 			res := await(t, env, q)
 			if tc.slack && res.Outcome != bridge.OutcomeAnswered || !tc.slack && (res.Outcome != bridge.OutcomeFailed || res.Code != bridge.CodeSourceUnreliable) {

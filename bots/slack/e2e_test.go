@@ -547,7 +547,7 @@ func TestEndToEndStaleCardIsRefused(t *testing.T) {
 		bridge.Cancel{Tenant: "acme", JobID: "job-7", TaskVersion: 2}); err != nil {
 		t.Fatal(err)
 	}
-	h.updated(t, oldTS, "Superseded by a newer version of this task")
+	h.updated(t, oldTS, "Superseded by task version 2")
 	h.interact(h.fake.click("U0KEV", "kevin", "trig-stale", "C0123", oldTS, actionsBlock(old), "choice.0", "red", ""))
 	testenv.CheckFor(t, wait, tick, func() error {
 		for _, c := range h.fake.Calls("response_url") {

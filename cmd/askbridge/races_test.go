@@ -742,7 +742,7 @@ func TestRaceAnswerAndCancel(t *testing.T) {
 		case bridge.OutcomeCanceled:
 			loserText(t, r.waitTold(trig), "This question was cancelled at ")
 			r.slackSettled(ts, "Cancelled")
-			r.discordSettled(did, "Cancelled.")
+			r.discordSettled(did, "Cancelled")
 		default:
 			t.Fatalf("resume %+v", res)
 		}
@@ -799,7 +799,7 @@ func TestRaceAnswerAndTimeout(t *testing.T) {
 			})
 			loserText(t, r.followups(id), "This question timed out at ")
 			r.slackSettled(ts, "Nobody answered within 0:00:02")
-			r.discordSettled(did, "Timed out.")
+			r.discordSettled(did, "Nobody answered within 0:00:02")
 		case bridge.OutcomeAnswered:
 			// The loser of the two clicks is told who answered.
 			if res.By == "slack:U0ANA" {
@@ -848,8 +848,8 @@ func TestRaceAnswerAndReask(t *testing.T) {
 			t.Errorf("resume %+v", res)
 		}
 		loserText(t, r.waitTold("trig-v"), "This answer is stale: the question belongs to task version 1, which a newer version of the task replaced at ")
-		r.slackSettled(ts, "Superseded by a newer version of this task")
-		r.discordSettled(did, "Superseded.")
+		r.slackSettled(ts, "Superseded by task version 2")
+		r.discordSettled(did, "Superseded by task version 2")
 	case bridge.OutcomeAnswered:
 		r.slackSettled(ts, "Answered by @u0ana: blue")
 		r.discordSettled(did, "Answered by")
@@ -1188,7 +1188,7 @@ func TestRacePersonsCancelAndAnswer(t *testing.T) {
 			})
 			loserText(t, r.followups(in["id"].(string)), "This question was cancelled at ")
 			r.slackSettled(ts, "Cancelled")
-			r.discordSettled(did, "Cancelled.")
+			r.discordSettled(did, "Cancelled")
 		case bridge.OutcomeAnswered:
 			if strings.Contains(reply, "no longer waits (answered)") {
 				break // the command saw it answered before sending anything
