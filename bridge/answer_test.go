@@ -89,6 +89,7 @@ func fieldQuestion(fs ...Field) *Question {
 }
 
 func TestCheckAnswerTextField(t *testing.T) {
+	t.Parallel()
 	q := fieldQuestion(
 		Field{Name: "title", Kind: FieldText, MaxLength: 5},
 		Field{Name: "notes", Kind: FieldText, Multiline: true},
@@ -111,6 +112,7 @@ func TestCheckAnswerTextField(t *testing.T) {
 }
 
 func TestCheckAnswerNumberField(t *testing.T) {
+	t.Parallel()
 	q := fieldQuestion(
 		Field{Name: "copies", Kind: FieldNumber, Integer: true, Min: ptr(1), Max: ptr(9)},
 		Field{Name: "ratio", Kind: FieldNumber, Min: ptr(-0.5), Max: ptr(0.5)},
@@ -159,6 +161,7 @@ func TestCheckAnswerNumberField(t *testing.T) {
 }
 
 func TestCheckAnswerChoiceFields(t *testing.T) {
+	t.Parallel()
 	q := fieldQuestion(
 		Field{Name: "color", Kind: FieldChoice, Options: []string{"Red", "Blue", "1"}},
 		Field{Name: "tags", Kind: FieldMultiChoice, Options: []string{"urgent", "Billing", "a, b"}},
@@ -189,6 +192,7 @@ func TestCheckAnswerChoiceFields(t *testing.T) {
 }
 
 func TestCheckAnswerDateFields(t *testing.T) {
+	t.Parallel()
 	q := fieldQuestion(
 		Field{Name: "on", Kind: FieldDate},
 		Field{Name: "at", Kind: FieldDate, DateTime: true},
@@ -223,6 +227,7 @@ func TestCheckAnswerDateFields(t *testing.T) {
 }
 
 func TestCheckAnswerToggleField(t *testing.T) {
+	t.Parallel()
 	q := fieldQuestion(Field{Name: "ok", Kind: FieldToggle}, Field{Name: "sure", Kind: FieldToggle, Required: true})
 	runCheckCases(t, q, []checkCase{
 		{name: "true", answer: `{"sure":true}`, value: `{"sure":true}`, display: "sure: yes"},
@@ -240,6 +245,7 @@ func TestCheckAnswerToggleField(t *testing.T) {
 }
 
 func TestCheckAnswerFieldsObject(t *testing.T) {
+	t.Parallel()
 	q := fieldQuestion(
 		Field{Name: "on", Kind: FieldDate, Label: "Send on", Required: true},
 		Field{Name: "copies", Kind: FieldNumber, Integer: true, Min: ptr(1), Max: ptr(9)},
@@ -274,6 +280,7 @@ func TestCheckAnswerFieldsObject(t *testing.T) {
 // would write it, not Go's HTML-safe "R\u0026D" (the canonical JSON value
 // may keep those escapes: it decodes the same).
 func TestAnsweredTextKeepsMarkupCharacters(t *testing.T) {
+	t.Parallel()
 	q := fieldQuestion(
 		Field{Name: "dept", Kind: FieldChoice, Options: []string{"R&D", "Sales"}},
 		Field{Name: "teams", Kind: FieldMultiChoice, Options: []string{"<core>", "A&B"}},
@@ -309,6 +316,7 @@ func TestAnsweredTextKeepsMarkupCharacters(t *testing.T) {
 }
 
 func TestCheckAnswerChoices(t *testing.T) {
+	t.Parallel()
 	q := &Question{Tenant: "t", JobID: "j", QuestionID: "q", Question: "Which colour?", Choices: []string{"blue", "Dark Red", "42"}}
 	runCheckCases(t, q, []checkCase{
 		{name: "exact", answer: `"blue"`, value: `"blue"`, display: "blue"},
@@ -330,6 +338,7 @@ func TestCheckAnswerChoices(t *testing.T) {
 }
 
 func TestCheckAnswerFreeText(t *testing.T) {
+	t.Parallel()
 	q := &Question{Tenant: "t", JobID: "j", QuestionID: "q", Question: "What should the subject line be?"}
 	runCheckCases(t, q, []checkCase{
 		{name: "text", answer: `"Quarterly report"`, value: `"Quarterly report"`, display: "Quarterly report"},
@@ -345,6 +354,7 @@ func TestCheckAnswerFreeText(t *testing.T) {
 }
 
 func TestCheckAnswerDecline(t *testing.T) {
+	t.Parallel()
 	q := validQuestion()
 	runCheckCases(t, q, []checkCase{
 		{name: "decline with a reason", action: ActionDecline, comment: "ask Ana", value: ""},
@@ -366,6 +376,7 @@ func TestCheckAnswerDecline(t *testing.T) {
 }
 
 func TestCheckAnswerApproval(t *testing.T) {
+	t.Parallel()
 	q := validApproval()
 	runCheckCases(t, q, []checkCase{
 		{name: "approve action", action: ActionApprove, value: `"approved"`, display: "approved"},
@@ -387,6 +398,7 @@ func TestCheckAnswerApproval(t *testing.T) {
 }
 
 func TestApprovalAction(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ text, action, comment string }{
 		{"approve", ActionApprove, ""},
 		{" Approved ", ActionApprove, ""},

@@ -8,6 +8,7 @@ import (
 // TestAPIErrorRepliesCarryOnlyTheError checks refused API requests come
 // back as {"error": "..."} (docs/contract.md), and answered ones whole.
 func TestAPIErrorRepliesCarryOnlyTheError(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		reply any

@@ -12,6 +12,7 @@ import (
 )
 
 func TestValidNotifySubject(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		s    string
 		want bool
@@ -42,6 +43,7 @@ func TestValidNotifySubject(t *testing.T) {
 // answers stream's subject and tells the header's inbox, or announces the
 // decision as an event, and checks each ends the wait.
 func TestPublishAttemptWaits(t *testing.T) {
+	t.Parallel()
 	n := startNATS(t)
 	d, err := WatchDecisions(n.Conn)
 	if err != nil {

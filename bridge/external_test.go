@@ -64,6 +64,7 @@ func (s *syncBuffer) String() string {
 // what an operator tuned is kept (and said), what askbridge relies on is
 // set (and said), and a stream it cannot use is refused by name.
 func TestConnectNATSAdoptsExistingStreams(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		made    jetstream.StreamConfig
@@ -140,6 +141,7 @@ func TestConnectNATSAdoptsExistingStreams(t *testing.T) {
 // against an external server that is not clustered is refused in its own
 // terms, naming the variable and what to do.
 func TestConnectNATSReplicasOnASingleServer(t *testing.T) {
+	t.Parallel()
 	ns := startExternal(t, server.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -160,6 +162,7 @@ func TestConnectNATSReplicasOnASingleServer(t *testing.T) {
 // exists in memory on an external server is refused by name, saying
 // what to do, rather than with JetStream's bare update error.
 func TestEnsureKVRefusesAMemoryBucket(t *testing.T) {
+	t.Parallel()
 	ns := startExternal(t, server.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -183,6 +186,7 @@ func TestEnsureKVRefusesAMemoryBucket(t *testing.T) {
 // NATS shows in the log as it begins and ends, without the password the
 // URL carries.
 func TestConnectionLossAndReturnAreLogged(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	auth := server.Options{Username: "ask", Password: "s3cret-pass", StoreDir: dir}
 	ns := startExternal(t, auth)
@@ -221,6 +225,7 @@ func TestConnectionLossAndReturnAreLogged(t *testing.T) {
 // its replica count when ASK_NATS_REPLICAS is not set (an operator made it
 // with three), and takes the count when it is.
 func TestAdoptStreamKeepsReplicasNotAskedFor(t *testing.T) {
+	t.Parallel()
 	have := jetstream.StreamConfig{Name: StreamEvents, Subjects: []string{PrefixEvent + ".>"}, Storage: jetstream.FileStorage,
 		MaxAge: EventRetention, Duplicates: DuplicateWindow, Replicas: 3}
 	want := have

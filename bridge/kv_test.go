@@ -32,6 +32,7 @@ func startKV(t *testing.T) (*NATS, *KV, context.Context) {
 // TestKVWriteTTL checks a key written with a TTL goes after it, and one
 // written without stays, and that the stream keeps no trace of it.
 func TestKVWriteTTL(t *testing.T) {
+	t.Parallel()
 	n, kv, ctx := startKV(t)
 	if !kv.KeyTTLs() {
 		t.Fatal("the embedded server does not allow key TTLs")
@@ -86,6 +87,7 @@ func TestKVWriteTTL(t *testing.T) {
 
 // TestKVWriteConflicts checks lost races read as Create's and Update's.
 func TestKVWriteConflicts(t *testing.T) {
+	t.Parallel()
 	_, kv, ctx := startKV(t)
 	rev, err := kv.Write(ctx, "k", 0, []byte("1"), 0)
 	if err != nil {
@@ -110,6 +112,7 @@ func TestKVWriteConflicts(t *testing.T) {
 // TestEnsureKVUpgradesBucket checks a bucket made before key TTLs keeps
 // its keys, allows key TTLs afterwards, and takes later settings.
 func TestEnsureKVUpgradesBucket(t *testing.T) {
+	t.Parallel()
 	n := startNATS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

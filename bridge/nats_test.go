@@ -26,6 +26,7 @@ func startNATS(t *testing.T) *NATS {
 }
 
 func TestNATS(t *testing.T) {
+	t.Parallel()
 	n := startNATS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -146,6 +147,7 @@ func TestNATS(t *testing.T) {
 // An embedded server asked for replicas (ASK_NATS_REPLICAS meant for a
 // cluster) still starts: one server holds one copy.
 func TestConnectNATSEmbeddedIgnoresReplicas(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := ConnectNATS(ctx, NATSOptions{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", Replicas: 3})
@@ -159,6 +161,7 @@ func TestConnectNATSEmbeddedIgnoresReplicas(t *testing.T) {
 }
 
 func TestCheckStreamsReportsMissing(t *testing.T) {
+	t.Parallel()
 	n := startNATS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -178,6 +181,7 @@ func TestCheckStreamsReportsMissing(t *testing.T) {
 }
 
 func TestStartEmbeddedBadListen(t *testing.T) {
+	t.Parallel()
 	for listen, want := range map[string]string{
 		"localhost":      `nats: listen address "localhost":`,
 		"127.0.0.1:nats": `nats: listen port "nats" is not a number`,
@@ -190,6 +194,7 @@ func TestStartEmbeddedBadListen(t *testing.T) {
 }
 
 func TestConnectNATSUnreachable(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := ConnectNATS(ctx, NATSOptions{URL: "nats://127.0.0.1:1"})
@@ -202,6 +207,7 @@ func TestConnectNATSUnreachable(t *testing.T) {
 // fsync: only the two the outbox fills, only when asked, and a stream that
 // exists keeps its mode (JetStream refuses to change it).
 func TestRelayedAsync(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	modes := func(n *NATS) map[string]jetstream.PersistModeType {
@@ -272,6 +278,7 @@ func TestRelayedAsync(t *testing.T) {
 // has acknowledged it, however long no consumer exists, and goes then; and
 // that a stream made before the work queues keeps its retention.
 func TestWorkQueues(t *testing.T) {
+	t.Parallel()
 	n := startNATS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -340,6 +347,7 @@ func TestWorkQueues(t *testing.T) {
 }
 
 func TestStreamOf(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ subject, want string }{
 		{EventSubject("acme", "job-1"), StreamEvents},
 		{ResumeSubject("acme", "job-1"), StreamResumes},

@@ -3,6 +3,7 @@ package bridge
 import "testing"
 
 func TestPlatformIDs(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		id              string
 		slack, snowflak bool

@@ -8,6 +8,7 @@ import (
 )
 
 func TestTexts(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ got, want string }{
 		{AnsweredText([]byte(`"blue"`)), "The answer: blue"},
 		{AnsweredText([]byte(`{"on":"2026-10-20","copies":2}`)), `The answer: {"on":"2026-10-20","copies":2}`},
@@ -50,6 +51,7 @@ func TestTexts(t *testing.T) {
 }
 
 func TestFormatTimeout(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		d    time.Duration
 		want string
@@ -75,6 +77,7 @@ func TestFormatTimeout(t *testing.T) {
 
 // Every timeout an agent may ask for reads back as the same duration.
 func TestFormatTimeoutOfParsedTimeouts(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{"4h": "4:00:00", "90s": "0:01:30", "2d": "2 days, 0:00:00", "1h30m": "1:30:00"} {
 		d, err := ParseTimeout(in)
 		if err != nil {
@@ -87,6 +90,7 @@ func TestFormatTimeoutOfParsedTimeouts(t *testing.T) {
 }
 
 func TestAnswerAttemptAliases(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, action, comment string }{
 		{`{"action":"decline","comment":"ask Ana"}`, ActionDecline, "ask Ana"},
 		{`{"decline":true,"reason":"ask Ana"}`, ActionDecline, "ask Ana"},
@@ -111,6 +115,7 @@ func TestAnswerAttemptAliases(t *testing.T) {
 // retryable, required_capability, safe_fallback, operator_message}: every
 // key is present even when it does not apply.
 func TestFailureCarriesEveryKey(t *testing.T) {
+	t.Parallel()
 	for _, f := range []Failure{{Code: CodeQuestionTimedOut}, {Code: CodeReferenceUnresolved, Dependency: "slack", Operation: "chat.postMessage"}} {
 		raw, err := json.Marshal(Resume{Outcome: OutcomeFailed, Code: f.Code, Failure: &f})
 		if err != nil {

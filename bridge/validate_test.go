@@ -72,6 +72,7 @@ func fieldsOfJSONSize(n int) []Field {
 }
 
 func TestValidateQuestion(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		base  func() *Question // validQuestion when nil
@@ -355,6 +356,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestDecodeQuestion(t *testing.T) {
+	t.Parallel()
 	const design = `{"tenant": "acme", "job_id": "job-0a9dc2d1", "question_id": "q-75eaf712",
  "task_version": 3, "kind": "question",
  "question": "When should I send the report, and how many copies?",
@@ -510,6 +512,7 @@ func TestDecodeQuestion(t *testing.T) {
 // escalation's own decoder), leaves the rest of the question decoded, so
 // the invalid outcome names the agent's question and version.
 func TestDecodeQuestionKeepsWhatFollowsABadValue(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{`"escalation":"sometimes"`, `"escalation":[{"at":"half"}]`, `"timeout":4`, `"fields":"x"`} {
 		in := `{"tenant":"acme","job_id":"job-e",` + bad + `,"question_id":"q-1","task_version":2,"question":"Why?"}`
 		q, err := DecodeQuestion([]byte(in))
@@ -525,6 +528,7 @@ func TestDecodeQuestionKeepsWhatFollowsABadValue(t *testing.T) {
 // A question that validates is re-encoded by encoding/json (which writes
 // "<" as "\u003c") when it is stored or sent on; it must still decode.
 func TestDecodeQuestionReencodedStaysAcceptable(t *testing.T) {
+	t.Parallel()
 	q := validQuestion()
 	q.Context = strings.Repeat("<&>", (MaxQuestionBytes-1000)/3)
 	if err := ValidateQuestion(q); err != nil {
@@ -545,6 +549,7 @@ func TestDecodeQuestionReencodedStaysAcceptable(t *testing.T) {
 
 // A refused question still tells the runtime where to send the refusal.
 func TestDecodeQuestionKeepsAddressOnTypeError(t *testing.T) {
+	t.Parallel()
 	q, err := DecodeQuestion([]byte(`{"tenant":"acme","job_id":"job-1","question_id":"q-1","question":"Why?","fields":[{"name":"n","kind":"number","max":"9"}],"timeout":"4h"}`))
 	if err == nil {
 		t.Fatal("want an error")
@@ -555,6 +560,7 @@ func TestDecodeQuestionKeepsAddressOnTypeError(t *testing.T) {
 }
 
 func TestParseTimeout(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want time.Duration
@@ -609,6 +615,7 @@ func TestParseTimeout(t *testing.T) {
 }
 
 func TestTimeoutDuration(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		timeout string
 		want    time.Duration
@@ -621,6 +628,7 @@ func TestTimeoutDuration(t *testing.T) {
 }
 
 func TestLadder(t *testing.T) {
+	t.Parallel()
 	custom := []LadderStep{{At: 0.5, To: TargetOwner}}
 	for _, tt := range []struct {
 		name string
@@ -672,6 +680,7 @@ func TestLadder(t *testing.T) {
 }
 
 func TestTokensAndSubjects(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		s  string
 		ok bool
@@ -705,6 +714,7 @@ func TestTokensAndSubjects(t *testing.T) {
 }
 
 func TestCheckIdentity(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		id string
 		ok bool
@@ -726,6 +736,7 @@ func TestCheckIdentity(t *testing.T) {
 
 // Field.Title falls back to the name.
 func TestFieldTitle(t *testing.T) {
+	t.Parallel()
 	if got := (&Field{Name: "on", Label: "Send on"}).Title(); got != "Send on" {
 		t.Errorf("Title = %q", got)
 	}

@@ -18,6 +18,7 @@ import (
 // under the field with what was typed, as every problem is, and the answer
 // is not sent without it.
 func TestBrowserKeepsAnUnreadableNumber(t *testing.T) {
+	t.Parallel()
 	browser := startBrowser(t)
 	h, env := newEnvHarness(t, testenv.Options{})
 	q := reportQuestion("job-number")
@@ -57,6 +58,7 @@ func TestBrowserKeepsAnUnreadableNumber(t *testing.T) {
 // an optional date field stops the answer in the browser: Chromium sends a
 // half-typed date as nothing, and the answer would go without it.
 func TestBrowserKeepsAHalfTypedDate(t *testing.T) {
+	t.Parallel()
 	browser := startBrowser(t)
 	h, env := newEnvHarness(t, testenv.Options{})
 	q := reportQuestion("job-date")

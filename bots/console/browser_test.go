@@ -90,6 +90,7 @@ func ask(t *testing.T, h *harness, env *testenv.Env, q bridge.Question) {
 }
 
 func TestBrowserAnswersWithInlineErrors(t *testing.T) {
+	t.Parallel()
 	browser := startBrowser(t)
 	h, env := newEnvHarness(t, testenv.Options{})
 	q := reportQuestion("job-browser")

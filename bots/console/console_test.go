@@ -193,6 +193,7 @@ func (h *harness) questionURL(identity string, q bridge.Question) string {
 // it under a path (ASK_PUBLIC_URL=https://example.com/askbridge) links
 // its stylesheet, its pages and its forms within that path.
 func TestServedUnderAPathPrefix(t *testing.T) {
+	t.Parallel()
 	n := startNATS(t)
 	h := &harness{t: t, n: n, logs: &testenv.LockedBuffer{}, prefix: "/askbridge"}
 	h.rt = startResponder(t, n)
@@ -230,6 +231,7 @@ func TestServedUnderAPathPrefix(t *testing.T) {
 }
 
 func TestQuestionPageShowsTheFormDrawnFromFields(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	q := reportQuestion("job-1")
 	q.Fields = append(q.Fields,
@@ -292,6 +294,7 @@ func TestQuestionPageShowsTheFormDrawnFromFields(t *testing.T) {
 }
 
 func TestOtherQuestionKindsRender(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	choices := bridge.Question{Tenant: "acme", JobID: "job-c", QuestionID: "q-c", Question: "Which colour?", Choices: []string{"blue", "green"}, Answerers: []string{"console:alice"}}
 	free := bridge.Question{Tenant: "acme", JobID: "job-f", QuestionID: "q-f", Question: "What should the subject line say?", Answerers: []string{"console:alice"}}
@@ -322,6 +325,7 @@ func TestOtherQuestionKindsRender(t *testing.T) {
 }
 
 func TestLinkErrorsGetClearPages(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	a := reportQuestion("job-1")
 	b := reportQuestion("job-1")
@@ -396,6 +400,7 @@ func TestLinkErrorsGetClearPages(t *testing.T) {
 }
 
 func TestUnknownQuestionAndPages(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.get(h.signer.QuestionURL("console:alice", "acme", "job-x", "q-missing", time.Hour))
 	if p.status != http.StatusNotFound || !strings.Contains(p.body, "No such question") {
@@ -432,6 +437,7 @@ func TestUnknownQuestionAndPages(t *testing.T) {
 }
 
 func TestRuntimeDownGivesAClearPage(t *testing.T) {
+	t.Parallel()
 	n := startNATS(t)
 	h := &harness{t: t, n: n, logs: &testenv.LockedBuffer{}}
 	h.start(n) // no responder: nobody answers the API
@@ -443,6 +449,7 @@ func TestRuntimeDownGivesAClearPage(t *testing.T) {
 }
 
 func TestGETChangesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	q := reportQuestion("job-1")
 	h.rt.add(q)
@@ -474,6 +481,7 @@ func TestGETChangesNothing(t *testing.T) {
 }
 
 func TestPostNeedsAValidFormToken(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	q := reportQuestion("job-1")
 	other := reportQuestion("job-1")
@@ -561,6 +569,7 @@ func u(t *testing.T, s string) *url.URL {
 }
 
 func TestFieldErrorsInlineThenAnswered(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	q := reportQuestion("job-1")
 	h.rt.add(q)
@@ -625,6 +634,7 @@ func TestFieldErrorsInlineThenAnswered(t *testing.T) {
 }
 
 func TestDoubleSubmitWhilePendingIsOneAttempt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.rt.mu.Lock()
 	h.rt.silent = true // the runtime is slow: the question stays pending
@@ -656,6 +666,7 @@ func TestDoubleSubmitWhilePendingIsOneAttempt(t *testing.T) {
 }
 
 func TestRefusalShownInlineWithInputKept(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	q := reportQuestion("job-1")
 	h.rt.add(q)
@@ -695,6 +706,7 @@ func TestRefusalShownInlineWithInputKept(t *testing.T) {
 }
 
 func TestDeclineAndApproval(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	q := reportQuestion("job-1")
 	h.rt.add(q)
@@ -728,6 +740,7 @@ func TestDeclineAndApproval(t *testing.T) {
 }
 
 func TestHiddenQuestionShowsOnlyThatItWaits(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	q := reportQuestion("job-1")
 	h.rt.add(q)
@@ -786,6 +799,7 @@ func TestHiddenQuestionShowsOnlyThatItWaits(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	q := reportQuestion("job-1")
 	h.rt.add(q)
@@ -832,6 +846,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestListAndJobPages(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	q1 := reportQuestion("job-1")
 	q2 := bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: "q-2", Question: "Which printer?", Choices: []string{"north", "south"}, Answerers: []string{"console:alice"}}
@@ -884,6 +899,7 @@ func TestListAndJobPages(t *testing.T) {
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
+	t.Parallel()
 	n := startNATS(t)
 	if _, err := New(Options{Signer: Signer{Secret: []byte(testSecret)}}); err == nil {
 		t.Error("New without NATS succeeded")
@@ -898,6 +914,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 // only read, answers another method with 405 and Allow, as the other
 // pages do, not with "No such page".
 func TestStylesheetRefusesOtherMethods(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for _, method := range []string{http.MethodPost, http.MethodDelete, http.MethodPut} {
 		req, _ := http.NewRequest(method, h.abs("/console/static/console.css"), nil)

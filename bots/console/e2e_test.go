@@ -33,6 +33,7 @@ func resumeFor(t *testing.T, rec *testenv.Recorder) bridge.Resume {
 }
 
 func TestE2EChoicesAnswerResumesTheAgent(t *testing.T) {
+	t.Parallel()
 	h, env := newEnvHarness(t, testenv.Options{})
 	q := bridge.Question{Tenant: "acme", JobID: "job-e1", QuestionID: "q-colour", TaskVersion: 1,
 		Question: "Which colour should the cover be?", Choices: []string{"blue", "green"}, Answerers: []string{"console:alice"}}
@@ -74,6 +75,7 @@ func TestE2EChoicesAnswerResumesTheAgent(t *testing.T) {
 }
 
 func TestE2EStaleAnswerRefusedInline(t *testing.T) {
+	t.Parallel()
 	h, env := newEnvHarness(t, testenv.Options{})
 	q := reportQuestion("job-e2")
 	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject(q.Tenant, q.JobID))
@@ -110,6 +112,7 @@ func TestE2EStaleAnswerRefusedInline(t *testing.T) {
 }
 
 func TestE2EPermissionsAndDecline(t *testing.T) {
+	t.Parallel()
 	h, env := newEnvHarness(t, testenv.Options{Roles: runtime.Roles{Readers: []string{"console:reader"}, Operators: []string{"console:op"}}})
 	q := reportQuestion("job-e3")
 	q.Visibility = bridge.VisibilityRestricted
@@ -156,6 +159,7 @@ func TestE2EPermissionsAndDecline(t *testing.T) {
 }
 
 func TestE2EGetChangesNothing(t *testing.T) {
+	t.Parallel()
 	h, env := newEnvHarness(t, testenv.Options{})
 	q := reportQuestion("job-e4")
 	events := env.Record(t, bridge.StreamEvents, bridge.EventSubject(q.Tenant, q.JobID))
@@ -204,6 +208,7 @@ func TestE2EGetChangesNothing(t *testing.T) {
 // Links are minted for chat identities too: the Slack owner approves in
 // the console, and the agent reads who and via what.
 func TestE2ESlackIdentityApprovesInConsole(t *testing.T) {
+	t.Parallel()
 	h, env := newEnvHarness(t, testenv.Options{})
 	q := bridge.Question{Tenant: "acme", JobID: "job-e5", QuestionID: "q-refund", TaskVersion: 1, Kind: bridge.KindApproval,
 		Question: "May I refund 40 EUR?", Proposal: &bridge.Proposal{ID: "refund-1", Summary: []string{"Refund 40 EUR to order 1234"}},
@@ -236,6 +241,7 @@ func TestE2ESlackIdentityApprovesInConsole(t *testing.T) {
 // the roles reaching the runtime with the answer; and that the roles
 // cannot be added to a link by hand.
 func TestE2ELinkCarriesPlatformRoles(t *testing.T) {
+	t.Parallel()
 	h, env := newEnvHarness(t, testenv.Options{})
 	q := reportQuestion("job-roles")
 	q.Answerers = []string{"console:alice"}
@@ -272,6 +278,7 @@ func TestE2ELinkCarriesPlatformRoles(t *testing.T) {
 // that their choice is not one of version 2's; nothing is answered, and
 // version 2 still waits.
 func TestE2EFormPostedAfterAReaskIsStale(t *testing.T) {
+	t.Parallel()
 	h, env := newEnvHarness(t, testenv.Options{})
 	q := bridge.Question{Tenant: "acme", JobID: "job-reask", QuestionID: "q-colour", TaskVersion: 1,
 		Question: "Which colour should the cover be?", Choices: []string{"blue", "green"}, Answerers: []string{"console:alice"}}
@@ -323,6 +330,7 @@ func TestE2EFormPostedAfterAReaskIsStale(t *testing.T) {
 // the answer and says, as a refusal, who answered and when. Posting one's
 // own accepted form again says nothing of the kind.
 func TestE2EFormPostedAfterAnotherAnswerSaysWhoAnswered(t *testing.T) {
+	t.Parallel()
 	h, env := newEnvHarness(t, testenv.Options{Roles: runtime.Roles{Operators: []string{"console:alice", "console:bob"}}})
 	q := bridge.Question{Tenant: "acme", JobID: "job-late", QuestionID: "q-colour", TaskVersion: 1,
 		Question: "Which colour should the cover be?", Choices: []string{"blue", "green"}}

@@ -10,6 +10,7 @@ import (
 )
 
 func TestAnswerFromForm(t *testing.T) {
+	t.Parallel()
 	fields := &bridge.Question{Fields: []bridge.Field{
 		{Name: "on", Kind: bridge.FieldDate},
 		{Name: "copies", Kind: bridge.FieldNumber, Integer: true},
@@ -61,6 +62,7 @@ func TestAnswerFromForm(t *testing.T) {
 // The form's answer goes through the one validator and comes out as the
 // runtime will read it.
 func TestFormAnswerChecks(t *testing.T) {
+	t.Parallel()
 	q := reportQuestion("job-1")
 	form := url.Values{"f.on": {"2026-10-20"}, "f.copies": {"2"}}
 	ca, ae := bridge.CheckAnswer(&q, "answer", answerFromForm(&q, "answer", form), "")
@@ -78,6 +80,7 @@ func TestFormAnswerChecks(t *testing.T) {
 }
 
 func TestProblemsPlacesMessages(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		ae   bridge.AnswerError
 		want map[string]string

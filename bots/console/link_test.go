@@ -41,6 +41,7 @@ func parse(t *testing.T, raw, scope string) (Link, string) {
 }
 
 func TestLinkRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := testSigner()
 	now := time.Now()
 	cases := []struct {
@@ -65,6 +66,7 @@ func TestLinkRoundTrip(t *testing.T) {
 }
 
 func TestLinkForgedExpiredAndMisused(t *testing.T) {
+	t.Parallel()
 	s := testSigner()
 	now := time.Now()
 	l, sig := parse(t, s.QuestionURL("console:alice", "acme", "job-1", "q-1", time.Hour), ScopeQuestion)
@@ -104,6 +106,7 @@ func TestLinkForgedExpiredAndMisused(t *testing.T) {
 }
 
 func TestLinkIncomplete(t *testing.T) {
+	t.Parallel()
 	s := testSigner()
 	now := time.Now()
 	exp := now.Add(time.Hour)
@@ -130,6 +133,7 @@ func TestLinkIncomplete(t *testing.T) {
 }
 
 func TestFormToken(t *testing.T) {
+	t.Parallel()
 	s := testSigner()
 	l := Link{Identity: "console:alice", Scope: ScopeQuestion, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", Expires: time.Now().Add(time.Hour)}
 	nonce := newNonce()
@@ -164,6 +168,7 @@ func TestFormToken(t *testing.T) {
 // TestLinkRoles checks roles are signed with the link, bound its life to
 // RoleLinkTTL, and must be roles askbridge knows.
 func TestLinkRoles(t *testing.T) {
+	t.Parallel()
 	s := testSigner()
 	now := time.Now()
 	raw := s.QuestionURLWithRoles("discord:4567", []string{"admin", "operator"}, "acme", "job-1", "q-1", 7*24*time.Hour)

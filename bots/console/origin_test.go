@@ -12,6 +12,7 @@ import (
 )
 
 func TestSameOrigin(t *testing.T) {
+	t.Parallel()
 	c := &Console{signer: Signer{PublicURL: "https://ask.example.com", Secret: []byte(testSecret)}}
 	cases := []struct {
 		name   string
@@ -48,6 +49,7 @@ func TestSameOrigin(t *testing.T) {
 }
 
 func TestOutcomeCacheIsBounded(t *testing.T) {
+	t.Parallel()
 	oc := newOutcomeCache(3, time.Hour)
 	for _, id := range []string{"a", "b", "c", "d"} {
 		oc.put(id, &outcome{identity: id, at: time.Now()})
@@ -72,6 +74,7 @@ func TestOutcomeCacheIsBounded(t *testing.T) {
 }
 
 func TestPanicBecomesAnErrorPage(t *testing.T) {
+	t.Parallel()
 	n := startNATS(t)
 	logs := &testenv.LockedBuffer{}
 	c, err := New(Options{NATS: n, Signer: Signer{Secret: []byte(testSecret)}, Logger: slog.New(slog.NewTextHandler(logs, nil))})
