@@ -31,22 +31,11 @@ import (
 // baselines (JetStream publishes, slack-go posts to the same fake, SQLite
 // commits) are measured in the same run, after the service has stopped.
 func (c *cli) benchAsk(ctx context.Context, o benchOptions) int {
-	for _, name := range []string{"duration", "questions", "memprofile"} {
-		if o.set[name] {
-			return c.fail("bench: --%s applies to the answer path, not to --ask", name)
-		}
-	}
-	if o.channels < 0 || o.slackBurst < 1 || o.concurrency < 1 || o.rate < 0 {
-		return c.fail("bench: --channels must be 0 or more, --slack-burst and --concurrency 1 or more, --rate 0 or more")
+	inflight, err := askInFlight(o)
+	if err != nil {
+		return c.fail("bench: %v", err)
 	}
 	n := o.ask
-	inflight := o.concurrency
-	if !o.set["concurrency"] {
-		inflight = 256
-		if o.slackLimits {
-			inflight = n // a burst: every question at once
-		}
-	}
 	dir, err := os.MkdirTemp("", "askbridge-bench-ask-")
 	if err != nil {
 		return c.fail("bench: %v", err)
@@ -92,6 +81,27 @@ func (c *cli) benchAsk(ctx context.Context, o benchOptions) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// askInFlight checks the flags of --ask and says how many questions may
+// be in flight: --concurrency, or by default 256, or all of them (a
+// burst) with --slack-limits.
+func askInFlight(o benchOptions) (int, error) {
+	for _, name := range []string{"duration", "questions", "memprofile"} {
+		if o.set[name] {
+			return 0, fmt.Errorf("--%s applies to the answer path, not to --ask", name)
+		}
+	}
+	if o.channels < 0 || o.slackBurst < 1 || o.concurrency < 1 || o.rate < 0 {
+		return 0, errors.New("--channels must be 0 or more, --slack-burst and --concurrency 1 or more, --rate 0 or more")
+	}
+	switch {
+	case o.set["concurrency"]:
+		return o.concurrency, nil
+	case o.slackLimits:
+		return o.ask, nil
+	}
+	return 256, nil
 }
 
 // askTracker follows each question from its publish to its card.
@@ -209,14 +219,9 @@ func askQuestion(i, channels int) *bridge.Question {
 		Route: &bridge.Route{Slack: &bridge.SlackRoute{Channel: fmt.Sprintf("C%07d", ch)}}}
 }
 
-// askRun publishes the questions and waits until each is shown or failed,
-// or nothing moved for o.stall.
-func (c *cli) askRun(ctx context.Context, o benchOptions, svc *benchService, t *askTracker) (*askResult, error) {
-	nc, err := nats.Connect(svc.natsURL)
-	if err != nil {
-		return nil, err
-	}
-	defer nc.Close()
+// watch follows the questions' events (asked, delivery_failed) and
+// delivery reports on core NATS, which costs the service nothing.
+func (t *askTracker) watch(nc *nats.Conn) (stop func(), err error) {
 	events, err := nc.Subscribe(bridge.PrefixEvent+".bench.>", func(m *nats.Msg) {
 		t.stamp(t.recordedAt, m.Subject)
 		if !bytes.Contains(m.Data, []byte(bridge.EventDeliveryFailed)) {
@@ -230,12 +235,30 @@ func (c *cli) askRun(ctx context.Context, o benchOptions, svc *benchService, t *
 	if err != nil {
 		return nil, err
 	}
-	defer events.Unsubscribe()
 	reports, err := nc.Subscribe(bridge.PrefixDelivery+".bench.>", func(m *nats.Msg) { t.stamp(t.reportedAt, m.Subject) })
+	if err != nil {
+		events.Unsubscribe()
+		return nil, err
+	}
+	return func() {
+		events.Unsubscribe()
+		reports.Unsubscribe()
+	}, nil
+}
+
+// askRun publishes the questions and waits until each is shown or failed,
+// or nothing moved for o.stall.
+func (c *cli) askRun(ctx context.Context, o benchOptions, svc *benchService, t *askTracker) (*askResult, error) {
+	nc, err := nats.Connect(svc.natsURL)
 	if err != nil {
 		return nil, err
 	}
-	defer reports.Unsubscribe()
+	defer nc.Close()
+	unwatch, err := t.watch(nc)
+	if err != nil {
+		return nil, err
+	}
+	defer unwatch()
 	ag, err := agent.New(nc)
 	if err != nil {
 		return nil, err

@@ -192,3 +192,40 @@ func TestBenchAskSlackLimits(t *testing.T) {
 		t.Errorf("early retries: %q", e)
 	}
 }
+
+// TestBenchAskFlags: flags that do not fit --ask, or fit only it, are
+// refused with a message naming them, before anything starts.
+func TestBenchAskFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ask", "10", "--duration", "5s"}, "--duration applies to the answer path"},
+		{[]string{"--ask", "10", "--memprofile", "x"}, "--memprofile applies to the answer path"},
+		{[]string{"--ask", "10", "--pending", "10"}, "--pending and --ask are two different measurements"},
+		{[]string{"--channels", "50"}, "--channels applies to --ask only"},
+		{[]string{"--slack-limits"}, "--slack-limits applies to --ask only"},
+		{[]string{"--ask", "10", "--channels", "-1"}, "--channels must be 0 or more"},
+		{[]string{"--ask", "10", "--slack-limits", "--slack-burst", "0"}, "--slack-burst and --concurrency 1 or more"},
+		{[]string{"--ask", "10", "--child", "--cpuprofile", "x"}, "with --child the service runs in another"},
+	}
+	for _, tc := range cases {
+		errOut := &testenv.LockedBuffer{}
+		c := &cli{stdout: io.Discard, stderr: errOut}
+		if code := c.bench(context.Background(), tc.args); code != exitError || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("bench %v: exit %d, %q; want a refusal saying %q", tc.args, code, errOut.String(), tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		o    benchOptions
+		want int
+	}{
+		{benchOptions{ask: 1000, concurrency: 32, slackBurst: 2}, 256},
+		{benchOptions{ask: 1000, concurrency: 32, slackLimits: true, slackBurst: 2}, 1000},
+		{benchOptions{ask: 1000, concurrency: 64, slackLimits: true, slackBurst: 2, set: map[string]bool{"concurrency": true}}, 64},
+	} {
+		if got, err := askInFlight(tc.o); err != nil || got != tc.want {
+			t.Errorf("in flight for %+v: %d, %v; want %d", tc.o, got, err, tc.want)
+		}
+	}
+}
