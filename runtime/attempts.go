@@ -155,7 +155,7 @@ func (r *Runtime) legacyAttemptID(ctx context.Context, id string, meta *jetstrea
 // on the state the attempts before it left, so a second answer to the same
 // question in one batch is refused naming the first.
 func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) error {
-	now := stamp()
+	now := r.stamp()
 	var items []*attemptItem
 	byID := map[string]*attemptItem{}
 	for _, m := range msgs {

@@ -41,7 +41,7 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 		r.log.Warn("cancel does not match its subject; dropped", "subject", msg.Subject())
 		return nil
 	}
-	now := stamp()
+	now := r.stamp()
 	tell := func(d bridge.CancelDecision) {
 		if to := msg.Headers().Get(bridge.HeaderDecidedTo); bridge.ValidNotifySubject(to) {
 			data, _ := json.Marshal(d)

@@ -42,7 +42,7 @@ func (r *Runtime) handleDelivery(ctx context.Context, msg jetstream.Msg) error {
 		r.log.Info("delivery report for a question asked again since; dropped", "tenant", d.Tenant, "job", d.JobID, "question", d.QuestionID, "platform", d.Platform)
 		return nil
 	}
-	now := stamp()
+	now := r.stamp()
 	if !d.OK && d.Failure == nil {
 		d.Failure = &bridge.Failure{Code: bridge.CodeSourceUnreliable, Dependency: d.Platform, Operation: "post_question", OperatorMessage: d.Platform + " could not show the question."}
 	}

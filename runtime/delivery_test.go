@@ -213,11 +213,13 @@ func TestAPIListAndShowByPermission(t *testing.T) {
 
 func TestTenantScopedRoles(t *testing.T) {
 	scoped := runtime.Roles{Admins: []string{"slack:UADMIN"}, Operators: []string{"acme/slack:UACME", "other/slack:UOTHER"}}
-	env := testenv.Start(t, testenv.Options{Roles: scoped})
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Roles: scoped, Clock: clock})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.>")
 	acme := choiceQuestion("job-sc")
 	acme.Timeout = "4s" // the answerers' reminder falls due at 1s
 	ch := ask(t, env, acme)
+	clock.Advance(1500 * time.Millisecond)
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		for _, ev := range events.Events() {
 			if ev.Type == bridge.EventReminded && ev.JobID == "job-sc" {
@@ -315,7 +317,8 @@ func TestQuestionRoutedWithoutAChannelIsInputMissing(t *testing.T) {
 // settled_at that show gives and the audit's last entry, to the
 // millisecond, whichever way the question ended.
 func TestOutcomeTimesAreTheStoredOnes(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}})
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}, Clock: clock})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.>")
 	ends := map[string]func(q *bridge.Question){
 		"answered": func(q *bridge.Question) {
@@ -342,10 +345,13 @@ func TestOutcomeTimesAreTheStoredOnes(t *testing.T) {
 				q.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0123"}}
 			}
 			ch := ask(t, env, q)
+			var out *bridge.Resume
 			if end != nil {
 				end(q)
+				out = outcome(t, ch)
+			} else {
+				out = outcomeAdvancing(t, clock, ch)
 			}
-			out := outcome(t, ch)
 			r := show(t, env, "slack:UADMIN", q.JobID, q.QuestionID)
 			if r.Question == nil || len(r.Audit) == 0 {
 				t.Fatalf("show = %+v", r)

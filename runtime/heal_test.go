@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ import (
 // when the NATS server restarted without its store): a deleted consumer
 // used to end the runtime's consumption for good, until a restart.
 func TestDeletedConsumersAndStreamsAreMadeAgain(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{Roles: roles})
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
 	ctx := context.Background()
 	ask := func(job string) {
 		t.Helper()
@@ -24,7 +26,21 @@ func TestDeletedConsumersAndStreamsAreMadeAgain(t *testing.T) {
 		defer cancel()
 		q := choiceQuestion(job)
 		q.Timeout = "1s"
-		out, err := env.Agent.Ask(actx, q)
+		var out *bridge.Resume
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			out, err = env.Agent.Ask(actx, q)
+		}()
+		clock.AdvanceUntil(t, 100*time.Millisecond, 30*time.Second, func() error {
+			select {
+			case <-done:
+				return nil
+			default:
+				return errors.New("no outcome yet")
+			}
+		})
 		if err != nil || out.Outcome != bridge.OutcomeTimedOut {
 			t.Fatalf("%s: outcome %+v, %v", job, out, err)
 		}

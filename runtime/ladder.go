@@ -28,21 +28,12 @@ type ladderStore interface {
 // sleeps again. Adding a question wakes it to re-read the next due time, so
 // it never scans pending questions and is idle between steps.
 func (r *Runtime) ladder(ctx context.Context) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	for {
 		wait := r.fireDue(ctx)
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
-		case <-timer.C:
+		case <-r.clock.After(wait):
 		case <-r.ladWake:
 		}
 	}
@@ -55,7 +46,7 @@ const maxLadderSleep = 30 * time.Second
 // fireDue fires due steps and returns how long to sleep until the next.
 func (r *Runtime) fireDue(ctx context.Context) time.Duration {
 	for ctx.Err() == nil {
-		now := stamp()
+		now := r.stamp()
 		due, err := r.steps.DueSteps(ctx, now, 100)
 		if err != nil {
 			if ctx.Err() == nil { // a stop is no error
@@ -92,7 +83,7 @@ func (r *Runtime) fireDue(ctx context.Context) time.Duration {
 	if !ok {
 		return maxLadderSleep
 	}
-	wait := time.Until(next)
+	wait := next.Sub(r.clock.Now())
 	if wait < 0 {
 		wait = 0
 	}

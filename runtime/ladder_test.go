@@ -35,11 +35,12 @@ func TestLadderThenTimeout(t *testing.T) {
 	} {
 		t.Run("on_timeout="+c.onTimeout, func(t *testing.T) {
 			t.Parallel()
-			env := testenv.Start(t, testenv.Options{Roles: roles})
+			clock := testenv.NewClock()
+			env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
 			job := "job-l" + c.onTimeout
 			events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme."+job)
 			ch := ask(t, env, ladderQuestion(job, c.onTimeout))
-			out := outcome(t, ch)
+			out := outcomeAdvancing(t, clock, ch)
 			if out.Outcome != c.outcome || out.Text != "Nobody answered within 0:00:04." || out.Code != c.code {
 				t.Fatalf("outcome = %+v", out)
 			}
@@ -75,13 +76,14 @@ func TestLadderThenTimeout(t *testing.T) {
 }
 
 func TestLadderOff(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{Roles: roles})
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-off")
 	q := ladderQuestion("job-off", "")
 	q.Timeout = "2s"
 	q.Escalation = &bridge.Escalation{Off: true}
 	q.EscalationReason = "the owner is on call and watching"
-	outcome(t, ask(t, env, q))
+	outcomeAdvancing(t, clock, ask(t, env, q))
 	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 		if got := events.EventTypes(); got != "asked,timed_out" {
 			return fmt.Errorf("events = %s", got)
@@ -251,7 +253,8 @@ func downPastDuplicateWindow(t *testing.T, dir string) {
 }
 
 func TestLadderStepDueWhileDownFiresOnce(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{Roles: roles})
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
 	q := ladderQuestion("job-down", "")
 	q.Timeout = "40s" // reminder at 10s, owner at 20s
 	ask(t, env, q)
@@ -260,9 +263,9 @@ func TestLadderStepDueWhileDownFiresOnce(t *testing.T) {
 	env.Stop()
 
 	// The process is down while the first step falls due.
-	time.Sleep(time.Until(asked.Add(10*time.Second + 500*time.Millisecond)))
+	clock.Advance(asked.Add(10*time.Second + 500*time.Millisecond).Sub(clock.Now()))
 
-	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles, Clock: clock})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-down")
 	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 		if got := events.EventTypes(); got != "asked,reminded" {
@@ -273,7 +276,7 @@ func TestLadderStepDueWhileDownFiresOnce(t *testing.T) {
 	env.Stop()
 
 	// A second restart before the next step fires nothing again.
-	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles, Clock: clock})
 	events = env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-down")
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-down", QuestionID: "q-1", AttemptID: "marker", Answer: json.RawMessage(`"red"`), By: "slack:USTRANGER"})
 	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
@@ -397,12 +400,13 @@ func gauge(t *testing.T, env *testenv.Env, name string) float64 {
 // question out on restart: it answers the question, and nobody is told
 // the question timed out.
 func TestAnswerGivenInTimeBeatsTheTimeoutAfterARestart(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{Roles: roles})
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
 	q := choiceQuestion("job-late")
-	q.Timeout, q.Escalation, q.EscalationReason = "3s", &bridge.Escalation{Off: true}, "the test watches the timeout"
+	q.Timeout, q.Escalation, q.EscalationReason = "1m", &bridge.Escalation{Off: true}, "the test watches the timeout"
 	ask(t, env, q)
 	waitState(t, env, q, bridge.StatePending)
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := show(t, env, "slack:UADMIN", q.JobID, q.QuestionID).Question.Deadline
 	dir := env.Dir
 	env.Stop()
 
@@ -428,9 +432,10 @@ func TestAnswerGivenInTimeBeatsTheTimeoutAfterARestart(t *testing.T) {
 		t.Skip("the machine took longer than the timeout to publish the backlog")
 	}
 	n.Close()
-	time.Sleep(time.Until(deadline) + 500*time.Millisecond)
+	// The runtime comes back after the deadline.
+	clock.Advance(deadline.Sub(clock.Now()) + 500*time.Millisecond)
 
-	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles, Clock: clock})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-late")
 	waitState(t, env, q, bridge.StateAnswered)
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
@@ -508,12 +513,13 @@ func TestEscalationThatNamesNothingIsRefused(t *testing.T) {
 // answering a question that ended on its timeout with on_timeout: fail
 // is told it timed out, as for any other timeout, not that it "failed".
 func TestLateAnswerToAQuestionThatFailedOnTimeout(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{Roles: roles})
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-late")
 	for _, onTimeout := range []string{"", bridge.OnTimeoutFail} {
 		q := ladderQuestion("job-late", onTimeout)
 		q.QuestionID, q.Timeout = "q-late"+onTimeout, "1s"
-		out := outcome(t, ask(t, env, q))
+		out := outcomeAdvancing(t, clock, ask(t, env, q))
 		if out.Text != "Nobody answered within 0:00:01." {
 			t.Fatalf("outcome = %+v", out)
 		}
@@ -524,4 +530,24 @@ func TestLateAnswerToAQuestionThatFailedOnTimeout(t *testing.T) {
 			t.Errorf("on_timeout %q: refusal %s %q", onTimeout, ev.Reason, ev.Text)
 		}
 	}
+}
+
+// outcomeAdvancing waits for the outcome in ch, moving clock on meanwhile,
+// so the question's ladder and timeout fall due without real waits.
+func outcomeAdvancing(t *testing.T, clock *testenv.Clock, ch <-chan *bridge.Resume) *bridge.Resume {
+	t.Helper()
+	var out *bridge.Resume
+	clock.AdvanceUntil(t, 100*time.Millisecond, 20*time.Second, func() error {
+		select {
+		case res, ok := <-ch:
+			if !ok {
+				t.Fatal("no outcome")
+			}
+			out = res
+			return nil
+		default:
+			return errors.New("no outcome yet")
+		}
+	})
+	return out
 }

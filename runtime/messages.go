@@ -19,11 +19,6 @@ func decodeBody(rec *store.Record) *bridge.Question {
 	return &q
 }
 
-// stamp is the time now as the store keeps it, in UTC to the millisecond:
-// the at of an event or resume is then the settled_at and audit time that
-// show gives for the same step.
-func stamp() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
-
 func eventFor(rec *store.Record, typ string, at time.Time) bridge.Event {
 	return bridge.Event{
 		Type:        typ,

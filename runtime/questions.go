@@ -64,7 +64,7 @@ type askedItem struct {
 func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error {
 	// The asked event's asked_at and deadline are then the ones every
 	// later event and show give.
-	now := stamp()
+	now := r.stamp()
 	var items []askedItem
 	var nqs []store.NewQuestion
 	for _, msg := range msgs {
@@ -202,7 +202,7 @@ func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.
 // its stream) makes a redelivered question refuse once.
 func (r *Runtime) refuseQuestion(ctx context.Context, msg jetstream.Msg, tenant, job string, q *bridge.Question, why error) error {
 	r.metrics.invalid.Inc()
-	res := bridge.Resume{Tenant: tenant, JobID: job, Outcome: bridge.OutcomeInvalid, Text: bridge.InvalidText(why), At: stamp()}
+	res := bridge.Resume{Tenant: tenant, JobID: job, Outcome: bridge.OutcomeInvalid, Text: bridge.InvalidText(why), At: r.stamp()}
 	if q != nil {
 		res.QuestionID, res.TaskVersion = q.QuestionID, q.TaskVersion
 	} else {

@@ -91,6 +91,8 @@ type Options struct {
 	// relay there, as a crash would. They exist for crash tests.
 	BeforePublish func(store.OutboxRow) error
 	AfterPublish  func(store.OutboxRow) error
+	// Clock tells the time of questions (see Clock); nil is the system's.
+	Clock Clock
 	// MarkSentAfter delays marking a published row sent. With a JetStream
 	// that fsyncs only every so often, an acknowledged message can still be
 	// lost to a power cut: rows stay unsent until the server has surely
@@ -110,6 +112,7 @@ type Runtime struct {
 	// answers is the answers stream (see answerWaiting).
 	answers jetstream.Stream
 	nc      *nats.Conn
+	clock   Clock
 	metrics *metrics
 
 	// The store, as each part sees it.
@@ -162,11 +165,15 @@ func New(o Options) (*Runtime, error) {
 	if o.Consumer == "" {
 		o.Consumer = "runtime"
 	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
 	r := &Runtime{
 		o:           o,
 		log:         o.Logger.With("component", "runtime"),
 		js:          o.NATS.JS,
 		nc:          o.NATS.Conn,
+		clock:       o.Clock,
 		asking:      o.Store,
 		reports:     o.Store,
 		deciding:    o.Store,

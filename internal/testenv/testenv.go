@@ -43,6 +43,8 @@ type Options struct {
 	Logger *slog.Logger
 	// SyncAlways makes JetStream fsync every write, as serve does by default.
 	SyncAlways bool
+	// Clock, when set, is the runtime's clock (see Clock).
+	Clock runtime.Clock
 	// MarkSentAfter is passed to the runtime.
 	MarkSentAfter time.Duration
 	// NATSURL, when set, is an external NATS server to use instead of an
@@ -108,6 +110,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 	reg := prometheus.NewRegistry()
 	rt, err := runtime.New(runtime.Options{
 		NATS: n, Store: st, Roles: o.Roles, Platforms: platforms(o.Platforms), Logger: logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
+		Clock: o.Clock,
 	})
 	if err != nil {
 		st.Close()
