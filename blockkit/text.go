@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/askbridge/askbridge/card"
 )
 
 // Block Kit limits (see FIELD-NOTES.md). Exceeding one makes Slack refuse
@@ -81,12 +83,7 @@ func fitEscaped(s string, limit, room int) (string, bool) {
 // plain cuts plain text (button labels, option texts, titles) to limit
 // characters, marking the cut with an ellipsis.
 func plain(s string, limit int) string {
-	s = strings.TrimSpace(s)
-	if utf8.RuneCountInString(s) <= limit {
-		return s
-	}
-	r := []rune(s)
-	return strings.TrimSpace(string(r[:limit-1])) + "…"
+	return card.Truncate(strings.TrimSpace(s), limit)
 }
 
 // SlackDate renders t with Slack's date formatting, which shows it in the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/card"
 	"github.com/askbridge/askbridge/internal/testenv"
 )
 
@@ -734,8 +735,24 @@ func TestDeclineAndApproval(t *testing.T) {
 		t.Fatalf("deny: status %d\n%s", p.status, p.body)
 	}
 	p = h.get(p.header.Get("Location"))
-	if !strings.Contains(p.body, `<p class="answer">denied</p>`) || !strings.Contains(p.body, "Reason: too much") {
+	if !strings.Contains(p.body, `<h2 id="outcome-h">Denied</h2>`) || !strings.Contains(p.body, `<p class="answer">denied</p>`) ||
+		!strings.Contains(p.body, "Reason: too much") {
 		t.Errorf("denied page:\n%s", p.body)
+	}
+}
+
+// TestPageSaysWhatTheCardsSay checks a waiting question's page says its
+// status and who may answer in the words of the chat cards (package card).
+func TestPageSaysWhatTheCardsSay(t *testing.T) {
+	h := newHarness(t)
+	q := reportQuestion("job-1")
+	h.rt.add(q)
+	p := h.get(h.questionURL("console:alice", q))
+	for _, want := range []string{"<dt>Status</dt><dd>Waiting for an answer</dd>",
+		"<dt>Who may answer</dt><dd>console:alice, slack:U0OWNER (owner), and operators</dd>", "<dt>Deadline</dt>"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("page lacks %q:\n%s", want, p.body)
+		}
 	}
 }
 
@@ -754,11 +771,12 @@ func TestHiddenQuestionShowsOnlyThatItWaits(t *testing.T) {
 				t.Errorf("%s sees %q of a hidden question", who, secret)
 			}
 		}
-		if !strings.Contains(p.body, "<h1>A question waits</h1>") || strings.Contains(p.body, `id="answer-form"`) {
+		if !strings.Contains(p.body, "<h1>A question waits</h1>") || !strings.Contains(p.body, card.PlaceholderHidden) ||
+			strings.Contains(p.body, `id="answer-form"`) {
 			t.Errorf("%s: hidden page:\n%s", who, p.body)
 		}
 		list := h.get(h.signer.ListURL(who, time.Hour))
-		if !strings.Contains(list.body, "A question waits") || strings.Contains(list.body, q.Question) {
+		if !strings.Contains(list.body, card.PlaceholderHidden) || strings.Contains(list.body, q.Question) {
 			t.Errorf("%s: list shows hidden content:\n%s", who, list.body)
 		}
 	}

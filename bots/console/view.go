@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/card"
 )
 
 // base is what every page's layout needs.
@@ -56,8 +56,12 @@ type formState struct {
 
 type questionPage struct {
 	base
-	View        *bridge.QuestionView
-	Q           *bridge.Question
+	View *bridge.QuestionView
+	Q    *bridge.Question
+	// Card is what every front-end shows about the question: the page
+	// takes its words (state, who may answer, outcome, placeholder).
+	Card        card.Card
+	MayAnswer   string
 	Ref         string
 	AskedAt     timeView
 	Deadline    timeView
@@ -81,9 +85,11 @@ type problemView struct {
 type outcomeView struct {
 	State   string
 	Heading string
+	// Line is the card's outcome line, for endings without an answer or
+	// a reason to show (timed out, cancelled, superseded, failed).
+	Line    string
 	Answer  string
 	Comment string
-	Text    string
 	By      string
 	Via     string
 	At      timeView
@@ -138,29 +144,14 @@ type optionView struct {
 	Selected bool
 }
 
-var stateHeadings = map[string]string{
-	bridge.StatePending:    "Waiting for an answer",
-	bridge.StateAnswered:   "Answered",
-	bridge.StateDeclined:   "Declined",
-	bridge.StateTimedOut:   "Timed out",
-	bridge.StateCancelled:  "Cancelled",
-	bridge.StateSuperseded: "Superseded",
-	bridge.StateFailed:     "Failed",
-}
-
-func stateLabel(s string) string {
-	if h, ok := stateHeadings[s]; ok {
-		return h
-	}
-	return s
-}
-
 // buildQuestionPage lays out one question for the link's identity.
 func (c *Console) buildQuestionPage(l Link, rep *bridge.ShowReply, st formState) *questionPage {
 	v := rep.Question
+	nc := card.New(card.FromView(v, false))
 	p := &questionPage{
 		base:        c.base(l, "Question"),
 		View:        v,
+		Card:        nc,
 		Ref:         v.Tenant + " / " + v.JobID + " / " + v.QuestionID,
 		AskedAt:     when(v.AskedAt),
 		Deadline:    when(v.Deadline),
@@ -170,17 +161,20 @@ func (c *Console) buildQuestionPage(l Link, rep *bridge.ShowReply, st formState)
 	}
 	if !v.Hidden && v.Question != nil {
 		p.Q = v.Question
-		p.Title = truncate(v.Question.Question, 80)
+		p.Title = card.Truncate(strings.TrimSpace(v.Question.Question), 80)
 	} else {
 		p.Title = "A question waits"
+	}
+	if !nc.MayAnswer.IsZero() {
+		p.MayAnswer = nc.MayAnswer.All().Text()
 	}
 	if v.State != bridge.StatePending {
 		p.Outcome = &outcomeView{
 			State:   v.State,
-			Heading: stateLabel(v.State),
+			Heading: nc.StateLabel,
+			Line:    nc.Outcome.Text(),
 			Answer:  v.AnswerText,
 			Comment: v.Comment,
-			Text:    v.Text,
 			By:      bridge.DisplayIdentity(v.By, v.ByName),
 			Via:     v.Via,
 			At:      when(v.SettledAt),
@@ -390,26 +384,29 @@ func numberHint(integer bool, lo, hi string) string {
 
 // listItem is one question in a list or job page.
 type listItem struct {
-	URL      string
-	JobURL   string
-	Ref      string
-	Tenant   string
-	JobID    string
-	Hidden   bool
-	Text     string
-	State    string
-	Label    string
-	Answer   string
-	By       string
-	Via      string
-	AskedAt  timeView
-	Deadline timeView
-	Settled  timeView
-	Priority string
-	Agent    string
+	URL    string
+	JobURL string
+	Ref    string
+	Tenant string
+	JobID  string
+	Hidden bool
+	// Placeholder stands for the text of a hidden question.
+	Placeholder string
+	Text        string
+	State       string
+	Label       string
+	Answer      string
+	By          string
+	Via         string
+	AskedAt     timeView
+	Deadline    timeView
+	Settled     timeView
+	Priority    string
+	Agent       string
 }
 
 func (c *Console) listItem(l Link, v *bridge.QuestionView) listItem {
+	nc := card.New(card.FromView(v, false))
 	it := listItem{
 		URL:      c.sub(l, ScopeQuestion, v.Tenant, v.JobID, v.QuestionID),
 		JobURL:   c.sub(l, ScopeJob, v.Tenant, v.JobID, ""),
@@ -418,7 +415,7 @@ func (c *Console) listItem(l Link, v *bridge.QuestionView) listItem {
 		JobID:    v.JobID,
 		Hidden:   v.Hidden || v.Question == nil,
 		State:    v.State,
-		Label:    stateLabel(v.State),
+		Label:    nc.StateLabel,
 		Answer:   v.AnswerText,
 		Via:      v.Via,
 		AskedAt:  when(v.AskedAt),
@@ -431,8 +428,10 @@ func (c *Console) listItem(l Link, v *bridge.QuestionView) listItem {
 	if v.Answer == nil && v.AnswerText == "" && v.State == bridge.StateDeclined {
 		it.Answer = v.Comment
 	}
-	if !it.Hidden {
-		it.Text = truncate(v.Question.Question, 200)
+	if it.Hidden {
+		it.Placeholder = nc.Placeholder
+	} else {
+		it.Text = card.Truncate(strings.TrimSpace(v.Question.Question), 200)
 		it.Priority = v.Question.Priority
 		it.Agent = v.Question.Agent
 	}
@@ -473,13 +472,4 @@ func auditView(a bridge.AuditEntry) auditRow {
 		from = "new"
 	}
 	return auditRow{From: from, To: a.To, By: a.By, Via: a.Via, Reason: a.Reason, At: when(a.At)}
-}
-
-func truncate(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return strings.TrimSpace(string(r[:n-1])) + "…"
 }

@@ -783,10 +783,6 @@ func reminderText(ev *bridge.Event, q *bridge.Question, link string, askedAt, de
 
 // quote escapes and shortens text for a one-paragraph mrkdwn quote.
 func quote(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		s = string(r[:n-1]) + "…"
-	}
+	s = neutral.Truncate(strings.Join(strings.Fields(s), " "), n)
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
