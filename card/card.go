@@ -136,6 +136,9 @@ const (
 const (
 	// PlaceholderHidden is shown to a reader who may not see the question.
 	PlaceholderHidden = "A question waits here; you may not read what it asks."
+	// PlaceholderUnknown stands for a question the front-end no longer
+	// knows (its record was lost): the card still shows how it ended.
+	PlaceholderUnknown = "This question's text is not available here."
 	placeholderNamed  = "A restricted question waits for the people named below: only they and admins may read it."
 	placeholderAdmins = "A restricted question waits: only admins may read it."
 )
@@ -165,6 +168,8 @@ func New(in Input) Card {
 		c.Placeholder = placeholderNamed
 	case q != nil && !in.Hidden:
 		c.Placeholder = placeholderAdmins
+	case q == nil && !in.Hidden:
+		c.Placeholder = PlaceholderUnknown
 	default:
 		c.Placeholder = PlaceholderHidden
 	}

@@ -154,7 +154,7 @@ func TestHiddenCardsShowNoContent(t *testing.T) {
 	q := question()
 	q.Visibility, q.Context, q.WhyItMatters = bridge.VisibilityRestricted, "secret context", "secret why"
 	q.Answerers, q.Owner, q.BlockedTools = []string{"slack:U0ANA"}, "slack:U0KEV", []string{"pay"}
-	for _, in := range []Input{{Question: q}, {Question: q, Hidden: true}, {}} {
+	for _, in := range []Input{{Question: q}, {Question: q, Hidden: true}, {Hidden: true}, {}} {
 		c := New(in)
 		raw, _ := json.Marshal(c)
 		for _, secret := range []string{"Which colour", "red", "secret", "pay"} {
@@ -165,6 +165,9 @@ func TestHiddenCardsShowNoContent(t *testing.T) {
 		if c.Kind != KindHidden || c.Placeholder == "" || c.Text != "" {
 			t.Errorf("hidden card: kind %s, placeholder %q", c.Kind, c.Placeholder)
 		}
+	}
+	if c := New(Input{}); c.Placeholder != PlaceholderUnknown {
+		t.Errorf("a card without its question says %q", c.Placeholder)
 	}
 	answered := New(Input{Question: q, End: &Ending{Event: bridge.EventAnswered, By: "slack:U0ANA", Answer: "red"}})
 	if got := answered.Outcome.Text(); got != "Answered by slack:U0ANA" {
