@@ -139,8 +139,8 @@ const (
 	// PlaceholderUnknown stands for a question the front-end no longer
 	// knows (its record was lost): the card still shows how it ended.
 	PlaceholderUnknown = "This question's text is not available here."
-	placeholderNamed  = "A restricted question waits for the people named below: only they and admins may read it."
-	placeholderAdmins = "A restricted question waits: only admins may read it."
+	placeholderNamed   = "A restricted question waits for the people named below: only they and admins may read it."
+	placeholderAdmins  = "A restricted question waits: only admins may read it."
 )
 
 // New computes the card of in.
