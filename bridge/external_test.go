@@ -92,6 +92,9 @@ func TestConnectNATSAdoptsExistingStreams(t *testing.T) {
 		{name: "memory storage refused",
 			made:    jetstream.StreamConfig{Name: StreamAnswers, Subjects: []string{PrefixAnswer + ".>"}, Storage: jetstream.MemoryStorage},
 			refused: "nats: stream ASK_ANSWERS exists with Memory storage, and askbridge keeps questions and answers on disk"},
+		{name: "a work queue made with another retention refused",
+			made:    jetstream.StreamConfig{Name: StreamQuestions, Subjects: []string{PrefixQuestion + ".>"}},
+			refused: "nats: stream ASK_QUESTIONS exists with Limits retention, and askbridge keeps what only its runtime reads in a work queue"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ns := startExternal(t, server.Options{})

@@ -298,12 +298,12 @@ type StreamOptions struct {
 // exist; safe to call from every replica at every start.
 //
 // An existing stream keeps what an operator may have tuned (limits on
-// bytes or messages, compression, placement, description) and what
-// JetStream does not let an update change (persist mode, retention: a
-// stream made before the work queues keeps every message for its maxAge).
-// askbridge sets only what it relies on: its subjects, a duplicate window
-// and a max age at least its own, acknowledged publishes, and the replica
-// count asked for. Each change is logged; a stream in memory is refused.
+// bytes or messages, compression, placement, description) and its persist
+// mode, which JetStream does not let an update change. askbridge sets only
+// what it relies on: its subjects, a duplicate window and a max age at
+// least its own, acknowledged publishes, and the replica count asked for.
+// Each change is logged; a stream in memory, or one of the work queues
+// made with another retention, is refused.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
 	replicas := max(o.Replicas, 1)
 	log := o.Logger
@@ -393,6 +393,10 @@ func adoptStream(have, want jetstream.StreamConfig) (jetstream.StreamConfig, []s
 	if have.Storage != jetstream.FileStorage {
 		return have, nil, fmt.Errorf("nats: stream %s exists with %s storage, and askbridge keeps questions and answers on disk "+
 			"(JetStream cannot change a stream's storage): delete the stream while askbridge is stopped and idle to have it made anew", have.Name, have.Storage)
+	}
+	if want.Retention == jetstream.WorkQueuePolicy && have.Retention != jetstream.WorkQueuePolicy {
+		return have, nil, fmt.Errorf("nats: stream %s exists with %s retention, and askbridge keeps what only its runtime reads in a work queue "+
+			"(JetStream cannot change a stream's retention): delete the stream while askbridge is stopped and idle to have it made anew", have.Name, have.Retention)
 	}
 	out := have
 	var changes []string

@@ -275,8 +275,7 @@ func TestRelayedAsync(t *testing.T) {
 }
 
 // TestWorkQueues checks a question waits in its stream until the runtime
-// has acknowledged it, however long no consumer exists, and goes then; and
-// that a stream made before the work queues keeps its retention.
+// has acknowledged it, however long no consumer exists, and goes then.
 func TestWorkQueues(t *testing.T) {
 	t.Parallel()
 	n := startNATS(t)
@@ -326,24 +325,6 @@ func TestWorkQueues(t *testing.T) {
 		t.Fatalf("republish: %+v, %v; want a duplicate", ack, err)
 	}
 
-	// A stream from before the work queues: EnsureStreams leaves its retention.
-	if err := n.JS.DeleteStream(ctx, StreamDelivery); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := n.JS.CreateStream(ctx, jetstream.StreamConfig{Name: StreamDelivery, Subjects: []string{PrefixDelivery + ".>"},
-		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy}); err != nil {
-		t.Fatal(err)
-	}
-	if err := EnsureStreams(ctx, n.JS, StreamOptions{}); err != nil {
-		t.Fatalf("EnsureStreams over an old stream: %v", err)
-	}
-	s, err := n.JS.Stream(ctx, StreamDelivery)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg := s.CachedInfo().Config; cfg.Retention != jetstream.LimitsPolicy || cfg.MaxAge != 7*24*time.Hour {
-		t.Fatalf("old delivery stream: retention %v, max age %v", cfg.Retention, cfg.MaxAge)
-	}
 }
 
 func TestStreamOf(t *testing.T) {

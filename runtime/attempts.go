@@ -16,7 +16,6 @@ import (
 // deciding a batch, each attempt on what the ones before it left.
 type attemptStore interface {
 	DecideEach(ctx context.Context, n int, decide func(i int, l store.Lookup) (store.Decision, error)) ([]error, error)
-	AttemptDecidedAt(ctx context.Context, attemptID string) (time.Time, bool, error)
 }
 
 // refusal is a decided "no" to an attempt; the question keeps waiting.
@@ -43,13 +42,11 @@ type attemptItem struct {
 }
 
 // parseAttempt reads an attempt; nil means it is unusable and dropped.
-// An error (the store could not be read) leaves the batch to be tried
-// again.
-func (r *Runtime) parseAttempt(ctx context.Context, msg jetstream.Msg) (*attemptItem, error) {
+func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 	tenant, job, ok := subjectKey(msg.Subject(), bridge.PrefixAnswer)
 	if !ok {
 		r.log.Warn("answer attempt on a subject without a valid tenant and job; dropped", "subject", msg.Subject())
-		return nil, nil
+		return nil
 	}
 	it := &attemptItem{tenant: tenant, job: job}
 	if to := msg.Headers().Get(bridge.HeaderDecidedTo); bridge.ValidNotifySubject(to) {
@@ -60,7 +57,7 @@ func (r *Runtime) parseAttempt(ctx context.Context, msg jetstream.Msg) (*attempt
 	if err := bridge.DecodeAttempt(msg.Data(), a); err != nil {
 		if !bridge.IsPartial(err) {
 			r.log.Warn("malformed answer attempt dropped", "subject", msg.Subject(), "err", err)
-			return nil, nil
+			return nil
 		}
 		// One value of the wrong type: refused, naming it, so whoever
 		// proposed it hears why instead of waiting for nothing.
@@ -72,36 +69,13 @@ func (r *Runtime) parseAttempt(ctx context.Context, msg jetstream.Msg) (*attempt
 	if a.JobID == "" {
 		a.JobID = job
 	}
-	meta, metaErr := msg.Metadata()
-	legacy := ""
-	switch {
-	case metaErr != nil:
-	case a.AttemptID == "":
+	if meta, err := msg.Metadata(); err == nil && a.AttemptID == "" {
 		// Named by the stored message's sequence and time: a stream
 		// made anew numbers from 1 again, and an id of the sequence
 		// alone would be ignored as an earlier attempt's.
 		a.AttemptID = fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
-		var err error
-		if legacy, err = r.legacyAttemptID(ctx, fmt.Sprintf("seq-%d", meta.Sequence.Stream), meta); err != nil {
-			return nil, err
-		}
-		if legacy != "" {
-			a.AttemptID = legacy
-		}
-	case meta.NumDelivered > 1 || meta.Timestamp.Before(r.started):
-		// Delivered before, or stored before this runtime started (by
-		// the NATS server's clock, which an embedded one shares): an
-		// earlier release may have decided it under its bare id. An
-		// attempt delivered for the first time since is not looked up.
-		var err error
-		if legacy, err = r.legacyAttemptID(ctx, a.AttemptID, meta); err != nil {
-			return nil, err
-		}
 	}
-	it.key = legacy
-	if it.key == "" {
-		it.key = AttemptKey(tenant, job, a.AttemptID)
-	}
+	it.key = AttemptKey(tenant, job, a.AttemptID)
 	switch {
 	case a.Tenant != tenant || a.JobID != job:
 		// The subject says whose job this is (NATS permissions are per
@@ -116,7 +90,7 @@ func (r *Runtime) parseAttempt(ctx context.Context, msg jetstream.Msg) (*attempt
 		// Nobody can be allowed to answer as no one: refuse it, loudly.
 		it.ref = &refusal{reason: bridge.RefusedForbidden, text: "You can't answer this question: by: " + err.Error()}
 	}
-	return it, nil
+	return it
 }
 
 // AttemptKey is the store's record of an attempt, as its job's: attempt
@@ -125,26 +99,6 @@ func (r *Runtime) parseAttempt(ctx context.Context, msg jetstream.Msg) (*attempt
 // click. Tenants and job ids hold no "/".
 func AttemptKey(tenant, job, id string) string {
 	return tenant + "/" + job + "/" + id
-}
-
-// legacyAttemptID returns id when an earlier release decided this very
-// message under id, the store's key before AttemptKey: its stream sequence
-// alone ("seq-<n>", 60576b3 and before) for an attempt sent without
-// attempt_id, the attempt_id itself otherwise. One stopped after deciding
-// it and before acknowledging it (killed during an upgrade) hands it to
-// this release, which must not decide it again. A record of id made
-// before the message was stored names another message (one that had its
-// number in an earlier stream, made anew since): "" then, and when there
-// is none.
-func (r *Runtime) legacyAttemptID(ctx context.Context, id string, meta *jetstream.MsgMetadata) (string, error) {
-	at, ok, err := r.deciding.AttemptDecidedAt(ctx, id)
-	if err != nil {
-		return "", fmt.Errorf("runtime: attempt %s: %w", id, err)
-	}
-	if !ok || at.Before(meta.Timestamp.Truncate(time.Millisecond)) {
-		return "", nil
-	}
-	return id, nil
 }
 
 // decideAttempts decides a batch. The checks run in the order the
@@ -159,10 +113,7 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 	var items []*attemptItem
 	byID := map[string]*attemptItem{}
 	for _, m := range msgs {
-		it, err := r.parseAttempt(ctx, m)
-		if err != nil {
-			return err
-		}
+		it := r.parseAttempt(m)
 		if it == nil {
 			continue
 		}

@@ -176,9 +176,6 @@ const maxCancelWaits = 1500 // about 30 s
 // and the question would then wait. The stream is a work queue: what it
 // holds, the runtime has not stored yet.
 func (r *Runtime) questionInFlight(ctx context.Context, msg jetstream.Msg, tenant, job string) (bool, error) {
-	if r.questions == nil {
-		return false, nil // an old stream that keeps every question
-	}
 	meta, err := msg.Metadata()
 	if err != nil {
 		return false, nil

@@ -106,8 +106,8 @@ type Runtime struct {
 	o   Options
 	log *slog.Logger
 	js  jetstream.JetStream
-	// questions is the questions stream when it is a work queue (see
-	// questionInFlight); nil for an older stream that keeps every question.
+	// questions is the questions stream, a work queue (see
+	// questionInFlight).
 	questions jetstream.Stream
 	// answers is the answers stream (see answerWaiting).
 	answers jetstream.Stream
@@ -133,9 +133,6 @@ type Runtime struct {
 	// consuming are the consumers Run consumes (see heal).
 	consuming []*consumption
 	ready     chan struct{}
-	// started is when Run began: attempts stored before it may have been
-	// decided by an earlier release (legacyAttemptID).
-	started time.Time
 
 	// The relay's own state (only the relay goroutine touches it): the last
 	// row JetStream acknowledged with all before it, the last row published,
@@ -199,7 +196,6 @@ func New(o Options) (*Runtime, error) {
 
 // Run consumes until ctx is done, then stops its consumers and returns.
 func (r *Runtime) Run(ctx context.Context) error {
-	r.started = time.Now()
 	var stops []func()
 	defer func() {
 		for _, stop := range stops {
@@ -259,10 +255,8 @@ func (r *Runtime) openStreams(ctx context.Context) (answersAtStart uint64, err e
 		return 0, fmt.Errorf("runtime: answers stream: %w", err)
 	}
 	r.answers = as
-	if qs, err := r.js.Stream(ctx, bridge.StreamQuestions); err != nil {
+	if r.questions, err = r.js.Stream(ctx, bridge.StreamQuestions); err != nil {
 		return 0, fmt.Errorf("runtime: questions stream: %w", err)
-	} else if qs.CachedInfo().Config.Retention == jetstream.WorkQueuePolicy {
-		r.questions = qs
 	}
 	return as.CachedInfo().State.LastSeq, nil
 }

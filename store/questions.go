@@ -369,20 +369,6 @@ func (s *Store) SeenAttempt(ctx context.Context, attemptID string) (bool, error)
 	return true, nil
 }
 
-// AttemptDecidedAt is when an attempt id was decided; false when it was
-// not (or was forgotten, see PruneAttempts).
-func (s *Store) AttemptDecidedAt(ctx context.Context, attemptID string) (time.Time, bool, error) {
-	var at int64
-	err := s.rs.queryRow(ctx, "SELECT at FROM attempts WHERE attempt_id = ?", attemptID).Scan(&at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return time.Time{}, false, nil
-	}
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("store: attempt %s: %w", attemptID, err)
-	}
-	return fromMS(at), true, nil
-}
-
 // JobCancel cancels a job's pending questions, or bumps its task version.
 type JobCancel struct {
 	Tenant     string
