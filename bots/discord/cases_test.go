@@ -219,3 +219,37 @@ func discordWords(nc neutral.Card, e *discordgo.MessageEmbed) map[string]string 
 	}
 	return out
 }
+
+// TestSameCaseSameControls checks both platforms draw the card's enabled
+// controls under the card's labels: Approve, Deny, Decline and Answer…
+// wherever the card enables them (on Discord a typed question's Answer…
+// is its Open in console, Discord having no form for typed fields), and
+// nothing on a settled card but Slack's Open in console.
+func TestSameCaseSameControls(t *testing.T) {
+	for _, c := range neutral.Cases() {
+		nc := neutral.New(c.Input)
+		name := c.Group + "/" + c.Name
+		blocks, _ := blockkit.Draw(nc)
+		rawSlack, _ := json.Marshal(blocks)
+		rawDiscord, _ := json.Marshal(drawComponents(nc))
+		enabled := map[string]bool{}
+		for _, k := range nc.Enabled() {
+			enabled[k.Label] = true
+		}
+		for _, label := range []string{neutral.ApproveLabel, neutral.DenyLabel, neutral.DeclineLabel, neutral.AnswerLabel} {
+			want := enabled[label]
+			if got := strings.Contains(string(rawSlack), `"text":"`+label+`"`); got != want {
+				t.Errorf("%s: Slack draws %s: %v, the card enables it: %v", name, label, got, want)
+			}
+			if label == neutral.AnswerLabel && nc.Kind == neutral.KindFields {
+				want = false
+			}
+			if got := strings.Contains(string(rawDiscord), `"label":"`+label+`"`); got != want {
+				t.Errorf("%s: Discord draws %s: %v, want %v", name, label, got, want)
+			}
+		}
+		if !nc.Pending() && strings.Contains(string(rawDiscord), "custom_id") {
+			t.Errorf("%s: a settled Discord card keeps components: %s", name, rawDiscord)
+		}
+	}
+}
