@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -81,4 +82,20 @@ func StaleReminder(ctx context.Context, nc *nats.Conn, ev *Event, now time.Time)
 	}
 	state, err := QuestionState(ctx, nc, ev)
 	return err == nil && state != StatePending
+}
+
+// ReminderShowsQuestion says whether the reminder or escalation DM of ev
+// to target may carry q's content. A restricted question's content is for
+// its answerers, its owner, admins and owners (docs/contract.md "Who may
+// do what"): the owner and admins steps remind only such people, but the
+// answerers step reminds the tenant's operators when q names no
+// answerers, and they may not read it.
+func ReminderShowsQuestion(ev *Event, q *Question, target string) bool {
+	switch {
+	case q == nil || !q.Restricted():
+		return true
+	case target == q.Owner || slices.Contains(q.Answerers, target):
+		return true
+	}
+	return ev.Step == TargetOwner || ev.Step == TargetAdmins
 }

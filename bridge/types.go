@@ -69,6 +69,17 @@ const (
 // answerers, its owner, admins and owners.
 func (q *Question) Restricted() bool { return q.Visibility == VisibilityRestricted }
 
+// WaitsFor names the people a question is for, besides the tenant's roles:
+// its answerers, then its owner. For a restricted question they, admins and
+// owners are all who may read it.
+func (q *Question) WaitsFor() []string {
+	out := slices.Clone(q.Answerers)
+	if q.Owner != "" && !slices.Contains(out, q.Owner) {
+		out = append(out, q.Owner)
+	}
+	return out
+}
+
 // IsApproval reports whether the question takes approve/deny only.
 func (q *Question) IsApproval() bool { return q.Kind == KindApproval }
 

@@ -98,23 +98,13 @@ func (r Roles) accessFor(tenant, id string, extra []string, q *bridge.Question) 
 	return access{}
 }
 
-// waitsFor names the people a restricted question is for, besides admins
-// and owners: its answerers, then its owner.
-func waitsFor(q *bridge.Question) []string {
-	if q == nil {
-		return nil
-	}
-	out := slices.Clone(q.Answerers)
-	if q.Owner != "" && !slices.Contains(out, q.Owner) {
-		out = append(out, q.Owner)
-	}
-	return out
-}
-
 // restrictedTo says, in a person's words, whom a restricted question's
 // content is for.
 func restrictedTo(q *bridge.Question) string {
-	if people := waitsFor(q); len(people) > 0 {
+	if q == nil {
+		return "admins and owners"
+	}
+	if people := q.WaitsFor(); len(people) > 0 {
 		return strings.Join(people, ", ") + ", admins and owners"
 	}
 	return "admins and owners"

@@ -113,7 +113,7 @@ func (r *Runtime) view(ctx context.Context, rec *store.Record, as string, roles 
 	if q.Restricted() {
 		v.Restricted = true
 		if !acc.See {
-			v.WaitsFor = waitsFor(q)
+			v.WaitsFor = q.WaitsFor()
 		}
 	}
 	if acc.See {

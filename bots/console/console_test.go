@@ -756,10 +756,14 @@ func TestPageSaysWhatTheCardsSay(t *testing.T) {
 	}
 }
 
+// TestHiddenQuestionShowsOnlyThatItWaits checks a reader, and an operator
+// facing a restricted question, see that it waits and for whom, and
+// nothing of what it asks.
 func TestHiddenQuestionShowsOnlyThatItWaits(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	q := reportQuestion("job-1")
+	q.Visibility = bridge.VisibilityRestricted
 	h.rt.add(q)
 	for _, who := range []string{"console:reader", "console:operator"} {
 		p := h.get(h.questionURL(who, q))
@@ -771,14 +775,26 @@ func TestHiddenQuestionShowsOnlyThatItWaits(t *testing.T) {
 				t.Errorf("%s sees %q of a hidden question", who, secret)
 			}
 		}
-		if !strings.Contains(p.body, "<h1>A question waits</h1>") || !strings.Contains(p.body, card.PlaceholderHidden) ||
-			strings.Contains(p.body, `id="answer-form"`) {
+		if !strings.Contains(p.body, "<h1>A question waits</h1>") || strings.Contains(p.body, `id="answer-form"`) ||
+			!strings.Contains(p.body, "for <strong>console:alice, slack:U0OWNER and admins</strong>: only they may read it.") {
 			t.Errorf("%s: hidden page:\n%s", who, p.body)
 		}
 		list := h.get(h.signer.ListURL(who, time.Hour))
-		if !strings.Contains(list.body, card.PlaceholderHidden) || strings.Contains(list.body, q.Question) {
+		if !strings.Contains(list.body, "A question waits") || strings.Contains(list.body, q.Question) ||
+			!strings.Contains(list.body, "A restricted question for console:alice, slack:U0OWNER and admins: only they may read it.") {
 			t.Errorf("%s: list shows hidden content:\n%s", who, list.body)
 		}
+	}
+	// Of a question of tenant visibility, a reader learns only that it
+	// waits, and the operator reads it.
+	open := reportQuestion("job-2")
+	h.rt.add(open)
+	if p := h.get(h.questionURL("console:reader", open)); !strings.Contains(p.body, card.PlaceholderHidden) ||
+		strings.Contains(p.body, open.Question) || strings.Contains(p.body, "restricted") {
+		t.Errorf("reader's page of a tenant question:\n%s", p.body)
+	}
+	if p := h.get(h.questionURL("console:operator", open)); !strings.Contains(p.body, open.Question) || !strings.Contains(p.body, `id="answer-form"`) {
+		t.Errorf("operator's page of a tenant question:\n%s", p.body)
 	}
 	// The operator may decline without seeing; the reader may not act.
 	if p := h.get(h.questionURL("console:reader", q)); strings.Contains(p.body, `id="decline-form"`) {

@@ -113,15 +113,38 @@ func TestE2EStaleAnswerRefusedInline(t *testing.T) {
 
 func TestE2EPermissionsAndDecline(t *testing.T) {
 	t.Parallel()
-	h, env := newEnvHarness(t, testenv.Options{Roles: runtime.Roles{Readers: []string{"console:reader"}, Operators: []string{"console:op"}}})
+	h, env := newEnvHarness(t, testenv.Options{Roles: runtime.Roles{Readers: []string{"console:reader"}, Operators: []string{"console:op"}, Admins: []string{"console:admin"}}})
 	q := reportQuestion("job-e3")
 	q.Visibility = bridge.VisibilityRestricted
 	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject(q.Tenant, q.JobID))
 	ask(t, h, env, q)
 
-	// A reader sees only that it waits, and cannot act.
+	// Its answerer and an admin read it and may answer it.
+	for _, who := range []string{"console:alice", "console:admin"} {
+		p := h.get(h.questionURL(who, q))
+		if !strings.Contains(p.body, q.Question) || !strings.Contains(p.body, `id="answer-form"`) ||
+			!strings.Contains(p.body, "<dt>Restricted to</dt><dd>console:alice, slack:U0OWNER and admins</dd>") {
+			t.Errorf("%s's page:\n%s", who, p.body)
+		}
+		if list := h.get(h.signer.ListURL(who, time.Hour)); !strings.Contains(list.body, q.Question) {
+			t.Errorf("%s's list:\n%s", who, list.body)
+		}
+	}
+	// A reader and an operator see only that it waits, and for whom.
+	restrictedLine := "for <strong>console:alice, slack:U0OWNER and admins</strong>: only they may read it."
+	for _, who := range []string{"console:reader", "console:op"} {
+		for _, page := range []string{h.questionURL(who, q), h.signer.ListURL(who, time.Hour), h.signer.JobURL(who, q.Tenant, q.JobID, time.Hour)} {
+			p := h.get(page)
+			for _, secret := range []string{q.Question, q.Context, q.WhyItMatters, "Send on", "send_report"} {
+				if p.status != http.StatusOK || strings.Contains(p.body, secret) {
+					t.Errorf("%s: status %d, or the page shows %q:\n%s", who, p.status, secret, p.body)
+				}
+			}
+		}
+	}
+	// The reader cannot act.
 	p := h.get(h.questionURL("console:reader", q))
-	if p.status != http.StatusOK || !strings.Contains(p.body, "<h1>A question waits</h1>") || strings.Contains(p.body, q.Question) ||
+	if p.status != http.StatusOK || !strings.Contains(p.body, "<h1>A question waits</h1>") || !strings.Contains(p.body, restrictedLine) ||
 		strings.Contains(p.body, "<form") {
 		t.Errorf("reader page: status %d\n%s", p.status, p.body)
 	}
@@ -132,7 +155,8 @@ func TestE2EPermissionsAndDecline(t *testing.T) {
 	// An operator may only decline a restricted question, without seeing it.
 	link := h.questionURL("console:op", q)
 	p = h.get(link)
-	if strings.Contains(p.body, q.Question) || strings.Contains(p.body, `id="answer-form"`) || !strings.Contains(p.body, `id="decline-form"`) {
+	if strings.Contains(p.body, q.Question) || strings.Contains(p.body, `id="answer-form"`) || !strings.Contains(p.body, `id="decline-form"`) ||
+		!strings.Contains(p.body, restrictedLine) {
 		t.Fatalf("operator page:\n%s", p.body)
 	}
 	form := formValues(t, p.body, "decline-form")
@@ -389,5 +413,31 @@ func TestE2EFormPostedAfterAnotherAnswerSaysWhoAnswered(t *testing.T) {
 	}
 	if n := resumes.Len(); n != 1 {
 		t.Errorf("%d resumes", n)
+	}
+}
+
+// TestE2EOperatorAnswersForTheNamedAnswerer checks answerers add people:
+// an operator reads and answers a question whose answerers name someone
+// else.
+func TestE2EOperatorAnswersForTheNamedAnswerer(t *testing.T) {
+	t.Parallel()
+	h, env := newEnvHarness(t, testenv.Options{Roles: runtime.Roles{Operators: []string{"console:op"}}})
+	q := bridge.Question{Tenant: "acme", JobID: "job-e4", QuestionID: "q-colour", TaskVersion: 1,
+		Question: "Which colour should the cover be?", Choices: []string{"blue", "green"}, Answerers: []string{"slack:U0ANA"}}
+	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject(q.Tenant, q.JobID))
+	ask(t, h, env, q)
+	link := h.questionURL("console:op", q)
+	p := h.get(link)
+	if !strings.Contains(p.body, q.Question) || strings.Contains(p.body, "Restricted to") {
+		t.Fatalf("operator's page:\n%s", p.body)
+	}
+	form := formValues(t, p.body, "answer-form")
+	form.Set("action", "answer")
+	form.Set("answer", "blue")
+	if p = h.post(link, form); p.status != http.StatusSeeOther {
+		t.Fatalf("status %d\n%s", p.status, p.body)
+	}
+	if r := resumeFor(t, resumes); r.Outcome != bridge.OutcomeAnswered || r.Text != "The answer: blue" || r.By != "console:op" {
+		t.Errorf("resume %+v", r)
 	}
 }

@@ -31,8 +31,9 @@ func startNATS(t *testing.T) *bridge.NATS {
 // it answers ask.v1.api.show and .list, and decides answer attempts with
 // bridge.CheckAnswer, publishing events and resumes as the runtime does.
 // Permissions: the question's answerers and owner see and act;
-// console:operator sees that it waits and may decline; console:reader
-// sees that it waits; anyone else sees nothing.
+// console:operator does too, but of a restricted question sees only that
+// it waits and may decline it; console:reader sees that it waits; anyone
+// else sees nothing.
 type responder struct {
 	t    *testing.T
 	n    *bridge.NATS
@@ -123,13 +124,17 @@ func (r *responder) find(tenant, job, id string) *fakeQuestion {
 }
 
 // access is what identity may do with fq: see content, answer, decline;
-// ok false when it may not even know the question exists.
+// ok false when it may not even know the question exists. As the
+// runtime: operators answer unless the question is restricted.
 func access(fq *fakeQuestion, identity string) (content, answer, decline, ok bool) {
 	if slices.Contains(fq.q.Answerers, identity) || fq.q.Owner == identity {
 		return true, true, true, true
 	}
 	switch identity {
 	case "console:operator":
+		if !fq.q.Restricted() {
+			return true, true, true, true
+		}
 		return false, false, true, true
 	case "console:reader":
 		return false, false, false, true
@@ -146,11 +151,15 @@ func (r *responder) viewFor(fq *fakeQuestion, identity string) (bridge.QuestionV
 	pending := v.State == bridge.StatePending
 	v.CanAnswer = answer && pending
 	v.CanDecline = decline && pending
+	v.Restricted = fq.q.Restricted()
 	if content {
 		q := fq.q
 		v.Question = &q
 	} else {
 		v.Hidden = true
+		if v.Restricted {
+			v.WaitsFor = fq.q.WaitsFor()
+		}
 		v.Answer, v.AnswerText, v.Comment, v.Text = nil, "", "", ""
 	}
 	return v, true

@@ -74,6 +74,29 @@ type questionPage struct {
 	CannotAct   bool
 	PostURL     string
 	TaskVersion int64
+	// Restricted names who may read a restricted question ("slack:U0ANA
+	// and admins"); empty for a question of tenant visibility.
+	Restricted string
+}
+
+// restrictedTo names who may read a restricted question: the people it
+// waits for, and admins (who stand for owners too).
+func restrictedTo(people []string) string {
+	if len(people) == 0 {
+		return "admins"
+	}
+	return strings.Join(people, ", ") + " and admins"
+}
+
+// restrictedText is restrictedTo for a view, "" when it is not restricted.
+func restrictedText(v *bridge.QuestionView) string {
+	switch {
+	case !v.Restricted:
+		return ""
+	case v.Question != nil:
+		return restrictedTo(v.Question.WaitsFor())
+	}
+	return restrictedTo(v.WaitsFor)
 }
 
 type problemView struct {
@@ -158,6 +181,7 @@ func (c *Console) buildQuestionPage(l Link, rep *bridge.ShowReply, st formState)
 		PostURL:     c.signer.RelativeURL(l),
 		TaskVersion: v.TaskVersion,
 		Message:     st.Message,
+		Restricted:  restrictedText(v),
 	}
 	if !v.Hidden && v.Question != nil {
 		p.Q = v.Question
@@ -403,6 +427,8 @@ type listItem struct {
 	Settled     timeView
 	Priority    string
 	Agent       string
+	// Restricted: see questionPage.
+	Restricted string
 }
 
 func (c *Console) listItem(l Link, v *bridge.QuestionView) listItem {
@@ -421,6 +447,8 @@ func (c *Console) listItem(l Link, v *bridge.QuestionView) listItem {
 		AskedAt:  when(v.AskedAt),
 		Deadline: when(v.Deadline),
 		Settled:  when(v.SettledAt),
+
+		Restricted: restrictedText(v),
 	}
 	if v.By != "" {
 		it.By = bridge.DisplayIdentity(v.By, v.ByName)

@@ -168,6 +168,8 @@ func (b *Bot) cmdList(ctx context.Context, who clicker, opt map[string]string) *
 	for _, v := range reply.Questions {
 		line := fmt.Sprintf("• `%s/%s/%s` ", v.Tenant, v.JobID, v.QuestionID)
 		switch {
+		case v.Restricted && (v.Hidden || v.Question == nil):
+			line += "_a restricted question waits for " + restrictedTo(v.WaitsFor) + "; you may not see its content_"
 		case v.Hidden || v.Question == nil:
 			line += "_a question waits; you may not see its content_"
 		default:
@@ -220,7 +222,14 @@ func (b *Bot) cmdShow(ctx context.Context, who clicker, opt map[string]string) *
 	head := fmt.Sprintf("`%s/%s/%s` (task version %d): **%s**", v.Tenant, v.JobID, v.QuestionID, v.TaskVersion, v.State)
 	nc := neutral.New(neutral.FromView(v, false))
 	if nc.Kind == neutral.KindHidden {
-		return ephemeral(head + "\n" + nc.Placeholder)
+		text := head + "\n" + nc.Placeholder
+		if v.Restricted {
+			text = head + "\nA restricted question waits here for " + restrictedTo(v.WaitsFor) + "; only they may read it."
+		}
+		if v.State == bridge.StatePending && v.CanDecline {
+			text += fmt.Sprintf("\nYou may decline it: `/ask decline question:%s/%s/%s`.", v.Tenant, v.JobID, v.QuestionID)
+		}
+		return ephemeral(text)
 	}
 	embed := drawEmbed(nc)
 	if n := len(v.Question.Choices); n > 0 && n <= maxChoices {
@@ -246,6 +255,19 @@ func (b *Bot) cmdShow(ctx context.Context, who clicker, opt map[string]string) *
 		}
 	}
 	return resp
+}
+
+// restrictedTo names the people a restricted question waits for, and
+// admins, who may read it too.
+func restrictedTo(people []string) string {
+	if len(people) == 0 {
+		return "admins"
+	}
+	names := make([]string, len(people))
+	for i, id := range people {
+		names[i] = who(id, "")
+	}
+	return neutral.Truncate(strings.Join(names, ", "), 300) + " and admins"
 }
 
 // choiceFields joins choices with " | " into embed field values of at

@@ -2,6 +2,7 @@ package discord
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -240,6 +241,12 @@ func (b *Bot) onComponent(ctx context.Context, in *discordgo.Interaction, who cl
 		}
 		return denyModal(c)
 	case actAnswer:
+		if q.Restricted() {
+			// The form quotes the question: only for someone who may read it.
+			if why := b.mayNotAnswer(ctx, who, c); why != "" {
+				return ephemeral(why)
+			}
+		}
 		if len(q.Choices) > 0 || len(q.Fields) > 0 || q.IsApproval() {
 			return ephemeral("This question is not answered with free text.")
 		}
@@ -299,6 +306,29 @@ func (b *Bot) onModal(ctx context.Context, in *discordgo.Interaction, who clicke
 		return b.propose(ctx, in, who, c, bridge.ActionDeny, nil, reason)
 	}
 	return ephemeral("This form is not one askbridge understands.")
+}
+
+// mayNotAnswer asks the runtime whether who may answer c's question, and
+// says why not ("" when they may), in the words a refused answer gets. A
+// runtime that cannot be asked in time opens no form.
+func (b *Bot) mayNotAnswer(ctx context.Context, who clicker, c *card) string {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var reply bridge.ShowReply
+	err := b.request(ctx, bridge.APIShow, bridge.ShowRequest{As: who.Identity, Roles: who.Roles, Tenant: c.Tenant,
+		JobID: c.JobID, QuestionID: c.QuestionID, TaskVersion: c.TaskVersion}, &reply)
+	switch v := reply.Question; {
+	case err != nil || v == nil && reply.Error != bridge.NoQuestionShown(c.QuestionID):
+		b.log.Warn("discord: the runtime could not say who may answer", "job", c.JobID, "question", c.QuestionID, "err", err, "reply", reply.Error)
+		return "askbridge could not open the form just now. Please try again in a moment."
+	case v == nil:
+		// The runtime tells someone with no role nothing, not even that
+		// the question exists; but they clicked its card.
+		return "You can't answer this question: " + who.Identity + " is not one of its answerers and has no operator, admin or owner role."
+	case v.State == bridge.StatePending && !v.CanAnswer:
+		return cmp.Or(v.CannotAnswer, "You can't answer this question.")
+	}
+	return ""
 }
 
 // endedText is what a person using the card of a question that ended is

@@ -93,7 +93,12 @@ func (b *Bot) reminderMessage(ev *bridge.Event, q *bridge.Question, c *card, tar
 	}
 	e := &discordgo.MessageEmbed{Type: discordgo.EmbedTypeRich, Title: "Reminder", Color: colorDeclined,
 		Footer: &discordgo.MessageEmbedFooter{Text: fmt.Sprintf("askbridge · %s/%s/%s", ev.Tenant, ev.JobID, ev.QuestionID)}}
-	if q != nil {
+	if !bridge.ReminderShowsQuestion(ev, q, target) {
+		// An operator reminded of a restricted question learns that it
+		// waits and for whom, and that they may decline it: nothing more.
+		intro = "A restricted question is waiting; you may decline it."
+		e.Description = restrictedFor(q)
+	} else if q != nil {
 		e.Description = neutral.Truncate(q.Question, maxDescription)
 		if q.WhyItMatters != "" {
 			e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Why it matters", Value: neutral.Truncate(q.WhyItMatters, maxFieldValue)})
@@ -138,4 +143,17 @@ func (b *Bot) noteUnreachable(ctx context.Context, c *card, user, eventID string
 	if err != nil {
 		b.log.Warn("discord: could not note an unreachable user", "channel", channel, "err", err)
 	}
+}
+
+// restrictedFor says who may read a restricted question, in a reminder to
+// someone who may not.
+func restrictedFor(q *bridge.Question) string {
+	people := q.WaitsFor()
+	if len(people) == 0 {
+		return "Only admins may read this question."
+	}
+	for i, id := range people {
+		people[i] = who(id, "")
+	}
+	return neutral.Truncate("Only "+strings.Join(people, ", ")+" and admins may read this question.", maxDescription)
 }

@@ -195,6 +195,9 @@ func (b *Bot) describe(identity string, v *bridge.QuestionView, full bool) strin
 	id := "`" + v.JobID + "/" + v.QuestionID + "`"
 	if v.Hidden || v.Question == nil {
 		line := id + " (" + v.Tenant + ") — a question waits here; you can't see what it asks."
+		if v.Restricted {
+			line = id + " (" + v.Tenant + ") — a restricted question waits here for " + restrictedFor(v.WaitsFor) + "; only they may read it."
+		}
 		if v.CanDecline {
 			line += " You may decline it: `/ask decline " + v.JobID + "/" + v.QuestionID + " [reason]`."
 		}
@@ -228,6 +231,19 @@ func (b *Bot) describe(identity string, v *bridge.QuestionView, full bool) strin
 		s += " · <" + u + "|open>"
 	}
 	return s
+}
+
+// restrictedFor names the people a restricted question waits for, and
+// admins, who may read it too.
+func restrictedFor(people []string) string {
+	if len(people) == 0 {
+		return "admins"
+	}
+	names := make([]string, len(people))
+	for i, id := range people {
+		names[i] = blockkit.Mention(id)
+	}
+	return strings.Join(names, ", ") + " and admins"
 }
 
 // cmdAttempt proposes an answer or decline typed in /ask. It is checked

@@ -689,6 +689,9 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 			continue
 		}
 		text := reminderText(ev, q, link, askedAt, deadline, b.now(), b.questionURL(target, ref))
+		if !bridge.ReminderShowsQuestion(ev, q, target) {
+			text = restrictedReminderText(ev, q, link, deadline, b.now(), b.questionURL(target, ref))
+		}
 		if err := b.dm(ctx, user, text); err != nil {
 			var ae *apiError
 			if ctx.Err() == nil && errors.As(err, &ae) && !ae.Transient {
@@ -777,6 +780,32 @@ func reminderText(ev *bridge.Event, q *bridge.Question, link string, askedAt, de
 			sb.WriteString(" since " + blockkit.SlackDate(askedAt))
 		}
 		sb.WriteString(".")
+	}
+	return sb.String()
+}
+
+// restrictedReminderText is the DM to an operator reminded of a restricted
+// question: that it waits, for whom, and that they may decline it; none of
+// its content.
+func restrictedReminderText(ev *bridge.Event, q *bridge.Question, link string, deadline, now time.Time, consoleURL string) string {
+	forWhom := "admins"
+	if people := q.WaitsFor(); len(people) > 0 {
+		for i, id := range people {
+			people[i] = blockkit.Mention(id)
+		}
+		forWhom = strings.Join(people, ", ") + " and admins"
+	}
+	var sb strings.Builder
+	sb.WriteString(":bell: Reminder: a restricted question waits in job `" + ev.JobID + "` for " + forWhom +
+		"; only they may read it. You may decline it.\n")
+	if link != "" {
+		sb.WriteString("<" + link + "|Decline it in the thread>")
+	} else if consoleURL != "" {
+		sb.WriteString("<" + consoleURL + "|Decline it in the askbridge console>")
+	}
+	if !deadline.IsZero() {
+		left := max(deadline.Sub(now), 0)
+		sb.WriteString(" · Time left: " + bridge.FormatTimeout(left) + " (until " + blockkit.SlackDate(deadline) + ")")
 	}
 	return sb.String()
 }

@@ -13,6 +13,7 @@ import (
 	"net"
 	neturl "net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -225,6 +226,7 @@ func (c *cli) ask(ctx context.Context, args []string) int {
 	var blocks multiFlag
 	fs.Var(&blocks, "blocks", "a tool this question blocks, e.g. send_report (repeat)")
 	fs.StringVar(&q.Owner, "owner", "", "the job's owner identity")
+	fs.StringVar(&q.Visibility, "visibility", "", "tenant (default) or restricted: only its answerers, owner, admins and owners may read it")
 	fs.StringVar(&q.WhyItMatters, "why", "", "why the answer matters")
 	fs.StringVar(&q.Timeout, "timeout", "", "how long to wait, e.g. 30m, 4h, 2d (default 24h)")
 	fs.StringVar(&q.OnTimeout, "on-timeout", "", "continue (default) or fail")
@@ -355,6 +357,9 @@ func (c *cli) list(ctx context.Context, args []string) int {
 	fmt.Fprintln(tw, "TENANT\tJOB\tQUESTION\tVERSION\tSTATE\tASKED\tDEADLINE\tASKS")
 	for _, v := range reply.Questions {
 		text := "(you may see only that it waits)"
+		if v.Restricted && v.Question == nil {
+			text = "(restricted: for " + printable(restrictedTo(v.WaitsFor), false) + ")"
+		}
 		if v.Question != nil {
 			text = printable(shorten(v.Question.Question, 60), false)
 		}
@@ -418,6 +423,9 @@ func (c *cli) show(ctx context.Context, args []string) int {
 	fmt.Fprintf(tw, "Deadline:\t%s\n", v.Deadline.Local().Format(time.RFC1123))
 	if v.Question == nil {
 		fmt.Fprintf(tw, "Asks:\t(you may see only that it waits)\n")
+		if v.Restricted {
+			row(tw, "Restricted to:", restrictedTo(v.WaitsFor))
+		}
 	} else {
 		q := v.Question
 		row(tw, "Asks:", q.Question)
@@ -461,6 +469,12 @@ func (c *cli) show(ctx context.Context, args []string) int {
 			printable(who, false), printable(e.Reason, false))
 	}
 	return exitOK
+}
+
+// restrictedTo names who may read a restricted question: the people it
+// waits for, and admins (who stand for owners too).
+func restrictedTo(people []string) string {
+	return strings.Join(append(slices.Clone(people), "admins"), ", ")
 }
 
 func orDash(s string) string {
