@@ -42,39 +42,8 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 		return nil
 	}
 	now := r.stamp()
-	tell := func(d bridge.CancelDecision) {
-		if to := msg.Headers().Get(bridge.HeaderDecidedTo); bridge.ValidNotifySubject(to) {
-			data, _ := json.Marshal(d)
-			if err := r.nc.Publish(to, data); err != nil {
-				r.log.Debug("tell a canceller the decision", "err", err)
-			}
-		}
-	}
-	if c.By != "" {
-		if !r.o.Roles.accessFor(tenant, c.By, c.Roles, nil).Admin {
-			ev := bridge.Event{
-				Type: bridge.EventRefused, Tenant: tenant, JobID: job, QuestionID: c.QuestionID, To: c.By, By: c.By,
-				Reason: bridge.RefusedForbidden, Text: "You can't cancel questions: that needs the admin or owner role.",
-				ReplyTo: c.ReplyTo, At: now,
-			}
-			// Named by the cancel's place in its stream and its time: a
-			// redelivered cancel's refusal has the same id, and front-ends
-			// tell a person once per event id; a stream made anew numbers
-			// from 1 again, so the sequence alone would name an earlier
-			// refusal.
-			id := fmt.Sprint(now.UnixNano())
-			if meta, err := msg.Metadata(); err == nil {
-				id = fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
-			}
-			ev.EventID = fmt.Sprintf("%s.%s.%s.cancel-refused.%s", tenant, job, c.QuestionID, id)
-			if err := r.cancelling.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
-				return err
-			}
-			r.metrics.refusals.WithLabelValues(bridge.RefusedForbidden).Inc()
-			r.wakeRelay()
-			tell(bridge.CancelDecision{Refused: ev.Text})
-			return nil
-		}
+	if c.By != "" && !r.o.Roles.accessFor(tenant, c.By, c.Roles, nil).Admin {
+		return r.refuseCancel(ctx, msg, tenant, job, &c, now)
 	}
 	if wait, err := r.questionInFlight(ctx, msg, tenant, job); err != nil {
 		return err
@@ -100,7 +69,7 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 	})
 	if errors.Is(err, store.ErrDuplicate) {
 		r.log.Info("cancel already applied; redelivered", "tenant", tenant, "job", job)
-		tell(bridge.CancelDecision{})
+		r.tellCanceller(msg, bridge.CancelDecision{})
 		return nil
 	}
 	if err != nil {
@@ -121,9 +90,49 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 			r.log.Warn("could not tell a canceller that nothing was cancelled", "tenant", tenant, "job", job, "err", err)
 		}
 	}
-	tell(bridge.CancelDecision{Ended: len(ended)})
+	r.tellCanceller(msg, bridge.CancelDecision{Ended: len(ended)})
 	r.log.Info("cancel applied", "tenant", tenant, "job", job, "question", c.QuestionID, "version", c.TaskVersion, "ended", len(ended))
 	return nil
+}
+
+// refuseCancel tells a person without the admin or owner role that they
+// may not cancel.
+func (r *Runtime) refuseCancel(ctx context.Context, msg jetstream.Msg, tenant, job string, c *bridge.Cancel, now time.Time) error {
+	ev := bridge.Event{
+		Type: bridge.EventRefused, Tenant: tenant, JobID: job, QuestionID: c.QuestionID, To: c.By, By: c.By,
+		Reason: bridge.RefusedForbidden, Text: "You can't cancel questions: that needs the admin or owner role.",
+		ReplyTo: c.ReplyTo, At: now,
+	}
+	ev.EventID = fmt.Sprintf("%s.%s.%s.cancel-refused.%s", tenant, job, c.QuestionID, cancelEventID(msg, now))
+	if err := r.cancelling.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
+		return err
+	}
+	r.metrics.refusals.WithLabelValues(bridge.RefusedForbidden).Inc()
+	r.wakeRelay()
+	r.tellCanceller(msg, bridge.CancelDecision{Refused: ev.Text})
+	return nil
+}
+
+// cancelEventID names what a cancel tells its person by the cancel's place
+// in its stream and its time: a redelivered cancel's event has the same id,
+// and front-ends tell a person once per event id; a stream made anew
+// numbers from 1 again, so the sequence alone would name an earlier event.
+func cancelEventID(msg jetstream.Msg, now time.Time) string {
+	if meta, err := msg.Metadata(); err == nil {
+		return fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
+	}
+	return fmt.Sprint(now.UnixNano())
+}
+
+// tellCanceller tells the front-end that asked (bridge.HeaderDecidedTo)
+// what its cancel did. It is best effort: the events tell it too.
+func (r *Runtime) tellCanceller(msg jetstream.Msg, d bridge.CancelDecision) {
+	if to := msg.Headers().Get(bridge.HeaderDecidedTo); bridge.ValidNotifySubject(to) {
+		data, _ := json.Marshal(d)
+		if err := r.nc.Publish(to, data); err != nil {
+			r.log.Debug("tell a canceller the decision", "err", err)
+		}
+	}
 }
 
 // tellNothingCancelled sends the person whose cancel ended nothing a
@@ -149,11 +158,7 @@ func (r *Runtime) tellNothingCancelled(ctx context.Context, msg jetstream.Msg, t
 		Type: bridge.EventRefused, Tenant: tenant, JobID: job, QuestionID: c.QuestionID, To: c.By, By: c.By,
 		Reason: bridge.RefusedNotPending, Text: text, ReplyTo: c.ReplyTo, At: now,
 	}
-	id := fmt.Sprint(now.UnixNano())
-	if meta, err := msg.Metadata(); err == nil {
-		id = fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
-	}
-	ev.EventID = fmt.Sprintf("%s.%s.%s.cancel-ended-nothing.%s", tenant, job, c.QuestionID, id)
+	ev.EventID = fmt.Sprintf("%s.%s.%s.cancel-ended-nothing.%s", tenant, job, c.QuestionID, cancelEventID(msg, now))
 	if err := r.cancelling.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
 		return err
 	}
