@@ -3,9 +3,12 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/askbridge/askbridge/store"
 )
@@ -71,25 +74,64 @@ const (
 	maxMarkBatch  = 4096
 )
 
+// relay publishes the outbox, in order, and marks the rows JetStream has
+// (see run). Its state is the relay goroutine's alone, until Run has
+// returned and MarkPublished and CollectAcks read it.
+type relay struct {
+	st  relayStore
+	js  jetstream.JetStream
+	log *slog.Logger
+	// published counts the rows JetStream acknowledged (a metric).
+	published prometheus.Counter
+	// beforePublish, afterPublish and markSentAfter: see Options.
+	beforePublish, afterPublish func(store.OutboxRow) error
+	markSentAfter               time.Duration
+	wake                        chan struct{}
+
+	// high is the last row JetStream acknowledged with all before it.
+	high int64
+	// acked is high for readers outside the relay: every row up to it is
+	// in JetStream, whether or not it is marked sent yet.
+	acked atomic.Int64
+	// lastPublished is the last row published; inflight the batches whose
+	// acknowledgements are awaited; pending the rows acknowledged but not
+	// yet marked sent, last marked at lastMark.
+	lastPublished int64
+	inflight      []*relayBatch
+	pending       []publishedRow
+	lastMark      time.Time
+}
+
+// newRelay makes the relay of o's store; its metric is set with the
+// runtime's others.
+func newRelay(o Options, log *slog.Logger) *relay {
+	return &relay{
+		st: o.Store, js: o.NATS.JS, log: log,
+		beforePublish: o.BeforePublish, afterPublish: o.AfterPublish, markSentAfter: o.MarkSentAfter,
+		wake: make(chan struct{}, 1),
+	}
+}
+
+// wakeRelay makes the relay look for new outbox rows at once.
 func (r *Runtime) wakeRelay() {
 	select {
-	case r.relayWake <- struct{}{}:
+	case r.outbox.wake <- struct{}{}:
 	default:
 	}
 }
 
-// relay publishes outbox rows in order, each with Nats-Msg-Id = its row id,
+// run publishes outbox rows in order, each with Nats-Msg-Id = its row id,
 // and marks them sent after JetStream acknowledged them. It publishes new
 // rows while earlier ones wait for their acknowledgements, so subscribers
 // get each decision as soon as it committed, even while a stream is busy
 // writing to disk.
-func (r *Runtime) relay(ctx context.Context) {
+func (rl *relay) run(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		progressed, err := r.relayOnce(ctx)
+		progressed, err := rl.once(ctx)
 		if err != nil && ctx.Err() == nil {
-			r.log.Warn("outbox relay", "err", err)
+			rl.log.Warn("outbox relay", "err", err)
 		}
 		if progressed && err == nil {
 			continue
@@ -97,15 +139,15 @@ func (r *Runtime) relay(ctx context.Context) {
 		var ok <-chan *jetstream.PubAck
 		var failed <-chan error
 		var head *relayBatch
-		if err == nil && len(r.relayInflight) > 0 {
-			head = r.relayInflight[0]
+		if err == nil && len(rl.inflight) > 0 {
+			head = rl.inflight[0]
 			ok, failed = head.futures[head.done].Ok(), head.futures[head.done].Err()
 		}
 		select {
 		case <-ctx.Done():
-			r.markOnExit()
+			rl.markOnExit()
 			return
-		case <-r.relayWake:
+		case <-rl.wake:
 		case <-tick.C:
 		case <-ok:
 			head.record(nil)
@@ -115,38 +157,38 @@ func (r *Runtime) relay(ctx context.Context) {
 	}
 }
 
-// relayOnce publishes the next rows, if the window allows, and finishes
+// once publishes the next rows, if the window allows, and finishes
 // the batches whose acknowledgements have all come back. It reports
 // whether it did anything.
-func (r *Runtime) relayOnce(ctx context.Context) (bool, error) {
-	if err := r.markDue(ctx, time.Now()); err != nil {
+func (rl *relay) once(ctx context.Context) (bool, error) {
+	if err := rl.markDue(ctx, time.Now()); err != nil {
 		return false, err
 	}
 	progressed := false
-	if len(r.relayInflight) < maxRelayInflight {
-		b, err := r.publishNext(ctx)
+	if len(rl.inflight) < maxRelayInflight {
+		b, err := rl.publishNext(ctx)
 		if err != nil {
 			return false, err
 		}
 		if b != nil {
-			r.relayInflight = append(r.relayInflight, b)
-			r.relayPublished = b.rows[len(b.rows)-1].ID
+			rl.inflight = append(rl.inflight, b)
+			rl.lastPublished = b.rows[len(b.rows)-1].ID
 			progressed = true
 		}
 	}
-	for len(r.relayInflight) > 0 {
-		b := r.relayInflight[0]
+	for len(rl.inflight) > 0 {
+		b := rl.inflight[0]
 		b.poll()
 		if b.done < len(b.futures) {
 			break
 		}
-		r.relayInflight = r.relayInflight[1:]
+		rl.inflight = rl.inflight[1:]
 		progressed = true
-		if err := r.finishBatch(ctx, b); err != nil {
+		if err := rl.finishBatch(ctx, b); err != nil {
 			// Publish again from the first row not acknowledged; rows that
 			// did reach the stream are dropped there as duplicates.
-			r.relayInflight = nil
-			r.relayPublished = r.relayHigh
+			rl.inflight = nil
+			rl.lastPublished = rl.high
 			return progressed, err
 		}
 	}
@@ -155,14 +197,14 @@ func (r *Runtime) relayOnce(ctx context.Context) (bool, error) {
 
 // publishNext publishes the rows after the last one published; nil when
 // there are none.
-func (r *Runtime) publishNext(ctx context.Context) (*relayBatch, error) {
-	rows, err := r.outbox.Unsent(ctx, r.relayPublished, 256, time.Now().Add(-staleAfter))
+func (rl *relay) publishNext(ctx context.Context) (*relayBatch, error) {
+	rows, err := rl.st.Unsent(ctx, rl.lastPublished, 256, time.Now().Add(-staleAfter))
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
-	if r.o.BeforePublish != nil {
+	if rl.beforePublish != nil {
 		for i, row := range rows {
-			if err := r.o.BeforePublish(row); err != nil {
+			if err := rl.beforePublish(row); err != nil {
 				rows = rows[:i]
 				break
 			}
@@ -174,7 +216,7 @@ func (r *Runtime) publishNext(ctx context.Context) (*relayBatch, error) {
 	b := &relayBatch{rows: rows, futures: make([]jetstream.PubAckFuture, 0, len(rows))}
 	var seen earlierPublishes
 	for _, row := range rows {
-		f, err := r.publishRow(ctx, row, &seen)
+		f, err := rl.publishRow(ctx, row, &seen)
 		if err != nil {
 			if len(b.futures) == 0 {
 				return nil, err
@@ -189,11 +231,11 @@ func (r *Runtime) publishNext(ctx context.Context) (*relayBatch, error) {
 
 // finishBatch queues a fully acknowledged batch's rows to be marked sent
 // (see markDue). It returns the batch's first failure.
-func (r *Runtime) finishBatch(ctx context.Context, b *relayBatch) error {
+func (rl *relay) finishBatch(ctx context.Context, b *relayBatch) error {
 	sent, failed := b.sent, b.failed
-	if r.o.AfterPublish != nil {
+	if rl.afterPublish != nil {
 		for i := range sent {
-			if err := r.o.AfterPublish(b.rows[i]); err != nil {
+			if err := rl.afterPublish(b.rows[i]); err != nil {
 				sent = sent[:i]
 				failed = err
 				break
@@ -202,20 +244,22 @@ func (r *Runtime) finishBatch(ctx context.Context, b *relayBatch) error {
 	}
 	now := time.Now()
 	for _, id := range sent {
-		r.relayPending = append(r.relayPending, publishedRow{id: id, at: now})
+		rl.pending = append(rl.pending, publishedRow{id: id, at: now})
 	}
 	if len(sent) > 0 {
-		r.relayHigh = sent[len(sent)-1]
-		r.acked.Store(r.relayHigh)
+		rl.high = sent[len(sent)-1]
+		rl.acked.Store(rl.high)
 	}
-	r.metrics.published.Add(float64(len(sent)))
+	rl.published.Add(float64(len(sent)))
 	return failed
 }
 
 // backlog counts the outbox rows not yet in JetStream; rows published
 // and only waiting to be marked sent do not count.
-func (r *Runtime) backlog(ctx context.Context) (int64, error) {
-	return r.outbox.OutboxBacklogAfter(ctx, r.acked.Load())
+func (r *Runtime) backlog(ctx context.Context) (int64, error) { return r.outbox.backlog(ctx) }
+
+func (rl *relay) backlog(ctx context.Context) (int64, error) {
+	return rl.st.OutboxBacklogAfter(ctx, rl.acked.Load())
 }
 
 // MarkPublished marks sent every row JetStream acknowledged that still
@@ -223,16 +267,18 @@ func (r *Runtime) backlog(ctx context.Context) (int64, error) {
 // messages are known to be on disk (the embedded server stopped and its
 // files synced): a restart then publishes none of them again, which past
 // JetStream's duplicate window would show the job a second resume.
-func (r *Runtime) MarkPublished(ctx context.Context) error {
-	ids := make([]int64, 0, len(r.relayPending))
-	for _, p := range r.relayPending {
+func (r *Runtime) MarkPublished(ctx context.Context) error { return r.outbox.markPublished(ctx) }
+
+func (rl *relay) markPublished(ctx context.Context) error {
+	ids := make([]int64, 0, len(rl.pending))
+	for _, p := range rl.pending {
 		ids = append(ids, p.id)
 	}
 	// And the batches whose acknowledgements came back after the relay
 	// stopped reading them (see CollectAcks), up to the first row that
 	// failed or was not acknowledged: a restart publishes from there, and
 	// rows after it marked sent would reach the stream before it.
-	for _, b := range r.relayInflight {
+	for _, b := range rl.inflight {
 		b.poll()
 		ids = append(ids, b.sent...)
 		if b.failed != nil || b.done < len(b.futures) {
@@ -242,10 +288,10 @@ func (r *Runtime) MarkPublished(ctx context.Context) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := r.outbox.MarkSent(ctx, ids, time.Now()); err != nil {
+	if err := rl.st.MarkSent(ctx, ids, time.Now()); err != nil {
 		return fmt.Errorf("runtime: mark published rows sent: %w", err)
 	}
-	r.relayPending = r.relayPending[:0]
+	rl.pending = rl.pending[:0]
 	return nil
 }
 
@@ -253,8 +299,10 @@ func (r *Runtime) MarkPublished(ctx context.Context) error {
 // the rows the relay published and was still waiting on when it stopped,
 // so MarkPublished can mark them. Call it after Run has returned and
 // before the NATS connection closes.
-func (r *Runtime) CollectAcks(ctx context.Context) {
-	for _, b := range r.relayInflight {
+func (r *Runtime) CollectAcks(ctx context.Context) { r.outbox.collectAcks(ctx) }
+
+func (rl *relay) collectAcks(ctx context.Context) {
+	for _, b := range rl.inflight {
 		for b.done < len(b.futures) {
 			f := b.futures[b.done]
 			select {
@@ -271,17 +319,17 @@ func (r *Runtime) CollectAcks(ctx context.Context) {
 
 // markOnExit writes the marks that are due but still gathered, so a
 // clean restart publishes fewer rows again.
-func (r *Runtime) markOnExit() {
+func (rl *relay) markOnExit() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	for len(r.relayPending) > 0 {
-		before := len(r.relayPending)
-		r.relayLastMark = time.Time{}
-		if err := r.markDue(ctx, time.Now()); err != nil {
-			r.log.Warn("outbox relay: mark published rows sent at exit", "err", err)
+	for len(rl.pending) > 0 {
+		before := len(rl.pending)
+		rl.lastMark = time.Time{}
+		if err := rl.markDue(ctx, time.Now()); err != nil {
+			rl.log.Warn("outbox relay: mark published rows sent at exit", "err", err)
 			return
 		}
-		if len(r.relayPending) == before {
+		if len(rl.pending) == before {
 			return // the rest are not due yet
 		}
 	}
@@ -292,22 +340,22 @@ func (r *Runtime) markOnExit() {
 // marks are gathered for markSentEvery (or maxMarkBatch rows) into one. A
 // row marked late is at worst published again after a crash, under the same
 // message id.
-func (r *Runtime) markDue(ctx context.Context, now time.Time) error {
+func (rl *relay) markDue(ctx context.Context, now time.Time) error {
 	n := 0
-	for n < len(r.relayPending) && n < maxMarkBatch && now.Sub(r.relayPending[n].at) >= r.o.MarkSentAfter {
+	for n < len(rl.pending) && n < maxMarkBatch && now.Sub(rl.pending[n].at) >= rl.markSentAfter {
 		n++
 	}
-	if n == 0 || n < maxMarkBatch && now.Sub(r.relayLastMark) < markSentEvery {
+	if n == 0 || n < maxMarkBatch && now.Sub(rl.lastMark) < markSentEvery {
 		return nil
 	}
-	r.relayLastMark = now
+	rl.lastMark = now
 	ids := make([]int64, n)
 	for i := range ids {
-		ids[i] = r.relayPending[i].id
+		ids[i] = rl.pending[i].id
 	}
-	if err := r.outbox.MarkSent(ctx, ids, now); err != nil {
+	if err := rl.st.MarkSent(ctx, ids, now); err != nil {
 		return err
 	}
-	r.relayPending = append(r.relayPending[:0], r.relayPending[n:]...)
+	rl.pending = append(rl.pending[:0], rl.pending[n:]...)
 	return nil
 }

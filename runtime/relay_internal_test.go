@@ -34,14 +34,15 @@ func TestMarkPublishedStopsAtTheFirstFailure(t *testing.T) {
 		t.Fatalf("rows %v, %v", rows, err)
 	}
 	id := func(i int) int64 { return rows[i].ID }
-	r := &Runtime{outbox: st}
-	r.relayPending = []publishedRow{{id: id(0)}}
-	r.relayInflight = []*relayBatch{
+	rl := &relay{st: st}
+	rl.pending = []publishedRow{{id: id(0)}}
+	rl.inflight = []*relayBatch{
 		// Row 1 acknowledged, row 2 refused.
 		{rows: rows[1:3], done: 2, sent: []int64{id(1)}, failed: errors.New("maximum messages exceeded")},
 		// Acknowledged after the refusal; must wait for row 2.
 		{rows: rows[3:5], done: 2, sent: []int64{id(3), id(4)}},
 	}
+	r := &Runtime{outbox: rl}
 	if err := r.MarkPublished(ctx); err != nil {
 		t.Fatal(err)
 	}

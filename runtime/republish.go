@@ -44,7 +44,7 @@ type earlierPublishes struct {
 // row's own (a crash soon after publishing), or it was stored before the
 // row was written (the row never reached the stream). Otherwise every
 // message on the subject is read.
-func (r *Runtime) storedEarlier(ctx context.Context, row store.OutboxRow, seen *earlierPublishes) (bool, error) {
+func (rl *relay) storedEarlier(ctx context.Context, row store.OutboxRow, seen *earlierPublishes) (bool, error) {
 	if seen.streams == nil {
 		seen.last = make(map[string]*jetstream.RawStreamMsg)
 		seen.ids = make(map[string]map[string]struct{})
@@ -53,7 +53,7 @@ func (r *Runtime) storedEarlier(ctx context.Context, row store.OutboxRow, seen *
 	id := row.MsgID()
 	last, ok := seen.last[row.Subject]
 	if !ok {
-		s, err := r.streamOf(ctx, row.Subject, seen.streams)
+		s, err := rl.streamOf(ctx, row.Subject, seen.streams)
 		if err != nil {
 			return false, fmt.Errorf("look for %s in its stream: %w", id, err)
 		}
@@ -77,7 +77,7 @@ func (r *Runtime) storedEarlier(ctx context.Context, row store.OutboxRow, seen *
 	ids, ok := seen.ids[row.Subject]
 	if !ok {
 		var err error
-		if ids, err = r.msgIDsOn(ctx, row.Subject, seen.streams); err != nil {
+		if ids, err = rl.msgIDsOn(ctx, row.Subject, seen.streams); err != nil {
 			return false, fmt.Errorf("look for %s in its stream: %w", id, err)
 		}
 		seen.ids[row.Subject] = ids
@@ -87,7 +87,7 @@ func (r *Runtime) storedEarlier(ctx context.Context, row store.OutboxRow, seen *
 }
 
 // streamOf returns the stream that holds subject.
-func (r *Runtime) streamOf(ctx context.Context, subject string, streams map[string]jetstream.Stream) (jetstream.Stream, error) {
+func (rl *relay) streamOf(ctx context.Context, subject string, streams map[string]jetstream.Stream) (jetstream.Stream, error) {
 	name := bridge.StreamOf(subject)
 	if name == "" {
 		return nil, fmt.Errorf("no stream holds %s", subject)
@@ -95,7 +95,7 @@ func (r *Runtime) streamOf(ctx context.Context, subject string, streams map[stri
 	s, ok := streams[name]
 	if !ok {
 		var err error
-		if s, err = r.js.Stream(ctx, name); err != nil {
+		if s, err = rl.js.Stream(ctx, name); err != nil {
 			return nil, err
 		}
 		streams[name] = s
@@ -105,8 +105,8 @@ func (r *Runtime) streamOf(ctx context.Context, subject string, streams map[stri
 
 // msgIDsOn returns the message ids of every message its stream holds on
 // subject. askbridge's subjects are one job's each, so they are few.
-func (r *Runtime) msgIDsOn(ctx context.Context, subject string, streams map[string]jetstream.Stream) (map[string]struct{}, error) {
-	s, err := r.streamOf(ctx, subject, streams)
+func (rl *relay) msgIDsOn(ctx context.Context, subject string, streams map[string]jetstream.Stream) (map[string]struct{}, error) {
+	s, err := rl.streamOf(ctx, subject, streams)
 	if err != nil {
 		return nil, err
 	}
@@ -128,18 +128,18 @@ func (r *Runtime) msgIDsOn(ctx context.Context, subject string, streams map[stri
 
 // publishRow publishes row, or, when it is old and found already in its
 // stream, stands for JetStream's acknowledgement without publishing it.
-func (r *Runtime) publishRow(ctx context.Context, row store.OutboxRow, seen *earlierPublishes) (jetstream.PubAckFuture, error) {
+func (rl *relay) publishRow(ctx context.Context, row store.OutboxRow, seen *earlierPublishes) (jetstream.PubAckFuture, error) {
 	if row.OldAt != 0 {
-		stored, err := r.storedEarlier(ctx, row, seen)
+		stored, err := rl.storedEarlier(ctx, row, seen)
 		if err != nil {
 			return nil, err
 		}
 		if stored {
-			r.log.Info("outbox relay: message already in its stream, not published again", "msg_id", row.MsgID(), "subject", row.Subject)
+			rl.log.Info("outbox relay: message already in its stream, not published again", "msg_id", row.MsgID(), "subject", row.Subject)
 			return newStoredAck(), nil
 		}
 	}
-	f, err := r.js.PublishMsgAsync(&nats.Msg{
+	f, err := rl.js.PublishMsgAsync(&nats.Msg{
 		Subject: row.Subject,
 		Data:    row.Data,
 		Header:  nats.Header{jetstream.MsgIDHeader: []string{row.MsgID()}},

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -121,31 +120,18 @@ type Runtime struct {
 	deciding    attemptStore
 	cancelling  cancelStore
 	steps       ladderStore
-	outbox      relayStore
 	bookkeeping pruneStore
 	queries     apiStore
 	// instance is the store's database, named in the lease.
 	instance string
+	// outbox is the relay publishing what the parts decided.
+	outbox *relay
 
-	relayWake chan struct{}
-	ladWake   chan struct{}
-	healWake  chan struct{}
+	ladWake  chan struct{}
+	healWake chan struct{}
 	// consuming are the consumers Run consumes (see heal).
 	consuming []*consumption
 	ready     chan struct{}
-
-	// The relay's own state (only the relay goroutine touches it): the last
-	// row JetStream acknowledged with all before it, the last row published,
-	// the batch whose acknowledgements are awaited, and rows acknowledged
-	// but not yet marked sent.
-	relayHigh int64
-	// acked is relayHigh for readers outside the relay: every row up to it
-	// is in JetStream, whether or not it is marked sent yet.
-	acked          atomic.Int64
-	relayPublished int64
-	relayInflight  []*relayBatch
-	relayPending   []publishedRow
-	relayLastMark  time.Time
 }
 
 // Ready is closed once Run has started its consumers and the API.
@@ -165,9 +151,10 @@ func New(o Options) (*Runtime, error) {
 	if o.Clock == nil {
 		o.Clock = realClock{}
 	}
+	log := o.Logger.With("component", "runtime")
 	r := &Runtime{
 		o:           o,
-		log:         o.Logger.With("component", "runtime"),
+		log:         log,
 		js:          o.NATS.JS,
 		nc:          o.NATS.Conn,
 		clock:       o.Clock,
@@ -176,11 +163,10 @@ func New(o Options) (*Runtime, error) {
 		deciding:    o.Store,
 		cancelling:  o.Store,
 		steps:       o.Store,
-		outbox:      o.Store,
 		bookkeeping: o.Store,
 		queries:     o.Store,
 		instance:    o.Store.Instance(),
-		relayWake:   make(chan struct{}, 1),
+		outbox:      newRelay(o, log),
 		ladWake:     make(chan struct{}, 1),
 		healWake:    make(chan struct{}, 1),
 		ready:       make(chan struct{}),
@@ -191,6 +177,7 @@ func New(o Options) (*Runtime, error) {
 		return nil, err
 	}
 	r.metrics = m
+	r.outbox.published = m.published
 	return r, nil
 }
 
@@ -228,7 +215,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Add(4)
-	go func() { defer wg.Done(); r.relay(ctx) }()
+	go func() { defer wg.Done(); r.outbox.run(ctx) }()
 	go func() { defer wg.Done(); r.heal(ctx) }()
 	go func() { defer wg.Done(); r.awaitAnswers(ctx, answersAtStart); r.ladder(ctx) }()
 	go func() { defer wg.Done(); r.prune(ctx) }()
