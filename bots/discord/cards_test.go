@@ -15,6 +15,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 )
@@ -283,31 +284,41 @@ func TestStrangerRefusedEphemerally(t *testing.T) {
 	// ...and a redelivered refusal is shown once: publish the same again
 	// under a new event id; the attempt's refusal was already told.
 	h.refuse(at, bridge.RefusedForbidden, text)
-	marker := h.markerEvent()
-	_ = marker
+	h.markerEvent()
 	if n := len(fake.requests("POST", "/webhooks/")); n != 1 {
 		t.Fatalf("%d follow-ups, want 1", n)
 	}
 }
 
-// markerEvent publishes an event the bot handles visibly and waits for it,
-// so every event published before it has been processed.
-func (h *harness) markerEvent() string {
+// markerEvent publishes events the bot handles visibly, one in each of
+// the event loop's worker queues, and waits for them, so every event
+// published before them has been processed.
+func (h *harness) markerEvent() {
 	h.t.Helper()
-	q := bridge.Question{Tenant: "marker", JobID: "m-" + h.newSnowflake(), QuestionID: "q", Question: "marker", Choices: []string{"x"}}
-	q.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: "1999999999999999999"}}
-	h.publishEvent(asked(q))
-	var id string
+	jobs := map[string]bool{}
+	for covered := map[int]bool{}; len(covered) < engine.DefaultWorkers; {
+		job := "m-" + h.newSnowflake()
+		if queue := engine.QueueOf(bridge.EventSubject("marker", job), engine.DefaultWorkers); !covered[queue] {
+			covered[queue], jobs[job] = true, true
+		}
+	}
+	for job := range jobs {
+		q := bridge.Question{Tenant: "marker", JobID: job, QuestionID: "q", Question: "marker", Choices: []string{"x"}}
+		q.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: "1999999999999999999"}}
+		h.publishEvent(asked(q))
+	}
 	testenv.CheckFor(h.t, 10*time.Second, 10*time.Millisecond, func() error {
+		seen := 0
 		for _, d := range h.deliveriesNow() {
-			if d.JobID == q.JobID {
-				id = d.Message.MessageID
-				return nil
+			if jobs[d.JobID] {
+				seen++
 			}
 		}
-		return fmt.Errorf("marker not processed yet")
+		if seen < len(jobs) {
+			return fmt.Errorf("%d of %d markers processed", seen, len(jobs))
+		}
+		return nil
 	})
-	return id
 }
 
 func TestStaleCardRefused(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/askbridge/askbridge/bots/apimetrics"
 	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -222,10 +223,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		now:           time.Now,
 		threadRefresh: threadRefresh,
 		rateLimitWait: maxRateLimitWait,
-		backoff: func(attempt uint64) time.Duration {
-			d := time.Duration(attempt*attempt) * 2 * time.Second
-			return min(d, 2*time.Minute)
-		},
+		backoff:       engine.Backoff,
 	}
 	return b, nil
 }
@@ -334,36 +332,9 @@ func (b *Bot) Run(ctx context.Context) error {
 			return nil
 		},
 	}
-	it, err := events.Messages(ctx, jetstream.PullMaxMessages(32))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("discord: %w", err)
+	loop := &engine.Loop{Name: "discord", Events: events, Logger: b.log, PullMax: 32,
+		MaxDeliveries: maxEventAttempts, Handle: b.handleDelivery, Classify: classifyEventError,
+		Backoff: func(attempt uint64) time.Duration { return b.backoff(attempt) },
 	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-done:
-		}
-		it.Stop()
-	}()
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return nil
-			}
-			b.log.Warn("discord: event consumer", "err", err)
-			select { // do not spin while NATS is away
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-				return nil
-			}
-			continue
-		}
-		b.process(ctx, msg)
-	}
+	return loop.Run(ctx)
 }

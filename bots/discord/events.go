@@ -16,6 +16,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 	neutral "github.com/askbridge/askbridge/card"
 )
@@ -25,7 +26,7 @@ var errPermanent = errors.New("discord: event cannot be handled")
 
 // errBusy says another replica is posting the question right now: the
 // event is retried, and then finds the card posted.
-var errBusy = errors.New("discord: another replica is posting this question")
+var errBusy = errors.New("another replica is posting this question")
 
 // busyError is errBusy with the time the other replica's claim lapses.
 type busyError struct{ until time.Time }
@@ -37,52 +38,35 @@ func (e *busyError) Is(target error) bool { return target == errBusy }
 // when it crashed while posting.
 const claimTTL = 90 * time.Second
 
-// process handles one event and acks it, or asks for a redelivery when the
-// failure may pass. Handlers are idempotent: a redelivered event, a restart
-// or a second replica changes nothing twice.
-func (b *Bot) process(ctx context.Context, msg jetstream.Msg) {
-	var ev bridge.Event
-	if err := json.Unmarshal(msg.Data(), &ev); err != nil {
-		b.log.Error("discord: undecodable event; dropped", "subject", msg.Subject(), "err", err)
-		_ = msg.Term()
-		return
+// handleDelivery handles one event for the event loop. An event that
+// finds another replica's claim is put off, never dropped, even on its
+// last delivery: nobody may have shown the question nor reported it. A
+// last delivery looks again once the claim lapses, and then posts or
+// reports a failure.
+func (b *Bot) handleDelivery(ctx context.Context, ev *bridge.Event, d engine.Delivery) error {
+	err := b.handleEvent(ctx, ev, d.Last)
+	var be *busyError
+	if !errors.As(err, &be) {
+		return err
 	}
-	attempt := uint64(1)
-	if md, err := msg.Metadata(); err == nil {
-		attempt = md.NumDelivered
+	delay := b.backoff(d.Attempt)
+	if d.Last {
+		delay = max(delay, be.until.Sub(b.now()))
 	}
-	last := attempt >= maxEventAttempts
-	err := b.handleEvent(ctx, &ev, last)
+	return &engine.Later{After: delay, Why: errBusy.Error()}
+}
+
+// classifyEventError reads an error of an event's handler for the event
+// loop: what can never work is dropped, a rate limit waits as long as
+// Discord asked, and the rest is tried again.
+func classifyEventError(err error) engine.Verdict {
 	switch {
-	case err == nil:
-		_ = msg.Ack()
-	case ctx.Err() != nil:
-		// Shutting down: leave it for the next start.
-		_ = msg.Nak()
-	case errors.Is(err, errBusy):
-		// Never dropped, even on the last delivery: nobody may have shown
-		// the question nor reported it. A last delivery looks again once
-		// the claim lapses, and then posts or reports a failure.
-		delay := b.backoff(attempt)
-		var be *busyError
-		if last && errors.As(err, &be) {
-			delay = max(delay, be.until.Sub(b.now()))
-		}
-		b.log.Info("discord: another replica is posting the question; will look again", "tenant", ev.Tenant, "job", ev.JobID,
-			"question", ev.QuestionID, "retry_in", delay)
-		_ = msg.NakWithDelay(delay)
-	case errors.Is(err, errPermanent) || !isTransient(err) || last:
-		b.log.Error("discord: event not handled; dropped", "type", ev.Type, "tenant", ev.Tenant, "job", ev.JobID,
-			"question", ev.QuestionID, "attempt", attempt, "err", err)
-		_ = msg.Ack()
-	default:
-		// Never sooner than Discord asked: a try before a 429's
-		// retry_after is refused again, and counts against the bot.
-		delay := max(b.backoff(attempt), retryAfter(err))
-		b.log.Warn("discord: event failed; will retry", "type", ev.Type, "tenant", ev.Tenant, "job", ev.JobID,
-			"question", ev.QuestionID, "attempt", attempt, "retry_in", delay, "err", err)
-		_ = msg.NakWithDelay(delay)
+	case errors.Is(err, errPermanent) || !isTransient(err):
+		return engine.Verdict{Kind: engine.Permanent}
+	case retryAfter(err) > 0:
+		return engine.Verdict{Kind: engine.RateLimited, RetryAfter: retryAfter(err)}
 	}
+	return engine.Verdict{Kind: engine.Transient}
 }
 
 func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, last bool) error {

@@ -178,12 +178,20 @@ func TestLongRetryAfterIsNotWaited(t *testing.T) {
 
 // TestGlobalRateLimitHoldsEveryRoute checks a 429 of Discord's global rate
 // limit holds the bot's requests on every route, not only the one that got
-// it, until its retry_after has passed; then both cards are posted.
+// it, until its retry_after has passed; then both cards are posted. (The
+// other job's event comes after the 429: events of two jobs are handled
+// side by side, and a request already on its way is not held.)
 func TestGlobalRateLimitHoldsEveryRoute(t *testing.T) {
 	h := start(t, harnessOptions{tweak: func(b *Bot) { b.rateLimitWait = 50 * time.Millisecond }})
 	const channelB = "1000000000000000002"
 	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 1.5, Global: true, Times: 1})
 	h.publishEvent(asked(colorQuestion()))
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if len(fake.requests("POST", "/channels/"+channelA+"/messages")) == 0 {
+			return fmt.Errorf("no post yet")
+		}
+		return nil
+	})
 	other := colorQuestion()
 	other.JobID, other.Question = "job-2", "Which font should the report use?"
 	other.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: channelB}}

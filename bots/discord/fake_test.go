@@ -63,6 +63,8 @@ type failRule struct {
 	// Lost: Discord does the request, and its answer is lost: the
 	// connection drops (Status 0), or Status comes back instead.
 	Lost bool
+	// Hang: no answer comes until the caller gives up (its context ends).
+	Hang bool
 }
 
 const apiPrefix = "/api/v10"
@@ -194,6 +196,10 @@ func (f *fakeDiscord) wrap(next http.Handler) http.Handler {
 		// need the bot token.
 		if !strings.HasPrefix(path, "/webhooks/") && r.Header.Get("Authorization") != "Bot "+token {
 			apiErr(w, http.StatusUnauthorized, 0, "401: Unauthorized")
+			return
+		}
+		if rule != nil && rule.Hang {
+			<-r.Context().Done()
 			return
 		}
 		if rule != nil && rule.Lost {

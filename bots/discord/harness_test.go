@@ -92,6 +92,7 @@ type harness struct {
 	logs       *testenv.LockedBuffer
 	nextID     atomic.Int64
 	stop       func()
+	stopLast   func() // stops the bot secondBot started last
 }
 
 type harnessOptions struct {

@@ -47,7 +47,7 @@ func TestRestartTakesItsOwnClaimBackAtOnce(t *testing.T) {
 			h.secondBot(t, func(o *Options) { o.Replica = tc.restartAs })
 			if !tc.adopts {
 				testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-					if !strings.Contains(h.logs.String(), "another replica is posting the question") {
+					if !strings.Contains(h.logs.String(), "another replica is posting this question") {
 						return fmt.Errorf("the event was not put off for the other replica's claim")
 					}
 					return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,14 +32,22 @@ func (h *harness) secondBot(t *testing.T, mutate ...func(*Options)) *Bot {
 	b.backoff = h.bot.backoff
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	h.stopLast = stop
+	t.Cleanup(stop)
 	return b
 }
+
+// stopSecond stops the bot secondBot started last and waits for it.
+func (h *harness) stopSecond() { h.stopLast() }
 
 func TestRestartNeitherRepostsNorForgets(t *testing.T) {
 	h := start(t, harnessOptions{})

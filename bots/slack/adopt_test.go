@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/askbridge/askbridge/bots/apimetrics"
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -228,8 +229,8 @@ func TestTakeoverWaitsOutARateLimitedLookup(t *testing.T) {
 	leave(t, h, threadKey("acme", "job-rl", "C0123"), thread{TS: parent})
 	leave(t, h, cardKey(refOf(&ev)), card{Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline, ClaimBy: crashed, ClaimSince: claimedAt})
 	err := h.bot.handleEvent(context.Background(), &ev, false)
-	var later *errLater
-	if !errors.As(err, &later) || later.after < time.Minute {
+	var later *engine.Later
+	if !errors.As(err, &later) || later.After < time.Minute {
 		t.Fatalf("handleEvent = %v; want it tried again after Slack's 60 s", err)
 	}
 	if got := len(fake.Calls("chat.postMessage")); got != 0 {

@@ -12,10 +12,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -28,6 +26,7 @@ import (
 
 	"github.com/askbridge/askbridge/bots/apimetrics"
 	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -214,133 +213,32 @@ func (b *Bot) Run(ctx context.Context) error {
 			return nil
 		},
 	}
-	it, err := events.Messages(ctx, jetstream.PullMaxMessages(64))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("slack: %w", err)
-	}
+	// Socket Mode stops with the loop, also when the loop cannot start.
+	ctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
 	if b.o.AppToken != "" {
 		wg.Go(func() { b.runSocketMode(ctx) })
 	}
-	// unsubscribed is closed once a stop has ended the pull subscription.
-	// Events cut short by the stop are handed back (Nak) only after it: a
-	// Nak before would have JetStream redeliver the event at once to this
-	// subscription's pending pull, where nobody reads it any more, and the
-	// next adapter would get it only after AckWait.
-	unsubscribed := make(chan struct{})
-	queues := make([]chan jetstream.Msg, b.workers)
-	for i := range queues {
-		queues[i] = make(chan jetstream.Msg, 16)
-		wg.Go(func() {
-			for m := range queues[i] {
-				b.handleMsg(ctx, m, unsubscribed)
-			}
-		})
+	loop := &engine.Loop{Name: "slack", Events: events, Logger: b.log, PullMax: 64, Workers: b.workers,
+		Handle: func(ctx context.Context, ev *bridge.Event, d engine.Delivery) error {
+			return b.handleEvent(ctx, ev, d.Last)
+		},
+		Classify: classifyEventError,
 	}
-	defer func() {
-		for _, q := range queues {
-			close(q)
-		}
-		wg.Wait()
-	}()
-	stop := context.AfterFunc(ctx, func() {
-		defer close(unsubscribed)
-		it.Stop()
-		<-it.Closed()
-	})
-	defer stop()
-	for {
-		m, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return nil
-			}
-			b.log.WarnContext(ctx, "slack: reading events", "err", err)
-			select { // do not spin while NATS is away
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-				return nil
-			}
-			continue
-		}
-		// One queue per job keeps a job's events in order.
-		h := fnv.New32a()
-		h.Write([]byte(m.Subject()))
-		select {
-		case queues[h.Sum32()%uint32(len(queues))] <- m:
-		case <-ctx.Done():
-			return nil
-		}
-	}
+	return loop.Run(ctx)
 }
 
-// errLater asks for the event to be redelivered after a pause: another
-// replica holds a fresh claim, or Slack is unavailable for now.
-type errLater struct {
-	after time.Duration
-	why   string
-}
-
-func (e *errLater) Error() string { return "slack: retry later: " + e.why }
-
-// maxDeliveries bounds redeliveries of an event that keeps failing for
-// transient reasons; after that the failure is reported, not retried.
-const maxDeliveries = 6
-
-func (b *Bot) handleMsg(ctx context.Context, m jetstream.Msg, unsubscribed <-chan struct{}) {
-	// handBack returns the event when the adapter stops: redelivered at
-	// once to whoever runs next, once this adapter no longer pulls.
-	handBack := func() {
-		select {
-		case <-unsubscribed:
-		case <-time.After(5 * time.Second):
-		}
-		_ = m.Nak()
+// classifyEventError reads an error of an event's handler for the event
+// loop: a rate limit waits as long as Slack asked; every other error is
+// tried again (a handler reports what can never work, on its last try).
+func classifyEventError(err error) engine.Verdict {
+	var ae *apiError
+	if errors.As(err, &ae) && ae.RetryAfter > 0 {
+		return engine.Verdict{Kind: engine.RateLimited, RetryAfter: ae.RetryAfter}
 	}
-	if ctx.Err() != nil {
-		handBack()
-		return
-	}
-	var ev bridge.Event
-	if err := json.Unmarshal(m.Data(), &ev); err != nil {
-		b.log.ErrorContext(ctx, "slack: dropping an event that is not JSON", "subject", m.Subject(), "err", err)
-		_ = m.Term()
-		return
-	}
-	delivered := uint64(1)
-	if md, err := m.Metadata(); err == nil {
-		delivered = md.NumDelivered
-	}
-	hctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	err := b.handleEvent(hctx, &ev, delivered >= maxDeliveries)
-	cancel()
-	var later *errLater
-	switch {
-	case err == nil:
-		_ = m.Ack()
-	case ctx.Err() != nil:
-		handBack()
-	case errors.As(err, &later):
-		b.log.InfoContext(ctx, "slack: event deferred", "type", ev.Type, "job", ev.JobID, "question", ev.QuestionID, "why", later.why)
-		_ = m.NakWithDelay(later.after)
-	default:
-		// Never sooner than Slack asked: a try before a rate limit's
-		// Retry-After is refused again (or put off at once by the pacer).
-		backoff := min(time.Duration(delivered)*2*time.Second, 30*time.Second)
-		var ae *apiError
-		if errors.As(err, &ae) && ae.RetryAfter > 0 {
-			b.log.InfoContext(ctx, "slack: event deferred", "type", ev.Type, "job", ev.JobID, "question", ev.QuestionID,
-				"why", ae.Error(), "retry_after", ae.RetryAfter)
-			_ = m.NakWithDelay(ae.laterThan(backoff))
-			return
-		}
-		b.log.ErrorContext(ctx, "slack: event failed", "type", ev.Type, "job", ev.JobID, "question", ev.QuestionID,
-			"delivery", delivered, "err", err)
-		_ = m.NakWithDelay(backoff)
-	}
+	return engine.Verdict{Kind: engine.Transient}
 }
 
 // dedupe remembers recent keys, so a double click is one attempt even

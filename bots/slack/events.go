@@ -12,6 +12,7 @@ import (
 
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 	neutral "github.com/askbridge/askbridge/card"
 )
@@ -169,7 +170,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 	case "none":
 		return nil
 	case "wait":
-		return &errLater{after: 5 * time.Second, why: "another replica is posting this question"}
+		return &engine.Later{After: 5 * time.Second, Why: "another replica is posting this question"}
 	case "report":
 		if rec.Failure != nil {
 			return b.report(ctx, ref, nil, rec.Failure)
@@ -214,7 +215,7 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 			return err
 		}
 		if ae.Transient && !lastTry {
-			return &errLater{after: ae.laterThan(10 * time.Second), why: ae.Error()}
+			return &engine.Later{After: ae.laterThan(10 * time.Second), Why: ae.Error()}
 		}
 		f := failure(ae.Op, channel, ae)
 		if _, err := b.updateCard(ctx, ref, func(c *card) *card {
@@ -302,7 +303,7 @@ func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string,
 			return t.TS, nil
 		}
 		if t.ClaimBy != "" && t.ClaimBy != b.id && b.now().Sub(t.ClaimSince) < b.claimTTL {
-			return "", &errLater{after: 2 * time.Second, why: "another replica is opening this job's thread"}
+			return "", &engine.Later{After: 2 * time.Second, Why: "another replica is opening this job's thread"}
 		}
 		var since time.Time // an earlier claim that did not finish
 		if t.ClaimBy != "" || !t.TriedSince.IsZero() {
@@ -496,7 +497,7 @@ func (b *Bot) questionFor(ctx context.Context, ev *bridge.Event, lastTry bool) (
 			"job", ev.JobID, "question", ev.QuestionID, "err", err)
 		return nil, nil
 	}
-	return nil, &errLater{after: 5 * time.Second, why: "the runtime did not show the question of a card whose record is lost: " + err.Error()}
+	return nil, &engine.Later{After: 5 * time.Second, Why: "the runtime did not show the question of a card whose record is lost: " + err.Error()}
 }
 
 // fillQuestion gives c the question of view when c has none.

@@ -199,3 +199,45 @@ func TestStopHandsEventsBackAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestEventsOfAJobAreHandledInOrder checks the events of one job are
+// handled in the order published while jobs go side by side: a question
+// answered at once after it was asked is posted and then its card
+// updated (handled the other way round, the answer would find no card,
+// and the asked event would post nothing).
+func TestEventsOfAJobAreHandledInOrder(t *testing.T) {
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	startBot(t, n, fake)
+	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
+	const jobs = 12
+	for i := range jobs {
+		q := question(fmt.Sprintf("job-o%d", i), "q-o")
+		ev := askedEvent(q)
+		publishEvent(t, n, ev)
+		publishEvent(t, n, bridge.Event{Type: bridge.EventAnswered, Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID,
+			TaskVersion: q.TaskVersion, By: "slack:U0KEV", ByName: "kevin", Via: "slack", Answer: []byte(`"red"`), AnswerText: "red",
+			Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline})
+	}
+	testenv.CheckFor(t, wait, tick, func() error {
+		cards := map[string]string{}
+		for _, d := range deliveries.All() {
+			if d.OK && d.Message != nil {
+				cards[d.JobID] = d.Message.MessageID
+			}
+		}
+		if len(cards) != jobs {
+			return fmt.Errorf("%d of %d questions shown", len(cards), jobs)
+		}
+		updated := map[string]bool{}
+		for _, c := range fake.Calls("chat.update") {
+			updated[c.Str("ts")] = true
+		}
+		for job, ts := range cards {
+			if !updated[ts] {
+				return fmt.Errorf("%s: the card %s was not updated with its answer", job, ts)
+			}
+		}
+		return nil
+	})
+}

@@ -4,21 +4,19 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 )
 
 // queueOf is the worker queue Run gives a job's events.
-func queueOf(b *Bot, job string) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(bridge.EventSubject("acme", job)))
-	return h.Sum32() % uint32(b.workers)
+func queueOf(b *Bot, job string) int {
+	return engine.QueueOf(bridge.EventSubject("acme", job), b.workers)
 }
 
 // sameQueue returns two job names, one starting with each prefix, whose

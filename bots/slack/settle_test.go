@@ -283,8 +283,12 @@ func TestFailedQuestionSettlesTheCardsSlackAccepted(t *testing.T) {
 			t.Errorf("the settled card lost its text: %s", s)
 		}
 	}
-	rec, err := h.bot.loadCard(context.Background(), blockkit.Ref{Tenant: "acme", JobID: "job-df", QuestionID: "q-df", Version: 1})
-	if err != nil || rec == nil || !rec.Updated {
-		t.Fatalf("card record %+v (%v), want it settled and updated", rec, err)
-	}
+	// The record is written after the updates it records.
+	testenv.CheckFor(t, wait, tick, func() error {
+		rec, err := h.bot.loadCard(context.Background(), blockkit.Ref{Tenant: "acme", JobID: "job-df", QuestionID: "q-df", Version: 1})
+		if err != nil || rec == nil || !rec.Updated {
+			return fmt.Errorf("card record %+v (%v), want it settled and updated", rec, err)
+		}
+		return nil
+	})
 }
