@@ -1,8 +1,13 @@
 package bridge
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // ListRequest asks ask.v1.api.list for the questions an identity may see.
@@ -132,4 +137,25 @@ type AuditEntry struct {
 	Via    string    `json:"via,omitempty"`
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
+}
+
+// ErrBadReply is a reply of the runtime's API that is not JSON.
+var ErrBadReply = errors.New("the reply is not JSON")
+
+// Request asks the runtime's request/reply API (ask.v1.api.<op>) and
+// decodes its reply into reply. A runtime that is not running is an error
+// wrapping nats.ErrNoResponders; ctx bounds the wait.
+func Request(ctx context.Context, nc *nats.Conn, subject string, req, reply any) error {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("%s: encode the request: %w", subject, err)
+	}
+	msg, err := nc.RequestWithContext(ctx, subject, data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", subject, err)
+	}
+	if err := json.Unmarshal(msg.Data, reply); err != nil {
+		return fmt.Errorf("%s: %w: %w", subject, ErrBadReply, err)
+	}
+	return nil
 }

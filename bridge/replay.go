@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -49,14 +48,10 @@ var ErrNotShown = errors.New("the runtime does not show the question")
 func ShowQuestion(ctx context.Context, nc *nats.Conn, ev *Event) (*QuestionView, error) {
 	ctx, cancel := context.WithTimeout(ctx, stateTimeout)
 	defer cancel()
-	req, _ := json.Marshal(ShowRequest{Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: ev.QuestionID, TaskVersion: ev.TaskVersion})
-	msg, err := nc.RequestWithContext(ctx, APIShow, req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", APIShow, err)
-	}
 	var reply ShowReply
-	if err := json.Unmarshal(msg.Data, &reply); err != nil {
-		return nil, fmt.Errorf("%s: the reply is not JSON", APIShow)
+	req := ShowRequest{Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: ev.QuestionID, TaskVersion: ev.TaskVersion}
+	if err := Request(ctx, nc, APIShow, req, &reply); err != nil {
+		return nil, err
 	}
 	if reply.Error != "" {
 		return nil, fmt.Errorf("%s: %w: %s", APIShow, ErrNotShown, reply.Error)

@@ -6,8 +6,11 @@
 package bridge
 
 import (
+	"context"
 	"fmt"
 	"regexp"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Subject prefixes. The full subject appends ".<tenant>.<job>".
@@ -79,3 +82,12 @@ func ResumeSubject(tenant, job string) string { return subject(PrefixResume, ten
 
 // DeliverySubject is where adapters report whether they could show a question.
 func DeliverySubject(tenant, job string) string { return subject(PrefixDelivery, tenant, job) }
+
+// PublishDelivery reports on ask.v1.delivery.<tenant>.<job> whether an
+// adapter showed a question, durably, with the message id
+// delivery.<platform>.<tenant>.<job>.<question>.<version>, so a report
+// sent again (an event handled twice) is one report (docs/contract.md).
+func PublishDelivery(ctx context.Context, js jetstream.JetStream, d Delivery) error {
+	id := fmt.Sprintf("delivery.%s.%s.%s.%s.%d", d.Platform, d.Tenant, d.JobID, d.QuestionID, d.TaskVersion)
+	return Publish(ctx, js, DeliverySubject(d.Tenant, d.JobID), id, d)
+}

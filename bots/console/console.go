@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -177,20 +176,13 @@ var errAPI = errors.New("console: the runtime did not answer")
 
 // api sends one request/reply to the runtime.
 func (c *Console) api(ctx context.Context, subject string, req, reply any) error {
-	data, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("console: encode %s: %w", subject, err)
-	}
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	msg, err := c.nc.RequestWithContext(ctx, subject, data)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", errAPI, subject, err)
+	err := bridge.Request(ctx, c.nc, subject, req, reply)
+	if err != nil && !errors.Is(err, bridge.ErrBadReply) {
+		return fmt.Errorf("%w: %w", errAPI, err)
 	}
-	if err := json.Unmarshal(msg.Data, reply); err != nil {
-		return fmt.Errorf("console: decode %s reply: %w", subject, err)
-	}
-	return nil
+	return err
 }
 
 func (c *Console) apiUnavailable(w http.ResponseWriter, r *http.Request, err error) {

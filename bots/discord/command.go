@@ -127,18 +127,7 @@ const helpText = "**askbridge** lets agents ask people questions mid-job.\n" +
 
 // request asks the runtime's API and decodes its reply.
 func (b *Bot) request(ctx context.Context, subject string, req, reply any) error {
-	data, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("discord: encode %s: %w", subject, err)
-	}
-	msg, err := b.o.NATS.Conn.RequestWithContext(ctx, subject, data)
-	if err != nil {
-		return fmt.Errorf("discord: %s: %w", subject, err)
-	}
-	if err := json.Unmarshal(msg.Data, reply); err != nil {
-		return fmt.Errorf("discord: decode %s reply: %w", subject, err)
-	}
-	return nil
+	return bridge.Request(ctx, b.o.NATS.Conn, subject, req, reply)
 }
 
 // apiTrouble is what the person reads when the runtime did not answer.

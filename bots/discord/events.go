@@ -95,18 +95,11 @@ func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, last bool) erro
 	return nil
 }
 
-// deliveryID is the Nats-Msg-Id of a delivery report.
-func deliveryID(tenant, job, question string, version int64) string {
-	return fmt.Sprintf("delivery.%s.%s.%s.%s.%d", bridge.PlatformDiscord, tenant, job, question, version)
-}
-
 func (b *Bot) report(ctx context.Context, c *card, ref *bridge.MessageRef, f *bridge.Failure) error {
-	d := bridge.Delivery{
+	return bridge.PublishDelivery(ctx, b.o.NATS.JS, bridge.Delivery{
 		Tenant: c.Tenant, JobID: c.JobID, QuestionID: c.QuestionID, TaskVersion: c.TaskVersion,
 		Platform: bridge.PlatformDiscord, OK: f == nil, Message: ref, Failure: f, At: b.now().UTC(),
-	}
-	return bridge.Publish(ctx, b.o.NATS.JS, bridge.DeliverySubject(c.Tenant, c.JobID),
-		deliveryID(c.Tenant, c.JobID, c.QuestionID, c.TaskVersion), d)
+	})
 }
 
 func (c *card) ref() *bridge.MessageRef {

@@ -327,7 +327,7 @@ func (h *harness) deliveriesNow() []bridge.Delivery {
 		if err := json.Unmarshal(m.Data, &d); err != nil {
 			h.t.Fatalf("delivery is not JSON: %v", err)
 		}
-		want := deliveryID(d.Tenant, d.JobID, d.QuestionID, d.TaskVersion)
+		want := fmt.Sprintf("delivery.discord.%s.%s.%s.%d", d.Tenant, d.JobID, d.QuestionID, d.TaskVersion) // docs/contract.md
 		if got := m.Header.Get("Nats-Msg-Id"); got != want {
 			h.t.Errorf("delivery Nats-Msg-Id = %q, want %q", got, want)
 		}

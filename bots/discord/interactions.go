@@ -16,6 +16,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 	neutral "github.com/askbridge/askbridge/card"
 )
@@ -372,16 +373,13 @@ func attemptID(in *discordgo.Interaction) string { return bridge.PlatformDiscord
 // propose publishes an answer attempt for the card's question and
 // acknowledges the click; the runtime decides and the card follows.
 func (b *Bot) propose(ctx context.Context, in *discordgo.Interaction, who clicker, c *card, act string, answer json.RawMessage, comment string) *discordgo.InteractionResponse {
-	at := bridge.AnswerAttempt{
-		Tenant: c.Tenant, JobID: c.JobID, QuestionID: c.QuestionID, TaskVersion: c.TaskVersion,
-		// A card's or form's version is the one the person saw; /ask
-		// answer saw none and means the latest.
-		ExactVersion: in.Type != discordgo.InteractionApplicationCommand,
-		AttemptID:    attemptID(in), Action: act, Answer: answer, Comment: comment,
-		By: who.Identity, ByName: who.Name, Via: bridge.PlatformDiscord, Roles: who.Roles, At: b.now().UTC(),
-		ReplyTo: b.replyTo(in),
-	}
-	if err := b.publishAttempt(ctx, &at); err != nil {
+	// A card's or form's version is the one the person saw; /ask answer
+	// saw none and means the latest.
+	q := engine.Question{Tenant: c.Tenant, JobID: c.JobID, QuestionID: c.QuestionID, TaskVersion: c.TaskVersion,
+		Exact: in.Type != discordgo.InteractionApplicationCommand}
+	by := engine.Person{Identity: who.Identity, Name: who.Name, Roles: who.Roles}
+	at := engine.NewAttempt(bridge.PlatformDiscord, attemptID(in), q, by, act, answer, comment, b.now(), b.replyTo(in))
+	if err := engine.PublishAttempt(ctx, b.log, b.decided, b.o.NATS.JS, &at); err != nil {
 		return ephemeral("askbridge could not record your answer right now; please try again.")
 	}
 	if in.Type == discordgo.InteractionApplicationCommand {
@@ -396,17 +394,4 @@ func (b *Bot) replyTo(in *discordgo.Interaction) map[string]string {
 		app = b.o.AppID
 	}
 	return map[string]string{replyPlatform: bridge.PlatformDiscord, replyAppID: app, replyToken: in.Token, replyChannel: in.ChannelID}
-}
-
-func (b *Bot) publishAttempt(ctx context.Context, at *bridge.AnswerAttempt) error {
-	decided, err := b.decided.PublishAttempt(ctx, b.o.NATS.JS, at)
-	if err != nil {
-		b.log.Error("discord: cannot publish the answer attempt", "attempt", at.AttemptID, "tenant", at.Tenant, "job", at.JobID, "err", err)
-		return err
-	}
-	if b.decided != nil && !decided {
-		// Discord's time is up; the attempt is in JetStream and will be decided.
-		b.log.Warn("discord: answered an interaction before its decision", "attempt", at.AttemptID)
-	}
-	return nil
 }

@@ -116,17 +116,11 @@ func getJSON(ctx context.Context, kv *bridge.KV, key string, v any) (rev uint64,
 
 // getJSONAt is getJSON that also says when the key was last written.
 func getJSONAt(ctx context.Context, kv *bridge.KV, key string, v any) (rev uint64, at time.Time, found bool, err error) {
-	e, err := kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, time.Time{}, false, nil
-	}
+	rev, at, found, err = bridge.GetJSON(ctx, kv, key, v)
 	if err != nil {
-		return 0, time.Time{}, false, fmt.Errorf("discord: read %s: %w", key, err)
+		return 0, time.Time{}, false, fmt.Errorf("discord: %w", err)
 	}
-	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return 0, time.Time{}, false, fmt.Errorf("discord: decode %s: %w", key, err)
-	}
-	return e.Revision(), e.Created(), true, nil
+	return rev, at, found, nil
 }
 
 func (b *Bot) loadCard(ctx context.Context, tenant, job, question string, version int64) (*card, error) {
@@ -138,40 +132,31 @@ func (b *Bot) loadCard(ctx context.Context, tenant, job, question string, versio
 	return &c, nil
 }
 
-// updateCard applies fn to the card under key with compare-and-set,
-// creating it (from init) when missing. fn returns false to change nothing
-// in an existing card.
+// updateCard applies fn to the card under key with compare-and-set
+// (bridge.UpdateJSON), creating it (from init) when missing. fn returns
+// false to change nothing in an existing card; the card as fn left it is
+// returned all the same.
 func (b *Bot) updateCard(ctx context.Context, key string, init card, fn func(c *card) bool) (*card, error) {
-	var lastErr error
-	for range 8 {
-		var c card
-		rev, found, err := getJSON(ctx, b.refs, key, &c)
-		if err != nil {
-			return nil, err
+	var unchanged *card
+	c, err := bridge.UpdateJSON(ctx, b.refs, key, cardTTL, func(cur *card) *card {
+		next := init
+		if cur != nil {
+			next = *cur
 		}
-		if !found {
-			c = init
+		unchanged = nil
+		if !fn(&next) && cur != nil {
+			unchanged = &next
+			return nil
 		}
-		if !fn(&c) && found {
-			return &c, nil
-		}
-		data, err := json.Marshal(c)
-		if err != nil {
-			return nil, fmt.Errorf("discord: encode %s: %w", key, err)
-		}
-		if !found {
-			rev = 0
-		}
-		_, err = b.refs.Write(ctx, key, rev, data, cardTTL(&c))
-		if err == nil {
-			return &c, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		lastErr = err // somebody else wrote first: read again
+		return &next
+	})
+	if err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
 	}
-	return nil, fmt.Errorf("discord: write %s: %w", key, lastErr)
+	if unchanged != nil {
+		return unchanged, nil
+	}
+	return c, nil
 }
 
 // putIndex records the keyed custom id index for a card's question.

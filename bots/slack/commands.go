@@ -14,6 +14,7 @@ import (
 
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -277,11 +278,11 @@ func (b *Bot) cmdAttempt(ctx context.Context, cmd *slack.SlashCommand, v *bridge
 			return ephemeral("Not sent: %s", quote(aerr.Text, 1000))
 		}
 	}
-	at := bridge.AnswerAttempt{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID,
-		AttemptID: "slack-cmd-" + safeID(cmp.Or(cmd.TriggerID, fmt.Sprint(b.now().UnixNano()))),
-		Action:    action, Answer: answer, Comment: comment, By: "slack:" + cmd.UserID, ByName: cmd.UserName,
-		Via: bridge.PlatformSlack, At: b.now().UTC(),
-		ReplyTo: map[string]string{replyUser: cmd.UserID, replyChannel: cmd.ChannelID, replyResponseURL: cmd.ResponseURL}}
+	// A command names no version: it answers the latest.
+	at := engine.NewAttempt(bridge.PlatformSlack, "slack-cmd-"+safeID(cmp.Or(cmd.TriggerID, fmt.Sprint(b.now().UnixNano()))),
+		engine.Question{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID},
+		engine.Person{Identity: "slack:" + cmd.UserID, Name: cmd.UserName}, action, answer, comment, b.now(),
+		map[string]string{replyUser: cmd.UserID, replyChannel: cmd.ChannelID, replyResponseURL: cmd.ResponseURL})
 	if !b.publishAttempt(ctx, at, nil) {
 		return ephemeral("askbridge could not record that just now. Please try again.")
 	}

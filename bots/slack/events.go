@@ -356,10 +356,8 @@ func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string,
 
 // report publishes the delivery report; its message id makes repeats free.
 func (b *Bot) report(ctx context.Context, r blockkit.Ref, msg *bridge.MessageRef, f *bridge.Failure) error {
-	d := bridge.Delivery{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID, TaskVersion: r.Version,
-		Platform: bridge.PlatformSlack, OK: f == nil, Message: msg, Failure: f, At: b.now().UTC()}
-	id := fmt.Sprintf("delivery.slack.%s.%s.%s.%d", r.Tenant, r.JobID, r.QuestionID, r.Version)
-	return bridge.Publish(ctx, b.js, bridge.DeliverySubject(r.Tenant, r.JobID), id, d)
+	return bridge.PublishDelivery(ctx, b.js, bridge.Delivery{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID,
+		TaskVersion: r.Version, Platform: bridge.PlatformSlack, OK: f == nil, Message: msg, Failure: f, At: b.now().UTC()})
 }
 
 // onSettled records how the question ended and updates its card: controls

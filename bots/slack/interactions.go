@@ -19,6 +19,7 @@ import (
 
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -223,12 +224,8 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 	if !b.clicks.first(click) {
 		return nil
 	}
-	at := b.attempt(cb, c.Ref, to)
-	at.AttemptID = "slack-" + safeID(cmp.Or(cb.TriggerID, a.ActionTs+"-"+cb.User.ID))
-	switch c.Action {
-	case blockkit.ActionApprove:
-		at.Action = bridge.ActionApprove
-	case blockkit.Choose:
+	action, answer := bridge.ActionApprove, []byte(nil)
+	if c.Action == blockkit.Choose {
 		choice := c.Choice
 		if choices := b.choices(ctx, c.Ref); c.Index < len(choices) {
 			choice = choices[c.Index] // the asker's words, not the button's
@@ -237,9 +234,10 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 			b.say(to, "This question is no longer available here; see /ask list.")
 			return nil
 		}
-		at.Action = bridge.ActionAnswer
-		at.Answer, _ = json.Marshal(choice)
+		action = bridge.ActionAnswer
+		answer, _ = json.Marshal(choice)
 	}
+	at := b.attempt(cb, c.Ref, "slack-"+safeID(cmp.Or(cb.TriggerID, a.ActionTs+"-"+cb.User.ID)), action, answer, "", to)
 	if !b.publishAttempt(ctx, at, to) {
 		b.clicks.forget(click) // told to try again: the retry must go through
 		return errNotRecorded
@@ -297,26 +295,23 @@ func safeID(s string) string {
 	return "h" + hex.EncodeToString(sum[:16])
 }
 
-func (b *Bot) attempt(cb *slack.InteractionCallback, r blockkit.Ref, to map[string]string) bridge.AnswerAttempt {
-	return bridge.AnswerAttempt{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID, TaskVersion: r.Version, ExactVersion: true,
-		By: "slack:" + cb.User.ID, ByName: cmp.Or(cb.User.Name, cb.User.Profile.DisplayName), Via: bridge.PlatformSlack,
-		At: b.now().UTC(), ReplyTo: to}
+// attempt is the answer attempt a card's click or form makes: on the
+// card's task version, as the clicker.
+func (b *Bot) attempt(cb *slack.InteractionCallback, r blockkit.Ref, id, action string, answer []byte, comment string, to map[string]string) bridge.AnswerAttempt {
+	q := engine.Question{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID, TaskVersion: r.Version, Exact: true}
+	by := engine.Person{Identity: "slack:" + cb.User.ID, Name: cmp.Or(cb.User.Name, cb.User.Profile.DisplayName)}
+	return engine.NewAttempt(bridge.PlatformSlack, id, q, by, action, answer, comment, b.now(), to)
 }
 
 // publishAttempt proposes the attempt to the runtime. Its message id is
 // the attempt id, so Slack's retries of one interaction are one attempt.
+// A clicker (to) is told when it could not be recorded.
 func (b *Bot) publishAttempt(ctx context.Context, at bridge.AnswerAttempt, to map[string]string) bool {
-	decided, err := b.decided.PublishAttempt(ctx, b.js, &at)
-	if err != nil {
-		b.log.ErrorContext(ctx, "slack: could not publish an answer attempt", "job", at.JobID, "question", at.QuestionID, "err", err)
+	if err := engine.PublishAttempt(ctx, b.log, b.decided, b.js, &at); err != nil {
 		if to != nil {
 			b.say(to, "askbridge could not record your answer just now. Please try again in a moment.")
 		}
 		return false
-	}
-	if b.decided != nil && !decided {
-		// Slack's time is up; the attempt is in JetStream and will be decided.
-		b.log.WarnContext(ctx, "slack: answered a click before its decision", "attempt", at.AttemptID)
 	}
 	return true
 }
@@ -507,12 +502,7 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) (*slack
 			to[replyThread] = meta.MessageTS
 		}
 	}
-	at := b.attempt(cb, meta.Ref, to)
-	at.AttemptID = attemptID
-	at.Action, at.Answer, at.Comment = checked.Action, checked.Value, comment
-	if checked.Action == bridge.ActionDecline {
-		at.Answer = nil
-	}
+	at := b.attempt(cb, meta.Ref, attemptID, checked.Action, checked.Value, comment, to)
 	if !b.publishAttempt(ctx, at, nil) {
 		// The form stays open, and Slack says the submit failed.
 		return nil, errNotRecorded
@@ -541,16 +531,5 @@ func inlineError(block, msg string) *slack.ViewSubmissionResponse {
 
 // request does a request/reply call on the runtime's API.
 func (b *Bot) request(ctx context.Context, subject string, req, reply any) error {
-	data, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
-	msg, err := b.o.NATS.Conn.RequestWithContext(ctx, subject, data)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(msg.Data, reply); err != nil {
-		return errors.New("the runtime's reply is not JSON")
-	}
-	return nil
+	return bridge.Request(ctx, b.o.NATS.Conn, subject, req, reply)
 }

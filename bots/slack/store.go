@@ -4,13 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bridge"
@@ -116,11 +112,7 @@ func onceKey(parts ...string) string {
 }
 
 // errConflict is a lost compare-and-set race: re-read and try again.
-var errConflict = errors.New("slack: concurrent update of a card record")
-
-func isConflict(err error) bool {
-	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
-}
+var errConflict = bridge.ErrConflict
 
 // getJSON reads key into v; a missing key gives revision 0 and no error.
 func getJSON(ctx context.Context, kv *bridge.KV, key string, v any) (uint64, error) {
@@ -130,64 +122,44 @@ func getJSON(ctx context.Context, kv *bridge.KV, key string, v any) (uint64, err
 
 // getJSONAt is getJSON that also says when the key was last written.
 func getJSONAt(ctx context.Context, kv *bridge.KV, key string, v any) (uint64, time.Time, error) {
-	e, err := kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, time.Time{}, nil
-	}
+	rev, at, _, err := bridge.GetJSON(ctx, kv, key, v)
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("slack: read %s: %w", key, err)
+		return 0, time.Time{}, fmt.Errorf("slack: %w", err)
 	}
-	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return 0, time.Time{}, fmt.Errorf("slack: decode %s: %w", key, err)
-	}
-	return e.Revision(), e.Created(), nil
+	return rev, at, nil
 }
 
 // putJSON writes v at key if the key is still at rev (0: absent); with
-// ttl > 0 the key goes ttl later.
+// ttl > 0 the key goes ttl later. A lost race is errConflict.
 func putJSON(ctx context.Context, kv *bridge.KV, key string, rev uint64, v any, ttl time.Duration) (uint64, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return 0, fmt.Errorf("slack: encode %s: %w", key, err)
-	}
-	rev, err = kv.Write(ctx, key, rev, data, ttl)
-	if isConflict(err) {
+	rev, err := bridge.PutJSON(ctx, kv, key, rev, v, ttl)
+	if bridge.IsConflict(err) {
 		return 0, errConflict
 	}
 	if err != nil {
-		return 0, fmt.Errorf("slack: write %s: %w", key, err)
+		return 0, fmt.Errorf("slack: %w", err)
 	}
 	return rev, nil
 }
 
-// updateCard applies change to the record of r with compare-and-set,
-// retrying lost races. change sees the current record (nil when absent)
+// updateCard applies change to the record of r with compare-and-set
+// (bridge.UpdateJSON). change sees the current record (nil when absent)
 // and returns the new one, or nil to write nothing.
 func (b *Bot) updateCard(ctx context.Context, r blockkit.Ref, change func(*card) *card) (*card, error) {
 	key := cardKey(r)
-	for range 20 {
-		var cur card
-		rev, err := getJSON(ctx, b.kv, key, &cur)
-		if err != nil {
-			return nil, err
-		}
-		var in *card
-		if rev != 0 {
-			in = &cur
-		}
-		next := change(in)
-		if next == nil {
-			return in, nil
-		}
-		if _, err := putJSON(ctx, b.kv, key, rev, next, cardTTL(next)); err == errConflict {
-			continue
-		} else if err != nil {
-			return nil, err
-		}
-		b.remember(key, next)
-		return next, nil
+	wrote := false
+	c, err := bridge.UpdateJSON(ctx, b.kv, key, cardTTL, func(cur *card) *card {
+		next := change(cur)
+		wrote = next != nil
+		return next
+	})
+	if err != nil {
+		return nil, fmt.Errorf("slack: %w", err)
 	}
-	return nil, errConflict
+	if wrote {
+		b.remember(key, c)
+	}
+	return c, nil
 }
 
 // loadCard reads the record of r, nil when there is none.
@@ -207,7 +179,7 @@ func (b *Bot) loadCard(ctx context.Context, r blockkit.Ref) (*card, error) {
 // when the effect could not be done, so a redelivery tries again.
 func (b *Bot) once(ctx context.Context, key string) (bool, error) {
 	_, err := b.kv.Write(ctx, key, 0, []byte(b.now().UTC().Format(time.RFC3339)), bridge.EventRecordTTL)
-	if isConflict(err) {
+	if bridge.IsConflict(err) {
 		return false, nil
 	}
 	if err != nil {

@@ -134,11 +134,12 @@ func (c *Client) Await(ctx context.Context, tenant, job, questionID string) (*Ou
 // runtime that cannot be asked otherwise (a request that times out, as
 // one this connection may not send does) counts as no later version.
 func (c *Client) laterVersion(ctx context.Context, tenant, job, questionID string, version int64) (int64, bool, error) {
-	req, _ := json.Marshal(bridge.ShowRequest{Tenant: tenant, JobID: job, QuestionID: questionID})
+	req := bridge.ShowRequest{Tenant: tenant, JobID: job, QuestionID: questionID}
 	wait := 100 * time.Millisecond
 	for {
+		var reply bridge.ShowReply
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		msg, err := c.nc.RequestWithContext(rctx, bridge.APIShow, req)
+		err := bridge.Request(rctx, c.nc, bridge.APIShow, req, &reply)
 		cancel()
 		if errors.Is(err, nats.ErrNoResponders) {
 			select {
@@ -155,8 +156,7 @@ func (c *Client) laterVersion(ctx context.Context, tenant, job, questionID strin
 			}
 			return 0, false, nil
 		}
-		var reply bridge.ShowReply
-		if json.Unmarshal(msg.Data, &reply) != nil || reply.Question == nil || reply.Question.TaskVersion <= version {
+		if reply.Question == nil || reply.Question.TaskVersion <= version {
 			return 0, false, nil
 		}
 		return reply.Question.TaskVersion, true, nil

@@ -310,18 +310,13 @@ func newID(prefix string) string {
 }
 
 func (c *cli) request(nc *nats.Conn, subject string, req, reply any) error {
-	data, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
-	msg, err := nc.Request(subject, data, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := bridge.Request(ctx, nc, subject, req, reply)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return errors.New("no askbridge runtime answered (is 'askbridge serve' running?)")
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", subject, err)
-	}
-	return json.Unmarshal(msg.Data, reply)
+	return err
 }
 
 func (c *cli) list(ctx context.Context, args []string) int {

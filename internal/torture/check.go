@@ -22,17 +22,9 @@ func (r *run) tenants() []string {
 }
 
 func (r *run) request(ctx context.Context, subject string, req, reply any) error {
-	data, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	msg, err := r.nc.RequestWithContext(rctx, subject, data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", subject, err)
-	}
-	return json.Unmarshal(msg.Data, reply)
+	return bridge.Request(rctx, r.nc, subject, req, reply)
 }
 
 // list reads every question of this run in one state ("all" for every state).
