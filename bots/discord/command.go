@@ -160,7 +160,7 @@ func (b *Bot) cmdList(ctx context.Context, who clicker, opt map[string]string) *
 		case v.Restricted && (v.Hidden || v.Question == nil):
 			line += "_a restricted question waits for " + restrictedTo(v.WaitsFor) + "; you may not see its content_"
 		case v.Hidden || v.Question == nil:
-			line += "_a question waits; you may not see its content_"
+			line += "_" + neutral.PlaceholderHidden + "_"
 		default:
 			line += neutral.Truncate(oneLine(v.Question.Question), 120)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
+	neutral "github.com/askbridge/askbridge/card"
 )
 
 // commandReply is the ephemeral answer to /ask.
@@ -195,7 +196,7 @@ func (b *Bot) listURL(identity string) string {
 func (b *Bot) describe(identity string, v *bridge.QuestionView, full bool) string {
 	id := "`" + v.JobID + "/" + v.QuestionID + "`"
 	if v.Hidden || v.Question == nil {
-		line := id + " (" + v.Tenant + ") — a question waits here; you can't see what it asks."
+		line := id + " (" + v.Tenant + ") — " + neutral.PlaceholderHidden
 		if v.Restricted {
 			line = id + " (" + v.Tenant + ") — a restricted question waits here for " + restrictedFor(v.WaitsFor) + "; only they may read it."
 		}

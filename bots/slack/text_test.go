@@ -39,7 +39,7 @@ func TestListLineOfAHiddenQuestion(t *testing.T) {
 		t.Errorf("a reader is told %q", got)
 	}
 	v.CanDecline = true
-	want := "`job-1/q-1` (acme) — a question waits here; you can't see what it asks. You may decline it: `/ask decline job-1/q-1 [reason]`."
+	want := "`job-1/q-1` (acme) — A question waits here; you may not read what it asks. You may decline it: `/ask decline job-1/q-1 [reason]`."
 	if got := b.describe("slack:UOP", v, false); got != want {
 		t.Errorf("an operator is told %q, want %q", got, want)
 	}
