@@ -183,6 +183,22 @@ func TestHiddenCardsShowNoContent(t *testing.T) {
 	}
 }
 
+// TestFromViewOfARestrictedQuestion: a reader the runtime hides a
+// restricted question from learns whom it waits for, as a channel does.
+func TestFromViewOfARestrictedQuestion(t *testing.T) {
+	v := &bridge.QuestionView{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", State: bridge.StatePending,
+		Hidden: true, Restricted: true, WaitsFor: []string{"slack:U0ANA"}}
+	c := New(FromView(v, false))
+	if c.Kind != KindHidden || c.Placeholder != placeholderNamed ||
+		c.MayAnswer.All().Text() != "slack:U0ANA and admins; operators may decline it" {
+		t.Fatalf("%s: %q / %q", c.Kind, c.Placeholder, c.MayAnswer.All().Text())
+	}
+	v.Restricted, v.WaitsFor = false, nil
+	if c := New(FromView(v, false)); c.Placeholder != PlaceholderHidden || !c.MayAnswer.IsZero() {
+		t.Fatalf("hidden view: %q / %q", c.Placeholder, c.MayAnswer.All().Text())
+	}
+}
+
 func TestFromViewOfAQuestionFailedOnItsTimeout(t *testing.T) {
 	v := &bridge.QuestionView{State: bridge.StateFailed, Text: bridge.TimedOutText(time.Hour), Question: question()}
 	if c := New(FromView(v, false)); c.State != bridge.StateTimedOut || c.Outcome.Text() != "Nobody answered within 4:00:00" {

@@ -110,6 +110,13 @@ func FromView(v *bridge.QuestionView, console bool) Input {
 	in := Input{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, TaskVersion: v.TaskVersion,
 		Question: v.Question, Hidden: v.Hidden || v.Question == nil, ForReader: true,
 		AskedAt: v.AskedAt, Deadline: v.Deadline, Console: console}
+	if v.Restricted && in.Hidden {
+		// All the reader may know of a restricted question: that it is
+		// one, and whom it waits for. Its card says so, as in a channel.
+		in.Question = &bridge.Question{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, TaskVersion: v.TaskVersion,
+			Kind: v.Kind, Visibility: bridge.VisibilityRestricted, Answerers: v.WaitsFor}
+		in.Hidden, in.ForReader = false, false
+	}
 	if v.State != bridge.StatePending && v.State != "" {
 		in.End = &Ending{Event: stateEvent(v.State, v.Text), By: v.By, ByName: v.ByName, Answer: v.AnswerText,
 			Comment: v.Comment, Text: v.Text, At: v.SettledAt}
