@@ -10,15 +10,16 @@ import "time"
 // JetStream's own timers do.
 type Clock interface {
 	Now() time.Time
-	// After sends the time on the channel once d has passed.
-	After(d time.Duration) <-chan time.Time
+	// At sends the time on the channel once the clock reaches t, at once
+	// when it has.
+	At(t time.Time) <-chan time.Time
 }
 
 // realClock is the system's clock.
 type realClock struct{}
 
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (realClock) Now() time.Time                  { return time.Now() }
+func (realClock) At(t time.Time) <-chan time.Time { return time.After(time.Until(t)) }
 
 // stamp is the time now as the store keeps it, in UTC to the millisecond:
 // the at of an event or resume is then the settled_at and audit time that

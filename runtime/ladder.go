@@ -29,11 +29,11 @@ type ladderStore interface {
 // it never scans pending questions and is idle between steps.
 func (r *Runtime) ladder(ctx context.Context) {
 	for {
-		wait := r.fireDue(ctx)
+		next := r.fireDue(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.clock.After(wait):
+		case <-r.clock.At(next):
 		case <-r.ladWake:
 		}
 	}
@@ -43,8 +43,9 @@ func (r *Runtime) ladder(ctx context.Context) {
 // (which cannot wake this one) are picked up in reasonable time.
 const maxLadderSleep = 30 * time.Second
 
-// fireDue fires due steps and returns how long to sleep until the next.
-func (r *Runtime) fireDue(ctx context.Context) time.Duration {
+// fireDue fires due steps and returns when to look again: when the next
+// falls due, or sooner.
+func (r *Runtime) fireDue(ctx context.Context) time.Time {
 	for ctx.Err() == nil {
 		now := r.stamp()
 		due, err := r.steps.DueSteps(ctx, now, 100)
@@ -52,7 +53,7 @@ func (r *Runtime) fireDue(ctx context.Context) time.Duration {
 			if ctx.Err() == nil { // a stop is no error
 				r.log.Error("ladder: read due steps", "err", err)
 			}
-			return time.Second
+			return r.clock.Now().Add(time.Second)
 		}
 		held := false
 		for _, d := range due {
@@ -63,11 +64,11 @@ func (r *Runtime) fireDue(ctx context.Context) time.Duration {
 			}
 			if err != nil && ctx.Err() == nil {
 				r.log.Error("ladder: fire step", "question", d.Question, "step", d.Target, "err", err)
-				return time.Second
+				return r.clock.Now().Add(time.Second)
 			}
 		}
 		if held {
-			return answerWaitRetry
+			return r.clock.Now().Add(answerWaitRetry)
 		}
 		if len(due) < 100 {
 			break
@@ -78,16 +79,13 @@ func (r *Runtime) fireDue(ctx context.Context) time.Duration {
 		if ctx.Err() == nil { // a stop is no error
 			r.log.Error("ladder: next due", "err", err)
 		}
-		return time.Second
+		return r.clock.Now().Add(time.Second)
 	}
-	if !ok {
-		return maxLadderSleep
+	latest := r.clock.Now().Add(maxLadderSleep)
+	if !ok || next.After(latest) {
+		return latest
 	}
-	wait := next.Sub(r.clock.Now())
-	if wait < 0 {
-		wait = 0
-	}
-	return min(wait, maxLadderSleep)
+	return next
 }
 
 // fireStep sends one reminder or escalation, or times the question out.

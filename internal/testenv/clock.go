@@ -18,7 +18,7 @@ type Clock struct {
 
 var _ runtime.Clock = (*Clock)(nil)
 
-// clockWaiter is an After waiting for its time.
+// clockWaiter is an At waiting for its time.
 type clockWaiter struct {
 	at time.Time
 	ch chan time.Time
@@ -35,20 +35,21 @@ func (c *Clock) Now() time.Time {
 	return c.now
 }
 
-// After sends the clock's time once it has been advanced by d.
-func (c *Clock) After(d time.Duration) <-chan time.Time {
+// At sends the clock's time once it has been advanced to t, at once when
+// it has.
+func (c *Clock) At(t time.Time) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := make(chan time.Time, 1)
-	if d <= 0 {
+	if !t.After(c.now) {
 		ch <- c.now
 		return ch
 	}
-	c.waiters = append(c.waiters, clockWaiter{at: c.now.Add(d), ch: ch})
+	c.waiters = append(c.waiters, clockWaiter{at: t, ch: ch})
 	return ch
 }
 
-// Advance moves the clock on by d and wakes every After now due.
+// Advance moves the clock on by d and wakes every At now due.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
