@@ -170,13 +170,17 @@ func TestAnswerGivenInTimeBeatsTheTimeoutAfterARestart(t *testing.T) {
 	dir := env.Dir
 	env.Stop()
 
-	// Only NATS: the attempts wait in the stream for the runtime.
+	// Only NATS: the attempts wait in the stream for the runtime. Without
+	// the hold (awaitAnswers, answerWaiting) the ladder fires before the
+	// runtime decides a backlog of 200 attempts: the test then sees
+	// timed_out. A larger backlog proves no more and, under -race on a
+	// loaded machine, takes the runtime longer than waitState waits.
 	ctx := context.Background()
 	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 1500 {
+	for i := range 200 {
 		a := bridge.AnswerAttempt{Tenant: "acme", JobID: fmt.Sprintf("job-other-%d", i), QuestionID: "q-1", AttemptID: fmt.Sprintf("other-%d", i),
 			Answer: json.RawMessage(`"red"`), By: "slack:UOP"}
 		if err := bridge.Publish(ctx, n.JS, bridge.AnswerSubject(a.Tenant, a.JobID), "attempt-"+a.AttemptID, a); err != nil {
