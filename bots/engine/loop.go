@@ -1,7 +1,9 @@
 // Package engine is what the chat adapters share of a card's lifecycle:
 // the loop that consumes the runtime's events, in order per job, with one
 // retry policy (backoff, a platform's Retry-After, deferring), and that
-// hands events back on shutdown only once it no longer pulls. Each
+// hands events back on shutdown only once it no longer pulls. A job
+// waiting for its channel's turn (Hold) is put aside without holding its
+// worker. Each
 // adapter supplies its event handler and how to read its platform's
 // errors (Classify); the loop knows no platform.
 package engine
@@ -113,10 +115,12 @@ func QueueOf(subject string, workers int) int {
 
 func (l *Loop) workers() int { return cmp.Or(l.Workers, DefaultWorkers) }
 
+func (l *Loop) log() *slog.Logger { return cmp.Or(l.Logger, slog.Default()) }
+
 // Run consumes events until ctx is done; it then returns nil once every
 // event in hand is handled or handed back.
 func (l *Loop) Run(ctx context.Context) error {
-	log := cmp.Or(l.Logger, slog.Default())
+	log := l.log()
 	it, err := l.Events.Messages(ctx, jetstream.PullMaxMessages(cmp.Or(l.PullMax, 64)))
 	if err != nil {
 		if ctx.Err() != nil {
@@ -134,11 +138,8 @@ func (l *Loop) Run(ctx context.Context) error {
 	queues := make([]chan jetstream.Msg, l.workers())
 	for i := range queues {
 		queues[i] = make(chan jetstream.Msg, 16)
-		wg.Go(func() {
-			for m := range queues[i] {
-				l.handle(ctx, log, m, unsubscribed)
-			}
-		})
+		w := &worker{l: l, ctx: ctx, unsubscribed: unsubscribed}
+		wg.Go(func() { w.run(queues[i]) })
 	}
 	defer func() {
 		for _, q := range queues {
@@ -188,39 +189,52 @@ func handBack(m jetstream.Msg, unsubscribed <-chan struct{}) {
 	_ = m.NakWithDelay(handBackDelay)
 }
 
-func (l *Loop) handle(ctx context.Context, log *slog.Logger, m jetstream.Msg, unsubscribed <-chan struct{}) {
+// handle applies one event and acknowledges, retries or hands it back;
+// it reports instead when the handler asked to put its job aside (Hold),
+// and until when.
+func (l *Loop) handle(ctx context.Context, h *inHand, unsubscribed <-chan struct{}) (until time.Time, held bool) {
+	m, log := h.m, l.log()
 	if ctx.Err() != nil {
 		handBack(m, unsubscribed)
-		return
+		return time.Time{}, false
 	}
 	var ev bridge.Event
 	if err := json.Unmarshal(m.Data(), &ev); err != nil {
 		log.ErrorContext(ctx, l.Name+": dropping an undecodable event", "subject", m.Subject(), "err", err)
 		_ = m.Term()
-		return
+		return time.Time{}, false
 	}
 	d := Delivery{Attempt: 1}
 	if md, err := m.Metadata(); err == nil {
 		d.Attempt = md.NumDelivered
 	}
 	d.Last = d.Attempt >= cmp.Or(l.MaxDeliveries, DefaultMaxDeliveries)
-	hctx, cancel := context.WithTimeout(ctx, cmp.Or(l.HandleTimeout, DefaultHandleTimeout))
+	hctx, cancel := context.WithTimeout(WithReserved(ctx, &h.reserved), cmp.Or(l.HandleTimeout, DefaultHandleTimeout))
 	err := l.Handle(hctx, &ev, d)
 	cancel()
 	if err == nil {
 		_ = m.Ack()
-		return
+		return time.Time{}, false
 	}
 	if ctx.Err() != nil {
 		handBack(m, unsubscribed)
-		return
+		return time.Time{}, false
+	}
+	var hold *Hold
+	if errors.As(err, &hold) {
+		log.DebugContext(ctx, l.Name+": job put aside", "type", ev.Type, "job", ev.JobID, "question", ev.QuestionID, "until", hold.Until, "why", hold.Why)
+		if now := time.Now(); hold.Until.Before(now) {
+			return now, true
+		}
+		return hold.Until, true
 	}
 	delay, ok := l.retry(ctx, log, &ev, d, err)
 	if !ok {
 		_ = m.Ack()
-		return
+		return time.Time{}, false
 	}
 	_ = m.NakWithDelay(delay)
+	return time.Time{}, false
 }
 
 // retry says when the event whose handler failed with err comes again,

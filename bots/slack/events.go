@@ -134,6 +134,11 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 			}
 		}
 	}
+	// Waiting for the channel's turn before claiming the card leaves
+	// nothing claimed while the job is put aside.
+	if err := b.pace.ready(ctx, channel); err != nil {
+		return err
+	}
 	var action string // "post", "report", "update", "none"
 	// since: an earlier claim that did not finish; its post may be in Slack.
 	var since time.Time
@@ -207,6 +212,13 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 		// over at once, not after claimTTL, looking first for the card
 		// when one was sent.
 		b.releaseCard(ctx, ref, posting)
+		return err
+	}
+	var hold *engine.Hold
+	if errors.As(err, &hold) {
+		// Nothing was sent: the try when the channel's turn comes claims
+		// the card again, without looking for a post first.
+		b.releaseCard(ctx, ref, false)
 		return err
 	}
 	if err != nil {
@@ -335,7 +347,10 @@ func (b *Bot) jobThread(ctx context.Context, q *bridge.Question, channel string,
 			// hide a post Slack accepted: remember it, so the next try looks.
 			var rel thread
 			var ae *apiError
-			if !errors.As(err, &ae) || ae.Transient {
+			var hold *engine.Hold
+			if errors.As(err, &hold) {
+				rel.TriedSince = since // nothing sent: the channel's turn is to come
+			} else if !errors.As(err, &ae) || ae.Transient {
 				rel.TriedSince = earliest(since, now)
 			}
 			// Even as the adapter stops: the next one takes over at once.
@@ -390,6 +405,10 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event, lastTry bool) err
 		fillQuestion(&n, view)
 		n.Outcome, n.Ended, n.Late, n.Attempt = blockkit.OutcomeLine(ev, n.Question), ev.At, lateText(ev), ev.AttemptID
 		if n.Updated, err = b.showSettled(ctx, ref, &n); err != nil {
+			var hold *engine.Hold
+			if errors.As(err, &hold) {
+				b.recordUnshown(ctx, key, rev, &n)
+			}
 			return err
 		}
 		switch _, err := putJSON(ctx, b.kv, key, rev, &n, cardTTL(&n)); {
@@ -434,6 +453,18 @@ func (b *Bot) onSettled(ctx context.Context, ev *bridge.Event, lastTry bool) err
 		return nil
 	}
 	return b.refreshCard(ctx, ref)
+}
+
+// recordUnshown records a settled card whose update waits for its
+// channel's turn: the try when the turn comes sends the card's state
+// then, once, however many events changed it meanwhile (docs/design.md).
+// A lost race leaves the record to the general way of settling.
+func (b *Bot) recordUnshown(ctx context.Context, key string, rev uint64, n *card) {
+	if _, err := putJSON(ctx, b.kv, key, rev, n, cardTTL(n)); err == nil {
+		b.remember(key, n)
+	} else if err != errConflict {
+		b.log.WarnContext(ctx, "slack: could not record a settled card", "err", err)
+	}
 }
 
 // lateText is what someone who answers the question of ev after ev ended

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,6 +61,8 @@ type scripted struct {
 	// hang: the call gets no answer until its caller gives up (a
 	// request in flight when the adapter stops).
 	hang bool
+	// channel: only a call to this channel takes the script ("": any).
+	channel string
 }
 
 // fakeSlack is a loopback Slack Web API speaking Slack's wire format. It
@@ -211,6 +214,13 @@ func (f *fakeSlack) fail(method string, status int, header map[string]string, bo
 	f.script[method] = append(f.script[method], scripted{status: status, header: header, body: body})
 }
 
+// failIn is fail for the next call of method to channel only.
+func (f *fakeSlack) failIn(method, channel string, status int, header map[string]string, body string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script[method] = append(f.script[method], scripted{status: status, header: header, body: body, channel: channel})
+}
+
 // failAfter scripts the next call of method to be carried out (a post is
 // stored, with its ts) and then answered with status and body.
 func (f *fakeSlack) failAfter(method string, status int, body string) {
@@ -285,9 +295,12 @@ func (f *fakeSlack) api(w http.ResponseWriter, r *http.Request) {
 	f.record(c)
 	f.mu.Lock()
 	var s *scripted
-	if q := f.script[method]; len(q) > 0 {
-		s = &q[0]
-		f.script[method] = q[1:]
+	for i, x := range f.script[method] {
+		if x.channel == "" || x.channel == c.Str("channel") {
+			s = &x
+			f.script[method] = slices.Delete(f.script[method], i, i+1)
+			break
+		}
 	}
 	f.seq++
 	n := f.seq

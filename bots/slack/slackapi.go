@@ -15,12 +15,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
 
 	"github.com/askbridge/askbridge/bots/apimetrics"
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -230,7 +230,12 @@ func (b *Bot) call(ctx context.Context, op, channel string, fn func(context.Cont
 // nil done retries at once, as call does.
 func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(context.Context) error, done func(context.Context) (bool, error)) (err error) {
 	start := time.Now()
-	defer func() { b.calls.Done(op, start, err) }()
+	defer func() {
+		var hold *engine.Hold
+		if !errors.As(err, &hold) { // a call put off is counted when made
+			b.calls.Done(op, start, err)
+		}
+	}()
 	p := b.retry
 	var last error
 	unsure := false // the last try failed and may have taken effect
@@ -248,7 +253,11 @@ func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(conte
 		if key == "" {
 			key = "method " + op // Slack limits these per method, not per channel
 		}
-		if err := b.pace.wait(ctx, key, p.MaxRetryAft); err != nil {
+		if err := b.pace.take(ctx, key, p.MaxRetryAft); err != nil {
+			var hold *engine.Hold
+			if errors.As(err, &hold) {
+				return err // the event comes back at the channel's turn
+			}
 			e := classify(op, err)
 			var h *heldError
 			if errors.As(err, &h) {
@@ -265,7 +274,7 @@ func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(conte
 		last, unsure = err, false
 		if rl, ok := rateLimited(err); ok {
 			wait := max(rl.RetryAfter, time.Second)
-			if wait > p.MaxRetryAft {
+			if wait > p.MaxRetryAft && engine.ReservedOf(ctx) == nil {
 				// Too long to wait here: the event comes back after it, and
 				// meanwhile nothing else is sent where Slack said not to.
 				b.pace.block(key, wait)
@@ -275,7 +284,8 @@ func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(conte
 			}
 			b.log.WarnContext(ctx, "slack: rate limited", "op", op, "channel", channel, "retry_after", wait)
 			b.calls.Retry(op, apimetrics.RetryRateLimited)
-			// Everyone posting to this channel waits, not just this call.
+			// Everyone posting to this channel waits, not just this call;
+			// an event's job is put aside until then (take).
 			b.pace.block(key, wait)
 			continue
 		}
@@ -295,77 +305,4 @@ func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(conte
 		}
 	}
 	return classify(op, last)
-}
-
-// pacer spaces calls per channel: Slack allows about one message a second
-// in a channel, with short bursts. A 429 blocks the channel for its
-// Retry-After.
-type pacer struct {
-	mu    sync.Mutex
-	gap   time.Duration
-	burst int
-	next  map[string]time.Time // earliest time the next call may start
-}
-
-func newPacer(gap time.Duration, burst int) *pacer {
-	return &pacer{gap: gap, burst: burst, next: map[string]time.Time{}}
-}
-
-// heldError says a channel is held (by a rate limit, or by a queue of
-// calls) for longer than a call may wait for it.
-type heldError struct{ left time.Duration }
-
-func (e *heldError) Error() string { return fmt.Sprintf("held by a rate limit for %v", e.left) }
-
-// wait reserves a slot on channel and sleeps until it comes. When the slot
-// is more than longest away (a long Retry-After holds the channel), it
-// reserves nothing and returns a *heldError at once, so that the worker
-// does not sleep on one channel while other events wait behind it.
-func (p *pacer) wait(ctx context.Context, channel string, longest time.Duration) error {
-	if channel == "" {
-		channel = "-"
-	}
-	p.mu.Lock()
-	now := time.Now()
-	n := p.next[channel]
-	// A burst: the schedule may lag "now" by up to burst gaps.
-	floor := now.Add(-time.Duration(p.burst-1) * p.gap)
-	if n.Before(floor) {
-		n = floor
-	}
-	if left := n.Sub(now); left > longest {
-		p.mu.Unlock()
-		return &heldError{left: left}
-	}
-	p.next[channel] = n.Add(p.gap)
-	if len(p.next) > 10000 { // forget idle channels
-		for k, v := range p.next {
-			if v.Before(now) {
-				delete(p.next, k)
-			}
-		}
-	}
-	p.mu.Unlock()
-	if d := time.Until(n); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
-}
-
-// block keeps every call on channel waiting for d from now.
-func (p *pacer) block(channel string, d time.Duration) {
-	if channel == "" {
-		channel = "-"
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if until := time.Now().Add(d); p.next[channel].Before(until) {
-		p.next[channel] = until
-	}
 }
