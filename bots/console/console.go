@@ -28,6 +28,9 @@ const (
 	// DecisionWait is how long a POST waits for the runtime's decision
 	// before redirecting to the question page anyway.
 	DecisionWait = 3 * time.Second
+	// LateDecisionWait is how much longer a refusal that missed
+	// DecisionWait is listened for, so that reloading the page shows it.
+	LateDecisionWait = time.Minute
 	// apiTimeout bounds one request to the runtime's API.
 	apiTimeout = 5 * time.Second
 	// listLimit is how many questions a list page shows.
@@ -449,6 +452,7 @@ func (oc *outcomeCache) put(id string, o *outcome) {
 	}
 }
 
+// get returns a copy of the outcome of attempt id: refuse may amend it.
 func (oc *outcomeCache) get(id string) (*outcome, bool) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
@@ -456,5 +460,18 @@ func (oc *outcomeCache) get(id string) (*outcome, bool) {
 	if !ok || time.Since(o.at) >= oc.ttl {
 		return nil, false
 	}
-	return o, true
+	cp := *o
+	return &cp, true
+}
+
+// refuse records the runtime's refusal of attempt id, which came after
+// its outcome was put: the form's input is shown again with it.
+func (oc *outcomeCache) refuse(id string, refused *bridge.Event, input formInput) {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	if o, ok := oc.items[id]; ok {
+		cp := *o
+		cp.refused, cp.input = refused, input
+		oc.items[id] = &cp
+	}
 }

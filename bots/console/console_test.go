@@ -666,6 +666,46 @@ func TestDoubleSubmitWhilePendingIsOneAttempt(t *testing.T) {
 	}
 }
 
+// TestRefusalAfterDecisionWaitShowsOnReload checks a refusal that comes
+// after the post stopped waiting for it is not lost: the page first says
+// the answer was sent, and shows the refusal, with the input, on reload.
+func TestRefusalAfterDecisionWaitShowsOnReload(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.rt.mu.Lock()
+	h.rt.silent = true // the runtime decides only after DecisionWait
+	h.rt.mu.Unlock()
+	q := reportQuestion("job-late-refusal")
+	h.rt.add(q)
+	link := h.questionURL("console:alice", q)
+	form := formValues(t, h.get(link).body, "answer-form")
+	form.Set("action", "answer")
+	form.Set("f.on", "2026-10-20")
+	form.Set("f.copies", "4")
+	form.Set("task_version", "2")
+	p := h.post(link, form)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("status %d\n%s", p.status, p.body)
+	}
+	next := p.header.Get("Location")
+	if p = h.get(next); !strings.Contains(p.body, `id="sent"`) {
+		t.Fatalf("undecided attempt page:\n%s", p.body)
+	}
+	refusal := bridge.Event{Type: bridge.EventRefused, EventID: "ev-late", Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID,
+		TaskVersion: 2, To: "console:alice", Reason: bridge.RefusedStale, AttemptID: u(t, next).Query().Get("attempt"),
+		Text: "This question was for task version 2; the job is now at version 3.", At: time.Now().UTC()}
+	h.rt.publish(bridge.EventSubject(q.Tenant, q.JobID), refusal.EventID, &refusal)
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if p = h.get(next); !strings.Contains(p.body, `id="refusal"><p>This question was for task version 2; the job is now at version 3.</p>`) {
+			return errors.New("the late refusal is not shown yet")
+		}
+		return nil
+	})
+	if strings.Contains(p.body, `id="sent"`) || !strings.Contains(p.body, `name="f.copies" value="4"`) {
+		t.Errorf("page after the late refusal:\n%s", p.body)
+	}
+}
+
 func TestRefusalShownInlineWithInputKept(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

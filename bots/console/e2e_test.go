@@ -47,7 +47,7 @@ func TestE2EChoicesAnswerResumesTheAgent(t *testing.T) {
 	if p.status != http.StatusSeeOther {
 		t.Fatalf("status %d\n%s", p.status, p.body)
 	}
-	p = h.get(p.header.Get("Location"))
+	p = h.decidedPage(p)
 	if !strings.Contains(p.body, `<h2 id="outcome-h">Answered</h2>`) || !strings.Contains(p.body, `<p class="answer">green</p>`) || !strings.Contains(p.body, "By <strong>console:alice</strong> via console") {
 		t.Errorf("outcome page:\n%s", p.body)
 	}
@@ -90,7 +90,7 @@ func TestE2EStaleAnswerRefusedInline(t *testing.T) {
 	if p.status != http.StatusSeeOther {
 		t.Fatalf("status %d\n%s", p.status, p.body)
 	}
-	p = h.get(p.header.Get("Location"))
+	p = h.decidedPage(p)
 	for _, want := range []string{`id="refusal"><p>This answer is stale: it belongs to task version 2`, `name="f.on" value="2026-10-20"`, `name="f.copies" value="3"`, `id="answer-form"`} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("page lacks %q\n%s", want, p.body)
@@ -326,7 +326,7 @@ func TestE2EFormPostedAfterAReaskIsStale(t *testing.T) {
 	form.Set("answer", "blue")
 	p := h.post(link, form)
 	if p.status == http.StatusSeeOther {
-		p = h.get(p.header.Get("Location"))
+		p = h.decidedPage(p)
 	}
 	want := html.EscapeString("This answer is stale: the question belongs to task version 1, which a newer version of the task replaced at ")
 	if !strings.Contains(p.body, want) {
@@ -440,4 +440,20 @@ func TestE2EOperatorAnswersForTheNamedAnswerer(t *testing.T) {
 	if r := resumeFor(t, resumes); r.Outcome != bridge.OutcomeAnswered || r.Text != "The answer: blue" || r.By != "console:op" {
 		t.Errorf("resume %+v", r)
 	}
+}
+
+// decidedPage opens the page a form post redirected to, reloading it while
+// it says the answer waits to be decided: under load the runtime may
+// decide after DecisionWait, and the page shows the decision on reload.
+func (h *harness) decidedPage(posted page) page {
+	h.t.Helper()
+	next := posted.header.Get("Location")
+	var p page
+	testenv.CheckFor(h.t, 10*time.Second, 10*time.Millisecond, func() error {
+		if p = h.get(next); strings.Contains(p.body, `id="sent"`) {
+			return errors.New("the page still says the answer waits to be decided")
+		}
+		return nil
+	})
+	return p
 }

@@ -206,7 +206,7 @@ func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	refused, err := c.propose(r.Context(), attempt)
+	refused, late, err := c.propose(r.Context(), attempt)
 	if err != nil {
 		c.log.ErrorContext(r.Context(), "console: propose answer", "tenant", v.Tenant, "job", v.JobID, "question", v.QuestionID, "err", err)
 		c.errorPage(w, r, http.StatusServiceUnavailable, "Your answer could not be sent",
@@ -220,6 +220,10 @@ func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		o.refused, o.input = refused, input
 	}
 	c.outcomes.put(attempt.AttemptID, o)
+	if late != nil {
+		// Put first: a refusal that comes later amends this outcome.
+		go late.await(func(ev *bridge.Event) { c.outcomes.refuse(attempt.AttemptID, ev, input) })
+	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -252,46 +256,83 @@ func actionWords(action string) string {
 
 // propose publishes the attempt and waits up to DecisionWait for the
 // runtime's word on it: its refusal (returned), or the question settling.
-// Running out of time is not an error: the page then says it was sent.
-func (c *Console) propose(ctx context.Context, a bridge.AnswerAttempt) (*bridge.Event, error) {
+// Running out of time is not an error: the page then says it was sent, and
+// the lateDecision returned still listens for a refusal, so that reloading
+// the page shows it.
+func (c *Console) propose(ctx context.Context, a bridge.AnswerAttempt) (*bridge.Event, *lateDecision, error) {
 	events := make(chan *nats.Msg, 64)
 	sub, err := c.nc.ChanSubscribe(bridge.EventSubject(a.Tenant, a.JobID), events)
 	if err != nil {
-		return nil, fmt.Errorf("console: subscribe to events: %w", err)
+		return nil, nil, fmt.Errorf("console: subscribe to events: %w", err)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			_ = sub.Unsubscribe()
+		}
+	}()
 	pctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	// The subscription must reach the server before the attempt can be
 	// decided, or the decision could pass unseen.
 	if err := c.nc.FlushWithContext(pctx); err != nil {
-		return nil, fmt.Errorf("console: flush event subscription: %w", err)
+		return nil, nil, fmt.Errorf("console: flush event subscription: %w", err)
 	}
 	if err := bridge.Publish(pctx, c.nats.JS, bridge.AnswerSubject(a.Tenant, a.JobID), "attempt-"+a.AttemptID, a); err != nil {
-		return nil, fmt.Errorf("console: propose %s: %w", a.AttemptID, err)
+		return nil, nil, fmt.Errorf("console: propose %s: %w", a.AttemptID, err)
 	}
 	timer := time.NewTimer(DecisionWait)
 	defer timer.Stop()
+	refused, decided := decision(ctx.Done(), timer.C, events, &a)
+	if decided || ctx.Err() != nil {
+		return refused, nil, nil
+	}
+	handedOver = true
+	return nil, &lateDecision{sub: sub, events: events, attempt: a}, nil
+}
+
+// lateDecision listens for the decision on an attempt that did not come
+// within DecisionWait.
+type lateDecision struct {
+	sub     *nats.Subscription
+	events  chan *nats.Msg
+	attempt bridge.AnswerAttempt
+}
+
+// await calls refused with the attempt's refusal if it comes within
+// LateDecisionWait, then stops listening.
+func (l *lateDecision) await(refused func(*bridge.Event)) {
+	defer func() { _ = l.sub.Unsubscribe() }()
+	timer := time.NewTimer(LateDecisionWait)
+	defer timer.Stop()
+	if ev, _ := decision(nil, timer.C, l.events, &l.attempt); ev != nil {
+		refused(ev)
+	}
+}
+
+// decision reads the job's events until the runtime refuses a or a's
+// question settles (decided), or done or timeout ends the wait first.
+func decision(done <-chan struct{}, timeout <-chan time.Time, events <-chan *nats.Msg, a *bridge.AnswerAttempt) (refused *bridge.Event, decided bool) {
 	for {
 		select {
-		case <-ctx.Done():
-			return nil, nil
-		case <-timer.C:
-			return nil, nil
+		case <-done:
+			return nil, false
+		case <-timeout:
+			return nil, false
 		case m := <-events:
 			var ev bridge.Event
 			if json.Unmarshal(m.Data, &ev) != nil {
 				continue
 			}
 			if ev.Type == bridge.EventRefused && ev.AttemptID == a.AttemptID {
-				return &ev, nil
+				return &ev, true
 			}
 			if ev.QuestionID != a.QuestionID {
 				continue
 			}
 			switch ev.Type {
 			case bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded:
-				return nil, nil
+				return nil, true
 			}
 		}
 	}
