@@ -20,9 +20,10 @@ type Hold struct {
 
 func (e *Hold) Error() string { return "held until " + e.Until.Format(time.RFC3339Nano) + ": " + e.Why }
 
-// Reserved keeps what the tries of one event put aside share: the send
-// slots its handler reserved, by key (a channel), so that the event, when
-// it comes back, uses its slot instead of queueing again at the end.
+// Reserved keeps what the tries of one event put aside share, instants
+// by key: the send slots its handler reserved (by channel), so that the
+// event, when it comes back, uses its slot instead of queueing again at
+// the end; or the instant of a claim the handler keeps while it waits.
 type Reserved struct {
 	mu sync.Mutex
 	at map[string]time.Time

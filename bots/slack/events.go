@@ -139,6 +139,13 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 	if err := b.pace.ready(ctx, channel); err != nil {
 		return err
 	}
+	// held: this event's own claim, taken by a try put aside before it
+	// sent anything; kept rather than released and taken again.
+	var held time.Time
+	res := engine.ReservedOf(ctx)
+	if res != nil {
+		held, _ = res.Take(heldClaimKey(ref))
+	}
 	var action string // "post", "report", "update", "none"
 	// since: an earlier claim that did not finish; its post may be in Slack.
 	var since time.Time
@@ -146,6 +153,10 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 		now := b.now()
 		since = time.Time{}
 		switch {
+		case c != nil && c.TS == "" && c.Failure == nil && c.Outcome == "" && c.ClaimBy == b.id && c.TriedSince.IsZero() &&
+			!held.IsZero() && c.ClaimSince.Equal(held) && now.Sub(held) < b.claimTTL/2:
+			action = "post"
+			return nil
 		case c == nil:
 			action = "post"
 			return &card{Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline, ClaimBy: b.id, ClaimSince: now}
@@ -216,9 +227,13 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 	}
 	var hold *engine.Hold
 	if errors.As(err, &hold) {
-		// Nothing was sent: the try when the channel's turn comes claims
-		// the card again, without looking for a post first.
-		b.releaseCard(ctx, ref, false)
+		// Nothing was sent: the try when the channel's turn comes posts
+		// under this claim, without looking for a post first.
+		if res != nil && rec.ClaimBy == b.id && rec.TriedSince.IsZero() {
+			res.Put(heldClaimKey(ref), rec.ClaimSince)
+		} else {
+			b.releaseCard(ctx, ref, false)
+		}
 		return err
 	}
 	if err != nil {
@@ -269,6 +284,10 @@ func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, lastTry bool) error
 	}
 	return nil
 }
+
+// heldClaimKey names, in an event's engine.Reserved, the instant of its
+// claim on the card of r while the event waits for its channel.
+func heldClaimKey(r blockkit.Ref) string { return "claim " + cardKey(r) }
 
 // releaseCard gives up this replica's claim on posting the card of ref,
 // remembering a post that was sent so the next poster looks for it. It

@@ -87,10 +87,10 @@ func (p *pacer) take(ctx context.Context, channel string, longest time.Duration)
 	}
 }
 
-// ready returns an *engine.Hold, reserving the slot for the event, when
-// the next call to channel would have to wait: a handler asks before it
-// claims work that the wait would leave claimed. A slot free now is left
-// to the call.
+// ready reserves the event's next slot on channel, and returns an
+// *engine.Hold when it is still to come: a handler asks before it claims
+// work that a wait would leave claimed. The call then uses the slot,
+// which no other job can take meanwhile.
 func (p *pacer) ready(ctx context.Context, channel string) error {
 	res := engine.ReservedOf(ctx)
 	if res == nil {
@@ -104,9 +104,6 @@ func (p *pacer) ready(ctx context.Context, channel string) error {
 	defer p.mu.Unlock()
 	at, ok := res.Take(channel)
 	if !ok || at.Before(p.blocked[channel]) {
-		if !p.slotLocked(channel, now).After(now) {
-			return nil
-		}
 		at = p.reserveLocked(channel, now)
 	}
 	res.Put(channel, at)
