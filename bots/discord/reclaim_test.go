@@ -36,7 +36,7 @@ func TestRestartTakesItsOwnClaimBackAtOnce(t *testing.T) {
 				}
 				return nil
 			})
-			if cards := cardsOf(channelA, q.QuestionID); len(cards) != 1 {
+			if cards := cardsOf(channelA, q); len(cards) != 1 {
 				t.Fatalf("%d cards before the restart, want the one whose answer was lost", len(cards))
 			}
 			h.stopBot()
@@ -57,7 +57,7 @@ func TestRestartTakesItsOwnClaimBackAtOnce(t *testing.T) {
 				}
 			} else {
 				d := h.waitDelivery()
-				cards := cardsOf(channelA, q.QuestionID)
+				cards := cardsOf(channelA, q)
 				if !d.OK || d.Message == nil || len(cards) != 1 || d.Message.MessageID != cards[0] {
 					t.Fatalf("delivery %+v (message %+v), cards %v: want the card made before the crash", d, d.Message, cards)
 				}
@@ -65,7 +65,7 @@ func TestRestartTakesItsOwnClaimBackAtOnce(t *testing.T) {
 					t.Fatalf("the replica put off its own claim:\n%s", h.logs)
 				}
 			}
-			if cards := cardsOf(channelA, q.QuestionID); len(cards) != 1 {
+			if cards := cardsOf(channelA, q); len(cards) != 1 {
 				t.Fatalf("%d cards, want 1", len(cards))
 			}
 		})

@@ -261,14 +261,16 @@ func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
 	}
 }
 
-// cardsOf returns the ids of the messages in channel whose components
-// name question q-<question> (its cards), oldest first.
-func cardsOf(channel, question string) []string {
+// cardsOf returns the ids of the messages in channel posted as q's card,
+// settled or not, oldest first. They are told by the nonce the bot posts a
+// card with: a settled card has lost the components that name q.
+func cardsOf(channel string, q bridge.Question) []string {
+	nonce := nonceFor("card", q.Tenant, q.JobID, q.QuestionID, fmt.Sprint(q.TaskVersion))
 	fake.mu.Lock()
 	defer fake.mu.Unlock()
 	var ids []string
 	for id, m := range fake.msgs {
-		if m["channel_id"] == channel && strings.Contains(fmt.Sprint(m["components"]), ":"+question+":") {
+		if m["channel_id"] == channel && m["nonce"] == nonce {
 			ids = append(ids, id)
 		}
 	}
@@ -353,7 +355,7 @@ func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
 				t.Fatalf("delivery %+v (failure %+v), want SOURCE_UNRELIABLE", d, d.Failure)
 			}
 			fake.clearRules() // Discord is well again
-			cards := cardsOf(where, q.QuestionID)
+			cards := cardsOf(where, q)
 			if len(cards) != 1 {
 				t.Fatalf("%d cards in Discord, want the one it made", len(cards))
 			}
@@ -455,7 +457,7 @@ func TestRetryAdoptsTheCardAnEarlierTryMade(t *testing.T) {
 				}
 				return fmt.Errorf("no delivery report for %s yet", q.QuestionID)
 			})
-			cards := cardsOf(where, q.QuestionID)
+			cards := cardsOf(where, q)
 			if len(cards) != 1 {
 				t.Fatalf("%d cards of the question in Discord, want 1", len(cards))
 			}
