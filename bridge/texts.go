@@ -173,3 +173,24 @@ func sentence(s string) string {
 }
 
 func jsonUnmarshalString(b []byte, s *string) error { return json.Unmarshal(b, s) }
+
+// RestrictedReaders names, in a person's words, who may read a restricted
+// question: the people it waits for (Question.WaitsFor), each drawn by
+// mention, and admins, who stand for owners too. Every front-end and the
+// runtime's refusals say it the same way.
+func RestrictedReaders(people []string, mention func(identity string) string) string {
+	if len(people) == 0 {
+		return "admins"
+	}
+	names := make([]string, len(people))
+	for i, id := range people {
+		names[i] = mention(id)
+	}
+	return strings.Join(names, ", ") + " and admins"
+}
+
+// RestrictedNotice is the sentence shown in place of a restricted
+// question's content to someone who may not read it.
+func RestrictedNotice(readers string) string {
+	return "A restricted question waits for " + readers + "; only they may read it."
+}

@@ -101,13 +101,11 @@ func (r Roles) accessFor(tenant, id string, extra []string, q *bridge.Question) 
 // restrictedTo says, in a person's words, whom a restricted question's
 // content is for.
 func restrictedTo(q *bridge.Question) string {
-	if q == nil {
-		return "admins and owners"
+	var people []string
+	if q != nil {
+		people = q.WaitsFor()
 	}
-	if people := q.WaitsFor(); len(people) > 0 {
-		return strings.Join(people, ", ") + ", admins and owners"
-	}
-	return "admins and owners"
+	return bridge.RestrictedReaders(people, func(id string) string { return id })
 }
 
 // forbiddenText explains a refused answer in words the clicker can act on:

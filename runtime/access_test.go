@@ -75,11 +75,11 @@ func TestForbiddenText(t *testing.T) {
 		want   string
 	}{
 		{"operator answers a restricted question", access{Exists: true, Decline: true}, bridge.ActionAnswer, restricted,
-			"You can't answer this question: it is restricted to slack:UANA, slack:UJOB, admins and owners; you may decline it without seeing it."},
+			"You can't answer this question: it is restricted to slack:UANA, slack:UJOB and admins; you may decline it without seeing it."},
 		{"operator approves a restricted approval", access{Exists: true, Decline: true}, bridge.ActionApprove, restricted,
-			"You can't answer this question: it is restricted to slack:UANA, slack:UJOB, admins and owners; you may decline it without seeing it."},
+			"You can't answer this question: it is restricted to slack:UANA, slack:UJOB and admins; you may decline it without seeing it."},
 		{"restricted, nobody named", access{Exists: true, Decline: true}, bridge.ActionAnswer, nobodyNamed,
-			"You can't answer this question: it is restricted to admins and owners; you may decline it without seeing it."},
+			"You can't answer this question: it is restricted to admins; you may decline it without seeing it."},
 		{"reader answers", access{Exists: true}, bridge.ActionAnswer, restricted,
 			"You can't answer this question: slack:UX is a reader: it may see that the question waits, but not answer or decline it."},
 		{"reader declines", access{Exists: true}, bridge.ActionDecline, nil,

@@ -48,7 +48,7 @@ func TestRestrictedQuestionByIdentity(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	q := restrictedQuestion("job-rs")
 	ask(t, env, q)
-	const refusal = "You can't answer this question: it is restricted to slack:UANA, slack:UJOB, admins and owners; you may decline it without seeing it."
+	const refusal = "You can't answer this question: it is restricted to slack:UANA, slack:UJOB and admins; you may decline it without seeing it."
 	for _, c := range []struct {
 		as                 string
 		sees, answer, decl bool
@@ -106,7 +106,7 @@ func TestRestrictedQuestionOperatorDeclines(t *testing.T) {
 	attempt(t, env, bridge.AnswerAttempt{JobID: q.JobID, QuestionID: q.QuestionID, AttemptID: "rd1", Answer: json.RawMessage(`"band-4"`), By: "slack:UOP"})
 	ev := refusalFor(t, events, "rd1")
 	if ev.Reason != bridge.RefusedForbidden || ev.To != "slack:UOP" ||
-		ev.Text != "You can't answer this question: it is restricted to slack:UANA, slack:UJOB, admins and owners; you may decline it without seeing it." {
+		ev.Text != "You can't answer this question: it is restricted to slack:UANA, slack:UJOB and admins; you may decline it without seeing it." {
 		t.Fatalf("refusal = %+v", ev)
 	}
 	waitState(t, env, q, bridge.StatePending)

@@ -816,12 +816,12 @@ func TestHiddenQuestionShowsOnlyThatItWaits(t *testing.T) {
 			}
 		}
 		if !strings.Contains(p.body, "<h1>A question waits</h1>") || strings.Contains(p.body, `id="answer-form"`) ||
-			!strings.Contains(p.body, "for <strong>console:alice, slack:U0OWNER and admins</strong>: only they may read it.") {
+			!strings.Contains(p.body, "A restricted question waits for <strong>console:alice, slack:U0OWNER and admins</strong>; only they may read it.") {
 			t.Errorf("%s: hidden page:\n%s", who, p.body)
 		}
 		list := h.get(h.signer.ListURL(who, time.Hour))
 		if !strings.Contains(list.body, "A question waits") || strings.Contains(list.body, q.Question) ||
-			!strings.Contains(list.body, "A restricted question for console:alice, slack:U0OWNER and admins: only they may read it.") {
+			!strings.Contains(list.body, "A restricted question waits for console:alice, slack:U0OWNER and admins; only they may read it.") {
 			t.Errorf("%s: list shows hidden content:\n%s", who, list.body)
 		}
 	}

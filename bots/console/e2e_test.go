@@ -131,7 +131,7 @@ func TestE2EPermissionsAndDecline(t *testing.T) {
 		}
 	}
 	// A reader and an operator see only that it waits, and for whom.
-	restrictedLine := "for <strong>console:alice, slack:U0OWNER and admins</strong>: only they may read it."
+	restrictedLine := "A restricted question waits for <strong>console:alice, slack:U0OWNER and admins</strong>; only they may read it."
 	for _, who := range []string{"console:reader", "console:op"} {
 		for _, page := range []string{h.questionURL(who, q), h.signer.ListURL(who, time.Hour), h.signer.JobURL(who, q.Tenant, q.JobID, time.Hour)} {
 			p := h.get(page)
@@ -163,7 +163,7 @@ func TestE2EPermissionsAndDecline(t *testing.T) {
 	// Sent as an answer, the form is refused in the runtime's words.
 	form.Set("action", "answer")
 	if p := h.post(link, form); p.status != http.StatusForbidden ||
-		!strings.Contains(p.body, html.EscapeString("You can't answer this question: it is restricted to console:alice, slack:U0OWNER, admins and owners; you may decline it without seeing it.")) {
+		!strings.Contains(p.body, html.EscapeString("You can't answer this question: it is restricted to console:alice, slack:U0OWNER and admins; you may decline it without seeing it.")) {
 		t.Fatalf("operator's answer: status %d\n%s", p.status, p.body)
 	}
 	form.Set("action", "decline")

@@ -82,10 +82,7 @@ type questionPage struct {
 // restrictedTo names who may read a restricted question: the people it
 // waits for, and admins (who stand for owners too).
 func restrictedTo(people []string) string {
-	if len(people) == 0 {
-		return "admins"
-	}
-	return strings.Join(people, ", ") + " and admins"
+	return bridge.RestrictedReaders(people, func(id string) string { return id })
 }
 
 // restrictedText is restrictedTo for a view, "" when it is not restricted.

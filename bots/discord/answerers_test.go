@@ -56,7 +56,7 @@ func TestE2ERestrictedQuestionOperatorDeclines(t *testing.T) {
 
 	// The answer form, whatever the card offers, is for those who may read it.
 	answerID := customID(actAnswer, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion, 0)
-	const why = "You can't answer this question: it is restricted to discord:3000000000000000001, slack:U0OWNER, admins and owners; you may decline it without seeing it."
+	const why = "You can't answer this question: it is restricted to discord:3000000000000000001, slack:U0OWNER and admins; you may decline it without seeing it."
 	if s := ephemeralText(t, h.interact(h.click(olga, answerID))); s != why {
 		t.Fatalf("operator's Answer click: %q, want %q", s, why)
 	}
@@ -116,7 +116,7 @@ func TestRestrictedReminderDMToOperators(t *testing.T) {
 	e := body["embeds"].([]any)[0].(map[string]any)
 	if strings.Contains(string(dm.Body), q.Question) || strings.Contains(string(dm.Body), q.WhyItMatters) ||
 		body["content"] != "A restricted question is waiting; you may decline it." ||
-		e["description"] != "Only <@"+ana.ID+"> and admins may read this question." {
+		e["description"] != "A restricted question waits for <@"+ana.ID+"> and admins; only they may read it." {
 		t.Fatalf("DM = %s", dm.Body)
 	}
 }

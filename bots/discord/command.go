@@ -158,7 +158,7 @@ func (b *Bot) cmdList(ctx context.Context, who clicker, opt map[string]string) *
 		line := fmt.Sprintf("• `%s/%s/%s` ", v.Tenant, v.JobID, v.QuestionID)
 		switch {
 		case v.Restricted && (v.Hidden || v.Question == nil):
-			line += "_a restricted question waits for " + restrictedTo(v.WaitsFor) + "; you may not see its content_"
+			line += "_" + bridge.RestrictedNotice(restrictedTo(v.WaitsFor)) + "_"
 		case v.Hidden || v.Question == nil:
 			line += "_" + neutral.PlaceholderHidden + "_"
 		default:
@@ -213,7 +213,7 @@ func (b *Bot) cmdShow(ctx context.Context, who clicker, opt map[string]string) *
 	if nc.Kind == neutral.KindHidden {
 		text := head + "\n" + nc.Placeholder
 		if v.Restricted {
-			text = head + "\nA restricted question waits here for " + restrictedTo(v.WaitsFor) + "; only they may read it."
+			text = head + "\n" + bridge.RestrictedNotice(restrictedTo(v.WaitsFor))
 		}
 		if v.State == bridge.StatePending && v.CanDecline {
 			text += fmt.Sprintf("\nYou may decline it: `/ask decline question:%s/%s/%s`.", v.Tenant, v.JobID, v.QuestionID)
@@ -246,17 +246,10 @@ func (b *Bot) cmdShow(ctx context.Context, who clicker, opt map[string]string) *
 	return resp
 }
 
-// restrictedTo names the people a restricted question waits for, and
-// admins, who may read it too.
+// restrictedTo names who may read a restricted question, people as
+// Discord mentions, cut to fit a message.
 func restrictedTo(people []string) string {
-	if len(people) == 0 {
-		return "admins"
-	}
-	names := make([]string, len(people))
-	for i, id := range people {
-		names[i] = who(id, "")
-	}
-	return neutral.Truncate(strings.Join(names, ", "), 300) + " and admins"
+	return neutral.Truncate(bridge.RestrictedReaders(people, func(id string) string { return who(id, "") }), 320)
 }
 
 // choiceFields joins choices with " | " into embed field values of at

@@ -436,7 +436,7 @@ func TestE2EAskCommands(t *testing.T) {
 	// An operator by Discord role sees that restricted q-7 waits but not what it asks.
 	op := person{ID: "3000000000000000007", Name: "olga", Roles: []string{operRole}}
 	if s := text(h.interact(h.command(op, "list", map[string]string{"job": "job-2"}))); !strings.Contains(s, "q-7") ||
-		!strings.Contains(s, "_a restricted question waits for slack:U0ANA and admins; you may not see its content_") || strings.Contains(s, "copies") {
+		!strings.Contains(s, "_A restricted question waits for slack:U0ANA and admins; only they may read it._") || strings.Contains(s, "copies") {
 		t.Fatalf("operator's list = %q", s)
 	}
 	// show

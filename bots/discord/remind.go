@@ -148,12 +148,5 @@ func (b *Bot) noteUnreachable(ctx context.Context, c *card, user, eventID string
 // restrictedFor says who may read a restricted question, in a reminder to
 // someone who may not.
 func restrictedFor(q *bridge.Question) string {
-	people := q.WaitsFor()
-	if len(people) == 0 {
-		return "Only admins may read this question."
-	}
-	for i, id := range people {
-		people[i] = who(id, "")
-	}
-	return neutral.Truncate("Only "+strings.Join(people, ", ")+" and admins may read this question.", maxDescription)
+	return neutral.Truncate(bridge.RestrictedNotice(restrictedTo(q.WaitsFor())), maxDescription)
 }

@@ -112,7 +112,7 @@ func TestRestrictedQuestionOperatorDeclinesUnseen(t *testing.T) {
 			t.Errorf("%s's /ask show: %q", user, s)
 		}
 	}
-	const waits = "`job-secret/q-secret` (acme) — a restricted question waits here for <@U0KEV>, <@U0OWNER> and admins; only they may read it."
+	const waits = "`job-secret/q-secret` (acme) — A restricted question waits for <@U0KEV>, <@U0OWNER> and admins; only they may read it."
 	for _, user := range []string{"U0OP", "U0READ"} {
 		for _, cmd := range []string{"show job-secret/q-secret", "list"} {
 			s := slashReply(t, h, user, cmd)
@@ -130,7 +130,7 @@ func TestRestrictedQuestionOperatorDeclinesUnseen(t *testing.T) {
 	if s := slashReply(t, h, "U0OP", "answer job-secret/q-secret band-4"); !strings.Contains(s, "Sent your answer") {
 		t.Fatalf("/ask answer: %q", s)
 	}
-	toldPrivately(t, h, "You can't answer this question: it is restricted to slack:U0KEV, slack:U0OWNER, admins and owners; you may decline it without seeing it.")
+	toldPrivately(t, h, "You can't answer this question: it is restricted to slack:U0KEV, slack:U0OWNER and admins; you may decline it without seeing it.")
 
 	// Decline from the card: the form shows nothing of the question.
 	h.interact(h.fake.click("U0OP", "olga", "trig-opdec", "C0123", h.cardTS(t, q), actionsBlock(card), "decline", "decline", ""))
@@ -187,7 +187,7 @@ func TestRestrictedReminderToOperators(t *testing.T) {
 		return nil
 	})
 	if s := dm["D0OP"]; strings.Contains(s, q.Question) || strings.Contains(s, "red") ||
-		!strings.HasPrefix(s, ":bell: Reminder: a restricted question waits in job `job-rem` for <@U0OWNER> and admins; only they may read it. You may decline it.") {
+		!strings.HasPrefix(s, ":bell: Reminder, in job `job-rem`: A restricted question waits for <@U0OWNER> and admins; only they may read it. You may decline it.") {
 		t.Errorf("operator's DM: %q", s)
 	}
 	if s := dm["D0OWNER"]; !strings.Contains(s, q.Question) {

@@ -198,7 +198,7 @@ func (b *Bot) describe(identity string, v *bridge.QuestionView, full bool) strin
 	if v.Hidden || v.Question == nil {
 		line := id + " (" + v.Tenant + ") — " + neutral.PlaceholderHidden
 		if v.Restricted {
-			line = id + " (" + v.Tenant + ") — a restricted question waits here for " + restrictedFor(v.WaitsFor) + "; only they may read it."
+			line = id + " (" + v.Tenant + ") — " + bridge.RestrictedNotice(restrictedFor(v.WaitsFor))
 		}
 		if v.CanDecline {
 			line += " You may decline it: `/ask decline " + v.JobID + "/" + v.QuestionID + " [reason]`."
@@ -235,17 +235,10 @@ func (b *Bot) describe(identity string, v *bridge.QuestionView, full bool) strin
 	return s
 }
 
-// restrictedFor names the people a restricted question waits for, and
-// admins, who may read it too.
+// restrictedFor names who may read a restricted question, people as
+// Slack mentions.
 func restrictedFor(people []string) string {
-	if len(people) == 0 {
-		return "admins"
-	}
-	names := make([]string, len(people))
-	for i, id := range people {
-		names[i] = blockkit.Mention(id)
-	}
-	return strings.Join(names, ", ") + " and admins"
+	return bridge.RestrictedReaders(people, blockkit.Mention)
 }
 
 // cmdAttempt proposes an answer or decline typed in /ask. It is checked

@@ -837,16 +837,9 @@ func reminderText(ev *bridge.Event, q *bridge.Question, link string, askedAt, de
 // question: that it waits, for whom, and that they may decline it; none of
 // its content.
 func restrictedReminderText(ev *bridge.Event, q *bridge.Question, link string, deadline, now time.Time, consoleURL string) string {
-	forWhom := "admins"
-	if people := q.WaitsFor(); len(people) > 0 {
-		for i, id := range people {
-			people[i] = blockkit.Mention(id)
-		}
-		forWhom = strings.Join(people, ", ") + " and admins"
-	}
 	var sb strings.Builder
-	sb.WriteString(":bell: Reminder: a restricted question waits in job `" + ev.JobID + "` for " + forWhom +
-		"; only they may read it. You may decline it.\n")
+	sb.WriteString(":bell: Reminder, in job `" + ev.JobID + "`: " + bridge.RestrictedNotice(restrictedFor(q.WaitsFor())) +
+		" You may decline it.\n")
 	if link != "" {
 		sb.WriteString("<" + link + "|Decline it in the thread>")
 	} else if consoleURL != "" {

@@ -13,7 +13,6 @@ import (
 	"net"
 	neturl "net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -469,7 +468,7 @@ func (c *cli) show(ctx context.Context, args []string) int {
 // restrictedTo names who may read a restricted question: the people it
 // waits for, and admins (who stand for owners too).
 func restrictedTo(people []string) string {
-	return strings.Join(append(slices.Clone(people), "admins"), ", ")
+	return bridge.RestrictedReaders(people, func(id string) string { return id })
 }
 
 func orDash(s string) string {

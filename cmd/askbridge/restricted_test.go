@@ -26,7 +26,7 @@ func TestCLIRestrictedQuestion(t *testing.T) {
 		if code := cl.list(context.Background(), []string{"--tenant", "acme"}); code != exitOK {
 			t.Fatalf("%s list exit %d: %s", c.who, code, errOut)
 		}
-		if got := out.String(); strings.Contains(got, "salary") || !strings.Contains(got, "(restricted: for cli:ana, admins)") {
+		if got := out.String(); strings.Contains(got, "salary") || !strings.Contains(got, "(restricted: for cli:ana and admins)") {
 			t.Errorf("%s list:\n%s", c.who, got)
 		}
 		out.Reset()
@@ -34,7 +34,7 @@ func TestCLIRestrictedQuestion(t *testing.T) {
 			t.Fatalf("%s show exit %d: %s", c.who, code, errOut)
 		}
 		shown := strings.Join(strings.Fields(out.String()), " ")
-		if strings.Contains(shown, "salary") || !strings.Contains(shown, "Restricted to: cli:ana, admins") || !strings.Contains(shown, c.may) {
+		if strings.Contains(shown, "salary") || !strings.Contains(shown, "Restricted to: cli:ana and admins") || !strings.Contains(shown, c.may) {
 			t.Errorf("%s show:\n%s", c.who, out)
 		}
 	}
