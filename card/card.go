@@ -306,10 +306,8 @@ var stateLabels = map[string]string{
 	StateEnded:             "Ended",
 }
 
-// StateLabel names a question's state in words: the runtime's states
+// stateLabel names a question's state in words: the runtime's states
 // (bridge.State*) and an approval's approved and denied.
-func StateLabel(state string) string { return stateLabel(state, "") }
-
 func stateLabel(state string, k Kind) string {
 	if state == bridge.StatePending {
 		if k == KindApproval {

@@ -271,23 +271,6 @@ func choiceFields(choices []string) []string {
 	return append(out, cur)
 }
 
-// stateEvent names the event that settles a question in a state.
-func stateEvent(state string) string {
-	switch state {
-	case bridge.StateAnswered:
-		return bridge.EventAnswered
-	case bridge.StateDeclined:
-		return bridge.EventDeclined
-	case bridge.StateTimedOut:
-		return bridge.EventTimedOut
-	case bridge.StateCancelled:
-		return bridge.EventCancelled
-	case bridge.StateSuperseded:
-		return bridge.EventSuperseded
-	}
-	return state
-}
-
 func (b *Bot) cmdAnswer(ctx context.Context, in *discordgo.Interaction, who clicker, opt map[string]string, act string) *discordgo.InteractionResponse {
 	reply, refusal := b.show(ctx, who, opt)
 	if refusal != nil {
