@@ -706,6 +706,50 @@ func TestRefusalAfterDecisionWaitShowsOnReload(t *testing.T) {
 	}
 }
 
+// TestSupersededEventDoesNotDecideAStaleForm checks the event that
+// superseded the version a form was drawn for, relayed only after the
+// form was posted, is not taken for the form's decision: the runtime's
+// refusal of the stale answer is what the page shows.
+func TestSupersededEventDoesNotDecideAStaleForm(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.rt.mu.Lock()
+	h.rt.silent = true // the test decides, in the order it needs
+	h.rt.mu.Unlock()
+	q := reportQuestion("job-superseded-late")
+	h.rt.add(q)
+	link := h.questionURL("console:alice", q)
+	form := formValues(t, h.get(link).body, "answer-form")
+	form.Set("action", "answer")
+	form.Set("f.on", "2026-10-20")
+	form.Set("f.copies", "4")
+	form.Set("task_version", "2")
+	posted := make(chan page, 1)
+	go func() { posted <- h.post(link, form) }()
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if h.answersSent() == 0 {
+			return errors.New("the answer is not sent yet")
+		}
+		return nil
+	})
+	at := time.Now().UTC()
+	superseded := bridge.Event{Type: bridge.EventSuperseded, EventID: "ev-superseded", Tenant: q.Tenant, JobID: q.JobID,
+		QuestionID: q.QuestionID, TaskVersion: 2, State: bridge.StateSuperseded, At: at}
+	h.rt.publish(bridge.EventSubject(q.Tenant, q.JobID), superseded.EventID, &superseded)
+	refusal := bridge.Event{Type: bridge.EventRefused, EventID: "ev-stale", Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID,
+		TaskVersion: 2, To: "console:alice", Reason: bridge.RefusedStale, AttemptID: attemptPrefix + form.Get("nonce"),
+		Text: "This question was for task version 2; the job is now at version 3.", At: at}
+	h.rt.publish(bridge.EventSubject(q.Tenant, q.JobID), refusal.EventID, &refusal)
+	p := <-posted
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("status %d\n%s", p.status, p.body)
+	}
+	p = h.decidedPage(p)
+	if !strings.Contains(p.body, `id="refusal"><p>This question was for task version 2; the job is now at version 3.</p>`) {
+		t.Errorf("page lacks the refusal:\n%s", p.body)
+	}
+}
+
 func TestRefusalShownInlineWithInputKept(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

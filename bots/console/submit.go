@@ -206,7 +206,7 @@ func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	refused, late, err := c.propose(r.Context(), attempt)
+	refused, late, err := c.propose(r.Context(), attempt, v.TaskVersion)
 	if err != nil {
 		c.log.ErrorContext(r.Context(), "console: propose answer", "tenant", v.Tenant, "job", v.JobID, "question", v.QuestionID, "err", err)
 		c.errorPage(w, r, http.StatusServiceUnavailable, "Your answer could not be sent",
@@ -255,11 +255,11 @@ func actionWords(action string) string {
 }
 
 // propose publishes the attempt and waits up to DecisionWait for the
-// runtime's word on it: its refusal (returned), or the question settling.
-// Running out of time is not an error: the page then says it was sent, and
-// the lateDecision returned still listens for a refusal, so that reloading
-// the page shows it.
-func (c *Console) propose(ctx context.Context, a bridge.AnswerAttempt) (*bridge.Event, *lateDecision, error) {
+// runtime's word on it: its refusal (returned), or the question settling
+// at pending, the version the page showed waiting. Running out of time is
+// not an error: the page then says it was sent, and the lateDecision
+// returned still listens for a refusal, so that reloading the page shows it.
+func (c *Console) propose(ctx context.Context, a bridge.AnswerAttempt, pending int64) (*bridge.Event, *lateDecision, error) {
 	events := make(chan *nats.Msg, 64)
 	sub, err := c.nc.ChanSubscribe(bridge.EventSubject(a.Tenant, a.JobID), events)
 	if err != nil {
@@ -283,12 +283,12 @@ func (c *Console) propose(ctx context.Context, a bridge.AnswerAttempt) (*bridge.
 	}
 	timer := time.NewTimer(DecisionWait)
 	defer timer.Stop()
-	refused, decided := decision(ctx.Done(), timer.C, events, &a)
+	refused, decided := decision(ctx.Done(), timer.C, events, &a, pending)
 	if decided || ctx.Err() != nil {
 		return refused, nil, nil
 	}
 	handedOver = true
-	return nil, &lateDecision{sub: sub, events: events, attempt: a}, nil
+	return nil, &lateDecision{sub: sub, events: events, attempt: a, pending: pending}, nil
 }
 
 // lateDecision listens for the decision on an attempt that did not come
@@ -297,6 +297,7 @@ type lateDecision struct {
 	sub     *nats.Subscription
 	events  chan *nats.Msg
 	attempt bridge.AnswerAttempt
+	pending int64
 }
 
 // await calls refused with the attempt's refusal if it comes within
@@ -305,14 +306,17 @@ func (l *lateDecision) await(refused func(*bridge.Event)) {
 	defer func() { _ = l.sub.Unsubscribe() }()
 	timer := time.NewTimer(LateDecisionWait)
 	defer timer.Stop()
-	if ev, _ := decision(nil, timer.C, l.events, &l.attempt); ev != nil {
+	if ev, _ := decision(nil, timer.C, l.events, &l.attempt, l.pending); ev != nil {
 		refused(ev)
 	}
 }
 
 // decision reads the job's events until the runtime refuses a or a's
-// question settles (decided), or done or timeout ends the wait first.
-func decision(done <-chan struct{}, timeout <-chan time.Time, events <-chan *nats.Msg, a *bridge.AnswerAttempt) (refused *bridge.Event, decided bool) {
+// question settles at pending (decided), or done or timeout ends the wait
+// first. An attempt for another version than pending is only ever refused
+// (stale): the event that superseded its version may still come, relayed
+// after the page showed the new one, and decides nothing.
+func decision(done <-chan struct{}, timeout <-chan time.Time, events <-chan *nats.Msg, a *bridge.AnswerAttempt, pending int64) (refused *bridge.Event, decided bool) {
 	for {
 		select {
 		case <-done:
@@ -327,7 +331,7 @@ func decision(done <-chan struct{}, timeout <-chan time.Time, events <-chan *nat
 			if ev.Type == bridge.EventRefused && ev.AttemptID == a.AttemptID {
 				return &ev, true
 			}
-			if ev.QuestionID != a.QuestionID {
+			if ev.QuestionID != a.QuestionID || ev.TaskVersion != pending || a.TaskVersion != pending {
 				continue
 			}
 			switch ev.Type {
