@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -18,7 +19,16 @@ import (
 // used to end the runtime's consumption for good, until a restart.
 func TestDeletedConsumersAndStreamsAreMadeAgain(t *testing.T) {
 	clock := testenv.NewClock()
-	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
+	// The runtime's warnings and errors say why a heal did not happen;
+	// shown only when the test fails.
+	logs := &testenv.LockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("runtime log:\n%s", logs)
+		}
+	})
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	ctx := context.Background()
 	ask := func(job string) {
 		t.Helper()
