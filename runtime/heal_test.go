@@ -63,18 +63,23 @@ func TestDeletedConsumersAndStreamsAreMadeAgain(t *testing.T) {
 	}
 	ask("job-consumer")
 
-	// Every stream and the lease bucket gone.
+	// Every stream and the lease bucket gone, one after another, each made
+	// again before the next goes: a delete that overlaps the heal's create
+	// of the same stream can leave nats-server (v2.15.2) holding a stream
+	// whose directory is gone, which no create or update mends (a server
+	// race, not the runtime's). All at once, as a server that lost its
+	// store, is TestExternalNATSWipedStore in cmd/askbridge.
 	for _, s := range append(bridge.StreamNames(), "KV_"+runtime.RuntimeBucket) {
 		if err := env.NATS.JS.DeleteStream(ctx, s); err != nil {
 			t.Fatal(err)
 		}
+		testenv.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+			if err := bridge.CheckStreams(ctx, env.NATS.JS); err != nil {
+				return err
+			}
+			return env.Runtime.Check(ctx)
+		})
 	}
-	testenv.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		if err := bridge.CheckStreams(ctx, env.NATS.JS); err != nil {
-			return err
-		}
-		return env.Runtime.Check(ctx)
-	})
 	ask("job-streams")
 	// The lease is held again.
 	testenv.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
