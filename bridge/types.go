@@ -375,7 +375,7 @@ type Event struct {
 	JobID       string `json:"job_id"`
 	QuestionID  string `json:"question_id"`
 	TaskVersion int64  `json:"task_version"`
-	// Question is the whole question on asked, reminded and escalated.
+	// Question is the whole question, on every event about one.
 	Question *Question `json:"question,omitempty"`
 	State    string    `json:"state,omitempty"`
 	AskedAt  time.Time `json:"asked_at,omitzero"`
@@ -404,7 +404,11 @@ type Event struct {
 	// Messages are the chat messages that show this question, as reported
 	// by the adapters, so an outcome can update them after any restart.
 	Messages []MessageRef `json:"messages,omitempty"`
-	At       time.Time    `json:"at"`
+	// Threads, on asked, are the job's threads: where its earlier questions
+	// were shown in a thread, as the adapters reported them, so an adapter
+	// that restarted opens no second thread for the job.
+	Threads []MessageRef `json:"threads,omitempty"`
+	At      time.Time    `json:"at"`
 }
 
 // Outcomes on ask.v1.resume.<tenant>.<job>.

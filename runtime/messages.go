@@ -19,8 +19,12 @@ func decodeBody(rec *store.Record) *bridge.Question {
 	return &q
 }
 
+// eventFor is the event of typ about rec. It carries the whole question,
+// so a front-end draws the card of any event without a record of its own
+// (docs/contract.md, events).
 func eventFor(rec *store.Record, typ string, at time.Time) bridge.Event {
 	return bridge.Event{
+		Question:    decodeBody(rec),
 		Type:        typ,
 		EventID:     fmt.Sprintf("%s.%s.%s.%d.%s", rec.Tenant, rec.JobID, rec.QuestionID, rec.TaskVersion, typ),
 		Tenant:      rec.Tenant,

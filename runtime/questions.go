@@ -20,6 +20,7 @@ type questionStore interface {
 	AskMany(ctx context.Context, nqs []store.NewQuestion) ([]*store.AskResult, error)
 	Find(ctx context.Context, k store.Key) (*store.Record, error)
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
+	JobThreads(ctx context.Context, tenant, job string) ([]bridge.MessageRef, error)
 	Settle(ctx context.Context, st store.Settlement) error
 }
 
@@ -189,6 +190,12 @@ func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.
 	asked := eventFor(rec, bridge.EventAsked, now)
 	asked.Question = q
 	asked.State = bridge.StatePending
+	// A hint, not a rule: an adapter that lacks it looks for the thread.
+	if threads, err := r.asking.JobThreads(ctx, q.Tenant, q.JobID); err == nil {
+		asked.Threads = threads
+	} else {
+		r.log.Warn("the job's threads could not be read for its asked event", "tenant", q.Tenant, "job", q.JobID, "err", err)
+	}
 	nq.Outbox = []store.Message{eventMsg(asked)}
 	nq.Supersede = func(old *store.Record) []store.Message {
 		refs, _ := r.asking.Messages(ctx, old.ID)

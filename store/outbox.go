@@ -241,6 +241,26 @@ func (s *Store) Deliveries(ctx context.Context, question int64) ([]DeliveryRow, 
 	return out, rows.Err()
 }
 
+// JobThreads returns the threads in which the questions of a job were
+// shown: one reference a platform, channel and thread.
+func (s *Store) JobThreads(ctx context.Context, tenant, job string) ([]bridge.MessageRef, error) {
+	rows, err := s.rs.query(ctx, `SELECT DISTINCT d.platform, d.channel, d.thread FROM questions q JOIN deliveries d ON d.question = q.id
+		WHERE q.tenant = ? AND q.job_id = ? AND d.ok = 1 AND d.thread != '' ORDER BY d.platform, d.channel, d.thread`, tenant, job)
+	if err != nil {
+		return nil, fmt.Errorf("store: threads of job %s/%s: %w", tenant, job, err)
+	}
+	defer rows.Close()
+	var out []bridge.MessageRef
+	for rows.Next() {
+		var m bridge.MessageRef
+		if err := rows.Scan(&m.Platform, &m.Channel, &m.Thread); err != nil {
+			return nil, fmt.Errorf("store: threads of job %s/%s: %w", tenant, job, err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
 // Messages lists the chat messages showing a question.
 func (s *Store) Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error) {
 	ds, err := s.Deliveries(ctx, question)

@@ -39,26 +39,28 @@ func threadMetaJSON(job string) map[string]any {
 // tsAt is a Slack ts at t, told apart by n.
 func tsAt(t time.Time, n int) string { return fmt.Sprintf("%d.%06d", t.Unix(), n) }
 
-// crashed is the id of a replica that died; its claim is five minutes old,
-// past claimTTL (2 minutes).
-const crashed = "deadreplica1"
-
+// claimedAt is when the questions of a crashed try were asked, five
+// minutes ago: a lookup for what that try left starts a little before.
 var claimedAt = time.Now().Add(-5 * time.Minute).UTC()
 
-// leave writes a KV record as a crashed replica left it.
-func leave(t *testing.T, h *harness, key string, v any) {
+// again hands ev to the adapter as the consumer does after a try that
+// did not finish (the adapter died or stopped, or the try failed): its
+// second delivery.
+func again(t *testing.T, h *harness, ev bridge.Event) {
 	t.Helper()
-	data, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.bot.kv.Put(context.Background(), key, data); err != nil {
-		t.Fatal(err)
+	if err := h.bot.handleEvent(context.Background(), &ev, engine.Delivery{Attempt: 2}); err != nil {
+		t.Fatalf("second delivery: %v", err)
 	}
 }
 
+// remembered is the card the adapter remembers for a question of job.
+func remembered(h *harness, job, id string) *card {
+	c, _ := h.bot.cards.Get(cardKey(refOf(&bridge.Event{Tenant: "acme", JobID: job, QuestionID: id, TaskVersion: 1})))
+	return c
+}
+
 // lookupOK checks one history/replies call: the channel, include_all_metadata
-// and an oldest a little before the claim.
+// and an oldest a little before the question was asked.
 func lookupOK(t *testing.T, c apiCall, channel, thread string) {
 	t.Helper()
 	if c.Str("channel") != channel || c.Str("ts") != thread || c.Str("include_all_metadata") != "1" {
@@ -112,9 +114,10 @@ func TestFirstPostSendsMetadataAndLooksNothingUp(t *testing.T) {
 	_ = h
 }
 
-// crashedCard sets up a job whose thread exists and whose card a replica
-// claimed five minutes ago and never recorded; the fake holds the thread
-// parent and, in it, the replies in msgs.
+// crashedCard hands the adapter, a second time, the asked event of a
+// question of a job whose thread exists (the event names it, as the
+// runtime does); the fake holds the thread parent and, in it, the
+// replies in msgs.
 func crashedCard(t *testing.T, job, id string, replies ...fakeMsg) (*harness, *collector[bridge.Delivery], *bridge.Question, string) {
 	t.Helper()
 	n := plainNATS(t)
@@ -123,16 +126,15 @@ func crashedCard(t *testing.T, job, id string, replies ...fakeMsg) (*harness, *c
 	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
 	q := question(job, id)
 	ev := askedEvent(q)
+	ev.AskedAt = claimedAt
 	parent := tsAt(claimedAt.Add(-time.Hour), 1)
+	ev.Threads = []bridge.MessageRef{{Platform: bridge.PlatformSlack, Channel: "C0123", Thread: parent}}
 	fake.hold(fakeMsg{Channel: "C0123", TS: parent, Text: "thread", Metadata: threadMetaJSON(job)})
 	for _, m := range replies {
 		m.Channel, m.Thread = "C0123", parent
 		fake.hold(m)
 	}
-	leave(t, h, threadKey("acme", job, "C0123"), thread{TS: parent})
-	leave(t, h, cardKey(refOf(&ev)), card{Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline,
-		ClaimBy: crashed, ClaimSince: claimedAt})
-	publishEvent(t, n, ev)
+	again(t, h, ev)
 	return h, deliveries, q, parent
 }
 
@@ -158,9 +160,8 @@ func TestTakeoverAdoptsTheCardACrashedReplicaPosted(t *testing.T) {
 		t.Fatalf("%d replies and %d history lookups, want one of the thread", len(looks), len(h.fake.Calls("conversations.history")))
 	}
 	lookupOK(t, looks[0], "C0123", parent)
-	rec, err := h.bot.loadCard(context.Background(), refOf(&bridge.Event{Tenant: "acme", JobID: "job-cc", QuestionID: "q-cc", TaskVersion: 1}))
-	if err != nil || rec == nil || rec.TS != card || rec.Channel != "C0123" || rec.Thread != parent || rec.ClaimBy != "" {
-		t.Fatalf("record %+v, %v: want the adopted card, claim released", rec, err)
+	if rec := remembered(h, "job-cc", "q-cc"); rec == nil || rec.TS != card || rec.Channel != "C0123" || rec.Thread != parent {
+		t.Fatalf("remembered %+v: want the adopted card", rec)
 	}
 }
 
@@ -196,11 +197,11 @@ func TestTakeoverPostsWhenTheLookupFails(t *testing.T) {
 	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
 	q := question("job-cf", "q-cf")
 	ev := askedEvent(q)
+	ev.AskedAt = claimedAt
 	parent := tsAt(claimedAt.Add(-time.Hour), 1)
+	ev.Threads = []bridge.MessageRef{{Platform: bridge.PlatformSlack, Channel: "C0123", Thread: parent}}
 	fake.hold(fakeMsg{Channel: "C0123", TS: parent, Metadata: threadMetaJSON("job-cf")})
-	leave(t, h, threadKey("acme", "job-cf", "C0123"), thread{TS: parent})
-	leave(t, h, cardKey(refOf(&ev)), card{Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline, ClaimBy: crashed, ClaimSince: claimedAt})
-	publishEvent(t, n, ev)
+	again(t, h, ev)
 	d := deliveredTS(t, n, deliveries, "q-cf")
 	posts := fake.Calls("chat.postMessage")
 	if !d.OK || len(posts) != 1 || d.Message == nil || d.Message.MessageID == "" || d.Message.Thread != parent {
@@ -223,12 +224,12 @@ func TestTakeoverWaitsOutARateLimitedLookup(t *testing.T) {
 	h := startBot(t, n, fake)
 	q := question("job-rl", "q-rl")
 	ev := askedEvent(q)
+	ev.AskedAt = claimedAt
 	parent := tsAt(claimedAt.Add(-time.Hour), 1)
+	ev.Threads = []bridge.MessageRef{{Platform: bridge.PlatformSlack, Channel: "C0123", Thread: parent}}
 	fake.hold(fakeMsg{Channel: "C0123", TS: parent, Metadata: threadMetaJSON("job-rl")})
 	fake.hold(fakeMsg{Channel: "C0123", TS: tsAt(claimedAt, 3), Thread: parent, Text: "the card", Metadata: questionMetaJSON("job-rl", "q-rl", 1)})
-	leave(t, h, threadKey("acme", "job-rl", "C0123"), thread{TS: parent})
-	leave(t, h, cardKey(refOf(&ev)), card{Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline, ClaimBy: crashed, ClaimSince: claimedAt})
-	err := h.bot.handleEvent(context.Background(), &ev, false)
+	err := h.bot.handleEvent(context.Background(), &ev, engine.Delivery{Attempt: 2})
 	var later *engine.Later
 	if !errors.As(err, &later) || later.After < time.Minute {
 		t.Fatalf("handleEvent = %v; want it tried again after Slack's 60 s", err)
@@ -246,15 +247,14 @@ func TestTakeoverWaitsOutARateLimitedLookup(t *testing.T) {
 		t.Fatalf("conversations.replies paced for %v after a 60 s Retry-After", held)
 	}
 	// Once Slack answers, the card is adopted, not posted again.
-	if err := h.bot.handleEvent(context.Background(), &ev, false); err != nil {
+	if err := h.bot.handleEvent(context.Background(), &ev, engine.Delivery{Attempt: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(fake.Calls("chat.postMessage")); got != 0 {
 		t.Fatalf("%d posts after the lookup, want none: the card is in Slack", got)
 	}
-	rec, err := h.bot.loadCard(context.Background(), refOf(&ev))
-	if err != nil || rec == nil || rec.TS != tsAt(claimedAt, 3) {
-		t.Fatalf("record %+v, %v; want the adopted card", rec, err)
+	if rec := remembered(h, "job-rl", "q-rl"); rec == nil || rec.TS != tsAt(claimedAt, 3) {
+		t.Fatalf("remembered %+v; want the adopted card", rec)
 	}
 }
 
@@ -273,7 +273,7 @@ func TestLastTryPostsWhenTheLookupIsRateLimited(t *testing.T) {
 	ev := askedEvent(q)
 	fake.failAfter("chat.postMessage", 500, `{"ok":false,"error":"internal_error"}`)
 	fake.fail("conversations.replies", 429, map[string]string{"Retry-After": "60"}, `{"ok":false,"error":"ratelimited"}`)
-	if err := h.bot.handleEvent(context.Background(), &ev, true); err != nil {
+	if err := h.bot.handleEvent(context.Background(), &ev, engine.Delivery{Attempt: 1, Last: true}); err != nil {
 		t.Fatalf("last try: %v", err)
 	}
 	if d := deliveredTS(t, n, deliveries, "q-lt"); !d.OK {
@@ -281,8 +281,9 @@ func TestLastTryPostsWhenTheLookupIsRateLimited(t *testing.T) {
 	}
 }
 
-// crashedThread sets up a job whose thread parent a replica claimed five
-// minutes ago and never recorded; the fake holds the channel messages in msgs.
+// crashedThread hands the adapter, a second time, the asked event of a
+// job's first question (no thread known); the fake holds the channel
+// messages in msgs.
 func crashedThread(t *testing.T, job string, msgs ...fakeMsg) (*harness, *collector[bridge.Delivery], *bridge.Question) {
 	t.Helper()
 	n := plainNATS(t)
@@ -293,9 +294,10 @@ func crashedThread(t *testing.T, job string, msgs ...fakeMsg) (*harness, *collec
 		m.Channel = "C0123"
 		fake.hold(m)
 	}
-	leave(t, h, threadKey("acme", job, "C0123"), thread{ClaimBy: crashed, ClaimSince: claimedAt})
 	q := question(job, "q-1")
-	publishEvent(t, n, askedEvent(q))
+	ev := askedEvent(q)
+	ev.AskedAt = claimedAt
+	again(t, h, ev)
 	return h, deliveries, q
 }
 
@@ -312,14 +314,15 @@ func TestTakeoverAdoptsTheThreadParentACrashedReplicaPosted(t *testing.T) {
 	if !d.OK || len(posts) != 1 || posts[0].Str("thread_ts") != parent || d.Message.Thread != parent {
 		t.Fatalf("delivery %+v, %d posts: want only the card, in the thread already in Slack", d, len(posts))
 	}
-	looks := h.fake.Calls("conversations.history")
-	if len(looks) != 1 || len(h.fake.Calls("conversations.replies")) != 0 {
-		t.Fatalf("%d history and %d replies lookups, want one of the channel (the card's claim was fresh)", len(looks), len(h.fake.Calls("conversations.replies")))
+	// One lookup for the parent in the channel, one for the card in it.
+	looks, replies := h.fake.Calls("conversations.history"), h.fake.Calls("conversations.replies")
+	if len(looks) != 1 || len(replies) != 1 {
+		t.Fatalf("%d history and %d replies lookups, want one of each", len(looks), len(replies))
 	}
 	lookupOK(t, looks[0], "C0123", "")
-	var rec thread
-	if _, err := getJSON(context.Background(), h.bot.kv, threadKey("acme", "job-tc", "C0123"), &rec); err != nil || rec.TS != parent || rec.ClaimBy != "" {
-		t.Fatalf("thread record %+v, %v: want the adopted parent", rec, err)
+	lookupOK(t, replies[0], "C0123", parent)
+	if ts, ok := h.bot.threads.Get(threadKey("acme", "job-tc", "C0123")); !ok || ts != parent {
+		t.Fatalf("thread %q, %v: want the adopted parent", ts, ok)
 	}
 }
 
@@ -378,7 +381,7 @@ func withThread(t *testing.T, job string, opts ...func(*Options)) (*harness, *co
 	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
 	parent := tsAt(time.Now().Add(-time.Hour), 1)
 	fake.hold(fakeMsg{Channel: "C0123", TS: parent, Text: "thread", Metadata: threadMetaJSON(job)})
-	leave(t, h, threadKey("acme", job, "C0123"), thread{TS: parent})
+	h.bot.threads.Put(threadKey("acme", job, "C0123"), parent)
 	return h, deliveries, parent
 }
 
@@ -425,9 +428,8 @@ func TestCardPostedButAnswerLostIsAdopted(t *testing.T) {
 		t.Fatalf("%d replies and %d history lookups, want one of the thread", len(looks), len(h.fake.Calls("conversations.history")))
 	}
 	retryLookupOK(t, looks[0], posts[0], "C0123", parent)
-	rec, err := h.bot.loadCard(context.Background(), refOf(&bridge.Event{Tenant: "acme", JobID: "job-la", QuestionID: "q-la", TaskVersion: 1}))
-	if err != nil || rec == nil || rec.TS != cards[0].TS || rec.Thread != parent || rec.ClaimBy != "" || !rec.TriedSince.IsZero() {
-		t.Fatalf("record %+v, %v: want the adopted card, claim released", rec, err)
+	if rec := remembered(h, "job-la", "q-la"); rec == nil || rec.TS != cards[0].TS || rec.Thread != parent {
+		t.Fatalf("remembered %+v: want the adopted card", rec)
 	}
 	// /metrics: the post succeeded after one transient retry; the lookup
 	// is its own operation.
@@ -482,9 +484,8 @@ func TestThreadParentPostedButAnswerLostIsAdopted(t *testing.T) {
 				t.Fatalf("%d history and %d replies lookups, want one of the channel", len(looks), len(fake.Calls("conversations.replies")))
 			}
 			retryLookupOK(t, looks[0], posts[0], "C0123", "")
-			var rec thread
-			if _, err := getJSON(context.Background(), h.bot.kv, threadKey("acme", "job-lt", "C0123"), &rec); err != nil || rec.TS != parents[0].TS || rec.ClaimBy != "" {
-				t.Fatalf("thread record %+v, %v: want the adopted parent", rec, err)
+			if ts, ok := h.bot.threads.Get(threadKey("acme", "job-lt", "C0123")); !ok || ts != parents[0].TS {
+				t.Fatalf("thread %q, %v: want the adopted parent", ts, ok)
 			}
 		})
 	}

@@ -4,14 +4,13 @@
 // in step with the runtime's events. It decides nothing: the runtime owns
 // every question's state, and a card is only a projection of it.
 //
-// It meets the rest of askbridge only on NATS (bridge types) and keeps its
-// own small durable memory in a JetStream KV bucket (KVBucket).
+// It meets the rest of askbridge only on NATS (bridge types). Which
+// message shows which question is the runtime's record; the adapter keeps
+// only one-off side effects in a JetStream KV bucket (KVBucket).
 package slack
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,12 +46,6 @@ type Options struct {
 	AckAfterDecision bool
 	// Registerer, when set, gets the Slack API call metrics.
 	Registerer prometheus.Registerer
-	// Replica names this replica in posting claims. It must stay the same
-	// across restarts (serve hands in its database's id) so a replica
-	// restarted after a crash takes its own unfinished claims back at once,
-	// and differ between replicas, whose live claims are respected. Empty:
-	// a random id, whose claims a later start waits out (claimTTL).
-	Replica string
 }
 
 // ConsumerName is the durable JetStream consumer all replicas share, so
@@ -69,21 +62,17 @@ type Bot struct {
 	log   *slog.Logger
 	pace  *pacer
 	retry retryPolicy
-	id    string // this replica, for posting claims
 	now   func() time.Time
-	// claimTTL is how long another replica's unfinished posting claim is
-	// respected before this one takes over (a crashed poster).
-	claimTTL time.Duration
-	// threadRefresh: see the constant; tests shorten it.
-	threadRefresh time.Duration
+	// cards remembers the questions this adapter showed or settled lately,
+	// threads each job's thread by channel (docs/design.md, "Card state").
+	cards   *engine.Memo[*card]
+	threads *engine.Memo[string]
 	// workers is how many events are handled at once (ordered per job).
 	workers int
 	clicks  *dedupe
 	// redelivered remembers the interactions Socket Mode delivered, so
 	// one Slack delivers again (retry_attempt > 0) has one effect.
 	redelivered *replies
-	// choiceCache saves clicks a read of the card.
-	choiceCache *choiceCache
 	calls       *apimetrics.Calls
 	// decided is set with Options.AckAfterDecision.
 	decided *bridge.Decisions
@@ -142,39 +131,38 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		return nil, fmt.Errorf("slack: metrics: %w", err)
 	}
 	calls.Preset("chat.postMessage", "chat.update")
-	id := o.Replica
-	if id == "" {
-		var rnd [6]byte
-		_, _ = rand.Read(rnd[:])
-		id = hex.EncodeToString(rnd[:])
-	}
 	return &Bot{
-		calls:         calls,
-		decided:       decided,
-		o:             o,
-		api:           slack.New(o.BotToken, opts...),
-		http:          hc,
-		js:            o.NATS.JS,
-		kv:            kv,
-		log:           o.Logger,
-		pace:          newPacer(time.Second, 3),
-		retry:         defaultRetry,
-		id:            id,
-		now:           time.Now,
-		claimTTL:      2 * time.Minute,
-		threadRefresh: threadRefresh,
-		workers:       4,
-		clicks:        newDedupe(10 * time.Second),
-		redelivered:   newReplies(socketRedelivery),
-		dmChannels:    map[string]string{},
-		choiceCache:   newChoiceCache(50000),
+		calls:       calls,
+		decided:     decided,
+		o:           o,
+		api:         slack.New(o.BotToken, opts...),
+		http:        hc,
+		js:          o.NATS.JS,
+		kv:          kv,
+		log:         o.Logger,
+		pace:        newPacer(time.Second, 3),
+		retry:       defaultRetry,
+		now:         time.Now,
+		cards:       engine.NewMemo[*card](cardMemo),
+		threads:     engine.NewMemo[string](threadMemo),
+		workers:     4,
+		clicks:      newDedupe(10 * time.Second),
+		redelivered: newReplies(socketRedelivery),
+		dmChannels:  map[string]string{},
 	}, nil
 }
+
+// Generations of the memos: a card is about a kilobyte, a thread a few
+// dozen bytes.
+const (
+	cardMemo   = 10000
+	threadMemo = 50000
+)
 
 // kvConfig is the adapter's bucket.
 var kvConfig = jetstream.KeyValueConfig{
 	Bucket:      KVBucket,
-	Description: "askbridge Slack adapter: card and thread references, one-off side effects",
+	Description: "askbridge Slack adapter: one-off side effects, stray cards",
 	History:     1,
 	TTL:         kvTTL,
 	Storage:     jetstream.FileStorage,
@@ -223,7 +211,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	loop := &engine.Loop{Name: "slack", Events: events, Logger: b.log, PullMax: 64, Workers: b.workers,
 		Handle: func(ctx context.Context, ev *bridge.Event, d engine.Delivery) error {
-			return b.handleEvent(ctx, ev, d.Last)
+			return b.handleEvent(ctx, ev, d)
 		},
 		Classify: classifyEventError,
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -620,4 +621,10 @@ func (c *collector[T]) All() []T {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]T(nil), c.msgs...)
+}
+
+// loadCard is what the adapter remembers of the card of r (nil: nothing).
+func (b *Bot) loadCard(_ context.Context, r blockkit.Ref) (*card, error) {
+	c, _ := b.cards.Get(cardKey(r))
+	return c, nil
 }

@@ -227,7 +227,7 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 	action, answer := bridge.ActionApprove, []byte(nil)
 	if c.Action == blockkit.Choose {
 		choice := c.Choice
-		if choices := b.choices(ctx, c.Ref); c.Index < len(choices) {
+		if choices := b.choices(ctx, c.Ref, cb.User.ID); c.Index < len(choices) {
 			choice = choices[c.Index] // the asker's words, not the button's
 		}
 		if choice == "" {
@@ -346,7 +346,7 @@ func (b *Bot) mayNotAnswer(ctx context.Context, r blockkit.Ref, user string) str
 		// The runtime could not look (its store, say): not a refusal.
 		b.log.WarnContext(ctx, "slack: the runtime could not say who may answer", "job", r.JobID, "question", r.QuestionID, "err", reply.Error)
 		return "askbridge could not open the form just now. Please try again in a moment."
-	case v == nil && b.hasCard(ctx, r):
+	case v == nil && b.hasCard(r):
 		// The runtime tells someone with no role nothing about a
 		// question, not even that it exists; but this person clicked its
 		// card. Say what a click on the card's choices gets them: the
@@ -362,15 +362,17 @@ func (b *Bot) mayNotAnswer(ctx context.Context, r blockkit.Ref, user string) str
 	return ""
 }
 
-// hasCard says whether askbridge posted a card for r (its record exists).
-func (b *Bot) hasCard(ctx context.Context, r blockkit.Ref) bool {
-	rec, err := b.loadCard(ctx, r)
-	return err == nil && rec != nil && rec.TS != ""
+// hasCard says whether this adapter knows a card of r: one it posted or
+// settled lately.
+func (b *Bot) hasCard(r blockkit.Ref) bool {
+	rec, ok := b.cards.Get(cardKey(r))
+	return ok && rec.TS != ""
 }
 
+// question is the question of r as a form needs it: from what this
+// adapter remembers, else from the runtime (as user).
 func (b *Bot) question(ctx context.Context, r blockkit.Ref, user string) (*card, error) {
-	rec, err := b.loadCard(ctx, r)
-	if err == nil && rec != nil && rec.Question != nil {
+	if rec, ok := b.cards.Get(cardKey(r)); ok && rec.Question != nil {
 		return rec, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -383,7 +385,8 @@ func (b *Bot) question(ctx context.Context, r blockkit.Ref, user string) (*card,
 		return nil, nil
 	}
 	v := reply.Question
-	c := &card{Question: v.Question, AskedAt: v.AskedAt, Deadline: v.Deadline}
+	c := &card{}
+	fill(c, v)
 	if v.State != bridge.StatePending {
 		c.Outcome = v.State
 		if !v.SettledAt.IsZero() {
@@ -421,8 +424,11 @@ func (b *Bot) openModal(ctx context.Context, cb *slack.InteractionCallback, c bl
 	if !bridge.ValidSlackID(channel) || (msgTS != "" && !validTS(msgTS)) {
 		meta.Channel, meta.MessageTS = "", ""
 	}
-	rec.Question.TaskVersion = c.Ref.Version
-	view := b.cardView(rec, c.Ref)
+	q := *rec.Question // the memo's is shared
+	q.TaskVersion = c.Ref.Version
+	shown := *rec
+	shown.Question = &q
+	view := b.cardView(&shown, c.Ref)
 	view.ConsoleURL = b.questionURL("slack:"+cb.User.ID, c.Ref)
 	var modal slack.ModalViewRequest
 	switch c.Action {
@@ -508,6 +514,16 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) (*slack
 		return nil, errNotRecorded
 	}
 	return nil, nil
+}
+
+// choices are the choices of the question r names, nil when neither this
+// adapter nor the runtime (asked as user) knows it.
+func (b *Bot) choices(ctx context.Context, r blockkit.Ref, user string) []string {
+	rec, err := b.question(ctx, r, user)
+	if err != nil || rec == nil || rec.Question == nil {
+		return nil
+	}
+	return rec.Question.Choices
 }
 
 // lateText is what someone answering the card's question after it ended

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/askbridge/askbridge/blockkit"
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
@@ -46,8 +47,7 @@ func updatesOf(h *harness, ts string) int {
 }
 
 // TestSettledCardUpdatedOnce checks a posted card is updated in Slack
-// once and recorded settled and updated, and that the event delivered
-// again (as after a crash) changes nothing.
+// once, and that the event delivered again changes nothing.
 func TestSettledCardUpdatedOnce(t *testing.T) {
 	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
@@ -62,14 +62,14 @@ func TestSettledCardUpdatedOnce(t *testing.T) {
 		var err error
 		rec, err = h.bot.loadCard(context.Background(), blockkit.RefOf(q))
 		if err != nil || rec == nil || !rec.Updated {
-			return fmt.Errorf("card record %+v (%v), want it updated", rec, err)
+			return fmt.Errorf("card %+v (%v), want it updated", rec, err)
 		}
 		return nil
 	})
 	if rec.Outcome != "Answered by @kevin: blue" || rec.TS != ts {
-		t.Fatalf("card record %+v", rec)
+		t.Fatalf("card %+v", rec)
 	}
-	if err := h.bot.onSettled(context.Background(), &ev, false); err != nil {
+	if err := h.bot.onSettled(context.Background(), &ev, engine.Delivery{Attempt: 2}); err != nil {
 		t.Fatalf("event again: %v", err)
 	}
 	if n := updatesOf(h, ts); n != 1 {
@@ -78,7 +78,7 @@ func TestSettledCardUpdatedOnce(t *testing.T) {
 }
 
 // TestSettledCardGoneFromSlack checks a card Slack no longer has is
-// recorded settled but not updated, after one try.
+// remembered settled but not updated, after one try.
 func TestSettledCardGoneFromSlack(t *testing.T) {
 	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
@@ -106,45 +106,38 @@ func TestSettledCardGoneFromSlack(t *testing.T) {
 	}
 }
 
-// TestRecordLifetimes checks a waiting card's record lives as long as the
-// bucket keeps anything, while a settled card, a job's thread and a
-// one-off side effect are given their own, shorter lives: JetStream keeps
-// every key in memory, and a settled record is needed only while its
-// events may be read again.
-func TestRecordLifetimes(t *testing.T) {
+// TestWaitingQuestionLeavesNoRecord checks the adapter keeps nothing in
+// its bucket for a question it showed, before or after it is settled:
+// JetStream keeps every key in memory, and which message shows which
+// question is the runtime's record. A one-off side effect's record lives
+// 8 days.
+func TestWaitingQuestionLeavesNoRecord(t *testing.T) {
 	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	events := collect[bridge.Event](t, env.NATS, bridge.PrefixEvent+".>")
 	q := question("job-life", "q-life")
 	publishQuestion(t, env, q)
 	h.posted(t, q.QuestionID)
-	key := cardKey(blockkit.RefOf(q))
-	testenv.CheckFor(t, wait, tick, func() error {
-		rec, err := h.bot.loadCard(context.Background(), blockkit.RefOf(q))
-		if err != nil || rec == nil || rec.TS == "" {
-			return fmt.Errorf("card record %+v (%v), want it posted", rec, err)
+	keys := func() []string {
+		t.Helper()
+		lister, err := h.bot.kv.ListKeys(context.Background())
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if ttl := testenv.KVTTL(t, env.NATS, KVBucket, key); ttl != "" {
-		t.Errorf("waiting card record has TTL %q, want the bucket's", ttl)
+		var out []string
+		for k := range lister.Keys() {
+			out = append(out, k)
+		}
+		return out
 	}
-	if ttl := testenv.KVTTL(t, env.NATS, KVBucket, threadKey("acme", "job-life", "C0123")); ttl != "720h0m0s" {
-		t.Errorf("thread record TTL %q, want 720h0m0s (30 days)", ttl)
+	if k := keys(); len(k) != 0 {
+		t.Fatalf("the bucket holds %v for a waiting question, want nothing", k)
 	}
-
 	answered(t, h, events, q, "trig-life")
-	testenv.CheckFor(t, wait, tick, func() error {
-		rec, err := h.bot.loadCard(context.Background(), blockkit.RefOf(q))
-		if err != nil || rec == nil || !rec.Updated {
-			return fmt.Errorf("card record %+v (%v), want it updated", rec, err)
-		}
-		return nil
-	})
-	if ttl := testenv.KVTTL(t, env.NATS, KVBucket, key); ttl != "192h0m0s" {
-		t.Errorf("settled card record TTL %q, want 192h0m0s (8 days)", ttl)
+	h.updated(t, h.cardTS(t, q), "Answered by @kevin: blue")
+	if k := keys(); len(k) != 0 {
+		t.Fatalf("the bucket holds %v for a settled question, want nothing", k)
 	}
-
 	once := onceKey("test", "life")
 	if ok, err := h.bot.once(context.Background(), once); err != nil || !ok {
 		t.Fatalf("once: %v, %v", ok, err)
@@ -154,64 +147,56 @@ func TestRecordLifetimes(t *testing.T) {
 	}
 }
 
-// TestJobThreadRecordRenewedOnUse checks a job's thread record is written
-// again, with its TTL, when the job asks in a thread whose record is older
-// than threadRefresh, so the thread lives 30 days from its last question;
-// and not rewritten on every question.
-func TestJobThreadRecordRenewedOnUse(t *testing.T) {
+// TestRestartedAdapterAsksInTheJobsThread checks an adapter that
+// remembers nothing (restarted) puts a job's next question in the job's
+// thread, which the runtime names on the asked event: one thread a job.
+func TestRestartedAdapterAsksInTheJobsThread(t *testing.T) {
 	t.Parallel()
-	n := plainNATS(t)
-	fake := newFakeSlack(t)
-	ctx := context.Background()
-	b, err := New(ctx, Options{NATS: n, BotToken: "xoxb-test-token", SigningSecret: testSecret, APIURL: fake.APIURL(),
-		DefaultChannel: "C0123", Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := question("job-renew", "q-renew")
-	key := threadKey("acme", "job-renew", "C0123")
-	revision := func() uint64 {
-		t.Helper()
-		e, err := b.kv.Get(ctx, key)
+	env, h := e2e(t, runtime.Roles{})
+	q1 := question("job-again", "q-1")
+	publishQuestion(t, env, q1)
+	h.posted(t, q1.QuestionID)
+	parent := h.fake.marked(threadMetaJSON("job-again"))
+	// The runtime has the card's delivery report, and with it the thread.
+	testenv.CheckFor(t, wait, tick, func() error {
+		req, _ := json.Marshal(bridge.ShowRequest{Tenant: "acme", JobID: q1.JobID, QuestionID: q1.QuestionID})
+		msg, err := env.NATS.Conn.Request(bridge.APIShow, req, wait)
 		if err != nil {
-			t.Fatalf("thread record: %v", err)
+			return err
 		}
-		return e.Revision()
+		var reply bridge.ShowReply
+		if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.Question == nil || len(reply.Question.Messages) == 0 {
+			return fmt.Errorf("show: %s", msg.Data)
+		}
+		return nil
+	})
+	h.bot.cards.Clear()
+	h.bot.threads.Clear()
+	q2 := question("job-again", "q-2")
+	publishQuestion(t, env, q2)
+	second := h.posted(t, q2.QuestionID)
+	if len(parent) != 1 || second.Str("thread_ts") != parent[0].TS {
+		t.Fatalf("second card in thread %q; want the job's thread %+v", second.Str("thread_ts"), parent)
 	}
-	ts, err := b.jobThread(ctx, q, "C0123", false)
-	if err != nil || ts == "" {
-		t.Fatalf("open the thread: %q, %v", ts, err)
+	if got := h.fake.marked(threadMetaJSON("job-again")); len(got) != 1 {
+		t.Fatalf("%d thread parents for the job, want 1", len(got))
 	}
-	opened := revision()
-	if again, err := b.jobThread(ctx, q, "C0123", false); err != nil || again != ts || revision() != opened {
-		t.Fatalf("a fresh record was rewritten: %q, %v, revision %d after %d", again, err, revision(), opened)
-	}
-	b.threadRefresh = 0 // as if the record were older than a day
-	if again, err := b.jobThread(ctx, q, "C0123", false); err != nil || again != ts {
-		t.Fatalf("thread %q, %v; want %q", again, err, ts)
-	}
-	if renewed := revision(); renewed <= opened {
-		t.Fatalf("revision %d after %d: the old record was not renewed", renewed, opened)
-	}
-	if ttl := testenv.KVTTL(t, n, KVBucket, key); ttl != "720h0m0s" {
-		t.Errorf("renewed thread record TTL %q, want 720h0m0s", ttl)
-	}
-	if posts := len(fake.Calls("chat.postMessage")); posts != 1 {
-		t.Errorf("%d thread parents posted, want 1", posts)
+	if n := len(h.fake.Calls("conversations.history")); n != 0 {
+		t.Fatalf("%d history lookups; the event named the thread", n)
 	}
 }
 
-// TestSettledCardKeepsItsTextWhenItsRecordIsLost checks a card whose KV
-// record is gone (the bucket made anew) keeps its question's text when the
-// question settles: the event names the card but not the question, which
-// the adapter asks the runtime for.
+// TestSettledCardKeepsItsTextWhenItsRecordIsLost checks a card this
+// adapter remembers nothing of (it restarted) keeps its question's text
+// when the question settles: the event names the card and carries the
+// question.
 func TestSettledCardKeepsItsTextWhenItsRecordIsLost(t *testing.T) {
 	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	q := question("job-lost", "q-lost")
 	q.Timeout = "1h"
 	publishQuestion(t, env, q)
-	card := h.posted(t, q.QuestionID)
+	posted := h.posted(t, q.QuestionID)
 	ts := h.cardTS(t, q)
 	// The runtime knows where the card is, so its events name it.
 	testenv.CheckFor(t, wait, tick, func() error {
@@ -226,10 +211,8 @@ func TestSettledCardKeepsItsTextWhenItsRecordIsLost(t *testing.T) {
 		}
 		return nil
 	})
-	if err := h.bot.kv.Delete(context.Background(), cardKey(blockkit.RefOf(q))); err != nil {
-		t.Fatal(err)
-	}
-	if resp, body := h.interact(h.fake.click("U0KEV", "kevin", "trig-lost", "C0123", ts, actionsBlock(card), "choice.1", "blue", "")); resp.StatusCode != http.StatusOK {
+	h.bot.cards.Clear()
+	if resp, body := h.interact(h.fake.click("U0KEV", "kevin", "trig-lost", "C0123", ts, actionsBlock(posted), "choice.1", "blue", "")); resp.StatusCode != http.StatusOK {
 		t.Fatalf("click: %d %s", resp.StatusCode, body)
 	}
 	up := h.updated(t, ts, "Answered by @kevin: blue")
@@ -262,7 +245,7 @@ func TestFailedQuestionSettlesTheCardsSlackAccepted(t *testing.T) {
 		fake.fail("conversations.replies", 500, nil, `{"ok":false,"error":"internal_error"}`)
 	}
 	// The event's last try: the failure is reported, not retried.
-	if err := h.bot.handleEvent(context.Background(), &ev, true); err != nil {
+	if err := h.bot.handleEvent(context.Background(), &ev, engine.Delivery{Attempt: 1, Last: true}); err != nil {
 		t.Fatal(err)
 	}
 	d := deliveredTS(t, n, deliveries, "q-df")
@@ -275,7 +258,7 @@ func TestFailedQuestionSettlesTheCardsSlackAccepted(t *testing.T) {
 	}
 	// The runtime fails the question, as no platform showed it.
 	publishEvent(t, n, bridge.Event{Type: bridge.EventDeliveryFailed, Tenant: "acme", JobID: "job-df", QuestionID: "q-df", TaskVersion: 1,
-		Via: bridge.PlatformSlack, Failure: d.Failure, State: bridge.StateFailed,
+		Question: q, Via: bridge.PlatformSlack, Failure: d.Failure, State: bridge.StateFailed,
 		Text: "The question could not be shown to anyone: " + d.Failure.OperatorMessage})
 	for _, c := range copies {
 		up := h.updated(t, c.TS, "Failed: askbridge could not deliver this question")
@@ -283,11 +266,11 @@ func TestFailedQuestionSettlesTheCardsSlackAccepted(t *testing.T) {
 			t.Errorf("the settled card lost its text: %s", s)
 		}
 	}
-	// The record is written after the updates it records.
+	// The stray record goes once the cards are settled.
 	testenv.CheckFor(t, wait, tick, func() error {
-		rec, err := h.bot.loadCard(context.Background(), blockkit.Ref{Tenant: "acme", JobID: "job-df", QuestionID: "q-df", Version: 1})
-		if err != nil || rec == nil || !rec.Updated {
-			return fmt.Errorf("card record %+v (%v), want it settled and updated", rec, err)
+		var s stray
+		if rev, err := getJSON(context.Background(), h.bot.kv, strayKey(blockkit.Ref{Tenant: "acme", JobID: "job-df", QuestionID: "q-df", Version: 1}), &s); err != nil || rev != 0 {
+			return fmt.Errorf("stray record %+v (%v), want it gone", s, err)
 		}
 		return nil
 	})

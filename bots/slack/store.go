@@ -4,97 +4,70 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bridge"
 )
 
-// KVBucket holds the Slack adapter's own durable memory: which message
-// shows which question, which thread belongs to which job, and which
-// one-off side effects (DMs, ephemeral refusals) were already done. It is
-// shared by every replica, so "post once" and "one thread per job" hold
-// across restarts and replicas without the adapter touching the store.
+// KVBucket holds what the Slack adapter must remember across restarts and
+// replicas that the runtime does not: which one-off side effects (DMs,
+// ephemeral refusals) were done, and the rare card whose post failed in a
+// way that may hide a success (a stray). Which message shows which
+// question is the runtime's record, reported on ask.v1.delivery and named
+// on every later event (docs/design.md, "Card state"): nothing is kept
+// here for a question that waits.
 const KVBucket = "ASK_SLACK_REFS"
 
-// kvTTL outlives the longest question (90 days) with margin: a record
-// written without a TTL of its own (a card still waiting) lives this long.
+// kvTTL outlives the longest question (90 days) with margin.
 const kvTTL = 120 * 24 * time.Hour
 
-// Records the adapter needs only for a while go sooner, because JetStream
-// keeps every key in memory.
-const (
-	// threadTTL: a job's thread takes its later questions until 30 days
-	// after its last one; a job that asks after that opens a new one.
-	threadTTL = 30 * 24 * time.Hour
-	// threadRefresh: a thread record this old is written again when the
-	// job asks in it, so its TTL counts from the last question (at most
-	// one extra write a day for a job that keeps asking).
-	threadRefresh = 24 * time.Hour
-)
-
-// cardTTL is how long a card record lives after it is written. A settled
-// or failed card is kept while its asked event may be replayed, so a replay
-// does not show the question again; later clicks on it are answered from
-// the runtime.
-func cardTTL(c *card) time.Duration {
-	if c.Outcome != "" || c.Failure != nil {
-		return bridge.EventRecordTTL
-	}
-	return 0 // the bucket's
-}
-
-// card is what the adapter remembers about one question at one version.
+// card is what the adapter remembers, in memory, of a question it showed
+// or settled: enough to answer a click without asking the runtime.
 type card struct {
-	Question *bridge.Question `json:"question,omitempty"`
-	AskedAt  time.Time        `json:"asked_at,omitzero"`
-	Deadline time.Time        `json:"deadline,omitzero"`
+	Question *bridge.Question
+	AskedAt  time.Time
+	Deadline time.Time
 	// Where the card is, once posted.
-	Channel string `json:"channel,omitempty"`
-	TS      string `json:"ts,omitempty"`
-	Thread  string `json:"thread,omitempty"`
-	// Claim says a replica is posting the card right now (crash-safe: a
-	// claim older than claimTTL may be taken over).
-	ClaimBy    string    `json:"claim_by,omitempty"`
-	ClaimSince time.Time `json:"claim_since,omitzero"`
-	// TriedSince is the earliest unfinished claim before the current one:
-	// a post made then may have reached Slack unrecorded, so a takeover
-	// looks for it (by its metadata) from there on.
-	TriedSince time.Time `json:"tried_since,omitzero"`
-	// Failure is the delivery failure, once posting failed for good.
-	Failure *bridge.Failure `json:"failure,omitempty"`
-	// Outcome is the settled card's context line; Updated says the card in
-	// Slack already shows it.
-	Outcome string `json:"outcome,omitempty"`
-	Updated bool   `json:"updated,omitempty"`
-	// Ended is when the question ended (the settling event's time), shown
-	// after the outcome line.
-	Ended time.Time `json:"ended,omitzero"`
+	Channel, TS, Thread string
+	// Outcome is the settled card's context line; Ended when it ended;
+	// Updated says the card in Slack shows it.
+	Outcome string
+	Ended   time.Time
+	Updated bool
 	// Late is what someone who answers after it ended is told, in the
 	// runtime's words: who answered it and when, that it was cancelled...
-	// (empty in records written before it was kept).
-	Late string `json:"late,omitempty"`
+	Late string
 	// Attempt is the answer attempt that ended the question, if one did:
 	// the same interaction delivered again is that answer, not a late one.
-	Attempt string `json:"attempt,omitempty"`
+	Attempt string
 }
 
-// thread is a job's thread parent in one channel.
-type thread struct {
-	TS         string    `json:"ts,omitempty"`
-	ClaimBy    string    `json:"claim_by,omitempty"`
-	ClaimSince time.Time `json:"claim_since,omitzero"`
-	// TriedSince, as in card: the earliest post that may have reached
-	// Slack unrecorded (an earlier claim, or a released one whose post
-	// failed in a way that may hide a success).
-	TriedSince time.Time `json:"tried_since,omitzero"`
+// message is the card's message reference, nil before it is posted.
+func (c *card) message() *bridge.MessageRef {
+	if c == nil || c.TS == "" {
+		return nil
+	}
+	return &bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: c.Channel, MessageID: c.TS, Thread: c.Thread}
+}
+
+// stray is a card whose post failed in a way that may hide a success
+// (a timeout on its last try, the lookup failing too): when the question
+// ends, the cards Slack holds for it are looked for and settled, or their
+// buttons would stay live.
+type stray struct {
+	Channel string    `json:"channel"`
+	Thread  string    `json:"thread,omitempty"`
+	Since   time.Time `json:"since"`
 }
 
 func cardKey(r blockkit.Ref) string {
 	return fmt.Sprintf("q.%s.%s.%s.%d", r.Tenant, r.JobID, r.QuestionID, r.Version)
 }
+
+func strayKey(r blockkit.Ref) string { return "s." + cardKey(r)[2:] }
 
 func threadKey(tenant, job, channel string) string {
 	return "t." + tenant + "." + job + "." + channel
@@ -111,67 +84,28 @@ func onceKey(parts ...string) string {
 	return "o." + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// errConflict is a lost compare-and-set race: re-read and try again.
-var errConflict = bridge.ErrConflict
-
 // getJSON reads key into v; a missing key gives revision 0 and no error.
 func getJSON(ctx context.Context, kv *bridge.KV, key string, v any) (uint64, error) {
-	rev, _, err := getJSONAt(ctx, kv, key, v)
-	return rev, err
-}
-
-// getJSONAt is getJSON that also says when the key was last written.
-func getJSONAt(ctx context.Context, kv *bridge.KV, key string, v any) (uint64, time.Time, error) {
-	rev, at, _, err := bridge.GetJSON(ctx, kv, key, v)
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("slack: %w", err)
-	}
-	return rev, at, nil
-}
-
-// putJSON writes v at key if the key is still at rev (0: absent); with
-// ttl > 0 the key goes ttl later. A lost race is errConflict.
-func putJSON(ctx context.Context, kv *bridge.KV, key string, rev uint64, v any, ttl time.Duration) (uint64, error) {
-	rev, err := bridge.PutJSON(ctx, kv, key, rev, v, ttl)
-	if bridge.IsConflict(err) {
-		return 0, errConflict
-	}
+	rev, _, _, err := bridge.GetJSON(ctx, kv, key, v)
 	if err != nil {
 		return 0, fmt.Errorf("slack: %w", err)
 	}
 	return rev, nil
 }
 
-// updateCard applies change to the record of r with compare-and-set
-// (bridge.UpdateJSON). change sees the current record (nil when absent)
-// and returns the new one, or nil to write nothing.
-func (b *Bot) updateCard(ctx context.Context, r blockkit.Ref, change func(*card) *card) (*card, error) {
-	key := cardKey(r)
-	wrote := false
-	c, err := bridge.UpdateJSON(ctx, b.kv, key, cardTTL, func(cur *card) *card {
-		next := change(cur)
-		wrote = next != nil
-		return next
-	})
-	if err != nil {
-		return nil, fmt.Errorf("slack: %w", err)
+// putJSON writes v at key whatever it held; the key goes ttl later.
+func putJSON(ctx context.Context, kv *bridge.KV, key string, v any, ttl time.Duration) error {
+	for range 3 {
+		var cur json.RawMessage
+		rev, err := getJSON(ctx, kv, key, &cur)
+		if err != nil {
+			return err
+		}
+		if _, err = bridge.PutJSON(ctx, kv, key, rev, v, ttl); !bridge.IsConflict(err) {
+			return err
+		}
 	}
-	if wrote {
-		b.remember(key, c)
-	}
-	return c, nil
-}
-
-// loadCard reads the record of r, nil when there is none.
-func (b *Bot) loadCard(ctx context.Context, r blockkit.Ref) (*card, error) {
-	var c card
-	key := cardKey(r)
-	rev, err := getJSON(ctx, b.kv, key, &c)
-	if err != nil || rev == 0 {
-		return nil, err
-	}
-	b.remember(key, &c)
-	return &c, nil
+	return fmt.Errorf("slack: %s kept changing", key)
 }
 
 // once claims a one-off side effect. It returns false when the effect was
@@ -198,66 +132,6 @@ func (b *Bot) release(ctx context.Context, key string) {
 	if err := b.kv.Delete(ctx, key); err != nil {
 		b.log.WarnContext(ctx, "slack: could not release a claim", "key", key, "err", err)
 	}
-}
-
-// choiceCache remembers each question's choices, which never change for a
-// task version, so a button click need not read the card back from the KV
-// bucket. Two generations bound its size: when the current one fills, it
-// becomes the previous one and the older one is dropped.
-type choiceCache struct {
-	mu        sync.Mutex
-	max       int
-	cur, prev map[string][]string
-}
-
-func newChoiceCache(max int) *choiceCache {
-	return &choiceCache{max: max, cur: map[string][]string{}}
-}
-
-func (c *choiceCache) get(key string) ([]string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.cur[key]; ok {
-		return v, true
-	}
-	v, ok := c.prev[key]
-	if ok {
-		c.putLocked(key, v)
-	}
-	return v, ok
-}
-
-func (c *choiceCache) put(key string, choices []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.putLocked(key, choices)
-}
-
-func (c *choiceCache) putLocked(key string, choices []string) {
-	if len(c.cur) >= c.max {
-		c.prev, c.cur = c.cur, make(map[string][]string, c.max)
-	}
-	c.cur[key] = choices
-}
-
-func (b *Bot) remember(key string, c *card) {
-	if c.Question != nil {
-		b.choiceCache.put(key, c.Question.Choices)
-	}
-}
-
-// choices are the choices of the question r names, nil when the adapter
-// has no card for it.
-func (b *Bot) choices(ctx context.Context, r blockkit.Ref) []string {
-	key := cardKey(r)
-	if v, ok := b.choiceCache.get(key); ok {
-		return v
-	}
-	rec, _ := b.loadCard(ctx, r)
-	if rec == nil || rec.Question == nil {
-		return nil
-	}
-	return rec.Question.Choices
 }
 
 // detached is ctx without its cancellation, for a few seconds: for the

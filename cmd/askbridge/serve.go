@@ -164,9 +164,9 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		return nil, err
 	}
 	con.Routes(mux)
-	// The adapters' posting claims name this replica by its database, as
-	// the runtime's lease does: the same across its restarts, so it takes
-	// its own unfinished claims back at once, and another for every other
+	// Discord's posting claims name this replica by its database, as the
+	// runtime's lease does: the same across its restarts, so it takes its
+	// own unfinished claims back at once, and another for every other
 	// replica (each owns its data directory), whose claims hold.
 	replica := s.store.Instance()
 	var fronts []frontend
@@ -174,7 +174,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		b, err := slackbot.New(ctx, slackbot.Options{
 			NATS: s.nats, BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken,
 			APIURL: cfg.SlackAPIURL, DefaultChannel: cfg.SlackChannel, Console: signer, Logger: log.With("component", "slack"),
-			AckAfterDecision: lazy, Registerer: reg, Replica: replica,
+			AckAfterDecision: lazy, Registerer: reg,
 		})
 		if err != nil {
 			return nil, err

@@ -1,0 +1,176 @@
+package slack
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/blockkit"
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// onReminder DMs each Slack target of a reminder or escalation step. The
+// event carries the question and names its card (for a link to it).
+func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
+	ref := refOf(ev)
+	rec, _ := b.cards.Get(cardKey(ref))
+	if rec != nil && rec.Outcome != "" {
+		return nil // settled meanwhile: nothing to remind about
+	}
+	q := ev.Question
+	if q == nil && rec != nil {
+		q = rec.Question
+	}
+	if bridge.StaleReminder(ctx, b.o.NATS.Conn, ev, b.now()) {
+		b.log.InfoContext(ctx, "slack: not sending a reminder for a question that no longer waits", "tenant", ev.Tenant,
+			"job", ev.JobID, "question", ev.QuestionID, "step", ev.Step)
+		return nil
+	}
+	msg := slackMessage(ev)
+	if msg == nil && rec != nil {
+		msg = rec.message()
+	}
+	link := ""
+	if msg != nil {
+		_ = b.call(ctx, "chat.getPermalink", "", func(ctx context.Context) error {
+			var err error
+			link, err = b.api.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: msg.Channel, Ts: msg.MessageID})
+			return err
+		})
+	}
+	deadline, askedAt := ev.Deadline, ev.AskedAt
+	if rec != nil {
+		deadline, askedAt = cmp.Or(deadline, rec.Deadline), cmp.Or(askedAt, rec.AskedAt)
+	}
+	var failed error
+	for _, target := range ev.Targets {
+		user, ok := strings.CutPrefix(target, "slack:")
+		if !ok || !bridge.ValidSlackID(user) {
+			continue
+		}
+		key := onceKey("dm", ev.EventID, target)
+		first, err := b.once(ctx, key)
+		if err != nil {
+			return err
+		}
+		if !first {
+			continue
+		}
+		text := reminderText(ev, q, link, askedAt, deadline, b.now(), b.questionURL(target, ref))
+		if !bridge.ReminderShowsQuestion(ev, q, target) {
+			text = restrictedReminderText(ev, q, link, deadline, b.now(), b.questionURL(target, ref))
+		}
+		if err := b.dm(ctx, user, text); err != nil {
+			var ae *apiError
+			if ctx.Err() == nil && errors.As(err, &ae) && !ae.Transient {
+				b.log.WarnContext(ctx, "slack: could not DM a reminder", "to", target, "slack_error", ae.Code)
+				continue
+			}
+			b.release(ctx, key)
+			failed = err
+		}
+	}
+	return failed
+}
+
+func (b *Bot) dm(ctx context.Context, user, text string) error {
+	b.dmMu.Lock()
+	channel := b.dmChannels[user]
+	b.dmMu.Unlock()
+	if channel == "" {
+		err := b.call(ctx, "conversations.open", "", func(ctx context.Context) error {
+			ch, _, _, err := b.api.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}, ReturnIM: true})
+			if err == nil {
+				channel = ch.ID
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		b.dmMu.Lock()
+		if len(b.dmChannels) >= maxDMChannels {
+			clear(b.dmChannels)
+		}
+		b.dmChannels[user] = channel
+		b.dmMu.Unlock()
+	}
+	return b.call(ctx, "chat.postMessage", channel, func(ctx context.Context) error {
+		_, _, err := b.api.PostMessageContext(ctx, channel, slack.MsgOptionText(text, false))
+		return err
+	})
+}
+
+// maxDMChannels bounds the remembered DM channels.
+const maxDMChannels = 10000
+
+// reminderText is the DM: the question, a link to the card, the time
+// left; owner and admin steps also say who was asked and since when.
+func reminderText(ev *bridge.Event, q *bridge.Question, link string, askedAt, deadline, now time.Time, consoleURL string) string {
+	var sb strings.Builder
+	switch {
+	case ev.Step == bridge.TargetAdmins:
+		// Admins own no job: the question is their tenant's.
+		sb.WriteString(":rotating_light: A question in tenant `" + ev.Tenant + "` is still unanswered")
+	case ev.Type == bridge.EventEscalated || (ev.Step != "" && ev.Step != bridge.TargetAnswerers):
+		sb.WriteString(":rotating_light: A question for one of your jobs is still unanswered")
+	default:
+		sb.WriteString(":bell: Reminder: a question waits for your answer")
+	}
+	if q != nil {
+		sb.WriteString(" (job `" + q.JobID + "`):\n>" + quote(q.Question, 600))
+	} else {
+		sb.WriteString(" (job `" + ev.JobID + "`).")
+	}
+	sb.WriteString("\n")
+	if link != "" {
+		sb.WriteString("<" + link + "|Answer it in the thread>")
+	} else if consoleURL != "" {
+		sb.WriteString("<" + consoleURL + "|Answer it in the askbridge console>")
+	}
+	if !deadline.IsZero() {
+		left := max(deadline.Sub(now), 0)
+		sb.WriteString(" · Time left: " + bridge.FormatTimeout(left) + " (until " + blockkit.SlackDate(deadline) + ")")
+	}
+	if ev.Step == bridge.TargetOwner || ev.Step == bridge.TargetAdmins {
+		var who []string
+		if q != nil {
+			for _, a := range q.Answerers {
+				who = append(who, blockkit.Mention(a))
+			}
+		}
+		asked := "operators"
+		if len(who) > 0 {
+			asked = strings.Join(who, ", ")
+		}
+		sb.WriteString("\nAsked of " + asked)
+		if !askedAt.IsZero() {
+			sb.WriteString(" since " + blockkit.SlackDate(askedAt))
+		}
+		sb.WriteString(".")
+	}
+	return sb.String()
+}
+
+// restrictedReminderText is the DM to an operator reminded of a restricted
+// question: that it waits, for whom, and that they may decline it; none of
+// its content.
+func restrictedReminderText(ev *bridge.Event, q *bridge.Question, link string, deadline, now time.Time, consoleURL string) string {
+	var sb strings.Builder
+	sb.WriteString(":bell: Reminder, in job `" + ev.JobID + "`: " + bridge.RestrictedNotice(restrictedFor(q.WaitsFor())) +
+		" You may decline it.\n")
+	if link != "" {
+		sb.WriteString("<" + link + "|Decline it in the thread>")
+	} else if consoleURL != "" {
+		sb.WriteString("<" + consoleURL + "|Decline it in the askbridge console>")
+	}
+	if !deadline.IsZero() {
+		left := max(deadline.Sub(now), 0)
+		sb.WriteString(" · Time left: " + bridge.FormatTimeout(left) + " (until " + blockkit.SlackDate(deadline) + ")")
+	}
+	return sb.String()
+}
