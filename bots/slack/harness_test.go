@@ -24,8 +24,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/nats-io/nats.go"
 
-	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/blockkit"
+	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
 )
 
