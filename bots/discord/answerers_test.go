@@ -39,7 +39,7 @@ func TestE2EOperatorAnswersForASlackAnswerer(t *testing.T) {
 	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: blue" || res.By != "discord:"+olga.ID {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "Answered by <@"+olga.ID+">: blue")
+	h.fake.settledCard(t, msg["id"].(string), "Answered by <@"+olga.ID+">: blue")
 }
 
 // TestE2ERestrictedQuestionOperatorDeclines checks an operator may not open
@@ -105,7 +105,7 @@ func TestRestrictedReminderDMToOperators(t *testing.T) {
 		Step: bridge.TargetAnswerers, Targets: []string{"discord:" + kevin.ID}, Question: &q, AskedAt: ev.AskedAt, Deadline: ev.Deadline})
 	var dm fakeReq
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		reqs := fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
+		reqs := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
 		if len(reqs) != 1 {
 			return fmt.Errorf("%d DMs to the operator", len(reqs))
 		}

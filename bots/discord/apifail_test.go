@@ -19,12 +19,12 @@ func TestAnswerResumesWhenTheCardEditFails(t *testing.T) {
 	q := colorQuestion()
 	ask(t, env, q)
 	msg := h.posted(channelA, 1)
-	fake.failOn(failRule{Method: "PATCH", Prefix: "/channels/" + channelA + "/messages/", Status: 502, Times: 2})
+	h.fake.failOn(failRule{Method: "PATCH", Prefix: "/channels/" + channelA + "/messages/", Status: 502, Times: 2})
 	h.interact(h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string)))
 	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: blue" {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
+	h.fake.settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
 }
 
 // TestFailedReminderDMsDoNotStopTheLadder checks a DM Discord refuses
@@ -33,8 +33,8 @@ func TestAnswerResumesWhenTheCardEditFails(t *testing.T) {
 func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
 	env, h := startE2E(t, runtime.Roles{})
 	const owner = "4242"
-	fake.blockDMs(kevin.ID)
-	fake.failOn(failRule{Method: "POST", Prefix: "/channels/77" + owner + "/messages", Status: 503, Times: 1})
+	h.fake.blockDMs(kevin.ID)
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/77" + owner + "/messages", Status: 503, Times: 1})
 	q := colorQuestion()
 	q.Timeout, q.Owner = "4s", "discord:"+owner
 	ask(t, env, q)
@@ -44,7 +44,7 @@ func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
 		t.Fatalf("resume = %+v", res)
 	}
 	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
-		if n := len(fake.requests("POST", "/channels/77"+owner+"/messages")); n != 2 {
+		if n := len(h.fake.requests("POST", "/channels/77"+owner+"/messages")); n != 2 {
 			return fmt.Errorf("%d DM requests to the owner, want the failed one and its retry", n)
 		}
 		return nil

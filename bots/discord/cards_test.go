@@ -74,8 +74,8 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 	if want := []string{"red", "blue", "green", "Decline", "Open in console"}; !slices.Equal(labels, want) {
 		t.Errorf("buttons = %v, want %v", labels, want)
 	}
-	post := fake.requests("POST", "/channels/"+channelA+"/messages")[0]
-	if post.Auth != "Bot "+testToken {
+	post := h.fake.requests("POST", "/channels/"+channelA+"/messages")[0]
+	if post.Auth != "Bot "+h.fake.token {
 		t.Errorf("authorization = %q", post.Auth)
 	}
 	if body := post.JSON(t); body["enforce_nonce"] != true || body["nonce"] == "" {
@@ -84,7 +84,7 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 	// The job's thread is started from its first question (before the
 	// delivery report).
 	d := h.waitDelivery()
-	threads := fake.requests("POST", "/channels/"+channelA+"/messages/"+msg["id"].(string)+"/threads")
+	threads := h.fake.requests("POST", "/channels/"+channelA+"/messages/"+msg["id"].(string)+"/threads")
 	if len(threads) != 1 {
 		t.Fatalf("%d thread starts, want 1", len(threads))
 	}
@@ -115,7 +115,7 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
 		By: at.By, ByName: at.ByName, Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue", Text: "The answer: blue"})
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		m := fake.message(msg["id"].(string))
+		m := h.fake.message(msg["id"].(string))
 		if n := len(components(m)); n != 0 {
 			return fmt.Errorf("the card still has %d components", n)
 		}
@@ -125,7 +125,7 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 		}
 		return nil
 	})
-	edit := fake.requests("PATCH", "/channels/"+channelA+"/messages/"+msg["id"].(string))
+	edit := h.fake.requests("PATCH", "/channels/"+channelA+"/messages/"+msg["id"].(string))
 	if len(edit) != 1 {
 		t.Fatalf("%d edits, want 1", len(edit))
 	}
@@ -143,7 +143,7 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 	if embedOf(t, second)["description"] != "And the font?" {
 		t.Fatalf("second card in the thread: %v", second)
 	}
-	if n := len(fake.requests("POST", "/channels/"+channelA+"/messages")); n != 2 { // the first post and its thread start
+	if n := len(h.fake.requests("POST", "/channels/"+channelA+"/messages")); n != 2 { // the first post and its thread start
 		t.Fatalf("%d requests to the channel, want 2 (the second question belongs in the thread)", n)
 	}
 	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
@@ -168,7 +168,7 @@ func TestRoutedChannelAndMappedRoles(t *testing.T) {
 	if !slices.Equal(at.Roles, []string{"admin", "operator"}) {
 		t.Fatalf("roles = %v, want [admin operator]", at.Roles)
 	}
-	if n := len(fake.requests("POST", "/channels/"+channelA)); n != 0 {
+	if n := len(h.fake.requests("POST", "/channels/"+channelA)); n != 0 {
 		t.Fatalf("%d posts to the default channel; the question was routed elsewhere", n)
 	}
 }
@@ -226,7 +226,7 @@ func TestDeclineWithReason(t *testing.T) {
 	h.publishEvent(bridge.Event{Type: bridge.EventDeclined, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
 		By: at.By, ByName: at.ByName, Via: "discord", Comment: "ask Ana", Text: text})
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		m := fake.message(msg["id"].(string))
+		m := h.fake.message(msg["id"].(string))
 		got := fieldValue(embedOf(t, m), "Outcome")
 		if len(components(m)) != 0 || !strings.Contains(got, "Declined by <@"+kevin.ID+">: ask Ana") {
 			return fmt.Errorf("card: outcome %q, %d components", got, len(components(m)))
@@ -242,11 +242,11 @@ func (h *harness) refuse(at bridge.AnswerAttempt, reason, text string) {
 }
 
 // followups waits for n follow-ups on an interaction token.
-func followups(t *testing.T, token string, n int) []fakeReq {
+func (f *fakeDiscord) followups(t *testing.T, token string, n int) []fakeReq {
 	t.Helper()
 	var out []fakeReq
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		out = fake.requests("POST", "/webhooks/"+testApp+"/"+token)
+		out = f.requests("POST", "/webhooks/"+testApp+"/"+token)
 		if len(out) != n {
 			return fmt.Errorf("%d follow-ups on the interaction, want %d", len(out), n)
 		}
@@ -263,7 +263,7 @@ func TestStrangerRefusedEphemerally(t *testing.T) {
 	at := h.waitAttempts(1)[0]
 	text := "You can't answer this question: it asks " + "discord:" + kevin.ID + "."
 	h.refuse(at, bridge.RefusedForbidden, text)
-	f := followups(t, at.ReplyTo["token"], 1)[0]
+	f := h.fake.followups(t, at.ReplyTo["token"], 1)[0]
 	body := f.JSON(t)
 	if body["flags"] != float64(64) || body["content"] != text {
 		t.Fatalf("follow-up = %s, want the refusal, ephemeral", f.Body)
@@ -272,10 +272,10 @@ func TestStrangerRefusedEphemerally(t *testing.T) {
 		t.Errorf("follow-up query = %q", f.Query)
 	}
 	// The card is untouched.
-	if n := len(fake.requests("PATCH", "/channels/")); n != 0 {
+	if n := len(h.fake.requests("PATCH", "/channels/")); n != 0 {
 		t.Fatalf("a refusal edited the card (%d edits)", n)
 	}
-	if n := len(components(fake.message(msg["id"].(string)))); n != 5 {
+	if n := len(components(h.fake.message(msg["id"].(string)))); n != 5 {
 		t.Fatalf("the card has %d components after a refusal, want 5", n)
 	}
 	// Another front-end's refusal is not ours to show.
@@ -285,7 +285,7 @@ func TestStrangerRefusedEphemerally(t *testing.T) {
 	// under a new event id; the attempt's refusal was already told.
 	h.refuse(at, bridge.RefusedForbidden, text)
 	h.markerEvent()
-	if n := len(fake.requests("POST", "/webhooks/")); n != 1 {
+	if n := len(h.fake.requests("POST", "/webhooks/")); n != 1 {
 		t.Fatalf("%d follow-ups, want 1", n)
 	}
 }
@@ -340,12 +340,12 @@ func TestStaleCardRefused(t *testing.T) {
 	}
 	text := "This question was asked for task version 2; the task is now at version 3."
 	h.refuse(at, bridge.RefusedStale, text)
-	f := followups(t, at.ReplyTo["token"], 1)[0]
+	f := h.fake.followups(t, at.ReplyTo["token"], 1)[0]
 	if b := f.JSON(t); b["flags"] != float64(64) || b["content"] != text {
 		t.Fatalf("follow-up = %s", f.Body)
 	}
 	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
-		got := fieldValue(embedOf(t, fake.message(msg["id"].(string))), "Outcome")
+		got := fieldValue(embedOf(t, h.fake.message(msg["id"].(string))), "Outcome")
 		if !strings.Contains(got, "Superseded by task version 3") {
 			return fmt.Errorf("old card outcome = %q", got)
 		}
@@ -373,7 +373,7 @@ func TestDoubleClickTwoAttemptsOneID(t *testing.T) {
 	ans.EventID = "ob-again"
 	h.publishEvent(ans)
 	h.markerEvent()
-	if n := len(fake.requests("PATCH", "/channels/")); n != 1 {
+	if n := len(h.fake.requests("PATCH", "/channels/")); n != 1 {
 		t.Fatalf("%d edits for one outcome, want 1", n)
 	}
 }
@@ -753,7 +753,7 @@ func TestJobThreadPerChannel(t *testing.T) {
 		t.Fatalf("card in %s: %v", channelB, second)
 	}
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		if n := len(fake.requests("POST", "/channels/"+channelB+"/messages/"+second["id"].(string)+"/threads")); n != 1 {
+		if n := len(h.fake.requests("POST", "/channels/"+channelB+"/messages/"+second["id"].(string)+"/threads")); n != 1 {
 			return fmt.Errorf("%d thread starts from the card in %s, want 1", n, channelB)
 		}
 		return nil
@@ -765,7 +765,7 @@ func TestJobThreadPerChannel(t *testing.T) {
 	if third := h.posted(first["id"].(string), 1); embedOf(t, third)["description"] != "And the font?" {
 		t.Fatalf("card in the first thread: %v", third)
 	}
-	if n := len(fake.requests("POST", "/channels/"+channelB+"/messages")); n != 2 { // the card and its thread start
+	if n := len(h.fake.requests("POST", "/channels/"+channelB+"/messages")); n != 2 { // the card and its thread start
 		t.Fatalf("%d requests to %s, want 2", n, channelB)
 	}
 }
@@ -779,12 +779,12 @@ func TestDeletedJobThread(t *testing.T) {
 	h.publishEvent(asked(q1))
 	gone := h.posted(channelA, 1)["id"].(string)
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		if n := len(fake.requests("POST", "/channels/"+channelA+"/messages/"+gone+"/threads")); n != 1 {
+		if n := len(h.fake.requests("POST", "/channels/"+channelA+"/messages/"+gone+"/threads")); n != 1 {
 			return fmt.Errorf("%d thread starts, want 1", n)
 		}
 		return nil
 	})
-	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + gone + "/messages", Status: 404, Code: 10003, Times: -1})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + gone + "/messages", Status: 404, Code: 10003, Times: -1})
 
 	q2 := colorQuestion()
 	q2.QuestionID, q2.Question = "q-2", "Which size?"
@@ -863,12 +863,12 @@ func TestRefusalOvertakingTheResponseIsRetried(t *testing.T) {
 	h.interact(h.click(stranger, findComponent(t, msg, "red")["custom_id"].(string)))
 	at := h.waitAttempts(1)[0]
 	token := at.ReplyTo["token"]
-	fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/" + testApp + "/" + token, Status: 404, Code: 10015, Times: 1})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/" + testApp + "/" + token, Status: 404, Code: 10015, Times: 1})
 	text := "You can't answer this question: it asks discord:" + kevin.ID + "."
 	h.publishEvent(bridge.Event{Type: bridge.EventRefused, Tenant: at.Tenant, JobID: at.JobID, QuestionID: at.QuestionID,
 		TaskVersion: at.TaskVersion, To: at.By, Reason: bridge.RefusedForbidden, Text: text, AttemptID: at.AttemptID,
 		ReplyTo: at.ReplyTo, At: time.Now()})
-	tries := followups(t, token, 2)
+	tries := h.fake.followups(t, token, 2)
 	if body := tries[1].JSON(t); body["content"] != text {
 		t.Fatalf("second try = %s", tries[1].Body)
 	}
@@ -885,17 +885,17 @@ func TestSettlingACardInAnArchivedThread(t *testing.T) {
 	q2.QuestionID, q2.Question = "q-2", "And the font?"
 	h.publishEvent(asked(q2))
 	second := h.posted(thread, 1)
-	fake.archive(thread)
+	h.fake.archive(thread)
 	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: "job-1", QuestionID: "q-2", TaskVersion: 3,
 		By: "discord:" + kevin.ID, ByName: "kevin", Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue", Text: "The answer: blue"})
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		m := fake.message(second["id"].(string))
+		m := h.fake.message(second["id"].(string))
 		if n := len(components(m)); n != 0 {
 			return fmt.Errorf("the card in the archived thread still has %d components", n)
 		}
 		return nil
 	})
-	reopen := fake.requests("PATCH", "/channels/"+thread)
+	reopen := h.fake.requests("PATCH", "/channels/"+thread)
 	var bodies []string
 	for _, r := range reopen {
 		if !strings.Contains(r.Path, "/messages/") {
@@ -1003,7 +1003,7 @@ func TestRefusalOnADeadTokenIsNotRetried(t *testing.T) {
 			h := start(t, harnessOptions{tweak: func(b *Bot) { b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond } }})
 			id := snowflakeAt(time.Now().Add(-tc.age))
 			token := "itoken-" + id
-			fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/" + testApp + "/" + token, Status: 404, Code: 10015, Times: -1})
+			h.fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/" + testApp + "/" + token, Status: 404, Code: 10015, Times: -1})
 			// The runtime decided just now (it was away, or the answers
 			// stream was read late): the event is fresh, the token is not.
 			h.publishEvent(bridge.Event{Type: bridge.EventRefused, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
@@ -1015,14 +1015,14 @@ func TestRefusalOnADeadTokenIsNotRetried(t *testing.T) {
 			began := time.Now()
 			testenv.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
 				if done, err := h.bot.wasSeen(h.ctx, seenKey("refused", "discord-"+id)); err != nil || !done {
-					return fmt.Errorf("refusal not handled yet (%v); %d tries", err, len(fake.requests("POST", "/webhooks/")))
+					return fmt.Errorf("refusal not handled yet (%v); %d tries", err, len(h.fake.requests("POST", "/webhooks/")))
 				}
 				return nil
 			})
 			if took := time.Since(began); took > 2*time.Second {
 				t.Errorf("the refusal took %s to give up on a dead token", took)
 			}
-			if n := len(fake.requests("POST", "/webhooks/")); n != tc.tries {
+			if n := len(h.fake.requests("POST", "/webhooks/")); n != tc.tries {
 				t.Fatalf("%d follow-up tries on a dead token, want %d", n, tc.tries)
 			}
 		})
@@ -1043,7 +1043,7 @@ func TestRefusalWithAnOldLookingInteractionIdIsTold(t *testing.T) {
 			AttemptID: "discord-" + id, At: time.Now(),
 			ReplyTo: map[string]string{replyPlatform: bridge.PlatformDiscord, replyAppID: testApp, replyToken: token, replyChannel: channelA}})
 		testenv.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
-			for _, r := range fake.requests("POST", "/webhooks/"+testApp+"/"+token) {
+			for _, r := range h.fake.requests("POST", "/webhooks/"+testApp+"/"+token) {
 				if strings.Contains(string(r.Body), "it asks someone else") {
 					return nil
 				}
@@ -1066,15 +1066,15 @@ func TestRefusalAfterA5xxIsToldNotLost(t *testing.T) {
 	h.interact(h.click(stranger, findComponent(t, msg, "red")["custom_id"].(string)))
 	at := h.waitAttempts(1)[0]
 	token := at.ReplyTo["token"]
-	fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/" + testApp + "/" + token, Status: 502, Times: 2})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/" + testApp + "/" + token, Status: 502, Times: 2})
 	text := "You can't answer this question: it asks discord:" + kevin.ID + "."
 	h.refuse(at, bridge.RefusedForbidden, text)
-	tries := followups(t, token, 3) // 502, discordgo's retry: 502, the event's retry
+	tries := h.fake.followups(t, token, 3) // 502, discordgo's retry: 502, the event's retry
 	if body := tries[2].JSON(t); body["content"] != text || body["flags"] != float64(64) {
 		t.Fatalf("last try = %s", tries[2].Body)
 	}
 	h.markerEvent()
-	if n := len(fake.requests("POST", "/webhooks/")); n != 3 {
+	if n := len(h.fake.requests("POST", "/webhooks/")); n != 3 {
 		t.Fatalf("%d follow-up tries, want 3 (told once it got through)", n)
 	}
 }
@@ -1124,7 +1124,7 @@ func TestConsoleLinkTooLongForAButton(t *testing.T) {
 		TaskVersion: 1, Step: bridge.TargetAnswerers, Targets: []string{"discord:" + kevin.ID}, Question: &q, AskedAt: ev.AskedAt, Deadline: ev.Deadline})
 	var dm map[string]any
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		reqs := fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
+		reqs := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
 		if len(reqs) != 1 {
 			return fmt.Errorf("%d DMs to kevin", len(reqs))
 		}
@@ -1185,12 +1185,12 @@ func TestSettledConsoleCardSaysNoMoreToClick(t *testing.T) {
 		Answer: []byte(`{"copies":2}`), AnswerText: `{"copies":2}`, At: time.Now().UTC()})
 	id := msg["id"].(string)
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		if len(components(fake.message(id))) != 0 {
+		if len(components(h.fake.message(id))) != 0 {
 			return errors.New("card not settled yet")
 		}
 		return nil
 	})
-	e := embedOf(t, fake.message(id))
+	e := embedOf(t, h.fake.message(id))
 	if got := fieldValue(e, "Answer in the askbridge console"); got != "" {
 		t.Fatalf("the settled card still has %q", got)
 	}

@@ -60,10 +60,10 @@ func ask(t *testing.T, env *testenv.Env, q bridge.Question) {
 
 // settledCard waits for a card to lose its components and show an outcome
 // containing want.
-func settledCard(t *testing.T, messageID, want string) {
+func (f *fakeDiscord) settledCard(t *testing.T, messageID, want string) {
 	t.Helper()
 	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
-		m := fake.message(messageID)
+		m := f.message(messageID)
 		if n := len(components(m)); n != 0 {
 			return fmt.Errorf("the card still has %d components", n)
 		}
@@ -85,7 +85,7 @@ func TestE2EChoiceClickResumesJob(t *testing.T) {
 		res.ByName != "kevin" || res.Via != "discord" || res.TaskVersion != 3 {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
+	h.fake.settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
 	// The runtime recorded where the card is.
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		var reply bridge.ShowReply
@@ -111,7 +111,7 @@ func TestE2EFreeTextModal(t *testing.T) {
 	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: Q3 report, final" {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "Q3 report, final")
+	h.fake.settledCard(t, msg["id"].(string), "Q3 report, final")
 }
 
 func TestE2EDeclineWithReason(t *testing.T) {
@@ -125,7 +125,7 @@ func TestE2EDeclineWithReason(t *testing.T) {
 	if want := "discord:" + kevin.ID + " (kevin) declined to answer: ask Ana."; res.Outcome != bridge.OutcomeDeclined || res.Text != want {
 		t.Fatalf("resume = %+v, want text %q", res, want)
 	}
-	settledCard(t, msg["id"].(string), "Declined by <@"+kevin.ID+">: ask Ana")
+	h.fake.settledCard(t, msg["id"].(string), "Declined by <@"+kevin.ID+">: ask Ana")
 }
 
 func approvalQuestion() bridge.Question {
@@ -161,7 +161,7 @@ func TestE2EApprovalDenyWithReason(t *testing.T) {
 	strangerModal := denyModalOf(t, h.interact(h.click(stranger, findComponent(t, msg, "Deny")["custom_id"].(string))), q)
 	in := h.submit(stranger, strangerModal, map[string]string{"reason": "because"})
 	h.interact(in)
-	if f := followups(t, in["token"].(string), 1)[0].JSON(t); f["flags"] != float64(64) ||
+	if f := h.fake.followups(t, in["token"].(string), 1)[0].JSON(t); f["flags"] != float64(64) ||
 		!strings.HasPrefix(f["content"].(string), "You can't answer this question: ") {
 		t.Fatalf("stranger's follow-up = %v", f)
 	}
@@ -180,7 +180,7 @@ func TestE2EApprovalDenyWithReason(t *testing.T) {
 		res.Via != "discord" || res.TaskVersion != 1 {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "Denied by <@"+kevin.ID+">: "+reason)
+	h.fake.settledCard(t, msg["id"].(string), "Denied by <@"+kevin.ID+">: "+reason)
 	if n := resumeCount(t, env); n != 1 {
 		t.Fatalf("%d resumes, want 1", n)
 	}
@@ -216,7 +216,7 @@ func TestE2EApprovalAnsweredWithCommand(t *testing.T) {
 		res.By != "discord:"+kevin.ID {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "Denied by <@"+kevin.ID+">: too risky: the order shipped")
+	h.fake.settledCard(t, msg["id"].(string), "Denied by <@"+kevin.ID+">: too risky: the order shipped")
 
 	q2 := approvalQuestion()
 	q2.JobID, q2.QuestionID = "job-4", "ap-2"
@@ -254,7 +254,7 @@ func TestE2EApprovalDeclineWithReason(t *testing.T) {
 		res.Text != want || len(res.Answer) != 0 {
 		t.Fatalf("resume = %+v, want text %q", res, want)
 	}
-	settledCard(t, msg["id"].(string), "Declined by <@"+kevin.ID+">: ask Ana, she owns refunds")
+	h.fake.settledCard(t, msg["id"].(string), "Declined by <@"+kevin.ID+">: ask Ana, she owns refunds")
 }
 
 func TestE2EApprovalApprove(t *testing.T) {
@@ -269,7 +269,7 @@ func TestE2EApprovalApprove(t *testing.T) {
 	if res.Outcome != bridge.OutcomeAnswered || string(res.Answer) != `"approved"` || res.Text != "The answer: approved" || res.Comment != "" {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "Approved by <@"+kevin.ID+">")
+	h.fake.settledCard(t, msg["id"].(string), "Approved by <@"+kevin.ID+">")
 }
 
 func TestE2EStrangerRefusedEphemerally(t *testing.T) {
@@ -279,13 +279,13 @@ func TestE2EStrangerRefusedEphemerally(t *testing.T) {
 	msg := h.posted(channelA, 1)
 	in := h.click(stranger, findComponent(t, msg, "red")["custom_id"].(string))
 	h.interact(in)
-	f := followups(t, in["token"].(string), 1)[0].JSON(t)
+	f := h.fake.followups(t, in["token"].(string), 1)[0].JSON(t)
 	if f["flags"] != float64(64) || !strings.HasPrefix(f["content"].(string), "You can't answer this question: ") {
 		t.Fatalf("follow-up = %v", f)
 	}
 	// Still waiting: the card keeps its buttons, nothing resumed; Kevin
 	// can still answer.
-	if n := len(components(fake.message(msg["id"].(string)))); n != 5 {
+	if n := len(components(h.fake.message(msg["id"].(string)))); n != 5 {
 		t.Fatalf("card components = %d after a refusal", n)
 	}
 	if n := resumeCount(t, env); n != 0 {
@@ -308,13 +308,13 @@ func TestE2EStaleCardRefused(t *testing.T) {
 		bridge.Cancel{Tenant: "acme", JobID: "job-1", TaskVersion: 3}); err != nil {
 		t.Fatal(err)
 	}
-	settledCard(t, msg["id"].(string), "Superseded by task version")
+	h.fake.settledCard(t, msg["id"].(string), "Superseded by task version")
 	ask(t, env, colorQuestion()) // v3, same question id
 	h.posted(msg["id"].(string), 1)
 	// A click on the old card (a client that still shows it).
 	in := h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string))
 	h.interact(in)
-	f := followups(t, in["token"].(string), 1)[0].JSON(t)
+	f := h.fake.followups(t, in["token"].(string), 1)[0].JSON(t)
 	if f["flags"] != float64(64) || !strings.Contains(f["content"].(string), "version") {
 		t.Fatalf("follow-up = %v", f)
 	}
@@ -344,15 +344,15 @@ func TestE2EDoubleClickOneResume(t *testing.T) {
 		t.Fatalf("resume = %+v", res)
 	}
 	// The second click is refused as no longer pending, to Kevin alone.
-	f := followups(t, second["token"].(string), 1)[0].JSON(t)
+	f := h.fake.followups(t, second["token"].(string), 1)[0].JSON(t)
 	if f["flags"] != float64(64) {
 		t.Fatalf("follow-up = %v", f)
 	}
-	settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
+	h.fake.settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
 	if n := resumeCount(t, env); n != 1 {
 		t.Fatalf("%d resumes for a double click, want 1", n)
 	}
-	if n := len(fake.requests("PATCH", "/channels/")); n != 1 {
+	if n := len(h.fake.requests("PATCH", "/channels/")); n != 1 {
 		t.Fatalf("%d card edits, want 1", n)
 	}
 }
@@ -383,7 +383,7 @@ func TestE2ETypedQuestionAnsweredWithCommand(t *testing.T) {
 	if res.Outcome != bridge.OutcomeAnswered || res.Text != `The answer: {"on":"2026-10-20","copies":2}` {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "copies: 2")
+	h.fake.settledCard(t, msg["id"].(string), "copies: 2")
 }
 
 // TestE2ETypedAnswerWithCurlyQuotes checks /ask answer reads an object
@@ -483,7 +483,7 @@ func TestE2EAskCommands(t *testing.T) {
 		t.Fatalf("cancels = %+v", cancels)
 	}
 	// The command is registered for the whole application (no guild set).
-	regs := fake.requests("PUT", "/applications/"+testApp+"/commands")
+	regs := h.fake.requests("PUT", "/applications/"+testApp+"/commands")
 	if n := len(regs); n != 1 {
 		t.Fatalf("%d global command registrations, want 1", n)
 	}
@@ -511,7 +511,7 @@ func TestE2EAskCommands(t *testing.T) {
 
 func TestE2EAccessDeniedFailsTheJob(t *testing.T) {
 	env, h := startE2E(t, runtime.Roles{})
-	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 403, Code: 50013, Times: -1})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 403, Code: 50013, Times: -1})
 	q := colorQuestion()
 	ask(t, env, q)
 	res := await(t, env, q)
@@ -533,7 +533,7 @@ func TestE2EReminderDMThenTimeout(t *testing.T) {
 	ask(t, env, q)
 	msg := h.posted(channelA, 1)
 	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
-		dms := fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
+		dms := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
 		if len(dms) != 1 {
 			return fmt.Errorf("%d reminder DMs to kevin", len(dms))
 		}
@@ -546,8 +546,8 @@ func TestE2EReminderDMThenTimeout(t *testing.T) {
 	if res.Outcome != bridge.OutcomeTimedOut || res.Text != "Nobody answered within 0:00:03." {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "Nobody answered within 0:00:03 · ")
-	if n := len(fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 1 {
+	h.fake.settledCard(t, msg["id"].(string), "Nobody answered within 0:00:03 · ")
+	if n := len(h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 1 {
 		t.Fatalf("%d reminder DMs, want 1", n)
 	}
 }
@@ -589,7 +589,7 @@ func TestE2ECancelByMappedDiscordRole(t *testing.T) {
 	if s := reply(h.interact(plain)); !strings.Contains(s, "Asked askbridge to cancel job job-1") || !strings.Contains(s, "only owners and admins may") {
 		t.Fatalf("cancel reply = %q", s)
 	}
-	f := followups(t, plain["token"].(string), 1)[0].JSON(t)
+	f := h.fake.followups(t, plain["token"].(string), 1)[0].JSON(t)
 	if f["flags"] != float64(64) || !strings.Contains(f["content"].(string), "You can't cancel questions") ||
 		!strings.Contains(f["content"].(string), "job-1") {
 		t.Fatalf("cancel refusal follow-up = %v", f)
@@ -611,7 +611,7 @@ func TestE2ECancelByMappedDiscordRole(t *testing.T) {
 	if n := resumeCount(t, env); n != 0 {
 		t.Fatalf("%d resumes after a refused cancel, want 0", n)
 	}
-	if n := len(components(fake.message(msg["id"].(string)))); n == 0 {
+	if n := len(components(h.fake.message(msg["id"].(string)))); n == 0 {
 		t.Fatal("the card lost its buttons after a refused cancel")
 	}
 
@@ -627,9 +627,9 @@ func TestE2ECancelByMappedDiscordRole(t *testing.T) {
 	if len(cs) != 2 || cs[1].By != "discord:"+ada.ID || !slices.Equal(cs[1].Roles, []string{"admin"}) {
 		t.Fatalf("admin's cancel = %+v", cs)
 	}
-	settledCard(t, msg["id"].(string), "Cancelled: not needed · ")
+	h.fake.settledCard(t, msg["id"].(string), "Cancelled: not needed · ")
 	// Only the plain member's command got a follow-up.
-	if n := len(fake.requests("POST", "/webhooks/")); n != 1 {
+	if n := len(h.fake.requests("POST", "/webhooks/")); n != 1 {
 		t.Fatalf("%d follow-ups, want 1 (the refusal)", n)
 	}
 }
@@ -654,7 +654,7 @@ func TestE2ECancelRefusalByDMWhenTheTokenExpired(t *testing.T) {
 	ahead.Store(int64(11 * time.Second))
 	var dm map[string]any
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		dms := fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
+		dms := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
 		if len(dms) != 1 {
 			return fmt.Errorf("%d DMs to kevin, want 1", len(dms))
 		}
@@ -665,11 +665,11 @@ func TestE2ECancelRefusalByDMWhenTheTokenExpired(t *testing.T) {
 		t.Fatalf("DM = %v", dm)
 	}
 	// One try, or two when the refusal came before the clock moved on.
-	if n := len(fake.requests("POST", "/webhooks/"+testApp+"/"+in["token"].(string))); n < 1 || n > 2 {
+	if n := len(h.fake.requests("POST", "/webhooks/"+testApp+"/"+in["token"].(string))); n < 1 || n > 2 {
 		t.Fatalf("%d follow-up tries on the expired token, want 1 or 2", n)
 	}
 	// Nobody else was told.
-	if n := len(fake.requests("POST", "/users/@me/channels")); n != 1 {
+	if n := len(h.fake.requests("POST", "/users/@me/channels")); n != 1 {
 		t.Fatalf("%d DM channels opened, want 1", n)
 	}
 }
@@ -697,14 +697,14 @@ func TestCancelRefusalAfterTheTokenLapsedGoesByDM(t *testing.T) {
 	other.ReplyTo[replyInteraction] = "1400000000000000778"
 	h.publishEvent(other)
 	h.markerEvent()
-	dms := fake.requests("POST", "/channels/77"+ana.ID+"/messages")
+	dms := h.fake.requests("POST", "/channels/77"+ana.ID+"/messages")
 	if len(dms) != 1 || !strings.Contains(dms[0].JSON(t)["content"].(string), "You can't cancel questions") {
 		t.Fatalf("DMs to ana = %v, want one with the refusal", dms)
 	}
-	if n := len(fake.requests("POST", "/webhooks/")); n != 0 {
+	if n := len(h.fake.requests("POST", "/webhooks/")); n != 0 {
 		t.Fatalf("%d follow-ups on a lapsed token, want 0", n)
 	}
-	if n := len(fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 0 {
+	if n := len(h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 0 {
 		t.Fatalf("%d DMs to kevin, want 0", n)
 	}
 }
@@ -757,14 +757,14 @@ func TestE2ECancelRefusalOvertakingTheResponse(t *testing.T) {
 	h.posted(channelA, 1)
 	in := h.command(kevin, "cancel", map[string]string{"tenant": "acme", "job": "job-1", "question": "q-1"})
 	token := in["token"].(string)
-	fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/" + testApp + "/" + token, Status: 404, Code: 10015, Times: 1})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/" + testApp + "/" + token, Status: 404, Code: 10015, Times: 1})
 	h.interact(in)
-	tries := followups(t, token, 2)
+	tries := h.fake.followups(t, token, 2)
 	if c, _ := tries[1].JSON(t)["content"].(string); !strings.Contains(c, "You can't cancel questions") {
 		t.Fatalf("second try = %s", tries[1].Body)
 	}
 	h.markerEvent()
-	if n := len(fake.requests("POST", "/users/@me/channels")); n != 0 {
+	if n := len(h.fake.requests("POST", "/users/@me/channels")); n != 0 {
 		t.Fatalf("%d DM channels opened, want none: the follow-up reached kevin", n)
 	}
 }
@@ -821,7 +821,7 @@ func TestE2EFormsOnAnAnsweredCardSayWhoAnswered(t *testing.T) {
 	formID := form["data"].(map[string]any)["custom_id"].(string)
 	h.interact(h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string)))
 	await(t, env, q)
-	settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
+	h.fake.settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(context.Background(), q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
 		if err != nil || c == nil || c.Outcome == nil {

@@ -15,7 +15,7 @@ import (
 
 func TestMissingPermissionsReportsAccessDenied(t *testing.T) {
 	h := start(t, harnessOptions{})
-	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 403, Code: 50013, Times: -1})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 403, Code: 50013, Times: -1})
 	h.publishEvent(asked(colorQuestion()))
 	d := h.waitDelivery()
 	if d.OK || d.Failure == nil || d.Failure.Code != bridge.CodeAccessDenied || d.Failure.Retryable || d.Platform != "discord" ||
@@ -30,7 +30,7 @@ func TestMissingPermissionsReportsAccessDenied(t *testing.T) {
 	}
 	// Not retried: one post only.
 	h.markerEvent()
-	if n := len(fake.requests("POST", "/channels/"+channelA+"/messages")); n != 1 {
+	if n := len(h.fake.requests("POST", "/channels/"+channelA+"/messages")); n != 1 {
 		t.Fatalf("%d posts, want 1 (a permission error is not retried)", n)
 	}
 }
@@ -47,7 +47,7 @@ func TestFailureCodes(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tc.code), func(t *testing.T) {
 			h := start(t, harnessOptions{})
-			fake.failOn(failRule{Method: "POST", Prefix: "/channels/", Status: tc.status, Code: tc.code, Times: -1})
+			h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/", Status: tc.status, Code: tc.code, Times: -1})
 			h.publishEvent(asked(colorQuestion()))
 			d := h.waitDelivery()
 			if d.OK || d.Failure == nil || d.Failure.Code != tc.want {
@@ -68,7 +68,7 @@ func TestNonNumericChannelIsUnresolved(t *testing.T) {
 	if d := h.waitDelivery(); d.OK || d.Failure.Code != bridge.CodeReferenceUnresolved {
 		t.Fatalf("delivery = %+v", d)
 	}
-	if n := len(fake.requests("POST", "/channels/")); n != 0 {
+	if n := len(h.fake.requests("POST", "/channels/")); n != 0 {
 		t.Fatalf("%d posts for a channel that is no id", n)
 	}
 }
@@ -82,7 +82,7 @@ func TestNoChannelNoReport(t *testing.T) {
 			t.Fatalf("a question not meant for Discord got a report: %+v", d)
 		}
 	}
-	if n := len(fake.requests("POST", "/channels/"+channelA)); n != 0 {
+	if n := len(h.fake.requests("POST", "/channels/"+channelA)); n != 0 {
 		t.Fatalf("%d posts", n)
 	}
 }
@@ -91,13 +91,13 @@ func TestRateLimitIsBounded(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := start(t, harnessOptions{mutate: func(o *Options) { o.Registerer = reg }})
 	// Two 429s, then success: retried after Discord's retry_after.
-	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 0.05, Times: 2})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 0.05, Times: 2})
 	h.publishEvent(asked(colorQuestion()))
 	d := h.waitDelivery()
 	if !d.OK {
 		t.Fatalf("delivery after two 429s = %+v (failure %+v)", d, d.Failure)
 	}
-	if n := len(fake.requests("POST", "/channels/"+channelA+"/messages")); n != 4 { // 3 posts, 1 thread start
+	if n := len(h.fake.requests("POST", "/channels/"+channelA+"/messages")); n != 4 { // 3 posts, 1 thread start
 		t.Fatalf("%d requests, want 3 posts and a thread start", n)
 	}
 	// /metrics: one post that succeeded after two rate-limited tries.
@@ -118,13 +118,13 @@ func TestRateLimitIsBounded(t *testing.T) {
 
 func TestRateLimitForeverEndsInAFailure(t *testing.T) {
 	h := start(t, harnessOptions{})
-	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 0.01, Times: -1})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 0.01, Times: -1})
 	h.publishEvent(asked(colorQuestion()))
 	var d bridge.Delivery
 	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
 		ds := h.deliveriesNow()
 		if len(ds) == 0 {
-			return fmt.Errorf("no report yet (%d posts so far)", len(fake.requests("POST", "/channels/")))
+			return fmt.Errorf("no report yet (%d posts so far)", len(h.fake.requests("POST", "/channels/")))
 		}
 		d = ds[0]
 		return nil
@@ -133,7 +133,7 @@ func TestRateLimitForeverEndsInAFailure(t *testing.T) {
 		t.Fatalf("delivery = %+v (failure %+v)", d, d.Failure)
 	}
 	// Bounded: (1 + rateLimitRetries) posts per try, maxEventAttempts tries.
-	if n, most := len(fake.requests("POST", "/channels/")), (1+rateLimitRetries)*maxEventAttempts; n > most {
+	if n, most := len(h.fake.requests("POST", "/channels/")), (1+rateLimitRetries)*maxEventAttempts; n > most {
 		t.Fatalf("%d posts, want at most %d", n, most)
 	}
 }
@@ -147,7 +147,7 @@ func TestRateLimitForeverEndsInAFailure(t *testing.T) {
 func TestLongRetryAfterIsNotWaited(t *testing.T) {
 	h := start(t, harnessOptions{tweak: func(b *Bot) { b.rateLimitWait = 50 * time.Millisecond }})
 	const channelB = "1000000000000000002"
-	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 1.5, Times: 1})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 1.5, Times: 1})
 	h.publishEvent(asked(colorQuestion()))
 	other := colorQuestion()
 	other.JobID, other.Question = "job-2", "Which font should the report use?"
@@ -157,7 +157,7 @@ func TestLongRetryAfterIsNotWaited(t *testing.T) {
 	h.posted(channelB, 1)
 	card := h.posted(channelA, 1)
 	var posts []fakeReq
-	for _, r := range fake.requests("POST", "/channels/"+channelA+"/messages") {
+	for _, r := range h.fake.requests("POST", "/channels/"+channelA+"/messages") {
 		if strings.HasSuffix(r.Path, "/messages") {
 			posts = append(posts, r)
 		}
@@ -184,7 +184,7 @@ func TestLongRetryAfterIsNotWaited(t *testing.T) {
 func TestGlobalRateLimitHoldsEveryRoute(t *testing.T) {
 	h := start(t, harnessOptions{tweak: func(b *Bot) { b.rateLimitWait = 50 * time.Millisecond }})
 	const channelB = "1000000000000000002"
-	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 1.5, Global: true, Times: 1})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 1.5, Global: true, Times: 1})
 	h.publishEvent(asked(colorQuestion()))
 	// The bot has read the 429 (and holds every route) once it puts the
 	// event off; the fake records the post before it answers.
@@ -200,8 +200,8 @@ func TestGlobalRateLimitHoldsEveryRoute(t *testing.T) {
 	h.publishEvent(asked(other))
 	h.posted(channelA, 1)
 	h.posted(channelB, 1)
-	limited := fake.requests("POST", "/channels/"+channelA+"/messages")[0]
-	for _, r := range fake.requests("", "") {
+	limited := h.fake.requests("POST", "/channels/"+channelA+"/messages")[0]
+	for _, r := range h.fake.requests("", "") {
 		if r.At.After(limited.At) && r.At.Sub(limited.At) < 1500*time.Millisecond {
 			t.Errorf("%s %s sent %v after a global 429 asking to wait 1.5s", r.Method, r.Path, r.At.Sub(limited.At))
 		}
@@ -217,12 +217,12 @@ func TestGlobalRateLimitLetsFollowUpsGo(t *testing.T) {
 	msg := h.posted(channelA, 1)
 	h.interact(h.click(stranger, findComponent(t, msg, "red")["custom_id"].(string)))
 	at := h.waitAttempts(1)[0]
-	fake.failOn(failRule{Method: "POST", Prefix: "/channels/", Status: 429, RetryAfter: 30, Global: true, Times: 1})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/", Status: 429, RetryAfter: 30, Global: true, Times: 1})
 	dm := colorQuestion()
 	h.publishEvent(bridge.Event{Type: bridge.EventReminded, EventID: "ob-global", Tenant: "acme", JobID: "job-1", QuestionID: "q-1",
 		TaskVersion: 3, Step: bridge.TargetAnswerers, Targets: []string{"discord:" + kevin.ID}, Question: &dm})
 	h.refuse(at, bridge.RefusedForbidden, "You can't answer this question: it asks discord:"+kevin.ID+".")
-	if f := followups(t, at.ReplyTo["token"], 1)[0].JSON(t); f["flags"] != float64(64) {
+	if f := h.fake.followups(t, at.ReplyTo["token"], 1)[0].JSON(t); f["flags"] != float64(64) {
 		t.Fatalf("follow-up = %v", f)
 	}
 }
@@ -234,7 +234,7 @@ func TestGlobalRateLimitLetsFollowUpsGo(t *testing.T) {
 func TestRouteRateLimitDoesNotStallOtherEvents(t *testing.T) {
 	h := start(t, harnessOptions{tweak: func(b *Bot) { b.rateLimitWait = 50 * time.Millisecond }})
 	const channelB = "1000000000000000002"
-	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 3, Times: 1})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 3, Times: 1})
 	h.publishEvent(asked(colorQuestion()))
 	same := colorQuestion()
 	same.JobID, same.Question = "job-2", "Which size should the cover be?"
@@ -245,7 +245,7 @@ func TestRouteRateLimitDoesNotStallOtherEvents(t *testing.T) {
 	began := time.Now()
 	h.publishEvent(asked(other))
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		if len(cardPosts(other.Question)) == 0 {
+		if len(h.fake.cardPosts(other.Question)) == 0 {
 			return fmt.Errorf("the card for %s is not posted", channelB)
 		}
 		return nil
@@ -256,7 +256,7 @@ func TestRouteRateLimitDoesNotStallOtherEvents(t *testing.T) {
 	h.waitCard(same.Question)
 	h.waitCard(colorQuestion().Question)
 	var posts []fakeReq
-	for _, r := range fake.requests("POST", "/channels/"+channelA+"/messages") {
+	for _, r := range h.fake.requests("POST", "/channels/"+channelA+"/messages") {
 		if strings.HasSuffix(r.Path, "/messages") {
 			posts = append(posts, r)
 		}

@@ -15,14 +15,65 @@ import (
 	"time"
 )
 
-// fakeDiscord is a loopback Discord REST API speaking Discord's wire
+// fakeAPI is the one loopback Discord REST API of this package's tests.
+// discordgo's endpoints are package variables, so every bot of the test
+// binary points at the same base; the fake keeps a separate Discord for
+// each bot token, as Discord keeps a bot's messages and rate limits (the
+// global one included) for that bot, and tells requests apart by the token
+// each carries ("Authorization: Bot <token>"; discordgo sends it with
+// interaction follow-ups too). Tests get their own token, so they run in
+// parallel.
+type fakeAPI struct {
+	srv *httptest.Server
+
+	mu   sync.Mutex
+	bots map[string]*fakeDiscord // Authorization header → that bot's Discord
+	n    int
+}
+
+func newFakeAPI() *fakeAPI {
+	a := &fakeAPI{bots: map[string]*fakeDiscord{}}
+	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		f := a.bots[r.Header.Get("Authorization")]
+		a.mu.Unlock()
+		if f == nil {
+			apiErr(w, http.StatusUnauthorized, 0, "401: Unauthorized")
+			return
+		}
+		f.handler.ServeHTTP(w, r)
+	}))
+	return a
+}
+
+func (a *fakeAPI) apiURL() string { return a.srv.URL + apiPrefix + "/" }
+
+// newBot makes a bot token of the test's own and the empty Discord its
+// requests reach, forgotten when the test ends. The token starts with
+// testToken, so a test finding testToken in logs finds any bot's token.
+func (a *fakeAPI) newBot(t testing.TB) *fakeDiscord {
+	a.mu.Lock()
+	a.n++
+	token := fmt.Sprintf("%s-%d", testToken, a.n)
+	f := newFakeDiscord(token)
+	a.bots["Bot "+token] = f
+	a.mu.Unlock()
+	t.Cleanup(func() {
+		a.mu.Lock()
+		delete(a.bots, "Bot "+token)
+		a.mu.Unlock()
+	})
+	return f
+}
+
+// fakeDiscord is one bot's Discord behind fakeAPI, speaking Discord's wire
 // format (v10 paths, JSON error bodies with codes, 429 with retry_after in
 // seconds) and recording every request it receives.
 type fakeDiscord struct {
-	srv *httptest.Server
+	token   string // the bot token its requests carry
+	handler http.Handler
 
 	mu       sync.Mutex
-	token    string
 	reqs     []fakeReq
 	msgs     map[string]map[string]any // message id → message
 	nonces   map[string]string         // channel + nonce → message id
@@ -69,9 +120,10 @@ type failRule struct {
 
 const apiPrefix = "/api/v10"
 
-func newFakeDiscord() *fakeDiscord {
-	f := &fakeDiscord{}
-	f.reset("")
+func newFakeDiscord(token string) *fakeDiscord {
+	f := &fakeDiscord{token: token, msgs: map[string]map[string]any{}, nonces: map[string]string{},
+		threads: map[string]bool{}, archived: map[string]bool{}, next: 1300000000000000000,
+		noDM: map[string]bool{}, commands: map[string][]map[string]any{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+apiPrefix+"/channels/{cid}/messages", f.createMessage)
 	mux.HandleFunc("GET "+apiPrefix+"/channels/{cid}/messages", f.listMessages)
@@ -83,27 +135,9 @@ func newFakeDiscord() *fakeDiscord {
 	mux.HandleFunc("PUT "+apiPrefix+"/applications/{app}/commands", f.putCommands)
 	mux.HandleFunc("PUT "+apiPrefix+"/applications/{app}/guilds/{guild}/commands", f.putCommands)
 	mux.HandleFunc("POST "+apiPrefix+"/webhooks/{app}/{token}", f.followup)
-	f.srv = httptest.NewServer(f.wrap(mux))
+	f.handler = f.wrap(mux)
 	return f
 }
-
-// reset forgets everything; token is the bot token requests must carry.
-func (f *fakeDiscord) reset(token string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.token = token
-	f.reqs = nil
-	f.msgs = map[string]map[string]any{}
-	f.nonces = map[string]string{}
-	f.threads = map[string]bool{}
-	f.archived = map[string]bool{}
-	f.next = 1300000000000000000
-	f.rules = nil
-	f.noDM = map[string]bool{}
-	f.commands = map[string][]map[string]any{}
-}
-
-func (f *fakeDiscord) apiURL() string { return f.srv.URL + apiPrefix + "/" }
 
 func (f *fakeDiscord) failOn(r failRule) {
 	f.mu.Lock()
@@ -172,7 +206,8 @@ func reply(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// wrap records the request, checks authorization and applies fail rules.
+// wrap records the request and applies fail rules; fakeAPI has checked
+// its bot token.
 func (f *fakeDiscord) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -180,7 +215,6 @@ func (f *fakeDiscord) wrap(next http.Handler) http.Handler {
 		path := strings.TrimPrefix(r.URL.Path, apiPrefix)
 		f.mu.Lock()
 		f.reqs = append(f.reqs, fakeReq{Method: r.Method, Path: path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization"), Body: body, At: time.Now()})
-		token := f.token
 		var rule *failRule
 		for _, fr := range f.rules {
 			if fr.Method == r.Method && strings.HasPrefix(path, fr.Prefix) && fr.Times != 0 {
@@ -192,12 +226,6 @@ func (f *fakeDiscord) wrap(next http.Handler) http.Handler {
 			}
 		}
 		f.mu.Unlock()
-		// Interaction webhooks are authorized by their token; the rest
-		// need the bot token.
-		if !strings.HasPrefix(path, "/webhooks/") && r.Header.Get("Authorization") != "Bot "+token {
-			apiErr(w, http.StatusUnauthorized, 0, "401: Unauthorized")
-			return
-		}
 		if rule != nil && rule.Hang {
 			<-r.Context().Done()
 			return

@@ -106,7 +106,7 @@ type fzEnv struct {
 
 func startFzEnv(f *testing.F) *fzEnv {
 	f.Helper()
-	fake.reset(testToken)
+	fake := api.newBot(f)
 	env := testenv.Start(f, testenv.Options{Roles: runtime.Roles{Operators: []string{"discord:" + kevin.ID}},
 		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
@@ -114,8 +114,8 @@ func startFzEnv(f *testing.F) *fzEnv {
 		f.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	bot, err := New(ctx, Options{NATS: env.NATS, BotToken: testToken, PublicKey: hex.EncodeToString(pub), AppID: testApp,
-		APIURL: fake.apiURL(), DefaultChannel: channelA,
+	bot, err := New(ctx, Options{NATS: env.NATS, BotToken: fake.token, PublicKey: hex.EncodeToString(pub), AppID: testApp,
+		APIURL: api.apiURL(), DefaultChannel: channelA,
 		Console: console.Signer{PublicURL: "https://askbridge.example.com", Secret: []byte("console-secret-0123456789")},
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -34,7 +34,7 @@ func TestEventsStreamDeletedIsMadeAgain(t *testing.T) {
 	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: blue" {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
+	h.fake.settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
 }
 
 // TestBucketsDeletedAreMadeAgain checks the bot makes its buckets again
@@ -64,5 +64,5 @@ func TestBucketsDeletedAreMadeAgain(t *testing.T) {
 	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: blue" {
 		t.Fatalf("resume = %+v", res)
 	}
-	settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
+	h.fake.settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
 }

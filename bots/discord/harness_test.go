@@ -27,20 +27,21 @@ import (
 	"github.com/askbridge/askbridge/internal/testenv"
 )
 
-// fake is the one fake Discord API of this package's tests: discordgo's
-// endpoints are package globals, so every bot points at the same base and
-// the tests do not run in parallel.
-var fake *fakeDiscord
+// api is the one fake Discord API of this package's tests (see fakeAPI):
+// discordgo's endpoints are package variables, pointed at it before any
+// test runs, so no bot writes them while others read them.
+var api *fakeAPI
 
 func TestMain(m *testing.M) {
-	fake = newFakeDiscord()
+	api = newFakeAPI()
+	pointEndpoints(api.apiURL())
 	code := m.Run()
-	fake.srv.Close()
+	api.srv.Close()
 	os.Exit(code)
 }
 
 const (
-	testToken = "test-bot-token-do-not-log"
+	testToken = "test-bot-token-do-not-log" // each test's bot token starts with it (fakeAPI.newBot)
 	testApp   = "555000111"
 	channelA  = "1000000000000000001"
 	adminRole = "2000000000000000001"
@@ -82,6 +83,7 @@ type harness struct {
 	t          *testing.T
 	ctx        context.Context
 	nats       *bridge.NATS
+	fake       *fakeDiscord // the bot's Discord
 	bot        *Bot
 	web        *httptest.Server
 	priv       ed25519.PrivateKey
@@ -97,6 +99,7 @@ type harness struct {
 
 type harnessOptions struct {
 	nats   *bridge.NATS // shared NATS (restart tests); nil starts one
+	fake   *fakeDiscord // the bot's Discord; nil makes one (api.newBot)
 	mutate func(*Options)
 	tweak  func(*Bot) // after New, before Run
 	noRun  bool
@@ -106,9 +109,11 @@ type harnessOptions struct {
 // an HTTP server with its routes.
 func start(t *testing.T, ho harnessOptions) *harness {
 	t.Helper()
-	fake.reset(testToken)
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, ctx: ctx, logs: &testenv.LockedBuffer{}}
+	h := &harness{t: t, ctx: ctx, fake: ho.fake, logs: &testenv.LockedBuffer{}}
+	if h.fake == nil {
+		h.fake = api.newBot(t)
+	}
 	// Interaction ids are snowflakes made now, as Discord's: the bot reads
 	// an interaction's age (its token's life) from its id.
 	first, _ := strconv.ParseInt(snowflakeAt(time.Now()), 10, 64)
@@ -129,8 +134,8 @@ func start(t *testing.T, ho harnessOptions) *harness {
 	h.priv = priv
 	h.signer = console.Signer{PublicURL: "https://askbridge.example.com", Secret: []byte("console-secret-0123456789")}
 	o := Options{
-		NATS: h.nats, BotToken: testToken, PublicKey: hex.EncodeToString(pub), AppID: testApp,
-		APIURL: fake.apiURL(), DefaultChannel: channelA, AdminRoles: []string{adminRole}, OperatorRoles: []string{operRole},
+		NATS: h.nats, BotToken: h.fake.token, PublicKey: hex.EncodeToString(pub), AppID: testApp,
+		APIURL: api.apiURL(), DefaultChannel: channelA, AdminRoles: []string{adminRole}, OperatorRoles: []string{operRole},
 		Console: h.signer,
 		Logger:  slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
@@ -396,21 +401,21 @@ func (h *harness) posted(channel string, n int) map[string]any {
 	h.t.Helper()
 	var ids []string
 	testenv.CheckFor(h.t, 15*time.Second, 10*time.Millisecond, func() error {
-		fake.mu.Lock()
+		h.fake.mu.Lock()
 		ids = ids[:0]
-		for mid, m := range fake.msgs {
+		for mid, m := range h.fake.msgs {
 			if m["channel_id"] == channel {
 				ids = append(ids, mid)
 			}
 		}
-		fake.mu.Unlock()
+		h.fake.mu.Unlock()
 		if len(ids) < n {
 			return fmt.Errorf("%d messages in %s, want %d; bot log:\n%s", len(ids), channel, n, h.logs.String())
 		}
 		return nil
 	})
 	slices.Sort(ids) // ids of one length: numeric order
-	return fake.message(ids[n-1])
+	return h.fake.message(ids[n-1])
 }
 
 // postTampered signs body and sends it with one byte changed.

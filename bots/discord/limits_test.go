@@ -243,9 +243,9 @@ func checkResponse(t *testing.T, what string, resp map[string]any) {
 
 // checkSent fails the test when Discord would refuse a request the fake
 // received: messages, edits, follow-ups, thread starts.
-func checkSent(t *testing.T) {
+func (f *fakeDiscord) checkSent(t *testing.T) {
 	t.Helper()
-	for _, r := range fake.requests("", "") {
+	for _, r := range f.requests("", "") {
 		var problems []string
 		switch {
 		case strings.HasSuffix(r.Path, "/threads"):
@@ -446,18 +446,18 @@ func TestEverythingSentFitsDiscordsLimits(t *testing.T) {
 	for _, q := range qs {
 		id := cards[q.QuestionID]["id"].(string)
 		testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
-			if m := fake.message(id); len(components(m)) != 0 || fieldValue(embedOf(t, m), "Outcome") == "" {
+			if m := h.fake.message(id); len(components(m)) != 0 || fieldValue(embedOf(t, m), "Outcome") == "" {
 				return fmt.Errorf("%s: card not settled; bot log:\n%s", q.QuestionID, h.logs.String())
 			}
 			return nil
 		})
 	}
 	h.markerEvent()
-	checkSent(t)
-	if n := len(fake.requests("POST", "/webhooks/")); n == 0 {
+	h.fake.checkSent(t)
+	if n := len(h.fake.requests("POST", "/webhooks/")); n == 0 {
 		t.Error("no refusal was told")
 	}
-	if n := len(fake.requests("POST", "/channels/77"+ana.ID+"/messages")); n != len(qs) {
+	if n := len(h.fake.requests("POST", "/channels/77"+ana.ID+"/messages")); n != len(qs) {
 		t.Errorf("%d reminder DMs, want %d", n, len(qs))
 	}
 }
@@ -492,7 +492,7 @@ func TestAskCommandRepliesFitDiscordsLimits(t *testing.T) {
 	await(t, env, q)
 	checkResponse(t, "show settled", h.interact(h.command(kevin, "show", map[string]string{"question": q.QuestionID, "tenant": q.Tenant, "job": q.JobID})))
 	h.markerEvent()
-	checkSent(t)
+	h.fake.checkSent(t)
 }
 
 // shownChoices is what a person reads of each choice on a card: a
@@ -560,7 +560,7 @@ func TestLongChoicesStayDistinct(t *testing.T) {
 					t.Errorf("choice %d shown as %q, want it whole: %q", j, shown[j], c)
 				}
 			}
-			checkSent(t)
+			h.fake.checkSent(t)
 		})
 	}
 	// Picking the last of the long choices proposes it, whole.

@@ -28,7 +28,7 @@ func TestRestartTakesItsOwnClaimBackAtOnce(t *testing.T) {
 				tweak: func(b *Bot) { b.backoff = func(uint64) time.Duration { return time.Hour } },
 			})
 			q := colorQuestion()
-			fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Lost: true, Times: 1})
+			h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Lost: true, Times: 1})
 			h.publishEvent(asked(q))
 			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 				if !strings.Contains(h.logs.String(), "event failed; will retry") {
@@ -36,11 +36,11 @@ func TestRestartTakesItsOwnClaimBackAtOnce(t *testing.T) {
 				}
 				return nil
 			})
-			if cards := cardsOf(channelA, q); len(cards) != 1 {
+			if cards := h.fake.cardsOf(channelA, q); len(cards) != 1 {
 				t.Fatalf("%d cards before the restart, want the one whose answer was lost", len(cards))
 			}
 			h.stopBot()
-			fake.forgetNonces() // the restart comes after Discord's nonce memory
+			h.fake.forgetNonces() // the restart comes after Discord's nonce memory
 			again := asked(q)
 			again.EventID = "ob-asked-again" // the runtime relays it again
 			h.publishEvent(again)
@@ -57,7 +57,7 @@ func TestRestartTakesItsOwnClaimBackAtOnce(t *testing.T) {
 				}
 			} else {
 				d := h.waitDelivery()
-				cards := cardsOf(channelA, q)
+				cards := h.fake.cardsOf(channelA, q)
 				if !d.OK || d.Message == nil || len(cards) != 1 || d.Message.MessageID != cards[0] {
 					t.Fatalf("delivery %+v (message %+v), cards %v: want the card made before the crash", d, d.Message, cards)
 				}
@@ -65,7 +65,7 @@ func TestRestartTakesItsOwnClaimBackAtOnce(t *testing.T) {
 					t.Fatalf("the replica put off its own claim:\n%s", h.logs)
 				}
 			}
-			if cards := cardsOf(channelA, q); len(cards) != 1 {
+			if cards := h.fake.cardsOf(channelA, q); len(cards) != 1 {
 				t.Fatalf("%d cards, want 1", len(cards))
 			}
 		})

@@ -17,7 +17,7 @@ func TestReminderDMs(t *testing.T) {
 	ev := asked(q)
 	h.publishEvent(ev)
 	card := h.posted(channelA, 1)
-	fake.blockDMs(ana.ID)
+	h.fake.blockDMs(ana.ID)
 	rem := bridge.Event{Type: bridge.EventReminded, EventID: "ob-rem-1", Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
 		Step: bridge.TargetAnswerers, Targets: q.Answerers, Question: &q, AskedAt: ev.AskedAt, Deadline: ev.Deadline}
 	h.publishEvent(rem)
@@ -25,7 +25,7 @@ func TestReminderDMs(t *testing.T) {
 	// Kevin gets a DM, opened with UserChannelCreate.
 	var dm fakeReq
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		reqs := fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
+		reqs := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
 		if len(reqs) != 1 {
 			return fmt.Errorf("%d DMs to kevin", len(reqs))
 		}
@@ -51,13 +51,13 @@ func TestReminderDMs(t *testing.T) {
 	// Ana does not accept DMs: reported in the job's thread, once.
 	thread := card["id"].(string)
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		notes := fake.requests("POST", "/channels/"+thread+"/messages")
+		notes := h.fake.requests("POST", "/channels/"+thread+"/messages")
 		if len(notes) != 1 || !strings.Contains(notes[0].JSON(t)["content"].(string), "<@"+ana.ID+">") {
 			return fmt.Errorf("notes in the thread: %d", len(notes))
 		}
 		return nil
 	})
-	opens := fake.requests("POST", "/users/@me/channels")
+	opens := h.fake.requests("POST", "/users/@me/channels")
 	var recipients []string
 	for _, o := range opens {
 		recipients = append(recipients, o.JSON(t)["recipient_id"].(string))
@@ -70,7 +70,7 @@ func TestReminderDMs(t *testing.T) {
 	h.publishEvent(bridge.Event{Type: bridge.EventReminded, EventID: "ob-rem-1-again", Tenant: "acme", JobID: "job-1", QuestionID: "q-1",
 		TaskVersion: 3, Step: bridge.TargetAnswerers, Targets: q.Answerers, Question: &q})
 	h.markerEvent()
-	dmsToAna := len(fake.requests("POST", "/channels/77"+ana.ID+"/messages"))
+	dmsToAna := len(h.fake.requests("POST", "/channels/77"+ana.ID+"/messages"))
 	if dmsToAna > 2 {
 		t.Fatalf("%d DM attempts to ana, want at most one per event", dmsToAna)
 	}
@@ -83,7 +83,7 @@ func TestReminderDMs(t *testing.T) {
 		Step: bridge.TargetOwner, Targets: []string{"discord:" + stranger.ID}, Question: &q, Deadline: ev.Deadline}
 	h.publishEvent(esc)
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		reqs := fake.requests("POST", "/channels/77"+stranger.ID+"/messages")
+		reqs := h.fake.requests("POST", "/channels/77"+stranger.ID+"/messages")
 		if len(reqs) != 1 {
 			return fmt.Errorf("%d DMs to the owner", len(reqs))
 		}
@@ -97,10 +97,10 @@ func TestReminderDMs(t *testing.T) {
 	h.publishEvent(bridge.Event{Type: bridge.EventEscalated, EventID: "ob-esc-2", Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
 		Step: bridge.TargetAdmins, Targets: []string{"discord:" + ana.ID}, Question: &q, Deadline: ev.Deadline})
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		fake.mu.Lock()
-		defer fake.mu.Unlock()
+		h.fake.mu.Lock()
+		defer h.fake.mu.Unlock()
 		n := 0
-		for _, m := range fake.msgs {
+		for _, m := range h.fake.msgs {
 			if m["channel_id"] == thread && strings.Contains(fmt.Sprint(m["content"]), "could not send <@"+ana.ID+">") {
 				n++
 			}
@@ -120,17 +120,17 @@ func TestReminderRedeliveryAfterTransientFailure(t *testing.T) {
 	h.posted(channelA, 1)
 	// Ana's DM fails once with a 500: the event is retried; Kevin is not
 	// messaged twice.
-	fake.failOn(failRule{Method: "POST", Prefix: "/channels/77" + ana.ID, Status: 500, Times: 1})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/77" + ana.ID, Status: 500, Times: 1})
 	h.publishEvent(bridge.Event{Type: bridge.EventReminded, EventID: "ob-r2", Tenant: "acme", JobID: "job-1", QuestionID: "q-1",
 		TaskVersion: 3, Step: bridge.TargetAnswerers, Targets: q.Answerers, Question: &q})
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		if n := len(fake.requests("POST", "/channels/77"+ana.ID+"/messages")); n != 2 {
+		if n := len(h.fake.requests("POST", "/channels/77"+ana.ID+"/messages")); n != 2 {
 			return fmt.Errorf("%d DM posts to ana, want 2 (one failed, one retried)", n)
 		}
 		return nil
 	})
 	h.markerEvent()
-	if n := len(fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 1 {
+	if n := len(h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 1 {
 		t.Fatalf("%d DMs to kevin, want 1", n)
 	}
 }

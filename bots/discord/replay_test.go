@@ -23,9 +23,9 @@ func replayedAsked(q bridge.Question) bridge.Event {
 
 // cardPosts returns the message posts the fake Discord received whose
 // body carries text.
-func cardPosts(text string) []fakeReq {
+func (f *fakeDiscord) cardPosts(text string) []fakeReq {
 	var out []fakeReq
-	for _, r := range fake.requests("POST", "/channels/") {
+	for _, r := range f.requests("POST", "/channels/") {
 		if strings.HasSuffix(r.Path, "/messages") && bytes.Contains(r.Body, []byte(text)) {
 			out = append(out, r)
 		}
@@ -37,7 +37,7 @@ func cardPosts(text string) []fakeReq {
 func (h *harness) waitCard(text string) {
 	h.t.Helper()
 	testenv.CheckFor(h.t, 15*time.Second, 10*time.Millisecond, func() error {
-		if len(cardPosts(text)) == 0 {
+		if len(h.fake.cardPosts(text)) == 0 {
 			return fmt.Errorf("no card asking %q; bot log:\n%s", text, h.logs.String())
 		}
 		return nil
@@ -77,7 +77,7 @@ func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
 
 	h.waitCard(live.Question)
 	h.consumerSettled(2)
-	if posts := cardPosts("archive"); len(posts) != 0 {
+	if posts := h.fake.cardPosts("archive"); len(posts) != 0 {
 		t.Errorf("the answered question was posted %d times: %s", len(posts), posts[0].Body)
 	}
 	for _, d := range h.deliveriesNow() {
@@ -164,7 +164,7 @@ func TestStaleRemindersAreNotSent(t *testing.T) {
 	remind("q-wait", "Which colour should the cover be?", now.Add(-5*time.Minute), now.Add(time.Hour))
 	h.consumerSettled(3)
 	var got []string
-	for _, r := range fake.requests("POST", "/channels/77"+kevin.ID+"/messages") {
+	for _, r := range h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages") {
 		got = append(got, string(r.Body))
 	}
 	if len(got) != 1 || !strings.Contains(got[0], "Which colour should the cover be?") {

@@ -76,8 +76,8 @@ func TestRestartNeitherRepostsNorForgets(t *testing.T) {
 	h.secondBot(t)
 	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
 		By: "slack:U0KEV", ByName: "kevin", Via: "slack", Answer: json.RawMessage(`"red"`), AnswerText: "red"})
-	settledCard(t, msg["id"].(string), "slack:U0KEV (kevin)")
-	if n := len(fake.requests("POST", "/channels/"+channelA+"/messages")); n != 2 { // one post, one thread start
+	h.fake.settledCard(t, msg["id"].(string), "slack:U0KEV (kevin)")
+	if n := len(h.fake.requests("POST", "/channels/"+channelA+"/messages")); n != 2 { // one post, one thread start
 		t.Fatalf("%d posts to the channel after a restart, want the first post and its thread only", n)
 	}
 	// The repeated asked was reported again, with the same message id
@@ -102,8 +102,8 @@ func TestOutcomeWithoutRecordEditsRuntimeRefs(t *testing.T) {
 		Text: "Nobody answered within 4:00:00.",
 		Messages: []bridge.MessageRef{{Platform: "discord", Channel: channelA, MessageID: msg["id"].(string)},
 			{Platform: "slack", Channel: "C1", MessageID: "1.2"}}})
-	settledCard(t, msg["id"].(string), "Nobody answered within 4:00:00 · ")
-	m := fake.message(msg["id"].(string))
+	h.fake.settledCard(t, msg["id"].(string), "Nobody answered within 4:00:00 · ")
+	m := h.fake.message(msg["id"].(string))
 	if embedOf(t, m)["description"] != "Which colour should the report use?" {
 		t.Fatalf("the question was lost from the card: %v", embedOf(t, m))
 	}
@@ -116,18 +116,18 @@ func TestOutcomeBeforeAskedPostsNothing(t *testing.T) {
 		Text: "The question was cancelled."})
 	h.publishEvent(asked(q))
 	h.markerEvent()
-	if n := len(fake.requests("POST", "/channels/"+channelA)); n != 0 {
+	if n := len(h.fake.requests("POST", "/channels/"+channelA)); n != 0 {
 		t.Fatalf("%d posts for a question settled before it was shown", n)
 	}
 }
 
 func TestGuildScopedRegistrationWithRateLimit(t *testing.T) {
 	h := start(t, harnessOptions{noRun: true, mutate: func(o *Options) { o.Guild = "900" }})
-	fake.failOn(failRule{Method: "PUT", Prefix: "/applications/", Status: 429, RetryAfter: 0.02, Times: 1})
+	h.fake.failOn(failRule{Method: "PUT", Prefix: "/applications/", Status: 429, RetryAfter: 0.02, Times: 1})
 	if err := h.bot.registerCommands(context.Background()); err != nil {
 		t.Fatalf("register: %v", err)
 	}
-	reqs := fake.requests("PUT", "/applications/"+testApp+"/guilds/900/commands")
+	reqs := h.fake.requests("PUT", "/applications/"+testApp+"/guilds/900/commands")
 	if len(reqs) != 2 {
 		t.Fatalf("%d guild registrations, want 2 (one rate limited)", len(reqs))
 	}
@@ -143,12 +143,12 @@ func TestGuildScopedRegistrationWithRateLimit(t *testing.T) {
 		t.Fatalf("subcommands = %v", subs)
 	}
 	// A rate limit that never ends is an error, not an endless loop.
-	fake.failOn(failRule{Method: "PUT", Prefix: "/applications/", Status: 429, RetryAfter: 0.01, Times: -1})
+	h.fake.failOn(failRule{Method: "PUT", Prefix: "/applications/", Status: 429, RetryAfter: 0.01, Times: -1})
 	err := h.bot.registerCommands(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "rate limited") {
 		t.Fatalf("register under a lasting 429: %v", err)
 	}
-	if n := len(fake.requests("PUT", "/applications/")); n != 2+1+rateLimitRetries {
+	if n := len(h.fake.requests("PUT", "/applications/")); n != 2+1+rateLimitRetries {
 		t.Fatalf("%d registrations, want %d", n, 2+1+rateLimitRetries)
 	}
 }
@@ -176,7 +176,7 @@ func TestNewRefusesBadOptionsWithoutSecrets(t *testing.T) {
 
 func TestErrorsNeverCarryInteractionTokens(t *testing.T) {
 	h := start(t, harnessOptions{noRun: true})
-	fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/", Status: 429, RetryAfter: 3600, Times: -1})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/", Status: 429, RetryAfter: 3600, Times: -1})
 	err := h.bot.onRefused(context.Background(), &bridge.Event{Type: bridge.EventRefused, Tenant: "acme", JobID: "j", QuestionID: "q",
 		AttemptID: "discord-" + snowflakeAt(time.Now()), Text: "no", ReplyTo: map[string]string{"platform": "discord", "app_id": testApp, "token": "secret-interaction-token"}})
 	if err == nil || strings.Contains(err.Error(), "secret-interaction-token") || strings.Contains(err.Error(), "/webhooks/") {
@@ -191,7 +191,7 @@ func TestExpiredAskedNotPosted(t *testing.T) {
 	ev.AskedAt, ev.Deadline = time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour)
 	h.publishEvent(ev)
 	h.markerEvent()
-	if n := len(fake.requests("POST", "/channels/"+channelA)); n != 0 {
+	if n := len(h.fake.requests("POST", "/channels/"+channelA)); n != 0 {
 		t.Fatalf("%d posts for a question past its deadline", n)
 	}
 }
@@ -222,14 +222,14 @@ func TestTwoReplicasPostEachQuestionOnce(t *testing.T) {
 		return nil
 	})
 	h.markerEvent()
-	fake.mu.Lock()
+	h.fake.mu.Lock()
 	stored := 0
-	for _, m := range fake.msgs {
+	for _, m := range h.fake.msgs {
 		if m["channel_id"] == channelA {
 			stored++
 		}
 	}
-	fake.mu.Unlock()
+	h.fake.mu.Unlock()
 	if stored != n {
 		t.Fatalf("%d cards in the channel, want %d (one per question)", stored, n)
 	}
@@ -266,7 +266,7 @@ func TestBusyOnTheLastDeliveryIsNotDropped(t *testing.T) {
 		t.Fatalf("delivery = %+v (failure %+v), want the card posted", d, d.Failure)
 	}
 	posts := 0
-	for _, r := range fake.requests("POST", "/channels/"+channelA+"/messages") {
+	for _, r := range h.fake.requests("POST", "/channels/"+channelA+"/messages") {
 		if r.Path == "/channels/"+channelA+"/messages" {
 			posts++
 		}

@@ -52,7 +52,7 @@ func TestOutcomeEditedOnceAndRecorded(t *testing.T) {
 		}
 		return nil
 	})
-	if n := len(fake.requests("PATCH", "/channels/"+channelA+"/messages/"+id)); n != 1 {
+	if n := len(h.fake.requests("PATCH", "/channels/"+channelA+"/messages/"+id)); n != 1 {
 		t.Fatalf("%d edits of the card, want 1", n)
 	}
 }
@@ -213,7 +213,7 @@ func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
 				where = h.posted(channelA, 1)["id"].(string) // the job's thread
 				h.waitDelivery()
 			}
-			fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + where + "/messages", Status: tc.status, Code: 0, Lost: tc.stored, Times: 1})
+			h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + where + "/messages", Status: tc.status, Code: 0, Lost: tc.stored, Times: 1})
 			h.publishEvent(asked(q))
 			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 				if !strings.Contains(h.logs.String(), "event failed; will retry") {
@@ -222,13 +222,13 @@ func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
 				return nil
 			})
 			var cardID string
-			fake.mu.Lock()
-			for id, m := range fake.msgs {
+			h.fake.mu.Lock()
+			for id, m := range h.fake.msgs {
 				if m["channel_id"] == where && strings.Contains(fmt.Sprint(m["components"]), ":q-1:") {
 					cardID = id
 				}
 			}
-			fake.mu.Unlock()
+			h.fake.mu.Unlock()
 			if (cardID != "") != tc.stored {
 				t.Fatalf("card in Discord: %q, want one: %v", cardID, tc.stored)
 			}
@@ -236,7 +236,7 @@ func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
 				TaskVersion: q.TaskVersion, By: "console:ana", ByName: "ana", Via: "console", Answer: json.RawMessage(`"blue"`),
 				AnswerText: "blue", Text: "The answer: blue", At: time.Now().UTC()})
 			if tc.stored {
-				settledCard(t, cardID, "blue")
+				h.fake.settledCard(t, cardID, "blue")
 				return
 			}
 			// Nothing to settle: once the retry has looked, no card is posted.
@@ -249,7 +249,7 @@ func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
 			})
 			h.markerEvent()
 			posts := 0
-			for _, r := range fake.requests("POST", "/channels/"+where+"/messages") {
+			for _, r := range h.fake.requests("POST", "/channels/"+where+"/messages") {
 				if r.Path == "/channels/"+where+"/messages" && strings.Contains(string(r.Body), ":q-1:") {
 					posts++
 				}
@@ -264,12 +264,12 @@ func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
 // cardsOf returns the ids of the messages in channel posted as q's card,
 // settled or not, oldest first. They are told by the nonce the bot posts a
 // card with: a settled card has lost the components that name q.
-func cardsOf(channel string, q bridge.Question) []string {
+func (f *fakeDiscord) cardsOf(channel string, q bridge.Question) []string {
 	nonce := nonceFor("card", q.Tenant, q.JobID, q.QuestionID, fmt.Sprint(q.TaskVersion))
-	fake.mu.Lock()
-	defer fake.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	var ids []string
-	for id, m := range fake.msgs {
+	for id, m := range f.msgs {
 		if m["channel_id"] == channel && m["nonce"] == nonce {
 			ids = append(ids, id)
 		}
@@ -331,13 +331,13 @@ func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
 			}
 			posts := "/channels/" + where + "/messages"
 			if tc.firstOnly {
-				fake.failOn(failRule{Method: "POST", Prefix: posts, Lost: true, Times: 1})
-				fake.failOn(failRule{Method: "POST", Prefix: posts, Status: 500, Times: -1})
-				fake.failOn(failRule{Method: "GET", Prefix: posts, Status: 500, Times: -1})
+				h.fake.failOn(failRule{Method: "POST", Prefix: posts, Lost: true, Times: 1})
+				h.fake.failOn(failRule{Method: "POST", Prefix: posts, Status: 500, Times: -1})
+				h.fake.failOn(failRule{Method: "GET", Prefix: posts, Status: 500, Times: -1})
 			} else {
 				// The last try makes the card, and its answer is lost.
-				fake.failOn(failRule{Method: "POST", Prefix: posts, Status: 500, Times: maxEventAttempts - 1})
-				fake.failOn(failRule{Method: "POST", Prefix: posts, Lost: true, Times: -1})
+				h.fake.failOn(failRule{Method: "POST", Prefix: posts, Status: 500, Times: maxEventAttempts - 1})
+				h.fake.failOn(failRule{Method: "POST", Prefix: posts, Lost: true, Times: -1})
 			}
 			q := colorQuestion()
 			ask(t, env, q)
@@ -354,8 +354,8 @@ func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
 			if d.OK || d.Failure == nil || d.Failure.Code != bridge.CodeSourceUnreliable {
 				t.Fatalf("delivery %+v (failure %+v), want SOURCE_UNRELIABLE", d, d.Failure)
 			}
-			fake.clearRules() // Discord is well again
-			cards := cardsOf(where, q)
+			h.fake.clearRules() // Discord is well again
+			cards := h.fake.cardsOf(where, q)
 			if len(cards) != 1 {
 				t.Fatalf("%d cards in Discord, want the one it made", len(cards))
 			}
@@ -373,7 +373,7 @@ func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
 			if tc.slack && res.Outcome != bridge.OutcomeAnswered || !tc.slack && (res.Outcome != bridge.OutcomeFailed || res.Code != bridge.CodeSourceUnreliable) {
 				t.Fatalf("resume = %+v", res)
 			}
-			settledCard(t, cards[0], want)
+			h.fake.settledCard(t, cards[0], want)
 			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 				c, err := h.bot.loadCard(h.ctx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
 				if err != nil || c == nil || c.MessageID != cards[0] || !c.Edited {
@@ -390,7 +390,7 @@ func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
 // a post whose answer was lost may have left a card.
 func TestRefusedPostIsNotLookedFor(t *testing.T) {
 	env, h := startE2E(t, runtime.Roles{})
-	fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 403, Code: 50013, Times: -1})
+	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 403, Code: 50013, Times: -1})
 	q := colorQuestion()
 	ask(t, env, q)
 	if res := await(t, env, q); res.Outcome != bridge.OutcomeFailed || res.Code != bridge.CodeAccessDenied {
@@ -406,7 +406,7 @@ func TestRefusedPostIsNotLookedFor(t *testing.T) {
 		}
 		return nil
 	})
-	if got := fake.requests("GET", "/channels/"); len(got) != 0 {
+	if got := h.fake.requests("GET", "/channels/"); len(got) != 0 {
 		t.Fatalf("%d reads of channel messages, want none: Discord said it made nothing", len(got))
 	}
 }
@@ -428,7 +428,8 @@ func TestRetryAdoptsTheCardAnEarlierTryMade(t *testing.T) {
 		{name: "not made, 500", status: 500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := start(t, harnessOptions{tweak: func(b *Bot) {
+			fake := api.newBot(t)
+			h := start(t, harnessOptions{fake: fake, tweak: func(b *Bot) {
 				b.backoff = func(attempt uint64) time.Duration {
 					if attempt == 1 {
 						fake.forgetNonces() // the retry comes after Discord's nonce memory
@@ -445,7 +446,7 @@ func TestRetryAdoptsTheCardAnEarlierTryMade(t *testing.T) {
 				where = h.posted(channelA, 1)["id"].(string) // the job's thread
 				h.waitDelivery()
 			}
-			fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + where + "/messages", Status: tc.status, Lost: tc.stored, Times: 1})
+			h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + where + "/messages", Status: tc.status, Lost: tc.stored, Times: 1})
 			h.publishEvent(asked(q))
 			var d bridge.Delivery
 			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
@@ -457,7 +458,7 @@ func TestRetryAdoptsTheCardAnEarlierTryMade(t *testing.T) {
 				}
 				return fmt.Errorf("no delivery report for %s yet", q.QuestionID)
 			})
-			cards := cardsOf(where, q)
+			cards := h.fake.cardsOf(where, q)
 			if len(cards) != 1 {
 				t.Fatalf("%d cards of the question in Discord, want 1", len(cards))
 			}

@@ -18,14 +18,14 @@ func TestStopHandsEventsBackAtOnce(t *testing.T) {
 	q := colorQuestion()
 	for i := range 4 {
 		user := fmt.Sprintf("300000000000000010%d", i)
-		fake.failOn(failRule{Method: "POST", Prefix: "/users/@me/channels", Hang: true, Times: 1})
+		h.fake.failOn(failRule{Method: "POST", Prefix: "/users/@me/channels", Hang: true, Times: 1})
 		now := time.Now().UTC()
 		h.publishEvent(bridge.Event{Type: bridge.EventReminded, EventID: fmt.Sprintf("ob-stops-%d", i), Tenant: "acme", JobID: "job-stops",
 			QuestionID: "q-stops", TaskVersion: 1, Step: bridge.TargetAnswerers, Targets: []string{"discord:" + user},
 			Question: &q, AskedAt: now, Deadline: now.Add(4 * time.Hour)})
 		opened := func() int {
 			n := 0
-			for _, r := range fake.requests("POST", "/users/@me/channels") {
+			for _, r := range h.fake.requests("POST", "/users/@me/channels") {
 				if r.JSON(t)["recipient_id"] == user {
 					n++
 				}
@@ -45,7 +45,7 @@ func TestStopHandsEventsBackAtOnce(t *testing.T) {
 		}
 		h.secondBot(t)
 		testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-			if got := len(fake.requests("POST", "/channels/77"+user+"/messages")); got != 1 {
+			if got := len(h.fake.requests("POST", "/channels/77"+user+"/messages")); got != 1 {
 				return fmt.Errorf("stop %d: %d DMs to %s after the restart, want 1", i, got, user)
 			}
 			return nil
@@ -79,7 +79,7 @@ func TestEventsOfAJobAreHandledInOrder(t *testing.T) {
 			return fmt.Errorf("%d of %d questions shown", len(cards), jobs)
 		}
 		for job, id := range cards {
-			if n := len(components(fake.message(id))); n != 0 {
+			if n := len(components(h.fake.message(id))); n != 0 {
 				return fmt.Errorf("%s: the card still has %d components", job, n)
 			}
 		}
