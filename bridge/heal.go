@@ -47,6 +47,8 @@ type Durable struct {
 	// there. nil: only the consumer is looked for.
 	Look   func(context.Context) error
 	Logger *slog.Logger
+	// HealEvery is how often the consumer is looked for; 0: HealEvery.
+	HealEvery time.Duration
 }
 
 // Ensure creates or updates the consumer.
@@ -95,12 +97,17 @@ func (d *Durable) Messages(ctx context.Context, opts ...jetstream.PullMessagesOp
 // missed (half a minute or more).
 var HealEvery = 5 * time.Second
 
-// watch looks for the consumer every HealEvery; gone, it makes it again
+// watch looks for the consumer every HealEvery (the Durable's, or the
+// package's); gone, it makes it again
 // and ends the current pull, which Next then starts anew. With the
 // consumer there, it looks for the caller's other state (Look), and makes
 // that again when it is gone.
 func (m *Messages) watch() {
-	tick := time.NewTicker(HealEvery)
+	every := m.d.HealEvery
+	if every <= 0 {
+		every = HealEvery
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {

@@ -30,6 +30,7 @@ func ephemeralText(t *testing.T, resp map[string]any) string {
 // question addressed to a Slack user is answered by a Discord operator,
 // by a signed button click.
 func TestE2EOperatorAnswersForASlackAnswerer(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := colorQuestion()
 	q.Answerers = []string{"slack:U0ANA"}
@@ -46,6 +47,7 @@ func TestE2EOperatorAnswersForASlackAnswerer(t *testing.T) {
 // the answer form of a restricted question and is told why, does not see
 // it through /ask, and may decline it.
 func TestE2ERestrictedQuestionOperatorDeclines(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{Admins: []string{"discord:" + ana.ID}})
 	q := colorQuestion()
 	q.Choices, q.Question = nil, "Which salary band should the offer use?"
@@ -95,6 +97,7 @@ func TestE2ERestrictedQuestionOperatorDeclines(t *testing.T) {
 // a restricted question that names no answerers says only that it waits
 // and for whom.
 func TestRestrictedReminderDMToOperators(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	q.Answerers, q.Owner, q.Visibility = nil, "discord:"+ana.ID, bridge.VisibilityRestricted

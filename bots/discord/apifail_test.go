@@ -15,6 +15,7 @@ import (
 // job resumed though Discord fails the card's edit (5xx: retried until
 // the card shows the answer).
 func TestAnswerResumesWhenTheCardEditFails(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := colorQuestion()
 	ask(t, env, q)
@@ -31,6 +32,7 @@ func TestAnswerResumesWhenTheCardEditFails(t *testing.T) {
 // (50007) is skipped and one it failed for now (5xx) is sent again, while
 // the ladder climbs on to the timeout.
 func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	const owner = "4242"
 	h.fake.blockDMs(kevin.ID)
@@ -56,6 +58,7 @@ func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
 // ephemeral error, never the deferred update that acknowledges a click
 // (docs/discord.md), and the person's next click is recorded.
 func TestUnrecordedClickIsNotAcknowledged(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := colorQuestion()
 	ask(t, env, q)

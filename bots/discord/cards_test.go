@@ -44,6 +44,7 @@ func fieldValue(e map[string]any, name string) string {
 }
 
 func TestChoiceCardClickAndOutcome(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	ev := asked(colorQuestion())
 	h.publishEvent(ev)
@@ -157,6 +158,7 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 }
 
 func TestRoutedChannelAndMappedRoles(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	q.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: "1000000000000000077"}}
@@ -174,6 +176,7 @@ func TestRoutedChannelAndMappedRoles(t *testing.T) {
 }
 
 func TestFreeTextModalAnswer(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	q.Choices = nil
@@ -209,6 +212,7 @@ func TestFreeTextModalAnswer(t *testing.T) {
 }
 
 func TestDeclineWithReason(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	h.publishEvent(asked(colorQuestion()))
 	msg := h.posted(channelA, 1)
@@ -256,6 +260,7 @@ func (f *fakeDiscord) followups(t *testing.T, token string, n int) []fakeReq {
 }
 
 func TestStrangerRefusedEphemerally(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	h.publishEvent(asked(colorQuestion()))
 	msg := h.posted(channelA, 1)
@@ -322,6 +327,7 @@ func (h *harness) markerEvent() {
 }
 
 func TestStaleCardRefused(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	old := colorQuestion()
 	old.TaskVersion = 2
@@ -354,6 +360,7 @@ func TestStaleCardRefused(t *testing.T) {
 }
 
 func TestDoubleClickTwoAttemptsOneID(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	h.publishEvent(asked(colorQuestion()))
 	msg := h.posted(channelA, 1)
@@ -470,6 +477,7 @@ func verifiesFor(s console.Signer, raw, identity, tenant, job, question string) 
 }
 
 func TestTypedQuestionConsoleLinkIsPerClicker(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	// The question names Discord answerers and a Discord owner: still no
 	// link on the card, which anyone in the channel can read.
@@ -533,6 +541,7 @@ func TestTypedQuestionConsoleLinkIsPerClicker(t *testing.T) {
 }
 
 func TestConsoleButtonSignsForTheClicker(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := typedQuestion()
 	q.Answerers, q.Owner = []string{"slack:U0ANA"}, "slack:U0OWNER"
@@ -558,6 +567,7 @@ func TestConsoleButtonSignsForTheClicker(t *testing.T) {
 }
 
 func TestApprovalButtons(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := bridge.Question{Tenant: "acme", JobID: "job-3", QuestionID: "ap-1", TaskVersion: 1, Kind: bridge.KindApproval,
 		Question: "May I send the refund?", Proposal: &bridge.Proposal{ID: "p1", Summary: []string{"Refund 40 EUR to order 1234"}}}
@@ -649,6 +659,7 @@ func denyModalOf(t *testing.T, resp map[string]any, q bridge.Question) string {
 }
 
 func TestManyChoices(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	var twentyTwo, thirty []string
 	for i := range 30 {
@@ -698,6 +709,7 @@ func TestManyChoices(t *testing.T) {
 }
 
 func TestLongIDsUseKeyedCustomIDs(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	q.Tenant, q.JobID, q.QuestionID = strings.Repeat("t", 64), strings.Repeat("j", 64), strings.Repeat("q", 64)
@@ -715,6 +727,7 @@ func TestLongIDsUseKeyedCustomIDs(t *testing.T) {
 }
 
 func TestLongIDsDenyForm(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := bridge.Question{Tenant: strings.Repeat("t", 64), JobID: strings.Repeat("j", 64), QuestionID: strings.Repeat("q", 64),
 		TaskVersion: 2, Kind: bridge.KindApproval, Question: "May I send the refund?",
@@ -738,6 +751,7 @@ func TestLongIDsDenyForm(t *testing.T) {
 // channel is shown there, in a thread of its own, and the job's later
 // questions for the first channel still go to the first thread.
 func TestJobThreadPerChannel(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	const channelB = "1000000000000000002"
 	q1 := colorQuestion()
@@ -774,6 +788,7 @@ func TestJobThreadPerChannel(t *testing.T) {
 // deleted is shown in the channel, which starts the job a new thread,
 // instead of failing the job.
 func TestDeletedJobThread(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q1 := colorQuestion()
 	h.publishEvent(asked(q1))
@@ -816,6 +831,7 @@ func TestDeletedJobThread(t *testing.T) {
 // characters Discord allows an embed in all (an edit over it is refused,
 // and the card would keep its buttons).
 func TestEmbedsStayWithinDiscordsTotal(t *testing.T) {
+	t.Parallel()
 	q := colorQuestion()
 	q.Agent = strings.Repeat("a", 300)
 	q.Question = strings.Repeat("q", 5000)
@@ -857,6 +873,7 @@ func TestEmbedsStayWithinDiscordsTotal(t *testing.T) {
 // (Discord answers an unknown webhook, 10015) is tried again, not dropped
 // as if the token had expired.
 func TestRefusalOvertakingTheResponseIsRetried(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{tweak: func(b *Bot) { b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond } }})
 	h.publishEvent(asked(colorQuestion()))
 	msg := h.posted(channelA, 1)
@@ -878,6 +895,7 @@ func TestRefusalOvertakingTheResponseIsRetried(t *testing.T) {
 // archived by Discord after a week without a message, is still settled:
 // the bot reopens the thread and edits the card.
 func TestSettlingACardInAnArchivedThread(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	h.publishEvent(asked(colorQuestion()))
 	thread := h.posted(channelA, 1)["id"].(string)
@@ -911,6 +929,7 @@ func TestSettlingACardInAnArchivedThread(t *testing.T) {
 // from "Open in console" carries the roles mapped from their Discord
 // roles, so the console lets them do what a click would.
 func TestConsoleLinkCarriesMappedRoles(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := typedQuestion()
 	h.publishEvent(asked(q))
@@ -928,6 +947,7 @@ func TestConsoleLinkCarriesMappedRoles(t *testing.T) {
 // TestWhoMayAnswerKeepsWholeNames checks the card names whole mentions
 // only: a mention cut at the field's limit shows as raw text.
 func TestWhoMayAnswerKeepsWholeNames(t *testing.T) {
+	t.Parallel()
 	answerers := func(n int) []string {
 		var out []string
 		for i := range n {
@@ -991,6 +1011,7 @@ func embedMap(t *testing.T, e *discordgo.MessageEmbed) map[string]any {
 // host's clock, which is no proof that the token is dead. The
 // interaction's age is in its id (a snowflake).
 func TestRefusalOnADeadTokenIsNotRetried(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		age   time.Duration
@@ -1000,6 +1021,7 @@ func TestRefusalOnADeadTokenIsNotRetried(t *testing.T) {
 		{"interaction older than its token", 16 * time.Minute, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			h := start(t, harnessOptions{tweak: func(b *Bot) { b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond } }})
 			id := snowflakeAt(time.Now().Add(-tc.age))
 			token := "itoken-" + id
@@ -1035,6 +1057,7 @@ func TestRefusalOnADeadTokenIsNotRetried(t *testing.T) {
 // fixed ids such as 1400000000000000001) is no proof that the token is
 // dead. Only Discord's "unknown webhook" ends the try.
 func TestRefusalWithAnOldLookingInteractionIdIsTold(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{tweak: func(b *Bot) { b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond } }})
 	for _, id := range []string{"1400000000000000001", "42"} {
 		token := "itoken-" + id
@@ -1060,6 +1083,7 @@ func TestRefusalWithAnOldLookingInteractionIdIsTold(t *testing.T) {
 // duplicate private notice is preferred to a clicker never told why their
 // answer was not taken (docs/discord.md).
 func TestRefusalAfterA5xxIsToldNotLost(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{tweak: func(b *Bot) { b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond } }})
 	h.publishEvent(asked(colorQuestion()))
 	msg := h.posted(channelA, 1)
@@ -1084,6 +1108,7 @@ func TestRefusalAfterA5xxIsToldNotLost(t *testing.T) {
 // a link button. The clicker and a reminder's reader still get it, in
 // the text, instead of being told the console is not set up.
 func TestConsoleLinkTooLongForAButton(t *testing.T) {
+	t.Parallel()
 	label := strings.Repeat("a", 60)
 	long := console.Signer{PublicURL: "https://" + strings.Join([]string{label, label, label, label}, ".") + ".example.com",
 		Secret: []byte("console-secret-0123456789")}
@@ -1147,6 +1172,7 @@ func TestConsoleLinkTooLongForAButton(t *testing.T) {
 // button but which carry spaces around them are labelled by their words:
 // cut with the spaces, two such choices read the same.
 func TestPaddedChoicesReadApartOnButtons(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	stem := strings.Repeat("x", 78)
@@ -1171,6 +1197,7 @@ func TestPaddedChoicesReadApartOnButtons(t *testing.T) {
 // settled and its Open in console button gone, no longer tells readers to
 // click it, and still lists the fields asked for.
 func TestSettledConsoleCardSaysNoMoreToClick(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	q.Choices = nil

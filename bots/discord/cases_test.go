@@ -30,6 +30,7 @@ type drawnCase struct {
 // (card.Cases) into testdata/cases/<kind>.golden, each message checked
 // against Discord's limits. blockkit draws the same table for Slack.
 func TestSharedCasesGolden(t *testing.T) {
+	t.Parallel()
 	groups := map[string][]drawnCase{}
 	for _, c := range neutral.Cases() {
 		nc := neutral.New(c.Input)
@@ -91,6 +92,7 @@ func golden(t *testing.T, path string, v any) {
 // and shows times its own way). Only the number of answerers named may
 // differ, where a platform's limits leave no room for all.
 func TestSameCaseSameWords(t *testing.T) {
+	t.Parallel()
 	for _, c := range neutral.Cases() {
 		nc := neutral.New(c.Input)
 		name := c.Group + "/" + c.Name
@@ -226,6 +228,7 @@ func discordWords(nc neutral.Card, e *discordgo.MessageEmbed) map[string]string 
 // is its Open in console, Discord having no form for typed fields), and
 // nothing on a settled card but Slack's Open in console.
 func TestSameCaseSameControls(t *testing.T) {
+	t.Parallel()
 	for _, c := range neutral.Cases() {
 		nc := neutral.New(c.Input)
 		name := c.Group + "/" + c.Name

@@ -138,6 +138,9 @@ type Bot struct {
 	threadRefresh time.Duration
 	// rateLimitWait is maxRateLimitWait; tests shorten it.
 	rateLimitWait time.Duration
+	// healEvery is how often the events consumer and the buckets are
+	// looked for; 0: bridge.HealEvery. Tests shorten it.
+	healEvery time.Duration
 }
 
 // endpointsMu serializes re-pointing discordgo's package-level endpoints.
@@ -304,7 +307,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	// The consumer and the buckets are made again when they are gone (a
 	// NATS server that restarted without its store): see bridge.Durable.
-	events := &bridge.Durable{NATS: b.o.NATS, Stream: bridge.StreamEvents, Logger: b.log,
+	events := &bridge.Durable{NATS: b.o.NATS, Stream: bridge.StreamEvents, Logger: b.log, HealEvery: b.healEvery,
 		Config: jetstream.ConsumerConfig{
 			Durable:       ConsumerName,
 			Description:   "askbridge Discord front-end",

@@ -75,6 +75,7 @@ func (f *fakeDiscord) settledCard(t *testing.T, messageID, want string) {
 }
 
 func TestE2EChoiceClickResumesJob(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := colorQuestion()
 	ask(t, env, q)
@@ -101,6 +102,7 @@ func TestE2EChoiceClickResumesJob(t *testing.T) {
 }
 
 func TestE2EFreeTextModal(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := colorQuestion()
 	q.Choices, q.Question = nil, "What should the subject line say?"
@@ -115,6 +117,7 @@ func TestE2EFreeTextModal(t *testing.T) {
 }
 
 func TestE2EDeclineWithReason(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := colorQuestion()
 	ask(t, env, q)
@@ -135,6 +138,7 @@ func approvalQuestion() bridge.Question {
 }
 
 func TestE2EApprovalDenyWithReason(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := approvalQuestion()
 	ask(t, env, q)
@@ -189,6 +193,7 @@ func TestE2EApprovalDenyWithReason(t *testing.T) {
 // /ask answer takes an approval's typed words, as Slack's command and the
 // CLI do: "approve", or "deny" and the reason.
 func TestE2EApprovalAnsweredWithCommand(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := approvalQuestion()
 	ask(t, env, q)
@@ -231,6 +236,7 @@ func TestE2EApprovalAnsweredWithCommand(t *testing.T) {
 }
 
 func TestE2EApprovalDeclineWithReason(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := approvalQuestion()
 	ask(t, env, q)
@@ -258,6 +264,7 @@ func TestE2EApprovalDeclineWithReason(t *testing.T) {
 }
 
 func TestE2EApprovalApprove(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := approvalQuestion()
 	ask(t, env, q)
@@ -273,6 +280,7 @@ func TestE2EApprovalApprove(t *testing.T) {
 }
 
 func TestE2EStrangerRefusedEphemerally(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := colorQuestion()
 	ask(t, env, q)
@@ -298,6 +306,7 @@ func TestE2EStrangerRefusedEphemerally(t *testing.T) {
 }
 
 func TestE2EStaleCardRefused(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	old := colorQuestion()
 	old.TaskVersion = 2
@@ -332,6 +341,7 @@ func TestE2EStaleCardRefused(t *testing.T) {
 }
 
 func TestE2EDoubleClickOneResume(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := colorQuestion()
 	ask(t, env, q)
@@ -358,6 +368,7 @@ func TestE2EDoubleClickOneResume(t *testing.T) {
 }
 
 func TestE2ETypedQuestionAnsweredWithCommand(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := typedQuestion()
 	ask(t, env, q)
@@ -390,6 +401,7 @@ func TestE2ETypedQuestionAnsweredWithCommand(t *testing.T) {
 // typed with the curly quotes phones and macOS put in ({“copies”: 2}) as
 // the JSON object meant, as Slack's /ask does.
 func TestE2ETypedAnswerWithCurlyQuotes(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := typedQuestion()
 	ask(t, env, q)
@@ -406,6 +418,7 @@ func TestE2ETypedAnswerWithCurlyQuotes(t *testing.T) {
 }
 
 func TestE2EAskCommands(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{Admins: []string{"discord:" + ana.ID}})
 	q := colorQuestion()
 	ask(t, env, q)
@@ -510,6 +523,7 @@ func TestE2EAskCommands(t *testing.T) {
 }
 
 func TestE2EAccessDeniedFailsTheJob(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 403, Code: 50013, Times: -1})
 	q := colorQuestion()
@@ -526,6 +540,7 @@ func TestE2EAccessDeniedFailsTheJob(t *testing.T) {
 }
 
 func TestE2EReminderDMThenTimeout(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := colorQuestion()
 	q.Timeout = "3s"
@@ -566,6 +581,7 @@ func (h *harness) cancelsNow() []bridge.Cancel {
 }
 
 func TestE2ECancelByMappedDiscordRole(t *testing.T) {
+	t.Parallel()
 	// Nobody is configured as an admin: only the mapped Discord role can
 	// make someone one.
 	env, h := startE2E(t, runtime.Roles{})
@@ -635,6 +651,7 @@ func TestE2ECancelByMappedDiscordRole(t *testing.T) {
 }
 
 func TestE2ECancelRefusalByDMWhenTheTokenExpired(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	var ahead atomic.Int64 // the bot's clock runs this far ahead
 	h := start(t, harnessOptions{nats: env.NATS, tweak: func(b *Bot) {
@@ -675,6 +692,7 @@ func TestE2ECancelRefusalByDMWhenTheTokenExpired(t *testing.T) {
 }
 
 func TestCancelRefusalAfterTheTokenLapsedGoesByDM(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	// A refused cancel read long after the command (e.g. after a restart):
 	// the token is past its life, so no follow-up is tried; a DM instead.
@@ -713,6 +731,7 @@ func TestCancelRefusalAfterTheTokenLapsedGoesByDM(t *testing.T) {
 // has committed the decision: at that moment the question is answered in
 // the store.
 func TestE2EAckAfterDecision(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{
 		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	h := start(t, harnessOptions{nats: env.NATS, mutate: func(o *Options) { o.AckAfterDecision = true }})
@@ -748,6 +767,7 @@ func TestE2EAckAfterDecision(t *testing.T) {
 // webhook, seconds after the command) is tried again as a follow-up, not
 // sent by DM at once.
 func TestE2ECancelRefusalOvertakingTheResponse(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	h := start(t, harnessOptions{nats: env.NATS, tweak: func(b *Bot) {
 		b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond }
@@ -773,6 +793,7 @@ func TestE2ECancelRefusalOvertakingTheResponse(t *testing.T) {
 // person may answer gives the console link in its text when it is too long
 // for a button.
 func TestShowGivesALongConsoleLinkInItsText(t *testing.T) {
+	t.Parallel()
 	label := strings.Repeat("a", 60)
 	long := console.Signer{PublicURL: "https://" + strings.Join([]string{label, label, label, label}, ".") + ".example.com",
 		Secret: []byte("console-secret-0123456789")}
@@ -809,6 +830,7 @@ func TestShowGivesALongConsoleLinkInItsText(t *testing.T) {
 // is told at once, privately, who answered and when, in the runtime's
 // words.
 func TestE2EFormsOnAnAnsweredCardSayWhoAnswered(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{Operators: []string{"discord:" + ana.ID}})
 	q := colorQuestion()
 	ask(t, env, q)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestMissingPermissionsReportsAccessDenied(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 403, Code: 50013, Times: -1})
 	h.publishEvent(asked(colorQuestion()))
@@ -36,6 +37,7 @@ func TestMissingPermissionsReportsAccessDenied(t *testing.T) {
 }
 
 func TestFailureCodes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		status, code int
 		want         string
@@ -46,6 +48,7 @@ func TestFailureCodes(t *testing.T) {
 		{400, 50035, bridge.CodeCapabilityUnavailable},
 	} {
 		t.Run(fmt.Sprint(tc.code), func(t *testing.T) {
+			t.Parallel()
 			h := start(t, harnessOptions{})
 			h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/", Status: tc.status, Code: tc.code, Times: -1})
 			h.publishEvent(asked(colorQuestion()))
@@ -61,6 +64,7 @@ func TestFailureCodes(t *testing.T) {
 }
 
 func TestNonNumericChannelIsUnresolved(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	q.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: "#general"}}
@@ -74,6 +78,7 @@ func TestNonNumericChannelIsUnresolved(t *testing.T) {
 }
 
 func TestNoChannelNoReport(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{mutate: func(o *Options) { o.DefaultChannel = "" }})
 	h.publishEvent(asked(colorQuestion())) // no Discord route, no default
 	h.markerEvent()                        // routed: processed after the first
@@ -88,6 +93,7 @@ func TestNoChannelNoReport(t *testing.T) {
 }
 
 func TestRateLimitIsBounded(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	h := start(t, harnessOptions{mutate: func(o *Options) { o.Registerer = reg }})
 	// Two 429s, then success: retried after Discord's retry_after.
@@ -117,6 +123,7 @@ func TestRateLimitIsBounded(t *testing.T) {
 }
 
 func TestRateLimitForeverEndsInAFailure(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 0.01, Times: -1})
 	h.publishEvent(asked(colorQuestion()))
@@ -145,6 +152,7 @@ func TestRateLimitForeverEndsInAFailure(t *testing.T) {
 // retries spent that way would fail the question though Discord only
 // asked to wait.
 func TestLongRetryAfterIsNotWaited(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{tweak: func(b *Bot) { b.rateLimitWait = 50 * time.Millisecond }})
 	const channelB = "1000000000000000002"
 	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 1.5, Times: 1})
@@ -182,6 +190,7 @@ func TestLongRetryAfterIsNotWaited(t *testing.T) {
 // other job's event comes after the 429: events of two jobs are handled
 // side by side, and a request already on its way is not held.)
 func TestGlobalRateLimitHoldsEveryRoute(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{tweak: func(b *Bot) { b.rateLimitWait = 50 * time.Millisecond }})
 	const channelB = "1000000000000000002"
 	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 1.5, Global: true, Times: 1})
@@ -212,6 +221,7 @@ func TestGlobalRateLimitHoldsEveryRoute(t *testing.T) {
 // interaction endpoint Discord keeps out of the global rate limit, is not
 // held by it.
 func TestGlobalRateLimitLetsFollowUpsGo(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{tweak: func(b *Bot) { b.rateLimitWait = 50 * time.Millisecond }})
 	h.publishEvent(asked(colorQuestion()))
 	msg := h.posted(channelA, 1)
@@ -232,6 +242,7 @@ func TestGlobalRateLimitLetsFollowUpsGo(t *testing.T) {
 // same route is put off (not slept on, holding every event behind it),
 // and an event for another route goes at once.
 func TestRouteRateLimitDoesNotStallOtherEvents(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{tweak: func(b *Bot) { b.rateLimitWait = 50 * time.Millisecond }})
 	const channelB = "1000000000000000002"
 	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 3, Times: 1})

@@ -15,6 +15,7 @@ import (
 // its buckets were deleted (as when the NATS server restarted without its
 // store): before, its consumer's end stopped it for good without a word.
 func TestEventsStreamDeletedIsMadeAgain(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	first := colorQuestion()
 	ask(t, env, first)
@@ -41,11 +42,16 @@ func TestEventsStreamDeletedIsMadeAgain(t *testing.T) {
 // when they alone were deleted (its consumer and the events stream still
 // there): every event needs them, and none was handled until a restart.
 func TestBucketsDeletedAreMadeAgain(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
-	// Events that fail while the buckets are gone are tried again later
-	// than in other tests: within the time the bot takes to look for them
-	// (bridge.HealEvery), as in production.
-	h := start(t, harnessOptions{nats: env.NATS, tweak: func(b *Bot) { b.backoff = func(uint64) time.Duration { return 2 * time.Second } }})
+	// The bot looks for its buckets every 200 ms (in production every
+	// bridge.HealEvery), and an event that fails while they are gone is
+	// tried again 200 ms later, five times: as in production (retries 2,
+	// 8, 18 s apart), the buckets are made again before its tries run out.
+	h := start(t, harnessOptions{nats: env.NATS, tweak: func(b *Bot) {
+		b.healEvery = 200 * time.Millisecond
+		b.backoff = func(uint64) time.Duration { return 200 * time.Millisecond }
+	}})
 	first := colorQuestion()
 	ask(t, env, first)
 	h.posted(channelA, 1)

@@ -25,6 +25,7 @@ import (
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/internal/testenv/parallel"
 )
 
 // api is the one fake Discord API of this package's tests (see fakeAPI):
@@ -35,7 +36,7 @@ var api *fakeAPI
 func TestMain(m *testing.M) {
 	api = newFakeAPI()
 	pointEndpoints(api.apiURL())
-	code := m.Run()
+	code := parallel.Run(m, 8)
 	api.srv.Close()
 	os.Exit(code)
 }

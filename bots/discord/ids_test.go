@@ -6,6 +6,7 @@ import (
 )
 
 func TestCustomIDRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, act := range []string{actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actModalAnswer, actModalReason, actModalDeny} {
 		id := customID(act, "acme", "job-1", "q_1", 42, 7)
 		a, err := parseCustomID(id)
@@ -31,6 +32,7 @@ func TestCustomIDRoundTrip(t *testing.T) {
 }
 
 func TestCustomIDParsedStrictly(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{
 		"", "ab", "ab:c", "ab:zz:acme:job:q:1", // unknown action
 		"ab:c:acme:job:q:1",                    // choice without index
@@ -63,6 +65,7 @@ func TestCustomIDParsedStrictly(t *testing.T) {
 // action's custom id for the question takes the keyed form, across id
 // lengths around Discord's 100-character limit.
 func TestKeyedIDsNeverMissesAKeyedID(t *testing.T) {
+	t.Parallel()
 	acts := []string{actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actModalAnswer, actModalReason, actModalDeny}
 	for _, version := range []int64{1, 12345} {
 		for n := 20; n <= 64; n++ {

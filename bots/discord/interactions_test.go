@@ -14,6 +14,7 @@ import (
 )
 
 func TestPingAnsweredInline(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	status, body := h.post([]byte(`{"id":"1","application_id":"555000111","type":1,"token":"t","version":1}`), time.Now(), h.priv)
 	if status != http.StatusOK {
@@ -29,6 +30,7 @@ func TestPingAnsweredInline(t *testing.T) {
 }
 
 func TestBadSignatureRefused(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	_, other, _ := ed25519.GenerateKey(rand.Reader)
 	body := []byte(`{"id":"1","application_id":"555000111","type":1,"token":"t","version":1}`)
@@ -53,6 +55,7 @@ func TestBadSignatureRefused(t *testing.T) {
 }
 
 func TestOversizeBodyRefused(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	h.publishEvent(asked(colorQuestion()))
 	msg := h.posted(channelA, 1)
@@ -102,6 +105,7 @@ func TestOversizeBodyRefused(t *testing.T) {
 }
 
 func TestOldTimestampRefused(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	h.publishEvent(asked(colorQuestion()))
 	msg := h.posted(channelA, 1)
@@ -123,6 +127,7 @@ func TestOldTimestampRefused(t *testing.T) {
 }
 
 func TestReplayedInteractionMakesNoSecondAttempt(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	h.publishEvent(asked(colorQuestion()))
 	msg := h.posted(channelA, 1)
@@ -145,6 +150,7 @@ func TestReplayedInteractionMakesNoSecondAttempt(t *testing.T) {
 }
 
 func TestBadInteractionsGetClearErrors(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	for name, tc := range map[string]struct {
 		in   map[string]any
@@ -185,6 +191,7 @@ func TestBadInteractionsGetClearErrors(t *testing.T) {
 }
 
 func TestDMInteractionAndMissingUser(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	// In a DM Discord sends "user", not "member".
 	in := h.command(kevin, "help", nil)
@@ -205,6 +212,7 @@ func TestDMInteractionAndMissingUser(t *testing.T) {
 }
 
 func TestForgedButtonsAreRefused(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	h.publishEvent(asked(colorQuestion()))
 	h.posted(channelA, 1)
@@ -239,6 +247,7 @@ func TestForgedButtonsAreRefused(t *testing.T) {
 }
 
 func TestUndecodableEventDoesNotStopTheBot(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	if err := bridge.PublishRaw(context.Background(), h.nats.JS, bridge.EventSubject("acme", "job-1"), "garbage-1", []byte("{not json")); err != nil {
 		t.Fatal(err)

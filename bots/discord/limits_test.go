@@ -268,6 +268,7 @@ func (f *fakeDiscord) checkSent(t *testing.T) {
 }
 
 func TestLimitCheckerCatchesWhatDiscordRefuses(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("é", 81)
 	for _, tc := range []struct {
 		name string
@@ -372,6 +373,7 @@ func edgeQuestions(t *testing.T) []bridge.Question {
 // settles, and checks every request and response against Discord's
 // limits.
 func TestEverythingSentFitsDiscordsLimits(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	qs := edgeQuestions(t)
 	cards := map[string]map[string]any{}
@@ -465,6 +467,7 @@ func TestEverythingSentFitsDiscordsLimits(t *testing.T) {
 // TestAskCommandRepliesFitDiscordsLimits asks the edge questions through
 // the runtime and checks what /ask replies about them.
 func TestAskCommandRepliesFitDiscordsLimits(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	qs := edgeQuestions(t)
 	for _, q := range qs {
@@ -523,6 +526,7 @@ func shownChoices(msg map[string]any) []string {
 // characters, which differ only at their end, are shown whole, so a
 // person can tell which one they pick.
 func TestLongChoicesStayDistinct(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	const head = "Refund the full amount of order 1234 to the customer through the original payment method, "
 	for i, tc := range []struct {
@@ -581,6 +585,7 @@ func TestLongChoicesStayDistinct(t *testing.T) {
 // as /ask answer needs it typed, when together they are longer than one
 // embed field holds.
 func TestShowListsEveryChoiceWhole(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	q := colorQuestion()
 	q.Choices = nil

@@ -14,6 +14,7 @@ import (
 // left) takes its own claim back at once and adopts the card it made,
 // while a live claim of another replica still holds.
 func TestRestartTakesItsOwnClaimBackAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, restartAs string
 		adopts          bool
@@ -22,6 +23,7 @@ func TestRestartTakesItsOwnClaimBackAtOnce(t *testing.T) {
 		{name: "another replica", restartAs: "replica-b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			h := start(t, harnessOptions{
 				mutate: func(o *Options) { o.Replica = "replica-a" },
 				// The crashed bot never retries: the restarted one must.

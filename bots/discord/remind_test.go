@@ -11,6 +11,7 @@ import (
 )
 
 func TestReminderDMs(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	q.Answerers = []string{"discord:" + kevin.ID, "discord:" + ana.ID, "slack:U0ANA"}
@@ -113,6 +114,7 @@ func TestReminderDMs(t *testing.T) {
 }
 
 func TestReminderRedeliveryAfterTransientFailure(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	q.Answerers = []string{"discord:" + kevin.ID, "discord:" + ana.ID}

@@ -65,6 +65,7 @@ func (h *harness) consumerSettled(events uint64) {
 }
 
 func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	shows := testenv.FakeShow(h.t, h.nats.Conn, map[string]string{"q-gone": bridge.StateAnswered, "q-live": bridge.StatePending})
 	gone := colorQuestion()
@@ -99,6 +100,7 @@ func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
 }
 
 func TestReplayedAskedForPendingQuestionIsPosted(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	shows := testenv.FakeShow(h.t, h.nats.Conn, map[string]string{"q-1": bridge.StatePending})
 	q := colorQuestion()
@@ -112,7 +114,9 @@ func TestReplayedAskedForPendingQuestionIsPosted(t *testing.T) {
 }
 
 func TestReplayedAskedIsPostedWhenTheRuntimeDoesNotSay(t *testing.T) {
+	t.Parallel()
 	t.Run("no responder", func(t *testing.T) {
+		t.Parallel()
 		h := start(t, harnessOptions{})
 		q := colorQuestion()
 		h.publishEvent(replayedAsked(q))
@@ -120,6 +124,7 @@ func TestReplayedAskedIsPostedWhenTheRuntimeDoesNotSay(t *testing.T) {
 		h.consumerSettled(1)
 	})
 	t.Run("no reply in time", func(t *testing.T) {
+		t.Parallel()
 		h := start(t, harnessOptions{})
 		shows := testenv.FakeShow(h.t, h.nats.Conn, nil)
 		q := colorQuestion()
@@ -133,6 +138,7 @@ func TestReplayedAskedIsPostedWhenTheRuntimeDoesNotSay(t *testing.T) {
 }
 
 func TestFreshAskedAsksTheRuntimeNothing(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	shows := testenv.FakeShow(h.t, h.nats.Conn, map[string]string{"q-1": bridge.StatePending})
 	q := colorQuestion()
@@ -149,6 +155,7 @@ func TestFreshAskedAsksTheRuntimeNothing(t *testing.T) {
 // first start, a recreated consumer) sends no reminder for a question that
 // ended or whose deadline passed, and still sends one that waits.
 func TestStaleRemindersAreNotSent(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	testenv.FakeShow(h.t, h.nats.Conn, map[string]string{"q-done": bridge.StateAnswered, "q-wait": bridge.StatePending})
 	now := time.Now().UTC()

@@ -50,6 +50,7 @@ func (h *harness) secondBot(t *testing.T, mutate ...func(*Options)) *Bot {
 func (h *harness) stopSecond() { h.stopLast() }
 
 func TestRestartNeitherRepostsNorForgets(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	h.publishEvent(asked(colorQuestion()))
 	msg := h.posted(channelA, 1)
@@ -89,6 +90,7 @@ func TestRestartNeitherRepostsNorForgets(t *testing.T) {
 }
 
 func TestOutcomeWithoutRecordEditsRuntimeRefs(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	// A card posted by an earlier deployment whose records are gone: the
 	// runtime's messages say where it is.
@@ -110,6 +112,7 @@ func TestOutcomeWithoutRecordEditsRuntimeRefs(t *testing.T) {
 }
 
 func TestOutcomeBeforeAskedPostsNothing(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	h.publishEvent(bridge.Event{Type: bridge.EventCancelled, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
@@ -122,6 +125,7 @@ func TestOutcomeBeforeAskedPostsNothing(t *testing.T) {
 }
 
 func TestGuildScopedRegistrationWithRateLimit(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{noRun: true, mutate: func(o *Options) { o.Guild = "900" }})
 	h.fake.failOn(failRule{Method: "PUT", Prefix: "/applications/", Status: 429, RetryAfter: 0.02, Times: 1})
 	if err := h.bot.registerCommands(context.Background()); err != nil {
@@ -154,6 +158,7 @@ func TestGuildScopedRegistrationWithRateLimit(t *testing.T) {
 }
 
 func TestNewRefusesBadOptionsWithoutSecrets(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{noRun: true})
 	for name, mutate := range map[string]func(*Options){
 		"no token":    func(o *Options) { o.BotToken = "" },
@@ -175,6 +180,7 @@ func TestNewRefusesBadOptionsWithoutSecrets(t *testing.T) {
 }
 
 func TestErrorsNeverCarryInteractionTokens(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{noRun: true})
 	h.fake.failOn(failRule{Method: "POST", Prefix: "/webhooks/", Status: 429, RetryAfter: 3600, Times: -1})
 	err := h.bot.onRefused(context.Background(), &bridge.Event{Type: bridge.EventRefused, Tenant: "acme", JobID: "j", QuestionID: "q",
@@ -186,6 +192,7 @@ func TestErrorsNeverCarryInteractionTokens(t *testing.T) {
 }
 
 func TestExpiredAskedNotPosted(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	ev := asked(colorQuestion())
 	ev.AskedAt, ev.Deadline = time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour)
@@ -197,6 +204,7 @@ func TestExpiredAskedNotPosted(t *testing.T) {
 }
 
 func TestTwoReplicasPostEachQuestionOnce(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	h.secondBot(t)
 	const n = 6
@@ -249,6 +257,7 @@ func TestTwoReplicasPostEachQuestionOnce(t *testing.T) {
 // the question is posted (or a failure reported), so the runtime never
 // waits on a question nobody showed.
 func TestBusyOnTheLastDeliveryIsNotDropped(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	key := cardKey(q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)

@@ -20,6 +20,7 @@ import (
 // delivered again (as after a crash, under a new message id) edits
 // nothing.
 func TestOutcomeEditedOnceAndRecorded(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	q.JobID, q.QuestionID = "job-once", "q-once"
@@ -61,6 +62,7 @@ func TestOutcomeEditedOnceAndRecorded(t *testing.T) {
 // bucket keeps anything, while a settled card and a job's thread are given
 // their own, shorter lives: JetStream keeps every key in memory.
 func TestRecordLifetimes(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	q.JobID, q.QuestionID = "job-life", "q-life"
@@ -115,6 +117,7 @@ func TestRecordLifetimes(t *testing.T) {
 // threadRefresh is written again, with its TTL, when the job asks in the
 // thread, so the thread lives 30 days from its last question.
 func TestJobThreadRecordRenewedOnUse(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{tweak: func(b *Bot) { b.threadRefresh = 0 }})
 	ctx := context.Background()
 	key := jobKey("acme", "job-renew", channelA)
@@ -150,6 +153,7 @@ func TestJobThreadRecordRenewedOnUse(t *testing.T) {
 // a refusal or reminder sent as long as its event may come back (the
 // events stream's seven days and one more).
 func TestSeenLifetimes(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	ctx := context.Background()
 	if ok, err := h.bot.markSeen(ctx, seenKey("i", "1400000000000000001"), interactionTTL); err != nil || !ok {
@@ -183,6 +187,7 @@ func TestSeenLifetimes(t *testing.T) {
 // finds the card in Discord and edits it, rather than leaving it with live
 // buttons. A post Discord never made is not made then either.
 func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		inThread bool // the job's second question, posted in its thread
@@ -194,6 +199,7 @@ func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
 		{name: "not made, 500", status: 500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			h := start(t, harnessOptions{tweak: func(b *Bot) {
 				// The first try's retry comes late enough for the outcome
 				// to be handled before it.
@@ -288,6 +294,7 @@ func (f *fakeDiscord) cardsOf(channel string, q bridge.Question) []string {
 // answered there, the card says that. Every click on a live card would be
 // refused as no longer pending.
 func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		inThread bool // the job's second question, posted in its thread
@@ -303,6 +310,7 @@ func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
 		{name: "made minutes before the last try", firstOnly: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			platforms := map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}
 			if tc.slack {
 				platforms[bridge.PlatformSlack] = runtime.Platform{DefaultChannel: "C0123"}
@@ -389,6 +397,7 @@ func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
 // (403: it made nothing) is not looked for when its question fails: only
 // a post whose answer was lost may have left a card.
 func TestRefusedPostIsNotLookedFor(t *testing.T) {
+	t.Parallel()
 	env, h := startE2E(t, runtime.Roles{})
 	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 403, Code: 50013, Times: -1})
 	q := colorQuestion()
@@ -417,6 +426,7 @@ func TestRefusedPostIsNotLookedFor(t *testing.T) {
 // few minutes): the retry finds the card, records and reports it, and
 // starts the job's thread from it when it is the job's first.
 func TestRetryAdoptsTheCardAnEarlierTryMade(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		inThread bool
@@ -428,6 +438,7 @@ func TestRetryAdoptsTheCardAnEarlierTryMade(t *testing.T) {
 		{name: "not made, 500", status: 500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			fake := api.newBot(t)
 			h := start(t, harnessOptions{fake: fake, tweak: func(b *Bot) {
 				b.backoff = func(attempt uint64) time.Duration {

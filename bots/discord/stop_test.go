@@ -14,6 +14,7 @@ import (
 // stopped bot no longer pulls, not redelivered to its dead pull request
 // and left there until the consumer's AckWait (two minutes).
 func TestStopHandsEventsBackAtOnce(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	for i := range 4 {
@@ -59,6 +60,7 @@ func TestStopHandsEventsBackAtOnce(t *testing.T) {
 // the other way round, the answer would find no card, and the asked event
 // would post nothing).
 func TestEventsOfAJobAreHandledInOrder(t *testing.T) {
+	t.Parallel()
 	h := start(t, harnessOptions{})
 	const jobs = 12
 	for i := range jobs {
