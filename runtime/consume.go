@@ -160,7 +160,7 @@ type consumer struct {
 func (r *Runtime) consumers() []consumer {
 	return []consumer{
 		{stream: bridge.StreamCancels, name: "cancels", handle: r.handleCancel},
-		{stream: bridge.StreamDelivery, name: "delivery", handle: r.handleDelivery},
+		{stream: bridge.StreamDelivery, name: "delivery", handleBatch: r.handleDeliveries},
 		{stream: bridge.StreamQuestions, name: "questions", handleBatch: r.askQuestions},
 		{stream: bridge.StreamAnswers, name: answersConsumer, handleBatch: r.decideAttempts},
 	}

@@ -187,30 +187,51 @@ type DeliveryRow struct {
 // RecordDelivery stores a platform's report (the latest per platform wins)
 // and returns every report for the question.
 func (s *Store) RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]DeliveryRow, error) {
-	var ref bridge.MessageRef
-	if d.Message != nil {
-		ref = *d.Message
-	}
-	var failure string
-	if d.Failure != nil {
-		b, _ := json.Marshal(d.Failure)
-		failure = string(b)
-	}
-	ok := 0
-	if d.OK {
-		ok = 1
-	}
-	err := s.tx(ctx, func(tx *txn) error {
-		_, err := tx.exec(ctx, `INSERT INTO deliveries (question, platform, ok, channel, message_id, thread, failure, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (question, platform) DO UPDATE SET ok = excluded.ok, channel = excluded.channel, message_id = excluded.message_id,
-			thread = excluded.thread, failure = excluded.failure, at = excluded.at`,
-			question, d.Platform, ok, ref.Channel, ref.MessageID, ref.Thread, failure, ms(at))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: record %s delivery of question %d: %w", d.Platform, question, err)
+	if err := s.RecordDeliveries(ctx, []ReportedDelivery{{Question: question, Delivery: d}}, at); err != nil {
+		return nil, err
 	}
 	return s.Deliveries(ctx, question)
+}
+
+// ReportedDelivery is a platform's report on the question of row id
+// Question.
+type ReportedDelivery struct {
+	Question int64
+	Delivery bridge.Delivery
+}
+
+// RecordDeliveries stores reports in one transaction, in order (the latest
+// per question and platform wins): one commit for many cards shown.
+func (s *Store) RecordDeliveries(ctx context.Context, reports []ReportedDelivery, at time.Time) error {
+	err := s.tx(ctx, func(tx *txn) error {
+		for _, r := range reports {
+			d := r.Delivery
+			var ref bridge.MessageRef
+			if d.Message != nil {
+				ref = *d.Message
+			}
+			var failure string
+			if d.Failure != nil {
+				b, _ := json.Marshal(d.Failure)
+				failure = string(b)
+			}
+			ok := 0
+			if d.OK {
+				ok = 1
+			}
+			if _, err := tx.exec(ctx, `INSERT INTO deliveries (question, platform, ok, channel, message_id, thread, failure, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (question, platform) DO UPDATE SET ok = excluded.ok, channel = excluded.channel, message_id = excluded.message_id,
+			thread = excluded.thread, failure = excluded.failure, at = excluded.at`,
+				r.Question, d.Platform, ok, ref.Channel, ref.MessageID, ref.Thread, failure, ms(at)); err != nil {
+				return fmt.Errorf("%s delivery of question %d: %w", d.Platform, r.Question, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: record deliveries: %w", err)
+	}
+	return nil
 }
 
 // Deliveries returns every platform's report on a question.

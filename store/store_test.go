@@ -335,6 +335,23 @@ func TestFindListCountAndDeliveries(t *testing.T) {
 	if len(refs) != 1 || refs[0] != ref {
 		t.Fatalf("messages = %+v", refs)
 	}
+	// A batch of reports is stored in order: the latest per question and
+	// platform wins; and the job's threads are the threads its cards are in.
+	other := mustAsk(t, s, newQ("job-batch", "q-batch", 1)).Record
+	late := bridge.MessageRef{Platform: "slack", Channel: "C2", MessageID: "2.2", Thread: "2.1"}
+	if err := s.RecordDeliveries(ctx, []ReportedDelivery{
+		{Question: other.ID, Delivery: bridge.Delivery{Platform: "slack", Failure: &bridge.Failure{Code: bridge.CodeSourceUnreliable}}},
+		{Question: other.ID, Delivery: bridge.Delivery{Platform: "slack", OK: true, Message: &late}},
+	}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if refs, _ := s.Messages(ctx, other.ID); len(refs) != 1 || refs[0] != late {
+		t.Fatalf("messages after a batch = %+v, want the later report's", refs)
+	}
+	threads, err := s.JobThreads(ctx, "acme", other.JobID)
+	if err != nil || len(threads) != 1 || threads[0] != (bridge.MessageRef{Platform: "slack", Channel: "C2", Thread: "2.1"}) {
+		t.Fatalf("job threads = %+v, %v", threads, err)
+	}
 	// The answer path's one read agrees with Find, JobVersion and Messages.
 	a, err := s.FindAnswerable(ctx, rec.Key)
 	if err != nil || a.ID != rec.ID || a.JobVersion != 1 || len(a.Messages) != 1 || a.Messages[0] != ref || a.State != bridge.StatePending {

@@ -183,7 +183,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	}
 	s.ShouldRetryOnRateLimit = false
 	s.MaxRestRetries = 1
-	s.Client = &http.Client{Timeout: httpTimeout, Transport: &rateHold{next: http.DefaultTransport}}
+	s.Client = &http.Client{Timeout: httpTimeout, Transport: &rateHold{next: engine.Transport()}}
 	s.UserAgent = "DiscordBot (https://github.com/askbridge/askbridge, 1) askbridge"
 
 	refs, err := bridge.EnsureKV(ctx, o.NATS.JS, refsConfig)

@@ -67,7 +67,9 @@ type Handler func(ctx context.Context, ev *bridge.Event, d Delivery) error
 
 // Defaults of a Loop.
 const (
-	DefaultWorkers       = 4
+	// DefaultWorkers: a worker mostly waits (on the platform's HTTP API, on
+	// JetStream's acknowledgements), so many keep the asking path busy.
+	DefaultWorkers       = 32
 	DefaultMaxDeliveries = 6
 	// DefaultGiveUpAfter bounds the deliveries of an event whose handler
 	// keeps returning a transient error after its last try (NATS or the

@@ -111,7 +111,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	hc := &http.Client{Timeout: 15 * time.Second, Transport: ratelimitedAs429{next: http.DefaultTransport}}
+	hc := &http.Client{Timeout: 15 * time.Second, Transport: ratelimitedAs429{next: engine.Transport()}}
 	opts := []slack.Option{slack.OptionAPIURL(o.APIURL), slack.OptionHTTPClient(hc)}
 	if o.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(o.AppToken))
@@ -145,7 +145,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		now:         time.Now,
 		cards:       engine.NewMemo[*card](cardMemo),
 		threads:     engine.NewMemo[string](threadMemo),
-		workers:     4,
+		workers:     engine.DefaultWorkers,
 		clicks:      newDedupe(10 * time.Second),
 		redelivered: newReplies(socketRedelivery),
 		dmChannels:  map[string]string{},
@@ -209,7 +209,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	if b.o.AppToken != "" {
 		wg.Go(func() { b.runSocketMode(ctx) })
 	}
-	loop := &engine.Loop{Name: "slack", Events: events, Logger: b.log, PullMax: 64, Workers: b.workers,
+	loop := &engine.Loop{Name: "slack", Events: events, Logger: b.log, PullMax: 256, Workers: b.workers,
 		Handle: func(ctx context.Context, ev *bridge.Event, d engine.Delivery) error {
 			return b.handleEvent(ctx, ev, d)
 		},
