@@ -3,25 +3,22 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kelseyhightower/envconfig"
 
 	"github.com/askbridge/askbridge/bridge"
 )
 
 // Config is every ASK_ variable. Secrets are never printed in errors.
 //
-// The tags spell the whole variable name: with a prefix, envconfig would
-// also read the unprefixed name (DATA_DIR, LOG_LEVEL, SLACK_BOT_TOKEN) when
-// the ASK_ one is unset, picking up other programs' settings.
+// Each field's envconfig tag names its variable whole (ASK_ included), and
+// its default tag gives the value when the variable is unset (decode).
 type Config struct {
 	DataDir    string `envconfig:"ASK_DATA_DIR" default:"./data"`
 	HTTPAddr   string `envconfig:"ASK_HTTP_ADDR" default:":8080"`
@@ -69,12 +66,18 @@ type Config struct {
 }
 
 // Load reads the environment and validates it.
-func Load() (*Config, error) {
+func Load() (*Config, error) { return LoadFrom(os.LookupEnv) }
+
+// LoadFrom is Load reading each variable through lookup (os.LookupEnv for
+// Load): tests give a service its settings without the process
+// environment, which tests running side by side share.
+func LoadFrom(lookup func(key string) (string, bool)) (*Config, error) {
 	var c Config
-	if err := envconfig.Process("", &c); err != nil {
-		return nil, plainEnvError(err)
+	if err := decode(&c, lookup); err != nil {
+		return nil, err
 	}
-	c.NATSReplicasSet = os.Getenv("ASK_NATS_REPLICAS") != ""
+	replicas, _ := lookup("ASK_NATS_REPLICAS")
+	c.NATSReplicasSet = replicas != ""
 	c.normalize()
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -82,15 +85,66 @@ func Load() (*Config, error) {
 	return &c, nil
 }
 
-// plainEnvError rewrites envconfig's error without echoing the value, which
-// may be a secret.
-func plainEnvError(err error) error {
-	var pe *envconfig.ParseError
-	if errors.As(err, &pe) {
-		// pe.Error() and pe.Err hold the value: never show them.
-		return &Error{Problems: []string{fmt.Sprintf("%s must be %s", pe.KeyName, kindWord(pe.TypeName))}}
+// decode sets each field of c from the variable its envconfig tag names,
+// or from its default tag when the variable is unset. A value that does
+// not parse is named, never echoed: it may be a secret.
+func decode(c *Config, lookup func(string) (string, bool)) error {
+	v := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		key := f.Tag.Get("envconfig")
+		if f.Tag.Get("ignored") == "true" {
+			continue
+		}
+		if key == "" {
+			panic("config: field " + f.Name + " names no variable")
+		}
+		value, ok := lookup(key)
+		if def := f.Tag.Get("default"); !ok && def != "" {
+			value, ok = def, true
+		}
+		if !ok {
+			continue
+		}
+		if err := setField(v.Field(i), value); err != nil {
+			return &Error{Problems: []string{fmt.Sprintf("%s must be %s", key, kindWord(f.Type.String()))}}
+		}
 	}
-	return fmt.Errorf("config: %w", err)
+	return nil
+}
+
+// setField parses value into field: text, whole numbers, durations
+// (10s), true/false, and lists separated by commas.
+func setField(field reflect.Value, value string) error {
+	switch {
+	case field.Type() == reflect.TypeFor[time.Duration]():
+		d, err := time.ParseDuration(value)
+		field.SetInt(int64(d))
+		return err
+	case field.Kind() == reflect.String:
+		field.SetString(value)
+	case field.CanInt():
+		n, err := strconv.ParseInt(value, 0, field.Type().Bits())
+		field.SetInt(n)
+		return err
+	case field.CanUint():
+		n, err := strconv.ParseUint(value, 0, field.Type().Bits())
+		field.SetUint(n)
+		return err
+	case field.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(value)
+		field.SetBool(b)
+		return err
+	case field.Kind() == reflect.Slice && field.Type().Elem().Kind() == reflect.String:
+		var l []string
+		if strings.TrimSpace(value) != "" {
+			l = strings.Split(value, ",")
+		}
+		field.Set(reflect.ValueOf(l))
+	default:
+		panic("config: cannot read a " + field.Type().String() + " from the environment")
+	}
+	return nil
 }
 
 func kindWord(t string) string {

@@ -112,6 +112,22 @@ func TestLoadReadsEnvironment(t *testing.T) {
 	}
 }
 
+// TestLoadFromReadsOnlyItsLookup checks LoadFrom takes the variables its
+// lookup gives, and the defaults, never the process environment's.
+func TestLoadFromReadsOnlyItsLookup(t *testing.T) {
+	clearEnv(t)
+	setEnv(t, map[string]string{"ASK_DATA_DIR": "/from/the/process", "ASK_LOG_LEVEL": "debug"})
+	env := map[string]string{"ASK_DATA_DIR": "/from/the/lookup", "ASK_OPERATORS": "cli:kevin,cli:ana", "ASK_NATS_REPLICAS": "3"}
+	c, err := LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("LoadFrom: %v", err)
+	}
+	if c.DataDir != "/from/the/lookup" || c.LogLevel != "info" || !reflect.DeepEqual(c.Operators, []string{"cli:kevin", "cli:ana"}) ||
+		c.NATSReplicas != 3 || !c.NATSReplicasSet || c.HTTPAddr != ":8080" {
+		t.Errorf("LoadFrom = %+v", *c)
+	}
+}
+
 func TestBaseURL(t *testing.T) {
 	for addr, want := range map[string]string{
 		":8080": "http://127.0.0.1:8080", "0.0.0.0:80": "http://127.0.0.1:80", "[::]:8080": "http://127.0.0.1:8080",
