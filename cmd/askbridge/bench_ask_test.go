@@ -27,6 +27,7 @@ import (
 // instant the 429 named is counted as an early retry, one after it is
 // taken; other channels and other methods are not limited.
 func TestBenchSlackAnswers429(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -111,7 +112,6 @@ func leadingNumber(t *testing.T, v string) float64 {
 
 func runBench(t *testing.T, args ...string) map[string]string {
 	t.Helper()
-	t.Setenv("ASKBRIDGE_TEST_AS_MAIN", "1")
 	var out bytes.Buffer
 	errOut := &testenv.LockedBuffer{}
 	c := &cli{stdout: &out, stderr: errOut}
@@ -134,6 +134,7 @@ func runBench(t *testing.T, args ...string) map[string]string {
 // TestBenchAsk: --ask shows every question's card once, and reports a
 // rate, latencies and baselines that are numbers above zero.
 func TestBenchAsk(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the service and the baselines")
 	}
@@ -171,6 +172,7 @@ func TestBenchAsk(t *testing.T) {
 // shown completely, and the report says how many 429s the service got
 // and how many calls came early.
 func TestBenchAskSlackLimits(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the service at Slack's pace for several seconds")
 	}
@@ -196,6 +198,7 @@ func TestBenchAskSlackLimits(t *testing.T) {
 // TestBenchAskFlags: flags that do not fit --ask, or fit only it, are
 // refused with a message naming them, before anything starts.
 func TestBenchAskFlags(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		want string

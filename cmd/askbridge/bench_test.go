@@ -17,12 +17,14 @@ import (
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/internal/testenv/parallel"
 )
 
 // TestBenchClickIsASlackPayload: the bench's hand-written click reads, with
 // slack-go, as the click on the card it was built from, the echoed message
 // and its blocks included.
 func TestBenchClickIsASlackPayload(t *testing.T) {
+	t.Parallel()
 	q := &bridge.Question{Tenant: "bench", JobID: "job-000007", QuestionID: "q", TaskVersion: 1,
 		Question: `Which "colour"? ünïcode & <tags>`, Choices: []string{"red", "blue"}}
 	blocks, text := blockkit.QuestionMessage(blockkit.Card{Question: q, AskedAt: time.Now(), Deadline: time.Now().Add(time.Hour)})
@@ -53,22 +55,30 @@ func TestBenchClickIsASlackPayload(t *testing.T) {
 }
 
 // TestMain lets this test binary stand in for askbridge when the bench
-// starts "askbridge serve" as a child process.
+// starts "askbridge serve" as a child process: the children it starts
+// inherit ASKBRIDGE_TEST_AS_MAIN. The tests wait far more than they
+// compute, so eight run at once (see parallel.Run).
 func TestMain(m *testing.M) {
 	if os.Getenv("ASKBRIDGE_TEST_AS_MAIN") == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	if err := os.Setenv("ASKBRIDGE_TEST_AS_MAIN", "1"); err != nil {
+		panic(err)
+	}
+	discordAPI.start()
+	code := parallel.Run(m, 8)
+	discordAPI.srv.Close()
+	os.Exit(code)
 }
 
 // TestBenchPendingAskedThroughNATS: --fill nats asks every question as an
 // agent does, waits for each card, restarts the service on the same data
 // and finds them all pending.
 func TestBenchPendingAskedThroughNATS(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts the service twice")
 	}
-	t.Setenv("ASKBRIDGE_TEST_AS_MAIN", "1")
 	// The child's stderr is copied into errOut by another goroutine.
 	var out bytes.Buffer
 	errOut := &testenv.LockedBuffer{}
@@ -86,10 +96,10 @@ func TestBenchPendingAskedThroughNATS(t *testing.T) {
 // TestBenchServiceAsChild: --child clicks through the real Slack endpoint
 // of a separate askbridge serve, and every acked click is resumed.
 func TestBenchServiceAsChild(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the baselines and a service")
 	}
-	t.Setenv("ASKBRIDGE_TEST_AS_MAIN", "1")
 	var out bytes.Buffer
 	errOut := &testenv.LockedBuffer{}
 	c := &cli{stdout: &out, stderr: errOut}

@@ -70,13 +70,14 @@ func edgeFakeSlack(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// edgeFakeDiscord is a loopback Discord REST API: messages (kept, so the
-// test can read the card's custom ids), threads, DMs, commands, follow-ups.
+// edgeFakeDiscord is a loopback Discord REST API (behind discordAPI):
+// messages (kept, so the test can read the card's custom ids), threads,
+// DMs, commands, follow-ups.
 type edgeFakeDiscord struct {
-	srv  *httptest.Server
-	mu   sync.Mutex
-	next int64
-	msgs map[string]map[string]any
+	token, url string // the bot token that reaches it, and its base
+	mu         sync.Mutex
+	next       int64
+	msgs       map[string]map[string]any
 }
 
 func newEdgeFakeDiscord(t *testing.T) *edgeFakeDiscord {
@@ -138,8 +139,7 @@ func newEdgeFakeDiscord(t *testing.T) *edgeFakeDiscord {
 		m["id"], m["channel_id"], m["type"] = "1600000000000000001", "1000000000000000001", 0
 		reply(w, 200, m)
 	})
-	f.srv = httptest.NewServer(mux)
-	t.Cleanup(f.srv.Close)
+	f.token, f.url = discordAPI.add(t, mux)
 	return f
 }
 
@@ -186,6 +186,7 @@ var edgeMix = [edgeKinds]int{edgeValid: 8, edgeForged: 4, edgeStale: 3, edgeOver
 var edgeRequests = flag.Int("edge-requests", 400, "TestEdgeLoad: requests to each endpoint (a multiple of 20)")
 
 func TestEdgeLoad(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("load test; skipped under -short")
 	}
@@ -199,7 +200,7 @@ func TestEdgeLoad(t *testing.T) {
 		discordUser = "3000000000000000001"
 	)
 	slackAPI := edgeFakeSlack(t)
-	discordAPI := newEdgeFakeDiscord(t)
+	discord := newEdgeFakeDiscord(t)
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -207,8 +208,8 @@ func TestEdgeLoad(t *testing.T) {
 	_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
 	s, _ := startTestService(t, map[string]string{
 		"ASK_SLACK_BOT_TOKEN": "xoxb-edge-load", "ASK_SLACK_SIGNING_SECRET": slackSecret, "ASK_SLACK_API_URL": slackAPI.URL + "/api/",
-		"ASK_DISCORD_BOT_TOKEN": "edge-load-token", "ASK_DISCORD_PUBLIC_KEY": hex.EncodeToString(pub), "ASK_DISCORD_APP_ID": "555000111",
-		"ASK_DISCORD_API_URL": discordAPI.srv.URL + "/api/v10/",
+		"ASK_DISCORD_BOT_TOKEN": discord.token, "ASK_DISCORD_PUBLIC_KEY": hex.EncodeToString(pub), "ASK_DISCORD_APP_ID": "555000111",
+		"ASK_DISCORD_API_URL": discord.url,
 		"ASK_OPERATORS":       "slack:U0KEV,discord:" + discordUser,
 	})
 	base := "http://" + s.Addr()
@@ -223,7 +224,7 @@ func TestEdgeLoad(t *testing.T) {
 	}
 	var discordChoice string
 	testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		for _, id := range discordAPI.customIDs() {
+		for _, id := range discord.customIDs() {
 			if strings.HasPrefix(id, "ab:c:acme:job-load:q-1:1:") {
 				discordChoice = id
 				return nil

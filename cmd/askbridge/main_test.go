@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -35,16 +36,14 @@ import (
 )
 
 // startTestService runs the whole service in-process on loopback ports in a
-// temp dir, with the environment given, and stops it when the test ends.
+// temp dir, configured by the variables given (and no others: not the
+// process environment, which tests running side by side share), and stops
+// it when the test ends.
 func startTestService(t *testing.T, env map[string]string) (*service, *config.Config) {
 	t.Helper()
-	t.Setenv("ASK_DATA_DIR", t.TempDir())
-	t.Setenv("ASK_HTTP_ADDR", "127.0.0.1:0")
-	t.Setenv("ASK_NATS_LISTEN", "127.0.0.1:0")
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-	cfg, err := config.Load()
+	all := map[string]string{"ASK_DATA_DIR": t.TempDir(), "ASK_HTTP_ADDR": "127.0.0.1:0", "ASK_NATS_LISTEN": "127.0.0.1:0"}
+	maps.Copy(all, env)
+	cfg, err := config.LoadFrom(func(k string) (string, bool) { v, ok := all[k]; return v, ok })
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -133,6 +132,7 @@ func waitPending(t *testing.T, c *cli, job, question string) {
 }
 
 func TestCLIAnswerAndDeclineResumeTheAgent(t *testing.T) {
+	t.Parallel()
 	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
 	ag := agentFor(t, s)
 	kevin, out, errOut := testCLI(s, "cli:kevin")
@@ -168,6 +168,7 @@ func TestCLIAnswerAndDeclineResumeTheAgent(t *testing.T) {
 // runtime's decision: a refusal fails with its reason, an applied cancel
 // says how many questions it ended.
 func TestCLICancelSaysWhatHappened(t *testing.T) {
+	t.Parallel()
 	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_ADMINS": "cli:ana"})
 	ag := agentFor(t, s)
 	kevin, out, errOut := testCLI(s, "cli:kevin")
@@ -198,6 +199,7 @@ func TestCLICancelSaysWhatHappened(t *testing.T) {
 }
 
 func TestCLITypedFieldsAndRefusals(t *testing.T) {
+	t.Parallel()
 	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
 	ag := agentFor(t, s)
 	kevin, out, errOut := testCLI(s, "cli:kevin")
@@ -236,6 +238,7 @@ func TestCLITypedFieldsAndRefusals(t *testing.T) {
 }
 
 func TestCLIAskListShow(t *testing.T) {
+	t.Parallel()
 	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_READERS": "cli:rita"})
 	kevin, out, errOut := testCLI(s, "cli:kevin")
 
@@ -288,6 +291,7 @@ func TestCLIAskListShow(t *testing.T) {
 }
 
 func TestCLIApprovesAndDenies(t *testing.T) {
+	t.Parallel()
 	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
 	ag := agentFor(t, s)
 	kevin, _, errOut := testCLI(s, "cli:kevin")
@@ -308,6 +312,7 @@ func TestCLIApprovesAndDenies(t *testing.T) {
 }
 
 func TestCLIAskExitCodes(t *testing.T) {
+	t.Parallel()
 	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
 	kevin, _, _ := testCLI(s, "cli:kevin")
 	asker, askOut, _ := testCLI(s, "cli:agent")
@@ -337,6 +342,7 @@ func TestCLIAskExitCodes(t *testing.T) {
 }
 
 func TestHTTPHealthReadyMetrics(t *testing.T) {
+	t.Parallel()
 	s, _ := startTestService(t, map[string]string{"ASK_SLACK_BOT_TOKEN": "xoxb-test", "ASK_SLACK_SIGNING_SECRET": "test-signing-secret",
 		"ASK_SLACK_API_URL": "http://127.0.0.1:1/api/"})
 	base := "http://" + s.Addr()
@@ -417,6 +423,7 @@ func TestHTTPHealthReadyMetrics(t *testing.T) {
 // gone and cannot be made again (the runtime would take none of its
 // messages).
 func TestReadyReportsWhatIsBroken(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct {
 		// brk breaks the service, or makes sure it is still broken: it
 		// is called before each look at /readyz.
@@ -476,6 +483,10 @@ func TestReadyReportsWhatIsBroken(t *testing.T) {
 	}
 }
 
+// TestServeRefusesBadConfigWithExitCode2 checks a bad setting stops the
+// service with exit 2 and never shows a secret. It runs alone (no
+// t.Parallel): askbridge serve reads the process environment, which
+// t.Setenv sets for it.
 func TestServeRefusesBadConfigWithExitCode2(t *testing.T) {
 	t.Setenv("ASK_DATA_DIR", t.TempDir())
 	t.Setenv("ASK_SLACK_BOT_TOKEN", "xoxb-secret-token-value")
@@ -494,6 +505,8 @@ func TestServeRefusesBadConfigWithExitCode2(t *testing.T) {
 
 // TestServeReportsAStartFailure checks a service that cannot start (its
 // HTTP port taken) says why in one line and exits 1, without a panic.
+// It runs alone (no t.Parallel): askbridge serve reads the process
+// environment, which t.Setenv sets for it.
 func TestServeReportsAStartFailure(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -517,6 +530,8 @@ func TestServeReportsAStartFailure(t *testing.T) {
 // TestServeRefusesReplicasTheServerHasNot checks ASK_NATS_REPLICAS above
 // what a NATS server without a cluster keeps is a bad setting: one line
 // naming it, exit 2, as for any other.
+// It runs alone (no t.Parallel): askbridge serve reads the process
+// environment, which t.Setenv sets for it.
 func TestServeRefusesReplicasTheServerHasNot(t *testing.T) {
 	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
 		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
@@ -543,6 +558,8 @@ func TestServeRefusesReplicasTheServerHasNot(t *testing.T) {
 // TestServeSaysWhyTheEmbeddedNATSCannotListen checks an ASK_NATS_LISTEN
 // address already taken stops the start at once, naming the variable and
 // why, instead of waiting ten seconds to say the server did not listen.
+// It runs alone (no t.Parallel): askbridge serve reads the process
+// environment, which t.Setenv sets for it.
 func TestServeSaysWhyTheEmbeddedNATSCannotListen(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -561,6 +578,7 @@ func TestServeSaysWhyTheEmbeddedNATSCannotListen(t *testing.T) {
 }
 
 func TestHelpPrintsUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"-help"}} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != exitOK || !strings.HasPrefix(stdout.String(), "askbridge — ") || stderr.Len() != 0 {
@@ -569,8 +587,14 @@ func TestHelpPrintsUsage(t *testing.T) {
 	}
 }
 
+// It runs alone (no t.Parallel): askbridge link reads the process
+// environment, which t.Setenv sets for it as for the service.
 func TestLinkMintsAConsoleLinkTheServiceAccepts(t *testing.T) {
-	s, cfg := startTestService(t, map[string]string{"ASK_CONSOLE_SECRET": "0123456789abcdef0123", "ASK_PUBLIC_URL": "http://askbridge.test"})
+	env := map[string]string{"ASK_CONSOLE_SECRET": "0123456789abcdef0123", "ASK_PUBLIC_URL": "http://askbridge.test"}
+	s, cfg := startTestService(t, env)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
 	c, out, errOut := testCLI(s, "cli:kevin")
 	if code := c.link(context.Background(), []string{"--as", "console:alice"}); code != exitOK {
 		t.Fatalf("link exit %d: %s", code, errOut)
@@ -594,6 +618,7 @@ func TestLinkMintsAConsoleLinkTheServiceAccepts(t *testing.T) {
 }
 
 func TestParseField(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		spec string
 		want string
@@ -625,6 +650,7 @@ func TestParseField(t *testing.T) {
 // /metrics counts the adapters' calls to their platform: here a Slack API
 // that cannot be reached, tried again and then given up.
 func TestMetricsCountPlatformCalls(t *testing.T) {
+	t.Parallel()
 	s, _ := startTestService(t, map[string]string{"ASK_SLACK_BOT_TOKEN": "xoxb-test", "ASK_SLACK_SIGNING_SECRET": "test-signing-secret",
 		"ASK_SLACK_API_URL": "http://127.0.0.1:1/api/", "ASK_SLACK_CHANNEL": "C0123"})
 	ag := agentFor(t, s)
@@ -652,6 +678,7 @@ func TestMetricsCountPlatformCalls(t *testing.T) {
 // TestCLIHidesNATSPasswords checks a NATS URL's password or token never
 // reaches the CLI's error text.
 func TestCLIHidesNATSPasswords(t *testing.T) {
+	t.Parallel()
 	for _, url := range []string{"nats://user:s3cretpw@127.0.0.1:1", "nats://s3cretpw@127.0.0.1:1", "nats://127.0.0.1:1,nats://u:s3cretpw@127.0.0.1:2",
 		"nats://user:s3cret pw@127.0.0.1:1", "user:s3cretpw@127.0.0.1:1", "s3cretpw@127.0.0.1:1", "nats://127.0.0.1:1, user:s3cretpw@127.0.0.1:2"} {
 		var stderr bytes.Buffer
@@ -670,6 +697,7 @@ func TestCLIHidesNATSPasswords(t *testing.T) {
 // operator wrote there is used as is, or refused when too short, never
 // replaced (that would void every link given).
 func TestConsoleSecretFile(t *testing.T) {
+	t.Parallel()
 	cfg := &config.Config{DataDir: filepath.Join(t.TempDir(), "new", "data")}
 	first, err := consoleSecret(cfg)
 	if err != nil || len(first) != 64 {
@@ -702,6 +730,7 @@ func TestConsoleSecretFile(t *testing.T) {
 // TestSignalWhileStartingIsAStop checks SIGTERM during start-up stops the
 // service with exit 0 and no error, as SIGTERM after it would.
 func TestSignalWhileStartingIsAStop(t *testing.T) {
+	t.Parallel()
 	bin, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -736,6 +765,7 @@ func TestSignalWhileStartingIsAStop(t *testing.T) {
 // the sync interval are marked, so a start more than JetStream's duplicate
 // window later does not show the job its resume a second time.
 func TestCleanStopLeavesNothingToPublishAgain(t *testing.T) {
+	t.Parallel()
 	s, cfg := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
 	ag := agentFor(t, s)
 	kevin, _, errOut := testCLI(s, "cli:kevin")
@@ -759,6 +789,7 @@ func TestCleanStopLeavesNothingToPublishAgain(t *testing.T) {
 }
 
 func TestReorderKnownFlags(t *testing.T) {
+	t.Parallel()
 	known := map[string]bool{"tenant": true, "nats": true}
 	for _, c := range []struct{ in, want []string }{
 		{[]string{"job-1", "q-1", "blue", "--tenant", "acme"}, []string{"--tenant", "acme", "--", "job-1", "q-1", "blue"}},
@@ -779,6 +810,7 @@ func TestReorderKnownFlags(t *testing.T) {
 // with them as part of its text), and show and list read theirs after
 // their arguments too; "--" keeps a text that starts with a dash.
 func TestCLIFlagsAfterArguments(t *testing.T) {
+	t.Parallel()
 	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
 	kevin, out, errOut := testCLI(s, "cli:kevin")
 	ctx := context.Background()
@@ -836,6 +868,8 @@ func TestCLIFlagsAfterArguments(t *testing.T) {
 // service's secret is not (another directory, no ASK_CONSOLE_SECRET), says
 // so instead of making a secret of its own and printing a link the service
 // refuses.
+// It runs alone (no t.Parallel): askbridge link reads the process
+// environment, which t.Setenv sets for it.
 func TestLinkNeedsTheServicesSecret(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	t.Setenv("ASK_DATA_DIR", dir)
@@ -874,6 +908,8 @@ func TestLinkNeedsTheServicesSecret(t *testing.T) {
 // TestLinkRefusesIdsTheConsoleRefuses checks askbridge link names a bad
 // tenant, job or question id instead of printing a link the console
 // answers with "This link is not valid".
+// It runs alone (no t.Parallel): askbridge link reads the process
+// environment, which t.Setenv sets for it.
 func TestLinkRefusesIdsTheConsoleRefuses(t *testing.T) {
 	t.Setenv("ASK_DATA_DIR", t.TempDir())
 	t.Setenv("ASK_CONSOLE_SECRET", "0123456789abcdef0123")
@@ -899,6 +935,7 @@ func TestLinkRefusesIdsTheConsoleRefuses(t *testing.T) {
 // console under ASK_PUBLIC_URL's path, where a proxy serving askbridge
 // under a prefix reaches it, not to the site's own /console/.
 func TestRootRedirectsUnderThePublicPath(t *testing.T) {
+	t.Parallel()
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for publicURL, want := range map[string]string{"": "/console/", "https://example.com/askbridge/": "/askbridge/console/"} {
 		s, _ := startTestService(t, map[string]string{"ASK_PUBLIC_URL": publicURL})
@@ -926,6 +963,8 @@ func TestRootRedirectsUnderThePublicPath(t *testing.T) {
 // stops the service at start like any bad setting: one line naming the
 // variable and exit 2, not a start failure (exit 1) after NATS and the
 // runtime came up.
+// It runs alone (no t.Parallel): askbridge serve reads the process
+// environment, which t.Setenv sets for it.
 func TestServeRefusesAChannelNameWithExitCode2(t *testing.T) {
 	t.Setenv("ASK_DATA_DIR", t.TempDir())
 	t.Setenv("ASK_HTTP_ADDR", "127.0.0.1:0")
@@ -945,6 +984,7 @@ func TestServeRefusesAChannelNameWithExitCode2(t *testing.T) {
 // tells people to run, prints the command's flags and exits 0, as
 // "askbridge -h" does; an unknown flag still exits 2.
 func TestCommandHelpExitsZero(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"ask", "list", "show", "answer", "decline", "cancel", "link", "stats", "bench", "torture"} {
 		for _, h := range []string{"-h", "--help"} {
 			var stdout, stderr bytes.Buffer
@@ -966,6 +1006,7 @@ func TestCommandHelpExitsZero(t *testing.T) {
 // have is named as wrong, not sent and reported as "no question was
 // waiting" (which reads as if the job had nothing pending).
 func TestCLICancelRefusesABadQuestionID(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	// No NATS at this address: the id is refused before any connection.
 	c := &cli{stdout: &out, stderr: &errOut, identity: "cli:ana", natsURL: "nats://127.0.0.1:1"}
@@ -981,6 +1022,7 @@ func TestCLICancelRefusesABadQuestionID(t *testing.T) {
 // window or write the clipboard; a bidi override reorder the text), and
 // show keeps a text's lines as rows.
 func TestCLIShowsAgentTextWithoutTerminalControls(t *testing.T) {
+	t.Parallel()
 	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
 	kevin, out, errOut := testCLI(s, "cli:kevin")
 	ctx := context.Background()
@@ -1012,6 +1054,7 @@ func TestCLIShowsAgentTextWithoutTerminalControls(t *testing.T) {
 }
 
 func TestPrintable(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in        string
 		keepLines bool
@@ -1033,6 +1076,7 @@ func TestPrintable(t *testing.T) {
 // the usage says) when nobody answered a question asked with --on-timeout
 // fail, not 1, which a script cannot tell from askbridge being unreachable.
 func TestCLIAskTimedOutWithOnTimeoutFail(t *testing.T) {
+	t.Parallel()
 	s, _ := startTestService(t, nil)
 	asker, out, errOut := testCLI(s, "cli:agent")
 	code := asker.ask(context.Background(), []string{"--tenant", "acme", "--job", "job-f", "--timeout", "1s", "--on-timeout", "fail", "Still there?"})
@@ -1045,6 +1089,7 @@ func TestCLIAskTimedOutWithOnTimeoutFail(t *testing.T) {
 // Slack or Discord is on and ASK_PUBLIC_URL is not set: the console links
 // it puts in chat would point at this machine's loopback.
 func TestWarnsWhenChatLinksPointAtLoopback(t *testing.T) {
+	t.Parallel()
 	const warning = "ASK_PUBLIC_URL is not set: console links in chat point at http://127.0.0.1:"
 	for _, c := range []struct {
 		name string
@@ -1055,16 +1100,11 @@ func TestWarnsWhenChatLinksPointAtLoopback(t *testing.T) {
 		{"slack with a public URL", map[string]string{"ASK_PUBLIC_URL": "https://ask.example.com/"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			t.Setenv("ASK_DATA_DIR", t.TempDir())
-			t.Setenv("ASK_HTTP_ADDR", "127.0.0.1:0")
-			t.Setenv("ASK_NATS_LISTEN", "127.0.0.1:0")
-			t.Setenv("ASK_SLACK_BOT_TOKEN", "xoxb-test")
-			t.Setenv("ASK_SLACK_SIGNING_SECRET", "test-signing-secret")
-			t.Setenv("ASK_SLACK_API_URL", "http://127.0.0.1:1/api/")
-			for k, v := range c.env {
-				t.Setenv(k, v)
-			}
-			cfg, err := config.Load()
+			t.Parallel()
+			env := map[string]string{"ASK_DATA_DIR": t.TempDir(), "ASK_HTTP_ADDR": "127.0.0.1:0", "ASK_NATS_LISTEN": "127.0.0.1:0",
+				"ASK_SLACK_BOT_TOKEN": "xoxb-test", "ASK_SLACK_SIGNING_SECRET": "test-signing-secret", "ASK_SLACK_API_URL": "http://127.0.0.1:1/api/"}
+			maps.Copy(env, c.env)
+			cfg, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1094,6 +1134,7 @@ func TestWarnsWhenChatLinksPointAtLoopback(t *testing.T) {
 // TestGoRunNamesAPartOnce checks a part's failure is named once, whether
 // or not its error already starts with its name.
 func TestGoRunNamesAPartOnce(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"runtime: nats: key-value bucket ASK_RUNTIME: memory storage": "runtime: nats: key-value bucket ASK_RUNTIME: memory storage",
 		"nats: key-value bucket ASK_RUNTIME: memory storage":          "runtime: nats: key-value bucket ASK_RUNTIME: memory storage",

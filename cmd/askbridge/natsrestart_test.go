@@ -43,6 +43,7 @@ func askAndAnswer(t *testing.T, s *service, job string) {
 // TestExternalNATSRestartKeepsWorking checks askbridge on an operator's
 // NATS keeps asking and deciding after that server restarts with its store.
 func TestExternalNATSRestartKeepsWorking(t *testing.T) {
+	t.Parallel()
 	ext := testenv.StartExternalNATS(t)
 	s, _ := startTestService(t, map[string]string{"ASK_NATS_URL": ext.URL(), "ASK_OPERATORS": "cli:kevin"})
 	askAndAnswer(t, s, "job-before")
@@ -73,6 +74,7 @@ func TestExternalNATSRestartKeepsWorking(t *testing.T) {
 // TestExternalNATSWipedStore checks askbridge on an operator's NATS that
 // restarted without its store (streams, consumers, buckets gone).
 func TestExternalNATSWipedStore(t *testing.T) {
+	t.Parallel()
 	ext := testenv.StartExternalNATS(t)
 	s, _ := startTestService(t, map[string]string{"ASK_NATS_URL": ext.URL(), "ASK_OPERATORS": "cli:kevin"})
 	askAndAnswer(t, s, "job-before")

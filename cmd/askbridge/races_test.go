@@ -54,14 +54,15 @@ type raceCall struct {
 	TS     string // the ts the fake Slack gave a chat.postMessage
 }
 
-// raceWorld is a loopback Slack and Discord that record what the service
-// sends them.
+// raceWorld is a loopback Slack and Discord (behind discordAPI) that
+// record what the service sends them.
 type raceWorld struct {
-	t       *testing.T
-	slack   *httptest.Server
-	discord *httptest.Server
-	pub     ed25519.PublicKey
-	priv    ed25519.PrivateKey
+	t            *testing.T
+	slack        *httptest.Server
+	discordToken string // the bot token that reaches this world's Discord
+	discordURL   string
+	pub          ed25519.PublicKey
+	priv         ed25519.PrivateKey
 
 	mu    sync.Mutex
 	calls []raceCall
@@ -194,8 +195,7 @@ func newRaceWorld(t *testing.T) *raceWorld {
 		w.record(raceCall{Method: "discord.followup", Path: r.URL.Path, JSON: m})
 		reply(rw, 200, map[string]any{"id": w.snowflake(), "channel_id": raceDiscordChan, "type": 0, "content": m["content"], "flags": m["flags"]})
 	})
-	w.discord = httptest.NewServer(dmux)
-	t.Cleanup(w.discord.Close)
+	w.discordToken, w.discordURL = discordAPI.add(t, dmux)
 	return w
 }
 
@@ -228,8 +228,8 @@ func (w *raceWorld) env() map[string]string {
 	return map[string]string{
 		"ASK_SLACK_BOT_TOKEN": "xoxb-race", "ASK_SLACK_SIGNING_SECRET": raceSlackSecret, "ASK_SLACK_API_URL": w.slack.URL + "/api/",
 		"ASK_SLACK_CHANNEL":     raceSlackChan,
-		"ASK_DISCORD_BOT_TOKEN": "race-token", "ASK_DISCORD_PUBLIC_KEY": hex.EncodeToString(w.pub), "ASK_DISCORD_APP_ID": raceApp,
-		"ASK_DISCORD_API_URL": w.discord.URL + "/api/v10/", "ASK_DISCORD_CHANNEL": raceDiscordChan,
+		"ASK_DISCORD_BOT_TOKEN": w.discordToken, "ASK_DISCORD_PUBLIC_KEY": hex.EncodeToString(w.pub), "ASK_DISCORD_APP_ID": raceApp,
+		"ASK_DISCORD_API_URL": w.discordURL, "ASK_DISCORD_CHANNEL": raceDiscordChan,
 		"ASK_CONSOLE_SECRET": raceConsoleKey, "ASK_PUBLIC_URL": "http://askbridge.test",
 		"ASK_OPERATORS": "slack:U0KEV,slack:U0ANA,discord:" + raceKevinD + ",console:alice,cli:kevin",
 		"ASK_ADMINS":    "slack:U0ADM",
@@ -557,6 +557,7 @@ func loserText(t *testing.T, got []string, wantPrefix string) {
 }
 
 func TestRaceTwoSlackClicksAtOnce(t *testing.T) {
+	t.Parallel()
 	r := startRace(t)
 	q := raceQuestion("job-r1", "q-1")
 	ts, did := r.ask(q)
@@ -607,6 +608,7 @@ func eventTypes(evs []bridge.Event) string {
 }
 
 func TestRaceSlackAndDiscordAtOnce(t *testing.T) {
+	t.Parallel()
 	r := startRace(t)
 	q := raceQuestion("job-r2", "q-1")
 	ts, did := r.ask(q)
@@ -714,6 +716,7 @@ func (r *race) waitTold(trigger string) []string {
 // them ends the question; the cards say which; a refused click is told it
 // was cancelled.
 func TestRaceAnswerAndCancel(t *testing.T) {
+	t.Parallel()
 	r := startRace(t)
 	for i := range 3 {
 		job := fmt.Sprintf("job-rc%d", i)
@@ -753,6 +756,7 @@ func TestRaceAnswerAndCancel(t *testing.T) {
 // TestRaceAnswerAndTimeout: clicks on Slack and Discord at the question's
 // deadline, and just after it.
 func TestRaceAnswerAndTimeout(t *testing.T) {
+	t.Parallel()
 	r := startRace(t)
 	for i, after := range []time.Duration{-400 * time.Millisecond, 0, 300 * time.Millisecond} {
 		job := fmt.Sprintf("job-rt%d", i)
@@ -825,6 +829,7 @@ func TestRaceAnswerAndTimeout(t *testing.T) {
 // TestRaceAnswerAndReask: a click on the version 1 card while the agent
 // asks the same question at version 2.
 func TestRaceAnswerAndReask(t *testing.T) {
+	t.Parallel()
 	r := startRace(t)
 	q := raceQuestion("job-rv", "q-1")
 	ts, did := r.ask(q)
@@ -917,6 +922,7 @@ func (r *race) consoleForm(identity string, q *bridge.Question) (string, url.Val
 // submitted after someone answered with a button. None of them answers;
 // each person is told who answered, where they are.
 func TestRaceFormsAfterAButtonAnswer(t *testing.T) {
+	t.Parallel()
 	r := startRace(t)
 	q := raceQuestion("job-rf", "q-1")
 	ts, did := r.ask(q)
@@ -1037,6 +1043,7 @@ func TestRaceFormsAfterAButtonAnswer(t *testing.T) {
 // Discord's interaction of one id arrives twice at once. Each is one
 // attempt: one resume, nobody told that they were beaten by themselves.
 func TestRaceSameInteractionTwice(t *testing.T) {
+	t.Parallel()
 	r := startRace(t)
 	q := raceQuestion("job-rs", "q-1")
 	ts, did := r.ask(q)
@@ -1104,6 +1111,7 @@ func TestRaceSameInteractionTwice(t *testing.T) {
 // once. The CLI's exit code and text say whether it won; the Slack loser
 // is told privately.
 func TestRaceCLIAndSlackAtOnce(t *testing.T) {
+	t.Parallel()
 	r := startRace(t)
 	q := raceQuestion("job-rcli", "q-1")
 	ts, did := r.ask(q)
@@ -1165,6 +1173,7 @@ func (r *race) slackCommand(user, text, trigger string) (int, string) {
 // TestRacePersonsCancelAndAnswer: an admin's /ask cancel on Slack and a
 // click on Discord at once. Whoever lost is told, where they acted.
 func TestRacePersonsCancelAndAnswer(t *testing.T) {
+	t.Parallel()
 	r := startRace(t)
 	for i := range 3 {
 		job := fmt.Sprintf("job-rpc%d", i)

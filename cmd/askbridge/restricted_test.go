@@ -10,6 +10,7 @@ import (
 // question's content to its answerer only: an operator and a reader learn
 // that it waits and for whom, and the operator that they may decline it.
 func TestCLIRestrictedQuestion(t *testing.T) {
+	t.Parallel()
 	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_READERS": "cli:rita"})
 	asker, _, askErr := testCLI(s, "cli:agent")
 	if code := asker.ask(context.Background(), []string{"--tenant", "acme", "--job", "job-rs", "--id", "q-rs",
