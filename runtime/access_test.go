@@ -10,6 +10,7 @@ import (
 // identity by identity, for a question of each visibility, with and
 // without answerers.
 func TestAccessFor(t *testing.T) {
+	t.Parallel()
 	roles := Roles{
 		Owners:    []string{"slack:UOWNER"},
 		Admins:    []string{"slack:UADMIN", "acme/discord:111"},
@@ -65,6 +66,7 @@ func TestAccessFor(t *testing.T) {
 // TestForbiddenText checks each refusal names what was wrong and what the
 // person may still do.
 func TestForbiddenText(t *testing.T) {
+	t.Parallel()
 	restricted := &bridge.Question{Answerers: []string{"slack:UANA"}, Owner: "slack:UJOB", Visibility: bridge.VisibilityRestricted}
 	nobodyNamed := &bridge.Question{Visibility: bridge.VisibilityRestricted}
 	for _, c := range []struct {

@@ -15,6 +15,7 @@ import (
 // taking the question from the operators: the agent asked Ana, and the
 // on-call operator answers.
 func TestOperatorAnswersForNamedAnswerers(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	q := choiceQuestion("job-oncall")
 	q.Answerers = []string{"slack:UANA"}
@@ -45,6 +46,7 @@ func restrictedQuestion(job string) *bridge.Question {
 // operator and a reader learn that it waits and for whom, and the operator
 // may decline it.
 func TestRestrictedQuestionByIdentity(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	q := restrictedQuestion("job-rs")
 	ask(t, env, q)
@@ -99,6 +101,7 @@ func TestRestrictedQuestionByIdentity(t *testing.T) {
 // TestRestrictedQuestionOperatorDeclines checks an operator is refused an
 // answer to a restricted question, told why, and may decline it.
 func TestRestrictedQuestionOperatorDeclines(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-rd")
 	q := restrictedQuestion("job-rd")

@@ -18,6 +18,7 @@ import (
 // cursor, with questions the identity may not see between the ones it
 // may, for every page size: each visible question is listed once.
 func TestListPagesReachEveryVisibleQuestion(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	var want []string
 	for i := range 7 {
@@ -64,6 +65,7 @@ func TestListPagesReachEveryVisibleQuestion(t *testing.T) {
 }
 
 func TestListRefusesAnUnknownState(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	for _, c := range []struct{ state, err string }{
 		{"open", `state: must be pending, answered, declined, timed_out, cancelled, superseded, failed or all, not "open"`},
@@ -87,6 +89,7 @@ func TestListRefusesAnUnknownState(t *testing.T) {
 // stranger learns nothing (not that the id is used twice), and someone
 // who may see both is asked to name the job.
 func TestShowByIDOnlyWeighsWhatTheAskerMaySee(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: runtime.Roles{Admins: []string{"acme/slack:UACME", "slack:UGLOBAL"}}})
 	a := choiceQuestion("job-1")
 	g := choiceQuestion("job-1")
@@ -131,6 +134,7 @@ func TestShowByIDOnlyWeighsWhatTheAskerMaySee(t *testing.T) {
 // request's own field names, and that an empty list request is the
 // default one.
 func TestAPIRequestErrorsNameTheProblem(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	ask(t, env, choiceQuestion("job-apierr"))
 	for _, c := range []struct{ subject, body, err string }{

@@ -17,6 +17,7 @@ import (
 )
 
 func TestConcurrentAnswersResumeOnce(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-c")
 	ch := ask(t, env, choiceQuestion("job-c"))
@@ -51,6 +52,7 @@ func TestConcurrentAnswersResumeOnce(t *testing.T) {
 }
 
 func TestSameAttemptTwiceIsOneAttempt(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-d")
 	ch := ask(t, env, choiceQuestion("job-d"))
@@ -77,6 +79,7 @@ func TestSameAttemptTwiceIsOneAttempt(t *testing.T) {
 // word arrives. A copy of the attempt in the same or a later batch is
 // told too.
 func TestFrontEndToldOnceCommitted(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	ch := ask(t, env, choiceQuestion("job-n"))
 	nc := env.Conn(t)
@@ -152,6 +155,7 @@ func TestFrontEndToldOnceCommitted(t *testing.T) {
 // job of the subject it came on, naming what was wrong, and holds up
 // nothing behind it.
 func TestMalformedAttemptsRefusedToTheirJob(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.>")
 	q := choiceQuestion("job-m")
@@ -201,6 +205,7 @@ func TestMalformedAttemptsRefusedToTheirJob(t *testing.T) {
 // anew, whose sequence numbers start again: it is not ignored as the
 // attempt that had its number before.
 func TestAttemptWithoutIDAfterTheAnswersStreamIsMadeAnew(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	noID := func(job string) {
 		t.Helper()
@@ -234,6 +239,7 @@ func TestAttemptWithoutIDAfterTheAnswersStreamIsMadeAnew(t *testing.T) {
 // by" themselves. An attempt without attempt_id is named by its place in
 // the stream, which a redelivery keeps.
 func TestAttemptHandedOutAgainIsNotDecidedAgain(t *testing.T) {
+	t.Parallel()
 	for name, body := range map[string]string{
 		"without attempt_id": `{"question_id":"q-1","answer":"red","by":"slack:UOP"}`,
 		"with attempt_id":    `{"question_id":"q-1","answer":"red","by":"slack:UOP","attempt_id":"slack-1.2"}`,
@@ -305,6 +311,7 @@ func TestAttemptHandedOutAgainIsNotDecidedAgain(t *testing.T) {
 // ignored as a double click, while the same id twice in one job is still
 // one attempt (TestSameAttemptTwiceIsOneAttempt).
 func TestSameAttemptIDInAnotherJobIsAnotherAttempt(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	other := choiceQuestion("job-id1")
 	other.Tenant = "beta"

@@ -30,6 +30,7 @@ var channelNotFound = &bridge.Failure{
 }
 
 func TestDeliveryFailureOnEveryPlatformFailsTheJob(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-df")
 	q := choiceQuestion("job-df")
@@ -55,6 +56,7 @@ func TestDeliveryFailureOnEveryPlatformFailsTheJob(t *testing.T) {
 }
 
 func TestDeliveryFailureWhileAnotherPlatformShowsIt(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{
 		bridge.PlatformSlack: {DefaultChannel: "C1"}, bridge.PlatformDiscord: {DefaultChannel: "42"},
 	}})
@@ -93,6 +95,7 @@ func TestDeliveryFailureWhileAnotherPlatformShowsIt(t *testing.T) {
 }
 
 func TestQuestionRoutedToAnUnconfiguredPlatformFails(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-nc")
 	q := choiceQuestion("job-nc")
@@ -125,6 +128,7 @@ func TestQuestionRoutedToAnUnconfiguredPlatformFails(t *testing.T) {
 }
 
 func TestCancelFromChatNeedsAdmin(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-cx")
 	q := choiceQuestion("job-cx")
@@ -153,6 +157,7 @@ func TestCancelFromChatNeedsAdmin(t *testing.T) {
 }
 
 func TestAPIListAndShowByPermission(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	open := choiceQuestion("job-api")
 	ask(t, env, open)
@@ -212,6 +217,7 @@ func TestAPIListAndShowByPermission(t *testing.T) {
 }
 
 func TestTenantScopedRoles(t *testing.T) {
+	t.Parallel()
 	scoped := runtime.Roles{Admins: []string{"slack:UADMIN"}, Operators: []string{"acme/slack:UACME", "other/slack:UOTHER"}}
 	clock := testenv.NewClock()
 	env := testenv.Start(t, testenv.Options{Roles: scoped, Clock: clock})
@@ -270,6 +276,7 @@ func counters(t *testing.T, env *testenv.Env, name string) string {
 // just before a crash, before it was failed for want of a platform to show
 // it, is failed when JetStream redelivers it.
 func TestUndeliverableQuestionFailsAfterACrash(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	q := choiceQuestion("job-ncc")
 	q.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: "1234"}}
@@ -297,6 +304,7 @@ func TestUndeliverableQuestionFailsAfterACrash(t *testing.T) {
 // to a platform that is switched on, without a channel and with no default
 // channel, fails with INPUT_MISSING naming the channel it lacks.
 func TestQuestionRoutedWithoutAChannelIsInputMissing(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}})
 	q := choiceQuestion("job-nochan")
 	q.Route = &bridge.Route{Slack: &bridge.SlackRoute{}}
@@ -317,6 +325,7 @@ func TestQuestionRoutedWithoutAChannelIsInputMissing(t *testing.T) {
 // settled_at that show gives and the audit's last entry, to the
 // millisecond, whichever way the question ended.
 func TestOutcomeTimesAreTheStoredOnes(t *testing.T) {
+	t.Parallel()
 	clock := testenv.NewClock()
 	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}, Clock: clock})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.>")
@@ -383,6 +392,7 @@ func TestOutcomeTimesAreTheStoredOnes(t *testing.T) {
 // not one with the event id of an earlier refusal, which the chat adapters
 // would take as already told.
 func TestRefusedCancelsAfterTheCancelsStreamIsMadeAnewAreTwoEvents(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	refuse := func(env *testenv.Env, id string) bridge.Event {
 		t.Helper()
@@ -424,6 +434,7 @@ func TestRefusedCancelsAfterTheCancelsStreamIsMadeAnewAreTwoEvents(t *testing.T)
 // against the same question asked again at version 1: that version waits
 // for its own report.
 func TestDeliveryReportOfAVersionlessQuestionAskedAgain(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}})
 	v0 := choiceQuestion("job-dv")
 	v0.TaskVersion = 0
@@ -462,6 +473,7 @@ func TestDeliveryReportOfAVersionlessQuestionAskedAgain(t *testing.T) {
 // cancel) ended the question first, is told so: a refused event to them,
 // with their reply_to, saying what ended it. Nothing else changes.
 func TestCancelFromChatThatLostTheRaceIsTold(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-cl")
 	q := choiceQuestion("job-cl")

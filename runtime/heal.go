@@ -10,7 +10,7 @@ import (
 )
 
 // healEvery is how often the runtime looks for its consumers when no
-// error made it look sooner.
+// error made it look sooner, unless Options.HealEvery says otherwise.
 const healEvery = 5 * time.Second
 
 // wakeHeal makes heal look at once, after a consumer reported trouble.
@@ -27,7 +27,11 @@ func (r *Runtime) wakeHeal() {
 // streams held and nobody had read yet is lost with them; the store's
 // pending questions, ladders and unsent outcomes are not.
 func (r *Runtime) heal(ctx context.Context) {
-	tick := time.NewTicker(healEvery)
+	every := r.o.HealEvery
+	if every <= 0 {
+		every = healEvery
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {

@@ -18,6 +18,7 @@ import (
 // when the NATS server restarted without its store): a deleted consumer
 // used to end the runtime's consumption for good, until a restart.
 func TestDeletedConsumersAndStreamsAreMadeAgain(t *testing.T) {
+	t.Parallel()
 	clock := testenv.NewClock()
 	// The runtime's warnings and errors say why a heal did not happen;
 	// shown only when the test fails.
@@ -27,7 +28,10 @@ func TestDeletedConsumersAndStreamsAreMadeAgain(t *testing.T) {
 			t.Logf("runtime log:\n%s", logs)
 		}
 	})
-	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock,
+	// The runtime looks for its streams, and renews its lease, every 100 ms
+	// rather than every 5 s: most deletes here are noticed only by that
+	// look, and the lease bucket's only by the renewal.
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock, HealEvery: 100 * time.Millisecond, LeaseRenew: 100 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	ctx := context.Background()
 	ask := func(job string) {

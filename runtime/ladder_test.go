@@ -25,6 +25,7 @@ func ladderQuestion(job, onTimeout string) *bridge.Question {
 }
 
 func TestLadderThenTimeout(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		onTimeout, outcome, code string
 	}{
@@ -74,6 +75,7 @@ func TestLadderThenTimeout(t *testing.T) {
 }
 
 func TestLadderOff(t *testing.T) {
+	t.Parallel()
 	clock := testenv.NewClock()
 	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-off")
@@ -91,6 +93,7 @@ func TestLadderOff(t *testing.T) {
 }
 
 func TestRestartKeepsWaitingQuestion(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	q := choiceQuestion("job-rs")
 	ask(t, env, q)
@@ -109,6 +112,7 @@ func TestRestartKeepsWaitingQuestion(t *testing.T) {
 }
 
 func TestLadderStepDueWhileDownFiresOnce(t *testing.T) {
+	t.Parallel()
 	clock := testenv.NewClock()
 	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
 	q := ladderQuestion("job-down", "")
@@ -160,6 +164,7 @@ func TestLadderStepDueWhileDownFiresOnce(t *testing.T) {
 // question out on restart: it answers the question, and nobody is told
 // the question timed out.
 func TestAnswerGivenInTimeBeatsTheTimeoutAfterARestart(t *testing.T) {
+	t.Parallel()
 	clock := testenv.NewClock()
 	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
 	q := choiceQuestion("job-late")
@@ -215,6 +220,7 @@ func TestAnswerGivenInTimeBeatsTheTimeoutAfterARestart(t *testing.T) {
 // never read as the default ladder. The default asked for in words is
 // stored as if absent, and climbs the default ladder.
 func TestEscalationThatNamesNothingIsRefused(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	publish := func(job, escalation string) {
 		t.Helper()
@@ -277,6 +283,7 @@ func TestEscalationThatNamesNothingIsRefused(t *testing.T) {
 // answering a question that ended on its timeout with on_timeout: fail
 // is told it timed out, as for any other timeout, not that it "failed".
 func TestLateAnswerToAQuestionThatFailedOnTimeout(t *testing.T) {
+	t.Parallel()
 	clock := testenv.NewClock()
 	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-late")

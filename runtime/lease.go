@@ -24,8 +24,9 @@ const RuntimeBucket = "ASK_RUNTIME"
 // working on the same NATS, and kept renewing its lease.
 var ErrOtherRuntime = errors.New("runtime: another askbridge runtime works on this NATS")
 
-// Lease timing: renewed every leaseRenew, gone leaseTTL after the last
-// renewal; a starting runtime waits at most leaseWait for another's.
+// Lease timing: renewed every leaseRenew (or Options.LeaseRenew), gone
+// leaseTTL after the last renewal; a starting runtime waits at most
+// leaseWait (or Options.LeaseWait) for another's.
 var (
 	leaseTTL   = 15 * time.Second
 	leaseRenew = 5 * time.Second
@@ -127,7 +128,11 @@ func (r *Runtime) leaseRecord() []byte {
 // runtime need not wait for it to lapse. A lease taken by another runtime
 // meanwhile (this one was cut off longer than leaseTTL) stops this one.
 func (r *Runtime) keepLease(ctx context.Context, kv *bridge.KV, rev uint64, lost func(error)) {
-	tick := time.NewTicker(leaseRenew)
+	every := r.o.LeaseRenew
+	if every <= 0 {
+		every = leaseRenew
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {

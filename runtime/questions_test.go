@@ -13,6 +13,7 @@ import (
 )
 
 func TestInvalidQuestionResumesInvalid(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	q := choiceQuestion("job-i")
 	q.Fields = []bridge.Field{{Name: "Bad Name", Kind: "colour"}}
@@ -34,6 +35,7 @@ func TestInvalidQuestionResumesInvalid(t *testing.T) {
 // Ask, which waits for that question's outcome, returns the refusal
 // instead of waiting until its context ends.
 func TestOversizedQuestionIsRefusedToItsAsker(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	q := choiceQuestion("job-big")
 	q.TaskVersion = 3
@@ -51,6 +53,7 @@ func TestOversizedQuestionIsRefusedToItsAsker(t *testing.T) {
 }
 
 func TestNewTaskVersionSupersedes(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-v")
 	old := choiceQuestion("job-v")
@@ -83,6 +86,7 @@ func TestNewTaskVersionSupersedes(t *testing.T) {
 // the runtime through separate consumers; a version bump right after a
 // question supersedes it.
 func TestCancelRightAfterAskingEndsTheQuestion(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	resumes := env.Record(t, bridge.StreamResumes, "ask.v1.resume.acme.>")
 	ctx := context.Background()
@@ -120,6 +124,7 @@ func TestCancelRightAfterAskingEndsTheQuestion(t *testing.T) {
 // subject NATS takes but whose job id askbridge does not (too long, not
 // ASCII) is refused back on the matching resume subject, naming the id.
 func TestQuestionOnABadJobIDIsRefusedBack(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	resumes := env.Record(t, bridge.StreamResumes, "ask.v1.resume.acme.>")
 	long := strings.Repeat("j", 65)
@@ -149,6 +154,7 @@ func TestQuestionOnABadJobIDIsRefusedBack(t *testing.T) {
 // superseded and the new one waits, although the new question can reach
 // the store before the bump does.
 func TestBumpThenAskKeepsTheNewQuestion(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	resumes := env.Record(t, bridge.StreamResumes, "ask.v1.resume.acme.>")
 	ctx := context.Background()
@@ -192,6 +198,7 @@ func TestBumpThenAskKeepsTheNewQuestion(t *testing.T) {
 // the refusal of the first invalid question since is not taken for the
 // refusal of the first invalid question before.
 func TestInvalidQuestionAfterTheQuestionsStreamIsMadeAnew(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	invalid := func(job string) *bridge.Question {
 		q := choiceQuestion(job)
@@ -220,6 +227,7 @@ func TestInvalidQuestionAfterTheQuestionsStreamIsMadeAnew(t *testing.T) {
 // an attempt from the version-0 card (exact_version) is refused as stale,
 // while one that names no version (the CLI) answers the latest.
 func TestCardOfAVersionlessQuestionIsStaleOnceReasked(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-v0")
 	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject("acme", "job-v0"))

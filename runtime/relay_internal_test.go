@@ -16,6 +16,7 @@ import (
 // again from that row, so every row after it must still be unsent, or the
 // job would read a later event before an earlier one.
 func TestMarkPublishedStopsAtTheFirstFailure(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ask.db"))
 	if err != nil {

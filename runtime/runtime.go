@@ -85,6 +85,9 @@ type Options struct {
 	// LeaseWait is how long a runtime waits for another's lease on the
 	// same NATS to lapse before it gives up (default 45 s; tests shorten it).
 	LeaseWait time.Duration
+	// LeaseRenew is how often the runtime renews its lease (default 5 s,
+	// well within the lease's 15 s life; tests shorten it).
+	LeaseRenew time.Duration
 	// BeforePublish and AfterPublish, when set, run before each outbox row
 	// is published and after (before it is marked sent); an error stops the
 	// relay there, as a crash would. They exist for crash tests.
@@ -98,6 +101,10 @@ type Options struct {
 	// synced them (set this above its sync interval), and a restart
 	// publishes them again under the same message id. 0 marks at once.
 	MarkSentAfter time.Duration
+	// HealEvery is how often the runtime looks for its streams and
+	// consumers when no error made it look sooner (see heal); 0 is 5 s.
+	// Tests shorten it.
+	HealEvery time.Duration
 }
 
 // Runtime is the authority over questions.

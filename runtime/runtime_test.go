@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,9 +13,14 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/internal/testenv/parallel"
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
 )
+
+// TestMain runs eight tests at once: they wait on NATS, SQLite's commits
+// and timers far more than they compute (see parallel.Run).
+func TestMain(m *testing.M) { os.Exit(parallel.Run(m, 8)) }
 
 var roles = runtime.Roles{
 	Owners:    []string{"slack:UOWNER"},
@@ -127,6 +133,7 @@ func refusalFor(t *testing.T, events *testenv.Recorder, attemptID string) bridge
 }
 
 func TestAnswerAndDecline(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	ch := ask(t, env, choiceQuestion("job-a"))
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-a", QuestionID: "q-1", AttemptID: "a1", Answer: json.RawMessage(`"blue"`), By: "cli:kevin", Via: "cli"})
@@ -144,6 +151,7 @@ func TestAnswerAndDecline(t *testing.T) {
 }
 
 func TestTypedFieldsRefusedThenAnswered(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-t")
 	one, nine := 1.0, 9.0
@@ -172,6 +180,7 @@ func TestTypedFieldsRefusedThenAnswered(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.>")
 	q := choiceQuestion("job-r")
@@ -244,6 +253,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestApprovals(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.>")
 	approval := func(job string) *bridge.Question {
@@ -274,6 +284,7 @@ func TestApprovals(t *testing.T) {
 // gives up while it is renewed; once the first stops, the second (or any
 // database) starts at once.
 func TestOneRuntimePerNATS(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: t.TempDir()})
 	if err != nil {

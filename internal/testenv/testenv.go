@@ -45,8 +45,10 @@ type Options struct {
 	SyncAlways bool
 	// Clock, when set, is the runtime's clock (see Clock).
 	Clock runtime.Clock
-	// MarkSentAfter is passed to the runtime.
+	// MarkSentAfter, HealEvery and LeaseRenew are passed to the runtime.
 	MarkSentAfter time.Duration
+	HealEvery     time.Duration
+	LeaseRenew    time.Duration
 	// NATSURL, when set, is an external NATS server to use instead of an
 	// embedded one.
 	NATSURL string
@@ -110,7 +112,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 	reg := prometheus.NewRegistry()
 	rt, err := runtime.New(runtime.Options{
 		NATS: n, Store: st, Roles: o.Roles, Platforms: platforms(o.Platforms), Logger: logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
-		Clock: o.Clock,
+		Clock: o.Clock, HealEvery: o.HealEvery, LeaseRenew: o.LeaseRenew,
 	})
 	if err != nil {
 		st.Close()
