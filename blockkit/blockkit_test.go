@@ -401,7 +401,7 @@ func TestParseClick(t *testing.T) {
 }
 
 func TestModalMeta(t *testing.T) {
-	m := ModalMeta{Ref: Ref{"acme", "job-1", "q-1", 3}, Channel: "C0123", MessageTS: "1700000000.000100"}
+	m := ModalMeta{Ref: Ref{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", Version: 3}, Channel: "C0123", MessageTS: "1700000000.000100"}
 	got, err := ParseModalMeta(m.String())
 	if err != nil || got != m {
 		t.Fatalf("round trip: %+v %v", got, err)

@@ -22,21 +22,11 @@ import (
 // Ref binds a card, a click or a modal to one question at one task version.
 // Its text form "tenant.job.question.version" is compact (tokens cannot
 // contain dots) and fits Slack's 255-character block and action ids.
-type Ref struct {
-	Tenant     string
-	JobID      string
-	QuestionID string
-	Version    int64
-}
+type Ref = bridge.Ref
 
 // RefOf is the reference of a question as asked.
 func RefOf(q *bridge.Question) Ref {
 	return Ref{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, Version: q.TaskVersion}
-}
-
-// String is the compact text form, e.g. "acme.job-1.q-1.3".
-func (r Ref) String() string {
-	return r.Tenant + "." + r.JobID + "." + r.QuestionID + "." + strconv.FormatInt(r.Version, 10)
 }
 
 // ErrBadRef is returned for identifiers that are not askbridge's.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bots/apimetrics"
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
@@ -54,8 +55,8 @@ func again(t *testing.T, h *harness, ev bridge.Event) {
 }
 
 // remembered is the card the adapter remembers for a question of job.
-func remembered(h *harness, job, id string) *card {
-	c, _ := h.bot.cards.Get(cardKey(refOf(&bridge.Event{Tenant: "acme", JobID: job, QuestionID: id, TaskVersion: 1})))
+func remembered(h *harness, job, id string) *rememberedCard {
+	c, _ := h.bot.loadCard(context.Background(), blockkit.Ref{Tenant: "acme", JobID: job, QuestionID: id, Version: 1})
 	return c
 }
 

@@ -63,9 +63,9 @@ type Bot struct {
 	pace  *pacer
 	retry retryPolicy
 	now   func() time.Time
-	// cards remembers the questions this adapter showed or settled lately,
-	// threads each job's thread by channel (docs/design.md, "Card state").
-	cards   *engine.Memo[*card]
+	// cards is the card lifecycle; threads remembers each job's thread by
+	// channel (docs/design.md, "Card state").
+	cards   *engine.Cards
 	threads *engine.Memo[string]
 	// workers is how many events are handled at once (ordered per job).
 	workers int
@@ -131,7 +131,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		return nil, fmt.Errorf("slack: metrics: %w", err)
 	}
 	calls.Preset("chat.postMessage", "chat.update")
-	return &Bot{
+	b := &Bot{
 		calls:       calls,
 		decided:     decided,
 		o:           o,
@@ -143,21 +143,20 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		pace:        newPacer(time.Second, 3),
 		retry:       defaultRetry,
 		now:         time.Now,
-		cards:       engine.NewMemo[*card](cardMemo),
 		threads:     engine.NewMemo[string](threadMemo),
 		workers:     engine.DefaultWorkers,
 		clicks:      newDedupe(10 * time.Second),
 		redelivered: newReplies(socketRedelivery),
 		dmChannels:  map[string]string{},
-	}, nil
+	}
+	b.cards = engine.NewCards(bridge.PlatformSlack, platform{b}, o.NATS, kv, o.Logger)
+	b.cards.Now = func() time.Time { return b.now() }
+	return b, nil
 }
 
-// Generations of the memos: a card is about a kilobyte, a thread a few
-// dozen bytes.
-const (
-	cardMemo   = 10000
-	threadMemo = 50000
-)
+// threadMemo is a generation of remembered job threads (a few dozen
+// bytes each).
+const threadMemo = 50000
 
 // kvConfig is the adapter's bucket.
 var kvConfig = jetstream.KeyValueConfig{

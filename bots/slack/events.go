@@ -26,14 +26,14 @@ func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, d engine.Delive
 	}
 	switch ev.Type {
 	case bridge.EventAsked:
-		return b.onAsked(ctx, ev, d)
+		return b.cards.Asked(ctx, ev, d)
 	case bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded:
-		return b.onSettled(ctx, ev, d)
+		return b.cards.Ended(ctx, ev, d)
 	case bridge.EventDeliveryFailed:
 		if ev.State != bridge.StateFailed {
 			return nil // one platform failed; the question still waits elsewhere
 		}
-		return b.onSettled(ctx, ev, d)
+		return b.cards.Ended(ctx, ev, d)
 	case bridge.EventRefused:
 		return b.onRefused(ctx, ev)
 	case bridge.EventReminded, bridge.EventEscalated:
@@ -87,8 +87,12 @@ func (b *Bot) jobURL(identity, tenant, job string) string {
 // cardView is what a question's card shows in the channel: no console
 // link (everyone there reads it), an "Open in console" button when the
 // console is configured.
-func (b *Bot) cardView(c *card, r blockkit.Ref) blockkit.Card {
-	return blockkit.Card{Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, Console: b.consoleOn(), Ended: c.Ended}
+func (b *Bot) cardView(c *engine.Card) blockkit.Card {
+	v := blockkit.Card{Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, Console: b.consoleOn()}
+	if c.Ended != nil {
+		v.Ended = c.Ended.At
+	}
+	return v
 }
 
 // Keys of an attempt's reply_to, echoed on refusals.

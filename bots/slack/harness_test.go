@@ -623,8 +623,40 @@ func (c *collector[T]) All() []T {
 	return append([]T(nil), c.msgs...)
 }
 
+// rememberedCard is what the adapter remembers of a card, as the tests
+// read it.
+type rememberedCard struct {
+	Channel, TS, Thread string
+	Outcome             string // the settled card's context line
+	Updated             bool   // Slack's card shows the outcome
+}
+
 // loadCard is what the adapter remembers of the card of r (nil: nothing).
-func (b *Bot) loadCard(_ context.Context, r blockkit.Ref) (*card, error) {
-	c, _ := b.cards.Get(cardKey(r))
-	return c, nil
+func (b *Bot) loadCard(_ context.Context, r blockkit.Ref) (*rememberedCard, error) {
+	c, ok := b.cards.Get(r)
+	if !ok {
+		return nil, nil
+	}
+	out := &rememberedCard{Updated: c.Updated}
+	if m := c.Message; m != nil {
+		out.Channel, out.TS, out.Thread = m.Channel, m.MessageID, m.Thread
+	}
+	if c.Ended != nil {
+		out.Outcome = blockkit.OutcomeLine(c.Ended, c.Question)
+	}
+	return out, nil
+}
+
+// bucketKeys lists the keys of the adapter's bucket.
+func bucketKeys(t *testing.T, b *Bot) []string {
+	t.Helper()
+	lister, err := b.kv.ListKeys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for k := range lister.Keys() {
+		out = append(out, k)
+	}
+	return out
 }

@@ -365,15 +365,44 @@ func (b *Bot) mayNotAnswer(ctx context.Context, r blockkit.Ref, user string) str
 // hasCard says whether this adapter knows a card of r: one it posted or
 // settled lately.
 func (b *Bot) hasCard(r blockkit.Ref) bool {
-	rec, ok := b.cards.Get(cardKey(r))
-	return ok && rec.TS != ""
+	c, ok := b.cards.Get(r)
+	return ok && c.Message != nil
+}
+
+// formQuestion is a question as a form or a click needs it.
+type formQuestion struct {
+	card *engine.Card
+	// ended and late: the question no longer waits, and what someone
+	// answering it now is told, in the runtime's words.
+	ended bool
+	late  string
+	// attempt is the answer attempt that ended it, if one did: the same
+	// interaction delivered again is that answer, not a late one.
+	attempt string
+}
+
+// lateText is what someone answering the question after it ended is told.
+func (f *formQuestion) lateText() string {
+	return cmp.Or(f.late, "This question no longer waits for an answer.")
+}
+
+// thread is the thread the question's card is in, if known.
+func (f *formQuestion) thread() string {
+	if f.card.Message == nil {
+		return ""
+	}
+	return f.card.Message.Thread
 }
 
 // question is the question of r as a form needs it: from what this
 // adapter remembers, else from the runtime (as user).
-func (b *Bot) question(ctx context.Context, r blockkit.Ref, user string) (*card, error) {
-	if rec, ok := b.cards.Get(cardKey(r)); ok && rec.Question != nil {
-		return rec, nil
+func (b *Bot) question(ctx context.Context, r blockkit.Ref, user string) (*formQuestion, error) {
+	if c, ok := b.cards.Get(r); ok && c.Question != nil {
+		f := &formQuestion{card: c, ended: c.Ended != nil, late: c.LateText()}
+		if c.Ended != nil {
+			f.attempt = c.Ended.AttemptID
+		}
+		return f, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
@@ -385,19 +414,25 @@ func (b *Bot) question(ctx context.Context, r blockkit.Ref, user string) (*card,
 		return nil, nil
 	}
 	v := reply.Question
-	c := &card{}
-	fill(c, v)
+	c := &engine.Card{Ref: r, Question: v.Question, AskedAt: v.AskedAt, Deadline: v.Deadline}
+	for i, m := range v.Messages {
+		if m.Platform == bridge.PlatformSlack && m.MessageID != "" {
+			c.Message = &v.Messages[i]
+			break
+		}
+	}
+	f := &formQuestion{card: c}
 	if v.State != bridge.StatePending {
-		c.Outcome = v.State
+		f.ended = true
 		if !v.SettledAt.IsZero() {
 			state := v.State
 			if state == bridge.StateFailed && v.Text == bridge.TimedOutText(v.Question.TimeoutDuration()) {
 				state = bridge.StateTimedOut
 			}
-			_, c.Late = bridge.NotPendingText(state, v.By, v.ByName, v.SettledAt, v.TaskVersion)
+			_, f.late = bridge.NotPendingText(state, v.By, v.ByName, v.SettledAt, v.TaskVersion)
 		}
 	}
-	return c, nil
+	return f, nil
 }
 
 // openModal opens the answer, decline or deny modal at once: the trigger
@@ -416,7 +451,7 @@ func (b *Bot) openModal(ctx context.Context, cb *slack.InteractionCallback, c bl
 		b.say(to, "This question is no longer available here; see /ask list.")
 		return
 	}
-	if rec.Outcome != "" {
+	if rec.ended {
 		b.say(to, rec.lateText())
 		return
 	}
@@ -424,11 +459,11 @@ func (b *Bot) openModal(ctx context.Context, cb *slack.InteractionCallback, c bl
 	if !bridge.ValidSlackID(channel) || (msgTS != "" && !validTS(msgTS)) {
 		meta.Channel, meta.MessageTS = "", ""
 	}
-	q := *rec.Question // the memo's is shared
+	q := *rec.card.Question // the memo's is shared
 	q.TaskVersion = c.Ref.Version
-	shown := *rec
+	shown := *rec.card
 	shown.Question = &q
-	view := b.cardView(&shown, c.Ref)
+	view := b.cardView(&shown)
 	view.ConsoleURL = b.questionURL("slack:"+cb.User.ID, c.Ref)
 	var modal slack.ModalViewRequest
 	switch c.Action {
@@ -469,15 +504,15 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) (*slack
 	if err != nil || rec == nil {
 		return inlineError(first, "This question is no longer available."), nil
 	}
-	if rec.Outcome != "" {
-		if rec.Attempt == attemptID {
+	if rec.ended {
+		if rec.attempt == attemptID {
 			// This very submission ended it (delivered again): it was
 			// taken, and the form closes as it did the first time.
 			return nil, nil
 		}
 		return inlineError(first, rec.lateText()), nil
 	}
-	q := rec.Question
+	q := rec.card.Question
 	var action string
 	var answer json.RawMessage
 	var comment string
@@ -502,8 +537,8 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) (*slack
 		to[replyChannel] = meta.Channel
 	}
 	if meta.MessageTS != "" {
-		if rec.Thread != "" {
-			to[replyThread] = rec.Thread
+		if t := rec.thread(); t != "" {
+			to[replyThread] = t
 		} else {
 			to[replyThread] = meta.MessageTS
 		}
@@ -520,16 +555,10 @@ func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) (*slack
 // adapter nor the runtime (asked as user) knows it.
 func (b *Bot) choices(ctx context.Context, r blockkit.Ref, user string) []string {
 	rec, err := b.question(ctx, r, user)
-	if err != nil || rec == nil || rec.Question == nil {
+	if err != nil || rec == nil {
 		return nil
 	}
-	return rec.Question.Choices
-}
-
-// lateText is what someone answering the card's question after it ended
-// is told: who answered it and when, as the runtime would refuse it.
-func (c *card) lateText() string {
-	return cmp.Or(c.Late, "This question no longer waits for an answer.")
+	return rec.card.Question.Choices
 }
 
 func firstInput(blocks slack.Blocks) string {

@@ -17,8 +17,8 @@ import (
 // event carries the question and names its card (for a link to it).
 func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 	ref := refOf(ev)
-	rec, _ := b.cards.Get(cardKey(ref))
-	if rec != nil && rec.Outcome != "" {
+	rec, _ := b.cards.Get(ref)
+	if rec != nil && rec.Ended != nil {
 		return nil // settled meanwhile: nothing to remind about
 	}
 	q := ev.Question
@@ -30,9 +30,9 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 			"job", ev.JobID, "question", ev.QuestionID, "step", ev.Step)
 		return nil
 	}
-	msg := slackMessage(ev)
+	msg := bridge.MessageOn(ev, bridge.PlatformSlack)
 	if msg == nil && rec != nil {
-		msg = rec.message()
+		msg = rec.Message
 	}
 	link := ""
 	if msg != nil {

@@ -57,7 +57,7 @@ func TestSettledCardUpdatedOnce(t *testing.T) {
 	ev := answered(t, h, events, q, "trig-so")
 	ts := h.cardTS(t, q)
 	h.updated(t, ts, "Answered by @kevin: blue")
-	var rec *card
+	var rec *rememberedCard
 	testenv.CheckFor(t, wait, tick, func() error {
 		var err error
 		rec, err = h.bot.loadCard(context.Background(), blockkit.RefOf(q))
@@ -69,7 +69,7 @@ func TestSettledCardUpdatedOnce(t *testing.T) {
 	if rec.Outcome != "Answered by @kevin: blue" || rec.TS != ts {
 		t.Fatalf("card %+v", rec)
 	}
-	if err := h.bot.onSettled(context.Background(), &ev, engine.Delivery{Attempt: 2}); err != nil {
+	if err := h.bot.cards.Ended(context.Background(), &ev, engine.Delivery{Attempt: 2}); err != nil {
 		t.Fatalf("event again: %v", err)
 	}
 	if n := updatesOf(h, ts); n != 1 {
@@ -89,7 +89,7 @@ func TestSettledCardGoneFromSlack(t *testing.T) {
 	ts := h.cardTS(t, q)
 	h.fake.fail("chat.update", http.StatusOK, nil, `{"ok":false,"error":"message_not_found"}`)
 	answered(t, h, events, q, "trig-sg")
-	var rec *card
+	var rec *rememberedCard
 	testenv.CheckFor(t, wait, tick, func() error {
 		var err error
 		rec, err = h.bot.loadCard(context.Background(), blockkit.RefOf(q))
@@ -118,24 +118,12 @@ func TestWaitingQuestionLeavesNoRecord(t *testing.T) {
 	q := question("job-life", "q-life")
 	publishQuestion(t, env, q)
 	h.posted(t, q.QuestionID)
-	keys := func() []string {
-		t.Helper()
-		lister, err := h.bot.kv.ListKeys(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for k := range lister.Keys() {
-			out = append(out, k)
-		}
-		return out
-	}
-	if k := keys(); len(k) != 0 {
+	if k := bucketKeys(t, h.bot); len(k) != 0 {
 		t.Fatalf("the bucket holds %v for a waiting question, want nothing", k)
 	}
 	answered(t, h, events, q, "trig-life")
 	h.updated(t, h.cardTS(t, q), "Answered by @kevin: blue")
-	if k := keys(); len(k) != 0 {
+	if k := bucketKeys(t, h.bot); len(k) != 0 {
 		t.Fatalf("the bucket holds %v for a settled question, want nothing", k)
 	}
 	once := onceKey("test", "life")
@@ -170,7 +158,7 @@ func TestRestartedAdapterAsksInTheJobsThread(t *testing.T) {
 		}
 		return nil
 	})
-	h.bot.cards.Clear()
+	h.bot.cards.Forget()
 	h.bot.threads.Clear()
 	q2 := question("job-again", "q-2")
 	publishQuestion(t, env, q2)
@@ -211,7 +199,7 @@ func TestSettledCardKeepsItsTextWhenItsRecordIsLost(t *testing.T) {
 		}
 		return nil
 	})
-	h.bot.cards.Clear()
+	h.bot.cards.Forget()
 	if resp, body := h.interact(h.fake.click("U0KEV", "kevin", "trig-lost", "C0123", ts, actionsBlock(posted), "choice.1", "blue", "")); resp.StatusCode != http.StatusOK {
 		t.Fatalf("click: %d %s", resp.StatusCode, body)
 	}
@@ -268,9 +256,8 @@ func TestFailedQuestionSettlesTheCardsSlackAccepted(t *testing.T) {
 	}
 	// The stray record goes once the cards are settled.
 	testenv.CheckFor(t, wait, tick, func() error {
-		var s stray
-		if rev, err := getJSON(context.Background(), h.bot.kv, strayKey(blockkit.Ref{Tenant: "acme", JobID: "job-df", QuestionID: "q-df", Version: 1}), &s); err != nil || rev != 0 {
-			return fmt.Errorf("stray record %+v (%v), want it gone", s, err)
+		if keys := bucketKeys(t, h.bot); len(keys) != 0 {
+			return fmt.Errorf("the bucket holds %v, want the stray record gone", keys)
 		}
 		return nil
 	})

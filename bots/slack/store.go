@@ -15,59 +15,18 @@ import (
 // KVBucket holds what the Slack adapter must remember across restarts and
 // replicas that the runtime does not: which one-off side effects (DMs,
 // ephemeral refusals) were done, and the rare card whose post failed in a
-// way that may hide a success (a stray). Which message shows which
-// question is the runtime's record, reported on ask.v1.delivery and named
-// on every later event (docs/design.md, "Card state"): nothing is kept
-// here for a question that waits.
+// way that may hide a success (a stray, engine.Cards). Which message shows
+// which question is the runtime's record, reported on ask.v1.delivery and
+// named on every later event (docs/design.md, "Card state"): nothing is
+// kept here for a question that waits.
 const KVBucket = "ASK_SLACK_REFS"
 
 // kvTTL outlives the longest question (90 days) with margin.
 const kvTTL = 120 * 24 * time.Hour
 
-// card is what the adapter remembers, in memory, of a question it showed
-// or settled: enough to answer a click without asking the runtime.
-type card struct {
-	Question *bridge.Question
-	AskedAt  time.Time
-	Deadline time.Time
-	// Where the card is, once posted.
-	Channel, TS, Thread string
-	// Outcome is the settled card's context line; Ended when it ended;
-	// Updated says the card in Slack shows it.
-	Outcome string
-	Ended   time.Time
-	Updated bool
-	// Late is what someone who answers after it ended is told, in the
-	// runtime's words: who answered it and when, that it was cancelled...
-	Late string
-	// Attempt is the answer attempt that ended the question, if one did:
-	// the same interaction delivered again is that answer, not a late one.
-	Attempt string
-}
-
-// message is the card's message reference, nil before it is posted.
-func (c *card) message() *bridge.MessageRef {
-	if c == nil || c.TS == "" {
-		return nil
-	}
-	return &bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: c.Channel, MessageID: c.TS, Thread: c.Thread}
-}
-
-// stray is a card whose post failed in a way that may hide a success
-// (a timeout on its last try, the lookup failing too): when the question
-// ends, the cards Slack holds for it are looked for and settled, or their
-// buttons would stay live.
-type stray struct {
-	Channel string    `json:"channel"`
-	Thread  string    `json:"thread,omitempty"`
-	Since   time.Time `json:"since"`
-}
-
 func cardKey(r blockkit.Ref) string {
 	return fmt.Sprintf("q.%s.%s.%s.%d", r.Tenant, r.JobID, r.QuestionID, r.Version)
 }
-
-func strayKey(r blockkit.Ref) string { return "s." + cardKey(r)[2:] }
 
 func threadKey(tenant, job, channel string) string {
 	return "t." + tenant + "." + job + "." + channel

@@ -1,0 +1,235 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// Card is what an adapter remembers of a question it showed or settled:
+// enough to settle its card and answer a click without asking the runtime.
+type Card struct {
+	Ref      bridge.Ref
+	Question *bridge.Question
+	AskedAt  time.Time
+	Deadline time.Time
+	// Message is where the card is, nil before it is posted.
+	Message *bridge.MessageRef
+	// Ended is the event that ended the question, nil while it waits.
+	Ended *bridge.Event
+	// Updated says the platform's card shows how it ended.
+	Updated bool
+}
+
+// LateText is what someone who answers the question after it ended is
+// told, in the runtime's words: who answered it and when, that it was
+// cancelled...
+func (c *Card) LateText() string {
+	if c.Ended == nil {
+		return ""
+	}
+	ev := c.Ended
+	return bridge.EndedText(ev.Type, ev.By, ev.ByName, ev.At, ev.TaskVersion)
+}
+
+// Fault is a platform's reading of an error of Post or Find.
+type Fault struct {
+	// Transient errors may pass: the event is tried again (after at
+	// least RetryAfter), except on its last try.
+	Transient  bool
+	RetryAfter time.Duration
+	// MayHavePosted says the platform may hold a post the error hid (a
+	// timeout, a dropped connection, a 5xx).
+	MayHavePosted bool
+	// Failure is what the runtime is told when the card cannot be shown.
+	Failure *bridge.Failure
+}
+
+// Platform is what a chat platform supplies to the card lifecycle: how to
+// route, find, post and settle a card there, and how to read its errors.
+// It draws the card; the lifecycle decides when.
+type Platform interface {
+	// Place is the channel q goes to on the platform, "" when it is not
+	// routed there; a failure when it can never be shown there.
+	Place(q *bridge.Question) (string, *bridge.Failure)
+	// Find returns the cards of ev the platform holds in channel (and the
+	// job's thread there) posted since since, oldest first: tries that
+	// may have posted and never reported. An error means look again later.
+	Find(ctx context.Context, ev *bridge.Event, channel string, since time.Time) ([]bridge.MessageRef, error)
+	// Post posts the card of c in channel, in the job's thread there
+	// (opening it as the platform does), and returns where it is. A Hold
+	// says nothing was sent: the channel's turn is still to come.
+	Post(ctx context.Context, ev *bridge.Event, c *Card, channel string, last bool) (*bridge.MessageRef, error)
+	// Settle draws c, ended, over its message; false when the platform
+	// no longer has the message (nothing to retry).
+	Settle(ctx context.Context, c *Card) (bool, error)
+	// Fault reads an error of Post or Find.
+	Fault(err error, channel string) Fault
+}
+
+// Cards is one platform's card lifecycle: show a question's card once,
+// report it to the runtime, and settle it when the question ends. Which
+// message shows which question is the runtime's record, named on every
+// later event (docs/design.md, "Card state"): Cards keeps only what it
+// did lately, in memory, and the rare stray card in the adapter's bucket.
+type Cards struct {
+	Name     string // the platform, as reports name it ("slack")
+	Platform Platform
+	NATS     *bridge.NATS
+	KV       *bridge.KV // the adapter's bucket, for stray cards
+	Logger   *slog.Logger
+	Now      func() time.Time
+
+	memo *Memo[*Card]
+}
+
+// cardMemo is a generation of remembered cards (about a kilobyte each).
+const cardMemo = 10000
+
+// NewCards returns the lifecycle of a platform's cards.
+func NewCards(name string, p Platform, n *bridge.NATS, kv *bridge.KV, log *slog.Logger) *Cards {
+	return &Cards{Name: name, Platform: p, NATS: n, KV: kv, Logger: log, Now: time.Now, memo: NewMemo[*Card](cardMemo)}
+}
+
+// Get returns the card of r this adapter remembers, if any.
+func (cs *Cards) Get(r bridge.Ref) (*Card, bool) { return cs.memo.Get(r.String()) }
+
+// Forget forgets every card, as a restart does.
+func (cs *Cards) Forget() { cs.memo.Clear() }
+
+// Asked shows the question of an asked event once and reports it.
+//
+// Once: the adapters' consumer hands an event to one holder at a time,
+// and a job's events in order. The platform may have taken a try that
+// never reported (it failed in a way that hides the platform's answer, or
+// the adapter stopped or died): every try after the first looks for the
+// card first (Find) and adopts it. A first try, the hot path, looks for
+// nothing.
+func (cs *Cards) Asked(ctx context.Context, ev *bridge.Event, d Delivery) error {
+	q := ev.Question
+	if q == nil || q.Tenant != ev.Tenant || q.JobID != ev.JobID || q.QuestionID != ev.QuestionID {
+		cs.Logger.WarnContext(ctx, cs.Name+": asked event without its question", "job", ev.JobID, "question", ev.QuestionID)
+		return nil
+	}
+	q.TaskVersion = ev.TaskVersion
+	ref := bridge.RefOf(ev)
+	channel, f := cs.Platform.Place(q)
+	switch {
+	case f != nil:
+		return cs.report(ctx, ref, nil, f)
+	case channel == "":
+		return nil // not routed here
+	case !ev.Deadline.IsZero() && cs.Now().After(ev.Deadline):
+		return nil // an old event; the question is over
+	}
+	if c, ok := cs.memo.Get(ref.String()); ok && c.Message != nil {
+		return cs.report(ctx, ref, c.Message, nil) // posted; the report was lost
+	} else if ok && c.Ended != nil {
+		return nil // ended before it could be shown
+	}
+	if bridge.Replayed(ev, cs.Now()) && !cs.stillWaits(ctx, ev) {
+		return nil
+	}
+	c := &Card{Ref: ref, Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline}
+	if d.Attempt > 1 {
+		found, err := cs.Platform.Find(ctx, ev, channel, ev.AskedAt)
+		if err != nil && !d.Last {
+			return cs.later(err, channel) // look again rather than show it twice
+		}
+		if len(found) > 0 {
+			cs.Logger.InfoContext(ctx, cs.Name+": found the card an earlier try posted; not posting it again",
+				"job", ev.JobID, "question", ev.QuestionID, "message", found[0].MessageID)
+			c.Message = &found[0]
+		}
+	}
+	if c.Message == nil {
+		m, err := cs.Platform.Post(ctx, ev, c, channel, d.Last)
+		if err != nil {
+			return cs.notPosted(ctx, ev, channel, d, err)
+		}
+		c.Message = m
+	}
+	cs.memo.Put(ref.String(), c)
+	return cs.report(ctx, ref, c.Message, nil)
+}
+
+// stillWaits says whether a replayed asked event (a new consumer, or back
+// after an outage) is about a question that still waits. When the runtime
+// does not say, it is shown: shown twice beats a waiting question hidden.
+func (cs *Cards) stillWaits(ctx context.Context, ev *bridge.Event) bool {
+	state, err := bridge.QuestionState(ctx, cs.NATS.Conn, ev)
+	if err != nil {
+		cs.Logger.DebugContext(ctx, cs.Name+": no state for a replayed question; showing it", "job", ev.JobID, "question", ev.QuestionID, "err", err)
+		return true
+	}
+	if state != bridge.StatePending {
+		cs.Logger.InfoContext(ctx, cs.Name+": not showing a replayed question that no longer waits", "tenant", ev.Tenant,
+			"job", ev.JobID, "question", ev.QuestionID, "task_version", ev.TaskVersion, "state", state)
+		return false
+	}
+	return true
+}
+
+// later is the retry of an event whose platform call failed for now.
+func (cs *Cards) later(err error, channel string) error {
+	var hold *Hold
+	if errors.As(err, &hold) {
+		return err
+	}
+	f := cs.Platform.Fault(err, channel)
+	if !f.Transient {
+		return err
+	}
+	return &Later{After: max(10*time.Second, f.RetryAfter), Why: err.Error()}
+}
+
+// notPosted handles a card that could not be posted: a stop or a wait for
+// the channel's turn hands the event back; a transient failure tries
+// again later (looking first for what the try may have posted); on the
+// last try, or for good, the failure is reported, and a post the platform
+// may hold is written down as a stray.
+func (cs *Cards) notPosted(ctx context.Context, ev *bridge.Event, channel string, d Delivery, err error) error {
+	var hold *Hold
+	if ctx.Err() != nil || errors.As(err, &hold) {
+		return err
+	}
+	f := cs.Platform.Fault(err, channel)
+	if f.Failure == nil {
+		return err // not the platform's: NATS, the bucket
+	}
+	if f.Transient && !d.Last {
+		return &Later{After: max(10*time.Second, f.RetryAfter), Why: err.Error()}
+	}
+	ref := bridge.RefOf(ev)
+	if f.MayHavePosted {
+		s := stray{Channel: channel, Since: ev.AskedAt}
+		if _, err := bridge.PutJSON(ctx, cs.KV, strayKey(ref), 0, s, bridge.EventRecordTTL); err != nil && !bridge.IsConflict(err) {
+			return fmt.Errorf("%s: remember a stray card: %w", cs.Name, err)
+		}
+	}
+	cs.Logger.ErrorContext(ctx, cs.Name+": could not show a question", "job", ev.JobID, "question", ev.QuestionID,
+		"code", f.Failure.Code, "err", err)
+	return cs.report(ctx, ref, nil, f.Failure)
+}
+
+// report publishes the delivery report; its message id makes repeats free.
+func (cs *Cards) report(ctx context.Context, r bridge.Ref, msg *bridge.MessageRef, f *bridge.Failure) error {
+	return bridge.PublishDelivery(ctx, cs.NATS.JS, bridge.Delivery{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID,
+		TaskVersion: r.Version, Platform: cs.Name, OK: f == nil, Message: msg, Failure: f, At: cs.Now().UTC()})
+}
+
+// stray is a card whose post failed in a way that may hide a success on
+// its last try: when the question ends, the cards the platform holds for
+// it are looked for and settled, or their buttons would stay live.
+type stray struct {
+	Channel string    `json:"channel"`
+	Since   time.Time `json:"since"`
+}
+
+func strayKey(r bridge.Ref) string {
+	return fmt.Sprintf("s.%s.%s.%s.%d", r.Tenant, r.JobID, r.QuestionID, r.Version)
+}

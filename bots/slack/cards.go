@@ -1,0 +1,153 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/blockkit"
+	"github.com/askbridge/askbridge/bots/engine"
+	"github.com/askbridge/askbridge/bridge"
+	neutral "github.com/askbridge/askbridge/card"
+)
+
+// platform is Slack's part of the card lifecycle (engine.Cards): a card
+// is a Block Kit message in the job's thread, which is a thread parent
+// the adapter posts in the channel the first time. Slack has no
+// idempotency key, so cards and parents carry metadata naming what they
+// show, by which a later try finds them (docs/slack.md).
+type platform struct{ b *Bot }
+
+// Place is the question's Slack channel: its route's, else the default.
+func (p platform) Place(q *bridge.Question) (string, *bridge.Failure) {
+	channel, _ := p.b.channelFor(q)
+	if channel != "" && !bridge.ValidSlackID(channel) {
+		// Not sent: Slack would refuse it. Named in the failure, cut short.
+		f := failure("chat.postMessage", "", &apiError{Op: "chat.postMessage", Code: "invalid_channel"})
+		f.OperatorMessage = fmt.Sprintf("%q is not a Slack channel id (such as C0123); askbridge did not send the message.", neutral.Truncate(channel, 40))
+		return "", f
+	}
+	return channel, nil
+}
+
+// Find returns the cards of ev in its thread of channel posted since
+// since. With no thread known (a restart), it first looks for the job's
+// thread parent in the channel, and adopts it.
+func (p platform) Find(ctx context.Context, ev *bridge.Event, channel string, since time.Time) ([]bridge.MessageRef, error) {
+	b := p.b
+	thread := p.routeThread(ev)
+	if thread == "" {
+		var err error
+		if thread, err = p.knownThread(ev, channel); thread == "" && err == nil {
+			thread, err = b.findPosted(ctx, channel, "", since, threadMeta(ev.Tenant, ev.JobID))
+			if thread != "" {
+				b.threads.Put(threadKey(ev.Tenant, ev.JobID, channel), thread)
+			}
+		}
+		if err != nil || thread == "" {
+			return nil, err
+		}
+	}
+	found, err := b.findMarked(ctx, channel, thread, since, questionMeta(bridge.RefOf(ev)), true)
+	var out []bridge.MessageRef
+	for _, ts := range found {
+		out = append(out, bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: channel, MessageID: ts, Thread: thread})
+	}
+	return out, err
+}
+
+// Post posts the card in the job's thread, opening it the first time.
+func (p platform) Post(ctx context.Context, ev *bridge.Event, c *engine.Card, channel string, last bool) (*bridge.MessageRef, error) {
+	b := p.b
+	// Waiting for the channel's turn before anything is sent.
+	if err := b.pace.ready(ctx, channel); err != nil {
+		return nil, err
+	}
+	thread := p.routeThread(ev)
+	if thread == "" {
+		var err error
+		if thread, err = p.jobThread(ctx, ev, channel, last); err != nil {
+			return nil, err
+		}
+	}
+	blocks, text := blockkit.QuestionMessage(b.cardView(c))
+	ts, err := b.postMarked(ctx, last, channel, thread, questionMeta(c.Ref), slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
+	if err != nil {
+		return nil, err
+	}
+	return &bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: channel, MessageID: ts, Thread: thread}, nil
+}
+
+// Settle rewrites the card with how the question ended.
+func (p platform) Settle(ctx context.Context, c *engine.Card) (bool, error) {
+	b, m := p.b, c.Message
+	blocks, text := blockkit.SettledMessage(b.cardView(c), blockkit.OutcomeLine(c.Ended, c.Question))
+	err := b.call(ctx, "chat.update", m.Channel, func(ctx context.Context) error {
+		_, _, _, err := b.api.UpdateMessageContext(ctx, m.Channel, m.MessageID, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
+		return err
+	})
+	var ae *apiError
+	if err != nil && errors.As(err, &ae) && !ae.Transient {
+		// The card is gone or unreachable; nothing to retry.
+		b.log.WarnContext(ctx, "slack: could not update a card", "job", c.Ref.JobID, "question", c.Ref.QuestionID, "slack_error", ae.Code)
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Fault reads a Slack error: what it means for the question, and whether
+// a post may have reached Slack (an answer to trust did not come).
+func (p platform) Fault(err error, channel string) engine.Fault {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		return engine.Fault{Transient: true}
+	}
+	return engine.Fault{Transient: ae.Transient, RetryAfter: ae.RetryAfter, MayHavePosted: ae.Transient && ae.Code != "ratelimited",
+		Failure: failure(ae.Op, channel, ae)}
+}
+
+// routeThread is the thread the question's route names, if any.
+func (p platform) routeThread(ev *bridge.Event) string {
+	if ev.Question == nil {
+		return ""
+	}
+	_, thread := p.b.channelFor(ev.Question)
+	return thread
+}
+
+// knownThread is the job's thread in channel as this adapter remembers
+// it, or as the asked event names it.
+func (p platform) knownThread(ev *bridge.Event, channel string) (string, error) {
+	key := threadKey(ev.Tenant, ev.JobID, channel)
+	if ts, ok := p.b.threads.Get(key); ok {
+		return ts, nil
+	}
+	for _, t := range ev.Threads {
+		if t.Platform == bridge.PlatformSlack && t.Channel == channel && t.Thread != "" {
+			p.b.threads.Put(key, t.Thread)
+			return t.Thread, nil
+		}
+	}
+	return "", nil
+}
+
+// jobThread returns the ts of the job's thread parent in channel, posting
+// the parent the first time: one thread per job and channel (the runtime
+// names the job's threads on each asked event for an adapter that
+// restarted; a later try of the event found a parent an earlier one left).
+func (p platform) jobThread(ctx context.Context, ev *bridge.Event, channel string, last bool) (string, error) {
+	if ts, _ := p.knownThread(ev, channel); ts != "" {
+		return ts, nil
+	}
+	b := p.b
+	blocks, text := blockkit.ThreadParent(ev.Question, b.consoleOn())
+	ts, err := b.postMarked(ctx, last, channel, "", threadMeta(ev.Tenant, ev.JobID), slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
+	if err != nil {
+		return "", err
+	}
+	b.threads.Put(threadKey(ev.Tenant, ev.JobID, channel), ts)
+	return ts, nil
+}
