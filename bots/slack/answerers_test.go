@@ -48,6 +48,7 @@ func toldPrivately(t *testing.T, h *harness, want string) {
 // question asks Kevin, and an operator answers it, by a choice button
 // (signed block_actions) and by the typed form (view_submission).
 func TestOperatorAnswersForTheNamedAnswerer(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, operators)
 	q := question("job-oncall", "q-click")
 	publishQuestion(t, env, q)
@@ -87,6 +88,7 @@ func TestOperatorAnswersForTheNamedAnswerer(t *testing.T) {
 // read or answer a restricted question, is told why, and declines it from
 // its card without seeing it; /ask shows it to its answerer and an admin.
 func TestRestrictedQuestionOperatorDeclinesUnseen(t *testing.T) {
+	t.Parallel()
 	env, h := e2e(t, operators)
 	q := question("job-secret", "q-secret")
 	q.Question, q.WhyItMatters = "Which salary band should the offer use?", "The offer goes out today."
@@ -162,6 +164,7 @@ func TestRestrictedQuestionOperatorDeclinesUnseen(t *testing.T) {
 // restricted question that names no answerers carries none of its content,
 // while the owner's escalation does.
 func TestRestrictedReminderToOperators(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	h := startBot(t, n, newFakeSlack(t))
 	q := question("job-rem", "q-rem")

@@ -206,6 +206,7 @@ func TestStopHandsEventsBackAtOnce(t *testing.T) {
 // updated (handled the other way round, the answer would find no card,
 // and the asked event would post nothing).
 func TestEventsOfAJobAreHandledInOrder(t *testing.T) {
+	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	startBot(t, n, fake)

@@ -181,6 +181,8 @@ func TestSocketModeRefusedAppTokenIsNamed(t *testing.T) {
 // changed, another key), and that making it costs every answer given in a
 // form a few allocations, not a JSON encoding of the whole state (19
 // allocations and 5.8 KB for four inputs).
+// It runs alone (no t.Parallel): testing.AllocsPerRun counts the
+// allocations of every goroutine in the process.
 func TestInteractionKeyOfForms(t *testing.T) {
 	form := func(edit func(map[string]map[string]slack.BlockAction)) *slack.InteractionCallback {
 		cb := &slack.InteractionCallback{Type: slack.InteractionTypeViewSubmission}
@@ -235,6 +237,7 @@ func TestInteractionKeyOfForms(t *testing.T) {
 // redelivery, once JetStream takes answers again, is recorded and
 // acknowledged.
 func TestSocketModeUnrecordedAnswerIsNotAcknowledged(t *testing.T) {
+	t.Parallel()
 	logs := &testenv.LockedBuffer{}
 	env, h := e2e(t, runtime.Roles{}, func(o *Options) {
 		o.AppToken, o.SigningSecret = "xapp-1-test", ""
