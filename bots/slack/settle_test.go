@@ -96,6 +96,10 @@ func TestSettledCardGoneFromSlack(t *testing.T) {
 		if err != nil || rec == nil || rec.Outcome == "" {
 			return fmt.Errorf("card record %+v (%v), want its outcome", rec, err)
 		}
+		// The outcome is known before the update is tried.
+		if updatesOf(h, ts) == 0 {
+			return fmt.Errorf("the card's update was not tried yet")
+		}
 		return nil
 	})
 	if rec.Updated || rec.Outcome != "Answered by @kevin: blue" {
