@@ -40,6 +40,7 @@ type logLine struct {
 	Time     time.Time `json:"time"`
 	Msg      string    `json:"msg"`
 	Question string    `json:"question"`
+	Op       string    `json:"op"`
 }
 
 func logLines(t *testing.T, logs *testenv.LockedBuffer) []logLine {
@@ -53,6 +54,21 @@ func logLines(t *testing.T, logs *testenv.LockedBuffer) []logLine {
 		}
 	}
 	return out
+}
+
+// waitHeld waits until the adapter has read the 429 on a call of op and
+// holds the channel: a call the fake has received is not yet one whose
+// answer the adapter has read.
+func waitHeld(t *testing.T, logs *testenv.LockedBuffer, op string) {
+	t.Helper()
+	testenv.CheckFor(t, wait, tick, func() error {
+		for _, l := range logLines(t, logs) {
+			if l.Msg == "slack: rate limited" && l.Op == op {
+				return nil
+			}
+		}
+		return fmt.Errorf("the 429 on %s was not read yet", op)
+	})
 }
 
 // cardIn returns the card posted in channel for question id, if any.
@@ -84,7 +100,8 @@ func TestLongRetryAfterHoldsOnlyItsChannel(t *testing.T) {
 			t.Parallel()
 			n := plainNATS(t)
 			fake := newFakeSlack(t)
-			h := startBot(t, n, fake) // waits up to 5 s in-process
+			logs := &testenv.LockedBuffer{}
+			h := startBot(t, n, fake, func(o *Options) { o.Logger = slog.New(slog.NewJSONHandler(logs, nil)) }) // waits up to 5 s in-process
 			const hold = 6 * time.Second
 			fake.fail("chat.postMessage", tc.status, map[string]string{"Retry-After": "6"}, `{"ok":false,"error":"ratelimited"}`)
 			first := question("job-first", "q-first")
@@ -96,6 +113,7 @@ func TestLongRetryAfterHoldsOnlyItsChannel(t *testing.T) {
 				return nil
 			})
 			limited := fake.Calls("chat.postMessage")[0].At
+			waitHeld(t, logs, "chat.postMessage")
 
 			// A job in the held channel, then one in another channel, both
 			// handled by one worker.
@@ -166,6 +184,7 @@ func TestLongRetryAfterOnACardUpdateIsWaitedOut(t *testing.T) {
 		return nil
 	})
 	limited := fake.Calls("chat.update")[0].At
+	waitHeld(t, logs, "chat.update")
 	// A second update in the held channel, then a reminder DM, one worker.
 	publishEvent(t, n, bridge.Event{Type: bridge.EventCancelled, Tenant: "acme", JobID: heldJob, QuestionID: "q-upd2", TaskVersion: 1})
 	rem := question(otherJob, "q-rem")

@@ -282,11 +282,12 @@ func (b *Bot) callChecked(ctx context.Context, op, channel string, fn func(conte
 				e.RetryAfter = wait
 				return e
 			}
+			// Everyone posting to this channel waits, not just this call;
+			// an event's job is put aside until then (take). Logged once
+			// held, so the log says no call goes there any more.
+			b.pace.block(key, wait)
 			b.log.WarnContext(ctx, "slack: rate limited", "op", op, "channel", channel, "retry_after", wait)
 			b.calls.Retry(op, apimetrics.RetryRateLimited)
-			// Everyone posting to this channel waits, not just this call;
-			// an event's job is put aside until then (take).
-			b.pace.block(key, wait)
 			continue
 		}
 		e := classify(op, err)
