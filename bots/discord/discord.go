@@ -10,7 +10,6 @@ package discord
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -50,21 +49,16 @@ type Options struct {
 	AckAfterDecision bool
 	// Registerer, when set, gets the Discord API call metrics.
 	Registerer prometheus.Registerer
-	// Replica names this replica in posting claims. It must stay the same
-	// across restarts (serve hands in its database's id) so a replica
-	// restarted after a crash takes its own unfinished claims back at once,
-	// and differ between replicas, whose live claims are respected. Empty:
-	// a random id, whose claims a later start waits out (claimTTL).
-	Replica string
 }
 
 // Names of the JetStream objects the bot owns.
 const (
 	// ConsumerName is the durable pull consumer on bridge.StreamEvents.
 	ConsumerName = "discord"
-	// RefsBucket records what the bot posted: cards (per question and
-	// task version) and threads (per job), so nothing is posted twice and
-	// outcomes edit the right message after any restart.
+	// RefsBucket holds the index of custom ids too long to name their
+	// question, and the rare card whose post failed in a way that may hide
+	// a success (engine.Cards). Which message shows which question is the
+	// runtime's record (docs/design.md, "Card state").
 	RefsBucket = "ASK_DISCORD_REFS"
 	// SeenBucket remembers interaction ids for a day, and sent refusals
 	// and reminders while the events stream may hand their events out
@@ -77,25 +71,7 @@ const (
 	// refsTTL outlives the longest question (entries expire after their
 	// last write); a waiting card's record lives this long.
 	refsTTL = bridge.MaxTimeout + 14*24*time.Hour
-	// threadTTL: a job's thread takes its later questions until 30 days
-	// after its last one; a job that asks after that starts a new one.
-	threadTTL = 30 * 24 * time.Hour
-	// threadRefresh: a thread record this old is written again when the
-	// job asks in it, so its TTL counts from the last question (at most
-	// one extra write a day for a job that keeps asking).
-	threadRefresh = 24 * time.Hour
 )
-
-// cardTTL is how long a card record lives after it is written. A settled
-// or failed card is needed only while its asked event may be replayed (a
-// replay must find it and not show the question again); JetStream keeps
-// every key in memory, so it goes then.
-func cardTTL(c *card) time.Duration {
-	if c.Outcome != nil || c.Failed {
-		return bridge.EventRecordTTL
-	}
-	return 0 // the bucket's
-}
 
 // Timing limits.
 const (
@@ -124,7 +100,6 @@ type Bot struct {
 	// decided is set with Options.AckAfterDecision.
 	decided *bridge.Decisions
 	o       Options
-	id      string // this instance, for posting claims
 	log     *slog.Logger
 	s       *discordgo.Session
 	pub     ed25519.PublicKey
@@ -134,8 +109,11 @@ type Bot struct {
 	oper    map[string]bool
 	now     func() time.Time
 	backoff func(attempt uint64) time.Duration
-	// threadRefresh: see the constant; tests shorten it.
-	threadRefresh time.Duration
+	// cards is the card lifecycle; threads remembers each job's thread by
+	// channel, guilds each channel's guild (docs/design.md, "Card state").
+	cards   *engine.Cards
+	threads *engine.Memo[string]
+	guilds  *engine.Memo[string]
 	// rateLimitWait is maxRateLimitWait; tests shorten it.
 	rateLimitWait time.Duration
 	// healEvery is how often the events consumer and the buckets are
@@ -205,16 +183,9 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		return nil, fmt.Errorf("discord: metrics: %w", err)
 	}
 	calls.Preset("post question", "edit question")
-	id := o.Replica
-	if id == "" {
-		var rnd [8]byte
-		_, _ = rand.Read(rnd[:])
-		id = hex.EncodeToString(rnd[:])
-	}
 	b := &Bot{
 		calls:         calls,
 		decided:       decided,
-		id:            id,
 		o:             o,
 		log:           o.Logger,
 		s:             s,
@@ -224,10 +195,13 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		admin:         set(o.AdminRoles),
 		oper:          set(o.OperatorRoles),
 		now:           time.Now,
-		threadRefresh: threadRefresh,
+		threads:       engine.NewMemo[string](50000),
+		guilds:        engine.NewMemo[string](1000),
 		rateLimitWait: maxRateLimitWait,
 		backoff:       engine.Backoff,
 	}
+	b.cards = engine.NewCards(bridge.PlatformDiscord, platform{b}, o.NATS, refs, o.Logger)
+	b.cards.Now = func() time.Time { return b.now() }
 	return b, nil
 }
 
@@ -281,7 +255,7 @@ func (b *Bot) Routes(mux *http.ServeMux) {
 var (
 	refsConfig = jetstream.KeyValueConfig{
 		Bucket:      RefsBucket,
-		Description: "askbridge Discord cards and job threads",
+		Description: "askbridge Discord custom id index, stray cards",
 		History:     1,
 		TTL:         refsTTL,
 		Storage:     jetstream.FileStorage,
@@ -336,7 +310,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		},
 	}
 	loop := &engine.Loop{Name: "discord", Events: events, Logger: b.log, PullMax: 32,
-		MaxDeliveries: maxEventAttempts, Handle: b.handleDelivery, Classify: classifyEventError,
+		MaxDeliveries: maxEventAttempts, Handle: b.handleEvent, Classify: classifyEventError,
 		Backoff: func(attempt uint64) time.Duration { return b.backoff(attempt) },
 	}
 	return loop.Run(ctx)

@@ -1,9 +1,7 @@
 package discord
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
@@ -23,38 +20,6 @@ import (
 
 // errPermanent marks an event that can never be handled; it is acked.
 var errPermanent = errors.New("discord: event cannot be handled")
-
-// errBusy says another replica is posting the question right now: the
-// event is retried, and then finds the card posted.
-var errBusy = errors.New("another replica is posting this question")
-
-// busyError is errBusy with the time the other replica's claim lapses.
-type busyError struct{ until time.Time }
-
-func (e *busyError) Error() string        { return errBusy.Error() }
-func (e *busyError) Is(target error) bool { return target == errBusy }
-
-// claimTTL bounds how long a replica's claim to post a question holds
-// when it crashed while posting.
-const claimTTL = 90 * time.Second
-
-// handleDelivery handles one event for the event loop. An event that
-// finds another replica's claim is put off, never dropped, even on its
-// last delivery: nobody may have shown the question nor reported it. A
-// last delivery looks again once the claim lapses, and then posts or
-// reports a failure.
-func (b *Bot) handleDelivery(ctx context.Context, ev *bridge.Event, d engine.Delivery) error {
-	err := b.handleEvent(ctx, ev, d.Last)
-	var be *busyError
-	if !errors.As(err, &be) {
-		return err
-	}
-	delay := b.backoff(d.Attempt)
-	if d.Last {
-		delay = max(delay, be.until.Sub(b.now()))
-	}
-	return &engine.Later{After: delay, Why: errBusy.Error()}
-}
 
 // classifyEventError reads an error of an event's handler for the event
 // loop: what can never work is dropped, a rate limit waits as long as
@@ -69,7 +34,7 @@ func classifyEventError(err error) engine.Verdict {
 	return engine.Verdict{Kind: engine.Transient}
 }
 
-func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, last bool) error {
+func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, d engine.Delivery) error {
 	// A refused cancel of a whole job names no question.
 	noQuestionOK := ev.Type == bridge.EventRefused && ev.QuestionID == ""
 	if !bridge.ValidToken(ev.Tenant) || !bridge.ValidToken(ev.JobID) || (!bridge.ValidToken(ev.QuestionID) && !noQuestionOK) {
@@ -77,33 +42,22 @@ func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, last bool) erro
 	}
 	switch ev.Type {
 	case bridge.EventAsked:
-		return b.onAsked(ctx, ev, last)
+		return b.cards.Asked(ctx, ev, d)
 	case bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded:
-		return b.onOutcome(ctx, ev, last)
+		return b.cards.Ended(ctx, ev, d)
 	case bridge.EventDeliveryFailed:
 		if ev.State != bridge.StateFailed {
 			return nil // one platform failed; the question still waits elsewhere
 		}
 		// No platform showed it and it has ended; a card Discord made
 		// although the bot gave up on it is settled like any other.
-		return b.onOutcome(ctx, ev, last)
+		return b.cards.Ended(ctx, ev, d)
 	case bridge.EventRefused:
 		return b.onRefused(ctx, ev)
 	case bridge.EventReminded, bridge.EventEscalated:
 		return b.onReminder(ctx, ev)
 	}
 	return nil
-}
-
-func (b *Bot) report(ctx context.Context, c *card, ref *bridge.MessageRef, f *bridge.Failure) error {
-	return bridge.PublishDelivery(ctx, b.o.NATS.JS, bridge.Delivery{
-		Tenant: c.Tenant, JobID: c.JobID, QuestionID: c.QuestionID, TaskVersion: c.TaskVersion,
-		Platform: bridge.PlatformDiscord, OK: f == nil, Message: ref, Failure: f, At: b.now().UTC(),
-	})
-}
-
-func (c *card) ref() *bridge.MessageRef {
-	return &bridge.MessageRef{Platform: bridge.PlatformDiscord, Channel: c.Channel, MessageID: c.MessageID, Thread: c.Thread}
 }
 
 // channelFor is the channel a question is posted in: its route's, else
@@ -118,231 +72,6 @@ func (b *Bot) channelFor(q *bridge.Question) string {
 		return channel
 	}
 	return q.Route.Discord.ChannelID
-}
-
-// onAsked posts the question's card, once: in the job's thread when it has
-// one, else in the routed channel, starting the job's thread from it.
-func (b *Bot) onAsked(ctx context.Context, ev *bridge.Event, last bool) error {
-	q := ev.Question
-	if q == nil {
-		return fmt.Errorf("%w: asked without a question", errPermanent)
-	}
-	channel := b.channelFor(q)
-	if channel == "" {
-		// Not for Discord: no route here and no default channel. The
-		// runtime does not expect Discord to show it, so report nothing.
-		return nil
-	}
-	key := cardKey(ev.Tenant, ev.JobID, ev.QuestionID, ev.TaskVersion)
-	init := card{Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: ev.QuestionID, TaskVersion: ev.TaskVersion,
-		Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline}
-	c, err := b.updateCard(ctx, key, init, func(c *card) bool {
-		if c.Question == nil { // an outcome arrived first
-			c.Question, c.AskedAt, c.Deadline = q, ev.AskedAt, ev.Deadline
-			return true
-		}
-		return false
-	})
-	if err != nil {
-		return err
-	}
-	switch {
-	case c.MessageID != "":
-		return b.report(ctx, c, c.ref(), nil) // posted before: report again (deduplicated)
-	case c.Outcome != nil:
-		// Settled before it could be shown, unless a post went out
-		// whose answer was lost.
-		return b.settleUnanswered(ctx, key, init, c, channel, last)
-	case c.Failed:
-		return nil
-	case !ev.Deadline.IsZero() && b.now().After(ev.Deadline):
-		// Replayed long after (a new consumer reads the stream from its
-		// start): nobody can answer any more, the timeout edits nothing.
-		return nil
-	}
-	if bridge.Replayed(ev, b.now()) {
-		// A replay (a new consumer, or back after an outage): the question
-		// may have ended long ago, its card would only be noise.
-		if state, err := bridge.QuestionState(ctx, b.o.NATS.Conn, ev); err != nil {
-			b.log.Debug("discord: no state for a replayed question; showing it", "job", ev.JobID, "question", ev.QuestionID, "err", err)
-		} else if state != bridge.StatePending {
-			b.log.Info("discord: not showing a replayed question that no longer waits", "tenant", ev.Tenant,
-				"job", ev.JobID, "question", ev.QuestionID, "task_version", ev.TaskVersion, "state", state)
-			return nil
-		}
-	}
-	if !bridge.ValidSnowflake(channel) {
-		f := &bridge.Failure{Code: bridge.CodeReferenceUnresolved, Dependency: "discord", Operation: "post question",
-			RequiredCapability: "a Discord channel id in route.discord.channel_id or ASK_DISCORD_CHANNEL",
-			SafeFallback:       "answer in the askbridge console or with /ask",
-			OperatorMessage:    fmt.Sprintf("%q is not a Discord channel id (a number such as 1234567890123456789).", neutral.Truncate(channel, 40))}
-		return b.fail(ctx, key, c, f)
-	}
-	// Claim the posting, so two replicas handling the same question at
-	// once do not both post it; a claim left by a crash expires. A claim
-	// left on the card says an earlier try may have made it unrecorded
-	// (an answer lost, a crash): TriedAt keeps when the first such try
-	// began, where a look for the card starts.
-	var prior bool
-	c, err = b.updateCard(ctx, key, init, func(c *card) bool {
-		if c.MessageID != "" || c.Outcome != nil || c.Failed {
-			return false
-		}
-		if c.Claim != "" && c.Claim != b.id && b.now().Sub(c.ClaimAt) < claimTTL {
-			return false
-		}
-		now := b.now().UTC()
-		prior = c.Claim != ""
-		switch {
-		case !prior:
-			c.TriedAt = now
-		case c.TriedAt.IsZero():
-			c.TriedAt = c.ClaimAt
-		}
-		c.Claim, c.ClaimAt = b.id, now
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	switch {
-	case c.MessageID != "":
-		return b.report(ctx, c, c.ref(), nil)
-	case c.Outcome != nil:
-		return b.settleUnanswered(ctx, key, init, c, channel, last)
-	case c.Failed:
-		return nil
-	case c.Claim != b.id:
-		return &busyError{until: c.ClaimAt.Add(claimTTL)}
-	}
-	if keyedIDs(c.Tenant, c.JobID, c.QuestionID, c.TaskVersion) {
-		// Only then: JetStream keeps every key in memory.
-		if err := b.putIndex(ctx, c.Tenant, c.JobID, c.QuestionID); err != nil {
-			return err
-		}
-	}
-
-	jk := jobKey(c.Tenant, c.JobID, channel)
-	var jt jobThread
-	threadRev, threadAt, haveThread, err := getJSONAt(ctx, b.refs, jk, &jt)
-	if err != nil {
-		return err
-	}
-	if haveThread && b.now().Sub(threadAt) >= b.threadRefresh {
-		// Renewed, so the thread lives 30 days from its last question. Best
-		// effort: a lost race means another write just renewed it.
-		data, _ := json.Marshal(jt)
-		if rev, err := b.refs.Write(ctx, jk, threadRev, data, threadTTL); err == nil {
-			threadRev = rev
-		} else if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			b.log.Warn("discord: could not renew a job's thread record", "tenant", c.Tenant, "job", c.JobID, "err", err)
-		}
-	}
-	target := channel
-	if haveThread {
-		target = jt.Thread
-	}
-	m := &messageCreate{
-		Embeds:          []*discordgo.MessageEmbed{cardEmbed(c)},
-		Components:      b.cardComponents(c),
-		AllowedMentions: noMentions,
-		Nonce:           nonceFor("card", c.Tenant, c.JobID, c.QuestionID, fmt.Sprint(c.TaskVersion)),
-		EnforceNonce:    true,
-	}
-	var msg *discordgo.Message
-	inChannel := false // adopted in the channel though the job has a thread
-	if prior {
-		// An earlier try may have made the card, its answer lost, and
-		// Discord remembers a nonce only a few minutes: a card found is
-		// taken for this try's, rather than posting a second one.
-		found, err := b.findCards(ctx, c, channel)
-		switch {
-		case err != nil && isTransient(err) && !last:
-			return err
-		case err != nil:
-			b.log.Warn("discord: could not look for the card an earlier try may have made; posting it", "tenant", c.Tenant,
-				"job", c.JobID, "question", c.QuestionID, "err", err)
-		case len(found) > 0:
-			f := found[0]
-			b.log.Info("discord: found the card an earlier try made; not posting it again", "tenant", c.Tenant,
-				"job", c.JobID, "question", c.QuestionID, "message", f.ID)
-			msg = &discordgo.Message{ID: f.ID, ChannelID: f.ChannelID, GuildID: f.GuildID}
-			target = f.ChannelID
-			// A card in the channel though the job has a thread: made when
-			// that thread took no messages, or before it was recorded. The
-			// job keeps its thread; a gone one is replaced at its next
-			// question.
-			inChannel = haveThread && f.thread == ""
-		}
-	}
-	if msg == nil {
-		msg, err = b.postMessage(ctx, "post question", target, m)
-	}
-	replaceThread := uint64(0)
-	if err != nil && haveThread && threadGone(err) {
-		// Someone deleted or locked the job's thread: the question goes to
-		// the channel, which starts the job a new thread.
-		b.log.Info("discord: the job's thread is gone; posting in the channel", "tenant", c.Tenant, "job", c.JobID,
-			"thread", jt.Thread, "channel", channel, "err", err)
-		haveThread, target, replaceThread = false, channel, threadRev
-		msg, err = b.postMessage(ctx, "post question", target, m)
-	}
-	if err != nil {
-		if !prior && !mayHaveMade(err) {
-			// Discord answered that it made nothing, and no earlier try
-			// may have: nothing to look for when the question ends.
-			gc, gerr := b.giveUpClaim(ctx, key, init, b.id)
-			if gerr != nil {
-				return gerr
-			}
-			c = gc
-		}
-		if isTransient(err) && !last {
-			return err
-		}
-		return b.fail(ctx, key, c, failureFor(err, target))
-	}
-	posted := card{Channel: msg.ChannelID, MessageID: msg.ID, Guild: msg.GuildID}
-	if posted.Channel == "" {
-		posted.Channel = target
-	}
-	switch {
-	case inChannel:
-		posted.Guild = cmp.Or(posted.Guild, jt.Guild)
-	case haveThread:
-		posted.Thread, posted.Guild = jt.Thread, cmp.Or(posted.Guild, jt.Guild)
-	default:
-		th, err := b.startThread(ctx, channel, msg.ID, q)
-		if err != nil {
-			// The card is up; later questions try the thread again.
-			b.log.Warn("discord: could not start the job's thread", "tenant", c.Tenant, "job", c.JobID, "err", err)
-		} else {
-			jt = jobThread{Channel: channel, Thread: th.ID, Guild: th.GuildID}
-			data, _ := json.Marshal(jt)
-			// A lost race: another replica recorded a thread for the job first.
-			if _, err := b.refs.Write(ctx, jk, replaceThread, data, threadTTL); err != nil &&
-				!errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-				return fmt.Errorf("discord: record thread: %w", err)
-			}
-			posted.Thread, posted.Guild = th.ID, cmp.Or(posted.Guild, th.GuildID)
-		}
-	}
-	if posted.Guild == "" {
-		posted.Guild = b.o.Guild
-	}
-	c, err = b.updateCard(ctx, key, init, func(c *card) bool {
-		c.Channel, c.MessageID, c.Thread, c.Guild = posted.Channel, posted.MessageID, posted.Thread, posted.Guild
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	if c.Outcome != nil { // settled while we posted
-		if err := b.editSettled(ctx, c); err != nil {
-			return err
-		}
-	}
-	return b.report(ctx, c, c.ref(), nil)
 }
 
 // cardLookback widens the look for a card to before the first try: the
@@ -362,101 +91,6 @@ func mayHaveMade(err error) bool {
 	return !errors.As(err, &ae) || ae.Status < 400 || ae.Status >= 500
 }
 
-// maybeUnrecorded says a post of c's card may have reached Discord
-// without the bot learning of the message.
-func maybeUnrecorded(c *card) bool {
-	return c.MessageID == "" && c.Claim != "" && c.Question != nil
-}
-
-// giveUpClaim drops the claim on a card that has no message: nobody is
-// posting it, and no try left it in Discord. owner, when set, is the
-// only claimant whose claim is dropped.
-func (b *Bot) giveUpClaim(ctx context.Context, key string, init card, owner string) (*card, error) {
-	return b.updateCard(ctx, key, init, func(c *card) bool {
-		if c.MessageID != "" || c.Claim == "" || (owner != "" && c.Claim != owner) {
-			return false
-		}
-		c.Claim, c.ClaimAt, c.TriedAt = "", time.Time{}, time.Time{}
-		return true
-	})
-}
-
-// settleUnanswered settles a card whose post went out but whose answer
-// was lost (a timeout, a dropped connection, a 5xx after Discord stored
-// it), when the question ended before the bot recorded the card: when
-// the question ended before the asked event came back, or when the bot
-// had given the card up and reported it failed. The outcome found no
-// message to edit, and the card would keep its buttons. A claim on a
-// card with no message says a post may have gone out; the bot looks for
-// it where it posts, among the messages made since the first try, and
-// settles every copy it finds. A card that was never made is not made
-// now.
-func (b *Bot) settleUnanswered(ctx context.Context, key string, init card, c *card, channel string, last bool) error {
-	if !maybeUnrecorded(c) || !bridge.ValidSnowflake(channel) {
-		return nil
-	}
-	if !c.Failed && c.Claim != b.id && b.now().Sub(c.ClaimAt) < claimTTL {
-		// Another replica may be posting it; it settles what it posts.
-		// (A failed card's claimant has given it up.)
-		return &busyError{until: c.ClaimAt.Add(claimTTL)}
-	}
-	found, err := b.findCards(ctx, c, channel)
-	if err != nil {
-		if isTransient(err) && !last {
-			return err
-		}
-		b.log.Warn("discord: could not look for a card whose post went unanswered; it may keep its buttons", "tenant", c.Tenant,
-			"job", c.JobID, "question", c.QuestionID, "err", err)
-		return nil
-	}
-	if len(found) == 0 {
-		// Never made: give the claim up, so a replay does not look again.
-		_, err := b.giveUpClaim(ctx, key, init, "")
-		return err
-	}
-	first := found[0]
-	b.log.Info("discord: found a card whose post went unanswered; settling it", "tenant", c.Tenant, "job", c.JobID,
-		"question", c.QuestionID, "message", first.ID, "copies", len(found))
-	c, err = b.updateCard(ctx, key, init, func(c *card) bool {
-		if c.MessageID != "" {
-			return false
-		}
-		c.Channel, c.MessageID, c.Thread = first.ChannelID, first.ID, first.thread
-		c.Guild = cmp.Or(first.GuildID, c.Guild, b.o.Guild)
-		c.Edited = false
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	if c.Outcome == nil || c.Edited {
-		return nil
-	}
-	for _, m := range found {
-		// Each copy as the card: the record's own message may be another
-		// (recorded meanwhile by whoever posted it, who edits it too).
-		cp := *c
-		cp.Channel, cp.MessageID = m.ChannelID, m.ID
-		if err := b.editSettled(ctx, &cp); err != nil {
-			return err
-		}
-	}
-	o := c.Outcome
-	if _, err := b.updateCard(ctx, key, init, func(c *card) bool {
-		if c.Outcome == nil || c.Outcome.Type != o.Type || !c.Outcome.At.Equal(o.At) || c.Edited {
-			return false
-		}
-		c.Edited = true
-		return true
-	}); err != nil {
-		return err
-	}
-	if c.Failed {
-		return nil // reported failed; the question has ended
-	}
-	return b.report(ctx, c, c.ref(), nil)
-}
-
 // listedMessage is what findCards reads of a listed message.
 type listedMessage struct {
 	ID         string `json:"id"`
@@ -469,79 +103,6 @@ type listedMessage struct {
 	} `json:"components"`
 	// thread is the job's thread when the message is in it.
 	thread string
-}
-
-// findCards looks for a card's messages among those made since its first
-// try, in the job's thread in channel (when it has one) and in channel:
-// every card carries a Decline button naming its question and task
-// version. The copies come oldest first, those in the thread first.
-func (b *Bot) findCards(ctx context.Context, c *card, channel string) ([]*listedMessage, error) {
-	var jt jobThread
-	_, haveThread, err := getJSON(ctx, b.refs, jobKey(c.Tenant, c.JobID, channel), &jt)
-	if err != nil {
-		return nil, err
-	}
-	where := []string{channel}
-	if haveThread && bridge.ValidSnowflake(jt.Thread) {
-		where = []string{jt.Thread, channel}
-	}
-	want := customID(actDecline, c.Tenant, c.JobID, c.QuestionID, c.TaskVersion, 0)
-	since := c.ClaimAt
-	if !c.TriedAt.IsZero() && c.TriedAt.Before(since) {
-		since = c.TriedAt
-	}
-	var found []*listedMessage
-	for _, ch := range where {
-		after := snowflakeAt(since.Add(-cardLookback))
-		var here []*listedMessage
-		for range maxListPages {
-			var msgs []listedMessage
-			err := b.call(ctx, "find question", func(opts ...discordgo.RequestOption) error {
-				ep := discordgo.EndpointChannelMessages(ch)
-				body, err := b.s.RequestWithBucketID("GET", ep+"?after="+after+"&limit=100", nil, ep, opts...)
-				if err != nil {
-					return err
-				}
-				return json.Unmarshal(body, &msgs)
-			})
-			if threadGone(err) && ch != channel {
-				break // the thread went; the card may be in the channel
-			}
-			if err != nil {
-				return nil, err
-			}
-			for i := range msgs {
-				m := &msgs[i]
-				if laterID(m.ID, after) {
-					after = m.ID // the next page starts after the newest
-				}
-				if !hasComponent(m, want) {
-					continue
-				}
-				if m.ChannelID == "" {
-					m.ChannelID = ch
-				}
-				if haveThread && (m.ChannelID == jt.Thread || m.ID == jt.Thread) {
-					m.thread = jt.Thread // in the thread, or the message it was started from
-				}
-				here = append(here, m)
-			}
-			if len(msgs) < 100 {
-				break
-			}
-		}
-		slices.SortFunc(here, func(a, b *listedMessage) int {
-			switch {
-			case laterID(b.ID, a.ID):
-				return -1
-			case laterID(a.ID, b.ID):
-				return 1
-			}
-			return 0
-		})
-		found = append(found, here...)
-	}
-	return found, nil
 }
 
 // hasComponent says one of m's components has the custom id want.
@@ -577,15 +138,6 @@ func threadGone(err error) bool {
 	return ae.Status == http.StatusNotFound
 }
 
-// fail records that the card could not be shown and reports the failure.
-func (b *Bot) fail(ctx context.Context, key string, c *card, f *bridge.Failure) error {
-	b.log.Warn("discord: could not show question", "tenant", c.Tenant, "job", c.JobID, "question", c.QuestionID, "code", f.Code, "reason", f.OperatorMessage)
-	if _, err := b.updateCard(ctx, key, *c, func(c *card) bool { c.Failed = true; return true }); err != nil {
-		return err
-	}
-	return b.report(ctx, c, nil, f)
-}
-
 // startThread starts the job's thread from the job's first card.
 func (b *Bot) startThread(ctx context.Context, channel, messageID string, q *bridge.Question) (*discordgo.Channel, error) {
 	name := "askbridge: " + q.JobID
@@ -614,92 +166,9 @@ func (b *Bot) startThread(ctx context.Context, channel, messageID string, q *bri
 	return th, nil
 }
 
-// onOutcome records how the question ended and edits its card: the
-// outcome added, the components removed.
-func (b *Bot) onOutcome(ctx context.Context, ev *bridge.Event, last bool) error {
-	o := &outcome{Type: ev.Type, Text: ev.Text, By: ev.By, ByName: ev.ByName, Reason: ev.Comment, At: ev.At}
-	if ev.Type == bridge.EventAnswered {
-		o.Answer = ev.AnswerText
-		if o.Answer == "" {
-			o.Answer = strings.TrimPrefix(bridge.AnsweredText(ev.Answer), "The answer: ")
-		}
-	}
-	key := cardKey(ev.Tenant, ev.JobID, ev.QuestionID, ev.TaskVersion)
-	init := card{Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: ev.QuestionID, TaskVersion: ev.TaskVersion}
-	record := func(c *card) bool {
-		if c.Outcome != nil && c.Outcome.Type == o.Type && c.Outcome.At.Equal(o.At) {
-			return false
-		}
-		c.Outcome, c.Edited = o, false
-		return true
-	}
-	// A card we posted is edited first and then recorded settled and
-	// edited in one write; a crash in between redelivers the event, and
-	// the edit, which is idempotent, runs again.
-	var cur card
-	rev, found, err := getJSON(ctx, b.refs, key, &cur)
-	if err != nil {
-		return err
-	}
-	if found && cur.MessageID != "" && cur.Question != nil && record(&cur) {
-		if err := b.editSettled(ctx, &cur); err != nil {
-			// Keep the outcome, as the general way below does before editing.
-			if _, werr := b.updateCard(ctx, key, init, record); werr != nil {
-				return werr
-			}
-			return err
-		}
-		cur.Edited = true
-		data, err := json.Marshal(cur)
-		if err != nil {
-			return fmt.Errorf("discord: encode %s: %w", key, err)
-		}
-		if _, err := b.refs.Write(ctx, key, rev, data, cardTTL(&cur)); err == nil || ctx.Err() != nil {
-			return ctx.Err()
-		}
-		// The record changed meanwhile: settle it the general way.
-	}
-	c, err := b.updateCard(ctx, key, init, record)
-	if err != nil {
-		return err
-	}
-	if c.Edited {
-		return nil // this outcome is on the card already
-	}
-	if c.MessageID == "" || c.Question == nil {
-		// Not posted by us (or the record is gone): edit what the
-		// runtime says shows the question.
-		if err := b.editRefs(ctx, ev, o); err != nil {
-			return err
-		}
-		if c.Failed && maybeUnrecorded(c) {
-			// The bot gave the card up (reported it failed) after posts
-			// whose answers it lost: Discord may hold it, with buttons
-			// nobody can use now. A card still being posted is settled
-			// by its asked event instead.
-			if err := b.settleUnanswered(ctx, key, init, c, b.channelFor(c.Question), last); err != nil {
-				return err
-			}
-		}
-	} else if err := b.editSettled(ctx, c); err != nil {
-		return err
-	}
-	_, err = b.updateCard(ctx, key, init, func(c *card) bool {
-		if c.Outcome == nil || c.Outcome.Type != o.Type || !c.Outcome.At.Equal(o.At) {
-			return false
-		}
-		c.Edited = true
-		return true
-	})
-	return err
-}
-
-// editSettled rewrites a settled card: outcome added, components removed.
-func (b *Bot) editSettled(ctx context.Context, c *card) error {
-	return b.editMessage(ctx, c.Channel, c.MessageID, cardEmbed(c))
-}
-
-func (b *Bot) editMessage(ctx context.Context, channel, messageID string, embed *discordgo.MessageEmbed) error {
+// editMessage draws embed over a card, its components removed. It says
+// whether the card shows it: false when Discord no longer has the card.
+func (b *Bot) editMessage(ctx context.Context, channel, messageID string, embed *discordgo.MessageEmbed) (bool, error) {
 	embeds := []*discordgo.MessageEmbed{embed}
 	none := []discordgo.MessageComponent{}
 	edit := func() error {
@@ -725,39 +194,9 @@ func (b *Bot) editMessage(ctx context.Context, channel, messageID string, embed 
 	}
 	if code := discordCode(err); code == codeUnknownMessage || code == codeUnknownChannel {
 		b.log.Warn("discord: the card to update is gone", "channel", channel, "message", messageID)
-		return nil
+		return false, nil
 	}
-	return err
-}
-
-// editRefs updates messages the bot has no record of, from the event's
-// message references: the first embed is kept and the outcome added.
-func (b *Bot) editRefs(ctx context.Context, ev *bridge.Event, o *outcome) error {
-	for _, ref := range ev.Messages {
-		if ref.Platform != bridge.PlatformDiscord || !bridge.ValidSnowflake(ref.Channel) || !bridge.ValidSnowflake(ref.MessageID) {
-			continue
-		}
-		var msg *discordgo.Message
-		err := b.call(ctx, "read question", func(opts ...discordgo.RequestOption) error {
-			var err error
-			msg, err = b.s.ChannelMessage(ref.Channel, ref.MessageID, opts...)
-			return err
-		})
-		if code := discordCode(err); code == codeUnknownMessage || code == codeUnknownChannel {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		embed := &discordgo.MessageEmbed{Type: discordgo.EmbedTypeRich, Title: "Question"}
-		if msg != nil && len(msg.Embeds) > 0 && msg.Embeds[0] != nil {
-			embed = msg.Embeds[0]
-		}
-		if err := b.editMessage(ctx, ref.Channel, ref.MessageID, settledEmbed(embed, o)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err == nil, err
 }
 
 // onRefused tells the person who clicked, and only them, why their answer

@@ -442,3 +442,20 @@ func (h *harness) stopBot() {
 	h.t.Helper()
 	h.stop()
 }
+
+// rememberedCard is what the bot remembers of a card, as the tests read
+// it: the card as drawn, and whether Discord's shows its outcome.
+type rememberedCard struct {
+	*card
+	Edited bool
+}
+
+// loadCard is what the bot remembers of the card of a question (nil:
+// nothing).
+func (b *Bot) loadCard(_ context.Context, tenant, job, question string, version int64) (*rememberedCard, error) {
+	c, ok := b.cards.Get(bridge.Ref{Tenant: tenant, JobID: job, QuestionID: question, Version: version})
+	if !ok {
+		return nil, nil
+	}
+	return &rememberedCard{card: b.viewOf(c), Edited: c.Updated}, nil
+}

@@ -192,15 +192,37 @@ func (b *Bot) cardFor(ctx context.Context, customID string) (action, *card, *dis
 	if !found {
 		return a, nil, ephemeral("askbridge no longer knows this question. Use `/ask list` to see what waits.")
 	}
-	c, err := b.loadCard(ctx, a.Tenant, a.JobID, a.QuestionID, a.TaskVersion)
+	c, err := b.cardOf(ctx, bridge.Ref{Tenant: a.Tenant, JobID: a.JobID, QuestionID: a.QuestionID, Version: a.TaskVersion})
 	if err != nil {
-		b.log.Error("discord: cannot read the card", "err", err)
+		b.log.Error("discord: cannot read the question", "err", err)
 		return a, nil, ephemeral("askbridge could not look this question up right now; please try again.")
 	}
 	if c == nil || c.Question == nil {
 		return a, nil, ephemeral("askbridge no longer knows this question. Use `/ask list` to see what waits.")
 	}
 	return a, c, nil
+}
+
+// cardOf is the card of r: as this adapter remembers it, else as the
+// runtime records it (nil when it does not know the question).
+func (b *Bot) cardOf(ctx context.Context, r bridge.Ref) (*card, error) {
+	if c, ok := b.cards.Get(r); ok && c.Question != nil {
+		return b.viewOf(c), nil
+	}
+	ev := &bridge.Event{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID, TaskVersion: r.Version}
+	v, err := bridge.ShowQuestion(ctx, b.o.NATS.Conn, ev)
+	if errors.Is(err, bridge.ErrNotShown) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := &engine.Card{Ref: r, Question: v.Question, AskedAt: v.AskedAt, Deadline: v.Deadline, Message: bridge.MessageOn(&bridge.Event{Messages: v.Messages}, bridge.PlatformDiscord)}
+	view := b.viewOf(c)
+	if v.State != bridge.StatePending {
+		view.Outcome = outcomeOfView(v)
+	}
+	return view, nil
 }
 
 func (b *Bot) onComponent(ctx context.Context, in *discordgo.Interaction, who clicker, data discordgo.MessageComponentInteractionData) *discordgo.InteractionResponse {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/runtime"
 )
 
 func TestPingAnsweredInline(t *testing.T) {
@@ -151,7 +153,9 @@ func TestReplayedInteractionMakesNoSecondAttempt(t *testing.T) {
 
 func TestBadInteractionsGetClearErrors(t *testing.T) {
 	t.Parallel()
-	h := start(t, harnessOptions{})
+	// The runtime says which questions it knows.
+	env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+	h := start(t, harnessOptions{nats: env.NATS})
 	for name, tc := range map[string]struct {
 		in   map[string]any
 		want string

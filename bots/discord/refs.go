@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -15,9 +14,8 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 )
 
-// card is the bot's durable record of one question (one task version) on
-// Discord: the question as asked, where it was posted, and its outcome once
-// known. It lives in RefsBucket under cardKey.
+// card is a question's card as Discord draws it (viewOf): the question as
+// asked, where it was posted, and its outcome once known.
 type card struct {
 	Tenant      string           `json:"tenant"`
 	JobID       string           `json:"job_id"`
@@ -34,17 +32,6 @@ type card struct {
 	Guild     string `json:"guild,omitempty"`
 	// Outcome is set once the question is settled.
 	Outcome *outcome `json:"outcome,omitempty"`
-	// Edited is set once the outcome is on the message.
-	Edited bool `json:"edited,omitempty"`
-	// Failed is set when the question could not be shown (reported).
-	Failed bool `json:"failed,omitempty"`
-	// Claim names the bot instance posting the card, since ClaimAt. On a
-	// card with no message it stays after a try that may have made the
-	// card unrecorded (Discord's answer lost); TriedAt is when the first
-	// such try began, where a look for the card starts.
-	Claim   string    `json:"claim,omitempty"`
-	ClaimAt time.Time `json:"claim_at,omitzero"`
-	TriedAt time.Time `json:"tried_at,omitzero"`
 }
 
 // outcome is how a question ended, as the card shows it.
@@ -58,22 +45,11 @@ type outcome struct {
 	At     time.Time `json:"at,omitzero"`
 }
 
-// jobThread records a job's thread in one channel.
-type jobThread struct {
-	Channel string `json:"channel"`
-	Thread  string `json:"thread"`
-	Guild   string `json:"guild,omitempty"`
-}
-
 // cardIndex resolves keyed custom ids.
 type cardIndex struct {
 	Tenant     string `json:"tenant"`
 	JobID      string `json:"job_id"`
 	QuestionID string `json:"question_id"`
-}
-
-func cardKey(tenant, job, question string, version int64) string {
-	return "card." + tenant + "." + job + "." + question + "." + strconv.FormatInt(version, 10)
 }
 
 // jobKey names a job's thread in a channel: a job whose questions are
@@ -121,42 +97,6 @@ func getJSONAt(ctx context.Context, kv *bridge.KV, key string, v any) (rev uint6
 		return 0, time.Time{}, false, fmt.Errorf("discord: %w", err)
 	}
 	return rev, at, found, nil
-}
-
-func (b *Bot) loadCard(ctx context.Context, tenant, job, question string, version int64) (*card, error) {
-	var c card
-	_, found, err := getJSON(ctx, b.refs, cardKey(tenant, job, question, version), &c)
-	if err != nil || !found {
-		return nil, err
-	}
-	return &c, nil
-}
-
-// updateCard applies fn to the card under key with compare-and-set
-// (bridge.UpdateJSON), creating it (from init) when missing. fn returns
-// false to change nothing in an existing card; the card as fn left it is
-// returned all the same.
-func (b *Bot) updateCard(ctx context.Context, key string, init card, fn func(c *card) bool) (*card, error) {
-	var unchanged *card
-	c, err := bridge.UpdateJSON(ctx, b.refs, key, cardTTL, func(cur *card) *card {
-		next := init
-		if cur != nil {
-			next = *cur
-		}
-		unchanged = nil
-		if !fn(&next) && cur != nil {
-			unchanged = &next
-			return nil
-		}
-		return &next
-	})
-	if err != nil {
-		return nil, fmt.Errorf("discord: %w", err)
-	}
-	if unchanged != nil {
-		return unchanged, nil
-	}
-	return c, nil
 }
 
 // putIndex records the keyed custom id index for a card's question.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 	neutral "github.com/askbridge/askbridge/card"
 )
@@ -16,9 +17,11 @@ import (
 // once. A person who cannot be messaged (50007) is reported in the log and
 // in the question's thread, and not tried again.
 func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
-	c, err := b.loadCard(ctx, ev.Tenant, ev.JobID, ev.QuestionID, ev.TaskVersion)
-	if err != nil {
-		return err
+	var c *card
+	if ec, ok := b.cards.Get(bridge.RefOf(ev)); ok {
+		c = b.viewOf(ec)
+	} else if m := bridge.MessageOn(ev, bridge.PlatformDiscord); m != nil {
+		c = b.viewOf(&engine.Card{Ref: bridge.RefOf(ev), Question: ev.Question, AskedAt: ev.AskedAt, Deadline: ev.Deadline, Message: m})
 	}
 	if c != nil && c.Outcome != nil {
 		return nil // settled meanwhile: nothing to remind about

@@ -58,45 +58,32 @@ func TestOutcomeEditedOnceAndRecorded(t *testing.T) {
 	}
 }
 
-// TestRecordLifetimes checks a waiting card's record lives as long as the
-// bucket keeps anything, while a settled card and a job's thread are given
-// their own, shorter lives: JetStream keeps every key in memory.
-func TestRecordLifetimes(t *testing.T) {
+// TestWaitingQuestionLeavesNoRecord checks the bot keeps nothing in its
+// refs bucket for a question it showed, before or after it is settled:
+// JetStream keeps every key in memory, and which message shows which
+// question is the runtime's record. Short ids need no card index.
+func TestWaitingQuestionLeavesNoRecord(t *testing.T) {
 	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := colorQuestion()
 	q.JobID, q.QuestionID = "job-life", "q-life"
 	h.publishEvent(asked(q))
 	h.posted(channelA, 1)
-	key := cardKey("acme", q.JobID, q.QuestionID, q.TaskVersion)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		c, err := h.bot.loadCard(context.Background(), "acme", q.JobID, q.QuestionID, q.TaskVersion)
-		if err != nil || c == nil || c.MessageID == "" {
-			return fmt.Errorf("card record %+v (%v), want it posted", c, err)
+	h.waitDelivery()
+	keys := func() []string {
+		t.Helper()
+		lister, err := h.bot.refs.ListKeys(context.Background())
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if ttl := testenv.KVTTL(t, h.nats, RefsBucket, key); ttl != "" {
-		t.Errorf("waiting card record has TTL %q, want the bucket's", ttl)
-	}
-	// Short ids need no card index.
-	keys, err := h.bot.refs.ListKeys(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k := range keys.Keys() {
-		if strings.HasPrefix(k, "ix.") {
-			t.Errorf("card index %s written for a card whose custom ids carry the ids", k)
+		var out []string
+		for k := range lister.Keys() {
+			out = append(out, k)
 		}
+		return out
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		if _, err := h.bot.refs.Get(context.Background(), jobKey("acme", q.JobID, channelA)); err != nil {
-			return fmt.Errorf("job thread record: %v", err)
-		}
-		return nil
-	})
-	if ttl := testenv.KVTTL(t, h.nats, RefsBucket, jobKey("acme", q.JobID, channelA)); ttl != "720h0m0s" {
-		t.Errorf("job thread record TTL %q, want 720h0m0s (30 days)", ttl)
+	if k := keys(); len(k) != 0 {
+		t.Fatalf("the refs bucket holds %v for a waiting question, want nothing", k)
 	}
 	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion,
 		By: "discord:" + kevin.ID, ByName: "kevin", Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue",
@@ -104,48 +91,47 @@ func TestRecordLifetimes(t *testing.T) {
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(context.Background(), "acme", q.JobID, q.QuestionID, q.TaskVersion)
 		if err != nil || c == nil || c.Outcome == nil || !c.Edited {
-			return fmt.Errorf("card record %+v (%v), want the outcome, edited", c, err)
+			return fmt.Errorf("card %+v (%v), want the outcome, edited", c, err)
 		}
 		return nil
 	})
-	if ttl := testenv.KVTTL(t, h.nats, RefsBucket, key); ttl != "192h0m0s" {
-		t.Errorf("settled card record TTL %q, want 192h0m0s (8 days)", ttl)
+	if k := keys(); len(k) != 0 {
+		t.Fatalf("the refs bucket holds %v for a settled question, want nothing", k)
 	}
 }
 
-// TestJobThreadRecordRenewedOnUse checks a job's thread record older than
-// threadRefresh is written again, with its TTL, when the job asks in the
-// thread, so the thread lives 30 days from its last question.
-func TestJobThreadRecordRenewedOnUse(t *testing.T) {
+// TestRestartedBotAsksInTheJobsThread checks a bot that remembers nothing
+// (restarted) puts a job's next question in the job's thread, which the
+// runtime names on the asked event: one thread a job.
+func TestRestartedBotAsksInTheJobsThread(t *testing.T) {
 	t.Parallel()
-	h := start(t, harnessOptions{tweak: func(b *Bot) { b.threadRefresh = 0 }})
-	ctx := context.Background()
-	key := jobKey("acme", "job-renew", channelA)
+	h := start(t, harnessOptions{})
 	first := colorQuestion()
-	first.JobID, first.QuestionID = "job-renew", "q-first"
+	first.JobID, first.QuestionID = "job-again", "q-first"
 	h.publishEvent(asked(first))
-	var opened uint64
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		e, err := h.bot.refs.Get(ctx, key)
-		if err != nil {
-			return fmt.Errorf("job thread record: %v", err)
-		}
-		opened = e.Revision()
-		return nil
-	})
+	d := h.waitDelivery()
+	if d.Message == nil || d.Message.Thread == "" {
+		t.Fatalf("first delivery %+v, want the card and the job's thread", d)
+	}
+	h.bot.cards.Forget()
+	h.bot.threads.Clear()
 	second := colorQuestion()
-	second.JobID, second.QuestionID, second.Question = "job-renew", "q-second", "Which size should the cover be?"
-	h.publishEvent(asked(second))
+	second.JobID, second.QuestionID, second.Question = "job-again", "q-second", "Which size should the cover be?"
+	ev := asked(second)
+	ev.Threads = []bridge.MessageRef{{Platform: bridge.PlatformDiscord, Channel: channelA, Thread: d.Message.Thread}}
+	h.publishEvent(ev)
 	h.waitCard(second.Question)
-	e, err := h.bot.refs.Get(ctx, key)
-	if err != nil {
-		t.Fatal(err)
+	if n := len(h.fake.requests("POST", "/channels/"+d.Message.Thread+"/messages")); n != 1 {
+		t.Fatalf("%d posts in the job's thread, want the second card", n)
 	}
-	if e.Revision() <= opened {
-		t.Fatalf("revision %d after %d: the record was not renewed when the job asked again", e.Revision(), opened)
+	inChannel := 0
+	for _, r := range h.fake.requests("POST", "/channels/"+channelA+"/messages") {
+		if r.Path == "/channels/"+channelA+"/messages" {
+			inChannel++
+		}
 	}
-	if ttl := testenv.KVTTL(t, h.nats, RefsBucket, key); ttl != "720h0m0s" {
-		t.Errorf("renewed job thread record TTL %q, want 720h0m0s", ttl)
+	if inChannel != 1 {
+		t.Fatalf("%d posts in the channel, want only the first card", inChannel)
 	}
 }
 
@@ -247,9 +233,8 @@ func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
 			}
 			// Nothing to settle: once the retry has looked, no card is posted.
 			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-				c, err := h.bot.loadCard(h.ctx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
-				if err != nil || c == nil || c.Claim != "" {
-					return fmt.Errorf("card record %+v (%v), want the claim given up", c, err)
+				if len(h.fake.requests("GET", "/channels/"+where+"/messages")) == 0 {
+					return fmt.Errorf("the retry has not looked for the card yet")
 				}
 				return nil
 			})
@@ -407,11 +392,8 @@ func TestRefusedPostIsNotLookedFor(t *testing.T) {
 	}
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(h.ctx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
-		if err != nil || c == nil || c.Outcome == nil || c.Outcome.Type != bridge.EventDeliveryFailed || !c.Edited {
-			return fmt.Errorf("card record %+v (%v), want the failure recorded", c, err)
-		}
-		if c.Claim != "" {
-			return fmt.Errorf("card record %+v, want no claim: Discord made nothing", c)
+		if err != nil || c == nil || c.Outcome == nil || c.Outcome.Type != bridge.EventDeliveryFailed {
+			return fmt.Errorf("card %+v (%v), want the failure remembered", c, err)
 		}
 		return nil
 	})

@@ -64,6 +64,10 @@ type Platform interface {
 	// (opening it as the platform does), and returns where it is. A Hold
 	// says nothing was sent: the channel's turn is still to come.
 	Post(ctx context.Context, ev *bridge.Event, c *Card, channel string, last bool) (*bridge.MessageRef, error)
+	// Adopt takes a card an earlier try posted (Find) as the question's,
+	// finishing what that try could not (Discord starts the job's thread
+	// from it), and returns where it is.
+	Adopt(ctx context.Context, ev *bridge.Event, channel string, found bridge.MessageRef) (*bridge.MessageRef, error)
 	// Settle draws c, ended, over its message; false when the platform
 	// no longer has the message (nothing to retry).
 	Settle(ctx context.Context, c *Card) (bool, error)
@@ -129,69 +133,83 @@ func (cs *Cards) Asked(ctx context.Context, ev *bridge.Event, d Delivery) error 
 	if c, ok := cs.memo.Get(ref.String()); ok && c.Message != nil {
 		return cs.report(ctx, ref, c.Message, nil) // posted; the report was lost
 	} else if ok && c.Ended != nil {
-		return nil // ended before it could be shown
-	}
-	if bridge.Replayed(ev, cs.Now()) && !cs.stillWaits(ctx, ev) {
+		// Ended before it could be shown; an earlier try may have posted
+		// it all the same, its answer lost.
+		if d.Attempt > 1 {
+			n := *c
+			n.Question = cmpOr(n.Question, q)
+			return cs.settleFound(ctx, ev, &n, channel, ev.AskedAt, d.Last)
+		}
 		return nil
 	}
 	c := &Card{Ref: ref, Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline}
+	if bridge.Replayed(ev, cs.Now()) {
+		skip, known := cs.replayed(ctx, ev)
+		switch {
+		case skip:
+			return nil
+		case known != nil:
+			return cs.shown(ctx, c, known) // shown before this adapter restarted
+		}
+	}
+	// Remembered before it is posted: a click on the card may come before
+	// its post returns.
+	cs.memo.Put(ref.String(), c)
 	if d.Attempt > 1 {
 		found, err := cs.Platform.Find(ctx, ev, channel, ev.AskedAt)
 		if err != nil && !d.Last {
-			return cs.later(err, channel) // look again rather than show it twice
+			return err // look again rather than show it twice
 		}
 		if len(found) > 0 {
 			cs.Logger.InfoContext(ctx, cs.Name+": found the card an earlier try posted; not posting it again",
 				"job", ev.JobID, "question", ev.QuestionID, "message", found[0].MessageID)
-			c.Message = &found[0]
+			m, err := cs.Platform.Adopt(ctx, ev, channel, found[0])
+			if err != nil {
+				return err
+			}
+			return cs.shown(ctx, c, m)
 		}
 	}
-	if c.Message == nil {
-		m, err := cs.Platform.Post(ctx, ev, c, channel, d.Last)
-		if err != nil {
-			return cs.notPosted(ctx, ev, channel, d, err)
-		}
-		c.Message = m
+	m, err := cs.Platform.Post(ctx, ev, c, channel, d.Last)
+	if err != nil {
+		return cs.notPosted(ctx, ev, channel, d, err)
 	}
-	cs.memo.Put(ref.String(), c)
-	return cs.report(ctx, ref, c.Message, nil)
+	return cs.shown(ctx, c, m)
 }
 
-// stillWaits says whether a replayed asked event (a new consumer, or back
-// after an outage) is about a question that still waits. When the runtime
-// does not say, it is shown: shown twice beats a waiting question hidden.
-func (cs *Cards) stillWaits(ctx context.Context, ev *bridge.Event) bool {
-	state, err := bridge.QuestionState(ctx, cs.NATS.Conn, ev)
+// shown remembers that the card of c is m and reports it.
+func (cs *Cards) shown(ctx context.Context, c *Card, m *bridge.MessageRef) error {
+	n := *c
+	n.Message = m
+	cs.memo.Put(c.Ref.String(), &n)
+	return cs.report(ctx, c.Ref, m, nil)
+}
+
+// replayed reads what the runtime records of the question of a replayed
+// asked event (a new consumer, back after an outage, or a relay of an old
+// outbox row): skip when it no longer waits; known when a card of this
+// platform was reported for it already. When the runtime does not say,
+// the question is shown: shown twice beats a waiting question hidden.
+func (cs *Cards) replayed(ctx context.Context, ev *bridge.Event) (skip bool, known *bridge.MessageRef) {
+	v, err := bridge.ShowQuestion(ctx, cs.NATS.Conn, ev)
 	if err != nil {
 		cs.Logger.DebugContext(ctx, cs.Name+": no state for a replayed question; showing it", "job", ev.JobID, "question", ev.QuestionID, "err", err)
-		return true
+		return false, nil
 	}
-	if state != bridge.StatePending {
+	if v.State != bridge.StatePending {
 		cs.Logger.InfoContext(ctx, cs.Name+": not showing a replayed question that no longer waits", "tenant", ev.Tenant,
-			"job", ev.JobID, "question", ev.QuestionID, "task_version", ev.TaskVersion, "state", state)
-		return false
+			"job", ev.JobID, "question", ev.QuestionID, "task_version", ev.TaskVersion, "state", v.State)
+		return true, nil
 	}
-	return true
-}
-
-// later is the retry of an event whose platform call failed for now.
-func (cs *Cards) later(err error, channel string) error {
-	var hold *Hold
-	if errors.As(err, &hold) {
-		return err
-	}
-	f := cs.Platform.Fault(err, channel)
-	if !f.Transient {
-		return err
-	}
-	return &Later{After: max(10*time.Second, f.RetryAfter), Why: err.Error()}
+	return false, bridge.MessageOn(&bridge.Event{Messages: v.Messages}, cs.Name)
 }
 
 // notPosted handles a card that could not be posted: a stop or a wait for
-// the channel's turn hands the event back; a transient failure tries
-// again later (looking first for what the try may have posted); on the
-// last try, or for good, the failure is reported, and a post the platform
-// may hold is written down as a stray.
+// the channel's turn hands the event back; a transient failure is tried
+// again after the loop's backoff, or the platform's Retry-After (looking
+// first for what the try may have posted); on the last try, or for good,
+// the failure is reported, and a post the platform may hold is written
+// down as a stray.
 func (cs *Cards) notPosted(ctx context.Context, ev *bridge.Event, channel string, d Delivery, err error) error {
 	var hold *Hold
 	if ctx.Err() != nil || errors.As(err, &hold) {
@@ -202,7 +220,7 @@ func (cs *Cards) notPosted(ctx context.Context, ev *bridge.Event, channel string
 		return err // not the platform's: NATS, the bucket
 	}
 	if f.Transient && !d.Last {
-		return &Later{After: max(10*time.Second, f.RetryAfter), Why: err.Error()}
+		return err
 	}
 	ref := bridge.RefOf(ev)
 	if f.MayHavePosted {

@@ -131,10 +131,28 @@ func (cs *Cards) settleStrays(ctx context.Context, ev *bridge.Event, c *Card, la
 	if err != nil || rev == 0 {
 		return err
 	}
-	found, err := cs.Platform.Find(ctx, ev, s.Channel, s.Since)
-	if err != nil && !last {
-		return cs.later(err, s.Channel)
+	if err := cs.settleFound(ctx, ev, c, s.Channel, s.Since, last); err != nil {
+		return err
 	}
+	if err := cs.KV.Delete(ctx, strayKey(c.Ref)); err != nil {
+		cs.Logger.WarnContext(ctx, cs.Name+": could not forget a stray card", "job", ev.JobID, "question", ev.QuestionID, "err", err)
+	}
+	return nil
+}
+
+// settleFound settles every card of c's question the platform holds in
+// channel since since, posted by tries whose answers were lost, and
+// remembers the first as the question's card.
+func (cs *Cards) settleFound(ctx context.Context, ev *bridge.Event, c *Card, channel string, since time.Time, last bool) error {
+	found, err := cs.Platform.Find(ctx, ev, channel, since)
+	if err != nil && !last {
+		return err
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	cs.Logger.InfoContext(ctx, cs.Name+": settling the cards of an ended question whose posts went unanswered",
+		"job", ev.JobID, "question", ev.QuestionID, "copies", len(found))
 	for i := range found {
 		n := *c
 		n.Message = &found[i]
@@ -142,9 +160,9 @@ func (cs *Cards) settleStrays(ctx context.Context, ev *bridge.Event, c *Card, la
 			return err
 		}
 	}
-	if err := cs.KV.Delete(ctx, strayKey(c.Ref)); err != nil {
-		cs.Logger.WarnContext(ctx, cs.Name+": could not forget a stray card", "job", ev.JobID, "question", ev.QuestionID, "err", err)
-	}
+	n := *c
+	n.Message, n.Updated = &found[0], true
+	cs.memo.Put(c.Ref.String(), &n)
 	return nil
 }
 

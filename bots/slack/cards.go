@@ -81,6 +81,11 @@ func (p platform) Post(ctx context.Context, ev *bridge.Event, c *engine.Card, ch
 	return &bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: channel, MessageID: ts, Thread: thread}, nil
 }
 
+// Adopt takes a card an earlier try posted: it is complete as it is.
+func (p platform) Adopt(_ context.Context, _ *bridge.Event, _ string, found bridge.MessageRef) (*bridge.MessageRef, error) {
+	return &found, nil
+}
+
 // Settle rewrites the card with how the question ended.
 func (p platform) Settle(ctx context.Context, c *engine.Card) (bool, error) {
 	b, m := p.b, c.Message

@@ -164,11 +164,6 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		return nil, err
 	}
 	con.Routes(mux)
-	// Discord's posting claims name this replica by its database, as the
-	// runtime's lease does: the same across its restarts, so it takes its
-	// own unfinished claims back at once, and another for every other
-	// replica (each owns its data directory), whose claims hold.
-	replica := s.store.Instance()
 	var fronts []frontend
 	if cfg.SlackEnabled() {
 		b, err := slackbot.New(ctx, slackbot.Options{
@@ -187,7 +182,6 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 			APIURL: cfg.DiscordAPIURL, DefaultChannel: cfg.DiscordChannel, Guild: cfg.DiscordGuild,
 			AdminRoles: cfg.DiscordAdminRoles, OperatorRoles: cfg.DiscordOperatorRoles,
 			Console: signer, Logger: log.With("component", "discord"), AckAfterDecision: lazy, Registerer: reg,
-			Replica: replica,
 		})
 		if err != nil {
 			return nil, err
