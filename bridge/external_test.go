@@ -77,10 +77,13 @@ func TestConnectNATSAdoptsExistingStreams(t *testing.T) {
 				MaxAge: 90 * 24 * time.Hour, Compression: jetstream.S2Compression, Description: "tuned by ops"},
 			check: func(c jetstream.StreamConfig) bool {
 				return c.MaxBytes == 1<<30 && c.MaxAge == 90*24*time.Hour && c.Compression == jetstream.S2Compression &&
-					c.Description == "tuned by ops" && c.Duplicates == DuplicateWindow
+					c.Description == "tuned by ops" && c.Duplicates == DuplicateWindow && c.Retention == jetstream.InterestPolicy
 			},
 			logs: []string{"stream ASK_EVENTS keeps the limits it was given", "max bytes 1073741824",
-				"stream ASK_EVENTS existed with other settings", "duplicate window 2m0s -> 10m0s"}},
+				"stream ASK_EVENTS existed with other settings", "duplicate window 2m0s -> 10m0s", "retention Limits -> Interest"}},
+		{name: "an events stream made as a work queue refused",
+			made:    jetstream.StreamConfig{Name: StreamEvents, Subjects: []string{PrefixEvent + ".>"}, Retention: jetstream.WorkQueuePolicy},
+			refused: "nats: stream ASK_EVENTS exists with WorkQueue retention, and askbridge keeps it until every adapter has read it"},
 		{name: "a shorter age, a narrower subject and no acks changed",
 			made: jetstream.StreamConfig{Name: StreamResumes, Subjects: []string{PrefixResume + ".acme.>"}, MaxAge: time.Hour,
 				Duplicates: DuplicateWindow, NoAck: true},

@@ -87,7 +87,7 @@ func (d *Durable) Messages(ctx context.Context, opts ...jetstream.PullMessagesOp
 	if err != nil {
 		return nil, fmt.Errorf("consume %s: %w", d.Stream, err)
 	}
-	m := &Messages{d: d, ctx: ctx, opts: opts, it: it, closed: make(chan struct{}), done: make(chan struct{})}
+	m := &Messages{d: d, ctx: ctx, opts: opts, it: it, created: c.CachedInfo().Created, closed: make(chan struct{}), done: make(chan struct{})}
 	go m.watch()
 	return m, nil
 }
@@ -98,8 +98,10 @@ func (d *Durable) Messages(ctx context.Context, opts ...jetstream.PullMessagesOp
 var HealEvery = 5 * time.Second
 
 // watch looks for the consumer every HealEvery (the Durable's, or the
-// package's); gone, it makes it again
-// and ends the current pull, which Next then starts anew. With the
+// package's); gone, it makes it again and ends the current pull, which
+// Next then starts anew. A consumer made anew by someone else meanwhile
+// (the runtime makes the adapters', see EventConsumer) ends the pull too:
+// it was on the one that went. With the
 // consumer there, it looks for the caller's other state (Look), and makes
 // that again when it is gone.
 func (m *Messages) watch() {
@@ -122,8 +124,12 @@ func (m *Messages) watch() {
 		}
 		// The consumer, or (with the consumer there) what else it needs:
 		// a bucket deleted on its own fails every message.
-		_, gone := m.d.NATS.JS.Consumer(m.ctx, m.d.Stream, m.d.Config.Durable)
+		c, gone := m.d.NATS.JS.Consumer(m.ctx, m.d.Stream, m.d.Config.Durable)
 		consumerGone := Gone(gone)
+		if gone == nil && !c.CachedInfo().Created.Equal(m.createdOf()) {
+			m.log().Warn("nats: consumer " + m.d.Config.Durable + " on " + m.d.Stream + " was made anew (it was deleted, or the NATS server lost its store); reading from it")
+			m.restart()
+		}
 		if gone == nil && m.d.Look != nil {
 			gone = m.d.Look(m.ctx)
 		}
@@ -142,13 +148,26 @@ func (m *Messages) watch() {
 		}
 		m.log().Warn("nats: "+what+" was gone (deleted, or the NATS server lost its store); made it again", "gone", gone)
 		if consumerGone {
-			m.mu.Lock()
-			if !m.stopped {
-				m.it.Stop()
-			}
-			m.mu.Unlock()
+			m.restart()
 		}
 	}
+}
+
+// restart ends the current pull; Next starts it anew on the consumer
+// there is now.
+func (m *Messages) restart() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.stopped {
+		m.it.Stop()
+	}
+}
+
+// createdOf is when the consumer the current pull reads was made.
+func (m *Messages) createdOf() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.created
 }
 
 // Messages is the iterator of a Durable.
@@ -157,8 +176,10 @@ type Messages struct {
 	ctx  context.Context
 	opts []jetstream.PullMessagesOpt
 
-	mu      sync.Mutex
-	it      jetstream.MessagesContext
+	mu sync.Mutex
+	it jetstream.MessagesContext
+	// created is when the consumer it reads was made.
+	created time.Time
 	stopped bool
 	closed  chan struct{}
 	done    chan struct{} // closed by Stop: watch ends
@@ -216,7 +237,7 @@ func (m *Messages) Next() (jetstream.Msg, error) {
 			return nil, jetstream.ErrMsgIteratorClosed
 		}
 		old := m.it
-		m.it = next
+		m.it, m.created = next, c.CachedInfo().Created
 		m.mu.Unlock()
 		old.Stop()
 	}

@@ -224,28 +224,38 @@ func StartEmbedded(o NATSOptions) (*server.Server, error) {
 // streamSpecs are askbridge's durable subjects. Resumes are kept long
 // enough for an agent that was down for days to re-attach.
 //
-// queue marks streams only the runtime reads, and it keeps what it reads
-// in the store: they are work queues, which hold a message until the
-// runtime has acknowledged it (however long it is away, up to maxAge) and
-// then let it go. JetStream keeps an index entry in memory for every
-// subject a stream holds, one per job here, so a stream that kept every
-// question for its maxAge would cost memory for each job long after it
-// ended. The answers stream is not one: a message that goes writes a
-// tombstone, fsync'd in sync always, and on the answer path that one more
-// fsync cost a fifth of the throughput and the ability to keep up with
-// 1,000 answers a second (docs/benchmarks.md). relayed marks the streams
-// only the runtime's outbox relay fills.
+// JetStream keeps an index entry in memory for every subject a stream
+// holds, one per job here, so a stream that kept every message for its
+// maxAge would cost memory for each job long after it ended. Hence the
+// retentions:
+//
+//   - Work queues hold what only the runtime reads, and it keeps what it
+//     reads in the store: a message waits until the runtime has
+//     acknowledged it (however long it is away, up to maxAge) and goes.
+//   - The events stream keeps an event until every consumer with interest
+//     in it has acknowledged it (the chat adapters', see EventConsumer),
+//     at most maxAge: a pending question whose cards are shown leaves
+//     nothing in it. An event published while no consumer exists goes at
+//     once; the runtime makes the adapters' consumers before it publishes
+//     (docs/design.md).
+//   - The answers stream is a limits stream: a message that goes writes a
+//     tombstone, fsync'd in sync always, and on the answer path that one
+//     more fsync cost a fifth of the throughput and the ability to keep up
+//     with 1,000 answers a second (docs/benchmarks.md).
+//
+// relayed marks the streams only the runtime's outbox relay fills.
 var streamSpecs = []struct {
 	name, subjects string
 	maxAge         time.Duration
-	queue, relayed bool
+	retention      jetstream.RetentionPolicy
+	relayed        bool
 }{
-	{StreamQuestions, PrefixQuestion + ".>", 30 * 24 * time.Hour, true, false},
-	{StreamCancels, PrefixCancel + ".>", 30 * 24 * time.Hour, true, false},
-	{StreamAnswers, PrefixAnswer + ".>", 30 * 24 * time.Hour, false, false},
-	{StreamEvents, PrefixEvent + ".>", EventRetention, false, true},
-	{StreamResumes, PrefixResume + ".>", 30 * 24 * time.Hour, false, true},
-	{StreamDelivery, PrefixDelivery + ".>", 7 * 24 * time.Hour, true, false},
+	{StreamQuestions, PrefixQuestion + ".>", 30 * 24 * time.Hour, jetstream.WorkQueuePolicy, false},
+	{StreamCancels, PrefixCancel + ".>", 30 * 24 * time.Hour, jetstream.WorkQueuePolicy, false},
+	{StreamAnswers, PrefixAnswer + ".>", 30 * 24 * time.Hour, jetstream.LimitsPolicy, false},
+	{StreamEvents, PrefixEvent + ".>", EventRetention, jetstream.InterestPolicy, true},
+	{StreamResumes, PrefixResume + ".>", 30 * 24 * time.Hour, jetstream.LimitsPolicy, true},
+	{StreamDelivery, PrefixDelivery + ".>", 7 * 24 * time.Hour, jetstream.WorkQueuePolicy, false},
 }
 
 // StreamNames lists the streams EnsureStreams creates.
@@ -269,8 +279,9 @@ func StreamOf(subject string) string {
 	return ""
 }
 
-// EventRetention is how long the events stream keeps an event: a new or
-// recreated consumer of an adapter reads back that far, so an adapter's
+// EventRetention is how long the events stream keeps an event at most:
+// one an adapter's consumer has not acknowledged (its adapter is away, or
+// its platform switched off) waits that long for it, so an adapter's
 // record of what it did for an event must live at least as long.
 const EventRetention = 7 * 24 * time.Hour
 
@@ -303,7 +314,9 @@ type StreamOptions struct {
 // what it relies on: its subjects, a duplicate window and a max age at
 // least its own, acknowledged publishes, and the replica count asked for.
 // Each change is logged; a stream in memory, or one of the work queues
-// made with another retention, is refused.
+// made with another retention, is refused. The events stream made with
+// limits retention is turned into an interest stream (JetStream allows
+// that change, not one to or from a work queue).
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
 	replicas := max(o.Replicas, 1)
 	log := o.Logger
@@ -315,13 +328,10 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions)
 			Name:       s.name,
 			Subjects:   []string{s.subjects},
 			Storage:    jetstream.FileStorage,
-			Retention:  jetstream.LimitsPolicy,
+			Retention:  s.retention,
 			MaxAge:     s.maxAge,
 			Duplicates: DuplicateWindow,
 			Replicas:   replicas,
-		}
-		if s.queue {
-			cfg.Retention = jetstream.WorkQueuePolicy
 		}
 		if s.relayed && o.RelayedAsync && replicas == 1 {
 			cfg.PersistMode = jetstream.AsyncPersistMode
@@ -398,8 +408,18 @@ func adoptStream(have, want jetstream.StreamConfig) (jetstream.StreamConfig, []s
 		return have, nil, fmt.Errorf("nats: stream %s exists with %s retention, and askbridge keeps what only its runtime reads in a work queue "+
 			"(JetStream cannot change a stream's retention): delete the stream while askbridge is stopped and idle to have it made anew", have.Name, have.Retention)
 	}
+	if want.Retention == jetstream.InterestPolicy && have.Retention == jetstream.WorkQueuePolicy {
+		return have, nil, fmt.Errorf("nats: stream %s exists with %s retention, and askbridge keeps it until every adapter has read it (interest retention) "+
+			"(JetStream cannot change a work queue's retention): delete the stream while askbridge is stopped and idle to have it made anew", have.Name, have.Retention)
+	}
 	out := have
 	var changes []string
+	if want.Retention == jetstream.InterestPolicy && have.Retention == jetstream.LimitsPolicy {
+		// Messages every consumer has acknowledged go at once; those one
+		// has not stay for it.
+		out.Retention = want.Retention
+		changes = append(changes, fmt.Sprintf("retention %s -> %s (an event goes once every consumer has acknowledged it)", have.Retention, want.Retention))
+	}
 	if !slices.Equal(have.Subjects, want.Subjects) {
 		out.Subjects = want.Subjects
 		changes = append(changes, fmt.Sprintf("subjects %v -> %v", have.Subjects, want.Subjects))

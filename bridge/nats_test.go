@@ -57,9 +57,13 @@ func TestNATS(t *testing.T) {
 			if cfg.MaxAge != want[name] || cfg.Duplicates != DuplicateWindow || cfg.Storage != jetstream.FileStorage {
 				t.Errorf("%s: max age %v, duplicates %v, storage %v", name, cfg.MaxAge, cfg.Duplicates, cfg.Storage)
 			}
-			// Only the runtime reads these, and it keeps what it reads.
-			queue := name == StreamQuestions || name == StreamCancels || name == StreamDelivery
-			if wantRetention := map[bool]jetstream.RetentionPolicy{true: jetstream.WorkQueuePolicy, false: jetstream.LimitsPolicy}[queue]; cfg.Retention != wantRetention {
+			// Only the runtime reads the work queues, and it keeps what it
+			// reads; events stay until every adapter has them.
+			wantRetention := map[string]jetstream.RetentionPolicy{
+				StreamQuestions: jetstream.WorkQueuePolicy, StreamCancels: jetstream.WorkQueuePolicy, StreamDelivery: jetstream.WorkQueuePolicy,
+				StreamEvents: jetstream.InterestPolicy, StreamAnswers: jetstream.LimitsPolicy, StreamResumes: jetstream.LimitsPolicy,
+			}[name]
+			if cfg.Retention != wantRetention {
 				t.Errorf("%s: retention %v, want %v", name, cfg.Retention, wantRetention)
 			}
 		}

@@ -9,7 +9,8 @@ import (
 // switched off, in the order the runtime names them: how a question's route
 // names each, and the settings that switch it on and give it a channel, in
 // the words an agent reads when its question could not be shown
-// (docs/contract.md).
+// (docs/contract.md); and the consumer its adapter reads events through,
+// which the runtime makes before it publishes (docs/design.md).
 func ChatPlatforms() []runtime.Platform {
 	return []runtime.Platform{
 		{
@@ -22,6 +23,7 @@ func ChatPlatforms() []runtime.Platform {
 			},
 			Connector:      "Slack (ASK_SLACK_BOT_TOKEN)",
 			MissingChannel: "route.slack.channel (ASK_SLACK_CHANNEL is not set)",
+			Consumer:       bridge.EventConsumer(bridge.PlatformSlack),
 		},
 		{
 			Name: bridge.PlatformDiscord,
@@ -33,6 +35,7 @@ func ChatPlatforms() []runtime.Platform {
 			},
 			Connector:      "Discord (ASK_DISCORD_BOT_TOKEN)",
 			MissingChannel: "route.discord.channel_id (ASK_DISCORD_CHANNEL is not set)",
+			Consumer:       bridge.EventConsumer(bridge.PlatformDiscord),
 		},
 	}
 }

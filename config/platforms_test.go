@@ -35,4 +35,11 @@ func TestPlatformsFollowTheConfiguration(t *testing.T) {
 	if named, _ := got[0].Routed(nil); named {
 		t.Errorf("a question without a route names slack")
 	}
+	// The runtime makes the adapters' consumers from the one definition
+	// the adapters use.
+	for _, p := range got {
+		if want := bridge.EventConsumer(p.Name); p.Consumer.Durable != p.Name || p.Consumer.FilterSubject != want.FilterSubject || p.Consumer.AckWait != want.AckWait {
+			t.Errorf("%s: consumer %+v, want bridge.EventConsumer's", p.Name, p.Consumer)
+		}
+	}
 }

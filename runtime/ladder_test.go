@@ -114,7 +114,8 @@ func TestRestartKeepsWaitingQuestion(t *testing.T) {
 func TestLadderStepDueWhileDownFiresOnce(t *testing.T) {
 	t.Parallel()
 	clock := testenv.NewClock()
-	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
+	// The stream keeps the events for the recorders after each restart.
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock, KeepEvents: true})
 	q := ladderQuestion("job-down", "")
 	q.Timeout = "40s" // reminder at 10s, owner at 20s
 	ask(t, env, q)
@@ -166,7 +167,8 @@ func TestLadderStepDueWhileDownFiresOnce(t *testing.T) {
 func TestAnswerGivenInTimeBeatsTheTimeoutAfterARestart(t *testing.T) {
 	t.Parallel()
 	clock := testenv.NewClock()
-	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
+	// The stream keeps the asked event for the recorder after the restart.
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock, KeepEvents: true})
 	q := choiceQuestion("job-late")
 	q.Timeout, q.Escalation, q.EscalationReason = "1m", &bridge.Escalation{Off: true}, "the test watches the timeout"
 	ask(t, env, q)

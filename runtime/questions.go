@@ -187,21 +187,27 @@ func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.
 	}
 	nq.Steps = append(nq.Steps, store.Step{Index: len(nq.Steps), Target: store.StepTimeout, Due: now.Add(timeout)})
 	rec := &store.Record{Key: nq.Key, Kind: kind, Body: body, State: bridge.StatePending, AskedAt: now, Deadline: nq.Deadline}
-	asked := eventFor(rec, bridge.EventAsked, now)
-	asked.Question = q
-	asked.State = bridge.StatePending
-	// A hint, not a rule: an adapter that lacks it looks for the thread.
-	if threads, err := r.asking.JobThreads(ctx, q.Tenant, q.JobID); err == nil {
-		asked.Threads = threads
-	} else {
-		r.log.Warn("the job's threads could not be read for its asked event", "tenant", q.Tenant, "job", q.JobID, "err", err)
-	}
-	nq.Outbox = []store.Message{eventMsg(asked)}
+	nq.Outbox = []store.Message{eventMsg(r.askedEvent(ctx, rec, q, now))}
 	nq.Supersede = func(old *store.Record) []store.Message {
 		refs, _ := r.asking.Messages(ctx, old.ID)
 		return endedMessages(old, bridge.StateSuperseded, bridge.SupersededText(q.TaskVersion), refs, now)
 	}
 	return nq, nil
+}
+
+// askedEvent announces that q, recorded as rec, waits: for a new question,
+// and for one asked again on an adapter's new consumer (reask).
+func (r *Runtime) askedEvent(ctx context.Context, rec *store.Record, q *bridge.Question, at time.Time) bridge.Event {
+	ev := eventFor(rec, bridge.EventAsked, at)
+	ev.Question = q
+	ev.State = bridge.StatePending
+	// A hint, not a rule: an adapter that lacks it looks for the thread.
+	if threads, err := r.asking.JobThreads(ctx, q.Tenant, q.JobID); err == nil {
+		ev.Threads = threads
+	} else {
+		r.log.Warn("the job's threads could not be read for its asked event", "tenant", q.Tenant, "job", q.JobID, "err", err)
+	}
+	return ev
 }
 
 // refuseQuestion publishes the invalid outcome straight to the agent: no

@@ -167,7 +167,8 @@ func downPastDuplicateWindow(t *testing.T, dir string) {
 func TestLazyMarkSentRepublishesOnceAfterRestart(t *testing.T) {
 	t.Parallel()
 	const delay = 10 * time.Second
-	env := testenv.Start(t, testenv.Options{Roles: roles, MarkSentAfter: delay})
+	// The stream keeps the events for the recorder after the restart.
+	env := testenv.Start(t, testenv.Options{Roles: roles, MarkSentAfter: delay, KeepEvents: true})
 	q := choiceQuestion("job-lazy")
 	ch := ask(t, env, q)
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-lazy", QuestionID: "q-1", AttemptID: "lz", Answer: json.RawMessage(`"red"`), By: "slack:UOP"})

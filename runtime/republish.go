@@ -43,7 +43,9 @@ type earlierPublishes struct {
 // The subject's last message settles most rows in one request: it is the
 // row's own (a crash soon after publishing), or it was stored before the
 // row was written (the row never reached the stream). Otherwise every
-// message on the subject is read.
+// message on the subject is read. An event every adapter acknowledged has
+// left the events stream (interest retention) and is published again: the
+// adapters handle it as any repeated event (docs/design.md).
 func (rl *relay) storedEarlier(ctx context.Context, row store.OutboxRow, seen *earlierPublishes) (bool, error) {
 	if seen.streams == nil {
 		seen.last = make(map[string]*jetstream.RawStreamMsg)

@@ -33,6 +33,7 @@ type Store interface {
 	relayStore
 	pruneStore
 	apiStore
+	eventConsumerStore
 	// Instance names the database, whose runtime holds the lease.
 	Instance() string
 }
@@ -59,6 +60,12 @@ type Platform struct {
 	// MissingChannel names what a question routed to it lacks when it is
 	// on with no default channel: the route's field and the setting.
 	MissingChannel string
+	// Consumer is the durable consumer on the events stream through
+	// which the platform's adapter reads events (bridge.EventConsumer).
+	// While the platform is on, the runtime makes it before it publishes,
+	// and asks the platform's pending questions again when it is made
+	// anew (eventconsumers.go). An empty Durable: the runtime keeps none.
+	Consumer jetstream.ConsumerConfig
 }
 
 // routed reports whether q's route names p, and the channel it gives.
@@ -129,6 +136,7 @@ type Runtime struct {
 	steps       ladderStore
 	bookkeeping pruneStore
 	queries     apiStore
+	adapters    eventConsumerStore
 	// instance is the store's database, named in the lease.
 	instance string
 	// outbox is the relay publishing what the parts decided.
@@ -172,6 +180,7 @@ func New(o Options) (*Runtime, error) {
 		steps:       o.Store,
 		bookkeeping: o.Store,
 		queries:     o.Store,
+		adapters:    o.Store,
 		instance:    o.Store.Instance(),
 		outbox:      newRelay(o, log),
 		ladWake:     make(chan struct{}, 1),
@@ -209,6 +218,12 @@ func (r *Runtime) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before the relay publishes: an event published while no adapter's
+	// consumer exists is gone at once.
+	fresh, err := r.ensureEventConsumers(ctx)
+	if err != nil {
+		return err
+	}
 	consumersStop, err := r.startConsumers(ctx)
 	if err != nil {
 		return err
@@ -223,7 +238,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(4)
 	go func() { defer wg.Done(); r.outbox.run(ctx) }()
-	go func() { defer wg.Done(); r.heal(ctx) }()
+	go func() { defer wg.Done(); r.reaskAll(ctx, fresh); r.heal(ctx) }()
 	go func() { defer wg.Done(); r.awaitAnswers(ctx, answersAtStart); r.ladder(ctx) }()
 	go func() { defer wg.Done(); r.prune(ctx) }()
 	close(r.ready)

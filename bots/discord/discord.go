@@ -53,8 +53,9 @@ type Options struct {
 
 // Names of the JetStream objects the bot owns.
 const (
-	// ConsumerName is the durable pull consumer on bridge.StreamEvents.
-	ConsumerName = "discord"
+	// ConsumerName is the durable pull consumer on bridge.StreamEvents
+	// (bridge.EventConsumer).
+	ConsumerName = bridge.PlatformDiscord
 	// RefsBucket holds the index of custom ids too long to name their
 	// question, and the rare card whose post failed in a way that may hide
 	// a success (engine.Cards). Which message shows which question is the
@@ -282,15 +283,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	// The consumer and the buckets are made again when they are gone (a
 	// NATS server that restarted without its store): see bridge.Durable.
 	events := &bridge.Durable{NATS: b.o.NATS, Stream: bridge.StreamEvents, Logger: b.log, HealEvery: b.healEvery,
-		Config: jetstream.ConsumerConfig{
-			Durable:       ConsumerName,
-			Description:   "askbridge Discord front-end",
-			FilterSubject: bridge.PrefixEvent + ".>",
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       2 * time.Minute,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-			MaxAckPending: 256,
-		},
+		Config: bridge.EventConsumer(ConsumerName),
 		Remake: func(ctx context.Context) error {
 			for _, cfg := range []jetstream.KeyValueConfig{refsConfig, seenConfig} {
 				if _, err := bridge.EnsureKV(ctx, b.o.NATS.JS, cfg); err != nil {

@@ -128,6 +128,12 @@ func start(t *testing.T, ho harnessOptions) *harness {
 		h.nats = n
 		t.Cleanup(n.Close)
 	}
+	// The events stream drops an event no consumer is there for: the
+	// consumer exists before anything is published, as the runtime makes
+	// it in the service (runtime/eventconsumers.go).
+	if _, err := h.nats.JS.CreateOrUpdateConsumer(ctx, bridge.StreamEvents, bridge.EventConsumer(ConsumerName)); err != nil {
+		t.Fatal(err)
+	}
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,17 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Close)
+	// The events stream drops an event no consumer is there for: the
+	// consumer exists before anything is published, as in the service.
+	if _, err := n.JS.CreateOrUpdateConsumer(context.Background(), bridge.StreamEvents, rigConsumer); err != nil {
+		t.Fatal(err)
+	}
 	return &rig{t: t, nats: n}
+}
+
+var rigConsumer = jetstream.ConsumerConfig{
+	Durable: "engine-test", FilterSubject: bridge.PrefixEvent + ".>", AckPolicy: jetstream.AckExplicitPolicy,
+	AckWait: 2 * time.Minute, MaxAckPending: 256, DeliverPolicy: jetstream.DeliverAllPolicy,
 }
 
 // start runs a loop with handle (and the loop's other settings from l)
@@ -40,10 +50,7 @@ func (r *rig) start(l Loop) (stop func()) {
 	r.t.Helper()
 	l.Name = "test"
 	l.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	l.Events = &bridge.Durable{NATS: r.nats, Stream: bridge.StreamEvents, Config: jetstream.ConsumerConfig{
-		Durable: "engine-test", FilterSubject: bridge.PrefixEvent + ".>", AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: 2 * time.Minute, MaxAckPending: 256, DeliverPolicy: jetstream.DeliverAllPolicy,
-	}}
+	l.Events = &bridge.Durable{NATS: r.nats, Stream: bridge.StreamEvents, Config: rigConsumer}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()

@@ -49,8 +49,8 @@ type Options struct {
 }
 
 // ConsumerName is the durable JetStream consumer all replicas share, so
-// each event is handled by one of them.
-const ConsumerName = "slack"
+// each event is handled by one of them (bridge.EventConsumer).
+const ConsumerName = bridge.PlatformSlack
 
 // Bot is the Slack adapter. It is safe for concurrent use.
 type Bot struct {
@@ -179,15 +179,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	// The consumer and the bucket are made again when they are gone (a
 	// NATS server that restarted without its store): see bridge.Durable.
 	events := &bridge.Durable{NATS: b.o.NATS, Stream: bridge.StreamEvents, Logger: b.log,
-		Config: jetstream.ConsumerConfig{
-			Durable:       ConsumerName,
-			Description:   "askbridge Slack adapter",
-			FilterSubject: bridge.PrefixEvent + ".>",
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       2 * time.Minute,
-			MaxAckPending: 256,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-		},
+		Config: bridge.EventConsumer(ConsumerName),
 		Remake: func(ctx context.Context) error {
 			_, err := bridge.EnsureKV(ctx, b.js, kvConfig)
 			return err

@@ -320,6 +320,7 @@ func TestEscalationDMs(t *testing.T) {
 	env, h := e2e(t, runtime.Roles{Admins: []string{"slack:U0ADM"}})
 	q := question("job-esc", "q-esc")
 	q.Timeout = "6s"
+	events := env.Record(t, bridge.StreamEvents, bridge.EventSubject("acme", "job-esc"))
 	publishQuestion(t, env, q)
 	h.posted(t, "q-esc")
 	// The ladder: answerers at ¼, owner at ½, admins at ¾, then the timeout.
@@ -371,12 +372,17 @@ func TestEscalationDMs(t *testing.T) {
 	}
 	h.updated(t, h.cardTS(t, q), "Nobody answered within 0:00:06")
 	// One DM per person and step, even if the runtime's events come again.
-	for _, ev := range h.bot.testEvents(t, env.NATS, "job-esc") {
+	again := 0
+	for _, ev := range events.Events() {
 		if ev.Type == bridge.EventEscalated || ev.Type == bridge.EventReminded {
 			if err := h.bot.handleEvent(context.Background(), &ev, engine.Delivery{Attempt: 2}); err != nil {
 				t.Fatal(err)
 			}
+			again++
 		}
+	}
+	if again != 3 {
+		t.Fatalf("%d ladder events handled again (%s), want 3", again, events.EventTypes())
 	}
 	dms := 0
 	for _, c := range h.fake.Calls("chat.postMessage") {
@@ -387,32 +393,6 @@ func TestEscalationDMs(t *testing.T) {
 	if dms != 3 {
 		t.Fatalf("%d DMs after redelivery, want 3", dms)
 	}
-}
-
-// testEvents reads a job's events from the stream.
-func (b *Bot) testEvents(t *testing.T, n *bridge.NATS, job string) []bridge.Event {
-	t.Helper()
-	ctx := context.Background()
-	s, err := n.JS.Stream(ctx, bridge.StreamEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []bridge.Event
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil || m.Subject != bridge.EventSubject("acme", job) {
-			continue
-		}
-		var ev bridge.Event
-		if json.Unmarshal(m.Data, &ev) == nil {
-			out = append(out, ev)
-		}
-	}
-	return out
 }
 
 func TestAskCommand(t *testing.T) {
@@ -533,6 +513,7 @@ func TestRestartResyncsCardsAndNeverPostsTwice(t *testing.T) {
 	t.Parallel()
 	env, h := e2e(t, runtime.Roles{})
 	q := question("job-rs", "q-rs")
+	events := env.Record(t, bridge.StreamEvents, bridge.EventSubject("acme", "job-rs"))
 	publishQuestion(t, env, q)
 	h.posted(t, "q-rs")
 	ts := h.cardTS(t, q)
@@ -546,10 +527,13 @@ func TestRestartResyncsCardsAndNeverPostsTwice(t *testing.T) {
 	awaitOutcome(t, env, q)
 	// The runtime's asked event is redelivered too (an outbox replay).
 	var asked bridge.Event
-	for _, ev := range h.bot.testEvents(t, env.NATS, "job-rs") {
+	for _, ev := range events.Events() {
 		if ev.Type == bridge.EventAsked {
 			asked = ev
 		}
+	}
+	if asked.Type == "" {
+		t.Fatalf("no asked event recorded: %s", events.EventTypes())
 	}
 	publishEvent(t, env.NATS, asked)
 

@@ -536,6 +536,12 @@ func startBot(t testing.TB, n *bridge.NATS, fake *fakeSlack, opts ...func(*Optio
 	for _, f := range opts {
 		f(&o)
 	}
+	// The events stream drops an event no consumer is there for: the
+	// consumer exists before anything is published, as the runtime makes
+	// it in the service (runtime/eventconsumers.go).
+	if _, err := n.JS.CreateOrUpdateConsumer(context.Background(), bridge.StreamEvents, bridge.EventConsumer(ConsumerName)); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b, err := New(ctx, o)
 	if err != nil {

@@ -20,6 +20,17 @@ func replayedAsked(q *bridge.Question) bridge.Event {
 	return ev
 }
 
+// heldByDiscord makes the Discord adapter's consumer, which reads nothing
+// here: the events stream keeps every event for it, so a Slack consumer
+// made afterwards (a first start, or one made again) finds the events
+// published before it, as it reads them back in the service.
+func heldByDiscord(t *testing.T, n *bridge.NATS) {
+	t.Helper()
+	if _, err := n.JS.CreateOrUpdateConsumer(context.Background(), bridge.StreamEvents, bridge.EventConsumer(bridge.PlatformDiscord)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // consumerSettled waits until the adapter's consumer has acked the first
 // n events of the stream and none waits for a redelivery.
 func consumerSettled(t *testing.T, n *bridge.NATS, events uint64) {
@@ -51,6 +62,7 @@ func TestReplayedAskedForSettledQuestionIsNotPosted(t *testing.T) {
 	live := question("job-replay", "q-live")
 	// Both wait in the stream before the adapter first starts; one job, so
 	// the adapter handles them in this order.
+	heldByDiscord(t, n)
 	publishEvent(t, n, replayedAsked(gone))
 	publishEvent(t, n, replayedAsked(live))
 	h := startBot(t, n, fake)
@@ -84,6 +96,7 @@ func TestReplayedAskedForPendingQuestionIsPosted(t *testing.T) {
 	fake := newFakeSlack(t)
 	shows := testenv.FakeShow(t, n.Conn, map[string]string{"q-wait": bridge.StatePending})
 	q := question("job-wait", "q-wait")
+	heldByDiscord(t, n)
 	publishEvent(t, n, replayedAsked(q))
 	h := startBot(t, n, fake)
 
@@ -99,6 +112,7 @@ func TestReplayedAskedIsPostedWhenTheRuntimeDoesNotSay(t *testing.T) {
 	t.Run("no responder", func(t *testing.T) {
 		n := plainNATS(t)
 		fake := newFakeSlack(t)
+		heldByDiscord(t, n)
 		publishEvent(t, n, replayedAsked(question("job-nr", "q-nr")))
 		h := startBot(t, n, fake)
 		h.posted(t, "q-nr")
@@ -108,6 +122,7 @@ func TestReplayedAskedIsPostedWhenTheRuntimeDoesNotSay(t *testing.T) {
 		n := plainNATS(t)
 		fake := newFakeSlack(t)
 		shows := testenv.FakeShow(t, n.Conn, nil)
+		heldByDiscord(t, n)
 		publishEvent(t, n, replayedAsked(question("job-slow", "q-slow")))
 		h := startBot(t, n, fake)
 		h.posted(t, "q-slow")
@@ -149,6 +164,7 @@ func TestStaleRemindersAreNotSent(t *testing.T) {
 	testenv.FakeShow(t, n.Conn, map[string]string{"q-done": bridge.StateAnswered, "q-wait": bridge.StatePending})
 	now := time.Now().UTC()
 	done, wait, late := question("job-rd", "q-done"), question("job-rw", "q-wait"), question("job-rl", "q-late")
+	heldByDiscord(t, n)
 	publishEvent(t, n, reminderEvent(done, now.Add(-5*time.Minute), now.Add(time.Hour)))
 	publishEvent(t, n, reminderEvent(late, now.Add(-2*time.Hour), now.Add(-time.Hour)))
 	publishEvent(t, n, reminderEvent(wait, now.Add(-5*time.Minute), now.Add(time.Hour)))

@@ -52,12 +52,22 @@ type Options struct {
 	// NATSURL, when set, is an external NATS server to use instead of an
 	// embedded one.
 	NATSURL string
+	// KeepEvents makes, before the runtime starts, a durable consumer on
+	// the events stream that acknowledges nothing, so the stream keeps
+	// every event (across restarts on the same Dir) for a test that reads
+	// events published before it began to record. Without it, as in
+	// production, an event goes once every consumer has it, and at once
+	// when there is none (docs/contract.md "Streams").
+	KeepEvents bool
 	// Served sets up NATS and the relay as serve does for the embedded
 	// server: with SyncAlways, events and resumes synced once a second
 	// (bridge.NATSOptions.RelayedAsync); rows marked sent three seconds
 	// after publishing. It overrides MarkSentAfter.
 	Served bool
 }
+
+// KeepEventsConsumer names the consumer of Options.KeepEvents.
+const KeepEventsConsumer = "testenv-keep"
 
 // Env is a running core.
 type Env struct {
@@ -103,6 +113,15 @@ func start(o Options, tempDir func() string) (*Env, error) {
 	n, err := bridge.ConnectNATS(ctx, nopts)
 	if err != nil {
 		return nil, err
+	}
+	if o.KeepEvents {
+		if _, err := n.JS.CreateOrUpdateConsumer(ctx, bridge.StreamEvents, jetstream.ConsumerConfig{
+			Durable: KeepEventsConsumer, Description: "testenv: keeps every event", AckPolicy: jetstream.AckExplicitPolicy,
+			DeliverPolicy: jetstream.DeliverAllPolicy, FilterSubject: bridge.PrefixEvent + ".>",
+		}); err != nil {
+			n.Close()
+			return nil, err
+		}
 	}
 	st, err := store.Open(ctx, filepath.Join(dir, "askbridge.db"))
 	if err != nil {

@@ -212,6 +212,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, fmt.Errorf("torture: %w", err)
 	}
 
+	if err := r.keepEvents(ctx); err != nil {
+		return nil, fmt.Errorf("torture: %w", err)
+	}
+	defer r.dropEvents()
+
 	// Like a front-end, the answerers answer only questions the runtime
 	// announced: a person cannot answer a question nobody showed them.
 	for _, tenant := range r.tenants() {
