@@ -28,10 +28,11 @@ import (
 // consumer the pending questions were last asked on, and a way to ask
 // them again.
 type eventConsumerStore interface {
+	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
 	Meta(ctx context.Context, key string) (string, error)
 	SetMeta(ctx context.Context, key, value string) error
 	Reask(ctx context.Context, platforms []string, askedBy time.Time, cur store.ReaskCursor, limit int,
-		build func(r *store.Record, shownOn []string) (store.Message, bool)) (store.ReaskCursor, int, bool, error)
+		build func(r *store.Record, shownOn []string) (store.Message, bool, error)) (store.ReaskCursor, int, bool, error)
 }
 
 // reaskPage is how many pending questions one transaction of a re-ask reads.
@@ -141,14 +142,25 @@ func (r *Runtime) reask(ctx context.Context, platforms []Platform, askedBy time.
 	for i, p := range platforms {
 		names[i] = p.Name
 	}
-	build := func(rec *store.Record, shownOn []string) (store.Message, bool) {
+	build := func(rec *store.Record, shownOn []string) (store.Message, bool, error) {
 		q := decodeBody(rec)
 		for _, p := range r.expectedPlatforms(q) {
-			if slices.Contains(names, p) && !slices.Contains(shownOn, p) {
-				return eventMsg(r.askedEvent(ctx, rec, q, now)), true
+			if !slices.Contains(names, p) || slices.Contains(shownOn, p) {
+				continue
 			}
+			ev := r.askedEvent(ctx, rec, q, now)
+			if len(shownOn) > 0 {
+				// The adapters that show it already read that here, and
+				// post nothing (docs/contract.md "Streams").
+				refs, err := r.adapters.Messages(ctx, rec.ID)
+				if err != nil {
+					return store.Message{}, false, err
+				}
+				ev.Messages = refs
+			}
+			return eventMsg(ev), true, nil
 		}
-		return store.Message{}, false
+		return store.Message{}, false, nil
 	}
 	total := 0
 	var cur store.ReaskCursor

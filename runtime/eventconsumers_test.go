@@ -76,6 +76,7 @@ func waitHolding(t *testing.T, env *testenv.Env, durable string, want uint64) {
 // before the consumers existed, so it is asked again on each, under a
 // new message id, with the same question.
 func TestAdapterConsumersAreMadeBeforeTheFirstPublish(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles,
 		BeforePublish: func(store.OutboxRow) error { return errors.New("the relay is held") }})
 	q := choiceQuestion("job-first")
@@ -115,7 +116,8 @@ func TestAdapterConsumersAreMadeBeforeTheFirstPublish(t *testing.T) {
 // platform is to show and has no message of are asked again on it; not
 // those it shows, those of another platform, nor ended ones.
 func TestConsumerMadeAgainAsksWhatItDoesNotShow(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Roles: roles, HealEvery: 100 * time.Millisecond, Platforms: map[string]runtime.Platform{
 		bridge.PlatformSlack: {}, bridge.PlatformDiscord: {}}})
 	routed := func(job string, slack bool) *bridge.Question {
 		q := choiceQuestion(job)

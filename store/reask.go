@@ -21,14 +21,14 @@ type ReaskCursor struct {
 // up to limit pending questions after cur, asked at askedBy or before,
 // that one of platforms has not reported a message of, as build makes it
 // from the question and the platforms that have (false: none for that
-// question). It returns the cursor after the last question read and
-// whether that was the last one.
+// question; an error undoes the page). It returns the cursor after the
+// last question read and whether that was the last one.
 //
 // Reading and writing in one transaction keeps each message in order with
 // what else the question announces: a question answered before it is not
 // asked again, and one answered after it is announced after it.
 func (s *Store) Reask(ctx context.Context, platforms []string, askedBy time.Time, cur ReaskCursor, limit int,
-	build func(r *Record, shownOn []string) (Message, bool)) (next ReaskCursor, n int, done bool, err error) {
+	build func(r *Record, shownOn []string) (Message, bool, error)) (next ReaskCursor, n int, done bool, err error) {
 	if len(platforms) == 0 {
 		return cur, 0, true, nil
 	}
@@ -63,7 +63,12 @@ func (s *Store) Reask(ctx context.Context, platforms []string, askedBy time.Time
 			if shown.String != "" {
 				on = strings.Split(shown.String, ",")
 			}
-			if m, ok := build(r, on); ok {
+			m, ok, err := build(r, on)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			if ok {
 				msgs = append(msgs, m)
 			}
 		}

@@ -52,10 +52,10 @@ func TestReaskPagesThroughWhatAPlatformDoesNotShow(t *testing.T) {
 		if pages > 5 {
 			t.Fatal("Reask does not end")
 		}
-		next, n, done, err := s.Reask(ctx, []string{bridge.PlatformSlack, bridge.PlatformDiscord}, t0, cur, 2, func(r *Record, on []string) (Message, bool) {
+		next, n, done, err := s.Reask(ctx, []string{bridge.PlatformSlack, bridge.PlatformDiscord}, t0, cur, 2, func(r *Record, on []string) (Message, bool, error) {
 			slices.Sort(on)
 			seen = append(seen, r.Tenant+"/"+r.JobID+" "+strings.Join(on, ","))
-			return Message{Subject: "ask.v1.event." + r.Tenant + "." + r.JobID, Data: []byte("again")}, r.JobID != "job-4"
+			return Message{Subject: "ask.v1.event." + r.Tenant + "." + r.JobID, Data: []byte("again")}, r.JobID != "job-4", nil
 		})
 		if err != nil {
 			t.Fatal(err)

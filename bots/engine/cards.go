@@ -129,6 +129,10 @@ func (cs *Cards) Asked(ctx context.Context, ev *bridge.Event, d Delivery) error 
 		return nil // not routed here
 	case !ev.Deadline.IsZero() && cs.Now().After(ev.Deadline):
 		return nil // an old event; the question is over
+	case bridge.MessageOn(ev, cs.Name) != nil:
+		// Asked again for another platform's new consumer, and shown
+		// here already (docs/contract.md "Streams").
+		return nil
 	}
 	if c, ok := cs.memo.Get(ref.String()); ok && c.Message != nil {
 		return cs.report(ctx, ref, c.Message, nil) // posted; the report was lost

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
@@ -73,7 +74,9 @@ func settledConsumer(t *testing.T, env *testenv.Env) {
 // second card.
 func TestConsumerMadeAgainShowsWhatItMissedOnce(t *testing.T) {
 	t.Parallel()
-	env, h := e2e(t, runtime.Roles{})
+	env := testenv.Start(t, testenv.Options{HealEvery: 100 * time.Millisecond,
+		Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+	h := startBot(t, env.NATS, newFakeSlack(t))
 	shown := question("job-shown", "q-shown")
 	publishQuestion(t, env, shown)
 	h.posted(t, "q-shown")
@@ -110,5 +113,43 @@ func TestConsumerMadeAgainShowsWhatItMissedOnce(t *testing.T) {
 	}
 	if n := h.fake.cards("q-shown"); n != 1 {
 		t.Errorf("%d cards of the question shown before, want 1", n)
+	}
+}
+
+// TestAskedAgainForAnotherPlatformIsNotPostedAgain checks a question shown
+// in Slack, asked again because Discord's consumer is new, gets no second
+// Slack card, even from an adapter restarted since (which remembers
+// nothing): the event names the Slack message that shows it.
+func TestAskedAgainForAnotherPlatformIsNotPostedAgain(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{HealEvery: 100 * time.Millisecond, Platforms: map[string]runtime.Platform{
+		bridge.PlatformSlack: {DefaultChannel: "C0123"}, bridge.PlatformDiscord: {DefaultChannel: "42"}}})
+	h := startBot(t, env.NATS, newFakeSlack(t))
+	q := question("job-other", "q-other")
+	publishQuestion(t, env, q)
+	h.posted(t, "q-other")
+	shownInSlack(t, env, q)
+	h.Stop()
+	h2 := startBot(t, env.NATS, h.fake)
+
+	ctx := context.Background()
+	if err := env.NATS.JS.DeleteConsumer(ctx, bridge.StreamEvents, bridge.PlatformDiscord); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing reads Discord's consumer here: once made again it holds
+	// the question asked again, which Slack reads too.
+	testenv.CheckFor(t, wait, tick, func() error {
+		c, err := env.NATS.JS.Consumer(ctx, bridge.StreamEvents, bridge.PlatformDiscord)
+		if err != nil {
+			return err
+		}
+		if n := c.CachedInfo().NumPending; n != 1 {
+			return fmt.Errorf("Discord's new consumer holds %d events, want the question asked again", n)
+		}
+		return nil
+	})
+	settledConsumer(t, env)
+	if n := h2.fake.cards("q-other"); n != 1 {
+		t.Errorf("%d Slack cards of the question, want 1", n)
 	}
 }
