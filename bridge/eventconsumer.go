@@ -26,7 +26,10 @@ func EventConsumer(platform string) jetstream.ConsumerConfig {
 		// Handling an event may take a while: a post waits for its
 		// channel's turn, and tries back off.
 		AckWait:       2 * time.Minute,
-		MaxAckPending: 256,
+		// Events in hand, jobs put aside, and events whose acknowledgement
+		// waits for their delivery report to be synced (engine.AckAfter): a
+		// few seconds' worth at the asking path's pace.
+		MaxAckPending: 8192,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
 }

@@ -38,14 +38,16 @@ type NATSOptions struct {
 	// Replicas is the stream replica count on a cluster (1 when embedded);
 	// 0 makes new streams with one and leaves existing ones as they are.
 	Replicas int
-	// RelayedAsync, for the embedded server only, writes the streams that
-	// the runtime fills from its outbox (events and resumes) without a
-	// per-message fsync, even with SyncAlways: JetStream's async persist
-	// mode, synced every SyncInterval. The outbox keeps each row until the
-	// server has surely synced it (runtime.Options.MarkSentAfter) and
-	// publishes a lost one again, so those streams need not pay an fsync
-	// per message. Streams created before keep the mode they have.
-	RelayedAsync bool
+	// AsyncPersist, for the embedded server only, writes the streams whose
+	// writers make up for a lost message without a per-message fsync, even
+	// with SyncAlways: JetStream's async persist mode, synced every
+	// SyncInterval. The runtime's outbox (events and resumes) keeps each
+	// row until the server has surely synced it
+	// (runtime.Options.MarkSentAfter) and publishes a lost one again; a
+	// chat adapter acknowledges the asked event of a delivery report only
+	// then (its ReportSync), so a lost report comes again. Streams created
+	// before keep the mode they have.
+	AsyncPersist bool
 	Name         string
 	// Logger hears how existing streams were adopted, and when the
 	// connection is lost and back; nil discards it.
@@ -114,7 +116,7 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 	so := StreamOptions{Replicas: o.Replicas, Logger: o.Logger}
 	if n.Server != nil {
 		so.Replicas = 1 // one embedded server holds one copy
-		so.RelayedAsync = o.RelayedAsync
+		so.AsyncPersist = o.AsyncPersist
 	}
 	if err := EnsureStreams(ctx, js, so); err != nil {
 		n.Close()
@@ -206,7 +208,7 @@ func StartEmbedded(o NATSOptions) (*server.Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 	}
-	if (!o.SyncAlways || o.RelayedAsync) && o.SyncInterval > 0 {
+	if (!o.SyncAlways || o.AsyncPersist) && o.SyncInterval > 0 {
 		sopts.SyncInterval = o.SyncInterval
 	}
 	ns, err := server.NewServer(sopts)
@@ -243,19 +245,20 @@ func StartEmbedded(o NATSOptions) (*server.Server, error) {
 //     more fsync cost a fifth of the throughput and the ability to keep up
 //     with 1,000 answers a second (docs/benchmarks.md).
 //
-// relayed marks the streams only the runtime's outbox relay fills.
+// async marks the streams written in async persist mode with
+// AsyncPersist.
 var streamSpecs = []struct {
 	name, subjects string
 	maxAge         time.Duration
 	retention      jetstream.RetentionPolicy
-	relayed        bool
+	async          bool
 }{
 	{StreamQuestions, PrefixQuestion + ".>", 30 * 24 * time.Hour, jetstream.WorkQueuePolicy, false},
 	{StreamCancels, PrefixCancel + ".>", 30 * 24 * time.Hour, jetstream.WorkQueuePolicy, false},
 	{StreamAnswers, PrefixAnswer + ".>", 30 * 24 * time.Hour, jetstream.LimitsPolicy, false},
 	{StreamEvents, PrefixEvent + ".>", EventRetention, jetstream.InterestPolicy, true},
 	{StreamResumes, PrefixResume + ".>", 30 * 24 * time.Hour, jetstream.LimitsPolicy, true},
-	{StreamDelivery, PrefixDelivery + ".>", 7 * 24 * time.Hour, jetstream.WorkQueuePolicy, false},
+	{StreamDelivery, PrefixDelivery + ".>", 7 * 24 * time.Hour, jetstream.WorkQueuePolicy, true},
 }
 
 // StreamNames lists the streams EnsureStreams creates.
@@ -297,9 +300,9 @@ const DuplicateWindow = 10 * time.Minute
 // StreamOptions shape the streams EnsureStreams makes.
 type StreamOptions struct {
 	Replicas int
-	// RelayedAsync: see NATSOptions.RelayedAsync. It applies to a new
+	// AsyncPersist: see NATSOptions.AsyncPersist. It applies to a new
 	// stream with one replica only.
-	RelayedAsync bool
+	AsyncPersist bool
 	// Logger hears what EnsureStreams changed in, or left of, a stream
 	// that existed with other settings; nil discards it.
 	Logger *slog.Logger
@@ -333,7 +336,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions)
 			Duplicates: DuplicateWindow,
 			Replicas:   replicas,
 		}
-		if s.relayed && o.RelayedAsync && replicas == 1 {
+		if s.async && o.AsyncPersist && replicas == 1 {
 			cfg.PersistMode = jetstream.AsyncPersistMode
 		}
 		existing, err := js.Stream(ctx, s.name)

@@ -207,10 +207,11 @@ func TestConnectNATSUnreachable(t *testing.T) {
 	}
 }
 
-// TestRelayedAsync checks which streams are written without a per-message
-// fsync: only the two the outbox fills, only when asked, and a stream that
-// exists keeps its mode (JetStream refuses to change it).
-func TestRelayedAsync(t *testing.T) {
+// TestAsyncPersist checks which streams are written without a per-message
+// fsync: the two the outbox fills and the delivery reports, only when
+// asked, and a stream that exists keeps its mode (JetStream refuses to
+// change it).
+func TestAsyncPersist(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -227,14 +228,14 @@ func TestRelayedAsync(t *testing.T) {
 		return got
 	}
 	dir := t.TempDir()
-	n, err := ConnectNATS(ctx, NATSOptions{StoreDir: dir, Listen: "127.0.0.1:0", SyncAlways: true, SyncInterval: time.Second, RelayedAsync: true})
+	n, err := ConnectNATS(ctx, NATSOptions{StoreDir: dir, Listen: "127.0.0.1:0", SyncAlways: true, SyncInterval: time.Second, AsyncPersist: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := modes(n)
 	for _, name := range StreamNames() {
 		want := jetstream.DefaultPersistMode
-		if name == StreamEvents || name == StreamResumes {
+		if name == StreamEvents || name == StreamResumes || name == StreamDelivery {
 			want = jetstream.AsyncPersistMode
 		}
 		if got[name] != want {
@@ -250,7 +251,7 @@ func TestRelayedAsync(t *testing.T) {
 	// The same data dir without the option: the streams keep their modes.
 	n, err = ConnectNATS(ctx, NATSOptions{StoreDir: dir, Listen: "127.0.0.1:0", SyncAlways: true})
 	if err != nil {
-		t.Fatalf("restart without RelayedAsync: %v", err)
+		t.Fatalf("restart without AsyncPersist: %v", err)
 	}
 	if again := modes(n); again[StreamEvents] != jetstream.AsyncPersistMode || again[StreamQuestions] != jetstream.DefaultPersistMode {
 		t.Errorf("after restart: %v", again)
@@ -266,13 +267,13 @@ func TestRelayedAsync(t *testing.T) {
 
 	// A stream made without the option keeps the default when it is asked later.
 	dir2 := t.TempDir()
-	for _, relayed := range []bool{false, true} {
-		n, err = ConnectNATS(ctx, NATSOptions{StoreDir: dir2, Listen: "127.0.0.1:0", RelayedAsync: relayed})
+	for _, async := range []bool{false, true} {
+		n, err = ConnectNATS(ctx, NATSOptions{StoreDir: dir2, Listen: "127.0.0.1:0", AsyncPersist: async})
 		if err != nil {
-			t.Fatalf("RelayedAsync %v: %v", relayed, err)
+			t.Fatalf("AsyncPersist %v: %v", async, err)
 		}
 		if m := modes(n); m[StreamEvents] != jetstream.DefaultPersistMode {
-			t.Errorf("RelayedAsync %v on an existing default stream: %v", relayed, m[StreamEvents])
+			t.Errorf("AsyncPersist %v on an existing default stream: %v", async, m[StreamEvents])
 		}
 		n.Close()
 	}

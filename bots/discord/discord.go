@@ -49,6 +49,8 @@ type Options struct {
 	AckAfterDecision bool
 	// Registerer, when set, gets the Discord API call metrics.
 	Registerer prometheus.Registerer
+	// ReportSync: see engine.Cards.ReportSync.
+	ReportSync time.Duration
 }
 
 // Names of the JetStream objects the bot owns.
@@ -203,6 +205,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	}
 	b.cards = engine.NewCards(bridge.PlatformDiscord, platform{b}, o.NATS, refs, o.Logger)
 	b.cards.Now = func() time.Time { return b.now() }
+	b.cards.ReportSync = o.ReportSync
 	return b, nil
 }
 

@@ -87,6 +87,11 @@ type Cards struct {
 	KV       *bridge.KV // the adapter's bucket, for stray cards
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// ReportSync, when set, is how long after a delivery report the asked
+	// event is acknowledged: the reports stream is synced to disk only that
+	// often (bridge.NATSOptions.AsyncPersist), and a crash before must
+	// bring the event back to report again.
+	ReportSync time.Duration
 
 	memo *Memo[*Card]
 }
@@ -147,7 +152,10 @@ func (cs *Cards) Asked(ctx context.Context, ev *bridge.Event, d Delivery) error 
 		return nil
 	}
 	c := &Card{Ref: ref, Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline}
-	if bridge.Replayed(ev, cs.Now()) {
+	// An old event, or a later try (a crash may have come after the card
+	// was reported, its event unacknowledged, and the question may have
+	// ended since): the runtime knows.
+	if bridge.Replayed(ev, cs.Now()) || d.Attempt > 1 {
 		skip, known := cs.replayed(ctx, ev)
 		switch {
 		case skip:
@@ -189,19 +197,19 @@ func (cs *Cards) shown(ctx context.Context, c *Card, m *bridge.MessageRef) error
 	return cs.report(ctx, c.Ref, m, nil)
 }
 
-// replayed reads what the runtime records of the question of a replayed
-// asked event (a new consumer, back after an outage, or a relay of an old
-// outbox row): skip when it no longer waits; known when a card of this
-// platform was reported for it already. When the runtime does not say,
+// replayed reads what the runtime records of the question of an asked
+// event that comes late or again (a new consumer, back after an outage, a
+// relay of an old outbox row, a later try): skip when it no longer waits;
+// known when a card of this platform was reported for it already. When the runtime does not say,
 // the question is shown: shown twice beats a waiting question hidden.
 func (cs *Cards) replayed(ctx context.Context, ev *bridge.Event) (skip bool, known *bridge.MessageRef) {
 	v, err := bridge.ShowQuestion(ctx, cs.NATS.Conn, ev)
 	if err != nil {
-		cs.Logger.DebugContext(ctx, cs.Name+": no state for a replayed question; showing it", "job", ev.JobID, "question", ev.QuestionID, "err", err)
+		cs.Logger.DebugContext(ctx, cs.Name+": no state for a question asked again; showing it", "job", ev.JobID, "question", ev.QuestionID, "err", err)
 		return false, nil
 	}
 	if v.State != bridge.StatePending {
-		cs.Logger.InfoContext(ctx, cs.Name+": not showing a replayed question that no longer waits", "tenant", ev.Tenant,
+		cs.Logger.InfoContext(ctx, cs.Name+": not showing a question asked again that no longer waits", "tenant", ev.Tenant,
 			"job", ev.JobID, "question", ev.QuestionID, "task_version", ev.TaskVersion, "state", v.State)
 		return true, nil
 	}
@@ -240,8 +248,12 @@ func (cs *Cards) notPosted(ctx context.Context, ev *bridge.Event, channel string
 
 // report publishes the delivery report; its message id makes repeats free.
 func (cs *Cards) report(ctx context.Context, r bridge.Ref, msg *bridge.MessageRef, f *bridge.Failure) error {
-	return bridge.PublishDelivery(ctx, cs.NATS.JS, bridge.Delivery{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID,
+	err := bridge.PublishDelivery(ctx, cs.NATS.JS, bridge.Delivery{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID,
 		TaskVersion: r.Version, Platform: cs.Name, OK: f == nil, Message: msg, Failure: f, At: cs.Now().UTC()})
+	if err == nil && cs.ReportSync > 0 {
+		AckAfter(ctx, time.Now().Add(cs.ReportSync))
+	}
+	return err
 }
 
 // stray is a card whose post failed in a way that may hide a success on

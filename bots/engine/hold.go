@@ -27,6 +27,8 @@ func (e *Hold) Error() string { return "held until " + e.Until.Format(time.RFC33
 type Reserved struct {
 	mu sync.Mutex
 	at map[string]time.Time
+	// ackAt: see AckAfter.
+	ackAt time.Time
 }
 
 type reservedKey struct{}

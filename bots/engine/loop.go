@@ -105,6 +105,8 @@ type Loop struct {
 	GiveUpAfter   uint64                             // 0: DefaultGiveUpAfter
 	Backoff       func(attempt uint64) time.Duration // nil: Backoff
 	HandleTimeout time.Duration                      // 0: DefaultHandleTimeout
+
+	acks *delayedAcks
 }
 
 // QueueOf is the worker queue of an event's subject among workers: one
@@ -135,6 +137,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	// Nak before would have JetStream redeliver the event at once to this
 	// subscription's pending pull, where nobody reads it any more, and the
 	// next adapter would get it only after AckWait.
+	l.acks = &delayedAcks{}
 	unsubscribed := make(chan struct{})
 	var wg sync.WaitGroup
 	queues := make([]chan jetstream.Msg, l.workers())
@@ -148,6 +151,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			close(q)
 		}
 		wg.Wait()
+		l.acks.stop()
 	}()
 	stop := context.AfterFunc(ctx, func() {
 		defer close(unsubscribed)
@@ -215,7 +219,11 @@ func (l *Loop) handle(ctx context.Context, h *inHand, unsubscribed <-chan struct
 	err := l.Handle(hctx, &ev, d)
 	cancel()
 	if err == nil {
-		_ = m.Ack()
+		if at := h.reserved.ackTime(); at.After(time.Now()) {
+			l.acks.ack(m, at)
+		} else {
+			_ = m.Ack()
+		}
 		return time.Time{}, false
 	}
 	if ctx.Err() != nil {

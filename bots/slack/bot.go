@@ -46,6 +46,8 @@ type Options struct {
 	AckAfterDecision bool
 	// Registerer, when set, gets the Slack API call metrics.
 	Registerer prometheus.Registerer
+	// ReportSync: see engine.Cards.ReportSync.
+	ReportSync time.Duration
 }
 
 // ConsumerName is the durable JetStream consumer all replicas share, so
@@ -151,6 +153,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	}
 	b.cards = engine.NewCards(bridge.PlatformSlack, platform{b}, o.NATS, kv, o.Logger)
 	b.cards.Now = func() time.Time { return b.now() }
+	b.cards.ReportSync = o.ReportSync
 	return b, nil
 }
 

@@ -94,10 +94,11 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	// With ASK_NATS_SYNC=interval the embedded JetStream fsyncs once a
 	// second, and durability moves to the store: clicks are acknowledged
 	// after their decision is committed (see README). In both modes
-	// outcomes stay in the outbox until the embedded JetStream has surely
-	// synced them, so with ASK_NATS_SYNC=always the streams only the outbox
-	// fills (events, resumes) need no fsync per message: they are synced
-	// once a second. (In interval mode every stream already is.)
+	// outcomes stay in the outbox, and asked events unacknowledged after
+	// their delivery report, until the embedded JetStream has surely synced
+	// them, so with ASK_NATS_SYNC=always those streams (events, resumes,
+	// delivery reports) need no fsync per message: they are synced once a
+	// second. (In interval mode every stream already is.)
 	embedded := cfg.NATSURL == ""
 	lazy := cfg.NATSSync == "interval" && embedded
 	s.nats, err = bridge.ConnectNATS(ctx, bridge.NATSOptions{
@@ -107,7 +108,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		StoreDir:     filepath.Join(cfg.DataDir, "nats"),
 		SyncAlways:   cfg.NATSSync == "always",
 		SyncInterval: embeddedSyncInterval,
-		RelayedAsync: embedded && cfg.NATSSync == "always",
+		AsyncPersist: embedded && cfg.NATSSync == "always",
 		Replicas:     cfg.NATSReplicas,
 		Logger:       log,
 	})
@@ -138,8 +139,13 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		Logger:     log,
 		Registerer: reg,
 	}
+	// What the embedded server writes without an fsync of its own is
+	// surely on disk this long after: the outbox marks a row sent, and an
+	// adapter acknowledges the asked event of a report, only then.
+	var synced time.Duration
 	if embedded {
-		rtOpts.MarkSentAfter = 3 * embeddedSyncInterval
+		synced = 3 * embeddedSyncInterval
+		rtOpts.MarkSentAfter = synced
 	}
 	s.rt, err = runtime.New(rtOpts)
 	if err != nil {
@@ -169,7 +175,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		b, err := slackbot.New(ctx, slackbot.Options{
 			NATS: s.nats, BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken,
 			APIURL: cfg.SlackAPIURL, DefaultChannel: cfg.SlackChannel, Console: signer, Logger: log.With("component", "slack"),
-			AckAfterDecision: lazy, Registerer: reg,
+			AckAfterDecision: lazy, Registerer: reg, ReportSync: synced,
 		})
 		if err != nil {
 			return nil, err
@@ -182,6 +188,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 			APIURL: cfg.DiscordAPIURL, DefaultChannel: cfg.DiscordChannel, Guild: cfg.DiscordGuild,
 			AdminRoles: cfg.DiscordAdminRoles, OperatorRoles: cfg.DiscordOperatorRoles,
 			Console: signer, Logger: log.With("component", "discord"), AckAfterDecision: lazy, Registerer: reg,
+			ReportSync: synced,
 		})
 		if err != nil {
 			return nil, err

@@ -61,7 +61,7 @@ type Options struct {
 	KeepEvents bool
 	// Served sets up NATS and the relay as serve does for the embedded
 	// server: with SyncAlways, events and resumes synced once a second
-	// (bridge.NATSOptions.RelayedAsync); rows marked sent three seconds
+	// (bridge.NATSOptions.AsyncPersist); rows marked sent three seconds
 	// after publishing. It overrides MarkSentAfter.
 	Served bool
 }
@@ -107,7 +107,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 	ctx := context.Background()
 	nopts := bridge.NATSOptions{URL: o.NATSURL, Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "nats"), SyncAlways: o.SyncAlways}
 	if o.Served {
-		nopts.SyncInterval, nopts.RelayedAsync = time.Second, o.SyncAlways
+		nopts.SyncInterval, nopts.AsyncPersist = time.Second, o.SyncAlways
 		o.MarkSentAfter = 3 * time.Second
 	}
 	n, err := bridge.ConnectNATS(ctx, nopts)

@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
+)
+
+// ackPending is how many events the test consumer handed out and has not
+// had acknowledged.
+func (r *rig) ackPending() int {
+	r.t.Helper()
+	c, err := r.nats.JS.Consumer(context.Background(), bridge.StreamEvents, "engine-test")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	info, err := c.Info(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return info.NumAckPending
+}
+
+// TestAckAfterDelaysTheAckNotTheJob checks an event whose handler asks to
+// be acknowledged later stays unacknowledged (a crash would bring it
+// back) until then, while the job's next event is handled at once; and
+// that a stop acknowledges what still waits.
+func TestAckAfterDelaysTheAckNotTheJob(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	s := newSeen()
+	const wait = 500 * time.Millisecond
+	stop := r.start(Loop{Handle: func(ctx context.Context, ev *bridge.Event, d Delivery) error {
+		s.add(ev)
+		if ev.QuestionID != "q-2" {
+			AckAfter(ctx, time.Now().Add(wait))
+		}
+		return nil
+	}})
+	start := time.Now()
+	r.publish("job-1", "q-1")
+	r.publish("job-1", "q-2")
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if got := s.order["job-1"]; len(got) != 2 {
+			return fmt.Errorf("handled %v, want q-1 and q-2", got)
+		}
+		return nil
+	})
+	if time.Since(start) < wait {
+		if n := r.ackPending(); n != 1 {
+			t.Fatalf("%d events unacknowledged, want q-1's until its instant", n)
+		}
+	}
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := r.ackPending(); n != 0 {
+			return fmt.Errorf("%d events unacknowledged after the wait", n)
+		}
+		return nil
+	})
+	if time.Since(start) < wait {
+		t.Fatalf("q-1 acknowledged after %v, before the %v it asked for", time.Since(start), wait)
+	}
+	// A stop acknowledges what still waits.
+	r.publish("job-2", "q-3")
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if len(s.order["job-2"]) != 1 {
+			return fmt.Errorf("q-3 not handled yet")
+		}
+		return nil
+	})
+	stop()
+	if n := r.ackPending(); n != 0 {
+		t.Fatalf("%d events unacknowledged after a stop, want none", n)
+	}
+}
