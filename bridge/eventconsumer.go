@@ -25,7 +25,7 @@ func EventConsumer(platform string) jetstream.ConsumerConfig {
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		// Handling an event may take a while: a post waits for its
 		// channel's turn, and tries back off.
-		AckWait:       2 * time.Minute,
+		AckWait: 2 * time.Minute,
 		// Events in hand, jobs put aside, and events whose acknowledgement
 		// waits for their delivery report to be synced (engine.AckAfter): a
 		// few seconds' worth at the asking path's pace.
