@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/askbridge/askbridge/card"
+	"github.com/askbridge/askbridge/bridge"
 )
 
 // Block Kit limits (see FIELD-NOTES.md). Exceeding one makes Slack refuse
@@ -83,7 +83,7 @@ func fitEscaped(s string, limit, room int) (string, bool) {
 // plain cuts plain text (button labels, option texts, titles) to limit
 // characters, marking the cut with an ellipsis.
 func plain(s string, limit int) string {
-	return card.Truncate(strings.TrimSpace(s), limit)
+	return bridge.Truncate(strings.TrimSpace(s), limit)
 }
 
 // SlackDate renders t with Slack's date formatting, which shows it in the

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The sentences an agent reads on its resume subject. They are part of the
@@ -193,4 +195,16 @@ func RestrictedReaders(people []string, mention func(identity string) string) st
 // question's content to someone who may not read it.
 func RestrictedNotice(readers string) string {
 	return "A restricted question waits for " + readers + "; only they may read it."
+}
+
+// Truncate cuts s to at most n characters, ending a cut text with "…".
+func Truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	r := []rune(s)
+	return strings.TrimRightFunc(string(r[:n-1]), unicode.IsSpace) + "…"
 }

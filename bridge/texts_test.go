@@ -137,3 +137,15 @@ func TestFailureCarriesEveryKey(t *testing.T) {
 		}
 	}
 }
+
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{{"short", 5, "short"}, {"longer text", 8, "longer…"}, {"héllo wörld", 7, "héllo…"}, {"abc", 0, ""}} {
+		if got := Truncate(tc.in, tc.n); got != tc.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

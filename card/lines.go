@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/askbridge/askbridge/bridge"
 )
@@ -263,16 +261,4 @@ func unless(hide bool, s string) string {
 		return ""
 	}
 	return s
-}
-
-// Truncate cuts s to at most n characters, ending a cut text with "…".
-func Truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	r := []rune(s)
-	return strings.TrimRightFunc(string(r[:n-1]), unicode.IsSpace) + "…"
 }

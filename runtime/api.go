@@ -145,7 +145,7 @@ func (r *Runtime) apiList(ctx context.Context, data []byte) any {
 	case bridge.StatePending, bridge.StateAnswered, bridge.StateDeclined, bridge.StateTimedOut,
 		bridge.StateCancelled, bridge.StateSuperseded, bridge.StateFailed:
 	default:
-		return bridge.ListReply{Error: fmt.Sprintf("state: must be pending, answered, declined, timed_out, cancelled, superseded, failed or all, not %q", truncateRunes(state, 40))}
+		return bridge.ListReply{Error: fmt.Sprintf("state: must be pending, answered, declined, timed_out, cancelled, superseded, failed or all, not %q", bridge.Truncate(state, 40))}
 	}
 	limit := req.Limit
 	switch {
@@ -265,12 +265,4 @@ func (r *Runtime) apiStats(ctx context.Context, _ []byte) any {
 		return bridge.StatsReply{Error: "stats: the store could not be read"}
 	}
 	return bridge.StatsReply{ByState: counts, OutboxBacklog: backlog}
-}
-
-// truncateRunes cuts s to n runes, for echoing a caller's value.
-func truncateRunes(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }

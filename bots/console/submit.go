@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -181,24 +182,14 @@ func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusUnprocessableEntity, "question", c.buildQuestionPage(l, rep, st))
 		return
 	}
-	attempt := bridge.AnswerAttempt{
-		Tenant:      v.Tenant,
-		JobID:       v.JobID,
-		QuestionID:  v.QuestionID,
-		TaskVersion: version,
-		// The version the form was drawn for, even 0.
-		ExactVersion: true,
-		AttemptID:    attemptPrefix + nonce,
-		Action:       checked.Action,
-		Comment:      comment,
-		By:           l.Identity,
-		Roles:        l.Roles,
-		Via:          bridge.PlatformConsole,
-		At:           c.now().UTC(),
-	}
+	var value []byte
 	if checked.Action == bridge.ActionAnswer {
-		attempt.Answer = checked.Value
+		value = checked.Value
 	}
+	// The version the form was drawn for, even 0.
+	attempt := engine.NewAttempt(bridge.PlatformConsole, attemptPrefix+nonce,
+		engine.Question{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, TaskVersion: version, Exact: true},
+		engine.Person{Identity: l.Identity, Roles: l.Roles}, checked.Action, value, comment, c.now(), nil)
 	next := page + "&attempt=" + url.QueryEscape(attempt.AttemptID)
 	if o, ok := c.outcomes.get(attempt.AttemptID); ok && o.matches(l) {
 		// This form was sent already (a double click): same attempt, and

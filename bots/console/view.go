@@ -182,7 +182,7 @@ func (c *Console) buildQuestionPage(l Link, rep *bridge.ShowReply, st formState)
 	}
 	if !v.Hidden && v.Question != nil {
 		p.Q = v.Question
-		p.Title = card.Truncate(strings.TrimSpace(v.Question.Question), 80)
+		p.Title = bridge.Truncate(strings.TrimSpace(v.Question.Question), 80)
 	} else {
 		p.Title = "A question waits"
 	}
@@ -456,7 +456,7 @@ func (c *Console) listItem(l Link, v *bridge.QuestionView) listItem {
 	if it.Hidden {
 		it.Placeholder = nc.Placeholder
 	} else {
-		it.Text = card.Truncate(strings.TrimSpace(v.Question.Question), 200)
+		it.Text = bridge.Truncate(strings.TrimSpace(v.Question.Question), 200)
 		it.Priority = v.Question.Priority
 		it.Agent = v.Question.Agent
 	}

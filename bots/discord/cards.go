@@ -14,7 +14,6 @@ import (
 
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
-	neutral "github.com/askbridge/askbridge/card"
 )
 
 // platform is Discord's part of the card lifecycle (engine.Cards): a card
@@ -31,7 +30,7 @@ func (p platform) Place(q *bridge.Question) (string, *bridge.Failure) {
 		return "", &bridge.Failure{Code: bridge.CodeReferenceUnresolved, Dependency: "discord", Operation: "post question",
 			RequiredCapability: "a Discord channel id in route.discord.channel_id or ASK_DISCORD_CHANNEL",
 			SafeFallback:       "answer in the askbridge console or with /ask",
-			OperatorMessage:    fmt.Sprintf("%q is not a Discord channel id (a number such as 1234567890123456789).", neutral.Truncate(channel, 40))}
+			OperatorMessage:    fmt.Sprintf("%q is not a Discord channel id (a number such as 1234567890123456789).", bridge.Truncate(channel, 40))}
 	}
 	return channel, nil
 }

@@ -162,7 +162,7 @@ func (b *Bot) cmdList(ctx context.Context, who clicker, opt map[string]string) *
 		case v.Hidden || v.Question == nil:
 			line += "_" + neutral.PlaceholderHidden + "_"
 		default:
-			line += neutral.Truncate(oneLine(v.Question.Question), 120)
+			line += bridge.Truncate(oneLine(v.Question.Question), 120)
 		}
 		if !v.Deadline.IsZero() {
 			line += fmt.Sprintf(" — due <t:%d:R>", v.Deadline.Unix())
@@ -249,7 +249,7 @@ func (b *Bot) cmdShow(ctx context.Context, who clicker, opt map[string]string) *
 // restrictedTo names who may read a restricted question, people as
 // Discord mentions, cut to fit a message.
 func restrictedTo(people []string) string {
-	return neutral.Truncate(bridge.RestrictedReaders(people, func(id string) string { return who(id, "") }), 320)
+	return bridge.Truncate(bridge.RestrictedReaders(people, func(id string) string { return who(id, "") }), 320)
 }
 
 // choiceFields joins choices with " | " into embed field values of at
@@ -258,7 +258,7 @@ func choiceFields(choices []string) []string {
 	var out []string
 	cur := ""
 	for _, ch := range choices {
-		ch = neutral.Truncate(ch, maxFieldText) // a choice has at most 200
+		ch = bridge.Truncate(ch, maxFieldText) // a choice has at most 200
 		switch {
 		case cur == "":
 			cur = ch

@@ -15,7 +15,6 @@ import (
 
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
-	neutral "github.com/askbridge/askbridge/card"
 )
 
 // errPermanent marks an event that can never be handled; it is acked.
@@ -148,7 +147,7 @@ func (b *Bot) startThread(ctx context.Context, channel, messageID string, q *bri
 	err := b.call(ctx, "start thread", func(opts ...discordgo.RequestOption) error {
 		var err error
 		th, err = b.s.MessageThreadStartComplex(channel, messageID, &discordgo.ThreadStart{
-			Name: neutral.Truncate(name, 100), AutoArchiveDuration: 10080,
+			Name: bridge.Truncate(name, 100), AutoArchiveDuration: 10080,
 		}, opts...)
 		return err
 	})
@@ -335,7 +334,7 @@ func cancelRefusalText(ev *bridge.Event) string {
 	if text == "" {
 		text = "askbridge refused the cancel (" + ev.Reason + ")."
 	}
-	return neutral.Truncate(fmt.Sprintf("askbridge did not cancel %s (tenant %s). %s", what, ev.Tenant, text), maxContent)
+	return bridge.Truncate(fmt.Sprintf("askbridge did not cancel %s (tenant %s). %s", what, ev.Tenant, text), maxContent)
 }
 
 // refusalText is the refusal as the clicker reads it.
@@ -356,5 +355,5 @@ func refusalText(ev *bridge.Event) string {
 			text += "\n" + strings.Join(lines, "\n")
 		}
 	}
-	return neutral.Truncate(text, maxContent)
+	return bridge.Truncate(text, maxContent)
 }

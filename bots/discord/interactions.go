@@ -18,7 +18,6 @@ import (
 
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
-	neutral "github.com/askbridge/askbridge/card"
 )
 
 // Keys of an attempt's reply_to: what the bot needs to answer the clicker
@@ -111,7 +110,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 // ephemeral is a message only the person who interacted sees.
 func ephemeral(text string, components ...discordgo.MessageComponent) *discordgo.InteractionResponse {
 	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
-		Data: &discordgo.InteractionResponseData{Content: neutral.Truncate(text, maxContent), Flags: discordgo.MessageFlagsEphemeral,
+		Data: &discordgo.InteractionResponseData{Content: bridge.Truncate(text, maxContent), Flags: discordgo.MessageFlagsEphemeral,
 			Components: components, AllowedMentions: noMentions}}
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
-	neutral "github.com/askbridge/askbridge/card"
 )
 
 // onReminder sends each Discord target of a ladder step a direct message,
@@ -102,9 +101,9 @@ func (b *Bot) reminderMessage(ev *bridge.Event, q *bridge.Question, c *card, tar
 		intro = "A restricted question is waiting; you may decline it."
 		e.Description = restrictedFor(q)
 	} else if q != nil {
-		e.Description = neutral.Truncate(q.Question, maxDescription)
+		e.Description = bridge.Truncate(q.Question, maxDescription)
 		if q.WhyItMatters != "" {
-			e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Why it matters", Value: neutral.Truncate(q.WhyItMatters, maxFieldValue)})
+			e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Why it matters", Value: bridge.Truncate(q.WhyItMatters, maxFieldValue)})
 		}
 	}
 	if !ev.Deadline.IsZero() {
@@ -151,5 +150,5 @@ func (b *Bot) noteUnreachable(ctx context.Context, c *card, user, eventID string
 // restrictedFor says who may read a restricted question, in a reminder to
 // someone who may not.
 func restrictedFor(q *bridge.Question) string {
-	return neutral.Truncate(bridge.RestrictedNotice(restrictedTo(q.WaitsFor())), maxDescription)
+	return bridge.Truncate(bridge.RestrictedNotice(restrictedTo(q.WaitsFor())), maxDescription)
 }

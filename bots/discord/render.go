@@ -94,7 +94,7 @@ const (
 // discordStyle draws a card's lines in Discord's markdown: Discord users
 // as mentions, moments in each reader's time zone, others' words cut.
 var discordStyle = neutral.Style{
-	Quote: func(s string) string { return neutral.Truncate(strings.TrimSpace(s), 400) },
+	Quote: func(s string) string { return bridge.Truncate(strings.TrimSpace(s), 400) },
 	Who:   func(p neutral.Person) string { return who(p.Identity, p.Name) },
 	When:  stamp,
 }
@@ -144,11 +144,11 @@ func drawEmbed(nc neutral.Card) *discordgo.MessageEmbed {
 	}
 	e := &discordgo.MessageEmbed{
 		Type:        discordgo.EmbedTypeRich,
-		Title:       neutral.Truncate(nc.Title, maxTitle),
-		Description: neutral.Truncate(description, maxDescription),
+		Title:       bridge.Truncate(nc.Title, maxTitle),
+		Description: bridge.Truncate(description, maxDescription),
 		Color:       colorPending,
 		Footer: &discordgo.MessageEmbedFooter{
-			Text: neutral.Truncate(fmt.Sprintf("askbridge · %s/%s/%s · task version %d", nc.Tenant, nc.JobID, nc.QuestionID, nc.TaskVersion), 200),
+			Text: bridge.Truncate(fmt.Sprintf("askbridge · %s/%s/%s · task version %d", nc.Tenant, nc.JobID, nc.QuestionID, nc.TaskVersion), 200),
 		},
 	}
 	if !nc.AskedAt.IsZero() {
@@ -158,7 +158,7 @@ func drawEmbed(nc neutral.Card) *discordgo.MessageEmbed {
 		if strings.TrimSpace(value) == "" {
 			return
 		}
-		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: name, Value: neutral.Truncate(value, maxFieldValue), Inline: inline})
+		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: name, Value: bridge.Truncate(value, maxFieldValue), Inline: inline})
 	}
 	for _, sec := range nc.Sections {
 		add(sec.Label, cmp.Or(sec.Text, strings.Join(sec.Lines, "\n")), false)
@@ -177,7 +177,7 @@ func drawEmbed(nc neutral.Card) *discordgo.MessageEmbed {
 	if !nc.Pending() {
 		line, color := outcomeLine(nc)
 		e.Color = color
-		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: neutral.LabelOutcome, Value: neutral.Truncate(line, 1000)})
+		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: neutral.LabelOutcome, Value: bridge.Truncate(line, 1000)})
 		fitEmbed(e)
 		return e
 	}
@@ -272,7 +272,7 @@ func choiceRows(choices []string, id func(string, int) string) []discordgo.Messa
 	var rows []discordgo.MessageComponent
 	var row []discordgo.MessageComponent
 	for i, ch := range choices {
-		row = append(row, discordgo.Button{Label: neutral.Truncate(strings.TrimSpace(ch), maxButtonLabel), Style: discordgo.PrimaryButton, CustomID: id(actChoice, i)})
+		row = append(row, discordgo.Button{Label: bridge.Truncate(strings.TrimSpace(ch), maxButtonLabel), Style: discordgo.PrimaryButton, CustomID: id(actChoice, i)})
 		if len(row) == 5 {
 			rows = append(rows, discordgo.ActionsRow{Components: row})
 			row = nil
@@ -311,7 +311,7 @@ func optionText(choice string) (label, desc string) {
 			break
 		}
 	}
-	return strings.TrimSpace(string(r[:cut])), neutral.Truncate(strings.TrimSpace(string(r[cut:])), maxOptionDesc)
+	return strings.TrimSpace(string(r[:cut])), bridge.Truncate(strings.TrimSpace(string(r[cut:])), maxOptionDesc)
 }
 
 // outcomeLine is what a settled card says happened, with when, and the
@@ -350,7 +350,7 @@ func settledEmbed(e *discordgo.MessageEmbed, o *outcome) *discordgo.MessageEmbed
 			out.Fields = append(out.Fields, f)
 		}
 	}
-	out.Fields = append(out.Fields, &discordgo.MessageEmbedField{Name: neutral.LabelOutcome, Value: neutral.Truncate(line, 1000)})
+	out.Fields = append(out.Fields, &discordgo.MessageEmbedField{Name: neutral.LabelOutcome, Value: bridge.Truncate(line, 1000)})
 	fitEmbed(&out)
 	return &out
 }
@@ -386,7 +386,7 @@ func fitEmbed(e *discordgo.MessageEmbed) {
 	const keep = 200
 	if d := utf8.RuneCountInString(e.Description); d > keep {
 		cut := min(over, d-keep)
-		e.Description = neutral.Truncate(e.Description, d-cut)
+		e.Description = bridge.Truncate(e.Description, d-cut)
 		over -= cut
 	}
 	fields := make([]*discordgo.MessageEmbedField, len(e.Fields))
@@ -416,7 +416,7 @@ func fitEmbed(e *discordgo.MessageEmbed) {
 				break // nothing left worth cutting
 			}
 			cut := min(over, n-60)
-			longest.Value = neutral.Truncate(longest.Value, n-cut)
+			longest.Value = bridge.Truncate(longest.Value, n-cut)
 			over -= cut
 		}
 	}
@@ -425,7 +425,7 @@ func fitEmbed(e *discordgo.MessageEmbed) {
 // answerModal is the free-text answer form.
 func answerModal(c *card) *discordgo.InteractionResponse {
 	return textModal(c, actModalAnswer, "Answer the question", discordgo.TextInput{CustomID: "answer", Label: "Your answer",
-		Placeholder: neutral.Truncate(c.Question.Question, maxPlaceholder), Required: true, MinLength: 1, MaxLength: maxAnswerInput})
+		Placeholder: bridge.Truncate(c.Question.Question, maxPlaceholder), Required: true, MinLength: 1, MaxLength: maxAnswerInput})
 }
 
 // denyModal asks why an approval is denied, as Slack's deny modal does:

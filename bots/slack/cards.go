@@ -11,7 +11,6 @@ import (
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
-	neutral "github.com/askbridge/askbridge/card"
 )
 
 // platform is Slack's part of the card lifecycle (engine.Cards): a card
@@ -27,7 +26,7 @@ func (p platform) Place(q *bridge.Question) (string, *bridge.Failure) {
 	if channel != "" && !bridge.ValidSlackID(channel) {
 		// Not sent: Slack would refuse it. Named in the failure, cut short.
 		f := failure("chat.postMessage", "", &apiError{Op: "chat.postMessage", Code: "invalid_channel"})
-		f.OperatorMessage = fmt.Sprintf("%q is not a Slack channel id (such as C0123); askbridge did not send the message.", neutral.Truncate(channel, 40))
+		f.OperatorMessage = fmt.Sprintf("%q is not a Slack channel id (such as C0123); askbridge did not send the message.", bridge.Truncate(channel, 40))
 		return "", f
 	}
 	return channel, nil

@@ -12,7 +12,6 @@ import (
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
-	neutral "github.com/askbridge/askbridge/card"
 )
 
 // handleEvent applies one runtime event. Every branch is idempotent: the
@@ -176,6 +175,6 @@ func (b *Bot) responseURLOK(raw string) bool {
 
 // quote escapes and shortens text for a one-paragraph mrkdwn quote.
 func quote(s string, n int) string {
-	s = neutral.Truncate(strings.Join(strings.Fields(s), " "), n)
+	s = bridge.Truncate(strings.Join(strings.Fields(s), " "), n)
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }

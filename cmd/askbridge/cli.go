@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bots/console"
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/config"
@@ -597,7 +598,6 @@ func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a 
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	a.Tenant, a.JobID, a.QuestionID, a.TaskVersion = v.Tenant, v.JobID, v.QuestionID, v.TaskVersion
 	var text string
 	if a.Action == bridge.ActionAnswer && v.Question != nil && v.Question.IsApproval() && json.Unmarshal(a.Answer, &text) == nil {
 		// An approval takes "approve" or "deny [reason]".
@@ -605,8 +605,9 @@ func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a 
 			a.Action, a.Answer, a.Comment = action, nil, reason
 		}
 	}
-	a.AttemptID = newID("cli-")
-	a.By, a.Via, a.At = c.identity, bridge.PlatformCLI, time.Now().UTC()
+	a = engine.NewAttempt(bridge.PlatformCLI, newID("cli-"),
+		engine.Question{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, TaskVersion: v.TaskVersion},
+		engine.Person{Identity: c.identity}, a.Action, a.Answer, a.Comment, time.Now(), nil)
 
 	decided := make(chan bridge.Event, 1)
 	sub, err := nc.Subscribe(bridge.EventSubject(a.Tenant, a.JobID), func(m *nats.Msg) {

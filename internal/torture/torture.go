@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
 )
@@ -545,15 +546,12 @@ func (r *run) answerOne(ctx context.Context, spawn func(func()) bool) {
 	r.attempts = append(r.attempts, a)
 	r.mu.Unlock()
 
-	at := bridge.AnswerAttempt{
-		Tenant: a.q.tenant, JobID: a.q.job, QuestionID: a.q.id, TaskVersion: 1,
-		AttemptID: a.id, Action: a.action, By: "cli:torture", Via: bridge.PlatformCLI,
-	}
+	answer, comment := []byte(`"`+a.answer+`"`), ""
 	if a.action == bridge.ActionDecline {
-		at.Comment = "torture decline"
-	} else {
-		at.Answer = []byte(`"` + a.answer + `"`)
+		comment = "torture decline"
 	}
+	at := engine.NewAttempt(bridge.PlatformCLI, a.id, engine.Question{Tenant: a.q.tenant, JobID: a.q.job, QuestionID: a.q.id, TaskVersion: 1},
+		engine.Person{Identity: "cli:torture"}, a.action, answer, comment, time.Now(), nil)
 	// A publish acknowledged after the client reconnected (to the
 	// restarted server) lived through a kill.
 	a.startInc = int64(r.nc.Stats().Reconnects)
