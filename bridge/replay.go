@@ -94,3 +94,24 @@ func ReminderShowsQuestion(ev *Event, q *Question, target string) bool {
 	}
 	return ev.Step == TargetOwner || ev.Step == TargetAdmins
 }
+
+// EndedEvent is the event that ended the question v shows, as far as the
+// runtime's record tells it (nil while it waits): what a front-end that
+// missed the event draws the card's outcome from. The record's states and
+// the events share their names, but for a failure, which a timeout is
+// when its text says so.
+func (v *QuestionView) EndedEvent() *Event {
+	if v.State == StatePending {
+		return nil
+	}
+	typ := v.State
+	if typ == StateFailed {
+		typ = EventDeliveryFailed
+		if v.Question != nil && v.Text == TimedOutText(v.Question.TimeoutDuration()) {
+			typ = EventTimedOut
+		}
+	}
+	return &Event{Type: typ, Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, TaskVersion: v.TaskVersion,
+		Question: v.Question, State: v.State, AskedAt: v.AskedAt, Deadline: v.Deadline, By: v.By, ByName: v.ByName, Via: v.Via,
+		Answer: v.Answer, AnswerText: v.AnswerText, Comment: v.Comment, Text: v.Text, Messages: v.Messages, At: v.SettledAt}
+}

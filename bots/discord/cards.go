@@ -249,17 +249,3 @@ func (b *Bot) guildOf(channel string) string {
 	g, _ := b.guilds.Get(channel)
 	return cmp.Or(g, b.o.Guild)
 }
-
-// outcomeOfView is how a question the runtime shows ended, as the card
-// shows it. Its states and event types share their names, but for a
-// failure, which a timeout is when its text says so.
-func outcomeOfView(v *bridge.QuestionView) *outcome {
-	typ := v.State
-	if typ == bridge.StateFailed {
-		typ = bridge.EventDeliveryFailed
-		if v.Question != nil && v.Text == bridge.TimedOutText(v.Question.TimeoutDuration()) {
-			typ = bridge.EventTimedOut
-		}
-	}
-	return &outcome{Type: typ, Text: v.Text, By: v.By, ByName: v.ByName, Reason: v.Comment, Answer: v.AnswerText, At: v.SettledAt}
-}

@@ -218,8 +218,8 @@ func (b *Bot) cardOf(ctx context.Context, r bridge.Ref) (*card, error) {
 	}
 	c := &engine.Card{Ref: r, Question: v.Question, AskedAt: v.AskedAt, Deadline: v.Deadline, Message: bridge.MessageOn(&bridge.Event{Messages: v.Messages}, bridge.PlatformDiscord)}
 	view := b.viewOf(c)
-	if v.State != bridge.StatePending {
-		view.Outcome = outcomeOfView(v)
+	if ev := v.EndedEvent(); ev != nil {
+		view.Outcome = outcomeOf(ev)
 	}
 	return view, nil
 }

@@ -156,9 +156,16 @@ func (cs *Cards) Asked(ctx context.Context, ev *bridge.Event, d Delivery) error 
 	// was reported, its event unacknowledged, and the question may have
 	// ended since): the runtime knows.
 	if bridge.Replayed(ev, cs.Now()) || d.Attempt > 1 {
-		skip, known := cs.replayed(ctx, ev)
+		ended, known := cs.replayed(ctx, ev)
 		switch {
-		case skip:
+		case ended != nil && d.Attempt > 1 && bridge.MessageOn(ended, cs.Name) == nil:
+			// An earlier try may have posted the card before the question
+			// ended, and never reported it: it would keep its controls. (A
+			// card the runtime knows is settled by the event that ended it.)
+			n := *c
+			n.Ended = ended
+			return cs.settleFound(ctx, ev, &n, channel, ev.AskedAt, d.Last)
+		case ended != nil:
 			return nil
 		case known != nil:
 			return cs.shown(ctx, c, known) // shown before this adapter restarted
@@ -199,21 +206,22 @@ func (cs *Cards) shown(ctx context.Context, c *Card, m *bridge.MessageRef) error
 
 // replayed reads what the runtime records of the question of an asked
 // event that comes late or again (a new consumer, back after an outage, a
-// relay of an old outbox row, a later try): skip when it no longer waits;
-// known when a card of this platform was reported for it already. When the runtime does not say,
-// the question is shown: shown twice beats a waiting question hidden.
-func (cs *Cards) replayed(ctx context.Context, ev *bridge.Event) (skip bool, known *bridge.MessageRef) {
+// relay of an old outbox row, a later try): how it ended, when it no
+// longer waits; known when a card of this platform was reported for it
+// already. When the runtime does not say, the question is shown: shown
+// twice beats a waiting question hidden.
+func (cs *Cards) replayed(ctx context.Context, ev *bridge.Event) (ended *bridge.Event, known *bridge.MessageRef) {
 	v, err := bridge.ShowQuestion(ctx, cs.NATS.Conn, ev)
 	if err != nil {
 		cs.Logger.DebugContext(ctx, cs.Name+": no state for a question asked again; showing it", "job", ev.JobID, "question", ev.QuestionID, "err", err)
-		return false, nil
+		return nil, nil
 	}
-	if v.State != bridge.StatePending {
+	if ended := v.EndedEvent(); ended != nil {
 		cs.Logger.InfoContext(ctx, cs.Name+": not showing a question asked again that no longer waits", "tenant", ev.Tenant,
 			"job", ev.JobID, "question", ev.QuestionID, "task_version", ev.TaskVersion, "state", v.State)
-		return true, nil
+		return ended, nil
 	}
-	return false, bridge.MessageOn(&bridge.Event{Messages: v.Messages}, cs.Name)
+	return nil, bridge.MessageOn(&bridge.Event{Messages: v.Messages}, cs.Name)
 }
 
 // notPosted handles a card that could not be posted: a stop or a wait for

@@ -14,6 +14,7 @@ import (
 	"github.com/askbridge/askbridge/bots/apimetrics"
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/runtime"
 )
 
 // The posts a replica made before it died, as Slack shows them: the
@@ -512,5 +513,39 @@ func TestFailedPostLooksThenPostsOnce(t *testing.T) {
 	retryLookupOK(t, looks[0], posts[0], "C0123", parent)
 	if !looks[0].At.Before(posts[1].At) {
 		t.Fatalf("lookup at %v, not before the retry at %v", looks[0].At, posts[1].At)
+	}
+}
+
+// TestLaterTryAfterTheQuestionEndedSettlesAnUnreportedCard checks an
+// asked event that comes again after the adapter died between posting the
+// card and reporting it, when the question has ended since (answered in
+// the console), settles the card Slack holds rather than leaving its
+// buttons live, and posts nothing.
+func TestLaterTryAfterTheQuestionEndedSettlesAnUnreportedCard(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env, h := e2e(t, runtime.Roles{})
+	h.Stop() // the adapter that posted the card died before reporting it
+	q := question("job-gone", "q-gone")
+	publishQuestion(t, env, q)
+	ev := askedEvent(q)
+	ev.AskedAt = time.Now().Add(-time.Minute).UTC()
+	parent, card := tsAt(ev.AskedAt, 1), tsAt(ev.AskedAt.Add(time.Second), 2)
+	h.fake.hold(fakeMsg{Channel: "C0123", TS: parent, Text: "thread", Metadata: threadMetaJSON("job-gone")})
+	h.fake.hold(fakeMsg{Channel: "C0123", Thread: parent, TS: card, Text: "the card", Metadata: questionMetaJSON("job-gone", "q-gone", 1)})
+	if err := env.Attempt(ctx, bridge.AnswerAttempt{Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1,
+		AttemptID: "console-gone", Action: bridge.ActionAnswer, Answer: json.RawMessage(`"blue"`), By: "slack:U0KEV", ByName: "kevin",
+		Via: bridge.PlatformConsole, At: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	if out := awaitOutcome(t, env, q); out.Outcome != bridge.OutcomeAnswered {
+		t.Fatalf("resume %+v, want answered", out)
+	}
+	if err := h.bot.handleEvent(ctx, &ev, engine.Delivery{Attempt: 2}); err != nil {
+		t.Fatalf("second delivery: %v", err)
+	}
+	h.updated(t, card, "Answered by @kevin: blue")
+	if got := len(h.fake.Calls("chat.postMessage")); got != 0 {
+		t.Fatalf("%d posts for a question that ended, want none", got)
 	}
 }
