@@ -154,6 +154,11 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
+	// The runtime first: before it publishes, it makes the adapters'
+	// consumers on the events stream (cfg.Platforms), which drops an
+	// event no consumer is there for; the adapters started below find
+	// theirs (docs/design.md, "The events stream and the adapters'
+	// consumers").
 	s.goRun("runtime", s.rt.Run, runCtx)
 	select {
 	case <-s.rt.Ready():
