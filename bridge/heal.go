@@ -87,7 +87,7 @@ func (d *Durable) Messages(ctx context.Context, opts ...jetstream.PullMessagesOp
 	if err != nil {
 		return nil, fmt.Errorf("consume %s: %w", d.Stream, err)
 	}
-	m := &Messages{d: d, ctx: ctx, opts: opts, it: it, created: c.CachedInfo().Created, closed: make(chan struct{}), done: make(chan struct{})}
+	m := &Messages{d: d, ctx: ctx, opts: opts, it: it, created: ConsumerCreated(ctx, c), closed: make(chan struct{}), done: make(chan struct{})}
 	go m.watch()
 	return m, nil
 }
@@ -170,6 +170,17 @@ func (m *Messages) createdOf() time.Time {
 	return m.created
 }
 
+// ConsumerCreated is when c was made, as JetStream's consumer info says.
+// The reply to an update of a consumer can name another time (the server
+// loading it at its start), so it is read anew.
+func ConsumerCreated(ctx context.Context, c jetstream.Consumer) time.Time {
+	info, err := c.Info(ctx)
+	if err != nil {
+		return c.CachedInfo().Created
+	}
+	return info.Created
+}
+
 // Messages is the iterator of a Durable.
 type Messages struct {
 	d    *Durable
@@ -237,7 +248,7 @@ func (m *Messages) Next() (jetstream.Msg, error) {
 			return nil, jetstream.ErrMsgIteratorClosed
 		}
 		old := m.it
-		m.it, m.created = next, c.CachedInfo().Created
+		m.it, m.created = next, ConsumerCreated(m.ctx, c)
 		m.mu.Unlock()
 		old.Stop()
 	}

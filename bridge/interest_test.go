@@ -166,3 +166,36 @@ func TestLimitsEventsStreamBecomesInterest(t *testing.T) {
 	ackEvents(t, n.JS, PlatformDiscord, 2)
 	waitHeld(t, n.JS, 0)
 }
+
+// TestConsumerCreatedIsKeptAcrossRestarts checks the creation time by
+// which the runtime and the adapters tell a consumer made anew: the same
+// after the server restarted, also when read from an update's consumer
+// (the update's reply names the time the server loaded it).
+func TestConsumerCreatedIsKeptAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	n, err := ConnectNATS(ctx, NATSOptions{StoreDir: dir, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := n.JS.CreateOrUpdateConsumer(ctx, StreamEvents, EventConsumer(PlatformSlack))
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := ConsumerCreated(ctx, c)
+	n.Close()
+	n, err = ConnectNATS(ctx, NATSOptions{StoreDir: dir, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	c, err = n.JS.CreateOrUpdateConsumer(ctx, StreamEvents, EventConsumer(PlatformSlack))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ConsumerCreated(ctx, c); !got.Equal(made) {
+		t.Errorf("after a restart the consumer was made at %v, before at %v", got, made)
+	}
+}

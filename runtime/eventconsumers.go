@@ -70,10 +70,15 @@ func (r *Runtime) ensureEventConsumers(ctx context.Context) ([]newConsumer, erro
 			c, err = r.js.CreateOrUpdateConsumer(ctx, bridge.StreamEvents, p.Consumer)
 			made = err == nil
 		}
+		var info *jetstream.ConsumerInfo
+		if err == nil {
+			// Read anew: the reply to a create can name another time.
+			info, err = c.Info(ctx)
+		}
 		if err != nil {
 			return out, fmt.Errorf("runtime: consumer %s on %s: %w", durable, bridge.StreamEvents, err)
 		}
-		created := strconv.FormatInt(c.CachedInfo().Created.UnixNano(), 10)
+		created := strconv.FormatInt(info.Created.UnixNano(), 10)
 		last, err := r.adapters.Meta(ctx, consumerKey(durable))
 		if err != nil {
 			return out, err
@@ -123,7 +128,10 @@ func (r *Runtime) reaskAll(ctx context.Context, fresh []newConsumer) {
 		}
 		return
 	}
-	what := "runtime: the consumers of " + strings.Join(names, " and ") + " on " + bridge.StreamEvents + " are new and missed the events before them"
+	what := "runtime: the " + strings.Join(names, " and ") + " adapter's consumer on " + bridge.StreamEvents + " is new and missed the events before it"
+	if len(names) > 1 {
+		what = "runtime: the " + strings.Join(names, " and ") + " adapters' consumers on " + bridge.StreamEvents + " are new and missed the events before them"
+	}
 	if n == 0 {
 		r.log.Info(what+"; no pending question to ask again", "platforms", names)
 		return
