@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
@@ -135,8 +138,38 @@ func (c *cli) benchPending(ctx context.Context, n int, viaNATS bool, idle, settl
 	fmt.Fprintf(tw, "RSS after the list calls / after %v idle\t%.0f MB / %.0f MB\n", idle, float64(rssReady)/(1<<20), float64(rssIdle)/(1<<20))
 	fmt.Fprintf(tw, "CPU while idle\t%.2f%% of one core (%d ticks in %v)\n", ticks/float64(clockTicks)/idle.Seconds()*100, cpu1-cpu0, idle)
 	fmt.Fprintf(tw, "list, one tenant's first page of 50: p50 / max\t%v / %v\n", percentile(lists, 50), percentile(lists, 100))
+	held, err := streamsHeld(ctx, nc)
+	if err != nil {
+		return c.fail("bench: streams: %v", err)
+	}
+	fmt.Fprintf(tw, "streams: messages / subjects held\t%s\n", held)
 	tw.Flush()
 	return exitOK
+}
+
+// streamsHeld says, for each stream that holds any, how many messages and
+// distinct subjects it holds: JetStream keeps an index entry in memory for
+// each subject (docs/contract.md "Streams").
+func streamsHeld(ctx context.Context, nc *nats.Conn) (string, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	streams := js.ListStreams(ctx)
+	for info := range streams.Info() {
+		if st := info.State; st.Msgs > 0 || st.NumSubjects > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d / %d", info.Config.Name, st.Msgs, st.NumSubjects))
+		}
+	}
+	if err := streams.Err(); err != nil {
+		return "", err
+	}
+	if len(parts) == 0 {
+		return "none", nil
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", "), nil
 }
 
 // benchChild is this binary's service running as a child process.
