@@ -51,13 +51,28 @@ type Durable struct {
 	HealEvery time.Duration
 }
 
-// Ensure creates or updates the consumer.
+// Ensure creates or updates the consumer. When the server refuses but the
+// consumer is there, it is taken as it is: the runtime makes the chat
+// adapters' consumers too (EventConsumer), and a consumer deleted and made
+// again at once under its name can leave the server failing to write the
+// new one's files (it then works, and is made again after a restart).
 func (d *Durable) Ensure(ctx context.Context) (jetstream.Consumer, error) {
 	c, err := d.NATS.JS.CreateOrUpdateConsumer(ctx, d.Stream, d.Config)
-	if err != nil {
-		return nil, fmt.Errorf("consumer %s on %s: %w", d.Config.Durable, d.Stream, err)
+	if err == nil {
+		return c, nil
 	}
-	return c, nil
+	if there, lookErr := d.NATS.JS.Consumer(ctx, d.Stream, d.Config.Durable); lookErr == nil {
+		d.log().Warn("nats: consumer "+d.Config.Durable+" on "+d.Stream+" could not be updated; reading from it as it is", "err", err)
+		return there, nil
+	}
+	return nil, fmt.Errorf("consumer %s on %s: %w", d.Config.Durable, d.Stream, err)
+}
+
+func (d *Durable) log() *slog.Logger {
+	if d.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Logger
 }
 
 // heal makes the streams, the caller's state and the consumer again.
@@ -254,12 +269,7 @@ func (m *Messages) Next() (jetstream.Msg, error) {
 	}
 }
 
-func (m *Messages) log() *slog.Logger {
-	if m.d.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return m.d.Logger
-}
+func (m *Messages) log() *slog.Logger { return m.d.log() }
 
 // Stop ends the iteration: Next returns jetstream.ErrMsgIteratorClosed.
 func (m *Messages) Stop() {

@@ -140,6 +140,9 @@ func TestConsumerMadeAgainAsksWhatItDoesNotShow(t *testing.T) {
 		if len(show(t, env, "slack:UADMIN", shown.JobID, "q-1").Question.Messages) == 0 {
 			return errors.New("the delivery report is not recorded yet")
 		}
+		if n, err := env.Store.OutboxBacklog(context.Background()); err != nil || n != 0 {
+			return fmt.Errorf("outbox backlog %d (%v)", n, err)
+		}
 		return nil
 	})
 

@@ -131,7 +131,8 @@ func start(t *testing.T, ho harnessOptions) *harness {
 	// The events stream drops an event no consumer is there for: the
 	// consumer exists before anything is published, as the runtime makes
 	// it in the service (runtime/eventconsumers.go).
-	if _, err := h.nats.JS.CreateOrUpdateConsumer(ctx, bridge.StreamEvents, bridge.EventConsumer(ConsumerName)); err != nil {
+	events := &bridge.Durable{NATS: h.nats, Stream: bridge.StreamEvents, Config: bridge.EventConsumer(ConsumerName)}
+	if _, err := events.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)

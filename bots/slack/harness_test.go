@@ -539,7 +539,8 @@ func startBot(t testing.TB, n *bridge.NATS, fake *fakeSlack, opts ...func(*Optio
 	// The events stream drops an event no consumer is there for: the
 	// consumer exists before anything is published, as the runtime makes
 	// it in the service (runtime/eventconsumers.go).
-	if _, err := n.JS.CreateOrUpdateConsumer(context.Background(), bridge.StreamEvents, bridge.EventConsumer(ConsumerName)); err != nil {
+	events := &bridge.Durable{NATS: n, Stream: bridge.StreamEvents, Config: bridge.EventConsumer(ConsumerName)}
+	if _, err := events.Ensure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -81,6 +81,7 @@ func TestConsumerMadeAgainShowsWhatItMissedOnce(t *testing.T) {
 	publishQuestion(t, env, shown)
 	h.posted(t, "q-shown")
 	shownInSlack(t, env, shown)
+	settledConsumer(t, env)
 	h.Stop()
 
 	ctx := context.Background()
@@ -103,7 +104,11 @@ func TestConsumerMadeAgainShowsWhatItMissedOnce(t *testing.T) {
 		return nil
 	})
 
-	// The adapter back, its consumer made again (as its heal does).
+	// The runtime makes the consumer again; the adapter comes back.
+	testenv.CheckFor(t, wait, tick, func() error {
+		_, err := env.NATS.JS.Consumer(ctx, bridge.StreamEvents, ConsumerName)
+		return err
+	})
 	h2 := startBot(t, env.NATS, h.fake)
 	h2.posted(t, "q-missed")
 	shownInSlack(t, env, missed)
@@ -129,6 +134,7 @@ func TestAskedAgainForAnotherPlatformIsNotPostedAgain(t *testing.T) {
 	publishQuestion(t, env, q)
 	h.posted(t, "q-other")
 	shownInSlack(t, env, q)
+	settledConsumer(t, env) // Discord's consumer alone holds the asked event
 	h.Stop()
 	h2 := startBot(t, env.NATS, h.fake)
 
