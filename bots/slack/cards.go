@@ -61,16 +61,25 @@ func (p platform) Find(ctx context.Context, ev *bridge.Event, channel string, si
 // Post posts the card in the job's thread, opening it the first time.
 func (p platform) Post(ctx context.Context, ev *bridge.Event, c *engine.Card, channel string, last bool) (*bridge.MessageRef, error) {
 	b := p.b
-	// Waiting for the channel's turn before anything is sent.
-	if err := b.pace.ready(ctx, channel); err != nil {
-		return nil, err
-	}
+	// Waiting for the channel's turn before anything is sent: for two
+	// turns in a row when the job's thread is to be opened too.
 	thread := p.routeThread(ev)
 	if thread == "" {
+		thread, _ = p.knownThread(ev, channel)
+	}
+	if thread != "" {
+		if err := b.pace.ready(ctx, channel); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := b.pace.readyPair(ctx, channel); err != nil {
+			return nil, err
+		}
 		var err error
 		if thread, err = p.jobThread(ctx, ev, channel, last); err != nil {
 			return nil, err
 		}
+		b.pace.handOn(ctx, channel)
 	}
 	blocks, text := blockkit.QuestionMessage(b.cardView(c))
 	ts, err := b.postMarked(ctx, last, channel, thread, questionMeta(c.Ref), slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))

@@ -113,6 +113,52 @@ func (p *pacer) ready(ctx context.Context, channel string) error {
 	return nil
 }
 
+// readyPair is ready for a job's first question in channel, which posts
+// twice (the thread parent, then the card): it reserves two slots in a
+// row, so the card follows its parent rather than every other job's
+// parent; next hands the second slot to the card's post.
+func (p *pacer) readyPair(ctx context.Context, channel string) error {
+	res := engine.ReservedOf(ctx)
+	if res == nil {
+		return nil
+	}
+	if channel == "" {
+		channel = "-"
+	}
+	p.mu.Lock()
+	if second, ok := res.Take(channel + pairKey); ok {
+		res.Put(channel+pairKey, second) // reserved by an earlier try
+	} else {
+		now := p.now()
+		first, has := res.Take(channel)
+		if !has || first.Before(p.blocked[channel]) {
+			first = p.reserveLocked(channel, now)
+		}
+		res.Put(channel, first)
+		res.Put(channel+pairKey, p.reserveLocked(channel, now))
+	}
+	p.mu.Unlock()
+	return p.ready(ctx, channel)
+}
+
+// handOn hands the second slot readyPair reserved on channel to the call
+// after the one the first slot served.
+func (p *pacer) handOn(ctx context.Context, channel string) {
+	res := engine.ReservedOf(ctx)
+	if res == nil {
+		return
+	}
+	if channel == "" {
+		channel = "-"
+	}
+	if at, ok := res.Take(channel + pairKey); ok {
+		res.Put(channel, at)
+	}
+}
+
+// pairKey names, in an event's reservations, the second slot of a pair.
+const pairKey = " second"
+
 // slotLocked is when the next call to channel may start.
 func (p *pacer) slotLocked(channel string, now time.Time) time.Time {
 	n := p.next[channel]

@@ -2,7 +2,9 @@ package slack
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -251,5 +253,33 @@ func TestFractionalRetryAfterIsWaitedOut(t *testing.T) {
 	}
 	if d := calls[1].At.Sub(calls[0].At); d < 1500*time.Millisecond {
 		t.Errorf("posted again %v after Slack asked to wait 1.5 s", d)
+	}
+}
+
+// TestFirstQuestionTakesTwoTurnsInARow checks a job's first question in a
+// channel, which posts the thread parent and then the card, is given two
+// turns in a row: another job asking at the same moment comes after both,
+// so each card follows its parent instead of every job's parent.
+func TestFirstQuestionTakesTwoTurnsInARow(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	p := newPacer(time.Second, 1)
+	p.now = func() time.Time { return now }
+	var a, b engine.Reserved
+	ctxA, ctxB := engine.WithReserved(context.Background(), &a), engine.WithReserved(context.Background(), &b)
+	if err := p.readyPair(ctxA, "C1"); err != nil {
+		t.Fatalf("job a's first turn is now: %v", err)
+	}
+	var hold *engine.Hold
+	if err := p.readyPair(ctxB, "C1"); !errors.As(err, &hold) || !hold.Until.Equal(now.Add(2*time.Second)) {
+		t.Fatalf("job b's turn = %v; want a hold until after job a's two (%v)", err, now.Add(2*time.Second))
+	}
+	// Job a posts its parent in its first turn; its card has the second.
+	if err := p.take(ctxA, "C1", time.Minute); err != nil {
+		t.Fatalf("job a's parent: %v", err)
+	}
+	p.handOn(ctxA, "C1")
+	if err := p.take(ctxA, "C1", time.Minute); !errors.As(err, &hold) || !hold.Until.Equal(now.Add(time.Second)) {
+		t.Fatalf("job a's card = %v; want its reserved turn at %v", err, now.Add(time.Second))
 	}
 }
