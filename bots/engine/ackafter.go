@@ -61,16 +61,22 @@ func (d *delayedAcks) ack(m jetstream.Msg, at time.Time) {
 	})
 }
 
-// stop acknowledges every event still waiting.
+// stop acknowledges every event still waiting, and waits for the server
+// to confirm each: the connection may close right after.
 func (d *delayedAcks) stop() {
 	d.mu.Lock()
 	d.stopped = true
 	pending := d.pending
 	d.pending = nil
 	d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), stopAckWait)
+	defer cancel()
 	for m, t := range pending {
 		if t.Stop() {
-			_ = m.Ack()
+			_ = m.DoubleAck(ctx)
 		}
 	}
 }
+
+// stopAckWait bounds how long a stop waits for its acknowledgements.
+const stopAckWait = 5 * time.Second

@@ -14,7 +14,9 @@ import (
 	"github.com/askbridge/askbridge/bots/apimetrics"
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
+	"github.com/askbridge/askbridge/store"
 )
 
 // The posts a replica made before it died, as Slack shows them: the
@@ -533,6 +535,10 @@ func TestLaterTryAfterTheQuestionEndedSettlesAnUnreportedCard(t *testing.T) {
 	parent, card := tsAt(ev.AskedAt, 1), tsAt(ev.AskedAt.Add(time.Second), 2)
 	h.fake.hold(fakeMsg{Channel: "C0123", TS: parent, Text: "thread", Metadata: threadMetaJSON("job-gone")})
 	h.fake.hold(fakeMsg{Channel: "C0123", Thread: parent, TS: card, Text: "the card", Metadata: questionMetaJSON("job-gone", "q-gone", 1)})
+	testenv.CheckFor(t, wait, tick, func() error { // recorded, so the answer is not refused as unknown
+		_, err := env.Store.Find(ctx, store.Key{Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1})
+		return err
+	})
 	if err := env.Attempt(ctx, bridge.AnswerAttempt{Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1,
 		AttemptID: "console-gone", Action: bridge.ActionAnswer, Answer: json.RawMessage(`"blue"`), By: "slack:U0KEV", ByName: "kevin",
 		Via: bridge.PlatformConsole, At: time.Now().UTC()}); err != nil {
