@@ -293,7 +293,10 @@ const clockTicks = 100
 
 // fillPending writes n pending questions over 100 tenants straight into a
 // new store, in large transactions, without outbox rows (a long-running
-// service would have published them long ago).
+// service would have published them long ago), each shown in Slack: a
+// Slack consumer new to the service asks again only what Slack shows
+// nowhere (docs/contract.md "Streams"), and a long-running service's
+// questions have their cards.
 func fillPending(ctx context.Context, path string, n int, progress func(int)) error {
 	st, err := store.Open(ctx, path)
 	if err != nil {
@@ -318,7 +321,17 @@ func fillPending(ctx context.Context, path string, n int, progress func(int)) er
 			nq.Steps = append(nq.Steps, store.Step{Index: len(nq.Steps), Target: store.StepTimeout, Due: asked.Add(timeout)})
 			nqs = append(nqs, nq)
 		}
-		if _, err := st.AskMany(ctx, nqs); err != nil {
+		res, err := st.AskMany(ctx, nqs)
+		if err != nil {
+			return err
+		}
+		shown := make([]store.ReportedDelivery, len(res))
+		for i, r := range res {
+			ref := &bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: "C0123", MessageID: fmt.Sprintf("1700000000.%06d", done+i)}
+			shown[i] = store.ReportedDelivery{Question: r.Record.ID, Delivery: bridge.Delivery{Tenant: r.Record.Tenant, JobID: r.Record.JobID,
+				QuestionID: r.Record.QuestionID, TaskVersion: r.Record.TaskVersion, Platform: bridge.PlatformSlack, OK: true, Message: ref}}
+		}
+		if err := st.RecordDeliveries(ctx, shown, now); err != nil {
 			return err
 		}
 		done += len(nqs)
