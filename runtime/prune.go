@@ -11,8 +11,9 @@ type pruneStore interface {
 	PruneAttempts(ctx context.Context, before time.Time) (int64, error)
 }
 
-// Retention of bookkeeping rows: sent outbox rows a day (JetStream keeps
-// the messages), attempt ids a day longer than the answers stream keeps
+// Retention of bookkeeping rows: sent outbox rows a day (the relay needs
+// only those not yet sent; JetStream, not the store, holds what was
+// published), attempt ids a day longer than the answers stream keeps
 // attempts (after that no attempt can be redelivered).
 const (
 	keepSentOutbox = 24 * time.Hour
