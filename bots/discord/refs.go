@@ -84,21 +84,6 @@ func safeKeyPart(s string) bool {
 	return true
 }
 
-// getJSON reads a key into v; found is false when the key does not exist.
-func getJSON(ctx context.Context, kv *bridge.KV, key string, v any) (rev uint64, found bool, err error) {
-	rev, _, found, err = getJSONAt(ctx, kv, key, v)
-	return rev, found, err
-}
-
-// getJSONAt is getJSON that also says when the key was last written.
-func getJSONAt(ctx context.Context, kv *bridge.KV, key string, v any) (rev uint64, at time.Time, found bool, err error) {
-	rev, at, found, err = bridge.GetJSON(ctx, kv, key, v)
-	if err != nil {
-		return 0, time.Time{}, false, fmt.Errorf("discord: %w", err)
-	}
-	return rev, at, found, nil
-}
-
 // putIndex records the keyed custom id index for a card's question.
 func (b *Bot) putIndex(ctx context.Context, tenant, job, question string) error {
 	data, _ := json.Marshal(cardIndex{Tenant: tenant, JobID: job, QuestionID: question})
@@ -114,7 +99,7 @@ func (b *Bot) resolve(ctx context.Context, a *action) (bool, error) {
 		return true, nil
 	}
 	var ix cardIndex
-	_, found, err := getJSON(ctx, b.refs, indexKey(a.Key), &ix)
+	_, _, found, err := bridge.GetJSON(ctx, b.refs, indexKey(a.Key), &ix)
 	if err != nil || !found {
 		return false, err
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -146,7 +147,7 @@ func (cs *Cards) Asked(ctx context.Context, ev *bridge.Event, d Delivery) error 
 		// it all the same, its answer lost.
 		if d.Attempt > 1 {
 			n := *c
-			n.Question = cmpOr(n.Question, q)
+			n.Question = cmp.Or(n.Question, q)
 			return cs.settleFound(ctx, ev, &n, channel, ev.AskedAt, d.Last)
 		}
 		return nil

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -23,21 +24,21 @@ func (cs *Cards) Ended(ctx context.Context, ev *bridge.Event, d Delivery) error 
 	}
 	c := &Card{Ref: ref, Question: ev.Question, AskedAt: ev.AskedAt, Deadline: ev.Deadline, Ended: ev, Message: bridge.MessageOn(ev, cs.Name)}
 	if prev != nil {
-		c.Question = cmpOr(c.Question, prev.Question)
-		c.Message = cmpOr(c.Message, prev.Message)
+		c.Question = cmp.Or(c.Question, prev.Question)
+		c.Message = cmp.Or(c.Message, prev.Message)
 	}
 	// Remembered before the platform shows it: a click meanwhile is told
 	// the question ended, and an asked event that comes late shows nothing.
 	cs.remember(c)
-	strayed := false
+	var strayed *stray
 	if c.Message == nil {
 		var err error
-		if strayed, err = cs.hasStray(ctx, ref); err != nil {
+		if strayed, err = cs.strayOf(ctx, ref); err != nil {
 			return err
 		}
 	}
 	// A failed question was shown nowhere: nothing to look up.
-	if (c.Message == nil && !strayed && ev.Type != bridge.EventDeliveryFailed) || c.Question == nil {
+	if (c.Message == nil && strayed == nil && ev.Type != bridge.EventDeliveryFailed) || c.Question == nil {
 		view, err := cs.show(ctx, ev, c.Question, d.Last)
 		if err != nil {
 			return err
@@ -48,8 +49,8 @@ func (cs *Cards) Ended(ctx context.Context, ev *bridge.Event, d Delivery) error 
 		cs.remember(c)
 	}
 	switch {
-	case strayed:
-		return cs.settleStrays(ctx, ev, c, d.Last)
+	case strayed != nil:
+		return cs.settleStrays(ctx, ev, c, strayed, d.Last)
 	case c.Message == nil:
 		return nil // never shown here
 	}
@@ -113,24 +114,22 @@ func (cs *Cards) fill(c *Card, view *bridge.QuestionView) {
 	}
 }
 
-// hasStray says whether a post of the card of ref failed in a way that
-// may hide a success (a stray record).
-func (cs *Cards) hasStray(ctx context.Context, ref bridge.Ref) (bool, error) {
+// strayOf is the record of a post of the card of ref that failed in a way
+// that may hide a success, nil when there is none.
+func (cs *Cards) strayOf(ctx context.Context, ref bridge.Ref) (*stray, error) {
 	var s stray
-	rev, _, _, err := bridge.GetJSON(ctx, cs.KV, strayKey(ref), &s)
-	return rev != 0, err
+	_, _, found, err := bridge.GetJSON(ctx, cs.KV, strayKey(ref), &s)
+	if err != nil || !found {
+		return nil, err
+	}
+	return &s, nil
 }
 
 // settleStrays settles the cards the platform may hold for a question
 // whose post failed in a way that may hide a success: otherwise their
 // controls would stay live. A lookup that fails for now is tried again
 // later, except on the event's last try.
-func (cs *Cards) settleStrays(ctx context.Context, ev *bridge.Event, c *Card, last bool) error {
-	var s stray
-	rev, _, _, err := bridge.GetJSON(ctx, cs.KV, strayKey(c.Ref), &s)
-	if err != nil || rev == 0 {
-		return err
-	}
+func (cs *Cards) settleStrays(ctx context.Context, ev *bridge.Event, c *Card, s *stray, last bool) error {
 	if err := cs.settleFound(ctx, ev, c, s.Channel, s.Since, last); err != nil {
 		return err
 	}
@@ -164,12 +163,4 @@ func (cs *Cards) settleFound(ctx context.Context, ev *bridge.Event, c *Card, cha
 	n.Message, n.Updated = &found[0], true
 	cs.memo.Put(c.Ref.String(), &n)
 	return nil
-}
-
-// cmpOr is the first of a and b that is not nil.
-func cmpOr[T any](a, b *T) *T {
-	if a != nil {
-		return a
-	}
-	return b
 }

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,18 +38,13 @@ func (p platform) Place(q *bridge.Question) (string, *bridge.Failure) {
 // thread parent in the channel, and adopts it.
 func (p platform) Find(ctx context.Context, ev *bridge.Event, channel string, since time.Time) ([]bridge.MessageRef, error) {
 	b := p.b
-	thread := p.routeThread(ev)
+	thread := cmp.Or(p.routeThread(ev), p.knownThread(ev, channel))
 	if thread == "" {
 		var err error
-		if thread, err = p.knownThread(ev, channel); thread == "" && err == nil {
-			thread, err = b.findPosted(ctx, channel, "", since, threadMeta(ev.Tenant, ev.JobID))
-			if thread != "" {
-				b.threads.Put(threadKey(ev.Tenant, ev.JobID, channel), thread)
-			}
-		}
-		if err != nil || thread == "" {
+		if thread, err = b.findPosted(ctx, channel, "", since, threadMeta(ev.Tenant, ev.JobID)); err != nil || thread == "" {
 			return nil, err
 		}
+		b.threads.Put(threadKey(ev.Tenant, ev.JobID, channel), thread)
 	}
 	found, err := b.findMarked(ctx, channel, thread, since, questionMeta(bridge.RefOf(ev)), true)
 	var out []bridge.MessageRef
@@ -65,7 +61,7 @@ func (p platform) Post(ctx context.Context, ev *bridge.Event, c *engine.Card, ch
 	// turns in a row when the job's thread is to be opened too.
 	thread := p.routeThread(ev)
 	if thread == "" {
-		thread, _ = p.knownThread(ev, channel)
+		thread = p.knownThread(ev, channel)
 	}
 	if thread != "" {
 		if err := b.pace.ready(ctx, channel); err != nil {
@@ -133,18 +129,18 @@ func (p platform) routeThread(ev *bridge.Event) string {
 
 // knownThread is the job's thread in channel as this adapter remembers
 // it, or as the asked event names it.
-func (p platform) knownThread(ev *bridge.Event, channel string) (string, error) {
+func (p platform) knownThread(ev *bridge.Event, channel string) string {
 	key := threadKey(ev.Tenant, ev.JobID, channel)
 	if ts, ok := p.b.threads.Get(key); ok {
-		return ts, nil
+		return ts
 	}
 	for _, t := range ev.Threads {
 		if t.Platform == bridge.PlatformSlack && t.Channel == channel && t.Thread != "" {
 			p.b.threads.Put(key, t.Thread)
-			return t.Thread, nil
+			return t.Thread
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // jobThread returns the ts of the job's thread parent in channel, posting
@@ -152,7 +148,7 @@ func (p platform) knownThread(ev *bridge.Event, channel string) (string, error) 
 // names the job's threads on each asked event for an adapter that
 // restarted; a later try of the event found a parent an earlier one left).
 func (p platform) jobThread(ctx context.Context, ev *bridge.Event, channel string, last bool) (string, error) {
-	if ts, _ := p.knownThread(ev, channel); ts != "" {
+	if ts := p.knownThread(ev, channel); ts != "" {
 		return ts, nil
 	}
 	b := p.b

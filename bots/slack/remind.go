@@ -127,15 +127,7 @@ func reminderText(ev *bridge.Event, q *bridge.Question, link string, askedAt, de
 		sb.WriteString(" (job `" + ev.JobID + "`).")
 	}
 	sb.WriteString("\n")
-	if link != "" {
-		sb.WriteString("<" + link + "|Answer it in the thread>")
-	} else if consoleURL != "" {
-		sb.WriteString("<" + consoleURL + "|Answer it in the askbridge console>")
-	}
-	if !deadline.IsZero() {
-		left := max(deadline.Sub(now), 0)
-		sb.WriteString(" · Time left: " + bridge.FormatTimeout(left) + " (until " + blockkit.SlackDate(deadline) + ")")
-	}
+	writeWhereAndWhen(&sb, "Answer", link, consoleURL, deadline, now)
 	if ev.Step == bridge.TargetOwner || ev.Step == bridge.TargetAdmins {
 		var who []string
 		if q != nil {
@@ -163,14 +155,20 @@ func restrictedReminderText(ev *bridge.Event, q *bridge.Question, link string, d
 	var sb strings.Builder
 	sb.WriteString(":bell: Reminder, in job `" + ev.JobID + "`: " + bridge.RestrictedNotice(restrictedFor(q.WaitsFor())) +
 		" You may decline it.\n")
+	writeWhereAndWhen(&sb, "Decline", link, consoleURL, deadline, now)
+	return sb.String()
+}
+
+// writeWhereAndWhen ends a reminder: where to act on the question (the
+// card's thread, else the console), and the time left.
+func writeWhereAndWhen(sb *strings.Builder, act, link, consoleURL string, deadline, now time.Time) {
 	if link != "" {
-		sb.WriteString("<" + link + "|Decline it in the thread>")
+		sb.WriteString("<" + link + "|" + act + " it in the thread>")
 	} else if consoleURL != "" {
-		sb.WriteString("<" + consoleURL + "|Decline it in the askbridge console>")
+		sb.WriteString("<" + consoleURL + "|" + act + " it in the askbridge console>")
 	}
 	if !deadline.IsZero() {
 		left := max(deadline.Sub(now), 0)
 		sb.WriteString(" · Time left: " + bridge.FormatTimeout(left) + " (until " + blockkit.SlackDate(deadline) + ")")
 	}
-	return sb.String()
 }

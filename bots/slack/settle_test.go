@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -150,18 +149,7 @@ func TestRestartedAdapterAsksInTheJobsThread(t *testing.T) {
 	h.posted(t, q1.QuestionID)
 	parent := h.fake.marked(threadMetaJSON("job-again"))
 	// The runtime has the card's delivery report, and with it the thread.
-	testenv.CheckFor(t, wait, tick, func() error {
-		req, _ := json.Marshal(bridge.ShowRequest{Tenant: "acme", JobID: q1.JobID, QuestionID: q1.QuestionID})
-		msg, err := env.NATS.Conn.Request(bridge.APIShow, req, wait)
-		if err != nil {
-			return err
-		}
-		var reply bridge.ShowReply
-		if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.Question == nil || len(reply.Question.Messages) == 0 {
-			return fmt.Errorf("show: %s", msg.Data)
-		}
-		return nil
-	})
+	shownInSlack(t, env, q1)
 	h.bot.cards.Forget()
 	h.bot.threads.Clear()
 	q2 := question("job-again", "q-2")
@@ -191,18 +179,7 @@ func TestSettledCardKeepsItsTextWhenItsRecordIsLost(t *testing.T) {
 	posted := h.posted(t, q.QuestionID)
 	ts := h.cardTS(t, q)
 	// The runtime knows where the card is, so its events name it.
-	testenv.CheckFor(t, wait, tick, func() error {
-		req, _ := json.Marshal(bridge.ShowRequest{Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID})
-		msg, err := env.NATS.Conn.Request(bridge.APIShow, req, wait)
-		if err != nil {
-			return err
-		}
-		var reply bridge.ShowReply
-		if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.Question == nil || len(reply.Question.Messages) == 0 {
-			return fmt.Errorf("show: %s", msg.Data)
-		}
-		return nil
-	})
+	shownInSlack(t, env, q)
 	h.bot.cards.Forget()
 	if resp, body := h.interact(h.fake.click("U0KEV", "kevin", "trig-lost", "C0123", ts, actionsBlock(posted), "choice.1", "blue", "")); resp.StatusCode != http.StatusOK {
 		t.Fatalf("click: %d %s", resp.StatusCode, body)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -41,30 +40,6 @@ func onceKey(parts ...string) string {
 		h.Write([]byte{0})
 	}
 	return "o." + hex.EncodeToString(h.Sum(nil)[:16])
-}
-
-// getJSON reads key into v; a missing key gives revision 0 and no error.
-func getJSON(ctx context.Context, kv *bridge.KV, key string, v any) (uint64, error) {
-	rev, _, _, err := bridge.GetJSON(ctx, kv, key, v)
-	if err != nil {
-		return 0, fmt.Errorf("slack: %w", err)
-	}
-	return rev, nil
-}
-
-// putJSON writes v at key whatever it held; the key goes ttl later.
-func putJSON(ctx context.Context, kv *bridge.KV, key string, v any, ttl time.Duration) error {
-	for range 3 {
-		var cur json.RawMessage
-		rev, err := getJSON(ctx, kv, key, &cur)
-		if err != nil {
-			return err
-		}
-		if _, err = bridge.PutJSON(ctx, kv, key, rev, v, ttl); !bridge.IsConflict(err) {
-			return err
-		}
-	}
-	return fmt.Errorf("slack: %s kept changing", key)
 }
 
 // once claims a one-off side effect. It returns false when the effect was
