@@ -259,6 +259,8 @@ var streamSpecs = []struct {
 	{StreamEvents, PrefixEvent + ".>", EventRetention, jetstream.InterestPolicy, true},
 	{StreamResumes, PrefixResume + ".>", 30 * 24 * time.Hour, jetstream.LimitsPolicy, true},
 	{StreamDelivery, PrefixDelivery + ".>", 7 * 24 * time.Hour, jetstream.WorkQueuePolicy, true},
+	{StreamExecuted, PrefixExecuted + ".>", 30 * 24 * time.Hour, jetstream.WorkQueuePolicy, false},
+	{StreamNotices, PrefixNotice + ".>", 30 * 24 * time.Hour, jetstream.WorkQueuePolicy, false},
 }
 
 // StreamNames lists the streams EnsureStreams creates.

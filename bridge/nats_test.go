@@ -44,6 +44,7 @@ func TestNATS(t *testing.T) {
 			StreamQuestions: 30 * 24 * time.Hour, StreamCancels: 30 * 24 * time.Hour,
 			StreamAnswers: 30 * 24 * time.Hour, StreamEvents: 7 * 24 * time.Hour,
 			StreamResumes: 30 * 24 * time.Hour, StreamDelivery: 7 * 24 * time.Hour,
+			StreamExecuted: 30 * 24 * time.Hour, StreamNotices: 30 * 24 * time.Hour,
 		}
 		if names := StreamNames(); len(names) != len(want) {
 			t.Errorf("StreamNames = %v", names)
@@ -61,6 +62,7 @@ func TestNATS(t *testing.T) {
 			// reads; events stay until every adapter has them.
 			wantRetention := map[string]jetstream.RetentionPolicy{
 				StreamQuestions: jetstream.WorkQueuePolicy, StreamCancels: jetstream.WorkQueuePolicy, StreamDelivery: jetstream.WorkQueuePolicy,
+				StreamExecuted: jetstream.WorkQueuePolicy, StreamNotices: jetstream.WorkQueuePolicy,
 				StreamEvents: jetstream.InterestPolicy, StreamAnswers: jetstream.LimitsPolicy, StreamResumes: jetstream.LimitsPolicy,
 			}[name]
 			if cfg.Retention != wantRetention {
@@ -341,6 +343,9 @@ func TestStreamOf(t *testing.T) {
 		{QuestionSubject("acme", "job-1"), StreamQuestions},
 		{CancelSubject("acme", "job-1"), StreamCancels},
 		{DeliverySubject("acme", "job-1"), StreamDelivery},
+		{ExecutedSubject("acme", "job-1"), StreamExecuted},
+		{NoticeSubject("acme", "job-1"), StreamNotices},
+		{GateSubject("acme", "job-1"), ""},
 		{PrefixEvent, ""},
 		{PrefixEvent + ".", ""},
 		{PrefixEvent + "s.acme.job-1", ""},

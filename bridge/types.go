@@ -45,11 +45,14 @@ type Question struct {
 	Fields       []Field   `json:"fields,omitempty"`
 	Proposal     *Proposal `json:"proposal,omitempty"`
 	BlockedTools []string  `json:"blocked_tools,omitempty"`
-	Timeout      string    `json:"timeout,omitempty"`
-	OnTimeout    string    `json:"on_timeout,omitempty"`
-	Route        *Route    `json:"route,omitempty"`
-	Answerers    []string  `json:"answerers,omitempty"`
-	Owner        string    `json:"owner,omitempty"`
+	// AllowedTools, when set, closes the job's surface while the question
+	// waits: the gate refuses every tool not listed (docs/safety.md).
+	AllowedTools []string `json:"allowed_tools,omitempty"`
+	Timeout      string   `json:"timeout,omitempty"`
+	OnTimeout    string   `json:"on_timeout,omitempty"`
+	Route        *Route   `json:"route,omitempty"`
+	Answerers    []string `json:"answerers,omitempty"`
+	Owner        string   `json:"owner,omitempty"`
 	// Visibility is who may read the question's content: VisibilityTenant
 	// (the default, "" too) or VisibilityRestricted (docs/contract.md).
 	Visibility string `json:"visibility,omitempty"`
@@ -131,10 +134,21 @@ func (f *Field) Title() string {
 	return f.Name
 }
 
-// Proposal is what an approval asks a person to approve or deny.
+// Proposal is what an approval asks a person to approve or deny: an
+// action with its exact arguments, decided once, ever, and executed once
+// through the gate (docs/safety.md).
 type Proposal struct {
 	ID      string   `json:"id"`
+	Action  string   `json:"action,omitempty"`
 	Summary []string `json:"summary"`
+	// Arguments are the action's exact parameters, a JSON object; the gate
+	// hands them back on execute as they were approved.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Amount    *float64        `json:"amount,omitempty"`
+	Currency  string          `json:"currency,omitempty"`
+	// ExpiresAt, when set, is when the proposal can no longer be decided
+	// or executed.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // Route says where a question should be shown.
@@ -355,6 +369,15 @@ const (
 	EventCancelled      = "cancelled"
 	EventSuperseded     = "superseded"
 	EventDeliveryFailed = "delivery_failed"
+	// EventApproval: one approval of several a proposal needs was
+	// recorded; the question still waits (Event.Proposal says how many).
+	EventApproval = "approval_recorded"
+	// EventExecuted: the agent reported the execution of an approved
+	// proposal (Event.Proposal carries the result and detail).
+	EventExecuted = "executed"
+	// EventNotice: an agent met a typed failure that is not a question
+	// (Event.Notice); it is shown without controls.
+	EventNotice = "notice"
 )
 
 // Refusal reasons, for the refused event and the metrics.
@@ -401,6 +424,11 @@ type Event struct {
 	AttemptID string            `json:"attempt_id,omitempty"`
 	ReplyTo   map[string]string `json:"reply_to,omitempty"`
 	Failure   *Failure          `json:"failure,omitempty"`
+	// Proposal is an approval's proposal as it stands: approvals so far,
+	// decided, executed (on approval_recorded, answered and executed).
+	Proposal *ProposalStatus `json:"proposal,omitempty"`
+	// Notice is the failure an agent reported, on a notice event.
+	Notice *Notice `json:"notice,omitempty"`
 	// Messages are the chat messages that show this question, as reported
 	// by the adapters, so an outcome can update them after any restart.
 	Messages []MessageRef `json:"messages,omitempty"`

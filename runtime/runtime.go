@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/policy"
 	"github.com/askbridge/askbridge/store"
 )
 
@@ -81,6 +82,9 @@ type Options struct {
 	NATS  *bridge.NATS
 	Store Store
 	Roles Roles
+	// Policy holds the operator's policy in force (ASK_POLICY); nil or
+	// empty gates nothing.
+	Policy *policy.Holder
 	// Platforms are the chat platforms that can show questions, switched
 	// on or not, in the order texts name them.
 	Platforms []Platform

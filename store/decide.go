@@ -253,9 +253,11 @@ func (b *decideBatch) flush(ctx context.Context) error {
 		n += len(msgs)
 	}
 	outbox := make([]any, 0, 3*n)
+	var log []LogEntry
 	for _, x := range won {
 		msgs, at := x.d.outbox()
 		outbox = outboxRows(outbox, msgs, at)
+		log = append(log, x.d.log()...)
 	}
 	if err := execRows(ctx, tx, "DELETE FROM attempts WHERE attempt_id IN (", "?", ")", 1, takeBack); err != nil {
 		return fmt.Errorf("take back attempts: %w", err)
@@ -270,6 +272,9 @@ func (b *decideBatch) flush(ctx context.Context) error {
 	if err := insertOutbox(ctx, tx, outbox); err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
+	if err := insertLog(ctx, tx, log); err != nil {
+		return fmt.Errorf("job log: %w", err)
+	}
 	return nil
 }
 
@@ -281,6 +286,16 @@ func (d Decision) attempt() (id string, question int64, at time.Time) {
 		return d.Refuse.AttemptID, d.Refuse.Question, d.Refuse.At
 	}
 	return "", 0, time.Time{}
+}
+
+func (d Decision) log() []LogEntry {
+	switch {
+	case d.Settle != nil:
+		return d.Settle.Log
+	case d.Refuse != nil:
+		return d.Refuse.Log
+	}
+	return nil
 }
 
 func (d Decision) outbox() ([]Message, time.Time) {

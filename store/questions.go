@@ -320,6 +320,8 @@ type Settlement struct {
 	// AttemptID, when set, is recorded so the same attempt is never decided twice.
 	AttemptID string
 	Outbox    []Message
+	// Log is written to the job's trail with the settlement.
+	Log []LogEntry
 }
 
 // Settle ends a pending question: compare-and-set on pending, the answer,
@@ -340,6 +342,8 @@ type Refusal struct {
 	Question  int64
 	At        time.Time
 	Outbox    []Message
+	// Log is written to the job's trail with the refusal.
+	Log []LogEntry
 }
 
 // Decision is one decided attempt: a settlement or a refusal.

@@ -73,7 +73,7 @@ func TestMigrationsAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.SchemaVersion(context.Background())
-	if err != nil || v != 2 {
+	if err != nil || v != 3 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	mustAsk(t, s, newQ("job-1", "q-1", 1))

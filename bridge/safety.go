@@ -1,0 +1,142 @@
+package bridge
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The safety contract's subjects (docs/safety.md). The full subject
+// appends ".<tenant>.<job>".
+const (
+	// PrefixGate is request/reply (core NATS): may the job call a tool now?
+	PrefixGate = "ask.v1.gate"
+	// PrefixExecuted carries the agent's report of an executed proposal.
+	PrefixExecuted = "ask.v1.executed"
+	// PrefixNotice carries a typed failure an agent met.
+	PrefixNotice = "ask.v1.notice"
+)
+
+// APITrace answers a job's timeline from the record.
+const APITrace = PrefixAPI + ".trace"
+
+// Streams of the safety contract's durable subjects.
+const (
+	StreamExecuted = "ASK_EXECUTED"
+	StreamNotices  = "ASK_NOTICES"
+)
+
+// GateSubject is where an agent asks the gate before a side effect.
+func GateSubject(tenant, job string) string { return subject(PrefixGate, tenant, job) }
+
+// ExecutedSubject is where an agent reports an executed proposal.
+func ExecutedSubject(tenant, job string) string { return subject(PrefixExecuted, tenant, job) }
+
+// NoticeSubject is where an agent reports a failure that is not a question.
+func NoticeSubject(tenant, job string) string { return subject(PrefixNotice, tenant, job) }
+
+// Gate codes, in docs/safety.md's words. When several apply, the first of
+// stale_version, blocked_by_question, then the proposal codes wins.
+const (
+	GateAllowed           = "allowed"
+	GateBlockedByQuestion = "blocked_by_question"
+	GateStaleVersion      = "stale_version"
+	GateApprovalRequired  = "approval_required"
+	GateApprovalPending   = "approval_pending"
+	GateApprovalDenied    = "approval_denied"
+	GateProposalExpired   = "proposal_expired"
+	GateUnknownProposal   = "unknown_proposal"
+	GateProposalMismatch  = "proposal_mismatch"
+	GateProposalExecuted  = "proposal_executed"
+	// GateInvalid is a request the gate cannot read; Reason names the field.
+	GateInvalid = "invalid"
+)
+
+// GateRequest asks whether a job may call a tool now, on
+// ask.v1.gate.<tenant>.<job>. With ProposalID and Execute it also takes
+// the approved proposal for execution, once.
+type GateRequest struct {
+	Tenant      string `json:"tenant"`
+	JobID       string `json:"job_id"`
+	TaskVersion int64  `json:"task_version"`
+	Tool        string `json:"tool"`
+	ProposalID  string `json:"proposal_id,omitempty"`
+	Execute     bool   `json:"execute,omitempty"`
+}
+
+// GateReply is the gate's decision. Reason is a sentence an agent can relay.
+type GateReply struct {
+	Allowed    bool   `json:"allowed"`
+	Code       string `json:"code"`
+	Reason     string `json:"reason,omitempty"`
+	QuestionID string `json:"question_id,omitempty"`
+	ProposalID string `json:"proposal_id,omitempty"`
+	// Arguments and IdempotencyKey, on an execute, are the proposal's
+	// arguments as approved and the key minted when it was recorded.
+	Arguments      json.RawMessage `json:"arguments,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	// ExecutedAt, on proposal_executed, is when the first execute was allowed.
+	ExecutedAt time.Time `json:"executed_at,omitzero"`
+}
+
+// Proposal states, as cards, the console and the trace name them.
+const (
+	ProposalPending         = "pending"
+	ProposalApproved        = "approved"
+	ProposalDenied          = "denied"
+	ProposalExpired         = "expired"
+	ProposalExecuted        = "executed"
+	ProposalExecutionFailed = "execution_failed"
+)
+
+// Execution results.
+const (
+	ResultSucceeded = "succeeded"
+	ResultFailed    = "failed"
+)
+
+// Execution is what an agent reports on ask.v1.executed.<tenant>.<job>
+// after it ran (or failed to run) an approved proposal.
+type Execution struct {
+	Tenant     string    `json:"tenant"`
+	JobID      string    `json:"job_id"`
+	ProposalID string    `json:"proposal_id"`
+	Result     string    `json:"result"`
+	Detail     string    `json:"detail,omitempty"`
+	At         time.Time `json:"at,omitzero"`
+}
+
+// Approval is one person's approval of a proposal.
+type Approval struct {
+	By     string    `json:"by"`
+	ByName string    `json:"by_name,omitempty"`
+	Via    string    `json:"via,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// ProposalStatus is a proposal as it stands, for cards and the console.
+type ProposalStatus struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+	// Approvals so far, of Required (1 without a policy asking for more).
+	Approvals []Approval `json:"approvals,omitempty"`
+	Required  int        `json:"required,omitempty"`
+	// MayApprove names who may still approve, as the policy says (roles
+	// or identities); empty when anyone who may answer may.
+	MayApprove []string  `json:"may_approve,omitempty"`
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	ExecutedAt time.Time `json:"executed_at,omitzero"`
+	Result     string    `json:"result,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
+}
+
+// Notice is a typed failure an agent met and reports on
+// ask.v1.notice.<tenant>.<job>: shown without controls, never a question.
+type Notice struct {
+	Tenant string `json:"tenant"`
+	JobID  string `json:"job_id"`
+	// NoticeID names the notice for deduplication; empty gets one.
+	NoticeID string `json:"notice_id,omitempty"`
+	Agent    string `json:"agent,omitempty"`
+	Failure
+	At time.Time `json:"at,omitzero"`
+}
