@@ -140,3 +140,62 @@ type Notice struct {
 	Failure
 	At time.Time `json:"at,omitzero"`
 }
+
+// TraceRequest asks ask.v1.api.trace for a job's timeline. As and Roles
+// decide what is shown, as with show (a reader sees that things happened,
+// not their content); a request without As comes from the trusted bus.
+type TraceRequest struct {
+	As     string   `json:"as,omitempty"`
+	Roles  []string `json:"roles,omitempty"`
+	Tenant string   `json:"tenant"`
+	JobID  string   `json:"job_id"`
+}
+
+// Trace entry kinds, in the words `askbridge trace` prints.
+const (
+	TraceAsked      = "asked"
+	TraceGate       = "gate"
+	TraceAnswered   = "answered"
+	TraceDeclined   = "declined"
+	TraceRefused    = "refused"
+	TraceApproval   = "approval"
+	TraceExecuted   = "executed"
+	TraceNotice     = "notice"
+	TraceCancelled  = "cancelled"
+	TraceTimedOut   = "timed_out"
+	TraceSuperseded = "superseded"
+	TraceFailed     = "failed"
+)
+
+// TraceEntry is one thing that happened in a job, from the record.
+type TraceEntry struct {
+	At          time.Time `json:"at"`
+	Kind        string    `json:"kind"`
+	QuestionID  string    `json:"question_id,omitempty"`
+	TaskVersion int64     `json:"task_version,omitempty"`
+	By          string    `json:"by,omitempty"`
+	// Text says what happened in a line a person reads; for a reader who
+	// may not see the question's content it says only that it happened.
+	Text string `json:"text"`
+	// Hidden says the content was withheld from this reader.
+	Hidden bool `json:"hidden,omitempty"`
+	// Tool and Code, on a gate decision; BlockedTools and AllowedTools on
+	// asked.
+	Tool         string   `json:"tool,omitempty"`
+	Code         string   `json:"code,omitempty"`
+	BlockedTools []string `json:"blocked_tools,omitempty"`
+	AllowedTools []string `json:"allowed_tools,omitempty"`
+	// ProposalID, Approvals and Required, on approvals and executions;
+	// Result on executed.
+	ProposalID string  `json:"proposal_id,omitempty"`
+	Approvals  int     `json:"approvals,omitempty"`
+	Required   int     `json:"required,omitempty"`
+	Result     string  `json:"result,omitempty"`
+	Notice     *Notice `json:"notice,omitempty"`
+}
+
+// TraceReply answers TraceRequest: the entries in the order they happened.
+type TraceReply struct {
+	Entries []TraceEntry `json:"entries"`
+	Error   string       `json:"error,omitempty"`
+}
