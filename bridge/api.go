@@ -127,6 +127,10 @@ type QuestionView struct {
 	Text       string          `json:"text,omitempty"`
 	SettledAt  time.Time       `json:"settled_at,omitzero"`
 	Messages   []MessageRef    `json:"messages,omitempty"`
+	// Proposal is an approval's proposal as it stands (approvals so far,
+	// decided, expired, executed), for cards and the console; nil for a
+	// question, or when the reader may not see the content.
+	Proposal *ProposalStatus `json:"proposal,omitempty"`
 }
 
 // AuditEntry is one transition of a question's state.
