@@ -234,6 +234,7 @@ func (c *cli) ask(ctx context.Context, args []string) int {
 	slackChannel := fs.String("slack-channel", "", "Slack channel to ask in")
 	discordChannel := fs.String("discord-channel", "", "Discord channel id to ask in")
 	noWait := fs.Bool("no-wait", false, "publish and print the question id without waiting")
+	proposal := addProposalFlags(fs)
 	// Every dashed word is a flag, so a mistyped one is an error rather
 	// than words of the question; a question starting with - follows --.
 	if err := parseFlags(fs, args, false); err != nil {
@@ -241,6 +242,9 @@ func (c *cli) ask(ctx context.Context, args []string) int {
 	}
 	q.Question = strings.Join(fs.Args(), " ")
 	q.Choices, q.Answerers, q.BlockedTools = choices, answerers, blocks
+	if err := proposal.apply(&q, time.Now()); err != nil {
+		return c.fail("%v", err)
+	}
 	for _, spec := range fields {
 		f, err := parseField(spec)
 		if err != nil {
