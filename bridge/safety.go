@@ -144,11 +144,15 @@ type Notice struct {
 // TraceRequest asks ask.v1.api.trace for a job's timeline. As and Roles
 // decide what is shown, as with show (a reader sees that things happened,
 // not their content); a request without As comes from the trusted bus.
+// Limit bounds the entries of one reply (default 500, at most 1000);
+// After is the Next of the previous reply.
 type TraceRequest struct {
 	As     string   `json:"as,omitempty"`
 	Roles  []string `json:"roles,omitempty"`
 	Tenant string   `json:"tenant"`
 	JobID  string   `json:"job_id"`
+	Limit  int      `json:"limit,omitempty"`
+	After  string   `json:"after,omitempty"`
 }
 
 // Trace entry kinds, in the words `askbridge trace` prints.
@@ -179,8 +183,8 @@ type TraceEntry struct {
 	Text string `json:"text"`
 	// Hidden says the content was withheld from this reader.
 	Hidden bool `json:"hidden,omitempty"`
-	// Tool and Code, on a gate decision; BlockedTools and AllowedTools on
-	// asked.
+	// Tool and Code, on a gate decision (Code is also a refusal's reason
+	// and a notice's failure code); BlockedTools and AllowedTools on asked.
 	Tool         string   `json:"tool,omitempty"`
 	Code         string   `json:"code,omitempty"`
 	BlockedTools []string `json:"blocked_tools,omitempty"`
@@ -195,7 +199,9 @@ type TraceEntry struct {
 }
 
 // TraceReply answers TraceRequest: the entries in the order they happened.
+// Next, when set, asks for the entries after these (as After).
 type TraceReply struct {
 	Entries []TraceEntry `json:"entries"`
+	Next    string       `json:"next,omitempty"`
 	Error   string       `json:"error,omitempty"`
 }
