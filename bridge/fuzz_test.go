@@ -3,6 +3,8 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -131,5 +133,57 @@ func FuzzCheckAnswer(f *testing.F) {
 			t.Fatalf("not idempotent: %q -> %s (%q) -> %s (%q)", answer, got.Value, got.Display, again.Value, again.Display)
 		}
 		_ = AnsweredText(got.Value)
+	})
+}
+
+// FuzzDecodeNotice: decoding never panics; a refusal names a field; a
+// notice accepted has a code, a dependency and an operation, is masked (masking it again changes nothing) and
+// of the subject's tenant and job.
+func FuzzDecodeNotice(f *testing.F) {
+	for _, s := range []string{
+		validNoticeJSON(), ``, `null`, `[]`, `{}`, `{"code":1}`, `{"retryable":"x"}`, `{}}`,
+		`{"code":"ACCESS_DENIED","dependency":"drive","operation":"read"}`,
+		`{"code":"INPUT_MISSING","dependency":"d","operation":"o","operator_message":"password=hunter2 https://a:b@h/ xoxp-1-2-3"}`,
+		`{"tenant":"globex","code":"ACCESS_DENIED","dependency":"d","operation":"o"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := DecodeNotice(data, "acme", "job-1")
+		if err != nil {
+			if !strings.Contains(err.Error(), ":") {
+				t.Fatalf("a refusal that names no field: %q", err)
+			}
+			return
+		}
+		if n.Tenant != "acme" || n.JobID != "job-1" {
+			t.Fatalf("accepted a notice of %s/%s", n.Tenant, n.JobID)
+		}
+		if !slices.Contains(NoticeCodes, n.Code) || strings.TrimSpace(n.Dependency) == "" || strings.TrimSpace(n.Operation) == "" {
+			t.Fatalf("accepted a notice without its code, dependency or operation: %+v", n)
+		}
+		before := *n
+		MaskNotice(n)
+		if *n != before {
+			t.Fatalf("an accepted notice was not masked: %+v", before)
+		}
+	})
+}
+
+// FuzzMaskSecrets: masking never panics, masking masked text changes
+// nothing, and no Slack token survives.
+func FuzzMaskSecrets(f *testing.F) {
+	for _, s := range []string{"", "xoxb-1-2-abc", "Bearer abc.DEF-123", "https://a:b@h/p?token=x&y=1",
+		`{"password": "p"}`, "eyJhbGciOi.eyJzdWIiOi.sig", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m := MaskSecrets(s)
+		if again := MaskSecrets(m); again != m {
+			t.Fatalf("masking %q again changed it to %q", m, again)
+		}
+		if slackToken.MatchString(m) {
+			t.Fatalf("a Slack token survived in %q", m)
+		}
 	})
 }
