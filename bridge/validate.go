@@ -388,6 +388,8 @@ func ValidateQuestion(q *Question) error {
 	}
 	validateChoices(ve, q.Choices)
 	validateFields(ve, q.Fields)
+	validateTools(ve, "blocked_tools", q.BlockedTools)
+	validateTools(ve, "allowed_tools", q.AllowedTools)
 	if q.Timeout != "" {
 		if _, err := ParseTimeout(q.Timeout); err != nil {
 			ve.add("timeout: %s", err)

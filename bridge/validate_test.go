@@ -100,6 +100,25 @@ func TestValidateQuestion(t *testing.T) {
 		{name: "negative task version", edit: func(q *Question) { q.TaskVersion = -1 },
 			wants: []string{"task_version: must not be negative"}},
 
+		// tools
+		{name: "tool names as agents name them", edit: func(q *Question) {
+			q.BlockedTools = []string{"send_report", "mcp__github__create_issue", "fs.write_file", "slack/post", "billing:refund", "Bash"}
+			q.AllowedTools = []string{"lookup_order", strings.Repeat("t", MaxToolName)}
+		}},
+		{name: "empty blocked tool", edit: func(q *Question) { q.BlockedTools = []string{"send_report", ""} },
+			wants: []string{"blocked_tools[1]: is empty: name a tool, such as send_report"}},
+		{name: "allowed tool with a space", edit: func(q *Question) { q.AllowedTools = []string{"send report"} },
+			wants: []string{`allowed_tools[0]: "send report" is not a tool's name: use letters, digits and _ . : / -, starting with a letter or digit`}},
+		{name: "tool starting with a dash", edit: func(q *Question) { q.BlockedTools = []string{"-rf"} },
+			wants: []string{`blocked_tools[0]: "-rf" is not a tool's name: use letters, digits and _ . : / -, starting with a letter or digit`}},
+		{name: "tool name too long", edit: func(q *Question) { q.AllowedTools = []string{strings.Repeat("t", MaxToolName+1)} },
+			wants: []string{`allowed_tools[0]: "` + strings.Repeat("t", 39) + `…" is 129 characters; a tool's name has at most 128`}},
+		{name: "too many tools", edit: func(q *Question) {
+			for i := range MaxTools + 1 {
+				q.AllowedTools = append(q.AllowedTools, fmt.Sprintf("t%d", i))
+			}
+		}, wants: []string{"allowed_tools: at most 100 tools, got 101"}},
+
 		// kind and text
 		{name: "unknown kind", edit: func(q *Question) { q.Kind = "poll" },
 			wants: []string{`kind: must be question or approval, not "poll"`}},

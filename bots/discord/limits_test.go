@@ -319,7 +319,7 @@ func edgeQuestions(t *testing.T) []bridge.Question {
 		return bridge.Question{Tenant: strings.Repeat("T", 64), JobID: strings.Repeat("j", 60) + "-job",
 			QuestionID: strings.Repeat("q", 58) + id, TaskVersion: math.MaxInt64,
 			Question: edgeText("Q ", bridge.MaxQuestionText), Context: edgeText("C ", 4000),
-			WhyItMatters: edgeText("W ", 4000), BlockedTools: []string{edgeText("tool ", 300), "send_report"},
+			WhyItMatters: edgeText("W ", 4000), BlockedTools: []string{strings.Repeat("mcp__tool.name:v2/x-", 7)[:bridge.MaxToolName], "send_report"},
 			Answerers: append([]string{"discord:" + kevin.ID}, answerers...), Owner: "discord:" + ana.ID,
 			Agent: edgeText("agent ", 300)}
 	}

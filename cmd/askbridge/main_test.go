@@ -247,7 +247,7 @@ func TestCLIAskListShow(t *testing.T) {
 	go func() {
 		done <- asker.ask(context.Background(), []string{"--tenant", "acme", "--job", "job-ask", "--id", "q-cli",
 			"--field", "size*:choice:S,M,L", "--field", "copies:number:1..9", "--timeout", "1h", "--answerer", "cli:kevin",
-			"--blocks", "send_report", "How many, and what size?"})
+			"--blocks", "send_report", "--allows", "lookup_order", "--allows", "draft_reply", "How many, and what size?"})
 	}()
 	waitPending(t, kevin, "job-ask", "q-cli")
 
@@ -272,7 +272,7 @@ func TestCLIAskListShow(t *testing.T) {
 	}
 	shown := strings.Join(strings.Fields(out.String()), " ")
 	for _, want := range []string{"State: pending", "Field size: choice: S, M, L (required)", "You may: answer or decline",
-		"Blocks: send_report", "Answerers: cli:kevin", "- -> pending askbridge asked"} {
+		"Blocks: send_report", "Allows only: lookup_order, draft_reply", "Answerers: cli:kevin", "- -> pending askbridge asked"} {
 		if !strings.Contains(shown, want) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}
