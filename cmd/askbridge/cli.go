@@ -225,8 +225,6 @@ func (c *cli) ask(ctx context.Context, args []string) int {
 	fs.Var(&answerers, "answerer", "an identity who may answer, e.g. slack:U0123 (repeat)")
 	var blocks multiFlag
 	fs.Var(&blocks, "blocks", "a tool this question blocks, e.g. send_report (repeat)")
-	var allows multiFlag
-	fs.Var(&allows, "allows", "a tool the job may still use while this question waits; with it, every other tool is blocked (repeat)")
 	fs.StringVar(&q.Owner, "owner", "", "the job's owner identity")
 	fs.StringVar(&q.Visibility, "visibility", "", "tenant (default) or restricted: only its answerers, owner, admins and owners may read it")
 	fs.StringVar(&q.WhyItMatters, "why", "", "why the answer matters")
@@ -243,7 +241,7 @@ func (c *cli) ask(ctx context.Context, args []string) int {
 		return flagExit(err)
 	}
 	q.Question = strings.Join(fs.Args(), " ")
-	q.Choices, q.Answerers, q.BlockedTools, q.AllowedTools = choices, answerers, blocks, allows
+	q.Choices, q.Answerers, q.BlockedTools = choices, answerers, blocks
 	if err := proposal.apply(&q, time.Now()); err != nil {
 		return c.fail("%v", err)
 	}
