@@ -11,21 +11,21 @@ import "sync/atomic"
 type Rule struct {
 	// RequireApproval: the gate refuses the action (approval_required)
 	// unless an approved proposal for it is named.
-	RequireApproval bool `yaml:"require_approval"`
+	RequireApproval bool `yaml:"require_approval,omitempty"`
 	// RequiredApprovals is how many distinct people must approve; 0 and 1
 	// both mean one.
-	RequiredApprovals int `yaml:"required_approvals"`
+	RequiredApprovals int `yaml:"required_approvals,omitempty"`
 	// ForbidSelfApproval: the question's owner may not approve
 	// (refusal reason self_approval), whatever roles they hold.
-	ForbidSelfApproval bool `yaml:"forbid_self_approval"`
+	ForbidSelfApproval bool `yaml:"forbid_self_approval,omitempty"`
 	// MaxAmount, when set, refuses at intake a proposal whose amount is
 	// above it; Currency is the currency it is in.
-	MaxAmount *float64 `yaml:"max_amount"`
-	Currency  string   `yaml:"currency"`
+	MaxAmount *float64 `yaml:"max_amount,omitempty"`
+	Currency  string   `yaml:"currency,omitempty"`
 	// Approvers, when set, narrow who may approve: roles (owner, admin,
 	// operator) or identities (slack:U0FIN). Without it, whoever may
 	// answer the question may approve.
-	Approvers []string `yaml:"approvers"`
+	Approvers []string `yaml:"approvers,omitempty"`
 }
 
 // Approvals is how many distinct people must approve.
@@ -65,3 +65,14 @@ func (h *Holder) Load() *Policy {
 
 // Store puts p in force.
 func (h *Holder) Store(p *Policy) { h.p.Store(p) }
+
+// Count is how many tenants and actions (rules, over all tenants) p has.
+func (p *Policy) Count() (tenants, actions int) {
+	if p == nil {
+		return 0, 0
+	}
+	for _, t := range p.Tenants {
+		actions += len(t.Actions)
+	}
+	return len(p.Tenants), actions
+}
