@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -349,7 +350,25 @@ func (r *Runtime) refusal(rec *store.Record, a *bridge.AnswerAttempt, ref *refus
 		ev.AskedAt, ev.Deadline = rec.AskedAt, rec.Deadline
 	}
 	ev.EventID = fmt.Sprintf("%s.%s.%s.refused.%s", a.Tenant, a.JobID, a.QuestionID, a.AttemptID)
-	return &store.Refusal{AttemptID: a.AttemptID, Question: question, At: now, Outbox: []store.Message{eventMsg(ev)}}
+	return &store.Refusal{AttemptID: a.AttemptID, Question: question, At: now, Outbox: []store.Message{eventMsg(ev)},
+		Log: []store.LogEntry{refusedLog(a, ref, ev.TaskVersion, now)}}
+}
+
+// refusedLog records a refused attempt in its job's log, so the trace
+// shows it (docs/design.md "The trace"). The subject named the job; a
+// question id that is no token is kept out of the entry's column.
+func refusedLog(a *bridge.AnswerAttempt, ref *refusal, version int64, now time.Time) store.LogEntry {
+	action := a.Action
+	if action == "" {
+		action = bridge.ActionAnswer
+	}
+	body, _ := json.Marshal(refusedLogBody{By: bridge.Truncate(a.By, 200), Action: bridge.Truncate(action, 40),
+		Reason: ref.reason, Text: ref.text, AttemptID: bridge.Truncate(a.AttemptID, 200), TaskVersion: version})
+	e := store.LogEntry{Tenant: a.Tenant, JobID: a.JobID, Kind: store.LogRefused, Body: body, At: now}
+	if bridge.ValidToken(a.QuestionID) {
+		e.QuestionID = a.QuestionID
+	}
+	return e
 }
 
 // viaOf is the front-end an attempt came through, for the metrics: its

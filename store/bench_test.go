@@ -110,3 +110,40 @@ func BenchmarkUnsent(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecideRefusals measures refused attempts, 64 to a transaction,
+// with and without the job log entry each writes for the trace.
+func BenchmarkDecideRefusals(b *testing.B) {
+	for _, withLog := range []bool{false, true} {
+		b.Run(fmt.Sprintf("log=%v", withLog), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, filepath.Join(b.TempDir(), "askbridge.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			event := make([]byte, 600)
+			body := []byte(`{"by":"slack:U1","action":"answer","reason":"invalid_answer","text":"answer: must be one of: red, blue","attempt_id":"slack-1","task_version":1}`)
+			b.ResetTimer()
+			for lo := 0; lo < b.N; lo += 64 {
+				n := min(64, b.N-lo)
+				errs, err := s.DecideEach(ctx, n, func(i int, _ Lookup) (Decision, error) {
+					r := &Refusal{AttemptID: fmt.Sprintf("a-%d", lo+i), At: t0,
+						Outbox: []Message{{Subject: "ask.v1.event.acme.job", Data: event}}}
+					if withLog {
+						r.Log = []LogEntry{{Tenant: "acme", JobID: "job", Kind: LogRefused, QuestionID: "q", Body: body, At: t0}}
+					}
+					return Decision{Refuse: r}, nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, e := range errs {
+					if e != nil {
+						b.Fatal(e)
+					}
+				}
+			}
+		})
+	}
+}
