@@ -22,17 +22,19 @@ type apiStore interface {
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
 	Audit(ctx context.Context, question int64) ([]bridge.AuditEntry, error)
 	CountByState(ctx context.Context) (map[string]int64, error)
+	traceStore
 }
 
 // apiQueue spreads API requests over replicas.
 const apiQueue = "askbridge-runtime"
 
-// serveAPI answers ask.v1.api.list, .show and .stats.
+// serveAPI answers ask.v1.api.list, .show, .stats and .trace.
 func (r *Runtime) serveAPI(ctx context.Context) (func(), error) {
 	handlers := map[string]func(context.Context, []byte) any{
 		bridge.APIList:  r.apiList,
 		bridge.APIShow:  r.apiShow,
 		bridge.APIStats: r.apiStats,
+		bridge.APITrace: r.apiTrace,
 	}
 	var subs []*nats.Subscription
 	stop := func() {
