@@ -52,7 +52,8 @@ func DecodeNotice(data []byte, tenant, job string) (*Notice, error) {
 		}
 		ve := &ValidationError{}
 		for _, e := range errs {
-			ve.add("%s", jsonProblem(e.err))
+			// The failure's keys are the notice's own: not Failure.code.
+			ve.add("%s", strings.TrimPrefix(jsonProblem(e.err), "Failure."))
 		}
 		return &n, ve
 	}

@@ -73,7 +73,7 @@ func TestDecodeNoticeRefusals(t *testing.T) {
 			if !errors.As(err, &ve) {
 				t.Fatalf("err %v, want a ValidationError", err)
 			}
-			if !strings.Contains(err.Error(), c.field) {
+			if !strings.HasPrefix(err.Error(), c.field) && !strings.Contains(err.Error(), "; "+c.field) {
 				t.Errorf("err %q does not say %q", err, c.field)
 			}
 		})

@@ -163,6 +163,7 @@ func (r *Runtime) consumers() []consumer {
 		{stream: bridge.StreamDelivery, name: "delivery", handleBatch: r.handleDeliveries},
 		{stream: bridge.StreamQuestions, name: "questions", handleBatch: r.askQuestions},
 		{stream: bridge.StreamAnswers, name: answersConsumer, handleBatch: r.decideAttempts},
+		{stream: bridge.StreamNotices, name: "notices", handle: r.handleNotice},
 	}
 }
 

@@ -22,6 +22,10 @@ type metrics struct {
 	published  prometheus.Counter
 	deliveries *prometheus.CounterVec
 	attempts   *prometheus.CounterVec
+	// notices counts notices recorded, by failure code; noticesRefused
+	// those refused as not valid.
+	notices        *prometheus.CounterVec
+	noticesRefused prometheus.Counter
 	// frontEnds are the front-ends a label may name; any other is "other",
 	// so whoever may publish on the bus cannot mint series.
 	frontEnds []string
@@ -94,6 +98,12 @@ func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "askbridge_answer_attempts_total", Help: "Answer attempts decided, by the front-end they came through.",
 		}, []string{"via"}),
+		notices: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "askbridge_notices_total", Help: "Notices of failures that are not questions, recorded by failure code.",
+		}, []string{"code"}),
+		noticesRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "askbridge_notices_refused_total", Help: "Notices refused as not valid.",
+		}),
 	}
 	// The series that exist, at 0, from the start: a scrape before the
 	// first refusal or step still shows what will be counted.
@@ -109,6 +119,9 @@ func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context
 	for _, s := range []string{bridge.TargetAnswerers, bridge.TargetOwner, bridge.TargetAdmins, store.StepTimeout} {
 		m.ladder.WithLabelValues(s)
 	}
+	for _, code := range bridge.NoticeCodes {
+		m.notices.WithLabelValues(code)
+	}
 	for _, p := range platforms {
 		m.frontEnds = append(m.frontEnds, p.Name)
 	}
@@ -119,7 +132,7 @@ func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context
 	if reg == nil {
 		return m, nil
 	}
-	collectors := []prometheus.Collector{m.asked, m.invalid, m.settled, m.refusals, m.ladder, m.latency, m.published, m.deliveries, m.attempts,
+	collectors := []prometheus.Collector{m.asked, m.invalid, m.settled, m.refusals, m.ladder, m.latency, m.published, m.deliveries, m.attempts, m.notices, m.noticesRefused,
 		&storeCollector{
 			st:        st,
 			backlogOf: backlog,

@@ -35,6 +35,7 @@ type Store interface {
 	pruneStore
 	apiStore
 	eventConsumerStore
+	noticeStore
 	// Instance names the database, whose runtime holds the lease.
 	Instance() string
 }
@@ -141,6 +142,7 @@ type Runtime struct {
 	bookkeeping pruneStore
 	queries     apiStore
 	adapters    eventConsumerStore
+	notices     noticeStore
 	// instance is the store's database, named in the lease.
 	instance string
 	// outbox is the relay publishing what the parts decided.
@@ -185,6 +187,7 @@ func New(o Options) (*Runtime, error) {
 		bookkeeping: o.Store,
 		queries:     o.Store,
 		adapters:    o.Store,
+		notices:     o.Store,
 		instance:    o.Store.Instance(),
 		outbox:      newRelay(o, log),
 		ladWake:     make(chan struct{}, 1),
