@@ -494,7 +494,7 @@ func TestOutcomeLines(t *testing.T) {
 		{bridge.Event{Type: bridge.EventSuperseded}, q, "Superseded by a newer version of this task"},
 		{bridge.Event{Type: bridge.EventCancelled}, q, "Cancelled"},
 		{bridge.Event{Type: bridge.EventDeliveryFailed, State: bridge.StateFailed}, q, "Failed: askbridge could not deliver this question"},
-		{bridge.Event{Type: bridge.EventAnswered, ByName: "kevin", Answer: json.RawMessage(`"approved"`)}, ap, "Approved by @kevin"},
+		{bridge.Event{Type: bridge.EventAnswered, ByName: "kevin", Answer: json.RawMessage(`"approved"`)}, ap, "Approved (not yet executed) by @kevin"},
 		{bridge.Event{Type: bridge.EventAnswered, ByName: "kevin", Answer: json.RawMessage(`"denied"`), Comment: "too much"}, ap, "Denied by @kevin: too much"},
 	}
 	for _, c := range cases {

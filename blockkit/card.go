@@ -33,6 +33,8 @@ type Card struct {
 	// Ended is when the question ended, for a settled card's outcome line
 	// (in each reader's time zone); zero leaves it out.
 	Ended time.Time
+	// Proposal is an approval's proposal as it stands, when known.
+	Proposal *bridge.ProposalStatus
 }
 
 // Console buttons. Their action ids are parsed like the other actions;
@@ -47,7 +49,7 @@ const (
 
 // Neutral is the platform-neutral card of c: pending, or ended as end says.
 func (c Card) Neutral(end *card.Ending) card.Card {
-	in := card.Input{Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, Console: c.Console, End: end}
+	in := card.Input{Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, Console: c.Console, End: end, Proposal: c.Proposal}
 	if q := c.Question; q != nil {
 		in.Tenant, in.JobID, in.QuestionID, in.TaskVersion = q.Tenant, q.JobID, q.QuestionID, q.TaskVersion
 	}
@@ -117,6 +119,9 @@ func drawSettled(nc card.Card, outcome string) ([]slack.Block, string) {
 	if !nc.Ended.IsZero() {
 		outcome += " · " + SlackDate(nc.Ended)
 	}
+	if l := nc.ApprovalsLine(); !l.IsZero() {
+		tail = append(tail, slack.NewContextBlock("approvals", mrkdwn(mrkdwnLine(l))))
+	}
 	tail = append(tail, slack.NewContextBlock("outcome", mrkdwn(outcome)))
 	blocks := capBlocks(content(nc, messageCut(hasConsole(nc)), MaxCardText-textSize(tail)), MaxMessageBlks-len(tail))
 	blocks = append(blocks, tail...)
@@ -179,9 +184,12 @@ func content(nc card.Card, more string, budget int) []slack.Block {
 		rank       int // served in this order
 	}
 	parts := []part{{head, nc.Text, 0}}
-	ranks := map[string]int{card.LabelProposal: 1, card.LabelWhy: 2, card.LabelContext: 3}
+	ranks := map[string]int{card.LabelProposal: 1, card.LabelAmount: 1, card.LabelArguments: 1, card.LabelWhy: 2, card.LabelContext: 3}
 	for _, sec := range nc.Sections {
 		p := part{"*" + sec.Label + ":* ", sec.Text, ranks[sec.Label]}
+		if sec.Rows != nil {
+			p.head, p.text = "*"+sec.Label+"*\n", rowsText(sec)
+		}
 		if sec.Lines != nil {
 			var b strings.Builder
 			for _, l := range sec.Lines {
@@ -220,6 +228,19 @@ func content(nc card.Card, more string, budget int) []slack.Block {
 		blocks = append(blocks, asks)
 	}
 	return blocks
+}
+
+// rowsText is a table of arguments, a row a line: "`order`: 4471".
+// Backticks in a key would end its code span.
+func rowsText(sec card.Section) string {
+	lines := make([]string, 0, len(sec.Rows)+1)
+	for _, r := range sec.Rows {
+		lines = append(lines, "`"+strings.ReplaceAll(r.Key, "`", "'")+"`: "+r.Value)
+	}
+	if sec.More > 0 {
+		lines = append(lines, card.MoreText(sec.More))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // section renders head (already mrkdwn) and escaped user text, cut to
@@ -343,11 +364,18 @@ func jsonTextSize(b slack.Block) int {
 	return n
 }
 
-// stateLine is a waiting card's context line: its status, who may
-// answer, its deadline and the tools it holds up.
+// stateLine is a waiting card's context line: its status, its approvals
+// so far and who may still approve, who may answer, its deadline and
+// expiry, and the tools it holds up.
 func stateLine(nc card.Card) string {
 	var parts []string
-	for _, l := range []card.Line{nc.Status(), nc.MayAnswer.Line(maxListedAnswerers), nc.DeadlineLine()} {
+	if l := nc.Status(); !l.IsZero() {
+		parts = append(parts, l.Label+": "+mrkdwnLine(l))
+	}
+	if l := nc.ApprovalsLine(); !l.IsZero() {
+		parts = append(parts, mrkdwnLine(l)) // "1 of 2 approvals: @kevin" says what it is
+	}
+	for _, l := range []card.Line{nc.MayApproveLine(), nc.MayAnswer.Line(maxListedAnswerers), nc.DeadlineLine(), nc.ExpiresLine()} {
 		if !l.IsZero() {
 			parts = append(parts, l.Label+": "+mrkdwnLine(l))
 		}

@@ -38,6 +38,10 @@ type Input struct {
 	// clicked.
 	Console bool
 	End     *Ending
+	// Proposal is an approval's proposal as it stands (approvals so far,
+	// decided, expired, executed), from the latest event or view that
+	// carried it; nil when not known.
+	Proposal *bridge.ProposalStatus
 }
 
 // Ending is how a question ended, from the event that ended it (or the
@@ -94,7 +98,8 @@ type Card struct {
 	BlockedTools []string
 	// State is bridge.StatePending or how the question ended (answered,
 	// approved, denied, declined, timed_out, cancelled, superseded,
-	// failed); StateLabel says it in words.
+	// failed), and for an approval what became of its proposal
+	// (executed, execution_failed, expired); StateLabel says it in words.
 	State      string
 	StateLabel string
 	// MayAnswer says who may answer; shown while the question waits.
@@ -107,14 +112,21 @@ type Card struct {
 	// Controls are the card's buttons, in order; a settled card keeps
 	// only "Open in console".
 	Controls []Control
+	// Proposal is an approval's proposal as it stands, nil when not
+	// known; Expires is when it expires, zero when it does not.
+	Proposal *bridge.ProposalStatus
+	Expires  time.Time
 }
 
 // Section is a labelled part of the question's content.
 type Section struct {
 	Label string
 	Text  string
-	// Lines is set for a list (a proposal's summary), Text otherwise.
+	// Lines is set for a list (a proposal's summary), Rows for a table
+	// (its arguments, More saying how many it leaves out), Text otherwise.
 	Lines []string
+	Rows  []Row
+	More  int
 	// Tag names the section's subject (a proposal's id), shown beside the label.
 	Tag string
 }
@@ -176,11 +188,29 @@ func New(in Input) Card {
 	if q != nil && !in.Hidden {
 		c.MayAnswer = mayAnswerOf(q)
 	}
+	approval := c.Kind == KindApproval || q != nil && q.IsApproval()
 	c.State = bridge.StatePending
 	if in.End != nil {
-		c.State = endState(in.End, c.Kind == KindApproval || q != nil && q.IsApproval())
+		c.State = endState(in.End, approval)
 		c.Ended = in.End.At
 		c.Outcome = outcomeLine(in.End, q, c.Kind == KindHidden)
+	}
+	if approval {
+		c.Proposal, c.Expires = in.Proposal, expiresAt(q, in.Proposal)
+		if p := c.Proposal; p != nil && c.Kind == KindHidden && p.Detail != "" {
+			v := *p // the agent's detail tells what was done
+			v.Detail = ""
+			c.Proposal = &v
+		}
+	}
+	if c.Proposal != nil {
+		c.State = proposalState(c.State, c.Proposal)
+		c.Ended = proposalEnded(c.State, c.Proposal, c.Ended)
+	}
+	if approval {
+		if l, ok := proposalOutcome(c, in.End, c.Kind == KindHidden); ok {
+			c.Outcome = l
+		}
 	}
 	c.StateLabel = stateLabel(c.State, c.Kind)
 	c.Controls = controls(c, in.Console)
@@ -244,6 +274,7 @@ func sections(q *bridge.Question) []Section {
 	}
 	if p := q.Proposal; p != nil {
 		out = append(out, Section{Label: LabelProposal, Lines: p.Summary, Tag: p.ID})
+		out = append(out, proposalSections(p)...)
 	}
 	return out
 }
@@ -296,7 +327,10 @@ func endState(e *Ending, approval bool) string {
 
 var stateLabels = map[string]string{
 	bridge.StateAnswered:   "Answered",
-	StateApproved:          "Approved",
+	StateApproved:          labelApproved,
+	StateExecuted:          "Executed",
+	StateExecutionFailed:   "Execution failed",
+	StateExpired:           "Expired",
 	StateDenied:            "Denied",
 	bridge.StateDeclined:   "Declined",
 	bridge.StateTimedOut:   "Timed out",
@@ -307,7 +341,8 @@ var stateLabels = map[string]string{
 }
 
 // stateLabel names a question's state in words: the runtime's states
-// (bridge.State*) and an approval's approved and denied.
+// (bridge.State*) and an approval's approved, executed, execution failed,
+// expired and denied.
 func stateLabel(state string, k Kind) string {
 	if state == bridge.StatePending {
 		if k == KindApproval {

@@ -66,7 +66,7 @@ func TestOutcomeLines(t *testing.T) {
 	}{
 		{bridge.Event{Type: bridge.EventAnswered, By: "slack:U0KEV", ByName: "kevin", AnswerText: "blue"}, question(), "Answered by slack:U0KEV (kevin): blue", "Answered"},
 		{bridge.Event{Type: bridge.EventAnswered, By: "slack:U0KEV", Answer: json.RawMessage(`{"on":"2026-10-20"}`)}, question(), `Answered by slack:U0KEV: {"on":"2026-10-20"}`, "Answered"},
-		{bridge.Event{Type: bridge.EventAnswered, By: "slack:U0KEV", Answer: json.RawMessage(`"approved"`)}, approval, "Approved by slack:U0KEV", "Approved"},
+		{bridge.Event{Type: bridge.EventAnswered, By: "slack:U0KEV", Answer: json.RawMessage(`"approved"`)}, approval, "Approved (not yet executed) by slack:U0KEV", "Approved (not yet executed)"},
 		{bridge.Event{Type: bridge.EventAnswered, By: "slack:U0KEV", Answer: json.RawMessage(`"denied"`), Comment: "too much"}, approval, "Denied by slack:U0KEV: too much", "Denied"},
 		{bridge.Event{Type: bridge.EventDeclined, By: "cli:bob"}, question(), "Declined by cli:bob", "Declined"},
 		{bridge.Event{Type: bridge.EventDeclined, By: "cli:bob", Comment: " ask Ana "}, question(), "Declined by cli:bob: ask Ana", "Declined"},

@@ -50,7 +50,7 @@ func Cases() []Case {
 		}
 		out = append(out, Case{Group: k.name, Name: "pending, no console", Input: caseInput(k.q, false, nil)})
 	}
-	return out
+	return append(out, proposalCases()...)
 }
 
 func caseInput(q *bridge.Question, console bool, e *Ending) Input {
@@ -87,7 +87,7 @@ func caseKinds() []caseKind {
 		{Name: "copies", Kind: bridge.FieldNumber, Integer: true}}
 	approval := caseQuestion()
 	approval.Kind, approval.Question = bridge.KindApproval, "May I refund order 4471?"
-	approval.Proposal = &bridge.Proposal{ID: "pr_8f2a", Summary: []string{"Refund $240 to Jane D.", "Reason: damaged item"}}
+	approval.Proposal = caseProposal()
 	restricted := caseQuestion()
 	restricted.Visibility, restricted.Choices = bridge.VisibilityRestricted, []string{"yes", "no"}
 	restrictedNobody := caseQuestion()

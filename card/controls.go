@@ -109,7 +109,7 @@ func EndingOf(ev *bridge.Event) *Ending {
 func FromView(v *bridge.QuestionView, console bool) Input {
 	in := Input{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, TaskVersion: v.TaskVersion,
 		Question: v.Question, Hidden: v.Hidden || v.Question == nil, ForReader: true,
-		AskedAt: v.AskedAt, Deadline: v.Deadline, Console: console}
+		AskedAt: v.AskedAt, Deadline: v.Deadline, Console: console, Proposal: v.Proposal}
 	if v.Restricted && in.Hidden {
 		// All the reader may know of a restricted question: that it is
 		// one, and whom it waits for. Its card says so, as in a channel.
@@ -128,7 +128,8 @@ func FromView(v *bridge.QuestionView, console bool) Input {
 }
 
 // FromEvents is the input of a question and the runtime's events about
-// it, in order: the first event that ends it decides how.
+// it, in order: the first event that ends it decides how, the last that
+// carries its proposal how that stands.
 func FromEvents(q *bridge.Question, console bool, events ...*bridge.Event) Input {
 	in := Input{Question: q, Console: console}
 	for _, ev := range events {
@@ -138,6 +139,9 @@ func FromEvents(q *bridge.Question, console bool, events ...*bridge.Event) Input
 		}
 		if in.End == nil {
 			in.End = EndingOf(ev)
+		}
+		if ev.Proposal != nil {
+			in.Proposal = ev.Proposal // the latest says how it stands
 		}
 	}
 	return in

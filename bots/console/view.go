@@ -1,6 +1,9 @@
 package console
 
 import (
+	"bytes"
+	"cmp"
+	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +80,49 @@ type questionPage struct {
 	// Restricted names who may read a restricted question ("slack:U0ANA
 	// and admins"); empty for a question of tenant visibility.
 	Restricted string
+	// Proposal is an approval's proposal as the cards show it; Approvals,
+	// MayApprove and Expires are the card's lines while it waits.
+	Proposal   *proposalView
+	Approvals  string
+	MayApprove string
+	Expires    timeView
+}
+
+// proposalView is an approval's proposal: the card's summary, amount
+// and arguments table, and the arguments whole (indented JSON).
+type proposalView struct {
+	ID      string
+	Summary []string
+	Amount  string
+	Rows    []card.Row
+	More    string
+	JSON    string
+}
+
+// proposalOf is the proposal the card of q shows, nil for a question.
+func proposalOf(nc card.Card, q *bridge.Question) *proposalView {
+	if q == nil || q.Proposal == nil || nc.Kind != card.KindApproval {
+		return nil
+	}
+	p := &proposalView{ID: q.Proposal.ID}
+	for _, sec := range nc.Sections {
+		switch sec.Label {
+		case card.LabelProposal:
+			p.Summary = sec.Lines
+		case card.LabelAmount:
+			p.Amount = sec.Text
+		case card.LabelArguments:
+			p.Rows = sec.Rows
+			if sec.More > 0 {
+				p.More = card.MoreText(sec.More)
+			}
+		}
+	}
+	var b bytes.Buffer
+	if len(q.Proposal.Arguments) > 0 && json.Indent(&b, q.Proposal.Arguments, "", "  ") == nil {
+		p.JSON = b.String()
+	}
+	return p
 }
 
 // restrictedTo names who may read a restricted question: the people it
@@ -105,6 +151,11 @@ type problemView struct {
 type outcomeView struct {
 	State   string
 	Heading string
+	// ProposalLine is the card's outcome line of an approved proposal:
+	// who approved it, not yet executed, or its execution ("Executed:
+	// …"); Approvals the card's approvals line.
+	ProposalLine string
+	Approvals    string
 	// Line is the card's outcome line, for endings without an answer or
 	// a reason to show (timed out, cancelled, superseded, failed).
 	Line    string
@@ -126,7 +177,6 @@ type answerForm struct {
 	Error        string
 	Comment      string
 	CommentError string
-	Proposal     *bridge.Proposal
 }
 
 type declineForm struct {
@@ -179,6 +229,7 @@ func (c *Console) buildQuestionPage(l Link, rep *bridge.ShowReply, st formState)
 		TaskVersion: v.TaskVersion,
 		Message:     st.Message,
 		Restricted:  restrictedText(v),
+		Proposal:    proposalOf(nc, v.Question),
 	}
 	if !v.Hidden && v.Question != nil {
 		p.Q = v.Question
@@ -189,7 +240,11 @@ func (c *Console) buildQuestionPage(l Link, rep *bridge.ShowReply, st formState)
 	if !nc.MayAnswer.IsZero() {
 		p.MayAnswer = nc.MayAnswer.All().Text()
 	}
-	if v.State != bridge.StatePending {
+	p.Approvals, p.MayApprove = nc.ApprovalsLine().Text(), nc.MayApproveLine().Text()
+	if l := nc.ExpiresLine(); !l.IsZero() {
+		p.Expires = when(nc.Expires)
+	}
+	if !nc.Pending() {
 		p.Outcome = &outcomeView{
 			State:   v.State,
 			Heading: nc.StateLabel,
@@ -198,7 +253,15 @@ func (c *Console) buildQuestionPage(l Link, rep *bridge.ShowReply, st formState)
 			Comment: v.Comment,
 			By:      bridge.DisplayIdentity(v.By, v.ByName),
 			Via:     v.Via,
-			At:      when(v.SettledAt),
+			At:      when(cmp.Or(nc.Ended, v.SettledAt)),
+
+			Approvals: nc.ApprovalsLine().Text(),
+		}
+		switch nc.State {
+		case card.StateApproved, card.StateExecuted, card.StateExecutionFailed:
+			if nc.Proposal != nil {
+				p.Outcome.ProposalLine = nc.Outcome.Text()
+			}
 		}
 		return p
 	}
@@ -270,7 +333,6 @@ func (c *Console) answerForm(l Link, q *bridge.Question, st formState) *answerFo
 	switch {
 	case q.IsApproval():
 		f.Kind = "approval"
-		f.Proposal = q.Proposal
 	case len(q.Fields) > 0:
 		f.Kind = "fields"
 		for i := range q.Fields {
@@ -426,6 +488,8 @@ type listItem struct {
 	Agent       string
 	// Restricted: see questionPage.
 	Restricted string
+	// Approvals is an approval's approvals line ("1 of 2 approvals: …").
+	Approvals string
 }
 
 func (c *Console) listItem(l Link, v *bridge.QuestionView) listItem {
@@ -443,9 +507,10 @@ func (c *Console) listItem(l Link, v *bridge.QuestionView) listItem {
 		Via:      v.Via,
 		AskedAt:  when(v.AskedAt),
 		Deadline: when(v.Deadline),
-		Settled:  when(v.SettledAt),
+		Settled:  when(cmp.Or(nc.Ended, v.SettledAt)),
 
 		Restricted: restrictedText(v),
+		Approvals:  nc.ApprovalsLine().Text(),
 	}
 	if v.By != "" {
 		it.By = bridge.DisplayIdentity(v.By, v.ByName)

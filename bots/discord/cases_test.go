@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +100,7 @@ func TestSameCaseSameWords(t *testing.T) {
 		blocks, _ := blockkit.Draw(nc)
 		slackLines, discordLines := slackWords(t, nc, blocks), discordWords(nc, drawEmbed(nc))
 		want := map[string]string{}
-		for _, l := range []neutral.Line{nc.Status(), nc.DeadlineLine(), nc.Outcome} {
+		for _, l := range caseLines(nc) {
 			if !l.IsZero() {
 				want[l.Label] = l.Text()
 			}
@@ -125,6 +126,12 @@ func TestSameCaseSameWords(t *testing.T) {
 	}
 }
 
+// caseLines are the card's labelled lines both platforms draw, but for
+// who may answer (which each cuts to its room).
+func caseLines(nc neutral.Card) []neutral.Line {
+	return []neutral.Line{nc.Status(), nc.DeadlineLine(), nc.Outcome, nc.ApprovalsLine(), nc.MayApproveLine(), nc.ExpiresLine()}
+}
+
 // namesSome reports whether got is the line naming some of m's answerers.
 func namesSome(m neutral.MayAnswer, got string) bool {
 	for listed := range len(m.Answerers) + 1 {
@@ -143,9 +150,11 @@ func people(nc neutral.Card) (slackWho, discordWho *strings.Replacer) {
 	if nc.MayAnswer.Owner != nil {
 		ps = append(ps, *nc.MayAnswer.Owner)
 	}
-	for _, sp := range nc.Outcome.Spans {
-		if sp.Kind == neutral.SpanWho {
-			ps = append(ps, sp.Person)
+	for _, l := range caseLines(nc) {
+		for _, sp := range l.Spans {
+			if sp.Kind == neutral.SpanWho {
+				ps = append(ps, sp.Person)
+			}
 		}
 	}
 	var s, d []string
@@ -160,6 +169,9 @@ func people(nc neutral.Card) (slackWho, discordWho *strings.Replacer) {
 	return strings.NewReplacer(s...), strings.NewReplacer(d...)
 }
 
+// approvalsCount begins the approvals line: "1 of 2 approvals".
+var approvalsCount = regexp.MustCompile(`^\d+ of \d+ approvals`)
+
 var slackUnescape = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
 
 // slackWords are the labelled lines of a Slack card, in the card's words.
@@ -167,7 +179,7 @@ func slackWords(t *testing.T, nc neutral.Card, blocks []slack.Block) map[string]
 	t.Helper()
 	slackWho, _ := people(nc)
 	times := []string{}
-	for _, at := range []time.Time{nc.Deadline, nc.Ended} {
+	for _, at := range []time.Time{nc.Deadline, nc.Ended, nc.Expires} {
 		if !at.IsZero() {
 			times = append(times, blockkit.SlackDate(at), neutral.Line{Spans: []neutral.Span{neutral.When(at)}}.Text())
 		}
@@ -189,7 +201,15 @@ func slackWords(t *testing.T, nc neutral.Card, blocks []slack.Block) map[string]
 			out[neutral.LabelOutcome] = words(text)
 			continue
 		}
+		if cb.BlockID == "approvals" {
+			out[neutral.LabelApprovals] = words(text)
+			continue
+		}
 		for _, part := range strings.Split(text, " · ") {
+			if approvalsCount.MatchString(part) {
+				out[neutral.LabelApprovals] = words(part) // a line that says what it is, unlabelled
+				continue
+			}
 			if label, value, ok := strings.Cut(part, ": "); ok && label != neutral.LabelAsks {
 				out[label] = words(value)
 			}
@@ -203,7 +223,7 @@ func slackWords(t *testing.T, nc neutral.Card, blocks []slack.Block) map[string]
 func discordWords(nc neutral.Card, e *discordgo.MessageEmbed) map[string]string {
 	_, discordWho := people(nc)
 	var times []string
-	for _, at := range []time.Time{nc.Deadline, nc.Ended} {
+	for _, at := range []time.Time{nc.Deadline, nc.Ended, nc.Expires} {
 		if !at.IsZero() {
 			times = append(times, stamp(at), neutral.Line{Spans: []neutral.Span{neutral.When(at)}}.Text())
 		}
@@ -211,7 +231,8 @@ func discordWords(nc neutral.Card, e *discordgo.MessageEmbed) map[string]string 
 	out := map[string]string{}
 	for _, f := range e.Fields {
 		switch f.Name {
-		case neutral.LabelStatus, neutral.LabelMayAnswer, neutral.LabelDeadline, neutral.LabelBlocked, neutral.LabelOutcome:
+		case neutral.LabelStatus, neutral.LabelMayAnswer, neutral.LabelDeadline, neutral.LabelBlocked, neutral.LabelOutcome,
+			neutral.LabelApprovals, neutral.LabelMayApprove, neutral.LabelExpires:
 			v := f.Value
 			if f.Name == neutral.LabelOutcome && !nc.Ended.IsZero() {
 				v = strings.TrimSuffix(v, " · "+stamp(nc.Ended))

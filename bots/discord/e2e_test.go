@@ -276,7 +276,7 @@ func TestE2EApprovalApprove(t *testing.T) {
 	if res.Outcome != bridge.OutcomeAnswered || string(res.Answer) != `"approved"` || res.Text != "The answer: approved" || res.Comment != "" {
 		t.Fatalf("resume = %+v", res)
 	}
-	h.fake.settledCard(t, msg["id"].(string), "Approved by <@"+kevin.ID+">")
+	h.fake.settledCard(t, msg["id"].(string), "Approved (not yet executed) by <@"+kevin.ID+">")
 }
 
 func TestE2EStrangerRefusedEphemerally(t *testing.T) {

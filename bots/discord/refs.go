@@ -32,6 +32,8 @@ type card struct {
 	Guild     string `json:"guild,omitempty"`
 	// Outcome is set once the question is settled.
 	Outcome *outcome `json:"outcome,omitempty"`
+	// Proposal is an approval's proposal as it stands, when known.
+	Proposal *bridge.ProposalStatus `json:"proposal,omitempty"`
 }
 
 // outcome is how a question ended, as the card shows it.

@@ -118,7 +118,7 @@ func mayAnswer(m neutral.MayAnswer) string {
 // outcome.
 func neutralOf(c *card, console bool) neutral.Card {
 	in := neutral.Input{Tenant: c.Tenant, JobID: c.JobID, QuestionID: c.QuestionID, TaskVersion: c.TaskVersion,
-		Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, Console: console}
+		Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, Console: console, Proposal: c.Proposal}
 	if c.Outcome != nil {
 		in.End = c.Outcome.ending()
 	}
@@ -161,6 +161,11 @@ func drawEmbed(nc neutral.Card) *discordgo.MessageEmbed {
 		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: name, Value: bridge.Truncate(value, maxFieldValue), Inline: inline})
 	}
 	for _, sec := range nc.Sections {
+		if sec.Rows != nil {
+			// A table of bounded rows (card.MaxArgumentRows) fits a field whole.
+			e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: sec.Label, Value: bridge.Truncate(rowsText(sec), maxFieldText)})
+			continue
+		}
 		add(sec.Label, cmp.Or(sec.Text, strings.Join(sec.Lines, "\n")), false)
 	}
 	consoleName, hint := consoleField, consoleHint+"\n"
@@ -177,15 +182,19 @@ func drawEmbed(nc neutral.Card) *discordgo.MessageEmbed {
 	if !nc.Pending() {
 		line, color := outcomeLine(nc)
 		e.Color = color
+		add(neutral.LabelApprovals, nc.ApprovalsLine().Render(discordStyle), false)
 		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: neutral.LabelOutcome, Value: bridge.Truncate(line, 1000)})
 		fitEmbed(e)
 		return e
 	}
 	add(neutral.LabelStatus, nc.Status().Render(discordStyle), true)
+	add(neutral.LabelApprovals, nc.ApprovalsLine().Render(discordStyle), true)
+	add(neutral.LabelMayApprove, nc.MayApproveLine().Render(discordStyle), true)
 	if !nc.MayAnswer.IsZero() {
 		add(neutral.LabelMayAnswer, mayAnswer(nc.MayAnswer), true)
 	}
 	add(neutral.LabelDeadline, nc.DeadlineLine().Render(discordStyle), true)
+	add(neutral.LabelExpires, nc.ExpiresLine().Render(discordStyle), true)
 	add(neutral.LabelBlocked, strings.Join(nc.BlockedTools, ", "), true)
 	fitEmbed(e)
 	return e
@@ -200,6 +209,19 @@ func drawEmbed(nc neutral.Card) *discordgo.MessageEmbed {
 // with a console link signed for that clicker.
 func (b *Bot) cardComponents(c *card) []discordgo.MessageComponent {
 	return drawComponents(neutralOf(c, b.consoleEnabled()))
+}
+
+// rowsText is a table of arguments, a row a line: "`order`: 4471".
+// Backticks in a key would end its code span.
+func rowsText(sec neutral.Section) string {
+	lines := make([]string, 0, len(sec.Rows)+1)
+	for _, r := range sec.Rows {
+		lines = append(lines, "`"+strings.ReplaceAll(r.Key, "`", "'")+"`: "+r.Value)
+	}
+	if sec.More > 0 {
+		lines = append(lines, neutral.MoreText(sec.More))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // drawComponents renders a neutral card's enabled controls. A settled
@@ -322,9 +344,9 @@ func outcomeLine(nc neutral.Card) (string, int) {
 		line += " · " + stamp(nc.Ended)
 	}
 	switch nc.State {
-	case bridge.StateAnswered, neutral.StateApproved:
+	case bridge.StateAnswered, neutral.StateApproved, neutral.StateExecuted:
 		return line, colorAnswered
-	case neutral.StateDenied:
+	case neutral.StateDenied, neutral.StateExecutionFailed:
 		return line, colorRefused
 	case bridge.StateDeclined:
 		return line, colorDeclined
@@ -342,7 +364,8 @@ func settledEmbed(e *discordgo.MessageEmbed, o *outcome) *discordgo.MessageEmbed
 	out.Fields = nil
 	for _, f := range e.Fields {
 		switch f.Name {
-		case neutral.LabelOutcome, neutral.LabelStatus, neutral.LabelMayAnswer, neutral.LabelDeadline, neutral.LabelBlocked:
+		case neutral.LabelOutcome, neutral.LabelStatus, neutral.LabelMayAnswer, neutral.LabelDeadline, neutral.LabelBlocked,
+			neutral.LabelApprovals, neutral.LabelMayApprove, neutral.LabelExpires:
 		case consoleField:
 			out.Fields = append(out.Fields, &discordgo.MessageEmbedField{Name: settledConsoleField,
 				Value: strings.TrimPrefix(f.Value, consoleHint+"\n"), Inline: f.Inline})

@@ -336,7 +336,7 @@ func TestEndToEndApprovals(t *testing.T) {
 	if out.Outcome != bridge.OutcomeAnswered || string(out.Answer) != `"approved"` || out.Text != "The answer: approved" {
 		t.Fatalf("approved resume: %+v", out)
 	}
-	h.updated(t, tsOK, "Approved by @kevin")
+	h.updated(t, tsOK, "Approved (not yet executed) by @kevin")
 
 	tsNo := h.cardTS(t, &deny)
 	h.interact(h.fake.click("U0KEV", "kevin", "trig-deny", "C0123", tsNo, actionsBlock(cardNo), "deny", "deny", ""))
