@@ -41,6 +41,8 @@ Usage:
   askbridge executed [--tenant T] JOB PROPOSAL [--result succeeded|failed] [--detail TEXT]
                                             report what became of an approved proposal the job executed
   askbridge link --as IDENTITY [--question TENANT/JOB/QUESTION | --job TENANT/JOB] [--ttl 24h]
+  askbridge trace [--tenant T] [--json] [--as IDENTITY] JOB
+                                            the job's timeline: questions, gate decisions, answers, refusals, approvals, executions, notices
   askbridge stats
   askbridge bench [--duration 10s] [--rate 0] [--concurrency 32] [--sync always|interval] [--pending N]
                                             measure the answer path in-process against a fake Slack
@@ -77,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	c := &cli{stdout: stdout, stderr: stderr, identity: cliIdentity()}
 	tools := map[string]func(context.Context, []string) int{
 		"ask": c.ask, "list": c.list, "show": c.show, "answer": c.answer, "decline": c.decline,
-		"cancel": c.cancel, "executed": c.executed, "link": c.link, "stats": c.stats, "torture": c.torture, "bench": c.bench,
+		"cancel": c.cancel, "executed": c.executed, "link": c.link, "stats": c.stats, "trace": c.trace, "torture": c.torture, "bench": c.bench,
 	}
 	tool, ok := tools[cmd]
 	if !ok {
