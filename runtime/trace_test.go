@@ -296,3 +296,34 @@ func TestTraceShowsWhatTheAskerMaySee(t *testing.T) {
 		t.Errorf("a limit in words: %s %v", msg.Data, err)
 	}
 }
+
+// TestTraceShowsANoticeAsRecorded: a notice published by an agent reaches
+// the trace masked, whole for an operator, hidden for a reader.
+func TestTraceShowsANoticeAsRecorded(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	if err := env.Agent.Notify(context.Background(), crmNotice("job-tn")); err != nil {
+		t.Fatal(err)
+	}
+	var reply bridge.TraceReply
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if reply = trace(t, env, bridge.TraceRequest{As: "slack:UOP", Tenant: "acme", JobID: "job-tn"}); len(reply.Entries) != 1 {
+			return fmt.Errorf("trace: %v %s", kinds(reply.Entries), reply.Error)
+		}
+		return nil
+	})
+	e := reply.Entries[0]
+	if e.Kind != bridge.TraceNotice || e.Hidden || e.Code != bridge.CodeAccessDenied || e.Notice == nil || e.Notice.NoticeID != "n-crm" ||
+		e.Text != "ACCESS_DENIED in export_contacts: The CRM answered 403 to token [masked]." {
+		t.Fatalf("an operator's notice entry: %+v", e)
+	}
+	reader := trace(t, env, bridge.TraceRequest{As: "slack:UREADER", Tenant: "acme", JobID: "job-tn"})
+	if len(reader.Entries) != 1 || !reader.Entries[0].Hidden || reader.Entries[0].Notice != nil || reader.Entries[0].Code != "" ||
+		reader.Entries[0].Text != "A notice was reported." {
+		t.Fatalf("a reader's trace: %+v", reader)
+	}
+	data, _ := json.Marshal(trace(t, env, bridge.TraceRequest{Tenant: "acme", JobID: "job-tn"}))
+	if strings.Contains(string(data), "xoxb-") {
+		t.Errorf("the trace shows the token: %s", data)
+	}
+}
