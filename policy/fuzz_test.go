@@ -57,7 +57,7 @@ func checkPolicy(t *testing.T, p *Policy) {
 			t.Fatalf("tenant %q accepted", tenant)
 		}
 		for action, r := range tn.Actions {
-			if !bridge.ValidToken(action) {
+			if bridge.CheckTool("action", action) != nil {
 				t.Fatalf("action %q accepted", action)
 			}
 			if r.RequiredApprovals < 0 {

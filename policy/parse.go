@@ -258,8 +258,10 @@ func (w *walker) tenants(p *Policy, n *yaml.Node) error {
 func (w *walker) actions(n *yaml.Node, path string) (map[string]Rule, error) {
 	actions := map[string]Rule{}
 	err := w.entries(n, path, "a mapping of action names", func(name string, k, v *yaml.Node) error {
-		if !bridge.ValidToken(name) {
-			return w.fail(k.Line, path, "%q is not an action name: the tool's name, 1 to 64 letters, digits, '-' or '_'", name)
+		// An action is the tool the gate is asked about, named as a
+		// question's blocked_tools name it.
+		if err := bridge.CheckTool(path, name); err != nil {
+			return w.fail(k.Line, "", "%s", err)
 		}
 		r, err := w.rule(v, path+"."+name)
 		if err != nil {

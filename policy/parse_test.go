@@ -60,6 +60,7 @@ func TestParseAccepts(t *testing.T) {
 		{"max_amount zero", "tenants: {a: {actions: {x: {max_amount: 0, currency: USD}}}}\n", 1, 1},
 		{"approvers of every kind", "tenants: {a: {actions: {x: {approvers: [owner, admin, operator, 'discord:123', cli:alice, console:kevin]}}}}\n", 1, 1},
 		{"a byte order mark and CRLF", "\uFEFFtenants:\r\n  a:\r\n    actions: {x: {require_approval: true}}\r\n", 1, 1},
+		{"tool names as agents give them", "tenants: {a: {actions: {mcp__github__create_issue: {}, fs.write_file: {}, billing:refund: {}, slack/post: {}}}}\n", 1, 4},
 		{"an explicit document", "---\ntenants: {}\n...\n", 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,8 +131,8 @@ func TestParseRefuses(t *testing.T) {
 			`policy.yaml:4: tenants.acme.actions.refund.approvers[0]: a list is neither a role (owner, admin, operator) nor an identity such as slack:U0FIN`},
 		{"a tenant name with a space", "tenants:\n  \"ac me\": {actions: {}}\n",
 			`policy.yaml:2: tenants: "ac me" is not a tenant name: 1 to 64 letters, digits, '-' or '_'`},
-		{"an action name with a dot", "tenants:\n  acme:\n    actions:\n      billing.refund: {}\n",
-			`policy.yaml:4: tenants.acme.actions: "billing.refund" is not an action name: the tool's name, 1 to 64 letters, digits, '-' or '_'`},
+		{"an action name with a space", "tenants:\n  acme:\n    actions:\n      \"billing refund\": {}\n",
+			`policy.yaml:4: tenants.acme.actions: "billing refund" is not a tool's name: use letters, digits and _ . : / -, starting with a letter or digit`},
 		{"a rule given twice", "tenants:\n  acme:\n    actions:\n      refund: {require_approval: true}\n      refund: {}\n",
 			`policy.yaml:5: tenants.acme.actions: "refund" is given twice (first at line 4)`},
 		{"a tenant given twice", "tenants:\n  acme: {actions: {}}\n  acme: {actions: {}}\n",
