@@ -60,6 +60,11 @@ type Config struct {
 	Operators []string `envconfig:"ASK_OPERATORS"`
 	Readers   []string `envconfig:"ASK_READERS"`
 
+	// Policy is the path of the operator's policy file (docs/contract.md,
+	// "The policy file"); empty, no action is gated by policy. The service
+	// reads it at start and on SIGHUP (policy.Load).
+	Policy string `envconfig:"ASK_POLICY"`
+
 	LogLevel string `envconfig:"ASK_LOG_LEVEL" default:"info"`
 	// ShutdownGrace bounds a graceful stop.
 	ShutdownGrace time.Duration `envconfig:"ASK_SHUTDOWN_GRACE" default:"10s"`
@@ -308,6 +313,9 @@ func (c *Config) Validate() error {
 				bad("%s: %s", l.name, err)
 			}
 		}
+	}
+	if c.Policy != "" && strings.TrimSpace(c.Policy) == "" {
+		bad("ASK_POLICY must be the path of a policy file, or unset for none")
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":

@@ -83,6 +83,7 @@ func TestLoadReadsEnvironment(t *testing.T) {
 		"ASK_READERS":              "cli:bob",
 		"ASK_LOG_LEVEL":            "DEBUG",
 		"ASK_SHUTDOWN_GRACE":       "1m",
+		"ASK_POLICY":               "/etc/askbridge/policy.yaml",
 	})
 	c, err := Load()
 	if err != nil {
@@ -102,6 +103,7 @@ func TestLoadReadsEnvironment(t *testing.T) {
 		{"Readers", c.Readers, []string{"cli:bob"}},
 		{"DiscordAdminRoles", c.DiscordAdminRoles, []string{"111", "222"}},
 		{"ShutdownGrace", c.ShutdownGrace, time.Minute},
+		{"Policy", c.Policy, "/etc/askbridge/policy.yaml"},
 		{"SlackEnabled", c.SlackEnabled(), true},
 		{"DiscordEnabled", c.DiscordEnabled(), true},
 	}
@@ -246,6 +248,7 @@ func TestValidationMessages(t *testing.T) {
 		{name: "tenant-scoped identity with a bad identity", env: map[string]string{"ASK_OPERATORS": "acme/alice"},
 			want: []string{`ASK_OPERATORS: "alice" must be slack:<user>, discord:<user>, console:<user> or cli:<user>`}},
 		{name: "log level unknown", env: map[string]string{"ASK_LOG_LEVEL": "trace"}, want: []string{"ASK_LOG_LEVEL must be debug, info, warn or error"}},
+		{name: "policy only blanks", env: map[string]string{"ASK_POLICY": "  "}, want: []string{"ASK_POLICY must be the path of a policy file, or unset for none"}},
 		{name: "negative shutdown grace", env: map[string]string{"ASK_SHUTDOWN_GRACE": "-1s"}, want: []string{"ASK_SHUTDOWN_GRACE must not be negative"}},
 		{name: "every secret wrong at once", env: map[string]string{
 			"ASK_SLACK_SIGNING_SECRET": slackSecret, "ASK_SLACK_APP_TOKEN": appToken,

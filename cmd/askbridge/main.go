@@ -16,6 +16,7 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/config"
+	"github.com/askbridge/askbridge/policy"
 )
 
 // Exit codes.
@@ -44,6 +45,7 @@ Usage:
   askbridge trace [--tenant T] [--json] [--as IDENTITY] JOB
                                             the job's timeline: questions, gate decisions, answers, refusals, approvals, executions, notices
   askbridge stats
+  askbridge policy check FILE               check a policy file (ASK_POLICY) without starting anything; exit 0 ok, 2 not
   askbridge bench [--duration 10s] [--rate 0] [--concurrency 32] [--sync always|interval] [--pending N]
                                             measure the answer path in-process against a fake Slack
   askbridge torture [--duration 60s] [--rate 50] [--kill-every 5s] [--data DIR]
@@ -80,6 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	tools := map[string]func(context.Context, []string) int{
 		"ask": c.ask, "list": c.list, "show": c.show, "answer": c.answer, "decline": c.decline,
 		"cancel": c.cancel, "executed": c.executed, "link": c.link, "stats": c.stats, "trace": c.trace, "torture": c.torture, "bench": c.bench,
+		"policy": c.policy,
 	}
 	tool, ok := tools[cmd]
 	if !ok {
@@ -119,6 +122,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitConfig
 	}
 	log := newLogger(stderr, cfg.LogLevel)
+	// Caught only with a policy to re-read: without one, SIGHUP keeps its
+	// usual meaning (hang-up: stop).
+	hup := make(chan os.Signal, 1)
+	if cfg.Policy != "" {
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	s, err := startService(ctx, cfg, log)
 	if err != nil && ctx.Err() != nil {
 		// Asked to stop while starting: a stop, not a failure.
@@ -126,27 +136,38 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitOK
 	}
 	var bad *bridge.SettingError
-	if errors.As(err, &bad) {
-		fmt.Fprintln(stderr, "askbridge: "+bad.Error())
+	var badPolicy *policy.Error
+	if errors.As(err, &bad) || errors.As(err, &badPolicy) {
+		fmt.Fprintln(stderr, "askbridge: "+err.Error())
 		return exitConfig
 	}
 	if err != nil {
 		log.Error("askbridge could not start", "err", err)
 		return exitError
 	}
-	code := exitOK
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case err := <-s.Errors():
-		log.Error("a component stopped", "err", err)
-		code = exitError
-	}
+	code := waitForStop(ctx, s, hup)
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
 	s.stop(sctx)
 	log.Info("stopped")
 	return code
+}
+
+// waitForStop serves until a stop signal or a component's failure,
+// re-reading the policy on each SIGHUP meanwhile, and returns the exit code.
+func waitForStop(ctx context.Context, s *service, hup <-chan os.Signal) int {
+	for {
+		select {
+		case <-ctx.Done():
+			s.log.Info("shutting down")
+			return exitOK
+		case err := <-s.Errors():
+			s.log.Error("a component stopped", "err", err)
+			return exitError
+		case <-hup:
+			s.reloadPolicy()
+		}
+	}
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {

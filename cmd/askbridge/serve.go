@@ -27,6 +27,7 @@ import (
 	slackbot "github.com/askbridge/askbridge/bots/slack"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/config"
+	"github.com/askbridge/askbridge/policy"
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
 )
@@ -53,8 +54,11 @@ type service struct {
 	nats  *bridge.NATS
 	store *store.Store
 	rt    *runtime.Runtime
-	http  *http.Server
-	ln    net.Listener
+	// policy is the operator's policy in force (ASK_POLICY), read at
+	// start and replaced whole on SIGHUP (reloadPolicy).
+	policy *policy.Holder
+	http   *http.Server
+	ln     net.Listener
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -65,13 +69,24 @@ type service struct {
 // and the runtime consumes. Stop it with stop.
 func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *service, err error) {
 	// Not s: every failed return sets s to nil before this runs.
-	started := &service{cfg: cfg, log: log, errs: make(chan error, 8)}
+	started := &service{cfg: cfg, log: log, errs: make(chan error, 8), policy: &policy.Holder{}}
 	s = started
 	defer func() {
 		if err != nil {
 			started.stop(context.Background())
 		}
 	}()
+	// The policy before anything else: a bad file stops the start with
+	// nothing begun (serve exits 2 naming the file and the line).
+	if cfg.Policy != "" {
+		p, err := policy.Load(cfg.Policy)
+		if err != nil {
+			return nil, err
+		}
+		s.policy.Store(p)
+		tenants, actions := p.Count()
+		log.Info("policy loaded", "path", cfg.Policy, "tenants", tenants, "actions", actions)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
@@ -135,6 +150,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		Roles: runtime.Roles{
 			Owners: cfg.Owners, Admins: cfg.Admins, Operators: cfg.Operators, Readers: cfg.Readers,
 		},
+		Policy:     s.policy,
 		Platforms:  cfg.Platforms(),
 		Logger:     log,
 		Registerer: reg,
@@ -255,6 +271,30 @@ func (s *service) goRun(name string, run func(context.Context) error, ctx contex
 			s.errs <- err
 		}
 	}()
+}
+
+// reloadPolicy re-reads ASK_POLICY (on SIGHUP): a good file replaces the
+// policy in force whole; a bad one is logged with its line and the policy
+// in force is kept, so a typo never leaves actions ungated.
+func (s *service) reloadPolicy() {
+	path := s.cfg.Policy
+	if path == "" {
+		s.log.Info("SIGHUP: ASK_POLICY is not set; no policy to re-read")
+		return
+	}
+	p, err := policy.Load(path)
+	if err != nil {
+		line := 0
+		var pe *policy.Error
+		if errors.As(err, &pe) {
+			line = pe.Line
+		}
+		s.log.Error("policy not reloaded; the policy in force is kept", "path", path, "line", line, "err", err.Error())
+		return
+	}
+	s.policy.Store(p)
+	tenants, actions := p.Count()
+	s.log.Info("policy reloaded", "path", path, "tenants", tenants, "actions", actions)
 }
 
 // natsURL is where other processes reach this service's NATS.

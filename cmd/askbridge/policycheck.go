@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/askbridge/askbridge/policy"
+)
+
+const policyUsage = `Usage of askbridge policy:
+  askbridge policy check FILE
+        check a policy file (ASK_POLICY, docs/contract.md "The policy file") without starting anything:
+        print "FILE: ok (N tenants, M actions)" and exit 0, or its first problem as FILE:LINE: ... and exit 2
+`
+
+// policy runs "askbridge policy check FILE": the checks the service makes
+// at start and on SIGHUP, for an operator to run before either.
+func (c *cli) policy(_ context.Context, args []string) int {
+	fs := flag.NewFlagSet("askbridge policy", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.Usage = func() { fmt.Fprint(c.stderr, policyUsage) }
+	if err := parseFlags(fs, args, false); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() == 0 || fs.Arg(0) != "check" {
+		what := "askbridge policy: name a command: check FILE"
+		if fs.NArg() > 0 {
+			what = fmt.Sprintf("askbridge policy: unknown command %q; the command is check FILE", fs.Arg(0))
+		}
+		fmt.Fprint(c.stderr, printable(what, false)+"\n\n"+policyUsage)
+		return exitConfig
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprint(c.stderr, "askbridge policy check: name one file\n\n"+policyUsage)
+		return exitConfig
+	}
+	file := fs.Arg(1)
+	p, err := policy.Load(file)
+	if err != nil {
+		fmt.Fprintln(c.stderr, printable(err.Error(), false))
+		return exitConfig
+	}
+	tenants, actions := p.Count()
+	fmt.Fprintln(c.stdout, printable(fmt.Sprintf("%s: ok (%s, %s)", file, plural(tenants, "tenant"), plural(actions, "action")), false))
+	return exitOK
+}
+
+// plural is "1 tenant", "2 tenants", "0 tenants".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
