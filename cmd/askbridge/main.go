@@ -45,7 +45,7 @@ Usage:
   askbridge trace [--tenant T] [--json] [--as IDENTITY] JOB
                                             the job's timeline: questions, gate decisions, answers, refusals, approvals, executions, notices
   askbridge stats
-  askbridge policy check FILE               check a policy file (ASK_POLICY) without starting anything; exit 0 ok, 2 not
+  askbridge policy check FILE               check a policy file (ASK_POLICY) without starting anything; exit 0 good, 2 bad
   askbridge bench [--duration 10s] [--rate 0] [--concurrency 32] [--sync always|interval] [--pending N]
                                             measure the answer path in-process against a fake Slack
   askbridge torture [--duration 60s] [--rate 50] [--kill-every 5s] [--data DIR]
