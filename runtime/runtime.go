@@ -36,6 +36,7 @@ type Store interface {
 	apiStore
 	eventConsumerStore
 	noticeStore
+	gateStore
 	// Instance names the database, whose runtime holds the lease.
 	Instance() string
 }
@@ -143,6 +144,7 @@ type Runtime struct {
 	queries     apiStore
 	adapters    eventConsumerStore
 	notices     noticeStore
+	gates       gateStore
 	// instance is the store's database, named in the lease.
 	instance string
 	// outbox is the relay publishing what the parts decided.
@@ -188,6 +190,7 @@ func New(o Options) (*Runtime, error) {
 		queries:     o.Store,
 		adapters:    o.Store,
 		notices:     o.Store,
+		gates:       o.Store,
 		instance:    o.Store.Instance(),
 		outbox:      newRelay(o, log),
 		ladWake:     make(chan struct{}, 1),
@@ -241,6 +244,11 @@ func (r *Runtime) Run(ctx context.Context) error {
 		return err
 	}
 	stops = append(stops, apiStop)
+	gateStop, err := r.serveGate(ctx)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, gateStop)
 
 	var wg sync.WaitGroup
 	wg.Add(4)

@@ -23,6 +23,7 @@ import (
 	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv/poll"
+	"github.com/askbridge/askbridge/policy"
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
 )
@@ -45,6 +46,8 @@ type Options struct {
 	SyncAlways bool
 	// Clock, when set, is the runtime's clock (see Clock).
 	Clock runtime.Clock
+	// Policy, when set, holds the operator's policy the runtime applies.
+	Policy *policy.Holder
 	// MarkSentAfter, HealEvery and LeaseRenew are passed to the runtime.
 	MarkSentAfter time.Duration
 	HealEvery     time.Duration
@@ -131,7 +134,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 	reg := prometheus.NewRegistry()
 	rt, err := runtime.New(runtime.Options{
 		NATS: n, Store: st, Roles: o.Roles, Platforms: platforms(o.Platforms), Logger: logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
-		Clock: o.Clock, HealEvery: o.HealEvery, LeaseRenew: o.LeaseRenew,
+		Clock: o.Clock, Policy: o.Policy, HealEvery: o.HealEvery, LeaseRenew: o.LeaseRenew,
 	})
 	if err != nil {
 		st.Close()

@@ -1,0 +1,193 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// GateJob is what the gate reads of a job (docs/design.md, "The gate"):
+// its current task version and its pending questions, in the order they
+// were asked.
+type GateJob struct {
+	// Known says the job has a row: the runtime has seen a question of it,
+	// or a version bump.
+	Known   bool
+	Version int64
+	Pending []GatePending
+}
+
+// GatePending is a pending question of a job: its id and its stored body,
+// which the gate decodes for its tool lists.
+type GatePending struct {
+	QuestionID string
+	Body       []byte
+}
+
+// GateJob reads a job for the gate in one query from the read pool,
+// through the jobs key and the questions_by_job index: the cost does not
+// grow with the questions pending in other jobs.
+func (s *Store) GateJob(ctx context.Context, tenant, job string) (GateJob, error) {
+	var out GateJob
+	rows, err := s.rs.query(ctx, `SELECT j.task_version, coalesce(q.question_id, ''), coalesce(q.body, '')
+		FROM jobs j LEFT JOIN questions q ON q.tenant = j.tenant AND q.job_id = j.job_id AND q.state = 'pending'
+		WHERE j.tenant = ? AND j.job_id = ? ORDER BY q.id`, tenant, job)
+	if err != nil {
+		return out, fmt.Errorf("store: gate read of %s/%s: %w", tenant, job, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p GatePending
+		var body string
+		if err := rows.Scan(&out.Version, &p.QuestionID, &body); err != nil {
+			return out, fmt.Errorf("store: gate read of %s/%s: %w", tenant, job, err)
+		}
+		out.Known = true
+		if p.QuestionID != "" {
+			p.Body = []byte(body)
+			out.Pending = append(out.Pending, p)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return out, fmt.Errorf("store: gate read of %s/%s: %w", tenant, job, err)
+	}
+	return out, nil
+}
+
+// GateProposal is what the gate reads of a proposals row.
+type GateProposal struct {
+	Tenant         string
+	ID             string
+	JobID          string
+	Action         string
+	Arguments      json.RawMessage
+	ExpiresAt      time.Time
+	IdempotencyKey string
+	State          string
+	ExecutedAt     time.Time
+}
+
+const gateProposalColumns = `tenant, proposal_id, job_id, action, arguments, expires_at, idempotency_key, state, executed_at`
+
+func scanGateProposal(row *sql.Row) (*GateProposal, error) {
+	var p GateProposal
+	var args string
+	var expires, executed int64
+	err := row.Scan(&p.Tenant, &p.ID, &p.JobID, &p.Action, &args, &expires, &p.IdempotencyKey, &p.State, &executed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.Arguments = json.RawMessage(args)
+	p.ExpiresAt, p.ExecutedAt = fromMS(expires), fromMS(executed)
+	return &p, nil
+}
+
+// GateProposal reads a tenant's proposal from the read pool; nil when the
+// tenant has none of that id.
+func (s *Store) GateProposal(ctx context.Context, tenant, id string) (*GateProposal, error) {
+	p, err := scanGateProposal(s.rs.queryRow(ctx, "SELECT "+gateProposalColumns+" FROM proposals WHERE tenant = ? AND proposal_id = ?", tenant, id))
+	if err != nil {
+		return nil, fmt.Errorf("store: proposal %s/%s: %w", tenant, id, err)
+	}
+	return p, nil
+}
+
+// GateWrite is one decision of the gate to write down: a log entry, or an
+// execute, which decides in the write transaction and writes its own.
+type GateWrite struct {
+	Log     LogEntry
+	Execute *GateExecute
+}
+
+// GateExecute takes an approved proposal for execution, once.
+type GateExecute struct {
+	Tenant     string
+	ProposalID string
+	At         time.Time
+	// Decide is called inside the transaction with the proposal as it
+	// stands (nil when the tenant has none of that id). When it returns
+	// take, the proposal is marked executed at At (and p says so); the
+	// entry it returns goes to the job log in the same transaction.
+	Decide func(p *GateProposal) (take bool, entry LogEntry)
+}
+
+// GateCommit writes a batch of the gate's decisions in one transaction
+// (group commit): executes in order, each seeing those before it, and
+// every log entry. Nothing of the batch is written when it fails.
+func (s *Store) GateCommit(ctx context.Context, batch []GateWrite) error {
+	err := s.tx(ctx, func(tx *txn) error {
+		entries := make([]LogEntry, 0, len(batch))
+		for _, w := range batch {
+			if w.Execute == nil {
+				entries = append(entries, w.Log)
+				continue
+			}
+			entry, err := executeTx(ctx, tx, w.Execute)
+			if err != nil {
+				return fmt.Errorf("execute proposal %s/%s: %w", w.Execute.Tenant, w.Execute.ProposalID, err)
+			}
+			entries = append(entries, entry)
+		}
+		return insertLog(ctx, tx, entries)
+	})
+	if err != nil {
+		return fmt.Errorf("store: write %d gate decisions: %w", len(batch), err)
+	}
+	return nil
+}
+
+func executeTx(ctx context.Context, tx *txn, e *GateExecute) (LogEntry, error) {
+	p, err := scanGateProposal(tx.queryRow(ctx, "SELECT "+gateProposalColumns+" FROM proposals WHERE tenant = ? AND proposal_id = ?", e.Tenant, e.ProposalID))
+	if err != nil {
+		return LogEntry{}, err
+	}
+	take, entry := e.Decide(p)
+	if !take {
+		return entry, nil
+	}
+	if p == nil || p.State != bridge.ProposalApproved {
+		return LogEntry{}, fmt.Errorf("only an approved proposal can be taken, not a %s one", p.stateWord())
+	}
+	res, err := tx.exec(ctx, "UPDATE proposals SET state = ?, executed_at = ? WHERE tenant = ? AND proposal_id = ? AND state = ?",
+		bridge.ProposalExecuted, ms(e.At), e.Tenant, e.ProposalID, bridge.ProposalApproved)
+	if err != nil {
+		return LogEntry{}, err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return LogEntry{}, errors.New("the proposal changed under the transaction")
+	}
+	p.State, p.ExecutedAt = bridge.ProposalExecuted, fromMS(ms(e.At))
+	return entry, nil
+}
+
+func (p *GateProposal) stateWord() string {
+	if p == nil {
+		return "missing"
+	}
+	return p.State
+}
+
+// SeedProposal writes a proposals row as given, for the question of row
+// id question: for tests and tools that need a proposal in a given state.
+// The runtime records proposals when it records their approvals.
+func (s *Store) SeedProposal(ctx context.Context, question int64, p GateProposal, recordedAt time.Time) error {
+	args := string(p.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	_, err := s.ws.exec(ctx, `INSERT INTO proposals (tenant, proposal_id, job_id, question, action, arguments, expires_at,
+		idempotency_key, state, executed_at, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.Tenant, p.ID, p.JobID, question, p.Action, args, ms(p.ExpiresAt), p.IdempotencyKey, p.State, ms(p.ExecutedAt), ms(recordedAt))
+	if err != nil {
+		return fmt.Errorf("store: seed proposal %s/%s: %w", p.Tenant, p.ID, err)
+	}
+	return nil
+}
