@@ -120,11 +120,11 @@ func (p platform) knownThread(ev *bridge.Event, channel string) string {
 	return ""
 }
 
-// Settle rewrites the card with how the question ended, its components
-// removed.
-func (p platform) Settle(ctx context.Context, c *engine.Card) (bool, error) {
-	m := c.Message
-	return p.b.editMessage(ctx, m.Channel, m.MessageID, cardEmbed(p.b.viewOf(c)))
+// Update rewrites the card as it stands: waiting with its components, or
+// how the question ended, its components removed.
+func (p platform) Update(ctx context.Context, c *engine.Card) (bool, error) {
+	m, view := c.Message, p.b.viewOf(c)
+	return p.b.editMessage(ctx, m.Channel, m.MessageID, cardEmbed(view), p.b.cardComponents(view))
 }
 
 // Fault reads a Discord error: what it means for the question, and
@@ -225,6 +225,7 @@ func (b *Bot) viewOf(c *engine.Card) *card {
 	if ev := c.Ended; ev != nil {
 		v.Outcome = outcomeOf(ev)
 	}
+	v.Proposal = c.Proposal
 	return v
 }
 

@@ -51,6 +51,8 @@ func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, d engine.Delive
 		// No platform showed it and it has ended; a card Discord made
 		// although the bot gave up on it is settled like any other.
 		return b.cards.Ended(ctx, ev, d)
+	case bridge.EventApproval, bridge.EventExecuted:
+		return b.cards.Changed(ctx, ev, d)
 	case bridge.EventRefused:
 		return b.onRefused(ctx, ev)
 	case bridge.EventReminded, bridge.EventEscalated:
@@ -165,15 +167,19 @@ func (b *Bot) startThread(ctx context.Context, channel, messageID string, q *bri
 	return th, nil
 }
 
-// editMessage draws embed over a card, its components removed. It says
+// editMessage draws embed and components over a card (none: its
+// components removed). It says
 // whether the card shows it: false when Discord no longer has the card.
-func (b *Bot) editMessage(ctx context.Context, channel, messageID string, embed *discordgo.MessageEmbed) (bool, error) {
+func (b *Bot) editMessage(ctx context.Context, channel, messageID string, embed *discordgo.MessageEmbed,
+	components []discordgo.MessageComponent) (bool, error) {
 	embeds := []*discordgo.MessageEmbed{embed}
-	none := []discordgo.MessageComponent{}
+	if components == nil {
+		components = []discordgo.MessageComponent{} // sent empty: removes them
+	}
 	edit := func() error {
 		return b.call(ctx, "edit question", func(opts ...discordgo.RequestOption) error {
 			_, err := b.s.ChannelMessageEditComplex(&discordgo.MessageEdit{
-				ID: messageID, Channel: channel, Embeds: &embeds, Components: &none, AllowedMentions: noMentions,
+				ID: messageID, Channel: channel, Embeds: &embeds, Components: &components, AllowedMentions: noMentions,
 			}, opts...)
 			return err
 		})

@@ -24,6 +24,9 @@ type Card struct {
 	Ended *bridge.Event
 	// Updated says the platform's card shows how it ended.
 	Updated bool
+	// Proposal is an approval's proposal as the latest event that
+	// carried it says: approvals so far, decided, expired, executed.
+	Proposal *bridge.ProposalStatus
 }
 
 // LateText is what someone who answers the question after it ended is
@@ -51,7 +54,7 @@ type Fault struct {
 }
 
 // Platform is what a chat platform supplies to the card lifecycle: how to
-// route, find, post and settle a card there, and how to read its errors.
+// route, find, post and update a card there, and how to read its errors.
 // It draws the card; the lifecycle decides when.
 type Platform interface {
 	// Place is the channel q goes to on the platform, "" when it is not
@@ -69,9 +72,11 @@ type Platform interface {
 	// finishing what that try could not (Discord starts the job's thread
 	// from it), and returns where it is.
 	Adopt(ctx context.Context, ev *bridge.Event, channel string, found bridge.MessageRef) (*bridge.MessageRef, error)
-	// Settle draws c, ended, over its message; false when the platform
-	// no longer has the message (nothing to retry).
-	Settle(ctx context.Context, c *Card) (bool, error)
+	// Update draws c as it stands over its message: waiting, with its
+	// controls (an approval recorded), or ended, without (settled, or an
+	// execution reported); false when the platform no longer has the
+	// message (nothing to retry).
+	Update(ctx context.Context, c *Card) (bool, error)
 	// Fault reads an error of Post or Find.
 	Fault(err error, channel string) Fault
 }

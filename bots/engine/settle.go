@@ -22,10 +22,12 @@ func (cs *Cards) Ended(ctx context.Context, ev *bridge.Event, d Delivery) error 
 	if prev != nil && prev.Updated {
 		return nil
 	}
-	c := &Card{Ref: ref, Question: ev.Question, AskedAt: ev.AskedAt, Deadline: ev.Deadline, Ended: ev, Message: bridge.MessageOn(ev, cs.Name)}
+	c := &Card{Ref: ref, Question: ev.Question, AskedAt: ev.AskedAt, Deadline: ev.Deadline, Ended: ev, Message: bridge.MessageOn(ev, cs.Name),
+		Proposal: ev.Proposal}
 	if prev != nil {
 		c.Question = cmp.Or(c.Question, prev.Question)
 		c.Message = cmp.Or(c.Message, prev.Message)
+		c.Proposal = cmp.Or(c.Proposal, prev.Proposal)
 	}
 	// Remembered before the platform shows it: a click meanwhile is told
 	// the question ended, and an asked event that comes late shows nothing.
@@ -54,7 +56,7 @@ func (cs *Cards) Ended(ctx context.Context, ev *bridge.Event, d Delivery) error 
 	case c.Message == nil:
 		return nil // never shown here
 	}
-	shown, err := cs.Platform.Settle(ctx, c)
+	shown, err := cs.Platform.Update(ctx, c)
 	if err != nil || !shown {
 		return err
 	}
@@ -155,7 +157,7 @@ func (cs *Cards) settleFound(ctx context.Context, ev *bridge.Event, c *Card, cha
 	for i := range found {
 		n := *c
 		n.Message = &found[i]
-		if _, err := cs.Platform.Settle(ctx, &n); err != nil {
+		if _, err := cs.Platform.Update(ctx, &n); err != nil {
 			return err
 		}
 	}

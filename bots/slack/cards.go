@@ -12,6 +12,7 @@ import (
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/card"
 )
 
 // platform is Slack's part of the card lifecycle (engine.Cards): a card
@@ -90,10 +91,17 @@ func (p platform) Adopt(_ context.Context, _ *bridge.Event, _ string, found brid
 	return &found, nil
 }
 
-// Settle rewrites the card with how the question ended.
-func (p platform) Settle(ctx context.Context, c *engine.Card) (bool, error) {
+// Update rewrites the card as it stands: waiting with its controls, or
+// how the question ended.
+func (p platform) Update(ctx context.Context, c *engine.Card) (bool, error) {
 	b, m := p.b, c.Message
-	blocks, text := blockkit.SettledMessage(b.cardView(c), blockkit.OutcomeLine(c.Ended, c.Question))
+	var end *card.Ending
+	if ev := c.Ended; ev != nil {
+		if end = card.EndingOf(ev); end == nil {
+			end = &card.Ending{Event: ev.Type, At: ev.At}
+		}
+	}
+	blocks, text := blockkit.Draw(b.cardView(c).Neutral(end))
 	err := b.call(ctx, "chat.update", m.Channel, func(ctx context.Context) error {
 		_, _, _, err := b.api.UpdateMessageContext(ctx, m.Channel, m.MessageID, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
 		return err

@@ -33,6 +33,8 @@ func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, d engine.Delive
 			return nil // one platform failed; the question still waits elsewhere
 		}
 		return b.cards.Ended(ctx, ev, d)
+	case bridge.EventApproval, bridge.EventExecuted:
+		return b.cards.Changed(ctx, ev, d)
 	case bridge.EventRefused:
 		return b.onRefused(ctx, ev)
 	case bridge.EventReminded, bridge.EventEscalated:
@@ -87,7 +89,7 @@ func (b *Bot) jobURL(identity, tenant, job string) string {
 // link (everyone there reads it), an "Open in console" button when the
 // console is configured.
 func (b *Bot) cardView(c *engine.Card) blockkit.Card {
-	v := blockkit.Card{Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, Console: b.consoleOn()}
+	v := blockkit.Card{Question: c.Question, AskedAt: c.AskedAt, Deadline: c.Deadline, Console: b.consoleOn(), Proposal: c.Proposal}
 	if c.Ended != nil {
 		v.Ended = c.Ended.At
 	}
