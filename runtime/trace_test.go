@@ -327,3 +327,43 @@ func TestTraceShowsANoticeAsRecorded(t *testing.T) {
 		t.Errorf("the trace shows the token: %s", data)
 	}
 }
+
+// TestTraceIsTheEvidenceTheGateHeld asks the real gate while a question
+// blocks a tool and after it is answered: the trace shows the blocked
+// call between the question and its answer, and the allowed one after.
+func TestTraceIsTheEvidenceTheGateHeld(t *testing.T) {
+	t.Parallel()
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
+	q := choiceQuestion("job-tg")
+	q.BlockedTools = []string{"send_report"}
+	ask(t, env, q)
+	clock.Advance(time.Second)
+	if r := gate(t, env, "job-tg", 1, "send_report"); r.Allowed {
+		t.Fatalf("the gate let send_report run while q-1 waits: %+v", r)
+	}
+	clock.Advance(time.Second)
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-tg", QuestionID: "q-1", AttemptID: "a-1", By: "slack:UOP", Answer: json.RawMessage(`"red"`)})
+	waitState(t, env, q, bridge.StateAnswered)
+	clock.Advance(time.Second)
+	if r := gate(t, env, "job-tg", 1, "send_report"); !r.Allowed {
+		t.Fatalf("the gate held send_report after the answer: %+v", r)
+	}
+	want := []string{"asked q-1", "gate q-1", "answered q-1", "gate"}
+	var reply bridge.TraceReply
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		reply = trace(t, env, bridge.TraceRequest{As: "slack:UOP", Tenant: "acme", JobID: "job-tg"})
+		if !slices.Equal(kinds(reply.Entries), want) {
+			return fmt.Errorf("trace %v %s", kinds(reply.Entries), reply.Error)
+		}
+		return nil
+	})
+	blocked, allowed := reply.Entries[1], reply.Entries[3]
+	if blocked.Tool != "send_report" || blocked.Code != bridge.GateBlockedByQuestion || blocked.TaskVersion != 1 ||
+		!strings.HasPrefix(blocked.Text, "send_report: blocked_by_question — question q-1 (") {
+		t.Errorf("the blocked call: %+v", blocked)
+	}
+	if allowed.Tool != "send_report" || allowed.Code != bridge.GateAllowed || allowed.Text != "send_report: allowed" {
+		t.Errorf("the allowed call: %+v", allowed)
+	}
+}
