@@ -42,6 +42,8 @@ Usage:
   askbridge executed [--tenant T] JOB PROPOSAL [--result succeeded|failed] [--detail TEXT]
                                             report what became of an approved proposal the job executed
   askbridge link --as IDENTITY [--question TENANT/JOB/QUESTION | --job TENANT/JOB] [--ttl 24h]
+  askbridge gate [--tenant T] [--version N] [--proposal ID [--execute]] [--json] JOB TOOL
+                                            may the job call TOOL now? exit 0 allowed, 1 refused, 2 usage
   askbridge trace [--tenant T] [--json] [--as IDENTITY] JOB
                                             the job's timeline: questions, gate decisions, answers, refusals, approvals, executions, notices
   askbridge stats
@@ -81,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	c := &cli{stdout: stdout, stderr: stderr, identity: cliIdentity()}
 	tools := map[string]func(context.Context, []string) int{
 		"ask": c.ask, "list": c.list, "show": c.show, "answer": c.answer, "decline": c.decline,
-		"cancel": c.cancel, "executed": c.executed, "link": c.link, "stats": c.stats, "trace": c.trace, "torture": c.torture, "bench": c.bench,
+		"cancel": c.cancel, "executed": c.executed, "link": c.link, "stats": c.stats, "trace": c.trace, "gate": c.gate, "torture": c.torture, "bench": c.bench,
 		"policy": c.policy,
 	}
 	tool, ok := tools[cmd]
