@@ -11,11 +11,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
 )
@@ -38,6 +42,27 @@ func writeFile(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// gateCodes asks the gate about refund and delete_records in a job of
+// acme, as an agent does before calling them, and says what it answered:
+// "refund=approval_required delete_records=allowed".
+func gateCodes(t *testing.T, a *agent.Client) string {
+	t.Helper()
+	var out []string
+	for _, tool := range []string{"refund", "delete_records"} {
+		r, err := a.Gate(context.Background(), "acme", "job-policy", 1, tool)
+		if err != nil {
+			t.Fatalf("gate %s: %v", tool, err)
+		}
+		out = append(out, tool+"="+r.Code)
+	}
+	return strings.Join(out, " ")
+}
+
+const (
+	gatedByOne = "refund=approval_required delete_records=allowed"
+	gatedByTwo = "refund=allowed delete_records=approval_required"
+)
 
 func TestPolicyCheck(t *testing.T) {
 	t.Parallel()
@@ -135,8 +160,9 @@ func startPolicyService(t *testing.T, env map[string]string) (*service, *testenv
 }
 
 // TestPolicyReload checks what SIGHUP does (reloadPolicy): a good file
-// replaces the policy in force whole, a bad or missing one is logged at
-// ERROR with its line and the policy in force is kept.
+// replaces the policy in force whole, and the gate answers by it; a bad or
+// missing one is logged at ERROR with its line and the policy in force is
+// kept.
 func TestPolicyReload(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "policy.yaml")
@@ -147,6 +173,10 @@ func TestPolicyReload(t *testing.T) {
 	}
 	if r, ok := s.policy.Load().Rule("acme", "refund"); !ok || !r.RequireApproval || r.Approvals() != 2 {
 		t.Fatalf("acme's refund at start: %+v, %v", r, ok)
+	}
+	a := agentFor(t, s)
+	if got := gateCodes(t, a); got != gatedByOne {
+		t.Fatalf("the gate at start: %s, want %s", got, gatedByOne)
 	}
 
 	writeFile(t, path, twoPolicy)
@@ -160,6 +190,9 @@ func TestPolicyReload(t *testing.T) {
 	if !strings.Contains(logs.String(), fmt.Sprintf(`level=INFO msg="policy reloaded" path=%s tenants=2 actions=3`, path)) {
 		t.Errorf("the reload is not logged:\n%s", logs)
 	}
+	if got := gateCodes(t, a); got != gatedByTwo {
+		t.Errorf("the gate after the reload: %s, want %s", got, gatedByTwo)
+	}
 	inForce := s.policy.Load()
 
 	writeFile(t, path, badPolicy)
@@ -171,6 +204,9 @@ func TestPolicyReload(t *testing.T) {
 	}
 	if s.policy.Load() != inForce {
 		t.Error("a bad file replaced the policy in force")
+	}
+	if got := gateCodes(t, a); got != gatedByTwo {
+		t.Errorf("the gate after a bad file: %s, want %s (the policy in force)", got, gatedByTwo)
 	}
 
 	if err := os.Remove(path); err != nil {
@@ -186,8 +222,9 @@ func TestPolicyReload(t *testing.T) {
 }
 
 // TestSIGHUPReloadsThePolicy sends real SIGHUPs to askbridge serve (this
-// test binary as main): each re-reads ASK_POLICY, a bad file is logged
-// and survived, and the service stops cleanly after.
+// test binary as main): each re-reads ASK_POLICY and the gate answers by
+// the new policy; a bad file is logged and the gate keeps answering by
+// the policy in force; the service stops cleanly after.
 func TestSIGHUPReloadsThePolicy(t *testing.T) {
 	t.Parallel()
 	bin, err := os.Executable()
@@ -216,18 +253,43 @@ func TestSIGHUPReloadsThePolicy(t *testing.T) {
 		})
 	}
 	waitLog(`msg="askbridge serving"`)
+	m := regexp.MustCompile(`msg="embedded NATS listening" url=(\S+)`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no NATS URL in the log:\n%s", logs)
+	}
+	nc, err := nats.Connect(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	a, err := agent.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gateCodes(t, a); got != gatedByOne {
+		t.Fatalf("the gate at start: %s, want %s", got, gatedByOne)
+	}
 
 	writeFile(t, path, twoPolicy)
 	_ = cmd.Process.Signal(syscall.SIGHUP)
 	waitLog(fmt.Sprintf(`level=INFO msg="policy reloaded" path=%s tenants=2 actions=3`, path))
+	if got := gateCodes(t, a); got != gatedByTwo {
+		t.Errorf("the gate after SIGHUP: %s, want %s", got, gatedByTwo)
+	}
 
 	writeFile(t, path, badPolicy)
 	_ = cmd.Process.Signal(syscall.SIGHUP)
 	waitLog(fmt.Sprintf(`level=ERROR msg="policy not reloaded; the policy in force is kept" path=%s line=4`, path))
+	if got := gateCodes(t, a); got != gatedByTwo {
+		t.Errorf("the gate after SIGHUP with a bad file: %s, want %s (the policy in force)", got, gatedByTwo)
+	}
 
 	writeFile(t, path, onePolicy)
 	_ = cmd.Process.Signal(syscall.SIGHUP)
 	waitLog(fmt.Sprintf(`level=INFO msg="policy reloaded" path=%s tenants=1 actions=1`, path))
+	if got := gateCodes(t, a); got != gatedByOne {
+		t.Errorf("the gate after the last SIGHUP: %s, want %s", got, gatedByOne)
+	}
 
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
