@@ -138,9 +138,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitOK
 	}
 	var bad *bridge.SettingError
+	if errors.As(err, &bad) {
+		fmt.Fprintln(stderr, "askbridge: "+bad.Error())
+		return exitConfig
+	}
 	var badPolicy *policy.Error
-	if errors.As(err, &bad) || errors.As(err, &badPolicy) {
-		fmt.Fprintln(stderr, "askbridge: "+err.Error())
+	if errors.As(err, &badPolicy) {
+		fmt.Fprintln(stderr, "askbridge: "+badPolicy.Error())
 		return exitConfig
 	}
 	if err != nil {
