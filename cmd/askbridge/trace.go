@@ -44,12 +44,16 @@ func (c *cli) trace(ctx context.Context, args []string) int {
 		return c.fail("%v", err)
 	}
 	defer nc.Close()
-	if req.Tenant == "" {
+	guessed := req.Tenant == ""
+	if guessed {
 		if req.Tenant, err = c.jobTenant(nc, req.As, job); err != nil {
 			return c.fail("%v", err)
 		}
 	}
 	entries, err := c.traceEntries(nc, req)
+	if err != nil && guessed && req.Tenant == "default" {
+		return c.fail("%v (none of its questions is in a tenant you can see: name its tenant with --tenant)", err)
+	}
 	if err != nil {
 		return c.fail("%v", err)
 	}

@@ -157,6 +157,11 @@ func TestCLITrace(t *testing.T) {
 		errOut.String() != "askbridge: There is no job job-none in tenant acme that you can see.\n" {
 		t.Errorf("an unknown job: exit %d, %q", code, errOut)
 	}
+	errOut.Reset()
+	if code := kevin.trace(context.Background(), []string{"job-none"}); code != exitError || errOut.String() !=
+		"askbridge: There is no job job-none in tenant default that you can see. (none of its questions is in a tenant you can see: name its tenant with --tenant)\n" {
+		t.Errorf("an unknown job without --tenant: exit %d, %q", code, errOut)
+	}
 	stranger, _, strangerErr := testCLI(s, "cli:nobody")
 	if code := stranger.trace(context.Background(), []string{"job-trace", "--tenant", "acme"}); code != exitError ||
 		!strings.Contains(strangerErr.String(), "There is no job job-trace in tenant acme that you can see.") {
