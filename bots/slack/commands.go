@@ -225,12 +225,30 @@ func (b *Bot) describe(identity string, v *bridge.QuestionView, full bool) strin
 		if v.Text != "" {
 			s += " — " + quote(v.Text, 300)
 		}
+		s += proposalLine(v)
 	}
 	if v.State == bridge.StatePending && !v.Deadline.IsZero() {
 		s += " · due " + blockkit.SlackDate(v.Deadline)
 	}
 	if u := b.questionURL(identity, blockkit.Ref{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, Version: v.TaskVersion}); u != "" {
 		s += " · <" + u + "|open>"
+	}
+	return s
+}
+
+// proposalLine says where an approval's proposal stands, in the cards'
+// words: "Proposal: Executed — Executed: ref rf_1 · 2 of 2 approvals: …".
+func proposalLine(v *bridge.QuestionView) string {
+	nc := neutral.New(neutral.FromView(v, false))
+	if nc.Proposal == nil {
+		return ""
+	}
+	s := "\nProposal: " + nc.StateLabel
+	if nc.State == neutral.StateExecuted || nc.State == neutral.StateExecutionFailed {
+		s += " — " + quote(nc.Outcome.Text(), 300)
+	}
+	if l := nc.ApprovalsLine(); !l.IsZero() {
+		s += " · " + quote(l.Text(), 300)
 	}
 	return s
 }

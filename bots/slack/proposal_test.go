@@ -131,3 +131,25 @@ func TestProposalCardFailedAndExpired(t *testing.T) {
 		t.Errorf("expired card: %s", blocks)
 	}
 }
+
+// TestAskShowSaysWhereTheProposalStands: /ask show of an approval says
+// its proposal's state in the cards' words, with the agent's detail and
+// the approvals counted; a question's says nothing of proposals.
+func TestAskShowSaysWhereTheProposalStands(t *testing.T) {
+	q := refundQuestion("job-s", "q-s")
+	v := &bridge.QuestionView{Tenant: "acme", JobID: "job-s", QuestionID: "q-s", State: bridge.StateAnswered, Question: q,
+		AnswerText: bridge.Approved, Proposal: &bridge.ProposalStatus{State: bridge.ProposalExecuted, Required: 2,
+			Approvals: []bridge.Approval{{By: "slack:U0KEV", ByName: "kevin"}, {By: "slack:U0ANA"}}, Detail: "ref <rf_1>"}}
+	want := "\nProposal: Executed — Executed: ref &lt;rf_1&gt; · 2 of 2 approvals: slack:U0KEV (kevin) and slack:U0ANA"
+	if got := proposalLine(v); got != want {
+		t.Errorf("executed: %q, want %q", got, want)
+	}
+	v.Proposal = &bridge.ProposalStatus{State: bridge.ProposalApproved, Required: 1, Approvals: []bridge.Approval{{By: "slack:U0KEV"}}}
+	if got := proposalLine(v); got != "\nProposal: Approved (not yet executed)" {
+		t.Errorf("approved: %q", got)
+	}
+	v.Question = question("job-s", "q-s")
+	if got := proposalLine(v); got != "" {
+		t.Errorf("a question: %q", got)
+	}
+}
