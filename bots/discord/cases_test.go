@@ -277,3 +277,74 @@ func TestSameCaseSameControls(t *testing.T) {
 		}
 	}
 }
+
+// TestNoticeCasesGolden draws every notice of the shared table
+// (card.NoticeCases) into testdata/cases/notice.golden, each checked
+// against Discord's limits: the five parts in order, no components, no
+// secret. blockkit draws the same table for Slack.
+func TestNoticeCasesGolden(t *testing.T) {
+	t.Parallel()
+	type drawnNotice struct {
+		Case  string                  `json:"case"`
+		Embed *discordgo.MessageEmbed `json:"embed"`
+	}
+	var drawn []drawnNotice
+	for _, c := range neutral.NoticeCases() {
+		e := drawNoticeEmbed(neutral.NewNotice(c.Notice))
+		raw, err := json.Marshal(map[string]any{"embeds": []any{e}, "components": []any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		_ = json.Unmarshal(raw, &body)
+		for _, p := range messageProblems(body) {
+			t.Errorf("%s: Discord would refuse it: %s", c.Name, p)
+		}
+		for _, secret := range []string{neutral.CaseToken, "hunter2", "abc.DEF"} {
+			if strings.Contains(string(raw), secret) {
+				t.Errorf("%s: the card shows %q", c.Name, secret)
+			}
+		}
+		if len(e.Fields) != len(neutral.NoticeLabels) {
+			t.Fatalf("%s: %d fields", c.Name, len(e.Fields))
+		}
+		for i, f := range e.Fields {
+			if f.Name != neutral.NoticeLabels[i] || f.Value == "" {
+				t.Errorf("%s: field %d is %q %q", c.Name, i, f.Name, f.Value)
+			}
+		}
+		drawn = append(drawn, drawnNotice{c.Name, e})
+	}
+	golden(t, filepath.Join("testdata", "cases", "notice.golden"), drawn)
+}
+
+// TestNoticeSameWordsOnBothPlatforms checks Slack and Discord show each
+// part of every notice in the card's words.
+func TestNoticeSameWordsOnBothPlatforms(t *testing.T) {
+	t.Parallel()
+	for _, c := range neutral.NoticeCases() {
+		nc := neutral.NewNotice(c.Notice)
+		blocks, _ := blockkit.DrawNotice(nc)
+		e := drawNoticeEmbed(nc)
+		for i, label := range neutral.NoticeLabels {
+			want := nc.Part(label)
+			sec, ok := blocks[i+1].(*slack.SectionBlock)
+			if !ok {
+				t.Fatalf("%s: block %d is not a section", c.Name, i+1)
+			}
+			slackText := slackUnescape.Replace(strings.TrimPrefix(sec.Text.Text, "*"+label+"*\n"))
+			if !sameOrCut(slackText, want) || !sameOrCut(e.Fields[i].Value, want) {
+				t.Errorf("%s: %s\n  card:    %q\n  Slack:   %q\n  Discord: %q", c.Name, label, want, slackText, e.Fields[i].Value)
+			}
+		}
+	}
+}
+
+// sameOrCut says got is want, or want cut short with an ellipsis.
+func sameOrCut(got, want string) bool {
+	if got == want {
+		return true
+	}
+	got = strings.TrimSuffix(strings.TrimSuffix(got, " _(cut short)_"), "…")
+	return got != "" && strings.HasPrefix(want, got)
+}

@@ -34,8 +34,8 @@ func classifyEventError(err error) engine.Verdict {
 }
 
 func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, d engine.Delivery) error {
-	// A refused cancel of a whole job names no question.
-	noQuestionOK := ev.Type == bridge.EventRefused && ev.QuestionID == ""
+	// A refused cancel of a whole job names no question, nor does a notice.
+	noQuestionOK := (ev.Type == bridge.EventRefused || ev.Type == bridge.EventNotice) && ev.QuestionID == ""
 	if !bridge.ValidToken(ev.Tenant) || !bridge.ValidToken(ev.JobID) || (!bridge.ValidToken(ev.QuestionID) && !noQuestionOK) {
 		return fmt.Errorf("%w: bad ids", errPermanent)
 	}
@@ -57,6 +57,8 @@ func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, d engine.Delive
 		return b.onRefused(ctx, ev)
 	case bridge.EventReminded, bridge.EventEscalated:
 		return b.onReminder(ctx, ev)
+	case bridge.EventNotice:
+		return b.onNotice(ctx, ev)
 	}
 	return nil
 }

@@ -19,6 +19,9 @@ import (
 // more. On the event's last try transient failures are reported, not
 // retried.
 func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, d engine.Delivery) error {
+	if ev.Type == bridge.EventNotice && bridge.ValidToken(ev.Tenant) && bridge.ValidToken(ev.JobID) {
+		return b.onNotice(ctx, ev) // about a job, not a question
+	}
 	if !bridge.ValidToken(ev.Tenant) || !bridge.ValidToken(ev.JobID) || !bridge.ValidToken(ev.QuestionID) {
 		b.log.WarnContext(ctx, "slack: ignoring an event with invalid ids", "type", ev.Type)
 		return nil
