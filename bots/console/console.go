@@ -348,6 +348,10 @@ func (c *Console) handleJob(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Items = append(p.Items, item)
 	}
+	if p.Notices, err = c.jobNotices(r.Context(), l); err != nil {
+		c.apiUnavailable(w, r, err)
+		return
+	}
 	c.render(w, r, http.StatusOK, "job", p)
 }
 

@@ -44,8 +44,11 @@ type responder struct {
 	attempts []string
 	// silent makes the responder ignore attempts (the runtime is slow).
 	silent bool
-	closed bool
-	busy   sync.WaitGroup
+	// notices are the notices of each job ("tenant/job"), as the trace
+	// shows them.
+	notices map[string][]bridge.Notice
+	closed  bool
+	busy    sync.WaitGroup
 }
 
 type fakeQuestion struct {
@@ -61,6 +64,7 @@ func startResponder(t *testing.T, n *bridge.NATS) *responder {
 	for subj, h := range map[string]nats.MsgHandler{
 		bridge.APIShow:               r.onShow,
 		bridge.APIList:               r.onList,
+		bridge.APITrace:              r.onTrace,
 		bridge.PrefixAnswer + ".>":   r.onAttempt,
 		bridge.PrefixQuestion + ".>": r.onQuestion,
 	} {
@@ -313,4 +317,40 @@ func (r *responder) attemptCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.attempts)
+}
+
+// addNotice records a notice as the runtime would, for the trace.
+func (r *responder) addNotice(n bridge.Notice) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.notices == nil {
+		r.notices = map[string][]bridge.Notice{}
+	}
+	r.notices[n.Tenant+"/"+n.JobID] = append(r.notices[n.Tenant+"/"+n.JobID], n)
+}
+
+// onTrace answers ask.v1.api.trace with the job's notices, to anyone who
+// may see one of its questions (as the runtime's trace shows its job log).
+func (r *responder) onTrace(m *nats.Msg) {
+	var req bridge.TraceRequest
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		r.reply(m, bridge.TraceReply{Error: "bad request"})
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rep := bridge.TraceReply{Entries: []bridge.TraceEntry{}}
+	for _, n := range r.notices[req.Tenant+"/"+req.JobID] {
+		e := bridge.TraceEntry{At: n.At, Kind: bridge.TraceNotice, Code: n.Code, Text: n.Code}
+		if req.As == "console:reader" {
+			e.Hidden = true
+		} else {
+			e.Notice = &n
+		}
+		rep.Entries = append(rep.Entries, e)
+	}
+	if len(rep.Entries) == 0 {
+		rep.Error = "There is no job " + req.JobID + " in tenant " + req.Tenant + " that you can see."
+	}
+	r.reply(m, rep)
 }

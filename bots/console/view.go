@@ -545,6 +545,8 @@ type jobPage struct {
 	JobID  string
 	Items  []jobItem
 	More   bool
+	// Notices are the job's notices, shown without controls.
+	Notices []noticeView
 }
 
 type auditRow struct {
