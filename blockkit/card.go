@@ -230,19 +230,6 @@ func content(nc card.Card, more string, budget int) []slack.Block {
 	return blocks
 }
 
-// rowsText is a table of arguments, a row a line: "`order`: 4471".
-// Backticks in a key would end its code span.
-func rowsText(sec card.Section) string {
-	lines := make([]string, 0, len(sec.Rows)+1)
-	for _, r := range sec.Rows {
-		lines = append(lines, "`"+strings.ReplaceAll(r.Key, "`", "'")+"`: "+r.Value)
-	}
-	if sec.More > 0 {
-		lines = append(lines, card.MoreText(sec.More))
-	}
-	return strings.Join(lines, "\n")
-}
-
 // section renders head (already mrkdwn) and escaped user text, cut to
 // Slack's section limit when too long, followed by more (which says where
 // the whole text is): never dropped silently.

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/card"
 )
 
 // Block Kit limits (see FIELD-NOTES.md). Exceeding one makes Slack refuse
@@ -171,4 +172,17 @@ func commonPrefix(a, b []rune) int {
 		n++
 	}
 	return n
+}
+
+// rowsText is a table of arguments, a row a line: "`order`: 4471".
+// Backticks in a key would end its code span.
+func rowsText(sec card.Section) string {
+	lines := make([]string, 0, len(sec.Rows)+1)
+	for _, r := range sec.Rows {
+		lines = append(lines, "`"+strings.ReplaceAll(r.Key, "`", "'")+"`: "+r.Value)
+	}
+	if sec.More > 0 {
+		lines = append(lines, card.MoreText(sec.More))
+	}
+	return strings.Join(lines, "\n")
 }
