@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"io"
@@ -61,6 +62,7 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	idle := fs.Duration("idle", 10*time.Second, "with --pending: how long to measure idle CPU")
 	settle := fs.Duration("settle", 0, "with --pending: wait this long between the fill and the measured start (10m: past JetStream's duplicate window, as a restart long after the questions were asked)")
 	fill := fs.String("fill", "store", "with --pending: how the questions get there: store (written into SQLite only) or nats (asked through NATS and posted to a fake Slack, as agents would)")
+	gate := fs.Bool("gate", false, "instead: measure the gate (ask.v1.gate) under load: --pending questions (default 10000) that block tools, then requests at --rate (default 5000) for --duration (default 20s), beside a NATS request/reply echo at the same rate")
 	fs.BoolVar(&o.child, "child", false, "run the service as a child process (askbridge serve), apart from the load generator's memory and garbage collector")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -72,6 +74,12 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	}
 	if *fill != "store" && *fill != "nats" {
 		return c.fail("bench: --fill must be store or nats")
+	}
+	if *gate {
+		if o.ask > 0 {
+			return c.fail("bench: --gate and --ask are two different measurements; give one")
+		}
+		return c.benchGate(ctx, o, cmp.Or(*pending, 10000))
 	}
 	if *pending > 0 && o.ask > 0 {
 		return c.fail("bench: --pending and --ask are two different measurements; give one")

@@ -133,3 +133,26 @@ func TestBenchServiceAsChild(t *testing.T) {
 		t.Errorf("--child with --cpuprofile exited %d (%s), want a refusal that says why", code, refused.String())
 	}
 }
+
+// TestBenchGate: --gate asks questions that block tools, then every gate
+// request it sends is answered, each with the code the questions call for.
+func TestBenchGate(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs a service")
+	}
+	var out bytes.Buffer
+	errOut := &testenv.LockedBuffer{}
+	c := &cli{stdout: &out, stderr: errOut}
+	if code := c.bench(context.Background(), []string{"--gate", "--child", "--pending", "90", "--rate", "300", "--duration", "1s"}); code != exitOK {
+		t.Fatalf("bench exited %d: %s", code, errOut.String())
+	}
+	report := out.String()
+	for _, want := range []string{"90 pending questions in 90 jobs; 300 requests/s offered for 1s", "gate: answered  300 of 300 sent",
+		"baseline: NATS echo: answered  300 of 300 sent", "gate: latency p50 / p99 / max", "baseline: SQLite single-row commit",
+		"wrong decisions 0", "service CPU over the gate phase"} {
+		if !strings.Contains(strings.Join(strings.Fields(report), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+}
