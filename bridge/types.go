@@ -149,6 +149,10 @@ type Proposal struct {
 	// ExpiresAt, when set, is when the proposal can no longer be decided
 	// or executed.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
+
+	// badExpiry names an expires_at that is not a time (UnmarshalJSON),
+	// for ValidateQuestion to refuse.
+	badExpiry string
 }
 
 // Route says where a question should be shown.

@@ -110,6 +110,9 @@ func DecodeQuestion(data []byte) (*Question, error) {
 	if err != nil {
 		return &q, err
 	}
+	if p := q.Proposal; p != nil && string(bytes.TrimSpace(p.Arguments)) == "null" {
+		p.Arguments = nil // as if absent
+	}
 	if e := q.Escalation; e != nil && !e.Off && len(e.Steps) == 0 {
 		// The default ladder asked for in words (true, "on"): kept as if
 		// absent, so the stored question and its events never carry an
@@ -289,7 +292,7 @@ func jsonProblem(err error) string {
 		}
 		// Types with their own UnmarshalJSON decode through a local type
 		// named plain, which encoding/json puts in the field's path.
-		te.Field = strings.TrimPrefix(te.Field, "plain.")
+		te.Field = strings.ReplaceAll(strings.TrimPrefix(te.Field, "plain."), ".plain.", ".")
 		if te.Type == reflect.TypeFor[Escalation]() {
 			return fmt.Sprintf("%s: must be \"off\", a list of steps or an object {\"off\", \"steps\"}, not %s", te.Field, got)
 		}
@@ -382,6 +385,9 @@ func ValidateQuestion(q *Question) error {
 			ve.add("proposal.id: is required")
 		case len(q.Proposal.Summary) == 0:
 			ve.add("proposal.summary: needs at least one line")
+		}
+		if q.Proposal != nil {
+			validateProposal(ve, q.Proposal)
 		}
 	} else if q.Proposal != nil {
 		ve.add("proposal: only an approval carries a proposal")

@@ -33,7 +33,7 @@ func validApproval() *Question {
 	return &Question{
 		Tenant: "acme", JobID: "job-1", QuestionID: "q-1", Kind: KindApproval,
 		Question: "May I refund order 1234?",
-		Proposal: &Proposal{ID: "refund-1234", Summary: []string{"Refund 40 EUR to order 1234"}},
+		Proposal: &Proposal{ID: "refund-1234", Action: "refund", Summary: []string{"Refund 40 EUR to order 1234"}},
 	}
 }
 

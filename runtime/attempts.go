@@ -39,6 +39,10 @@ type attemptItem struct {
 	checked *bridge.CheckedAnswer
 	ref     *refusal
 	settle  *store.Settlement
+	// step, on an approval's approve or deny, is what the policy makes of
+	// it (proposals.go); approve is set when it is recorded, not settled.
+	step    *approvalStep
+	approve *store.ApprovalRecord
 	notify  []string // subjects to tell once decided (bridge.HeaderDecidedTo)
 }
 
@@ -135,20 +139,29 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 			}
 		}
 		it := items[i]
-		if it.ref == nil {
-			var err error
-			it.rec, it.refs, it.checked, it.ref, err = r.decide(ctx, l, &it.a, it.tenant, it.job)
-			if err != nil {
-				return store.Decision{}, err
-			}
+		if err := r.decideItem(ctx, l, it, now); err != nil {
+			return store.Decision{}, err
 		}
 		if it.ref != nil {
 			ref := r.refusal(it.rec, &it.a, it.ref, now)
 			ref.AttemptID = it.key
 			return store.Decision{Refuse: ref}, nil
 		}
-		it.settle = r.settlement(it.rec, it.refs, &it.a, it.checked, now)
+		if it.step != nil && !it.step.settles {
+			it.approve = r.approvalRecord(it.rec, it.refs, decodeBody(it.rec), it.step, &it.a, now)
+			it.approve.AttemptID = it.key
+			return store.Decision{Approve: it.approve}, nil
+		}
+		var status *bridge.ProposalStatus
+		if it.step != nil {
+			status = r.stepStatus(decodeBody(it.rec), it.step, it.step.state(it.checked.Action))
+		}
+		it.settle = r.settlement(it.rec, it.refs, &it.a, it.checked, status, now)
 		it.settle.AttemptID = it.key
+		if it.step != nil {
+			it.settle.Proposal = it.step.decision(it.checked.Action)
+			it.settle.Log = append(it.settle.Log, approvalLog(it.rec, it.step, &it.a, it.settle.Via, now))
+		}
 		return store.Decision{Settle: it.settle}, nil
 	})
 	if err != nil {
@@ -165,6 +178,11 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 			return fmt.Errorf("runtime: attempt %s: %w", it.a.AttemptID, err)
 		}
 		r.metrics.attempts.WithLabelValues(r.metrics.viaOf(&it.a)).Inc()
+		if it.approve != nil {
+			r.log.Info("approval recorded", "tenant", it.rec.Tenant, "job", it.rec.JobID, "question", it.rec.QuestionID,
+				"by", it.a.By, "approvals", len(it.step.approvals), "required", it.step.required)
+			continue
+		}
 		if it.settle != nil {
 			r.metrics.settled.WithLabelValues(it.settle.State).Inc()
 			r.metrics.latency.Observe(now.Sub(it.rec.AskedAt).Seconds())
@@ -178,6 +196,27 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 	r.wakeRelay()
 	r.notifyDecided(items)
 	return nil
+}
+
+// decideItem runs the checks of one attempt not refused on sight, and for
+// an approval's approve or deny the policy's (weighApproval).
+func (r *Runtime) decideItem(ctx context.Context, l store.Lookup, it *attemptItem, now time.Time) error {
+	if it.ref != nil {
+		return nil
+	}
+	var err error
+	it.rec, it.refs, it.checked, it.ref, err = r.decide(ctx, l, &it.a, it.tenant, it.job)
+	if err != nil || it.ref != nil {
+		return err
+	}
+	q := decodeBody(it.rec)
+	if act := it.checked.Action; !q.IsApproval() || q.Proposal == nil || (act != bridge.ActionApprove && act != bridge.ActionDeny) {
+		return nil // a decline leaves the proposal undecided
+	}
+	a := it.a
+	a.Action = it.checked.Action
+	it.step, it.ref, err = r.weighApproval(ctx, l, it.rec, q, &a, now)
+	return err
 }
 
 // attemptKeys are the questions a batch's attempts name, as decide looks
@@ -234,7 +273,7 @@ func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAt
 	}
 	rec := found.Record
 	q := decodeBody(rec)
-	acc := r.o.Roles.accessFor(tenant, a.By, a.Roles, q)
+	acc := r.approverAccess(tenant, a, q, r.o.Roles.accessFor(tenant, a.By, a.Roles, q))
 	if ref := strangerRefusal(a, acc); ref != nil {
 		return rec, nil, nil, ref, nil
 	}
@@ -284,7 +323,9 @@ func staleRefusal(had, current int64) *refusal {
 // notPending says who settled the question and when.
 func notPending(rec *store.Record) *refusal {
 	state := rec.State
-	if state == bridge.StateFailed && rec.Text == bridge.TimedOutText(decodeBody(rec).TimeoutDuration()) {
+	q := decodeBody(rec)
+	expired := expiresFirst(q, rec.Deadline) && rec.Text == bridge.ProposalExpiredText(q.Proposal.ID, q.Proposal.ExpiresAt)
+	if state == bridge.StateFailed && (expired || rec.Text == bridge.TimedOutText(q.TimeoutDuration())) {
 		// on_timeout: fail ends a question failed, but to the person
 		// clicking its card it timed out like any other.
 		state = bridge.StateTimedOut
@@ -295,7 +336,8 @@ func notPending(rec *store.Record) *refusal {
 
 // settlement builds the settlement of an accepted attempt: the new state,
 // the event for the front-ends and the resume for the agent.
-func (r *Runtime) settlement(rec *store.Record, refs []bridge.MessageRef, a *bridge.AnswerAttempt, checked *bridge.CheckedAnswer, now time.Time) *store.Settlement {
+// proposal, on an approval, is its proposal as the settlement leaves it.
+func (r *Runtime) settlement(rec *store.Record, refs []bridge.MessageRef, a *bridge.AnswerAttempt, checked *bridge.CheckedAnswer, proposal *bridge.ProposalStatus, now time.Time) *store.Settlement {
 	raw := a.Answer
 	a.Action, a.Answer = checked.Action, checked.Value
 	display := checked.Display
@@ -326,6 +368,7 @@ func (r *Runtime) settlement(rec *store.Record, refs []bridge.MessageRef, a *bri
 	ev.By, ev.ByName, ev.Via = a.By, a.ByName, via
 	ev.Answer, ev.AnswerText, ev.Comment, ev.Text = a.Answer, display, a.Comment, st.Text
 	ev.AttemptID, ev.ReplyTo, ev.Messages = a.AttemptID, a.ReplyTo, refs
+	ev.Proposal = proposal
 	res.Text, res.Answer, res.Comment = st.Text, a.Answer, a.Comment
 	res.By, res.ByName, res.Via = a.By, a.ByName, via
 	st.Outbox = []store.Message{eventMsg(ev), resumeMsg(res)}

@@ -164,6 +164,7 @@ func (r *Runtime) consumers() []consumer {
 		{stream: bridge.StreamQuestions, name: "questions", handleBatch: r.askQuestions},
 		{stream: bridge.StreamAnswers, name: answersConsumer, handleBatch: r.decideAttempts},
 		{stream: bridge.StreamNotices, name: "notices", handle: r.handleNotice},
+		{stream: bridge.StreamExecuted, name: "executed", handle: r.handleExecution},
 	}
 }
 

@@ -22,6 +22,7 @@ type ladderStore interface {
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
 	FireStep(ctx context.Context, d store.DueStep, at time.Time, reason string, msgs []store.Message) error
 	Settle(ctx context.Context, st store.Settlement) error
+	ProposalOf(ctx context.Context, question int64) (*store.Proposal, error)
 }
 
 // ladder sleeps until the next due step, fires every step that is due, and
@@ -168,8 +169,14 @@ func (r *Runtime) timeOut(ctx context.Context, rec *store.Record, q *bridge.Ques
 			return errAnswerWaiting
 		}
 	}
-	timeout := q.TimeoutDuration()
-	text := bridge.TimedOutText(timeout)
+	text := bridge.TimedOutText(q.TimeoutDuration())
+	status, decision, err := r.proposalAtTimeout(ctx, rec, q)
+	if err != nil {
+		return err
+	}
+	if decision != nil {
+		text = bridge.ProposalExpiredText(q.Proposal.ID, q.Proposal.ExpiresAt)
+	}
 	refs, err := r.steps.Messages(ctx, rec.ID)
 	if err != nil {
 		return err
@@ -177,6 +184,7 @@ func (r *Runtime) timeOut(ctx context.Context, rec *store.Record, q *bridge.Ques
 	ev := eventFor(rec, bridge.EventTimedOut, now)
 	ev.Text = text
 	ev.Messages = refs
+	ev.Proposal = status
 	res := resumeFor(rec, bridge.OutcomeTimedOut, text, now)
 	state := bridge.StateTimedOut
 	if q.OnTimeout == bridge.OnTimeoutFail {
@@ -191,7 +199,7 @@ func (r *Runtime) timeOut(ctx context.Context, rec *store.Record, q *bridge.Ques
 	ev.State = state
 	err = r.steps.Settle(ctx, store.Settlement{
 		Question: rec.ID, State: state, Text: text, Reason: "timed out", At: now,
-		Outbox: []store.Message{eventMsg(ev), resumeMsg(res)},
+		Outbox: []store.Message{eventMsg(ev), resumeMsg(res)}, Proposal: decision,
 	})
 	if errors.Is(err, store.ErrNotPending) {
 		return nil
@@ -204,6 +212,27 @@ func (r *Runtime) timeOut(ctx context.Context, rec *store.Record, q *bridge.Ques
 	r.wakeRelay()
 	r.log.Info("question timed out", "tenant", rec.Tenant, "job", rec.JobID, "question", rec.QuestionID, "state", state)
 	return nil
+}
+
+// proposalAtTimeout is an approval's proposal as its timeout leaves it:
+// expired, with the decision that records it, when the proposal's
+// expires_at is what ended the question; still pending (to be asked again
+// by a later question) when its timeout did.
+func (r *Runtime) proposalAtTimeout(ctx context.Context, rec *store.Record, q *bridge.Question) (*bridge.ProposalStatus, *store.ProposalDecision, error) {
+	if !q.IsApproval() || q.Proposal == nil {
+		return nil, nil, nil
+	}
+	p, err := r.steps.ProposalOf(ctx, rec.ID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, nil, err
+	}
+	if !expiresFirst(q, rec.Deadline) {
+		return r.proposalStatus(q, p), nil, nil
+	}
+	status := r.proposalStatus(q, p)
+	status.State = bridge.ProposalExpired
+	status.MayApprove = nil
+	return status, &store.ProposalDecision{Tenant: rec.Tenant, ID: q.Proposal.ID, State: bridge.ProposalExpired}, nil
 }
 
 // errAnswerWaiting holds a timeout: an answer to the job published before

@@ -22,6 +22,7 @@ type questionStore interface {
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
 	JobThreads(ctx context.Context, tenant, job string) ([]bridge.MessageRef, error)
 	Settle(ctx context.Context, st store.Settlement) error
+	ProposalOf(ctx context.Context, question int64) (*store.Proposal, error)
 }
 
 // subjectKey reads tenant and job from "<prefix>.<tenant>.<job>".
@@ -74,6 +75,12 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 			return err
 		}
 		if it == nil {
+			continue
+		}
+		if why := r.checkProposal(it.q, now); why != nil {
+			if err := r.refuseQuestion(ctx, msg, it.tenant, it.job, it.q, why); err != nil {
+				return err
+			}
 			continue
 		}
 		nq, err := r.newQuestion(ctx, it.q, now)
@@ -153,6 +160,8 @@ func (r *Runtime) asked(ctx context.Context, it askedItem, res *store.AskResult,
 	case store.Stale:
 		return r.refuseQuestion(ctx, it.msg, it.tenant, it.job, it.q,
 			fmt.Errorf("task_version: %d is older than the job's current version %d", it.q.TaskVersion, res.JobVersion))
+	case store.Refused:
+		return r.refuseQuestion(ctx, it.msg, it.tenant, it.job, it.q, errors.New(res.Problem))
 	}
 	r.metrics.asked.Inc()
 	r.log.Info("question asked", "tenant", it.q.Tenant, "job", it.q.JobID, "question", it.q.QuestionID,
@@ -181,6 +190,13 @@ func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.
 		Body:     body,
 		AskedAt:  now,
 		Deadline: now.Add(timeout),
+		Proposal: newProposal(q),
+	}
+	if expiresFirst(q, nq.Deadline) {
+		// A proposal that expires first ends its question then: the
+		// ladder climbs within the time it has.
+		nq.Deadline = q.Proposal.ExpiresAt.UTC().Truncate(time.Millisecond)
+		timeout = nq.Deadline.Sub(now)
 	}
 	for i, step := range q.Ladder() {
 		nq.Steps = append(nq.Steps, store.Step{Index: i, Target: step.To, Due: now.Add(time.Duration(float64(timeout) * step.At))})
@@ -201,6 +217,14 @@ func (r *Runtime) askedEvent(ctx context.Context, rec *store.Record, q *bridge.Q
 	ev := eventFor(rec, bridge.EventAsked, at)
 	ev.Question = q
 	ev.State = bridge.StatePending
+	if q.IsApproval() {
+		// Asked again (rec recorded), its proposal may have approvals.
+		var p *store.Proposal
+		if rec.ID != 0 {
+			p, _ = r.asking.ProposalOf(ctx, rec.ID)
+		}
+		ev.Proposal = r.proposalStatus(q, p)
+	}
 	// A hint, not a rule: an adapter that lacks it looks for the thread.
 	if threads, err := r.asking.JobThreads(ctx, q.Tenant, q.JobID); err == nil {
 		ev.Threads = threads

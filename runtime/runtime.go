@@ -37,6 +37,7 @@ type Store interface {
 	eventConsumerStore
 	noticeStore
 	gateStore
+	proposalStore
 	// Instance names the database, whose runtime holds the lease.
 	Instance() string
 }
@@ -145,6 +146,7 @@ type Runtime struct {
 	adapters    eventConsumerStore
 	notices     noticeStore
 	gates       gateStore
+	proposals   proposalStore
 	// instance is the store's database, named in the lease.
 	instance string
 	// outbox is the relay publishing what the parts decided.
@@ -191,6 +193,7 @@ func New(o Options) (*Runtime, error) {
 		adapters:    o.Store,
 		notices:     o.Store,
 		gates:       o.Store,
+		proposals:   o.Store,
 		instance:    o.Store.Instance(),
 		outbox:      newRelay(o, log),
 		ladWake:     make(chan struct{}, 1),

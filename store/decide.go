@@ -27,6 +27,8 @@ type Lookup interface {
 	Prefetch(ctx context.Context, keys []Key) error
 	FindAnswerable(ctx context.Context, k Key) (*Answerable, error)
 	Find(ctx context.Context, k Key) (*Record, error)
+	// Proposal reads a proposal as the decisions before left it.
+	Proposal(ctx context.Context, tenant, id string) (*Proposal, error)
 }
 
 // DecideEach decides n attempts in one write transaction (group commit).
@@ -144,31 +146,37 @@ func (b *decideBatch) Find(ctx context.Context, k Key) (*Record, error) {
 	return r, err
 }
 
+func (b *decideBatch) Proposal(ctx context.Context, tenant, id string) (*Proposal, error) {
+	p, err := findProposalIn(ctx, b.tx, tenant, id)
+	if err == nil && b.questions[p.Question] {
+		if err := b.flush(ctx); err != nil {
+			return nil, err
+		}
+		return findProposalIn(ctx, b.tx, tenant, id)
+	}
+	return p, err
+}
+
 // touches reports whether d shares a question or an attempt id with a
 // waiting decision.
 func (b *decideBatch) touches(d Decision) bool {
-	switch {
-	case d.Settle != nil:
-		return b.questions[d.Settle.Question] || (d.Settle.AttemptID != "" && b.attempts[d.Settle.AttemptID])
-	case d.Refuse != nil:
-		return d.Refuse.AttemptID != "" && b.attempts[d.Refuse.AttemptID]
+	id, question, _ := d.attempt()
+	if id != "" && b.attempts[id] {
+		return true
 	}
-	return false
+	return d.Refuse == nil && question != 0 && b.questions[question]
 }
 
 func (b *decideBatch) add(i int, d Decision) {
+	id, question, _ := d.attempt()
 	switch {
-	case d.Settle != nil:
-		b.questions[d.Settle.Question] = true
-		if d.Settle.AttemptID != "" {
-			b.attempts[d.Settle.AttemptID] = true
-		}
-	case d.Refuse != nil:
-		if d.Refuse.AttemptID != "" {
-			b.attempts[d.Refuse.AttemptID] = true
-		}
-	default:
+	case d.Settle != nil, d.Approve != nil:
+		b.questions[question] = true
+	case d.Refuse == nil:
 		return
+	}
+	if id != "" {
+		b.attempts[id] = true
 	}
 	b.waiting = append(b.waiting, waitingDecision{i, d})
 }
@@ -230,13 +238,12 @@ func (b *decideBatch) flush(ctx context.Context) error {
 	var takeBack []any
 	settled, audit := make([]any, 0, len(live)), make([]any, 0, 7*len(live))
 	for _, x := range live {
-		if st := x.d.Settle; st != nil {
-			if !updated[st.Question] {
-				b.errs[x.i] = ErrNotPending
-				if st.AttemptID != "" {
-					takeBack = append(takeBack, st.AttemptID)
-				}
-				continue
+		lost := false
+		switch {
+		case x.d.Settle != nil:
+			st := x.d.Settle
+			if lost = !updated[st.Question]; lost {
+				break
 			}
 			reason := st.Reason
 			if reason == "" {
@@ -244,6 +251,24 @@ func (b *decideBatch) flush(ctx context.Context) error {
 			}
 			settled = append(settled, st.Question)
 			audit = append(audit, st.Question, bridge.StatePending, st.State, st.By, st.Via, reason, ms(st.At))
+			if st.Proposal != nil {
+				if err := decideProposalTx(ctx, tx, st.Question, st.Proposal, st.At); err != nil {
+					return err
+				}
+			}
+		case x.d.Approve != nil:
+			ok, err := recordApprovalTx(ctx, tx, x.d.Approve)
+			if err != nil {
+				return err
+			}
+			lost = !ok
+		}
+		if lost {
+			b.errs[x.i] = ErrNotPending
+			if id, _, _ := x.d.attempt(); id != "" {
+				takeBack = append(takeBack, id)
+			}
+			continue
 		}
 		won = append(won, x)
 	}
@@ -284,6 +309,8 @@ func (d Decision) attempt() (id string, question int64, at time.Time) {
 		return d.Settle.AttemptID, d.Settle.Question, d.Settle.At
 	case d.Refuse != nil:
 		return d.Refuse.AttemptID, d.Refuse.Question, d.Refuse.At
+	case d.Approve != nil:
+		return d.Approve.AttemptID, d.Approve.Question, d.Approve.At
 	}
 	return "", 0, time.Time{}
 }
@@ -294,6 +321,8 @@ func (d Decision) log() []LogEntry {
 		return d.Settle.Log
 	case d.Refuse != nil:
 		return d.Refuse.Log
+	case d.Approve != nil:
+		return d.Approve.Log
 	}
 	return nil
 }
@@ -304,6 +333,8 @@ func (d Decision) outbox() ([]Message, time.Time) {
 		return d.Settle.Outbox, d.Settle.At
 	case d.Refuse != nil:
 		return d.Refuse.Outbox, d.Refuse.At
+	case d.Approve != nil:
+		return d.Approve.Outbox, d.Approve.At
 	}
 	return nil, time.Time{}
 }

@@ -76,6 +76,8 @@ type NewQuestion struct {
 	// Supersede builds the messages announcing that an older pending
 	// question of the job was superseded by this one's task version.
 	Supersede func(old *Record) []Message
+	// Proposal, on an approval, is recorded with it (proposals).
+	Proposal *NewProposal
 }
 
 // AskStatus is what Ask did.
@@ -86,6 +88,7 @@ const (
 	Asked     AskStatus = iota // recorded
 	Duplicate                  // the same question and version was recorded before
 	Stale                      // the job is already at a newer task version
+	Refused                    // its proposal may not be asked for (AskResult.Problem)
 )
 
 // AskResult reports what Ask did.
@@ -94,6 +97,8 @@ type AskResult struct {
 	JobVersion int64
 	Record     *Record
 	Superseded []Record
+	// Problem says, on Refused, why, in the asker's words.
+	Problem string
 }
 
 const recordColumns = `id, tenant, job_id, question_id, task_version, kind, body, state, asked_at, deadline,
@@ -179,6 +184,23 @@ func askTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResult) error 
 		res.Status = Stale
 		return nil
 	}
+	if nq.Proposal != nil {
+		var exists int
+		err := tx.queryRow(ctx, "SELECT 1 FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ? AND task_version = ?",
+			nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion).Scan(&exists)
+		if err == nil {
+			res.Status = Duplicate // its proposal is its own
+			return nil
+		}
+		problem, err := proposalProblem(ctx, tx, nq)
+		if err != nil {
+			return err
+		}
+		if problem != "" {
+			res.Status, res.Problem = Refused, problem
+			return nil
+		}
+	}
 	at := ms(nq.AskedAt)
 	result, err := tx.exec(ctx, `INSERT INTO questions (tenant, job_id, question_id, task_version, kind, body, state, asked_at, deadline)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
@@ -218,6 +240,11 @@ func askTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResult) error 
 			}
 		}
 		res.Superseded = old
+	}
+	if nq.Proposal != nil {
+		if err := recordProposalTx(ctx, tx, nq, id); err != nil {
+			return err
+		}
 	}
 	for _, st := range nq.Steps {
 		if _, err := tx.exec(ctx, "INSERT INTO steps (question, idx, target, due) VALUES (?, ?, ?, ?)", id, st.Index, st.Target, ms(st.Due)); err != nil {
@@ -322,6 +349,8 @@ type Settlement struct {
 	Outbox    []Message
 	// Log is written to the job's trail with the settlement.
 	Log []LogEntry
+	// Proposal, on an approval, is what the settlement decides of it.
+	Proposal *ProposalDecision
 }
 
 // Settle ends a pending question: compare-and-set on pending, the answer,
@@ -346,10 +375,12 @@ type Refusal struct {
 	Log []LogEntry
 }
 
-// Decision is one decided attempt: a settlement or a refusal.
+// Decision is one decided attempt: a settlement, a refusal, or one
+// approval of several a proposal needs.
 type Decision struct {
-	Settle *Settlement
-	Refuse *Refusal
+	Settle  *Settlement
+	Refuse  *Refusal
+	Approve *ApprovalRecord
 }
 
 // Enqueue writes messages to the outbox on their own.

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// ExecutionReport is an agent's report of an executed proposal, to record
+// once (docs/contract.md, "Executions").
+type ExecutionReport struct {
+	Tenant     string
+	JobID      string
+	ProposalID string
+	Result     string
+	Detail     string
+	At         time.Time
+	// Announce builds the messages announcing the execution, from the
+	// proposal as recorded and the question that asked for it.
+	Announce func(p *Proposal, q *Answerable) []Message
+	// Log is written to the job's trail with it.
+	Log []LogEntry
+}
+
+// Execution outcomes.
+var (
+	// ErrProposalNotApproved: the proposal was never approved (pending,
+	// denied or expired), so nothing of it can have been executed.
+	ErrProposalNotApproved = errors.New("store: proposal not approved")
+)
+
+// RecordExecution records an execution report: the result and detail, the
+// proposal executed (or execution_failed), executed_at when no gate execute
+// set it, the log entry and the messages, in one transaction. It returns
+// the proposal as it now stands; ErrNotFound when the job has no such
+// proposal, ErrDuplicate (and the proposal as first reported) when it was
+// reported before, ErrProposalNotApproved when it was never approved.
+func (s *Store) RecordExecution(ctx context.Context, e ExecutionReport) (*Proposal, error) {
+	var out *Proposal
+	err := s.tx(ctx, func(tx *txn) error {
+		p, err := findProposalIn(ctx, tx, e.Tenant, e.ProposalID)
+		if err != nil {
+			return err
+		}
+		out = p
+		switch {
+		case p.JobID != e.JobID:
+			out = nil // another job's: not this reporter's to learn of
+			return ErrNotFound
+		case !p.ReportedAt.IsZero():
+			return ErrDuplicate
+		case p.State != bridge.ProposalApproved && p.State != bridge.ProposalExecuted:
+			return ErrProposalNotApproved
+		}
+		p.State = bridge.ProposalExecuted
+		if e.Result == bridge.ResultFailed {
+			p.State = bridge.ProposalExecutionFailed
+		}
+		if p.ExecutedAt.IsZero() {
+			p.ExecutedAt = e.At
+		}
+		p.Result, p.Detail, p.ReportedAt = e.Result, e.Detail, e.At
+		_, err = tx.exec(ctx, `UPDATE proposals SET state = ?, executed_at = ?, result = ?, detail = ?, reported_at = ?
+			WHERE tenant = ? AND proposal_id = ? AND reported_at = 0`,
+			p.State, ms(p.ExecutedAt), p.Result, p.Detail, ms(p.ReportedAt), p.Tenant, p.ID)
+		if err != nil {
+			return err
+		}
+		q, err := scanAnswerable(tx.queryRow(ctx, "SELECT "+recordColumns+", "+answerableColumns+" FROM questions q WHERE q.id = ?", p.Question))
+		if err != nil {
+			return fmt.Errorf("question of proposal %s: %w", p.ID, err)
+		}
+		var msgs []Message
+		if e.Announce != nil {
+			msgs = e.Announce(p, q)
+		}
+		if err := outboxTx(ctx, tx, msgs, e.At); err != nil {
+			return err
+		}
+		return insertLog(ctx, tx, e.Log)
+	})
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrDuplicate), errors.Is(err, ErrProposalNotApproved):
+		return out, err
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, ErrNotFound
+	case err != nil:
+		return nil, fmt.Errorf("store: record execution of %s/%s: %w", e.Tenant, e.ProposalID, err)
+	}
+	return out, nil
+}

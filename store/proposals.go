@@ -1,0 +1,213 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// Proposal is a proposals row: an approval's proposal, decided once, ever,
+// per tenant (docs/contract.md, "Approvals are proposals").
+type Proposal struct {
+	Tenant string
+	ID     string
+	JobID  string
+	// Question is the row of the approval asking for it now.
+	Question       int64
+	Action         string
+	Arguments      json.RawMessage
+	ExpiresAt      time.Time
+	IdempotencyKey string
+	State          string
+	Approvals      []bridge.Approval
+	DecidedAt      time.Time
+	ExecutedAt     time.Time
+	Result         string
+	Detail         string
+	ReportedAt     time.Time
+	RecordedAt     time.Time
+}
+
+// NewProposal is the proposal an approval records with its question.
+type NewProposal struct {
+	ID             string
+	Action         string
+	Arguments      json.RawMessage
+	ExpiresAt      time.Time
+	IdempotencyKey string
+}
+
+// ProposalDecision is what settling an approval does to its proposal:
+// approved, denied or expired, with the approvals that decided it (nil
+// keeps those recorded).
+type ProposalDecision struct {
+	Tenant    string
+	ID        string
+	State     string
+	Approvals []bridge.Approval
+}
+
+// ApprovalRecord is an approval that does not yet decide its proposal (one
+// of several it needs): recorded with the attempt's dedupe key, its log
+// entry and the approval_recorded event; the question keeps waiting.
+type ApprovalRecord struct {
+	AttemptID  string
+	Question   int64
+	Tenant     string
+	ProposalID string
+	// Approvals are all of the proposal's approvals, this one included.
+	Approvals []bridge.Approval
+	At        time.Time
+	Outbox    []Message
+	Log       []LogEntry
+}
+
+const proposalColumns = `tenant, proposal_id, job_id, question, action, arguments, expires_at, idempotency_key, state,
+	approvals, decided_at, executed_at, result, detail, reported_at, recorded_at`
+
+func scanProposal(row scanner) (*Proposal, error) {
+	var p Proposal
+	var args, approvals string
+	var expires, decided, executed, reported, recorded int64
+	err := row.Scan(&p.Tenant, &p.ID, &p.JobID, &p.Question, &p.Action, &args, &expires, &p.IdempotencyKey, &p.State,
+		&approvals, &decided, &executed, &p.Result, &p.Detail, &reported, &recorded)
+	if err != nil {
+		return nil, err
+	}
+	p.Arguments = json.RawMessage(args)
+	if err := json.Unmarshal([]byte(approvals), &p.Approvals); err != nil {
+		return nil, fmt.Errorf("approvals of proposal %s: %w", p.ID, err)
+	}
+	p.ExpiresAt, p.DecidedAt, p.ExecutedAt = fromMS(expires), fromMS(decided), fromMS(executed)
+	p.ReportedAt, p.RecordedAt = fromMS(reported), fromMS(recorded)
+	return &p, nil
+}
+
+func findProposalIn(ctx context.Context, db rowQuerier, tenant, id string) (*Proposal, error) {
+	p, err := scanProposal(db.queryRow(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE tenant = ? AND proposal_id = ?", tenant, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: proposal %s/%s: %w", tenant, id, err)
+	}
+	return p, nil
+}
+
+// FindProposal reads a proposal by its tenant and id.
+func (s *Store) FindProposal(ctx context.Context, tenant, id string) (*Proposal, error) {
+	return findProposalIn(ctx, s.rs, tenant, id)
+}
+
+// ProposalOf reads the proposal a question asks for now; ErrNotFound when
+// it asks for none (or a later question asks for it since).
+func (s *Store) ProposalOf(ctx context.Context, question int64) (*Proposal, error) {
+	p, err := scanProposal(s.rs.queryRow(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE question = ?", question))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: proposal of question %d: %w", question, err)
+	}
+	return p, nil
+}
+
+// proposalProblem says why nq may not ask for its proposal, or "" when it
+// may: a proposal decided before is never asked again, nor one of another
+// job, nor one another question still waits on. The question nq replaces
+// (an older version of the job, superseded in the same transaction) lets
+// go of it.
+func proposalProblem(ctx context.Context, tx *txn, nq *NewQuestion) (string, error) {
+	p, err := findProposalIn(ctx, tx, nq.Tenant, nq.Proposal.ID)
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if p.State != bridge.ProposalPending {
+		return bridge.DecidedProposalText(p.ID, p.State), nil
+	}
+	if p.JobID != nq.JobID {
+		return fmt.Sprintf("proposal.id: %s is a proposal of job %s; a job proposes under ids of its own", p.ID, p.JobID), nil
+	}
+	var qid string
+	var version int64
+	var state string
+	err = tx.queryRow(ctx, "SELECT question_id, task_version, state FROM questions WHERE id = ?", p.Question).Scan(&qid, &version, &state)
+	if err != nil {
+		return "", fmt.Errorf("question of proposal %s: %w", p.ID, err)
+	}
+	if state == bridge.StatePending && version >= nq.TaskVersion {
+		return fmt.Sprintf("proposal.id: %s is already asked for by question %s, which waits", p.ID, qid), nil
+	}
+	return "", nil
+}
+
+// recordProposalTx records nq's proposal for its question row id, or binds
+// a pending one asked before to it anew (its approvals start again: they
+// were given to the question it replaces).
+func recordProposalTx(ctx context.Context, tx *txn, nq *NewQuestion, question int64) error {
+	p := nq.Proposal
+	args := string(p.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	_, err := tx.exec(ctx, `INSERT INTO proposals (tenant, proposal_id, job_id, question, action, arguments, expires_at, idempotency_key, state, recorded_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, proposal_id) DO UPDATE SET question = excluded.question, action = excluded.action,
+			arguments = excluded.arguments, expires_at = excluded.expires_at, approvals = '[]', recorded_at = excluded.recorded_at
+		WHERE proposals.state = 'pending'`,
+		nq.Tenant, p.ID, nq.JobID, question, p.Action, args, ms(p.ExpiresAt), p.IdempotencyKey, bridge.ProposalPending, ms(nq.AskedAt))
+	if err != nil {
+		return fmt.Errorf("record proposal %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// decideProposalTx applies a settled approval's decision to its proposal.
+func decideProposalTx(ctx context.Context, tx *txn, question int64, d *ProposalDecision, at time.Time) error {
+	var approvals any // NULL keeps them
+	if d.Approvals != nil {
+		raw, err := json.Marshal(d.Approvals)
+		if err != nil {
+			return err
+		}
+		approvals = string(raw)
+	}
+	_, err := tx.exec(ctx, "UPDATE proposals SET state = ?, approvals = coalesce(?, approvals), decided_at = ? WHERE tenant = ? AND proposal_id = ? AND question = ? AND state = 'pending'",
+		d.State, approvals, ms(at), d.Tenant, d.ID, question)
+	if err != nil {
+		return fmt.Errorf("decide proposal %s: %w", d.ID, err)
+	}
+	return nil
+}
+
+// recordApprovalTx writes one more approval of a proposal whose question
+// still waits; false when it no longer does.
+func recordApprovalTx(ctx context.Context, tx *txn, a *ApprovalRecord) (bool, error) {
+	approvals, err := json.Marshal(nonNil(a.Approvals))
+	if err != nil {
+		return false, err
+	}
+	res, err := tx.exec(ctx, `UPDATE proposals SET approvals = ? WHERE tenant = ? AND proposal_id = ? AND question = ? AND state = 'pending'
+		AND EXISTS (SELECT 1 FROM questions WHERE id = ? AND state = 'pending')`,
+		string(approvals), a.Tenant, a.ProposalID, a.Question, a.Question)
+	if err != nil {
+		return false, fmt.Errorf("record approval of proposal %s: %w", a.ProposalID, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+func nonNil(a []bridge.Approval) []bridge.Approval {
+	if a == nil {
+		return []bridge.Approval{}
+	}
+	return a
+}
