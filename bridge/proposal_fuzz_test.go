@@ -72,4 +72,3 @@ func FuzzDecodeExecution(f *testing.F) {
 		}
 	})
 }
-

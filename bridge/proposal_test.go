@@ -24,7 +24,7 @@ func TestDecodeProposal(t *testing.T) {
 		{name: "no action", prop: `{"id":"pr_1","summary":["s"]}`,
 			want: "proposal.action: is required for an approval: name the tool it would run (refund, send_report)"},
 		{name: "action not a tool name", prop: `{"id":"pr_1","action":"refund money","summary":["s"]}`,
-			want: `proposal.action: "refund money" is not a tool name: a letter, then letters, digits, '_', '.', ':', '/' or '-' (at most 128)`},
+			want: `proposal.action: "refund money" is not a tool's name: use letters, digits and _ . : / -, starting with a letter or digit`},
 		{name: "dotted action", prop: `{"id":"pr_1","action":"stripe.refund","summary":["s"]}`},
 		{name: "id not a token", prop: `{"id":"pr 1","action":"refund","summary":["s"]}`,
 			want: `proposal.id: "pr 1" must be 1 to 64 letters, digits, '-' or '_'`},

@@ -23,6 +23,7 @@ type apiStore interface {
 	Audit(ctx context.Context, question int64) ([]bridge.AuditEntry, error)
 	CountByState(ctx context.Context) (map[string]int64, error)
 	traceStore
+	ProposalOf(ctx context.Context, question int64) (*store.Proposal, error)
 }
 
 // apiQueue spreads API requests over replicas.
@@ -126,8 +127,26 @@ func (r *Runtime) view(ctx context.Context, rec *store.Record, as string, roles 
 		if refs, err := r.queries.Messages(ctx, rec.ID); err == nil {
 			v.Messages = refs
 		}
+		v.Proposal = r.viewProposal(ctx, rec, q)
 	}
 	return v, true
+}
+
+// viewProposal is an approval's proposal as it stands, for show and list:
+// nil for a question, and for an approval that ended undecided and whose
+// proposal a later question asks for now.
+func (r *Runtime) viewProposal(ctx context.Context, rec *store.Record, q *bridge.Question) *bridge.ProposalStatus {
+	if !q.IsApproval() || q.Proposal == nil {
+		return nil
+	}
+	p, err := r.queries.ProposalOf(ctx, rec.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound) && rec.State == bridge.StatePending:
+		p = nil // asked before proposals were recorded
+	case err != nil:
+		return nil
+	}
+	return r.proposalStatus(q, p)
 }
 
 func (r *Runtime) apiList(ctx context.Context, data []byte) any {

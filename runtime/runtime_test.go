@@ -257,8 +257,9 @@ func TestApprovals(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Roles: roles})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.>")
 	approval := func(job string) *bridge.Question {
+		// A proposal id is its job's: each job proposes under its own.
 		return &bridge.Question{Tenant: "acme", JobID: job, QuestionID: "q-a", TaskVersion: 1, Kind: bridge.KindApproval,
-			Question: "May I refund order 1234?", Proposal: &bridge.Proposal{ID: "refund-1234", Summary: []string{"Refund 40 EUR to ana@example.com"}}}
+			Question: "May I refund order 1234?", Proposal: &bridge.Proposal{ID: "refund-1234-" + job, Action: "refund", Summary: []string{"Refund 40 EUR to ana@example.com"}}}
 	}
 	ch := ask(t, env, approval("job-ap"))
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-ap", QuestionID: "q-a", AttemptID: "ap-answer", Answer: json.RawMessage(`"approve"`), By: "slack:UOP"})

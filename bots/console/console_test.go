@@ -300,7 +300,7 @@ func TestOtherQuestionKindsRender(t *testing.T) {
 	choices := bridge.Question{Tenant: "acme", JobID: "job-c", QuestionID: "q-c", Question: "Which colour?", Choices: []string{"blue", "green"}, Answerers: []string{"console:alice"}}
 	free := bridge.Question{Tenant: "acme", JobID: "job-f", QuestionID: "q-f", Question: "What should the subject line say?", Answerers: []string{"console:alice"}}
 	approval := bridge.Question{Tenant: "acme", JobID: "job-a", QuestionID: "q-a", Kind: bridge.KindApproval, Question: "May I send the refund?",
-		Proposal: &bridge.Proposal{ID: "refund-1", Summary: []string{"Refund 40 EUR to order 1234"}}, Answerers: []string{"console:alice"}}
+		Proposal: &bridge.Proposal{ID: "refund-1", Action: "refund", Summary: []string{"Refund 40 EUR to order 1234"}}, Answerers: []string{"console:alice"}}
 	for _, q := range []bridge.Question{choices, free, approval} {
 		h.rt.add(q)
 	}
@@ -809,7 +809,7 @@ func TestDeclineAndApproval(t *testing.T) {
 	}
 
 	ap := bridge.Question{Tenant: "acme", JobID: "job-a", QuestionID: "q-a", Kind: bridge.KindApproval, Question: "May I send the refund?",
-		Proposal: &bridge.Proposal{ID: "refund-1", Summary: []string{"Refund 40 EUR"}}, Answerers: []string{"console:alice"}}
+		Proposal: &bridge.Proposal{ID: "refund-1", Action: "refund", Summary: []string{"Refund 40 EUR"}}, Answerers: []string{"console:alice"}}
 	h.rt.add(ap)
 	link = h.questionURL("console:alice", ap)
 	form = formValues(t, h.get(link).body, "answer-form")

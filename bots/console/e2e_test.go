@@ -235,7 +235,7 @@ func TestE2ESlackIdentityApprovesInConsole(t *testing.T) {
 	t.Parallel()
 	h, env := newEnvHarness(t, testenv.Options{})
 	q := bridge.Question{Tenant: "acme", JobID: "job-e5", QuestionID: "q-refund", TaskVersion: 1, Kind: bridge.KindApproval,
-		Question: "May I refund 40 EUR?", Proposal: &bridge.Proposal{ID: "refund-1", Summary: []string{"Refund 40 EUR to order 1234"}},
+		Question: "May I refund 40 EUR?", Proposal: &bridge.Proposal{ID: "refund-1", Action: "refund", Summary: []string{"Refund 40 EUR to order 1234"}},
 		Owner: "slack:U0OWNER", Answerers: []string{"slack:U0OWNER"}}
 	resumes := env.Record(t, bridge.StreamResumes, bridge.ResumeSubject(q.Tenant, q.JobID))
 	ask(t, h, env, q)

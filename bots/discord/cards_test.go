@@ -570,7 +570,7 @@ func TestApprovalButtons(t *testing.T) {
 	t.Parallel()
 	h := start(t, harnessOptions{})
 	q := bridge.Question{Tenant: "acme", JobID: "job-3", QuestionID: "ap-1", TaskVersion: 1, Kind: bridge.KindApproval,
-		Question: "May I send the refund?", Proposal: &bridge.Proposal{ID: "p1", Summary: []string{"Refund 40 EUR to order 1234"}}}
+		Question: "May I send the refund?", Proposal: &bridge.Proposal{ID: "p1", Action: "refund", Summary: []string{"Refund 40 EUR to order 1234"}}}
 	h.publishEvent(asked(q))
 	msg := h.posted(channelA, 1)
 	var labels []string
@@ -731,7 +731,7 @@ func TestLongIDsDenyForm(t *testing.T) {
 	h := start(t, harnessOptions{})
 	q := bridge.Question{Tenant: strings.Repeat("t", 64), JobID: strings.Repeat("j", 64), QuestionID: strings.Repeat("q", 64),
 		TaskVersion: 2, Kind: bridge.KindApproval, Question: "May I send the refund?",
-		Proposal: &bridge.Proposal{ID: "p1", Summary: []string{"Refund 40 EUR to order 1234"}}}
+		Proposal: &bridge.Proposal{ID: "p1", Action: "refund", Summary: []string{"Refund 40 EUR to order 1234"}}}
 	h.publishEvent(asked(q))
 	msg := h.posted(channelA, 1)
 	resp := h.interact(h.click(kevin, findComponent(t, msg, "Deny")["custom_id"].(string)))

@@ -133,7 +133,7 @@ func TestE2EDeclineWithReason(t *testing.T) {
 
 func approvalQuestion() bridge.Question {
 	return bridge.Question{Tenant: "acme", JobID: "job-3", QuestionID: "ap-1", TaskVersion: 1, Kind: bridge.KindApproval,
-		Question: "May I send the refund?", Proposal: &bridge.Proposal{ID: "p1", Summary: []string{"Refund 40 EUR to order 1234"}},
+		Question: "May I send the refund?", Proposal: &bridge.Proposal{ID: "p1", Action: "refund", Summary: []string{"Refund 40 EUR to order 1234"}},
 		Answerers: []string{"discord:" + kevin.ID}, Agent: "acme-support"}
 }
 

@@ -320,7 +320,7 @@ func TestEndToEndApprovals(t *testing.T) {
 	approve := question("job-4", "q-ok")
 	approve.Kind, approve.Choices = bridge.KindApproval, nil
 	approve.Question = "May I refund 120 EUR?"
-	approve.Proposal = &bridge.Proposal{ID: "refund-1", Summary: []string{"Refund 120 EUR", "Close the ticket"}}
+	approve.Proposal = &bridge.Proposal{ID: "refund-1", Action: "refund", Summary: []string{"Refund 120 EUR", "Close the ticket"}}
 	deny := *approve
 	deny.QuestionID = "q-no"
 	publishQuestion(t, env, approve)

@@ -300,7 +300,7 @@ func TestCLIApprovesAndDenies(t *testing.T) {
 		{"job-dn", "deny not on a Friday", "The answer: denied. Reason: not on a Friday."},
 	} {
 		ch := askAsync(t, ag, &bridge.Question{Tenant: "acme", JobID: c.job, QuestionID: "q-a", TaskVersion: 1, Kind: bridge.KindApproval,
-			Question: "May I deploy?", Proposal: &bridge.Proposal{ID: "deploy-7", Summary: []string{"Deploy build 7 to production"}}})
+			Question: "May I deploy?", Proposal: &bridge.Proposal{ID: "deploy-7-" + c.job, Action: "deploy", Summary: []string{"Deploy build 7 to production"}}})
 		waitPending(t, kevin, c.job, "q-a")
 		if code := kevin.answer(context.Background(), append([]string{c.job, "q-a"}, strings.Fields(c.words)...)); code != exitOK {
 			t.Fatalf("%s: exit %d: %s", c.words, code, errOut)
