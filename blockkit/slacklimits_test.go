@@ -268,7 +268,7 @@ func edgeQuestions(t *testing.T) map[string]*bridge.Question {
 	q.Question = long("approve & <deny> ", 9000)
 	q.Context = long("c", 9000)
 	q.WhyItMatters = long("w", 9000)
-	q.Proposal = &bridge.Proposal{ID: long("<id>", 2000)}
+	q.Proposal = &bridge.Proposal{ID: long("<id>", bridge.MaxProposalID), Action: long("a", bridge.MaxToolName)}
 	for range 500 {
 		q.Proposal.Summary = append(q.Proposal.Summary, long("line & more ", 60))
 	}

@@ -86,24 +86,13 @@ func jsonValueWord(raw []byte) string {
 // expiry. That expires_at has not already passed is checked at intake,
 // which knows the time.
 func validateProposal(ve *ValidationError, p *Proposal) {
-	if err := CheckToken("proposal.id", p.ID); err != nil && strings.TrimSpace(p.ID) != "" {
+	if err := checkProposalID("proposal.id", p.ID); err != nil && strings.TrimSpace(p.ID) != "" {
 		ve.add("%s", err)
 	}
 	if strings.TrimSpace(p.Action) == "" {
 		ve.add("proposal.action: is required for an approval: name the tool it would run (refund, send_report)")
 	} else if err := CheckTool("proposal.action", p.Action); err != nil {
 		ve.add("%s", err)
-	}
-	for i, line := range p.Summary {
-		switch {
-		case strings.TrimSpace(line) == "":
-			ve.add("proposal.summary[%d]: must not be empty", i)
-		case utf8.RuneCountInString(line) > MaxChoiceText*5:
-			ve.add("proposal.summary[%d]: must be at most %d characters", i, MaxChoiceText*5)
-		}
-	}
-	if len(p.Summary) > 20 {
-		ve.add("proposal.summary: at most 20 lines, got %d", len(p.Summary))
 	}
 	if args := bytes.TrimSpace(p.Arguments); len(args) > 0 && string(args) != "null" {
 		switch {
@@ -132,6 +121,20 @@ func validateProposal(ve *ValidationError, p *Proposal) {
 	}
 }
 
+// checkProposalID checks a proposal id as the gate reads one: at most
+// MaxProposalID bytes of text, no control characters or surrounding spaces.
+func checkProposalID(what, id string) error {
+	switch {
+	case strings.TrimSpace(id) == "":
+		return fmt.Errorf("%s: is required", what)
+	case len(id) > MaxProposalID:
+		return fmt.Errorf("%s: is %d bytes; at most %d", what, len(id), MaxProposalID)
+	case !utf8.ValidString(id) || strings.TrimSpace(id) != id || hasControl(id):
+		return fmt.Errorf("%s: %q is not a proposal id: no control characters or surrounding spaces", what, Truncate(id, 40))
+	}
+	return nil
+}
+
 // CheckProposalAt refuses a proposal whose expires_at is not after now:
 // nobody could decide it.
 func CheckProposalAt(p *Proposal, now time.Time) error {
@@ -158,12 +161,13 @@ func DecidedProposalText(id, state string) string {
 // every problem names its field.
 func ValidateExecution(e *Execution) error {
 	ve := &ValidationError{}
-	for _, t := range []struct{ what, v string }{
-		{"tenant", e.Tenant}, {"job_id", e.JobID}, {"proposal_id", e.ProposalID},
-	} {
+	for _, t := range []struct{ what, v string }{{"tenant", e.Tenant}, {"job_id", e.JobID}} {
 		if err := CheckToken(t.what, t.v); err != nil {
 			ve.add("%s", err)
 		}
+	}
+	if err := checkProposalID("proposal_id", e.ProposalID); err != nil {
+		ve.add("%s", err)
 	}
 	switch e.Result {
 	case ResultSucceeded, ResultFailed:

@@ -225,6 +225,7 @@ func TestE2EApprovalAnsweredWithCommand(t *testing.T) {
 
 	q2 := approvalQuestion()
 	q2.JobID, q2.QuestionID = "job-4", "ap-2"
+	q2.Proposal = &bridge.Proposal{ID: "p2", Action: "refund", Summary: q2.Proposal.Summary}
 	ask(t, env, q2)
 	h.posted(channelA, 2)
 	if s := reply(q2.QuestionID, "approve"); !strings.Contains(s, "Sent") {

@@ -134,7 +134,7 @@ func startFzEnv(f *testing.F) *fzEnv {
 		Choices: []string{"red", "blue"}, Timeout: "4h"}
 	free := bridge.Question{Tenant: "acme", JobID: "job-fz", QuestionID: "q-t", TaskVersion: 1, Question: "Anything to add?", Timeout: "4h"}
 	approval := bridge.Question{Tenant: "acme", JobID: "job-fz", QuestionID: "q-ap", TaskVersion: 1, Kind: bridge.KindApproval,
-		Question: "May I send the refund?", Proposal: &bridge.Proposal{ID: "p1", Summary: []string{"Refund 40 EUR"}}, Timeout: "4h"}
+		Question: "May I send the refund?", Proposal: &bridge.Proposal{ID: "p1", Action: "refund", Summary: []string{"Refund 40 EUR"}}, Timeout: "4h"}
 	for _, q := range []*bridge.Question{&q, &free, &approval} {
 		if err := env.Agent.Publish(context.Background(), q); err != nil {
 			f.Fatal(err)

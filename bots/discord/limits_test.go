@@ -348,7 +348,7 @@ func edgeQuestions(t *testing.T) []bridge.Question {
 	free := base("-text")
 	approval := base("-ok")
 	approval.Kind = bridge.KindApproval
-	approval.Proposal = &bridge.Proposal{ID: "p-1"}
+	approval.Proposal = &bridge.Proposal{ID: "p-1", Action: "refund"}
 	for i := range 40 {
 		approval.Proposal.Summary = append(approval.Proposal.Summary, edgeText(fmt.Sprintf("line %d ", i), 200))
 	}

@@ -323,6 +323,7 @@ func TestEndToEndApprovals(t *testing.T) {
 	approve.Proposal = &bridge.Proposal{ID: "refund-1", Action: "refund", Summary: []string{"Refund 120 EUR", "Close the ticket"}}
 	deny := *approve
 	deny.QuestionID = "q-no"
+	deny.Proposal = &bridge.Proposal{ID: "refund-2", Action: "refund", Summary: approve.Proposal.Summary}
 	publishQuestion(t, env, approve)
 	publishQuestion(t, env, &deny)
 	cardOK := h.posted(t, "q-ok")
