@@ -138,6 +138,13 @@ func TestInvalidNoticesAreRefusedNamingTheField(t *testing.T) {
 	if strings.Contains(out, "xoxb-") {
 		t.Errorf("a refusal echoed the token:\n%s", out)
 	}
+	// Every refused notice was acknowledged: the work queue holds none.
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := testenv.StreamCount(t, env.NATS, bridge.StreamNotices, bridge.PrefixNotice+".>"); n != 0 {
+			return fmt.Errorf("%d notices still in %s", n, bridge.StreamNotices)
+		}
+		return nil
+	})
 	if entries := noticeLogs(t, env, "job-n2"); len(entries) != 1 {
 		t.Errorf("job log %+v", entries)
 	}
