@@ -13,6 +13,7 @@ import (
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/policy"
 	"github.com/askbridge/askbridge/store"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // refundApproval asks to approve proposal id of job: a refund of amount USD.
@@ -442,4 +443,60 @@ func mustJSON(v any) []byte {
 		panic(err)
 	}
 	return data
+}
+
+// TestSimultaneousApprovals checks approvals decided in one batch see each
+// other: of three people approving a 2-of-3 proposal at once, one is
+// recorded, one decides it, and one finds it decided; of one person
+// approving twice at once, one counts.
+func TestSimultaneousApprovals(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Policy: withPolicy(policy.Rule{RequiredApprovals: 2})})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.>")
+	ch := ask(t, env, refundApproval("job-sim", "pr_sim", 40))
+	ask(t, env, refundApproval("job-twice", "pr_twice", 40))
+	var futures []jetstream.PubAckFuture
+	publish := func(job, id, by string) {
+		a := bridge.AnswerAttempt{Tenant: "acme", JobID: job, QuestionID: "q-refund", AttemptID: id, Action: bridge.ActionApprove, By: by}
+		f, err := env.NATS.JS.PublishAsync(bridge.AnswerSubject("acme", job), mustJSON(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		futures = append(futures, f)
+	}
+	publish("job-sim", "s1", "slack:UOP")
+	publish("job-sim", "s2", "slack:UADMIN")
+	publish("job-sim", "s3", "slack:UOWNER")
+	publish("job-twice", "t1", "cli:kevin")
+	publish("job-twice", "t2", "cli:kevin")
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			t.Fatal(err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("attempt not stored")
+		}
+	}
+	if out := outcome(t, ch); string(out.Answer) != `"approved"` {
+		t.Fatalf("outcome: %+v", out)
+	}
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		count := map[string]int{}
+		for _, ev := range events.Events() {
+			count[ev.JobID+" "+ev.Type+" "+ev.Reason]++
+		}
+		want := map[string]int{"job-sim asked ": 1, "job-sim approval_recorded ": 1, "job-sim answered ": 1, "job-sim refused not_pending": 1,
+			"job-twice asked ": 1, "job-twice approval_recorded ": 1, "job-twice refused already_approved": 1}
+		if fmt.Sprint(count) != fmt.Sprint(want) {
+			return fmt.Errorf("events %v, want %v", count, want)
+		}
+		return nil
+	})
+	if row := proposalRow(t, env, "pr_sim"); row.State != bridge.ProposalApproved || len(row.Approvals) != 2 {
+		t.Fatalf("proposal: %+v", row)
+	}
+	if row := proposalRow(t, env, "pr_twice"); row.State != bridge.ProposalPending || len(row.Approvals) != 1 {
+		t.Fatalf("proposal approved twice by one person: %+v", row)
+	}
 }
