@@ -268,7 +268,7 @@ func (c *Console) handleQuestion(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p := c.buildQuestionPage(l, rep, st)
-	p.Sent = sent && rep.Question.State == bridge.StatePending
+	p.Sent = sent && rep.Question.State == bridge.StatePending && !p.YouApproved
 	c.render(w, r, http.StatusOK, "question", p)
 }
 

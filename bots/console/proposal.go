@@ -61,3 +61,16 @@ func restrictedText(v *bridge.QuestionView) string {
 	}
 	return restrictedTo(v.WaitsFor)
 }
+
+// approvedBy reports whether identity's approval of p is recorded.
+func approvedBy(p *bridge.ProposalStatus, identity string) bool {
+	if p == nil {
+		return false
+	}
+	for _, a := range p.Approvals {
+		if a.By == identity {
+			return true
+		}
+	}
+	return false
+}

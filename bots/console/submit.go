@@ -302,9 +302,9 @@ func (l *lateDecision) await(refused func(*bridge.Event)) {
 	}
 }
 
-// decision reads the job's events until the runtime refuses a or a's
-// question settles at pending (decided), or done or timeout ends the wait
-// first. An attempt for another version than pending is only ever refused
+// decision reads the job's events until the runtime refuses a, records
+// it as one approval of several, or a's question settles at pending
+// (decided), or done or timeout ends the wait first. An attempt for another version than pending is only ever refused
 // (stale): the event that superseded its version may still come, relayed
 // after the page showed the new one, and decides nothing.
 func decision(done <-chan struct{}, timeout <-chan time.Time, events <-chan *nats.Msg, a *bridge.AnswerAttempt, pending int64) (refused *bridge.Event, decided bool) {
@@ -321,6 +321,9 @@ func decision(done <-chan struct{}, timeout <-chan time.Time, events <-chan *nat
 			}
 			if ev.Type == bridge.EventRefused && ev.AttemptID == a.AttemptID {
 				return &ev, true
+			}
+			if ev.Type == bridge.EventApproval && ev.AttemptID == a.AttemptID {
+				return nil, true // recorded: the proposal needs more approvals
 			}
 			if ev.QuestionID != a.QuestionID || ev.TaskVersion != pending || a.TaskVersion != pending {
 				continue

@@ -84,6 +84,9 @@ type questionPage struct {
 	Approvals  string
 	MayApprove string
 	Expires    timeView
+	// YouApproved says the link's identity approved the waiting
+	// proposal, which needs more approvals.
+	YouApproved bool
 }
 
 type problemView struct {
@@ -185,6 +188,7 @@ func (c *Console) buildQuestionPage(l Link, rep *bridge.ShowReply, st formState)
 		p.MayAnswer = nc.MayAnswer.All().Text()
 	}
 	p.Approvals, p.MayApprove = nc.ApprovalsLine().Text(), nc.MayApproveLine().Text()
+	p.YouApproved = nc.Pending() && approvedBy(nc.Proposal, l.Identity)
 	if l := nc.ExpiresLine(); !l.IsZero() {
 		p.Expires = when(nc.Expires)
 	}
