@@ -164,7 +164,7 @@ func gatePendingQuestion(i int) *bridge.Question {
 }
 
 // askGatePending asks n questions, one a job, and waits until the runtime
-// holds them all pending.
+// holds them all pending and has announced them.
 func askGatePending(ctx context.Context, nc *nats.Conn, n int) error {
 	ag, err := agent.New(nc)
 	if err != nil {
@@ -178,7 +178,9 @@ func askGatePending(ctx context.Context, nc *nats.Conn, n int) error {
 		if err := bridge.Request(ctx, nc, bridge.APIStats, struct{}{}, &stats); err != nil {
 			return err
 		}
-		if stats.ByState[bridge.StatePending] >= int64(n) {
+		// And every asked event published, so the gate phase has the
+		// service to itself.
+		if stats.ByState[bridge.StatePending] >= int64(n) && stats.OutboxBacklog == 0 {
 			return nil
 		}
 		select {
