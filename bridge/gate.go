@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 )
 
 // GateUnavailable is the gate's answer when it could not read the record
@@ -113,14 +112,10 @@ func DecodeGateRequest(tenant, job string, data []byte) (GateRequest, error) {
 	case req.ProposalID == "" && req.Execute:
 		ve.add("proposal_id: is required with execute: executing takes an approved proposal, named by its id")
 	case req.ProposalID == "":
-	case len(req.ProposalID) > MaxProposalID:
-		ve.add("proposal_id: is %d bytes; at most %d", len(req.ProposalID), MaxProposalID)
-	case !utf8.ValidString(req.ProposalID) || strings.TrimSpace(req.ProposalID) != req.ProposalID || hasControl(req.ProposalID):
-		ve.add("proposal_id: %q is not a proposal id: no control characters or surrounding spaces", Truncate(req.ProposalID, 40))
+	default:
+		if err := checkProposalID("proposal_id", req.ProposalID); err != nil {
+			ve.add("%s", err)
+		}
 	}
 	return req, ve.orNil()
-}
-
-func hasControl(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }

@@ -244,3 +244,7 @@ func ExecutedText(id, result, detail string) string {
 	}
 	return fmt.Sprintf("The proposal %s %s: %s", id, what, sentence(detail))
 }
+
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ import (
 // questions, proposals, and its decisions with the executes among them.
 type gateStore interface {
 	GateJob(ctx context.Context, tenant, job string) (store.GateJob, error)
-	GateProposal(ctx context.Context, tenant, id string) (*store.GateProposal, error)
+	FindProposal(ctx context.Context, tenant, id string) (*store.Proposal, error)
 	GateCommit(ctx context.Context, batch []store.GateWrite) error
 }
 
@@ -128,7 +129,10 @@ func (r *Runtime) decideGate(ctx context.Context, req bridge.GateRequest, now ti
 	if req.Execute {
 		return nil, nil
 	}
-	p, err := r.gates.GateProposal(ctx, req.Tenant, req.ProposalID)
+	p, err := r.gates.FindProposal(ctx, req.Tenant, req.ProposalID)
+	if errors.Is(err, store.ErrNotFound) {
+		p, err = nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +146,7 @@ func (r *Runtime) decideGate(ctx context.Context, req bridge.GateRequest, now ti
 func (r *Runtime) executeGate(w *gateWriter, req bridge.GateRequest, now time.Time) bridge.GateReply {
 	d := &gateDecision{tenant: req.Tenant, job: req.JobID, req: req}
 	err := w.write(store.GateWrite{Execute: &store.GateExecute{Tenant: req.Tenant, ProposalID: req.ProposalID, At: now,
-		Decide: func(p *store.GateProposal) (bool, store.LogEntry) {
+		Decide: func(p *store.Proposal) (bool, store.LogEntry) {
 			var take bool
 			d.reply, take = proposalGate(req, p, now)
 			return take, gateLogEntry(d, now)
@@ -167,7 +171,7 @@ func (r *Runtime) policyGate(req bridge.GateRequest) bridge.GateReply {
 // proposalGate decides a request naming a proposal, from the proposal as
 // it stands (nil: the tenant has none of that id), and says whether an
 // execute may take it.
-func proposalGate(req bridge.GateRequest, p *store.GateProposal, now time.Time) (bridge.GateReply, bool) {
+func proposalGate(req bridge.GateRequest, p *store.Proposal, now time.Time) (bridge.GateReply, bool) {
 	id := req.ProposalID
 	reply := bridge.GateReply{ProposalID: id}
 	expired := p != nil && !p.ExpiresAt.IsZero() && !now.Before(p.ExpiresAt) &&

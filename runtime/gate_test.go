@@ -153,7 +153,7 @@ func TestGatePolicyAndBadRequests(t *testing.T) {
 
 // seedProposals asks an approval in job and records proposals beside it,
 // each in the state given.
-func seedProposals(t *testing.T, env *testenv.Env, job string, ps ...store.GateProposal) {
+func seedProposals(t *testing.T, env *testenv.Env, job string, ps ...store.Proposal) {
 	t.Helper()
 	q := &bridge.Question{Tenant: "acme", JobID: job, QuestionID: "q-approve", TaskVersion: 1, Kind: bridge.KindApproval,
 		Question: "May I refund order 4471?", Proposal: &bridge.Proposal{ID: "pr-asked", Action: "refund", Summary: []string{"Refund $240"}}}
@@ -173,7 +173,8 @@ func seedProposals(t *testing.T, env *testenv.Env, job string, ps ...store.GateP
 		if p.IdempotencyKey == "" {
 			p.IdempotencyKey = "ik-" + p.ID
 		}
-		if err := env.Store.SeedProposal(context.Background(), rec.ID, p, time.Now()); err != nil {
+		p.Question, p.RecordedAt = rec.ID, time.Now()
+		if err := env.Store.SeedProposal(context.Background(), p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -186,13 +187,13 @@ func TestGateProposals(t *testing.T) {
 	const job = "job-pr"
 	executedAt := time.UnixMilli(1_790_000_000_000).UTC()
 	seedProposals(t, env, job,
-		store.GateProposal{ID: "pr-ok", State: bridge.ProposalApproved, Arguments: json.RawMessage(`{"order":4471,"amount":240}`),
+		store.Proposal{ID: "pr-ok", State: bridge.ProposalApproved, Arguments: json.RawMessage(`{"order":4471,"amount":240}`),
 			ExpiresAt: clock.Now().Add(time.Hour)},
-		store.GateProposal{ID: "pr-wait", State: bridge.ProposalPending},
-		store.GateProposal{ID: "pr-no", State: bridge.ProposalDenied},
-		store.GateProposal{ID: "pr-old", State: bridge.ProposalExpired, ExpiresAt: executedAt},
-		store.GateProposal{ID: "pr-done", State: bridge.ProposalExecuted, ExecutedAt: executedAt},
-		store.GateProposal{ID: "pr-other", State: bridge.ProposalApproved, JobID: "job-else"},
+		store.Proposal{ID: "pr-wait", State: bridge.ProposalPending},
+		store.Proposal{ID: "pr-no", State: bridge.ProposalDenied},
+		store.Proposal{ID: "pr-old", State: bridge.ProposalExpired, ExpiresAt: executedAt},
+		store.Proposal{ID: "pr-done", State: bridge.ProposalExecuted, ExecutedAt: executedAt},
+		store.Proposal{ID: "pr-other", State: bridge.ProposalApproved, JobID: "job-else"},
 	)
 	execute := func(tool, id string) bridge.GateReply {
 		t.Helper()
@@ -255,7 +256,7 @@ func TestGateProposals(t *testing.T) {
 		executed.IdempotencyKey != "ik-pr-ok" || !executed.ExecutedAt.Equal(clock.Now().UTC().Truncate(time.Millisecond)) {
 		t.Fatalf("allowed %+v, then %+v", allowed, executed)
 	}
-	p, err := env.Store.GateProposal(context.Background(), "acme", "pr-ok")
+	p, err := env.Store.FindProposal(context.Background(), "acme", "pr-ok")
 	if err != nil || p.State != bridge.ProposalExecuted {
 		t.Fatalf("the proposal after its execute: %+v, %v", p, err)
 	}
@@ -272,8 +273,8 @@ func TestGateProposalExpiresByTheClock(t *testing.T) {
 	const job = "job-exp"
 	expires := clock.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
 	seedProposals(t, env, job,
-		store.GateProposal{ID: "pr-a", State: bridge.ProposalApproved, ExpiresAt: expires},
-		store.GateProposal{ID: "pr-p", State: bridge.ProposalPending, ExpiresAt: expires})
+		store.Proposal{ID: "pr-a", State: bridge.ProposalApproved, ExpiresAt: expires},
+		store.Proposal{ID: "pr-p", State: bridge.ProposalPending, ExpiresAt: expires})
 	if r, err := env.Agent.Execute(context.Background(), "acme", job, 1, "refund", "pr-p"); err != nil || r.Code != bridge.GateApprovalPending {
 		t.Fatalf("before it expires: %+v, %v", r, err)
 	}
@@ -284,7 +285,45 @@ func TestGateProposalExpiresByTheClock(t *testing.T) {
 			t.Fatalf("%s at its expiry: %+v, %v", id, r, err)
 		}
 	}
-	if p, _ := env.Store.GateProposal(context.Background(), "acme", "pr-a"); p.State != bridge.ProposalApproved {
+	if p, _ := env.Store.FindProposal(context.Background(), "acme", "pr-a"); p.State != bridge.ProposalApproved {
 		t.Fatalf("a refused execute changed the proposal: %+v", p)
+	}
+}
+
+// TestGateExecutesAnApprovedProposalOnce asks a real approval under a
+// policy that gates refund: the gate wants a proposal, then its approval,
+// then allows one execute with the approved arguments and the minted key.
+func TestGateExecutesAnApprovedProposalOnce(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Policy: withPolicy(policy.Rule{RequireApproval: true})})
+	const job = "job-gx"
+	if r := gate(t, env, job, 1, "refund"); r.Code != bridge.GateApprovalRequired {
+		t.Fatalf("refund before any proposal: %+v", r)
+	}
+	ch := ask(t, env, refundApproval(job, "pr_gx", 240))
+	if r, err := env.Agent.Execute(context.Background(), "acme", job, 1, "refund", "pr_gx"); err != nil || r.Code != bridge.GateApprovalPending {
+		t.Fatalf("execute while the approval waits: %+v, %v", r, err)
+	}
+	attempt(t, env, bridge.AnswerAttempt{JobID: job, QuestionID: "q-refund", AttemptID: "gx1", Action: bridge.ActionApprove, By: "slack:UOP", ByName: "kevin"})
+	if out := outcome(t, ch); string(out.Answer) != `"approved"` {
+		t.Fatalf("outcome: %+v", out)
+	}
+	key := proposalRow(t, env, "pr_gx").IdempotencyKey
+	if key == "" {
+		t.Fatal("no idempotency key minted")
+	}
+	if r := gate(t, env, job, 1, "refund"); r.Code != bridge.GateApprovalRequired {
+		t.Fatalf("refund naming no proposal, with one approved: %+v", r)
+	}
+	first, err := env.Agent.Execute(context.Background(), "acme", job, 1, "refund", "pr_gx")
+	if err != nil || !first.Allowed || string(first.Arguments) != `{"order":4471,"amount":240}` || first.IdempotencyKey != key {
+		t.Fatalf("the first execute: %+v, %v", first, err)
+	}
+	again, err := env.Agent.Execute(context.Background(), "acme", job, 1, "refund", "pr_gx")
+	if err != nil || again.Allowed || again.Code != bridge.GateProposalExecuted || again.IdempotencyKey != key || again.ExecutedAt.IsZero() {
+		t.Fatalf("the second execute: %+v, %v", again, err)
+	}
+	if p := proposalRow(t, env, "pr_gx"); p.State != bridge.ProposalExecuted || !p.ExecutedAt.Equal(again.ExecutedAt) {
+		t.Fatalf("the proposal: %+v", p)
 	}
 }

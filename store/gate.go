@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -59,47 +57,6 @@ func (s *Store) GateJob(ctx context.Context, tenant, job string) (GateJob, error
 	return out, nil
 }
 
-// GateProposal is what the gate reads of a proposals row.
-type GateProposal struct {
-	Tenant         string
-	ID             string
-	JobID          string
-	Action         string
-	Arguments      json.RawMessage
-	ExpiresAt      time.Time
-	IdempotencyKey string
-	State          string
-	ExecutedAt     time.Time
-}
-
-const gateProposalColumns = `tenant, proposal_id, job_id, action, arguments, expires_at, idempotency_key, state, executed_at`
-
-func scanGateProposal(row *sql.Row) (*GateProposal, error) {
-	var p GateProposal
-	var args string
-	var expires, executed int64
-	err := row.Scan(&p.Tenant, &p.ID, &p.JobID, &p.Action, &args, &expires, &p.IdempotencyKey, &p.State, &executed)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	p.Arguments = json.RawMessage(args)
-	p.ExpiresAt, p.ExecutedAt = fromMS(expires), fromMS(executed)
-	return &p, nil
-}
-
-// GateProposal reads a tenant's proposal from the read pool; nil when the
-// tenant has none of that id.
-func (s *Store) GateProposal(ctx context.Context, tenant, id string) (*GateProposal, error) {
-	p, err := scanGateProposal(s.rs.queryRow(ctx, "SELECT "+gateProposalColumns+" FROM proposals WHERE tenant = ? AND proposal_id = ?", tenant, id))
-	if err != nil {
-		return nil, fmt.Errorf("store: proposal %s/%s: %w", tenant, id, err)
-	}
-	return p, nil
-}
-
 // GateWrite is one decision of the gate to write down: a log entry, or an
 // execute, which decides in the write transaction and writes its own.
 type GateWrite struct {
@@ -116,7 +73,7 @@ type GateExecute struct {
 	// stands (nil when the tenant has none of that id). When it returns
 	// take, the proposal is marked executed at At (and p says so); the
 	// entry it returns goes to the job log in the same transaction.
-	Decide func(p *GateProposal) (take bool, entry LogEntry)
+	Decide func(p *Proposal) (take bool, entry LogEntry)
 }
 
 // GateCommit writes a batch of the gate's decisions in one transaction
@@ -145,7 +102,10 @@ func (s *Store) GateCommit(ctx context.Context, batch []GateWrite) error {
 }
 
 func executeTx(ctx context.Context, tx *txn, e *GateExecute) (LogEntry, error) {
-	p, err := scanGateProposal(tx.queryRow(ctx, "SELECT "+gateProposalColumns+" FROM proposals WHERE tenant = ? AND proposal_id = ?", e.Tenant, e.ProposalID))
+	p, err := findProposalIn(ctx, tx, e.Tenant, e.ProposalID)
+	if errors.Is(err, ErrNotFound) {
+		p, err = nil, nil
+	}
 	if err != nil {
 		return LogEntry{}, err
 	}
@@ -168,24 +128,25 @@ func executeTx(ctx context.Context, tx *txn, e *GateExecute) (LogEntry, error) {
 	return entry, nil
 }
 
-func (p *GateProposal) stateWord() string {
+func (p *Proposal) stateWord() string {
 	if p == nil {
 		return "missing"
 	}
 	return p.State
 }
 
-// SeedProposal writes a proposals row as given, for the question of row
-// id question: for tests and tools that need a proposal in a given state.
-// The runtime records proposals when it records their approvals.
-func (s *Store) SeedProposal(ctx context.Context, question int64, p GateProposal, recordedAt time.Time) error {
+// SeedProposal writes a proposals row as given (tenant, id, job, action,
+// arguments, expiry, key, state, executed_at), for p.Question: for tests
+// that need a proposal in a given state. The runtime records proposals
+// when it records their approvals (proposals.go).
+func (s *Store) SeedProposal(ctx context.Context, p Proposal) error {
 	args := string(p.Arguments)
 	if args == "" {
 		args = "{}"
 	}
 	_, err := s.ws.exec(ctx, `INSERT INTO proposals (tenant, proposal_id, job_id, question, action, arguments, expires_at,
 		idempotency_key, state, executed_at, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.Tenant, p.ID, p.JobID, question, p.Action, args, ms(p.ExpiresAt), p.IdempotencyKey, p.State, ms(p.ExecutedAt), ms(recordedAt))
+		p.Tenant, p.ID, p.JobID, p.Question, p.Action, args, ms(p.ExpiresAt), p.IdempotencyKey, p.State, ms(p.ExecutedAt), ms(p.RecordedAt))
 	if err != nil {
 		return fmt.Errorf("store: seed proposal %s/%s: %w", p.Tenant, p.ID, err)
 	}

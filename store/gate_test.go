@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/askbridge/askbridge/bridge"
@@ -38,14 +39,14 @@ func TestGateCommitTakesAProposalOnce(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
 	rec := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
-	if err := s.SeedProposal(ctx, rec.ID, GateProposal{Tenant: "acme", ID: "pr-1", JobID: "job-1", Action: "refund",
-		Arguments: json.RawMessage(`{"amount":240}`), IdempotencyKey: "ik-1", State: bridge.ProposalApproved}, t0); err != nil {
+	if err := s.SeedProposal(ctx, Proposal{Tenant: "acme", ID: "pr-1", JobID: "job-1", Question: rec.ID, Action: "refund",
+		Arguments: json.RawMessage(`{"amount":240}`), IdempotencyKey: "ik-1", State: bridge.ProposalApproved, RecordedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
 	var took []bool
 	var seen []string
 	exec := func() GateWrite {
-		return GateWrite{Execute: &GateExecute{Tenant: "acme", ProposalID: "pr-1", At: t0, Decide: func(p *GateProposal) (bool, LogEntry) {
+		return GateWrite{Execute: &GateExecute{Tenant: "acme", ProposalID: "pr-1", At: t0, Decide: func(p *Proposal) (bool, LogEntry) {
 			take := p.State == bridge.ProposalApproved
 			took, seen = append(took, take), append(seen, p.State)
 			return take, LogEntry{Tenant: "acme", JobID: "job-1", Kind: LogGate, At: t0}
@@ -58,7 +59,7 @@ func TestGateCommitTakesAProposalOnce(t *testing.T) {
 	if len(took) != 2 || !took[0] || took[1] || seen[1] != bridge.ProposalExecuted {
 		t.Fatalf("two executes in one batch: took %v, saw %v", took, seen)
 	}
-	p, err := s.GateProposal(ctx, "acme", "pr-1")
+	p, err := s.FindProposal(ctx, "acme", "pr-1")
 	if err != nil || p.State != bridge.ProposalExecuted || !p.ExecutedAt.Equal(t0) || p.IdempotencyKey != "ik-1" || string(p.Arguments) != `{"amount":240}` {
 		t.Fatalf("after: %+v, %v", p, err)
 	}
@@ -66,7 +67,7 @@ func TestGateCommitTakesAProposalOnce(t *testing.T) {
 	if err != nil || len(log) != 3 {
 		t.Fatalf("job log: %+v, %v", log, err)
 	}
-	if p, err := s.GateProposal(ctx, "acme", "pr-none"); p != nil || err != nil {
+	if p, err := s.FindProposal(ctx, "acme", "pr-none"); p != nil || !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a proposal never recorded: %+v, %v", p, err)
 	}
 }
