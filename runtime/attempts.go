@@ -168,33 +168,40 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 		return err
 	}
 	for i, it := range items {
-		err := errs[i]
-		switch {
-		case errors.Is(err, store.ErrDuplicate):
-			continue // decided before; its outcome was announced then
-		case err != nil:
-			// The question was read pending in this very transaction; if
-			// that ever fails, deciding the batch again reads it anew.
-			return fmt.Errorf("runtime: attempt %s: %w", it.a.AttemptID, err)
+		if err := r.decided(it, errs[i], now); err != nil {
+			return err
 		}
-		r.metrics.attempts.WithLabelValues(r.metrics.viaOf(&it.a)).Inc()
-		if it.approve != nil {
-			r.log.Info("approval recorded", "tenant", it.rec.Tenant, "job", it.rec.JobID, "question", it.rec.QuestionID,
-				"by", it.a.By, "approvals", len(it.step.approvals), "required", it.step.required)
-			continue
-		}
-		if it.settle != nil {
-			r.metrics.settled.WithLabelValues(it.settle.State).Inc()
-			r.metrics.latency.Observe(now.Sub(it.rec.AskedAt).Seconds())
-			r.log.Info("question settled", "tenant", it.rec.Tenant, "job", it.rec.JobID, "question", it.rec.QuestionID,
-				"state", it.settle.State, "by", it.a.By, "via", it.settle.Via)
-			continue
-		}
-		r.metrics.refusals.WithLabelValues(it.ref.reason).Inc()
-		r.log.Info("answer refused", "tenant", it.a.Tenant, "job", it.a.JobID, "question", it.a.QuestionID, "by", it.a.By, "reason", it.ref.reason)
 	}
 	r.wakeRelay()
 	r.notifyDecided(items)
+	return nil
+}
+
+// decided counts and logs one decided attempt of a batch; err is its
+// outcome in the store.
+func (r *Runtime) decided(it *attemptItem, err error, now time.Time) error {
+	switch {
+	case errors.Is(err, store.ErrDuplicate):
+		return nil // decided before; its outcome was announced then
+	case err != nil:
+		// The question was read pending in this very transaction; if
+		// that ever fails, deciding the batch again reads it anew.
+		return fmt.Errorf("runtime: attempt %s: %w", it.a.AttemptID, err)
+	}
+	r.metrics.attempts.WithLabelValues(r.metrics.viaOf(&it.a)).Inc()
+	switch {
+	case it.approve != nil:
+		r.log.Info("approval recorded", "tenant", it.rec.Tenant, "job", it.rec.JobID, "question", it.rec.QuestionID,
+			"by", it.a.By, "approvals", len(it.step.approvals), "required", it.step.required)
+	case it.settle != nil:
+		r.metrics.settled.WithLabelValues(it.settle.State).Inc()
+		r.metrics.latency.Observe(now.Sub(it.rec.AskedAt).Seconds())
+		r.log.Info("question settled", "tenant", it.rec.Tenant, "job", it.rec.JobID, "question", it.rec.QuestionID,
+			"state", it.settle.State, "by", it.a.By, "via", it.settle.Via)
+	default:
+		r.metrics.refusals.WithLabelValues(it.ref.reason).Inc()
+		r.log.Info("answer refused", "tenant", it.a.Tenant, "job", it.a.JobID, "question", it.a.QuestionID, "by", it.a.By, "reason", it.ref.reason)
+	}
 	return nil
 }
 
@@ -206,8 +213,8 @@ func (r *Runtime) decideItem(ctx context.Context, l store.Lookup, it *attemptIte
 	}
 	var err error
 	it.rec, it.refs, it.checked, it.ref, err = r.decide(ctx, l, &it.a, it.tenant, it.job)
-	if err != nil || it.ref != nil {
-		return err
+	if err != nil || it.ref != nil || it.rec.Kind != bridge.KindApproval {
+		return err // a question's body is not read twice on the answer path
 	}
 	q := decodeBody(it.rec)
 	if act := it.checked.Action; !q.IsApproval() || q.Proposal == nil || (act != bridge.ActionApprove && act != bridge.ActionDeny) {

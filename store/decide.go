@@ -234,43 +234,9 @@ func (b *decideBatch) flush(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("settle questions: %w", err)
 	}
-	won := live[:0:0]
-	var takeBack []any
-	settled, audit := make([]any, 0, len(live)), make([]any, 0, 7*len(live))
-	for _, x := range live {
-		lost := false
-		switch {
-		case x.d.Settle != nil:
-			st := x.d.Settle
-			if lost = !updated[st.Question]; lost {
-				break
-			}
-			reason := st.Reason
-			if reason == "" {
-				reason = st.Text
-			}
-			settled = append(settled, st.Question)
-			audit = append(audit, st.Question, bridge.StatePending, st.State, st.By, st.Via, reason, ms(st.At))
-			if st.Proposal != nil {
-				if err := decideProposalTx(ctx, tx, st.Question, st.Proposal, st.At); err != nil {
-					return err
-				}
-			}
-		case x.d.Approve != nil:
-			ok, err := recordApprovalTx(ctx, tx, x.d.Approve)
-			if err != nil {
-				return err
-			}
-			lost = !ok
-		}
-		if lost {
-			b.errs[x.i] = ErrNotPending
-			if id, _, _ := x.d.attempt(); id != "" {
-				takeBack = append(takeBack, id)
-			}
-			continue
-		}
-		won = append(won, x)
+	won, takeBack, settled, audit, err := b.winners(ctx, live, updated)
+	if err != nil {
+		return err
 	}
 	n := 0
 	for _, x := range won {
@@ -301,6 +267,51 @@ func (b *decideBatch) flush(ctx context.Context) error {
 		return fmt.Errorf("job log: %w", err)
 	}
 	return nil
+}
+
+// winners sorts the live decisions into those that won (a settlement whose
+// compare-and-set on pending took, with its proposal decided; an approval
+// recorded on a question still pending; a refusal) and those that lost
+// (ErrNotPending, their attempt ids to take back), and gathers the rows the
+// settlements remove from the ladder and add to the audit.
+func (b *decideBatch) winners(ctx context.Context, live []waitingDecision, updated map[int64]bool) (won []waitingDecision, takeBack, settled, audit []any, err error) {
+	settled, audit = make([]any, 0, len(live)), make([]any, 0, 7*len(live))
+	for _, x := range live {
+		lost := false
+		switch {
+		case x.d.Settle != nil:
+			st := x.d.Settle
+			if lost = !updated[st.Question]; lost {
+				break
+			}
+			reason := st.Reason
+			if reason == "" {
+				reason = st.Text
+			}
+			settled = append(settled, st.Question)
+			audit = append(audit, st.Question, bridge.StatePending, st.State, st.By, st.Via, reason, ms(st.At))
+			if st.Proposal != nil {
+				if err := decideProposalTx(ctx, b.tx, st.Question, st.Proposal, st.At); err != nil {
+					return nil, nil, nil, nil, err
+				}
+			}
+		case x.d.Approve != nil:
+			ok, err := recordApprovalTx(ctx, b.tx, x.d.Approve)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			lost = !ok
+		}
+		if lost {
+			b.errs[x.i] = ErrNotPending
+			if id, _, _ := x.d.attempt(); id != "" {
+				takeBack = append(takeBack, id)
+			}
+			continue
+		}
+		won = append(won, x)
+	}
+	return won, takeBack, settled, audit, nil
 }
 
 func (d Decision) attempt() (id string, question int64, at time.Time) {

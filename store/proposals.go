@@ -117,6 +117,28 @@ func (s *Store) ProposalOf(ctx context.Context, question int64) (*Proposal, erro
 	return p, nil
 }
 
+// checkProposalTx settles what asking nq comes to when its proposal may
+// not be asked for (Refused) or nq was recorded before (Duplicate, its
+// proposal its own); done says so.
+func checkProposalTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResult) (done bool, err error) {
+	var exists int
+	err = tx.queryRow(ctx, "SELECT 1 FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ? AND task_version = ?",
+		nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion).Scan(&exists)
+	switch {
+	case err == nil:
+		res.Status = Duplicate
+		return true, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return false, err
+	}
+	problem, err := proposalProblem(ctx, tx, nq)
+	if err != nil || problem == "" {
+		return false, err
+	}
+	res.Status, res.Problem = Refused, problem
+	return true, nil
+}
+
 // proposalProblem says why nq may not ask for its proposal, or "" when it
 // may: a proposal decided before is never asked again, nor one of another
 // job, nor one another question still waits on. The question nq replaces

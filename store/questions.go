@@ -185,20 +185,8 @@ func askTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResult) error 
 		return nil
 	}
 	if nq.Proposal != nil {
-		var exists int
-		err := tx.queryRow(ctx, "SELECT 1 FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ? AND task_version = ?",
-			nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion).Scan(&exists)
-		if err == nil {
-			res.Status = Duplicate // its proposal is its own
-			return nil
-		}
-		problem, err := proposalProblem(ctx, tx, nq)
-		if err != nil {
+		if done, err := checkProposalTx(ctx, tx, nq, res); done || err != nil {
 			return err
-		}
-		if problem != "" {
-			res.Status, res.Problem = Refused, problem
-			return nil
 		}
 	}
 	at := ms(nq.AskedAt)
