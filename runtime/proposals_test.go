@@ -163,7 +163,12 @@ func TestTwoOfThreeNeedTwoPeople(t *testing.T) {
 	if row := proposalRow(t, env, "pr_2of3"); row.State != bridge.ProposalPending || len(row.Approvals) != 1 {
 		t.Fatalf("after one approval: %+v", row)
 	}
-	// An approver by identity alone, with no role in the tenant.
+	// An approver by identity alone, with no role in the tenant: the
+	// console and the CLI show them the approval, and they may approve.
+	if v := show(t, env, "slack:UFIN", "job-nm", "q-refund").Question; v == nil || !v.CanAnswer || v.Proposal == nil ||
+		v.Proposal.Required != 2 || strings.Join(v.Proposal.MayApprove, ",") != "operator,slack:UFIN,slack:UCFO" {
+		t.Fatalf("shown to an approver: %+v", v)
+	}
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-nm", QuestionID: "q-refund", AttemptID: "f1", Action: bridge.ActionApprove, By: "slack:UFIN", ByName: "fiona"})
 	if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered || string(out.Answer) != `"approved"` || out.By != "slack:UFIN" {
 		t.Fatalf("outcome: %+v", out)
