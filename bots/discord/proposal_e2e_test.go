@@ -33,6 +33,9 @@ func TestProposalLifecycleEndToEnd(t *testing.T) {
 	if got := fieldValue(embedOf(t, msg), "Arguments"); got != "`order`: 4471\n`customer`: Jane D." {
 		t.Fatalf("arguments: %q", got)
 	}
+	if got := fieldValue(embedOf(t, msg), "Approvals"); got != "0 of 2 approvals" {
+		t.Fatalf("the card does not say two approvals are needed: %q", got)
+	}
 	h.interact(h.click(kevin, findComponent(t, msg, "Approve")["custom_id"].(string)))
 	h.fake.cardSays(t, id, "Approvals", "1 of 2 approvals: <@"+kevin.ID+">", "Approve", "Deny", "Decline", "Open in console")
 	h.interact(h.click(ana, findComponent(t, msg, "Approve")["custom_id"].(string)))

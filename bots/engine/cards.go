@@ -157,12 +157,13 @@ func (cs *Cards) Asked(ctx context.Context, ev *bridge.Event, d Delivery) error 
 		}
 		return nil
 	}
-	c := &Card{Ref: ref, Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline}
+	c := &Card{Ref: ref, Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline, Proposal: ev.Proposal}
 	// An old event, or a later try (a crash may have come after the card
 	// was reported, its event unacknowledged, and the question may have
 	// ended since): the runtime knows.
 	if bridge.Replayed(ev, cs.Now()) || d.Attempt > 1 {
-		ended, known := cs.replayed(ctx, ev)
+		ended, known, proposal := cs.replayed(ctx, ev)
+		c.Proposal = cmp.Or(proposal, c.Proposal) // approvals recorded since
 		switch {
 		case ended != nil && d.Attempt > 1 && bridge.MessageOn(ended, cs.Name) == nil:
 			// An earlier try may have posted the card before the question
@@ -214,20 +215,21 @@ func (cs *Cards) shown(ctx context.Context, c *Card, m *bridge.MessageRef) error
 // event that comes late or again (a new consumer, back after an outage, a
 // relay of an old outbox row, a later try): how it ended, when it no
 // longer waits; known when a card of this platform was reported for it
-// already. When the runtime does not say, the question is shown: shown
-// twice beats a waiting question hidden.
-func (cs *Cards) replayed(ctx context.Context, ev *bridge.Event) (ended *bridge.Event, known *bridge.MessageRef) {
+// already; and an approval's proposal as it stands now. When the runtime
+// does not say, the question is shown: shown twice beats a waiting
+// question hidden.
+func (cs *Cards) replayed(ctx context.Context, ev *bridge.Event) (ended *bridge.Event, known *bridge.MessageRef, p *bridge.ProposalStatus) {
 	v, err := bridge.ShowQuestion(ctx, cs.NATS.Conn, ev)
 	if err != nil {
 		cs.Logger.DebugContext(ctx, cs.Name+": no state for a question asked again; showing it", "job", ev.JobID, "question", ev.QuestionID, "err", err)
-		return nil, nil
+		return nil, nil, nil
 	}
 	if ended := v.EndedEvent(); ended != nil {
 		cs.Logger.InfoContext(ctx, cs.Name+": not showing a question asked again that no longer waits", "tenant", ev.Tenant,
 			"job", ev.JobID, "question", ev.QuestionID, "task_version", ev.TaskVersion, "state", v.State)
-		return ended, nil
+		return ended, nil, v.Proposal
 	}
-	return nil, bridge.MessageOn(&bridge.Event{Messages: v.Messages}, cs.Name)
+	return nil, bridge.MessageOn(&bridge.Event{Messages: v.Messages}, cs.Name), v.Proposal
 }
 
 // notPosted handles a card that could not be posted: a stop or a wait for

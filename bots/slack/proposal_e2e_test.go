@@ -40,8 +40,9 @@ func TestProposalLifecycleEndToEnd(t *testing.T) {
 	q.Answerers = []string{"slack:U0KEV", "slack:U0ANA"}
 	publishQuestion(t, env, q)
 	posted := h.posted(t, q.QuestionID)
-	if !strings.Contains(posted.Str("blocks"), "*Arguments*\\n`order`: 4471\\n`customer`: Jane D.") {
-		t.Fatalf("no arguments table: %s", posted.Str("blocks"))
+	if !strings.Contains(posted.Str("blocks"), "*Arguments*\\n`order`: 4471\\n`customer`: Jane D.") ||
+		!strings.Contains(posted.Str("blocks"), "Status: Waiting for approval · 0 of 2 approvals · ") {
+		t.Fatalf("no arguments table, or the approvals needed: %s", posted.Str("blocks"))
 	}
 	ts := h.cardTS(t, q)
 	block := actionsBlock(posted)
