@@ -349,87 +349,6 @@ func TestProposalExpires(t *testing.T) {
 	}
 }
 
-func TestExecutionReported(t *testing.T) {
-	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Roles: roles})
-	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-xr")
-	ctx := context.Background()
-	ch := ask(t, env, refundApproval("job-xr", "pr_run", 240))
-	attempt(t, env, bridge.AnswerAttempt{JobID: "job-xr", QuestionID: "q-refund", AttemptID: "ok", Action: bridge.ActionApprove, By: "slack:UOP"})
-	outcome(t, ch)
-	// Reports that change nothing: malformed, another job's, unknown.
-	for _, raw := range []string{`{"tenant":`, `[]`, `{"tenant":"acme","job_id":"job-xr","proposal_id":"pr_run","result":"done"}`,
-		`{"tenant":"acme","job_id":"job-other","proposal_id":"pr_run","result":"succeeded"}`,
-		`{"tenant":"acme","job_id":"job-xr","proposal_id":"pr_none","result":"succeeded"}`} {
-		if _, err := env.NATS.JS.Publish(ctx, bridge.ExecutedSubject("acme", "job-xr"), []byte(raw)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	report := bridge.Execution{Tenant: "acme", JobID: "job-xr", ProposalID: "pr_run", Result: bridge.ResultSucceeded, Detail: "Refunded $240 · ref rf_31c9"}
-	if err := env.Agent.ReportExecution(ctx, report); err != nil {
-		t.Fatal(err)
-	}
-	ev := eventOf(t, events, "job-xr", bridge.EventExecuted)
-	p := ev.Proposal
-	if p == nil || p.State != bridge.ProposalExecuted || p.Result != bridge.ResultSucceeded || p.Detail != report.Detail || p.ExecutedAt.IsZero() {
-		t.Fatalf("executed event's proposal: %+v", p)
-	}
-	if ev.Question == nil || ev.QuestionID != "q-refund" || ev.Text != "The proposal pr_run was executed: Refunded $240 · ref rf_31c9." ||
-		ev.State != bridge.StateAnswered {
-		t.Fatalf("executed event: %+v", ev)
-	}
-	// A repeat, under another message id, changes nothing.
-	report.Result, report.Detail = bridge.ResultFailed, "timeout"
-	if _, err := env.NATS.JS.Publish(ctx, bridge.ExecutedSubject("acme", "job-xr"), mustJSON(report)); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Agent.ReportExecution(ctx, bridge.Execution{Tenant: "acme", JobID: "job-xr", ProposalID: "pr_run", Result: bridge.ResultFailed}); err != nil {
-		t.Fatal(err)
-	}
-	marker := refundApproval("job-xr", "pr_marker", 1)
-	marker.QuestionID = "q-marker"
-	ask(t, env, marker)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		if n := strings.Count(events.EventTypes(), bridge.EventAsked); n != 2 {
-			return fmt.Errorf("events %s", events.EventTypes())
-		}
-		return nil
-	})
-	if n := strings.Count(events.EventTypes(), bridge.EventExecuted); n != 1 {
-		t.Fatalf("%d executed events: %s", n, events.EventTypes())
-	}
-	row := proposalRow(t, env, "pr_run")
-	if row.State != bridge.ProposalExecuted || row.Result != bridge.ResultSucceeded || row.Detail != "Refunded $240 · ref rf_31c9" {
-		t.Fatalf("proposal: %+v", row)
-	}
-	want := `executed {"proposal_id":"pr_run","result":"succeeded","detail":"Refunded $240 · ref rf_31c9"}`
-	if got := logOf(t, env, "job-xr"); !contains(got, want) {
-		t.Fatalf("job log %q lacks %s", got, want)
-	}
-	if v := show(t, env, "slack:UADMIN", "job-xr", "q-refund").Question; v.Proposal == nil || v.Proposal.State != bridge.ProposalExecuted ||
-		v.Proposal.Detail != "Refunded $240 · ref rf_31c9" {
-		t.Fatalf("shown: %+v", v.Proposal)
-	}
-}
-
-func TestFailedExecutionReported(t *testing.T) {
-	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Roles: roles})
-	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-xf")
-	ch := ask(t, env, refundApproval("job-xf", "pr_fail", 240))
-	attempt(t, env, bridge.AnswerAttempt{JobID: "job-xf", QuestionID: "q-refund", AttemptID: "ok", Action: bridge.ActionApprove, By: "slack:UOP"})
-	outcome(t, ch)
-	if err := env.Agent.ReportExecution(context.Background(), bridge.Execution{Tenant: "acme", JobID: "job-xf", ProposalID: "pr_fail",
-		Result: bridge.ResultFailed, Detail: "card declined"}); err != nil {
-		t.Fatal(err)
-	}
-	ev := eventOf(t, events, "job-xf", bridge.EventExecuted)
-	if ev.Proposal == nil || ev.Proposal.State != bridge.ProposalExecutionFailed || ev.Proposal.Detail != "card declined" ||
-		ev.Text != "The proposal pr_fail failed to execute: card declined." {
-		t.Fatalf("executed event: %q %+v", ev.Text, ev.Proposal)
-	}
-}
-
 // refused asks q, which the runtime refuses, and returns the outcome.
 func refused(t *testing.T, env *testenv.Env, q *bridge.Question) *bridge.Resume {
 	t.Helper()
@@ -503,5 +422,49 @@ func TestSimultaneousApprovals(t *testing.T) {
 	}
 	if row := proposalRow(t, env, "pr_twice"); row.State != bridge.ProposalPending || len(row.Approvals) != 1 {
 		t.Fatalf("proposal approved twice by one person: %+v", row)
+	}
+}
+
+// TestProposalAskedAgainAfterItsQuestionEnded checks a proposal whose
+// question ended undecided (cancelled, declined) may be asked for by a
+// later question of its job, which starts its approvals again.
+func TestProposalAskedAgainAfterItsQuestionEnded(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Policy: withPolicy(policy.Rule{RequiredApprovals: 2})})
+	ctx := context.Background()
+	first := ask(t, env, refundApproval("job-ag", "pr_ag", 40))
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-ag", QuestionID: "q-refund", AttemptID: "one", Action: bridge.ActionApprove, By: "slack:UOP"})
+	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := len(proposalRow(t, env, "pr_ag").Approvals); n != 1 {
+			return fmt.Errorf("%d approvals", n)
+		}
+		return nil
+	})
+	if err := bridge.Publish(ctx, env.NATS.JS, bridge.CancelSubject("acme", "job-ag"), "cancel-ag",
+		bridge.Cancel{Tenant: "acme", JobID: "job-ag", QuestionID: "q-refund", Reason: "wrong order"}); err != nil {
+		t.Fatal(err)
+	}
+	if out := outcome(t, first); out.Outcome != bridge.OutcomeCanceled {
+		t.Fatalf("first: %+v", out)
+	}
+	if row := proposalRow(t, env, "pr_ag"); row.State != bridge.ProposalPending {
+		t.Fatalf("a cancel decided the proposal: %+v", row)
+	}
+	again := refundApproval("job-ag", "pr_ag", 40)
+	again.QuestionID = "q-again"
+	ch := ask(t, env, again)
+	rec, err := env.Store.Find(ctx, store.Key{Tenant: "acme", JobID: "job-ag", QuestionID: "q-again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := proposalRow(t, env, "pr_ag"); row.Question != rec.ID || len(row.Approvals) != 0 {
+		t.Fatalf("asked again: %+v", row)
+	}
+	attempt(t, env, bridge.AnswerAttempt{JobID: "job-ag", QuestionID: "q-again", AttemptID: "decline", Action: bridge.ActionDecline, By: "slack:UOP"})
+	if out := outcome(t, ch); out.Outcome != bridge.OutcomeDeclined {
+		t.Fatalf("declined: %+v", out)
+	}
+	if row := proposalRow(t, env, "pr_ag"); row.State != bridge.ProposalPending {
+		t.Fatalf("a decline decided the proposal: %+v", row)
 	}
 }
