@@ -74,3 +74,12 @@ func approvedBy(p *bridge.ProposalStatus, identity string) bool {
 	}
 	return false
 }
+
+// moreState is the card's state when it says more than the question's
+// (an approval's approved, executed...), "" when they are the same.
+func moreState(question, card string) string {
+	if card == question {
+		return ""
+	}
+	return card
+}

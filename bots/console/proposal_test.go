@@ -101,8 +101,10 @@ func TestProposalPagesSayWhatTheCardsSay(t *testing.T) {
 		if strings.Contains(p.body, `value="approve"`) || strings.Contains(p.body, "<dt>Expires</dt>") {
 			t.Errorf("%s: a decided approval offers Approve or says when it expires", tc.name)
 		}
+		class := map[string]string{"approved": "answered state-approved", "executed": "answered state-executed",
+			"execution failed": "answered state-execution_failed", "expired": "timed_out state-expired"}[tc.name]
 		job := h.get(h.signer.JobURL("console:alice", q.Tenant, q.JobID, time.Hour))
-		if !strings.Contains(job.body, `<span class="state state-`) || !strings.Contains(job.body, ">"+tc.label+"</span>") {
+		if !strings.Contains(job.body, `<span class="state state-`+class+`">`+tc.label+"</span>") {
 			t.Errorf("%s: job page lacks the label %q:\n%s", tc.name, tc.label, job.body)
 		}
 	}

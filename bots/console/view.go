@@ -96,8 +96,11 @@ type problemView struct {
 }
 
 type outcomeView struct {
-	State   string
-	Heading string
+	State string
+	// CardState is the card's state where it says more than State: an
+	// approval's approved, denied, executed, execution_failed, expired.
+	CardState string
+	Heading   string
 	// ProposalLine is the card's outcome line of an approved proposal:
 	// who approved it, not yet executed, or its execution ("Executed:
 	// …"); Approvals the card's approvals line.
@@ -194,14 +197,15 @@ func (c *Console) buildQuestionPage(l Link, rep *bridge.ShowReply, st formState)
 	}
 	if !nc.Pending() {
 		p.Outcome = &outcomeView{
-			State:   v.State,
-			Heading: nc.StateLabel,
-			Line:    nc.Outcome.Text(),
-			Answer:  v.AnswerText,
-			Comment: v.Comment,
-			By:      bridge.DisplayIdentity(v.By, v.ByName),
-			Via:     v.Via,
-			At:      when(cmp.Or(nc.Ended, v.SettledAt)),
+			State:     v.State,
+			CardState: moreState(v.State, nc.State),
+			Heading:   nc.StateLabel,
+			Line:      nc.Outcome.Text(),
+			Answer:    v.AnswerText,
+			Comment:   v.Comment,
+			By:        bridge.DisplayIdentity(v.By, v.ByName),
+			Via:       v.Via,
+			At:        when(cmp.Or(nc.Ended, v.SettledAt)),
 
 			Approvals: nc.ApprovalsLine().Text(),
 		}
@@ -425,6 +429,7 @@ type listItem struct {
 	Placeholder string
 	Text        string
 	State       string
+	CardState   string // as outcomeView's
 	Label       string
 	Answer      string
 	By          string
@@ -443,19 +448,20 @@ type listItem struct {
 func (c *Console) listItem(l Link, v *bridge.QuestionView) listItem {
 	nc := card.New(card.FromView(v, false))
 	it := listItem{
-		URL:      c.sub(l, ScopeQuestion, v.Tenant, v.JobID, v.QuestionID),
-		JobURL:   c.sub(l, ScopeJob, v.Tenant, v.JobID, ""),
-		Ref:      v.Tenant + " / " + v.JobID + " / " + v.QuestionID,
-		Tenant:   v.Tenant,
-		JobID:    v.JobID,
-		Hidden:   v.Hidden || v.Question == nil,
-		State:    v.State,
-		Label:    nc.StateLabel,
-		Answer:   v.AnswerText,
-		Via:      v.Via,
-		AskedAt:  when(v.AskedAt),
-		Deadline: when(v.Deadline),
-		Settled:  when(cmp.Or(nc.Ended, v.SettledAt)),
+		URL:       c.sub(l, ScopeQuestion, v.Tenant, v.JobID, v.QuestionID),
+		JobURL:    c.sub(l, ScopeJob, v.Tenant, v.JobID, ""),
+		Ref:       v.Tenant + " / " + v.JobID + " / " + v.QuestionID,
+		Tenant:    v.Tenant,
+		JobID:     v.JobID,
+		Hidden:    v.Hidden || v.Question == nil,
+		State:     v.State,
+		CardState: moreState(v.State, nc.State),
+		Label:     nc.StateLabel,
+		Answer:    v.AnswerText,
+		Via:       v.Via,
+		AskedAt:   when(v.AskedAt),
+		Deadline:  when(v.Deadline),
+		Settled:   when(cmp.Or(nc.Ended, v.SettledAt)),
 
 		Restricted: restrictedText(v),
 		Approvals:  nc.ApprovalsLine().Text(),
