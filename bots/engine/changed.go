@@ -67,14 +67,21 @@ func (cs *Cards) Changed(ctx context.Context, ev *bridge.Event, d Delivery) erro
 }
 
 // approvedBy stands for the answered event of an executed proposal's
-// question when neither this adapter nor the runtime gave it: approved,
-// by whoever approved last. A late click is told the question ended.
+// question when neither this adapter nor the runtime gave it: the
+// executed event says who answered (approved) and how, else the last
+// approval does. A late click is told the question ended.
 func approvedBy(ev *bridge.Event) *bridge.Event {
-	e := &bridge.Event{Type: bridge.EventAnswered, Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: ev.QuestionID,
-		TaskVersion: ev.TaskVersion, AnswerText: bridge.Approved, At: ev.At}
+	e := *ev
+	e.Type, e.EventID = bridge.EventAnswered, ""
+	if e.AnswerText == "" && len(e.Answer) == 0 {
+		e.AnswerText = bridge.Approved
+	}
 	if as := ev.Proposal.Approvals; len(as) > 0 {
 		last := as[len(as)-1]
-		e.By, e.ByName, e.Via, e.At = last.By, last.ByName, last.Via, last.At
+		e.At = cmp.Or(last.At, e.At)
+		if e.By == "" {
+			e.By, e.ByName, e.Via = last.By, last.ByName, last.Via
+		}
 	}
-	return e
+	return &e
 }
