@@ -97,6 +97,13 @@ func (c *cli) benchGate(ctx context.Context, o benchOptions, pending int) int {
 	stopProfile()
 	cpu := float64(procCPU(childPID)-cpu0) / clockTicks
 
+	c.gateReport(o, pending, rate, duration, gate, base, commits, cpu)
+	return exitOK
+}
+
+// gateReport prints what benchGate measured, then one markdown row for
+// docs/benchmarks.md.
+func (c *cli) gateReport(o benchOptions, pending int, rate float64, duration time.Duration, gate, base *loadRun, commits bench.Commits, cpu float64) {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	where := "this process"
 	if o.child {
@@ -114,11 +121,18 @@ func (c *cli) benchGate(ctx context.Context, o benchOptions, pending int) int {
 	}
 	slices.Sort(codes)
 	fmt.Fprintf(tw, "gate codes\t%s; wrong decisions %d\n", strings.Join(codes, ", "), gate.wrong.Load())
+	cpuCell := ""
 	if o.child {
 		fmt.Fprintf(tw, "service CPU over the gate phase\t%.1f s (%.0f%% of one core)\n", cpu, 100*cpu/gate.elapsed.Seconds())
+		cpuCell = fmt.Sprintf("%.0f%%", 100*cpu/gate.elapsed.Seconds())
 	}
 	tw.Flush()
-	return exitOK
+	ms := func(r *loadRun, p int) string {
+		return fmt.Sprintf("%.2f", float64(percentile(r.lat, p))/float64(time.Millisecond))
+	}
+	fmt.Fprintf(c.stdout, "| %d | %.0f/s | %.0f/s | %s / %s / %s ms | %s / %s / %s ms | %v | %s |\n", pending, rate,
+		float64(gate.got)/gate.elapsed.Seconds(), ms(gate, 50), ms(gate, 99), ms(gate, 100), ms(base, 50), ms(base, 99), ms(base, 100),
+		commits.P50.Round(time.Microsecond), cpuCell)
 }
 
 // startGateService starts the service with no chat platform: the
