@@ -16,7 +16,8 @@ import (
 // TestProposalLifecycleEndToEnd runs an approval that needs two people
 // through the runtime: the first approval keeps the card's buttons and
 // counts "1 of 2 approvals"; the second says approved (not yet executed);
-// the agent's report says executed with its detail, after a restart too.
+// the agent's report says executed with its detail, after a restart too;
+// a refund the agent reports failed says execution failed.
 func TestProposalLifecycleEndToEnd(t *testing.T) {
 	t.Parallel()
 	var pol policy.Holder
@@ -52,6 +53,19 @@ func TestProposalLifecycleEndToEnd(t *testing.T) {
 	if got := fieldValue(embedOf(t, done), "Approvals"); got != "2 of 2 approvals: <@"+kevin.ID+"> and <@"+ana.ID+">" {
 		t.Errorf("the executed card's approvals: %q", got)
 	}
+
+	failed := refundApproval("ap-e2e-fail")
+	failed.JobID, failed.Proposal.Action = "job-fail", "refund_small" // no policy: one approval
+	ask(t, env, failed)
+	msgF := h.posted(channelA, 2)
+	h.interact(h.click(kevin, findComponent(t, msgF, "Approve")["custom_id"].(string)))
+	await(t, env, failed)
+	h.fake.settledCard(t, msgF["id"].(string), "Approved (not yet executed) by <@"+kevin.ID+">")
+	if err := env.Agent.ReportExecution(context.Background(), bridge.Execution{Tenant: failed.Tenant, JobID: failed.JobID,
+		ProposalID: failed.Proposal.ID, Result: bridge.ResultFailed, Detail: "The payment provider refused: card expired"}); err != nil {
+		t.Fatal(err)
+	}
+	h.fake.cardSays(t, msgF["id"].(string), "Outcome", "Execution failed: The payment provider refused: card expired · <t:")
 }
 
 // TestExpiredProposalEndToEnd: a proposal nobody decided before it
