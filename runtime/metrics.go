@@ -113,7 +113,7 @@ func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context
 		}
 	}
 	for _, r := range []string{bridge.RefusedUnknown, bridge.RefusedNotPending, bridge.RefusedStale, bridge.RefusedForbidden,
-		bridge.RefusedWrongKind, bridge.RefusedInvalid} {
+		bridge.RefusedWrongKind, bridge.RefusedInvalid, bridge.RefusedSelfApproval, bridge.RefusedAlreadyApproved, bridge.RefusedExpired} {
 		m.refusals.WithLabelValues(r)
 	}
 	for _, s := range []string{bridge.TargetAnswerers, bridge.TargetOwner, bridge.TargetAdmins, store.StepTimeout} {
