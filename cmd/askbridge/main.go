@@ -48,8 +48,8 @@ Usage:
                                             the job's timeline: questions, gate decisions, answers, refusals, approvals, executions, notices
   askbridge stats
   askbridge policy check FILE               check a policy file (ASK_POLICY) without starting anything; exit 0 good, 2 bad
-  askbridge bench [--duration 10s] [--rate 0] [--concurrency 32] [--sync always|interval] [--pending N]
-                                            measure the answer path in-process against a fake Slack
+  askbridge bench [--duration 10s] [--rate 0] [--concurrency 32] [--sync always|interval] [--pending N] [--gate]
+                                            measure the answer path in-process against a fake Slack (--gate: the gate)
   askbridge torture [--duration 60s] [--rate 50] [--kill-every 5s] [--data DIR]
                                             kill -9 the service under load and check nothing was lost or doubled
 
