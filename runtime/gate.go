@@ -25,6 +25,11 @@ type gateStore interface {
 	GateCommit(ctx context.Context, batch []store.GateWrite) error
 }
 
+// gateCodes are every code a gate reply may carry, the metric's labels.
+var gateCodes = []string{bridge.GateAllowed, bridge.GateStaleVersion, bridge.GateBlockedByQuestion, bridge.GateApprovalRequired,
+	bridge.GateUnknownProposal, bridge.GateProposalMismatch, bridge.GateApprovalDenied, bridge.GateProposalExpired,
+	bridge.GateApprovalPending, bridge.GateProposalExecuted, bridge.GateInvalid, bridge.GateUnavailable}
+
 // gateInFlight bounds the gate requests decided at once: each waits for
 // its decision's commit, so the subscription hands them to goroutines
 // rather than deciding one after another.
@@ -41,6 +46,7 @@ func (r *Runtime) serveGate(ctx context.Context) (func(), error) {
 		go func() {
 			defer func() { <-sem }()
 			reply := r.gate(ctx, w, m.Subject, m.Data)
+			r.metrics.gate.WithLabelValues(reply.Code).Inc()
 			data, err := json.Marshal(reply)
 			if err != nil {
 				data = []byte(`{"allowed":false,"code":"unavailable"}`)

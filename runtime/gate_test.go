@@ -149,6 +149,14 @@ func TestGatePolicyAndBadRequests(t *testing.T) {
 	if got := strings.Join(gateLog(t, env, "job-new"), " "); got != want {
 		t.Fatalf("job log: %s, want %s", got, want)
 	}
+	// Counted by code, the request on a bad subject too; every code is a
+	// series from the start.
+	got := counters(t, env, "askbridge_gate_decisions_total")
+	for _, want := range []string{"code=allowed 1", "code=approval_required 1", "code=invalid 4", "code=proposal_executed 0", "code=unavailable 0"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("askbridge_gate_decisions_total lacks %q: %s", want, got)
+		}
+	}
 }
 
 // seedProposals asks an approval in job and records proposals beside it,

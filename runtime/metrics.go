@@ -26,6 +26,8 @@ type metrics struct {
 	// those refused as not valid.
 	notices        *prometheus.CounterVec
 	noticesRefused prometheus.Counter
+	// gate counts the gate's decisions by code (gateCodes).
+	gate *prometheus.CounterVec
 	// frontEnds are the front-ends a label may name; any other is "other",
 	// so whoever may publish on the bus cannot mint series.
 	frontEnds []string
@@ -104,6 +106,9 @@ func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context
 		noticesRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "askbridge_notices_refused_total", Help: "Notices refused as not valid.",
 		}),
+		gate: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "askbridge_gate_decisions_total", Help: "Gate decisions (ask.v1.gate), by code: allowed, or why not.",
+		}, []string{"code"}),
 	}
 	// The series that exist, at 0, from the start: a scrape before the
 	// first refusal or step still shows what will be counted.
@@ -122,6 +127,9 @@ func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context
 	for _, code := range bridge.NoticeCodes {
 		m.notices.WithLabelValues(code)
 	}
+	for _, code := range gateCodes {
+		m.gate.WithLabelValues(code)
+	}
 	for _, p := range platforms {
 		m.frontEnds = append(m.frontEnds, p.Name)
 	}
@@ -132,7 +140,7 @@ func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context
 	if reg == nil {
 		return m, nil
 	}
-	collectors := []prometheus.Collector{m.asked, m.invalid, m.settled, m.refusals, m.ladder, m.latency, m.published, m.deliveries, m.attempts, m.notices, m.noticesRefused,
+	collectors := []prometheus.Collector{m.asked, m.invalid, m.settled, m.refusals, m.ladder, m.latency, m.published, m.deliveries, m.attempts, m.notices, m.noticesRefused, m.gate,
 		&storeCollector{
 			st:        st,
 			backlogOf: backlog,
