@@ -44,9 +44,12 @@ func TestGateRefusesWhileAQuestionWaitsEndToEnd(t *testing.T) {
 	who := &bridge.Question{Tenant: "acme", JobID: job, QuestionID: "q-who", TaskVersion: 3,
 		Question: "Which customer should the reply go to?", Choices: []string{"Jane", "John"},
 		AllowedTools: []string{"lookup_order", "draft_reply"}}
-	dateOut, whoOut := askAsync(t, a, date), askAsync(t, a, who)
+	// One after the other: the gate names the first blocking question
+	// in the order they were asked.
 	kevin, _, kevinErr := testCLI(s, "cli:kevin")
+	dateOut := askAsync(t, a, date)
 	waitPending(t, kevin, job, date.QuestionID)
+	whoOut := askAsync(t, a, who)
 	waitPending(t, kevin, job, who.QuestionID)
 
 	for _, c := range []struct {
