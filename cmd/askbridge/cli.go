@@ -641,7 +641,9 @@ func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a 
 		if ev.Type == bridge.EventRefused {
 			return c.fail("refused: %s", ev.Text)
 		}
-		fmt.Fprintf(c.stdout, "%s: %s\n", strings.ToUpper(ev.Type[:1])+ev.Type[1:], printable(ev.Text, true))
+		// "answered", "declined", "approval_recorded" as words: "Approval recorded".
+		what := strings.ReplaceAll(ev.Type, "_", " ")
+		fmt.Fprintf(c.stdout, "%s: %s\n", strings.ToUpper(what[:1])+what[1:], printable(ev.Text, true))
 		return exitOK
 	case <-time.After(decisionWait):
 		return c.fail("sent, but no decision arrived within %v; check with 'askbridge show %s/%s'", decisionWait, a.JobID, a.QuestionID)
