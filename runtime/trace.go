@@ -1,10 +1,11 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 
 	"github.com/askbridge/askbridge/bridge"
@@ -87,9 +88,10 @@ func tracePage(entries []bridge.TraceEntry, from, limit, maxPayload int) bridge.
 }
 
 // trace reads a job's questions, their transitions and the job log, and
-// merges them in order of time; at the same millisecond the questions'
-// transitions come before the log's entries, each in the order written
-// (a decision's flush writes them so). Entries the asker may not know of
+// merges them in order of time. At the same millisecond an approval
+// comes before the transition it caused (the last approval settles its
+// question), then the questions' transitions, then the rest of the log,
+// each in the order written. Entries the asker may not know of
 // are left out; those whose content is not theirs to read are hidden.
 func (r *Runtime) trace(ctx context.Context, req bridge.TraceRequest) ([]bridge.TraceEntry, error) {
 	recs, err := r.queries.JobQuestions(ctx, req.Tenant, req.JobID)
@@ -117,8 +119,22 @@ func (r *Runtime) trace(ctx context.Context, req bridge.TraceRequest) ([]bridge.
 		e := r.logEntry(l)
 		out = tr.add(out, e, tr.find(e.QuestionID, e.TaskVersion))
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	slices.SortStableFunc(out, func(a, b bridge.TraceEntry) int {
+		return cmp.Or(a.At.Compare(b.At), cmp.Compare(tieRank(a), tieRank(b)))
+	})
 	return out, nil
+}
+
+// tieRank orders entries of the same millisecond: causes before effects.
+func tieRank(e bridge.TraceEntry) int {
+	switch e.Kind {
+	case bridge.TraceApproval:
+		return 0
+	case bridge.TraceAsked, bridge.TraceAnswered, bridge.TraceDeclined, bridge.TraceCancelled,
+		bridge.TraceTimedOut, bridge.TraceSuperseded, bridge.TraceFailed:
+		return 1
+	}
+	return 2
 }
 
 // traceReader weighs each entry against the question it is about, as show

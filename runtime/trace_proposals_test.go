@@ -52,8 +52,9 @@ func TestTraceFollowsAProposalToItsExecution(t *testing.T) {
 		Result: bridge.ResultSucceeded, Detail: "Refunded $240 · ref rf_31c9"}); err != nil {
 		t.Fatal(err)
 	}
-	// The final approval's entry is written with the answer, after it.
-	want := []string{"asked q-refund", "approval q-refund", "refused q-refund", "answered q-refund", "approval q-refund", "gate", "executed"}
+	// The final approval is written with the answer it causes, and comes
+	// before it.
+	want := []string{"asked q-refund", "approval q-refund", "refused q-refund", "approval q-refund", "answered q-refund", "gate", "executed"}
 	var got []bridge.TraceEntry
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		got = trace(t, env, bridge.TraceRequest{As: "slack:UOP", Tenant: "acme", JobID: job}).Entries
@@ -66,8 +67,8 @@ func TestTraceFollowsAProposalToItsExecution(t *testing.T) {
 		"May I refund order 4471? (proposal pr_tx: Refund $240 to Jane D.)",
 		"pr_tx approved by kevin (slack:UOP) (1 of 2)",
 		"You have already approved this proposal; it needs 2 approvals from different people (1 of 2 approvals: kevin).",
-		"The answer: approved",
 		"pr_tx approved by fiona (slack:UFIN) (2 of 2)",
+		"The answer: approved",
 		"refund: allowed (execute pr_tx)",
 		"pr_tx succeeded: Refunded $240 · ref rf_31c9",
 	}
@@ -76,7 +77,7 @@ func TestTraceFollowsAProposalToItsExecution(t *testing.T) {
 			t.Errorf("entry %d (%s): %q, want %q", i, e.Kind, e.Text, texts[i])
 		}
 	}
-	if e := got[4]; e.ProposalID != "pr_tx" || e.Approvals != 2 || e.Required != 2 || e.By != "slack:UFIN" {
+	if e := got[3]; e.ProposalID != "pr_tx" || e.Approvals != 2 || e.Required != 2 || e.By != "slack:UFIN" {
 		t.Errorf("the last approval: %+v", e)
 	}
 	if e := got[2]; e.Code != bridge.RefusedAlreadyApproved || e.By != "slack:UOP" {
