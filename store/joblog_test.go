@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -40,5 +41,55 @@ func TestJobLogKeepsEntriesInOrderPerJob(t *testing.T) {
 	}
 	if len(other) != 1 || string(other[0].Body) != "{}" {
 		t.Fatalf("job-2's log = %+v, want one entry with an empty body", other)
+	}
+}
+
+func TestPruneGateLogDeletesOnlyOldGateDecisions(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ask.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.UnixMilli(1_700_000_000_000).UTC()
+	entry := func(kind string, at time.Time) LogEntry {
+		return LogEntry{Tenant: "acme", JobID: "job-1", Kind: kind, At: at}
+	}
+	// Old: three gate decisions around an approval; new: a gate decision
+	// and a notice.
+	if err := s.AppendLog(ctx, []LogEntry{entry(LogGate, t0), entry(LogApproval, t0.Add(time.Second)), entry(LogGate, t0.Add(2*time.Second)),
+		entry(LogGate, t0.Add(3*time.Second)), entry(LogGate, t0.Add(time.Hour)), entry(LogNotice, t0.Add(time.Hour))}); err != nil {
+		t.Fatal(err)
+	}
+	kinds := func() []string {
+		t.Helper()
+		got, err := s.JobLog(ctx, "acme", "job-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range got {
+			out = append(out, e.Kind+"@"+e.At.Sub(t0).String())
+		}
+		return out
+	}
+	if n, err := s.PruneGateLog(ctx, t0.Add(time.Minute)); err != nil || n != 3 {
+		t.Fatalf("PruneGateLog = %d, %v; want 3 old gate decisions deleted", n, err)
+	}
+	if got, want := kinds(), []string{"approval@1s", "gate@1h0m0s", "notice@1h0m0s"}; !slices.Equal(got, want) {
+		t.Fatalf("after the prune: %v, want %v", got, want)
+	}
+	// A later prune starts where this one stopped and takes what aged since.
+	if err := s.AppendLog(ctx, []LogEntry{entry(LogGate, t0.Add(2*time.Hour))}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneGateLog(ctx, t0.Add(90*time.Minute)); err != nil || n != 1 {
+		t.Fatalf("second PruneGateLog = %d, %v; want the gate decision at 1h", n, err)
+	}
+	if got, want := kinds(), []string{"approval@1s", "notice@1h0m0s", "gate@2h0m0s"}; !slices.Equal(got, want) {
+		t.Fatalf("after the second prune: %v, want %v", got, want)
+	}
+	if n, err := s.PruneGateLog(ctx, t0.Add(90*time.Minute)); err != nil || n != 0 {
+		t.Fatalf("a prune with nothing old = %d, %v", n, err)
 	}
 }

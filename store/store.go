@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -47,6 +48,10 @@ type Store struct {
 	ckptDone chan struct{}
 	// instance is this database's random id (table meta).
 	instance string
+	// logPruned is the job log id up to which PruneGateLog has deleted
+	// every old gate entry; logPruneMu keeps prunes one at a time.
+	logPruneMu sync.Mutex
+	logPruned  int64
 }
 
 // checkpointEvery is how often the background checkpoint runs; the writer
