@@ -92,6 +92,35 @@ func CancelledText(reason string) string {
 	return "The question was cancelled: " + sentence(reason)
 }
 
+// RetiredText is what a retired question's card and resume say:
+// "No longer needed: the customer changed the subject."
+func RetiredText(reason string) string {
+	return RetiredPrefix + sentence(strings.TrimSpace(reason))
+}
+
+// ImplicitlyAnsweredText is what an implicitly answered question's card and
+// resume say: "Answered in conversation: “ship it friday”."
+func ImplicitlyAnsweredText(evidence string) string {
+	return ImplicitlyAnsweredPrefix + "“" + strings.TrimSpace(evidence) + "”."
+}
+
+// How the texts of retired and implicitly answered questions begin.
+const (
+	RetiredPrefix            = "No longer needed: "
+	ImplicitlyAnsweredPrefix = "Answered in conversation: "
+)
+
+// CancelText is the sentence of a cancel of the given status (Cancel.Status).
+func CancelText(status, reason, evidence string) string {
+	switch status {
+	case CancelRetired:
+		return RetiredText(reason)
+	case CancelImplicitlyAnswered:
+		return ImplicitlyAnsweredText(evidence)
+	}
+	return CancelledText(reason)
+}
+
 // SupersededText says a newer task version replaced the question.
 func SupersededText(newVersion int64) string {
 	return fmt.Sprintf("The question was superseded by task version %d.", newVersion)

@@ -312,13 +312,27 @@ type Cancel struct {
 	QuestionID  string `json:"question_id,omitempty"`
 	TaskVersion int64  `json:"task_version,omitempty"`
 	Reason      string `json:"reason,omitempty"`
-	By          string `json:"by,omitempty"`
+	// Status says why the question is no longer asked: CancelRetired (with
+	// Reason) or CancelImplicitlyAnswered (with Evidence, the person's
+	// words the agent used). Empty is a plain cancel. ValidateCancel
+	// holds the rules (docs/contract.md, cancel).
+	Status   string `json:"status,omitempty"`
+	Evidence string `json:"evidence,omitempty"`
+	By       string `json:"by,omitempty"`
 	// Roles are platform roles the adapter established for By (as on an
 	// answer attempt); ReplyTo is echoed on the refused event when By may
 	// not cancel.
 	Roles   []string          `json:"roles,omitempty"`
 	ReplyTo map[string]string `json:"reply_to,omitempty"`
 }
+
+// Cancel statuses: why a question ends without being answered here.
+const (
+	// CancelRetired: the question is no longer needed (the topic changed).
+	CancelRetired = "retired"
+	// CancelImplicitlyAnswered: the person answered it in conversation.
+	CancelImplicitlyAnswered = "implicitly_answered"
+)
 
 // Answer actions.
 const (
@@ -405,6 +419,9 @@ type Event struct {
 	// Question is the whole question, on every event about one.
 	Question *Question `json:"question,omitempty"`
 	State    string    `json:"state,omitempty"`
+	// Status, on cancelled, is the cancel's status (CancelRetired or
+	// CancelImplicitlyAnswered); Text then says the reason or evidence.
+	Status   string    `json:"status,omitempty"`
 	AskedAt  time.Time `json:"asked_at,omitzero"`
 	Deadline time.Time `json:"deadline,omitzero"`
 	// Who settled or attempted, and what.
@@ -455,17 +472,20 @@ const (
 
 // Resume is the outcome a job reads.
 type Resume struct {
-	Tenant      string          `json:"tenant"`
-	JobID       string          `json:"job_id"`
-	QuestionID  string          `json:"question_id"`
-	TaskVersion int64           `json:"task_version"`
-	Outcome     string          `json:"outcome"`
-	Text        string          `json:"text"`
-	Answer      json.RawMessage `json:"answer,omitempty"`
-	Comment     string          `json:"comment,omitempty"`
-	By          string          `json:"by,omitempty"`
-	ByName      string          `json:"by_name,omitempty"`
-	Via         string          `json:"via,omitempty"`
+	Tenant      string `json:"tenant"`
+	JobID       string `json:"job_id"`
+	QuestionID  string `json:"question_id"`
+	TaskVersion int64  `json:"task_version"`
+	Outcome     string `json:"outcome"`
+	// Status, on a cancelled outcome, is the cancel's status (CancelRetired
+	// or CancelImplicitlyAnswered).
+	Status  string          `json:"status,omitempty"`
+	Text    string          `json:"text"`
+	Answer  json.RawMessage `json:"answer,omitempty"`
+	Comment string          `json:"comment,omitempty"`
+	By      string          `json:"by,omitempty"`
+	ByName  string          `json:"by_name,omitempty"`
+	Via     string          `json:"via,omitempty"`
 	// Code is set on failed outcomes (QuestionTimedOut or a failure code).
 	Code    string    `json:"code,omitempty"`
 	Failure *Failure  `json:"failure,omitempty"`
