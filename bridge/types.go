@@ -440,8 +440,11 @@ type Event struct {
 	// To is the identity a refusal is addressed to.
 	To string `json:"to,omitempty"`
 	// Step and Targets name a ladder step and whom it reminds.
-	Step      string            `json:"step,omitempty"`
-	Targets   []string          `json:"targets,omitempty"`
+	Step    string   `json:"step,omitempty"`
+	Targets []string `json:"targets,omitempty"`
+	// Nudge, on reminded and escalated, is the job's round: its pending
+	// questions in queue order and whom the round reminds of each.
+	Nudge     *Nudge            `json:"nudge,omitempty"`
 	AttemptID string            `json:"attempt_id,omitempty"`
 	ReplyTo   map[string]string `json:"reply_to,omitempty"`
 	Failure   *Failure          `json:"failure,omitempty"`

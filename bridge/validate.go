@@ -416,6 +416,9 @@ func ValidateQuestion(q *Question) error {
 			ve.add("owner: %s", err)
 		}
 	}
+	if q.Priority != "" && PriorityRank(q.Priority) < 0 {
+		ve.add("priority: must be blocking, high, medium or low, not %q", Truncate(q.Priority, 40))
+	}
 	switch q.Visibility {
 	case "", VisibilityTenant, VisibilityRestricted:
 	default:

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// Queued is a pending question of a job with its staleness: how many
+// ladder rounds passed without an answer.
+type Queued struct {
+	Record
+	Staleness int
+}
+
+// JobQueue reads a job's pending questions, oldest first; the runtime
+// orders them by priority (docs/design.md, "The queue and nudges").
+func (s *Store) JobQueue(ctx context.Context, tenant, job string) ([]Queued, error) {
+	rows, err := s.rs.query(ctx, "SELECT "+recordColumns+", staleness FROM questions WHERE tenant = ? AND job_id = ? AND state = 'pending' ORDER BY asked_at, id", tenant, job)
+	if err != nil {
+		return nil, fmt.Errorf("store: queue of %s/%s: %w", tenant, job, err)
+	}
+	defer rows.Close()
+	var out []Queued
+	for rows.Next() {
+		var n int
+		r, err := scanRecord(rows, &n)
+		if err != nil {
+			return nil, fmt.Errorf("store: queue of %s/%s: %w", tenant, job, err)
+		}
+		out = append(out, Queued{Record: *r, Staleness: n})
+	}
+	return out, rows.Err()
+}
+
+// RoundStep is a due step fired in a job's round, with its audit reason.
+type RoundStep struct {
+	DueStep
+	Reason string
+}
+
+// FireRound fires the due steps of one job's ladder round at once: each is
+// removed, audited and its question's staleness bumped, and msgs (the one
+// nudge) are written, in one transaction. ErrStepGone, and nothing done,
+// when any of them fired (or its question ended) before: the ladder reads
+// the steps still due again.
+func (s *Store) FireRound(ctx context.Context, steps []RoundStep, at time.Time, msgs []Message) error {
+	err := s.tx(ctx, func(tx *txn) error {
+		for _, d := range steps {
+			res, err := tx.exec(ctx, "DELETE FROM steps WHERE question = ? AND idx = ?", d.Question, d.Index)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return ErrStepGone
+			}
+			if _, err := tx.exec(ctx, "UPDATE questions SET staleness = staleness + 1 WHERE id = ?", d.Question); err != nil {
+				return err
+			}
+			if err := auditTx(ctx, tx, d.Question, bridge.StatePending, bridge.StatePending, "", "", d.Reason, at); err != nil {
+				return err
+			}
+		}
+		return outboxTx(ctx, tx, msgs, at)
+	})
+	if err != nil && !errors.Is(err, ErrStepGone) {
+		return fmt.Errorf("store: fire a round of %d steps: %w", len(steps), err)
+	}
+	return err
+}
