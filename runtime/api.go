@@ -36,6 +36,7 @@ func (r *Runtime) serveAPI(ctx context.Context) (func(), error) {
 		bridge.APIShow:  r.apiShow,
 		bridge.APIStats: r.apiStats,
 		bridge.APITrace: r.apiTrace,
+		bridge.APIQueue: r.apiQueue,
 	}
 	var subs []*nats.Subscription
 	stop := func() {

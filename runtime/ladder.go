@@ -20,7 +20,6 @@ type ladderStore interface {
 	DueSteps(ctx context.Context, now time.Time, limit int) ([]store.DueStep, error)
 	Get(ctx context.Context, id int64) (*store.Record, error)
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
-	FireStep(ctx context.Context, d store.DueStep, at time.Time, reason string, msgs []store.Message) error
 	Settle(ctx context.Context, st store.Settlement) error
 	ProposalOf(ctx context.Context, question int64) (*store.Proposal, error)
 }
@@ -56,8 +55,29 @@ func (r *Runtime) fireDue(ctx context.Context) time.Time {
 			}
 			return r.clock.Now().Add(time.Second)
 		}
+		rounds, rest, err := r.rounds(ctx, due)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Error("ladder: read due steps' questions", "err", err)
+			}
+			return r.clock.Now().Add(time.Second)
+		}
+		// One nudge per job and step kind; the job's thread re-surfaces
+		// its top question once in a pass (docs/design.md, "The queue
+		// and nudges").
+		resurfaced := map[[2]string]bool{}
+		for _, rd := range rounds {
+			job := [2]string{rd.tenant, rd.job}
+			if err := r.fireRound(ctx, rd, now, !resurfaced[job]); err != nil {
+				if ctx.Err() == nil {
+					r.log.Error("ladder: fire a round", "tenant", rd.tenant, "job", rd.job, "step", rd.target, "err", err)
+				}
+				return r.clock.Now().Add(time.Second)
+			}
+			resurfaced[job] = true
+		}
 		held := false
-		for _, d := range due {
+		for _, d := range rest {
 			err := r.fireStep(ctx, d, now)
 			if errors.Is(err, errAnswerWaiting) {
 				held = true // again shortly, once the answer is decided
@@ -89,7 +109,8 @@ func (r *Runtime) fireDue(ctx context.Context) time.Time {
 	return next
 }
 
-// fireStep sends one reminder or escalation, or times the question out.
+// fireStep times a question out; its reminders and escalations fire in
+// rounds (fireRound).
 func (r *Runtime) fireStep(ctx context.Context, d store.DueStep, now time.Time) error {
 	rec, err := r.steps.Get(ctx, d.Question)
 	if err != nil {
@@ -98,40 +119,7 @@ func (r *Runtime) fireStep(ctx context.Context, d store.DueStep, now time.Time) 
 	if rec.State != bridge.StatePending {
 		return nil
 	}
-	q := decodeBody(rec)
-	if d.Target == store.StepTimeout {
-		return r.timeOut(ctx, rec, q, now)
-	}
-	targets := r.targets(q, d.Target)
-	typ := bridge.EventEscalated
-	if d.Target == bridge.TargetAnswerers {
-		typ = bridge.EventReminded
-	}
-	refs, err := r.steps.Messages(ctx, rec.ID)
-	if err != nil {
-		return err
-	}
-	ev := eventFor(rec, typ, now)
-	ev.EventID = fmt.Sprintf("%s.%d", ev.EventID, d.Index)
-	ev.Question = q
-	ev.State = bridge.StatePending
-	ev.Step = d.Target
-	ev.Targets = targets
-	ev.Messages = refs
-	reason := fmt.Sprintf("%s %s: %v", typ, d.Target, targets)
-	err = r.steps.FireStep(ctx, d, now, reason, []store.Message{eventMsg(ev)})
-	if errors.Is(err, store.ErrStepGone) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if len(targets) == 0 {
-		r.log.Warn("ladder step has nobody to remind", "tenant", rec.Tenant, "job", rec.JobID, "question", rec.QuestionID, "step", d.Target)
-	}
-	r.metrics.ladder.WithLabelValues(d.Target).Inc()
-	r.wakeRelay()
-	return nil
+	return r.timeOut(ctx, rec, decodeBody(rec), now)
 }
 
 // targets are the identities a step reminds. Without named answerers the

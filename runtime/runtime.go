@@ -38,6 +38,7 @@ type Store interface {
 	noticeStore
 	gateStore
 	proposalStore
+	queueStore
 	// Instance names the database, whose runtime holds the lease.
 	Instance() string
 }
@@ -147,6 +148,7 @@ type Runtime struct {
 	notices     noticeStore
 	gates       gateStore
 	proposals   proposalStore
+	queue       queueStore
 	// instance is the store's database, named in the lease.
 	instance string
 	// outbox is the relay publishing what the parts decided.
@@ -194,6 +196,7 @@ func New(o Options) (*Runtime, error) {
 		notices:     o.Store,
 		gates:       o.Store,
 		proposals:   o.Store,
+		queue:       o.Store,
 		instance:    o.Store.Instance(),
 		outbox:      newRelay(o, log),
 		ladWake:     make(chan struct{}, 1),

@@ -1,0 +1,196 @@
+package runtime
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
+)
+
+// queueStore is what the queue and the ladder's rounds read and write
+// (docs/design.md, "The queue and nudges").
+type queueStore interface {
+	JobQueue(ctx context.Context, tenant, job string) ([]store.Queued, error)
+	FireRound(ctx context.Context, steps []store.RoundStep, at time.Time, msgs []store.Message) error
+}
+
+// queued is a pending question of a job's queue, read.
+type queued struct {
+	store.Queued
+	q *bridge.Question
+}
+
+// jobQueue is a job's pending questions in queue order: by priority, then
+// age, then the order they were recorded in.
+func (r *Runtime) jobQueue(ctx context.Context, tenant, job string) ([]queued, error) {
+	recs, err := r.queue.JobQueue(ctx, tenant, job)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]queued, len(recs))
+	for i := range recs {
+		out[i] = queued{Queued: recs[i], q: decodeBody(&recs[i].Record)}
+	}
+	slices.SortStableFunc(out, func(a, b queued) int {
+		return cmp.Or(
+			cmp.Compare(bridge.PriorityRank(a.q.Priority), bridge.PriorityRank(b.q.Priority)),
+			a.AskedAt.Compare(b.AskedAt),
+			cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+func (it *queued) item() bridge.QueueItem {
+	tools := it.q.BlockedTools
+	if tools == nil {
+		tools = []string{}
+	}
+	return bridge.QueueItem{
+		QuestionID: it.QuestionID, TaskVersion: it.TaskVersion, Priority: it.q.PriorityOf(),
+		Staleness: it.Staleness, AskedAt: it.AskedAt, Deadline: it.Deadline,
+		BlockedTools: tools, Restricted: it.q.Restricted(),
+	}
+}
+
+// roundKey groups the due steps that make one nudge: a job's steps of one
+// kind (answerers, owner, admins) due at once.
+type roundKey struct{ tenant, job, target string }
+
+// round is the due steps of one job and step kind.
+type round struct {
+	roundKey
+	steps []store.DueStep
+}
+
+// rounds groups due ladder steps (not timeouts) by job and step, in the
+// order their first steps fell due; the rest are returned apart.
+func (r *Runtime) rounds(ctx context.Context, due []store.DueStep) (rounds []*round, rest []store.DueStep, err error) {
+	by := map[roundKey]*round{}
+	for _, d := range due {
+		if d.Target == store.StepTimeout {
+			rest = append(rest, d)
+			continue
+		}
+		rec, err := r.steps.Get(ctx, d.Question)
+		if err != nil {
+			return nil, nil, err
+		}
+		k := roundKey{rec.Tenant, rec.JobID, d.Target}
+		if by[k] == nil {
+			by[k] = &round{roundKey: k}
+			rounds = append(rounds, by[k])
+		}
+		by[k].steps = append(by[k].steps, d)
+	}
+	return rounds, rest, nil
+}
+
+// fireRound sends one job's round as one reminded or escalated event: its
+// question is the top of the job's queue, its nudge all the job's pending
+// questions with whom the round reminds of each. resurface says the job's
+// thread may show the top question again in this pass.
+func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resurface bool) error {
+	queue, err := r.jobQueue(ctx, rd.tenant, rd.job)
+	if err != nil {
+		return err
+	}
+	typ := bridge.EventEscalated
+	if rd.target == bridge.TargetAnswerers {
+		typ = bridge.EventReminded
+	}
+	fired := map[int64]store.DueStep{}
+	for _, d := range rd.steps {
+		fired[d.Question] = d
+	}
+	nudge := &bridge.Nudge{Questions: make([]bridge.NudgeQuestion, 0, len(queue))}
+	var steps []store.RoundStep
+	var all []string
+	for i := range queue {
+		it := &queue[i]
+		nq := bridge.NudgeQuestion{QueueItem: it.item(), Question: it.q}
+		if d, ok := fired[it.ID]; ok {
+			nq.Staleness++ // as the round leaves it
+			nq.Step, nq.Targets = rd.target, r.targets(it.q, rd.target)
+			steps = append(steps, store.RoundStep{DueStep: d, Reason: fmt.Sprintf("%s %s: %v", typ, rd.target, nq.Targets)})
+			for _, t := range nq.Targets {
+				if !slices.Contains(all, t) {
+					all = append(all, t)
+				}
+			}
+		}
+		nudge.Questions = append(nudge.Questions, nq)
+	}
+	if len(steps) == 0 {
+		return nil // their questions ended meanwhile, taking their steps along
+	}
+	top := &queue[0]
+	nudge.Resurface = resurface && bridge.Urgent(top.q.Priority)
+	refs, err := r.steps.Messages(ctx, top.ID)
+	if err != nil {
+		return err
+	}
+	ev := eventFor(&top.Record, typ, now)
+	// One round per job, step kind and time: named by the first step it
+	// fires, which fires once.
+	first := steps[0].DueStep
+	ev.EventID = fmt.Sprintf("%s.round.%d.%d", ev.EventID, first.Question, first.Index)
+	ev.Question = top.q
+	ev.State = bridge.StatePending
+	ev.Step = rd.target
+	ev.Targets = all
+	ev.Messages = refs
+	ev.Nudge = nudge
+	err = r.queue.FireRound(ctx, steps, now, []store.Message{eventMsg(ev)})
+	if errors.Is(err, store.ErrStepGone) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(all) == 0 {
+		r.log.Warn("ladder round has nobody to remind", "tenant", rd.tenant, "job", rd.job, "step", rd.target)
+	}
+	r.metrics.ladder.WithLabelValues(rd.target).Add(float64(len(steps)))
+	r.wakeRelay()
+	return nil
+}
+
+// apiQueue answers ask.v1.api.queue: a job's pending questions in queue
+// order, as the asking identity may see them (the view rules of list).
+func (r *Runtime) apiQueue(ctx context.Context, data []byte) any {
+	var req bridge.QueueRequest
+	if problem := decodeRequest("queue", data, &req); problem != "" {
+		return bridge.QueueReply{Error: problem}
+	}
+	if err := checkAs(req.As); err != nil {
+		return bridge.QueueReply{Error: "as: " + err.Error()}
+	}
+	for _, t := range []struct{ what, v string }{{"tenant", req.Tenant}, {"job_id", req.JobID}} {
+		if err := bridge.CheckToken(t.what, t.v); err != nil {
+			return bridge.QueueReply{Error: "queue: " + err.Error()}
+		}
+	}
+	queue, err := r.jobQueue(ctx, req.Tenant, req.JobID)
+	if err != nil {
+		r.log.Error("api queue", "err", err)
+		return bridge.QueueReply{Error: "queue: the store could not be read"}
+	}
+	reply := bridge.QueueReply{Questions: []bridge.QueueItem{}}
+	for i := range queue {
+		v, ok := r.view(ctx, &queue[i].Record, req.As, req.Roles)
+		if !ok {
+			continue
+		}
+		it := queue[i].item()
+		if v.Hidden {
+			it.Hidden, it.BlockedTools = true, []string{}
+		}
+		reply.Questions = append(reply.Questions, it)
+	}
+	return reply
+}

@@ -1,0 +1,130 @@
+package runtime_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
+)
+
+func queueOf(t *testing.T, env *testenv.Env, as, job string) bridge.QueueReply {
+	t.Helper()
+	data, _ := json.Marshal(bridge.QueueRequest{Tenant: "acme", JobID: job, As: as})
+	msg, err := env.NATS.Conn.Request(bridge.APIQueue, data, 5*time.Second)
+	if err != nil {
+		t.Fatalf("queue: %v", err)
+	}
+	var reply bridge.QueueReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		t.Fatalf("queue reply %s: %v", msg.Data, err)
+	}
+	return reply
+}
+
+// queueLine is a queue as "id:priority:staleness" items.
+func queueLine(r bridge.QueueReply) string {
+	var out []string
+	for _, it := range r.Questions {
+		out = append(out, fmt.Sprintf("%s:%s:%d", it.QuestionID, it.Priority, it.Staleness))
+	}
+	return strings.Join(out, " ")
+}
+
+// Three pending questions of mixed priority on one job: the queue orders
+// them, one ladder round sends one nudge naming the blocking one with the
+// others, and once it is answered the high one tops the next round.
+func TestQueueAndOneNudgePerJob(t *testing.T) {
+	t.Parallel()
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
+	job := "job-queue"
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme."+job)
+	for _, c := range []struct{ id, priority string }{{"q-low", bridge.PriorityLow}, {"q-high", bridge.PriorityHigh}, {"q-block", ""}} {
+		q := ladderQuestion(job, "")
+		q.QuestionID, q.Priority, q.Timeout = c.id, c.priority, "1h"
+		q.BlockedTools = []string{"send_" + c.id[2:]}
+		ask(t, env, q)
+	}
+	if got := queueLine(queueOf(t, env, "slack:UANA", job)); got != "q-block:blocking:0 q-high:high:0 q-low:low:0" {
+		t.Fatalf("queue = %s", got)
+	}
+	if it := queueOf(t, env, "slack:UANA", job).Questions[0]; !slices.Equal(it.BlockedTools, []string{"send_block"}) || it.AskedAt.IsZero() {
+		t.Fatalf("top of the queue = %+v", it)
+	}
+
+	clock.Advance(15*time.Minute + time.Second) // the answerers' step of all three
+	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if got := events.EventTypes(); got != "asked,asked,asked,reminded" {
+			return fmt.Errorf("events = %s", got)
+		}
+		return nil
+	})
+	ev := events.Events()[3]
+	if ev.QuestionID != "q-block" || ev.Nudge == nil || !ev.Nudge.Resurface || ev.Nudge.More() != 2 {
+		t.Fatalf("nudge = %s %+v", ev.QuestionID, ev.Nudge)
+	}
+	if !slices.Equal(ev.Targets, []string{"slack:UANA"}) || len(ev.Nudge.For("slack:UANA")) != 3 {
+		t.Fatalf("targets %v; for slack:UANA %d questions", ev.Targets, len(ev.Nudge.For("slack:UANA")))
+	}
+	if got := queueLine(queueOf(t, env, "slack:UANA", job)); got != "q-block:blocking:1 q-high:high:1 q-low:low:1" {
+		t.Fatalf("queue after a round = %s", got)
+	}
+
+	attempt(t, env, bridge.AnswerAttempt{JobID: job, QuestionID: "q-block", TaskVersion: 1, AttemptID: "a-block",
+		Answer: json.RawMessage(`"red"`), By: "slack:UANA"})
+	waitState(t, env, &bridge.Question{JobID: job, QuestionID: "q-block"}, bridge.StateAnswered)
+	if got := queueLine(queueOf(t, env, "slack:UANA", job)); got != "q-high:high:1 q-low:low:1" {
+		t.Fatalf("queue after the answer = %s", got)
+	}
+
+	clock.Advance(15 * time.Minute) // the owner's step
+	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if got := events.EventTypes(); got != "asked,asked,asked,reminded,answered,escalated" {
+			return fmt.Errorf("events = %s", got)
+		}
+		return nil
+	})
+	ev = events.Events()[5]
+	if ev.QuestionID != "q-high" || !ev.Nudge.Resurface || ev.Nudge.More() != 1 || !slices.Equal(ev.Targets, []string{"slack:UJOBOWNER"}) {
+		t.Fatalf("second nudge = %s %+v targets %v", ev.QuestionID, ev.Nudge, ev.Targets)
+	}
+	if got := queueLine(queueOf(t, env, "slack:UANA", job)); got != "q-high:high:2 q-low:low:2" {
+		t.Fatalf("queue after two rounds = %s", got)
+	}
+}
+
+// The queue request is checked, and shows an identity only what list would.
+func TestQueueRequests(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	q := choiceQuestion("job-qr")
+	q.Answerers = []string{"slack:UANA"}
+	q.Visibility = bridge.VisibilityRestricted
+	q.BlockedTools = []string{"send_report"}
+	ask(t, env, q)
+	for _, c := range []struct{ body, want string }{
+		{`{"tenant":"acme"}`, "queue: job_id: is required"},
+		{`{"tenant":"acme","job_id":"job.1"}`, `queue: job_id: "job.1" must be 1 to 64 letters, digits, '-' or '_'`},
+		{`{"tenant":"acme","job_id":"job-qr","as":"bob"}`, `as: `},
+	} {
+		msg, err := env.NATS.Conn.Request(bridge.APIQueue, []byte(c.body), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply bridge.QueueReply
+		if err := json.Unmarshal(msg.Data, &reply); err != nil || !strings.HasPrefix(reply.Error, c.want) || reply.Questions != nil {
+			t.Errorf("%s: %s, want error %q", c.body, msg.Data, c.want)
+		}
+	}
+	if it := queueOf(t, env, "slack:UANA", "job-qr").Questions; len(it) != 1 || it[0].Hidden || !it[0].Restricted || it[0].BlockedTools[0] != "send_report" {
+		t.Fatalf("answerer's queue = %+v", it)
+	}
+	if it := queueOf(t, env, "slack:UOP", "job-qr").Questions; len(it) != 1 || !it[0].Hidden || len(it[0].BlockedTools) != 0 {
+		t.Fatalf("operator's queue = %+v", it)
+	}
+}
