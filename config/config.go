@@ -65,6 +65,18 @@ type Config struct {
 	// reads it at start and on SIGHUP (policy.Load).
 	Policy string `envconfig:"ASK_POLICY"`
 
+	// MCPToken, when set, switches on the MCP front door at /mcp
+	// (streamable HTTP); clients send it as Authorization: Bearer. Never
+	// printed.
+	MCPToken string `envconfig:"ASK_MCP_TOKEN"`
+	// MCPTenant is the tenant MCP clients ask in (docs/mcp.md).
+	MCPTenant string `envconfig:"ASK_MCP_TENANT" default:"default"`
+	// MCPAutoAllow lists tool uses approve_tool_use allows without
+	// asking: Read, Grep, Bash(git status).
+	MCPAutoAllow []string `envconfig:"ASK_MCP_AUTO_ALLOW"`
+	// MCPProgress is how often a waiting MCP call sends progress.
+	MCPProgress time.Duration `envconfig:"ASK_MCP_PROGRESS" default:"15s"`
+
 	LogLevel string `envconfig:"ASK_LOG_LEVEL" default:"info"`
 	// ShutdownGrace bounds a graceful stop.
 	ShutdownGrace time.Duration `envconfig:"ASK_SHUTDOWN_GRACE" default:"10s"`
@@ -165,7 +177,7 @@ func kindWord(t string) string {
 }
 
 func (c *Config) normalize() {
-	for _, l := range []*[]string{&c.Owners, &c.Admins, &c.Operators, &c.Readers, &c.DiscordAdminRoles, &c.DiscordOperatorRoles} {
+	for _, l := range []*[]string{&c.Owners, &c.Admins, &c.Operators, &c.Readers, &c.DiscordAdminRoles, &c.DiscordOperatorRoles, &c.MCPAutoAllow} {
 		var out []string
 		for _, s := range *l {
 			if s = strings.TrimSpace(s); s != "" {
@@ -321,6 +333,15 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("ASK_LOG_LEVEL must be debug, info, warn or error")
+	}
+	if !bridge.ValidToken(c.MCPTenant) {
+		bad("ASK_MCP_TENANT must be 1 to 64 letters, digits, '-' or '_', not %q", c.MCPTenant)
+	}
+	if c.MCPProgress <= 0 {
+		bad("ASK_MCP_PROGRESS must be a positive duration such as 15s")
+	}
+	if c.MCPToken != "" && len(c.MCPToken) < 16 {
+		bad("ASK_MCP_TOKEN must be at least 16 characters")
 	}
 	if c.ShutdownGrace < 0 {
 		bad("ASK_SHUTDOWN_GRACE must not be negative")

@@ -38,6 +38,7 @@ func TestDefaults(t *testing.T) {
 		DataDir: "./data", HTTPAddr: ":8080", NATSListen: "127.0.0.1:4222", NATSSync: "always", // NATSReplicas unset: existing streams keep theirs
 		SlackAPIURL: "https://slack.com/api/", DiscordAPIURL: "https://discord.com/api/v10/",
 		LogLevel: "info", ShutdownGrace: 10 * time.Second,
+		MCPTenant: "default", MCPProgress: 15 * time.Second,
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults = %+v\nwant       %+v", *c, want)

@@ -211,8 +211,13 @@ func (w *walker) policy(root *yaml.Node) (*Policy, error) {
 	p := &Policy{}
 	found := false
 	err := w.entries(root, "", "a mapping with tenants:", func(key string, k, v *yaml.Node) error {
+		if key == "mcp" {
+			var err error
+			p.MCP, err = w.mcp(v)
+			return err
+		}
 		if key != "tenants" {
-			return w.fail(k.Line, "", "unknown key %q; a policy file holds only tenants:", key)
+			return w.fail(k.Line, "", "unknown key %q; a policy file holds only tenants: and mcp:", key)
 		}
 		found = true
 		return w.tenants(p, v)
@@ -409,4 +414,32 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+// mcp reads the mcp: section: auto_allow, a list of tools or tools with
+// their input in parentheses.
+func (w *walker) mcp(n *yaml.Node) (*MCP, error) {
+	m := &MCP{}
+	err := w.entries(n, "mcp", "a mapping with auto_allow:", func(key string, k, v *yaml.Node) error {
+		if key != "auto_allow" {
+			return w.fail(k.Line, "mcp", "unknown key %q; mcp: holds only auto_allow:", key)
+		}
+		if v.Kind != yaml.SequenceNode {
+			return w.fail(v.Line, "mcp.auto_allow", "must be a list of tools such as Read or Bash(git status), not %s", describe(v))
+		}
+		for i, item := range v.Content {
+			at := fmt.Sprintf("mcp.auto_allow[%d]", i)
+			if item.Kind == yaml.AliasNode {
+				return w.alias(item, at)
+			}
+			tool, _, _ := strings.Cut(item.Value, "(")
+			if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" || bridge.CheckTool(at, tool) != nil ||
+				(strings.Contains(item.Value, "(") && !strings.HasSuffix(item.Value, ")")) {
+				return w.fail(item.Line, at, "%s is not a tool (Read) or a tool with its input (Bash(git status))", describe(item))
+			}
+			m.AutoAllow = append(m.AutoAllow, item.Value)
+		}
+		return nil
+	})
+	return m, err
 }

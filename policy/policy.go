@@ -39,6 +39,24 @@ type Tenant struct {
 // Policy is a whole policy file. The zero Policy gates nothing.
 type Policy struct {
 	Tenants map[string]Tenant `yaml:"tenants"`
+	// MCP holds the MCP front door's settings (docs/mcp.md).
+	MCP *MCP `yaml:"mcp,omitempty"`
+}
+
+// MCP is the policy's mcp: section.
+type MCP struct {
+	// AutoAllow lists the tool uses approve_tool_use allows without
+	// asking anyone: a tool (Read), or a tool with its input
+	// (Bash(git status), Bash(npm test:*)).
+	AutoAllow []string `yaml:"auto_allow,omitempty"`
+}
+
+// MCPAutoAllow is the policy's mcp.auto_allow, none for a nil policy.
+func (p *Policy) MCPAutoAllow() []string {
+	if p == nil || p.MCP == nil {
+		return nil
+	}
+	return p.MCP.AutoAllow
 }
 
 // Rule returns the rule of an action in a tenant, and whether there is one.

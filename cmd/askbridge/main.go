@@ -46,6 +46,8 @@ Usage:
                                             may the job call TOOL now? exit 0 allowed, 1 refused, 2 usage
   askbridge trace [--tenant T] [--json] [--as IDENTITY] JOB
                                             the job's timeline: questions, gate decisions, answers, refusals, approvals, executions, notices
+  askbridge mcp                              serve MCP on stdin/stdout: ask_user, request_approval, check_action,
+                                            approve_tool_use (docs/mcp.md); ASK_MCP_TENANT names the tenant
   askbridge stats
   askbridge policy check FILE               check a policy file (ASK_POLICY) without starting anything; exit 0 good, 2 bad
   askbridge bench [--duration 10s] [--rate 0] [--concurrency 32] [--sync always|interval] [--pending N] [--gate]
@@ -83,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	c := &cli{stdout: stdout, stderr: stderr, identity: cliIdentity()}
 	tools := map[string]func(context.Context, []string) int{
 		"ask": c.ask, "list": c.list, "show": c.show, "answer": c.answer, "decline": c.decline,
-		"cancel": c.cancel, "executed": c.executed, "link": c.link, "stats": c.stats, "trace": c.trace, "gate": c.gate, "torture": c.torture, "bench": c.bench,
+		"cancel": c.cancel, "executed": c.executed, "mcp": c.mcp, "link": c.link, "stats": c.stats, "trace": c.trace, "gate": c.gate, "torture": c.torture, "bench": c.bench,
 		"policy": c.policy,
 	}
 	tool, ok := tools[cmd]

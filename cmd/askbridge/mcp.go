@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/askbridge/askbridge/config"
+	"github.com/askbridge/askbridge/mcpfront"
+	"github.com/askbridge/askbridge/policy"
+)
+
+// mcp serves the MCP front door on stdin and stdout (docs/mcp.md). It
+// binds nothing: it reaches the running service through its NATS, as
+// the other tools do. Stdout is the protocol's, so everything it says
+// goes to stderr.
+func (c *cli) mcp(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	natsURL := fs.String("nats", "", "NATS URL (default ASK_NATS_URL, else the embedded server's)")
+	fs.Usage = func() {
+		fmt.Fprint(c.stderr, "Usage: askbridge mcp [--nats URL]\n\nServe MCP on stdin/stdout: the tools ask_user, request_approval, check_action and approve_tool_use.\nASK_MCP_TENANT names the tenant (default default). See docs/mcp.md.\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitConfig
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			for _, p := range ce.Problems {
+				fmt.Fprintln(c.stderr, "askbridge mcp: "+p)
+			}
+			return exitConfig
+		}
+		fmt.Fprintln(c.stderr, "askbridge mcp: "+err.Error())
+		return exitConfig
+	}
+	log := newLogger(c.stderr, cfg.LogLevel)
+	allow, err := mcpAutoAllow(cfg)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "askbridge mcp: "+err.Error())
+		return exitConfig
+	}
+	nc, _, err := c.connect(*natsURL)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "askbridge mcp: "+err.Error())
+		return exitError
+	}
+	defer nc.Close()
+	front, err := mcpfront.New(nc, mcpfront.Options{
+		Tenant: cfg.MCPTenant, Progress: cfg.MCPProgress, AutoAllow: allow, Logger: log,
+	})
+	if err != nil {
+		fmt.Fprintln(c.stderr, "askbridge mcp: "+err.Error())
+		return exitConfig
+	}
+	if err := front.RunStdio(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		log.Error("mcp", "err", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// mcpAutoAllow is ASK_MCP_AUTO_ALLOW and the policy file's mcp.auto_allow
+// together.
+func mcpAutoAllow(cfg *config.Config) ([]string, error) {
+	allow := cfg.MCPAutoAllow
+	if cfg.Policy == "" {
+		return allow, nil
+	}
+	p, err := policy.Load(cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	return append(allow, p.MCPAutoAllow()...), nil
+}

@@ -1,0 +1,194 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+func (f *Front) addTools() {
+	f.srv.AddTool(&mcp.Tool{
+		Name:  "ask_user",
+		Title: "Ask a person",
+		Description: "Ask a person (in Slack, Discord or the web console) and wait for the answer, however long it takes. " +
+			"Give choices for buttons, fields for a typed form, or neither for free text. " +
+			"The result is the text to read (The answer: ..., a decline with its reason, or Nobody answered within ...) with the outcome as structured content.",
+		InputSchema: mustJSON(askUserSchema),
+	}, f.askUser)
+	f.srv.AddTool(&mcp.Tool{
+		Name:  "request_approval",
+		Title: "Request approval of an action",
+		Description: "Propose an action with its exact arguments and wait until a person approves or denies it. " +
+			"Approved, execute it once with check_action (tool = the action, proposal_id, execute: true).",
+		InputSchema: mustJSON(requestApprovalSchema),
+	}, f.requestApproval)
+	f.srv.AddTool(&mcp.Tool{
+		Name:  "check_action",
+		Title: "May I run this tool now?",
+		Description: "Ask askbridge's gate whether the job may call a tool now: refused while a question blocks it, " +
+			"or when the operator's policy requires an approved proposal. Never waits for a person.",
+		InputSchema: mustJSON(checkActionSchema),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, IdempotentHint: false},
+	}, f.checkAction)
+	f.srv.AddTool(&mcp.Tool{
+		Name:  "approve_tool_use",
+		Title: "Ask a person to allow a tool use",
+		Description: "The permission-prompt tool of coding agents: a person allows or denies the tool use in Slack or Discord. " +
+			`The result is the JSON text {"behavior":"allow","updatedInput":...} or {"behavior":"deny","message":...}.`,
+		InputSchema: mustJSON(approveToolUseSchema),
+	}, f.approveToolUse)
+}
+
+// questionKeys are the ask_user arguments that are the question's own.
+var questionKeys = []string{"question", "choices", "fields", "timeout", "on_timeout", "answerers", "route", "context", "why_it_matters"}
+
+func (f *Front) askUser(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	a, err := readArgs(req, append(questionKeys, "question_id", "job_id")...)
+	if err != nil {
+		return toolError(err), nil
+	}
+	body := map[string]json.RawMessage{}
+	for _, k := range questionKeys {
+		if v, ok := a[k]; ok {
+			body[k] = v
+		}
+	}
+	q, err := f.question(req, a, body)
+	if err != nil {
+		return toolError(err), nil
+	}
+	out, err := f.wait(ctx, req, q)
+	if err != nil {
+		return toolError(err), nil
+	}
+	return textResult(out.Text, out, out.Outcome == bridge.OutcomeInvalid), nil
+}
+
+// question builds the question of a call from body (the question's own
+// keys as the call gave them) and checks it as the runtime will, so a
+// mistake comes back at once naming the field.
+func (f *Front) question(req *mcp.CallToolRequest, a args, body map[string]json.RawMessage) (*bridge.Question, error) {
+	job, err := a.str("job_id")
+	if err != nil {
+		return nil, err
+	}
+	if job != "" {
+		if err := bridge.CheckToken("job_id", job); err != nil {
+			return nil, err
+		}
+	}
+	qid, err := a.str("question_id")
+	if err != nil {
+		return nil, err
+	}
+	named := qid != ""
+	if !named {
+		qid = "q-" + randomHex(6)
+	}
+	set := func(k string, v any) {
+		b, _ := json.Marshal(v)
+		body[k] = b
+	}
+	set("tenant", f.o.Tenant)
+	set("job_id", f.jobFor(req, job))
+	set("question_id", qid)
+	if name := agentName(req); name != "" {
+		set("agent", bridge.Truncate(name, 100))
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("arguments: %w", err)
+	}
+	q, err := bridge.DecodeQuestion(data)
+	if err != nil {
+		return nil, err
+	}
+	q.TaskVersion = 0
+	if named && job == "" {
+		q.JobID = "" // wait looks the question up in the whole tenant
+	}
+	return q, nil
+}
+
+// wait asks q and waits for its outcome, or, when a question of q's id
+// was asked before (in q's job, or anywhere in the tenant when q names
+// no job), waits for that question's outcome instead: a call made again
+// after a reconnect asks nothing twice (agent.Await).
+func (f *Front) wait(ctx context.Context, req *mcp.CallToolRequest, q *bridge.Question) (*bridge.Resume, error) {
+	job, found, err := f.find(ctx, q.JobID, q.QuestionID)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		stop := f.keepAlive(ctx, req, job, q.QuestionID)
+		defer stop()
+		return f.ag.Await(ctx, f.o.Tenant, job, q.QuestionID)
+	}
+	if q.JobID == "" {
+		q.JobID = f.jobFor(req, "")
+	}
+	stop := f.keepAlive(ctx, req, q.JobID, q.QuestionID)
+	defer stop()
+	return f.ag.Ask(ctx, q)
+}
+
+// find looks for a recorded question of id, in job or (job empty) in the
+// tenant. A question id the call made up itself was never asked.
+func (f *Front) find(ctx context.Context, job, id string) (string, bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var reply bridge.ShowReply
+	err := bridge.Request(rctx, f.nc, bridge.APIShow, bridge.ShowRequest{Tenant: f.o.Tenant, JobID: job, QuestionID: id}, &reply)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return "", false, fmt.Errorf("askbridge is not running: nothing answers on NATS at %s", f.nc.ConnectedUrlRedacted())
+	case err != nil:
+		return "", false, fmt.Errorf("askbridge did not answer: %w", err)
+	case reply.Question != nil:
+		return reply.Question.JobID, true, nil
+	case reply.Error == bridge.NoQuestionShown(id):
+		return "", false, nil
+	}
+	return "", false, fmt.Errorf("question_id: %s", reply.Error)
+}
+
+// keepAlive sends progress notifications while a call waits, when the
+// client asked for them (a progress token): the first at once, then one
+// every Options.Progress, so a client that resets its timeout on progress
+// waits as long as the person takes. Each says how to re-attach.
+func (f *Front) keepAlive(ctx context.Context, req *mcp.CallToolRequest, job, qid string) (stop func()) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(f.o.Progress)
+		defer tick.Stop()
+		for n := 1; ; n++ {
+			msg := fmt.Sprintf("Waiting for a person to answer question %s in job %s (%s so far). "+
+				"If this call is cut off, call again with question_id %q and job_id %q to keep waiting for the same answer.",
+				qid, job, time.Since(start).Round(time.Second), qid, job)
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: msg})
+			if err != nil && ctx.Err() == nil {
+				f.o.Logger.Debug("mcp progress", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
