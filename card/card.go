@@ -58,7 +58,9 @@ type Ending struct {
 	Comment string
 	// Text is the runtime's sentence about the ending, for the agent.
 	Text string
-	At   time.Time
+	// Status is a cancel's status (bridge.CancelRetired, ...), when known.
+	Status string
+	At     time.Time
 }
 
 // Kind is what a card asks for.

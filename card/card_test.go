@@ -75,6 +75,13 @@ func TestOutcomeLines(t *testing.T) {
 		{bridge.Event{Type: bridge.EventTimedOut}, nil, "Nobody answered in time", "Timed out"},
 		{bridge.Event{Type: bridge.EventCancelled, Text: bridge.CancelledText("")}, question(), "Cancelled", "Cancelled"},
 		{bridge.Event{Type: bridge.EventCancelled, Text: bridge.CancelledText("done by hand")}, question(), "Cancelled: done by hand", "Cancelled"},
+		{bridge.Event{Type: bridge.EventCancelled, Status: bridge.CancelRetired, Text: bridge.RetiredText("the topic changed")}, question(),
+			"No longer needed: the topic changed", "Cancelled"},
+		{bridge.Event{Type: bridge.EventCancelled, Status: bridge.CancelImplicitlyAnswered, Text: bridge.ImplicitlyAnsweredText("blue, as always")}, question(),
+			"Answered in conversation: “blue, as always”", "Cancelled"},
+		// A view carries the record's text only, with the agent's reason after the evidence.
+		{bridge.Event{Type: bridge.EventCancelled, Text: bridge.ImplicitlyAnsweredText("blue") + " Reason: said in the thread"}, question(),
+			"Answered in conversation: “blue”", "Cancelled"},
 		{bridge.Event{Type: bridge.EventSuperseded, Text: bridge.SupersededText(4)}, question(), "Superseded by task version 4", "Superseded"},
 		{bridge.Event{Type: bridge.EventSuperseded}, question(), "Superseded by a newer version of this task", "Superseded"},
 		{bridge.Event{Type: bridge.EventDeliveryFailed, State: bridge.StateFailed}, question(), "Failed: askbridge could not deliver this question", "Failed"},

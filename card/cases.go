@@ -137,6 +137,10 @@ func caseEndings(q *bridge.Question) []*caseEnding {
 		by("timed out", Ending{Event: bridge.EventTimedOut, Text: bridge.TimedOutText(q.TimeoutDuration())}),
 		by("cancelled", Ending{Event: bridge.EventCancelled, Text: bridge.CancelledText("the customer called back")}),
 		by("cancelled, no reason", Ending{Event: bridge.EventCancelled, Text: bridge.CancelledText("")}),
+		by("retired", Ending{Event: bridge.EventCancelled, Status: bridge.CancelRetired,
+			Text: bridge.RetiredText("the customer switched to the annual plan")}),
+		by("implicitly answered", Ending{Event: bridge.EventCancelled, Status: bridge.CancelImplicitlyAnswered,
+			Text: bridge.ImplicitlyAnsweredText("blue, like last quarter's report")}),
 		by("superseded", Ending{Event: bridge.EventSuperseded, Text: bridge.SupersededText(4)}),
 		by("delivery failed", Ending{Event: bridge.EventDeliveryFailed, Text: "The question could not be shown to anyone."}))
 }

@@ -94,7 +94,7 @@ func EndingOf(ev *bridge.Event) *Ending {
 	default:
 		return nil
 	}
-	e := &Ending{Event: ev.Type, By: ev.By, ByName: ev.ByName, Comment: ev.Comment, Text: ev.Text, At: ev.At}
+	e := &Ending{Event: ev.Type, By: ev.By, ByName: ev.ByName, Comment: ev.Comment, Text: ev.Text, Status: ev.Status, At: ev.At}
 	if ev.Type == bridge.EventAnswered {
 		e.Answer = ev.AnswerText
 		if e.Answer == "" && len(ev.Answer) > 0 {

@@ -197,6 +197,27 @@ func merge(l Line) Line {
 // the agent's reason (bridge.CancelledText).
 var cancelledPrefix = strings.TrimSuffix(bridge.CancelledText("x"), "x.")
 
+// statusLine is the line of a retired or implicitly answered question:
+// "No longer needed: <reason>", "Answered in conversation: “<evidence>”".
+// The status comes with the event; a view or a stored card has only the
+// runtime's text (bridge.CancelText), which begins the same way.
+func statusLine(e *Ending) ([]Span, bool) {
+	text := strings.TrimSpace(e.Text)
+	switch {
+	case e.Status == bridge.CancelRetired || strings.HasPrefix(text, bridge.RetiredPrefix):
+		why := strings.TrimSuffix(strings.TrimPrefix(text, bridge.RetiredPrefix), ".")
+		return []Span{Words(strings.TrimSuffix(bridge.RetiredPrefix, " ") + " "), Quote(why)}, true
+	case e.Status == bridge.CancelImplicitlyAnswered || strings.HasPrefix(text, bridge.ImplicitlyAnsweredPrefix):
+		words := strings.TrimPrefix(text, bridge.ImplicitlyAnsweredPrefix+"“")
+		if i := strings.LastIndex(words, "”"); i >= 0 {
+			// The audit's copy may add the agent's reason after the quote.
+			words = words[:i]
+		}
+		return []Span{Words(bridge.ImplicitlyAnsweredPrefix + "“"), Quote(words), Words("”")}, true
+	}
+	return nil, false
+}
+
 // supersededFormat reads the new task version out of the runtime's
 // superseded text (bridge.SupersededText).
 var supersededFormat = strings.Replace(bridge.SupersededText(1), "1", "%d", 1)
@@ -235,6 +256,10 @@ func outcomeLine(e *Ending, q *bridge.Question, hidden bool) Line {
 			l.Spans = []Span{Words("Nobody answered in time")}
 		}
 	case bridge.EventCancelled:
+		if sl, ok := statusLine(e); ok {
+			l.Spans = sl
+			break
+		}
 		l.Spans = []Span{Words("Cancelled")}
 		if why, ok := strings.CutPrefix(strings.TrimSuffix(strings.TrimSpace(e.Text), "."), cancelledPrefix); ok && why != "" {
 			l.Spans = append(l.Spans, Words(": "), Quote(why))

@@ -41,6 +41,13 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 		r.log.Warn("cancel does not match its subject; dropped", "subject", msg.Subject())
 		return nil
 	}
+	if err := bridge.ValidateCancel(&c); err != nil {
+		// Nothing ends: the agent hears why from its cancel's decision
+		// reply, and the log keeps it.
+		r.log.Warn("invalid cancel dropped", "tenant", tenant, "job", job, "question", c.QuestionID, "problem", err.Error())
+		r.tellCanceller(msg, bridge.CancelDecision{Refused: err.Error()})
+		return nil
+	}
 	now := r.stamp()
 	if c.By != "" && !r.o.Roles.accessFor(tenant, c.By, c.Roles, nil).Admin {
 		return r.refuseCancel(ctx, msg, tenant, job, &c, now)
@@ -57,14 +64,14 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 	}
 	ended, err := r.cancelling.Cancel(ctx, store.JobCancel{
 		Tenant: tenant, JobID: job, QuestionID: c.QuestionID, NewVersion: c.TaskVersion,
-		Reason: c.Reason, By: c.By, Via: platformOf(c.By), At: now, Key: key,
+		Reason: cancelAuditReason(&c), By: c.By, Via: platformOf(c.By), At: now, Key: key,
 		Outbox: func(rec *store.Record) []store.Message {
 			refs, _ := r.cancelling.Messages(ctx, rec.ID)
-			text := bridge.CancelledText(c.Reason)
+			text, status := bridge.CancelText(c.Status, c.Reason, c.Evidence), c.Status
 			if rec.State == bridge.StateSuperseded {
-				text = bridge.SupersededText(c.TaskVersion)
+				text, status = bridge.SupersededText(c.TaskVersion), ""
 			}
-			return endedMessages(rec, rec.State, text, refs, now)
+			return endedMessages(rec, rec.State, status, text, refs, now)
 		},
 	})
 	if errors.Is(err, store.ErrDuplicate) {
@@ -93,6 +100,21 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 	r.tellCanceller(msg, bridge.CancelDecision{Ended: len(ended)})
 	r.log.Info("cancel applied", "tenant", tenant, "job", job, "question", c.QuestionID, "version", c.TaskVersion, "ended", len(ended))
 	return nil
+}
+
+// cancelAuditReason is what the audit (and the question's record) keeps
+// of a cancel: the agent's reason, or for a retired or implicitly answered
+// question its sentence with the reason or evidence, and an implicitly
+// answered question's reason beside its evidence.
+func cancelAuditReason(c *bridge.Cancel) string {
+	if c.Status == "" {
+		return c.Reason
+	}
+	text := bridge.CancelText(c.Status, c.Reason, c.Evidence)
+	if reason := strings.TrimSpace(c.Reason); c.Status == bridge.CancelImplicitlyAnswered && reason != "" {
+		text += " Reason: " + reason
+	}
+	return text
 }
 
 // refuseCancel tells a person without the admin or owner role that they

@@ -61,14 +61,18 @@ func resumeMsg(res bridge.Resume) store.Message {
 
 // endedMessages announces a question ended without an answer (cancelled,
 // superseded): the event for the front-ends and the resume for the agent.
-func endedMessages(rec *store.Record, state, text string, refs []bridge.MessageRef, at time.Time) []store.Message {
+// status is the cancel's status (bridge.CancelRetired, ...), or "".
+func endedMessages(rec *store.Record, state, status, text string, refs []bridge.MessageRef, at time.Time) []store.Message {
 	typ := bridge.EventCancelled
 	if state == bridge.StateSuperseded {
 		typ = bridge.EventSuperseded
 	}
 	ev := eventFor(rec, typ, at)
 	ev.State = state
+	ev.Status = status
 	ev.Text = text
 	ev.Messages = refs
-	return []store.Message{eventMsg(ev), resumeMsg(resumeFor(rec, bridge.OutcomeCanceled, text, at))}
+	res := resumeFor(rec, bridge.OutcomeCanceled, text, at)
+	res.Status = status
+	return []store.Message{eventMsg(ev), resumeMsg(res)}
 }

@@ -206,7 +206,7 @@ func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.
 	nq.Outbox = []store.Message{eventMsg(r.askedEvent(ctx, rec, q, now))}
 	nq.Supersede = func(old *store.Record) []store.Message {
 		refs, _ := r.asking.Messages(ctx, old.ID)
-		return endedMessages(old, bridge.StateSuperseded, bridge.SupersededText(q.TaskVersion), refs, now)
+		return endedMessages(old, bridge.StateSuperseded, "", bridge.SupersededText(q.TaskVersion), refs, now)
 	}
 	return nq, nil
 }

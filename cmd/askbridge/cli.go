@@ -655,14 +655,20 @@ func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a 
 func (c *cli) cancel(ctx context.Context, args []string) int {
 	fs, url := c.flags("cancel")
 	tenant := fs.String("tenant", "", "tenant (required)")
-	reason := fs.String("reason", "", "why")
+	reason := fs.String("reason", "", "why (required with --status retired)")
+	status := fs.String("status", "", "retired or implicitly_answered (docs/contract.md, cancel)")
+	evidence := fs.String("evidence", "", "the person's words that answered the question (with --status implicitly_answered)")
 	if err := parseFlags(fs, args, false); err != nil {
 		return flagExit(err)
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		return c.fail("cancel takes JOB [QUESTION]")
 	}
-	cancel := bridge.Cancel{Tenant: *tenant, JobID: fs.Arg(0), QuestionID: fs.Arg(1), Reason: *reason, By: c.identity}
+	cancel := bridge.Cancel{Tenant: *tenant, JobID: fs.Arg(0), QuestionID: fs.Arg(1), Reason: *reason,
+		Status: *status, Evidence: *evidence, By: c.identity}
+	if err := bridge.ValidateCancel(&cancel); err != nil {
+		return c.fail("%v", err)
+	}
 	if err := bridge.CheckToken("tenant", cancel.Tenant); err != nil {
 		return c.fail("%v", err)
 	}
