@@ -11,7 +11,8 @@ import (
 
 // A retired and an implicitly answered question: each card says why it
 // ended, the agent reads cancelled with the status and the same words,
-// show's audit keeps the reason and the evidence, and neither is pending.
+// show's audit keeps the reason and the evidence, and neither is pending
+// nor in the job's queue.
 func TestEndToEndRetiredAndImplicitlyAnswered(t *testing.T) {
 	t.Parallel()
 	env, h := e2e(t, runtime.Roles{Admins: []string{"cli:admin"}})
@@ -71,5 +72,13 @@ func TestEndToEndRetiredAndImplicitlyAnswered(t *testing.T) {
 	}
 	if strings.Join(pending, ",") != "q-stay" {
 		t.Errorf("pending after the cancels: %v, want only q-stay", pending)
+	}
+	var queue bridge.QueueReply
+	if err := bridge.Request(ctx, env.NATS.Conn, bridge.APIQueue,
+		bridge.QueueRequest{As: "cli:admin", Tenant: "acme", JobID: "job-conv"}, &queue); err != nil {
+		t.Fatal(err)
+	}
+	if len(queue.Questions) != 1 || queue.Questions[0].QuestionID != "q-stay" {
+		t.Errorf("the job's queue after the cancels: %+v, want only q-stay", queue)
 	}
 }
