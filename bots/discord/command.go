@@ -208,8 +208,10 @@ func (b *Bot) cmdShow(ctx context.Context, who clicker, opt map[string]string) *
 		return refusal
 	}
 	v := reply.Question
-	head := fmt.Sprintf("`%s/%s/%s` (task version %d): **%s**", v.Tenant, v.JobID, v.QuestionID, v.TaskVersion, v.State)
 	nc := neutral.New(neutral.FromView(v, false))
+	// The card's words for the state ("Approved (not yet executed)"), as
+	// the card below and Slack's /ask show say it.
+	head := fmt.Sprintf("`%s/%s/%s` (task version %d): **%s**", v.Tenant, v.JobID, v.QuestionID, v.TaskVersion, nc.StateLabel)
 	if nc.Kind == neutral.KindHidden {
 		text := head + "\n" + nc.Placeholder
 		if v.Restricted {
