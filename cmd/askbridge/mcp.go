@@ -6,7 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
+	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/mcpfront"
 	"github.com/askbridge/askbridge/policy"
@@ -79,4 +85,27 @@ func mcpAutoAllow(cfg *config.Config) ([]string, error) {
 		return nil, err
 	}
 	return append(allow, p.MCPAutoAllow()...), nil
+}
+
+// routeMCP serves the MCP front door's streamable HTTP at /mcp, for
+// clients with the bearer token ASK_MCP_TOKEN (docs/mcp.md).
+func routeMCP(mux *http.ServeMux, nc *nats.Conn, cfg *config.Config, log *slog.Logger) error {
+	allow, err := mcpAutoAllow(cfg)
+	if err != nil {
+		return err
+	}
+	front, err := mcpfront.New(nc, mcpfront.Options{
+		Tenant: cfg.MCPTenant, Progress: cfg.MCPProgress, AutoAllow: allow, Logger: log,
+	})
+	if err != nil {
+		return &bridge.SettingError{Err: fmt.Errorf("ASK_MCP_AUTO_ALLOW: %w", err)}
+	}
+	h := front.Handler(cfg.MCPToken)
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A tool call waits as long as a person takes, streaming progress:
+		// the server's write timeout, meant for pages, must not end it.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		h.ServeHTTP(w, r)
+	}))
+	return nil
 }

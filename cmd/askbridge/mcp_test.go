@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,6 +223,7 @@ func TestMCP(t *testing.T) {
 	t.Run("AskUserChoices", testMCPAskUserChoices)
 	t.Run("AskUserFields", testMCPAskUserFields)
 	t.Run("LongWaitAndRestart", testMCPLongWaitAndRestart)
+	t.Run("StreamableHTTP", testMCPStreamableHTTP)
 }
 
 func testMCPToolsList(t *testing.T) {
@@ -380,4 +383,62 @@ func testMCPLongWaitAndRestart(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+func testMCPStreamableHTTP(t *testing.T) {
+	t.Parallel()
+	const token = "mcp-test-token-0123456789"
+	r := startRace(t, map[string]string{"ASK_MCP_TOKEN": token, "ASK_MCP_TENANT": "acme", "ASK_MCP_PROGRESS": "300ms"})
+	endpoint := r.base + "/mcp"
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
+	for _, auth := range []string{"", "Bearer wrong-token-0123456789", "Bearer " + token + "x", token} {
+		req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(init))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || strings.Contains(string(body), token) {
+			t.Errorf("Authorization %q: %d %s, want 401", auth, resp.StatusCode, body)
+		}
+	}
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint,
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatalf("connect with the token: %v", err)
+	}
+	defer cs.Close()
+	ch := make(chan mcpResult, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{
+			"question": "Which colour?", "choices": []string{"red", "blue"}, "job_id": "job-http", "question_id": "q-http"}})
+		ch <- mcpResult{res, err}
+	}()
+	ts := r.slackCard("job-http", "q-http")
+	r.signedSlack(r.slackClick("U0KEV", "trig-http", ts, "ask.acme.job-http.q-http.0", "choice.0", "red"), nil)
+	if got := resultText(waitResult(t, ch)); got != "The answer: red" {
+		t.Fatalf("result over HTTP %q", got)
+	}
 }

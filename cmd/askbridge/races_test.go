@@ -247,9 +247,15 @@ type race struct {
 	resume *resumeLog
 }
 
-func startRace(t *testing.T) *race {
+func startRace(t *testing.T, extraEnv ...map[string]string) *race {
 	w := newRaceWorld(t)
-	s, _ := startTestService(t, w.env())
+	env := w.env()
+	for _, extra := range extraEnv {
+		for k, v := range extra {
+			env[k] = v
+		}
+	}
+	s, _ := startTestService(t, env)
 	r := &race{raceWorld: w, s: s, base: "http://" + s.Addr(), ag: agentFor(t, s)}
 	nc, err := nats.Connect(s.natsURL())
 	if err != nil {

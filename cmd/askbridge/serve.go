@@ -220,6 +220,11 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		f.Routes(mux)
 		s.goRun("frontend", f.Run, runCtx)
 	}
+	if cfg.MCPToken != "" {
+		if err := routeMCP(mux, s.nats.Conn, cfg, log.With("component", "mcp")); err != nil {
+			return nil, err
+		}
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
@@ -256,7 +261,8 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 			s.errs <- fmt.Errorf("http: %w", err)
 		}
 	}()
-	log.Info("askbridge serving", "http", s.ln.Addr().String(), "slack", cfg.SlackEnabled(), "discord", cfg.DiscordEnabled(), "data", cfg.DataDir)
+	log.Info("askbridge serving", "http", s.ln.Addr().String(), "slack", cfg.SlackEnabled(), "discord", cfg.DiscordEnabled(),
+		"mcp", cfg.MCPToken != "", "data", cfg.DataDir)
 	return s, nil
 }
 
