@@ -169,6 +169,8 @@ const (
 	TraceTimedOut   = "timed_out"
 	TraceSuperseded = "superseded"
 	TraceFailed     = "failed"
+	TraceDelegated  = "delegated"
+	TraceSnoozed    = "snoozed"
 )
 
 // TraceEntry is one thing that happened in a job, from the record.

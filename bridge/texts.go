@@ -237,3 +237,24 @@ func Truncate(s string, n int) string {
 	r := []rune(s)
 	return strings.TrimRightFunc(string(r[:n-1]), unicode.IsSpace) + "…"
 }
+
+// DelegatedText is "slack:U0KEV (kevin) asked slack:U0DANA to answer."
+func DelegatedText(by, byName, to string) string {
+	return DisplayIdentity(by, byName) + " asked " + to + " to answer."
+}
+
+// SnoozedText tells a snoozer when they are reminded next, in loc (UTC
+// when nil), or that the question times out first: a snooze never moves
+// the timeout.
+func SnoozedText(until, deadline time.Time, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
+	at := until.In(loc).Format("Mon 2 Jan 15:04 MST")
+	if !deadline.IsZero() && !until.Before(deadline) {
+		return "You will not be reminded of this question again: it times out at " +
+			deadline.In(loc).Format("Mon 2 Jan 15:04 MST") + ", before " + at + "."
+	}
+	return "I'll remind you of this question at " + at + ". Others are reminded as before, and it still times out at " +
+		deadline.In(loc).Format("Mon 2 Jan 15:04 MST") + "."
+}

@@ -60,6 +60,18 @@ type Question struct {
 	// Escalation reshapes the reminder ladder; nil means the default ladder.
 	Escalation       *Escalation `json:"escalation,omitempty"`
 	EscalationReason string      `json:"escalation_reason,omitempty"`
+	// Delegations are the people asked to answer from the card ("Ask
+	// someone else"), each added to Answerers. The runtime records them;
+	// an asker may not set them (docs/contract.md "Delegate and snooze").
+	Delegations []Delegation `json:"delegations,omitempty"`
+}
+
+// Delegation is one "Ask someone else": By asked To to answer, At then.
+type Delegation struct {
+	By     string    `json:"by"`
+	ByName string    `json:"by_name,omitempty"`
+	To     string    `json:"to"`
+	At     time.Time `json:"at"`
 }
 
 // Visibility values: who may read a question's text, choices and fields.
@@ -340,6 +352,19 @@ const (
 	ActionDecline = "decline"
 	ActionApprove = "approve"
 	ActionDeny    = "deny"
+	// ActionDelegate asks AnswerAttempt.Delegate to answer too; ActionSnooze
+	// moves the sender's next reminder (AnswerAttempt.Snooze). Neither
+	// settles the question (docs/contract.md "Delegate and snooze").
+	ActionDelegate = "delegate"
+	ActionSnooze   = "snooze"
+)
+
+// Snooze lengths: an hour, four hours, or tomorrow at 09:00 in the
+// service's time zone (ASK_TIME_ZONE).
+const (
+	SnoozeHour     = "1h"
+	SnoozeHours4   = "4h"
+	SnoozeTomorrow = "tomorrow"
 )
 
 // AnswerAttempt is what a front-end proposes on ask.v1.answer.<tenant>.<job>.
@@ -373,6 +398,10 @@ type AnswerAttempt struct {
 	// ReplyTo is opaque to the runtime and echoed on the events this attempt
 	// causes, so the adapter can answer the person who clicked.
 	ReplyTo map[string]string `json:"reply_to,omitempty"`
+	// Delegate, on a delegate, is the identity asked to answer.
+	Delegate string `json:"delegate,omitempty"`
+	// Snooze, on a snooze, is how long: 1h, 4h or tomorrow.
+	Snooze string `json:"snooze,omitempty"`
 }
 
 // Event types on ask.v1.event.<tenant>.<job>.
@@ -396,6 +425,11 @@ const (
 	// EventNotice: an agent met a typed failure that is not a question
 	// (Event.Notice); it is shown without controls.
 	EventNotice = "notice"
+	// EventDelegated: someone who may answer asked Event.Delegate to
+	// answer too; Event.Question carries the new answerers.
+	EventDelegated = "delegated"
+	// EventSnoozed: Event.By's next reminder moved to Event.Until.
+	EventSnoozed = "snoozed"
 )
 
 // Refusal reasons, for the refused event and the metrics.
@@ -453,6 +487,10 @@ type Event struct {
 	Proposal *ProposalStatus `json:"proposal,omitempty"`
 	// Notice is the failure an agent reported, on a notice event.
 	Notice *Notice `json:"notice,omitempty"`
+	// Delegate is, on delegated, the person asked to answer; Until, on
+	// snoozed, when the snoozer is reminded next.
+	Delegate string    `json:"delegate,omitempty"`
+	Until    time.Time `json:"until,omitzero"`
 	// Messages are the chat messages that show this question, as reported
 	// by the adapters, so an outcome can update them after any restart.
 	Messages []MessageRef `json:"messages,omitempty"`

@@ -411,6 +411,9 @@ func ValidateQuestion(q *Question) error {
 			ve.add("answerers[%d]: %s", i, err)
 		}
 	}
+	if len(q.Delegations) > 0 {
+		ve.add("delegations: are recorded by askbridge when someone asks another person to answer; a question may not set them")
+	}
 	if q.Owner != "" {
 		if err := CheckIdentity(q.Owner); err != nil {
 			ve.add("owner: %s", err)

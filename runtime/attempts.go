@@ -43,7 +43,10 @@ type attemptItem struct {
 	// it (proposals.go); approve is set when it is recorded, not settled.
 	step    *approvalStep
 	approve *store.ApprovalRecord
-	notify  []string // subjects to tell once decided (bridge.HeaderDecidedTo)
+	// delegate and snooze are a delegate's or a snooze's record (delegate.go).
+	delegate *store.Delegation
+	snooze   *store.Snooze
+	notify   []string // subjects to tell once decided (bridge.HeaderDecidedTo)
 }
 
 // parseAttempt reads an attempt; nil means it is unusable and dropped.
@@ -142,6 +145,13 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 		if err := r.decideItem(ctx, l, it, now); err != nil {
 			return store.Decision{}, err
 		}
+		if it.ref == nil && isRequest(it.checked.Action) {
+			d, ref := r.request(it, now)
+			if ref == nil {
+				return d, nil
+			}
+			it.ref, it.delegate, it.snooze = ref, nil, nil
+		}
 		if it.ref != nil {
 			ref := r.refusal(it.rec, &it.a, it.ref, now)
 			ref.AttemptID = it.key
@@ -193,6 +203,9 @@ func (r *Runtime) decided(it *attemptItem, err error, now time.Time) error {
 	case it.approve != nil:
 		r.log.Info("approval recorded", "tenant", it.rec.Tenant, "job", it.rec.JobID, "question", it.rec.QuestionID,
 			"by", it.a.By, "approvals", len(it.step.approvals), "required", it.step.required)
+	case it.delegate != nil || it.snooze != nil:
+		r.log.Info("question "+it.checked.Action+"d", "tenant", it.rec.Tenant, "job", it.rec.JobID, "question", it.rec.QuestionID,
+			"by", it.a.By, "delegate", it.a.Delegate, "snooze", it.a.Snooze)
 	case it.settle != nil:
 		r.metrics.settled.WithLabelValues(it.settle.State).Inc()
 		r.metrics.latency.Observe(now.Sub(it.rec.AskedAt).Seconds())
@@ -299,6 +312,9 @@ func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAt
 	}
 	if !(acc.Answer || (acc.Decline && action == bridge.ActionDecline)) {
 		return rec, nil, nil, &refusal{reason: bridge.RefusedForbidden, text: forbiddenText(a.By, acc, action, q)}, nil
+	}
+	if isRequest(action) {
+		return rec, found.Messages, &bridge.CheckedAnswer{Action: action}, nil, nil
 	}
 	checked, aerr := bridge.CheckAnswer(q, a.Action, a.Answer, a.Comment)
 	if aerr != nil {

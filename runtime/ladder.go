@@ -22,6 +22,8 @@ type ladderStore interface {
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
 	Settle(ctx context.Context, st store.Settlement) error
 	ProposalOf(ctx context.Context, question int64) (*store.Proposal, error)
+	Snoozes(ctx context.Context, question int64, now time.Time) (map[string]time.Time, error)
+	SnoozeOf(ctx context.Context, question int64, step int) (string, time.Time, error)
 }
 
 // ladder sleeps until the next due step, fires every step that is due, and
@@ -120,6 +122,28 @@ func (r *Runtime) fireStep(ctx context.Context, d store.DueStep, now time.Time) 
 		return nil
 	}
 	return r.timeOut(ctx, rec, decodeBody(rec), now)
+}
+
+// stepTargets are the identities step d reminds: a snooze's end reminds
+// its snoozer alone (when their snooze is still on record), and the
+// answerers step skips whoever snoozed past now (docs/contract.md
+// "Delegate and snooze").
+func (r *Runtime) stepTargets(ctx context.Context, rec *store.Record, q *bridge.Question, d store.DueStep, now time.Time) ([]string, error) {
+	switch d.Target {
+	case store.StepSnooze:
+		id, _, err := r.steps.SnoozeOf(ctx, rec.ID, d.Index)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		return []string{id}, err
+	case bridge.TargetAnswerers:
+		snoozed, err := r.steps.Snoozes(ctx, rec.ID, now)
+		if err != nil || len(snoozed) == 0 {
+			return r.targets(q, d.Target), err
+		}
+		return slices.DeleteFunc(r.targets(q, d.Target), func(id string) bool { _, ok := snoozed[id]; return ok }), nil
+	}
+	return r.targets(q, d.Target), nil
 }
 
 // targets are the identities a step reminds. Without named answerers the

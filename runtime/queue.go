@@ -99,9 +99,10 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 	if err != nil {
 		return err
 	}
-	typ := bridge.EventEscalated
-	if rd.target == bridge.TargetAnswerers {
-		typ = bridge.EventReminded
+	typ, step := bridge.EventEscalated, rd.target
+	if rd.target == bridge.TargetAnswerers || rd.target == store.StepSnooze {
+		// A snooze's end is a reminder (docs/contract.md "Delegate and snooze").
+		typ, step = bridge.EventReminded, bridge.TargetAnswerers
 	}
 	fired := map[int64]store.DueStep{}
 	for _, d := range rd.steps {
@@ -115,7 +116,11 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 		nq := bridge.NudgeQuestion{QueueItem: it.item(), Question: it.q}
 		if d, ok := fired[it.ID]; ok {
 			nq.Staleness++ // as the round leaves it
-			nq.Step, nq.Targets = rd.target, r.targets(it.q, rd.target)
+			targets, err := r.stepTargets(ctx, &it.Record, it.q, d, now)
+			if err != nil {
+				return err
+			}
+			nq.Step, nq.Targets = step, targets
 			steps = append(steps, store.RoundStep{DueStep: d, Reason: fmt.Sprintf("%s %s: %v", typ, rd.target, nq.Targets)})
 			for _, t := range nq.Targets {
 				if !slices.Contains(all, t) {
@@ -139,9 +144,13 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 	// fires, which fires once.
 	first := steps[0].DueStep
 	ev.EventID = fmt.Sprintf("%s.round.%d.%d", ev.EventID, first.Question, first.Index)
+	if rd.target == store.StepSnooze {
+		// A later snooze may take the same step number: its end is named too.
+		ev.EventID += fmt.Sprintf(".%d", first.Due.UnixMilli())
+	}
 	ev.Question = top.q
 	ev.State = bridge.StatePending
-	ev.Step = rd.target
+	ev.Step = step
 	ev.Targets = all
 	ev.Messages = refs
 	ev.Nudge = nudge

@@ -120,6 +120,9 @@ type Options struct {
 	// consumers when no error made it look sooner (see heal); 0 is 5 s.
 	// Tests shorten it.
 	HealEvery time.Duration
+	// TimeZone is where "tomorrow 09:00" of a snooze is (ASK_TIME_ZONE);
+	// nil is UTC.
+	TimeZone *time.Location
 }
 
 // Runtime is the authority over questions.

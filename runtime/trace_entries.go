@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store"
@@ -138,6 +139,18 @@ func (r *Runtime) logEntry(l store.LogEntry) bridge.TraceEntry {
 				e.Text += ": " + b.Detail
 			}
 		}
+	case store.LogDelegated:
+		var b delegatedLogBody
+		if err = json.Unmarshal(l.Body, &b); err == nil {
+			e.By, e.TaskVersion = b.By, b.TaskVersion
+			e.Text = bridge.DelegatedText(b.By, b.ByName, b.To)
+		}
+	case store.LogSnoozed:
+		var b snoozedLogBody
+		if err = json.Unmarshal(l.Body, &b); err == nil {
+			e.By, e.TaskVersion = b.By, b.TaskVersion
+			e.Text = b.By + " snoozed their reminders until " + b.Until.UTC().Format(time.RFC3339) + " (" + b.Snooze + ")."
+		}
 	case store.LogNotice:
 		var n bridge.Notice
 		if err = json.Unmarshal(l.Body, &n); err == nil {
@@ -243,6 +256,10 @@ func hiddenText(kind string) string {
 		return "A notice was reported."
 	case bridge.TraceGate:
 		return "A gate decision was recorded."
+	case bridge.TraceDelegated:
+		return "Someone else was asked to answer."
+	case bridge.TraceSnoozed:
+		return "Someone snoozed their reminders."
 	}
 	return "Something was recorded (" + kind + ")."
 }

@@ -170,7 +170,7 @@ func (b *decideBatch) touches(d Decision) bool {
 func (b *decideBatch) add(i int, d Decision) {
 	id, question, _ := d.attempt()
 	switch {
-	case d.Settle != nil, d.Approve != nil:
+	case d.Settle != nil, d.Approve != nil, d.Delegate != nil, d.Snooze != nil:
 		b.questions[question] = true
 	case d.Refuse == nil:
 		return
@@ -270,8 +270,9 @@ func (b *decideBatch) flush(ctx context.Context) error {
 }
 
 // winners sorts the live decisions into those that won (a settlement whose
-// compare-and-set on pending took, with its proposal decided; an approval
-// recorded on a question still pending; a refusal) and those that lost
+// compare-and-set on pending took, with its proposal decided; an approval,
+// a delegation or a snooze recorded on a question still pending; a
+// refusal) and those that lost
 // (ErrNotPending, their attempt ids to take back), and gathers the rows the
 // settlements remove from the ladder and add to the audit.
 func (b *decideBatch) winners(ctx context.Context, live []waitingDecision, updated map[int64]bool) (won []waitingDecision, takeBack, settled, audit []any, err error) {
@@ -301,6 +302,18 @@ func (b *decideBatch) winners(ctx context.Context, live []waitingDecision, updat
 				return nil, nil, nil, nil, err
 			}
 			lost = !ok
+		case x.d.Delegate != nil:
+			ok, err := delegateTx(ctx, b.tx, x.d.Delegate)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			lost = !ok
+		case x.d.Snooze != nil:
+			ok, err := snoozeTx(ctx, b.tx, x.d.Snooze)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			lost = !ok
 		}
 		if lost {
 			b.errs[x.i] = ErrNotPending
@@ -322,6 +335,10 @@ func (d Decision) attempt() (id string, question int64, at time.Time) {
 		return d.Refuse.AttemptID, d.Refuse.Question, d.Refuse.At
 	case d.Approve != nil:
 		return d.Approve.AttemptID, d.Approve.Question, d.Approve.At
+	case d.Delegate != nil:
+		return d.Delegate.AttemptID, d.Delegate.Question, d.Delegate.At
+	case d.Snooze != nil:
+		return d.Snooze.AttemptID, d.Snooze.Question, d.Snooze.At
 	}
 	return "", 0, time.Time{}
 }
@@ -334,6 +351,10 @@ func (d Decision) log() []LogEntry {
 		return d.Refuse.Log
 	case d.Approve != nil:
 		return d.Approve.Log
+	case d.Delegate != nil:
+		return d.Delegate.Log
+	case d.Snooze != nil:
+		return d.Snooze.Log
 	}
 	return nil
 }
@@ -346,6 +367,10 @@ func (d Decision) outbox() ([]Message, time.Time) {
 		return d.Refuse.Outbox, d.Refuse.At
 	case d.Approve != nil:
 		return d.Approve.Outbox, d.Approve.At
+	case d.Delegate != nil:
+		return d.Delegate.Outbox, d.Delegate.At
+	case d.Snooze != nil:
+		return d.Snooze.Outbox, d.Snooze.At
 	}
 	return nil, time.Time{}
 }

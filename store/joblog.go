@@ -11,12 +11,14 @@ import (
 // Kinds of job log entries: what the job's trail records beside its
 // questions' transitions (the audit table).
 const (
-	LogGate     = "gate"
-	LogRefused  = "refused"
-	LogApproval = "approval"
-	LogExecute  = "execute"
-	LogExecuted = "executed"
-	LogNotice   = "notice"
+	LogGate      = "gate"
+	LogRefused   = "refused"
+	LogApproval  = "approval"
+	LogExecute   = "execute"
+	LogExecuted  = "executed"
+	LogNotice    = "notice"
+	LogDelegated = "delegated"
+	LogSnoozed   = "snoozed"
 )
 
 // LogEntry is one entry of a job's trail. Body is JSON whose shape Kind

@@ -366,9 +366,11 @@ type Refusal struct {
 // Decision is one decided attempt: a settlement, a refusal, or one
 // approval of several a proposal needs.
 type Decision struct {
-	Settle  *Settlement
-	Refuse  *Refusal
-	Approve *ApprovalRecord
+	Settle   *Settlement
+	Refuse   *Refusal
+	Approve  *ApprovalRecord
+	Delegate *Delegation
+	Snooze   *Snooze
 }
 
 // Enqueue writes messages to the outbox on their own.
