@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	_ "time/tzdata" // ASK_TIME_ZONE's zones, on images without a zoneinfo
 
 	"github.com/askbridge/askbridge/bridge"
 )
@@ -76,6 +77,9 @@ type Config struct {
 	MCPAutoAllow []string `envconfig:"ASK_MCP_AUTO_ALLOW"`
 	// MCPProgress is how often a waiting MCP call sends progress.
 	MCPProgress time.Duration `envconfig:"ASK_MCP_PROGRESS" default:"15s"`
+	// TimeZone is the IANA zone of "tomorrow 09:00" when someone snoozes
+	// a question's reminders (docs/contract.md "Delegate and snooze").
+	TimeZone string `envconfig:"ASK_TIME_ZONE" default:"UTC"`
 
 	LogLevel string `envconfig:"ASK_LOG_LEVEL" default:"info"`
 	// ShutdownGrace bounds a graceful stop.
@@ -329,6 +333,9 @@ func (c *Config) Validate() error {
 	if c.Policy != "" && strings.TrimSpace(c.Policy) == "" {
 		bad("ASK_POLICY must be the path of a policy file, or unset for none")
 	}
+	if _, err := c.Location(); err != nil {
+		bad("ASK_TIME_ZONE must be an IANA time zone such as UTC or Europe/Paris, not %q", c.TimeZone)
+	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
 	default:
@@ -350,6 +357,15 @@ func (c *Config) Validate() error {
 		return &Error{Problems: problems}
 	}
 	return nil
+}
+
+// Location is ASK_TIME_ZONE's zone. "Local" is refused: the machine's
+// zone is no setting a reader of the configuration can see.
+func (c *Config) Location() (*time.Location, error) {
+	if c.TimeZone == "" || strings.EqualFold(c.TimeZone, "local") {
+		return nil, fmt.Errorf("config: no time zone %q", c.TimeZone)
+	}
+	return time.LoadLocation(c.TimeZone)
 }
 
 // Error lists configuration problems, one line each.

@@ -38,7 +38,7 @@ func TestDefaults(t *testing.T) {
 		DataDir: "./data", HTTPAddr: ":8080", NATSListen: "127.0.0.1:4222", NATSSync: "always", // NATSReplicas unset: existing streams keep theirs
 		SlackAPIURL: "https://slack.com/api/", DiscordAPIURL: "https://discord.com/api/v10/",
 		LogLevel: "info", ShutdownGrace: 10 * time.Second,
-		MCPTenant: "default", MCPProgress: 15 * time.Second,
+		MCPTenant: "default", MCPProgress: 15 * time.Second, TimeZone: "UTC",
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults = %+v\nwant       %+v", *c, want)
@@ -249,6 +249,10 @@ func TestValidationMessages(t *testing.T) {
 		{name: "tenant-scoped identity with a bad identity", env: map[string]string{"ASK_OPERATORS": "acme/alice"},
 			want: []string{`ASK_OPERATORS: "alice" must be slack:<user>, discord:<user>, console:<user> or cli:<user>`}},
 		{name: "log level unknown", env: map[string]string{"ASK_LOG_LEVEL": "trace"}, want: []string{"ASK_LOG_LEVEL must be debug, info, warn or error"}},
+		{name: "time zone unknown", env: map[string]string{"ASK_TIME_ZONE": "Mars/Olympus"},
+			want: []string{`ASK_TIME_ZONE must be an IANA time zone such as UTC or Europe/Paris, not "Mars/Olympus"`}},
+		{name: "time zone local", env: map[string]string{"ASK_TIME_ZONE": "Local"},
+			want: []string{`ASK_TIME_ZONE must be an IANA time zone such as UTC or Europe/Paris, not "Local"`}},
 		{name: "policy only blanks", env: map[string]string{"ASK_POLICY": "  "}, want: []string{"ASK_POLICY must be the path of a policy file, or unset for none"}},
 		{name: "negative shutdown grace", env: map[string]string{"ASK_SHUTDOWN_GRACE": "-1s"}, want: []string{"ASK_SHUTDOWN_GRACE must not be negative"}},
 		{name: "every secret wrong at once", env: map[string]string{

@@ -130,3 +130,13 @@ func (s *Store) SnoozeOf(ctx context.Context, question int64, step int) (string,
 	}
 	return id, fromMS(until), nil
 }
+
+// snoozeEndedTx forgets the snooze a fired step ended: its step number is
+// free for another snooze.
+func snoozeEndedTx(ctx context.Context, tx *txn, d DueStep) error {
+	if d.Target != StepSnooze {
+		return nil
+	}
+	_, err := tx.exec(ctx, "DELETE FROM snoozes WHERE question = ? AND step = ?", d.Question, d.Index)
+	return err
+}

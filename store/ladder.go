@@ -61,11 +61,8 @@ func (s *Store) FireStep(ctx context.Context, d DueStep, at time.Time, reason st
 		if n, _ := res.RowsAffected(); n == 0 {
 			return ErrStepGone
 		}
-		if d.Target == StepSnooze {
-			// Ended: its step number is free for another snooze.
-			if _, err := tx.exec(ctx, "DELETE FROM snoozes WHERE question = ? AND step = ?", d.Question, d.Index); err != nil {
-				return err
-			}
+		if err := snoozeEndedTx(ctx, tx, d); err != nil {
+			return err
 		}
 		if err := auditTx(ctx, tx, d.Question, bridge.StatePending, bridge.StatePending, "", "", reason, at); err != nil {
 			return err

@@ -57,6 +57,9 @@ func (s *Store) FireRound(ctx context.Context, steps []RoundStep, at time.Time, 
 			if n, _ := res.RowsAffected(); n == 0 {
 				return ErrStepGone
 			}
+			if err := snoozeEndedTx(ctx, tx, d.DueStep); err != nil {
+				return err
+			}
 			if _, err := tx.exec(ctx, "UPDATE questions SET staleness = staleness + 1 WHERE id = ?", d.Question); err != nil {
 				return err
 			}

@@ -155,6 +155,8 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		Logger:     log,
 		Registerer: reg,
 	}
+	// Validated at start (config.Validate).
+	rtOpts.TimeZone, _ = cfg.Location()
 	// What the embedded server writes without an fsync of its own is
 	// surely on disk this long after: the outbox marks a row sent, and an
 	// adapter acknowledges the asked event of a report, only then.

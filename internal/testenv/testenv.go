@@ -46,6 +46,8 @@ type Options struct {
 	SyncAlways bool
 	// Clock, when set, is the runtime's clock (see Clock).
 	Clock runtime.Clock
+	// TimeZone is the runtime's (ASK_TIME_ZONE); nil is UTC.
+	TimeZone *time.Location
 	// Policy, when set, holds the operator's policy the runtime applies.
 	Policy *policy.Holder
 	// MarkSentAfter, HealEvery and LeaseRenew are passed to the runtime.
@@ -134,7 +136,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 	reg := prometheus.NewRegistry()
 	rt, err := runtime.New(runtime.Options{
 		NATS: n, Store: st, Roles: o.Roles, Platforms: platforms(o.Platforms), Logger: logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
-		Clock: o.Clock, Policy: o.Policy, HealEvery: o.HealEvery, LeaseRenew: o.LeaseRenew,
+		Clock: o.Clock, TimeZone: o.TimeZone, Policy: o.Policy, HealEvery: o.HealEvery, LeaseRenew: o.LeaseRenew,
 	})
 	if err != nil {
 		st.Close()
