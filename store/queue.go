@@ -60,7 +60,8 @@ func (s *Store) FireRound(ctx context.Context, steps []RoundStep, at time.Time, 
 			if err := snoozeEndedTx(ctx, tx, d.DueStep); err != nil {
 				return err
 			}
-			if _, err := tx.exec(ctx, "UPDATE questions SET staleness = staleness + 1 WHERE id = ?", d.Question); err != nil {
+			// A snooze's end is no ladder round: staleness stays.
+			if _, err := tx.exec(ctx, "UPDATE questions SET staleness = staleness + 1 WHERE id = ? AND ? != ?", d.Question, d.Target, StepSnooze); err != nil {
 				return err
 			}
 			if err := auditTx(ctx, tx, d.Question, bridge.StatePending, bridge.StatePending, "", "", d.Reason, at); err != nil {
