@@ -101,6 +101,10 @@ func TestParseRefuses(t *testing.T) {
 			`policy.yaml:1: unknown key "tenant"; a policy file holds only tenants: and mcp:`},
 		{"a second top key", "tenants: {}\npeople: {}\n",
 			`policy.yaml:2: unknown key "people"; a policy file holds only tenants: and mcp:`},
+		{"an mcp key misspelt", "tenants: {}\nmcp:\n  auto_alow: [Read]\n",
+			`policy.yaml:3: mcp: unknown key "auto_alow"; mcp: holds only auto_allow:`},
+		{"an auto_allow entry not a tool", "tenants: {}\nmcp:\n  auto_allow: [Read, \"Bash(git status\"]\n",
+			`policy.yaml:3: mcp.auto_allow[1]: "Bash(git status" is not a tool (Read) or a tool with its input (Bash(git status))`},
 		{"max_amount negative", "tenants:\n  acme:\n    actions:\n      refund: {max_amount: -5, currency: USD}\n",
 			`policy.yaml:4: tenants.acme.actions.refund.max_amount: must be a number of 0 or more, not "-5"`},
 		{"max_amount infinite", "tenants:\n  acme:\n    actions:\n      refund: {max_amount: .inf, currency: USD}\n",
@@ -253,5 +257,19 @@ func TestHolderSwapsWhole(t *testing.T) {
 	}
 	if _, ok := h.Load().Rule("globex", "wire"); !ok {
 		t.Fatal("the new policy's rule is not in force")
+	}
+}
+
+func TestParseMCPAutoAllow(t *testing.T) {
+	p, err := Parse("policy.yaml", []byte("tenants: {}\nmcp:\n  auto_allow: [Read, Grep, \"Bash(git status)\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.MCPAutoAllow(); !reflect.DeepEqual(got, []string{"Read", "Grep", "Bash(git status)"}) {
+		t.Errorf("MCPAutoAllow = %q", got)
+	}
+	var none *Policy
+	if none.MCPAutoAllow() != nil {
+		t.Error("a nil policy allows tools")
 	}
 }
