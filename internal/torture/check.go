@@ -318,6 +318,20 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 			return nil
 		}
 		m := streamMsg{seq: seq, ev: ev}
+		if ev.Nudge != nil {
+			// A ladder round of a job: it fired the steps of the questions
+			// its nudge gives a step, each counted under that question.
+			for _, nq := range ev.Nudge.Questions {
+				if nq.Step == "" {
+					continue
+				}
+				one := ev
+				one.QuestionID, one.TaskVersion, one.Step = nq.QuestionID, nq.TaskVersion, nq.Step
+				k := keyOf(ev.Tenant, ev.JobID, nq.QuestionID, nq.TaskVersion)
+				events[k] = append(events[k], streamMsg{seq: seq, ev: one})
+			}
+			return nil
+		}
 		k := keyOf(ev.Tenant, ev.JobID, ev.QuestionID, ev.TaskVersion)
 		events[k] = append(events[k], m)
 		switch ev.Type {
