@@ -67,8 +67,11 @@ type QueueItem struct {
 	AskedAt      time.Time `json:"asked_at"`
 	Deadline     time.Time `json:"deadline,omitzero"`
 	BlockedTools []string  `json:"blocked_tools"`
-	Hidden       bool      `json:"hidden,omitempty"`
-	Restricted   bool      `json:"restricted,omitempty"`
+	// Text is what the question asks (an addition), for a reader who may
+	// read it; empty when Hidden.
+	Text       string `json:"text,omitempty"`
+	Hidden     bool   `json:"hidden,omitempty"`
+	Restricted bool   `json:"restricted,omitempty"`
 }
 
 // QueueReply answers QueueRequest: the questions in queue order.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,5 +109,23 @@ func TestNudgeTexts(t *testing.T) {
 	}
 	if MoreQuestions(1) != "1 more question waits for this job" {
 		t.Fatal(MoreQuestions(1))
+	}
+}
+
+func TestQueueTable(t *testing.T) {
+	items := []bridge.QueueItem{
+		{QuestionID: "q-block", Priority: "blocking", Staleness: 2, AskedAt: nudgeAt.Add(-2*time.Hour - 5*time.Minute), BlockedTools: []string{"send_report", "email"}, Text: "Which region should the report cover?"},
+		{QuestionID: "q-high", Priority: "high", Staleness: 0, AskedAt: nudgeAt.Add(-40 * time.Second), BlockedTools: []string{}, Text: "How many\ncopies?"},
+		{QuestionID: "q-low", Priority: "low", Staleness: 11, AskedAt: nudgeAt.Add(-73 * time.Hour), Hidden: true, Restricted: true, BlockedTools: []string{}},
+	}
+	got := QueueTable(items, nudgeAt, 30)
+	want := strings.Join([]string{
+		"#  QUESTION  PRIORITY  STALENESS  WAITING  BLOCKS             ASKS",
+		"1  q-block   blocking  2          2h 5m    send_report,email  Which region should the repor…",
+		"2  q-high    high      0          40s      -                  How many copies?",
+		"3  q-low     low       11         3d 1h    -                  (restricted: you may see only that it waits)",
+	}, "\n")
+	if got != want {
+		t.Fatalf("table:\n%s\nwant:\n%s", got, want)
 	}
 }

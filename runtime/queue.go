@@ -179,10 +179,21 @@ func (r *Runtime) apiQueue(ctx context.Context, data []byte) any {
 	if err := checkAs(req.As); err != nil {
 		return bridge.QueueReply{Error: "as: " + err.Error()}
 	}
-	for _, t := range []struct{ what, v string }{{"tenant", req.Tenant}, {"job_id", req.JobID}} {
-		if err := bridge.CheckToken(t.what, t.v); err != nil {
-			return bridge.QueueReply{Error: "queue: " + err.Error()}
+	if err := bridge.CheckToken("job_id", req.JobID); err != nil {
+		return bridge.QueueReply{Error: "queue: " + err.Error()}
+	}
+	if req.Tenant == "" {
+		tenant, problem := r.tenantOfJob(ctx, req)
+		if problem != "" {
+			return bridge.QueueReply{Error: problem}
 		}
+		if tenant == "" {
+			return bridge.QueueReply{Questions: []bridge.QueueItem{}}
+		}
+		req.Tenant = tenant
+	}
+	if err := bridge.CheckToken("tenant", req.Tenant); err != nil {
+		return bridge.QueueReply{Error: "queue: " + err.Error()}
 	}
 	queue, err := r.jobQueue(ctx, req.Tenant, req.JobID)
 	if err != nil {
@@ -198,8 +209,35 @@ func (r *Runtime) apiQueue(ctx context.Context, data []byte) any {
 		it := queue[i].item()
 		if v.Hidden {
 			it.Hidden, it.BlockedTools = true, []string{}
+		} else {
+			it.Text = queue[i].q.Question
 		}
 		reply.Questions = append(reply.Questions, it)
 	}
 	return reply
+}
+
+// tenantOfJob is the tenant of the job a queue request names without one:
+// the one tenant in which the asker may know of a pending question of that
+// job id; "" when there is none. Another tenant's job is not hinted at.
+func (r *Runtime) tenantOfJob(ctx context.Context, req bridge.QueueRequest) (string, string) {
+	recs, err := r.queries.List(ctx, store.ListFilter{JobID: req.JobID, State: bridge.StatePending, Limit: 200})
+	if err != nil {
+		r.log.Error("api queue", "err", err)
+		return "", "queue: the store could not be read"
+	}
+	tenant := ""
+	for i := range recs {
+		if recs[i].Tenant == tenant {
+			continue
+		}
+		if _, ok := r.view(ctx, &recs[i], req.As, req.Roles); !ok {
+			continue
+		}
+		if tenant != "" {
+			return "", fmt.Sprintf("Job %s is in more than one tenant you can see: name the tenant as <tenant>/%s.", req.JobID, req.JobID)
+		}
+		tenant = recs[i].Tenant
+	}
+	return tenant, ""
 }

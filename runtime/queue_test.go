@@ -109,6 +109,7 @@ func TestQueueRequests(t *testing.T) {
 	ask(t, env, q)
 	for _, c := range []struct{ body, want string }{
 		{`{"tenant":"acme"}`, "queue: job_id: is required"},
+		{`{"tenant":"ac me","job_id":"job-qr"}`, `queue: tenant: "ac me" must be`},
 		{`{"tenant":"acme","job_id":"job.1"}`, `queue: job_id: "job.1" must be 1 to 64 letters, digits, '-' or '_'`},
 		{`{"tenant":"acme","job_id":"job-qr","as":"bob"}`, `as: `},
 	} {
@@ -123,6 +124,11 @@ func TestQueueRequests(t *testing.T) {
 	}
 	if it := queueOf(t, env, "slack:UANA", "job-qr").Questions; len(it) != 1 || it[0].Hidden || !it[0].Restricted || it[0].BlockedTools[0] != "send_report" {
 		t.Fatalf("answerer's queue = %+v", it)
+	}
+	// Without a tenant, the one tenant where the asker sees the job.
+	data, _ := json.Marshal(bridge.QueueRequest{JobID: "job-qr", As: "slack:UANA"})
+	if msg, err := env.NATS.Conn.Request(bridge.APIQueue, data, 5*time.Second); err != nil || !strings.Contains(string(msg.Data), `"question_id":"q-1"`) {
+		t.Fatalf("queue without a tenant: %s, %v", msg.Data, err)
 	}
 	if it := queueOf(t, env, "slack:UOP", "job-qr").Questions; len(it) != 1 || !it[0].Hidden || len(it[0].BlockedTools) != 0 {
 		t.Fatalf("operator's queue = %+v", it)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/card"
 )
 
 // onReminder DMs each Slack target of a reminder or escalation step. The
@@ -34,13 +35,9 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 	if msg == nil && rec != nil {
 		msg = rec.Message
 	}
-	link := ""
-	if msg != nil {
-		_ = b.call(ctx, "chat.getPermalink", "", func(ctx context.Context) error {
-			var err error
-			link, err = b.api.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: msg.Channel, Ts: msg.MessageID})
-			return err
-		})
+	link := b.permalink(ctx, msg)
+	if err := b.resurface(ctx, ev, msg, link); err != nil {
+		return err
 	}
 	deadline, askedAt := ev.Deadline, ev.AskedAt
 	if rec != nil {
@@ -52,6 +49,10 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 		if !ok || !bridge.ValidSlackID(user) {
 			continue
 		}
+		text := b.reminderFor(ctx, ev, q, target, link, askedAt, deadline)
+		if text == "" {
+			continue // the round reminds others of this job, not them
+		}
 		key := onceKey("dm", ev.EventID, target)
 		first, err := b.once(ctx, key)
 		if err != nil {
@@ -59,10 +60,6 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 		}
 		if !first {
 			continue
-		}
-		text := reminderText(ev, q, link, askedAt, deadline, b.now(), b.questionURL(target, ref))
-		if !bridge.ReminderShowsQuestion(ev, q, target) {
-			text = restrictedReminderText(ev, q, link, deadline, b.now(), b.questionURL(target, ref))
 		}
 		if err := b.dm(ctx, user, text); err != nil {
 			var ae *apiError
@@ -75,6 +72,116 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 		}
 	}
 	return failed
+}
+
+// permalink is a link to msg, or "" when there is none or Slack gives none.
+func (b *Bot) permalink(ctx context.Context, msg *bridge.MessageRef) string {
+	if msg == nil {
+		return ""
+	}
+	link := ""
+	_ = b.call(ctx, "chat.getPermalink", "", func(ctx context.Context) error {
+		var err error
+		link, err = b.api.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: msg.Channel, Ts: msg.MessageID})
+		return err
+	})
+	return link
+}
+
+// reminderFor is target's one DM of a reminder or escalation event: for a
+// job's round (ev.Nudge), the questions it reminds them of, merged when
+// several; "" when it reminds them of none.
+func (b *Bot) reminderFor(ctx context.Context, ev *bridge.Event, q *bridge.Question, target, link string, askedAt, deadline time.Time) string {
+	if ev.Nudge != nil {
+		if r, ok := card.ReminderOf(ev, target); ok {
+			return mergedReminderText(ev, r, link, b.jobURL(target, ev.Tenant, ev.JobID), b.now())
+		}
+		mine := ev.Nudge.For(target)
+		if len(mine) == 0 {
+			return ""
+		}
+		if nq := mine[0]; nq.QuestionID != ev.QuestionID {
+			// One question of the round, not the top one: remind of it.
+			one := *ev
+			one.QuestionID, one.TaskVersion, one.Question, one.Step = nq.QuestionID, nq.TaskVersion, nq.Question, nq.Step
+			one.Messages = nil
+			ref := blockkit.Ref{Tenant: ev.Tenant, JobID: ev.JobID, QuestionID: nq.QuestionID, Version: nq.TaskVersion}
+			var msg *bridge.MessageRef
+			if rec, _ := b.cards.Get(ref); rec != nil {
+				msg = rec.Message
+			}
+			ev, q, link, askedAt, deadline = &one, nq.Question, b.permalink(ctx, msg), nq.AskedAt, nq.Deadline
+		}
+	}
+	ref := refOf(ev)
+	if q != nil && !bridge.ReminderShowsQuestion(ev, q, target) {
+		return restrictedReminderText(ev, q, link, deadline, b.now(), b.questionURL(target, ref))
+	}
+	return reminderText(ev, q, link, askedAt, deadline, b.now(), b.questionURL(target, ref))
+}
+
+// mergedReminderText is the one DM listing a person's questions of a job
+// in a round (card.ReminderOf), in queue order, with where to answer them.
+func mergedReminderText(ev *bridge.Event, r card.Reminder, link, jobURL string, now time.Time) string {
+	var sb strings.Builder
+	icon := ":bell: "
+	if ev.Type == bridge.EventEscalated {
+		icon = ":rotating_light: "
+	}
+	sb.WriteString(icon + strings.Replace(r.Intro, "job "+r.JobID, "job `"+r.JobID+"`", 1) + "\n")
+	var deadline time.Time
+	for _, it := range r.Items {
+		text := quote(it.Text, 300)
+		if it.Hidden {
+			text = "_" + bridge.RestrictedNotice(restrictedFor(it.WaitsFor)) + "_"
+		}
+		sb.WriteString("• `" + it.Priority + "` " + text + " (`" + it.QuestionID + "`)\n")
+		if deadline.IsZero() || (!it.Deadline.IsZero() && it.Deadline.Before(deadline)) {
+			deadline = it.Deadline
+		}
+	}
+	switch {
+	case link != "":
+		sb.WriteString("<" + link + "|Answer them in the thread>")
+	case jobURL != "":
+		sb.WriteString("<" + jobURL + "|Answer them in the askbridge console>")
+	}
+	if link != "" && jobURL != "" {
+		sb.WriteString(" · <" + jobURL + "|Open the job in the askbridge console>")
+	}
+	if !deadline.IsZero() {
+		sb.WriteString(" · The first ends in " + bridge.FormatTimeout(max(deadline.Sub(now), 0)) + " (" + blockkit.SlackDate(deadline) + ")")
+	}
+	return sb.String()
+}
+
+// resurface posts, once, the thread message of a round that re-surfaces
+// the top of the job's queue (card.NudgeOf), beside the question's card.
+func (b *Bot) resurface(ctx context.Context, ev *bridge.Event, msg *bridge.MessageRef, link string) error {
+	n, ok := card.NudgeOf(ev)
+	if !ok || msg == nil {
+		return nil
+	}
+	key := onceKey("nudge", ev.EventID)
+	if first, err := b.once(ctx, key); err != nil || !first {
+		return err
+	}
+	blocks, text := blockkit.Nudge(n, link, b.consoleOn())
+	thread := cmp.Or(msg.Thread, msg.MessageID)
+	err := b.call(ctx, "chat.postMessage", msg.Channel, func(ctx context.Context) error {
+		_, _, err := b.api.PostMessageContext(ctx, msg.Channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false), slack.MsgOptionTS(thread))
+		return err
+	})
+	var ae *apiError
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() == nil && errors.As(err, &ae) && !ae.Transient:
+		b.log.WarnContext(ctx, "slack: could not re-surface a question in its thread", "tenant", ev.Tenant, "job", ev.JobID, "slack_error", ae.Code)
+		return nil
+	}
+	b.release(ctx, key)
+	return err
 }
 
 func (b *Bot) dm(ctx context.Context, user, text string) error {
