@@ -228,6 +228,7 @@ func (c *cli) ask(ctx context.Context, args []string) int {
 	fs.StringVar(&q.Owner, "owner", "", "the job's owner identity")
 	fs.StringVar(&q.Visibility, "visibility", "", "tenant (default) or restricted: only its answerers, owner, admins and owners may read it")
 	fs.StringVar(&q.WhyItMatters, "why", "", "why the answer matters")
+	fs.StringVar(&q.Priority, "priority", "", "blocking (default), high, medium or low: its place in the job's queue")
 	fs.StringVar(&q.Timeout, "timeout", "", "how long to wait, e.g. 30m, 4h, 2d (default 24h)")
 	fs.StringVar(&q.OnTimeout, "on-timeout", "", "continue (default) or fail")
 	fs.StringVar(&q.Agent, "agent", "askbridge-cli", "the asking agent's name")

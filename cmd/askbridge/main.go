@@ -36,6 +36,7 @@ Usage:
                                             ask and wait; exit 0 answered, 3 declined, 4 timed out, 2 usage, 1 otherwise
   askbridge list [--tenant T] [--job J] [--state pending|all]
   askbridge show [--tenant T] [JOB/]QUESTION
+  askbridge queue [--tenant T] [--json] JOB  a job's pending questions by priority, then age, with staleness
   askbridge answer [--tenant T] JOB QUESTION ANSWER
   askbridge decline [--tenant T] JOB QUESTION [--comment REASON]
   askbridge cancel --tenant T JOB [QUESTION] [--reason REASON]
@@ -85,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	c := &cli{stdout: stdout, stderr: stderr, identity: cliIdentity()}
 	tools := map[string]func(context.Context, []string) int{
 		"ask": c.ask, "list": c.list, "show": c.show, "answer": c.answer, "decline": c.decline,
-		"cancel": c.cancel, "executed": c.executed, "mcp": c.mcp, "link": c.link, "stats": c.stats, "trace": c.trace, "gate": c.gate, "torture": c.torture, "bench": c.bench,
+		"cancel": c.cancel, "executed": c.executed, "mcp": c.mcp, "link": c.link, "stats": c.stats, "trace": c.trace, "queue": c.queue, "gate": c.gate, "torture": c.torture, "bench": c.bench,
 		"policy": c.policy,
 	}
 	tool, ok := tools[cmd]

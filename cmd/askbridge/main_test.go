@@ -290,6 +290,59 @@ func TestCLIAskListShow(t *testing.T) {
 	}
 }
 
+// askbridge queue prints a job's pending questions by priority, then age,
+// as an aligned table; a reader sees that they wait, not what they ask.
+func TestCLIQueue(t *testing.T) {
+	t.Parallel()
+	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_READERS": "cli:rita"})
+	kevin, out, errOut := testCLI(s, "cli:kevin")
+	asker, _, askErr := testCLI(s, "cli:agent")
+	for _, c := range []struct{ id, priority, text string }{
+		{"q-low", "low", "Should the footer name the team?"},
+		{"q-block", "", "Which region should the report cover?"},
+		{"q-high", "high", "How many copies?"},
+	} {
+		args := []string{"--tenant", "acme", "--job", "job-q", "--id", c.id, "--no-wait", "--blocks", "send_" + c.id[2:]}
+		if c.priority != "" {
+			args = append(args, "--priority", c.priority)
+		}
+		if code := asker.ask(context.Background(), append(args, c.text)); code != exitOK {
+			t.Fatalf("ask %s: exit %d: %s", c.id, code, askErr)
+		}
+		waitPending(t, kevin, "job-q", c.id)
+	}
+	if code := asker.ask(context.Background(), []string{"--tenant", "acme", "--job", "job-q", "--no-wait", "--priority", "urgent", "Now?"}); code == exitOK {
+		t.Fatal("an unknown priority was accepted")
+	}
+	out.Reset()
+	if code := kevin.queue(context.Background(), []string{"job-q"}); code != exitOK {
+		t.Fatalf("queue exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{
+		"#  QUESTION  PRIORITY  STALENESS  WAITING  BLOCKS      ASKS",
+		"1  q-block   blocking  0          ",
+		"2  q-high    high      0          ",
+		"3  q-low     low       0          ",
+	}
+	if len(lines) != 4 {
+		t.Fatalf("queue printed:\n%s", out)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Fatalf("queue line %d = %q, want it to start %q:\n%s", i, lines[i], w, out)
+		}
+	}
+	if !strings.HasSuffix(lines[1], "send_block  Which region should the report cover?") {
+		t.Fatalf("top line = %q", lines[1])
+	}
+	rita, ritaOut, _ := testCLI(s, "cli:rita")
+	if code := rita.queue(context.Background(), []string{"acme/job-q"}); code != exitOK || strings.Count(ritaOut.String(), "(you may see only that it waits)") != 3 ||
+		strings.Contains(ritaOut.String(), "Which region") {
+		t.Fatalf("reader queue (exit %d):\n%s", code, ritaOut)
+	}
+}
+
 func TestCLIApprovesAndDenies(t *testing.T) {
 	t.Parallel()
 	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
@@ -985,7 +1038,7 @@ func TestServeRefusesAChannelNameWithExitCode2(t *testing.T) {
 // "askbridge -h" does; an unknown flag still exits 2.
 func TestCommandHelpExitsZero(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"ask", "list", "show", "answer", "decline", "cancel", "link", "stats", "trace", "bench", "torture"} {
+	for _, cmd := range []string{"ask", "list", "show", "answer", "decline", "cancel", "link", "stats", "trace", "queue", "bench", "torture"} {
 		for _, h := range []string{"-h", "--help"} {
 			var stdout, stderr bytes.Buffer
 			if code := run([]string{cmd, h}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String()+stderr.String(), "Usage of askbridge "+cmd) {
