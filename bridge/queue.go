@@ -76,6 +76,8 @@ type QueueItem struct {
 
 // QueueReply answers QueueRequest: the questions in queue order.
 type QueueReply struct {
+	// Tenant is the job's tenant, found when the request named none.
+	Tenant    string      `json:"tenant,omitempty"`
 	Questions []QueueItem `json:"questions"`
 	Error     string      `json:"error,omitempty"`
 }

@@ -200,7 +200,7 @@ func (r *Runtime) apiQueue(ctx context.Context, data []byte) any {
 		r.log.Error("api queue", "err", err)
 		return bridge.QueueReply{Error: "queue: the store could not be read"}
 	}
-	reply := bridge.QueueReply{Questions: []bridge.QueueItem{}}
+	reply := bridge.QueueReply{Tenant: req.Tenant, Questions: []bridge.QueueItem{}}
 	for i := range queue {
 		v, ok := r.view(ctx, &queue[i].Record, req.As, req.Roles)
 		if !ok {

@@ -45,6 +45,7 @@ func askCommand() *discordgo.ApplicationCommand {
 		Description: "See and answer the questions askbridge's agents are waiting on",
 		Options: []*discordgo.ApplicationCommandOption{
 			sub("list", "Questions waiting that you may see", tenant, job),
+			sub("queue", "A job's pending questions, by priority then age", strOpt("job", "Job id (or tenant/job)", true), tenant),
 			sub("show", "Show one question", strOpt("question", "Question id", true), tenant, job),
 			sub("answer", "Answer a question", strOpt("question", "Question id", true),
 				strOpt("answer", "Your answer (for typed fields, a JSON object)", true), tenant, job),
@@ -93,6 +94,9 @@ func (b *Bot) onCommand(ctx context.Context, in *discordgo.Interaction, who clic
 			opt["tenant"] = parts[0]
 		}
 	}
+	if t, j, ok := strings.Cut(opt["job"], "/"); ok && sub.Name == "queue" && opt["tenant"] == "" {
+		opt["tenant"], opt["job"] = t, j
+	}
 	for _, k := range []string{"tenant", "job", "question"} {
 		if v := opt[k]; v != "" && !bridge.ValidToken(v) {
 			return ephemeral(fmt.Sprintf("%s: %q must be 1 to 64 letters, digits, '-' or '_'.", k, v))
@@ -101,6 +105,8 @@ func (b *Bot) onCommand(ctx context.Context, in *discordgo.Interaction, who clic
 	switch sub.Name {
 	case "list":
 		return b.cmdList(ctx, who, opt)
+	case "queue":
+		return b.cmdQueue(ctx, who, opt)
 	case "show":
 		return b.cmdShow(ctx, who, opt)
 	case "answer":
@@ -119,6 +125,7 @@ const helpText = "**askbridge** lets agents ask people questions mid-job.\n" +
 	"• Click a question's buttons to answer; **Decline** says you can't (give a reason, such as who could).\n" +
 	"• Questions with typed fields are answered in the askbridge console: use **Open in console**.\n" +
 	"• `/ask list` — questions waiting that you may see\n" +
+	"• `/ask queue job:<id>` — a job's pending questions, by priority then age\n" +
 	"• `/ask show question:<id>` — one question and its state\n" +
 	"• `/ask answer question:<id> answer:<text>` — answer (typed fields: a JSON object such as {\"copies\": 2})\n" +
 	"• `/ask decline question:<id> reason:<why>` — decline\n" +

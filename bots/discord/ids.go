@@ -23,6 +23,7 @@ const (
 	actApprove     = "ok" // approves an approval
 	actDeny        = "no" // opens the deny modal (asks why)
 	actConsole     = "cl" // replies with a console link signed for the clicker
+	actConsoleJob  = "cj" // replies with a link to the question's job, signed for the clicker
 	actModalAnswer = "ma" // the answer modal's submit
 	actModalReason = "md" // the decline modal's submit
 	actModalDeny   = "mn" // the deny modal's submit: denies an approval
@@ -57,7 +58,7 @@ func takesIndex(act string) bool { return act == actChoice }
 
 func knownAction(act string) bool {
 	switch act {
-	case actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actModalAnswer, actModalReason, actModalDeny:
+	case actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actConsoleJob, actModalAnswer, actModalReason, actModalDeny:
 		return true
 	}
 	return false

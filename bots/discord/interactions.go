@@ -16,6 +16,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 )
@@ -275,6 +276,19 @@ func (b *Bot) onComponent(ctx context.Context, in *discordgo.Interaction, who cl
 		return answerModal(c)
 	case actDecline:
 		return declineModal(c)
+	case actConsoleJob:
+		u := ""
+		if b.consoleEnabled() && who.Identity != "" {
+			u = b.o.Console.JobURL(who.Identity, c.Tenant, c.JobID, console.DefaultLinkTTL)
+		}
+		if u == "" {
+			return ephemeral("The askbridge console is not set up; see the job's questions with `/ask queue " + c.JobID + "`.")
+		}
+		if btn := consoleLinkButton(u); btn != nil {
+			return ephemeral("Here is your personal link to job `"+c.JobID+"` (do not share it):",
+				discordgo.ActionsRow{Components: []discordgo.MessageComponent{btn}})
+		}
+		return ephemeral("Here is your personal link to job `" + c.JobID + "` (do not share it): <" + u + ">")
 	case actConsole:
 		u := b.questionLink(who.Identity, who.Roles, c.Tenant, c.JobID, c.QuestionID)
 		if u == "" {

@@ -34,10 +34,17 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 	if q == nil && c != nil {
 		q = c.Question
 	}
+	if err := b.resurface(ctx, ev, c); err != nil {
+		return err
+	}
 	for _, target := range ev.Targets {
 		user, ok := strings.CutPrefix(target, bridge.PlatformDiscord+":")
 		if !ok || !bridge.ValidSnowflake(user) {
 			continue
+		}
+		m := b.reminderFor(ev, q, c, target)
+		if m == nil {
+			continue // the round reminds others of this job, not them
 		}
 		key := seenKey("dm", ev.EventID, ev.Tenant, ev.JobID, ev.QuestionID, user)
 		if done, err := b.wasSeen(ctx, key); err != nil {
@@ -45,7 +52,7 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 		} else if done {
 			continue
 		}
-		err := b.sendDM(ctx, user, b.reminderMessage(ev, q, c, target))
+		err := b.sendDM(ctx, user, m)
 		switch {
 		case discordCode(err) == codeCannotDM:
 			b.log.Warn("discord: cannot send a reminder DM: the user does not accept direct messages from this app",

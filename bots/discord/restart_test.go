@@ -146,7 +146,7 @@ func TestGuildScopedRegistrationWithRateLimit(t *testing.T) {
 	for _, o := range cmds[0]["options"].([]any) {
 		subs = append(subs, o.(map[string]any)["name"].(string))
 	}
-	if strings.Join(subs, ",") != "list,show,answer,decline,cancel,help" {
+	if strings.Join(subs, ",") != "list,queue,show,answer,decline,cancel,help" {
 		t.Fatalf("subcommands = %v", subs)
 	}
 	// A rate limit that never ends is an error, not an endless loop.

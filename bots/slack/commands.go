@@ -50,6 +50,7 @@ func (b *Bot) serveCommands(w http.ResponseWriter, r *http.Request) {
 
 const usage = "*/ask* — questions askbridge's agents are waiting on\n" +
 	"• `/ask list` — pending questions you may see\n" +
+	"• `/ask queue <job>` — a job's pending questions, by priority then age (`<job_id>` or `<tenant>/<job_id>`)\n" +
 	"• `/ask show <id>` — one question (`<question_id>`, `<job_id>/<question_id>` or `<tenant>/<job_id>/<question_id>`)\n" +
 	"• `/ask answer <id> <answer>` — answer it (typed fields: a JSON object)\n" +
 	"• `/ask decline <id> [reason]` — decline to answer\n" +
@@ -74,6 +75,8 @@ func (b *Bot) command(ctx context.Context, cmd *slack.SlashCommand) *commandRepl
 		return ephemeral("%s", usage)
 	case "list":
 		return b.cmdList(ctx, identity)
+	case "queue":
+		return b.cmdQueue(ctx, identity, rest)
 	case "show", "answer", "decline", "cancel":
 	default:
 		return ephemeral("I don't know `%s`.\n%s", quote(sub, 40), usage)
