@@ -115,7 +115,9 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 		it := &queue[i]
 		nq := bridge.NudgeQuestion{QueueItem: it.item(), Question: it.q}
 		if d, ok := fired[it.ID]; ok {
-			nq.Staleness++ // as the round leaves it
+			if d.Target != store.StepSnooze {
+				nq.Staleness++ // as the round leaves it; a snooze's end is no round
+			}
 			targets, err := r.stepTargets(ctx, &it.Record, it.q, d, now)
 			if err != nil {
 				return err
@@ -134,7 +136,8 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 		return nil // their questions ended meanwhile, taking their steps along
 	}
 	top := &queue[0]
-	nudge.Resurface = resurface && bridge.Urgent(top.q.Priority)
+	// A snooze's end reminds its snoozer alone; the thread is not nudged.
+	nudge.Resurface = resurface && rd.target != store.StepSnooze && bridge.Urgent(top.q.Priority)
 	refs, err := r.steps.Messages(ctx, top.ID)
 	if err != nil {
 		return err
