@@ -254,6 +254,10 @@ func TestValidationMessages(t *testing.T) {
 		{name: "time zone local", env: map[string]string{"ASK_TIME_ZONE": "Local"},
 			want: []string{`ASK_TIME_ZONE must be an IANA time zone such as UTC or Europe/Paris, not "Local"`}},
 		{name: "policy only blanks", env: map[string]string{"ASK_POLICY": "  "}, want: []string{"ASK_POLICY must be the path of a policy file, or unset for none"}},
+		{name: "mcp token short", env: map[string]string{"ASK_MCP_TOKEN": "Sekr3t"}, want: []string{"ASK_MCP_TOKEN must be at least 16 characters"}},
+		{name: "mcp tenant bad", env: map[string]string{"ASK_MCP_TENANT": "acme corp"},
+			want: []string{`ASK_MCP_TENANT must be 1 to 64 letters, digits, '-' or '_', not "acme corp"`}},
+		{name: "mcp progress zero", env: map[string]string{"ASK_MCP_PROGRESS": "0s"}, want: []string{"ASK_MCP_PROGRESS must be a positive duration such as 15s"}},
 		{name: "negative shutdown grace", env: map[string]string{"ASK_SHUTDOWN_GRACE": "-1s"}, want: []string{"ASK_SHUTDOWN_GRACE must not be negative"}},
 		{name: "every secret wrong at once", env: map[string]string{
 			"ASK_SLACK_SIGNING_SECRET": slackSecret, "ASK_SLACK_APP_TOKEN": appToken,

@@ -77,10 +77,13 @@ func (f *Front) requestApproval(ctx context.Context, req *mcp.CallToolRequest) (
 	if err != nil {
 		return toolError(err), nil
 	}
+	if q.Proposal != nil {
+		pid, action = q.Proposal.ID, q.Proposal.Action // as recorded, when re-attached
+	}
 	d := decisionOf(out, pid)
 	text := d.Text
 	if d.Decision == "approved" {
-		text += fmt.Sprintf("\nExecute it once with check_action: tool %q, proposal_id %q, execute true.", action, pid)
+		text += fmt.Sprintf("\nExecute it once with check_action: tool %q, proposal_id %q, job_id %q, execute true.", action, pid, q.JobID)
 	}
 	return textResult(text, d, out.Outcome == bridge.OutcomeInvalid), nil
 }

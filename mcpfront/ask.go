@@ -121,15 +121,23 @@ func (f *Front) question(req *mcp.CallToolRequest, a args, body map[string]json.
 // was asked before (in q's job, or anywhere in the tenant when q names
 // no job), waits for that question's outcome instead: a call made again
 // after a reconnect asks nothing twice (agent.Await).
+//
+// When it attaches, q becomes the question as it was recorded (its job,
+// its proposal), so the result names what was asked, not what this call
+// would have asked.
 func (f *Front) wait(ctx context.Context, req *mcp.CallToolRequest, q *bridge.Question) (*bridge.Resume, error) {
-	job, found, err := f.find(ctx, q.JobID, q.QuestionID)
+	found, err := f.find(ctx, q.JobID, q.QuestionID)
 	if err != nil {
 		return nil, err
 	}
-	if found {
-		stop := f.keepAlive(ctx, req, job, q.QuestionID)
+	if found != nil {
+		q.JobID = found.JobID
+		if found.Question != nil && found.Question.Proposal != nil {
+			q.Proposal = found.Question.Proposal
+		}
+		stop := f.keepAlive(ctx, req, q.JobID, q.QuestionID)
 		defer stop()
-		return f.ag.Await(ctx, f.o.Tenant, job, q.QuestionID)
+		return f.ag.Await(ctx, f.o.Tenant, q.JobID, q.QuestionID)
 	}
 	if q.JobID == "" {
 		q.JobID = f.jobFor(req, "")
@@ -141,22 +149,22 @@ func (f *Front) wait(ctx context.Context, req *mcp.CallToolRequest, q *bridge.Qu
 
 // find looks for a recorded question of id, in job or (job empty) in the
 // tenant. A question id the call made up itself was never asked.
-func (f *Front) find(ctx context.Context, job, id string) (string, bool, error) {
+func (f *Front) find(ctx context.Context, job, id string) (*bridge.QuestionView, error) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var reply bridge.ShowReply
 	err := bridge.Request(rctx, f.nc, bridge.APIShow, bridge.ShowRequest{Tenant: f.o.Tenant, JobID: job, QuestionID: id}, &reply)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return "", false, fmt.Errorf("askbridge is not running: nothing answers on NATS at %s", f.nc.ConnectedUrlRedacted())
+		return nil, fmt.Errorf("askbridge is not running: nothing answers on NATS at %s", f.nc.ConnectedUrlRedacted())
 	case err != nil:
-		return "", false, fmt.Errorf("askbridge did not answer: %w", err)
+		return nil, fmt.Errorf("askbridge did not answer: %w", err)
 	case reply.Question != nil:
-		return reply.Question.JobID, true, nil
+		return reply.Question, nil
 	case reply.Error == bridge.NoQuestionShown(id):
-		return "", false, nil
+		return nil, nil
 	}
-	return "", false, fmt.Errorf("question_id: %s", reply.Error)
+	return nil, fmt.Errorf("question_id: %s", reply.Error)
 }
 
 // keepAlive sends progress notifications while a call waits, when the

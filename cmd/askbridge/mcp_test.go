@@ -290,6 +290,17 @@ func testMCPAskUserChoices(t *testing.T) {
 		t.Errorf("job %q, want a job of the session (mcp-...)", job)
 	}
 
+	// Later calls of the session act in the same job: the gate's decision
+	// is in its trace.
+	gate, err := p.call("check_action", map[string]any{"tool": "send_report"}, time.Minute)
+	if err != nil || resultText(gate) != "allowed: you may call send_report now" {
+		t.Fatalf("check_action: %v %v", resultText(gate), err)
+	}
+	c, trace, _ := testCLI(r.s, "cli:kevin")
+	if code := c.trace(context.Background(), []string{"--tenant", "acme", job}); code != 0 || !strings.Contains(trace.String(), "send_report") {
+		t.Errorf("trace of %s (exit %d): %s, want the gate's decision on send_report", job, code, trace)
+	}
+
 	// A bad field comes back as a tool error naming it, and asks nothing.
 	bad, err := p.call("ask_user", map[string]any{"question": "How many copies?",
 		"fields": []any{map[string]any{"name": "copies", "kind": "number", "min": 5, "max": 2}}}, time.Minute)
