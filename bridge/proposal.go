@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -213,10 +214,7 @@ func ApprovalsText(approvals []Approval, required int) string {
 	}
 	names := make([]string, len(approvals))
 	for i, a := range approvals {
-		names[i] = a.ByName
-		if names[i] == "" {
-			names[i] = a.By
-		}
+		names[i] = cmp.Or(a.Person, a.ByName, a.By)
 	}
 	return s + ": " + strings.Join(names, ", ")
 }

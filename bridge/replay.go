@@ -91,6 +91,14 @@ func ReminderShowsQuestion(ev *Event, q *Question, target string) bool {
 		return true
 	case target == q.Owner || slices.Contains(q.Answerers, target):
 		return true
+	case ev.Persons[target] != "":
+		// People, not accounts: the owner's or an answerer's other
+		// identity, or an answerer named as person:<name>.
+		person := ev.Persons[target]
+		if person == ev.Persons[q.Owner] || slices.Contains(q.Answerers, PersonPrefix+person) ||
+			slices.ContainsFunc(q.Answerers, func(a string) bool { return ev.Persons[a] == person }) {
+			return true
+		}
 	}
 	return ev.Step == TargetOwner || ev.Step == TargetAdmins
 }

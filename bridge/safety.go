@@ -107,8 +107,11 @@ type Execution struct {
 
 // Approval is one person's approval of a proposal.
 type Approval struct {
-	By     string    `json:"by"`
-	ByName string    `json:"by_name,omitempty"`
+	By     string `json:"by"`
+	ByName string `json:"by_name,omitempty"`
+	// Person is the person By belongs to (ASK_PEOPLE or the policy's
+	// people:), when linked: approvals count people.
+	Person string    `json:"person,omitempty"`
 	Via    string    `json:"via,omitempty"`
 	At     time.Time `json:"at"`
 }

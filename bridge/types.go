@@ -459,8 +459,11 @@ type Event struct {
 	AskedAt  time.Time `json:"asked_at,omitzero"`
 	Deadline time.Time `json:"deadline,omitzero"`
 	// Who settled or attempted, and what.
-	By         string          `json:"by,omitempty"`
-	ByName     string          `json:"by_name,omitempty"`
+	By     string `json:"by,omitempty"`
+	ByName string `json:"by_name,omitempty"`
+	// Person is the person By belongs to, when ASK_PEOPLE or the policy
+	// links it (docs/contract.md, "People").
+	Person     string          `json:"person,omitempty"`
 	Via        string          `json:"via,omitempty"`
 	Answer     json.RawMessage `json:"answer,omitempty"`
 	AnswerText string          `json:"answer_text,omitempty"`
@@ -478,7 +481,11 @@ type Event struct {
 	Targets []string `json:"targets,omitempty"`
 	// Nudge, on reminded and escalated, is the job's round: its pending
 	// questions in queue order and whom the round reminds of each.
-	Nudge     *Nudge            `json:"nudge,omitempty"`
+	Nudge *Nudge `json:"nudge,omitempty"`
+	// Persons names the person of each identity the event names (targets,
+	// answerers, owners) that ASK_PEOPLE or the policy links, so that a
+	// front-end weighs people, not accounts (ReminderShowsQuestion).
+	Persons   map[string]string `json:"persons,omitempty"`
 	AttemptID string            `json:"attempt_id,omitempty"`
 	ReplyTo   map[string]string `json:"reply_to,omitempty"`
 	Failure   *Failure          `json:"failure,omitempty"`
@@ -526,6 +533,7 @@ type Resume struct {
 	Comment string          `json:"comment,omitempty"`
 	By      string          `json:"by,omitempty"`
 	ByName  string          `json:"by_name,omitempty"`
+	Person  string          `json:"person,omitempty"`
 	Via     string          `json:"via,omitempty"`
 	// Code is set on failed outcomes (QuestionTimedOut or a failure code).
 	Code    string    `json:"code,omitempty"`

@@ -407,7 +407,7 @@ func ValidateQuestion(q *Question) error {
 		ve.add("on_timeout: must be continue or fail, not %q", q.OnTimeout)
 	}
 	for i, a := range q.Answerers {
-		if err := CheckIdentity(a); err != nil {
+		if err := CheckAnswerer(a); err != nil {
 			ve.add("answerers[%d]: %s", i, err)
 		}
 	}

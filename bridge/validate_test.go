@@ -287,9 +287,12 @@ func TestValidateQuestion(t *testing.T) {
 
 		// identities
 		{name: "answerer without platform", edit: func(q *Question) { q.Answerers = []string{"slack:U1", "U0ANA"} },
-			wants: []string{`answerers[1]: "U0ANA" must be slack:<user>, discord:<user>, console:<user> or cli:<user>`}},
+			wants: []string{`answerers[1]: "U0ANA" must be slack:<user>, discord:<user>, console:<user>, cli:<user> or person:<name>`}},
 		{name: "answerer on an unknown platform", edit: func(q *Question) { q.Answerers = []string{"teams:bob"} },
-			wants: []string{`answerers[0]: "teams:bob" must be slack:<user>, discord:<user>, console:<user> or cli:<user>`}},
+			wants: []string{`answerers[0]: "teams:bob" must be slack:<user>, discord:<user>, console:<user>, cli:<user> or person:<name>`}},
+		{name: "answerer naming a person", edit: func(q *Question) { q.Answerers = []string{"person:kevin", "slack:U1"} }},
+		{name: "answerer naming a person badly", edit: func(q *Question) { q.Answerers = []string{"person:kev in"} },
+			wants: []string{`answerers[0]: "person:kev in" must be person:<name>, the name 1 to 64 letters, digits, '-' or '_'`}},
 		{name: "every platform", edit: func(q *Question) {
 			q.Answerers = []string{"slack:U1", "discord:1234", "console:ana@example.com", "cli:kevin"}
 		}},

@@ -60,6 +60,11 @@ type Config struct {
 	Admins    []string `envconfig:"ASK_ADMINS"`
 	Operators []string `envconfig:"ASK_OPERATORS"`
 	Readers   []string `envconfig:"ASK_READERS"`
+	// PeopleList links identities into persons (ASK_PEOPLE,
+	// kevin=slack:U0KEV|discord:333...,ana=slack:U0ANA); People is it
+	// parsed (docs/contract.md, "People").
+	PeopleList string        `envconfig:"ASK_PEOPLE"`
+	People     bridge.People `ignored:"true"`
 
 	// Policy is the path of the operator's policy file (docs/contract.md,
 	// "The policy file"); empty, no action is gated by policy. The service
@@ -329,6 +334,11 @@ func (c *Config) Validate() error {
 				bad("%s: %s", l.name, err)
 			}
 		}
+	}
+	if people, err := bridge.ParsePeople(c.PeopleList); err != nil {
+		bad("ASK_PEOPLE: %s", err)
+	} else {
+		c.People = people
 	}
 	if c.Policy != "" && strings.TrimSpace(c.Policy) == "" {
 		bad("ASK_POLICY must be the path of a policy file, or unset for none")

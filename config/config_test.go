@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/askbridge/askbridge/bridge"
 )
 
 // clearEnv unsets every ASK_ variable for this test (restored afterwards).
@@ -85,6 +87,7 @@ func TestLoadReadsEnvironment(t *testing.T) {
 		"ASK_LOG_LEVEL":            "DEBUG",
 		"ASK_SHUTDOWN_GRACE":       "1m",
 		"ASK_POLICY":               "/etc/askbridge/policy.yaml",
+		"ASK_PEOPLE":               "kevin=slack:U0KEV|discord:333333333333333333|console:kevin,ana=slack:U0ANA",
 	})
 	c, err := Load()
 	if err != nil {
@@ -105,6 +108,7 @@ func TestLoadReadsEnvironment(t *testing.T) {
 		{"DiscordAdminRoles", c.DiscordAdminRoles, []string{"111", "222"}},
 		{"ShutdownGrace", c.ShutdownGrace, time.Minute},
 		{"Policy", c.Policy, "/etc/askbridge/policy.yaml"},
+		{"People", c.People, bridge.People{"kevin": {"slack:U0KEV", "discord:333333333333333333", "console:kevin"}, "ana": {"slack:U0ANA"}}},
 		{"SlackEnabled", c.SlackEnabled(), true},
 		{"DiscordEnabled", c.DiscordEnabled(), true},
 	}
@@ -253,6 +257,12 @@ func TestValidationMessages(t *testing.T) {
 			want: []string{`ASK_TIME_ZONE must be an IANA time zone such as UTC or Europe/Paris, not "Mars/Olympus"`}},
 		{name: "time zone local", env: map[string]string{"ASK_TIME_ZONE": "Local"},
 			want: []string{`ASK_TIME_ZONE must be an IANA time zone such as UTC or Europe/Paris, not "Local"`}},
+		{name: "people without identities", env: map[string]string{"ASK_PEOPLE": "kevin"},
+			want: []string{`ASK_PEOPLE: "kevin" must be name=identity|identity, such as kevin=slack:U0KEV|discord:333333333333333333`}},
+		{name: "people sharing an identity", env: map[string]string{"ASK_PEOPLE": "kevin=slack:U0KEV,kev=slack:U0KEV|cli:kev"},
+			want: []string{`ASK_PEOPLE: slack:U0KEV is linked to both kev and kevin; an identity belongs to one person`}},
+		{name: "people with a bad identity", env: map[string]string{"ASK_PEOPLE": "kevin=U0KEV"},
+			want: []string{`ASK_PEOPLE: kevin: "U0KEV" must be slack:<user>, discord:<user>, console:<user> or cli:<user>`}},
 		{name: "policy only blanks", env: map[string]string{"ASK_POLICY": "  "}, want: []string{"ASK_POLICY must be the path of a policy file, or unset for none"}},
 		{name: "mcp token short", env: map[string]string{"ASK_MCP_TOKEN": "Sekr3t"}, want: []string{"ASK_MCP_TOKEN must be at least 16 characters"}},
 		{name: "mcp tenant bad", env: map[string]string{"ASK_MCP_TENANT": "acme corp"},

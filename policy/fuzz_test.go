@@ -18,6 +18,7 @@ import (
 // same policy.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(designExample))
+	f.Add([]byte(designExample + "people:\n  kevin: [slack:U0KEV, \"discord:333333333333333333\"]\n  ana: [slack:U0ANA]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("policy.yaml", data)
 		if err != nil {
@@ -51,6 +52,9 @@ func checkPolicy(t *testing.T, p *Policy) {
 	t.Helper()
 	if p == nil || p.Tenants == nil {
 		t.Fatal("accepted without a tenants mapping")
+	}
+	if err := p.People.Check(); err != nil || (p.People != nil && len(p.People) == 0) {
+		t.Fatalf("people %v accepted: %v", p.People, err)
 	}
 	for tenant, tn := range p.Tenants {
 		if !bridge.ValidToken(tenant) {

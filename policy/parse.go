@@ -211,16 +211,20 @@ func (w *walker) policy(root *yaml.Node) (*Policy, error) {
 	p := &Policy{}
 	found := false
 	err := w.entries(root, "", "a mapping with tenants:", func(key string, k, v *yaml.Node) error {
-		if key == "mcp" {
+		switch key {
+		case "tenants":
+			found = true
+			return w.tenants(p, v)
+		case "mcp":
 			var err error
 			p.MCP, err = w.mcp(v)
 			return err
+		case "people":
+			var err error
+			p.People, err = w.people(v)
+			return err
 		}
-		if key != "tenants" {
-			return w.fail(k.Line, "", "unknown key %q; a policy file holds only tenants: and mcp:", key)
-		}
-		found = true
-		return w.tenants(p, v)
+		return w.fail(k.Line, "", "unknown key %q; a policy file holds only tenants:, mcp: and people:", key)
 	})
 	if err != nil {
 		return nil, err
@@ -380,6 +384,46 @@ func (w *walker) approvers(n *yaml.Node, path string) ([]string, error) {
 		out = append(out, item.Value)
 	}
 	return out, nil
+}
+
+// people reads the people: section, a mapping of person names to lists
+// of identities (docs/contract.md, "People"): an identity belongs to one
+// person.
+func (w *walker) people(n *yaml.Node) (bridge.People, error) {
+	p := bridge.People{}
+	owner := map[string]string{}
+	err := w.entries(n, "people", "a mapping of person names to identities, such as {kevin: [slack:U0KEV]}", func(name string, k, v *yaml.Node) error {
+		if err := bridge.CheckPersonName(name); err != nil {
+			return w.fail(k.Line, "people", "%s", err)
+		}
+		path := "people." + name
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			return w.fail(v.Line, path, "must be a list of identities such as [slack:U0KEV, discord:333333333333333333], not %s", describe(v))
+		}
+		for i, item := range v.Content {
+			at := fmt.Sprintf("%s[%d]", path, i)
+			if item.Kind == yaml.AliasNode {
+				return w.alias(item, at)
+			}
+			if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" || bridge.CheckIdentity(item.Value) != nil {
+				return w.fail(item.Line, at, "%s is not an identity such as slack:U0KEV, discord:333333333333333333, console:kevin or cli:kevin", describe(item))
+			}
+			switch first, ok := owner[item.Value]; {
+			case ok && first == name:
+				return w.fail(item.Line, at, "%s is listed twice", item.Value)
+			case ok:
+				return w.fail(item.Line, at, "%s is linked to %s already; an identity belongs to one person", item.Value, first)
+			}
+			owner[item.Value] = name
+			p[name] = append(p[name], item.Value)
+		}
+		return nil
+	})
+	if len(p) == 0 {
+		// people: {} links nobody, as no people: does.
+		return nil, err
+	}
+	return p, err
 }
 
 // approver reports whether s is a role an approvers list may name, or an

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/askbridge/askbridge/bridge"
 )
 
 // designExample is the policy of DESIGN's safety contract, as an operator
@@ -44,6 +46,17 @@ func TestParseDesignExample(t *testing.T) {
 	}
 	if _, ok := p.Rule("globex", "refund"); ok {
 		t.Fatal("a tenant the file does not name has a rule")
+	}
+}
+
+func TestParsePeople(t *testing.T) {
+	p, err := Parse("policy.yaml", []byte(designExample+"people:\n  kevin: [slack:U0KEV, \"discord:333333333333333333\", console:kevin]\n  ana: [slack:U0ANA]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bridge.People{"kevin": {"slack:U0KEV", "discord:333333333333333333", "console:kevin"}, "ana": {"slack:U0ANA"}}
+	if !reflect.DeepEqual(p.People, want) {
+		t.Fatalf("people = %v, want %v", p.People, want)
 	}
 }
 
@@ -98,9 +111,25 @@ func TestParseRefuses(t *testing.T) {
 		{"a misspelt tenant key", "tenants:\n  acme:\n    action:\n      refund: {}\n",
 			`policy.yaml:3: tenants.acme: unknown key "action"; a tenant holds only actions:`},
 		{"a misspelt top key", "tenant:\n  acme: {}\n",
-			`policy.yaml:1: unknown key "tenant"; a policy file holds only tenants: and mcp:`},
-		{"a second top key", "tenants: {}\npeople: {}\n",
-			`policy.yaml:2: unknown key "people"; a policy file holds only tenants: and mcp:`},
+			`policy.yaml:1: unknown key "tenant"; a policy file holds only tenants:, mcp: and people:`},
+		{"a second top key", "tenants: {}\nperson: {}\n",
+			`policy.yaml:2: unknown key "person"; a policy file holds only tenants:, mcp: and people:`},
+		{"people without tenants", "people: {kevin: [slack:U0KEV]}\n",
+			`policy.yaml:1: tenants: is missing (write tenants: {} for none)`},
+		{"a person as one identity", "tenants: {}\npeople:\n  kevin: slack:U0KEV\n",
+			`policy.yaml:3: people.kevin: must be a list of identities such as [slack:U0KEV, discord:333333333333333333], not "slack:U0KEV"`},
+		{"a person with no identities", "tenants: {}\npeople:\n  kevin: []\n",
+			`policy.yaml:3: people.kevin: must be a list of identities such as [slack:U0KEV, discord:333333333333333333], not a list`},
+		{"a person's bad name", "tenants: {}\npeople:\n  kev in: [slack:U0KEV]\n",
+			`policy.yaml:3: people: "kev in" is not a person's name: 1 to 64 letters, digits, '-' or '_'`},
+		{"a person's bad identity", "tenants: {}\npeople:\n  kevin: [slack:U0KEV, U0KEV2]\n",
+			`policy.yaml:3: people.kevin[1]: "U0KEV2" is not an identity such as slack:U0KEV, discord:333333333333333333, console:kevin or cli:kevin`},
+		{"an identity of two people", "tenants: {}\npeople:\n  kevin: [slack:U0KEV]\n  kev:\n    - discord:3\n    - slack:U0KEV\n",
+			`policy.yaml:6: people.kev[1]: slack:U0KEV is linked to kevin already; an identity belongs to one person`},
+		{"an identity listed twice", "tenants: {}\npeople:\n  kevin: [slack:U0KEV, slack:U0KEV]\n",
+			`policy.yaml:3: people.kevin[1]: slack:U0KEV is listed twice`},
+		{"a person given twice", "tenants: {}\npeople:\n  kevin: [slack:U0KEV]\n  kevin: [discord:3]\n",
+			`policy.yaml:4: people: "kevin" is given twice (first at line 3)`},
 		{"an mcp key misspelt", "tenants: {}\nmcp:\n  auto_alow: [Read]\n",
 			`policy.yaml:3: mcp: unknown key "auto_alow"; mcp: holds only auto_allow:`},
 		{"an auto_allow entry not a tool", "tenants: {}\nmcp:\n  auto_allow: [Read, \"Bash(git status\"]\n",

@@ -5,7 +5,11 @@
 // person.
 package policy
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/askbridge/askbridge/bridge"
+)
 
 // Rule is the policy of one action in one tenant.
 type Rule struct {
@@ -41,6 +45,10 @@ type Policy struct {
 	Tenants map[string]Tenant `yaml:"tenants"`
 	// MCP holds the MCP front door's settings (docs/mcp.md).
 	MCP *MCP `yaml:"mcp,omitempty"`
+	// People links identities into persons, as ASK_PEOPLE does: roles,
+	// answerers, approvals and reminders count people (docs/contract.md,
+	// "People").
+	People bridge.People `yaml:"people,omitempty"`
 }
 
 // MCP is the policy's mcp: section.

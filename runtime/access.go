@@ -23,10 +23,22 @@ type Roles struct {
 	Admins    []string
 	Operators []string
 	Readers   []string
+	// dir resolves identities into people (set by New): a role given to
+	// any of a person's identities is the person's.
+	dir func() *directory
+}
+
+// people is the directory in force; nil links nobody.
+func (r Roles) people() *directory {
+	if r.dir == nil {
+		return nil
+	}
+	return r.dir()
 }
 
 // has reports whether id holds role in tenant, from the configuration or
-// from the roles its adapter established (a mapped Discord role, say).
+// from the roles its adapter established (a mapped Discord role, say): id
+// holds a role given to any identity of its person.
 func (r Roles) has(tenant, id, role string, extra []string) bool {
 	if slices.Contains(extra, role) {
 		return true
@@ -42,7 +54,19 @@ func (r Roles) has(tenant, id, role string, extra []string) bool {
 	case RoleReader:
 		list = r.Readers
 	}
-	return slices.Contains(list, id) || (tenant != "" && slices.Contains(list, tenant+"/"+id))
+	for _, one := range r.people().identities(id) {
+		if slices.Contains(list, one) || (tenant != "" && slices.Contains(list, tenant+"/"+one)) {
+			return true
+		}
+	}
+	return false
+}
+
+// answersFor reports whether id is q's owner or one of its answerers, as a
+// person: another identity of the same person, or person:<name>, counts.
+func (r Roles) answersFor(id string, q *bridge.Question) bool {
+	d := r.people()
+	return d.same(q.Owner, id) || slices.ContainsFunc(q.Answerers, func(a string) bool { return d.same(a, id) })
 }
 
 // inTenant lists the identities of a role list that hold it in tenant.
@@ -85,7 +109,7 @@ func (r Roles) accessFor(tenant, id string, extra []string, q *bridge.Question) 
 		return access{}
 	case r.has(tenant, id, RoleOwner, extra) || r.has(tenant, id, RoleAdmin, extra):
 		return access{Exists: true, See: true, Answer: true, Decline: true, Admin: true}
-	case q != nil && (q.Owner == id || slices.Contains(q.Answerers, id)):
+	case q != nil && r.answersFor(id, q):
 		return access{Exists: true, See: true, Answer: true, Decline: true}
 	case r.has(tenant, id, RoleOperator, extra):
 		if q != nil && q.Restricted() {

@@ -158,6 +158,7 @@ func (r *Runtime) apiList(ctx context.Context, data []byte) any {
 	if err := checkAs(req.As); err != nil {
 		return bridge.ListReply{Error: "as: " + err.Error()}
 	}
+	r.people.seen(req.As)
 	state := req.State
 	switch state {
 	case "":
@@ -222,6 +223,7 @@ func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
 	if err := checkAs(req.As); err != nil {
 		return bridge.ShowReply{Error: "as: " + err.Error()}
 	}
+	r.people.seen(req.As)
 	if err := bridge.CheckToken("question_id", req.QuestionID); err != nil {
 		return bridge.ShowReply{Error: err.Error()}
 	}

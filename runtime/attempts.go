@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -267,6 +268,7 @@ func (r *Runtime) notifyDecided(items []*attemptItem) {
 // decide runs the checks; it returns the question and the messages
 // showing it (when known) and either the checked answer or the refusal.
 func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAttempt, tenant, job string) (*store.Record, []bridge.MessageRef, *bridge.CheckedAnswer, *refusal, error) {
+	r.people.seen(a.By)
 	if a.Tenant != tenant || a.JobID != job || !bridge.ValidToken(a.QuestionID) {
 		return nil, nil, nil, &refusal{reason: bridge.RefusedUnknown, text: fmt.Sprintf("There is no question %q in job %s.", a.QuestionID, job)}, nil
 	}
@@ -374,10 +376,12 @@ func (r *Runtime) settlement(rec *store.Record, refs []bridge.MessageRef, a *bri
 	}
 	ev := eventFor(rec, bridge.EventAnswered, now)
 	res := resumeFor(rec, bridge.OutcomeAnswered, "", now)
+	// Who answered is a person when ASK_PEOPLE links the identity.
+	person := r.people.directory().personOf(a.By)
 	switch a.Action {
 	case bridge.ActionDecline:
 		st.State = bridge.StateDeclined
-		st.Text = bridge.DeclinedText(a.By, a.ByName, a.Comment)
+		st.Text = bridge.DeclinedText(a.By, cmp.Or(person, a.ByName), a.Comment)
 		ev = eventFor(rec, bridge.EventDeclined, now)
 		res.Outcome = bridge.OutcomeDeclined
 	case bridge.ActionDeny:
@@ -388,12 +392,12 @@ func (r *Runtime) settlement(rec *store.Record, refs []bridge.MessageRef, a *bri
 		st.Text = bridge.AnsweredText(a.Answer)
 	}
 	ev.State = st.State
-	ev.By, ev.ByName, ev.Via = a.By, a.ByName, via
+	ev.By, ev.ByName, ev.Via, ev.Person = a.By, a.ByName, via, person
 	ev.Answer, ev.AnswerText, ev.Comment, ev.Text = a.Answer, display, a.Comment, st.Text
 	ev.AttemptID, ev.ReplyTo, ev.Messages = a.AttemptID, a.ReplyTo, refs
 	ev.Proposal = proposal
 	res.Text, res.Answer, res.Comment = st.Text, a.Answer, a.Comment
-	res.By, res.ByName, res.Via = a.By, a.ByName, via
+	res.By, res.ByName, res.Via, res.Person = a.By, a.ByName, via, person
 	st.Outbox = []store.Message{eventMsg(ev), resumeMsg(res)}
 	return &st
 }

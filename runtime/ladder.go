@@ -141,13 +141,21 @@ func (r *Runtime) stepTargets(ctx context.Context, rec *store.Record, q *bridge.
 		if err != nil || len(snoozed) == 0 {
 			return r.targets(q, d.Target), err
 		}
-		return slices.DeleteFunc(r.targets(q, d.Target), func(id string) bool { _, ok := snoozed[id]; return ok }), nil
+		// A person's snooze holds whichever of their identities the
+		// reminder would go to.
+		dir := r.people.directory()
+		held := map[string]bool{}
+		for id := range snoozed {
+			held[dir.key(id)] = true
+		}
+		return slices.DeleteFunc(r.targets(q, d.Target), func(id string) bool { return held[dir.key(id)] }), nil
 	}
 	return r.targets(q, d.Target), nil
 }
 
 // targets are the identities a step reminds. Without named answerers the
 // operators are reminded; without a question owner the configured owners.
+// Each person is reminded once, at one identity (people.reach).
 func (r *Runtime) targets(q *bridge.Question, target string) []string {
 	var out []string
 	switch target {
@@ -168,7 +176,7 @@ func (r *Runtime) targets(q *bridge.Question, target string) []string {
 			out = inTenant(r.o.Roles.Owners, q.Tenant)
 		}
 	}
-	return slices.Clone(out)
+	return r.people.reach(out)
 }
 
 // timeOut ends a question nobody answered: outcome timed_out, or failed

@@ -30,6 +30,16 @@ func (r *Runtime) rule(tenant, action string) policy.Rule {
 	return rule
 }
 
+// checkIntake refuses at intake what the question's shape alone does not
+// tell: answerers naming an unknown person, a proposal no approval could
+// make right.
+func (r *Runtime) checkIntake(q *bridge.Question, now time.Time) error {
+	if err := r.checkAnswerers(q); err != nil {
+		return err
+	}
+	return r.checkProposal(q, now)
+}
+
 // checkProposal refuses at intake what no approval could make right: a
 // proposal already expired, or one the policy does not allow (an amount
 // above its max_amount, in another currency, or without an amount).
@@ -100,8 +110,9 @@ func (r *Runtime) proposalStatus(q *bridge.Question, p *store.Proposal) *bridge.
 		st.ExecutedAt, st.Result, st.Detail = p.ExecutedAt, p.Result, p.Detail
 	}
 	if st.State == bridge.ProposalPending {
+		d := r.people.directory()
 		for _, who := range rule.Approvers {
-			counted := slices.ContainsFunc(st.Approvals, func(a bridge.Approval) bool { return a.By == who })
+			counted := slices.ContainsFunc(st.Approvals, func(a bridge.Approval) bool { return d.same(a.By, who) })
 			if !counted {
 				st.MayApprove = append(st.MayApprove, who)
 			}
@@ -111,10 +122,11 @@ func (r *Runtime) proposalStatus(q *bridge.Question, p *store.Proposal) *bridge.
 }
 
 // isApprover reports whether the attempt's author is one of the rule's
-// approvers, by identity or by role.
+// approvers, by identity (any of the person's) or by role.
 func (r *Runtime) isApprover(rule policy.Rule, tenant string, a *bridge.AnswerAttempt) bool {
+	d := r.people.directory()
 	for _, who := range rule.Approvers {
-		if who == a.By || r.o.Roles.has(tenant, a.By, who, a.Roles) {
+		if d.same(who, a.By) || r.o.Roles.has(tenant, a.By, who, a.Roles) {
 			return true
 		}
 	}
@@ -128,7 +140,8 @@ func (r *Runtime) approverAccess(tenant string, a *bridge.AnswerAttempt, q *brid
 	if acc.Answer || q == nil || q.Proposal == nil || !q.IsApproval() {
 		return acc
 	}
-	if slices.Contains(r.rule(tenant, q.Proposal.Action).Approvers, a.By) {
+	d := r.people.directory()
+	if slices.ContainsFunc(r.rule(tenant, q.Proposal.Action).Approvers, func(who string) bool { return d.same(who, a.By) }) {
 		return access{Exists: true, See: true, Answer: true, Decline: true}
 	}
 	return acc
@@ -174,20 +187,23 @@ func (r *Runtime) weighApproval(ctx context.Context, l store.Lookup, rec *store.
 	if deny {
 		return step, nil, nil
 	}
-	if rule.ForbidSelfApproval && q.Owner != "" && a.By == q.Owner {
+	// People, not accounts: the owner's other account is the owner, and
+	// one person on Slack and on Discord approves once.
+	d := r.people.directory()
+	if rule.ForbidSelfApproval && d.same(a.By, q.Owner) {
 		return nil, &refusal{reason: bridge.RefusedSelfApproval, text: fmt.Sprintf(
-			"You can't approve this proposal: %s is the owner of the job it acts for, and the policy forbids approving one's own %s. Someone else must approve it.", a.By, p.Action)}, nil
+			"You can't approve this proposal: %s is the owner of the job it acts for, and the policy forbids approving one's own %s. Someone else must approve it.", ownerWords(d, a.By, q.Owner), p.Action)}, nil
 	}
-	if slices.ContainsFunc(p.Approvals, func(x bridge.Approval) bool { return x.By == a.By }) {
+	if i := slices.IndexFunc(p.Approvals, func(x bridge.Approval) bool { return d.same(x.By, a.By) }); i >= 0 {
 		return nil, &refusal{reason: bridge.RefusedAlreadyApproved, text: fmt.Sprintf(
-			"You have already approved this proposal; it needs %d approvals from different people (%s).",
-			step.required, bridge.ApprovalsText(p.Approvals, step.required))}, nil
+			"%s; it needs %d approvals from different people (%s).",
+			alreadyWords(d, a.By, p.Approvals[i].By), step.required, bridge.ApprovalsText(p.Approvals, step.required))}, nil
 	}
 	via := a.Via
 	if via == "" {
 		via = platformOf(a.By)
 	}
-	step.approvals = append(slices.Clone(p.Approvals), bridge.Approval{By: a.By, ByName: a.ByName, Via: via, At: now})
+	step.approvals = append(slices.Clone(p.Approvals), bridge.Approval{By: a.By, ByName: a.ByName, Person: d.personOf(a.By), Via: via, At: now})
 	step.settles = len(step.approvals) >= step.required
 	return step, nil, nil
 }
@@ -245,6 +261,7 @@ func (r *Runtime) approvalRecord(rec *store.Record, refs []bridge.MessageRef, q 
 	ev.EventID = fmt.Sprintf("%s.%d", ev.EventID, len(s.approvals))
 	ev.State = bridge.StatePending
 	ev.By, ev.ByName, ev.Via, ev.Comment = a.By, a.ByName, via, a.Comment
+	ev.Person = s.approvals[len(s.approvals)-1].Person
 	ev.Text = bridge.ApprovalsText(s.approvals, s.required)
 	ev.AttemptID, ev.ReplyTo, ev.Messages = a.AttemptID, a.ReplyTo, refs
 	ev.Proposal = r.stepStatus(q, s, bridge.ProposalPending)
@@ -253,4 +270,22 @@ func (r *Runtime) approvalRecord(rec *store.Record, refs []bridge.MessageRef, q 
 		Approvals: s.approvals, At: now, Outbox: []store.Message{eventMsg(ev)},
 		Log: []store.LogEntry{approvalLog(rec, s, a, via, now)},
 	}
+}
+
+// ownerWords names the owner a refused self-approval is about: the
+// approver, or, when the approver is the owner's other account, both.
+func ownerWords(d *directory, by, owner string) string {
+	if by == owner {
+		return by
+	}
+	return fmt.Sprintf("%s (%s, like %s)", by, d.personOf(by), owner)
+}
+
+// alreadyWords says who approved already: this identity, or the same
+// person from another account.
+func alreadyWords(d *directory, by, earlier string) string {
+	if by == earlier {
+		return "You have already approved this proposal"
+	}
+	return fmt.Sprintf("%s has already approved this proposal as %s", d.personOf(by), earlier)
 }

@@ -77,7 +77,7 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 		if it == nil {
 			continue
 		}
-		if why := r.checkProposal(it.q, now); why != nil {
+		if why := r.checkIntake(it.q, now); why != nil {
 			if err := r.refuseQuestion(ctx, msg, it.tenant, it.job, it.q, why); err != nil {
 				return err
 			}

@@ -155,6 +155,7 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 	ev.State = bridge.StatePending
 	ev.Step = step
 	ev.Targets = all
+	ev.Persons = r.people.persons(linked(all, queue))
 	ev.Messages = refs
 	ev.Nudge = nudge
 	err = r.queue.FireRound(ctx, steps, now, []store.Message{eventMsg(ev)})
@@ -243,4 +244,14 @@ func (r *Runtime) tenantOfJob(ctx context.Context, req bridge.QueueRequest) (str
 		tenant = recs[i].Tenant
 	}
 	return tenant, ""
+}
+
+// linked are the identities whose persons a round's event names: its
+// targets, and the answerers and owner of each of the job's questions.
+func linked(targets []string, queue []queued) []string {
+	ids := slices.Clone(targets)
+	for i := range queue {
+		ids = append(append(ids, queue[i].q.Answerers...), queue[i].q.Owner)
+	}
+	return ids
 }

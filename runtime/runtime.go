@@ -89,6 +89,9 @@ type Options struct {
 	// Policy holds the operator's policy in force (ASK_POLICY); nil or
 	// empty gates nothing.
 	Policy *policy.Holder
+	// People links identities into persons (ASK_PEOPLE); the policy's
+	// people: section adds to it (docs/contract.md, "People").
+	People bridge.People
 	// Platforms are the chat platforms that can show questions, switched
 	// on or not, in the order texts name them.
 	Platforms []Platform
@@ -138,6 +141,8 @@ type Runtime struct {
 	nc      *nats.Conn
 	clock   Clock
 	metrics *metrics
+	// people resolves identities into persons (docs/contract.md, "People").
+	people *people
 
 	// The store, as each part sees it.
 	asking      questionStore
@@ -213,6 +218,8 @@ func New(o Options) (*Runtime, error) {
 	}
 	r.metrics = m
 	r.outbox.published = m.published
+	r.people = newPeople(o.People, o.Policy)
+	r.o.Roles.dir = r.people.directory
 	return r, nil
 }
 

@@ -79,7 +79,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	// The policy before anything else: a bad file stops the start with
 	// nothing begun (serve exits 2 naming the file and the line).
 	if cfg.Policy != "" {
-		p, err := policy.Load(cfg.Policy)
+		p, err := loadPolicy(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -151,6 +151,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 			Owners: cfg.Owners, Admins: cfg.Admins, Operators: cfg.Operators, Readers: cfg.Readers,
 		},
 		Policy:     s.policy,
+		People:     cfg.People,
 		Platforms:  cfg.Platforms(),
 		Logger:     log,
 		Registerer: reg,
@@ -290,7 +291,7 @@ func (s *service) reloadPolicy() {
 		s.log.Info("SIGHUP: ASK_POLICY is not set; no policy to re-read")
 		return
 	}
-	p, err := policy.Load(path)
+	p, err := loadPolicy(s.cfg)
 	if err != nil {
 		line := 0
 		var pe *policy.Error
@@ -303,6 +304,19 @@ func (s *service) reloadPolicy() {
 	s.policy.Store(p)
 	tenants, actions := p.Count()
 	s.log.Info("policy reloaded", "path", path, "tenants", tenants, "actions", actions)
+}
+
+// loadPolicy reads ASK_POLICY and checks its people: against ASK_PEOPLE:
+// a person or an identity is linked in one place only.
+func loadPolicy(cfg *config.Config) (*policy.Policy, error) {
+	p, err := policy.Load(cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := bridge.MergePeople(cfg.People, p.People); err != nil {
+		return nil, &policy.Error{File: cfg.Policy, Path: "people", Problem: err.Error()}
+	}
+	return p, nil
 }
 
 // natsURL is where other processes reach this service's NATS.

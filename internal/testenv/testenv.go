@@ -50,6 +50,8 @@ type Options struct {
 	TimeZone *time.Location
 	// Policy, when set, holds the operator's policy the runtime applies.
 	Policy *policy.Holder
+	// People links identities into persons, as ASK_PEOPLE does.
+	People bridge.People
 	// MarkSentAfter, HealEvery and LeaseRenew are passed to the runtime.
 	MarkSentAfter time.Duration
 	HealEvery     time.Duration
@@ -136,7 +138,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 	reg := prometheus.NewRegistry()
 	rt, err := runtime.New(runtime.Options{
 		NATS: n, Store: st, Roles: o.Roles, Platforms: platforms(o.Platforms), Logger: logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
-		Clock: o.Clock, TimeZone: o.TimeZone, Policy: o.Policy, HealEvery: o.HealEvery, LeaseRenew: o.LeaseRenew,
+		Clock: o.Clock, TimeZone: o.TimeZone, Policy: o.Policy, People: o.People, HealEvery: o.HealEvery, LeaseRenew: o.LeaseRenew,
 	})
 	if err != nil {
 		st.Close()
