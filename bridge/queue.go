@@ -136,3 +136,29 @@ func (n *Nudge) For(target string) []NudgeQuestion {
 	}
 	return out
 }
+
+// WithoutTop is ev as it stands once its top question ended before the
+// round reached a front-end: nothing to re-surface, and the reminders of
+// the job's other questions still due. nil when the round is only about
+// that question.
+func WithoutTop(ev *Event) *Event {
+	if ev.Nudge == nil {
+		return nil
+	}
+	n := &Nudge{}
+	for _, q := range ev.Nudge.Questions {
+		if q.QuestionID != ev.QuestionID || q.TaskVersion != ev.TaskVersion {
+			n.Questions = append(n.Questions, q)
+		}
+	}
+	reminds := false
+	for _, q := range n.Questions {
+		reminds = reminds || len(q.Targets) > 0
+	}
+	if !reminds {
+		return nil
+	}
+	out := *ev
+	out.Nudge = n
+	return &out
+}

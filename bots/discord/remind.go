@@ -23,7 +23,11 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 		c = b.viewOf(&engine.Card{Ref: bridge.RefOf(ev), Question: ev.Question, AskedAt: ev.AskedAt, Deadline: ev.Deadline, Message: m})
 	}
 	if c != nil && c.Outcome != nil {
-		return nil // settled meanwhile: nothing to remind about
+		// Settled meanwhile: nothing to remind about, but the round's
+		// other questions of the job.
+		if ev = bridge.WithoutTop(ev); ev == nil {
+			return nil
+		}
 	}
 	if bridge.StaleReminder(ctx, b.o.NATS.Conn, ev, b.now()) {
 		b.log.Info("discord: not sending a reminder for a question that no longer waits", "tenant", ev.Tenant,

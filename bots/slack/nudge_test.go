@@ -109,3 +109,69 @@ func inOrder(s string, parts ...string) bool {
 	}
 	return true
 }
+
+// A round draws what its nudge says: a restricted top question is
+// re-surfaced without its content; a person reminded of one other question
+// of the job gets a DM about that one; once the top question has ended, a
+// later round re-surfaces nothing and still reminds of the others.
+func TestNudgeDrawing(t *testing.T) {
+	t.Parallel()
+	n := plainNATS(t)
+	h := startBot(t, n, newFakeSlack(t))
+	top := question("job-nd", "q-top")
+	top.Question, top.Visibility, top.Answerers = "Which salary band should the offer use?", bridge.VisibilityRestricted, []string{"slack:U0KEV"}
+	low := question("job-nd", "q-low")
+	low.Question, low.Priority, low.Answerers = "Should the footer name the team?", bridge.PriorityLow, []string{"slack:U0BEN"}
+	publishEvent(t, n, askedEvent(top))
+	h.posted(t, "q-top")
+	publishEvent(t, n, askedEvent(low))
+	h.posted(t, "q-low")
+	item := func(q *bridge.Question, targets ...string) bridge.NudgeQuestion {
+		return bridge.NudgeQuestion{QueueItem: bridge.QueueItem{QuestionID: q.QuestionID, TaskVersion: 1, Priority: q.PriorityOf(), Staleness: 1},
+			Question: q, Step: bridge.TargetAnswerers, Targets: targets}
+	}
+	round := func(id string, resurface bool, qs ...bridge.NudgeQuestion) {
+		now := time.Now().UTC()
+		var all []string
+		for _, q := range qs {
+			all = append(all, q.Targets...)
+		}
+		publishEvent(t, n, bridge.Event{Type: bridge.EventReminded, EventID: id, Tenant: "acme", JobID: "job-nd", QuestionID: "q-top", TaskVersion: 1,
+			Question: top, State: bridge.StatePending, AskedAt: now, Deadline: now.Add(4 * time.Hour), Step: bridge.TargetAnswerers,
+			Targets: all, Nudge: &bridge.Nudge{Resurface: resurface, Questions: qs}})
+	}
+	round("round-1", true, item(top, "slack:U0KEV"), item(low, "slack:U0BEN"))
+	testenv.CheckFor(t, wait, tick, func() error {
+		if len(threadPosts(h, "Still waiting")) != 1 || len(dmsIn(h.fake, "D0KEV")) != 1 || len(dmsIn(h.fake, "D0BEN")) != 1 {
+			return fmt.Errorf("thread posts %d, DMs kevin %d, ben %d", len(threadPosts(h, "Still waiting")), len(dmsIn(h.fake, "D0KEV")), len(dmsIn(h.fake, "D0BEN")))
+		}
+		return nil
+	})
+	if s := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">").Replace(threadPosts(h, "Still waiting")[0].Str("blocks")); strings.Contains(s, "salary") ||
+		!strings.Contains(s, "A restricted question waits for <@U0KEV>, <@U0OWNER> and admins; only they may read it.") || !strings.Contains(s, "1 more question waits for this job") {
+		t.Fatalf("re-surfaced restricted question: %s", s)
+	}
+	if dm := dmsIn(h.fake, "D0BEN")[0]; !strings.Contains(dm, "Should the footer name the team?") || strings.Contains(dm, "salary") {
+		t.Fatalf("ben's DM: %q", dm)
+	}
+	if dm := dmsIn(h.fake, "D0KEV")[0]; !strings.Contains(dm, "Which salary band") || strings.Contains(dm, "footer") {
+		t.Fatalf("kevin's DM: %q", dm)
+	}
+
+	publishEvent(t, n, bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: "job-nd", QuestionID: "q-top", TaskVersion: 1,
+		By: "slack:U0KEV", ByName: "kevin", AnswerText: "B2", Answer: json.RawMessage(`"B2"`)})
+	h.updated(t, h.cardTS(t, top), "Answered by @kevin") // restricted: no answer shown
+	round("round-2", true, item(top, "slack:U0KEV"), item(low, "slack:U0KEV", "slack:U0BEN"))
+	testenv.CheckFor(t, wait, tick, func() error {
+		if len(dmsIn(h.fake, "D0KEV")) != 2 || len(dmsIn(h.fake, "D0BEN")) != 2 {
+			return fmt.Errorf("DMs kevin %d, ben %d", len(dmsIn(h.fake, "D0KEV")), len(dmsIn(h.fake, "D0BEN")))
+		}
+		return nil
+	})
+	if dm := dmsIn(h.fake, "D0KEV")[1]; !strings.Contains(dm, "Should the footer name the team?") || strings.Contains(dm, "salary") {
+		t.Fatalf("kevin's second DM: %q", dm)
+	}
+	if n := len(threadPosts(h, "Still waiting")); n != 1 {
+		t.Fatalf("%d re-surfaces; an answered question is not re-surfaced", n)
+	}
+}

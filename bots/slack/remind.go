@@ -20,7 +20,11 @@ func (b *Bot) onReminder(ctx context.Context, ev *bridge.Event) error {
 	ref := refOf(ev)
 	rec, _ := b.cards.Get(ref)
 	if rec != nil && rec.Ended != nil {
-		return nil // settled meanwhile: nothing to remind about
+		// Settled meanwhile: nothing to remind about, but the round's
+		// other questions of the job.
+		if ev = bridge.WithoutTop(ev); ev == nil {
+			return nil
+		}
 	}
 	q := ev.Question
 	if q == nil && rec != nil {
