@@ -37,6 +37,9 @@ type cli struct {
 	identity string
 	// natsURL overrides the environment (tests, --nats).
 	natsURL string
+	// natsOpts are added to connect's options (askbridge mcp, which
+	// lives as long as its client, reconnects for ever).
+	natsOpts []nats.Option
 }
 
 // decisionWait bounds how long answer and decline wait for the runtime.
@@ -116,7 +119,7 @@ func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
 		}
 		url = "nats://" + net.JoinHostPort(host, port)
 	}
-	nc, err := nats.Connect(url, append(opts, nats.Name("askbridge-cli"))...)
+	nc, err := nats.Connect(url, append(append(opts, nats.Name("askbridge-cli")), c.natsOpts...)...)
 	if err != nil {
 		why := err.Error()
 		if ue := (*neturl.Error)(nil); errors.As(err, &ue) {

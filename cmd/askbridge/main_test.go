@@ -1038,7 +1038,7 @@ func TestServeRefusesAChannelNameWithExitCode2(t *testing.T) {
 // "askbridge -h" does; an unknown flag still exits 2.
 func TestCommandHelpExitsZero(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"ask", "list", "show", "answer", "decline", "cancel", "link", "stats", "trace", "queue", "bench", "torture"} {
+	for _, cmd := range []string{"ask", "list", "show", "answer", "decline", "cancel", "link", "stats", "trace", "queue", "bench", "torture", "mcp"} {
 		for _, h := range []string{"-h", "--help"} {
 			var stdout, stderr bytes.Buffer
 			if code := run([]string{cmd, h}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String()+stderr.String(), "Usage of askbridge "+cmd) {

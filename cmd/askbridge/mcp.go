@@ -23,16 +23,19 @@ import (
 // the other tools do. Stdout is the protocol's, so everything it says
 // goes to stderr.
 func (c *cli) mcp(ctx context.Context, args []string) int {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	natsURL := fs.String("nats", "", "NATS URL (default ASK_NATS_URL, else the embedded server's)")
+	fs, natsURL := c.flags("mcp")
 	fs.Usage = func() {
-		fmt.Fprint(c.stderr, "Usage: askbridge mcp [--nats URL]\n\nServe MCP on stdin/stdout: the tools ask_user, request_approval, check_action and approve_tool_use.\nASK_MCP_TENANT names the tenant (default default). See docs/mcp.md.\n")
+		fmt.Fprint(c.stderr, "Usage of askbridge mcp [--nats URL]:\n  serve MCP on stdin/stdout: the tools ask_user, request_approval, check_action and approve_tool_use.\n  ASK_MCP_TENANT names the tenant (default default); see docs/mcp.md.\n")
+		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		return exitConfig
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(c.stderr, "askbridge mcp takes no arguments; it is configured by ASK_ variables (see docs/mcp.md)\n")
 		return exitConfig
 	}
 	cfg, err := config.Load()
@@ -53,6 +56,7 @@ func (c *cli) mcp(ctx context.Context, args []string) int {
 		fmt.Fprintln(c.stderr, "askbridge mcp: "+err.Error())
 		return exitConfig
 	}
+	c.natsOpts = append(c.natsOpts, nats.Name("askbridge-mcp"), nats.MaxReconnects(-1))
 	nc, _, err := c.connect(*natsURL)
 	if err != nil {
 		fmt.Fprintln(c.stderr, "askbridge mcp: "+err.Error())

@@ -434,7 +434,10 @@ func testMCPStreamableHTTP(t *testing.T) {
 		}
 	}
 
-	client := mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1"}, nil)
+	var progressed atomic.Int64
+	client := mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progressed.Add(1) },
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint,
@@ -445,11 +448,20 @@ func testMCPStreamableHTTP(t *testing.T) {
 	defer cs.Close()
 	ch := make(chan mcpResult, 1)
 	go func() {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{
-			"question": "Which colour?", "choices": []string{"red", "blue"}, "job_id": "job-http", "question_id": "q-http"}})
+		params := &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{
+			"question": "Which colour?", "choices": []string{"red", "blue"}, "job_id": "job-http", "question_id": "q-http"}}
+		params.SetProgressToken("tok-http")
+		res, err := cs.CallTool(ctx, params)
 		ch <- mcpResult{res, err}
 	}()
 	ts := r.slackCard("job-http", "q-http")
+	// Progress reaches the client over HTTP while it waits.
+	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if progressed.Load() < 2 {
+			return fmt.Errorf("%d progress notifications over HTTP", progressed.Load())
+		}
+		return nil
+	})
 	r.signedSlack(r.slackClick("U0KEV", "trig-http", ts, "ask.acme.job-http.q-http.0", "choice.0", "red"), nil)
 	if got := resultText(waitResult(t, ch)); got != "The answer: red" {
 		t.Fatalf("result over HTTP %q", got)
@@ -574,5 +586,16 @@ func testMCPApproveToolUse(t *testing.T) {
 	got := permission(waitResult(t, ch))
 	if got["behavior"] != "deny" || got["message"] != "slack:U0KEV (u0kev) denied: not on main" {
 		t.Errorf("denied: %v", got)
+	}
+}
+
+// TestMCPWithoutService: askbridge mcp says on stderr (stdout is the
+// protocol's) that the service is not there, and exits 1.
+func TestMCPWithoutService(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr strings.Builder
+	code := run([]string{"mcp", "--nats", "nats://127.0.0.1:1"}, &stdout, &stderr)
+	if code != exitError || stdout.Len() != 0 || !strings.Contains(stderr.String(), "askbridge mcp: cannot reach NATS at nats://127.0.0.1:1 (is 'askbridge serve' running?)") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 }
