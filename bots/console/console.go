@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/card"
 )
 
 // Limits and timings of the console.
@@ -348,11 +349,32 @@ func (c *Console) handleJob(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Items = append(p.Items, item)
 	}
+	p.Queue = c.jobQueue(r.Context(), l)
 	if p.Notices, err = c.jobNotices(r.Context(), l); err != nil {
 		c.apiUnavailable(w, r, err)
 		return
 	}
 	c.render(w, r, http.StatusOK, "job", p)
+}
+
+// jobQueue is the job's pending questions in queue order, as the link's
+// identity may see them; none when the runtime does not say (the page
+// still shows every question below).
+func (c *Console) jobQueue(ctx context.Context, l Link) []queueRow {
+	var rep bridge.QueueReply
+	err := c.api(ctx, bridge.APIQueue, bridge.QueueRequest{As: l.Identity, Roles: l.Roles, Tenant: l.Tenant, JobID: l.JobID}, &rep)
+	if err != nil || rep.Error != "" {
+		c.log.WarnContext(ctx, "console: the job's queue could not be read", "tenant", l.Tenant, "job", l.JobID, "err", err, "refused", rep.Error)
+		return nil
+	}
+	now := time.Now()
+	var out []queueRow
+	for i, it := range rep.Questions {
+		out = append(out, queueRow{Pos: i + 1, URL: c.sub(l, ScopeQuestion, l.Tenant, l.JobID, it.QuestionID), QuestionID: it.QuestionID,
+			Text: bridge.Truncate(it.Text, 120), Hidden: it.Hidden, Priority: it.Priority, Staleness: it.Staleness,
+			Waiting: card.Age(now.Sub(it.AskedAt)), Blocks: strings.Join(it.BlockedTools, ", ")})
+	}
+	return out
 }
 
 // newNonce returns 128 random bits in hex: a form's attempt id.

@@ -497,10 +497,25 @@ type jobPage struct {
 	base
 	Tenant string
 	JobID  string
-	Items  []jobItem
-	More   bool
+	// Queue is the job's pending questions in queue order (ask.v1.api.queue).
+	Queue []queueRow
+	Items []jobItem
+	More  bool
 	// Notices are the job's notices, shown without controls.
 	Notices []noticeView
+}
+
+// queueRow is one pending question of the job's queue.
+type queueRow struct {
+	Pos        int
+	URL        string
+	QuestionID string
+	Text       string
+	Hidden     bool
+	Priority   string
+	Staleness  int
+	Waiting    string
+	Blocks     string
 }
 
 type auditRow struct {
