@@ -130,6 +130,9 @@ func (f *Front) checkAction(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if err := bridge.CheckTool("tool", in.Tool); err != nil {
 		return toolError(err), nil
 	}
+	if in.Execute && in.ProposalID == "" {
+		return toolError(fmt.Errorf("proposal_id: is required with execute: name the approved proposal to execute")), nil
+	}
 	if in.JobID != "" {
 		if err := bridge.CheckToken("job_id", in.JobID); err != nil {
 			return toolError(err), nil

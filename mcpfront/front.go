@@ -174,13 +174,12 @@ func randomHex(n int) string {
 // args are a call's arguments by name.
 type args map[string]json.RawMessage
 
+// readArgs reads a call's arguments, refusing one the tool does not take
+// (a misspelt key would otherwise be dropped without a word).
 func readArgs(req *mcp.CallToolRequest, allowed ...string) (args, error) {
-	a := args{}
-	raw := req.Params.Arguments
-	if len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &a); err != nil {
-			return nil, fmt.Errorf("arguments: must be a JSON object")
-		}
+	a, err := readAnyArgs(req)
+	if err != nil {
+		return nil, err
 	}
 	for k := range a {
 		ok := false
@@ -189,6 +188,18 @@ func readArgs(req *mcp.CallToolRequest, allowed ...string) (args, error) {
 		}
 		if !ok {
 			return nil, fmt.Errorf("%s: is not an argument of %s (it takes %s)", k, req.Params.Name, strings.Join(allowed, ", "))
+		}
+	}
+	return a, nil
+}
+
+// readAnyArgs reads a call's arguments whatever their keys.
+func readAnyArgs(req *mcp.CallToolRequest) (args, error) {
+	a := args{}
+	raw := req.Params.Arguments
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return nil, fmt.Errorf("arguments: must be a JSON object")
 		}
 	}
 	return a, nil

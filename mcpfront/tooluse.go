@@ -30,7 +30,10 @@ type Permission struct {
 const maxRendered = 900
 
 func (f *Front) approveToolUse(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	a, err := readArgs(req, "tool_name", "input", "tool_use_id", "job_id")
+	// Keys beyond these are ignored: the coding agent, not a model, writes
+	// this call, and a key it adds in a later version must not deny every
+	// tool use.
+	a, err := readAnyArgs(req)
 	if err != nil {
 		return toolError(err), nil
 	}

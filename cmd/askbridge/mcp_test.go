@@ -515,6 +515,9 @@ func testMCPApprovalAndExecute(t *testing.T) {
 	if !strings.HasPrefix(got, "refused: proposal_executed: ") || again["idempotency_key"] != first["idempotency_key"] {
 		t.Errorf("execute again: %q %v, want proposal_executed with the same key", got, again)
 	}
+	if got, _ := check(map[string]any{"tool": "refund", "execute": true}); got != "proposal_id: is required with execute: name the approved proposal to execute" {
+		t.Errorf("execute without a proposal: %q", got)
+	}
 	if got, _ := check(map[string]any{"tool": "not a tool"}); !strings.HasPrefix(got, "tool: ") {
 		t.Errorf("a bad tool name: %q", got)
 	}
@@ -535,7 +538,7 @@ func testMCPApproveToolUse(t *testing.T) {
 
 	// Auto-allowed: at once, no card, in the trace as the gate's decision.
 	for _, use := range []map[string]any{
-		{"tool_name": "Read", "input": map[string]any{"file_path": "/src/main.go"}, "job_id": "job-tu"},
+		{"tool_name": "Read", "input": map[string]any{"file_path": "/src/main.go"}, "job_id": "job-tu", "a_later_key": true},
 		{"tool_name": "Bash", "input": map[string]any{"command": "git status"}, "job_id": "job-tu"},
 	} {
 		res, err := p.call("approve_tool_use", use, 10*time.Second)
