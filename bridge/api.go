@@ -73,11 +73,13 @@ func NoQuestionShown(questionID string) string {
 	return "There is no question " + questionID + " that you can see."
 }
 
-// StatsReply answers ask.v1.api.stats (any request body).
+// StatsReply answers ask.v1.api.stats (a StatsRequest, or any body).
 type StatsReply struct {
 	ByState       map[string]int64 `json:"by_state"`
 	OutboxBacklog int64            `json:"outbox_backlog"`
-	Error         string           `json:"error,omitempty"`
+	// Clarification is the measures of the request's window.
+	Clarification *Clarification `json:"clarification,omitempty"`
+	Error         string         `json:"error,omitempty"`
 }
 
 // MarshalJSON writes a failed stats request as {"error": "..."}, not with

@@ -86,6 +86,14 @@ type Config struct {
 	// a question's reminders (docs/contract.md "Delegate and snooze").
 	TimeZone string `envconfig:"ASK_TIME_ZONE" default:"UTC"`
 
+	// MetricsTenants and MetricsAgents are the tenants and agents the
+	// clarification metrics name as label values on /metrics; the others
+	// count as "other" (docs/contract.md, "Clarification metrics").
+	// MetricsWindow is how far back those metrics look.
+	MetricsTenants []string      `envconfig:"ASK_METRICS_TENANTS"`
+	MetricsAgents  []string      `envconfig:"ASK_METRICS_AGENTS"`
+	MetricsWindow  time.Duration `envconfig:"ASK_METRICS_WINDOW" default:"168h"`
+
 	LogLevel string `envconfig:"ASK_LOG_LEVEL" default:"info"`
 	// ShutdownGrace bounds a graceful stop.
 	ShutdownGrace time.Duration `envconfig:"ASK_SHUTDOWN_GRACE" default:"10s"`
@@ -360,6 +368,17 @@ func (c *Config) Validate() error {
 	if c.MCPToken != "" && len(c.MCPToken) < 16 {
 		bad("ASK_MCP_TOKEN must be at least 16 characters")
 	}
+	for _, t := range c.MetricsTenants {
+		if !bridge.ValidToken(t) {
+			bad("ASK_METRICS_TENANTS: %q must be 1 to 64 letters, digits, '-' or '_'", t)
+		}
+	}
+	if len(c.MetricsTenants) > maxMetricsLabels || len(c.MetricsAgents) > maxMetricsLabels {
+		bad("ASK_METRICS_TENANTS and ASK_METRICS_AGENTS name at most %d values each: every one adds series to /metrics", maxMetricsLabels)
+	}
+	if c.MetricsWindow <= 0 {
+		bad("ASK_METRICS_WINDOW must be a positive duration such as 168h")
+	}
 	if c.ShutdownGrace < 0 {
 		bad("ASK_SHUTDOWN_GRACE must not be negative")
 	}
@@ -377,6 +396,9 @@ func (c *Config) Location() (*time.Location, error) {
 	}
 	return time.LoadLocation(c.TimeZone)
 }
+
+// maxMetricsLabels bounds ASK_METRICS_TENANTS and ASK_METRICS_AGENTS.
+const maxMetricsLabels = 100
 
 // Error lists configuration problems, one line each.
 type Error struct{ Problems []string }

@@ -41,6 +41,7 @@ func TestDefaults(t *testing.T) {
 		SlackAPIURL: "https://slack.com/api/", DiscordAPIURL: "https://discord.com/api/v10/",
 		LogLevel: "info", ShutdownGrace: 10 * time.Second,
 		MCPTenant: "default", MCPProgress: 15 * time.Second, TimeZone: "UTC",
+		MetricsWindow: 7 * 24 * time.Hour,
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults = %+v\nwant       %+v", *c, want)
@@ -268,6 +269,9 @@ func TestValidationMessages(t *testing.T) {
 		{name: "mcp tenant bad", env: map[string]string{"ASK_MCP_TENANT": "acme corp"},
 			want: []string{`ASK_MCP_TENANT must be 1 to 64 letters, digits, '-' or '_', not "acme corp"`}},
 		{name: "mcp progress zero", env: map[string]string{"ASK_MCP_PROGRESS": "0s"}, want: []string{"ASK_MCP_PROGRESS must be a positive duration such as 15s"}},
+		{name: "metrics tenant not a token", env: map[string]string{"ASK_METRICS_TENANTS": "acme,bad tenant"},
+			want: []string{`ASK_METRICS_TENANTS: "bad tenant" must be 1 to 64 letters, digits, '-' or '_'`}},
+		{name: "metrics window zero", env: map[string]string{"ASK_METRICS_WINDOW": "0s"}, want: []string{"ASK_METRICS_WINDOW must be a positive duration such as 168h"}},
 		{name: "negative shutdown grace", env: map[string]string{"ASK_SHUTDOWN_GRACE": "-1s"}, want: []string{"ASK_SHUTDOWN_GRACE must not be negative"}},
 		{name: "every secret wrong at once", env: map[string]string{
 			"ASK_SLACK_SIGNING_SECRET": slackSecret, "ASK_SLACK_APP_TOKEN": appToken,

@@ -22,6 +22,7 @@ type apiStore interface {
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
 	Audit(ctx context.Context, question int64) ([]bridge.AuditEntry, error)
 	CountByState(ctx context.Context) (map[string]int64, error)
+	clarifyStore
 	traceStore
 	ProposalOf(ctx context.Context, question int64) (*store.Proposal, error)
 }
@@ -279,7 +280,14 @@ func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
 	return reply
 }
 
-func (r *Runtime) apiStats(ctx context.Context, _ []byte) any {
+func (r *Runtime) apiStats(ctx context.Context, data []byte) any {
+	var req bridge.StatsRequest
+	// Any body was accepted before; one that is not a request is the default.
+	_ = json.Unmarshal(data, &req)
+	since, err := statsSince(req)
+	if err != nil {
+		return bridge.StatsReply{Error: err.Error()}
+	}
 	counts, err := r.queries.CountByState(ctx)
 	if err != nil {
 		return bridge.StatsReply{Error: "stats: the store could not be read"}
@@ -288,5 +296,11 @@ func (r *Runtime) apiStats(ctx context.Context, _ []byte) any {
 	if err != nil {
 		return bridge.StatsReply{Error: "stats: the store could not be read"}
 	}
-	return bridge.StatsReply{ByState: counts, OutboxBacklog: backlog}
+	until := r.stamp()
+	c, err := clarification(ctx, r.queries, req.Tenant, until.Add(-since), until, func(t, a string) (string, string) { return t, a })
+	if err != nil {
+		r.log.Warn("stats: could not read the clarification measures", "err", err)
+		return bridge.StatsReply{Error: "stats: the store could not be read"}
+	}
+	return bridge.StatsReply{ByState: counts, OutboxBacklog: backlog, Clarification: c}
 }

@@ -119,6 +119,9 @@ type Options struct {
 	// synced them (set this above its sync interval), and a restart
 	// publishes them again under the same message id. 0 marks at once.
 	MarkSentAfter time.Duration
+	// Clarify sets the clarification metrics' window and the tenants and
+	// agents /metrics names (ASK_METRICS_*; see ClarifyMetrics).
+	Clarify ClarifyMetrics
 	// HealEvery is how often the runtime looks for its streams and
 	// consumers when no error made it look sooner (see heal); 0 is 5 s.
 	// Tests shorten it.
@@ -220,6 +223,11 @@ func New(o Options) (*Runtime, error) {
 	r.outbox.published = m.published
 	r.people = newPeople(o.People, o.Policy)
 	r.o.Roles.dir = r.people.directory
+	if o.Registerer != nil {
+		if err := o.Registerer.Register(&clarifyCollector{st: o.Store, now: r.stamp, o: o.Clarify}); err != nil {
+			return nil, fmt.Errorf("runtime: register metrics: %w", err)
+		}
+	}
 	return r, nil
 }
 

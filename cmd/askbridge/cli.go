@@ -731,36 +731,6 @@ func (c *cli) cancel(ctx context.Context, args []string) int {
 	return exitOK
 }
 
-func (c *cli) stats(ctx context.Context, args []string) int {
-	fs, url := c.flags("stats")
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
-	}
-	if fs.NArg() > 0 {
-		return c.fail("stats takes no arguments, not %q", fs.Arg(0))
-	}
-	nc, _, err := c.connect(*url)
-	if err != nil {
-		return c.fail("%v", err)
-	}
-	defer nc.Close()
-	var reply bridge.StatsReply
-	if err := c.request(nc, bridge.APIStats, struct{}{}, &reply); err != nil {
-		return c.fail("%v", err)
-	}
-	if reply.Error != "" {
-		return c.fail("%s", reply.Error)
-	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	for _, st := range []string{bridge.StatePending, bridge.StateAnswered, bridge.StateDeclined, bridge.StateTimedOut,
-		bridge.StateCancelled, bridge.StateSuperseded, bridge.StateFailed} {
-		fmt.Fprintf(tw, "%s\t%d\n", st, reply.ByState[st])
-	}
-	fmt.Fprintf(tw, "outbox backlog\t%d\n", reply.OutboxBacklog)
-	tw.Flush()
-	return exitOK
-}
-
 // link mints a signed console link with the configured console secret.
 func (c *cli) link(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("askbridge link", flag.ContinueOnError)

@@ -155,6 +155,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		Platforms:  cfg.Platforms(),
 		Logger:     log,
 		Registerer: reg,
+		Clarify:    runtime.ClarifyMetrics{Tenants: cfg.MetricsTenants, Agents: cfg.MetricsAgents, Window: cfg.MetricsWindow},
 	}
 	// Validated at start (config.Validate).
 	rtOpts.TimeZone, _ = cfg.Location()

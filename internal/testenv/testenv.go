@@ -52,6 +52,8 @@ type Options struct {
 	Policy *policy.Holder
 	// People links identities into persons, as ASK_PEOPLE does.
 	People bridge.People
+	// Clarify shapes the clarification metrics (runtime.ClarifyMetrics).
+	Clarify runtime.ClarifyMetrics
 	// MarkSentAfter, HealEvery and LeaseRenew are passed to the runtime.
 	MarkSentAfter time.Duration
 	HealEvery     time.Duration
@@ -138,7 +140,7 @@ func start(o Options, tempDir func() string) (*Env, error) {
 	reg := prometheus.NewRegistry()
 	rt, err := runtime.New(runtime.Options{
 		NATS: n, Store: st, Roles: o.Roles, Platforms: platforms(o.Platforms), Logger: logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
-		Clock: o.Clock, TimeZone: o.TimeZone, Policy: o.Policy, People: o.People, HealEvery: o.HealEvery, LeaseRenew: o.LeaseRenew,
+		Clock: o.Clock, TimeZone: o.TimeZone, Policy: o.Policy, People: o.People, Clarify: o.Clarify, HealEvery: o.HealEvery, LeaseRenew: o.LeaseRenew,
 	})
 	if err != nil {
 		st.Close()

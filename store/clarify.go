@@ -1,0 +1,92 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// ClarifyQuestion is what the clarification measures read of a question.
+type ClarifyQuestion struct {
+	Tenant       string
+	JobID        string
+	QuestionID   string
+	Agent        string
+	MissingField string
+	State        string
+	// TimedOut: it ended on its timeout (timed_out, or failed with
+	// on_timeout: fail).
+	TimedOut  bool
+	AskedAt   time.Time
+	SettledAt time.Time
+}
+
+// ClarifyQuestions returns the questions of every job that had a question
+// asked since since (of tenant, when given), each job's in the order they
+// were asked: the earlier ones too, for a repeat or a reopen reads the
+// job's answers before the window.
+func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.Time) ([]ClarifyQuestion, error) {
+	rows, err := s.rs.query(ctx, `SELECT q.tenant, q.job_id, q.question_id,
+			COALESCE(json_extract(q.body, '$.agent'), ''), COALESCE(json_extract(q.body, '$.missing_field'), ''),
+			q.state, q.asked_at, q.settled_at,
+			EXISTS (SELECT 1 FROM audit a WHERE a.question = q.id AND a.from_state = 'pending' AND a.to_state = q.state AND a.reason = ?)
+		FROM questions q
+		WHERE (q.tenant, q.job_id) IN (SELECT tenant, job_id FROM questions WHERE asked_at >= ? AND (? = '' OR tenant = ?))
+		ORDER BY q.tenant, q.job_id, q.asked_at, q.id`, timedOutReason, ms(since), tenant, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("store: read questions for the clarification measures: %w", err)
+	}
+	defer rows.Close()
+	var out []ClarifyQuestion
+	for rows.Next() {
+		var q ClarifyQuestion
+		var asked, settled int64
+		if err := rows.Scan(&q.Tenant, &q.JobID, &q.QuestionID, &q.Agent, &q.MissingField, &q.State, &asked, &settled, &q.TimedOut); err != nil {
+			return nil, fmt.Errorf("store: read questions for the clarification measures: %w", err)
+		}
+		q.AskedAt, q.SettledAt = fromMS(asked), fromMS(settled)
+		q.TimedOut = q.TimedOut || q.State == bridge.StateTimedOut
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// timedOutReason is the audit reason of a question ended by its timeout
+// (runtime/ladder.go).
+const timedOutReason = "timed out"
+
+// GateDecision is one gate decision of the job log, with the agent of the
+// job's latest question (the gate request names none).
+type GateDecision struct {
+	Tenant string
+	JobID  string
+	Agent  string
+	Code   string
+	At     time.Time
+}
+
+// GateDecisions returns the gate's decisions since since (of tenant, when
+// given), as the gate wrote them (kind gate, docs/design.md).
+func (s *Store) GateDecisions(ctx context.Context, tenant string, since time.Time) ([]GateDecision, error) {
+	rows, err := s.rs.query(ctx, `SELECT l.tenant, l.job_id,
+			COALESCE((SELECT json_extract(q.body, '$.agent') FROM questions q WHERE q.tenant = l.tenant AND q.job_id = l.job_id ORDER BY q.id DESC LIMIT 1), ''),
+			COALESCE(json_extract(l.body, '$.code'), ''), l.at
+		FROM job_log l WHERE l.kind = ? AND l.at >= ? AND (? = '' OR l.tenant = ?) ORDER BY l.id`, LogGate, ms(since), tenant, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("store: read gate decisions: %w", err)
+	}
+	defer rows.Close()
+	var out []GateDecision
+	for rows.Next() {
+		var d GateDecision
+		var at int64
+		if err := rows.Scan(&d.Tenant, &d.JobID, &d.Agent, &d.Code, &at); err != nil {
+			return nil, fmt.Errorf("store: read gate decisions: %w", err)
+		}
+		d.At = fromMS(at)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
