@@ -367,6 +367,9 @@ func stateLine(nc card.Card) string {
 			parts = append(parts, l.Label+": "+mrkdwnLine(l))
 		}
 	}
+	for _, l := range nc.Delegated {
+		parts = append(parts, mrkdwnLine(l))
+	}
 	if len(nc.BlockedTools) > 0 {
 		tools, _ := fitEscaped(strings.Join(nc.BlockedTools, ", "), 500, 0)
 		parts = append(parts, card.LabelBlocked+": "+tools)
@@ -412,6 +415,9 @@ func controls(nc card.Card) []slack.Block {
 			els = append(els, slack.NewButtonBlockElement(ActionDecline, "decline", ptext(k.Label)))
 		case card.ActConsole:
 			els = append(els, consoleButton(ActionConsole))
+		case card.ActDelegate:
+			els = append(els, moreMenu()) // Remind me later's lengths with it
+		case card.ActSnooze:
 		case card.ActChoice:
 			if k.Index > 0 {
 				continue // all choices are drawn with the first

@@ -95,6 +95,8 @@ type Click struct {
 	// Choice is the choice text a button carried (empty for a select, whose
 	// option carries only the index).
 	Choice string
+	// Snooze is Remind me later's length (ActionSnooze).
+	Snooze string
 }
 
 // Choose is Click.Action for a picked choice.
@@ -115,6 +117,8 @@ func ParseClick(blockID, actionID, value, selected string) (Click, error) {
 	switch actionID {
 	case ActionAnswer, ActionDecline, ActionApprove, ActionDeny, ActionConsole, ActionConsoleJob:
 		c.Action = actionID
+	case ActionMore:
+		return parseMore(c, selected)
 	case ActionSelect:
 		i, err := parseIndex(selected)
 		if err != nil {

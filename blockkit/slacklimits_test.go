@@ -107,6 +107,13 @@ func slackAccepts(t *testing.T, name string, v any, kind string) {
 			options(where, el, 100)
 		case "radio_buttons", "checkboxes":
 			options(where, el, 10)
+		case "overflow":
+			if opts, _ := el["options"].([]any); len(opts) < 2 {
+				bad("%s: %d options, an overflow menu takes 2 to 5", where, len(opts))
+			}
+			options(where, el, 5)
+		case "users_select":
+			optText(where+" placeholder", el["placeholder"], 150)
 		case "plain_text_input":
 			optText(where+" placeholder", el["placeholder"], 150)
 			for _, k := range []string{"max_length", "min_length"} {
@@ -460,8 +467,10 @@ func TestLongOptionsStayTellable(t *testing.T) {
 	blocks, _ := QuestionMessage(Card{Question: card})
 	m := AnswerModal(Card{Question: form}, ModalMeta{Ref: RefOf(form)})
 	lists := append(optionTexts(t, blocks), optionTexts(t, m)...)
-	if len(lists) != 5 {
-		t.Fatalf("%d option lists, want 5", len(lists))
+	// The card's choices and overflow menu (Ask someone else, Remind me
+	// later), and the form's four fields.
+	if len(lists) != 6 {
+		t.Fatalf("%d option lists, want 6", len(lists))
 	}
 	for _, texts := range lists {
 		seen := map[string]bool{}

@@ -106,6 +106,9 @@ type Card struct {
 	StateLabel string
 	// MayAnswer says who may answer; shown while the question waits.
 	MayAnswer MayAnswer
+	// Delegated says who asked whom to answer ("@kevin asked @dana to
+	// answer"), one line each; shown while the question waits.
+	Delegated []Line
 	AskedAt   time.Time
 	Deadline  time.Time
 	Ended     time.Time
@@ -189,6 +192,7 @@ func New(in Input) Card {
 	}
 	if q != nil && !in.Hidden {
 		c.MayAnswer = mayAnswerOf(q)
+		c.Delegated = delegatedLines(q)
 	}
 	approval := c.Kind == KindApproval || q != nil && q.IsApproval()
 	c.State = bridge.StatePending

@@ -118,6 +118,19 @@ func TestEventsThatDoNotEndAQuestion(t *testing.T) {
 	}
 }
 
+func TestDelegatedLines(t *testing.T) {
+	q := question()
+	q.Answerers = []string{"slack:U0KEV", "slack:U0DANA"}
+	q.Delegations = []bridge.Delegation{{By: "slack:U0KEV", ByName: "kevin", To: "slack:U0DANA"}}
+	c := New(Input{Question: q})
+	if len(c.Delegated) != 1 || c.Delegated[0].Text() != "slack:U0KEV (kevin) asked slack:U0DANA to answer" {
+		t.Fatalf("delegated lines = %+v", c.Delegated)
+	}
+	if c = New(Input{Question: q, Hidden: true}); len(c.Delegated) != 0 {
+		t.Fatalf("a hidden card names who delegated: %+v", c.Delegated)
+	}
+}
+
 func TestControls(t *testing.T) {
 	labels := func(cs []Control) []string {
 		var out []string
@@ -136,12 +149,12 @@ func TestControls(t *testing.T) {
 		console bool
 		want    []string
 	}{
-		{question(), false, []string{"red", "blue", "Decline"}},
-		{question(), true, []string{"red", "blue", "Decline", "Open in console"}},
-		{text, false, []string{"Answer…", "Decline"}},
-		{fields, true, []string{"Answer…", "Decline", "Open in console"}},
-		{approval, false, []string{"Approve", "Deny", "Decline"}},
-		{restricted, true, []string{"Decline", "Open in console"}},
+		{question(), false, []string{"red", "blue", "Decline", "Ask someone else", "Remind me later"}},
+		{question(), true, []string{"red", "blue", "Decline", "Ask someone else", "Remind me later", "Open in console"}},
+		{text, false, []string{"Answer…", "Decline", "Ask someone else", "Remind me later"}},
+		{fields, true, []string{"Answer…", "Decline", "Ask someone else", "Remind me later", "Open in console"}},
+		{approval, false, []string{"Approve", "Deny", "Decline", "Ask someone else", "Remind me later"}},
+		{restricted, true, []string{"Decline", "Ask someone else", "Remind me later", "Open in console"}},
 	}
 	for _, tc := range cases {
 		c := New(Input{Question: tc.q, Console: tc.console})

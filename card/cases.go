@@ -50,7 +50,21 @@ func Cases() []Case {
 		}
 		out = append(out, Case{Group: k.name, Name: "pending, no console", Input: caseInput(k.q, false, nil)})
 	}
+	out = append(out, Case{Group: "choices", Name: "pending, delegated", Input: caseInput(delegatedQuestion(), true, nil)})
 	return append(out, proposalCases()...)
+}
+
+// CaseDelegate is whom CaseBy asked to answer in the delegated case.
+const CaseDelegate = "slack:U0DANA"
+
+// delegatedQuestion is the choices question after kevin asked dana to
+// answer it ("Ask someone else").
+func delegatedQuestion() *bridge.Question {
+	q := caseQuestion()
+	q.Choices = []string{"red", "blue", "green"}
+	q.Answerers = append(q.Answerers, CaseDelegate)
+	q.Delegations = []bridge.Delegation{{By: CaseBy, ByName: CaseByName, To: CaseDelegate, At: CaseEnded}}
+	return q
 }
 
 func caseInput(q *bridge.Question, console bool, e *Ending) Input {

@@ -17,6 +17,11 @@ const (
 	ActConsole Action = "console"
 	ActApprove Action = "approve"
 	ActDeny    Action = "deny"
+	// ActDelegate asks someone else to answer (a user picker); ActSnooze
+	// moves the clicker's next reminder, by one of SnoozeOptions
+	// (docs/contract.md "Delegate and snooze").
+	ActDelegate Action = "delegate"
+	ActSnooze   Action = "snooze"
 )
 
 // Control labels, the same on every platform.
@@ -27,8 +32,25 @@ const (
 	ApproveLabel = "Approve"
 	DenyLabel    = "Deny"
 	// ChooseLabel is the placeholder of a list of choices.
-	ChooseLabel = "Choose an answer"
+	ChooseLabel   = "Choose an answer"
+	DelegateLabel = "Ask someone else"
+	SnoozeLabel   = "Remind me later"
+	// PickLabel is the placeholder of the user picker Ask someone else opens.
+	PickLabel = "Pick a person"
 )
+
+// SnoozeOption is one length of Remind me later.
+type SnoozeOption struct {
+	Value string // bridge.SnoozeHour, SnoozeHours4, SnoozeTomorrow
+	Label string
+}
+
+// SnoozeOptions are Remind me later's lengths, in the order drawn.
+var SnoozeOptions = []SnoozeOption{
+	{bridge.SnoozeHour, "In 1 hour"},
+	{bridge.SnoozeHours4, "In 4 hours"},
+	{bridge.SnoozeTomorrow, "Tomorrow at 09:00"},
+}
 
 // Control is one of a card's buttons. A renderer draws the enabled ones,
 // as buttons or (for many or long choices) as a list, and may send a
@@ -52,8 +74,8 @@ func (c Card) Enabled() []Control {
 	return out
 }
 
-// controls: the ways to answer the question, Decline, then Open in
-// console. A hidden card cannot be answered on the card (its content is
+// controls: the ways to answer the question, Decline, Ask someone else,
+// Remind me later, then Open in console. A hidden card cannot be answered on the card (its content is
 // not there): Decline stays, and its readers who may answer do so in the
 // console. Once the question ended only Open in console stays enabled.
 func controls(c Card, console bool) []Control {
@@ -75,6 +97,8 @@ func controls(c Card, console bool) []Control {
 		add(ActAnswer, AnswerLabel, 0)
 	}
 	add(ActDecline, DeclineLabel, 0)
+	add(ActDelegate, DelegateLabel, 0)
+	add(ActSnooze, SnoozeLabel, 0)
 	if console {
 		out = append(out, Control{Action: ActConsole, Label: ConsoleLabel, Enabled: true})
 	}

@@ -141,6 +141,16 @@ func mayAnswerOf(q *bridge.Question) MayAnswer {
 	return m
 }
 
+// delegatedLines are "@kevin asked @dana to answer", one per delegation.
+func delegatedLines(q *bridge.Question) []Line {
+	var out []Line
+	for _, d := range q.Delegations {
+		out = append(out, Line{Spans: []Span{Who(Person{Identity: d.By, Name: d.ByName}), Words(" asked "),
+			Who(Person{Identity: d.To}), Words(" to answer")}})
+	}
+	return out
+}
+
 // Line says who may answer, naming at most listed answerers and how many
 // more there are: "@ana, @bo, 3 more, @kev (owner), and operators".
 // Renderers pick listed to fit their platform.

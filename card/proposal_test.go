@@ -144,7 +144,7 @@ func TestProposalFromEventsAndViews(t *testing.T) {
 	recorded := &bridge.Event{Type: bridge.EventApproval, Proposal: &bridge.ProposalStatus{State: bridge.ProposalPending, Required: 2,
 		Approvals: []bridge.Approval{kevin}}}
 	c := New(FromEvents(q, false, &bridge.Event{Type: bridge.EventAsked}, recorded))
-	if !c.Pending() || c.ApprovalsLine().Text() != "1 of 2 approvals: slack:U0KEV (kevin)" || len(c.Enabled()) != 3 {
+	if !c.Pending() || c.ApprovalsLine().Text() != "1 of 2 approvals: slack:U0KEV (kevin)" || len(c.Enabled()) != 5 {
 		t.Fatalf("after approval_recorded: %s, %q, %d controls", c.State, c.ApprovalsLine().Text(), len(c.Enabled()))
 	}
 	answered := &bridge.Event{Type: bridge.EventAnswered, By: CaseBy, AnswerText: bridge.Approved,

@@ -12,24 +12,27 @@ import (
 // approval recorded while the proposal needs more (the card keeps its
 // controls and counts the approvals), or the agent's report of the
 // approved proposal's execution (the settled card says executed or
-// execution failed, with the agent's detail). Like Ended, the event names
+// execution failed, with the agent's detail), or a delegation (the card
+// names the new answerer and who asked them). Like Ended, the event names
 // the card and carries the question, so any replica updates it after any
 // restart; what the event lacks is asked of the runtime. An event that
 // carries no proposal changes nothing.
 func (cs *Cards) Changed(ctx context.Context, ev *bridge.Event, d Delivery) error {
-	if ev.Proposal == nil || (ev.Type != bridge.EventApproval && ev.Type != bridge.EventExecuted) {
+	delegated := ev.Type == bridge.EventDelegated && ev.Question != nil
+	if !delegated && (ev.Proposal == nil || (ev.Type != bridge.EventApproval && ev.Type != bridge.EventExecuted)) {
 		return nil
 	}
 	ref := bridge.RefOf(ev)
 	c := &Card{Ref: ref, Question: ev.Question, AskedAt: ev.AskedAt, Deadline: ev.Deadline, Message: bridge.MessageOn(ev, cs.Name),
 		Proposal: ev.Proposal}
 	if prev, ok := cs.memo.Get(ref.String()); ok {
+		c.Proposal = cmp.Or(c.Proposal, prev.Proposal) // a delegation carries none
 		c.Question = cmp.Or(c.Question, prev.Question)
 		c.Message = cmp.Or(c.Message, prev.Message)
 		c.AskedAt, c.Deadline = cmp.Or(c.AskedAt, prev.AskedAt), cmp.Or(c.Deadline, prev.Deadline)
 		c.Ended, c.Updated = prev.Ended, prev.Updated
 	}
-	if ev.Type == bridge.EventApproval && c.Ended != nil {
+	if (ev.Type == bridge.EventApproval || delegated) && c.Ended != nil {
 		return nil // the card says how the question ended: it keeps that
 	}
 	if c.Message == nil || c.Question == nil || (ev.Type == bridge.EventExecuted && c.Ended == nil) {
@@ -47,7 +50,7 @@ func (cs *Cards) Changed(ctx context.Context, ev *bridge.Event, d Delivery) erro
 	if ev.Type == bridge.EventExecuted && c.Ended == nil {
 		c.Ended = approvedBy(ev)
 	}
-	if ev.Type == bridge.EventApproval && c.Ended != nil {
+	if (ev.Type == bridge.EventApproval || delegated) && c.Ended != nil {
 		return nil // the runtime says it ended since; its own event settles it
 	}
 	cs.remember(c)

@@ -212,7 +212,7 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 	msgTS := cb.Container.MessageTs
 	to := replyTo(cb, channel, threadOf(cb, msgTS))
 	switch c.Action {
-	case blockkit.ActionAnswer, blockkit.ActionDecline, blockkit.ActionDeny:
+	case blockkit.ActionAnswer, blockkit.ActionDecline, blockkit.ActionDeny, blockkit.ActionDelegate:
 		b.openModal(ctx, cb, c, channel, msgTS, to)
 		return nil
 	case blockkit.ActionConsole, blockkit.ActionConsoleJob:
@@ -225,6 +225,9 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 		return nil
 	}
 	action, answer := bridge.ActionApprove, []byte(nil)
+	if c.Action == blockkit.ActionSnooze {
+		action = bridge.ActionSnooze
+	}
 	if c.Action == blockkit.Choose {
 		choice := c.Choice
 		if choices := b.choices(ctx, c.Ref, cb.User.ID); c.Index < len(choices) {
@@ -238,6 +241,7 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 		answer, _ = json.Marshal(choice)
 	}
 	at := b.attempt(cb, c.Ref, "slack-"+safeID(cmp.Or(cb.TriggerID, a.ActionTs+"-"+cb.User.ID)), action, answer, "", to)
+	at.Snooze = c.Snooze
 	if !b.publishAttempt(ctx, at, to) {
 		b.clicks.forget(click) // told to try again: the retry must go through
 		return errNotRecorded
@@ -405,6 +409,8 @@ func (b *Bot) openModal(ctx context.Context, cb *slack.InteractionCallback, c bl
 		modal = blockkit.AnswerModal(view, meta)
 	case blockkit.ActionDecline:
 		modal = blockkit.DeclineModal(view, meta)
+	case blockkit.ActionDelegate:
+		modal = blockkit.DelegateModal(view, meta)
 	default:
 		modal = blockkit.DenyModal(view, meta)
 	}
@@ -424,6 +430,9 @@ func validTS(s string) bool {
 // The error is errNotRecorded when the attempt could not be published.
 func (b *Bot) submit(ctx context.Context, cb *slack.InteractionCallback) (*slack.ViewSubmissionResponse, error) {
 	cbID := cb.View.CallbackID
+	if cbID == blockkit.CallbackDelegate {
+		return b.submitDelegate(ctx, cb)
+	}
 	if cbID != blockkit.CallbackAnswer && cbID != blockkit.CallbackDecline && cbID != blockkit.CallbackDeny {
 		return nil, nil
 	}

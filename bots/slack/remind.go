@@ -224,6 +224,8 @@ const maxDMChannels = 10000
 func reminderText(ev *bridge.Event, q *bridge.Question, link string, askedAt, deadline, now time.Time, consoleURL string) string {
 	var sb strings.Builder
 	switch {
+	case ev.Type == bridge.EventDelegated:
+		sb.WriteString(":wave: " + blockkit.Who(ev.By, ev.ByName) + " asked you to answer a question")
 	case ev.Step == bridge.TargetAdmins:
 		// Admins own no job: the question is their tenant's.
 		sb.WriteString(":rotating_light: A question in tenant `" + ev.Tenant + "` is still unanswered")
