@@ -142,11 +142,13 @@ const (
 	LabelWhy       = "Why it matters"
 	LabelProposal  = "Proposal"
 	LabelMayAnswer = "Who may answer"
-	LabelStatus    = "Status"
-	LabelDeadline  = "Deadline"
-	LabelOutcome   = "Outcome"
-	LabelAsks      = "Asks for"
-	LabelBlocked   = "Waiting on this"
+	// LabelAskedToAnswer heads a delegation where a platform labels lines.
+	LabelAskedToAnswer = "Delegated"
+	LabelStatus        = "Status"
+	LabelDeadline      = "Deadline"
+	LabelOutcome       = "Outcome"
+	LabelAsks          = "Asks for"
+	LabelBlocked       = "Waiting on this"
 )
 
 // Placeholders of a hidden card.

@@ -72,7 +72,7 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 			t.Errorf("custom_id %q: must be 1 to 100 characters", id)
 		}
 	}
-	if want := []string{"red", "blue", "green", "Decline", "Open in console"}; !slices.Equal(labels, want) {
+	if want := []string{"red", "blue", "green", "Decline", "Open in console", "Ask someone else", "Remind me later"}; !slices.Equal(labels, want) {
 		t.Errorf("buttons = %v, want %v", labels, want)
 	}
 	post := h.fake.requests("POST", "/channels/"+channelA+"/messages")[0]
@@ -280,8 +280,8 @@ func TestStrangerRefusedEphemerally(t *testing.T) {
 	if n := len(h.fake.requests("PATCH", "/channels/")); n != 0 {
 		t.Fatalf("a refusal edited the card (%d edits)", n)
 	}
-	if n := len(components(h.fake.message(msg["id"].(string)))); n != 5 {
-		t.Fatalf("the card has %d components after a refusal, want 5", n)
+	if n := len(components(h.fake.message(msg["id"].(string)))); n != 7 {
+		t.Fatalf("the card has %d components after a refusal, want 7", n)
 	}
 	// Another front-end's refusal is not ours to show.
 	h.publishEvent(bridge.Event{Type: bridge.EventRefused, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
@@ -577,8 +577,9 @@ func TestApprovalButtons(t *testing.T) {
 	for _, c := range components(msg) {
 		labels = append(labels, c["label"].(string))
 	}
-	// As on Slack: Approve, Deny (asks why) and Decline.
-	if !slices.Equal(labels, []string{"Approve", "Deny", "Decline", "Open in console"}) {
+	// As on Slack: Approve, Deny (asks why) and Decline; then Ask someone
+	// else and Remind me later, in a row of their own.
+	if !slices.Equal(labels, []string{"Approve", "Deny", "Decline", "Open in console", "Ask someone else", "Remind me later"}) {
 		t.Fatalf("approval buttons = %v", labels)
 	}
 	for _, c := range components(msg) {
@@ -1184,7 +1185,8 @@ func TestPaddedChoicesReadApartOnButtons(t *testing.T) {
 	msg := h.posted(channelA, 1)
 	var labels []string
 	for _, c := range components(msg) {
-		if c["type"] == float64(2) && c["label"] != "Decline" && c["label"] != "Open in console" {
+		if c["type"] == float64(2) && c["label"] != "Decline" && c["label"] != "Open in console" &&
+			c["label"] != "Ask someone else" && c["label"] != "Remind me later" {
 			labels = append(labels, c["label"].(string))
 		}
 	}

@@ -147,7 +147,7 @@ func TestE2EApprovalDenyWithReason(t *testing.T) {
 	for _, c := range components(msg) {
 		labels = append(labels, c["label"].(string))
 	}
-	if !slices.Equal(labels, []string{"Approve", "Deny", "Decline", "Open in console"}) {
+	if !slices.Equal(labels, []string{"Approve", "Deny", "Decline", "Open in console", "Ask someone else", "Remind me later"}) {
 		t.Fatalf("approval buttons = %v", labels)
 	}
 	// Deny answers the click with a modal asking why.
@@ -294,7 +294,7 @@ func TestE2EStrangerRefusedEphemerally(t *testing.T) {
 	}
 	// Still waiting: the card keeps its buttons, nothing resumed; Kevin
 	// can still answer.
-	if n := len(components(h.fake.message(msg["id"].(string)))); n != 5 {
+	if n := len(components(h.fake.message(msg["id"].(string)))); n != 7 {
 		t.Fatalf("card components = %d after a refusal", n)
 	}
 	if n := resumeCount(t, env); n != 0 {

@@ -53,9 +53,17 @@ func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, d engine.Delive
 		return b.cards.Ended(ctx, ev, d)
 	case bridge.EventApproval, bridge.EventExecuted:
 		return b.cards.Changed(ctx, ev, d)
-	case bridge.EventRefused:
+	case bridge.EventRefused, bridge.EventSnoozed:
+		// A snooze is told to the snoozer alone, as a refusal is.
 		return b.onRefused(ctx, ev)
 	case bridge.EventReminded, bridge.EventEscalated:
+		return b.onReminder(ctx, ev)
+	case bridge.EventDelegated:
+		// The cards name the delegate; the delegate gets the question in
+		// a direct message, by the reminders' path (ev.Targets).
+		if err := b.cards.Changed(ctx, ev, d); err != nil {
+			return err
+		}
 		return b.onReminder(ctx, ev)
 	case bridge.EventNotice:
 		return b.onNotice(ctx, ev)

@@ -27,6 +27,10 @@ const (
 	actModalAnswer = "ma" // the answer modal's submit
 	actModalReason = "md" // the decline modal's submit
 	actModalDeny   = "mn" // the deny modal's submit: denies an approval
+	actDelegate    = "dg" // Ask someone else: replies with a user select
+	actPick        = "pk" // the user select: asks the picked person to answer
+	actSnooze      = "sn" // Remind me later: replies with its lengths
+	actSnoozeFor   = "sf" // one length of Remind me later; arg is its index
 )
 
 // Prefixes: the direct form carries the ids; the keyed form (for ids too
@@ -54,11 +58,12 @@ type action struct {
 }
 
 // takesIndex reports whether an action carries a choice index.
-func takesIndex(act string) bool { return act == actChoice }
+func takesIndex(act string) bool { return act == actChoice || act == actSnoozeFor }
 
 func knownAction(act string) bool {
 	switch act {
-	case actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actConsoleJob, actModalAnswer, actModalReason, actModalDeny:
+	case actChoice, actSelect, actAnswer, actDecline, actApprove, actDeny, actConsole, actConsoleJob, actModalAnswer, actModalReason, actModalDeny,
+		actDelegate, actPick, actSnooze, actSnoozeFor:
 		return true
 	}
 	return false

@@ -231,7 +231,8 @@ func (b *Bot) onComponent(ctx context.Context, in *discordgo.Interaction, who cl
 		return refusal
 	}
 	q := c.Question
-	if c.Outcome != nil && (a.Act == actAnswer || a.Act == actDecline || a.Act == actDeny) {
+	if c.Outcome != nil && (a.Act == actAnswer || a.Act == actDecline || a.Act == actDeny || a.Act == actDelegate || a.Act == actPick ||
+		a.Act == actSnooze || a.Act == actSnoozeFor) {
 		// The question ended (the card is not redrawn yet on this
 		// client): no form to fill in for nothing.
 		return ephemeral(c.endedText())
@@ -289,6 +290,8 @@ func (b *Bot) onComponent(ctx context.Context, in *discordgo.Interaction, who cl
 				discordgo.ActionsRow{Components: []discordgo.MessageComponent{btn}})
 		}
 		return ephemeral("Here is your personal link to job `" + c.JobID + "` (do not share it): <" + u + ">")
+	case actDelegate, actPick, actSnooze, actSnoozeFor:
+		return b.onRequest(ctx, in, who, c, a, data)
 	case actConsole:
 		u := b.questionLink(who.Identity, who.Roles, c.Tenant, c.JobID, c.QuestionID)
 		if u == "" {
@@ -407,13 +410,17 @@ func attemptID(in *discordgo.Interaction) string { return bridge.PlatformDiscord
 
 // propose publishes an answer attempt for the card's question and
 // acknowledges the click; the runtime decides and the card follows.
-func (b *Bot) propose(ctx context.Context, in *discordgo.Interaction, who clicker, c *card, act string, answer json.RawMessage, comment string) *discordgo.InteractionResponse {
+func (b *Bot) propose(ctx context.Context, in *discordgo.Interaction, who clicker, c *card, act string, answer json.RawMessage, comment string,
+	with ...func(*bridge.AnswerAttempt)) *discordgo.InteractionResponse {
 	// A card's or form's version is the one the person saw; /ask answer
 	// saw none and means the latest.
 	q := engine.Question{Tenant: c.Tenant, JobID: c.JobID, QuestionID: c.QuestionID, TaskVersion: c.TaskVersion,
 		Exact: in.Type != discordgo.InteractionApplicationCommand}
 	by := engine.Person{Identity: who.Identity, Name: who.Name, Roles: who.Roles}
 	at := engine.NewAttempt(bridge.PlatformDiscord, attemptID(in), q, by, act, answer, comment, b.now(), b.replyTo(in))
+	for _, f := range with {
+		f(&at)
+	}
 	if err := engine.PublishAttempt(ctx, b.log, b.decided, b.o.NATS.JS, &at); err != nil {
 		return ephemeral("askbridge could not record your answer right now; please try again.")
 	}

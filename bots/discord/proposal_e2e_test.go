@@ -38,7 +38,8 @@ func TestProposalLifecycleEndToEnd(t *testing.T) {
 		t.Fatalf("the card does not say two approvals are needed: %q", got)
 	}
 	h.interact(h.click(kevin, findComponent(t, msg, "Approve")["custom_id"].(string)))
-	h.fake.cardSays(t, id, "Approvals", "1 of 2 approvals: <@"+kevin.ID+">", "Approve", "Deny", "Decline", "Open in console")
+	h.fake.cardSays(t, id, "Approvals", "1 of 2 approvals: <@"+kevin.ID+">", "Approve", "Deny", "Decline", "Open in console",
+		"Ask someone else", "Remind me later")
 	h.interact(h.click(ana, findComponent(t, msg, "Approve")["custom_id"].(string)))
 	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || string(res.Answer) != `"approved"` {
 		t.Fatalf("resume = %+v", res)

@@ -71,7 +71,7 @@ func TestProposalCardInPlace(t *testing.T) {
 		!strings.HasPrefix(fieldValue(e, "Expires"), "<t:") {
 		t.Fatalf("the card lacks the proposal's table, amount or expiry: %v", e["fields"])
 	}
-	buttons := []string{"Approve", "Deny", "Decline", "Open in console"}
+	buttons := []string{"Approve", "Deny", "Decline", "Open in console", "Ask someone else", "Remind me later"}
 	kevinApproved := bridge.Approval{By: "discord:" + kevin.ID, ByName: "kevin", Via: "discord", At: time.Now().UTC()}
 	h.publishEvent(proposalEvent(bridge.EventApproval, q, msg, &bridge.ProposalStatus{ID: q.Proposal.ID, State: bridge.ProposalPending,
 		Required: 2, Approvals: []bridge.Approval{kevinApproved}, MayApprove: []string{"admin", "slack:U0FIN"}}))

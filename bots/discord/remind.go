@@ -94,6 +94,9 @@ func (b *Bot) sendDM(ctx context.Context, user string, m *messageCreate) error {
 // reminderMessage is the DM: what waits, until when, and where to answer.
 func (b *Bot) reminderMessage(ev *bridge.Event, q *bridge.Question, c *card, target string) *messageCreate {
 	intro := "A question is waiting for your answer."
+	if ev.Type == bridge.EventDelegated {
+		intro = who(ev.By, ev.ByName) + " asked you to answer a question."
+	}
 	if ev.Type == bridge.EventEscalated {
 		switch ev.Step {
 		case bridge.TargetOwner:

@@ -193,6 +193,9 @@ func drawEmbed(nc neutral.Card) *discordgo.MessageEmbed {
 	if !nc.MayAnswer.IsZero() {
 		add(neutral.LabelMayAnswer, mayAnswer(nc.MayAnswer), true)
 	}
+	for _, l := range nc.Delegated {
+		add(neutral.LabelAskedToAnswer, l.Render(discordStyle), true)
+	}
 	add(neutral.LabelDeadline, nc.DeadlineLine().Render(discordStyle), true)
 	add(neutral.LabelExpires, nc.ExpiresLine().Render(discordStyle), true)
 	add(neutral.LabelBlocked, strings.Join(nc.BlockedTools, ", "), true)
@@ -236,6 +239,7 @@ func drawComponents(nc neutral.Card) []discordgo.MessageComponent {
 	}
 	var rows []discordgo.MessageComponent
 	var last []discordgo.MessageComponent // Decline, and Open in console
+	var more []discordgo.MessageComponent // Ask someone else, Remind me later
 	// A hidden card's answerers read and answer it in the console.
 	console := nc.Pending() && nc.Kind == neutral.KindHidden
 	for _, k := range nc.Enabled() {
@@ -265,16 +269,35 @@ func drawComponents(nc neutral.Card) []discordgo.MessageComponent {
 			last = append(last, discordgo.Button{Label: k.Label, Style: discordgo.SecondaryButton, CustomID: id(actDecline, 0)})
 		case neutral.ActConsole:
 			console = true
+		case neutral.ActDelegate:
+			more = append(more, discordgo.Button{Label: k.Label, Style: discordgo.SecondaryButton, CustomID: id(actDelegate, 0)})
+		case neutral.ActSnooze:
+			more = append(more, discordgo.Button{Label: k.Label, Style: discordgo.SecondaryButton, CustomID: id(actSnooze, 0)})
 		}
 	}
 	if console {
 		last = append(last, discordgo.Button{Label: neutral.ConsoleLabel, Style: discordgo.PrimaryButton, CustomID: id(actConsole, 0)})
 	}
+	// Ask someone else and Remind me later get a row of their own, or,
+	// when the choices leave no row for it, join the last row, which then
+	// holds at most Decline and Open in console.
+	if len(more) > 0 && len(rows)+2 > maxRows && len(last)+len(more) <= maxRowButtons {
+		last, more = append(last, more...), nil
+	}
 	if len(last) > 0 {
 		rows = append(rows, discordgo.ActionsRow{Components: last})
 	}
+	if len(more) > 0 && len(rows) < maxRows {
+		rows = append(rows, discordgo.ActionsRow{Components: more})
+	}
 	return rows
 }
+
+// Discord's limits on a message's components: rows, and buttons a row.
+const (
+	maxRows       = 5
+	maxRowButtons = 5
+)
 
 // choiceRows are choices as buttons, five a row, or as one select when
 // they are too many or too long for buttons.
