@@ -303,6 +303,11 @@ func TestValidateQuestion(t *testing.T) {
 		{name: "slack thread without channel", edit: func(q *Question) { q.Route.Slack = &SlackRoute{ThreadTS: "1.2"} },
 			wants: []string{"route.slack.channel: is required with thread_ts"}},
 
+		// delegations are the runtime's record, never the asker's
+		{name: "delegations set by the asker", edit: func(q *Question) {
+			q.Delegations = []Delegation{{By: "slack:U1", To: "slack:U2"}}
+		}, wants: []string{"delegations: are recorded by askbridge when someone asks another person to answer; a question may not set them"}},
+
 		// escalation
 		{name: "escalation off with a reason", edit: func(q *Question) {
 			q.Escalation = &Escalation{Off: true}

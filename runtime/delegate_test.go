@@ -74,6 +74,15 @@ func TestDelegateMakesAnAnswerer(t *testing.T) {
 		t.Fatalf("dana's view: %+v", got)
 	}
 
+	// The question's audit keeps it.
+	audited := false
+	for _, a := range show(t, env, "slack:UADMIN", q.JobID, "q-1").Audit {
+		audited = audited || (a.By == "slack:UANA" && a.Via == "slack" && a.Reason == "slack:UANA (ana) asked slack:UDANA to answer.")
+	}
+	if !audited {
+		t.Errorf("no audit entry of the delegation: %+v", show(t, env, "slack:UADMIN", q.JobID, "q-1").Audit)
+	}
+
 	// After: dana answers.
 	attempt(t, env, bridge.AnswerAttempt{JobID: q.JobID, QuestionID: "q-1", AttemptID: "dn2", Answer: json.RawMessage(`"blue"`), By: dana})
 	if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered || out.By != dana || out.Text != "The answer: blue" {
