@@ -39,7 +39,7 @@ Usage:
   askbridge queue [--tenant T] [--json] JOB  a job's pending questions by priority, then age, with staleness
   askbridge answer [--tenant T] JOB QUESTION ANSWER
   askbridge decline [--tenant T] JOB QUESTION [--comment REASON]
-  askbridge cancel --tenant T JOB [QUESTION] [--reason REASON]
+  askbridge cancel --tenant T JOB [QUESTION] [--reason REASON] [--status retired|implicitly_answered [--evidence WORDS]]
   askbridge executed [--tenant T] JOB PROPOSAL [--result succeeded|failed] [--detail TEXT]
                                             report what became of an approved proposal the job executed
   askbridge link --as IDENTITY [--question TENANT/JOB/QUESTION | --job TENANT/JOB] [--ttl 24h]
@@ -49,7 +49,8 @@ Usage:
                                             the job's timeline: questions, gate decisions, answers, refusals, approvals, executions, notices
   askbridge mcp                              serve MCP on stdin/stdout: ask_user, request_approval, check_action,
                                             approve_tool_use (docs/mcp.md); ASK_MCP_TENANT names the tenant
-  askbridge stats
+  askbridge stats [--since 7d] [--tenant T]  questions by state; resolution, decline, abandonment, repetition and reopen
+                                            rates, time to answer and gate refusals per tenant and agent
   askbridge policy check FILE               check a policy file (ASK_POLICY) without starting anything; exit 0 good, 2 bad
   askbridge bench [--duration 10s] [--rate 0] [--concurrency 32] [--sync always|interval] [--pending N] [--gate]
                                             measure the answer path in-process against a fake Slack (--gate: the gate)
