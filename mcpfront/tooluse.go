@@ -66,6 +66,21 @@ func (f *Front) approveToolUse(ctx context.Context, req *mcp.CallToolRequest) (*
 		return permissionResult(Permission{Behavior: "allow", UpdatedInput: input}), nil
 	}
 
+	q, err := f.toolUseQuestion(req, job, tool, useID, input, fields)
+	if err != nil {
+		return toolError(err), nil
+	}
+	out, err := f.wait(ctx, req, q)
+	if err != nil {
+		return toolError(err), nil
+	}
+	return permissionResult(permissionOf(out, q.Proposal.ID, input)), nil
+}
+
+// toolUseQuestion is the approval a tool use is asked as. Its ids come
+// from the tool use's, so the same tool use asked again is the same
+// question.
+func (f *Front) toolUseQuestion(req *mcp.CallToolRequest, job, tool, useID string, input []byte, fields map[string]any) (*bridge.Question, error) {
 	pid := "tu_" + randomHex(8)
 	qid := ""
 	if useID != "" {
@@ -94,23 +109,21 @@ func (f *Front) approveToolUse(ctx context.Context, req *mcp.CallToolRequest) (*
 	body["proposal"], _ = json.Marshal(&proposal)
 	ca := args{}
 	if job != "" {
-		ca["job_id"] = a["job_id"]
+		ca["job_id"], _ = json.Marshal(job)
 	}
 	if qid != "" {
 		ca["question_id"], _ = json.Marshal(qid)
 	}
-	q, err := f.question(req, ca, body)
-	if err != nil {
-		return toolError(err), nil
-	}
-	out, err := f.wait(ctx, req, q)
-	if err != nil {
-		return toolError(err), nil
-	}
+	return f.question(req, ca, body)
+}
+
+// permissionOf is the coding agent's answer: allowed as it came, or
+// denied saying who denied and why; anything but an approval denies.
+func permissionOf(out *bridge.Resume, pid string, input []byte) Permission {
 	d := decisionOf(out, pid)
 	switch d.Decision {
 	case "approved":
-		return permissionResult(Permission{Behavior: "allow", UpdatedInput: input}), nil
+		return Permission{Behavior: "allow", UpdatedInput: input}
 	case "denied":
 		msg := bridge.DisplayIdentity(d.By, d.ByName) + " denied"
 		if r := strings.TrimSpace(d.Reason); r != "" {
@@ -118,9 +131,9 @@ func (f *Front) approveToolUse(ctx context.Context, req *mcp.CallToolRequest) (*
 		} else {
 			msg += " this tool use."
 		}
-		return permissionResult(Permission{Behavior: "deny", Message: msg}), nil
+		return Permission{Behavior: "deny", Message: msg}
 	}
-	return permissionResult(Permission{Behavior: "deny", Message: "Not allowed: " + out.Text}), nil
+	return Permission{Behavior: "deny", Message: "Not allowed: " + out.Text}
 }
 
 func permissionResult(p Permission) *mcp.CallToolResult {
