@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -217,6 +218,13 @@ func (r *Runtime) askedEvent(ctx context.Context, rec *store.Record, q *bridge.Q
 	ev := eventFor(rec, bridge.EventAsked, at)
 	ev.Question = q
 	ev.State = bridge.StatePending
+	if q.Restricted() {
+		// Its content goes to the people it names in a DM, once per person
+		// (docs/contract.md "Who may do what"): the channel's card shows
+		// only that it waits.
+		ev.Targets = r.people.reach(q.WaitsFor())
+		ev.Persons = r.people.persons(slices.Concat(ev.Targets, q.Answerers, []string{q.Owner}))
+	}
 	if q.IsApproval() {
 		// Asked again (rec recorded), its proposal may have approvals.
 		var p *store.Proposal

@@ -28,7 +28,10 @@ func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, d engine.Delive
 	}
 	switch ev.Type {
 	case bridge.EventAsked:
-		return b.cards.Asked(ctx, ev, d)
+		if err := b.cards.Asked(ctx, ev, d); err != nil {
+			return err
+		}
+		return b.onRestrictedAsked(ctx, ev)
 	case bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded:
 		return b.cards.Ended(ctx, ev, d)
 	case bridge.EventDeliveryFailed:
