@@ -18,7 +18,7 @@ func TestRestrictedContentGoesToItsPeopleInADM(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: operators,
 		// Kevin is on Slack first; the owner on Discord first (no Slack DM).
-		People: bridge.People{"kevin": {"slack:U0KEV", "discord:333333333333333333"}, "olive": {"discord:444444444444444444", "slack:U0OWNER"}},
+		People:    bridge.People{"kevin": {"slack:U0KEV", "discord:333333333333333333"}, "olive": {"discord:444444444444444444", "slack:U0OWNER"}},
 		Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
 	h := startBot(t, env.NATS, newFakeSlack(t))
 	q := question("job-rdm", "q-rdm")
