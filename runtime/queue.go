@@ -17,7 +17,13 @@ import (
 type queueStore interface {
 	JobQueue(ctx context.Context, tenant, job string) ([]store.Queued, error)
 	FireRound(ctx context.Context, steps []store.RoundStep, at time.Time, msgs []store.Message) error
+	JobSteps(ctx context.Context, tenant, job, target string, before time.Time) ([]store.DueStep, error)
 }
+
+// roundWindow is how far ahead a round takes along the same step of the
+// job's other questions: questions asked minutes apart are reminded in one
+// round, not one after the other (docs/contract.md "The queue and nudges").
+const roundWindow = 10 * time.Minute
 
 // queued is a pending question of a job's queue, read.
 type queued struct {
@@ -108,6 +114,11 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 	for _, d := range rd.steps {
 		fired[d.Question] = d
 	}
+	if rd.target != store.StepSnooze {
+		if err := r.takeAlong(ctx, rd, queue, fired, now); err != nil {
+			return err
+		}
+	}
 	nudge := &bridge.Nudge{Questions: make([]bridge.NudgeQuestion, 0, len(queue))}
 	var steps []store.RoundStep
 	var all []string
@@ -170,6 +181,31 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 	}
 	r.metrics.ladder.WithLabelValues(rd.target).Add(float64(len(steps)))
 	r.wakeRelay()
+	return nil
+}
+
+// takeAlong adds to a round the same step of the job's other questions
+// when it falls due within roundWindow and the question has waited at
+// least half the time to it: a question asked a moment ago is not
+// reminded early.
+func (r *Runtime) takeAlong(ctx context.Context, rd *round, queue []queued, fired map[int64]store.DueStep, now time.Time) error {
+	soon, err := r.queue.JobSteps(ctx, rd.tenant, rd.job, rd.target, now.Add(roundWindow))
+	if err != nil {
+		return err
+	}
+	asked := make(map[int64]time.Time, len(queue))
+	for i := range queue {
+		asked[queue[i].ID] = queue[i].AskedAt
+	}
+	for _, d := range soon {
+		at, ok := asked[d.Question]
+		if _, done := fired[d.Question]; done || !ok {
+			continue
+		}
+		if now.Sub(at)*2 >= d.Due.Sub(at) {
+			fired[d.Question] = d
+		}
+	}
 	return nil
 }
 

@@ -134,3 +134,62 @@ func TestQueueRequests(t *testing.T) {
 		t.Fatalf("operator's queue = %+v", it)
 	}
 }
+
+// Questions asked minutes apart are reminded in one round: the round takes
+// along the same step of the job's other questions when it is due soon,
+// but never reminds of a question asked a moment ago.
+func TestRoundTakesAlongStepsDueSoon(t *testing.T) {
+	t.Parallel()
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock})
+	job := "job-along"
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme."+job)
+	askAt := func(id string) {
+		q := ladderQuestion(job, "")
+		q.QuestionID, q.Timeout = id, "4h" // the answerers' step at 1h
+		ask(t, env, q)
+	}
+	askAt("q-1")
+	clock.Advance(2 * time.Minute)
+	askAt("q-2") // its step 2 minutes after q-1's
+	clock.Advance(50 * time.Minute)
+	askAt("q-3") // its step 50 minutes after q-1's
+	clock.Advance(8*time.Minute + time.Second)
+	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if got := events.EventTypes(); got != "asked,asked,asked,reminded" {
+			return fmt.Errorf("events = %s", got)
+		}
+		return nil
+	})
+	ev := events.Events()[3]
+	var reminded []string
+	for _, nq := range ev.Nudge.Questions {
+		if len(nq.Targets) > 0 {
+			reminded = append(reminded, nq.QuestionID)
+		}
+	}
+	if strings.Join(reminded, ",") != "q-1,q-2" || ev.Nudge.More() != 2 {
+		t.Fatalf("round reminded of %v (nudge of %d)", reminded, len(ev.Nudge.Questions))
+	}
+	if got := queueLine(queueOf(t, env, "slack:UANA", job)); got != "q-1:blocking:1 q-2:blocking:1 q-3:blocking:0" {
+		t.Fatalf("queue = %s", got)
+	}
+	// Past q-2's own step time, to q-3's: one more round, for q-3 alone
+	// (q-2's step went with the first).
+	clock.Advance(52 * time.Minute)
+	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if got := events.EventTypes(); got != "asked,asked,asked,reminded,reminded" {
+			return fmt.Errorf("events = %s", got)
+		}
+		return nil
+	})
+	reminded = nil
+	for _, nq := range events.Events()[4].Nudge.Questions {
+		if len(nq.Targets) > 0 {
+			reminded = append(reminded, nq.QuestionID)
+		}
+	}
+	if strings.Join(reminded, ",") != "q-3" {
+		t.Fatalf("second round reminded of %v", reminded)
+	}
+}

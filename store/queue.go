@@ -75,3 +75,27 @@ func (s *Store) FireRound(ctx context.Context, steps []RoundStep, at time.Time, 
 	}
 	return err
 }
+
+// JobSteps are the ladder steps of one kind (target) of a job's pending
+// questions due at or before before, earliest first: those a round may
+// take along (docs/design.md, "The queue and nudges").
+func (s *Store) JobSteps(ctx context.Context, tenant, job, target string, before time.Time) ([]DueStep, error) {
+	rows, err := s.rs.query(ctx, `SELECT s.question, s.idx, s.target, s.due FROM steps s JOIN questions q ON q.id = s.question
+		WHERE q.tenant = ? AND q.job_id = ? AND q.state = 'pending' AND s.target = ? AND s.due <= ? ORDER BY s.due, s.question, s.idx`,
+		tenant, job, target, ms(before))
+	if err != nil {
+		return nil, fmt.Errorf("store: steps of %s/%s: %w", tenant, job, err)
+	}
+	defer rows.Close()
+	var out []DueStep
+	for rows.Next() {
+		var d DueStep
+		var due int64
+		if err := rows.Scan(&d.Question, &d.Index, &d.Target, &due); err != nil {
+			return nil, fmt.Errorf("store: steps of %s/%s: %w", tenant, job, err)
+		}
+		d.Due = fromMS(due)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
