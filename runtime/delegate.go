@@ -59,14 +59,17 @@ func (r *Runtime) delegation(it *attemptItem, now time.Time) (*store.Delegation,
 	a, rec := &it.a, it.rec
 	q := decodeBody(rec)
 	to := strings.TrimSpace(a.Delegate)
+	dir := r.people.directory()
+	// One person, whichever of their identities (ASK_PEOPLE) is named.
+	named := func(id string) bool { return dir.same(id, to) }
 	switch err := bridge.CheckIdentity(to); {
 	case to == "":
 		return nil, &refusal{reason: bridge.RefusedInvalid, text: "delegate: name the person to ask, such as slack:U0DANA."}
 	case err != nil:
 		return nil, &refusal{reason: bridge.RefusedInvalid, text: "delegate: " + err.Error()}
-	case to == a.By:
+	case named(a.By):
 		return nil, &refusal{reason: bridge.RefusedInvalid, text: "You may answer this question yourself: ask someone else."}
-	case slices.Contains(q.Answerers, to) || q.Owner == to:
+	case slices.ContainsFunc(q.Answerers, named) || named(q.Owner):
 		return nil, &refusal{reason: bridge.RefusedInvalid, text: to + " is already asked to answer this question."}
 	}
 	via := cmpVia(a)
@@ -95,6 +98,12 @@ func (r *Runtime) snooze(it *attemptItem, now time.Time) (*store.Snooze, *refusa
 	until, ok := SnoozeUntil(a.Snooze, now, r.o.TimeZone)
 	if !ok {
 		return nil, &refusal{reason: bridge.RefusedInvalid, text: fmt.Sprintf("snooze: must be 1h, 4h or tomorrow, not %q", a.Snooze)}
+	}
+	dir := r.people.directory()
+	if !slices.ContainsFunc(r.targets(decodeBody(rec), bridge.TargetAnswerers), func(id string) bool { return dir.same(id, a.By) }) {
+		// Nothing to move: a snooze's end would remind someone never reminded.
+		return nil, &refusal{reason: bridge.RefusedInvalid, text: "You are not reminded of this question, so there is no reminder to move: " +
+			"its answerers are (or the operators, when it names none)."}
 	}
 	via := cmpVia(a)
 	text := bridge.SnoozedText(until, rec.Deadline, r.o.TimeZone)

@@ -118,6 +118,13 @@ func TestSnoozeMovesOnlyThatPersonsNextReminder(t *testing.T) {
 		t.Fatalf("a reader snoozing: %s %q", ev.Reason, ev.Text)
 	}
 
+	// An operator who is not reminded (the question names its answerers)
+	// has no reminder to move.
+	attempt(t, env, bridge.AnswerAttempt{JobID: q.JobID, QuestionID: "q-1", AttemptID: "sz3", Action: bridge.ActionSnooze, Snooze: bridge.SnoozeHour, By: "slack:UOP"})
+	if ev := refusalFor(t, events, "sz3"); ev.Reason != bridge.RefusedInvalid || !strings.HasPrefix(ev.Text, "You are not reminded of this question") {
+		t.Fatalf("an operator snoozing: %s %q", ev.Reason, ev.Text)
+	}
+
 	clock.Advance(2*time.Hour + time.Minute) // the 2h reminder: ben only
 	r := eventsOf(t, events, bridge.EventReminded, 1)
 	if !slices.Equal(r[0].Targets, []string{"slack:UBEN"}) {
@@ -176,5 +183,27 @@ func TestSnoozeUntil(t *testing.T) {
 	}
 	if _, ok := runtime.SnoozeUntil("forever", now, nil); ok {
 		t.Error("forever is no snooze")
+	}
+}
+
+// TestDelegateCountsPeople: with ASK_PEOPLE, asking dana's other account,
+// or one's own, is refused as asking the same person.
+func TestDelegateCountsPeople(t *testing.T) {
+	t.Parallel()
+	const danaDiscord = "discord:444444444444444444"
+	env := testenv.Start(t, testenv.Options{Roles: roles, People: bridge.People{
+		"dana": {"slack:UDANA", danaDiscord}, "ana": {"slack:UANA", "discord:555555555555555555"}}})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-dp")
+	q := choiceQuestion("job-dp")
+	q.Answerers = []string{"slack:UANA", "slack:UDANA"}
+	ask(t, env, q)
+	attempt(t, env, bridge.AnswerAttempt{JobID: q.JobID, QuestionID: "q-1", AttemptID: "dp1", Action: bridge.ActionDelegate, Delegate: danaDiscord, By: "slack:UANA"})
+	if ev := refusalFor(t, events, "dp1"); ev.Reason != bridge.RefusedInvalid || ev.Text != danaDiscord+" is already asked to answer this question." {
+		t.Fatalf("dana's other account: %s %q", ev.Reason, ev.Text)
+	}
+	attempt(t, env, bridge.AnswerAttempt{JobID: q.JobID, QuestionID: "q-1", AttemptID: "dp2", Action: bridge.ActionDelegate,
+		Delegate: "discord:555555555555555555", By: "slack:UANA"})
+	if ev := refusalFor(t, events, "dp2"); ev.Reason != bridge.RefusedInvalid || ev.Text != "You may answer this question yourself: ask someone else." {
+		t.Fatalf("ana's own other account: %s %q", ev.Reason, ev.Text)
 	}
 }
