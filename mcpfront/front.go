@@ -29,6 +29,9 @@ import (
 // still waiting: well under the 60 s most clients give a request.
 const DefaultProgress = 15 * time.Second
 
+// SessionTimeout closes an HTTP session that had no request for so long.
+const SessionTimeout = time.Hour
+
 // DefaultTenant is the tenant when Options.Tenant is empty.
 const DefaultTenant = "default"
 
@@ -113,6 +116,10 @@ func (f *Front) Handler(token string) http.Handler {
 		// The service is usually reached through a proxy or a public
 		// name; the bearer token is what guards it.
 		DisableLocalhostProtection: true,
+		// Sessions a client left without closing go after an hour with
+		// no request; a call that waits holds its POST open, which keeps
+		// its session.
+		SessionTimeout: SessionTimeout,
 	})
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
