@@ -119,29 +119,9 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 			return err
 		}
 	}
-	nudge := &bridge.Nudge{Questions: make([]bridge.NudgeQuestion, 0, len(queue))}
-	var steps []store.RoundStep
-	var all []string
-	for i := range queue {
-		it := &queue[i]
-		nq := bridge.NudgeQuestion{QueueItem: it.item(), Question: it.q}
-		if d, ok := fired[it.ID]; ok {
-			if d.Target != store.StepSnooze {
-				nq.Staleness++ // as the round leaves it; a snooze's end is no round
-			}
-			targets, err := r.stepTargets(ctx, &it.Record, it.q, d, now)
-			if err != nil {
-				return err
-			}
-			nq.Step, nq.Targets = step, targets
-			steps = append(steps, store.RoundStep{DueStep: d, Reason: fmt.Sprintf("%s %s: %v", typ, rd.target, nq.Targets)})
-			for _, t := range nq.Targets {
-				if !slices.Contains(all, t) {
-					all = append(all, t)
-				}
-			}
-		}
-		nudge.Questions = append(nudge.Questions, nq)
+	nudge, steps, all, err := r.roundNudge(ctx, rd, queue, fired, typ, step, now)
+	if err != nil {
+		return err
 	}
 	if len(steps) == 0 {
 		return nil // their questions ended meanwhile, taking their steps along
@@ -182,6 +162,37 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 	r.metrics.ladder.WithLabelValues(rd.target).Add(float64(len(steps)))
 	r.wakeRelay()
 	return nil
+}
+
+// roundNudge is a round's nudge (the job's questions in queue order, each
+// fired one with whom it reminds), the steps it fires with their audit
+// reasons, and everyone it reminds.
+func (r *Runtime) roundNudge(ctx context.Context, rd *round, queue []queued, fired map[int64]store.DueStep, typ, step string, now time.Time) (*bridge.Nudge, []store.RoundStep, []string, error) {
+	nudge := &bridge.Nudge{Questions: make([]bridge.NudgeQuestion, 0, len(queue))}
+	var steps []store.RoundStep
+	var all []string
+	for i := range queue {
+		it := &queue[i]
+		nq := bridge.NudgeQuestion{QueueItem: it.item(), Question: it.q}
+		if d, ok := fired[it.ID]; ok {
+			if d.Target != store.StepSnooze {
+				nq.Staleness++ // as the round leaves it; a snooze's end is no round
+			}
+			targets, err := r.stepTargets(ctx, &it.Record, it.q, d, now)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			nq.Step, nq.Targets = step, targets
+			steps = append(steps, store.RoundStep{DueStep: d, Reason: fmt.Sprintf("%s %s: %v", typ, rd.target, nq.Targets)})
+			for _, t := range nq.Targets {
+				if !slices.Contains(all, t) {
+					all = append(all, t)
+				}
+			}
+		}
+		nudge.Questions = append(nudge.Questions, nq)
+	}
+	return nudge, steps, all, nil
 }
 
 // takeAlong adds to a round the same step of the job's other questions
