@@ -28,33 +28,17 @@ import (
 // process, on embedded NATS, with the fake Slack and Discord of races_test.go)
 // through NATS, as a desktop assistant or a coding agent would.
 
-var (
-	mcpBinOnce sync.Once
-	mcpBinPath string
-	mcpBinErr  error
-)
+// mcpBin is the askbridge binary TestMCP built for its subtests.
+var mcpBin string
 
-// mcpBinary builds askbridge once for the test binary, into the first
-// caller's temporary directory (kept until every test of the package ended,
-// since TestMCP holds its subtests).
-func mcpBinary(t *testing.T) string {
+// buildAskbridge builds the binary into dir, as a client would run it.
+func buildAskbridge(t *testing.T, dir string) string {
 	t.Helper()
-	mcpBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "askbridge-mcp-test")
-		if err != nil {
-			mcpBinErr = err
-			return
-		}
-		mcpBinPath = filepath.Join(dir, "askbridge")
-		out, err := exec.Command("go", "build", "-o", mcpBinPath, ".").CombinedOutput()
-		if err != nil {
-			mcpBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if mcpBinErr != nil {
-		t.Fatal(mcpBinErr)
+	path := filepath.Join(dir, "askbridge")
+	if out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return mcpBinPath
+	return path
 }
 
 // mcpProc is one `askbridge mcp` subprocess and the client session on it.
@@ -72,7 +56,7 @@ type mcpProc struct {
 func startMCP(t *testing.T, s *service, env ...string) *mcpProc {
 	t.Helper()
 	p := &mcpProc{t: t}
-	p.cmd = exec.Command(mcpBinary(t), "mcp")
+	p.cmd = exec.Command(mcpBin, "mcp")
 	p.cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		"ASK_NATS_URL=" + s.natsURL(), "ASK_MCP_TENANT=acme", "ASK_MCP_PROGRESS=300ms", "ASK_LOG_LEVEL=warn",
@@ -218,7 +202,8 @@ func mcpQ(job, question string) *bridge.Question {
 }
 
 func TestMCP(t *testing.T) {
-	mcpBinary(t)
+	// Built once for the subtests; the directory goes when they all ended.
+	mcpBin = buildAskbridge(t, t.TempDir())
 	t.Run("ToolsList", testMCPToolsList)
 	t.Run("AskUserChoices", testMCPAskUserChoices)
 	t.Run("AskUserFields", testMCPAskUserFields)
