@@ -388,7 +388,7 @@ func settledEmbed(e *discordgo.MessageEmbed, o *outcome) *discordgo.MessageEmbed
 	for _, f := range e.Fields {
 		switch f.Name {
 		case neutral.LabelOutcome, neutral.LabelStatus, neutral.LabelMayAnswer, neutral.LabelDeadline, neutral.LabelBlocked,
-			neutral.LabelApprovals, neutral.LabelMayApprove, neutral.LabelExpires:
+			neutral.LabelApprovals, neutral.LabelMayApprove, neutral.LabelExpires, neutral.LabelAskedToAnswer:
 		case consoleField:
 			out.Fields = append(out.Fields, &discordgo.MessageEmbedField{Name: settledConsoleField,
 				Value: strings.TrimPrefix(f.Value, consoleHint+"\n"), Inline: f.Inline})
