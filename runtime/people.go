@@ -98,8 +98,11 @@ func (d *directory) known(name string) bool {
 // people holds the directory in force, rebuilt when the policy holder's
 // policy changes (SIGHUP), and where each person was last active.
 type people struct {
-	env  bridge.People
-	pol  *policy.Holder
+	env bridge.People
+	pol *policy.Holder
+	// on are the chat platforms switched on: a DM goes to an identity on
+	// one of them when the person has one.
+	on   map[string]bool
 	dir  atomic.Pointer[peopleCache]
 	mu   sync.Mutex
 	last map[string]string // person name → identity last active
@@ -110,8 +113,14 @@ type peopleCache struct {
 	dir  *directory
 }
 
-func newPeople(env bridge.People, pol *policy.Holder) *people {
-	return &people{env: env, pol: pol, last: map[string]string{}}
+func newPeople(env bridge.People, pol *policy.Holder, platforms []Platform) *people {
+	on := map[string]bool{}
+	for _, p := range platforms {
+		if p.On {
+			on[p.Name] = true
+		}
+	}
+	return &people{env: env, pol: pol, on: on, last: map[string]string{}}
 }
 
 // directory is the people in force now.
@@ -148,10 +157,11 @@ func (p *people) seen(id string) {
 }
 
 // preferred is the identity a DM to id's person goes to: where the person
-// was last active, if a chat platform can DM it there, else the first
-// listed identity a chat platform can DM, else the first listed. An
-// identity linked to nobody is its own preference; person:<name> of an
-// unknown person has none.
+// was last active, if a chat platform that is on can DM it there, else the
+// first listed identity such a platform can DM; failing both (no platform
+// of theirs is on), the same on Slack or Discord whether on or not, else
+// the first listed. An identity linked to nobody is its own preference;
+// person:<name> of an unknown person has none.
 func (p *people) preferred(id string) string {
 	d := p.directory()
 	name := d.personOf(id)
@@ -165,17 +175,25 @@ func (p *people) preferred(id string) string {
 	last := p.last[name]
 	p.mu.Unlock()
 	ids := d.ids[name]
-	if last != "" && dmable(last) && slices.Contains(ids, last) {
-		return last
-	}
-	if i := slices.IndexFunc(ids, dmable); i >= 0 {
-		return ids[i]
+	for _, can := range []func(string) bool{p.reachable, chat} {
+		if last != "" && can(last) && slices.Contains(ids, last) {
+			return last
+		}
+		if i := slices.IndexFunc(ids, can); i >= 0 {
+			return ids[i]
+		}
 	}
 	return ids[0]
 }
 
-// dmable: a chat platform can send this identity a DM.
-func dmable(id string) bool {
+// reachable: a chat platform that is on can send this identity a DM.
+func (p *people) reachable(id string) bool {
+	platform, _, _ := strings.Cut(id, ":")
+	return chat(id) && p.on[platform]
+}
+
+// chat: a chat platform (Slack, Discord) can send this identity a DM.
+func chat(id string) bool {
 	return strings.HasPrefix(id, bridge.PlatformSlack+":") || strings.HasPrefix(id, bridge.PlatformDiscord+":")
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/policy"
+	"github.com/askbridge/askbridge/runtime"
 )
 
 // kevinDiscord is kevin's Discord account; his Slack one is slack:UOP, an
@@ -143,4 +144,21 @@ func TestPersonRemindedOnce(t *testing.T) {
 		}
 		return fmt.Errorf("no reminder yet: %s", events2.EventTypes())
 	})
+}
+
+// TestPersonReachedOnAPlatformThatIsOn: a person listed on Discord first
+// is reminded on Slack when only Slack is on.
+func TestPersonReachedOnAPlatformThatIsOn(t *testing.T) {
+	t.Parallel()
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock,
+		Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C1"}},
+		People:    bridge.People{"olive": {"discord:444444444444444444", "slack:UOLIVE"}}})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-on")
+	q := ladderQuestion("job-on", "")
+	q.Answerers = []string{"person:olive"}
+	outcomeAdvancing(t, clock, ask(t, env, q))
+	if got := eventOf(t, events, "job-on", bridge.EventReminded).Targets; !slices.Equal(got, []string{"slack:UOLIVE"}) {
+		t.Fatalf("reminded %v, want slack:UOLIVE", got)
+	}
 }

@@ -221,7 +221,7 @@ func New(o Options) (*Runtime, error) {
 	}
 	r.metrics = m
 	r.outbox.published = m.published
-	r.people = newPeople(o.People, o.Policy)
+	r.people = newPeople(o.People, o.Policy, o.Platforms)
 	r.o.Roles.dir = r.people.directory
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(&clarifyCollector{st: o.Store, now: r.stamp, o: o.Clarify}); err != nil {
