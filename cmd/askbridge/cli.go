@@ -225,7 +225,7 @@ func (c *cli) ask(ctx context.Context, args []string) int {
 	fs.Int64Var(&q.TaskVersion, "version", 1, "task version")
 	fs.Var(&choices, "choice", "a choice (repeat)")
 	fs.Var(&fields, "field", "a typed field name:kind[:options] (repeat); name* is required")
-	fs.Var(&answerers, "answerer", "an identity who may answer, e.g. slack:U0123 (repeat)")
+	fs.Var(&answerers, "answerer", "an identity who may answer, e.g. slack:U0123, or a person of ASK_PEOPLE, e.g. person:kevin (repeat)")
 	var blocks multiFlag
 	fs.Var(&blocks, "blocks", "a tool this question blocks, e.g. send_report (repeat)")
 	fs.StringVar(&q.Owner, "owner", "", "the job's owner identity")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -61,5 +62,34 @@ func TestPeopleReload(t *testing.T) {
 	}
 	if s.policy.Load() != inForce {
 		t.Error("a conflicting file replaced the policy in force")
+	}
+}
+
+// TestCLIAsksAPerson: askbridge ask --answerer person:ana asks every
+// identity ASK_PEOPLE links to ana; a restricted question is hers to read
+// from any of them, and a person nobody links is refused.
+func TestCLIAsksAPerson(t *testing.T) {
+	t.Parallel()
+	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_PEOPLE": "ana=slack:U0ANA|cli:ana"})
+	asker, _, askErr := testCLI(s, "cli:agent")
+	if code := asker.ask(context.Background(), []string{"--tenant", "acme", "--job", "job-pp", "--id", "q-pp",
+		"--answerer", "person:ana", "--visibility", "restricted", "--no-wait", "Which salary band should the offer use?"}); code != exitOK {
+		t.Fatalf("ask exit %d: %s", code, askErr)
+	}
+	ana, anaOut, _ := testCLI(s, "cli:ana")
+	waitPending(t, ana, "job-pp", "q-pp")
+	if code := ana.show(context.Background(), []string{"job-pp/q-pp"}); code != exitOK || !strings.Contains(anaOut.String(), "Which salary band") {
+		t.Fatalf("ana's show (exit %d):\n%s", code, anaOut)
+	}
+	kevin, kevinOut, _ := testCLI(s, "cli:kevin")
+	if code := kevin.list(context.Background(), []string{"--tenant", "acme"}); code != exitOK ||
+		strings.Contains(kevinOut.String(), "salary") || !strings.Contains(kevinOut.String(), "(restricted: for person:ana and admins)") {
+		t.Errorf("the operator's list (exit %d):\n%s", code, kevinOut)
+	}
+	bad, badOut, badErr := testCLI(s, "cli:agent")
+	code := bad.ask(context.Background(), []string{"--tenant", "acme", "--job", "job-pq", "--answerer", "person:anna", "Which one?"})
+	if said := badOut.String() + badErr.String(); code != exitError ||
+		!strings.Contains(said, "answerers[0]: person:anna is not a person: ASK_PEOPLE and the policy file's people: name ana.") {
+		t.Errorf("asking an unknown person: exit %d, said %q", code, said)
 	}
 }
