@@ -116,6 +116,17 @@ func testMCPApproveToolUse(t *testing.T) {
 	if !strings.Contains(card, "git push --force origin main") || !strings.Contains(card, "May test-agent use Bash?") {
 		t.Errorf("the card does not show the tool use: %s", card)
 	}
+	// Discord shows it too, the command in its embed.
+	testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, m := range r.dmsgs {
+			if embeds := fmt.Sprint(m["embeds"]); strings.Contains(embeds, "git push --force origin main") && strings.Contains(embeds, "May test-agent use Bash?") {
+				return nil
+			}
+		}
+		return errors.New("no Discord card shows the tool use")
+	})
 	r.signedSlack(r.slackClick("U0KEV", "trig-tu1", ts, "ask.acme.job-tu.tu-toolu_01A.0", "approve", "approve"), nil)
 	if got := permission(waitResult(t, ch)); got["behavior"] != "allow" || fmt.Sprint(got["updatedInput"]) != fmt.Sprint(push["input"]) {
 		t.Errorf("approved: %v", got)
