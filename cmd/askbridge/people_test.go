@@ -93,3 +93,26 @@ func TestCLIAsksAPerson(t *testing.T) {
 		t.Errorf("asking an unknown person: exit %d, said %q", code, said)
 	}
 }
+
+// TestPolicyCheckPeople: askbridge policy check counts the file's people
+// and refuses, as serve would, people: that links again what ASK_PEOPLE
+// links. It runs alone: it sets the process environment.
+func TestPolicyCheckPeople(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, file, "tenants: {}\npeople:\n  kevin: [slack:U0KEV, \"discord:333333333333333333\"]\n  ana: [slack:U0ANA]\n")
+	for _, tc := range []struct {
+		people, stdout, stderr string
+		code                   int
+	}{
+		{"", file + ": ok (0 tenants, 0 actions, 2 people)\n", "", exitOK},
+		{"kev=slack:U0KEV", "", file + ": people: slack:U0KEV is linked to both kev and kevin; an identity belongs to one person\n", exitConfig},
+		{"kev=U0KEV", "", `ASK_PEOPLE: kev: "U0KEV" must be slack:<user>, discord:<user>, console:<user> or cli:<user>` + "\n", exitConfig},
+	} {
+		t.Setenv("ASK_PEOPLE", tc.people)
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"policy", "check", file}, &stdout, &stderr)
+		if code != tc.code || stdout.String() != tc.stdout || stderr.String() != tc.stderr {
+			t.Errorf("ASK_PEOPLE=%s: exit %d, stdout %q, stderr %q; want %d, %q, %q", tc.people, code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
+		}
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 
+	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/policy"
 )
 
@@ -41,8 +43,30 @@ func (c *cli) policy(_ context.Context, args []string) int {
 		fmt.Fprintln(c.stderr, printable(err.Error(), false))
 		return exitConfig
 	}
+	// Its people: must not link again what ASK_PEOPLE links, as serve
+	// checks at start and on SIGHUP (loadPolicy).
+	env, err := bridge.ParsePeople(os.Getenv("ASK_PEOPLE"))
+	if err == nil {
+		_, err = bridge.MergePeople(env, p.People)
+		if err != nil {
+			err = &policy.Error{File: file, Path: "people", Problem: err.Error()}
+		}
+	} else {
+		err = fmt.Errorf("ASK_PEOPLE: %w", err)
+	}
+	if err != nil {
+		fmt.Fprintln(c.stderr, printable(err.Error(), false))
+		return exitConfig
+	}
 	tenants, actions := p.Count()
-	fmt.Fprintln(c.stdout, printable(fmt.Sprintf("%s: ok (%s, %s)", file, plural(tenants, "tenant"), plural(actions, "action")), false))
+	counts := plural(tenants, "tenant") + ", " + plural(actions, "action")
+	switch n := len(p.People); {
+	case n == 1:
+		counts += ", 1 person"
+	case n > 1:
+		counts += fmt.Sprintf(", %d people", n)
+	}
+	fmt.Fprintln(c.stdout, printable(fmt.Sprintf("%s: ok (%s)", file, counts), false))
 	return exitOK
 }
 
