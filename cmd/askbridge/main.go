@@ -115,16 +115,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "askbridge serve takes no arguments; it is configured by ASK_ variables (see README.md)\n")
 		return exitConfig
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		var ce *config.Error
-		if errors.As(err, &ce) {
-			for _, p := range ce.Problems {
-				fmt.Fprintln(stderr, "askbridge: "+p)
-			}
-		} else {
-			fmt.Fprintln(stderr, "askbridge: "+err.Error())
-		}
+	cfg, ok := loadConfig(stderr, "askbridge: ")
+	if !ok {
 		return exitConfig
 	}
 	log := newLogger(stderr, cfg.LogLevel)
@@ -178,6 +170,24 @@ func waitForStop(ctx context.Context, s *service, hup <-chan os.Signal) int {
 			s.reloadPolicy()
 		}
 	}
+}
+
+// loadConfig reads the ASK_ variables, writing each problem on a line of
+// its own after prefix; false means the command must exit 2.
+func loadConfig(stderr io.Writer, prefix string) (*config.Config, bool) {
+	cfg, err := config.Load()
+	if err == nil {
+		return cfg, true
+	}
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		for _, p := range ce.Problems {
+			fmt.Fprintln(stderr, prefix+p)
+		}
+	} else {
+		fmt.Fprintln(stderr, prefix+err.Error())
+	}
+	return nil, false
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {

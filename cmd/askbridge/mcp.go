@@ -38,16 +38,8 @@ func (c *cli) mcp(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "askbridge mcp takes no arguments; it is configured by ASK_ variables (see docs/mcp.md)\n")
 		return exitConfig
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		var ce *config.Error
-		if errors.As(err, &ce) {
-			for _, p := range ce.Problems {
-				fmt.Fprintln(c.stderr, "askbridge mcp: "+p)
-			}
-			return exitConfig
-		}
-		fmt.Fprintln(c.stderr, "askbridge mcp: "+err.Error())
+	cfg, ok := loadConfig(c.stderr, "askbridge mcp: ")
+	if !ok {
 		return exitConfig
 	}
 	log := newLogger(c.stderr, cfg.LogLevel)

@@ -137,15 +137,7 @@ func testMCPApproveToolUse(t *testing.T) {
 	ch = p.callAsync("approve_tool_use", rm, time.Minute)
 	ts = r.slackCard("job-tu", "tu-toolu_02B")
 	r.signedSlack(r.slackClick("U0KEV", "trig-tu2", ts, "ask.acme.job-tu.tu-toolu_02B.0", "deny", "deny"), nil)
-	var opened raceCall
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		if calls := r.Calls("views.open"); len(calls) > 0 {
-			opened = calls[0]
-			return nil
-		}
-		return errors.New("no deny modal opened")
-	})
-	r.signedSlack(r.slackSubmit("U0KEV", opened, "V2", "h2", "not on main"), nil)
+	r.signedSlack(r.slackSubmit("U0KEV", r.modalOpened(), "V2", "h2", "not on main"), nil)
 	got := permission(waitResult(t, ch))
 	if got["behavior"] != "deny" || got["message"] != "slack:U0KEV (u0kev) denied: not on main" {
 		t.Errorf("denied: %v", got)

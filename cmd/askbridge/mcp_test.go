@@ -185,6 +185,20 @@ func (r *race) slackCard(job, question string) string {
 	return ts
 }
 
+// modalOpened waits for the first modal the service opened in Slack.
+func (r *race) modalOpened() raceCall {
+	r.t.Helper()
+	var opened raceCall
+	testenv.CheckFor(r.t, 10*time.Second, 20*time.Millisecond, func() error {
+		if calls := r.Calls("views.open"); len(calls) > 0 {
+			opened = calls[0]
+			return nil
+		}
+		return errors.New("no modal opened")
+	})
+	return opened
+}
+
 // slackCards counts the cards posted for a question.
 func (r *race) slackCards(job, question string) int {
 	block := fmt.Sprintf(`"block_id":"ask.acme.%s.%s.0"`, job, question)
@@ -312,15 +326,7 @@ func testMCPAskUserFields(t *testing.T) {
 		}}, time.Minute)
 	ts := r.slackCard("job-fields", "q-form")
 	r.signedSlack(r.slackClick("U0KEV", "trig-form", ts, "ask.acme.job-fields.q-form.0", "answer", "answer"), nil)
-	var opened raceCall
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		if calls := r.Calls("views.open"); len(calls) > 0 {
-			opened = calls[0]
-			return nil
-		}
-		return errors.New("no modal opened")
-	})
-	sub := r.slackSubmit("U0KEV", opened, "V1", "h1", "")
+	sub := r.slackSubmit("U0KEV", r.modalOpened(), "V1", "h1", "")
 	sub["view"].(map[string]any)["state"] = map[string]any{"values": map[string]any{
 		"f.copies": map[string]any{"v": map[string]any{"type": "number_input", "value": "2"}},
 		"f.note":   map[string]any{"v": map[string]any{"type": "plain_text_input", "value": "two-sided"}},
