@@ -54,12 +54,13 @@ func (r Roles) has(tenant, id, role string, extra []string) bool {
 	case RoleReader:
 		list = r.Readers
 	}
-	for _, one := range r.people().identities(id) {
-		if slices.Contains(list, one) || (tenant != "" && slices.Contains(list, tenant+"/"+one)) {
-			return true
-		}
+	held := func(one string) bool {
+		return slices.Contains(list, one) || (tenant != "" && slices.Contains(list, tenant+"/"+one))
 	}
-	return false
+	if d := r.people(); d.personOf(id) != "" {
+		return slices.ContainsFunc(d.identities(id), held)
+	}
+	return held(id)
 }
 
 // answersFor reports whether id is q's owner or one of its answerers, as a
