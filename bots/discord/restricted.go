@@ -83,6 +83,9 @@ func (b *Bot) restrictedMessage(ev *bridge.Event, q *bridge.Question, c *card, t
 		buttons = append(buttons, discordgo.Button{Label: "Go to the card", Style: discordgo.LinkButton,
 			URL: "https://discord.com/channels/" + c.Guild + "/" + c.Channel + "/" + c.MessageID})
 	}
+	// Without the console, /ask answer is the way to answer it here.
+	e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Answer here",
+		Value: "`/ask answer question:" + ev.Tenant + "/" + ev.JobID + "/" + ev.QuestionID + " answer:<your answer>`"})
 	m := &messageCreate{Content: "A restricted question for you, in job " + ev.JobID + ": only the people it names and admins may read it.",
 		Embeds: []*discordgo.MessageEmbed{e}, AllowedMentions: noMentions,
 		Nonce: nonceFor("rdm", ev.Tenant, ev.JobID, ev.QuestionID, strconv.FormatInt(ev.TaskVersion, 10), target), EnforceNonce: true}

@@ -54,7 +54,8 @@ func TestE2ERestrictedContentGoesToItsPeopleInADM(t *testing.T) {
 	body := dm.JSON(t)
 	e := body["embeds"].([]any)[0].(map[string]any)
 	if body["content"] != "A restricted question for you, in job job-1: only the people it names and admins may read it." ||
-		e["description"] != q.Question || !strings.Contains(string(dm.Body), q.WhyItMatters) || !strings.Contains(string(dm.Body), "band-4 · band-5") {
+		e["description"] != q.Question || !strings.Contains(string(dm.Body), q.WhyItMatters) || !strings.Contains(string(dm.Body), "band-4 · band-5") ||
+		!strings.Contains(string(dm.Body), "/ask answer question:acme/job-1/q-1 answer:") {
 		t.Fatalf("kevin's DM = %s", dm.Body)
 	}
 
@@ -70,5 +71,10 @@ func TestE2ERestrictedContentGoesToItsPeopleInADM(t *testing.T) {
 	}
 	if reqs := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages"); len(reqs) != 1 {
 		t.Errorf("kevin got %d DMs, want one", len(reqs))
+	}
+	// Kevin answers as his DM says, and the outcome names him as a person.
+	h.interact(h.command(kevin, "answer", map[string]string{"question": "acme/job-1/q-1", "answer": "band-5"}))
+	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: band-5" || res.Person != "kevin" {
+		t.Fatalf("resume = %+v", res)
 	}
 }

@@ -82,5 +82,7 @@ func restrictedAskedText(ev *bridge.Event, q *bridge.Question, link, consoleURL 
 	if !ev.Deadline.IsZero() {
 		sb.WriteString(" · Deadline: " + blockkit.SlackDate(ev.Deadline))
 	}
+	// Without the console this is the way to answer it from Slack.
+	sb.WriteString("\nOr answer with `/ask answer " + ev.JobID + "/" + ev.QuestionID + " <answer>`.")
 	return sb.String()
 }

@@ -50,7 +50,7 @@ func TestRestrictedContentGoesToItsPeopleInADM(t *testing.T) {
 	})
 	if got := dms["D0KEV"]; len(got) != 1 || !strings.HasPrefix(got[0],
 		":lock: A restricted question for you (job `job-rdm`); only the people it names and admins may read it:\n>Which salary band should the offer use?\nWhy it matters: The offer goes out today.\nChoices: band-4 · band-5\n") ||
-		!strings.Contains(got[0], "shows others only that it waits") {
+		!strings.Contains(got[0], "shows others only that it waits") || !strings.HasSuffix(got[0], "\nOr answer with `/ask answer job-rdm/q-rdm <answer>`.") {
 		t.Errorf("kevin's DMs: %q", got)
 	}
 	for _, cmd := range []string{"list", "queue job-rdm"} {
@@ -70,5 +70,12 @@ func TestRestrictedContentGoesToItsPeopleInADM(t *testing.T) {
 		case (ch == "D0KEV" || ch == "D0OWNER") && c.Str("text") != dms[ch][0]:
 			t.Errorf("%s got a second DM: %q", ch, c.Str("text"))
 		}
+	}
+	// Kevin answers as his DM says, and the outcome names him as a person.
+	if s := slashReply(t, h, "U0KEV", "answer job-rdm/q-rdm band-5"); !strings.Contains(s, "Sent your answer") {
+		t.Fatalf("/ask answer: %q", s)
+	}
+	if out := awaitOutcome(t, env, q); out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: band-5" || out.Person != "kevin" {
+		t.Fatalf("resume: %+v", out)
 	}
 }
