@@ -162,3 +162,33 @@ func TestPersonReachedOnAPlatformThatIsOn(t *testing.T) {
 		t.Fatalf("reminded %v, want slack:UOLIVE", got)
 	}
 }
+
+// TestSnoozeHoldsThePerson: ana snoozes from Slack, then is active on
+// Discord; the next reminder, which would go to Discord, is held too: a
+// snooze moves the person's reminder, whichever account it would reach.
+func TestSnoozeHoldsThePerson(t *testing.T) {
+	t.Parallel()
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock,
+		People: bridge.People{"ana": {"slack:UANA", "discord:555555555555555555"}}})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-ps")
+	q := choiceQuestion("job-ps")
+	q.Timeout, q.Answerers = "8h", []string{"person:ana", "slack:UBEN"}
+	q.Escalation = &bridge.Escalation{Steps: []bridge.LadderStep{{At: 0.25, To: bridge.TargetAnswerers}}}
+	ask(t, env, q)
+	waitState(t, env, q, bridge.StatePending)
+	attempt(t, env, bridge.AnswerAttempt{JobID: q.JobID, QuestionID: "q-1", AttemptID: "ps1", Action: bridge.ActionSnooze, Snooze: bridge.SnoozeHours4, By: "slack:UANA"})
+	eventOf(t, events, q.JobID, bridge.EventSnoozed)
+	show(t, env, "discord:555555555555555555", q.JobID, "q-1") // active on Discord now
+	clock.AdvanceUntil(t, 10*time.Minute, 20*time.Second, func() error {
+		for _, ev := range events.Events() {
+			if ev.Type == bridge.EventReminded {
+				if !slices.Equal(ev.Targets, []string{"slack:UBEN"}) {
+					t.Fatalf("the 2h reminder reminds %v, want ben only", ev.Targets)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no reminder yet")
+	})
+}
