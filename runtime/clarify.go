@@ -57,12 +57,12 @@ func clarify(qs []store.ClarifyQuestion, gates []store.GateDecision, since, unti
 		}
 		start = end
 	}
-	for _, d := range gates {
-		if d.At.Before(since) || !d.At.Before(until) || d.Code == bridge.GateAllowed || d.Code == "" {
+	for _, d := range gates { // refusals of [since, until), counted
+		if d.Code == bridge.GateAllowed || d.Code == "" {
 			continue
 		}
 		for _, g := range []*clarifyGroup{total, groupOf(d.Tenant, d.Agent)} {
-			g.gate(d.Code)
+			g.gate(d.Code, d.Count)
 		}
 	}
 	slices.SortFunc(groups, func(a, b *clarifyGroup) int {
@@ -124,13 +124,13 @@ func (g *clarifyGroup) count(q *store.ClarifyQuestion, repeated, reopened bool) 
 	}
 }
 
-func (g *clarifyGroup) gate(code string) {
+func (g *clarifyGroup) gate(code string, n int64) {
 	if g.m.GateRefusals == nil {
 		g.m.GateRefusals = map[string]int64{}
 	}
-	g.m.GateRefusals[code]++
+	g.m.GateRefusals[code] += n
 	if code != bridge.GateInvalid && code != bridge.GateUnavailable {
-		g.m.PrematureActionsBlocked++
+		g.m.PrematureActionsBlocked += n
 	}
 }
 

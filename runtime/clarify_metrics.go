@@ -15,7 +15,7 @@ import (
 // clarifyStore is what the clarification measures read.
 type clarifyStore interface {
 	ClarifyQuestions(ctx context.Context, tenant string, since time.Time) ([]store.ClarifyQuestion, error)
-	GateDecisions(ctx context.Context, tenant string, since time.Time) ([]store.GateDecision, error)
+	GateDecisions(ctx context.Context, tenant string, since, until time.Time) ([]store.GateDecision, error)
 }
 
 // ClarifyMetrics shapes the clarification metrics on /metrics. Tenants
@@ -63,7 +63,7 @@ func clarification(ctx context.Context, st clarifyStore, tenant string, since, u
 	if err != nil {
 		return nil, err
 	}
-	gates, err := st.GateDecisions(ctx, tenant, since)
+	gates, err := st.GateDecisions(ctx, tenant, since, until)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (c *clarifyCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
-	gates, err := c.st.GateDecisions(ctx, "", until.Add(-window))
+	gates, err := c.st.GateDecisions(ctx, "", until.Add(-window), until)
 	if err != nil {
 		return
 	}

@@ -64,28 +64,33 @@ type GateDecision struct {
 	JobID  string
 	Agent  string
 	Code   string
-	At     time.Time
+	// Count is how many refusals of Code the job had in the window.
+	Count int64
 }
 
-// GateDecisions returns the gate's decisions since since (of tenant, when
-// given), as the gate wrote them (kind gate, docs/design.md).
-func (s *Store) GateDecisions(ctx context.Context, tenant string, since time.Time) ([]GateDecision, error) {
-	rows, err := s.rs.query(ctx, `SELECT l.tenant, l.job_id,
-			COALESCE((SELECT json_extract(q.body, '$.agent') FROM questions q WHERE q.tenant = l.tenant AND q.job_id = l.job_id ORDER BY q.id DESC LIMIT 1), ''),
-			COALESCE(json_extract(l.body, '$.code'), ''), l.at
-		FROM job_log l WHERE l.kind = ? AND l.at >= ? AND (? = '' OR l.tenant = ?) ORDER BY l.id`, LogGate, ms(since), tenant, tenant)
+// GateDecisions counts the gate's refusals in [since, until) (of tenant,
+// when given) by job and code, as the gate wrote them (kind gate,
+// docs/design.md); allowed decisions, most of the gate's rows, are not
+// read (the partial index job_log_gate_refusals holds only refusals).
+func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until time.Time) ([]GateDecision, error) {
+	rows, err := s.rs.query(ctx, `SELECT g.tenant, g.job_id,
+			COALESCE((SELECT json_extract(q.body, '$.agent') FROM questions q WHERE q.tenant = g.tenant AND q.job_id = g.job_id ORDER BY q.id DESC LIMIT 1), ''),
+			g.code, g.n
+		FROM (SELECT l.tenant, l.job_id, COALESCE(json_extract(l.body, '$.code'), '') AS code, count(*) AS n
+			FROM job_log l INDEXED BY job_log_gate_refusals
+			WHERE l.kind = 'gate' AND json_extract(l.body, '$.code') <> 'allowed' AND l.at >= ? AND l.at < ? AND (? = '' OR l.tenant = ?)
+			GROUP BY l.tenant, l.job_id, code) g
+		ORDER BY g.tenant, g.job_id, g.code`, ms(since), ms(until), tenant, tenant)
 	if err != nil {
-		return nil, fmt.Errorf("store: read gate decisions: %w", err)
+		return nil, fmt.Errorf("store: read gate refusals: %w", err)
 	}
 	defer rows.Close()
 	var out []GateDecision
 	for rows.Next() {
 		var d GateDecision
-		var at int64
-		if err := rows.Scan(&d.Tenant, &d.JobID, &d.Agent, &d.Code, &at); err != nil {
-			return nil, fmt.Errorf("store: read gate decisions: %w", err)
+		if err := rows.Scan(&d.Tenant, &d.JobID, &d.Agent, &d.Code, &d.Count); err != nil {
+			return nil, fmt.Errorf("store: read gate refusals: %w", err)
 		}
-		d.At = fromMS(at)
 		out = append(out, d)
 	}
 	return out, rows.Err()
