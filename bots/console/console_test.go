@@ -814,6 +814,18 @@ func TestDeclineAndApproval(t *testing.T) {
 	link = h.questionURL("console:alice", ap)
 	form = formValues(t, h.get(link).body, "answer-form")
 	form.Set("action", "deny")
+	// A deny needs a reason, as on Slack and Discord; nothing is sent without.
+	sent := h.answersSent()
+	form.Set("comment", "  ")
+	if p = h.post(link, form); p.status != http.StatusUnprocessableEntity ||
+		!strings.Contains(p.body, `<p class="error" id="answer-comment-err">Reason: say why you deny it: the agent reads the reason to change its plan</p>`) {
+		t.Fatalf("deny without a reason: status %d\n%s", p.status, p.body)
+	}
+	if n := h.answersSent(); n != sent {
+		t.Fatalf("a deny without a reason was published (%d attempts, %d before)", n, sent)
+	}
+	form = formValues(t, p.body, "answer-form")
+	form.Set("action", "deny")
 	form.Set("comment", "too much")
 	if p = h.post(link, form); p.status != http.StatusSeeOther {
 		t.Fatalf("deny: status %d\n%s", p.status, p.body)

@@ -169,6 +169,13 @@ func (c *Console) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		formAction = bridge.ActionDecline
 	}
 	input := formInput(form)
+	if action == bridge.ActionDeny && comment == "" {
+		// As Slack's and Discord's deny forms do: the agent reads the
+		// reason to change its plan.
+		st := formState{Action: formAction, Input: input, Problems: map[string]string{inputComment: denyReasonNeeded}}
+		c.render(w, r, http.StatusUnprocessableEntity, "question", c.buildQuestionPage(l, rep, st))
+		return
+	}
 	checked, aerr := bridge.CheckAnswer(q, action, answer, comment)
 	switch {
 	case aerr != nil && version != v.TaskVersion:
@@ -232,6 +239,9 @@ func endedText(v *bridge.QuestionView) string {
 	_, text := bridge.NotPendingText(state, v.By, v.ByName, v.SettledAt, v.TaskVersion)
 	return text
 }
+
+// denyReasonNeeded is what a deny without a reason is told.
+const denyReasonNeeded = "say why you deny it: the agent reads the reason to change its plan"
 
 func actionWords(action string) string {
 	switch action {
