@@ -159,13 +159,13 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 			return store.Decision{Refuse: ref}, nil
 		}
 		if it.step != nil && !it.step.settles {
-			it.approve = r.approvalRecord(it.rec, it.refs, decodeBody(it.rec), it.step, &it.a, now)
+			it.approve = r.approvalRecord(it.rec, it.refs, it.step, &it.a, now)
 			it.approve.AttemptID = it.key
 			return store.Decision{Approve: it.approve}, nil
 		}
 		var status *bridge.ProposalStatus
 		if it.step != nil {
-			status = r.stepStatus(decodeBody(it.rec), it.step, it.step.state(it.checked.Action))
+			status = r.stepStatus(it.step, it.step.state(it.checked.Action))
 		}
 		it.settle = r.settlement(it.rec, it.refs, &it.a, it.checked, status, now)
 		it.settle.AttemptID = it.key

@@ -149,6 +149,8 @@ func (r *Runtime) approverAccess(tenant string, a *bridge.AnswerAttempt, q *brid
 
 // approvalStep is what an accepted approve or deny does to its proposal.
 type approvalStep struct {
+	// q is the approval's question, read once on the way in.
+	q         *bridge.Question
 	proposal  *store.Proposal
 	approvals []bridge.Approval
 	required  int
@@ -183,7 +185,7 @@ func (r *Runtime) weighApproval(ctx context.Context, l store.Lookup, rec *store.
 		return nil, &refusal{reason: bridge.RefusedForbidden, text: fmt.Sprintf(
 			"You can't %s this proposal: the policy lets only %s approve or deny %s.", verb, bridge.JoinOr(rule.Approvers), p.Action)}, nil
 	}
-	step := &approvalStep{proposal: p, approvals: p.Approvals, required: rule.Approvals(), settles: true}
+	step := &approvalStep{q: q, proposal: p, approvals: p.Approvals, required: rule.Approvals(), settles: true}
 	if deny {
 		return step, nil, nil
 	}
@@ -222,10 +224,10 @@ func (s *approvalStep) decision(action string) *store.ProposalDecision {
 }
 
 // status is the proposal as the step leaves it.
-func (r *Runtime) stepStatus(q *bridge.Question, s *approvalStep, state string) *bridge.ProposalStatus {
+func (r *Runtime) stepStatus(s *approvalStep, state string) *bridge.ProposalStatus {
 	p := *s.proposal
 	p.Approvals, p.State = s.approvals, state
-	return r.proposalStatus(q, &p)
+	return r.proposalStatus(s.q, &p)
 }
 
 // approvalLog is the job log entry of an approve or deny (the trace reads
@@ -255,7 +257,7 @@ func approvalLog(rec *store.Record, s *approvalStep, a *bridge.AnswerAttempt, vi
 
 // approvalRecord records an approval that is not yet the last one needed:
 // the question waits, and approval_recorded says how many there are.
-func (r *Runtime) approvalRecord(rec *store.Record, refs []bridge.MessageRef, q *bridge.Question, s *approvalStep, a *bridge.AnswerAttempt, now time.Time) *store.ApprovalRecord {
+func (r *Runtime) approvalRecord(rec *store.Record, refs []bridge.MessageRef, s *approvalStep, a *bridge.AnswerAttempt, now time.Time) *store.ApprovalRecord {
 	via := s.approvals[len(s.approvals)-1].Via
 	ev := eventFor(rec, bridge.EventApproval, now)
 	ev.EventID = fmt.Sprintf("%s.%d", ev.EventID, len(s.approvals))
@@ -264,7 +266,7 @@ func (r *Runtime) approvalRecord(rec *store.Record, refs []bridge.MessageRef, q 
 	ev.Person = s.approvals[len(s.approvals)-1].Person
 	ev.Text = bridge.ApprovalsText(s.approvals, s.required)
 	ev.AttemptID, ev.ReplyTo, ev.Messages = a.AttemptID, a.ReplyTo, refs
-	ev.Proposal = r.stepStatus(q, s, bridge.ProposalPending)
+	ev.Proposal = r.stepStatus(s, bridge.ProposalPending)
 	return &store.ApprovalRecord{
 		AttemptID: a.AttemptID, Question: rec.ID, Tenant: rec.Tenant, ProposalID: s.proposal.ID,
 		Approvals: s.approvals, At: now, Outbox: []store.Message{eventMsg(ev)},

@@ -92,6 +92,20 @@ func row(tw io.Writer, label, value string) {
 	}
 }
 
+// agentClient connects as connect does and makes the agent client the
+// commands that act as an agent use; closeNATS closes the connection.
+func (c *cli) agentClient(flagURL string) (client *agent.Client, closeNATS func(), err error) {
+	nc, _, err := c.connect(flagURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if client, err = agent.New(nc); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return client, nc.Close, nil
+}
+
 // connect opens NATS: the flag, then ASK_NATS_URL, then ASK_NATS_LISTEN.
 func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
 	url := flagURL
@@ -272,15 +286,11 @@ func (c *cli) ask(ctx context.Context, args []string) int {
 	if err := bridge.ValidateQuestion(&q); err != nil {
 		return c.fail("%v", err)
 	}
-	nc, _, err := c.connect(*url)
+	client, closeNATS, err := c.agentClient(*url)
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	defer nc.Close()
-	client, err := agent.New(nc)
-	if err != nil {
-		return c.fail("%v", err)
-	}
+	defer closeNATS()
 	if *noWait {
 		if err := client.Publish(ctx, &q); err != nil {
 			return c.fail("%v", err)

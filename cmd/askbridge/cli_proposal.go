@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/bridge/agent"
 )
 
 // proposalFlags are ask's flags that make the question an approval of a
@@ -115,15 +114,11 @@ func (c *cli) executed(ctx context.Context, args []string) int {
 	if err := checkTokens([]string{e.JobID, e.ProposalID}, "job", "proposal"); err != nil {
 		return c.fail("%v", err)
 	}
-	nc, _, err := c.connect(*url)
+	client, closeNATS, err := c.agentClient(*url)
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	defer nc.Close()
-	client, err := agent.New(nc)
-	if err != nil {
-		return c.fail("%v", err)
-	}
+	defer closeNATS()
 	if err := client.ReportExecution(ctx, e); err != nil {
 		return c.fail("%v", err)
 	}
