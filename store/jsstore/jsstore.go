@@ -1,0 +1,146 @@
+// Package jsstore keeps askbridge's durable record in JetStream, so that
+// any number of replicas can share it through a NATS cluster
+// (ASK_STORE=jetstream). It implements the same operations as the SQLite
+// store, with the same outcomes; store/storetest holds the suite both pass.
+//
+// The record is one key-value bucket, ASK_RECORD. Every transition is a
+// compare-and-set on the revisions of the keys it reads and writes, made as
+// one atomic batch publish, so two replicas deciding one question at once
+// yield exactly one outcome. The key layout and why it is so are in
+// docs/design.md, "The JetStream store".
+package jsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// Bucket is the key-value bucket holding the record.
+const Bucket = "ASK_RECORD"
+
+// streamName is the bucket's stream.
+const streamName = "KV_" + Bucket
+
+// subjectPrefix is what a key is prefixed with to make its subject.
+const subjectPrefix = "$KV." + Bucket + "."
+
+// Options configure a Store.
+type Options struct {
+	// Replicas is the bucket's replica count (ASK_NATS_REPLICAS; 3 in a
+	// cluster). 0 is 1.
+	Replicas int
+	// Memory keeps the bucket in memory: for tests only.
+	Memory bool
+	Logger *slog.Logger
+}
+
+// Store is the record in JetStream. It is safe for concurrent use by any
+// number of goroutines and processes.
+type Store struct {
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	kv       jetstream.KeyValue
+	stream   jetstream.Stream
+	log      *slog.Logger
+	instance string
+	// stop ends the store's watchers (Close).
+	stop context.CancelFunc
+	// bg is the context of the store's watchers.
+	bg context.Context
+}
+
+// Open makes the bucket if it is missing and returns the store on it.
+func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: %w", err)
+	}
+	storage := jetstream.FileStorage
+	if o.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      Bucket,
+		Description: "askbridge's record: questions, jobs, proposals, the job log and the outbox",
+		History:     1,
+		Storage:     storage,
+		Replicas:    max(o.Replicas, 1),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: bucket %s: %w", Bucket, err)
+	}
+	stream, err := js.Stream(ctx, streamName)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: bucket %s: %w", Bucket, err)
+	}
+	if sc := stream.CachedInfo().Config; !sc.AllowAtomicPublish || !sc.AllowMsgTTL {
+		// A transition writes several keys at once (an atomic batch), and
+		// delete markers and attempt keys expire on their own (key TTLs).
+		sc.AllowAtomicPublish, sc.AllowMsgTTL = true, true
+		if _, err := js.UpdateStream(ctx, sc); err != nil {
+			return nil, fmt.Errorf("jsstore: bucket %s: allow atomic publish and key TTLs "+
+				"(JetStream 2.12 or later is needed): %w", Bucket, err)
+		}
+		if stream, err = js.Stream(ctx, streamName); err != nil {
+			return nil, fmt.Errorf("jsstore: bucket %s: %w", Bucket, err)
+		}
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	bg, stop := context.WithCancel(context.Background())
+	s := &Store{nc: nc, js: js, kv: kv, stream: stream, log: log, bg: bg, stop: stop}
+	if s.instance, err = s.ensureInstance(ctx); err != nil {
+		stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// ensureInstance reads the record's name, made once by whichever replica
+// comes first.
+func (s *Store) ensureInstance(ctx context.Context) (string, error) {
+	for {
+		e, err := s.kv.Get(ctx, keyMetaInstance)
+		if err == nil {
+			return string(e.Value()), nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return "", fmt.Errorf("jsstore: read the record's instance: %w", err)
+		}
+		name := "js-" + nuid.Next()
+		if _, err := s.kv.Create(ctx, keyMetaInstance, []byte(name)); err == nil {
+			return name, nil
+		} else if !errors.Is(err, jetstream.ErrKeyExists) {
+			return "", fmt.Errorf("jsstore: name the record: %w", err)
+		}
+	}
+}
+
+// Instance names the record. Replicas sharing it share the name.
+func (s *Store) Instance() string { return s.instance }
+
+// Close stops the store's watchers. The connection is the caller's.
+func (s *Store) Close() error {
+	s.stop()
+	return nil
+}
+
+// Ping checks that the bucket answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if _, err := s.stream.Info(ctx); err != nil {
+		return fmt.Errorf("jsstore: bucket %s: %w", Bucket, err)
+	}
+	return nil
+}
+
+// now is the wall clock for bookkeeping times the caller does not give.
+var now = time.Now

@@ -1,0 +1,82 @@
+package jsstore
+
+import (
+	"encoding/base64"
+	"regexp"
+	"strconv"
+)
+
+// The record's keys (docs/design.md, "The JetStream store"). Every query the
+// product makes is a key pattern the server answers from its subject index:
+// a job's questions, a tenant's questions in a state, a job's due steps.
+const (
+	keyMetaInstance = "meta.instance"
+)
+
+// safeToken is a key token that needs no encoding.
+var safeToken = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// enc makes s one key token: contract tokens ([A-Za-z0-9_-]) stay as they
+// are; anything else becomes "=" and its base64url, which no plain token
+// starts with.
+func enc(s string) string {
+	if safeToken.MatchString(s) {
+		return s
+	}
+	return "=" + base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+// dec is enc's inverse.
+func dec(tok string) string {
+	if len(tok) == 0 || tok[0] != '=' {
+		return tok
+	}
+	b, err := base64.RawURLEncoding.DecodeString(tok[1:])
+	if err != nil {
+		return tok
+	}
+	return string(b)
+}
+
+func id(n int64) string { return strconv.FormatInt(n, 10) }
+
+// keyQuestion is a question's document.
+func keyQuestion(q int64) string { return "q." + id(q) }
+
+// keyQuestionVersion maps a question id at a task version to its record id.
+func keyQuestionVersion(tenant, job, qid string, version int64) string {
+	return "qk." + enc(tenant) + "." + enc(job) + "." + enc(qid) + "." + id(version)
+}
+
+// keyState indexes a question by tenant and state.
+func keyState(tenant, state, job string, q int64) string {
+	return "qs." + enc(tenant) + "." + enc(state) + "." + enc(job) + "." + id(q)
+}
+
+// keyJob is a job's document.
+func keyJob(tenant, job string) string { return "job." + enc(tenant) + "." + enc(job) }
+
+// keyDue is a question's next ladder step or timeout.
+func keyDue(tenant, job string, q int64) string {
+	return "due." + enc(tenant) + "." + enc(job) + "." + id(q)
+}
+
+// keyAttempt marks an attempt decided.
+func keyAttempt(attempt string) string { return "att." + enc(attempt) }
+
+// keyOutbox is an outbox row not yet published.
+func keyOutbox(unique string) string { return "out." + unique }
+
+// keyProposal is a proposal's document.
+func keyProposal(tenant, proposal string) string { return "prop." + enc(tenant) + "." + enc(proposal) }
+
+// keyLog is one entry of a job's log.
+func keyLog(tenant, job, unique string) string {
+	return "log." + enc(tenant) + "." + enc(job) + "." + unique
+}
+
+// keyMeta is a named setting of the record.
+func keyMeta(name string) string { return "meta." + enc(name) }
+
+// keySeq is a counter handing out ids.
+func keySeq(name string) string { return "seq." + enc(name) }
