@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // startNATS starts an in-process JetStream server for one test.
