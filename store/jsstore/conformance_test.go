@@ -1,9 +1,49 @@
 package jsstore_test
 
 import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store/jsstore"
+	"github.com/askbridge/askbridge/store/storetest"
 )
 
 // The JetStream store is a runtime store, as the SQLite one is.
 var _ runtime.Store = (*jsstore.Store)(nil)
+
+// openJetStream opens a JetStream store on an in-process nats-server of
+// its own, for one test of the conformance suite.
+func openJetStream(t *testing.T) storetest.Store {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	t.Cleanup(ns.Shutdown)
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	s, err := jsstore.Open(context.Background(), nc, jsstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// The conformance areas run here once their jsstore methods are ported:
+// each lane adds its area's TestConformance<Area> as it lands it, e.g.
+//
+//	func TestConformanceQuestions(t *testing.T) { storetest.RunQuestions(t, openJetStream) }
+var _ storetest.Open = openJetStream
