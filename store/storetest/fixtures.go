@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"testing"
@@ -115,12 +114,4 @@ func Unsent(t *testing.T, s Store) []string {
 		out = append(out, r.Subject+" "+string(r.Data))
 	}
 	return out
-}
-
-// wantErr fails the test unless err is target (errors.Is).
-func wantErr(t *testing.T, what string, err, target error) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Fatalf("%s: error %v, want %v", what, err, target)
-	}
 }
