@@ -1,8 +1,11 @@
 package jsstore
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -20,10 +23,25 @@ type questionDoc struct {
 	Staleness int          `json:"staleness,omitempty"`
 	// Deliveries are the platforms' reports, one per platform.
 	Deliveries []store.DeliveryRow  `json:"deliveries,omitempty"`
-	Audit      []bridge.AuditEntry  `json:"audit,omitempty"`
+	Audit      []auditDoc           `json:"audit,omitempty"`
 	Snoozes    map[string]snoozeDoc `json:"snoozes,omitempty"`
 	// Proposal names the approval's proposal (prop.<tenant>.<proposal>).
 	Proposal string `json:"proposal,omitempty"`
+
+	// What getQuestion read, so that putQuestion moves the state index,
+	// stamps the audit entries and rewrites the due key as they changed.
+	readState string
+	readAudit int
+	readDue   *dueDoc
+}
+
+// auditDoc is one audit entry. Rev is the revision of the commit that
+// wrote it, which orders a job's entries across its questions as SQLite's
+// row ids do: 0 until the next write of its document stamps it, and read
+// as the document's own revision until then.
+type auditDoc struct {
+	bridge.AuditEntry
+	Rev uint64 `json:"rev,omitempty"`
 }
 
 // snoozeDoc is one person's snoozed reminder.
@@ -44,6 +62,10 @@ func (s *Store) getQuestion(ctx context.Context, q int64) (*questionDoc, uint64,
 	rev, ok, err := s.getJSON(ctx, keyQuestion(q), &d)
 	if err != nil || !ok {
 		return nil, rev, ok, err
+	}
+	d.readState, d.readAudit = d.Record.State, len(d.Audit)
+	if st, ok := nextStep(d.Steps); ok && d.Record.State == bridge.StatePending {
+		d.readDue = &dueDoc{Question: d.Record.ID, Index: st.Index, Target: st.Target, Due: msTime(st.Due)}
 	}
 	return &d, rev, true, nil
 }
@@ -72,4 +94,131 @@ func (s *Store) nextIDs(ctx context.Context, name string, n int) (int64, error) 
 		return nil
 	})
 	return first, err
+}
+
+// msTime is t as SQLite keeps it: whole milliseconds, UTC; zero stays zero.
+// Both stores return the same times.
+func msTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return time.UnixMilli(t.UnixMilli()).UTC()
+}
+
+// addAudit appends a transition to the question's audit trail.
+func (d *questionDoc) addAudit(from, to, by, via, reason string, at time.Time) {
+	d.Audit = append(d.Audit, auditDoc{AuditEntry: bridge.AuditEntry{
+		From: from, To: to, By: by, Via: via, Reason: reason, At: msTime(at)}})
+}
+
+// auditEntries is the question's audit trail, each entry with the revision
+// of the commit that wrote it; rev is the document's.
+func (d *questionDoc) auditEntries(rev uint64) []auditDoc {
+	out := slices.Clone(d.Audit)
+	for i := range out {
+		if out[i].Rev == 0 {
+			out[i].Rev = rev
+		}
+	}
+	return out
+}
+
+// endMinimal moves a pending question to state with a minimal settlement
+// (cancel, supersede, timeout), dropping its ladder, as SQLite's settleTx.
+func (d *questionDoc) endMinimal(state string, at time.Time, by, via, reason string) {
+	r := &d.Record
+	r.State, r.By, r.Via, r.Text, r.SettledAt = state, by, via, reason, msTime(at)
+	d.Steps = nil
+	d.addAudit(bridge.StatePending, state, by, via, reason, at)
+}
+
+// putQuestion writes question document d, read at rev (0 for a new one),
+// and in the same transaction what follows from it: the state index
+// qs.<tenant>.<state>.<job>.<id> moved when its state changed, and the due
+// key set to its earliest remaining step while it is pending (cleared
+// otherwise). Every writer of a question document goes through it.
+func (t *txn) putQuestion(d *questionDoc, rev uint64) error {
+	r := &d.Record
+	for i := range d.Audit[:min(d.readAudit, len(d.Audit))] {
+		if d.Audit[i].Rev == 0 {
+			d.Audit[i].Rev = rev
+		}
+	}
+	if err := t.putJSON(keyQuestion(r.ID), rev, d); err != nil {
+		return err
+	}
+	if d.readState != r.State {
+		if d.readState != "" {
+			t.delBlind(keyState(r.Tenant, d.readState, r.JobID, r.ID))
+		}
+		t.putBlind(keyState(r.Tenant, r.State, r.JobID, r.ID), nil, 0)
+	}
+	var due *dueDoc
+	if st, ok := nextStep(d.Steps); ok && r.State == bridge.StatePending {
+		due = &dueDoc{Question: r.ID, Index: st.Index, Target: st.Target, Due: msTime(st.Due)}
+	}
+	switch {
+	case due == nil && d.readDue != nil:
+		t.clearDue(r.Tenant, r.JobID, r.ID)
+	case due != nil && (d.readDue == nil || *due != *d.readDue):
+		if err := t.putDue(r.Tenant, r.JobID, *due); err != nil {
+			return err
+		}
+	}
+	d.readState, d.readAudit, d.readDue = r.State, len(d.Audit), due
+	return nil
+}
+
+// dueDoc is a pending question's next ladder step or its timeout, under
+// due.<tenant>.<job>.<id>: every replica watches due.> for what falls due.
+type dueDoc struct {
+	Question int64     `json:"question"`
+	Index    int       `json:"index"`
+	Target   string    `json:"target"`
+	Due      time.Time `json:"due"`
+}
+
+// nextStep is the step of steps that falls due first (by index among
+// those due at once), as SQLite orders its steps table.
+func nextStep(steps []store.Step) (store.Step, bool) {
+	if len(steps) == 0 {
+		return store.Step{}, false
+	}
+	return slices.MinFunc(steps, func(a, b store.Step) int {
+		return cmp.Or(a.Due.Compare(b.Due), cmp.Compare(a.Index, b.Index))
+	}), true
+}
+
+// putDue sets question d.Question's due key. It is written blind: only a
+// transaction holding the question document's revision writes it.
+func (t *txn) putDue(tenant, job string, d dueDoc) error {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("jsstore: encode the due step of question %d: %w", d.Question, err)
+	}
+	t.putBlind(keyDue(tenant, job, d.Question), data, 0)
+	return nil
+}
+
+// clearDue deletes a question's due key: it has no step left.
+func (t *txn) clearDue(tenant, job string, q int64) { t.delBlind(keyDue(tenant, job, q)) }
+
+// getJob reads a job's document; ok is false for a job never asked about.
+func (s *Store) getJob(ctx context.Context, tenant, job string) (jobDoc, uint64, bool, error) {
+	var j jobDoc
+	rev, ok, err := s.getJSON(ctx, keyJob(tenant, job), &j)
+	return j, rev, ok, err
+}
+
+// attemptDoc is a decided attempt's dedupe key, under att.<attempt>: when
+// it was decided, so that old ones are pruned as SQLite's attempts rows.
+type attemptDoc struct {
+	At time.Time `json:"at"`
+}
+
+// putAttempt marks attempt decided at at; rev is what get read of its key
+// (0, or a delete marker's revision), so two replicas deciding one attempt
+// at once conflict and the second finds it decided.
+func (t *txn) putAttempt(attempt string, rev uint64, at time.Time) error {
+	return t.putJSON(keyAttempt(attempt), rev, attemptDoc{At: msTime(at)})
 }

@@ -14,23 +14,9 @@ import (
 // may remain when ASK_STORE=jetstream is offered.
 var errTodo = errors.New("jsstore: not yet implemented")
 
-func (s *Store) AskMany(ctx context.Context, nqs []store.NewQuestion) ([]*store.AskResult, error) {
-	return nil, errTodo
-}
-
-func (s *Store) Audit(ctx context.Context, question int64) ([]bridge.AuditEntry, error) {
-	return nil, errTodo
-}
-
-func (s *Store) Cancel(ctx context.Context, c store.JobCancel) ([]store.Record, error) {
-	return nil, errTodo
-}
-
 func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.Time) ([]store.ClarifyQuestion, error) {
 	return nil, errTodo
 }
-
-func (s *Store) CountByState(ctx context.Context) (map[string]int64, error) { return nil, errTodo }
 
 func (s *Store) DecideEach(ctx context.Context, n int, decide func(i int, l store.Lookup) (store.Decision, error)) ([]error, error) {
 	return nil, errTodo
@@ -40,15 +26,7 @@ func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]store
 	return nil, errTodo
 }
 
-func (s *Store) Enqueue(ctx context.Context, msgs []store.Message) error { return errTodo }
-
-func (s *Store) Find(ctx context.Context, k store.Key) (*store.Record, error) { return nil, errTodo }
-
 func (s *Store) FindProposal(ctx context.Context, tenant, id string) (*store.Proposal, error) {
-	return nil, errTodo
-}
-
-func (s *Store) FindQuestionIDs(ctx context.Context, tenant, job, questionID string) ([]*store.Record, error) {
 	return nil, errTodo
 }
 
@@ -66,17 +44,7 @@ func (s *Store) GateJob(ctx context.Context, tenant, job string) (store.GateJob,
 	return store.GateJob{}, errTodo
 }
 
-func (s *Store) Get(ctx context.Context, id int64) (*store.Record, error) { return nil, errTodo }
-
-func (s *Store) JobAudit(ctx context.Context, tenant, job string) ([]store.JobAuditEntry, error) {
-	return nil, errTodo
-}
-
 func (s *Store) JobLog(ctx context.Context, tenant, job string) ([]store.LogEntry, error) {
-	return nil, errTodo
-}
-
-func (s *Store) JobQuestions(ctx context.Context, tenant, job string) ([]store.Record, error) {
 	return nil, errTodo
 }
 
@@ -89,10 +57,6 @@ func (s *Store) JobSteps(ctx context.Context, tenant, job, target string, before
 }
 
 func (s *Store) JobThreads(ctx context.Context, tenant, job string) ([]bridge.MessageRef, error) {
-	return nil, errTodo
-}
-
-func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Record, error) {
 	return nil, errTodo
 }
 

@@ -1,0 +1,114 @@
+package jsstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/askbridge/askbridge/store"
+)
+
+// List returns one page of questions, by id, as SQLite's List. It reads
+// the state index for the filter's tenant, state and job, then the page's
+// documents only.
+func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Record, error) {
+	limit := f.Limit
+	if limit <= 0 || limit > 500 {
+		limit = 50
+	}
+	keys, err := s.states(ctx, stateFilter(f.Tenant, f.State, f.JobID))
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: list: %w", err)
+	}
+	from, _ := slices.BinarySearchFunc(keys, f.AfterID+1, func(k stateKey, id int64) int { return cmp.Compare(k.id, id) })
+	out := make([]store.Record, 0, min(limit, len(keys)-from))
+	for _, k := range keys[from:] {
+		if len(out) == limit {
+			break
+		}
+		d, _, ok, err := s.getQuestion(ctx, k.id)
+		if err != nil {
+			return nil, fmt.Errorf("jsstore: list: %w", err)
+		}
+		// A question that moved on since the index was read is left to
+		// the next read, as a later query would.
+		if !ok || (f.State != "" && d.Record.State != f.State) {
+			continue
+		}
+		out = append(out, d.Record)
+	}
+	return out, nil
+}
+
+// CountByState counts questions in each state, from the state index.
+func (s *Store) CountByState(ctx context.Context) (map[string]int64, error) {
+	keys, err := s.states(ctx, "qs.>")
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: count: %w", err)
+	}
+	out := map[string]int64{}
+	for _, k := range keys {
+		out[k.state]++
+	}
+	return out, nil
+}
+
+// jobDocs reads every question document of a job, every task version, by
+// id. The uniqueness keys list them: they are written once and never move.
+func (s *Store) jobDocs(ctx context.Context, tenant, job string) ([]readDoc, error) {
+	if tenant == "" || job == "" {
+		return nil, nil
+	}
+	vs, err := s.versions(ctx, tenant, job, "")
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(vs, func(a, b versioned) int { return cmp.Compare(a.id, b.id) })
+	out := make([]readDoc, 0, len(vs))
+	for _, v := range vs {
+		d, rev, ok, err := s.getQuestion(ctx, v.id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, readDoc{d, rev})
+		}
+	}
+	return out, nil
+}
+
+// JobQuestions returns every question of a job, every task version, in
+// the order they were asked.
+func (s *Store) JobQuestions(ctx context.Context, tenant, job string) ([]store.Record, error) {
+	docs, err := s.jobDocs(ctx, tenant, job)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: read the questions of job %s/%s: %w", tenant, job, err)
+	}
+	var out []store.Record
+	for _, rd := range docs {
+		out = append(out, rd.d.Record)
+	}
+	return out, nil
+}
+
+// JobAudit returns the transitions of every question of a job, every task
+// version, in the order they were written: by the revision of the commit
+// that wrote each (its ID), then as its document lists them.
+func (s *Store) JobAudit(ctx context.Context, tenant, job string) ([]store.JobAuditEntry, error) {
+	docs, err := s.jobDocs(ctx, tenant, job)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: read the audit of job %s/%s: %w", tenant, job, err)
+	}
+	var out []store.JobAuditEntry
+	for _, rd := range docs {
+		r := &rd.d.Record
+		for _, a := range rd.d.auditEntries(rd.rev) {
+			out = append(out, store.JobAuditEntry{ID: int64(a.Rev), Question: r.ID, QuestionID: r.QuestionID,
+				TaskVersion: r.TaskVersion, From: a.From, To: a.To, By: a.By, Via: a.Via, Reason: a.Reason, At: a.At})
+		}
+	}
+	// Stable: one commit's entries of a document keep their order.
+	slices.SortStableFunc(out, func(a, b store.JobAuditEntry) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
