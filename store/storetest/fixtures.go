@@ -115,3 +115,47 @@ func Unsent(t *testing.T, s Store) []string {
 	}
 	return out
 }
+
+// NewApproval is NewQuestion as an approval asking for proposal id (action
+// "refund", arguments {"order":1}, idempotency key "ik_<id>").
+func NewApproval(job, qid string, version int64, id string) store.NewQuestion {
+	nq := NewQuestion(job, qid, version)
+	nq.Kind = bridge.KindApproval
+	nq.Proposal = &store.NewProposal{ID: id, Action: "refund", Arguments: []byte(`{"order":1}`),
+		ExpiresAt: T0.Add(24 * time.Hour), IdempotencyKey: "ik_" + id}
+	return nq
+}
+
+// Proposal reads proposal id of the fixtures' tenant, failing the test if
+// it is not there.
+func Proposal(t *testing.T, s Store, id string) *store.Proposal {
+	t.Helper()
+	p, err := s.FindProposal(ctx, Tenant, id)
+	if err != nil {
+		t.Fatalf("proposal %s: %v", id, err)
+	}
+	return p
+}
+
+// approvers are the identities of approvals, in order.
+func approvers(as []bridge.Approval) []string {
+	out := []string{}
+	for _, a := range as {
+		out = append(out, a.By)
+	}
+	return out
+}
+
+// logOf is a job's trail as "kind question body" lines.
+func logOf(t *testing.T, s Store, job string) []string {
+	t.Helper()
+	entries, err := s.JobLog(ctx, Tenant, job)
+	if err != nil {
+		t.Fatalf("job log of %s: %v", job, err)
+	}
+	out := []string{}
+	for _, e := range entries {
+		out = append(out, e.Kind+" "+e.QuestionID+" "+string(e.Body))
+	}
+	return out
+}
