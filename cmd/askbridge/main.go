@@ -88,7 +88,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	tools := map[string]func(context.Context, []string) int{
 		"ask": c.ask, "list": c.list, "show": c.show, "answer": c.answer, "decline": c.decline,
 		"cancel": c.cancel, "executed": c.executed, "mcp": c.mcp, "link": c.link, "stats": c.stats, "trace": c.trace, "queue": c.queue, "gate": c.gate, "torture": c.torture, "bench": c.bench,
-		"policy": c.policy,
+		"nats-node": c.natsNode,
+		"policy":    c.policy,
 	}
 	tool, ok := tools[cmd]
 	if !ok {

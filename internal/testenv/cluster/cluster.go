@@ -1,0 +1,272 @@
+// Package cluster starts a 3-node nats-server cluster with JetStream on
+// loopback, for the tests and the torture run that check askbridge against
+// a replicated record (docs/design.md). Each node has its own store
+// directory and fixed ports, so a node killed abruptly restarts where its
+// peers and clients expect it, on the data it had.
+//
+// A node runs either in this process (server.NewServer; Kill is then an
+// immediate Shutdown without lame duck mode, which still closes its files
+// cleanly) or, when Options.Command is set, as a child process running one
+// nats-server from its configuration file (RunNode), so that Kill is a real
+// SIGKILL: nothing flushed, nothing said to the peers.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Name is the cluster's name in each node's configuration.
+const Name = "askbridge-test"
+
+// Options shape a cluster.
+type Options struct {
+	// Dir holds each node's configuration file, store directory and log.
+	Dir string
+	// Size is the number of nodes; 3 when zero.
+	Size int
+	// Command, when set, makes the command that runs one node from its
+	// configuration file as a child process (such as "askbridge nats-node
+	// <conf>", or a test binary calling RunNode). Nil runs the nodes in
+	// this process.
+	Command func(conf string) *exec.Cmd
+	// SyncAlways makes each node fsync every JetStream write (sync_interval:
+	// always); otherwise the server's default applies. A SIGKILL loses
+	// nothing written either way: the kernel still holds the pages.
+	SyncAlways bool
+	// ReadyWithin bounds each wait for the cluster or a node to be ready;
+	// 60 s when zero.
+	ReadyWithin time.Duration
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	o     Options
+	nodes []*Node
+}
+
+// Node is one nats-server of the cluster.
+type Node struct {
+	// Name is the server's name: n1, n2, ...
+	Name string
+	// ClientPort, ClusterPort and MonitorPort are fixed for the node's life,
+	// restarts included.
+	ClientPort, ClusterPort, MonitorPort int
+	conf, log                            string
+	command                              func(conf string) *exec.Cmd
+
+	mu   sync.Mutex
+	ns   *server.Server // in this process
+	cmd  *exec.Cmd      // a child process
+	done chan struct{}  // closed when the child has exited
+}
+
+// URL is the node's client URL.
+func (n *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.ClientPort) }
+
+// Running reports whether the node was started and not killed or stopped.
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ns != nil || n.cmd != nil
+}
+
+// freePort reserves a loopback port long enough to learn its number.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Start writes each node's configuration, starts every node and waits until
+// the cluster has a JetStream meta leader that every node follows.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	if o.Dir == "" {
+		return nil, errors.New("cluster: Options.Dir is required")
+	}
+	if o.Size <= 0 {
+		o.Size = 3
+	}
+	if o.ReadyWithin <= 0 {
+		o.ReadyWithin = 60 * time.Second
+	}
+	c := &Cluster{o: o}
+	for i := range o.Size {
+		n := &Node{Name: fmt.Sprintf("n%d", i+1), command: o.Command}
+		for _, p := range []*int{&n.ClientPort, &n.ClusterPort, &n.MonitorPort} {
+			port, err := freePort()
+			if err != nil {
+				return nil, fmt.Errorf("cluster: port for %s: %w", n.Name, err)
+			}
+			*p = port
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	for _, n := range c.nodes {
+		if err := c.writeConf(n); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range c.nodes {
+		if err := n.start(); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// writeConf writes n's nats-server configuration file, with routes to
+// every other node.
+func (c *Cluster) writeConf(n *Node) error {
+	dir := filepath.Join(c.o.Dir, n.Name)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("cluster: %s: %w", n.Name, err)
+	}
+	var routes []string
+	for _, p := range c.nodes {
+		if p != n {
+			routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p.ClusterPort))
+		}
+	}
+	sync := ""
+	if c.o.SyncAlways {
+		sync = "\n  sync_interval: always"
+	}
+	conf := fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+http: 127.0.0.1:%d
+jetstream {
+  store_dir: %q%s
+}
+cluster {
+  name: %s
+  listen: 127.0.0.1:%d
+  routes: [%s]
+}
+`, n.Name, n.ClientPort, n.MonitorPort, filepath.Join(dir, "store"), sync, Name, n.ClusterPort, strings.Join(routes, ", "))
+	n.conf = filepath.Join(dir, "nats.conf")
+	n.log = filepath.Join(dir, "nats.log")
+	if err := os.WriteFile(n.conf, []byte(conf), 0o640); err != nil {
+		return fmt.Errorf("cluster: %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// Nodes returns the nodes, n1 first.
+func (c *Cluster) Nodes() []*Node { return c.nodes }
+
+// Node returns node i (0-based).
+func (c *Cluster) Node(i int) *Node { return c.nodes[i] }
+
+// URLs is every node's client URL separated by commas, as ASK_NATS_URL
+// and nats.Connect take them.
+func (c *Cluster) URLs() string {
+	urls := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		urls[i] = n.URL()
+	}
+	return strings.Join(urls, ",")
+}
+
+// Kill stops node i abruptly: SIGKILL for a child process, an immediate
+// Shutdown in this process.
+func (c *Cluster) Kill(i int) { c.nodes[i].kill() }
+
+// Restart starts node i again on its store directory and ports, and waits
+// until it is current with the cluster (its /healthz answers 200).
+func (c *Cluster) Restart(ctx context.Context, i int) error {
+	n := c.nodes[i]
+	n.kill()
+	if err := n.start(); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.o.ReadyWithin)
+	defer cancel()
+	return n.waitHealthy(rctx)
+}
+
+// WaitReady waits until every running node answers /healthz with 200: it
+// knows the meta leader and its streams and consumers are current.
+func (c *Cluster) WaitReady(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(ctx, c.o.ReadyWithin)
+	defer cancel()
+	for _, n := range c.nodes {
+		if !n.Running() {
+			continue
+		}
+		if err := n.waitHealthy(rctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop shuts every node down (SIGTERM, then SIGKILL after 10 s).
+func (c *Cluster) Stop() {
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); n.stop(10 * time.Second) }()
+	}
+	wg.Wait()
+}
+
+// Health is the node's /healthz answer: nil when it answers 200.
+func (n *Node) Health(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/healthz", n.MonitorPort), nil)
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", n.Name, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: /healthz %d: %s", n.Name, resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+func (n *Node) waitHealthy(ctx context.Context) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := n.Health(ctx)
+		if err == nil {
+			return nil
+		}
+		n.mu.Lock()
+		done := n.done
+		n.mu.Unlock()
+		select {
+		case <-done:
+			return fmt.Errorf("cluster: %s exited before it was ready (log %s)", n.Name, n.log)
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %s not ready: %w (log %s)", n.Name, err, n.log)
+		case <-tick.C:
+		}
+	}
+}
