@@ -1,0 +1,244 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
+)
+
+// The job log and the measures read from it; part of RunSafety.
+
+// testJobLog: a job's trail in the order it was written, whoever wrote
+// it, and nothing of other jobs.
+func testJobLog(t *testing.T, s Store) {
+	q := Ask(t, s, NewQuestion("job-1", "q-1", 1))
+	at := T0.Add(time.Second)
+	if err := s.GateCommit(ctx, []store.GateWrite{
+		{Log: store.LogEntry{Tenant: Tenant, JobID: "job-1", Kind: store.LogGate, Body: json.RawMessage(`{"tool":"send_report","code":"allowed"}`), At: at}},
+		{Log: store.LogEntry{Tenant: Tenant, JobID: "job-2", Kind: store.LogGate, At: at}},
+		{Log: store.LogEntry{Tenant: "beta", JobID: "job-1", Kind: store.LogGate, At: at}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantOutcomes(t, decideAll(t, s, store.Decision{Refuse: &store.Refusal{Question: q.ID, At: T0,
+		Log: []store.LogEntry{{Tenant: Tenant, JobID: "job-1", Kind: store.LogRefused, QuestionID: "q-1", Body: json.RawMessage(`{"reason":"stale"}`), At: T0}}}}), nil)
+	if err := s.RecordNotice(ctx, store.LogEntry{Tenant: Tenant, JobID: "job-1", Body: json.RawMessage(`{"notice_id":"n-1"}`), At: at}, "n-1", nil); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := s.JobLog(ctx, Tenant, "job-1")
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("job-1's log = %+v, %v", entries, err)
+	}
+	want := []string{`gate  {"tool":"send_report","code":"allowed"}`, `refused q-1 {"reason":"stale"}`, `notice  {"notice_id":"n-1"}`}
+	if got := logOf(t, s, "job-1"); !slices.Equal(got, want) {
+		t.Fatalf("job-1's log = %q, want %q", got, want)
+	}
+	for i, e := range entries {
+		if e.Tenant != Tenant || e.JobID != "job-1" || (i > 0 && e.ID <= entries[i-1].ID) {
+			t.Fatalf("entry %d = %+v", i, e)
+		}
+	}
+	// Kept as written, though written out of time order.
+	if !entries[0].At.Equal(at) || !entries[1].At.Equal(T0) {
+		t.Fatalf("times changed on the way: %+v", entries)
+	}
+	if got := logOf(t, s, "job-2"); !slices.Equal(got, []string{"gate  {}"}) {
+		t.Fatalf("job-2's log = %q, want one entry with an empty body", got)
+	}
+	if got := logOf(t, s, "job-none"); len(got) != 0 {
+		t.Fatalf("an unknown job's log = %q", got)
+	}
+}
+
+// testRecordNotice: a notice goes to its job's trail with its messages,
+// once per notice id and job.
+func testRecordNotice(t *testing.T, s Store) {
+	entry := func(job, id string) store.LogEntry {
+		return store.LogEntry{Tenant: Tenant, JobID: job, Kind: store.LogGate, // the store makes it a notice
+			Body: json.RawMessage(`{"notice_id":"` + id + `","code":"ACCESS_DENIED"}`), At: T0}
+	}
+	msg := func(job, id string) []store.Message {
+		return []store.Message{{Subject: "ask.v1.event.acme." + job, Data: []byte("notice " + id)}}
+	}
+	if err := s.RecordNotice(ctx, entry("job-1", "n-1"), "n-1", msg("job-1", "n-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordNotice(ctx, entry("job-1", "n-1"), "n-1", msg("job-1", "n-1")); !errors.Is(err, store.ErrDuplicate) {
+		t.Fatalf("the same notice again: %v, want ErrDuplicate", err)
+	}
+	if err := s.RecordNotice(ctx, entry("job-1", "n-2"), "n-2", msg("job-1", "n-2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordNotice(ctx, entry("job-2", "n-1"), "n-1", msg("job-2", "n-1")); err != nil {
+		t.Fatalf("another job's notice of the same id: %v", err)
+	}
+	want := []string{`notice  {"notice_id":"n-1","code":"ACCESS_DENIED"}`, `notice  {"notice_id":"n-2","code":"ACCESS_DENIED"}`}
+	if got := logOf(t, s, "job-1"); !slices.Equal(got, want) {
+		t.Fatalf("job-1's log = %q, want %q", got, want)
+	}
+	wantOut := []string{"ask.v1.event.acme.job-1 notice n-1", "ask.v1.event.acme.job-1 notice n-2", "ask.v1.event.acme.job-2 notice n-1"}
+	if got := Unsent(t, s); !slices.Equal(got, wantOut) {
+		t.Fatalf("outbox = %q, want %q", got, wantOut)
+	}
+}
+
+// logAt writes entries of kinds at offsets from T0 to job-1's trail.
+func logAt(t *testing.T, s Store, entries ...store.LogEntry) {
+	t.Helper()
+	var batch []store.GateWrite
+	for _, e := range entries {
+		batch = append(batch, store.GateWrite{Log: e})
+	}
+	if err := s.GateCommit(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testPruneGateLog: only the gate's decisions written before the cutoff
+// go; the trail's other entries stay.
+func testPruneGateLog(t *testing.T, s Store) {
+	entry := func(kind string, at time.Duration) store.LogEntry {
+		return store.LogEntry{Tenant: Tenant, JobID: "job-1", Kind: kind, At: T0.Add(at)}
+	}
+	kinds := func() []string {
+		t.Helper()
+		got, err := s.JobLog(ctx, Tenant, "job-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []string{}
+		for _, e := range got {
+			out = append(out, e.Kind+"@"+e.At.Sub(T0).String())
+		}
+		return out
+	}
+	logAt(t, s, entry(store.LogGate, 0), entry(store.LogApproval, time.Second), entry(store.LogGate, 2*time.Second),
+		entry(store.LogGate, 3*time.Second), entry(store.LogGate, time.Hour), entry(store.LogNotice, time.Hour))
+	if n, err := s.PruneGateLog(ctx, T0.Add(time.Minute)); err != nil || n != 3 {
+		t.Fatalf("PruneGateLog = %d, %v; want the 3 old gate decisions", n, err)
+	}
+	if got, want := kinds(), []string{"approval@1s", "gate@1h0m0s", "notice@1h0m0s"}; !slices.Equal(got, want) {
+		t.Fatalf("after the prune: %v, want %v", got, want)
+	}
+	logAt(t, s, entry(store.LogGate, 2*time.Hour))
+	if n, err := s.PruneGateLog(ctx, T0.Add(90*time.Minute)); err != nil || n != 1 {
+		t.Fatalf("second PruneGateLog = %d, %v; want the gate decision at 1h", n, err)
+	}
+	if got, want := kinds(), []string{"approval@1s", "notice@1h0m0s", "gate@2h0m0s"}; !slices.Equal(got, want) {
+		t.Fatalf("after the second prune: %v, want %v", got, want)
+	}
+	if n, err := s.PruneGateLog(ctx, T0.Add(90*time.Minute)); err != nil || n != 0 {
+		t.Fatalf("a prune with nothing old = %d, %v", n, err)
+	}
+}
+
+// clarifyQ is a question of agent about field, asked at T0+at.
+func clarifyQ(tenant, job, qid, agent, field string, at time.Duration) store.NewQuestion {
+	nq := NewQuestion(job, qid, 1)
+	nq.Tenant = tenant
+	nq.Body = []byte(fmt.Sprintf(`{"question":"Which?","agent":%q,"missing_field":%q}`, agent, field))
+	nq.AskedAt = T0.Add(at)
+	return nq
+}
+
+// testClarifyQuestions: every question of each job with one asked since
+// the time (the earlier ones too), by job and time asked; a question that
+// ended on its timeout says so.
+func testClarifyQuestions(t *testing.T, s Store) {
+	res := AskAll(t, s,
+		clarifyQ(Tenant, "job-1", "q-1", "billing", "order_id", -2*time.Hour),
+		clarifyQ(Tenant, "job-1", "q-2", "billing", "", time.Minute),
+		clarifyQ(Tenant, "job-2", "q-1", "billing", "amount", -time.Hour), // its job had nothing since
+		clarifyQ("beta", "job-3", "q-1", "", "", 2*time.Minute),
+		clarifyQ(Tenant, "job-4", "q-b", "support", "", 3*time.Minute),
+		clarifyQ(Tenant, "job-4", "q-a", "support", "", 3*time.Minute),
+	)
+	settle := func(i int, state, reason string, at time.Duration) {
+		t.Helper()
+		if err := s.Settle(ctx, store.Settlement{Question: res[i].Record.ID, State: state, Reason: reason, At: T0.Add(at)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle(0, bridge.StateTimedOut, "timed out", -time.Hour)
+	settle(1, bridge.StateFailed, "timed out", time.Hour)     // on_timeout: fail
+	settle(4, bridge.StateFailed, "agent gave up", time.Hour) // failed, not on its timeout
+	show := func(qs []store.ClarifyQuestion) []string {
+		out := []string{}
+		for _, q := range qs {
+			out = append(out, fmt.Sprintf("%s/%s/%s %s %s %s timedout=%v asked=%v settled=%v", q.Tenant, q.JobID, q.QuestionID, q.Agent,
+				q.MissingField, q.State, q.TimedOut, q.AskedAt.Sub(T0), q.SettledAt.Sub(T0)))
+		}
+		return out
+	}
+	never := time.Time{}.Sub(T0)
+	all := []string{
+		"acme/job-1/q-1 billing order_id timed_out timedout=true asked=-2h0m0s settled=-1h0m0s",
+		"acme/job-1/q-2 billing  failed timedout=true asked=1m0s settled=1h0m0s",
+		"acme/job-4/q-b support  failed timedout=false asked=3m0s settled=1h0m0s",
+		fmt.Sprintf("acme/job-4/q-a support  pending timedout=false asked=3m0s settled=%v", never),
+		fmt.Sprintf("beta/job-3/q-1   pending timedout=false asked=2m0s settled=%v", never),
+	}
+	for _, c := range []struct {
+		tenant string
+		since  time.Duration
+		want   []string
+	}{
+		{"", 0, all},
+		{Tenant, 0, all[:4]},
+		{"beta", 0, all[4:]},
+		{Tenant, 3 * time.Minute, all[2:4]},
+		{"", time.Hour, []string{}},
+	} {
+		got, err := s.ClarifyQuestions(ctx, c.tenant, T0.Add(c.since))
+		if err != nil || !slices.Equal(show(got), c.want) {
+			t.Errorf("ClarifyQuestions(%q, T0+%v) =\n %q, %v\nwant\n %q", c.tenant, c.since, show(got), err, c.want)
+		}
+	}
+}
+
+// testGateDecisions: the gate's refusals in a window, counted by job and
+// code, with the agent of the job's latest question.
+func testGateDecisions(t *testing.T, s Store) {
+	AskAll(t, s, clarifyQ(Tenant, "job-1", "q-1", "billing", "", 0), clarifyQ(Tenant, "job-1", "q-2", "billing-v2", "", time.Minute))
+	beta := func(e store.LogEntry) store.LogEntry { e.Tenant = "beta"; return e }
+	logAt(t, s,
+		gateEntry("job-1", "allowed", T0),
+		gateEntry("job-1", "tool_denied", T0),
+		gateEntry("job-1", "tool_denied", T0.Add(time.Minute)),
+		gateEntry("job-1", "approval_pending", T0.Add(2*time.Minute)),
+		gateEntry("job-1", "tool_denied", T0.Add(time.Hour)),    // after the window
+		gateEntry("job-1", "tool_denied", T0.Add(-time.Second)), // before it
+		gateEntry("job-2", "tool_denied", T0),                   // no question: no agent
+		beta(gateEntry("job-1", "tool_denied", T0)),
+		store.LogEntry{Tenant: Tenant, JobID: "job-1", Kind: store.LogRefused, Body: json.RawMessage(`{"code":"tool_denied"}`), At: T0},
+	)
+	show := func(ds []store.GateDecision) []string {
+		out := []string{}
+		for _, d := range ds {
+			out = append(out, fmt.Sprintf("%s/%s %s %s %d", d.Tenant, d.JobID, d.Agent, d.Code, d.Count))
+		}
+		return out
+	}
+	all := []string{"acme/job-1 billing-v2 approval_pending 1", "acme/job-1 billing-v2 tool_denied 2", "acme/job-2  tool_denied 1",
+		"beta/job-1  tool_denied 1"}
+	for _, c := range []struct {
+		tenant string
+		want   []string
+	}{
+		{"", all},
+		{Tenant, all[:3]},
+		{"beta", all[3:]},
+		{"gamma", []string{}},
+	} {
+		got, err := s.GateDecisions(ctx, c.tenant, T0, T0.Add(time.Hour))
+		if err != nil || !slices.Equal(show(got), c.want) {
+			t.Errorf("GateDecisions(%q) = %q, %v; want %q", c.tenant, show(got), err, c.want)
+		}
+	}
+}
