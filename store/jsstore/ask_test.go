@@ -134,3 +134,85 @@ func TestAskDuplicateStaleAndSupersede(t *testing.T) {
 }
 
 func jsonDecode(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// approvalQ is an approval of job asking for proposal id.
+func approvalQ(job, qid string, version int64, id string) store.NewQuestion {
+	nq := newQ(job, qid, version)
+	nq.Kind = bridge.KindApproval
+	nq.Proposal = &store.NewProposal{ID: id, Action: "refund", Arguments: []byte(`{"order":1}`), IdempotencyKey: "ik_" + id,
+		ExpiresAt: t0.Add(time.Hour)}
+	return nq
+}
+
+// proposalOf reads proposal id's document.
+func proposalOf(t *testing.T, s *Store, id string) (store.Proposal, uint64) {
+	t.Helper()
+	var p store.Proposal
+	rev, ok, err := s.getJSON(context.Background(), keyProposal("acme", id), &p)
+	if err != nil || !ok {
+		t.Fatalf("proposal %s: %v, %v", id, ok, err)
+	}
+	return p, rev
+}
+
+// TestProposalIntake: an approval records its proposal with it; a proposal
+// is asked for by one waiting question of its own job, a newer version
+// takes it over with its approvals reset, and one decided is never asked
+// for again.
+func TestProposalIntake(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	first := mustAsk(t, s, approvalQ("job-1", "q-1", 1, "pr_1"))
+	p, _ := proposalOf(t, s, "pr_1")
+	want := store.Proposal{Tenant: "acme", ID: "pr_1", JobID: "job-1", Question: first.Record.ID, Action: "refund",
+		Arguments: []byte(`{"order":1}`), ExpiresAt: t0.Add(time.Hour), IdempotencyKey: "ik_pr_1", State: bridge.ProposalPending,
+		Approvals: []bridge.Approval{}, RecordedAt: t0}
+	if fmt.Sprint(p) != fmt.Sprint(want) {
+		t.Fatalf("proposal = %+v\nwant %+v", p, want)
+	}
+	if res := mustAsk(t, s, approvalQ("job-1", "q-1", 1, "pr_1")); res.Status != store.Duplicate {
+		t.Fatalf("the same question again: %v %q", res.Status, res.Problem)
+	}
+	for _, c := range []struct {
+		nq   store.NewQuestion
+		want string
+	}{
+		{approvalQ("job-1", "q-2", 1, "pr_1"), "proposal.id: pr_1 is already asked for by question q-1, which waits"},
+		{approvalQ("job-2", "q-1", 1, "pr_1"), "proposal.id: pr_1 is a proposal of job job-1; a job proposes under ids of its own"},
+	} {
+		res := mustAsk(t, s, c.nq)
+		if res.Status != store.Refused || res.Problem != c.want {
+			t.Fatalf("%s: %v %q", c.nq.Key, res.Status, res.Problem)
+		}
+		if _, err := s.Find(ctx, c.nq.Key); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("%s: a refused question was recorded: %v", c.nq.Key, err)
+		}
+	}
+	// Approvals given to version 1 do not count for version 2.
+	p.Approvals = []bridge.Approval{{By: "slack:U1", At: t0}}
+	_, rev := proposalOf(t, s, "pr_1")
+	tx := &txn{}
+	if err := tx.putJSON(keyProposal("acme", "pr_1"), rev, p); err != nil || s.commit(ctx, tx) != nil {
+		t.Fatal("record an approval")
+	}
+	nq := approvalQ("job-1", "q-1", 2, "pr_1")
+	nq.Proposal.Action, nq.AskedAt = "refund-more", t0.Add(time.Minute)
+	v2 := mustAsk(t, s, nq)
+	p, rev = proposalOf(t, s, "pr_1")
+	if v2.Status != store.Asked || len(v2.Superseded) != 1 || p.Question != v2.Record.ID || p.Action != "refund-more" ||
+		len(p.Approvals) != 0 || p.IdempotencyKey != "ik_pr_1" || !p.RecordedAt.Equal(nq.AskedAt) {
+		t.Fatalf("after version 2: %+v, proposal %+v", v2, p)
+	}
+	p.State = bridge.ProposalApproved
+	tx = &txn{}
+	if err := tx.putJSON(keyProposal("acme", "pr_1"), rev, p); err != nil || s.commit(ctx, tx) != nil {
+		t.Fatal("decide the proposal")
+	}
+	res := mustAsk(t, s, approvalQ("job-1", "q-1", 3, "pr_1"))
+	if res.Status != store.Refused || res.Problem != "proposal.id: pr_1 was already approved; a proposal is decided once: propose again under a new id" {
+		t.Fatalf("decided id asked again: %v %q", res.Status, res.Problem)
+	}
+	if r, _ := s.Get(ctx, v2.Record.ID); r.State != bridge.StatePending {
+		t.Fatalf("a refused newer version superseded version 2: %+v", r)
+	}
+}

@@ -66,13 +66,22 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	if o.Memory {
 		storage = jetstream.MemoryStorage
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      Bucket,
-		Description: "askbridge's record: questions, jobs, proposals, the job log and the outbox",
-		History:     1,
-		Storage:     storage,
-		Replicas:    max(o.Replicas, 1),
-	})
+	// A replica finding the bucket made binds to it: updating it from a
+	// key-value config would try to turn its key TTLs off, which the
+	// server refuses.
+	kv, err := js.KeyValue(ctx, Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      Bucket,
+			Description: "askbridge's record: questions, jobs, proposals, the job log and the outbox",
+			History:     1,
+			Storage:     storage,
+			Replicas:    max(o.Replicas, 1),
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, Bucket)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: bucket %s: %w", Bucket, err)
 	}
