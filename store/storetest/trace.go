@@ -19,6 +19,7 @@ func RunTrace(t *testing.T, open Open) {
 		"JobAuditInTheOrderWritten":    testJobAuditOrder,
 		"JobQuestionsInTheOrderAsked":  testJobQuestions,
 		"JobAuditOfCancelAndSupersede": testJobAuditOfCancelAndSupersede,
+		"JobAuditOfEveryKind":          testJobAuditEveryKind,
 	})
 }
 
@@ -187,5 +188,65 @@ func testJobAuditOfCancelAndSupersede(t *testing.T, s Store) {
 	}
 	if !entries[3].At.Equal(at) {
 		t.Errorf("the bump's entry at %v, want %v", entries[3].At, at)
+	}
+}
+
+// testJobAuditEveryKind: every kind of transition (asking, delegating,
+// superseding, a ladder round, cancelling) of every question and version
+// of a job, in the order written, with its row ids going up; nothing of
+// another job or tenant.
+func testJobAuditEveryKind(t *testing.T, s Store) {
+	v1 := Ask(t, s, NewQuestion("job-1", "q-1", 1))
+	other := Ask(t, s, NewQuestion("job-2", "q-1", 1))
+	beta := NewQuestion("job-1", "q-1", 1)
+	beta.Tenant = "beta"
+	Ask(t, s, beta)
+	wantOutcomes(t, decideAll(t, s, store.Decision{Delegate: &store.Delegation{Question: v1.ID, Body: v1.Body, By: "slack:UANA",
+		Via: "slack", Reason: "delegated", At: T0.Add(time.Minute)}}), nil)
+	Settle(t, s, other, T0.Add(time.Minute))
+	next := NewQuestion("job-1", "q-1", 2)
+	next.AskedAt = T0.Add(time.Hour)
+	v2 := Ask(t, s, next)
+	side := NewQuestion("job-1", "q-2", 2)
+	side.AskedAt = T0.Add(time.Hour)
+	q2 := Ask(t, s, side)
+	due := dueSteps(t, s, T0.Add(2*time.Hour), 10)
+	if err := s.FireRound(ctx, round("reminded answerers", due...), T0.Add(2*time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", Reason: "not needed",
+		By: "slack:UADMIN", Via: "console", At: T0.Add(3 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.JobAudit(ctx, Tenant, "job-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := func(e store.JobAuditEntry) string {
+		q := map[int64]string{v1.ID: "v1", v2.ID: "v2", q2.ID: "q2"}[e.Question]
+		return fmt.Sprintf("%s %s@%d %s>%s %s %s %q +%v", q, e.QuestionID, e.TaskVersion, e.From, e.To, e.By, e.Via, e.Reason, e.At.Sub(T0))
+	}
+	want := []string{
+		`v1 q-1@1 >pending   "asked" +0s`,
+		`v1 q-1@1 pending>pending slack:UANA slack "delegated" +1m0s`,
+		`v1 q-1@1 pending>superseded   "superseded by task version 2" +1h0m0s`,
+		`v2 q-1@2 >pending   "asked" +1h0m0s`,
+		`q2 q-2@2 >pending   "asked" +1h0m0s`,
+		`v2 q-1@2 pending>pending   "reminded answerers" +2h0m0s`,
+		`q2 q-2@2 pending>pending   "reminded answerers" +2h0m0s`,
+		`v2 q-1@2 pending>cancelled slack:UADMIN console "not needed" +3h0m0s`,
+	}
+	var shown []string
+	for i, e := range got {
+		shown = append(shown, show(e))
+		if i > 0 && e.ID <= got[i-1].ID {
+			t.Errorf("entry %d's id %d does not follow %d", i, e.ID, got[i-1].ID)
+		}
+	}
+	if !slices.Equal(shown, want) {
+		t.Fatalf("job-1's audit:\n got %q\nwant %q", shown, want)
+	}
+	if got, err := s.JobAudit(ctx, Tenant, "job-none"); err != nil || len(got) != 0 {
+		t.Fatalf("an unknown job's audit = %+v, %v", got, err)
 	}
 }
