@@ -18,10 +18,6 @@ func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.
 	return nil, errTodo
 }
 
-func (s *Store) DecideEach(ctx context.Context, n int, decide func(i int, l store.Lookup) (store.Decision, error)) ([]error, error) {
-	return nil, errTodo
-}
-
 func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]store.DueStep, error) {
 	return nil, errTodo
 }
@@ -56,15 +52,7 @@ func (s *Store) JobSteps(ctx context.Context, tenant, job, target string, before
 	return nil, errTodo
 }
 
-func (s *Store) JobThreads(ctx context.Context, tenant, job string) ([]bridge.MessageRef, error) {
-	return nil, errTodo
-}
-
 func (s *Store) MarkSent(ctx context.Context, ids []int64, at time.Time) error { return errTodo }
-
-func (s *Store) Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error) {
-	return nil, errTodo
-}
 
 func (s *Store) Meta(ctx context.Context, key string) (string, error) { return "", errTodo }
 
@@ -92,14 +80,6 @@ func (s *Store) Reask(ctx context.Context, platforms []string, askedBy time.Time
 	return store.ReaskCursor{}, 0, false, errTodo
 }
 
-func (s *Store) RecordDeliveries(ctx context.Context, reports []store.ReportedDelivery, at time.Time) error {
-	return errTodo
-}
-
-func (s *Store) RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]store.DeliveryRow, error) {
-	return nil, errTodo
-}
-
 func (s *Store) RecordExecution(ctx context.Context, e store.ExecutionReport) (*store.Proposal, error) {
 	return nil, errTodo
 }
@@ -109,16 +89,6 @@ func (s *Store) RecordNotice(ctx context.Context, e store.LogEntry, noticeID str
 }
 
 func (s *Store) SetMeta(ctx context.Context, key, value string) error { return errTodo }
-
-func (s *Store) Settle(ctx context.Context, st store.Settlement) error { return errTodo }
-
-func (s *Store) SnoozeOf(ctx context.Context, question int64, step int) (string, time.Time, error) {
-	return "", time.Time{}, errTodo
-}
-
-func (s *Store) Snoozes(ctx context.Context, question int64, now time.Time) (map[string]time.Time, error) {
-	return nil, errTodo
-}
 
 func (s *Store) Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]store.OutboxRow, error) {
 	return nil, errTodo

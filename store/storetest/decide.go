@@ -33,7 +33,9 @@ func RunDecide(t *testing.T, open Open) {
 		"JobThreads":                   testJobThreads,
 		"AuditOldestFirst":             testAudit,
 		"DecisionsWriteTheirLogsOnWin": testDecisionLogs,
+		"LargeBatch":                   testLargeBatch,
 	})
+	t.Run("BatchMatchesOneByOne", func(t *testing.T) { testBatchMatchesOneByOne(t, open) })
 }
 
 // decideAll decides ds as one batch and returns each one's outcome.

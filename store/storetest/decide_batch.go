@@ -1,0 +1,202 @@
+package storetest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
+)
+
+// testLargeBatch decides a batch of hundreds of attempts, winners and
+// losers mixed (attempts decided before and within the batch, questions
+// settled before and within it), and checks every outcome and what each
+// left, or did not.
+func testLargeBatch(t *testing.T, s Store) {
+	const n = 157
+	var nqs []store.NewQuestion
+	for i := range n {
+		nqs = append(nqs, NewQuestion(fmt.Sprint("job-", i), "q", 1))
+	}
+	var qs []*store.Record
+	for _, res := range AskAll(t, s, nqs...) {
+		qs = append(qs, res.Record)
+	}
+	// Attempt "old-3" was decided by an earlier batch, question 5 answered.
+	early := settlement(qs[5].ID, "early-5")
+	early.Text = "by early-5"
+	wantOutcomes(t, decideAll(t, s, refuse(qs[3].ID, "old-3", "old"), store.Decision{Settle: early}), nil, nil)
+	before := len(Unsent(t, s))
+	var ds []store.Decision
+	var want []error
+	var wantOut []string
+	for i, q := range qs {
+		id := fmt.Sprint("a-", i)
+		switch {
+		case i == 3:
+			id = "old-3"
+		case i%20 == 7:
+			id = "a-0" // the same attempt as the batch's first
+		}
+		st := settlement(q.ID, id)
+		st.Text = "by " + id
+		st.Outbox = []store.Message{{Subject: "res", Data: []byte(fmt.Sprint("resume-", i))}}
+		ds = append(ds, store.Decision{Settle: st})
+		switch {
+		case i == 3 || i%20 == 7:
+			want = append(want, store.ErrDuplicate)
+		case i == 5:
+			want = append(want, store.ErrNotPending)
+		default:
+			want = append(want, nil)
+			wantOut = append(wantOut, fmt.Sprint("res resume-", i))
+		}
+		if i%10 == 9 {
+			// A second answer to the same question in the same batch.
+			second := settlement(q.ID, fmt.Sprint("second-", i))
+			ds = append(ds, store.Decision{Settle: second})
+			want = append(want, store.ErrNotPending)
+		}
+	}
+	wantOutcomes(t, decideAll(t, s, ds...), want...)
+	if got := Unsent(t, s)[before:]; !slices.Equal(got, wantOut) {
+		t.Fatalf("outbox:\n got %q\nwant %q", got, wantOut)
+	}
+	for i, q := range qs {
+		r := Get(t, s, q.ID)
+		audit, err := s.Audit(ctx, q.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case i == 5:
+			if r.Text != "by early-5" {
+				t.Errorf("question 5 answered %q, want by the earlier batch", r.Text)
+			}
+		case i == 3 || i%20 == 7:
+			if r.State != bridge.StatePending || len(audit) != 1 {
+				t.Errorf("question %d: %s with %d audit entries after a duplicate attempt, want pending with 1", i, r.State, len(audit))
+			}
+		default:
+			if r.State != bridge.StateAnswered || r.Text != fmt.Sprint("by a-", i) || len(audit) != 2 {
+				t.Errorf("question %d: %s %q with %d audit entries, want answered by a-%d with 2", i, r.State, r.Text, len(audit), i)
+			}
+		}
+	}
+	for i := 9; i < n; i += 10 {
+		if seen(t, s, qs[i].ID, fmt.Sprint("second-", i)) {
+			t.Errorf("losing attempt second-%d recorded", i)
+		}
+	}
+}
+
+// testBatchMatchesOneByOne decides random sequences of attempts (the same
+// questions and attempt ids again and again, reads and blind settlements,
+// refusals) once as one batch and once one attempt per DecideEach, and
+// checks the two stores end alike: every outcome, every question and its
+// audit, every attempt recorded and the outbox, in order.
+func testBatchMatchesOneByOne(t *testing.T, open Open) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			t.Parallel()
+			batched, single := open(t), open(t)
+			const questions = 17
+			var nqs []store.NewQuestion
+			for i := range questions {
+				nqs = append(nqs, NewQuestion(fmt.Sprint("job-", i), "q", 1))
+			}
+			AskAll(t, batched, nqs...)
+			AskAll(t, single, nqs...)
+			rng := rand.New(rand.NewPCG(seed, 7))
+			n := 48 + rng.IntN(150)
+			type plan struct {
+				key      store.Key
+				attempt  string
+				read     bool // decide on what the lookup reads; else settle blindly
+				prefetch bool
+			}
+			plans := make([]plan, n)
+			for i := range plans {
+				plans[i] = plan{key: nqs[rng.IntN(questions)].Key, attempt: fmt.Sprint("a-", rng.IntN(n)), read: rng.IntN(4) > 0, prefetch: rng.IntN(2) == 0}
+				if rng.IntN(10) == 0 {
+					plans[i].attempt = "" // not deduplicated
+				}
+				if rng.IntN(12) == 0 {
+					plans[i].key.TaskVersion = 0 // the latest version
+				}
+			}
+			decide := func(i int, l store.Lookup) (store.Decision, error) {
+				p := plans[i]
+				if i == 0 && p.prefetch {
+					all := make([]store.Key, len(plans))
+					for j := range plans {
+						all[j] = plans[j].key
+					}
+					if err := l.Prefetch(ctx, all); err != nil {
+						return store.Decision{}, err
+					}
+				}
+				a, err := l.FindAnswerable(ctx, p.key)
+				if err != nil {
+					return store.Decision{}, err
+				}
+				at := T0.Add(time.Duration(i) * time.Second)
+				out := []store.Message{{Subject: "ev", Data: fmt.Appendf(nil, "%d %s %s read %s", i, p.attempt, a.JobID, a.State)}}
+				if p.read && a.State != bridge.StatePending {
+					return store.Decision{Refuse: &store.Refusal{AttemptID: p.attempt, Question: a.ID, At: at, Outbox: out}}, nil
+				}
+				return store.Decision{Settle: &store.Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
+					Answer: fmt.Append(nil, i), By: fmt.Sprint("slack:U", i), Via: "slack", Text: fmt.Sprint("answer ", i), At: at,
+					AttemptID: p.attempt, Outbox: out}}, nil
+			}
+			bErrs, err := batched.DecideEach(ctx, n, decide)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				errs, err := single.DecideEach(ctx, 1, func(_ int, l store.Lookup) (store.Decision, error) { return decide(i, l) })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(errs[0]) != fmt.Sprint(bErrs[i]) {
+					t.Errorf("decision %d (%+v): batched %v, one by one %v", i, plans[i], bErrs[i], errs[0])
+				}
+			}
+			if b, o := dump(t, batched, questions, n), dump(t, single, questions, n); b != o {
+				t.Fatalf("the stores differ:\nbatched:\n%s\none by one:\n%s", b, o)
+			}
+		})
+	}
+}
+
+// dump is what deciding left in s, in a stable order: the questions (ids
+// 1 to questions) and their audits, the outbox, and which of the attempt
+// ids a-0 to a-<attempts-1> were decided.
+func dump(t *testing.T, s Store, questions, attempts int) string {
+	t.Helper()
+	var out string
+	for id := range int64(questions) {
+		rec, err := s.Find(ctx, store.Key{Tenant: Tenant, JobID: fmt.Sprint("job-", id), QuestionID: "q", TaskVersion: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		audit, err := s.Audit(ctx, rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out += fmt.Sprintln(rec.JobID, rec.State, rec.Action, string(rec.Answer), rec.By, rec.Via, rec.Text, rec.SettledAt, audit)
+	}
+	for _, m := range Unsent(t, s) {
+		out += m + "\n"
+	}
+	var decided []int
+	for i := range attempts {
+		if seen(t, s, 0, fmt.Sprint("a-", i)) {
+			decided = append(decided, i)
+		}
+	}
+	return out + fmt.Sprintln("decided attempts", decided)
+}
