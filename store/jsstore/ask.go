@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/askbridge/askbridge/bridge"
@@ -12,13 +13,15 @@ import (
 
 // AskMany records questions before anything shows them, each as SQLite's
 // Ask does: the question, its uniqueness key, its state index, its ladder's
-// due key, its audit entry, its proposal and its outbox messages in one
-// atomic batch, with the job's older pending questions superseded in it
-// when the task version moves on. The results are in the same order.
+// due key, its audit entry, its proposal and its outbox messages, with the
+// job's older pending questions superseded with it when the task version
+// moves on. The results are in the same order.
 //
-// Unlike SQLite's single transaction, each question commits on its own; an
-// error leaves those before it recorded (asking again finds them
-// Duplicate).
+// Questions of different jobs commit together in one atomic batch (group
+// commit); a question whose job or proposal the batch holds already waits
+// for the next, so that it reads what the one before it wrote. Unlike
+// SQLite's single transaction, an error leaves the batches before it
+// recorded (asking again finds them Duplicate).
 func (s *Store) AskMany(ctx context.Context, nqs []store.NewQuestion) ([]*store.AskResult, error) {
 	results := make([]*store.AskResult, len(nqs))
 	if len(nqs) == 0 {
@@ -28,69 +31,179 @@ func (s *Store) AskMany(ctx context.Context, nqs []store.NewQuestion) ([]*store.
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: ask %d questions: %w", len(nqs), err)
 	}
+	b := &askBatch{s: s, nqs: nqs, first: first, results: results, pending: make([]*store.AskResult, len(nqs)),
+		superseded: make([][]store.Record, len(nqs)), touched: map[string]bool{}}
 	for i := range nqs {
-		nq := &nqs[i]
-		err := retry(ctx, "ask "+nq.Key.String(), func() error {
-			var err error
-			results[i], err = s.ask(ctx, nq, first+int64(i))
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("jsstore: ask %d questions: %s: %w", len(nqs), nq.Key, err)
+		if err := b.add(ctx, i); err != nil {
+			return nil, fmt.Errorf("jsstore: ask %d questions: %s: %w", len(nqs), nqs[i].Key, err)
 		}
+	}
+	if err := b.flush(ctx); err != nil {
+		return nil, fmt.Errorf("jsstore: ask %d questions: %w", len(nqs), err)
 	}
 	return results, nil
 }
 
-// ask is one try at recording nq as question id: it reads the job, the
-// question's uniqueness key, its proposal and the job's pending questions,
-// decides, and commits; ErrConflict when any of them changed meanwhile.
-func (s *Store) ask(ctx context.Context, nq *store.NewQuestion, id int64) (*store.AskResult, error) {
-	var superseded []store.Record
-	for {
-		res, more, err := s.askOnce(ctx, nq, id, &superseded)
-		if err != nil || !more {
-			return res, err
+// askBatch gathers the writes of several questions of an AskMany into one
+// atomic batch.
+type askBatch struct {
+	s       *Store
+	nqs     []store.NewQuestion
+	first   int64
+	results []*store.AskResult
+	// pending are the results of the questions t holds, final once it
+	// commits.
+	pending []*store.AskResult
+	// superseded are the questions each question ended in batches of
+	// their own, when they were too many for one.
+	superseded [][]store.Record
+	t          txn
+	held       []int
+	// touched are the job and proposal keys of the questions t holds.
+	touched map[string]bool
+}
+
+// askKeys are the keys asking nq reads that another question of the
+// batch may write: its job's and its proposal's.
+func askKeys(nq *store.NewQuestion) []string {
+	keys := []string{keyJob(nq.Tenant, nq.JobID)}
+	if nq.Proposal != nil {
+		keys = append(keys, keyProposal(nq.Tenant, nq.Proposal.ID))
+	}
+	return keys
+}
+
+// add asks question i: decided now, committed with the batch.
+func (b *askBatch) add(ctx context.Context, i int) error {
+	keys := askKeys(&b.nqs[i])
+	if slices.ContainsFunc(keys, func(k string) bool { return b.touched[k] }) {
+		if err := b.flush(ctx); err != nil {
+			return err
 		}
-		// Superseding took batches of its own: read again and go on.
+	}
+	var t *txn
+	var res *store.AskResult
+	err := retry(ctx, "ask "+b.nqs[i].Key.String(), func() (err error) {
+		res, t, err = b.plan(ctx, i)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if t.empty() { // Duplicate, Stale or Refused: nothing to write
+		b.results[i] = res
+		return nil
+	}
+	if len(b.t.writes)+len(t.writes) > maxBatch {
+		if err := b.flush(ctx); err != nil {
+			return err
+		}
+	}
+	for _, k := range keys {
+		b.touched[k] = true
+	}
+	for _, w := range t.writes {
+		b.t.add(w)
+	}
+	b.held = append(b.held, i)
+	b.pending[i] = res
+	return nil
+}
+
+// flush commits the batch. When something a question of it read changed
+// meanwhile, each is asked again on its own, reading afresh.
+func (b *askBatch) flush(ctx context.Context) error {
+	t, held := b.t, b.held
+	b.t, b.held = txn{}, nil
+	clear(b.touched)
+	if len(held) == 0 {
+		return nil
+	}
+	err := b.s.commit(ctx, &t)
+	if err == nil {
+		for _, i := range held {
+			b.results[i] = b.pending[i]
+		}
+		return nil
+	}
+	if !errors.Is(err, ErrConflict) {
+		return err
+	}
+	for _, i := range held {
+		err := retry(ctx, "ask "+b.nqs[i].Key.String(), func() error {
+			res, t, err := b.plan(ctx, i)
+			if err != nil {
+				return err
+			}
+			if err := b.s.commit(ctx, t); err != nil {
+				return err
+			}
+			b.results[i] = res
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.nqs[i].Key, err)
+		}
+	}
+	return nil
+}
+
+// plan reads what asking question i depends on and decides: its result
+// and, when Asked, the writes recording it. Superseding more questions
+// than one batch takes commits the first of them on their own on the way.
+func (b *askBatch) plan(ctx context.Context, i int) (*store.AskResult, *txn, error) {
+	nq, id := &b.nqs[i], b.first+int64(i)
+	for {
+		res, t, ended, more, err := b.s.askPlan(ctx, nq, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if more {
+			b.superseded[i] = append(b.superseded[i], ended...)
+			continue
+		}
+		if res.Status == store.Asked {
+			res.Superseded = append(slices.Clone(b.superseded[i]), ended...)
+		}
+		return res, t, nil
 	}
 }
 
-// askOnce is ask's read-decide-commit. more says it committed only some of
-// the questions it supersedes (appended to superseded) and must run again.
-func (s *Store) askOnce(ctx context.Context, nq *store.NewQuestion, id int64, superseded *[]store.Record) (res *store.AskResult, more bool, err error) {
+// askPlan is one read-decide of asking nq as question id, writing nothing
+// itself but chunks of what it supersedes (more, with those ended).
+func (s *Store) askPlan(ctx context.Context, nq *store.NewQuestion, id int64) (res *store.AskResult, t *txn, ended []store.Record, more bool, err error) {
+	t = &txn{}
 	job, jobRev, known, err := s.getJob(ctx, nq.Tenant, nq.JobID)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, nil, false, err
 	}
 	current := job.TaskVersion
 	res = &store.AskResult{JobVersion: current}
 	qk := keyQuestionVersion(nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion)
 	_, qkRev, exists, err := s.get(ctx, qk)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, nil, false, err
 	}
 	switch {
 	case exists:
 		res.Status = store.Duplicate
-		return res, false, nil
+		return res, t, nil, false, nil
 	case known && nq.TaskVersion < current:
 		res.Status = store.Stale
-		return res, false, nil
+		return res, t, nil, false, nil
 	}
 	var prop *store.Proposal
 	var propRev uint64
 	if nq.Proposal != nil {
 		var problem string
 		if prop, propRev, problem, err = s.proposalProblem(ctx, nq); err != nil {
-			return nil, false, err
+			return nil, nil, nil, false, err
 		}
 		if problem != "" {
 			res.Status, res.Problem = store.Refused, problem
-			return res, false, nil
+			return res, t, nil, false, nil
 		}
 	}
-	t := &txn{}
 	bump := !known || nq.TaskVersion > current
 	if bump {
 		job = jobDoc{TaskVersion: nq.TaskVersion, UpdatedAt: msTime(nq.AskedAt)}
@@ -99,36 +212,30 @@ func (s *Store) askOnce(ctx context.Context, nq *store.NewQuestion, id int64, su
 	// Written even when unchanged: a version bump committed meanwhile
 	// would otherwise leave this question pending at an older version.
 	if err := t.putJSON(keyJob(nq.Tenant, nq.JobID), jobRev, job); err != nil {
-		return nil, false, err
+		return nil, nil, nil, false, err
 	}
-	var ended []store.Record
 	if bump && known {
 		if ended, more, err = s.supersede(ctx, t, nq); err != nil || more {
-			*superseded = append(*superseded, ended...)
-			return nil, more, err
+			return nil, nil, ended, more, err
 		}
 	}
 	if nq.Proposal != nil {
 		if err := recordProposal(t, nq, id, prop, propRev); err != nil {
-			return nil, false, err
+			return nil, nil, nil, false, err
 		}
 	}
 	d := newQuestionDoc(nq, id)
 	if err := t.putQuestion(d, 0); err != nil {
-		return nil, false, err
+		return nil, nil, nil, false, err
 	}
 	t.put(qk, qkRev, []byte(strconv.FormatInt(id, 10)))
 	if err := t.outbox(nq.Outbox, nq.AskedAt); err != nil {
-		return nil, false, err
+		return nil, nil, nil, false, err
 	}
-	if err := s.commit(ctx, t); err != nil {
-		return nil, false, err
-	}
-	*superseded = append(*superseded, ended...)
-	res.Status, res.Superseded = store.Asked, *superseded
+	res.Status = store.Asked
 	rec := d.Record
 	res.Record = &rec
-	return res, false, nil
+	return res, t, ended, false, nil
 }
 
 // newQuestionDoc is the document of nq, just asked as question id.

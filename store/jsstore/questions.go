@@ -3,6 +3,7 @@ package jsstore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Get reads a question by its id.
@@ -36,18 +38,14 @@ func (s *Store) Find(ctx context.Context, k store.Key) (*store.Record, error) {
 // findDoc reads the document of the question k names (its latest version
 // when k names none), with its revision; store.ErrNotFound when there is none.
 func (s *Store) findDoc(ctx context.Context, k store.Key) (*questionDoc, uint64, error) {
-	version := k.TaskVersion
-	if version == 0 {
-		vs, err := s.versions(ctx, k.Tenant, k.JobID, k.QuestionID)
-		if err != nil {
-			return nil, 0, fmt.Errorf("jsstore: find question %s: %w", k, err)
-		}
-		if len(vs) == 0 {
-			return nil, 0, store.ErrNotFound
-		}
-		version = vs[len(vs)-1].version
+	var q int64
+	var ok bool
+	var err error
+	if k.TaskVersion == 0 {
+		q, ok, err = s.latestVersion(ctx, k.Tenant, k.JobID, k.QuestionID)
+	} else {
+		q, ok, err = s.questionAt(ctx, k.Tenant, k.JobID, k.QuestionID, k.TaskVersion)
 	}
-	q, ok, err := s.questionAt(ctx, k.Tenant, k.JobID, k.QuestionID, version)
 	if err != nil {
 		return nil, 0, fmt.Errorf("jsstore: find question %s: %w", k, err)
 	}
@@ -74,6 +72,25 @@ func (s *Store) questionAt(ctx context.Context, tenant, job, qid string, version
 	q, err := strconv.ParseInt(string(data), 10, 64)
 	if err != nil {
 		return 0, false, fmt.Errorf("jsstore: the key of %s/%s/%s@%d holds %q", tenant, job, qid, version, data)
+	}
+	return q, true, nil
+}
+
+// latestVersion reads the id of a question's latest version in one read:
+// the uniqueness key written last. A question's versions are recorded in
+// the order of their versions, since an ask below the job's version is
+// Stale and the job's version never goes back.
+func (s *Store) latestVersion(ctx context.Context, tenant, job, qid string) (int64, bool, error) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, subjectPrefix+"qk."+enc(tenant)+"."+enc(job)+"."+enc(qid)+".*")
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	q, err := strconv.ParseInt(string(m.Data), 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("jsstore: the key %s holds %q", m.Subject, m.Data)
 	}
 	return q, true, nil
 }

@@ -241,3 +241,57 @@ func TestEndingMoreThanOneBatch(t *testing.T) {
 		t.Fatalf("%d due keys, want q-next's only", len(due))
 	}
 }
+
+// TestTwoReplicasAskOverlappingBatches: two replicas asking the same
+// questions at once, in batches of many jobs in opposite orders, record
+// each once: a batch that lost a race asks its questions again one by one.
+func TestTwoReplicasAskOverlappingBatches(t *testing.T) {
+	a, b := twoReplicas(t)
+	ctx := context.Background()
+	for round := range 5 {
+		var forward, backward []store.NewQuestion
+		for j := range 12 {
+			forward = append(forward, newQ(fmt.Sprintf("job-%d-%d", round, j), "q-1", 1))
+		}
+		// A newer version of job 0's question: it supersedes version 1.
+		forward = append(forward, newQ(fmt.Sprintf("job-%d-0", round), "q-1", 2))
+		for _, nq := range slices.Backward(forward) {
+			backward = append(backward, nq)
+		}
+		var ra, rb []*store.AskResult
+		var ea, eb error
+		atOnce(func() { ra, ea = a.AskMany(ctx, forward) }, func() { rb, eb = b.AskMany(ctx, backward) })
+		if ea != nil || eb != nil {
+			t.Fatalf("round %d: %v, %v", round, ea, eb)
+		}
+		asked := 0
+		for i := range forward {
+			x, y := ra[i].Status, rb[len(forward)-1-i].Status
+			if x == store.Asked {
+				asked++
+			}
+			if y == store.Asked {
+				asked++
+			}
+			if x == store.Asked && y == store.Asked {
+				t.Fatalf("round %d: %s asked on both replicas", round, forward[i].Key)
+			}
+		}
+		// Version 1 of job 0 may be Stale on the replica that reads it
+		// after version 2: then it was asked nowhere.
+		if asked != len(forward) && asked != len(forward)-1 {
+			t.Fatalf("round %d: %d questions asked of %d", round, asked, len(forward))
+		}
+	}
+	counts, err := a.CountByState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := counts[bridge.StatePending] + counts[bridge.StateSuperseded]
+	if counts[bridge.StatePending] != 5*12 || all < 5*12 || all > 5*13 {
+		t.Fatalf("counts = %v; want every job's latest question pending, once", counts)
+	}
+	if out := outboxOf(t, b); int64(len(out)) != all+counts[bridge.StateSuperseded] {
+		t.Fatalf("%d announcements for %d questions, %d superseded", len(out), all, counts[bridge.StateSuperseded])
+	}
+}
