@@ -34,6 +34,9 @@ func RunDecide(t *testing.T, open Open) {
 		"AuditOldestFirst":             testAudit,
 		"DecisionsWriteTheirLogsOnWin": testDecisionLogs,
 		"LargeBatch":                   testLargeBatch,
+		"RaceAttempt":                  testRaceAttempt,
+		"RaceApprovals":                testRaceApprovals,
+		"RaceDeliveries":               testRaceDeliveries,
 	})
 	t.Run("BatchMatchesOneByOne", func(t *testing.T) { testBatchMatchesOneByOne(t, open) })
 }

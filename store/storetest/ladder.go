@@ -22,6 +22,7 @@ func RunLadder(t *testing.T, open Open) {
 		"FireRoundAllOrNothing":      testFireRoundAllOrNothing,
 		"FiringASnoozeEndsIt":        testFiringASnooze,
 		"FireRoundOfAnEndedQuestion": testFireRoundOfEnded,
+		"RaceFireRound":              testRaceFireRound,
 	})
 }
 

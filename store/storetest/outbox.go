@@ -24,6 +24,7 @@ func RunOutbox(t *testing.T, open Open) {
 		"Meta":                       testMeta,
 		"ReaskPages":                 testReaskPages,
 		"ReaskBuildErrorUndoesPage":  testReaskBuildError,
+		"RaceOutboxCursor":           testRaceOutboxCursor,
 	})
 }
 

@@ -29,6 +29,9 @@ func RunQuestions(t *testing.T, open Open) {
 		"CancelBumpOfAnUnknownJob": testCancelBumpUnknownJob,
 		"CancelAppliedOnce":        testCancelAppliedOnce,
 		"Enqueue":                  testEnqueue,
+		"RaceAskOnce":              testRaceAskOnce,
+		"RaceAskVersions":          testRaceAskVersions,
+		"RaceCancelKey":            testRaceCancelKey,
 	})
 }
 

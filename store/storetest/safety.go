@@ -30,6 +30,9 @@ func RunSafety(t *testing.T, open Open) {
 		"PruneGateLog":                 testPruneGateLog,
 		"ClarifyQuestions":             testClarifyQuestions,
 		"GateDecisions":                testGateDecisions,
+		"RaceNotice":                   testRaceNotice,
+		"RaceExecute":                  testRaceExecute,
+		"RaceRecordExecution":          testRaceRecordExecution,
 	})
 }
 
