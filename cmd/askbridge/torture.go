@@ -21,12 +21,18 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 	syncMode := fs.String("sync", "always", "the server's ASK_NATS_SYNC: always or interval")
 	killEvery := fs.Duration("kill-every", 5*time.Second, "mean time between SIGKILLs of the server")
 	data := fs.String("data", "", "data directory (default: a new temporary directory, removed when the run is clean)")
+	clustered := fs.Bool("cluster", false, "instead: a 3-node NATS cluster and --replicas askbridge replicas with ASK_STORE=jetstream (R3); each kill SIGKILLs one replica and one NATS node")
+	replicas := fs.Int("replicas", 3, "with --cluster: askbridge serve replicas")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	if fs.NArg() > 0 || *duration <= 0 || *rate <= 0 || *killEvery <= 0 {
-		fmt.Fprintln(c.stderr, "askbridge torture: takes positive --duration, --rate and --kill-every and no arguments")
+	if fs.NArg() > 0 || *duration <= 0 || *rate <= 0 || *killEvery <= 0 || *replicas <= 0 {
+		fmt.Fprintln(c.stderr, "askbridge torture: takes positive --duration, --rate, --kill-every and --replicas and no arguments")
 		return exitConfig
+	}
+	n := 0
+	if *clustered {
+		n = *replicas
 	}
 	bin, err := os.Executable()
 	if err != nil {
@@ -40,11 +46,15 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 		temp = true
 	}
 	fmt.Fprintf(c.stdout, "askbridge torture: %v at %g questions/s, kill -9 every ~%v, data in %s\n", *duration, *rate, *killEvery, dir)
+	if n > 0 {
+		fmt.Fprintf(c.stdout, "cluster: 3 NATS nodes, %d replicas; each kill is one replica and one node\n", n)
+	}
 	rep, err := torture.Run(ctx, torture.Options{
 		Binary: bin, DataDir: dir, Duration: *duration, Rate: *rate, KillEvery: *killEvery, Progress: c.stdout, Sync: *syncMode,
+		Replicas: n,
 	})
 	if err != nil {
-		fmt.Fprintf(c.stderr, "askbridge torture: %v (server log: %s/serve.log)\n", err, dir)
+		fmt.Fprintf(c.stderr, "askbridge torture: %v (service log: %s/serve.log)\n", err, dir)
 		return exitError
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -53,6 +63,8 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 		n    any
 	}{
 		{"kills (SIGKILL)", rep.Kills},
+		{"NATS node kills (SIGKILL)", rep.NodeKills},
+		{"replica restarts that exited early", rep.EarlyExits},
 		{"asked (acked)", rep.Asked},
 		{"stored", rep.Stored},
 		{"answer attempts sent", rep.AnswersSent},

@@ -33,8 +33,12 @@ func (r *run) keepEvents(ctx context.Context) error {
 	return nil
 }
 
-// dropEvents deletes the run's consumer: the events it held go.
+// dropEvents deletes the run's consumer, once: the events it held go.
 func (r *run) dropEvents() {
+	if r.dropped {
+		return
+	}
+	r.dropped = true
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := r.js.DeleteConsumer(ctx, bridge.StreamEvents, r.eventsConsumer()); err != nil {

@@ -28,6 +28,9 @@ type server struct {
 	done chan struct{}
 }
 
+// errExited is a child that exited before it was ready.
+var errExited = errors.New("askbridge serve exited before it was ready")
+
 // freePort reserves a loopback port long enough to learn its number.
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -38,15 +41,22 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func newServer(bin, dataDir, sync string, natsPort, httpPort int, log io.Writer) *server {
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", httpPort)
+// childEnv is this process's environment without its ASK_ settings, for
+// a child configured by the run alone.
+func childEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "ASK_") {
 			env = append(env, kv)
 		}
 	}
-	env = append(env,
+	return env
+}
+
+// newServer is the single-node service: embedded NATS at natsPort.
+func newServer(bin, dataDir, sync string, natsPort, httpPort int, log io.Writer) *server {
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", httpPort)
+	env := append(childEnv(),
 		"ASK_DATA_DIR="+dataDir,
 		"ASK_HTTP_ADDR="+httpAddr,
 		fmt.Sprintf("ASK_NATS_LISTEN=127.0.0.1:%d", natsPort),
@@ -93,7 +103,7 @@ func (s *server) start(ctx context.Context, readyWithin time.Duration) error {
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("askbridge serve exited before it was ready: %v", cmd.ProcessState)
+			return fmt.Errorf("%w: %v", errExited, cmd.ProcessState)
 		case <-rctx.Done():
 			s.kill()
 			return fmt.Errorf("askbridge serve was not ready within %v", readyWithin)

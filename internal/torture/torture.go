@@ -8,7 +8,6 @@
 package torture
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,6 +26,7 @@ import (
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/internal/testenv/cluster"
 )
 
 // Options shape a run.
@@ -53,18 +54,27 @@ type Options struct {
 	ServerLog io.Writer
 	// Sync is the server's ASK_NATS_SYNC: "always" (default) or "interval".
 	Sync string
+	// Replicas, when above zero, runs the cluster variant (cluster.go):
+	// this many "askbridge serve" replicas with ASK_STORE=jetstream on a
+	// 3-node NATS cluster of "askbridge nats-node" processes; each kill
+	// SIGKILLs one replica and one NATS node.
+	Replicas int
 }
 
 // Report is what a run saw. Counts are for this run's questions only.
 type Report struct {
-	Kills int
+	// Kills is SIGKILLs of askbridge; NodeKills of NATS nodes (cluster).
+	Kills, NodeKills int
+	// EarlyExits is replica restarts that exited before they were ready
+	// and were started again (cluster).
+	EarlyExits int
 	// Asked is questions whose publish JetStream acknowledged; Stored those
 	// the service knows at the end.
 	Asked, Stored int
 	// AnswersSent is answer attempts published; AnswersAcked those
 	// JetStream acknowledged; AckedAcrossKills those whose publish started
-	// before a kill (or while the server was down) and was acknowledged
-	// after the client reconnected to the restarted server.
+	// before a kill (or while what was killed was down) and was
+	// acknowledged after it (or after the restart).
 	AnswersSent, AnswersAcked, AckedAcrossKills int
 	// Settled is acked attempts that answered or declined their question;
 	// Refused those refused (by reason in RefusedBy).
@@ -116,14 +126,17 @@ type attempt struct {
 }
 
 type run struct {
-	o     Options
-	out   io.Writer
-	runID string
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	agent *agent.Client
-	srv   *server
-	start time.Time
+	o       Options
+	out     io.Writer
+	runID   string
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	agent   *agent.Client
+	srvs    []*server        // one, or the replicas
+	nodes   *cluster.Cluster // the cluster variant's NATS
+	start   time.Time
+	dropped bool         // the events consumer is deleted
+	kills   atomic.Int64 // bumped at each kill and restart: attempts acknowledged across one
 
 	mu        sync.Mutex
 	questions []*question
@@ -177,31 +190,21 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		defer f.Close()
 		serverLog = f
 	}
-	natsPort, err := freePort()
-	if err != nil {
-		return nil, fmt.Errorf("torture: nats port: %w", err)
-	}
-	httpPort, err := freePort()
-	if err != nil {
-		return nil, fmt.Errorf("torture: http port: %w", err)
-	}
 	r := &run{
 		o: o, out: out, start: time.Now(),
 		runID: fmt.Sprintf("%06x", rand.Uint32()&0xffffff),
 		byKey: map[string]*question{},
-		srv:   newServer(o.Binary, o.DataDir, cmp.Or(o.Sync, "always"), natsPort, httpPort, serverLog),
 	}
-	// Whatever happens, the child does not outlive the run.
-	defer r.srv.kill()
-
-	if err := r.srv.start(ctx, 60*time.Second); err != nil {
+	// Whatever happens, no child outlives the run.
+	defer r.killAll()
+	rep := &Report{RefusedBy: map[string]int{}}
+	url, err := r.startServices(ctx, serverLog, rep)
+	if err != nil {
 		return nil, fmt.Errorf("torture: %w", err)
 	}
-	r.logf("askbridge serve ready (nats 127.0.0.1:%d, http 127.0.0.1:%d, data %s)", natsPort, httpPort, o.DataDir)
-	url := fmt.Sprintf("nats://127.0.0.1:%d", natsPort)
 	r.nc, err = nats.Connect(url, nats.Name("askbridge-torture"), nats.MaxReconnects(-1),
 		nats.ReconnectWait(100*time.Millisecond), nats.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
-		nats.RetryOnFailedConnect(true), nats.DontRandomize())
+		nats.RetryOnFailedConnect(true))
 	if err != nil {
 		return nil, fmt.Errorf("torture: connect %s: %w", url, err)
 	}
@@ -216,7 +219,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := r.keepEvents(ctx); err != nil {
 		return nil, fmt.Errorf("torture: %w", err)
 	}
-	defer r.dropEvents()
+	defer r.dropEvents() // on an early return; at the end, before the services stop
 
 	// Like a front-end, the answerers answer only questions the runtime
 	// announced: a person cannot answer a question nobody showed them.
@@ -228,7 +231,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		defer sub.Unsubscribe()
 	}
 
-	rep := &Report{RefusedBy: map[string]int{}}
 	if err := r.load(ctx, rep); err != nil {
 		return rep, err
 	}
@@ -242,7 +244,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		n := len(rep.Violations) - maxViolations
 		rep.Violations = append(rep.Violations[:maxViolations], fmt.Sprintf("... and %d more", n))
 	}
-	r.srv.stop(10 * time.Second)
+	r.dropEvents()
+	r.stopAll()
 	rep.Elapsed = time.Since(r.start)
 	r.logf("done: %d violations", len(rep.Violations))
 	return rep, nil
@@ -397,20 +400,10 @@ func (r *run) killer(ctx context.Context, rep *Report, enough chan<- struct{}, f
 			return
 		case <-t.C:
 		}
-		r.srv.kill()
-		rep.Kills++
-		killed := time.Now()
-		// The restart is not cut short by the end of the load: the run
-		// goes on against a ready server.
-		if err := r.srv.start(context.WithoutCancel(ctx), 60*time.Second); err != nil {
-			fail(fmt.Errorf("torture: restart after kill %d: %w", rep.Kills, err))
+		if err := r.killOnce(ctx, rep); err != nil {
+			fail(err)
 			return
 		}
-		r.mu.Lock()
-		asked, att := r.nAsk, r.nAtt
-		r.mu.Unlock()
-		r.logf("kill -9 #%d; restarted and ready in %v (asked %d, answer attempts %d so far)",
-			rep.Kills, time.Since(killed).Round(time.Millisecond), asked, att)
 		if rep.Kills == r.o.MinKills {
 			close(enough)
 		}
@@ -418,7 +411,8 @@ func (r *run) killer(ctx context.Context, rep *Report, enough chan<- struct{}, f
 }
 
 // publish retries f with the same message id until JetStream acknowledges
-// it or ctx ends: the client reconnects to the same address by itself.
+// it or ctx ends: the client reconnects by itself (to the same address,
+// or to another node of the cluster).
 func publish(ctx context.Context, f func(context.Context) error) error {
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -552,9 +546,8 @@ func (r *run) answerOne(ctx context.Context, spawn func(func()) bool) {
 	}
 	at := engine.NewAttempt(bridge.PlatformCLI, a.id, engine.Question{Tenant: a.q.tenant, JobID: a.q.job, QuestionID: a.q.id, TaskVersion: 1},
 		engine.Person{Identity: "cli:torture"}, a.action, answer, comment, time.Now(), nil)
-	// A publish acknowledged after the client reconnected (to the
-	// restarted server) lived through a kill.
-	a.startInc = int64(r.nc.Stats().Reconnects)
+	// A publish acknowledged after a kill lived through it.
+	a.startInc = r.kills.Load()
 	a.sent = spawn(func() {
 		err := publish(ctx, func(c context.Context) error {
 			return bridge.Publish(c, r.js, bridge.AnswerSubject(a.q.tenant, a.q.job), "attempt-"+a.id, at)
@@ -562,7 +555,7 @@ func (r *run) answerOne(ctx context.Context, spawn func(func()) bool) {
 		if err != nil {
 			return
 		}
-		inc := int64(r.nc.Stats().Reconnects)
+		inc := r.kills.Load()
 		r.mu.Lock()
 		a.acked, a.ackInc = true, inc
 		r.mu.Unlock()

@@ -153,6 +153,7 @@ func (c *Cluster) writeConf(n *Node) error {
 		sync = "\n  sync_interval: always"
 	}
 	conf := fmt.Sprintf(`server_name: %s
+logtime: true
 listen: 127.0.0.1:%d
 http: 127.0.0.1:%d
 jetstream {

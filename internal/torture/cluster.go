@@ -1,0 +1,193 @@
+package torture
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/testenv/cluster"
+)
+
+// readyWithin bounds each start of a child: askbridge until /readyz, a
+// NATS node until its /healthz (current with the cluster).
+const readyWithin = 60 * time.Second
+
+// startServices starts what the run tortures and returns the NATS URL(s)
+// its client connects to: one service with its embedded NATS, or (with
+// Replicas) a 3-node NATS cluster and the replicas on it.
+func (r *run) startServices(ctx context.Context, serverLog io.Writer, rep *Report) (string, error) {
+	o := r.o
+	if o.Replicas <= 0 {
+		natsPort, err := freePort()
+		if err != nil {
+			return "", fmt.Errorf("nats port: %w", err)
+		}
+		httpPort, err := freePort()
+		if err != nil {
+			return "", fmt.Errorf("http port: %w", err)
+		}
+		r.srvs = []*server{newServer(o.Binary, o.DataDir, cmp.Or(o.Sync, "always"), natsPort, httpPort, serverLog)}
+		if err := r.srvs[0].start(ctx, readyWithin); err != nil {
+			return "", err
+		}
+		r.logf("askbridge serve ready (nats 127.0.0.1:%d, http 127.0.0.1:%d, data %s)", natsPort, httpPort, o.DataDir)
+		return fmt.Sprintf("nats://127.0.0.1:%d", natsPort), nil
+	}
+	nodes, err := cluster.Start(ctx, cluster.Options{
+		Dir:         filepath.Join(o.DataDir, "nats"),
+		Command:     func(conf string) *exec.Cmd { return exec.Command(o.Binary, "nats-node", conf) },
+		SyncAlways:  cmp.Or(o.Sync, "always") == "always",
+		ReadyWithin: readyWithin,
+	})
+	if err != nil {
+		return "", err
+	}
+	r.nodes = nodes
+	r.logf("NATS cluster ready: %s (logs in %s/nats/n*/nats.log)", nodes.URLs(), o.DataDir)
+	for i := range o.Replicas {
+		s, err := newReplica(o.Binary, filepath.Join(o.DataDir, "r"+strconv.Itoa(i+1)), nodes.URLs(), serverLog)
+		if err != nil {
+			return "", err
+		}
+		r.srvs = append(r.srvs, s)
+	}
+	// The first makes the streams and buckets; the others then adopt them
+	// together.
+	if err := r.restart(ctx, 0, rep); err != nil {
+		return "", fmt.Errorf("replica r1: %w", err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(r.srvs))
+	for i := 1; i < len(r.srvs); i++ {
+		wg.Go(func() { errs[i] = r.restart(ctx, i, rep) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return "", fmt.Errorf("replica r%d: %w", i+1, err)
+		}
+	}
+	r.logf("%d askbridge serve replicas ready (ASK_STORE=jetstream, R3)", len(r.srvs))
+	return nodes.URLs(), nil
+}
+
+// newReplica is one askbridge replica on the cluster at urls, keeping the
+// record in JetStream with three copies.
+func newReplica(bin, dataDir, urls string, log io.Writer) (*server, error) {
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("replica data dir: %w", err)
+	}
+	httpPort, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("http port: %w", err)
+	}
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", httpPort)
+	env := append(childEnv(),
+		"ASK_DATA_DIR="+dataDir,
+		"ASK_HTTP_ADDR="+httpAddr,
+		"ASK_STORE=jetstream",
+		"ASK_NATS_URL="+urls,
+		"ASK_NATS_REPLICAS=3",
+		"ASK_OPERATORS=cli:torture",
+		"ASK_LOG_LEVEL=warn",
+	)
+	return &server{bin: bin, env: env, httpAddr: httpAddr, log: log}, nil
+}
+
+// killOnce SIGKILLs the service, or one random replica and one random NATS
+// node at the same moment, and restarts what it killed: the node first
+// (until it is current with the cluster), then the replica (until ready).
+func (r *run) killOnce(ctx context.Context, rep *Report) error {
+	ctx = context.WithoutCancel(ctx) // a restart is not cut short by the end of the load
+	i := rand.IntN(len(r.srvs))
+	node := -1
+	if r.nodes != nil {
+		node = rand.IntN(len(r.nodes.Nodes()))
+	}
+	r.kills.Add(1)
+	killed := time.Now()
+	var wg sync.WaitGroup
+	wg.Go(r.srvs[i].kill)
+	if node >= 0 {
+		wg.Go(func() { r.nodes.Kill(node) })
+	}
+	wg.Wait()
+	rep.Kills++
+	what := "kill -9"
+	if node >= 0 {
+		rep.NodeKills++
+		what = fmt.Sprintf("kill -9 replica r%d and NATS node %s", i+1, r.nodes.Node(node).Name)
+		if err := r.nodes.Restart(ctx, node); err != nil {
+			return fmt.Errorf("torture: restart after kill %d: %w", rep.Kills, err)
+		}
+		if err := r.nodes.WaitReady(ctx); err != nil {
+			return fmt.Errorf("torture: after kill %d: %w", rep.Kills, err)
+		}
+	}
+	if err := r.restart(ctx, i, rep); err != nil {
+		return fmt.Errorf("torture: restart after kill %d: %w", rep.Kills, err)
+	}
+	r.kills.Add(1)
+	r.mu.Lock()
+	asked, att := r.nAsk, r.nAtt
+	r.mu.Unlock()
+	r.logf("%s #%d; restarted and ready in %v (asked %d, answer attempts %d so far)",
+		what, rep.Kills, time.Since(killed).Round(time.Millisecond), asked, att)
+	return nil
+}
+
+// restart starts service i again. In the cluster, a replica that exits
+// before it is ready (NATS still electing leaders after a node's kill) is
+// started again, as its supervisor would, within readyWithin; each such
+// exit is counted in Report.EarlyExits.
+func (r *run) restart(ctx context.Context, i int, rep *Report) error {
+	deadline := time.Now().Add(readyWithin)
+	for {
+		err := r.srvs[i].start(ctx, time.Until(deadline))
+		if err == nil || r.nodes == nil || !errors.Is(err, errExited) || time.Now().After(deadline) {
+			return err
+		}
+		r.mu.Lock()
+		rep.EarlyExits++
+		r.mu.Unlock()
+		r.logf("replica r%d exited before it was ready; starting it again", i+1)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// killAll SIGKILLs every child left: the deferred end of a run.
+func (r *run) killAll() {
+	for _, s := range r.srvs {
+		s.kill()
+	}
+	if r.nodes != nil {
+		for i := range r.nodes.Nodes() {
+			r.nodes.Kill(i)
+		}
+	}
+}
+
+// stopAll stops the replicas, then the NATS nodes, gracefully.
+func (r *run) stopAll() {
+	var wg sync.WaitGroup
+	for _, s := range r.srvs {
+		wg.Go(func() { s.stop(10 * time.Second) })
+	}
+	wg.Wait()
+	if r.nodes != nil {
+		r.nodes.Stop()
+	}
+}
