@@ -54,6 +54,10 @@ type Store struct {
 	stop context.CancelFunc
 	// bg is the context of the store's watchers.
 	bg context.Context
+	// due is the replica's view of the due steps (duewatch.go).
+	due dueWatch
+	// outSeen are the outbox rows read and not yet marked sent (outbox.go).
+	outSeen seenRows
 }
 
 // Open makes the bucket if it is missing and returns the store on it.

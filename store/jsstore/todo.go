@@ -18,16 +18,8 @@ func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.
 	return nil, errTodo
 }
 
-func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]store.DueStep, error) {
-	return nil, errTodo
-}
-
 func (s *Store) FindProposal(ctx context.Context, tenant, id string) (*store.Proposal, error) {
 	return nil, errTodo
-}
-
-func (s *Store) FireRound(ctx context.Context, steps []store.RoundStep, at time.Time, msgs []store.Message) error {
-	return errTodo
 }
 
 func (s *Store) GateCommit(ctx context.Context, batch []store.GateWrite) error { return errTodo }
@@ -44,41 +36,11 @@ func (s *Store) JobLog(ctx context.Context, tenant, job string) ([]store.LogEntr
 	return nil, errTodo
 }
 
-func (s *Store) JobQueue(ctx context.Context, tenant, job string) ([]store.Queued, error) {
-	return nil, errTodo
-}
-
-func (s *Store) JobSteps(ctx context.Context, tenant, job, target string, before time.Time) ([]store.DueStep, error) {
-	return nil, errTodo
-}
-
-func (s *Store) MarkSent(ctx context.Context, ids []int64, at time.Time) error { return errTodo }
-
-func (s *Store) Meta(ctx context.Context, key string) (string, error) { return "", errTodo }
-
-func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
-	return time.Time{}, false, errTodo
-}
-
-func (s *Store) OutboxBacklogAfter(ctx context.Context, after int64) (int64, error) {
-	return 0, errTodo
-}
-
 func (s *Store) ProposalOf(ctx context.Context, question int64) (*store.Proposal, error) {
 	return nil, errTodo
 }
 
-func (s *Store) PruneAttempts(ctx context.Context, before time.Time) (int64, error) {
-	return 0, errTodo
-}
-
 func (s *Store) PruneGateLog(ctx context.Context, before time.Time) (int64, error) { return 0, errTodo }
-
-func (s *Store) PruneSent(ctx context.Context, before time.Time) (int64, error) { return 0, errTodo }
-
-func (s *Store) Reask(ctx context.Context, platforms []string, askedBy time.Time, cur store.ReaskCursor, limit int, build func(r *store.Record, shownOn []string) (store.Message, bool, error)) (store.ReaskCursor, int, bool, error) {
-	return store.ReaskCursor{}, 0, false, errTodo
-}
 
 func (s *Store) RecordExecution(ctx context.Context, e store.ExecutionReport) (*store.Proposal, error) {
 	return nil, errTodo
@@ -86,12 +48,6 @@ func (s *Store) RecordExecution(ctx context.Context, e store.ExecutionReport) (*
 
 func (s *Store) RecordNotice(ctx context.Context, e store.LogEntry, noticeID string, msgs []store.Message) error {
 	return errTodo
-}
-
-func (s *Store) SetMeta(ctx context.Context, key, value string) error { return errTodo }
-
-func (s *Store) Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]store.OutboxRow, error) {
-	return nil, errTodo
 }
 
 var _ = bridge.MessageRef{}

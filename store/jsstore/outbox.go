@@ -1,0 +1,251 @@
+package jsstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/store"
+)
+
+// The outbox is the keys out.<nuid>, written in the batch of the
+// transition whose messages they are (txn.outbox). A row's ID is its
+// key's revision: the stream sequence of the commit that wrote it, unique
+// and in commit order across every replica, as SQLite's row ids are. Every
+// replica's relay reads the rows in that order and publishes each under
+// Nats-Msg-Id "ob-<instance>-<id>" (store.OutboxRow.MsgID): the instance is
+// the record's, shared by the replicas, so when several relays publish one
+// row JetStream keeps the first and drops the rest as duplicates.
+//
+// A published row is deleted outright (MarkSent), its message purged from
+// the stream rather than covered by a delete marker: the
+// relay's reads start just after its cursor, and the markers of every row
+// published in the last minutes would lie across that range, read and
+// skipped on every read, and counted by OutboxBacklogAfter.
+
+// outFilter is the subject of every outbox row.
+const outFilter = subjectPrefix + "out.>"
+
+// Unsent returns up to limit unsent rows after row afterID, oldest first,
+// with OldAt set on those written before oldBefore, as SQLite's Unsent.
+//
+// Sequences are given out in commit order in the one stream, and a read
+// from afterID+1 sees every row committed before it began: a row committed
+// later has a higher sequence than any the read returned, so a relay's
+// cursor (the last row it read) never passes over a row, whichever
+// replica wrote it.
+func (s *Store) Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]store.OutboxRow, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []store.OutboxRow
+	var bad error
+	err := s.scan(ctx, outFilter, uint64(max(afterID, 0))+1, func(key string, rev uint64, value []byte) bool {
+		var d outboxDoc
+		if err := json.Unmarshal(value, &d); err != nil {
+			bad = fmt.Errorf("jsstore: outbox row %d (%s): %w", rev, key, err)
+			return false
+		}
+		row := store.OutboxRow{ID: int64(rev), Subject: d.Subject, Data: d.Data, Instance: s.instance}
+		if !d.CreatedAt.IsZero() && d.CreatedAt.Before(oldBefore) {
+			row.OldAt = d.CreatedAt.UnixMilli()
+		}
+		out = append(out, row)
+		s.outSeen.add(rev, subjectPrefix+key)
+		return len(out) < limit
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: outbox: %w", err)
+	}
+	return out, nil
+}
+
+// scan calls each, in revision order, with every live key matching filter
+// (a full subject) written at revision from or later, until each returns
+// false or none are left. Deleted keys are skipped.
+func (s *Store) scan(ctx context.Context, filter string, from uint64, each func(key string, rev uint64, value []byte) bool) error {
+	key := strings.TrimPrefix(filter, subjectPrefix)
+	w, err := s.kv.WatchFiltered(ctx, []string{key}, jetstream.IgnoreDeletes(), jetstream.ResumeFromRevision(max(from, 1)))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("read %s: %w", key, ctx.Err())
+		case e, open := <-w.Updates():
+			if !open {
+				return fmt.Errorf("read %s: the watch ended early", key)
+			}
+			if e == nil || !each(e.Key(), e.Revision(), e.Value()) {
+				return nil
+			}
+		}
+	}
+}
+
+// markSentParallel is how many rows MarkSent deletes at once.
+const markSentParallel = 32
+
+// MarkSent deletes published rows (each a request to the stream, a few at
+// once: no batch purges several subjects). A row already gone (another replica's
+// relay published and marked it too) is no error. Only outbox rows are
+// deleted: an id that is not one is skipped.
+func (s *Store) MarkSent(ctx context.Context, ids []int64, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	sem := make(chan struct{}, markSentParallel)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, id := range ids {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := s.deleteRow(ctx, uint64(id)); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("jsstore: mark %d outbox rows sent: %w", len(ids), err)
+	}
+	return nil
+}
+
+// deleteRow removes outbox row seq: the key's messages are purged. (The
+// bucket denies deleting a message by sequence; purging a subject is what
+// its own key purge does.) A row Unsent did not return here is read first,
+// to find its key and to delete nothing but an outbox row.
+func (s *Store) deleteRow(ctx context.Context, seq uint64) error {
+	subject, ok := s.outSeen.take(seq)
+	if !ok {
+		m, err := s.stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil // marked sent before
+		}
+		if err != nil {
+			return fmt.Errorf("row %d: %w", seq, err)
+		}
+		subject = m.Subject
+	}
+	if !strings.HasPrefix(subject, subjectPrefix+"out.") {
+		return nil
+	}
+	// A purge of a row purged already purges nothing, and is no error.
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+		return fmt.Errorf("row %d: %w", seq, err)
+	}
+	return nil
+}
+
+// seenRows are the sequences of outbox rows Unsent returned and MarkSent
+// has not deleted yet: MarkSent deletes them without reading them first.
+// It is bounded; a sequence forgotten is read before it is deleted.
+type seenRows struct {
+	mu   sync.Mutex
+	seqs map[uint64]string // the row's subject
+}
+
+// maxSeenRows bounds seenRows: the relay marks its rows within seconds.
+const maxSeenRows = 1 << 16
+
+func (r *seenRows) add(seq uint64, subject string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seqs == nil || len(r.seqs) >= maxSeenRows {
+		r.seqs = make(map[uint64]string)
+	}
+	r.seqs[seq] = subject
+}
+
+func (r *seenRows) take(seq uint64) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	subject, ok := r.seqs[seq]
+	delete(r.seqs, seq)
+	return subject, ok
+}
+
+// OutboxBacklogAfter counts unsent rows after row after. The server counts
+// them: a consumer on the outbox starting after the row, made only to read
+// how many messages it has pending, and deleted again.
+func (s *Store) OutboxBacklogAfter(ctx context.Context, after int64) (int64, error) {
+	c, err := s.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		FilterSubject:     outFilter,
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       uint64(max(after, 0)) + 1,
+		AckPolicy:         jetstream.AckNonePolicy,
+		MemoryStorage:     true,
+		InactiveThreshold: time.Minute,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("jsstore: outbox backlog: %w", err)
+	}
+	info := c.CachedInfo()
+	_ = s.stream.DeleteConsumer(ctx, info.Name)
+	return int64(info.NumPending), nil
+}
+
+// PruneSent deletes nothing: a published row is deleted when it is marked
+// sent, and JetStream keeps the messages.
+func (s *Store) PruneSent(ctx context.Context, before time.Time) (int64, error) {
+	return 0, nil
+}
+
+// PruneAttempts forgets attempt ids decided before the cutoff, as SQLite's:
+// older than the answers stream keeps messages, none can be delivered
+// again. Each batch deletes a key only if it still holds what was read.
+func (s *Store) PruneAttempts(ctx context.Context, before time.Time) (int64, error) {
+	entries, err := s.list(ctx, "att.>")
+	if err != nil {
+		return 0, fmt.Errorf("jsstore: prune attempts: %w", err)
+	}
+	var n int64
+	t := &txn{}
+	flush := func() error {
+		if t.empty() {
+			return nil
+		}
+		err := s.commit(ctx, t)
+		if errors.Is(err, ErrConflict) {
+			// One was decided again meanwhile: the next prune takes the rest.
+			err = nil
+		} else if err == nil {
+			n += int64(len(t.writes))
+		}
+		t = &txn{}
+		return err
+	}
+	for _, e := range entries {
+		var a attemptDoc
+		if err := json.Unmarshal(e.Value, &a); err != nil || !a.At.Before(before) {
+			continue
+		}
+		t.del(e.Key, e.Rev)
+		if len(t.writes) == maxBatch {
+			if err := flush(); err != nil {
+				return n, fmt.Errorf("jsstore: prune attempts: %w", err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return n, fmt.Errorf("jsstore: prune attempts: %w", err)
+	}
+	return n, nil
+}

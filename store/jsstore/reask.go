@@ -1,0 +1,121 @@
+package jsstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
+)
+
+// Reask writes to the outbox a message for each of up to limit pending
+// questions after cur (by tenant, then id), asked at askedBy or before,
+// that one of platforms has not reported a message of, as build makes it
+// from the question and the platforms that have (false: none for that
+// question; an error writes nothing). It returns the cursor after the last
+// question read and whether that was the last one, as SQLite's Reask.
+//
+// The pending questions are listed from the state index (qs.*.pending.>).
+// The page's messages are written in one batch with each of their
+// questions' documents rewritten at the revision read, so a question
+// answered before is not asked again (the batch conflicts and the page is
+// read again), and one answered after is announced after it. A page is at
+// most half a batch of questions, its documents and messages together.
+func (s *Store) Reask(ctx context.Context, platforms []string, askedBy time.Time, cur store.ReaskCursor, limit int,
+	build func(r *store.Record, shownOn []string) (store.Message, bool, error)) (next store.ReaskCursor, n int, done bool, err error) {
+	if len(platforms) == 0 {
+		return cur, 0, true, nil
+	}
+	limit = min(limit, maxBatch/2)
+	if limit <= 0 {
+		return cur, 0, false, nil
+	}
+	err = retry(ctx, "ask pending questions again", func() error {
+		var e error
+		next, n, done, e = s.reaskPage(ctx, platforms, askedBy, cur, limit, build)
+		return e
+	})
+	if err != nil {
+		return cur, 0, false, fmt.Errorf("jsstore: ask pending questions again for %s: %w", strings.Join(platforms, ", "), err)
+	}
+	return next, n, done, nil
+}
+
+// reaskPage is one try of Reask.
+func (s *Store) reaskPage(ctx context.Context, platforms []string, askedBy time.Time, cur store.ReaskCursor, limit int,
+	build func(r *store.Record, shownOn []string) (store.Message, bool, error)) (store.ReaskCursor, int, bool, error) {
+	keys, err := s.states(ctx, stateFilter("", bridge.StatePending, ""))
+	if err != nil {
+		return cur, 0, false, err
+	}
+	slices.SortFunc(keys, func(a, b stateKey) int { return cmp.Or(strings.Compare(a.tenant, b.tenant), cmp.Compare(a.id, b.id)) })
+	from, _ := slices.BinarySearchFunc(keys, cur, func(k stateKey, c store.ReaskCursor) int {
+		return cmp.Or(strings.Compare(k.tenant, c.Tenant), cmp.Compare(k.id, c.ID+1))
+	})
+	t := &txn{}
+	var msgs []store.Message
+	next, found := cur, 0
+	for _, k := range keys[from:] {
+		if found == limit {
+			break
+		}
+		d, rev, ok, err := s.getQuestion(ctx, k.id)
+		if err != nil {
+			return cur, 0, false, err
+		}
+		shown := shownOn(d)
+		if !ok || d.Record.State != bridge.StatePending || d.Record.AskedAt.After(askedBy) || !lacking(shown, platforms) {
+			continue
+		}
+		found++
+		next = store.ReaskCursor{Tenant: d.Record.Tenant, ID: d.Record.ID}
+		m, ok, err := build(&d.Record, shown)
+		if err != nil {
+			return cur, 0, false, err
+		}
+		if !ok {
+			continue
+		}
+		msgs = append(msgs, m)
+		if err := t.putQuestion(d, rev); err != nil {
+			return cur, 0, false, err
+		}
+	}
+	if err := t.outbox(msgs, now()); err != nil {
+		return cur, 0, false, err
+	}
+	if err := s.commit(ctx, t); err != nil {
+		return cur, 0, false, err
+	}
+	return next, len(msgs), found < limit, nil
+}
+
+// shownOn are the platforms that reported a message of question d, in
+// order.
+func shownOn(d *questionDoc) []string {
+	if d == nil {
+		return nil
+	}
+	var on []string
+	for _, dl := range d.Deliveries {
+		if dl.OK && dl.Message.MessageID != "" {
+			on = append(on, dl.Platform)
+		}
+	}
+	slices.Sort(on)
+	return on
+}
+
+// lacking reports whether one of platforms is not among shown.
+func lacking(shown, platforms []string) bool {
+	for _, p := range platforms {
+		if !slices.Contains(shown, p) {
+			return true
+		}
+	}
+	return false
+}
