@@ -47,3 +47,9 @@ func openJetStream(t *testing.T) storetest.Store {
 //
 //	func TestConformanceQuestions(t *testing.T) { storetest.RunQuestions(t, openJetStream) }
 var _ storetest.Open = openJetStream
+
+func TestConformanceLadder(t *testing.T) { storetest.RunLadder(t, openJetStream) }
+
+func TestConformanceOutbox(t *testing.T) { storetest.RunOutbox(t, openJetStream) }
+
+func TestConformanceQueue(t *testing.T) { storetest.RunQueue(t, openJetStream) }
