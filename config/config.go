@@ -38,6 +38,11 @@ type Config struct {
 	// one and existing ones keep theirs.
 	NATSReplicas    int  `envconfig:"ASK_NATS_REPLICAS"`
 	NATSReplicasSet bool `ignored:"true"`
+	// Store is where the durable record lives: "sqlite" (the default), a
+	// database in DataDir that one replica owns, or "jetstream", the
+	// bucket ASK_RECORD on the NATS that any number of replicas share
+	// (docs/design.md, "The JetStream store").
+	Store string `envconfig:"ASK_STORE" default:"sqlite"`
 
 	SlackBotToken      string `envconfig:"ASK_SLACK_BOT_TOKEN"`
 	SlackSigningSecret string `envconfig:"ASK_SLACK_SIGNING_SECRET"`
@@ -204,6 +209,7 @@ func (c *Config) normalize() {
 		*l = out
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	c.Store = strings.ToLower(strings.TrimSpace(c.Store))
 	if c.NATSURL == "" && c.NATSSync == "" {
 		c.NATSSync = "always"
 	}
@@ -272,6 +278,9 @@ func (c *Config) Validate() error {
 	}
 	if (c.NATSReplicasSet || c.NATSReplicas != 0) && (c.NATSReplicas < 1 || c.NATSReplicas > 5) {
 		bad("ASK_NATS_REPLICAS must be 1 to 5")
+	}
+	if c.Store != StoreSQLite && c.Store != StoreJetStream {
+		bad("ASK_STORE must be %s or %s, not %q", StoreSQLite, StoreJetStream, c.Store)
 	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -387,6 +396,16 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// The stores ASK_STORE names.
+const (
+	StoreSQLite    = "sqlite"
+	StoreJetStream = "jetstream"
+)
+
+// Shared reports whether the record is shared by replicas (ASK_STORE=
+// jetstream) rather than owned by this one's data directory.
+func (c *Config) Shared() bool { return c.Store == StoreJetStream }
 
 // Location is ASK_TIME_ZONE's zone. "Local" is refused: the machine's
 // zone is no setting a reader of the configuration can see.

@@ -41,7 +41,7 @@ func TestDefaults(t *testing.T) {
 		SlackAPIURL: "https://slack.com/api/", DiscordAPIURL: "https://discord.com/api/v10/",
 		LogLevel: "info", ShutdownGrace: 10 * time.Second,
 		MCPTenant: "default", MCPProgress: 15 * time.Second, TimeZone: "UTC",
-		MetricsWindow: 7 * 24 * time.Hour,
+		MetricsWindow: 7 * 24 * time.Hour, Store: StoreSQLite,
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults = %+v\nwant       %+v", *c, want)
@@ -194,6 +194,10 @@ func TestValidationMessages(t *testing.T) {
 		{name: "console secret short", env: map[string]string{"ASK_CONSOLE_SECRET": consoleSec},
 			want: []string{"ASK_CONSOLE_SECRET must be at least 16 characters"}},
 		{name: "console secret of 16", env: map[string]string{"ASK_CONSOLE_SECRET": strings.Repeat("s", 16)}},
+		{name: "store jetstream", env: map[string]string{"ASK_STORE": "JetStream"}},
+		{name: "store sqlite", env: map[string]string{"ASK_STORE": "sqlite"}},
+		{name: "store unknown", env: map[string]string{"ASK_STORE": "postgres"},
+			want: []string{`ASK_STORE must be sqlite or jetstream, not "postgres"`}},
 		{name: "empty data dir", env: map[string]string{"ASK_DATA_DIR": " "}, want: []string{"ASK_DATA_DIR must not be empty"}},
 		{name: "HTTP address without port", env: map[string]string{"ASK_HTTP_ADDR": "8080"},
 			want: []string{`ASK_HTTP_ADDR must be host:port with a port from 0 to 65535 (such as :8080), not "8080"`}},

@@ -767,12 +767,15 @@ func (c *cli) link(ctx context.Context, args []string) int {
 	}
 	// Only the service makes a secret: one made here would sign links
 	// the service refuses.
-	secret, err := readConsoleSecret(cfg)
-	if errors.Is(err, iofs.ErrNotExist) {
+	var secret []byte
+	if cfg.ConsoleSecret == "" && cfg.Shared() {
+		if secret, err = c.sharedConsoleSecret(ctx); err != nil {
+			return c.fail("%v", err)
+		}
+	} else if secret, err = readConsoleSecret(cfg); errors.Is(err, iofs.ErrNotExist) {
 		return c.fail("no console secret: ASK_CONSOLE_SECRET is not set and %s does not exist; "+
 			"set ASK_CONSOLE_SECRET or ASK_DATA_DIR as the service has them (the service makes the file when it first starts)", consoleSecretPath(cfg))
-	}
-	if err != nil {
+	} else if err != nil {
 		return c.fail("%v (set ASK_CONSOLE_SECRET or ASK_DATA_DIR as the service has them)", err)
 	}
 	signer := console.Signer{PublicURL: cfg.BaseURL(), Secret: secret}
@@ -799,6 +802,28 @@ func (c *cli) link(ctx context.Context, args []string) int {
 		fmt.Fprintln(c.stdout, signer.ListURL(*as, *ttl))
 	}
 	return exitOK
+}
+
+// sharedConsoleSecret reads the console secret the replicas share
+// (ASK_STORE=jetstream) from NATS.
+func (c *cli) sharedConsoleSecret(ctx context.Context) ([]byte, error) {
+	nc, js, err := c.connect("")
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	kv, err := js.KeyValue(ctx, SecretsBucket)
+	if err == nil {
+		var secret []byte
+		if secret, err = sharedConsoleSecret(ctx, kv); err == nil {
+			return secret, nil
+		}
+	}
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, iofs.ErrNotExist) {
+		return nil, fmt.Errorf("no console secret: ASK_CONSOLE_SECRET is not set and the bucket %s holds none; "+
+			"set ASK_CONSOLE_SECRET as the service has it, or start the service once (it makes the secret)", SecretsBucket)
+	}
+	return nil, err
 }
 
 // checkTokens checks ids the console opens (a link to others it refuses as

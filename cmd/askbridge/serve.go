@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -30,6 +27,7 @@ import (
 	"github.com/askbridge/askbridge/policy"
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
+	"github.com/askbridge/askbridge/store/jsstore"
 )
 
 // embeddedSyncInterval is how often the embedded JetStream fsyncs with
@@ -47,13 +45,29 @@ var (
 	_ frontend = (*discord.Bot)(nil)
 )
 
+// record is the durable record as serve uses it: the runtime's store, and
+// what /readyz and a stop need. Both stores are one.
+type record interface {
+	runtime.Store
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+var (
+	_ record = (*store.Store)(nil)
+	_ record = (*jsstore.Store)(nil)
+)
+
 // service is one running askbridge: NATS, store, runtime, adapters, HTTP.
 type service struct {
-	cfg   *config.Config
-	log   *slog.Logger
-	nats  *bridge.NATS
-	store *store.Store
-	rt    *runtime.Runtime
+	cfg  *config.Config
+	log  *slog.Logger
+	nats *bridge.NATS
+	// record is the durable record (ASK_STORE); store is the same when it
+	// is SQLite, nil otherwise (tests reach its extras through it).
+	record record
+	store  *store.Store
+	rt     *runtime.Runtime
 	// policy is the operator's policy in force (ASK_POLICY), read at
 	// start and replaced whole on SIGHUP (reloadPolicy).
 	policy *policy.Holder
@@ -133,11 +147,10 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	if s.nats.Server != nil {
 		log.Info("embedded NATS listening", "url", s.nats.Server.ClientURL(), "sync", cfg.NATSSync)
 	}
-	s.store, err = store.Open(ctx, filepath.Join(cfg.DataDir, "askbridge.db"))
-	if err != nil {
+	if err := s.openRecord(ctx); err != nil {
 		return nil, err
 	}
-	secret, err := consoleSecret(cfg)
+	secret, err := s.consoleSecret(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +159,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rtOpts := runtime.Options{
 		NATS:  s.nats,
-		Store: s.store,
+		Store: s.record,
 		Roles: runtime.Roles{
 			Owners: cfg.Owners, Admins: cfg.Admins, Operators: cfg.Operators, Readers: cfg.Readers,
 		},
@@ -357,7 +370,9 @@ func (s *service) stop(ctx context.Context) {
 		// The embedded server first: once it has stopped and its files
 		// are synced, every acknowledged message is on disk, and the
 		// outbox rows still waiting out the sync interval can be marked,
-		// so the next start publishes none of them again.
+		// so the next start publishes none of them again. (A record in
+		// JetStream is gone with the server: its rows are published again
+		// at the next start, and JetStream keeps one copy of each.)
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		s.rt.CollectAcks(actx)
 		cancel()
@@ -370,8 +385,9 @@ func (s *service) stop(ctx context.Context) {
 		s.store.Close()
 		return
 	}
-	if s.store != nil {
-		s.store.Close()
+	if s.record != nil {
+		// Before NATS: the JetStream store's watchers use its connection.
+		s.record.Close()
 	}
 	if s.nats != nil {
 		s.nats.Close()
@@ -391,7 +407,7 @@ func (s *service) ready(w http.ResponseWriter, r *http.Request) {
 	} else if err := s.rt.Check(ctx); err != nil {
 		problems = append(problems, err.Error())
 	}
-	if err := s.store.Ping(ctx); err != nil {
+	if err := s.record.Ping(ctx); err != nil {
 		problems = append(problems, err.Error())
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -403,52 +419,28 @@ func (s *service) ready(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "ready")
 }
 
-// minConsoleSecret is the shortest secret taken, as for ASK_CONSOLE_SECRET.
-const minConsoleSecret = 16
-
-// consoleSecret is ASK_CONSOLE_SECRET, or a random secret kept in the data
-// directory so links survive restarts.
-func consoleSecret(cfg *config.Config) ([]byte, error) {
-	secret, err := readConsoleSecret(cfg)
-	if !errors.Is(err, fs.ErrNotExist) {
-		return secret, err
+// openRecord opens the durable record ASK_STORE names: SQLite in the data
+// directory, or the bucket ASK_RECORD on the NATS every replica shares.
+func (s *service) openRecord(ctx context.Context) error {
+	if !s.cfg.Shared() {
+		st, err := store.Open(ctx, filepath.Join(s.cfg.DataDir, "askbridge.db"))
+		if err != nil {
+			return err
+		}
+		s.store, s.record = st, st
+		return nil
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("console secret: data dir %s: %w", cfg.DataDir, err)
+	replicas := 0 // the embedded server holds one copy (config.Warnings)
+	if s.cfg.NATSURL != "" && s.cfg.NATSReplicasSet {
+		replicas = s.cfg.NATSReplicas
 	}
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return nil, fmt.Errorf("console secret: %w", err)
-	}
-	generated := hex.EncodeToString(raw[:])
-	path := consoleSecretPath(cfg)
-	if err := os.WriteFile(path, []byte(generated+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("console secret: write %s: %w", path, err)
-	}
-	return []byte(generated), nil
-}
-
-func consoleSecretPath(cfg *config.Config) string {
-	return filepath.Join(cfg.DataDir, "console.secret")
-}
-
-// readConsoleSecret is ASK_CONSOLE_SECRET, or the secret kept in the data
-// directory; an error wrapping fs.ErrNotExist when there is neither.
-func readConsoleSecret(cfg *config.Config) ([]byte, error) {
-	if cfg.ConsoleSecret != "" {
-		return []byte(cfg.ConsoleSecret), nil
-	}
-	path := consoleSecretPath(cfg)
-	b, err := os.ReadFile(path)
+	st, err := jsstore.Open(ctx, s.nats.Conn, jsstore.Options{Replicas: replicas, Logger: s.log.With("component", "jsstore")})
 	if err != nil {
-		return nil, fmt.Errorf("console secret: %w", err)
+		return fmt.Errorf("ASK_STORE=jetstream: %w", err)
 	}
-	// Kept, never replaced: a new secret would void every link given.
-	secret := strings.TrimSpace(string(b))
-	if len(secret) < minConsoleSecret {
-		return nil, fmt.Errorf("console secret: %s holds %d characters; it needs at least %d (delete it to have one generated)", path, len(secret), minConsoleSecret)
-	}
-	return []byte(secret), nil
+	s.record = st
+	s.log.Info("record in JetStream", "bucket", jsstore.Bucket, "instance", st.Instance())
+	return nil
 }
 
 // countRequests counts HTTP requests by route pattern and status, so that

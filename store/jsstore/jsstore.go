@@ -20,6 +20,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/askbridge/askbridge/bridge"
 )
 
 // Bucket is the key-value bucket holding the record.
@@ -34,7 +36,9 @@ const subjectPrefix = "$KV." + Bucket + "."
 // Options configure a Store.
 type Options struct {
 	// Replicas is the bucket's replica count (ASK_NATS_REPLICAS; 3 in a
-	// cluster). 0 is 1.
+	// cluster). 0 makes a new bucket with as many as the events stream has
+	// (else one) and leaves an existing bucket's count as it is, as
+	// askbridge does with its streams.
 	Replicas int
 	// Memory keeps the bucket in memory: for tests only.
 	Memory bool
@@ -75,12 +79,16 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	// server refuses.
 	kv, err := js.KeyValue(ctx, Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		var replicas int
+		if replicas, err = bucketReplicas(ctx, js, o.Replicas); err != nil {
+			return nil, err
+		}
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:      Bucket,
 			Description: "askbridge's record: questions, jobs, proposals, the job log and the outbox",
 			History:     1,
 			Storage:     storage,
-			Replicas:    max(o.Replicas, 1),
+			Replicas:    replicas,
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, Bucket)
@@ -93,13 +101,18 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: bucket %s: %w", Bucket, err)
 	}
-	if sc := stream.CachedInfo().Config; !sc.AllowAtomicPublish || !sc.AllowMsgTTL {
+	if sc := stream.CachedInfo().Config; !sc.AllowAtomicPublish || !sc.AllowMsgTTL || o.Replicas > 0 && sc.Replicas != o.Replicas {
 		// A transition writes several keys at once (an atomic batch), and
 		// delete markers and attempt keys expire on their own (key TTLs).
+		// ASK_NATS_REPLICAS, when set, is every stream's count, the
+		// record's too.
 		sc.AllowAtomicPublish, sc.AllowMsgTTL = true, true
+		if o.Replicas > 0 {
+			sc.Replicas = o.Replicas
+		}
 		if _, err := js.UpdateStream(ctx, sc); err != nil {
 			return nil, fmt.Errorf("jsstore: bucket %s: allow atomic publish and key TTLs "+
-				"(JetStream 2.12 or later is needed): %w", Bucket, err)
+				"(JetStream 2.12 or later is needed), %d replicas: %w", Bucket, sc.Replicas, err)
 		}
 		if stream, err = js.Stream(ctx, streamName); err != nil {
 			return nil, fmt.Errorf("jsstore: bucket %s: %w", Bucket, err)
@@ -116,6 +129,23 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// bucketReplicas is the replica count to make the bucket with: the one
+// asked for, else that of askbridge's events stream (as bridge.EnsureKV
+// gives the adapters' buckets), else 1.
+func bucketReplicas(ctx context.Context, js jetstream.JetStream, asked int) (int, error) {
+	if asked > 0 {
+		return asked, nil
+	}
+	st, err := js.Stream(ctx, bridge.StreamEvents)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return 1, nil
+	case err != nil:
+		return 0, fmt.Errorf("jsstore: bucket %s: replicas as %s's: %w", Bucket, bridge.StreamEvents, err)
+	}
+	return max(st.CachedInfo().Config.Replicas, 1), nil
 }
 
 // ensureInstance reads the record's name, made once by whichever replica
@@ -140,6 +170,10 @@ func (s *Store) ensureInstance(ctx context.Context) (string, error) {
 
 // Instance names the record. Replicas sharing it share the name.
 func (s *Store) Instance() string { return s.instance }
+
+// Shared reports that any number of runtimes may share the record: the
+// runtime takes no lease on it (runtime.SharedStore).
+func (s *Store) Shared() bool { return true }
 
 // Close stops the store's watchers. The connection is the caller's.
 func (s *Store) Close() error {
