@@ -28,7 +28,10 @@ type ladderStore interface {
 
 // ladder sleeps until the next due step, fires every step that is due, and
 // sleeps again. Adding a question wakes it to re-read the next due time, so
-// it never scans pending questions and is idle between steps.
+// it never scans pending questions and is idle between steps. With a
+// shared store, a step another replica scheduled wakes it too (DueWatcher):
+// each replica's ladder races for each due step, and the store's
+// compare-and-set lets one take it.
 func (r *Runtime) ladder(ctx context.Context) {
 	for {
 		next := r.fireDue(ctx)
@@ -37,12 +40,14 @@ func (r *Runtime) ladder(ctx context.Context) {
 			return
 		case <-r.clock.At(next):
 		case <-r.ladWake:
+		case <-r.dueChanged:
 		}
 	}
 }
 
 // maxLadderSleep bounds a sleep so that another replica's new questions
-// (which cannot wake this one) are picked up in reasonable time.
+// are picked up in reasonable time when its store cannot say (no
+// DueWatcher).
 const maxLadderSleep = 30 * time.Second
 
 // fireDue fires due steps and returns when to look again: when the next

@@ -24,7 +24,15 @@ import (
 // Store is the durable storage a runtime is given. Each part of the
 // runtime takes from it only the narrow view it uses, declared beside it
 // (questionStore, ladderStore, relayStore, ...). The SQLite store
-// implements it; a clustered backend on JetStream can too.
+// (package store) and the JetStream store (store/jsstore) implement it.
+//
+// A store may also implement SharedStore: one that reports true is shared
+// by any number of runtimes (replicas), each transition a compare-and-set,
+// so the runtime takes no lease (lease.go). One that does not, or reports
+// false, is one runtime's alone: the lease keeps a second runtime of
+// another database off the same NATS. A shared store may implement
+// DueWatcher, so that steps another replica scheduled wake this one's
+// ladder.
 type Store interface {
 	questionStore
 	deliveryStore
@@ -44,6 +52,25 @@ type Store interface {
 }
 
 var _ Store = (*store.Store)(nil)
+
+// SharedStore is a Store that says whether other runtimes share it (see
+// Store).
+type SharedStore interface {
+	Shared() bool
+}
+
+// DueWatcher is a shared Store that tells when the next due ladder step
+// may have changed, whichever replica changed it: the ladder then reads
+// NextDue again instead of sleeping until its next look (ladder.go).
+type DueWatcher interface {
+	DueChanged() <-chan struct{}
+}
+
+// shared reports whether st is shared by several runtimes.
+func shared(st Store) bool {
+	s, ok := st.(SharedStore)
+	return ok && s.Shared()
+}
 
 // Platform is a chat platform that can show questions, as the service
 // describes it at start (config.ChatPlatforms): the runtime knows none by
@@ -162,6 +189,11 @@ type Runtime struct {
 	queue       queueStore
 	// instance is the store's database, named in the lease.
 	instance string
+	// shared: other runtimes share the store, and no lease is taken.
+	shared bool
+	// dueChanged hears of due steps other replicas changed (DueWatcher);
+	// nil for a store of this runtime's alone.
+	dueChanged <-chan struct{}
 	// outbox is the relay publishing what the parts decided.
 	outbox *relay
 
@@ -209,10 +241,14 @@ func New(o Options) (*Runtime, error) {
 		proposals:   o.Store,
 		queue:       o.Store,
 		instance:    o.Store.Instance(),
+		shared:      shared(o.Store),
 		outbox:      newRelay(o, log),
 		ladWake:     make(chan struct{}, 1),
 		healWake:    make(chan struct{}, 1),
 		ready:       make(chan struct{}),
+	}
+	if w, ok := o.Store.(DueWatcher); ok && r.shared {
+		r.dueChanged = w.DueChanged()
 	}
 	m, err := newMetrics(o.Registerer, o.Store, r.backlog, o.Platforms)
 	r.o.Store = nil // each part holds its own view
@@ -239,15 +275,19 @@ func (r *Runtime) Run(ctx context.Context) error {
 			stop()
 		}
 	}()
-	leaseKV, leaseRev, err := r.takeLease(ctx)
-	if err != nil {
-		return err
-	}
 	// Everything below stops when the lease is lost, too.
 	ctx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	leaseLost, dropLease := r.holdLease(ctx, leaseKV, leaseRev)
-	defer dropLease()
+	var leaseLost <-chan error // never, for a shared store
+	if !r.shared {
+		leaseKV, leaseRev, err := r.takeLease(ctx)
+		if err != nil {
+			return err
+		}
+		var dropLease func()
+		leaseLost, dropLease = r.holdLease(ctx, leaseKV, leaseRev)
+		defer dropLease()
+	}
 	answersAtStart, err := r.openStreams(ctx)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 // Package testenv starts askbridge's core for tests: an embedded NATS
-// server with JetStream, a SQLite store and the runtime, all in a temporary
-// directory, stopped when the test ends.
+// server with JetStream, a store (SQLite, or the JetStream store) and the
+// runtime, all in a temporary directory, stopped when the test ends; and
+// more runtime replicas on the same NATS and record (StartReplica).
 package testenv
 
 import (
@@ -26,6 +27,7 @@ import (
 	"github.com/askbridge/askbridge/policy"
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
+	"github.com/askbridge/askbridge/store/jsstore"
 )
 
 // Options shape the environment.
@@ -73,7 +75,24 @@ type Options struct {
 	// (bridge.NATSOptions.AsyncPersist); rows marked sent three seconds
 	// after publishing. It overrides MarkSentAfter.
 	Served bool
+	// Store is the record: "sqlite" (or empty), a SQLite database in Dir,
+	// or "jetstream", the JetStream store (ASK_STORE=jetstream) on the
+	// env's NATS.
+	Store string
+	// Shared runs the runtime on the SQLite store as on a store shared by
+	// replicas (runtime.SharedStore): it takes no lease, and StartReplica
+	// may start more runtimes on the same store. In one process the store's
+	// transactions make those runtimes replicas of one record, as the
+	// JetStream store's compare-and-set does across processes. The
+	// JetStream store is always shared.
+	Shared bool
 }
+
+// The stores Options.Store names.
+const (
+	StoreSQLite    = "sqlite"
+	StoreJetStream = "jetstream"
+)
 
 // KeepEventsConsumer names the consumer of Options.KeepEvents.
 const KeepEventsConsumer = "testenv-keep"
@@ -84,13 +103,42 @@ type Env struct {
 	Metrics *prometheus.Registry
 	Dir     string
 	NATS    *bridge.NATS
+	// RecordStore is the runtime's store, whichever Options.Store named.
+	RecordStore runtime.Store
+	// Store is RecordStore when it is SQLite (nil on the JetStream store), for
+	// the tests that use the SQLite store's extras.
 	Store   *store.Store
 	Runtime *runtime.Runtime
 	Agent   *agent.Client
 
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	o       Options
+	logger  *slog.Logger
+	closeSt func() error
+	first   *Replica
+	once    sync.Once
+	// mu guards replicas, which Stop stops.
+	mu       sync.Mutex
+	replicas []*Replica
+}
+
+// Replica is one runtime of an Env: its first, or one StartReplica added
+// on the same NATS and record.
+type Replica struct {
+	Runtime *runtime.Runtime
+	// Metrics holds this replica's metrics.
+	Metrics *prometheus.Registry
+	cancel  context.CancelFunc
+	done    chan struct{}
+	once    sync.Once
+}
+
+// Stop stops the replica's runtime, as a shutdown of its process would;
+// the env's NATS and record stay. It is safe to call more than once.
+func (r *Replica) Stop() {
+	r.once.Do(func() {
+		r.cancel()
+		<-r.done
+	})
 }
 
 // Start starts the core and stops it when the test ends.
@@ -132,47 +180,111 @@ func start(o Options, tempDir func() string) (*Env, error) {
 			return nil, err
 		}
 	}
-	st, err := store.Open(ctx, filepath.Join(dir, "askbridge.db"))
-	if err != nil {
+	env := &Env{Dir: dir, NATS: n, o: o, logger: logger}
+	if err := env.openRecord(ctx); err != nil {
 		n.Close()
 		return nil, err
 	}
+	if env.Agent, err = agent.New(n.Conn); err != nil {
+		env.closeSt()
+		n.Close()
+		return nil, err
+	}
+	first, err := env.startRuntime()
+	if err != nil {
+		env.closeSt()
+		n.Close()
+		return nil, err
+	}
+	env.first, env.Runtime, env.Metrics = first, first.Runtime, first.Metrics
+	return env, nil
+}
+
+// openRecord opens the store Options.Store names.
+func (e *Env) openRecord(ctx context.Context) error {
+	switch e.o.Store {
+	case "", StoreSQLite:
+		st, err := store.Open(ctx, filepath.Join(e.Dir, "askbridge.db"))
+		if err != nil {
+			return err
+		}
+		e.Store, e.RecordStore, e.closeSt = st, st, st.Close
+		if e.o.Shared {
+			e.RecordStore = sharedSQLite{st}
+		}
+	case StoreJetStream:
+		st, err := jsstore.Open(ctx, e.NATS.Conn, jsstore.Options{Logger: e.logger})
+		if err != nil {
+			return err
+		}
+		e.RecordStore, e.closeSt = st, st.Close
+	default:
+		return fmt.Errorf("no store %q: sqlite or jetstream", e.o.Store)
+	}
+	return nil
+}
+
+// sharedSQLite is the SQLite store as Options.Shared makes it: shared by
+// the runtimes of one process.
+type sharedSQLite struct{ *store.Store }
+
+func (sharedSQLite) Shared() bool { return true }
+
+// startRuntime starts one more runtime on the env's NATS and record, and
+// returns once it consumes.
+func (e *Env) startRuntime() (*Replica, error) {
+	o := e.o
 	reg := prometheus.NewRegistry()
 	rt, err := runtime.New(runtime.Options{
-		NATS: n, Store: st, Roles: o.Roles, Platforms: platforms(o.Platforms), Logger: logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
+		NATS: e.NATS, Store: e.RecordStore, Roles: o.Roles, Platforms: platforms(o.Platforms), Logger: e.logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
 		Clock: o.Clock, TimeZone: o.TimeZone, Policy: o.Policy, People: o.People, Clarify: o.Clarify, HealEvery: o.HealEvery, LeaseRenew: o.LeaseRenew,
 	})
 	if err != nil {
-		st.Close()
-		n.Close()
 		return nil, err
 	}
-	ag, err := agent.New(n.Conn)
-	if err != nil {
-		st.Close()
-		n.Close()
-		return nil, err
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	env := &Env{Metrics: reg, Dir: dir, NATS: n, Store: st, Runtime: rt, Agent: ag, cancel: cancel, done: make(chan struct{})}
+	rctx, cancel := context.WithCancel(context.Background())
+	r := &Replica{Runtime: rt, Metrics: reg, cancel: cancel, done: make(chan struct{})}
 	runErr := make(chan error, 1)
 	go func() {
-		defer close(env.done)
+		defer close(r.done)
 		runErr <- rt.Run(rctx)
 	}()
 	select {
 	case <-rt.Ready():
 	case err := <-runErr:
 		cancel()
-		st.Close()
-		n.Close()
 		return nil, fmt.Errorf("runtime did not start: %v", err)
 	case <-time.After(30 * time.Second):
-		env.Stop()
+		r.Stop()
 		return nil, fmt.Errorf("runtime did not start within 30s")
 	}
-	return env, nil
+	e.mu.Lock()
+	e.replicas = append(e.replicas, r)
+	e.mu.Unlock()
+	return r, nil
 }
+
+// StartReplica starts another runtime on the env's NATS and record, with
+// the env's options, as a second askbridge serve against one NATS would
+// be: the replicas share the runtime's consumers, each message handled by
+// one of them. The env must be on a shared store (Options.Store
+// "jetstream", or Options.Shared). It stops with the env, or by Stop.
+func (e *Env) StartReplica(t testing.TB) *Replica {
+	t.Helper()
+	if e.Store != nil && !e.o.Shared {
+		t.Fatal("testenv: StartReplica needs a shared store: Options.Store jetstream, or Options.Shared")
+	}
+	r, err := e.startRuntime()
+	if err != nil {
+		t.Fatalf("testenv: replica: %v", err)
+	}
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// StopRuntime stops the env's first runtime, as a shutdown of its process
+// would, leaving NATS, the record and any other replica running.
+func (e *Env) StopRuntime() { e.first.Stop() }
 
 // platforms are config.ChatPlatforms, those named in on switched on with
 // their default channels.
@@ -190,10 +302,15 @@ func platforms(on map[string]runtime.Platform) []runtime.Platform {
 // safe to call more than once.
 func (e *Env) Stop() {
 	e.once.Do(func() {
-		e.cancel()
-		<-e.done
+		e.mu.Lock()
+		replicas := e.replicas
+		e.mu.Unlock()
+		for _, r := range replicas {
+			r.Stop()
+		}
+		// The record before NATS: the JetStream store's watchers use it.
+		e.closeSt()
 		e.NATS.Close()
-		e.Store.Close()
 	})
 }
 
