@@ -131,6 +131,7 @@ func TestAskDuplicateStaleAndSupersede(t *testing.T) {
 	if _, err := s.Find(ctx, store.Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 9}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("find of no version: %v", err)
 	}
+	checkIndexes(t, s)
 }
 
 func jsonDecode(data []byte, v any) error { return json.Unmarshal(data, v) }
@@ -215,4 +216,5 @@ func TestProposalIntake(t *testing.T) {
 	if r, _ := s.Get(ctx, v2.Record.ID); r.State != bridge.StatePending {
 		t.Fatalf("a refused newer version superseded version 2: %+v", r)
 	}
+	checkIndexes(t, s)
 }

@@ -101,6 +101,7 @@ func TestTwoReplicasAskOneQuestion(t *testing.T) {
 	if n, err := b.CountByState(ctx); err != nil || n[bridge.StatePending] != rounds {
 		t.Fatalf("counts = %v, %v", n, err)
 	}
+	checkIndexes(t, a)
 }
 
 // TestVersionBumpRacingAnAsk: a bump to version 2 and an ask at version 1,
@@ -149,6 +150,7 @@ func TestVersionBumpRacingAnAsk(t *testing.T) {
 		}
 	}
 	t.Logf("orders: %v", orders)
+	checkIndexes(t, a)
 }
 
 // TestCancelRacingAnAsk: a cancel of a job and an ask in it, on two
@@ -185,6 +187,7 @@ func TestCancelRacingAnAsk(t *testing.T) {
 	if err != nil || n[bridge.StatePending]+n[bridge.StateCancelled] != 40 || n[bridge.StateCancelled] < 20 {
 		t.Fatalf("counts = %v, %v; want 40 questions, each first one cancelled", n, err)
 	}
+	checkIndexes(t, a)
 }
 
 // TestEndingMoreThanOneBatch: a version bump ending more questions than
@@ -240,6 +243,7 @@ func TestEndingMoreThanOneBatch(t *testing.T) {
 	if due := dueOf(t, s); len(due) != 1 || due[res.Record.ID].Index != 0 {
 		t.Fatalf("%d due keys, want q-next's only", len(due))
 	}
+	checkIndexes(t, s)
 }
 
 // TestTwoReplicasAskOverlappingBatches: two replicas asking the same
@@ -294,4 +298,5 @@ func TestTwoReplicasAskOverlappingBatches(t *testing.T) {
 	if out := outboxOf(t, b); int64(len(out)) != all+counts[bridge.StateSuperseded] {
 		t.Fatalf("%d announcements for %d questions, %d superseded", len(out), all, counts[bridge.StateSuperseded])
 	}
+	checkIndexes(t, a)
 }
