@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
@@ -42,23 +44,32 @@ func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]store
 		return nil, fmt.Errorf("jsstore: due steps: %w", err)
 	}
 	var out []store.DueStep
-	for _, it := range due {
+	for len(due) > 0 {
 		// A question's steps fall due no earlier than its due key: once
-		// limit steps are found, a question due later adds none before them.
+		// limit steps are found, a question after the last of them (by
+		// due time, then id) adds none before it.
 		if len(out) >= limit {
 			sortSteps(out)
-			if it.due.After(out[limit-1].Due) {
+			last := out[limit-1]
+			if cmp.Or(due[0].due.Compare(last.Due), cmp.Compare(due[0].question, last.Question)) > 0 {
 				break
 			}
 		}
-		d, _, ok, err := s.getQuestion(ctx, it.question)
+		chunk := due[:min(len(due), readAtOnce)]
+		due = due[len(chunk):]
+		ids := make([]int64, len(chunk))
+		for i, it := range chunk {
+			ids[i] = it.question
+		}
+		docs, err := s.getQuestions(ctx, ids)
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: due steps: %w", err)
 		}
-		if !ok || d.Record.State != bridge.StatePending {
-			continue
+		for _, d := range docs {
+			if d != nil && d.Record.State == bridge.StatePending {
+				out = appendDue(out, d, now)
+			}
 		}
-		out = appendDue(out, d, now)
 	}
 	sortSteps(out)
 	if len(out) > limit {
@@ -94,18 +105,21 @@ func (s *Store) JobSteps(ctx context.Context, tenant, job, target string, before
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: steps of %s/%s: %w", tenant, job, err)
 	}
-	var out []store.DueStep
+	var ids []int64
 	for _, e := range entries {
 		_, _, q, ok := parseDueKey(e.Key)
 		var dd dueDoc
-		if !ok || json.Unmarshal(e.Value, &dd) != nil || dd.Due.After(before) {
-			continue
+		if ok && json.Unmarshal(e.Value, &dd) == nil && !dd.Due.After(before) {
+			ids = append(ids, q)
 		}
-		d, _, ok, err := s.getQuestion(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("jsstore: steps of %s/%s: %w", tenant, job, err)
-		}
-		if !ok || d.Record.State != bridge.StatePending {
+	}
+	docs, err := s.getQuestions(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: steps of %s/%s: %w", tenant, job, err)
+	}
+	var out []store.DueStep
+	for _, d := range docs {
+		if d == nil || d.Record.State != bridge.StatePending {
 			continue
 		}
 		for _, st := range appendDue(nil, d, before) {
@@ -115,5 +129,30 @@ func (s *Store) JobSteps(ctx context.Context, tenant, job, target string, before
 		}
 	}
 	sortSteps(out)
+	return out, nil
+}
+
+// readAtOnce is how many question documents a read of many has in flight:
+// each is a request of its own, and in a cluster a round trip.
+const readAtOnce = 32
+
+// getQuestions reads the documents of ids, readAtOnce at a time; a
+// question with none has nil.
+func (s *Store) getQuestions(ctx context.Context, ids []int64) ([]*questionDoc, error) {
+	out := make([]*questionDoc, len(ids))
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, readAtOnce)
+	var wg sync.WaitGroup
+	for i, q := range ids {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i], _, _, errs[i] = s.getQuestion(ctx, q)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	return out, nil
 }

@@ -20,15 +20,19 @@ func (s *Store) JobQueue(ctx context.Context, tenant, job string) ([]store.Queue
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: queue of %s/%s: %w", tenant, job, err)
 	}
+	ids := make([]int64, len(keys))
+	for i, k := range keys {
+		ids[i] = k.id
+	}
+	docs, err := s.getQuestions(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: queue of %s/%s: %w", tenant, job, err)
+	}
 	out := make([]store.Queued, 0, len(keys))
-	for _, k := range keys {
-		d, _, ok, err := s.getQuestion(ctx, k.id)
-		if err != nil {
-			return nil, fmt.Errorf("jsstore: queue of %s/%s: %w", tenant, job, err)
-		}
+	for _, d := range docs {
 		// One settled since the index was read is left out, as a later
 		// query would.
-		if !ok || d.Record.State != bridge.StatePending {
+		if d == nil || d.Record.State != bridge.StatePending {
 			continue
 		}
 		out = append(out, store.Queued{Record: d.Record, Staleness: d.Staleness})
