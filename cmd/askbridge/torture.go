@@ -81,6 +81,9 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 		{"failed (on_timeout fail)", rep.Failed},
 		{"still pending (1h timeout)", rep.Pending},
 		{"ladder steps fired", rep.LadderSteps},
+		{"cards posted (fake Slack)", rep.Cards},
+		{"  posted twice or more", rep.CardDuplicates},
+		{"  questions without a card", rep.NoCard},
 		{"outbox backlog", rep.OutboxBacklog},
 		{"violations", len(rep.Violations)},
 	}

@@ -72,6 +72,11 @@ func (r *run) stats(ctx context.Context) (*bridge.StatsReply, error) {
 // has timed out or been settled.
 func (r *run) settle(ctx context.Context, rep *Report) error {
 	bound := r.o.ShortMax + 90*time.Second
+	if r.slack != nil {
+		// An event the killed replica held comes back to the Slack
+		// adapter only after its consumer's ack wait.
+		bound += bridge.EventConsumer(bridge.PlatformSlack).AckWait
+	}
 	sctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	r.logf("settling: waiting for outbox backlog 0 and every short question to end")
@@ -293,6 +298,16 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 		return fmt.Errorf("torture: list: %w", err)
 	}
 	rep.Stored = len(views)
+	var cards map[string]int
+	if r.slack != nil {
+		cards = r.slack.cards()
+		for k, n := range cards {
+			rep.Cards += n
+			if _, ok := views[k]; !ok {
+				rep.violate("%d cards posted for %s, which is not stored", n, k)
+			}
+		}
+	}
 
 	resumes := map[string][]streamMsg{}
 	err = r.readStream(ctx, bridge.StreamResumes, func(seq uint64, data []byte) error {
@@ -407,6 +422,15 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 		}
 		if len(asked) != 1 {
 			rep.violate("question %s: %d asked events (%s)", k, len(asked), seqs(asked, evDesc))
+		}
+		if r.slack != nil {
+			switch n := cards[k]; {
+			case n == 0:
+				rep.NoCard++
+			case n > 1:
+				rep.CardDuplicates += n - 1
+				rep.violate("question %s: its card was posted %d times", k, n)
+			}
 		}
 		if len(rs) > 1 {
 			rep.Duplicates += len(rs) - 1

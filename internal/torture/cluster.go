@@ -42,6 +42,10 @@ func (r *run) startServices(ctx context.Context, serverLog io.Writer, rep *Repor
 		r.logf("askbridge serve ready (nats 127.0.0.1:%d, http 127.0.0.1:%d, data %s)", natsPort, httpPort, o.DataDir)
 		return fmt.Sprintf("nats://127.0.0.1:%d", natsPort), nil
 	}
+	var err error
+	if r.slack, err = startFakeSlack(); err != nil {
+		return "", err
+	}
 	nodes, err := cluster.Start(ctx, cluster.Options{
 		Dir:         filepath.Join(o.DataDir, "nats"),
 		Command:     func(conf string) *exec.Cmd { return exec.Command(o.Binary, "nats-node", conf) },
@@ -54,7 +58,7 @@ func (r *run) startServices(ctx context.Context, serverLog io.Writer, rep *Repor
 	r.nodes = nodes
 	r.logf("NATS cluster ready: %s (logs in %s/nats/n*/nats.log)", nodes.URLs(), o.DataDir)
 	for i := range o.Replicas {
-		s, err := newReplica(o.Binary, filepath.Join(o.DataDir, "r"+strconv.Itoa(i+1)), nodes.URLs(), serverLog)
+		s, err := newReplica(o.Binary, filepath.Join(o.DataDir, "r"+strconv.Itoa(i+1)), nodes.URLs(), r.slack.url, serverLog)
 		if err != nil {
 			return "", err
 		}
@@ -82,7 +86,7 @@ func (r *run) startServices(ctx context.Context, serverLog io.Writer, rep *Repor
 
 // newReplica is one askbridge replica on the cluster at urls, keeping the
 // record in JetStream with three copies.
-func newReplica(bin, dataDir, urls string, log io.Writer) (*server, error) {
+func newReplica(bin, dataDir, urls, slackURL string, log io.Writer) (*server, error) {
 	if err := os.MkdirAll(dataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("replica data dir: %w", err)
 	}
@@ -99,6 +103,10 @@ func newReplica(bin, dataDir, urls string, log io.Writer) (*server, error) {
 		"ASK_NATS_REPLICAS=3",
 		"ASK_OPERATORS=cli:torture",
 		"ASK_LOG_LEVEL=warn",
+		"ASK_SLACK_BOT_TOKEN=xoxb-torture",
+		"ASK_SLACK_SIGNING_SECRET=torture-signing-secret",
+		"ASK_SLACK_API_URL="+slackURL,
+		"ASK_CONSOLE_SECRET=torture-console-secret-0123456789",
 	)
 	return &server{bin: bin, env: env, httpAddr: httpAddr, log: log}, nil
 }
@@ -189,5 +197,8 @@ func (r *run) stopAll() {
 	wg.Wait()
 	if r.nodes != nil {
 		r.nodes.Stop()
+	}
+	if r.slack != nil {
+		r.slack.close()
 	}
 }

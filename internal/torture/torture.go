@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,10 @@ type Report struct {
 	// Resumes is resume messages on the stream; Duplicates resumes beyond
 	// the first of a question; Lost acknowledged work with no outcome.
 	Resumes, Duplicates, Lost int
+	// Cards is question cards posted to the fake Slack (cluster);
+	// CardDuplicates cards beyond the first of a question; NoCard stored
+	// questions that never got one (ended before it was posted).
+	Cards, CardDuplicates, NoCard int
 	// By final state.
 	Answered, Declined, TimedOut, Failed, Pending int
 	// LadderSteps is reminded and escalated events.
@@ -134,6 +139,7 @@ type run struct {
 	agent   *agent.Client
 	srvs    []*server        // one, or the replicas
 	nodes   *cluster.Cluster // the cluster variant's NATS
+	slack   *fakeSlack       // the cluster variant's Slack
 	start   time.Time
 	dropped bool         // the events consumer is deleted
 	kills   atomic.Int64 // bumped at each kill and restart: attempts acknowledged across one
@@ -473,6 +479,10 @@ func (r *run) askOne(ctx context.Context, spawn func(func()) bool) {
 		}
 	} else {
 		q.timeout = time.Hour
+	}
+	if r.slack != nil {
+		// A channel a job, as a team would route its jobs' questions.
+		bq.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C" + strings.ToUpper(strings.ReplaceAll(q.tenant+q.job, "-", ""))}}
 	}
 	if !q.ladder {
 		bq.Escalation = &bridge.Escalation{Off: true}
