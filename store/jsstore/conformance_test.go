@@ -53,3 +53,7 @@ func TestConformanceLadder(t *testing.T) { storetest.RunLadder(t, openJetStream)
 func TestConformanceOutbox(t *testing.T) { storetest.RunOutbox(t, openJetStream) }
 
 func TestConformanceQueue(t *testing.T) { storetest.RunQueue(t, openJetStream) }
+
+func TestConformanceQuestions(t *testing.T) { storetest.RunQuestions(t, openJetStream) }
+
+func TestConformanceTrace(t *testing.T) { storetest.RunTrace(t, openJetStream) }
