@@ -17,11 +17,11 @@ import (
 )
 
 // replicaStores are the shared stores the replica tests run on: SQLite
-// shared by the runtimes of one process (testenv.Options.Shared). The
-// JetStream store, which replicas in several processes share, joins once
-// it implements every operation.
+// shared by the runtimes of one process (testenv.Options.Shared), and the
+// JetStream store that replicas in several processes share.
 var replicaStores = []testenv.Options{
 	{Store: testenv.StoreSQLite, Shared: true},
+	{Store: testenv.StoreJetStream},
 }
 
 // eachReplicaStore runs test on each shared store, with roles.

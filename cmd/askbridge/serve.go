@@ -54,8 +54,10 @@ type record interface {
 }
 
 var (
-	_ record = (*store.Store)(nil)
-	_ record = (*jsstore.Store)(nil)
+	_ record              = (*store.Store)(nil)
+	_ record              = (*jsstore.Store)(nil)
+	_ runtime.SharedStore = (*jsstore.Store)(nil)
+	_ runtime.DueWatcher  = (*jsstore.Store)(nil)
 )
 
 // service is one running askbridge: NATS, store, runtime, adapters, HTTP.
