@@ -62,6 +62,8 @@ type Store struct {
 	due dueWatch
 	// outSeen are the outbox rows read and not yet marked sent (outbox.go).
 	outSeen seenRows
+	// reask is the last walk of Reask, for its next page (reask.go).
+	reask reaskMemo
 }
 
 // Open makes the bucket if it is missing and returns the store on it.

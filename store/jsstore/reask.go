@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
@@ -48,11 +49,11 @@ func (s *Store) Reask(ctx context.Context, platforms []string, askedBy time.Time
 // reaskPage is one try of Reask.
 func (s *Store) reaskPage(ctx context.Context, platforms []string, askedBy time.Time, cur store.ReaskCursor, limit int,
 	build func(r *store.Record, shownOn []string) (store.Message, bool, error)) (store.ReaskCursor, int, bool, error) {
-	keys, err := s.states(ctx, stateFilter("", bridge.StatePending, ""))
+	walk := reaskWalk{platforms: strings.Join(platforms, ","), askedBy: askedBy}
+	keys, err := s.reaskKeys(ctx, walk, cur)
 	if err != nil {
 		return cur, 0, false, err
 	}
-	slices.SortFunc(keys, func(a, b stateKey) int { return cmp.Or(strings.Compare(a.tenant, b.tenant), cmp.Compare(a.id, b.id)) })
 	from, _ := slices.BinarySearchFunc(keys, cur, func(k stateKey, c store.ReaskCursor) int {
 		return cmp.Or(strings.Compare(k.tenant, c.Tenant), cmp.Compare(k.id, c.ID+1))
 	})
@@ -91,7 +92,56 @@ func (s *Store) reaskPage(ctx context.Context, platforms []string, askedBy time.
 	if err := s.commit(ctx, t); err != nil {
 		return cur, 0, false, err
 	}
+	walk.next, walk.keys = next, keys
+	s.reask.keep(walk, found < limit)
 	return next, len(msgs), found < limit, nil
+}
+
+// reaskWalk is the pending questions a walk of Reask listed, by tenant
+// and id, kept for its next page (which starts at next): listing every
+// pending question for each page of 500 would make a walk over many
+// quadratic. A question that became pending after the listing was
+// recorded after the walk began, and so announced after the consumer it
+// is for existed: the walk need not find it. One that ended since is
+// read again before it is asked.
+type reaskWalk struct {
+	platforms string
+	askedBy   time.Time
+	next      store.ReaskCursor
+	keys      []stateKey
+}
+
+// reaskMemo keeps the last walk of Reask.
+type reaskMemo struct {
+	mu   sync.Mutex
+	last *reaskWalk
+}
+
+// keep keeps w for its next page, or forgets it when it is done.
+func (m *reaskMemo) keep(w reaskWalk, done bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last = nil
+	if !done {
+		m.last = &w
+	}
+}
+
+// reaskKeys are the pending questions, by tenant and id: the listing of
+// the walk that cur continues, or a new one.
+func (s *Store) reaskKeys(ctx context.Context, w reaskWalk, cur store.ReaskCursor) ([]stateKey, error) {
+	s.reask.mu.Lock()
+	last := s.reask.last
+	s.reask.mu.Unlock()
+	if last != nil && cur != (store.ReaskCursor{}) && last.next == cur && last.platforms == w.platforms && last.askedBy.Equal(w.askedBy) {
+		return last.keys, nil
+	}
+	keys, err := s.states(ctx, stateFilter("", bridge.StatePending, ""))
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(keys, func(a, b stateKey) int { return cmp.Or(strings.Compare(a.tenant, b.tenant), cmp.Compare(a.id, b.id)) })
+	return keys, nil
 }
 
 // shownOn are the platforms that reported a message of question d, in
