@@ -54,7 +54,7 @@ Usage:
   askbridge policy check FILE               check a policy file (ASK_POLICY) without starting anything; exit 0 good, 2 bad
   askbridge bench [--duration 10s] [--rate 0] [--concurrency 32] [--sync always|interval] [--pending N] [--gate]
                                             measure the answer path in-process against a fake Slack (--gate: the gate)
-  askbridge torture [--duration 60s] [--rate 50] [--kill-every 5s] [--data DIR]
+  askbridge torture [--duration 60s] [--rate 50] [--kill-every 5s] [--data DIR] [--cluster [--replicas 3]]
                                             kill -9 the service under load and check nothing was lost or doubled
 
 The tools connect to ASK_NATS_URL, else to the embedded server at ASK_NATS_LISTEN
