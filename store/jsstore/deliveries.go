@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
@@ -47,7 +46,7 @@ func (s *Store) RecordDeliveries(ctx context.Context, reports []store.ReportedDe
 	}
 	for chunk := range slices.Chunk(order, deliveryQuestions) {
 		err := retry(ctx, "record deliveries", func() error {
-			docs, revs, err := s.fetchQuestions(ctx, chunk)
+			docs, revs, err := s.getDocs(ctx, chunk)
 			if err != nil {
 				return err
 			}
@@ -121,27 +120,4 @@ func (s *Store) JobThreads(ctx context.Context, tenant, job string) ([]bridge.Me
 		return cmp.Or(cmp.Compare(a.Platform, b.Platform), cmp.Compare(a.Channel, b.Channel), cmp.Compare(a.Thread, b.Thread))
 	})
 	return slices.Compact(out), nil
-}
-
-// fetchQuestions reads the documents of ids, many reads in flight at once;
-// a missing one is nil.
-func (s *Store) fetchQuestions(ctx context.Context, ids []int64) ([]*questionDoc, []uint64, error) {
-	docs, revs, errs := make([]*questionDoc, len(ids)), make([]uint64, len(ids)), make([]error, len(ids))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, prefetchers)
-	for i, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			docs[i], revs[i], _, errs[i] = s.getQuestion(ctx, id)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	return docs, revs, nil
 }

@@ -63,11 +63,16 @@ func (s *Store) getQuestion(ctx context.Context, q int64) (*questionDoc, uint64,
 	if err != nil || !ok {
 		return nil, rev, ok, err
 	}
+	d.noteRead()
+	return &d, rev, true, nil
+}
+
+// noteRead remembers what a document read holds, for putQuestion.
+func (d *questionDoc) noteRead() {
 	d.readState, d.readAudit = d.Record.State, len(d.Audit)
 	if st, ok := nextStep(d.Steps); ok && d.Record.State == bridge.StatePending {
 		d.readDue = &dueDoc{Question: d.Record.ID, Index: st.Index, Target: st.Target, Due: msTime(st.Due)}
 	}
-	return &d, rev, true, nil
 }
 
 // nextIDs takes n consecutive ids from counter name and returns the first.

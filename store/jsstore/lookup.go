@@ -2,9 +2,9 @@ package jsstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store"
@@ -171,65 +171,75 @@ func (v *view) attempt(ctx context.Context, id string) (*attemptState, error) {
 	return as, nil
 }
 
-// prefetchers bounds the reads Prefetch has in flight at once.
-const prefetchers = 16
-
 // Prefetch reads the questions of keys (those with a task version) and
-// their jobs, many reads in flight at once, for the FindAnswerable calls
-// to come. A view of one decision reads only what it is asked.
+// their jobs in two multi reads, for the FindAnswerable calls to come. A
+// view of one decision reads only what it is asked.
 func (v *view) Prefetch(ctx context.Context, keys []store.Key) error {
 	if !v.prefetch {
 		return nil
 	}
 	var todo []store.Key
+	var versionKeys []string
 	for _, k := range keys {
 		if _, ok := v.ids[k]; !ok && k.TaskVersion != 0 && !slices.Contains(todo, k) {
 			todo = append(todo, k)
+			versionKeys = append(versionKeys, keyQuestionVersion(k.Tenant, k.JobID, k.QuestionID, k.TaskVersion))
 		}
 	}
-	type read struct {
-		id      int64
-		q       *questionState
-		version int64
-		err     error
+	if len(todo) == 0 {
+		return nil
 	}
-	reads := make([]read, len(todo))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, prefetchers)
+	versions, err := v.s.getMany(ctx, versionKeys)
+	if err != nil {
+		return fmt.Errorf("jsstore: prefetch %d questions: %w", len(todo), err)
+	}
+	var docKeys []string
 	for i, k := range todo {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			r := &reads[i]
-			if r.id, r.err = v.s.resolveKey(ctx, k); r.err != nil || r.id == 0 {
-				return
+		v.ids[k] = 0
+		if e, ok := versions[versionKeys[i]]; ok {
+			if v.ids[k], err = parseID(e.Value); err != nil {
+				return err
 			}
-			d, rev, _, err := v.s.getQuestion(ctx, r.id)
-			if r.err = err; err != nil {
-				return
-			}
-			r.q = &questionState{d: d, rev: rev}
-			j, _, _, err := v.s.getJob(ctx, k.Tenant, k.JobID)
-			r.version, r.err = j.TaskVersion, err
-		}()
+			docKeys = append(docKeys, keyQuestion(v.ids[k]), keyJob(k.Tenant, k.JobID))
+		}
 	}
-	wg.Wait()
-	for i, k := range todo {
-		r := reads[i]
-		if r.err != nil {
-			return fmt.Errorf("jsstore: prefetch question %s: %w", k, r.err)
+	docs, err := v.s.getMany(ctx, docKeys)
+	if err != nil {
+		return fmt.Errorf("jsstore: prefetch %d questions: %w", len(todo), err)
+	}
+	for _, k := range todo {
+		if id := v.ids[k]; id != 0 {
+			if err := v.prefetched(k, id, docs); err != nil {
+				return err
+			}
 		}
-		v.ids[k] = r.id
-		if r.id == 0 {
-			continue
+	}
+	return nil
+}
+
+// prefetched keeps what Prefetch read of question id (named by k) and its
+// job, unless the view read them before.
+func (v *view) prefetched(k store.Key, id int64, docs map[string]entry) error {
+	if _, ok := v.questions[id]; !ok {
+		qs := &questionState{}
+		if e, ok := docs[keyQuestion(id)]; ok {
+			d, err := decodeQuestion(e)
+			if err != nil {
+				return err
+			}
+			qs.d, qs.rev = d, e.Rev
 		}
-		if _, ok := v.questions[r.id]; !ok {
-			v.questions[r.id] = r.q
+		v.questions[id] = qs
+	}
+	job := [2]string{k.Tenant, k.JobID}
+	if _, ok := v.jobs[job]; !ok {
+		var j jobDoc
+		if e, ok := docs[keyJob(k.Tenant, k.JobID)]; ok {
+			if err := json.Unmarshal(e.Value, &j); err != nil {
+				return fmt.Errorf("jsstore: decode %s: %w", e.Key, err)
+			}
 		}
-		if _, ok := v.jobs[[2]string{k.Tenant, k.JobID}]; !ok {
-			v.jobs[[2]string{k.Tenant, k.JobID}] = r.version
-		}
+		v.jobs[job] = j.TaskVersion
 	}
 	return nil
 }
