@@ -60,6 +60,15 @@ func testDeliveries(t *testing.T, s Store) {
 	if refs, err := s.Messages(ctx, rec.ID+1000); err != nil || len(refs) != 0 {
 		t.Fatalf("messages of an unknown question = %+v, %v", refs, err)
 	}
+	// A report that comes after the question ended is kept all the same.
+	Settle(t, s, rec, T0.Add(time.Hour))
+	late := delivered("slack", "C1", "1.9", "1.1")
+	if _, err := s.RecordDelivery(ctx, rec.ID, late, T0.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if refs, _ := s.Messages(ctx, rec.ID); len(refs) != 2 || refs[0] != *discord.Message || refs[1] != *late.Message {
+		t.Fatalf("messages after the answer = %+v, want discord's and the late slack one", refs)
+	}
 }
 
 // testRecordDeliveries: a batch of reports is stored in order, the latest

@@ -32,6 +32,7 @@ func RunQuestions(t *testing.T, open Open) {
 		"RaceAskOnce":              testRaceAskOnce,
 		"RaceAskVersions":          testRaceAskVersions,
 		"RaceCancelKey":            testRaceCancelKey,
+		"RaceCancelAndSettle":      testRaceCancelAndSettle,
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -326,5 +327,61 @@ func testRaceOutboxCursor(t *testing.T, s Store) {
 		if n != 1 {
 			t.Fatalf("row %s seen %d times", d, n)
 		}
+	}
+}
+
+// testRaceCancelAndSettle: a cancel and an answer at once: exactly one
+// ends the question.
+func testRaceCancelAndSettle(t *testing.T, s Store) {
+	for round := range 3 {
+		job := fmt.Sprint("job-", round)
+		q := Ask(t, s, NewQuestion(job, "q-1", 1))
+		var ended atomic.Int32
+		errs := together(func(i int) error {
+			if i%2 == 0 {
+				recs, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: job, At: T0})
+				if len(recs) == 1 {
+					ended.Add(1)
+				}
+				return err
+			}
+			if err := s.Settle(ctx, Answer(q, T0)); !errors.Is(err, store.ErrNotPending) {
+				if err == nil {
+					ended.Add(1)
+				}
+				return err
+			}
+			return nil
+		})
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		if n := ended.Load(); n != 1 {
+			t.Fatalf("%d cancels and answers ended %s's question, want 1", n, job)
+		}
+	}
+}
+
+// testRaceProposalJobs: two jobs asking for one proposal id at once: one
+// records it, the other is refused.
+func testRaceProposalJobs(t *testing.T, s Store) {
+	statuses := make([]store.AskStatus, racers)
+	errs := together(func(i int) error {
+		res, err := s.AskMany(ctx, []store.NewQuestion{NewApproval(fmt.Sprint("job-", i), "q-1", 1, "pr_1")})
+		if err == nil {
+			statuses[i] = res[0].Status
+		}
+		return err
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(statuses)
+	if statuses[0] != store.Asked || statuses[1] != store.Refused || statuses[racers-1] != store.Refused {
+		t.Fatalf("statuses %v, want one Asked and the rest Refused", statuses)
+	}
+	p := Proposal(t, s, "pr_1")
+	if q, err := s.Find(ctx, store.Key{Tenant: Tenant, JobID: p.JobID, QuestionID: "q-1"}); err != nil || q.ID != p.Question {
+		t.Fatalf("the proposal's question = %+v, %v; want the one of %s", q, err, p.JobID)
 	}
 }

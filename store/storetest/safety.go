@@ -33,6 +33,8 @@ func RunSafety(t *testing.T, open Open) {
 		"RaceNotice":                   testRaceNotice,
 		"RaceExecute":                  testRaceExecute,
 		"RaceRecordExecution":          testRaceRecordExecution,
+		"RaceProposalOfTwoJobs":        testRaceProposalJobs,
+		"ProposalInOneBatch":           testProposalInOneBatch,
 	})
 }
 
@@ -301,5 +303,25 @@ func testRecordExecutionAfterGate(t *testing.T, s Store) {
 	p, err := report(s, "job-1", "pr_1", bridge.ResultSucceeded, T0.Add(time.Hour))
 	if err != nil || p.State != bridge.ProposalExecuted || !p.ExecutedAt.Equal(taken) || !p.ReportedAt.Equal(T0.Add(time.Hour)) {
 		t.Fatalf("reported after the gate took it: %+v, %v", p, err)
+	}
+}
+
+// testProposalInOneBatch: the questions of one batch see each other's
+// proposals, whatever their jobs.
+func testProposalInOneBatch(t *testing.T, s Store) {
+	res := AskAll(t, s,
+		NewApproval("job-1", "q-1", 1, "pr_1"),
+		NewApproval("job-2", "q-1", 1, "pr_1"), // another job's id
+		NewApproval("job-1", "q-2", 1, "pr_1"), // waited on by q-1
+		NewApproval("job-3", "q-1", 1, "pr_3"),
+	)
+	want := []store.AskStatus{store.Asked, store.Refused, store.Refused, store.Asked}
+	for i, w := range want {
+		if res[i].Status != w {
+			t.Errorf("result %d: status %d (%q), want %d", i, res[i].Status, res[i].Problem, w)
+		}
+	}
+	if p := Proposal(t, s, "pr_1"); p.JobID != "job-1" || p.Question != res[0].Record.ID {
+		t.Fatalf("pr_1 = %+v, want job-1's q-1's", p)
 	}
 }
