@@ -3,6 +3,7 @@ package jsstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
@@ -23,20 +24,19 @@ func (s *Store) pendingOfJob(ctx context.Context, tenant, job string, keep func(
 	if err != nil {
 		return nil, err
 	}
-	var out []readDoc
-	for _, k := range keys {
-		d, rev, ok, err := s.getQuestion(ctx, k.id)
-		if err != nil {
-			return nil, err
-		}
-		// The index and the document are written together; a document
-		// read after a transition that ended it is no longer pending.
-		if !ok || d.Record.State != bridge.StatePending || (keep != nil && !keep(&d.Record)) {
-			continue
-		}
-		out = append(out, readDoc{d, rev})
+	ids := make([]int64, len(keys))
+	for i, k := range keys {
+		ids[i] = k.id
 	}
-	return out, nil
+	docs, err := s.readDocs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	// The index and the document are written together; a document read
+	// after a transition that ended it is no longer pending.
+	return slices.DeleteFunc(docs, func(rd readDoc) bool {
+		return rd.d == nil || rd.d.Record.State != bridge.StatePending || (keep != nil && !keep(&rd.d.Record))
+	}), nil
 }
 
 // endWrites is about how many keys ending a question writes besides its

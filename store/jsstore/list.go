@@ -22,21 +22,26 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Record, e
 		return nil, fmt.Errorf("jsstore: list: %w", err)
 	}
 	from, _ := slices.BinarySearchFunc(keys, f.AfterID+1, func(k stateKey, id int64) int { return cmp.Compare(k.id, id) })
-	out := make([]store.Record, 0, min(limit, len(keys)-from))
-	for _, k := range keys[from:] {
-		if len(out) == limit {
-			break
+	keys = keys[from:]
+	out := make([]store.Record, 0, min(limit, len(keys)))
+	for len(out) < limit && len(keys) > 0 {
+		n := min(limit-len(out), len(keys))
+		ids := make([]int64, n)
+		for i, k := range keys[:n] {
+			ids[i] = k.id
 		}
-		d, _, ok, err := s.getQuestion(ctx, k.id)
+		keys = keys[n:]
+		docs, err := s.readDocs(ctx, ids)
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: list: %w", err)
 		}
-		// A question that moved on since the index was read is left to
-		// the next read, as a later query would.
-		if !ok || (f.State != "" && d.Record.State != f.State) {
-			continue
+		for _, rd := range docs {
+			// A question that moved on since the index was read is left
+			// to the next read, as a later query would.
+			if rd.d != nil && (f.State == "" || rd.d.Record.State == f.State) {
+				out = append(out, rd.d.Record)
+			}
 		}
-		out = append(out, d.Record)
 	}
 	return out, nil
 }
@@ -65,17 +70,15 @@ func (s *Store) jobDocs(ctx context.Context, tenant, job string) ([]readDoc, err
 		return nil, err
 	}
 	slices.SortFunc(vs, func(a, b versioned) int { return cmp.Compare(a.id, b.id) })
-	out := make([]readDoc, 0, len(vs))
-	for _, v := range vs {
-		d, rev, ok, err := s.getQuestion(ctx, v.id)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, readDoc{d, rev})
-		}
+	ids := make([]int64, len(vs))
+	for i, v := range vs {
+		ids[i] = v.id
 	}
-	return out, nil
+	docs, err := s.readDocs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(docs, func(rd readDoc) bool { return rd.d == nil }), nil
 }
 
 // JobQuestions returns every question of a job, every task version, in

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store"
@@ -144,20 +145,23 @@ func (s *Store) FindQuestionIDs(ctx context.Context, tenant, job, questionID str
 	}
 	slices.Reverse(vs)
 	vs = vs[:min(len(vs), 200)]
-	var out []*store.Record
+	var ids []int64
 	seen := map[[2]string]bool{}
 	for _, v := range vs {
 		k := [2]string{v.tenant, v.job}
-		if seen[k] || len(out) == store.MaxQuestionIDJobs {
-			continue
+		if !seen[k] && len(ids) < store.MaxQuestionIDJobs {
+			seen[k] = true
+			ids = append(ids, v.id)
 		}
-		seen[k] = true
-		d, _, ok, err := s.getQuestion(ctx, v.id)
-		if err != nil {
-			return nil, fmt.Errorf("jsstore: find question %s: %w", questionID, err)
-		}
-		if ok {
-			out = append(out, &d.Record)
+	}
+	docs, err := s.readDocs(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: find question %s: %w", questionID, err)
+	}
+	var out []*store.Record
+	for _, rd := range docs {
+		if rd.d != nil {
+			out = append(out, &rd.d.Record)
 		}
 	}
 	return out, nil
@@ -218,4 +222,25 @@ func stateFilter(tenant, state, job string) string {
 		return enc(v)
 	}
 	return "qs." + tok(tenant) + "." + tok(state) + "." + tok(job) + ".*"
+}
+
+// readDocs reads the documents of ids with their revisions, readAtOnce at
+// a time; a question with none has a nil document.
+func (s *Store) readDocs(ctx context.Context, ids []int64) ([]readDoc, error) {
+	out := make([]readDoc, len(ids))
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, readAtOnce)
+	var wg sync.WaitGroup
+	for i, q := range ids {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i].d, out[i].rev, _, errs[i] = s.getQuestion(ctx, q)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
