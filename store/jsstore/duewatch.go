@@ -70,6 +70,9 @@ type dueWatch struct {
 	failed error
 }
 
+// apiTimeout bounds a request the store makes to JetStream's API itself.
+const apiTimeout = 5 * time.Second
+
 // dueFilter is the key pattern of every due key.
 const dueFilter = "due.>"
 
@@ -222,6 +225,10 @@ func (s *Store) dueView(ctx context.Context, f func(h dueHeap)) error {
 // takes no wildcard subject.
 func (s *Store) lastDueRev(ctx context.Context) (uint64, error) {
 	req, _ := json.Marshal(map[string]string{"last_by_subj": subjectPrefix + dueFilter})
+	// As the jetstream package's own requests, it gives up in time when
+	// the stream has no leader; the ladder tries again shortly.
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
 	msg, err := s.nc.RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"STREAM.MSG.GET."+streamName, req)
 	if err != nil {
 		return 0, fmt.Errorf("jsstore: read the last due step: %w", err)
