@@ -232,6 +232,7 @@ func (s *Store) askPlan(ctx context.Context, nq *store.NewQuestion, id int64) (r
 	if err := t.outbox(nq.Outbox, nq.AskedAt); err != nil {
 		return nil, nil, nil, false, err
 	}
+	t.markAsked(nq.Tenant, nq.JobID, nq.AskedAt)
 	res.Status = store.Asked
 	rec := d.Record
 	res.Record = &rec
@@ -269,8 +270,9 @@ func (s *Store) supersede(ctx context.Context, t *txn, nq *store.NewQuestion) ([
 	}
 	reason := fmt.Sprintf("superseded by task version %d", nq.TaskVersion)
 	// The new question's own keys: document, state index, due key,
-	// uniqueness key, proposal, and its messages.
-	reserve := 5 + len(nq.Outbox)
+	// uniqueness key, proposal, its messages, and its day's marks
+	// (markAsked).
+	reserve := 7 + len(nq.Outbox)
 	return s.endEach(ctx, t, reserve, old, msgs, bridge.StateSuperseded, nq.AskedAt, "", "", reason)
 }
 

@@ -57,3 +57,5 @@ func TestConformanceQueue(t *testing.T) { storetest.RunQueue(t, openJetStream) }
 func TestConformanceQuestions(t *testing.T) { storetest.RunQuestions(t, openJetStream) }
 
 func TestConformanceTrace(t *testing.T) { storetest.RunTrace(t, openJetStream) }
+
+func TestConformanceSafety(t *testing.T) { storetest.RunSafety(t, openJetStream) }

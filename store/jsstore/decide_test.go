@@ -40,8 +40,8 @@ func written(t *testing.T, s *Store) (outbox, log map[string][]string) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		var l store.LogEntry
-		if err := json.Unmarshal(e.Value, &l); err != nil {
+		l, err := logEntry(storetest.Tenant, "job", e)
+		if err != nil {
 			t.Fatal(err)
 		}
 		log[l.QuestionID] = append(log[l.QuestionID], string(l.Body))

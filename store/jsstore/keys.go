@@ -70,9 +70,19 @@ func keyOutbox(unique string) string { return "out." + unique }
 // keyProposal is a proposal's document.
 func keyProposal(tenant, proposal string) string { return "prop." + enc(tenant) + "." + enc(proposal) }
 
-// keyLog is one entry of a job's log.
-func keyLog(tenant, job, unique string) string {
-	return "log." + enc(tenant) + "." + enc(job) + "." + unique
+// keyLog is one entry of a job's log, written on day (UTC, 20061231) and
+// of class (joblog_write.go). The day and class come first so that the
+// gate's refusals of a window are read by their days alone
+// (log.<day>.r.>), not by scanning the gate's decisions of every job; a
+// job's log is log.*.*.<tenant>.<job>.*, which the server's subject index
+// answers by walking the days and classes, not the entries.
+func keyLog(day, class, tenant, job, unique string) string {
+	return "log." + day + "." + class + "." + enc(tenant) + "." + enc(job) + "." + unique
+}
+
+// keyNotice marks a notice recorded, by its id.
+func keyNotice(tenant, job, notice string) string {
+	return "notice." + enc(tenant) + "." + enc(job) + "." + enc(notice)
 }
 
 // keyMeta is a named setting of the record.

@@ -100,6 +100,13 @@ func logAt(t *testing.T, s Store, entries ...store.LogEntry) {
 	}
 }
 
+// GateLogExpiry is a store whose gate decisions go on their own once they
+// are as old as the runtime keeps them (key TTLs in JetStream), so that
+// its PruneGateLog has nothing to delete. Its own tests show them go.
+type GateLogExpiry interface {
+	GateLogExpiry() time.Duration
+}
+
 // testPruneGateLog: only the gate's decisions written before the cutoff
 // go; the trail's other entries stay.
 func testPruneGateLog(t *testing.T, s Store) {
@@ -120,6 +127,20 @@ func testPruneGateLog(t *testing.T, s Store) {
 	}
 	logAt(t, s, entry(store.LogGate, 0), entry(store.LogApproval, time.Second), entry(store.LogGate, 2*time.Second),
 		entry(store.LogGate, 3*time.Second), entry(store.LogGate, time.Hour), entry(store.LogNotice, time.Hour))
+	if e, ok := s.(GateLogExpiry); ok {
+		// The runtime keeps gate decisions 30 days (runtime/prune.go).
+		if d := e.GateLogExpiry(); d != 30*24*time.Hour {
+			t.Fatalf("gate decisions expire after %v, want the runtime's 30 days", d)
+		}
+		if n, err := s.PruneGateLog(ctx, T0.Add(time.Minute)); err != nil || n != 0 {
+			t.Fatalf("PruneGateLog of a store whose gate decisions expire = %d, %v; want 0", n, err)
+		}
+		want := []string{"gate@0s", "approval@1s", "gate@2s", "gate@3s", "gate@1h0m0s", "notice@1h0m0s"}
+		if got := kinds(); !slices.Equal(got, want) {
+			t.Fatalf("after the prune: %v, want %v", got, want)
+		}
+		return
+	}
 	if n, err := s.PruneGateLog(ctx, T0.Add(time.Minute)); err != nil || n != 3 {
 		t.Fatalf("PruneGateLog = %d, %v; want the 3 old gate decisions", n, err)
 	}

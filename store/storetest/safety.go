@@ -23,6 +23,7 @@ func RunSafety(t *testing.T, open Open) {
 		"GateJob":                      testGateJob,
 		"GateCommitTakesOnce":          testGateCommit,
 		"GateCommitAllOrNothing":       testGateCommitAllOrNothing,
+		"GateExecutesAtOnce":           testGateExecutesAtOnce,
 		"RecordExecution":              testRecordExecution,
 		"RecordExecutionAfterGate":     testRecordExecutionAfterGate,
 		"JobLogInOrder":                testJobLog,

@@ -1,0 +1,199 @@
+package jsstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
+)
+
+// GateJob reads a job for the gate: its document and its pending questions
+// through the state index (qs.<tenant>.pending.<job>.*), in the order they
+// were asked. The cost does not grow with other jobs' questions.
+func (s *Store) GateJob(ctx context.Context, tenant, job string) (store.GateJob, error) {
+	var out store.GateJob
+	jd, _, ok, err := s.getJob(ctx, tenant, job)
+	if err != nil {
+		return out, fmt.Errorf("jsstore: gate read of %s/%s: %w", tenant, job, err)
+	}
+	if !ok {
+		return out, nil
+	}
+	out.Known, out.Version = true, jd.TaskVersion
+	keys, err := s.states(ctx, stateFilter(tenant, bridge.StatePending, job))
+	if err != nil {
+		return out, fmt.Errorf("jsstore: gate read of %s/%s: %w", tenant, job, err)
+	}
+	for _, k := range keys {
+		d, _, ok, err := s.getQuestion(ctx, k.id)
+		if err != nil {
+			return out, fmt.Errorf("jsstore: gate read of %s/%s: %w", tenant, job, err)
+		}
+		// The index and the document change in one batch, but are read
+		// one after the other: the document says how it stands now.
+		if ok && d.Record.State == bridge.StatePending {
+			out.Pending = append(out.Pending, store.GatePending{QuestionID: d.Record.QuestionID, Body: d.Record.Body})
+		}
+	}
+	return out, nil
+}
+
+// GateCommit writes a batch of the gate's decisions: executes in order,
+// each seeing those before, and every log entry, as one atomic batch. The
+// log entries are blind puts of new keys; only a proposal an execute takes
+// is a compare-and-set, and a lost one (another replica took or changed
+// it) decides the batch's executes again on the proposals as they now
+// stand. A batch of more keys than one atomic batch takes is written in
+// several, each all or nothing; when a later one fails, the earlier ones
+// stay written and the error is the whole batch's.
+func (s *Store) GateCommit(ctx context.Context, batch []store.GateWrite) error {
+	for lo := 0; lo < len(batch); {
+		hi := gateGroupEnd(batch, lo)
+		group := batch[lo:hi]
+		if err := retry(ctx, "write gate decisions", func() error { return s.gateGroup(ctx, group) }); err != nil {
+			return fmt.Errorf("jsstore: write %d gate decisions: %w", len(batch), err)
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// gateGroupEnd is where the group of writes starting at lo ends: as many
+// as fit one atomic batch (a key per log entry, and one per proposal an
+// execute may take).
+func gateGroupEnd(batch []store.GateWrite, lo int) int {
+	keys, props := 0, map[string]bool{}
+	for i := lo; i < len(batch); i++ {
+		n := 1
+		if e := batch[i].Execute; e != nil && !props[e.Tenant+"\x00"+e.ProposalID] {
+			n = 2
+		}
+		if keys+n > maxBatch && i > lo {
+			return i
+		}
+		keys += n
+		if e := batch[i].Execute; e != nil {
+			props[e.Tenant+"\x00"+e.ProposalID] = true
+		}
+	}
+	return len(batch)
+}
+
+// takenProposal is a proposal the executes of a group read, as they left it.
+type takenProposal struct {
+	p     *store.Proposal
+	rev   uint64
+	taken bool
+}
+
+// gateGroup decides the executes of group on the proposals as they stand
+// and writes the group in one atomic batch.
+func (s *Store) gateGroup(ctx context.Context, group []store.GateWrite) error {
+	props := map[string]*takenProposal{}
+	entries := make([]store.LogEntry, 0, len(group))
+	var order []string
+	for _, w := range group {
+		if w.Execute == nil {
+			entries = append(entries, w.Log)
+			continue
+		}
+		e := w.Execute
+		key := keyProposal(e.Tenant, e.ProposalID)
+		tp, ok := props[key]
+		if !ok {
+			var p store.Proposal
+			rev, found, err := s.getJSON(ctx, key, &p)
+			if err != nil {
+				return err
+			}
+			tp = &takenProposal{rev: rev}
+			if found {
+				tp.p = &p
+			}
+			props[key], order = tp, append(order, key)
+		}
+		var seen *store.Proposal
+		if tp.p != nil {
+			cp := *tp.p
+			seen = &cp
+		}
+		take, entry := e.Decide(seen)
+		if take {
+			if tp.p == nil || tp.p.State != bridge.ProposalApproved {
+				return fmt.Errorf("execute proposal %s/%s: only an approved proposal can be taken, not a %s one",
+					e.Tenant, e.ProposalID, stateWord(tp.p))
+			}
+			tp.p.State, tp.p.ExecutedAt, tp.taken = bridge.ProposalExecuted, msTime(e.At), true
+			seen.State, seen.ExecutedAt = tp.p.State, tp.p.ExecutedAt
+		}
+		entries = append(entries, entry)
+	}
+	t := &txn{}
+	for _, key := range order {
+		if tp := props[key]; tp.taken {
+			if err := t.putJSON(key, tp.rev, tp.p); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.appendLog(entries); err != nil {
+		return err
+	}
+	return s.commit(ctx, t)
+}
+
+func stateWord(p *store.Proposal) string {
+	if p == nil {
+		return "missing"
+	}
+	return p.State
+}
+
+// FindProposal reads a proposal by its tenant and id; store.ErrNotFound
+// when the tenant has none of that id.
+func (s *Store) FindProposal(ctx context.Context, tenant, id string) (*store.Proposal, error) {
+	var p store.Proposal
+	_, ok, err := s.getJSON(ctx, keyProposal(tenant, id), &p)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: proposal %s/%s: %w", tenant, id, err)
+	}
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return &p, nil
+}
+
+// SeedProposal writes a proposal as given, for p.Question, whose document
+// then names it (when there is one): for tests that need a proposal in a
+// given state. The runtime records proposals with their approvals (AskMany).
+func (s *Store) SeedProposal(ctx context.Context, p store.Proposal) error {
+	if len(p.Arguments) == 0 {
+		p.Arguments = []byte("{}")
+	}
+	err := retry(ctx, "seed proposal "+p.ID, func() error {
+		_, rev, _, err := s.get(ctx, keyProposal(p.Tenant, p.ID))
+		if err != nil {
+			return err
+		}
+		t := &txn{}
+		if err := t.putJSON(keyProposal(p.Tenant, p.ID), rev, p); err != nil {
+			return err
+		}
+		d, qrev, ok, err := s.getQuestion(ctx, p.Question)
+		if err != nil {
+			return err
+		}
+		if ok {
+			d.Proposal = p.ID
+			if err := t.putJSON(keyQuestion(p.Question), qrev, d); err != nil {
+				return err
+			}
+		}
+		return s.commit(ctx, t)
+	})
+	if err != nil {
+		return fmt.Errorf("jsstore: seed proposal %s/%s: %w", p.Tenant, p.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package jsstore
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
+	"github.com/askbridge/askbridge/store/storetest"
+)
+
+// replicas opens n stores on one server, each on a connection of its own,
+// as n askbridge replicas share a record.
+func replicas(t *testing.T, n int) []*Store {
+	t.Helper()
+	first := openTest(t)
+	out := []*Store{first}
+	for range n - 1 {
+		nc, err := nats.Connect(first.nc.ConnectedUrl())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		s, err := Open(context.Background(), nc, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestExecutesOnThreeReplicasTakeTheProposalOnce(t *testing.T) {
+	ctx := context.Background()
+	rs := replicas(t, 3)
+	q := storetest.Ask(t, rs[0], storetest.NewApproval("job-1", "q-1", 1, "pr-1"))
+	if err := rs[1].Settle(ctx, store.Settlement{Question: q.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, At: storetest.T0,
+		Proposal: &store.ProposalDecision{Tenant: storetest.Tenant, ID: "pr-1", State: bridge.ProposalApproved}}); err != nil {
+		t.Fatal(err)
+	}
+	stores := []storetest.Store{rs[0], rs[1], rs[2]}
+	if taken := storetest.ExecuteAtOnce(t, stores, 20, "job-1", "pr-1"); taken != 1 {
+		t.Fatalf("%d of 20 executes on 3 replicas took the proposal, want exactly 1", taken)
+	}
+	log, err := rs[2].JobLog(ctx, storetest.Tenant, "job-1")
+	if err != nil || len(log) != 20 {
+		t.Fatalf("job log: %d entries, %v; want the 20 decisions", len(log), err)
+	}
+}
+
+// TestGateDecisionsGoOnTheirOwn: gate decisions carry the retention as a
+// key TTL, so the bucket deletes them itself; the trail people follow has
+// none. PruneGateLog has nothing left to do.
+func TestGateDecisionsGoOnTheirOwn(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	at := storetest.T0
+	entries := []store.LogEntry{
+		{Tenant: "acme", JobID: "job-1", Kind: store.LogGate, Body: json.RawMessage(`{"code":"allowed"}`), At: at},
+		{Tenant: "acme", JobID: "job-1", Kind: store.LogGate, Body: json.RawMessage(`{"code":"blocked_by_question"}`), At: at},
+		{Tenant: "acme", JobID: "job-1", Kind: store.LogApproval, Body: json.RawMessage(`{"code":"x"}`), At: at},
+	}
+	if err := s.AppendLog(ctx, entries); err != nil {
+		t.Fatal(err)
+	}
+	log, err := s.JobLog(ctx, "acme", "job-1")
+	if err != nil || len(log) != 3 {
+		t.Fatalf("job log: %+v, %v", log, err)
+	}
+	for i, e := range log {
+		m, err := s.stream.GetMsg(ctx, uint64(e.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttl := m.Header.Get(jetstream.MsgTTLHeader)
+		want := (30 * 24 * time.Hour).String()
+		if e.Kind != store.LogGate {
+			want = ""
+		}
+		if ttl != want {
+			t.Errorf("entry %d (%s) has TTL %q, want %q", i, e.Kind, ttl, want)
+		}
+	}
+	if n, err := s.PruneGateLog(ctx, at.Add(time.Hour)); n != 0 || err != nil {
+		t.Fatalf("PruneGateLog = %d, %v", n, err)
+	}
+}
+
+// TestGateCommitSplitsWhatOneBatchCannotTake: a batch of more keys than
+// one atomic batch takes is written whole, its executes deciding in order.
+func TestGateCommitSplitsWhatOneBatchCannotTake(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	const proposals = 510 // 1,275 keys: two batches
+	batch := make([]store.GateWrite, 0, proposals+300)
+	takes := 0
+	seed := &txn{}
+	for i := range proposals {
+		id := "pr-" + id(int64(i))
+		if err := seed.putJSON(keyProposal("acme", id), 0, store.Proposal{Tenant: "acme", ID: id, JobID: "job-1",
+			Action: "refund", State: bridge.ProposalApproved}); err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, store.GateWrite{Execute: &store.GateExecute{Tenant: "acme", ProposalID: id, At: storetest.T0,
+			Decide: func(p *store.Proposal) (bool, store.LogEntry) {
+				take := p.State == bridge.ProposalApproved
+				if take {
+					takes++
+				}
+				return take, store.LogEntry{Tenant: "acme", JobID: "job-1", Kind: store.LogGate, At: storetest.T0}
+			}}})
+		if i%2 == 0 {
+			batch = append(batch, store.GateWrite{Log: store.LogEntry{Tenant: "acme", JobID: "job-1", Kind: store.LogGate, At: storetest.T0}})
+		}
+	}
+	if err := s.commit(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.GateCommit(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if takes != proposals {
+		t.Fatalf("%d takes of %d approved proposals", takes, proposals)
+	}
+	log, err := s.JobLog(ctx, "acme", "job-1")
+	if err != nil || len(log) != len(batch) {
+		t.Fatalf("job log: %d entries, %v; want %d", len(log), err, len(batch))
+	}
+	for _, i := range []int{0, proposals - 1} {
+		if p, err := s.FindProposal(ctx, "acme", "pr-"+id(int64(i))); err != nil || p.State != bridge.ProposalExecuted {
+			t.Fatalf("proposal %d: %+v, %v", i, p, err)
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package jsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store"
+)
+
+// ProposalOf reads the proposal a question asks for now, through the
+// question's document; store.ErrNotFound when it asks for none, or a later
+// question asks for it since (the proposal names that one).
+func (s *Store) ProposalOf(ctx context.Context, question int64) (*store.Proposal, error) {
+	d, _, ok, err := s.getQuestion(ctx, question)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: proposal of question %d: %w", question, err)
+	}
+	if !ok || d.Proposal == "" {
+		return nil, store.ErrNotFound
+	}
+	p, err := s.FindProposal(ctx, d.Record.Tenant, d.Proposal)
+	if err != nil {
+		return nil, err
+	}
+	if p.Question != question {
+		return nil, store.ErrNotFound
+	}
+	return p, nil
+}
+
+// RecordExecution records an execution report: the result and detail, the
+// proposal executed (or execution_failed), ExecutedAt when no gate execute
+// set it, the log entries and the messages, in one atomic batch whose
+// compare-and-set on the proposal makes a report count once. It returns
+// the proposal as it now stands; store.ErrNotFound when the job has no such
+// proposal, store.ErrDuplicate (and the proposal as first reported) when it
+// was reported before, store.ErrProposalNotApproved when it was never
+// approved.
+func (s *Store) RecordExecution(ctx context.Context, e store.ExecutionReport) (*store.Proposal, error) {
+	var out *store.Proposal
+	err := retry(ctx, "record execution of "+e.ProposalID, func() error {
+		out = nil
+		var p store.Proposal
+		rev, ok, err := s.getJSON(ctx, keyProposal(e.Tenant, e.ProposalID), &p)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return store.ErrNotFound
+		case p.JobID != e.JobID:
+			return store.ErrNotFound // another job's: not this reporter's to learn of
+		}
+		out = &p
+		switch {
+		case !p.ReportedAt.IsZero():
+			return store.ErrDuplicate
+		case p.State != bridge.ProposalApproved && p.State != bridge.ProposalExecuted:
+			return store.ErrProposalNotApproved
+		}
+		p.State = bridge.ProposalExecuted
+		if e.Result == bridge.ResultFailed {
+			p.State = bridge.ProposalExecutionFailed
+		}
+		if p.ExecutedAt.IsZero() {
+			p.ExecutedAt = msTime(e.At)
+		}
+		p.Result, p.Detail, p.ReportedAt = e.Result, e.Detail, msTime(e.At)
+		q, err := s.answerable(ctx, p.Question)
+		if err != nil {
+			out = nil
+			return fmt.Errorf("question of proposal %s: %w", p.ID, err)
+		}
+		t := &txn{}
+		if err := t.putJSON(keyProposal(e.Tenant, e.ProposalID), rev, &p); err != nil {
+			return err
+		}
+		if e.Announce != nil {
+			if err := t.outbox(e.Announce(&p, q), e.At); err != nil {
+				return err
+			}
+		}
+		if err := t.appendLog(e.Log); err != nil {
+			return err
+		}
+		return s.commit(ctx, t)
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrDuplicate), errors.Is(err, store.ErrProposalNotApproved):
+		if errors.Is(err, store.ErrNotFound) {
+			out = nil
+		}
+		return out, err
+	case err != nil:
+		return nil, fmt.Errorf("jsstore: record execution of %s/%s: %w", e.Tenant, e.ProposalID, err)
+	}
+	return out, nil
+}
+
+// answerable reads question q with its job's task version and the messages
+// showing it; store.ErrNotFound when it has no document.
+func (s *Store) answerable(ctx context.Context, q int64) (*store.Answerable, error) {
+	d, _, ok, err := s.getQuestion(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	jd, _, _, err := s.getJob(ctx, d.Record.Tenant, d.Record.JobID)
+	if err != nil {
+		return nil, err
+	}
+	rec := d.Record
+	a := &store.Answerable{Record: &rec, JobVersion: jd.TaskVersion}
+	for _, dl := range d.Deliveries {
+		if dl.OK && dl.Message.MessageID != "" {
+			a.Messages = append(a.Messages, dl.Message)
+		}
+	}
+	return a, nil
+}
