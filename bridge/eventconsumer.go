@@ -17,6 +17,16 @@ import (
 // pending questions again (runtime/eventconsumers.go); the adapter makes
 // its consumer again when it is gone (Durable). Both take the
 // configuration from here (docs/design.md).
+//
+// Every replica of an adapter pulls from the one consumer, in the priority
+// group EventGroup with the pinned-client policy: JetStream hands the
+// events to one replica (the pinned one) while it pulls, and to another
+// once it has not pulled for EventPinnedTTL or unpinned itself on a stop.
+// So one replica handles a job's events, in order, and posts its cards
+// and threads (docs/design.md "Replicas"). A consumer made before the
+// policy existed is updated in place by the adapter (Durable.Ensure): the
+// server lets the priority settings change and keeps the consumer's
+// acknowledgements.
 func EventConsumer(platform string) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       platform,
@@ -31,5 +41,19 @@ func EventConsumer(platform string) jetstream.ConsumerConfig {
 		// few seconds' worth at the asking path's pace.
 		MaxAckPending: 8192,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
+
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{EventGroup},
+		PinnedTTL:      EventPinnedTTL,
 	}
 }
+
+// EventGroup is the priority group the adapters' replicas pull in.
+const EventGroup = "adapters"
+
+// EventPinnedTTL is how long the pinned replica of an adapter may go
+// without pulling before JetStream pins another: a replica that died
+// hands its adapter's events on after this long. A live replica pulls at
+// least every pull expiry (30 s, nats.go's default), so a minute is two
+// pulls' margin.
+const EventPinnedTTL = time.Minute

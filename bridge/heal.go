@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -98,13 +99,50 @@ func (d *Durable) Messages(ctx context.Context, opts ...jetstream.PullMessagesOp
 	// A consumer the server lost sends no heartbeats: Next says so,
 	// and the consumer is looked for.
 	opts = append(opts, jetstream.WithMessagesErrOnMissingHeartbeat(true))
-	it, err := c.Messages(opts...)
+	m := &Messages{d: d, ctx: ctx, opts: opts, closed: make(chan struct{}), done: make(chan struct{})}
+	it, err := m.pull(c)
 	if err != nil {
-		return nil, fmt.Errorf("consume %s: %w", d.Stream, err)
+		return nil, err
 	}
-	m := &Messages{d: d, ctx: ctx, opts: opts, it: it, created: ConsumerCreated(ctx, c), closed: make(chan struct{}), done: make(chan struct{})}
+	m.it, m.c, m.created = it, c, ConsumerCreated(ctx, c)
 	go m.watch()
 	return m, nil
+}
+
+// pull starts pulling from c, in c's priority group when it has one
+// (EventConsumer's pinned group), and notes the group.
+func (m *Messages) pull(c jetstream.Consumer) (jetstream.MessagesContext, error) {
+	group := priorityGroup(c.CachedInfo(), m.d.Config)
+	opts := m.opts
+	if group != "" {
+		opts = append(slices.Clip(opts), jetstream.PullPriorityGroup(group))
+	}
+	it, err := c.Messages(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("consume %s: %w", m.d.Stream, err)
+	}
+	m.mu.Lock()
+	if group != m.group {
+		m.pin = ""
+	}
+	m.group = group
+	m.mu.Unlock()
+	return it, nil
+}
+
+// priorityGroup is the group to pull in from the consumer info describes:
+// the first of want's groups the consumer has, else its first (a pull
+// without a group is refused by a consumer with groups), else none.
+func priorityGroup(info *jetstream.ConsumerInfo, want jetstream.ConsumerConfig) string {
+	if info == nil || len(info.Config.PriorityGroups) == 0 || info.Config.PriorityPolicy == jetstream.PriorityPolicyNone {
+		return ""
+	}
+	for _, g := range want.PriorityGroups {
+		if slices.Contains(info.Config.PriorityGroups, g) {
+			return g
+		}
+	}
+	return info.Config.PriorityGroups[0]
 }
 
 // HealEvery is how often a Durable looks for its consumer. A consumer the
@@ -204,11 +242,15 @@ type Messages struct {
 
 	mu sync.Mutex
 	it jetstream.MessagesContext
-	// created is when the consumer it reads was made.
+	// c is the consumer it reads; created is when it was made.
+	c       jetstream.Consumer
 	created time.Time
-	stopped bool
-	closed  chan struct{}
-	done    chan struct{} // closed by Stop: watch ends
+	// group is the priority group it pulls in ("": none); pin is the pin
+	// JetStream last gave it there (notePin).
+	group, pin string
+	stopped    bool
+	closed     chan struct{}
+	done       chan struct{} // closed by Stop: watch ends
 }
 
 // Next returns the next message. When the consumer or its stream is gone
@@ -225,6 +267,7 @@ func (m *Messages) Next() (jetstream.Msg, error) {
 		}
 		msg, err := it.Next()
 		if err == nil {
+			m.notePin(msg)
 			return msg, nil
 		}
 		m.mu.Lock()
@@ -240,6 +283,14 @@ func (m *Messages) Next() (jetstream.Msg, error) {
 		// The consumer is looked for: gone, it is made again; there, a
 		// stopped iterator is started again.
 		c, lookErr := m.d.NATS.JS.Consumer(m.ctx, m.d.Stream, m.d.Config.Durable)
+		if lookErr == nil && c.CachedInfo().Created.Equal(m.createdOf()) {
+			// The same consumer: pull on through the client that holds
+			// the pin (nats.go keeps it there), or this replica would wait
+			// for its own pin to lapse.
+			m.mu.Lock()
+			c = m.c
+			m.mu.Unlock()
+		}
 		switch {
 		case Gone(lookErr):
 			if c, err = m.d.heal(m.ctx); err != nil {
@@ -252,10 +303,11 @@ func (m *Messages) Next() (jetstream.Msg, error) {
 		case !closed:
 			continue // a missed heartbeat while the consumer is there: the iterator pulls again
 		}
-		next, err := c.Messages(m.opts...)
+		next, err := m.pull(c)
 		if err != nil {
-			return nil, fmt.Errorf("consume %s: %w", m.d.Stream, err)
+			return nil, err
 		}
+		created := ConsumerCreated(m.ctx, c)
 		m.mu.Lock()
 		if m.stopped {
 			m.mu.Unlock()
@@ -263,10 +315,68 @@ func (m *Messages) Next() (jetstream.Msg, error) {
 			return nil, jetstream.ErrMsgIteratorClosed
 		}
 		old := m.it
-		m.it, m.created = next, ConsumerCreated(m.ctx, c)
+		m.it, m.c, m.created = next, c, created
 		m.mu.Unlock()
 		old.Stop()
 	}
+}
+
+// notePin keeps the pin JetStream gave this pull (the header it sets on
+// what it delivers to the pinned client), to release it on a stop.
+func (m *Messages) notePin(msg jetstream.Msg) {
+	pin := msg.Headers().Get(pinHeader)
+	if pin == "" {
+		return
+	}
+	m.mu.Lock()
+	m.pin = pin
+	m.mu.Unlock()
+}
+
+// pinHeader is the header in which JetStream names the pin of the client
+// a message of a pinned consumer goes to.
+const pinHeader = "Nats-Pin-Id"
+
+// Pinned says the pull is in a priority group with the pinned-client
+// policy: while this replica holds the pin, nobody else gets the
+// consumer's messages, those it hands back included.
+func (m *Messages) Pinned() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.group != ""
+}
+
+// Unpin releases the consumer's pin when this pull holds it, so another
+// replica's pull takes over at once instead of after the pinned TTL. Call
+// it after Stop's pull has ended (Closed) and what was in hand was handed
+// back: the next replica then gets those first. A pin another replica
+// holds is left alone.
+func (m *Messages) Unpin(ctx context.Context) error {
+	m.mu.Lock()
+	group, pin := m.group, m.pin
+	m.mu.Unlock()
+	if group == "" || pin == "" {
+		return nil
+	}
+	stream, err := m.d.NATS.JS.Stream(ctx, m.d.Stream)
+	if err != nil {
+		return fmt.Errorf("unpin %s on %s: %w", m.d.Config.Durable, m.d.Stream, err)
+	}
+	c, err := stream.Consumer(ctx, m.d.Config.Durable)
+	if err != nil {
+		return fmt.Errorf("unpin %s on %s: %w", m.d.Config.Durable, m.d.Stream, err)
+	}
+	held := false
+	for _, g := range c.CachedInfo().PriorityGroups {
+		held = held || g.Group == group && g.PinnedClientID == pin
+	}
+	if !held {
+		return nil
+	}
+	if err := stream.UnpinConsumer(ctx, m.d.Config.Durable, group); err != nil {
+		return fmt.Errorf("unpin %s on %s: %w", m.d.Config.Durable, m.d.Stream, err)
+	}
+	return nil
 }
 
 func (m *Messages) log() *slog.Logger { return m.d.log() }

@@ -40,7 +40,7 @@ func ackEvents(t *testing.T, js jetstream.JetStream, platform string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := c.Fetch(n, jetstream.FetchMaxWait(5*time.Second))
+	batch, err := c.Fetch(n, jetstream.FetchMaxWait(5*time.Second), jetstream.FetchPriorityGroup(EventGroup))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +53,15 @@ func ackEvents(t *testing.T, js jetstream.JetStream, platform string, n int) {
 	}
 	if got != n {
 		t.Fatalf("%s: fetched %d events, want %d (%v)", platform, got, n, batch.Error())
+	}
+	// Each call reads as a new replica: this one lets go of the pin, as
+	// an adapter that stops does.
+	s, err := js.Stream(ctx, StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UnpinConsumer(ctx, EventConsumer(platform).Durable, EventGroup); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -158,7 +158,7 @@ func (w *worker) earliest() (time.Time, bool) {
 func (w *worker) handBackHeld() {
 	for subject, j := range w.held {
 		for _, h := range j.msgs {
-			handBack(h.m, w.unsubscribed)
+			w.l.handBack(h.m, w.unsubscribed)
 		}
 		delete(w.held, subject)
 	}

@@ -107,6 +107,7 @@ type Loop struct {
 	HandleTimeout time.Duration                      // 0: DefaultHandleTimeout
 
 	acks *delayedAcks
+	it   *bridge.Messages
 }
 
 // QueueOf is the worker queue of an event's subject among workers: one
@@ -138,6 +139,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	// subscription's pending pull, where nobody reads it any more, and the
 	// next adapter would get it only after AckWait.
 	l.acks = &delayedAcks{}
+	l.it = it
 	unsubscribed := make(chan struct{})
 	var wg sync.WaitGroup
 	queues := make([]chan jetstream.Msg, l.workers())
@@ -157,6 +159,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		defer close(unsubscribed)
 		it.Stop()
 		<-it.Closed()
+		l.unpin()
 	})
 	defer stop()
 	for {
@@ -173,26 +176,48 @@ func (l *Loop) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		select {
-		case queues[QueueOf(m.Subject(), len(queues))] <- m:
-		case <-ctx.Done():
-			handBack(m, unsubscribed) // not handed to a worker
-			return nil
-		}
+		// Even after a stop: the job's worker hands it back behind the
+		// job's events before it, so the next replica gets them in order.
+		queues[QueueOf(m.Subject(), len(queues))] <- m
 	}
 }
 
 // handBack returns an event when the adapter stops, to whoever runs
-// next, once this adapter no longer pulls. The pause covers the moment
-// the server may still hold this subscription's pull request after the
-// unsubscribe: a redelivery at once can go to it, and then waits for the
-// consumer's AckWait.
-func handBack(m jetstream.Msg, unsubscribed <-chan struct{}) {
+// next, once this adapter no longer pulls. Without a pin, the pause
+// covers the moment the server may still hold this subscription's pull
+// request after the unsubscribe: a redelivery at once can go to it, and
+// then waits for the consumer's AckWait. With one (bridge.EventConsumer),
+// the pin is released first (unpin) and the event handed back at once,
+// the server confirming each in turn: the next replica gets the events
+// handed back in the order they were, before the stream's later ones.
+func (l *Loop) handBack(m jetstream.Msg, unsubscribed <-chan struct{}) {
 	select {
 	case <-unsubscribed:
 	case <-time.After(handBackWait):
 	}
-	_ = m.NakWithDelay(handBackDelay)
+	if l.it == nil || !l.it.Pinned() || l.Events.NATS == nil {
+		_ = m.NakWithDelay(handBackDelay)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), handBackWait)
+	defer cancel()
+	if _, err := l.Events.NATS.Conn.RequestWithContext(ctx, m.Reply(), []byte("-NAK")); err != nil {
+		_ = m.Nak()
+	}
+}
+
+// unpin lets another replica take the events over at once when this one
+// stops, rather than after the pin's TTL. It comes before the events in
+// hand are handed back: handed back while this replica still held the
+// pin, JetStream would turn its redelivery queue round each time it
+// found only the other replica's pull waiting, and they would reach it
+// out of order.
+func (l *Loop) unpin() {
+	ctx, cancel := context.WithTimeout(context.Background(), handBackWait)
+	defer cancel()
+	if err := l.it.Unpin(ctx); err != nil {
+		l.log().Warn(l.Name+": could not hand the events over to another replica; it takes them over once the pin lapses", "err", err)
+	}
 }
 
 // handle applies one event and acknowledges, retries or hands it back;
@@ -201,7 +226,7 @@ func handBack(m jetstream.Msg, unsubscribed <-chan struct{}) {
 func (l *Loop) handle(ctx context.Context, h *inHand, unsubscribed <-chan struct{}) (until time.Time, held bool) {
 	m, log := h.m, l.log()
 	if ctx.Err() != nil {
-		handBack(m, unsubscribed)
+		l.handBack(m, unsubscribed)
 		return time.Time{}, false
 	}
 	var ev bridge.Event
@@ -227,7 +252,7 @@ func (l *Loop) handle(ctx context.Context, h *inHand, unsubscribed <-chan struct
 		return time.Time{}, false
 	}
 	if ctx.Err() != nil {
-		handBack(m, unsubscribed)
+		l.handBack(m, unsubscribed)
 		return time.Time{}, false
 	}
 	var hold *Hold
