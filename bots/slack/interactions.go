@@ -219,9 +219,10 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 		b.offerConsole(cb, c, to)
 		return nil
 	}
-	// Double clicks arrive as separate interactions: one attempt.
+	// Double clicks arrive as separate interactions, on any replica: one
+	// attempt.
 	click := cb.User.ID + "|" + a.BlockID + "|" + a.ActionID + "|" + a.Value + "|" + a.SelectedOption.Value
-	if !b.clicks.first(click) {
+	if !b.firstClick(ctx, click) {
 		return nil
 	}
 	action, answer := bridge.ActionApprove, []byte(nil)
@@ -243,7 +244,7 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 	at := b.attempt(cb, c.Ref, "slack-"+safeID(cmp.Or(cb.TriggerID, a.ActionTs+"-"+cb.User.ID)), action, answer, "", to)
 	at.Snooze = c.Snooze
 	if !b.publishAttempt(ctx, at, to) {
-		b.clicks.forget(click) // told to try again: the retry must go through
+		b.forgetClick(ctx, click) // told to try again: the retry must go through
 		return errNotRecorded
 	}
 	return nil

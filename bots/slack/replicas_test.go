@@ -66,6 +66,7 @@ func TestReplicasPostOnceAndTakeClicksAnywhere(t *testing.T) {
 	}
 
 	// A click on the card reaches the replica that did not post it.
+	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-1"))
 	d := deliveredTS(t, env.NATS, deliveries, "q-1")
 	resp, body := other.interact(fake.click("U0KEV", "kevin", "trig-r1", "C0123", d.Message.MessageID, actionsBlock(card1), "choice.1", "blue", ""))
 	if resp.StatusCode != http.StatusOK {
@@ -76,6 +77,22 @@ func TestReplicasPostOnceAndTakeClicksAnywhere(t *testing.T) {
 		t.Fatalf("resume: %+v", out)
 	}
 	pinned.updated(t, d.Message.MessageID, "Answered by @kevin: blue")
+
+	// A double click whose halves reach the two replicas is one attempt:
+	// the second is not sent to be refused as "already answered".
+	d2 := deliveredTS(t, env.NATS, deliveries, "q-2")
+	for i, h := range []*harness{other, pinned} {
+		resp, body := h.interact(fake.click("U0KEV", "kevin", fmt.Sprintf("trig-r2-%d", i), "C0123", d2.Message.MessageID, actionsBlock(card2), "choice.0", "red", ""))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("click %d of a double click: %d %s", i+1, resp.StatusCode, body)
+		}
+	}
+	if n := attempts.Count(t); n != 2 {
+		t.Fatalf("%d attempts for a click and a double click across replicas, want 2", n)
+	}
+	if out := awaitOutcome(t, env, q2); out.Text != "The answer: red" {
+		t.Fatalf("resume of q-2: %+v", out)
+	}
 
 	// The pinned replica stops; the other takes the job's events over.
 	pinned.Stop()

@@ -73,3 +73,40 @@ func (b *Bot) release(ctx context.Context, key string) {
 func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 }
+
+// clickFold is how long a click folds the same person's same click into
+// it, on every replica (a double click; Slack's own retries carry the
+// same trigger id, and so the same attempt id, anyway).
+const clickFold = 10 * time.Second
+
+// firstClick says whether click is the first of its kind within
+// clickFold: remembered here (the same replica, at no cost), then claimed
+// in the adapter's bucket with a key TTL, so a double click whose second
+// half reaches another replica is one attempt too, not a second one the
+// runtime refuses ("already answered by you"). Without the bucket (NATS
+// away, a server without key TTLs) the click is folded on this replica
+// alone.
+func (b *Bot) firstClick(ctx context.Context, click string) bool {
+	if !b.clicks.first(click) {
+		return false
+	}
+	if !b.kv.KeyTTLs() {
+		return true
+	}
+	_, err := b.kv.Write(ctx, onceKey("click", click), 0, []byte(b.now().UTC().Format(time.RFC3339)), clickFold)
+	if bridge.IsConflict(err) {
+		return false
+	}
+	if err != nil {
+		b.log.WarnContext(ctx, "slack: could not fold a click across replicas; taken as a first click", "err", err)
+	}
+	return true
+}
+
+// forgetClick lets click through again, here and on every replica.
+func (b *Bot) forgetClick(ctx context.Context, click string) {
+	b.clicks.forget(click)
+	if b.kv.KeyTTLs() {
+		b.release(ctx, onceKey("click", click))
+	}
+}
