@@ -26,6 +26,7 @@ func RunSafety(t *testing.T, open Open) {
 		"GateExecutesAtOnce":           testGateExecutesAtOnce,
 		"RecordExecution":              testRecordExecution,
 		"RecordExecutionAfterGate":     testRecordExecutionAfterGate,
+		"ExecutionAnnouncedWithCards":  testExecutionAnnouncedWithItsCards,
 		"JobLogInOrder":                testJobLog,
 		"RecordNoticeOnce":             testRecordNotice,
 		"PruneGateLog":                 testPruneGateLog,
@@ -324,5 +325,33 @@ func testProposalInOneBatch(t *testing.T, s Store) {
 	}
 	if p := Proposal(t, s, "pr_1"); p.JobID != "job-1" || p.Question != res[0].Record.ID {
 		t.Fatalf("pr_1 = %+v, want job-1's q-1's", p)
+	}
+}
+
+// testExecutionAnnouncedWithItsCards: the execution is announced from the
+// proposal as recorded and the question as it stands, with the messages
+// showing it (to update its cards).
+func testExecutionAnnouncedWithItsCards(t *testing.T, s Store) {
+	q := Ask(t, s, NewApproval("job-1", "q-1", 1, "pr_1"))
+	card := delivered("slack", "C1", "1.2", "1.1")
+	if _, err := s.RecordDelivery(ctx, q.ID, card, T0); err != nil {
+		t.Fatal(err)
+	}
+	approve(t, s, q, "pr_1", T0)
+	var seen *store.Answerable
+	var proposal *store.Proposal
+	_, err := s.RecordExecution(ctx, store.ExecutionReport{Tenant: Tenant, JobID: "job-1", ProposalID: "pr_1", Result: bridge.ResultSucceeded,
+		At: T0.Add(time.Hour), Announce: func(p *store.Proposal, a *store.Answerable) []store.Message {
+			seen, proposal = a, p
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen == nil || seen.ID != q.ID || seen.State != bridge.StateAnswered || seen.JobVersion != 1 || len(seen.Messages) != 1 || seen.Messages[0] != *card.Message {
+		t.Fatalf("announced with the question %+v", seen)
+	}
+	if proposal.State != bridge.ProposalExecuted || !proposal.ReportedAt.Equal(T0.Add(time.Hour)) || proposal.IdempotencyKey != "ik_pr_1" {
+		t.Fatalf("announced with the proposal %+v", proposal)
 	}
 }

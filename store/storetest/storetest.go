@@ -5,7 +5,12 @@
 //
 // The tests see a store only through the runtime.Store interface and assert
 // what a caller sees (returned values, errors by errors.Is, the outbox),
-// never how a store keeps it.
+// never how a store keeps it. Every time in them is explicit (T0 and
+// offsets from it, whole milliseconds), and nothing sleeps. The callbacks
+// they pass (DecideEach's decide, GateExecute.Decide, Reask's build) only
+// read and build, for a store may call them again on a conflict. The
+// Race tests run writers at once on one store, as replicas sharing a
+// record do.
 package storetest
 
 import (
