@@ -18,6 +18,8 @@ type ExportedQuestion struct {
 	Deliveries []DeliveryRow
 	Audit      []bridge.AuditEntry
 	Snoozes    []ExportedSnooze
+	// ProposalID names the approval's proposal, if it has one.
+	ProposalID string
 }
 
 // ExportedSnooze is one person's snoozed reminder of a question.
@@ -159,6 +161,12 @@ func (s *Store) exportDetails(ctx context.Context, q *ExportedQuestion) error {
 		sn.Until = fromMS(until)
 		q.Snoozes = append(q.Snoozes, sn)
 		return nil
+	}, q.ID)
+	if err != nil {
+		return err
+	}
+	err = s.each(ctx, "SELECT proposal_id FROM proposals WHERE question = ?", func(rows *sql.Rows) error {
+		return rows.Scan(&q.ProposalID)
 	}, q.ID)
 	if err != nil {
 		return err
