@@ -54,6 +54,8 @@ Usage:
   askbridge policy check FILE               check a policy file (ASK_POLICY) without starting anything; exit 0 good, 2 bad
   askbridge bench [--duration 10s] [--rate 0] [--concurrency 32] [--sync always|interval] [--pending N] [--gate]
                                             measure the answer path in-process against a fake Slack (--gate: the gate)
+  askbridge migrate --to jetstream [--nats URL]
+                                            move a stopped single node's SQLite record into JetStream (docs/deploy.md)
   askbridge torture [--duration 60s] [--rate 50] [--kill-every 5s] [--data DIR] [--cluster [--replicas 3]]
                                             kill -9 the service under load and check nothing was lost or doubled
 
@@ -90,6 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"cancel": c.cancel, "executed": c.executed, "mcp": c.mcp, "link": c.link, "stats": c.stats, "trace": c.trace, "queue": c.queue, "gate": c.gate, "torture": c.torture, "bench": c.bench,
 		"nats-node": c.natsNode,
 		"policy":    c.policy,
+		"migrate":   c.migrate,
 	}
 	tool, ok := tools[cmd]
 	if !ok {
