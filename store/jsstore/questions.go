@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store"
@@ -224,23 +223,16 @@ func stateFilter(tenant, state, job string) string {
 	return "qs." + tok(tenant) + "." + tok(state) + "." + tok(job) + ".*"
 }
 
-// readDocs reads the documents of ids with their revisions, readAtOnce at
-// a time; a question with none has a nil document.
+// readDocs reads the documents of ids with their revisions in a multi
+// read (getDocs); a question with none has a nil document.
 func (s *Store) readDocs(ctx context.Context, ids []int64) ([]readDoc, error) {
-	out := make([]readDoc, len(ids))
-	errs := make([]error, len(ids))
-	sem := make(chan struct{}, readAtOnce)
-	var wg sync.WaitGroup
-	for i, q := range ids {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			out[i].d, out[i].rev, _, errs[i] = s.getQuestion(ctx, q)
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	docs, revs, err := s.getDocs(ctx, ids)
+	if err != nil {
 		return nil, err
+	}
+	out := make([]readDoc, len(ids))
+	for i := range ids {
+		out[i] = readDoc{docs[i], revs[i]}
 	}
 	return out, nil
 }
