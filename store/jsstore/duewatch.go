@@ -68,7 +68,15 @@ type dueWatch struct {
 	// failed is why the watch ended on its own; the next read starts it
 	// again.
 	failed error
+	// gen counts the watches started: a watch's entries and end count
+	// only while it is the current one. stop ends the current one.
+	gen  int
+	stop func() error
 }
+
+// dueStall is how long the due watch may lag the record without moving
+// before a read waiting on it starts a new one.
+const dueStall = 2 * time.Second
 
 // apiTimeout bounds a request the store makes to JetStream's API itself.
 const apiTimeout = 5 * time.Second
@@ -99,35 +107,43 @@ func (s *Store) watchDue() error {
 	if dw.moved == nil {
 		dw.moved = make(chan struct{})
 	}
-	go s.followDue(w)
+	dw.gen++
+	dw.stop = w.Stop
+	go s.followDue(w, dw.gen)
 	return nil
 }
 
 // followDue applies the watch's entries to the heap until the store closes
 // or the watch ends.
-func (s *Store) followDue(w jetstream.KeyWatcher) {
+func (s *Store) followDue(w jetstream.KeyWatcher, gen int) {
 	defer func() { _ = w.Stop() }()
 	for {
 		select {
 		case <-s.bg.Done():
-			s.due.end(fmt.Errorf("jsstore: the store is closed"))
+			s.due.end(gen, fmt.Errorf("jsstore: the store is closed"))
 			return
 		case e, open := <-w.Updates():
 			if !open {
-				s.due.end(fmt.Errorf("jsstore: the watch of the due steps ended"))
+				s.due.end(gen, fmt.Errorf("jsstore: the watch of the due steps ended"))
 				return
 			}
 			if e != nil {
-				s.due.apply(e, s.log.Warn)
+				s.due.apply(gen, e, s.log.Warn)
 			}
 		}
 	}
 }
 
 // end marks the watch stopped, so that the next read starts it again.
-func (dw *dueWatch) end(err error) {
+func (dw *dueWatch) end(gen int, err error) {
 	dw.mu.Lock()
 	defer dw.mu.Unlock()
+	if gen != dw.gen || !dw.running {
+		return // a watch stopped and replaced already
+	}
+	if dw.stop != nil {
+		_ = dw.stop()
+	}
 	dw.running, dw.failed = false, err
 	dw.heap, dw.by = nil, nil
 	close(dw.moved)
@@ -135,9 +151,12 @@ func (dw *dueWatch) end(err error) {
 }
 
 // apply sets or clears one question's due time.
-func (dw *dueWatch) apply(e jetstream.KeyValueEntry, warn func(string, ...any)) {
+func (dw *dueWatch) apply(gen int, e jetstream.KeyValueEntry, warn func(string, ...any)) {
 	dw.mu.Lock()
 	defer dw.mu.Unlock()
+	if gen != dw.gen || !dw.running {
+		return
+	}
 	defer func() {
 		dw.rev = max(dw.rev, e.Revision())
 		close(dw.moved)
@@ -188,6 +207,11 @@ func parseDueKey(key string) (tenant, job string, q int64, ok bool) {
 // it was called (so a replica reads its own writes, and another's that
 // committed before) and returns the heap for f, under the lock.
 func (s *Store) dueView(ctx context.Context, f func(h dueHeap)) error {
+	var progress struct {
+		gen int
+		rev uint64
+		at  time.Time
+	}
 	for {
 		if err := s.watchDue(); err != nil {
 			return err
@@ -206,6 +230,17 @@ func (s *Store) dueView(ctx context.Context, f func(h dueHeap)) error {
 			f(dw.heap)
 			dw.mu.Unlock()
 			return nil
+		}
+		if dw.gen != progress.gen || dw.rev != progress.rev {
+			progress.gen, progress.rev, progress.at = dw.gen, dw.rev, time.Now()
+		} else if time.Since(progress.at) > dueStall {
+			// The watch is behind and has not moved: its consumer is gone
+			// with a server that went away, and the client would notice
+			// only after missing its heartbeats. A new one reads the
+			// due keys afresh.
+			dw.mu.Unlock()
+			s.due.end(progress.gen, fmt.Errorf("jsstore: the watch of the due steps stalled"))
+			continue
 		}
 		moved := dw.moved
 		dw.mu.Unlock()

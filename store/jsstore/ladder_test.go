@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv/poll"
 	"github.com/askbridge/askbridge/store"
 )
 
@@ -257,5 +259,59 @@ func TestDueStepsLimitAcrossManyQuestions(t *testing.T) {
 				t.Fatalf("DueSteps(limit %d)[%d] = %+v, want %+v", limit, i, d, want)
 			}
 		}
+	}
+}
+
+// TestDueWatchAfterServerRestart: after the server a replica watches the
+// due steps on restarts (a NATS node killed and back), the replica's next
+// read finds a step written since within seconds, not once its client
+// notices the watch's consumer gone.
+func TestDueWatchAfterServerRestart(t *testing.T) {
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	nc, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ctx := context.Background()
+	s, err := Open(ctx, nc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	mustAsk(t, s, newQ("job-1", "q-1", 1))
+	if next, ok, err := s.NextDue(ctx); err != nil || !ok || !next.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("next due = %v %v, %v; want t0+1h", next, ok, err)
+	}
+	again := *opts
+	again.Port = ns.Addr().(*net.TCPAddr).Port
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	if ns, err = server.NewServer(&again); err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start again")
+	}
+	early := newQ("job-2", "q-1", 1)
+	early.Steps[0].Due = t0.Add(10 * time.Minute)
+	poll.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		_, err := s.AskMany(ctx, []store.NewQuestion{early})
+		return err
+	})
+	wait, cancel := context.WithTimeout(ctx, 8*time.Second)
+	defer cancel()
+	if next, ok, err := s.NextDue(wait); err != nil || !ok || !next.Equal(t0.Add(10*time.Minute)) {
+		t.Fatalf("next due after the restart = %v %v, %v; want t0+10m", next, ok, err)
 	}
 }
