@@ -88,7 +88,7 @@ func New(o Options) (*Console, error) {
 		log:      o.Logger,
 		now:      o.Now,
 		pages:    p,
-		outcomes: newOutcomeCache(1000, 15*time.Minute),
+		outcomes: newOutcomeCache(1000, outcomeTTL, openOutcomes(o.NATS, o.Logger), o.Logger),
 	}, nil
 }
 
@@ -437,12 +437,15 @@ func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, 
 // outcomeCache remembers, for a short while, what the runtime said about
 // the attempts this console posted, so the page a POST redirects to can
 // show a refusal inline with the input kept. Bounded; oldest first out.
+// With kv, it is shared with the other replicas (outcomes.go).
 type outcomeCache struct {
 	mu    sync.Mutex
 	max   int
 	ttl   time.Duration
 	order []string
 	items map[string]*outcome
+	kv    *bridge.KV // nil: this replica's memory alone
+	log   *slog.Logger
 }
 
 type outcome struct {
@@ -457,11 +460,12 @@ func (o *outcome) matches(l Link) bool {
 	return o.identity == l.Identity && o.tenant == l.Tenant && o.job == l.JobID && o.question == l.QuestionID
 }
 
-func newOutcomeCache(max int, ttl time.Duration) *outcomeCache {
-	return &outcomeCache{max: max, ttl: ttl, items: map[string]*outcome{}}
+func newOutcomeCache(max int, ttl time.Duration, kv *bridge.KV, log *slog.Logger) *outcomeCache {
+	return &outcomeCache{max: max, ttl: ttl, items: map[string]*outcome{}, kv: kv, log: log}
 }
 
 func (oc *outcomeCache) put(id string, o *outcome) {
+	oc.share(id, o)
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
 	if _, ok := oc.items[id]; !ok {
@@ -479,11 +483,15 @@ func (oc *outcomeCache) put(id string, o *outcome) {
 }
 
 // get returns a copy of the outcome of attempt id: refuse may amend it.
+// One this replica does not hold is looked for in the bucket.
 func (oc *outcomeCache) get(id string) (*outcome, bool) {
 	oc.mu.Lock()
-	defer oc.mu.Unlock()
 	o, ok := oc.items[id]
-	if !ok || time.Since(o.at) >= oc.ttl {
+	oc.mu.Unlock()
+	if !ok {
+		return oc.fetch(id)
+	}
+	if time.Since(o.at) >= oc.ttl {
 		return nil, false
 	}
 	cp := *o
@@ -495,9 +503,12 @@ func (oc *outcomeCache) get(id string) (*outcome, bool) {
 func (oc *outcomeCache) refuse(id string, refused *bridge.Event, input formInput) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	if o, ok := oc.items[id]; ok {
-		cp := *o
-		cp.refused, cp.input = refused, input
-		oc.items[id] = &cp
+	o, ok := oc.items[id]
+	if !ok {
+		return
 	}
+	cp := *o
+	cp.refused, cp.input = refused, input
+	oc.items[id] = &cp
+	go oc.share(id, &cp)
 }

@@ -50,7 +50,7 @@ func TestSameOrigin(t *testing.T) {
 
 func TestOutcomeCacheIsBounded(t *testing.T) {
 	t.Parallel()
-	oc := newOutcomeCache(3, time.Hour)
+	oc := newOutcomeCache(3, time.Hour, nil, nil)
 	for _, id := range []string{"a", "b", "c", "d"} {
 		oc.put(id, &outcome{identity: id, at: time.Now()})
 	}
@@ -62,7 +62,7 @@ func TestOutcomeCacheIsBounded(t *testing.T) {
 			t.Errorf("entry %s lost", id)
 		}
 	}
-	old := newOutcomeCache(10, time.Minute)
+	old := newOutcomeCache(10, time.Minute, nil, nil)
 	old.put("x", &outcome{at: time.Now().Add(-2 * time.Minute)})
 	if _, ok := old.get("x"); ok {
 		t.Error("an expired entry is still served")
