@@ -42,10 +42,8 @@ func openJetStream(t *testing.T) storetest.Store {
 	return s
 }
 
-// The conformance areas run here once their jsstore methods are ported:
-// each lane adds its area's TestConformance<Area> as it lands it, e.g.
-//
-//	func TestConformanceQuestions(t *testing.T) { storetest.RunQuestions(t, openJetStream) }
+// Every area of the conformance suite runs on JetStream, one test an area
+// so that a failure names its area.
 var _ storetest.Open = openJetStream
 
 func TestConformanceLadder(t *testing.T) { storetest.RunLadder(t, openJetStream) }
@@ -59,3 +57,5 @@ func TestConformanceQuestions(t *testing.T) { storetest.RunQuestions(t, openJetS
 func TestConformanceTrace(t *testing.T) { storetest.RunTrace(t, openJetStream) }
 
 func TestConformanceSafety(t *testing.T) { storetest.RunSafety(t, openJetStream) }
+
+func TestConformanceDecide(t *testing.T) { storetest.RunDecide(t, openJetStream) }
