@@ -2,18 +2,24 @@ package jsstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store"
 )
 
-// GateJob reads a job for the gate: its document and its pending questions
-// through the state index (qs.<tenant>.pending.<job>.*), in the order they
-// were asked. The cost does not grow with other jobs' questions.
+// GateJob reads a job for the gate, which does it for every request: the
+// job's document and its pending questions' index keys
+// (qs.<tenant>.pending.<job>.*) in one multi read, then those questions'
+// documents in another, in the order they were asked. No consumer is
+// made, and the cost does not grow with other jobs' questions.
 func (s *Store) GateJob(ctx context.Context, tenant, job string) (store.GateJob, error) {
 	var out store.GateJob
-	jd, _, ok, err := s.getJob(ctx, tenant, job)
+	jd, ok, ids, err := s.gateRead(ctx, tenant, job)
 	if err != nil {
 		return out, fmt.Errorf("jsstore: gate read of %s/%s: %w", tenant, job, err)
 	}
@@ -21,22 +27,64 @@ func (s *Store) GateJob(ctx context.Context, tenant, job string) (store.GateJob,
 		return out, nil
 	}
 	out.Known, out.Version = true, jd.TaskVersion
-	keys, err := s.states(ctx, stateFilter(tenant, bridge.StatePending, job))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	docs, _, err := s.getDocs(ctx, ids)
 	if err != nil {
 		return out, fmt.Errorf("jsstore: gate read of %s/%s: %w", tenant, job, err)
 	}
-	for _, k := range keys {
-		d, _, ok, err := s.getQuestion(ctx, k.id)
-		if err != nil {
-			return out, fmt.Errorf("jsstore: gate read of %s/%s: %w", tenant, job, err)
-		}
-		// The index and the document change in one batch, but are read
-		// one after the other: the document says how it stands now.
-		if ok && d.Record.State == bridge.StatePending {
+	for _, d := range docs {
+		// The index and the documents change in one batch, but are read
+		// one after the other: a document says how it stands now.
+		if d != nil && d.Record.State == bridge.StatePending {
 			out.Pending = append(out.Pending, store.GatePending{QuestionID: d.Record.QuestionID, Body: d.Record.Body})
 		}
 	}
 	return out, nil
+}
+
+// gateRead reads a job's document and the ids of its pending questions,
+// in id order. A job with more pending questions than one multi read
+// answers has its index read by a watch.
+func (s *Store) gateRead(ctx context.Context, tenant, job string) (jobDoc, bool, []int64, error) {
+	var jd jobDoc
+	jobKey, filter := keyJob(tenant, job), stateFilter(tenant, bridge.StatePending, job)
+	got, err := s.getMany(ctx, []string{jobKey, filter})
+	if _, cut := got[filter]; err != nil || cut {
+		// Too many pending (the server answers 413), or an answer cut
+		// short and read on key by key, which a pattern is not.
+		jd, _, ok, err := s.getJob(ctx, tenant, job)
+		if err != nil || !ok {
+			return jd, false, nil, err
+		}
+		keys, err := s.states(ctx, filter)
+		ids := make([]int64, len(keys))
+		for i, k := range keys {
+			ids[i] = k.id
+		}
+		return jd, true, ids, err
+	}
+	e, ok := got[jobKey]
+	if !ok {
+		return jd, false, nil, nil
+	}
+	if err := json.Unmarshal(e.Value, &jd); err != nil {
+		return jd, false, nil, fmt.Errorf("jsstore: decode %s: %w", jobKey, err)
+	}
+	prefix := filter[:len(filter)-1]
+	var ids []int64
+	for key := range got {
+		if tok, ok := strings.CutPrefix(key, prefix); ok {
+			q, err := strconv.ParseInt(tok, 10, 64)
+			if err != nil {
+				return jd, false, nil, fmt.Errorf("jsstore: malformed state key %s", key)
+			}
+			ids = append(ids, q)
+		}
+	}
+	slices.Sort(ids)
+	return jd, true, ids, nil
 }
 
 // GateCommit writes a batch of the gate's decisions: executes in order,

@@ -138,3 +138,40 @@ func TestGateCommitSplitsWhatOneBatchCannotTake(t *testing.T) {
 		}
 	}
 }
+
+// TestGateJobReadsManyPendingQuestions: a job with more pending questions
+// than one multi read answers (1,024) still has every one read, in order.
+func TestGateJobReadsManyPendingQuestions(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	const n = 1100
+	t0 := &txn{}
+	if err := t0.putJSON(keyJob("acme", "job-1"), 0, jobDoc{TaskVersion: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.commit(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	for lo := int64(1); lo <= n; lo += 400 {
+		tx := &txn{}
+		for q := lo; q < min(lo+400, n+1); q++ {
+			d := &questionDoc{Record: store.Record{ID: q, Key: store.Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-" + id(q), TaskVersion: 3},
+				State: bridge.StatePending, Body: []byte(`{"question":"Which?"}`)}}
+			if err := tx.putQuestion(d, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.commit(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j, err := s.GateJob(ctx, "acme", "job-1")
+	if err != nil || !j.Known || j.Version != 3 || len(j.Pending) != n {
+		t.Fatalf("GateJob: known %v, version %d, %d pending, %v; want %d pending", j.Known, j.Version, len(j.Pending), err, n)
+	}
+	for i, p := range j.Pending {
+		if p.QuestionID != "q-"+id(int64(i+1)) {
+			t.Fatalf("pending %d is %s: not in the order asked", i, p.QuestionID)
+		}
+	}
+}
