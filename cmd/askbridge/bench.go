@@ -25,6 +25,7 @@ type benchOptions struct {
 	cpuProfile  string
 	memProfile  string
 	child       bool
+	replicas    int // with --cluster: askbridge replicas on a 3-node NATS cluster
 
 	// The asking path (--ask).
 	ask         int
@@ -63,12 +64,19 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	settle := fs.Duration("settle", 0, "with --pending: wait this long between the fill and the measured start (10m: past JetStream's duplicate window, as a restart long after the questions were asked)")
 	fill := fs.String("fill", "store", "with --pending: how the questions get there: store (written into SQLite only) or nats (asked through NATS and posted to a fake Slack, as agents would)")
 	gate := fs.Bool("gate", false, "instead: measure the gate (ask.v1.gate) under load: --pending questions (default 10000) that block tools, then requests at --rate (default 5000) for --duration (default 20s), beside a NATS request/reply echo at the same rate")
+	clustered := fs.Bool("cluster", false, "answer path on a 3-node NATS cluster (child processes) with --replicas askbridge serve replicas (ASK_STORE=jetstream, R3), clicks spread over them; reports the CPU per answer")
+	fs.IntVar(&o.replicas, "replicas", 3, "with --cluster: askbridge serve replicas, 1 to 3")
 	fs.BoolVar(&o.child, "child", false, "run the service as a child process (askbridge serve), apart from the load generator's memory and garbage collector")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if !*clustered {
+		o.replicas = 0
+	} else if o.replicas < 1 || o.replicas > 3 || *gate || *pending > 0 || o.ask > 0 || o.cpuProfile != "" || o.memProfile != "" {
+		return c.fail("bench: --cluster measures the answer path with --replicas 1 to 3, without --gate, --pending, --ask or profiles")
+	}
 	if o.syncMode != "always" && o.syncMode != "interval" {
 		return c.fail("bench: --sync must be always or interval")
 	}
@@ -107,6 +115,10 @@ type benchService struct {
 	natsURL, httpAddr string
 	childPID          int // 0 in this process
 	stop              func()
+	// With --cluster: every replica's HTTP address, and the replicas' and
+	// the NATS nodes' process ids (for their CPU time).
+	httpAddrs             []string
+	replicaPIDs, natsPIDs []int
 }
 
 // startBenchService starts the service on data directory dir with the

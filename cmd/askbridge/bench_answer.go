@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
@@ -45,23 +47,30 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 	}
 	defer os.RemoveAll(dir)
 
-	fmt.Fprintf(c.stderr, "baselines: JetStream publish (sync %s) and SQLite single-row commits...\n", *syncMode)
-	jsRate, err := bench.JetStreamPublishRate(ctx, dir, *syncMode == "always", 20000, 256)
-	if err != nil {
-		return c.fail("bench: baseline: %v", err)
+	var jsRate, sqlRate float64
+	var commits bench.Commits
+	if o.replicas == 0 {
+		fmt.Fprintf(c.stderr, "baselines: JetStream publish (sync %s) and SQLite single-row commits...\n", *syncMode)
+		if jsRate, err = bench.JetStreamPublishRate(ctx, dir, *syncMode == "always", 20000, 256); err != nil {
+			return c.fail("bench: baseline: %v", err)
+		}
+		if commits, err = bench.SQLiteCommits(ctx, dir, 5000); err != nil {
+			return c.fail("bench: baseline: %v", err)
+		}
+		sqlRate = commits.PerSecond
 	}
-	commits, err := bench.SQLiteCommits(ctx, dir, 5000)
-	if err != nil {
-		return c.fail("bench: baseline: %v", err)
-	}
-	sqlRate := commits.PerSecond
 
 	fake, err := startBenchSlack(benchSlackOptions{})
 	if err != nil {
 		return c.fail("bench: fake Slack: %v", err)
 	}
 	defer fake.close()
-	svc, err := c.startBenchService(ctx, dir, *syncMode, fake.url, *child)
+	var svc *benchService
+	if o.replicas > 0 {
+		svc, err = c.startClusterBench(ctx, dir, *syncMode, fake.url, o.replicas)
+	} else {
+		svc, err = c.startBenchService(ctx, dir, *syncMode, fake.url, *child)
+	}
 	if err != nil {
 		return c.fail("bench: start: %v", err)
 	}
@@ -77,6 +86,16 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 	var lmu sync.Mutex
 	clickAt := map[string]time.Time{}
 	var latencies []time.Duration
+	if o.replicas > 0 {
+		fmt.Fprintf(c.stderr, "baseline: JetStream publish on the cluster, R3 (sync %s)...\n", *syncMode)
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return c.fail("bench: %v", err)
+		}
+		if jsRate, err = bench.PublishRate(ctx, js, 3, 20000, 256); err != nil {
+			return c.fail("bench: baseline: %v", err)
+		}
+	}
 	sub, err := nc.Subscribe(bridge.PrefixResume+".bench.>", func(m *nats.Msg) {
 		now := time.Now()
 		var res bridge.Resume
@@ -122,14 +141,21 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 
 	// Click.
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}, Timeout: 10 * time.Second}
-	endpoint := "http://" + httpAddr + "/slack/interactions"
+	endpoints := []string{"http://" + httpAddr + "/slack/interactions"}
+	if len(svc.httpAddrs) > 0 {
+		endpoints = endpoints[:0]
+		for _, a := range svc.httpAddrs {
+			endpoints = append(endpoints, "http://"+a+"/slack/interactions")
+		}
+	}
 	var acks []time.Duration
 	var amu sync.Mutex
 	var clicked, failed atomic.Int64
 	click := func(card benchCard) {
 		body := card.payload()
 		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+		// Behind a load balancer, a click reaches any replica.
+		req, _ := http.NewRequest(http.MethodPost, endpoints[rand.IntN(len(endpoints))], strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("X-Slack-Request-Timestamp", ts)
 		req.Header.Set("X-Slack-Signature", slackSign(benchSecret, ts, body))
@@ -174,6 +200,7 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 		return c.fail("bench: %v", err)
 	}
 	defer stopProfile()
+	cpuR0, cpuN0 := cpuTicks(svc.replicaPIDs), cpuTicks(svc.natsPIDs)
 	start := time.Now()
 	deadline := start.Add(*duration)
 	progress := time.NewTicker(time.Second)
@@ -222,6 +249,7 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 		time.Sleep(10 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
+	cpuR, cpuN := cpuTicks(svc.replicaPIDs)-cpuR0, cpuTicks(svc.natsPIDs)-cpuN0
 	progress.Stop()
 	fmt.Fprintln(c.stderr)
 
@@ -233,15 +261,28 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 	amu.Unlock()
 	answersPerSec := float64(resumed.Load()) / elapsed.Seconds()
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "mode\t%s, JetStream sync %s, SQLite synchronous=FULL, service %s\n", mode, *syncMode, where)
+	if o.replicas > 0 {
+		where = fmt.Sprintf("%d replicas (ASK_STORE=jetstream, R3) on 3 NATS nodes, child processes", o.replicas)
+		fmt.Fprintf(tw, "mode\t%s, JetStream sync %s, %s\n", mode, *syncMode, where)
+	} else {
+		fmt.Fprintf(tw, "mode\t%s, JetStream sync %s, SQLite synchronous=FULL, service %s\n", mode, *syncMode, where)
+	}
 	fmt.Fprintf(tw, "clicks acked (HTTP 200)\t%d (failed %d)\n", clicked.Load(), failed.Load())
 	fmt.Fprintf(tw, "resumes\t%d\n", resumed.Load())
 	fmt.Fprintf(tw, "answers/s end to end\t%.0f\n", answersPerSec)
 	fmt.Fprintf(tw, "click→resume p50 / p99\t%v / %v\n", percentile(lat, 50), percentile(lat, 99))
 	fmt.Fprintf(tw, "Slack ack p50 / p99\t%v / %v\n", percentile(ack, 50), percentile(ack, 99))
-	fmt.Fprintf(tw, "baseline: JetStream publishes/s (sync %s)\t%.0f (answers/s ÷ this = %.2f)\n", *syncMode, jsRate, answersPerSec/jsRate)
-	fmt.Fprintf(tw, "baseline: SQLite single-row commits/s\t%.0f (answers/s ÷ this = %.2f)\n", sqlRate, answersPerSec/sqlRate)
-	fmt.Fprintf(tw, "baseline: SQLite commit p50 / p99\t%v / %v\n", commits.P50.Round(time.Microsecond), commits.P99.Round(time.Microsecond))
+	if o.replicas > 0 {
+		if n := resumed.Load(); n > 0 {
+			per := func(ticks int64) float64 { return float64(ticks) / clockTicks * 1000 / float64(n) }
+			fmt.Fprintf(tw, "CPU per answer: replicas / NATS nodes / both\t%.2f / %.2f / %.2f ms\n", per(cpuR), per(cpuN), per(cpuR+cpuN))
+		}
+		fmt.Fprintf(tw, "baseline: JetStream publishes/s on the cluster, R3 (sync %s)\t%.0f (answers/s ÷ this = %.2f)\n", *syncMode, jsRate, answersPerSec/jsRate)
+	} else {
+		fmt.Fprintf(tw, "baseline: JetStream publishes/s (sync %s)\t%.0f (answers/s ÷ this = %.2f)\n", *syncMode, jsRate, answersPerSec/jsRate)
+		fmt.Fprintf(tw, "baseline: SQLite single-row commits/s\t%.0f (answers/s ÷ this = %.2f)\n", sqlRate, answersPerSec/sqlRate)
+		fmt.Fprintf(tw, "baseline: SQLite commit p50 / p99\t%v / %v\n", commits.P50.Round(time.Microsecond), commits.P99.Round(time.Microsecond))
+	}
 	if *child {
 		fmt.Fprintf(tw, "service RSS at the end\t%.0f MB\n", float64(procRSS(childPID))/(1<<20))
 	}

@@ -128,3 +128,13 @@ func (n *Node) signal(sig syscall.Signal, grace time.Duration) {
 	}
 	<-done
 }
+
+// PID is the node's process id when it runs as a child process, else 0.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}

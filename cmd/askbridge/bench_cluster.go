@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/askbridge/askbridge/internal/testenv/cluster"
+)
+
+// startClusterBench starts the cluster deployment for the bench: a 3-node
+// NATS cluster (askbridge nats-node children, JetStream sync_interval
+// always with syncMode always) and n askbridge serve replicas with
+// ASK_STORE=jetstream and R3, the first alone (it makes the streams and
+// buckets), then the others together.
+func (c *cli) startClusterBench(ctx context.Context, dir, syncMode, slackURL string, n int) (*benchService, error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := cluster.Start(ctx, cluster.Options{
+		Dir:        filepath.Join(dir, "nats"),
+		Command:    func(conf string) *exec.Cmd { return exec.Command(bin, "nats-node", conf) },
+		SyncAlways: syncMode == "always",
+	})
+	if err != nil {
+		return nil, err
+	}
+	svc := &benchService{natsURL: nodes.URLs()}
+	var children []*benchChild
+	svc.stop = func() {
+		var wg sync.WaitGroup
+		for _, ch := range children {
+			wg.Go(ch.stop)
+		}
+		wg.Wait()
+		nodes.Stop()
+	}
+	for _, node := range nodes.Nodes() {
+		svc.natsPIDs = append(svc.natsPIDs, node.PID())
+	}
+	start := func(i int) (*benchChild, error) {
+		return c.startChild(ctx, []string{"ASK_DATA_DIR=" + filepath.Join(dir, "r"+strconv.Itoa(i+1)), "ASK_LOG_LEVEL=error",
+			"ASK_STORE=jetstream", "ASK_NATS_URL=" + nodes.URLs(), "ASK_NATS_REPLICAS=3", "ASK_NATS_SYNC=",
+			"ASK_SLACK_BOT_TOKEN=xoxb-bench", "ASK_SLACK_SIGNING_SECRET=" + benchSecret, "ASK_SLACK_API_URL=" + slackURL + "/api/",
+			"ASK_CONSOLE_SECRET=bench-console-secret-0123456789", "ASK_OPERATORS=slack:UBENCH"})
+	}
+	first, err := start(0)
+	if err != nil {
+		svc.stop()
+		return nil, fmt.Errorf("replica r1: %w", err)
+	}
+	children = append(children, first)
+	rest := make([]*benchChild, n-1)
+	errs := make([]error, n-1)
+	var wg sync.WaitGroup
+	for i := range rest {
+		wg.Go(func() { rest[i], errs[i] = start(i + 1) })
+	}
+	wg.Wait()
+	for i, ch := range rest {
+		if ch != nil {
+			children = append(children, ch)
+		}
+		if errs[i] != nil {
+			svc.stop()
+			return nil, fmt.Errorf("replica r%d: %w", i+2, errs[i])
+		}
+	}
+	for _, ch := range children {
+		svc.httpAddrs = append(svc.httpAddrs, ch.httpAddr)
+		svc.replicaPIDs = append(svc.replicaPIDs, ch.cmd.Process.Pid)
+	}
+	svc.httpAddr = svc.httpAddrs[0]
+	return svc, nil
+}
+
+// cpuTicks sums the user and system time of pids, in clock ticks.
+func cpuTicks(pids []int) int64 {
+	var t int64
+	for _, pid := range pids {
+		t += procCPU(pid)
+	}
+	return t
+}
