@@ -56,10 +56,19 @@ func (r *run) list(ctx context.Context, state string) (map[string]bridge.Questio
 	return out, nil
 }
 
+// stats reads the service's counts. It may take a while on a replicated
+// record (it counts every question): it is given 30 s, and a slow answer
+// is logged.
 func (r *run) stats(ctx context.Context) (*bridge.StatsReply, error) {
 	var reply bridge.StatsReply
-	if err := r.request(ctx, bridge.APIStats, struct{}{}, &reply); err != nil {
-		return nil, err
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := bridge.Request(rctx, r.nc, bridge.APIStats, struct{}{}, &reply); err != nil {
+		return nil, fmt.Errorf("%s after %v: %w", bridge.APIStats, time.Since(start).Round(time.Millisecond), err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		r.logf("%s took %v", bridge.APIStats, took.Round(time.Millisecond))
 	}
 	if reply.Error != "" {
 		return nil, errors.New(reply.Error)
