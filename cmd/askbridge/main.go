@@ -52,7 +52,7 @@ Usage:
   askbridge stats [--since 7d] [--tenant T]  questions by state; resolution, decline, abandonment, repetition and reopen
                                             rates, time to answer and gate refusals per tenant and agent
   askbridge policy check FILE               check a policy file (ASK_POLICY) without starting anything; exit 0 good, 2 bad
-  askbridge bench [--duration 10s] [--rate 0] [--concurrency 32] [--sync always|interval] [--pending N] [--gate]
+  askbridge bench [--duration 10s] [--rate 0] [--concurrency 32] [--sync always|interval] [--pending N] [--gate] [--cluster [--replicas 3]]
                                             measure the answer path in-process against a fake Slack (--gate: the gate)
   askbridge migrate --to jetstream [--nats URL]
                                             move a stopped single node's SQLite record into JetStream (docs/deploy.md)
