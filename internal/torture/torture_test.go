@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/internal/torture"
 )
@@ -112,12 +111,6 @@ func TestTortureShort(t *testing.T) {
 func TestTortureClusterShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill -9 cluster torture test: skipped with -short")
-	}
-	// Until serve takes ASK_STORE, its replicas would run on SQLite, and
-	// the second would refuse to start beside the first.
-	env := map[string]string{"ASK_STORE": "no-such-store"}
-	if _, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err == nil || !strings.Contains(err.Error(), "ASK_STORE") {
-		t.Skip("blocked: askbridge serve does not take ASK_STORE=jetstream yet (store/jsstore/todo.go)")
 	}
 	tmp := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
