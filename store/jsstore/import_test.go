@@ -105,6 +105,9 @@ func TestImportReadsBackAsExported(t *testing.T) {
 		}},
 		{"due steps", func(s storetest.Store) (any, error) { return s.DueSteps(ctx, storetest.T0.Add(5*time.Hour), 10) }},
 		{"snoozes of q2", func(s storetest.Store) (any, error) { return s.Snoozes(ctx, 2, storetest.T0) }},
+		{"questions to measure", func(s storetest.Store) (any, error) {
+			return s.ClarifyQuestions(ctx, storetest.Tenant, storetest.T0.Add(-time.Hour))
+		}},
 		{"proposal p-1", func(s storetest.Store) (any, error) { return s.FindProposal(ctx, storetest.Tenant, "p-1") }},
 		{"proposal of q3", func(s storetest.Store) (any, error) { return s.ProposalOf(ctx, 3) }},
 		{"log of build", func(s storetest.Store) (any, error) {
