@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -56,6 +57,22 @@ func (b *relayBatch) poll() {
 			return
 		}
 	}
+}
+
+// codeDuplicateInProcess is JetStream's answer to a publish whose message
+// id another publish is storing at that moment: with several replicas,
+// their relays publish the same row.
+const codeDuplicateInProcess = 10158
+
+// duplicateInProcessWait is how long the relay gives another replica's
+// publish of the same row before it publishes the row again.
+const duplicateInProcessWait = 20 * time.Millisecond
+
+// isDuplicateInProcess reports whether err is JetStream's "duplicate
+// message id is in process".
+func isDuplicateInProcess(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == codeDuplicateInProcess
 }
 
 // maxRelayInflight bounds the batches published and not yet acknowledged.
@@ -130,6 +147,17 @@ func (rl *relay) run(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		progressed, err := rl.once(ctx)
+		if isDuplicateInProcess(err) && ctx.Err() == nil {
+			// Another replica's relay is storing the same row right now:
+			// publishing it again in a moment finds it stored (a
+			// duplicate, acknowledged), with no need to wait a tick.
+			rl.log.Debug("outbox relay: a row is being published by another replica", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(duplicateInProcessWait):
+			}
+			continue
+		}
 		if err != nil && ctx.Err() == nil {
 			rl.log.Warn("outbox relay", "err", err)
 		}

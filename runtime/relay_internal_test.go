@@ -3,10 +3,13 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/store"
 )
@@ -58,5 +61,22 @@ func TestMarkPublishedStopsAtTheFirstFailure(t *testing.T) {
 	want := []int64{id(2), id(3), id(4)}
 	if !slices.Equal(got, want) {
 		t.Fatalf("unsent after a clean stop = %v, want %v (from the refused row on)", got, want)
+	}
+}
+
+func TestIsDuplicateInProcess(t *testing.T) {
+	inProcess := &jetstream.APIError{Code: 409, ErrorCode: codeDuplicateInProcess, Description: "duplicate message id is in process"}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("publish ob-x-1: %w", inProcess), true},
+		{&jetstream.APIError{Code: 503, ErrorCode: 10077}, false},
+		{errors.New("nats: timeout"), false},
+		{nil, false},
+	} {
+		if got := isDuplicateInProcess(c.err); got != c.want {
+			t.Errorf("isDuplicateInProcess(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
