@@ -56,7 +56,9 @@ func connect(t *testing.T, url string) jetstream.JetStream {
 // store directory, catches up with what it missed.
 func TestR3StreamSurvivesANodeKilled(t *testing.T) {
 	c := cluster.StartT(t, cluster.Options{Command: childNode})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Generous: under CI's load a leader election after the kill takes
+	// seconds, and each publish below has its own deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	js := connect(t, c.URLs())
 	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SURVIVE", Subjects: []string{"survive.>"}, Replicas: 3, Storage: jetstream.FileStorage})
@@ -66,8 +68,10 @@ func TestR3StreamSurvivesANodeKilled(t *testing.T) {
 	publish := func(from, to int) {
 		for i := from; i < to; i++ {
 			// Retried with its message id while the stream elects a leader.
-			poll.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-				_, err := js.Publish(ctx, "survive.x", []byte(fmt.Sprint(i)), jetstream.WithMsgID(fmt.Sprint("m-", i)))
+			poll.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				_, err := js.Publish(pctx, "survive.x", []byte(fmt.Sprint(i)), jetstream.WithMsgID(fmt.Sprint("m-", i)))
 				return err
 			})
 		}
