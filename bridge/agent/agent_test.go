@@ -65,6 +65,7 @@ func TestAskRepublishesUntilRecorded(t *testing.T) {
 func TestAskStopsRepublishingOnceRecorded(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Roles: runtime.Roles{Operators: []string{"cli:kevin"}}})
 	published := countPublishes(t, env.NATS.Conn, bridge.QuestionSubject("acme", "job-ok"))
+	asked := countPublishes(t, env.NATS.Conn, bridge.EventSubject("acme", "job-ok"))
 	c, err := agent.New(env.Conn(t))
 	if err != nil {
 		t.Fatal(err)
@@ -75,10 +76,16 @@ func TestAskStopsRepublishingOnceRecorded(t *testing.T) {
 		out, _ := c.Ask(context.Background(), question("job-ok"))
 		done <- out
 	}()
-	// Wait until it is recorded, then a while longer than several republish periods.
+	// Wait until it is recorded and announced (the agent learns it so),
+	// then a while longer than several republish periods.
 	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		_, err := env.Store.Find(context.Background(), store.Key{Tenant: "acme", JobID: "job-ok", QuestionID: "q-1"})
-		return err
+		if _, err := env.Store.Find(context.Background(), store.Key{Tenant: "acme", JobID: "job-ok", QuestionID: "q-1"}); err != nil {
+			return err
+		}
+		if asked.Load() == 0 {
+			return errors.New("recorded, not yet announced")
+		}
+		return nil
 	})
 	before := published.Load()
 	time.Sleep(300 * time.Millisecond) // six republish periods
