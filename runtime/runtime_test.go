@@ -62,7 +62,13 @@ func ask(t *testing.T, env *testenv.Env, q *bridge.Question) <-chan *bridge.Resu
 
 func waitState(t *testing.T, env *testenv.Env, q *bridge.Question, state string) {
 	t.Helper()
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	waitStateFor(t, env, q, state, 10*time.Second)
+}
+
+// waitStateFor is waitState for a question whose state follows a backlog.
+func waitStateFor(t *testing.T, env *testenv.Env, q *bridge.Question, state string, wait time.Duration) {
+	t.Helper()
+	testenv.CheckFor(t, wait, 10*time.Millisecond, func() error {
 		reply := show(t, env, "slack:UADMIN", q.JobID, q.QuestionID)
 		if reply.Question == nil {
 			return fmt.Errorf("question not visible yet: %s", reply.Error)
