@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/askbridge/askbridge/internal/testenv/cluster"
 )
 
 // server is the askbridge child process, started and SIGKILLed on the same
@@ -130,17 +132,5 @@ func (s *server) signal(sig syscall.Signal, grace time.Duration) {
 	if cmd == nil {
 		return
 	}
-	pid := cmd.Process.Pid
-	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		_ = cmd.Process.Signal(sig)
-	}
-	if sig != syscall.SIGKILL {
-		select {
-		case <-done:
-			return
-		case <-time.After(grace):
-		}
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-	}
-	<-done
+	cluster.SignalGroup(cmd, done, sig, grace)
 }

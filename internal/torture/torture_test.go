@@ -57,38 +57,15 @@ func TestTortureShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill -9 torture test: skipped with -short")
 	}
-	tmp := t.TempDir()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var progress bytes.Buffer
-	serverLog := &testenv.LockedBuffer{}
-	rep, err := torture.Run(ctx, torture.Options{
-		Binary:    bin,
-		DataDir:   filepath.Join(tmp, "data"),
+	rep := runTorture(t, 2*time.Minute, torture.Options{
+		DataDir:   filepath.Join(t.TempDir(), "data"),
 		Duration:  8 * time.Second,
 		Rate:      30,
 		KillEvery: 2500 * time.Millisecond,
 		MinKills:  3,
 		ShortMin:  2 * time.Second,
 		ShortMax:  4 * time.Second,
-		Progress:  &progress,
-		ServerLog: serverLog,
 	})
-	t.Logf("progress:\n%s", progress.String())
-	if err != nil || len(rep.Violations) > 0 {
-		t.Logf("server log (level warn):\n%s", serverLog.String())
-	}
-	if err != nil {
-		t.Fatalf("torture run: %v", err)
-	}
-	t.Logf("%+v", *rep)
-	for _, v := range rep.Violations {
-		t.Errorf("violation: %s", v)
-	}
-	if rep.Lost != 0 || rep.Duplicates != 0 {
-		t.Errorf("lost %d, duplicates %d; want none", rep.Lost, rep.Duplicates)
-	}
 	if rep.Kills < 3 {
 		t.Errorf("%d kills; want at least 3", rep.Kills)
 	}
@@ -112,14 +89,8 @@ func TestTortureClusterShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill -9 cluster torture test: skipped with -short")
 	}
-	tmp := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var progress bytes.Buffer
-	serverLog := &testenv.LockedBuffer{}
-	rep, err := torture.Run(ctx, torture.Options{
-		Binary:    bin,
-		DataDir:   filepath.Join(tmp, "data"),
+	rep := runTorture(t, 3*time.Minute, torture.Options{
+		DataDir:   filepath.Join(t.TempDir(), "data"),
 		Replicas:  3,
 		Duration:  6 * time.Second,
 		Rate:      15,
@@ -127,23 +98,7 @@ func TestTortureClusterShort(t *testing.T) {
 		MinKills:  1,
 		ShortMin:  2 * time.Second,
 		ShortMax:  4 * time.Second,
-		Progress:  &progress,
-		ServerLog: serverLog,
 	})
-	t.Logf("progress:\n%s", progress.String())
-	if err != nil || len(rep.Violations) > 0 {
-		t.Logf("replicas' log (level warn):\n%s", serverLog.String())
-	}
-	if err != nil {
-		t.Fatalf("torture run: %v", err)
-	}
-	t.Logf("%+v", *rep)
-	for _, v := range rep.Violations {
-		t.Errorf("violation: %s", v)
-	}
-	if rep.Lost != 0 || rep.Duplicates != 0 {
-		t.Errorf("lost %d, duplicates %d; want none", rep.Lost, rep.Duplicates)
-	}
 	if rep.Kills < 1 || rep.NodeKills < 1 {
 		t.Errorf("%d replica kills, %d NATS node kills; want at least one of each", rep.Kills, rep.NodeKills)
 	}
@@ -157,4 +112,33 @@ func TestTortureClusterShort(t *testing.T) {
 		t.Errorf("timed out %d, failed %d, ladder steps %d: the run should time questions out and climb ladders",
 			rep.TimedOut, rep.Failed, rep.LadderSteps)
 	}
+}
+
+// runTorture runs torture with the built binary within timeout, logs its
+// progress (and the servers' warnings when it went wrong), and fails the
+// test when the run fails, finds a violation, or loses or doubles an
+// outcome. The caller checks what its variant must also show.
+func runTorture(t *testing.T, timeout time.Duration, o torture.Options) *torture.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var progress bytes.Buffer
+	serverLog := &testenv.LockedBuffer{}
+	o.Binary, o.Progress, o.ServerLog = bin, &progress, serverLog
+	rep, err := torture.Run(ctx, o)
+	t.Logf("progress:\n%s", progress.String())
+	if err != nil || len(rep.Violations) > 0 {
+		t.Logf("servers' log (level warn):\n%s", serverLog.String())
+	}
+	if err != nil {
+		t.Fatalf("torture run: %v", err)
+	}
+	t.Logf("%+v", *rep)
+	for _, v := range rep.Violations {
+		t.Errorf("violation: %s", v)
+	}
+	if rep.Lost != 0 || rep.Duplicates != 0 {
+		t.Errorf("lost %d, duplicates %d; want none", rep.Lost, rep.Duplicates)
+	}
+	return rep
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
@@ -114,6 +115,13 @@ func (n *Node) signal(sig syscall.Signal, grace time.Duration) {
 	if cmd == nil {
 		return
 	}
+	SignalGroup(cmd, done, sig, grace)
+}
+
+// SignalGroup sends sig to the process group of cmd, a child started in a
+// group of its own, and waits until done closes (the child was reaped).
+// A signal other than SIGKILL gets grace to end it; then SIGKILL does.
+func SignalGroup(cmd *exec.Cmd, done <-chan struct{}, sig syscall.Signal, grace time.Duration) {
 	pid := cmd.Process.Pid
 	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		_ = cmd.Process.Signal(sig)
