@@ -17,6 +17,16 @@ import (
 // decision the trip through the outbox and the events stream.
 const HeaderDecidedTo = "Ask-Decided-To"
 
+// HeaderDecision and HeaderDecisionText, on the runtime's message to
+// HeaderDecidedTo about an attempt, say what became of it (the type of
+// its event: answered, declined, refused, approval_recorded, ...) and the
+// text a person reads (a refusal's reason): a front-end that may not read
+// the job's events learns it there.
+const (
+	HeaderDecision     = "Ask-Decision"
+	HeaderDecisionText = "Ask-Decision-Text"
+)
+
 // CancelDecision is what the runtime publishes to a cancel's
 // HeaderDecidedTo once the cancel is committed: how many questions it
 // ended, or why it was refused.

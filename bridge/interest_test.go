@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/askbridge/askbridge/bridge/principal"
+
 	"github.com/askbridge/askbridge/internal/testenv/poll"
 )
 
@@ -119,11 +121,19 @@ func TestLimitsEventsStreamBecomesInterest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	ns, err := StartEmbedded(NATSOptions{StoreDir: dir, Listen: "127.0.0.1:0"})
+	keys, err := principal.LoadOrCreateKeys(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect("", nats.InProcessServer(ns))
+	ns, err := StartEmbedded(NATSOptions{StoreDir: dir, Listen: "127.0.0.1:0"}, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "test"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(ns), nats.UserJWTAndSeed(admin.JWT, admin.Seed))
 	if err != nil {
 		t.Fatal(err)
 	}

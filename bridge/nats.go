@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bridge/principal"
 )
 
 // NATSOptions says which NATS to use: an external one at URL, or an
@@ -49,6 +52,12 @@ type NATSOptions struct {
 	// before keep the mode they have.
 	AsyncPersist bool
 	Name         string
+	// DataDir holds the embedded server's keys (principal.KeysFile) and
+	// the register of credentials; "" keeps them in StoreDir.
+	DataDir string
+	// ConnOptions are added to the connection's options (credentials for
+	// an external NATS, say).
+	ConnOptions []nats.Option
 	// Logger hears how existing streams were adopted, and when the
 	// connection is lost and back; nil discards it.
 	Logger *slog.Logger
@@ -64,6 +73,11 @@ type NATS struct {
 	// streams are the options the streams were made with, to make them
 	// again (EnsureStreams).
 	streams StreamOptions
+	// Keys are the embedded server's operator and account keys; admin is
+	// a credential of the service account kept in memory, for tests and
+	// tools in this process that connect over TCP.
+	Keys  *principal.Keys
+	admin *principal.Issued
 }
 
 // ConnectNATS starts the embedded server (when no URL is given), connects,
@@ -92,15 +106,31 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 	}
 	url := o.URL
 	if url == "" {
-		ns, err := StartEmbedded(o)
+		keys, err := principal.LoadOrCreateKeys(cmp.Or(o.DataDir, o.StoreDir))
+		if err != nil {
+			return nil, fmt.Errorf("nats: %w", err)
+		}
+		ns, err := StartEmbedded(o, keys)
 		if err != nil {
 			return nil, err
 		}
-		n.Server, n.storeDir = ns, o.StoreDir
-		opts = append(opts, nats.InProcessServer(ns))
+		n.Server, n.storeDir, n.Keys = ns, o.StoreDir, keys
+		// The service's own parts connect in process, with a credential
+		// that no TCP connection can use.
+		self, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge", InProcessOnly: true}, time.Now())
+		if err != nil {
+			n.Close()
+			return nil, fmt.Errorf("nats: %w", err)
+		}
+		if n.admin, err = keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge-admin"}, time.Now()); err != nil {
+			n.Close()
+			return nil, fmt.Errorf("nats: %w", err)
+		}
+		opts = append(opts, nats.InProcessServer(ns), nats.UserJWTAndSeed(self.JWT, self.Seed))
 	} else if o.Creds != "" {
 		opts = append(opts, nats.UserCredentials(o.Creds))
 	}
+	opts = append(opts, o.ConnOptions...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		n.Close()
@@ -161,6 +191,24 @@ func (n *NATS) Durable() error {
 	})
 }
 
+// Admin is the option that connects another client to the embedded
+// server as an admin (the service account, everything allowed): for
+// tests and tools in this process. Nil without an embedded server.
+func (n *NATS) Admin() nats.Option {
+	if n.admin == nil {
+		return nil
+	}
+	return nats.UserJWTAndSeed(n.admin.JWT, n.admin.Seed)
+}
+
+// AdminCreds is Admin as the text of a .creds file.
+func (n *NATS) AdminCreds() []byte {
+	if n.admin == nil {
+		return nil
+	}
+	return n.admin.Creds
+}
+
 // ClientURL is the URL other processes use to reach this NATS, when known.
 func (n *NATS) ClientURL() string {
 	if n.Server != nil {
@@ -172,8 +220,10 @@ func (n *NATS) ClientURL() string {
 	return ""
 }
 
-// StartEmbedded starts an in-process nats-server with JetStream.
-func StartEmbedded(o NATSOptions) (*server.Server, error) {
+// StartEmbedded starts an in-process nats-server with JetStream that
+// admits only credentials keys issued (docs/design.md, "Principals on the
+// bus"); the register's revocations under o.DataDir apply from the start.
+func StartEmbedded(o NATSOptions, keys *principal.Keys) (*server.Server, error) {
 	host, port := "127.0.0.1", 4222
 	if o.Listen != "" {
 		h, p, err := net.SplitHostPort(o.Listen)
@@ -210,6 +260,13 @@ func StartEmbedded(o NATSOptions) (*server.Server, error) {
 	}
 	if (!o.SyncAlways || o.AsyncPersist) && o.SyncInterval > 0 {
 		sopts.SyncInterval = o.SyncInterval
+	}
+	reg, err := principal.OpenRegister(cmp.Or(o.DataDir, o.StoreDir))
+	if err != nil {
+		return nil, fmt.Errorf("nats: %w", err)
+	}
+	if err := keys.Configure(sopts, reg.Revocations()); err != nil {
+		return nil, fmt.Errorf("nats: %w", err)
 	}
 	ns, err := server.NewServer(sopts)
 	if err != nil {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nats-io/nats.go"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bridge/principal"
 
 	"github.com/askbridge/askbridge/internal/testenv/poll"
 )
@@ -78,7 +81,7 @@ func TestNATS(t *testing.T) {
 			}
 		}
 		// A second replica pointed at the first's NATS ensures them again.
-		other, err := ConnectNATS(ctx, NATSOptions{URL: url, Name: "replica"})
+		other, err := ConnectNATS(ctx, NATSOptions{URL: url, Name: "replica", ConnOptions: []nats.Option{n.Admin()}})
 		if err != nil {
 			t.Fatalf("second ConnectNATS: %v", err)
 		}
@@ -192,7 +195,11 @@ func TestStartEmbeddedBadListen(t *testing.T) {
 		"localhost":      `nats: listen address "localhost":`,
 		"127.0.0.1:nats": `nats: listen port "nats" is not a number`,
 	} {
-		_, err := StartEmbedded(NATSOptions{Listen: listen, StoreDir: t.TempDir()})
+		keys, err := principal.LoadOrCreateKeys(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = StartEmbedded(NATSOptions{Listen: listen, StoreDir: t.TempDir()}, keys)
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("StartEmbedded(%q) = %v, want %q", listen, err, want)
 		}

@@ -33,11 +33,12 @@ const apiQueue = "askbridge-runtime"
 // serveAPI answers ask.v1.api.list, .show, .stats and .trace.
 func (r *Runtime) serveAPI(ctx context.Context) (func(), error) {
 	handlers := map[string]func(context.Context, []byte) any{
-		bridge.APIList:  r.apiList,
-		bridge.APIShow:  r.apiShow,
-		bridge.APIStats: r.apiStats,
-		bridge.APITrace: r.apiTrace,
-		bridge.APIQueue: r.apiQueue,
+		bridge.APIList:    r.apiList,
+		bridge.APIShow:    r.apiShow,
+		bridge.APIStats:   r.apiStats,
+		bridge.APITrace:   r.apiTrace,
+		bridge.APIQueue:   r.apiQueue,
+		bridge.APIResumes: r.apiResumes,
 	}
 	var subs []*nats.Subscription
 	stop := func() {

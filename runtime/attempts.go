@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nats-io/nats.go"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -258,11 +259,35 @@ func attemptKeys(items []*attemptItem) []store.Key {
 func (r *Runtime) notifyDecided(items []*attemptItem) {
 	for _, it := range items {
 		for _, to := range it.notify {
-			if err := r.nc.Publish(to, []byte(it.a.AttemptID)); err != nil {
+			typ, text := it.decision()
+			msg := &nats.Msg{Subject: to, Data: []byte(it.a.AttemptID), Header: nats.Header{}}
+			msg.Header.Set(bridge.HeaderDecision, typ)
+			if text != "" {
+				msg.Header.Set(bridge.HeaderDecisionText, text)
+			}
+			if err := r.nc.PublishMsg(msg); err != nil {
 				r.log.Debug("tell a front-end its attempt is decided", "attempt", it.a.AttemptID, "err", err)
 			}
 		}
 	}
+}
+
+// decision is what became of the attempt, as its event names it, and the
+// text a person reads; empty for a duplicate decided before.
+func (it *attemptItem) decision() (typ, text string) {
+	switch {
+	case it.ref != nil:
+		return bridge.EventRefused, it.ref.text
+	case it.approve != nil:
+		return bridge.EventApproval, ""
+	case it.delegate != nil:
+		return bridge.EventDelegated, ""
+	case it.snooze != nil:
+		return bridge.EventSnoozed, ""
+	case it.settle != nil:
+		return it.settle.State, it.settle.Text
+	}
+	return "", ""
 }
 
 // decide runs the checks; it returns the question and the messages

@@ -119,6 +119,10 @@ type Options struct {
 	// People links identities into persons (ASK_PEOPLE); the policy's
 	// people: section adds to it (docs/contract.md, "People").
 	People bridge.People
+	// Principals checks the credentials of what agents and people publish
+	// (serveIntake); nil takes nothing from them (a NATS without
+	// askbridge's accounts).
+	Principals Principals
 	// Platforms are the chat platforms that can show questions, switched
 	// on or not, in the order texts name them.
 	Platforms []Platform
@@ -313,6 +317,11 @@ func (r *Runtime) Run(ctx context.Context) error {
 		return err
 	}
 	stops = append(stops, gateStop)
+	intakeStop, err := r.serveIntake(ctx)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, intakeStop)
 
 	var wg sync.WaitGroup
 	wg.Add(4)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/nats-io/nats.go"
 	"io"
 	"log/slog"
 	"slices"
@@ -45,7 +46,7 @@ type replicaHandler func(ctx context.Context, replica string, ev *bridge.Event) 
 // which is told the replica's name.
 func (r *rig) startReplica(name string, d bridge.Durable, handle replicaHandler) *replica {
 	r.t.Helper()
-	n, err := bridge.ConnectNATS(context.Background(), bridge.NATSOptions{URL: r.nats.Server.ClientURL(), Name: name})
+	n, err := bridge.ConnectNATS(context.Background(), bridge.NATSOptions{URL: r.nats.Server.ClientURL(), Name: name, ConnOptions: []nats.Option{r.nats.Admin()}})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -164,38 +164,26 @@ func (c *Client) laterVersion(ctx context.Context, tenant, job, questionID strin
 }
 
 // await returns the first outcome for questionID (at version, when exact).
+// It reads the job's resumes as they are published, and those published
+// before (or while the connection was down) from the runtime
+// (ask.v1.api.resumes): an agent's credential reads its tenant's resumes
+// live and asks the runtime for the rest, with no JetStream access of
+// its own (docs/design.md, "Principals on the bus").
 func (c *Client) await(ctx context.Context, tenant, job, questionID string, version int64, exact bool) (*Outcome, error) {
-	cons, err := c.js.OrderedConsumer(ctx, bridge.StreamResumes, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{bridge.ResumeSubject(tenant, job)},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
+	live := make(chan *nats.Msg, 256)
+	sub, err := c.nc.ChanSubscribe(bridge.ResumeSubject(tenant, job), live)
 	if err != nil {
 		return nil, fmt.Errorf("agent: await %s/%s/%s: %w", tenant, job, questionID, err)
 	}
-	it, err := cons.Messages()
-	if err != nil {
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := c.nc.Flush(); err != nil {
 		return nil, fmt.Errorf("agent: await %s/%s/%s: %w", tenant, job, questionID, err)
 	}
-	defer it.Stop()
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return nil, fmt.Errorf("agent: await %s/%s/%s: stopped", tenant, job, questionID)
-			}
-			return nil, fmt.Errorf("agent: await %s/%s/%s: %w", tenant, job, questionID, err)
-		}
-		var out Outcome
-		if json.Unmarshal(msg.Data(), &out) != nil {
-			continue
-		}
+	// match says whether out is the outcome waited for; it may move
+	// version on when the question was asked again later.
+	match := func(out *Outcome) (bool, error) {
 		if out.QuestionID != questionID || ((exact || version != 0) && out.TaskVersion != version) {
-			continue
+			return false, nil
 		}
 		if !exact {
 			// Asked again under the same id at a later version (which
@@ -203,13 +191,76 @@ func (c *Client) await(ctx context.Context, tenant, job, questionID string, vers
 			// answers an earlier question, not the one the job asks now.
 			later, ok, err := c.laterVersion(ctx, tenant, job, questionID, out.TaskVersion)
 			if err != nil {
-				return nil, err
+				return false, err
 			}
 			if ok {
-				version = later // its outcome comes later in the stream
-				continue
+				version = later // its outcome comes later
+				return false, nil
 			}
 		}
-		return &out, nil
+		return true, nil
+	}
+	reconnects := c.nc.Stats().Reconnects
+	recheck := time.NewTicker(awaitRecheck)
+	defer recheck.Stop()
+	for first := true; ; first = false {
+		if first || c.nc.Stats().Reconnects != reconnects {
+			reconnects = c.nc.Stats().Reconnects
+			recorded, err := c.recorded(ctx, tenant, job, questionID)
+			if err != nil {
+				return nil, fmt.Errorf("agent: await %s/%s/%s: %w", tenant, job, questionID, err)
+			}
+			for i := range recorded {
+				if ok, err := match(&recorded[i]); err != nil || ok {
+					return &recorded[i], err
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-recheck.C:
+		case m := <-live:
+			var out Outcome
+			if json.Unmarshal(m.Data, &out) != nil {
+				continue
+			}
+			if ok, err := match(&out); err != nil || ok {
+				return &out, err
+			}
+		}
+	}
+}
+
+// awaitRecheck is how often await looks whether the connection was
+// re-established, which may have lost a resume published meanwhile.
+const awaitRecheck = 2 * time.Second
+
+// recorded asks the runtime for the question's outcomes published so
+// far, waiting for a runtime while none answers.
+func (c *Client) recorded(ctx context.Context, tenant, job, questionID string) ([]Outcome, error) {
+	req := bridge.ResumesRequest{Tenant: tenant, JobID: job, QuestionID: questionID}
+	wait := 100 * time.Millisecond
+	for {
+		var reply bridge.ResumesReply
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := bridge.Request(rctx, c.nc, bridge.APIResumes, req, &reply)
+		cancel()
+		switch {
+		case err == nil && reply.Error == "":
+			return reply.Resumes, nil
+		case err == nil:
+			return nil, errors.New(reply.Error)
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, context.DeadlineExceeded):
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
 	}
 }

@@ -73,7 +73,10 @@ func TestAskStopsRepublishingOnceRecorded(t *testing.T) {
 	c.Republish = 50 * time.Millisecond
 	done := make(chan *agent.Outcome, 1)
 	go func() {
-		out, _ := c.Ask(context.Background(), question("job-ok"))
+		out, err := c.Ask(context.Background(), question("job-ok"))
+		if err != nil {
+			t.Error(err)
+		}
 		done <- out
 	}()
 	// Wait until it is recorded and announced (the agent learns it so),

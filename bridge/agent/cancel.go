@@ -37,7 +37,7 @@ func (c *Client) Cancel(ctx context.Context, cancel bridge.Cancel) (bridge.Cance
 	if err != nil {
 		return bridge.CancelDecision{}, fmt.Errorf("agent: cancel: %w", err)
 	}
-	inbox := nats.NewInbox() // the runtime tells only _INBOX. subjects (bridge.ValidNotifySubject)
+	inbox := c.nc.NewInbox() // the runtime tells only _INBOX. subjects (bridge.ValidNotifySubject)
 	sub, err := c.nc.SubscribeSync(inbox)
 	if err != nil {
 		return bridge.CancelDecision{}, fmt.Errorf("agent: cancel: %w", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -27,6 +28,7 @@ import (
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/bridge/principal"
 	"github.com/askbridge/askbridge/config"
 )
 
@@ -40,6 +42,8 @@ type cli struct {
 	// natsOpts are added to connect's options (askbridge mcp, which
 	// lives as long as its client, reconnects for ever).
 	natsOpts []nats.Option
+	// creds is --creds, a NATS credentials file.
+	creds string
 }
 
 // decisionWait bounds how long answer and decline wait for the runtime.
@@ -49,6 +53,7 @@ func (c *cli) flags(name string) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("askbridge "+name, flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	url := fs.String("nats", "", "NATS URL (default: ASK_NATS_URL, else the embedded server at ASK_NATS_LISTEN)")
+	fs.StringVar(&c.creds, "creds", "", "NATS credentials file (default: ASK_NATS_CREDS; without one, the data directory's owner acts as an admin)")
 	return fs, url
 }
 
@@ -112,12 +117,12 @@ func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
 	if url == "" {
 		url = c.natsURL
 	}
-	var opts []nats.Option
+	opts, err := c.credentials()
+	if err != nil {
+		return nil, nil, err
+	}
 	if url == "" {
 		url = os.Getenv("ASK_NATS_URL")
-		if creds := os.Getenv("ASK_NATS_CREDS"); creds != "" && url != "" {
-			opts = append(opts, nats.UserCredentials(creds))
-		}
 	}
 	if url == "" {
 		listen := os.Getenv("ASK_NATS_LISTEN")
@@ -139,6 +144,9 @@ func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
 		if ue := (*neturl.Error)(nil); errors.As(err, &ue) {
 			why = "the URL cannot be read" // its text would repeat the URL, password and all
 		}
+		if errors.Is(err, nats.ErrAuthorization) {
+			return nil, nil, fmt.Errorf("NATS at %s refused the connection: %s; an admin gives you credentials with 'askbridge creds person --as cli:%s --out FILE' (or 'creds agent'), which you pass with --creds FILE or ASK_NATS_CREDS", redactURLs(url), why, strings.TrimPrefix(c.identity, "cli:"))
+		}
 		return nil, nil, fmt.Errorf("cannot reach NATS at %s (is 'askbridge serve' running?): %s", redactURLs(url), why)
 	}
 	js, err := jetstream.New(nc)
@@ -147,6 +155,32 @@ func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
 		return nil, nil, err
 	}
 	return nc, js, nil
+}
+
+// credentials are the options that present the CLI's credentials:
+// --creds or ASK_NATS_CREDS, read with the inbox prefix they allow; else,
+// for the data directory's owner, an admin credential made from its keys
+// in memory (docs/contract.md, "Principals on the bus"); else none.
+func (c *cli) credentials() ([]nats.Option, error) {
+	if path := cmp.Or(c.creds, os.Getenv("ASK_NATS_CREDS")); path != "" {
+		name, _, err := principal.ReadCreds(path)
+		if err != nil {
+			return nil, err
+		}
+		return []nats.Option{nats.UserCredentials(path), nats.CustomInboxPrefix(principal.InboxPrefix(name))}, nil
+	}
+	if len(c.natsOpts) > 0 {
+		return nil, nil // the caller gave them
+	}
+	keys, err := principal.LoadKeys(cmp.Or(os.Getenv("ASK_DATA_DIR"), "data"))
+	if err != nil {
+		return nil, nil // not the owner here: try without, and say how to get them
+	}
+	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "cli-owner"}, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return []nats.Option{nats.UserJWTAndSeed(admin.JWT, admin.Seed)}, nil
 }
 
 // redactURLs is a comma-separated list of NATS URLs with their passwords
@@ -644,10 +678,31 @@ func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a 
 		return c.fail("%v", err)
 	}
 	defer sub.Unsubscribe()
+	// A person's credential may not read the job's events: the runtime
+	// tells this inbox too what became of the attempt.
+	inbox := nc.NewInbox()
+	direct, err := nc.Subscribe(inbox, func(m *nats.Msg) {
+		ev := bridge.Event{Type: m.Header.Get(bridge.HeaderDecision), Text: m.Header.Get(bridge.HeaderDecisionText), AttemptID: string(m.Data)}
+		if ev.Type != "" && ev.AttemptID == a.AttemptID {
+			select {
+			case decided <- ev:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	defer direct.Unsubscribe()
 	if err := nc.Flush(); err != nil {
 		return c.fail("%v", err)
 	}
-	if err := bridge.Publish(ctx, js, bridge.AnswerSubject(a.Tenant, a.JobID), "attempt-"+a.AttemptID, a); err != nil {
+	data, err := json.Marshal(a)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	msg := &nats.Msg{Subject: bridge.AnswerSubject(a.Tenant, a.JobID), Data: data, Header: nats.Header{bridge.HeaderDecidedTo: []string{inbox}}}
+	if _, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID("attempt-"+a.AttemptID)); err != nil {
 		return c.fail("%v", err)
 	}
 	select {
@@ -700,7 +755,7 @@ func (c *cli) cancel(ctx context.Context, args []string) int {
 	}
 	defer nc.Close()
 	// The runtime says on this inbox, once committed, what the cancel did.
-	inbox := nats.NewInbox()
+	inbox := nc.NewInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
 		return c.fail("%v", err)

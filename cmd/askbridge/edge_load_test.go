@@ -237,7 +237,7 @@ func TestEdgeLoad(t *testing.T) {
 	slackBlock := "ask.acme.job-load.q-1.1"
 
 	// Count every answer attempt published, on a connection of our own.
-	nc, err := nats.Connect(s.natsURL())
+	nc, err := nats.Connect(s.natsURL(), s.nats.Admin())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,12 +59,12 @@ func startTestService(t *testing.T, env map[string]string) (*service, *config.Co
 
 func testCLI(s *service, identity string) (*cli, *bytes.Buffer, *bytes.Buffer) {
 	var out, errOut bytes.Buffer
-	return &cli{stdout: &out, stderr: &errOut, identity: identity, natsURL: s.natsURL()}, &out, &errOut
+	return &cli{stdout: &out, stderr: &errOut, identity: identity, natsURL: s.natsURL(), natsOpts: []nats.Option{s.nats.Admin()}}, &out, &errOut
 }
 
 func agentFor(t *testing.T, s *service) *agent.Client {
 	t.Helper()
-	nc, err := nats.Connect(s.natsURL())
+	nc, err := nats.Connect(s.natsURL(), s.nats.Admin())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestCLIAskExitCodes(t *testing.T) {
 	}
 
 	_, _, badErr := testCLI(s, "cli:agent")
-	bad := &cli{stdout: io.Discard, stderr: badErr, natsURL: s.natsURL(), identity: "cli:agent"}
+	bad := &cli{stdout: io.Discard, stderr: badErr, natsURL: s.natsURL(), natsOpts: []nats.Option{s.nats.Admin()}, identity: "cli:agent"}
 	if code := bad.ask(context.Background(), []string{"--job", "job-z", "--choice", "a", "--field", "x:text", "Both?"}); code != exitError ||
 		!strings.Contains(badErr.String(), "choices and fields: give one or the other, not both") {
 		t.Fatalf("invalid ask: exit %d, %q", code, badErr)

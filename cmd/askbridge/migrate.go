@@ -47,7 +47,7 @@ func (c *cli) migrate(ctx context.Context, args []string) int {
 	}
 	defer sq.Close()
 	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{
-		URL: cfg.NATSURL, Creds: cfg.NATSCreds, Listen: cfg.NATSListen, StoreDir: filepath.Join(cfg.DataDir, "nats"),
+		URL: cfg.NATSURL, Creds: cfg.NATSCreds, Listen: cfg.NATSListen, StoreDir: filepath.Join(cfg.DataDir, "nats"), DataDir: cfg.DataDir,
 		SyncAlways: true, Replicas: cfg.NATSReplicas, Name: "askbridge-migrate",
 	})
 	if err != nil {

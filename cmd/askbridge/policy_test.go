@@ -257,7 +257,7 @@ func TestSIGHUPReloadsThePolicy(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no NATS URL in the log:\n%s", logs)
 	}
-	nc, err := nats.Connect(m[1])
+	nc, err := nats.Connect(m[1], testenv.AdminOf(t, filepath.Join(dir, "data")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -257,7 +257,7 @@ func startRace(t *testing.T, extraEnv ...map[string]string) *race {
 	}
 	s, _ := startTestService(t, env)
 	r := &race{raceWorld: w, s: s, base: "http://" + s.Addr(), ag: agentFor(t, s)}
-	nc, err := nats.Connect(s.natsURL())
+	nc, err := nats.Connect(s.natsURL(), s.nats.Admin())
 	if err != nil {
 		t.Fatal(err)
 	}

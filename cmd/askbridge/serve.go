@@ -23,6 +23,7 @@ import (
 	"github.com/askbridge/askbridge/bots/discord"
 	slackbot "github.com/askbridge/askbridge/bots/slack"
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/bridge/principal"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/policy"
 	"github.com/askbridge/askbridge/runtime"
@@ -70,6 +71,8 @@ type service struct {
 	record record
 	store  *store.Store
 	rt     *runtime.Runtime
+	// guard checks the credentials of what agents and people publish.
+	guard *principal.Guard
 	// policy is the operator's policy in force (ASK_POLICY), read at
 	// start and replaced whole on SIGHUP (reloadPolicy).
 	policy *policy.Holder
@@ -137,6 +140,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		Creds:        cfg.NATSCreds,
 		Listen:       cfg.NATSListen,
 		StoreDir:     filepath.Join(cfg.DataDir, "nats"),
+		DataDir:      cfg.DataDir,
 		SyncAlways:   cfg.NATSSync == "always",
 		SyncInterval: embeddedSyncInterval,
 		AsyncPersist: embedded && cfg.NATSSync == "always",
@@ -172,6 +176,11 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		Registerer: reg,
 		Clarify:    runtime.ClarifyMetrics{Tenants: cfg.MetricsTenants, Agents: cfg.MetricsAgents, Window: cfg.MetricsWindow},
 	}
+	if guard, err := s.principals(); err != nil {
+		return nil, err
+	} else if guard != nil {
+		rtOpts.Principals = guard
+	}
 	// Validated at start (config.Validate).
 	rtOpts.TimeZone, _ = cfg.Location()
 	// What the embedded server writes without an fsync of its own is
@@ -189,6 +198,13 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
+	if s.guard != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.guard.Watch(runCtx, cfg.DataDir, s.nats.Keys, s.nats.Server, time.Second, log.With("component", "credentials"))
+		}()
+	}
 	// The runtime first: before it publishes, it makes the adapters'
 	// consumers on the events stream (cfg.Platforms), which drops an
 	// event no consumer is there for; the adapters started below find
@@ -336,6 +352,21 @@ func loadPolicy(cfg *config.Config) (*policy.Policy, error) {
 }
 
 // natsURL is where other processes reach this service's NATS.
+// principals is the guard of what agents and people publish on the
+// embedded NATS: it checks their credentials against the register's
+// revocations, which it re-reads while the service runs.
+func (s *service) principals() (*principal.Guard, error) {
+	if s.nats.Keys == nil {
+		return nil, nil
+	}
+	reg, err := principal.OpenRegister(s.cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s.guard = principal.NewGuard(s.nats.Keys.Verifier(), reg.Revocations())
+	return s.guard, nil
+}
+
 func (s *service) natsURL() string { return s.nats.ClientURL() }
 
 // Addr is the HTTP listener's address.

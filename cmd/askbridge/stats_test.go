@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nats-io/nats.go"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -163,7 +164,7 @@ func TestStatsOfTwentyQuestions(t *testing.T) {
 	runClarifyScript(t, env, clock)
 
 	var out, errOut bytes.Buffer
-	c := &cli{stdout: &out, stderr: &errOut, identity: "cli:admin", natsURL: env.URL()}
+	c := &cli{stdout: &out, stderr: &errOut, identity: "cli:admin", natsURL: env.URL(), natsOpts: []nats.Option{env.NATS.Admin()}}
 	if code := c.stats(context.Background(), nil); code != exitOK {
 		t.Fatalf("stats exit %d: %s", code, errOut.String())
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/bridge/principal"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv/poll"
 	"github.com/askbridge/askbridge/policy"
@@ -435,7 +436,7 @@ func (e *Env) Attempt(ctx context.Context, a bridge.AnswerAttempt) error {
 // Conn opens a second client connection to the embedded server.
 func (e *Env) Conn(t testing.TB) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(e.URL())
+	nc, err := nats.Connect(e.URL(), e.NATS.Admin())
 	if err != nil {
 		t.Fatalf("testenv: connect: %v", err)
 	}
@@ -514,4 +515,20 @@ func KVTTL(t testing.TB, n *bridge.NATS, bucket, key string) string {
 		t.Fatalf("testenv: %s in %s: %v", key, bucket, err)
 	}
 	return m.Header.Get(jetstream.MsgTTLHeader)
+}
+
+// AdminOf is the option that connects to the embedded NATS of a service
+// whose data directory is dataDir as an admin, as the directory's owner
+// may (its keys are there).
+func AdminOf(t testing.TB, dataDir string) nats.Option {
+	t.Helper()
+	keys, err := principal.LoadKeys(dataDir)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "test-admin"}, time.Now())
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return nats.UserJWTAndSeed(admin.JWT, admin.Seed)
 }

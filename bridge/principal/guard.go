@@ -1,0 +1,86 @@
+package principal
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Guard reads the credential a message carries and refuses one that is
+// revoked or expired: a connection opened before a revocation can still
+// publish, and nothing it publishes is recorded.
+type Guard struct {
+	v       *Verifier
+	mu      sync.RWMutex
+	revoked map[string]int64
+}
+
+// NewGuard checks credentials with v against the revocations given.
+func NewGuard(v *Verifier, revoked map[string]int64) *Guard {
+	return &Guard{v: v, revoked: revoked}
+}
+
+// SetRevoked replaces the revocations.
+func (g *Guard) SetRevoked(revoked map[string]int64) {
+	g.mu.Lock()
+	g.revoked = revoked
+	g.mu.Unlock()
+}
+
+// Check is the principal that published a message with header h, at now.
+func (g *Guard) Check(h nats.Header, now time.Time) (*Principal, error) {
+	p, err := g.v.From(h)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.RLock()
+	at, revoked := g.revoked[p.UserKey]
+	g.mu.RUnlock()
+	if revoked && at >= p.IssuedAt {
+		return nil, fmt.Errorf("credential %q is revoked", p.Name)
+	}
+	if p.Expires != 0 && now.Unix() >= p.Expires {
+		return nil, fmt.Errorf("credential %q expired at %s", p.Name, time.Unix(p.Expires, 0).UTC().Format(time.RFC3339))
+	}
+	return p, nil
+}
+
+// Watch applies the register's revocations under dataDir to the server
+// and to g as `askbridge creds revoke` changes it, checking every tick,
+// until ctx ends.
+func (g *Guard) Watch(ctx context.Context, dataDir string, keys *Keys, s *server.Server, tick time.Duration, log *slog.Logger) {
+	stamp := RegisterStamp(dataDir)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := RegisterStamp(dataDir)
+		if now == stamp {
+			continue
+		}
+		reg, err := OpenRegister(dataDir)
+		if err != nil {
+			log.Warn("credentials: the register cannot be read; revocations unchanged", "err", err)
+			continue
+		}
+		stamp = now
+		revoked := reg.Revocations()
+		g.SetRevoked(revoked)
+		if s != nil && keys != nil {
+			if err := keys.Apply(s, revoked); err != nil {
+				log.Warn("credentials: revocations not applied to NATS", "err", err)
+				continue
+			}
+		}
+		log.Info("credentials: register re-read", "revoked", len(revoked))
+	}
+}

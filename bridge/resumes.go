@@ -1,0 +1,19 @@
+package bridge
+
+// APIResumes answers the outcomes a job's resumes stream holds for one
+// question, oldest first: what an agent that was away reads to re-attach
+// (bridge/agent Await), with no JetStream access of its own.
+const APIResumes = PrefixAPI + ".resumes"
+
+// ResumesRequest names the question whose outcomes are wanted.
+type ResumesRequest struct {
+	Tenant     string `json:"tenant"`
+	JobID      string `json:"job_id"`
+	QuestionID string `json:"question_id"`
+}
+
+// ResumesReply lists them, or says why it cannot.
+type ResumesReply struct {
+	Resumes []Resume `json:"resumes"`
+	Error   string   `json:"error,omitempty"`
+}
