@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nats-io/nats.go"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -272,20 +273,29 @@ func (r *Runtime) notifyDecided(items []*attemptItem) {
 	}
 }
 
-// decision is what became of the attempt, as its event names it, and the
-// text a person reads; empty for a duplicate decided before.
+// decision is what became of the attempt, as the event it caused says
+// (its type and the text a person reads); empty for a duplicate decided
+// before.
 func (it *attemptItem) decision() (typ, text string) {
-	switch {
-	case it.ref != nil:
+	if it.ref != nil {
 		return bridge.EventRefused, it.ref.text
+	}
+	var rows []store.Message
+	switch {
 	case it.approve != nil:
-		return bridge.EventApproval, ""
+		rows = it.approve.Outbox
 	case it.delegate != nil:
-		return bridge.EventDelegated, ""
+		rows = it.delegate.Outbox
 	case it.snooze != nil:
-		return bridge.EventSnoozed, ""
+		rows = it.snooze.Outbox
 	case it.settle != nil:
-		return it.settle.State, it.settle.Text
+		rows = it.settle.Outbox
+	}
+	for _, m := range rows {
+		var ev bridge.Event
+		if strings.HasPrefix(m.Subject, bridge.PrefixEvent+".") && json.Unmarshal(m.Data, &ev) == nil && ev.AttemptID == it.a.AttemptID {
+			return ev.Type, ev.Text
+		}
 	}
 	return "", ""
 }

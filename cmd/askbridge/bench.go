@@ -113,7 +113,9 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 // child, with the Slack adapter pointed at a fake Slack.
 type benchService struct {
 	natsURL, httpAddr string
-	childPID          int // 0 in this process
+	// dataDir holds the service's NATS keys (benchConnect).
+	dataDir  string
+	childPID int // 0 in this process
 	stop              func()
 	// With --cluster: every replica's HTTP address, and the replicas' and
 	// the NATS nodes' process ids (for their CPU time).
@@ -131,7 +133,7 @@ func (c *cli) startBenchService(ctx context.Context, dir, syncMode, slackURL str
 		if err != nil {
 			return nil, err
 		}
-		return &benchService{natsURL: svc.natsURL, httpAddr: svc.httpAddr, childPID: svc.cmd.Process.Pid, stop: svc.stop}, nil
+		return &benchService{natsURL: svc.natsURL, httpAddr: svc.httpAddr, dataDir: dir, childPID: svc.cmd.Process.Pid, stop: svc.stop}, nil
 	}
 	cfg := &config.Config{
 		DataDir: dir, HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", NATSSync: syncMode, NATSReplicas: 1,
@@ -143,7 +145,7 @@ func (c *cli) startBenchService(ctx context.Context, dir, syncMode, slackURL str
 	if err != nil {
 		return nil, err
 	}
-	return &benchService{natsURL: s.natsURL(), httpAddr: s.Addr(), stop: func() { s.stop(context.Background()) }}, nil
+	return &benchService{natsURL: s.natsURL(), httpAddr: s.Addr(), dataDir: dir, stop: func() { s.stop(context.Background()) }}, nil
 }
 
 // startCPUProfile starts profiling this process into path; stop ends it.

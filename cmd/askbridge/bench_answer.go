@@ -77,7 +77,7 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 	defer svc.stop()
 	natsURL, httpAddr, childPID := svc.natsURL, svc.httpAddr, svc.childPID
 
-	nc, err := nats.Connect(natsURL)
+	nc, err := benchConnect(natsURL, svc.dataDir, false)
 	if err != nil {
 		return c.fail("bench: %v", err)
 	}

@@ -249,7 +249,7 @@ func (t *askTracker) watch(nc *nats.Conn) (stop func(), err error) {
 // askRun publishes the questions and waits until each is shown or failed,
 // or nothing moved for o.stall.
 func (c *cli) askRun(ctx context.Context, o benchOptions, svc *benchService, t *askTracker) (*askResult, error) {
-	nc, err := nats.Connect(svc.natsURL)
+	nc, err := benchConnect(svc.natsURL, svc.dataDir, false)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +259,12 @@ func (c *cli) askRun(ctx context.Context, o benchOptions, svc *benchService, t *
 		return nil, err
 	}
 	defer unwatch()
-	ag, err := agent.New(nc)
+	anc, err := benchConnect(svc.natsURL, svc.dataDir, true)
+	if err != nil {
+		return nil, err
+	}
+	defer anc.Close()
+	ag, err := agent.New(anc)
 	if err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func (c *cli) benchGate(ctx context.Context, o benchOptions, pending int) int {
 		return c.fail("bench: %v", err)
 	}
 	defer stop()
-	nc, err := nats.Connect(natsURL, nats.Name("askbridge-bench-gate"))
+	nc, err := benchConnect(natsURL, dir, true, nats.Name("askbridge-bench-gate"))
 	if err != nil {
 		return c.fail("bench: %v", err)
 	}

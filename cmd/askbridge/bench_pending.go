@@ -51,7 +51,7 @@ func (c *cli) benchPending(ctx context.Context, n int, viaNATS bool, idle, settl
 		if err != nil {
 			return c.fail("bench: %v", err)
 		}
-		err = askPending(ctx, child.natsURL, n, func(asked int) {
+		err = askPending(ctx, child.natsURL, dir, n, func(asked int) {
 			fmt.Fprintf(c.stderr, "\r  %d asked, %d cards posted", asked, fake.cards())
 		})
 		seen, progressAt := -1, time.Now()
@@ -94,7 +94,7 @@ func (c *cli) benchPending(ctx context.Context, n int, viaNATS bool, idle, settl
 		return c.fail("bench: %v", err)
 	}
 	defer child.stop()
-	nc, err := nats.Connect(child.natsURL)
+	nc, err := benchConnect(child.natsURL, dir, false)
 	if err != nil {
 		return c.fail("bench: %v", err)
 	}
@@ -218,8 +218,8 @@ func (b *benchChild) stop() {
 
 // askPending asks the same n questions fillPending writes, through NATS as
 // an agent fleet would, each with its own Slack channel.
-func askPending(ctx context.Context, natsURL string, n int, progress func(int)) error {
-	nc, err := nats.Connect(natsURL)
+func askPending(ctx context.Context, natsURL, dataDir string, n int, progress func(int)) error {
+	nc, err := benchConnect(natsURL, dataDir, true)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,8 @@ type cli struct {
 	natsOpts []nats.Option
 	// creds is --creds, a NATS credentials file.
 	creds string
+	// dataDir overrides ASK_DATA_DIR (tests).
+	dataDir string
 }
 
 // decisionWait bounds how long answer and decline wait for the runtime.
@@ -53,7 +55,7 @@ func (c *cli) flags(name string) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("askbridge "+name, flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	url := fs.String("nats", "", "NATS URL (default: ASK_NATS_URL, else the embedded server at ASK_NATS_LISTEN)")
-	fs.StringVar(&c.creds, "creds", "", "NATS credentials file (default: ASK_NATS_CREDS; without one, the data directory's owner acts as an admin)")
+	fs.StringVar(&c.creds, "creds", c.creds, "NATS credentials file (default: ASK_NATS_CREDS; without one, the data directory's owner acts as an admin)")
 	return fs, url
 }
 
@@ -169,10 +171,7 @@ func (c *cli) credentials() ([]nats.Option, error) {
 		}
 		return []nats.Option{nats.UserCredentials(path), nats.CustomInboxPrefix(principal.InboxPrefix(name))}, nil
 	}
-	if len(c.natsOpts) > 0 {
-		return nil, nil // the caller gave them
-	}
-	keys, err := principal.LoadKeys(cmp.Or(os.Getenv("ASK_DATA_DIR"), "data"))
+	keys, err := principal.LoadKeys(cmp.Or(c.dataDir, os.Getenv("ASK_DATA_DIR"), "data"))
 	if err != nil {
 		return nil, nil // not the owner here: try without, and say how to get them
 	}

@@ -93,6 +93,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"nats-node": c.natsNode,
 		"policy":    c.policy,
 		"migrate":   c.migrate,
+		"creds":     c.credsCmd,
 	}
 	tool, ok := tools[cmd]
 	if !ok {

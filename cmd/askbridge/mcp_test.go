@@ -59,7 +59,7 @@ func startMCP(t *testing.T, s *service, env ...string) *mcpProc {
 	p.cmd = exec.Command(mcpBin, "mcp")
 	p.cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
-		"ASK_NATS_URL=" + s.natsURL(), "ASK_MCP_TENANT=acme", "ASK_MCP_PROGRESS=300ms", "ASK_LOG_LEVEL=warn",
+		"ASK_NATS_URL=" + s.natsURL(), "ASK_NATS_CREDS=" + mintCreds(t, s.cfg, "agent", "--tenant", "acme"), "ASK_MCP_TENANT=acme", "ASK_MCP_PROGRESS=300ms", "ASK_LOG_LEVEL=warn",
 	}, env...)
 	p.cmd.Stderr = testWriter{t}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, &mcp.ClientOptions{
