@@ -219,7 +219,7 @@ func (b *benchChild) stop() {
 // askPending asks the same n questions fillPending writes, through NATS as
 // an agent fleet would, each with its own Slack channel.
 func askPending(ctx context.Context, natsURL, dataDir string, n int, progress func(int)) error {
-	nc, err := benchConnect(natsURL, dataDir, true)
+	nc, err := benchConnect(natsURL, dataDir, false)
 	if err != nil {
 		return err
 	}
