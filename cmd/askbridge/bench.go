@@ -116,7 +116,7 @@ type benchService struct {
 	// dataDir holds the service's NATS keys (benchConnect).
 	dataDir  string
 	childPID int // 0 in this process
-	stop              func()
+	stop     func()
 	// With --cluster: every replica's HTTP address, and the replicas' and
 	// the NATS nodes' process ids (for their CPU time).
 	httpAddrs             []string
