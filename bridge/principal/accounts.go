@@ -2,6 +2,7 @@ package principal
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
@@ -31,7 +32,10 @@ const (
 // agentImports are the subjects an agent publishes to, as they are named
 // in the contract: each crosses into the service account under
 // IntakePrefix.agent.
-var agentImports = []string{"question", "cancel", "executed", "notice", "gate", "api"}
+var agentImports = append(slices.Clone(AgentPublishes), "gate", "api")
+
+// AgentPublishes are the durable subjects an agent publishes to.
+var AgentPublishes = []string{"question", "cancel", "executed", "notice"}
 
 // personImports are the subjects a person publishes to.
 var personImports = []string{"answer", "api"}

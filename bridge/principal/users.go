@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,7 +129,7 @@ var AgentAPI = []string{"show", "queue", "trace", "resumes"}
 // its own inbox. Nothing else.
 func agentPermissions(name, tenant string) jwt.Permissions {
 	var p jwt.Permissions
-	for _, s := range []string{"question", "cancel", "executed", "notice", "gate"} {
+	for _, s := range append(slices.Clone(AgentPublishes), "gate") {
 		p.Pub.Allow.Add("ask.v1." + s + "." + tenant + ".>")
 	}
 	for _, op := range AgentAPI {
