@@ -46,6 +46,10 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults = %+v\nwant       %+v", *c, want)
 	}
+	d := Defaults()
+	if err := d.Validate(); err != nil || !reflect.DeepEqual(d, want) {
+		t.Errorf("Defaults() validated = %+v, %v\nwant                   %+v", d, err, want)
+	}
 	if c.SlackEnabled() || c.DiscordEnabled() {
 		t.Error("Slack or Discord enabled without credentials")
 	}
@@ -120,19 +124,30 @@ func TestLoadReadsEnvironment(t *testing.T) {
 	}
 }
 
-// TestLoadFromReadsOnlyItsLookup checks LoadFrom takes the variables its
-// lookup gives, and the defaults, never the process environment's.
-func TestLoadFromReadsOnlyItsLookup(t *testing.T) {
-	clearEnv(t)
-	setEnv(t, map[string]string{"ASK_DATA_DIR": "/from/the/process", "ASK_LOG_LEVEL": "debug"})
-	env := map[string]string{"ASK_DATA_DIR": "/from/the/lookup", "ASK_OPERATORS": "cli:kevin,cli:ana", "ASK_NATS_REPLICAS": "3"}
-	c, err := LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	if err != nil {
-		t.Fatalf("LoadFrom: %v", err)
+// TestDefaultsValidate checks the configuration tests and tools build
+// from Defaults is the one Load reads with no variable set, and that
+// Validate tidies one built by hand as Load tidies the environment's.
+func TestDefaultsValidate(t *testing.T) {
+	t.Parallel()
+	c := Defaults()
+	c.Operators = []string{" cli:kevin", "", "cli:ana "}
+	c.PublicURL = "https://ask.example.com/"
+	c.Store = "JetStream"
+	c.PeopleList = "ana=slack:U0ANA|cli:ana"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
 	}
-	if c.DataDir != "/from/the/lookup" || c.LogLevel != "info" || !reflect.DeepEqual(c.Operators, []string{"cli:kevin", "cli:ana"}) ||
-		c.NATSReplicas != 3 || !c.NATSReplicasSet || c.HTTPAddr != ":8080" {
-		t.Errorf("LoadFrom = %+v", *c)
+	if !reflect.DeepEqual(c.Operators, []string{"cli:kevin", "cli:ana"}) || c.PublicURL != "https://ask.example.com" ||
+		c.Store != StoreJetStream || c.NATSSync != "always" || !reflect.DeepEqual(c.People, bridge.People{"ana": {"slack:U0ANA", "cli:ana"}}) {
+		t.Errorf("Validate left %+v", c)
+	}
+	c = Defaults()
+	c.NATSURL, c.NATSReplicas, c.NATSReplicasSet = "nats://n1:4222", 0, true
+	if err := c.Validate(); err == nil || err.Error() != "ASK_NATS_REPLICAS must be 1 to 5" {
+		t.Errorf("Validate of replicas set to 0: %v", err)
+	}
+	if c.NATSSync != "" {
+		t.Errorf("NATSSync = %q with an external NATS, want it left to the server", c.NATSSync)
 	}
 }
 
@@ -330,6 +345,7 @@ func TestParseErrorsDoNotEchoValues(t *testing.T) {
 	for _, tt := range []struct{ key, want string }{
 		{"ASK_NATS_REPLICAS", "ASK_NATS_REPLICAS must be a whole number"},
 		{"ASK_SHUTDOWN_GRACE", "ASK_SHUTDOWN_GRACE must be a duration such as 10s or 2m"},
+		{"ASK_MCP_PROGRESS", "ASK_MCP_PROGRESS must be a duration such as 10s or 2m"},
 	} {
 		t.Run(tt.key, func(t *testing.T) {
 			clearEnv(t)
