@@ -104,7 +104,7 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		n.Close()
-		return nil, fmt.Errorf("nats: connect: %w", err)
+		return nil, &ConnectError{Err: err}
 	}
 	n.Conn = nc
 	js, err := jetstream.New(nc)
@@ -392,6 +392,14 @@ func replicasRefused(err error, replicas int) error {
 	}
 	return err
 }
+
+// ConnectError is a NATS that could not be connected to at all: nothing
+// answered at the URL, or the server refused the credentials. Callers name
+// the setting the URL came from (serve: ASK_NATS_URL).
+type ConnectError struct{ Err error }
+
+func (e *ConnectError) Error() string { return "nats: connect: " + e.Err.Error() }
+func (e *ConnectError) Unwrap() error { return e.Err }
 
 // SettingError is a setting that only the NATS server can judge, refused
 // by it (ASK_NATS_REPLICAS above what it has): the service stops as for

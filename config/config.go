@@ -191,7 +191,8 @@ func (c *Config) normalize() {
 // without it: the embedded server holds one copy and needs no credentials.
 // A Discord channel or role given by name: Discord names them by id, so a
 // question sent there fails with a typed failure (docs/contract.md, "The outcome"),
-// and a role name never matches a member.
+// and a role name never matches a member. A chat platform given settings
+// but no bot token: it stays off (halfConfigured).
 func (c *Config) Warnings() []string {
 	var out []string
 	if c.NATSURL != "" && c.NATSSync != "" {
@@ -217,7 +218,61 @@ func (c *Config) Warnings() []string {
 			}
 		}
 	}
-	return out
+	return append(out, c.halfConfigured()...)
+}
+
+// halfConfigured warns of a chat platform given some of its settings but
+// not the bot token that switches it on: it stays off, and the warning
+// names what is set and what is missing. (A Slack signing secret or app
+// token without the bot token is refused instead, by Validate.)
+func (c *Config) halfConfigured() []string {
+	var out []string
+	if !c.SlackEnabled() && c.SlackChannel != "" {
+		out = append(out, "Slack is off: ASK_SLACK_CHANNEL is set, but not ASK_SLACK_BOT_TOKEN with ASK_SLACK_SIGNING_SECRET "+
+			"(or ASK_SLACK_APP_TOKEN for Socket Mode); set them to switch Slack on (docs/slack.md)")
+	}
+	if c.DiscordEnabled() {
+		return out
+	}
+	var set []string
+	for _, v := range []struct {
+		name string
+		on   bool
+	}{
+		{"ASK_DISCORD_PUBLIC_KEY", c.DiscordPublicKey != ""}, {"ASK_DISCORD_APP_ID", c.DiscordAppID != ""},
+		{"ASK_DISCORD_CHANNEL", c.DiscordChannel != ""}, {"ASK_DISCORD_GUILD", c.DiscordGuild != ""},
+		{"ASK_DISCORD_ADMIN_ROLES", len(c.DiscordAdminRoles) > 0}, {"ASK_DISCORD_OPERATOR_ROLES", len(c.DiscordOperatorRoles) > 0},
+	} {
+		if v.on {
+			set = append(set, v.name)
+		}
+	}
+	if len(set) == 0 {
+		return out
+	}
+	missing := []string{"ASK_DISCORD_BOT_TOKEN"}
+	if c.DiscordPublicKey == "" {
+		missing = append(missing, "ASK_DISCORD_PUBLIC_KEY")
+	}
+	if c.DiscordAppID == "" {
+		missing = append(missing, "ASK_DISCORD_APP_ID")
+	}
+	verb, them := " is", "it"
+	if len(set) > 1 {
+		verb = " are"
+	}
+	if len(missing) > 1 {
+		them = "them"
+	}
+	return append(out, "Discord is off: "+inWords(set)+verb+" set, but not "+inWords(missing)+"; set "+them+" to switch Discord on (docs/discord.md)")
+}
+
+// inWords lists names as a person would: a, b and c.
+func inWords(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // Validate tidies c (lists trimmed of blanks, ASK_PUBLIC_URL without its

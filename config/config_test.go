@@ -374,8 +374,8 @@ func TestWarnings(t *testing.T) {
 		{Config{NATSURL: "nats://n1:4222", NATSSync: "always", NATSReplicas: 1}, []string{"ASK_NATS_SYNC applies to the embedded NATS only"}},
 		{Config{NATSSync: "always", NATSReplicas: 3, NATSCreds: "/etc/ask.creds"},
 			[]string{"ASK_NATS_REPLICAS applies to an external NATS cluster", "ASK_NATS_CREDS applies to an external NATS"}},
-		{Config{NATSSync: "always", SlackChannel: "C0123", DiscordChannel: "1234", DiscordAdminRoles: []string{"42"}}, nil},
-		{Config{NATSSync: "always", DiscordChannel: "general", DiscordAdminRoles: []string{"42", "Admins"}, DiscordOperatorRoles: []string{"ops"}},
+		{Config{NATSSync: "always", SlackBotToken: "xoxb-1", SlackChannel: "C0123", DiscordBotToken: "d", DiscordChannel: "1234", DiscordAdminRoles: []string{"42"}}, nil},
+		{Config{NATSSync: "always", DiscordBotToken: "d", DiscordChannel: "general", DiscordAdminRoles: []string{"42", "Admins"}, DiscordOperatorRoles: []string{"ops"}},
 			[]string{`ASK_DISCORD_CHANNEL should be a channel id, a number such as 1234567890123456789, not "general"`,
 				`ASK_DISCORD_ADMIN_ROLES: "Admins" should be a role id`,
 				`ASK_DISCORD_OPERATOR_ROLES: "ops" should be a role id`}},
@@ -388,5 +388,49 @@ func TestWarnings(t *testing.T) {
 		if !ok {
 			t.Errorf("%+v: warnings %q, want %q", c.cfg, got, c.want)
 		}
+	}
+}
+
+// TestHalfConfiguredPlatformsWarn checks a chat platform given some of its
+// settings but not its bot token stays off with a warning that names what
+// is set and what is missing, in full, and never a value.
+func TestHalfConfiguredPlatformsWarn(t *testing.T) {
+	t.Parallel()
+	key := strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		name string
+		set  func(*Config)
+		want []string
+	}{
+		{"discord public key alone", func(c *Config) { c.DiscordPublicKey = key },
+			[]string{"Discord is off: ASK_DISCORD_PUBLIC_KEY is set, but not ASK_DISCORD_BOT_TOKEN and ASK_DISCORD_APP_ID; set them to switch Discord on (docs/discord.md)"}},
+		{"discord key, app and channel", func(c *Config) {
+			c.DiscordPublicKey, c.DiscordAppID, c.DiscordChannel = key, "1234567890123456789", "1234567890123456789"
+		}, []string{"Discord is off: ASK_DISCORD_PUBLIC_KEY, ASK_DISCORD_APP_ID and ASK_DISCORD_CHANNEL are set, but not ASK_DISCORD_BOT_TOKEN; set it to switch Discord on (docs/discord.md)"}},
+		{"discord roles alone", func(c *Config) { c.DiscordAdminRoles = []string{"42"} },
+			[]string{"Discord is off: ASK_DISCORD_ADMIN_ROLES is set, but not ASK_DISCORD_BOT_TOKEN, ASK_DISCORD_PUBLIC_KEY and ASK_DISCORD_APP_ID; set them to switch Discord on (docs/discord.md)"}},
+		{"discord complete", func(c *Config) { c.DiscordBotToken, c.DiscordPublicKey, c.DiscordAppID = "Sekr3t", key, "1" }, nil},
+		{"slack channel alone", func(c *Config) { c.SlackChannel = "C0123" },
+			[]string{"Slack is off: ASK_SLACK_CHANNEL is set, but not ASK_SLACK_BOT_TOKEN with ASK_SLACK_SIGNING_SECRET (or ASK_SLACK_APP_TOKEN for Socket Mode); set them to switch Slack on (docs/slack.md)"}},
+		{"slack complete", func(c *Config) { c.SlackBotToken, c.SlackSigningSecret, c.SlackChannel = "xoxb-Sekr3t", "Sekr3t", "C0123" }, nil},
+		{"nothing", func(*Config) {}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := Defaults()
+			c.set(&cfg)
+			if err := cfg.Validate(); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			if got := cfg.Warnings(); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("warnings %q\nwant     %q", got, c.want)
+			}
+			// The platform the warning names stays off.
+			for _, p := range cfg.Platforms() {
+				if off := len(c.want) > 0 && strings.HasPrefix(strings.ToLower(c.want[0]), string(p.Name)+" is off"); off && p.On {
+					t.Errorf("%s is on", p.Name)
+				}
+			}
+		})
 	}
 }
