@@ -412,7 +412,9 @@ func TestHalfConfiguredPlatformsWarn(t *testing.T) {
 		{"discord complete", func(c *Config) { c.DiscordBotToken, c.DiscordPublicKey, c.DiscordAppID = "Sekr3t", key, "1" }, nil},
 		{"slack channel alone", func(c *Config) { c.SlackChannel = "C0123" },
 			[]string{"Slack is off: ASK_SLACK_CHANNEL is set, but not ASK_SLACK_BOT_TOKEN with ASK_SLACK_SIGNING_SECRET (or ASK_SLACK_APP_TOKEN for Socket Mode); set them to switch Slack on (docs/slack.md)"}},
-		{"slack complete", func(c *Config) { c.SlackBotToken, c.SlackSigningSecret, c.SlackChannel = "xoxb-Sekr3t", "Sekr3t", "C0123" }, nil},
+		{"slack complete", func(c *Config) {
+			c.SlackBotToken, c.SlackSigningSecret, c.SlackChannel = "xoxb-Sekr3t", "Sekr3t", "C0123"
+		}, nil},
 		{"nothing", func(*Config) {}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
