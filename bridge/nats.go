@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -213,12 +214,13 @@ func StartEmbedded(o NATSOptions) (*server.Server, error) {
 	}
 	ns, err := server.NewServer(sopts)
 	if err != nil {
-		return nil, fmt.Errorf("nats: embedded server: %w", err)
+		return nil, fmt.Errorf("nats: embedded server, its store in %s (ASK_DATA_DIR): %w", o.StoreDir, err)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()
-		return nil, fmt.Errorf("nats: embedded server did not start listening on %s:%d", host, port)
+		return nil, fmt.Errorf("nats: the embedded server did not start within 10 s on %s (ASK_NATS_LISTEN), its store in %s (ASK_DATA_DIR)",
+			cmp.Or(o.Listen, net.JoinHostPort(host, strconv.Itoa(port))), o.StoreDir)
 	}
 	return ns, nil
 }
