@@ -134,7 +134,7 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		n.Close()
-		return nil, fmt.Errorf("nats: connect: %w", err)
+		return nil, &ConnectError{Err: err}
 	}
 	n.Conn = nc
 	js, err := jetstream.New(nc)
@@ -270,12 +270,13 @@ func StartEmbedded(o NATSOptions, keys *principal.Keys) (*server.Server, error) 
 	}
 	ns, err := server.NewServer(sopts)
 	if err != nil {
-		return nil, fmt.Errorf("nats: embedded server: %w", err)
+		return nil, fmt.Errorf("nats: embedded server, its store in %s (ASK_DATA_DIR): %w", o.StoreDir, err)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()
-		return nil, fmt.Errorf("nats: embedded server did not start listening on %s:%d", host, port)
+		return nil, fmt.Errorf("nats: the embedded server did not start within 10 s on %s (ASK_NATS_LISTEN), its store in %s (ASK_DATA_DIR)",
+			cmp.Or(o.Listen, net.JoinHostPort(host, strconv.Itoa(port))), o.StoreDir)
 	}
 	return ns, nil
 }
@@ -449,6 +450,14 @@ func replicasRefused(err error, replicas int) error {
 	}
 	return err
 }
+
+// ConnectError is a NATS that could not be connected to at all: nothing
+// answered at the URL, or the server refused the credentials. Callers name
+// the setting the URL came from (serve: ASK_NATS_URL).
+type ConnectError struct{ Err error }
+
+func (e *ConnectError) Error() string { return "nats: connect: " + e.Err.Error() }
+func (e *ConnectError) Unwrap() error { return e.Err }
 
 // SettingError is a setting that only the NATS server can judge, refused
 // by it (ASK_NATS_REPLICAS above what it has): the service stops as for

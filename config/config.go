@@ -3,15 +3,17 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
 	_ "time/tzdata" // ASK_TIME_ZONE's zones, on images without a zoneinfo
+
+	"github.com/kelseyhightower/envconfig"
 
 	"github.com/askbridge/askbridge/bridge"
 )
@@ -19,7 +21,7 @@ import (
 // Config is every ASK_ variable. Secrets are never printed in errors.
 //
 // Each field's envconfig tag names its variable whole (ASK_ included), and
-// its default tag gives the value when the variable is unset (decode).
+// its default tag gives the value when the variable is unset (Load).
 type Config struct {
 	DataDir    string `envconfig:"ASK_DATA_DIR" default:"./data"`
 	HTTPAddr   string `envconfig:"ASK_HTTP_ADDR" default:":8080"`
@@ -104,86 +106,52 @@ type Config struct {
 	ShutdownGrace time.Duration `envconfig:"ASK_SHUTDOWN_GRACE" default:"10s"`
 }
 
-// Load reads the environment and validates it.
-func Load() (*Config, error) { return LoadFrom(os.LookupEnv) }
-
-// LoadFrom is Load reading each variable through lookup (os.LookupEnv for
-// Load): tests give a service its settings without the process
-// environment, which tests running side by side share.
-func LoadFrom(lookup func(key string) (string, bool)) (*Config, error) {
+// Load reads the environment with envconfig and validates it.
+//
+// Each field's envconfig tag names its variable whole, ASK_ included, and
+// Load passes no prefix: with a prefix ("ASK") and short tags, envconfig
+// would fall back to the unprefixed name (DATA_DIR), which belongs to
+// other programs. split_words is not used for the same reason, and because
+// it would split NATSURL and HTTPAddr otherwise than the variables are
+// named. Unset, a field takes its default tag; set, even to "", its
+// value: lists split on commas (normalize trims them), durations as 10s or
+// 2m. No field is required: which settings go together is Validate's.
+func Load() (*Config, error) {
 	var c Config
-	if err := decode(&c, lookup); err != nil {
-		return nil, err
+	if err := envconfig.Process("", &c); err != nil {
+		return nil, parseError(err)
 	}
-	replicas, _ := lookup("ASK_NATS_REPLICAS")
+	replicas, _ := os.LookupEnv("ASK_NATS_REPLICAS")
 	c.NATSReplicasSet = replicas != ""
-	c.normalize()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	return &c, nil
 }
 
-// decode sets each field of c from the variable its envconfig tag names,
-// or from its default tag when the variable is unset. A value that does
-// not parse is named, never echoed: it may be a secret.
-func decode(c *Config, lookup func(string) (string, bool)) error {
-	v := reflect.ValueOf(c).Elem()
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		key := f.Tag.Get("envconfig")
-		if f.Tag.Get("ignored") == "true" {
-			continue
-		}
-		if key == "" {
-			panic("config: field " + f.Name + " names no variable")
-		}
-		value, ok := lookup(key)
-		if def := f.Tag.Get("default"); !ok && def != "" {
-			value, ok = def, true
-		}
-		if !ok {
-			continue
-		}
-		if err := setField(v.Field(i), value); err != nil {
-			return &Error{Problems: []string{fmt.Sprintf("%s must be %s", key, kindWord(f.Type.String()))}}
-		}
+// Defaults is the configuration with no ASK_ variable set, as Load reads
+// it (the default tags), before Validate. Tests and tools that need other
+// settings start from it, set fields, and call Validate: the process
+// environment is shared by tests running side by side.
+func Defaults() Config {
+	return Config{
+		DataDir: "./data", HTTPAddr: ":8080", NATSListen: "127.0.0.1:4222", Store: StoreSQLite,
+		SlackAPIURL: "https://slack.com/api/", DiscordAPIURL: "https://discord.com/api/v10/",
+		MCPTenant: "default", MCPProgress: 15 * time.Second, TimeZone: "UTC",
+		MetricsWindow: 7 * 24 * time.Hour, LogLevel: "info", ShutdownGrace: 10 * time.Second,
 	}
-	return nil
 }
 
-// setField parses value into field: text, whole numbers, durations
-// (10s), true/false, and lists separated by commas.
-func setField(field reflect.Value, value string) error {
-	switch {
-	case field.Type() == reflect.TypeFor[time.Duration]():
-		d, err := time.ParseDuration(value)
-		field.SetInt(int64(d))
-		return err
-	case field.Kind() == reflect.String:
-		field.SetString(value)
-	case field.CanInt():
-		n, err := strconv.ParseInt(value, 0, field.Type().Bits())
-		field.SetInt(n)
-		return err
-	case field.CanUint():
-		n, err := strconv.ParseUint(value, 0, field.Type().Bits())
-		field.SetUint(n)
-		return err
-	case field.Kind() == reflect.Bool:
-		b, err := strconv.ParseBool(value)
-		field.SetBool(b)
-		return err
-	case field.Kind() == reflect.Slice && field.Type().Elem().Kind() == reflect.String:
-		var l []string
-		if strings.TrimSpace(value) != "" {
-			l = strings.Split(value, ",")
-		}
-		field.Set(reflect.ValueOf(l))
-	default:
-		panic("config: cannot read a " + field.Type().String() + " from the environment")
+// parseError turns envconfig's error for a value that does not parse into
+// one line naming the variable and what it takes. The value is never
+// echoed (envconfig's own message quotes it): someone may have put a token
+// in the wrong variable.
+func parseError(err error) error {
+	var pe *envconfig.ParseError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("config: %w", err)
 	}
-	return nil
+	return &Error{Problems: []string{fmt.Sprintf("%s must be %s", pe.KeyName, kindWord(pe.TypeName))}}
 }
 
 func kindWord(t string) string {
@@ -223,7 +191,8 @@ func (c *Config) normalize() {
 // without it: the embedded server holds one copy and needs no credentials.
 // A Discord channel or role given by name: Discord names them by id, so a
 // question sent there fails with a typed failure (docs/contract.md, "The outcome"),
-// and a role name never matches a member.
+// and a role name never matches a member. A chat platform given settings
+// but no bot token: it stays off (halfConfigured).
 func (c *Config) Warnings() []string {
 	var out []string
 	if c.NATSURL != "" && c.NATSSync != "" {
@@ -249,11 +218,69 @@ func (c *Config) Warnings() []string {
 			}
 		}
 	}
-	return out
+	return append(out, c.halfConfigured()...)
 }
 
-// Validate returns one line per problem, each naming the variable.
+// halfConfigured warns of a chat platform given some of its settings but
+// not the bot token that switches it on: it stays off, and the warning
+// names what is set and what is missing. (A Slack signing secret or app
+// token without the bot token is refused instead, by Validate.)
+func (c *Config) halfConfigured() []string {
+	var out []string
+	if !c.SlackEnabled() && c.SlackChannel != "" {
+		out = append(out, "Slack is off: ASK_SLACK_CHANNEL is set, but not ASK_SLACK_BOT_TOKEN with ASK_SLACK_SIGNING_SECRET "+
+			"(or ASK_SLACK_APP_TOKEN for Socket Mode); set them to switch Slack on (docs/slack.md)")
+	}
+	if c.DiscordEnabled() {
+		return out
+	}
+	var set []string
+	for _, v := range []struct {
+		name string
+		on   bool
+	}{
+		{"ASK_DISCORD_PUBLIC_KEY", c.DiscordPublicKey != ""}, {"ASK_DISCORD_APP_ID", c.DiscordAppID != ""},
+		{"ASK_DISCORD_CHANNEL", c.DiscordChannel != ""}, {"ASK_DISCORD_GUILD", c.DiscordGuild != ""},
+		{"ASK_DISCORD_ADMIN_ROLES", len(c.DiscordAdminRoles) > 0}, {"ASK_DISCORD_OPERATOR_ROLES", len(c.DiscordOperatorRoles) > 0},
+	} {
+		if v.on {
+			set = append(set, v.name)
+		}
+	}
+	if len(set) == 0 {
+		return out
+	}
+	missing := []string{"ASK_DISCORD_BOT_TOKEN"}
+	if c.DiscordPublicKey == "" {
+		missing = append(missing, "ASK_DISCORD_PUBLIC_KEY")
+	}
+	if c.DiscordAppID == "" {
+		missing = append(missing, "ASK_DISCORD_APP_ID")
+	}
+	verb, them := " is", "it"
+	if len(set) > 1 {
+		verb = " are"
+	}
+	if len(missing) > 1 {
+		them = "them"
+	}
+	return append(out, "Discord is off: "+inWords(set)+verb+" set, but not "+inWords(missing)+"; set "+them+" to switch Discord on (docs/discord.md)")
+}
+
+// inWords lists names as a person would: a, b and c.
+func inWords(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// Validate tidies c (lists trimmed of blanks, ASK_PUBLIC_URL without its
+// trailing /, ASK_STORE in lower case, ASK_NATS_SYNC's default), parses
+// ASK_PEOPLE into People, and returns one line per problem, each naming
+// the variable.
 func (c *Config) Validate() error {
+	c.normalize()
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 

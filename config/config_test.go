@@ -46,6 +46,10 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults = %+v\nwant       %+v", *c, want)
 	}
+	d := Defaults()
+	if err := d.Validate(); err != nil || !reflect.DeepEqual(d, want) {
+		t.Errorf("Defaults() validated = %+v, %v\nwant                   %+v", d, err, want)
+	}
 	if c.SlackEnabled() || c.DiscordEnabled() {
 		t.Error("Slack or Discord enabled without credentials")
 	}
@@ -120,19 +124,30 @@ func TestLoadReadsEnvironment(t *testing.T) {
 	}
 }
 
-// TestLoadFromReadsOnlyItsLookup checks LoadFrom takes the variables its
-// lookup gives, and the defaults, never the process environment's.
-func TestLoadFromReadsOnlyItsLookup(t *testing.T) {
-	clearEnv(t)
-	setEnv(t, map[string]string{"ASK_DATA_DIR": "/from/the/process", "ASK_LOG_LEVEL": "debug"})
-	env := map[string]string{"ASK_DATA_DIR": "/from/the/lookup", "ASK_OPERATORS": "cli:kevin,cli:ana", "ASK_NATS_REPLICAS": "3"}
-	c, err := LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	if err != nil {
-		t.Fatalf("LoadFrom: %v", err)
+// TestDefaultsValidate checks the configuration tests and tools build
+// from Defaults is the one Load reads with no variable set, and that
+// Validate tidies one built by hand as Load tidies the environment's.
+func TestDefaultsValidate(t *testing.T) {
+	t.Parallel()
+	c := Defaults()
+	c.Operators = []string{" cli:kevin", "", "cli:ana "}
+	c.PublicURL = "https://ask.example.com/"
+	c.Store = "JetStream"
+	c.PeopleList = "ana=slack:U0ANA|cli:ana"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
 	}
-	if c.DataDir != "/from/the/lookup" || c.LogLevel != "info" || !reflect.DeepEqual(c.Operators, []string{"cli:kevin", "cli:ana"}) ||
-		c.NATSReplicas != 3 || !c.NATSReplicasSet || c.HTTPAddr != ":8080" {
-		t.Errorf("LoadFrom = %+v", *c)
+	if !reflect.DeepEqual(c.Operators, []string{"cli:kevin", "cli:ana"}) || c.PublicURL != "https://ask.example.com" ||
+		c.Store != StoreJetStream || c.NATSSync != "always" || !reflect.DeepEqual(c.People, bridge.People{"ana": {"slack:U0ANA", "cli:ana"}}) {
+		t.Errorf("Validate left %+v", c)
+	}
+	c = Defaults()
+	c.NATSURL, c.NATSReplicas, c.NATSReplicasSet = "nats://n1:4222", 0, true
+	if err := c.Validate(); err == nil || err.Error() != "ASK_NATS_REPLICAS must be 1 to 5" {
+		t.Errorf("Validate of replicas set to 0: %v", err)
+	}
+	if c.NATSSync != "" {
+		t.Errorf("NATSSync = %q with an external NATS, want it left to the server", c.NATSSync)
 	}
 }
 
@@ -330,6 +345,7 @@ func TestParseErrorsDoNotEchoValues(t *testing.T) {
 	for _, tt := range []struct{ key, want string }{
 		{"ASK_NATS_REPLICAS", "ASK_NATS_REPLICAS must be a whole number"},
 		{"ASK_SHUTDOWN_GRACE", "ASK_SHUTDOWN_GRACE must be a duration such as 10s or 2m"},
+		{"ASK_MCP_PROGRESS", "ASK_MCP_PROGRESS must be a duration such as 10s or 2m"},
 	} {
 		t.Run(tt.key, func(t *testing.T) {
 			clearEnv(t)
@@ -358,8 +374,8 @@ func TestWarnings(t *testing.T) {
 		{Config{NATSURL: "nats://n1:4222", NATSSync: "always", NATSReplicas: 1}, []string{"ASK_NATS_SYNC applies to the embedded NATS only"}},
 		{Config{NATSSync: "always", NATSReplicas: 3, NATSCreds: "/etc/ask.creds"},
 			[]string{"ASK_NATS_REPLICAS applies to an external NATS cluster", "ASK_NATS_CREDS applies to an external NATS"}},
-		{Config{NATSSync: "always", SlackChannel: "C0123", DiscordChannel: "1234", DiscordAdminRoles: []string{"42"}}, nil},
-		{Config{NATSSync: "always", DiscordChannel: "general", DiscordAdminRoles: []string{"42", "Admins"}, DiscordOperatorRoles: []string{"ops"}},
+		{Config{NATSSync: "always", SlackBotToken: "xoxb-1", SlackChannel: "C0123", DiscordBotToken: "d", DiscordChannel: "1234", DiscordAdminRoles: []string{"42"}}, nil},
+		{Config{NATSSync: "always", DiscordBotToken: "d", DiscordChannel: "general", DiscordAdminRoles: []string{"42", "Admins"}, DiscordOperatorRoles: []string{"ops"}},
 			[]string{`ASK_DISCORD_CHANNEL should be a channel id, a number such as 1234567890123456789, not "general"`,
 				`ASK_DISCORD_ADMIN_ROLES: "Admins" should be a role id`,
 				`ASK_DISCORD_OPERATOR_ROLES: "ops" should be a role id`}},
@@ -372,5 +388,51 @@ func TestWarnings(t *testing.T) {
 		if !ok {
 			t.Errorf("%+v: warnings %q, want %q", c.cfg, got, c.want)
 		}
+	}
+}
+
+// TestHalfConfiguredPlatformsWarn checks a chat platform given some of its
+// settings but not its bot token stays off with a warning that names what
+// is set and what is missing, in full, and never a value.
+func TestHalfConfiguredPlatformsWarn(t *testing.T) {
+	t.Parallel()
+	key := strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		name string
+		set  func(*Config)
+		want []string
+	}{
+		{"discord public key alone", func(c *Config) { c.DiscordPublicKey = key },
+			[]string{"Discord is off: ASK_DISCORD_PUBLIC_KEY is set, but not ASK_DISCORD_BOT_TOKEN and ASK_DISCORD_APP_ID; set them to switch Discord on (docs/discord.md)"}},
+		{"discord key, app and channel", func(c *Config) {
+			c.DiscordPublicKey, c.DiscordAppID, c.DiscordChannel = key, "1234567890123456789", "1234567890123456789"
+		}, []string{"Discord is off: ASK_DISCORD_PUBLIC_KEY, ASK_DISCORD_APP_ID and ASK_DISCORD_CHANNEL are set, but not ASK_DISCORD_BOT_TOKEN; set it to switch Discord on (docs/discord.md)"}},
+		{"discord roles alone", func(c *Config) { c.DiscordAdminRoles = []string{"42"} },
+			[]string{"Discord is off: ASK_DISCORD_ADMIN_ROLES is set, but not ASK_DISCORD_BOT_TOKEN, ASK_DISCORD_PUBLIC_KEY and ASK_DISCORD_APP_ID; set them to switch Discord on (docs/discord.md)"}},
+		{"discord complete", func(c *Config) { c.DiscordBotToken, c.DiscordPublicKey, c.DiscordAppID = "Sekr3t", key, "1" }, nil},
+		{"slack channel alone", func(c *Config) { c.SlackChannel = "C0123" },
+			[]string{"Slack is off: ASK_SLACK_CHANNEL is set, but not ASK_SLACK_BOT_TOKEN with ASK_SLACK_SIGNING_SECRET (or ASK_SLACK_APP_TOKEN for Socket Mode); set them to switch Slack on (docs/slack.md)"}},
+		{"slack complete", func(c *Config) {
+			c.SlackBotToken, c.SlackSigningSecret, c.SlackChannel = "xoxb-Sekr3t", "Sekr3t", "C0123"
+		}, nil},
+		{"nothing", func(*Config) {}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := Defaults()
+			c.set(&cfg)
+			if err := cfg.Validate(); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			if got := cfg.Warnings(); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("warnings %q\nwant     %q", got, c.want)
+			}
+			// The platform the warning names stays off.
+			for _, p := range cfg.Platforms() {
+				if off := len(c.want) > 0 && strings.HasPrefix(strings.ToLower(c.want[0]), string(p.Name)+" is off"); off && p.On {
+					t.Errorf("%s is on", p.Name)
+				}
+			}
+		})
 	}
 }

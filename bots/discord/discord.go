@@ -238,7 +238,6 @@ func pointEndpoints(api string) {
 	discordgo.EndpointWebhooks = api + "webhooks/"
 	discordgo.EndpointStickers = api + "stickers/"
 	discordgo.EndpointStageInstances = api + "stage-instances"
-	discordgo.EndpointSKUs = api + "skus"
 	discordgo.EndpointVoice = api + "/voice/"
 	discordgo.EndpointVoiceRegions = discordgo.EndpointVoice + "regions"
 	discordgo.EndpointNitroStickersPacks = api + "/sticker-packs"

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -126,11 +127,28 @@ func (b *Bot) socketEvent(ctx context.Context, smc *socketmode.Client, evt socke
 	case socketmode.EventTypeInvalidAuth:
 		b.log.ErrorContext(ctx, "slack: socket mode: the app token was refused (invalid_auth); check ASK_SLACK_APP_TOKEN")
 	case socketmode.EventTypeConnectionError:
-		b.log.WarnContext(ctx, "slack: socket mode connection error")
+		b.connectionError(ctx, evt)
 	case socketmode.EventTypeConnected:
 		b.log.InfoContext(ctx, "slack: socket mode connected")
 	}
 }
+
+// connectionError logs why Socket Mode could not connect, and when it
+// tries again: Slack's answer to apps.connections.open (internal_error, a
+// 5xx) or the network's. A websocket ticket an error might quote is cut:
+// it lets whoever holds it connect as the app.
+func (b *Bot) connectionError(ctx context.Context, evt socketmode.Event) {
+	ce, ok := evt.Data.(*slack.ConnectionErrorEvent)
+	if !ok || ce.ErrorObj == nil {
+		b.log.WarnContext(ctx, "slack: socket mode connection error")
+		return
+	}
+	why := socketTicket.ReplaceAllString(ce.ErrorObj.Error(), "${1}[redacted]")
+	b.log.WarnContext(ctx, "slack: socket mode connection error", "err", why, "attempt", ce.Attempt, "retry_in", ce.Backoff)
+}
+
+// socketTicket is the ticket in a Socket Mode websocket URL.
+var socketTicket = regexp.MustCompile(`(ticket=)[^&\s"]+`)
 
 // notAcked is the result of an interaction that must not be acknowledged.
 type notAcked struct{}

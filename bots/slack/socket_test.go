@@ -3,13 +3,16 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
@@ -173,6 +176,46 @@ func TestSocketModeRefusedAppTokenIsNamed(t *testing.T) {
 	})
 	if strings.Contains(logs.String(), "xapp-1-secret-app-token") {
 		t.Fatalf("the token is in the logs:\n%s", logs.String())
+	}
+}
+
+// TestSocketModeConnectionErrorSaysWhy checks a Socket Mode connection
+// that fails is logged with Slack's reason and when it is tried again,
+// and that the next attempt connects.
+func TestSocketModeConnectionErrorSaysWhy(t *testing.T) {
+	t.Parallel()
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	fake.fail("apps.connections.open", 200, nil, `{"ok":false,"error":"internal_error"}`)
+	logs := &testenv.LockedBuffer{}
+	startBot(t, n, fake, func(o *Options) {
+		o.AppToken, o.SigningSecret = "xapp-1-secret-app-token", ""
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	testenv.CheckFor(t, wait, tick, func() error {
+		if !strings.Contains(logs.String(), `level=WARN msg="slack: socket mode connection error" err=internal_error attempt=1 retry_in=`) ||
+			!strings.Contains(logs.String(), `msg="slack: socket mode connected"`) {
+			return fmt.Errorf("logs:\n%s", logs.String())
+		}
+		return nil
+	})
+	if strings.Contains(logs.String(), "xapp-1-secret-app-token") {
+		t.Fatalf("the token is in the logs:\n%s", logs.String())
+	}
+}
+
+// TestSocketModeConnectionErrorCutsTheTicket checks a connection error
+// that quotes the websocket URL is logged without its ticket.
+func TestSocketModeConnectionErrorCutsTheTicket(t *testing.T) {
+	t.Parallel()
+	logs := &testenv.LockedBuffer{}
+	b := &Bot{log: slog.New(slog.NewTextHandler(logs, nil))}
+	b.connectionError(context.Background(), socketmode.Event{Type: socketmode.EventTypeConnectionError, Data: &slack.ConnectionErrorEvent{
+		Attempt: 3, Backoff: 2 * time.Second, ErrorObj: errors.New("dial wss://wss.slack.test/link/?ticket=Sekr3t-ticket&app_id=A1: connection reset"),
+	}})
+	want := `level=WARN msg="slack: socket mode connection error" err="dial wss://wss.slack.test/link/?ticket=[redacted]&app_id=A1: connection reset" attempt=3 retry_in=2s`
+	if !strings.Contains(logs.String(), want) || strings.Contains(logs.String(), "Sekr3t") {
+		t.Fatalf("logs:\n%s\nwant %s", logs, want)
 	}
 }
 

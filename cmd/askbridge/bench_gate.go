@@ -153,11 +153,13 @@ func (c *cli) startGateService(ctx context.Context, dir, syncMode string, child 
 		}
 		return ch.natsURL, ch.cmd.Process.Pid, ch.stop, nil
 	}
-	cfg, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	if err != nil {
+	cfg := config.Defaults()
+	cfg.DataDir, cfg.NATSSync, cfg.LogLevel, cfg.ConsoleSecret = dir, syncMode, "error", env["ASK_CONSOLE_SECRET"]
+	cfg.HTTPAddr, cfg.NATSListen = env["ASK_HTTP_ADDR"], env["ASK_NATS_LISTEN"]
+	if err := cfg.Validate(); err != nil {
 		return "", 0, nil, err
 	}
-	s, err := startService(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := startService(ctx, &cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return "", 0, nil, err
 	}

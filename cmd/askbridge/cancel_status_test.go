@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/config"
 )
 
 func TestCLICancelStatusRules(t *testing.T) {
@@ -34,7 +35,7 @@ func TestCLICancelStatusRules(t *testing.T) {
 // agent reads it, and show's audit keeps the person's words.
 func TestCLICancelImplicitlyAnswered(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_ADMINS": "cli:ana"})
+	s, _ := startTestService(t, func(c *config.Config) { c.Admins = []string{"cli:ana"} })
 	ag := agentFor(t, s)
 	ana, out, errOut := testCLI(s, "cli:ana")
 	q := &bridge.Question{Tenant: "acme", JobID: "job-i", QuestionID: "q-1", TaskVersion: 1,

@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
 )
 
@@ -208,11 +209,15 @@ func TestEdgeLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
-	s, _ := startTestService(t, map[string]string{
-		"ASK_SLACK_BOT_TOKEN": "xoxb-edge-load", "ASK_SLACK_SIGNING_SECRET": slackSecret, "ASK_SLACK_API_URL": slackAPI.URL + "/api/",
-		"ASK_DISCORD_BOT_TOKEN": discord.token, "ASK_DISCORD_PUBLIC_KEY": hex.EncodeToString(pub), "ASK_DISCORD_APP_ID": "555000111",
-		"ASK_DISCORD_API_URL": discord.url,
-		"ASK_OPERATORS":       "slack:U0KEV,discord:" + discordUser,
+	s, _ := startTestService(t, func(c *config.Config) {
+		c.SlackBotToken = "xoxb-edge-load"
+		c.SlackSigningSecret = slackSecret
+		c.SlackAPIURL = slackAPI.URL + "/api/"
+		c.DiscordBotToken = discord.token
+		c.DiscordPublicKey = hex.EncodeToString(pub)
+		c.DiscordAppID = "555000111"
+		c.DiscordAPIURL = discord.url
+		c.Operators = []string{"slack:U0KEV", "discord:" + discordUser}
 	})
 	base := "http://" + s.Addr()
 

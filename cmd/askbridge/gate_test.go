@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/store"
 )
@@ -35,7 +36,7 @@ func TestGateRefusesWhileAQuestionWaitsEndToEnd(t *testing.T) {
 	if err := os.WriteFile(policyFile, []byte("tenants:\n  acme:\n    actions:\n      delete_records: {require_approval: true}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_POLICY": policyFile})
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators, c.Policy = []string{"cli:kevin"}, policyFile })
 	a := agentFor(t, s)
 	const job = "job-gate"
 	date := &bridge.Question{Tenant: "acme", JobID: job, QuestionID: "q-75eaf712", TaskVersion: 3,

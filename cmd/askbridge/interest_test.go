@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/store"
 )
@@ -21,7 +22,7 @@ import (
 func TestSlackSwitchedOnLaterShowsWhatWaits(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s, _ := startTestService(t, map[string]string{"ASK_DATA_DIR": dir, "ASK_OPERATORS": "cli:kevin"})
+	s, _ := startTestService(t, func(c *config.Config) { c.DataDir, c.Operators = dir, []string{"cli:kevin"} })
 	kevin, _, _ := testCLI(s, "cli:kevin")
 	before := &bridge.Question{Tenant: "acme", JobID: "job-before", QuestionID: "q-1", TaskVersion: 1,
 		Question: "Which colour?", Choices: []string{"red", "blue"}, Timeout: "1h"}
@@ -36,9 +37,14 @@ func TestSlackSwitchedOnLaterShowsWhatWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(fake.close)
-	s, cfg := startTestService(t, map[string]string{"ASK_DATA_DIR": dir, "ASK_OPERATORS": "cli:kevin",
-		"ASK_SLACK_BOT_TOKEN": "xoxb-test", "ASK_SLACK_SIGNING_SECRET": "test-signing-secret",
-		"ASK_SLACK_API_URL": fake.url + "/api/", "ASK_SLACK_CHANNEL": "C0123"})
+	s, cfg := startTestService(t, func(c *config.Config) {
+		c.DataDir = dir
+		c.Operators = []string{"cli:kevin"}
+		c.SlackBotToken = "xoxb-test"
+		c.SlackSigningSecret = "test-signing-secret"
+		c.SlackAPIURL = fake.url + "/api/"
+		c.SlackChannel = "C0123"
+	})
 	at := &bridge.Question{Tenant: "acme", JobID: "job-at", QuestionID: "q-1", TaskVersion: 1,
 		Question: "Which size?", Choices: []string{"S", "M"}, Timeout: "1h"}
 	askAsync(t, agentFor(t, s), at)

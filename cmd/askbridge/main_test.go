@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -36,17 +35,11 @@ import (
 )
 
 // startTestService runs the whole service in-process on loopback ports in a
-// temp dir, configured by the variables given (and no others: not the
-// process environment, which tests running side by side share), and stops
-// it when the test ends.
-func startTestService(t *testing.T, env map[string]string) (*service, *config.Config) {
+// temp dir, configured by set (nil: the defaults; testConfig), and stops it
+// when the test ends.
+func startTestService(t *testing.T, set func(*config.Config)) (*service, *config.Config) {
 	t.Helper()
-	all := map[string]string{"ASK_DATA_DIR": t.TempDir(), "ASK_HTTP_ADDR": "127.0.0.1:0", "ASK_NATS_LISTEN": "127.0.0.1:0"}
-	maps.Copy(all, env)
-	cfg, err := config.LoadFrom(func(k string) (string, bool) { v, ok := all[k]; return v, ok })
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
+	cfg := testConfig(t, set)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := startService(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -55,6 +48,23 @@ func startTestService(t *testing.T, env map[string]string) (*service, *config.Co
 	}
 	t.Cleanup(func() { s.stop(context.Background()) })
 	return s, cfg
+}
+
+// testConfig is the default configuration on loopback ports (port 0) in a
+// temp dir, changed by set (when not nil) and validated as the service's
+// own is at start. Tests build it, never the process environment, which
+// tests running side by side share.
+func testConfig(t *testing.T, set func(*config.Config)) *config.Config {
+	t.Helper()
+	c := config.Defaults()
+	c.DataDir, c.HTTPAddr, c.NATSListen = t.TempDir(), "127.0.0.1:0", "127.0.0.1:0"
+	if set != nil {
+		set(&c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return &c
 }
 
 func testCLI(s *service, identity string) (*cli, *bytes.Buffer, *bytes.Buffer) {
@@ -133,7 +143,7 @@ func waitPending(t *testing.T, c *cli, job, question string) {
 
 func TestCLIAnswerAndDeclineResumeTheAgent(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators = []string{"cli:kevin"} })
 	ag := agentFor(t, s)
 	kevin, out, errOut := testCLI(s, "cli:kevin")
 
@@ -169,7 +179,7 @@ func TestCLIAnswerAndDeclineResumeTheAgent(t *testing.T) {
 // says how many questions it ended.
 func TestCLICancelSaysWhatHappened(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_ADMINS": "cli:ana"})
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators, c.Admins = []string{"cli:kevin"}, []string{"cli:ana"} })
 	ag := agentFor(t, s)
 	kevin, out, errOut := testCLI(s, "cli:kevin")
 	q := &bridge.Question{Tenant: "acme", JobID: "job-c", QuestionID: "q-1", TaskVersion: 1,
@@ -200,7 +210,7 @@ func TestCLICancelSaysWhatHappened(t *testing.T) {
 
 func TestCLITypedFieldsAndRefusals(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators = []string{"cli:kevin"} })
 	ag := agentFor(t, s)
 	kevin, out, errOut := testCLI(s, "cli:kevin")
 	stranger, _, strangerErr := testCLI(s, "cli:mallory")
@@ -239,7 +249,7 @@ func TestCLITypedFieldsAndRefusals(t *testing.T) {
 
 func TestCLIAskListShow(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_READERS": "cli:rita"})
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators, c.Readers = []string{"cli:kevin"}, []string{"cli:rita"} })
 	kevin, out, errOut := testCLI(s, "cli:kevin")
 
 	done := make(chan int, 1)
@@ -294,7 +304,7 @@ func TestCLIAskListShow(t *testing.T) {
 // as an aligned table; a reader sees that they wait, not what they ask.
 func TestCLIQueue(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_READERS": "cli:rita"})
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators, c.Readers = []string{"cli:kevin"}, []string{"cli:rita"} })
 	kevin, out, errOut := testCLI(s, "cli:kevin")
 	asker, _, askErr := testCLI(s, "cli:agent")
 	for _, c := range []struct{ id, priority, text string }{
@@ -345,7 +355,7 @@ func TestCLIQueue(t *testing.T) {
 
 func TestCLIApprovesAndDenies(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators = []string{"cli:kevin"} })
 	ag := agentFor(t, s)
 	kevin, _, errOut := testCLI(s, "cli:kevin")
 	for _, c := range []struct{ job, words, want string }{
@@ -366,7 +376,7 @@ func TestCLIApprovesAndDenies(t *testing.T) {
 
 func TestCLIAskExitCodes(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators = []string{"cli:kevin"} })
 	kevin, _, _ := testCLI(s, "cli:kevin")
 	asker, askOut, _ := testCLI(s, "cli:agent")
 
@@ -396,8 +406,11 @@ func TestCLIAskExitCodes(t *testing.T) {
 
 func TestHTTPHealthReadyMetrics(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_SLACK_BOT_TOKEN": "xoxb-test", "ASK_SLACK_SIGNING_SECRET": "test-signing-secret",
-		"ASK_SLACK_API_URL": "http://127.0.0.1:1/api/"})
+	s, _ := startTestService(t, func(c *config.Config) {
+		c.SlackBotToken = "xoxb-test"
+		c.SlackSigningSecret = "test-signing-secret"
+		c.SlackAPIURL = "http://127.0.0.1:1/api/"
+	})
 	base := "http://" + s.Addr()
 	for path, want := range map[string]string{"/healthz": "ok\n", "/readyz": "ready\n"} {
 		resp, err := http.Get(base + path)
@@ -643,11 +656,11 @@ func TestHelpPrintsUsage(t *testing.T) {
 // It runs alone (no t.Parallel): askbridge link reads the process
 // environment, which t.Setenv sets for it as for the service.
 func TestLinkMintsAConsoleLinkTheServiceAccepts(t *testing.T) {
-	env := map[string]string{"ASK_CONSOLE_SECRET": "0123456789abcdef0123", "ASK_PUBLIC_URL": "http://askbridge.test"}
-	s, cfg := startTestService(t, env)
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
+	s, cfg := startTestService(t, func(c *config.Config) {
+		c.ConsoleSecret, c.PublicURL = "0123456789abcdef0123", "http://askbridge.test"
+	})
+	t.Setenv("ASK_CONSOLE_SECRET", cfg.ConsoleSecret)
+	t.Setenv("ASK_PUBLIC_URL", cfg.PublicURL)
 	c, out, errOut := testCLI(s, "cli:kevin")
 	if code := c.link(context.Background(), []string{"--as", "console:alice"}); code != exitOK {
 		t.Fatalf("link exit %d: %s", code, errOut)
@@ -704,8 +717,12 @@ func TestParseField(t *testing.T) {
 // that cannot be reached, tried again and then given up.
 func TestMetricsCountPlatformCalls(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_SLACK_BOT_TOKEN": "xoxb-test", "ASK_SLACK_SIGNING_SECRET": "test-signing-secret",
-		"ASK_SLACK_API_URL": "http://127.0.0.1:1/api/", "ASK_SLACK_CHANNEL": "C0123"})
+	s, _ := startTestService(t, func(c *config.Config) {
+		c.SlackBotToken = "xoxb-test"
+		c.SlackSigningSecret = "test-signing-secret"
+		c.SlackAPIURL = "http://127.0.0.1:1/api/"
+		c.SlackChannel = "C0123"
+	})
 	ag := agentFor(t, s)
 	askAsync(t, ag, &bridge.Question{Tenant: "acme", JobID: "job-pm", QuestionID: "q-pm", Question: "Go?", Timeout: "1m"})
 	testenv.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
@@ -819,7 +836,7 @@ func TestSignalWhileStartingIsAStop(t *testing.T) {
 // window later does not show the job its resume a second time.
 func TestCleanStopLeavesNothingToPublishAgain(t *testing.T) {
 	t.Parallel()
-	s, cfg := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	s, cfg := startTestService(t, func(c *config.Config) { c.Operators = []string{"cli:kevin"} })
 	ag := agentFor(t, s)
 	kevin, _, errOut := testCLI(s, "cli:kevin")
 	q := &bridge.Question{Tenant: "acme", JobID: "job-stop", QuestionID: "q-1", TaskVersion: 1, Question: "Which colour?", Choices: []string{"red", "blue"}}
@@ -864,7 +881,7 @@ func TestReorderKnownFlags(t *testing.T) {
 // their arguments too; "--" keeps a text that starts with a dash.
 func TestCLIFlagsAfterArguments(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators = []string{"cli:kevin"} })
 	kevin, out, errOut := testCLI(s, "cli:kevin")
 	ctx := context.Background()
 
@@ -991,7 +1008,7 @@ func TestRootRedirectsUnderThePublicPath(t *testing.T) {
 	t.Parallel()
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for publicURL, want := range map[string]string{"": "/console/", "https://example.com/askbridge/": "/askbridge/console/"} {
-		s, _ := startTestService(t, map[string]string{"ASK_PUBLIC_URL": publicURL})
+		s, _ := startTestService(t, func(c *config.Config) { c.PublicURL = publicURL })
 		resp, err := client.Get("http://" + s.Addr() + "/")
 		if err != nil {
 			t.Fatal(err)
@@ -1076,7 +1093,7 @@ func TestCLICancelRefusesABadQuestionID(t *testing.T) {
 // show keeps a text's lines as rows.
 func TestCLIShowsAgentTextWithoutTerminalControls(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators = []string{"cli:kevin"} })
 	kevin, out, errOut := testCLI(s, "cli:kevin")
 	ctx := context.Background()
 	evil := "\x1b]52;c;cm0gLXJmIH4=\x07Approve\x1b[2J the \u202eresolution\u202c?"
@@ -1146,21 +1163,18 @@ func TestWarnsWhenChatLinksPointAtLoopback(t *testing.T) {
 	const warning = "ASK_PUBLIC_URL is not set: console links in chat point at http://127.0.0.1:"
 	for _, c := range []struct {
 		name string
-		env  map[string]string
+		set  func(*config.Config)
 		warn bool
 	}{
-		{"slack without a public URL", map[string]string{"ASK_DISCORD_OPERATOR_ROLES": "ops"}, true},
-		{"slack with a public URL", map[string]string{"ASK_PUBLIC_URL": "https://ask.example.com/"}, false},
+		{"slack without a public URL", func(c *config.Config) { c.DiscordOperatorRoles = []string{"ops"} }, true},
+		{"slack with a public URL", func(c *config.Config) { c.PublicURL = "https://ask.example.com/" }, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			env := map[string]string{"ASK_DATA_DIR": t.TempDir(), "ASK_HTTP_ADDR": "127.0.0.1:0", "ASK_NATS_LISTEN": "127.0.0.1:0",
-				"ASK_SLACK_BOT_TOKEN": "xoxb-test", "ASK_SLACK_SIGNING_SECRET": "test-signing-secret", "ASK_SLACK_API_URL": "http://127.0.0.1:1/api/"}
-			maps.Copy(env, c.env)
-			cfg, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := testConfig(t, func(cfg *config.Config) {
+				cfg.SlackBotToken, cfg.SlackSigningSecret, cfg.SlackAPIURL = "xoxb-test", "test-signing-secret", "http://127.0.0.1:1/api/"
+				c.set(cfg)
+			})
 			var logs bytes.Buffer
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
 )
 
@@ -404,7 +405,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func testMCPStreamableHTTP(t *testing.T) {
 	t.Parallel()
 	const token = "mcp-test-token-0123456789"
-	r := startRace(t, map[string]string{"ASK_MCP_TOKEN": token, "ASK_MCP_TENANT": "acme", "ASK_MCP_PROGRESS": "300ms"})
+	r := startRace(t, func(c *config.Config) { c.MCPToken, c.MCPTenant, c.MCPProgress = token, "acme", 300*time.Millisecond })
 	endpoint := r.base + "/mcp"
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
 	for _, auth := range []string{"", "Bearer wrong-token-0123456789", "Bearer " + token + "x", token} {

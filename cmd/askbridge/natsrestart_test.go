@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
 )
 
@@ -45,7 +46,7 @@ func askAndAnswer(t *testing.T, s *service, job string) {
 func TestExternalNATSRestartKeepsWorking(t *testing.T) {
 	t.Parallel()
 	ext := testenv.StartExternalNATS(t)
-	s, _ := startTestService(t, map[string]string{"ASK_NATS_URL": ext.URL(), "ASK_OPERATORS": "cli:kevin"})
+	s, _ := startTestService(t, func(c *config.Config) { c.NATSURL, c.Operators = ext.URL(), []string{"cli:kevin"} })
 	askAndAnswer(t, s, "job-before")
 
 	// A question asked before the restart, answered after it.
@@ -76,7 +77,7 @@ func TestExternalNATSRestartKeepsWorking(t *testing.T) {
 func TestExternalNATSWipedStore(t *testing.T) {
 	t.Parallel()
 	ext := testenv.StartExternalNATS(t)
-	s, _ := startTestService(t, map[string]string{"ASK_NATS_URL": ext.URL(), "ASK_OPERATORS": "cli:kevin"})
+	s, _ := startTestService(t, func(c *config.Config) { c.NATSURL, c.Operators = ext.URL(), []string{"cli:kevin"} })
 	askAndAnswer(t, s, "job-before")
 	// A question asked before the store was lost, answered after: it is
 	// pending in askbridge's database, and its agent still waits.

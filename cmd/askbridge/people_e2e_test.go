@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
 )
 
@@ -21,7 +22,7 @@ func TestPeopleAcrossSlackAndDiscord(t *testing.T) {
 	t.Parallel()
 	pol := filepath.Join(t.TempDir(), "policy.yaml")
 	writeFile(t, pol, "tenants:\n  acme:\n    actions:\n      refund: {require_approval: true, required_approvals: 2}\n")
-	r := startRace(t, map[string]string{"ASK_POLICY": pol, "ASK_PEOPLE": "kevin=slack:U0KEV|discord:" + raceKevinD})
+	r := startRace(t, func(c *config.Config) { c.Policy, c.PeopleList = pol, "kevin=slack:U0KEV|discord:"+raceKevinD })
 
 	amount := 240.0
 	q := raceQuestion("job-pe", "q-pe")

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/askbridge/askbridge/config"
 )
 
 // TestServeRefusesBadPeopleWithExitCode2: ASK_PEOPLE is checked at start
@@ -44,7 +46,7 @@ func TestPeopleReload(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	writeFile(t, path, "tenants: {}\npeople:\n  ana: [slack:U0ANA]\n")
-	s, logs := startPolicyService(t, map[string]string{"ASK_POLICY": path, "ASK_PEOPLE": "kevin=slack:U0KEV"})
+	s, logs := startPolicyService(t, func(c *config.Config) { c.Policy, c.PeopleList = path, "kevin=slack:U0KEV" })
 	if got := s.policy.Load().People["ana"]; !slices.Equal(got, []string{"slack:U0ANA"}) {
 		t.Fatalf("ana at start: %v", got)
 	}
@@ -70,7 +72,7 @@ func TestPeopleReload(t *testing.T) {
 // from any of them, and a person nobody links is refused.
 func TestCLIAsksAPerson(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_PEOPLE": "ana=slack:U0ANA|cli:ana"})
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators, c.PeopleList = []string{"cli:kevin"}, "ana=slack:U0ANA|cli:ana" })
 	asker, _, askErr := testCLI(s, "cli:agent")
 	if code := asker.ask(context.Background(), []string{"--tenant", "acme", "--job", "job-pp", "--id", "q-pp",
 		"--answerer", "person:ana", "--visibility", "restricted", "--no-wait", "Which salary band should the offer use?"}); code != exitOK {

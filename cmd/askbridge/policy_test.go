@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,14 +139,9 @@ func TestServeRefusesABadPolicyWithExitCode2(t *testing.T) {
 
 // startPolicyService runs the service in-process as startTestService does,
 // logging to the buffer returned.
-func startPolicyService(t *testing.T, env map[string]string) (*service, *testenv.LockedBuffer) {
+func startPolicyService(t *testing.T, set func(*config.Config)) (*service, *testenv.LockedBuffer) {
 	t.Helper()
-	all := map[string]string{"ASK_DATA_DIR": t.TempDir(), "ASK_HTTP_ADDR": "127.0.0.1:0", "ASK_NATS_LISTEN": "127.0.0.1:0"}
-	maps.Copy(all, env)
-	cfg, err := config.LoadFrom(func(k string) (string, bool) { v, ok := all[k]; return v, ok })
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
+	cfg := testConfig(t, set)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	logs := &testenv.LockedBuffer{}
@@ -167,7 +161,7 @@ func TestPolicyReload(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	writeFile(t, path, onePolicy)
-	s, logs := startPolicyService(t, map[string]string{"ASK_POLICY": path})
+	s, logs := startPolicyService(t, func(c *config.Config) { c.Policy = path })
 	if !strings.Contains(logs.String(), fmt.Sprintf(`level=INFO msg="policy loaded" path=%s tenants=1 actions=1`, path)) {
 		t.Errorf("the start does not log the policy:\n%s", logs)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
 )
 
@@ -223,17 +224,15 @@ func (w *raceWorld) Calls(method string) []raceCall {
 	return out
 }
 
-// env is the service's environment for this world.
-func (w *raceWorld) env() map[string]string {
-	return map[string]string{
-		"ASK_SLACK_BOT_TOKEN": "xoxb-race", "ASK_SLACK_SIGNING_SECRET": raceSlackSecret, "ASK_SLACK_API_URL": w.slack.URL + "/api/",
-		"ASK_SLACK_CHANNEL":     raceSlackChan,
-		"ASK_DISCORD_BOT_TOKEN": w.discordToken, "ASK_DISCORD_PUBLIC_KEY": hex.EncodeToString(w.pub), "ASK_DISCORD_APP_ID": raceApp,
-		"ASK_DISCORD_API_URL": w.discordURL, "ASK_DISCORD_CHANNEL": raceDiscordChan,
-		"ASK_CONSOLE_SECRET": raceConsoleKey, "ASK_PUBLIC_URL": "http://askbridge.test",
-		"ASK_OPERATORS": "slack:U0KEV,slack:U0ANA,discord:" + raceKevinD + ",console:alice,cli:kevin",
-		"ASK_ADMINS":    "slack:U0ADM",
-	}
+// configure gives the service this world's settings.
+func (w *raceWorld) configure(c *config.Config) {
+	c.SlackBotToken, c.SlackSigningSecret, c.SlackAPIURL = "xoxb-race", raceSlackSecret, w.slack.URL+"/api/"
+	c.SlackChannel = raceSlackChan
+	c.DiscordBotToken, c.DiscordPublicKey, c.DiscordAppID = w.discordToken, hex.EncodeToString(w.pub), raceApp
+	c.DiscordAPIURL, c.DiscordChannel = w.discordURL, raceDiscordChan
+	c.ConsoleSecret, c.PublicURL = raceConsoleKey, "http://askbridge.test"
+	c.Operators = []string{"slack:U0KEV", "slack:U0ANA", "discord:" + raceKevinD, "console:alice", "cli:kevin"}
+	c.Admins = []string{"slack:U0ADM"}
 }
 
 // race is one running service in a raceWorld.
@@ -247,15 +246,14 @@ type race struct {
 	resume *resumeLog
 }
 
-func startRace(t *testing.T, extraEnv ...map[string]string) *race {
+func startRace(t *testing.T, extra ...func(*config.Config)) *race {
 	w := newRaceWorld(t)
-	env := w.env()
-	for _, extra := range extraEnv {
-		for k, v := range extra {
-			env[k] = v
+	s, _ := startTestService(t, func(c *config.Config) {
+		w.configure(c)
+		for _, set := range extra {
+			set(c)
 		}
-	}
-	s, _ := startTestService(t, env)
+	})
 	r := &race{raceWorld: w, s: s, base: "http://" + s.Addr(), ag: agentFor(t, s)}
 	nc, err := nats.Connect(s.natsURL(), s.nats.Admin())
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/askbridge/askbridge/config"
 )
 
 // TestCLIRestrictedQuestion checks list and show give a restricted
@@ -11,7 +13,7 @@ import (
 // that it waits and for whom, and the operator that they may decline it.
 func TestCLIRestrictedQuestion(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_READERS": "cli:rita"})
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators, c.Readers = []string{"cli:kevin"}, []string{"cli:rita"} })
 	asker, _, askErr := testCLI(s, "cli:agent")
 	if code := asker.ask(context.Background(), []string{"--tenant", "acme", "--job", "job-rs", "--id", "q-rs",
 		"--answerer", "cli:ana", "--visibility", "restricted", "--no-wait", "Which salary band should the offer use?"}); code != exitOK {

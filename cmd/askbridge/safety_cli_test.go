@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
 )
 
@@ -26,7 +27,7 @@ func TestCLIProposalFromAskToExecuted(t *testing.T) {
 	if err := os.WriteFile(policyFile, []byte(rule), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := startTestService(t, map[string]string{"ASK_ADMINS": "cli:alice,cli:bob,cli:carol", "ASK_POLICY": policyFile})
+	s, _ := startTestService(t, func(c *config.Config) { c.Admins, c.Policy = []string{"cli:alice", "cli:bob", "cli:carol"}, policyFile })
 	const job = "job-refund-4471"
 	as := func(identity string, cmd func(*cli) func(context.Context, []string) int, args ...string) (int, string) {
 		t.Helper()

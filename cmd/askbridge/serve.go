@@ -107,7 +107,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		log.Info("policy loaded", "path", cfg.Policy, "tenants", tenants, "actions", actions)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
+		return nil, fmt.Errorf("data dir %s (ASK_DATA_DIR): %w", cfg.DataDir, err)
 	}
 	for _, why := range cfg.Warnings() {
 		log.Warn(why)
@@ -148,7 +148,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		Logger:       log,
 	})
 	if err != nil {
-		return nil, err
+		return nil, natsStartError(cfg, err)
 	}
 	if s.nats.Server != nil {
 		log.Info("embedded NATS listening", "url", s.nats.Server.ClientURL(), "sync", cfg.NATSSync)
@@ -458,7 +458,7 @@ func (s *service) openRecord(ctx context.Context) error {
 	if !s.cfg.Shared() {
 		st, err := store.Open(ctx, filepath.Join(s.cfg.DataDir, "askbridge.db"))
 		if err != nil {
-			return err
+			return fmt.Errorf("%w (the database in ASK_DATA_DIR)", err)
 		}
 		s.store, s.record = st, st
 		return nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/store"
 )
 
@@ -78,7 +79,7 @@ func TestTracePrintsOneAlignedLineAnEntry(t *testing.T) {
 // as a reader (hidden), in JSON, and a job nobody can see.
 func TestCLITrace(t *testing.T) {
 	t.Parallel()
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin", "ASK_READERS": "cli:rita"})
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators, c.Readers = []string{"cli:kevin"}, []string{"cli:rita"} })
 	kevin, out, errOut := testCLI(s, "cli:kevin")
 	asker, _, askErr := testCLI(s, "cli:agent")
 	done := make(chan int, 1)
