@@ -15,6 +15,7 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
 )
 
@@ -27,7 +28,9 @@ func startRefundService(t *testing.T) (*service, string) {
 	if err := os.WriteFile(policyFile, []byte(rule), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:alice,cli:bob,cli:carol", "ASK_POLICY": policyFile})
+	s, _ := startTestService(t, func(c *config.Config) {
+		c.Operators, c.Policy = []string{"cli:alice", "cli:bob", "cli:carol"}, policyFile
+	})
 	return s, "job-refund-4471"
 }
 

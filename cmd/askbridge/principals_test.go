@@ -84,7 +84,7 @@ func TestBusRefusesWithoutCredentials(t *testing.T) {
 // awaits and reports with its credential alone.
 func TestAgentCredentialsAskGateAwaitReport(t *testing.T) {
 	t.Parallel()
-	s, cfg := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	s, cfg := startTestService(t, func(c *config.Config) { c.Operators = []string{"cli:kevin"} })
 	nc := connectAs(t, s, mintCreds(t, cfg, "agent", "--tenant", "acme", "--name", "support-bot"))
 	a, err := agent.New(nc)
 	if err != nil {
@@ -124,7 +124,7 @@ func TestAgentCredentialsAskGateAwaitReport(t *testing.T) {
 // credential is refused, each at the bus.
 func TestAgentCredentialsCannotAnswerOrReachFurther(t *testing.T) {
 	t.Parallel()
-	s, cfg := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	s, cfg := startTestService(t, func(c *config.Config) { c.Operators = []string{"cli:kevin"} })
 	admin := agentFor(t, s)
 	ch := askAsync(t, admin, &bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", Question: "Which colour?", Choices: []string{"red", "blue"}})
 	kevin, _, _ := testCLI(s, "cli:kevin")
@@ -195,7 +195,7 @@ func TestAgentCredentialsCannotAnswerOrReachFurther(t *testing.T) {
 // person's credential is theirs, whatever by and roles it names.
 func TestPersonCredentialsActAsTheirIdentity(t *testing.T) {
 	t.Parallel()
-	s, cfg := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:alice", "ASK_ADMINS": "cli:root"})
+	s, cfg := startTestService(t, func(c *config.Config) { c.Operators, c.Admins = []string{"cli:alice"}, []string{"cli:root"} })
 	admin := agentFor(t, s)
 	ch := askAsync(t, admin, &bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", Question: "Which colour?",
 		Choices: []string{"red", "blue"}, Answerers: []string{"cli:alice"}})
