@@ -152,6 +152,8 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	}
 	if s.nats.Server != nil {
 		log.Info("embedded NATS listening", "url", s.nats.Server.ClientURL(), "sync", cfg.NATSSync)
+	} else {
+		warnIfOpen(cfg.NATSURL, log)
 	}
 	if err := s.openRecord(ctx); err != nil {
 		return nil, err

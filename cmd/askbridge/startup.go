@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -89,3 +91,22 @@ type startError struct {
 
 func (e *startError) Error() string { return e.msg }
 func (e *startError) Unwrap() error { return e.err }
+
+// warnIfOpen says at start when the NATS askbridge joined (ASK_NATS_URL)
+// lets a client without credentials reach askbridge's streams: anyone
+// who can reach that NATS could then publish answer attempts and approve
+// proposals as anyone (docs/deploy.md, "Accounts and credentials").
+func warnIfOpen(list string, log *slog.Logger) {
+	nc, err := nats.Connect(natsAddresses(list), nats.Name("askbridge-open-check"), nats.Timeout(2*time.Second),
+		nats.NoReconnect(), nats.NoCallbacksAfterClientClose())
+	if err != nil {
+		return // refused: what it should do
+	}
+	defer nc.Close()
+	reply, err := nc.Request("$JS.API.STREAM.INFO."+bridge.StreamAnswers, nil, 2*time.Second)
+	if err != nil || strings.Contains(string(reply.Data), `"error"`) {
+		return
+	}
+	log.Warn("NATS lets clients without credentials publish answer attempts: anyone who reaches it may answer and approve as anyone; run it with accounts (docs/deploy.md)",
+		"nats", natsAddresses(list))
+}
