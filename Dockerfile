@@ -10,6 +10,8 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/askbridge ./cmd/as
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/askbridge /askbridge
 COPY --from=build --chown=65532:65532 /out/data /data
+# The embedded NATS listens on every interface for agents in other
+# containers, and admits only credentials made with `askbridge creds`.
 ENV ASK_DATA_DIR=/data \
     ASK_HTTP_ADDR=:8080 \
     ASK_NATS_LISTEN=0.0.0.0:4222
