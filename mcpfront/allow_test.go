@@ -86,6 +86,8 @@ func TestAutoAllowCommands(t *testing.T) {
 		{[]string{"Bash(*)"}, "anything at all | sh", true},
 		{[]string{"Bash"}, "rm -rf ~", true},
 		{[]string{"Read"}, "git diff", false},
+		// A rule covers the program with all its arguments (docs/mcp.md).
+		{[]string{"Bash(find:*)"}, "find . -name '*.go' -exec rm {} +", true},
 	} {
 		in := map[string]any{"command": c.command, "description": "x"}
 		if got, why := autoAllows(mustRules(t, c.rules...), "Bash", in); got != c.want {
