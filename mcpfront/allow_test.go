@@ -57,6 +57,8 @@ func TestAutoAllowCommands(t *testing.T) {
 		{[]string{"Bash(git diff:*)"}, "git diff $((1+1))", false},
 		{[]string{"Bash(git diff:*)"}, "git diff $'\\x41'", false},
 		{[]string{"Bash(echo:*)"}, "echo {a,b}", false},
+		{[]string{"Bash(echo:*)"}, "echo x{1..3}", false},
+		{[]string{"Bash(git diff:*)"}, "{git,rm} diff", false},
 		{[]string{"Bash(git diff:*)"}, "GIT_EXTERNAL_DIFF=evil git diff", false},
 		{[]string{"Bash(git diff:*)"}, "$CMD diff", false},
 		{[]string{"Bash(git diff:*)"}, "git diff 'unterminated", false},
@@ -182,6 +184,8 @@ func TestShellWords(t *testing.T) {
 		{`grep "a\.b\$" x\ y`, `grep|a\.b$|x y`},
 		{"git \\\ndiff", "git|diff"},
 		{`echo "it's"`, "echo|it's"},
+		{"find . -exec rm {} +", "find|.|-exec|rm|{}|+"},
+		{`echo a\{b,c\} '{x,y}'`, "echo|a{b,c}|{x,y}"},
 	} {
 		cmds, err := simpleCommands(c.command)
 		if err != nil || len(cmds) != 1 {

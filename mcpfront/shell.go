@@ -172,9 +172,9 @@ func literal(word *syntax.Word) (string, error) {
 	if word == nil {
 		return "", fmt.Errorf("a missing word")
 	}
-	if syntax.SplitBraces(word) {
-		return "", fmt.Errorf("brace expansion ({a,b})")
-	}
+	// Brace expansions become BraceExp parts, refused below; a brace that
+	// expands to nothing else ({} of find -exec) stays literal text.
+	syntax.SplitBraces(word)
 	var b strings.Builder
 	for _, part := range word.Parts {
 		switch p := part.(type) {
@@ -219,6 +219,8 @@ func expansion(part syntax.WordPart) error {
 		return fmt.Errorf("arithmetic expansion ($((…)))")
 	case *syntax.ExtGlob:
 		return fmt.Errorf("an extended glob")
+	case *syntax.BraceExp:
+		return fmt.Errorf("brace expansion ({a,b})")
 	}
 	return fmt.Errorf("an expansion (%T)", part)
 }
