@@ -15,6 +15,7 @@ require (
 	github.com/slack-go/slack v0.35.0
 	go.yaml.in/yaml/v3 v3.0.5
 	modernc.org/sqlite v1.62.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

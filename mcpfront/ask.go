@@ -15,36 +15,56 @@ import (
 
 func (f *Front) addTools() {
 	f.srv.AddTool(&mcp.Tool{
-		Name:  "ask_user",
-		Title: "Ask a person",
-		Description: "Ask a person (in Slack, Discord or the web console) and wait for the answer, however long it takes. " +
-			"Give choices for buttons, fields for a typed form, or neither for free text. " +
-			"The result is the text to read (The answer: ..., a decline with its reason, or Nobody answered within ...) with the outcome as structured content.",
+		Name:        "ask_user",
+		Title:       "Ask a person",
+		Description: askUserDescription,
 		InputSchema: mustJSON(askUserSchema),
 	}, f.askUser)
 	f.srv.AddTool(&mcp.Tool{
-		Name:  "request_approval",
-		Title: "Request approval of an action",
-		Description: "Propose an action with its exact arguments and wait until a person approves or denies it. " +
-			"Approved, execute it once with check_action (tool = the action, proposal_id, execute: true).",
+		Name:        "request_approval",
+		Title:       "Request approval of an action",
+		Description: requestApprovalDescription,
 		InputSchema: mustJSON(requestApprovalSchema),
 	}, f.requestApproval)
 	f.srv.AddTool(&mcp.Tool{
-		Name:  "check_action",
-		Title: "May I run this tool now?",
-		Description: "Ask askbridge's gate whether the job may call a tool now: refused while a question blocks it, " +
-			"or when the operator's policy requires an approved proposal. Never waits for a person.",
+		Name:        "check_action",
+		Title:       "May I run this tool now?",
+		Description: checkActionDescription,
 		InputSchema: mustJSON(checkActionSchema),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, IdempotentHint: false},
 	}, f.checkAction)
 	f.srv.AddTool(&mcp.Tool{
-		Name:  "approve_tool_use",
-		Title: "Ask a person to allow a tool use",
-		Description: "The permission-prompt tool of coding agents: a person allows or denies the tool use in Slack or Discord. " +
-			`The result is the JSON text {"behavior":"allow","updatedInput":...} or {"behavior":"deny","message":...}.`,
+		Name:        "approve_tool_use",
+		Title:       "Ask a person to allow a tool use",
+		Description: approveToolUseDescription,
 		InputSchema: mustJSON(approveToolUseSchema),
 	}, f.approveToolUse)
 }
+
+// The descriptions say when to use each tool, not only what it does:
+// clients that ignore the server's instructions show the model only these.
+const (
+	askUserDescription = "Use when you cannot go on without a decision or a fact only a person has " +
+		"(which option to take, a missing value, a preference, an ambiguous request): do not guess, ask. " +
+		"Asks a person in Slack, Discord or the web console and waits for the answer, however long it takes. " +
+		"Write the question for someone who has not seen the conversation. " +
+		"Give choices for buttons, fields for a typed form, or neither for free text. " +
+		"The result is the text to read (The answer: ..., a decline with its reason, or Nobody answered within ...) " +
+		"with the outcome as structured content. If the call is cut off, call again with the same question_id to keep waiting."
+	requestApprovalDescription = "Use before an action with consequences that a person must approve first " +
+		"(spending money, sending to customers, deleting, deploying, anything hard to undo): " +
+		"propose it with its exact arguments and wait until a person approves or denies it. " +
+		"Approved, execute it once with check_action (tool = the action, proposal_id, execute: true); " +
+		"denied, do not run it, and read the reason."
+	checkActionDescription = "Use right before running a tool with consequences, every time: askbridge's gate says " +
+		"whether the job may call it now. Refused while a question blocks the tool, or when the operator's policy " +
+		"requires an approved proposal (then ask with request_approval). Never waits for a person; " +
+		"refused means do not run the tool."
+	approveToolUseDescription = "Not for the model to call: a coding agent calls it as its permission-prompt tool " +
+		"(Claude Code's --permission-prompt-tool) before each tool use its own settings do not allow, " +
+		"and a person allows or denies the use in Slack or Discord. " +
+		`The result is the JSON text {"behavior":"allow","updatedInput":...} or {"behavior":"deny","message":...}.`
+)
 
 // questionKeys are the ask_user arguments that are the question's own.
 var questionKeys = []string{"question", "choices", "fields", "timeout", "on_timeout", "answerers", "route", "context", "why_it_matters"}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/internal/version"
 )
 
 // DefaultProgress is how often a waiting tool call tells the client it is
@@ -46,17 +47,19 @@ type Options struct {
 	// (ASK_MCP_AUTO_ALLOW, the policy's mcp.auto_allow): "Read",
 	// "Bash(git status)", "Bash(npm test:*)".
 	AutoAllow []string
-	// Version is reported to clients as the server's version.
+	// Version is reported to clients as the server's version
+	// (serverInfo.version); the build's (internal/version) when empty.
 	Version string
 	Logger  *slog.Logger
 }
 
 // Front holds the MCP server and the NATS client it asks through.
 type Front struct {
-	nc  *nats.Conn
-	ag  *agent.Client
-	o   Options
-	srv *mcp.Server
+	nc    *nats.Conn
+	ag    *agent.Client
+	o     Options
+	rules []allowRule
+	srv   *mcp.Server
 
 	mu   sync.Mutex
 	jobs map[*mcp.ServerSession]string
@@ -70,13 +73,19 @@ func New(nc *nats.Conn, o Options) (*Front, error) {
 	if err := bridge.CheckToken("ASK_MCP_TENANT", o.Tenant); err != nil {
 		return nil, err
 	}
+	var rules []allowRule
 	for _, rule := range o.AutoAllow {
-		if _, err := parseAllowRule(rule); err != nil {
+		r, err := parseAllowRule(rule)
+		if err != nil {
 			return nil, err
 		}
+		rules = append(rules, r)
 	}
 	if o.Progress <= 0 {
 		o.Progress = DefaultProgress
+	}
+	if o.Version == "" {
+		o.Version = version.String()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -85,7 +94,7 @@ func New(nc *nats.Conn, o Options) (*Front, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Front{nc: nc, ag: ag, o: o, jobs: map[*mcp.ServerSession]string{}}
+	f := &Front{nc: nc, ag: ag, o: o, rules: rules, jobs: map[*mcp.ServerSession]string{}}
 	f.srv = mcp.NewServer(&mcp.Implementation{Name: "askbridge", Version: o.Version}, &mcp.ServerOptions{
 		Logger:       o.Logger,
 		Instructions: instructions,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/internal/version"
 	"github.com/askbridge/askbridge/runtime"
 )
 
@@ -141,5 +142,52 @@ func TestAskRefusedAsTheRuntimeWould(t *testing.T) {
 	}
 	if len(list.Questions) != 0 {
 		t.Errorf("%d questions asked", len(list.Questions))
+	}
+}
+
+// TestServerInfoAndGuidance: a client learns the server's version from
+// the build, and each tool's description says when to use it, for
+// clients that show the model no server instructions.
+func TestServerInfoAndGuidance(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{})
+	f, err := New(env.NATS.Conn, Options{Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, f)
+	info := cs.InitializeResult().ServerInfo
+	if info.Name != "askbridge" || info.Version != version.String() || info.Version == "" {
+		t.Errorf("serverInfo %+v, want askbridge at %q", info, version.String())
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guidance := map[string][]string{
+		"ask_user":         {"Use when you cannot go on without a decision or a fact only a person has", "do not guess"},
+		"request_approval": {"Use before an action with consequences that a person must approve first", "execute it once with check_action"},
+		"check_action":     {"Use right before running a tool with consequences", "refused means do not run the tool"},
+		"approve_tool_use": {"Not for the model to call", "--permission-prompt-tool"},
+	}
+	for _, tool := range res.Tools {
+		for _, want := range guidance[tool.Name] {
+			if !strings.Contains(tool.Description, want) {
+				t.Errorf("%s's description lacks %q: %s", tool.Name, want, tool.Description)
+			}
+		}
+		delete(guidance, tool.Name)
+	}
+	if len(guidance) != 0 {
+		t.Errorf("tools/list lacks %v", guidance)
+	}
+
+	// A version given in the options is the one clients see.
+	named, err := New(env.NATS.Conn, Options{Tenant: "acme", Version: "v9.9.9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := connect(t, named).InitializeResult().ServerInfo.Version; v != "v9.9.9" {
+		t.Errorf("serverInfo.version %q, want v9.9.9", v)
 	}
 }

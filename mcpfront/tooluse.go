@@ -142,15 +142,14 @@ func permissionResult(p Permission) *mcp.CallToolResult {
 }
 
 // autoAllowed says whether a rule of Options.AutoAllow takes this tool
-// use. The gate is asked too, so the use is in the job's trace and a
-// question that blocks the tool still stops it (then a person decides).
+// use (allow.go). The gate is asked too, so the use is in the job's trace
+// and a question that blocks the tool still stops it (then a person
+// decides).
 func (f *Front) autoAllowed(ctx context.Context, req *mcp.CallToolRequest, job, tool string, input map[string]any) (bool, error) {
-	match := false
-	for _, r := range f.o.AutoAllow {
-		rule, _ := parseAllowRule(r)
-		match = match || rule.matches(tool, input)
-	}
-	if !match {
+	if ok, why := autoAllows(f.rules, tool, input); !ok {
+		if len(f.rules) > 0 {
+			f.o.Logger.Debug("approve_tool_use: not auto-allowed, a person decides", "tool", tool, "why", why)
+		}
 		return false, nil
 	}
 	if job != "" {
@@ -163,56 +162,6 @@ func (f *Front) autoAllowed(ctx context.Context, req *mcp.CallToolRequest, job, 
 		return false, fmt.Errorf("no decision from askbridge's gate, so %s is not allowed now: %w", tool, err)
 	}
 	return reply.Allowed, nil
-}
-
-// allowRule is one entry of the auto-allow list: a tool, and optionally
-// what its main input must be ("Bash(git status)"), or start with when it
-// ends in * ("Bash(npm test:*)").
-type allowRule struct {
-	tool, spec string
-	prefix     bool
-}
-
-func parseAllowRule(s string) (allowRule, error) {
-	s = strings.TrimSpace(s)
-	r := allowRule{tool: s}
-	if i := strings.IndexByte(s, '('); i >= 0 {
-		if !strings.HasSuffix(s, ")") {
-			return r, fmt.Errorf("auto_allow: %q must be a tool (Read) or a tool with its input (Bash(git status))", s)
-		}
-		r.tool, r.spec = s[:i], s[i+1:len(s)-1]
-		if strings.HasSuffix(r.spec, "*") {
-			r.prefix = true
-			r.spec = strings.TrimSuffix(strings.TrimSuffix(r.spec, "*"), ":")
-		}
-	}
-	if err := bridge.CheckTool("auto_allow", r.tool); err != nil {
-		return r, err
-	}
-	return r, nil
-}
-
-// mainInputs are the keys that carry what a tool acts on, in the order
-// they are looked for.
-var mainInputs = []string{"command", "file_path", "notebook_path", "path", "url", "pattern", "query"}
-
-func (r allowRule) matches(tool string, input map[string]any) bool {
-	if r.tool != tool {
-		return false
-	}
-	if r.spec == "" && !r.prefix {
-		return true
-	}
-	for _, k := range mainInputs {
-		if v, ok := input[k].(string); ok {
-			v = strings.TrimSpace(v)
-			if r.prefix {
-				return strings.HasPrefix(v, r.spec)
-			}
-			return v == r.spec
-		}
-	}
-	return false
 }
 
 // renderToolUse is the summary people read: the tool, then its input made

@@ -8,38 +8,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 )
 
-func TestAllowRules(t *testing.T) {
-	for _, c := range []struct {
-		rule, tool string
-		input      map[string]any
-		want       bool
-	}{
-		{"Read", "Read", map[string]any{"file_path": "/etc/passwd"}, true},
-		{"Read", "Write", map[string]any{"file_path": "/x"}, false},
-		{"Bash(git status)", "Bash", map[string]any{"command": "git status"}, true},
-		{"Bash(git status)", "Bash", map[string]any{"command": "  git status "}, true},
-		{"Bash(git status)", "Bash", map[string]any{"command": "git status && rm -rf /"}, false},
-		{"Bash(npm test:*)", "Bash", map[string]any{"command": "npm test -- store"}, true},
-		{"Bash(npm test:*)", "Bash", map[string]any{"command": "npm install"}, false},
-		{"Bash(git diff*)", "Bash", map[string]any{"command": "git diff HEAD~1"}, true},
-		{"Bash(git status)", "Bash", map[string]any{"description": "no command"}, false},
-		{"WebFetch(https://go.dev/*)", "WebFetch", map[string]any{"url": "https://go.dev/doc"}, true},
-	} {
-		r, err := parseAllowRule(c.rule)
-		if err != nil {
-			t.Fatalf("%s: %v", c.rule, err)
-		}
-		if got := r.matches(c.tool, c.input); got != c.want {
-			t.Errorf("%s on %s %v = %v, want %v", c.rule, c.tool, c.input, got, c.want)
-		}
-	}
-	for _, bad := range []string{"", "Bash(git status", "not a tool"} {
-		if _, err := parseAllowRule(bad); err == nil {
-			t.Errorf("%q was taken as a rule", bad)
-		}
-	}
-}
-
 func TestRenderToolUse(t *testing.T) {
 	lines := renderToolUse("Edit", map[string]any{
 		"file_path": "/src/main.go", "old_string": "a := 1\nb := 2", "new_string": "a := 3", "replace_all": false,

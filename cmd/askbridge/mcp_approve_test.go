@@ -132,8 +132,9 @@ func testMCPApproveToolUse(t *testing.T) {
 		t.Errorf("approved: %v", got)
 	}
 
-	// Denied with a reason typed in the modal.
-	rm := map[string]any{"tool_name": "Bash", "input": map[string]any{"command": "rm -rf /"}, "tool_use_id": "toolu_02B", "job_id": "job-tu"}
+	// A command chained after an allowed one is not auto-allowed: it gets a
+	// card, here denied with a reason typed in the modal.
+	rm := map[string]any{"tool_name": "Bash", "input": map[string]any{"command": "git status && rm -rf /"}, "tool_use_id": "toolu_02B", "job_id": "job-tu"}
 	ch = p.callAsync("approve_tool_use", rm, time.Minute)
 	ts = r.slackCard("job-tu", "tu-toolu_02B")
 	r.signedSlack(r.slackClick("U0KEV", "trig-tu2", ts, "ask.acme.job-tu.tu-toolu_02B.0", "deny", "deny"), nil)

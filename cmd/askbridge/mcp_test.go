@@ -261,6 +261,16 @@ func testMCPToolsList(t *testing.T) {
 	if len(res.Tools) != 4 {
 		t.Errorf("%d tools, want 4", len(res.Tools))
 	}
+	// The binary says which build it is, and every tool says when to use it.
+	if v := p.cs.InitializeResult().ServerInfo.Version; v == "" || v == "(devel)" {
+		t.Errorf("serverInfo.version %q, want the build's version", v)
+	}
+	for _, tool := range res.Tools {
+		if !strings.Contains(tool.Description, "Use when") && !strings.Contains(tool.Description, "Use before") &&
+			!strings.Contains(tool.Description, "Use right before") && !strings.Contains(tool.Description, "Not for the model to call") {
+			t.Errorf("%s's description says not when to use it: %s", tool.Name, tool.Description)
+		}
+	}
 }
 
 func testMCPAskUserChoices(t *testing.T) {
