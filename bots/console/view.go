@@ -15,10 +15,18 @@ import (
 type base struct {
 	Title    string
 	Identity string
+	// Events is the page's event stream (live updates); Inbox the way
+	// back to the inbox, for a page the inbox led to.
+	Events string
+	Inbox  string
 }
 
 func (c *Console) base(l Link, title string) base {
-	return base{Title: title, Identity: l.Identity}
+	b := base{Title: title, Identity: l.Identity, Inbox: c.inboxURL(l)}
+	if l.Scope == ScopeList || l.Scope == ScopeQuestion {
+		b.Events = c.eventsURL(l)
+	}
+	return b
 }
 
 type errorData struct {
@@ -415,107 +423,6 @@ func numberHint(integer bool, lo, hi string) string {
 		return what + ", at most " + hi + "."
 	}
 	return what + "."
-}
-
-// listItem is one question in a list or job page.
-type listItem struct {
-	URL    string
-	JobURL string
-	Ref    string
-	Tenant string
-	JobID  string
-	Hidden bool
-	// Placeholder stands for the text of a hidden question.
-	Placeholder string
-	Text        string
-	State       string
-	CardState   string // as outcomeView's
-	Label       string
-	Answer      string
-	By          string
-	Via         string
-	AskedAt     timeView
-	Deadline    timeView
-	Settled     timeView
-	Priority    string
-	Agent       string
-	// Restricted: see questionPage.
-	Restricted string
-	// Approvals is an approval's approvals line ("1 of 2 approvals: …").
-	Approvals string
-}
-
-func (c *Console) listItem(l Link, v *bridge.QuestionView) listItem {
-	nc := card.New(card.FromView(v, false))
-	it := listItem{
-		URL:       c.sub(l, ScopeQuestion, v.Tenant, v.JobID, v.QuestionID),
-		JobURL:    c.sub(l, ScopeJob, v.Tenant, v.JobID, ""),
-		Ref:       v.Tenant + " / " + v.JobID + " / " + v.QuestionID,
-		Tenant:    v.Tenant,
-		JobID:     v.JobID,
-		Hidden:    v.Hidden || v.Question == nil,
-		State:     v.State,
-		CardState: moreState(v.State, nc.State),
-		Label:     nc.StateLabel,
-		Answer:    v.AnswerText,
-		Via:       v.Via,
-		AskedAt:   when(v.AskedAt),
-		Deadline:  when(v.Deadline),
-		Settled:   when(cmp.Or(nc.Ended, v.SettledAt)),
-
-		Restricted: restrictedText(v),
-		Approvals:  nc.ApprovalsLine().Text(),
-	}
-	if v.By != "" {
-		it.By = bridge.DisplayIdentity(v.By, v.ByName)
-	}
-	if v.Answer == nil && v.AnswerText == "" && v.State == bridge.StateDeclined {
-		it.Answer = v.Comment
-	}
-	if it.Hidden {
-		it.Placeholder = nc.Placeholder
-	} else {
-		it.Text = bridge.Truncate(strings.TrimSpace(v.Question.Question), 200)
-		it.Priority = v.Question.Priority
-		it.Agent = v.Question.Agent
-	}
-	return it
-}
-
-type listPage struct {
-	base
-	Items []listItem
-	Next  string
-}
-
-type jobItem struct {
-	listItem
-	Audit []auditRow
-}
-
-type jobPage struct {
-	base
-	Tenant string
-	JobID  string
-	// Queue is the job's pending questions in queue order (ask.v1.api.queue).
-	Queue []queueRow
-	Items []jobItem
-	More  bool
-	// Notices are the job's notices, shown without controls.
-	Notices []noticeView
-}
-
-// queueRow is one pending question of the job's queue.
-type queueRow struct {
-	Pos        int
-	URL        string
-	QuestionID string
-	Text       string
-	Hidden     bool
-	Priority   string
-	Staleness  int
-	Waiting    string
-	Blocks     string
 }
 
 type auditRow struct {
