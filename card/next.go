@@ -80,3 +80,16 @@ func (c Card) WhoMayAct() Line {
 	}
 	return c.MayAnswer.All()
 }
+
+// ApproversLine names who approved an approval, whatever became of it:
+// "2 of 2 approvals: @kevin and @ana", "Approved by @kevin". Zero when
+// nobody approved. (ApprovalsLine leaves them out of an approved card,
+// whose outcome line names them; a page that says approved once in its
+// heading needs them here.)
+func (c Card) ApproversLine() Line {
+	d := c
+	if d.State == StateApproved {
+		d.State = StateExecuted
+	}
+	return d.ApprovalsLine()
+}

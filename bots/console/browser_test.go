@@ -144,10 +144,10 @@ func TestBrowserAnswersWithInlineErrors(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#answer-form button[value="answer"]`)),
 		chromedp.WaitVisible(chromedp.ID("f-copies-err")),
 	)
-	if got := text("#f-copies-err"); got != "Copies: must be at most 9" {
+	if got := text("#f-copies-err"); got != "Copies must be at most 9." {
 		t.Errorf("field error %q", got)
 	}
-	if got := text("#problems li"); got != "Copies: must be at most 9" {
+	if got := text("#problems li"); got != "Copies must be at most 9." {
 		t.Errorf("error summary %q", got)
 	}
 	if got, got2 := value("#f-copies"), value("#f-on"); got != "12" || got2 != "2026-10-20" {

@@ -60,9 +60,16 @@ type Console struct {
 	now      func() time.Time
 	pages    *pages
 	outcomes *outcomeCache
-	// streams counts the open event streams (events.go).
-	streams atomic.Int64
+	// streams counts the open event streams (events.go); closing ends
+	// them (Close).
+	streams   atomic.Int64
+	closing   chan struct{}
+	closeOnce sync.Once
 }
+
+// Close ends the open event streams, so that a server shutting down does
+// not wait for pages left open (their browsers reconnect elsewhere).
+func (c *Console) Close() { c.closeOnce.Do(func() { close(c.closing) }) }
 
 // New checks the options and loads the embedded templates.
 func New(o Options) (*Console, error) {
@@ -90,6 +97,7 @@ func New(o Options) (*Console, error) {
 		now:      o.Now,
 		pages:    p,
 		outcomes: newOutcomeCache(1000, outcomeTTL, openOutcomes(o.NATS, o.Logger), o.Logger),
+		closing:  make(chan struct{}),
 	}, nil
 }
 
@@ -275,11 +283,15 @@ func (c *Console) handleQuestion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var st formState
-	sent := false
+	sent, done := false, ""
 	if id := r.URL.Query().Get("attempt"); validAttemptID(id) {
-		if o, ok := c.outcomes.get(id); ok && o.matches(l) && o.refused != nil {
+		o, ok := c.outcomes.get(id)
+		switch {
+		case ok && o.matches(l) && o.refused != nil:
 			st = o.state()
-		} else {
+		case ok && o.matches(l) && o.done != "":
+			done = o.done
+		default:
 			// Sent, and no refusal known here: while the question still
 			// waits, say the answer is on its way.
 			sent = true
@@ -287,6 +299,7 @@ func (c *Console) handleQuestion(w http.ResponseWriter, r *http.Request) {
 	}
 	p := c.buildQuestionPage(l, rep, st)
 	p.Sent = sent && rep.Question.State == bridge.StatePending && !p.YouApproved
+	p.Done = done
 	c.render(w, r, http.StatusOK, "question", p)
 }
 
@@ -365,8 +378,10 @@ type outcome struct {
 	identity, tenant, job, question string
 	at                              time.Time
 	refused                         *bridge.Event
-	action                          string
-	input                           formInput
+	// done is the runtime's words on a delegate or snooze it carried out.
+	done   string
+	action string
+	input  formInput
 }
 
 func (o *outcome) matches(l Link) bool {

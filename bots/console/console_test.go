@@ -62,6 +62,7 @@ func (h *harness) start(n *bridge.NATS) {
 		t.Fatalf("console.New: %v", err)
 	}
 	c.Routes(mux)
+	t.Cleanup(c.Close) // before the server closes: it waits for open streams
 	t.Cleanup(func() {
 		logs := h.logs.String()
 		if strings.Contains(logs, testSecret) || strings.Contains(logs, "sig=") || strings.Contains(logs, "csrf") {
@@ -583,9 +584,9 @@ func TestFieldErrorsInlineThenAnswered(t *testing.T) {
 		t.Fatalf("status %d, want 422\n%s", p.status, p.body)
 	}
 	for _, want := range []string{
-		`<p class="error" id="f-copies-err">Copies: must be at most 9</p>`,
-		`<p class="error" id="f-on-err">Send on: is required</p>`,
-		`<a href="#f-copies">Copies: must be at most 9</a>`,
+		`<p class="error" id="f-copies-err">Copies must be at most 9.</p>`,
+		`<p class="error" id="f-on-err">Send on is required.</p>`,
+		`<a href="#f-copies">Copies must be at most 9.</a>`,
 		`name="f.copies" value="12"`,
 		`aria-invalid="true"`,
 	} {
@@ -818,7 +819,7 @@ func TestDeclineAndApproval(t *testing.T) {
 	sent := h.answersSent()
 	form.Set("comment", "  ")
 	if p = h.post(link, form); p.status != http.StatusUnprocessableEntity ||
-		!strings.Contains(p.body, `<p class="error" id="answer-comment-err">Reason: say why you deny it: the agent reads the reason to change its plan</p>`) {
+		!strings.Contains(p.body, `<p class="error" id="answer-comment-err">Say why you deny it: the agent reads the reason to change its plan.</p>`) {
 		t.Fatalf("deny without a reason: status %d\n%s", p.status, p.body)
 	}
 	if n := h.answersSent(); n != sent {
@@ -831,7 +832,9 @@ func TestDeclineAndApproval(t *testing.T) {
 		t.Fatalf("deny: status %d\n%s", p.status, p.body)
 	}
 	p = h.get(p.header.Get("Location"))
-	if !strings.Contains(p.body, `<h2 id="outcome-h">Denied</h2>`) || !strings.Contains(p.body, `<p class="answer">denied</p>`) ||
+	// Said once: the heading and what happens next, not "denied" again.
+	if !strings.Contains(p.body, `<h2 id="outcome-h">Denied</h2>`) || strings.Contains(p.body, `<p class="answer">`) ||
+		!strings.Contains(p.body, `<p class="next-step" id="next-step">The agent does not run the proposal: it reads the reason and changes its plan.</p>`) ||
 		!strings.Contains(p.body, "Reason: too much") {
 		t.Errorf("denied page:\n%s", p.body)
 	}
@@ -844,7 +847,7 @@ func TestPageSaysWhatTheCardsSay(t *testing.T) {
 	q := reportQuestion("job-1")
 	h.rt.add(q)
 	p := h.get(h.questionURL("console:alice", q))
-	for _, want := range []string{"<dt>Status</dt><dd>Waiting for an answer</dd>",
+	for _, want := range []string{`<p class="state-line" id="state-line">Waiting for an answer · waiting `,
 		"<dt>Who may answer</dt><dd>console:alice, slack:U0OWNER (owner), and operators</dd>", "<dt>Deadline</dt>"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("page lacks %q:\n%s", want, p.body)

@@ -111,6 +111,8 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, events <-chan *
 		select {
 		case <-r.Context().Done():
 			return
+		case <-c.closing:
+			return
 		case <-tick.C:
 			if !send(": keep-alive\n\n") {
 				return

@@ -77,4 +77,3 @@ func (c *Console) listItem(l Link, v *bridge.QuestionView) listItem {
 	}
 	return it
 }
-

@@ -103,4 +103,3 @@ func (c *Console) jobQueue(ctx context.Context, l Link) []queueRow {
 	}
 	return out
 }
-
