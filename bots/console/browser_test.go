@@ -63,11 +63,15 @@ func startBrowser(t *testing.T) context.Context {
 	return ctx
 }
 
-// newEnvHarness serves a console on a real runtime (testenv).
-func newEnvHarness(t *testing.T, o testenv.Options) (*harness, *testenv.Env) {
+// newEnvHarness serves a console on a real runtime (testenv); now, when
+// given, is the console's clock.
+func newEnvHarness(t *testing.T, o testenv.Options, now ...func() time.Time) (*harness, *testenv.Env) {
 	t.Helper()
 	env := testenv.Start(t, o)
 	h := &harness{t: t, n: env.NATS, logs: &testenv.LockedBuffer{}}
+	if len(now) > 0 {
+		h.now = now[0]
+	}
 	h.start(env.NATS)
 	return h, env
 }

@@ -31,6 +31,8 @@ type harness struct {
 	attempts *testenv.Publications
 	// prefix, when set, serves the console behind a proxy under that path.
 	prefix string
+	// now, when set, is the console's clock.
+	now func() time.Time
 }
 
 func newHarness(t *testing.T) *harness {
@@ -57,7 +59,7 @@ func (h *harness) start(n *bridge.NATS) {
 	h.srv = httptest.NewServer(front)
 	t.Cleanup(h.srv.Close)
 	h.signer = Signer{PublicURL: h.srv.URL + h.prefix, Secret: []byte(testSecret)}
-	c, err := New(Options{NATS: n, Signer: h.signer, Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	c, err := New(Options{NATS: n, Signer: h.signer, Now: h.now, Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatalf("console.New: %v", err)
 	}

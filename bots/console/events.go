@@ -84,6 +84,15 @@ func (c *Console) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	// The subscription reaches the server before the page hears it is
+	// live, so that no change after that passes unseen.
+	fctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
+	err = c.nc.FlushWithContext(fctx)
+	cancel()
+	if err != nil {
+		c.apiUnavailable(w, r, err)
+		return
+	}
 	c.stream(w, r, events, seen)
 }
 
@@ -122,7 +131,8 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, events <-chan *
 			if json.Unmarshal(m.Data, &ev) != nil || !changes(&ev) || !seen.sees(r.Context(), &ev) {
 				continue
 			}
-			if !send("event: changed\ndata: " + ev.Type + "\n\n") {
+			// Only for a question the viewer may see: its ids tell them nothing new.
+			if !send("event: changed\ndata: " + ev.Tenant + "/" + ev.JobID + "/" + ev.QuestionID + "\n\n") {
 				return
 			}
 		}

@@ -117,7 +117,9 @@ func (c *Console) questionForms(l Link, p *questionPage, st formState) {
 	default:
 		answerState = st
 	}
-	if v.CanAnswer && p.Q != nil {
+	// Someone who approved a proposal that waits for more approvals has
+	// decided; the page says where it stands instead.
+	if v.CanAnswer && p.Q != nil && !p.YouApproved {
 		p.Answer = c.answerForm(l, p.Q, answerState)
 	}
 	if v.CanDecline {
