@@ -118,11 +118,12 @@ func (c *Console) questionForms(l Link, p *questionPage, st formState) {
 		answerState = st
 	}
 	// Someone who approved a proposal that waits for more approvals has
-	// decided; the page says where it stands instead.
+	// decided; the page says where it stands instead (they may still ask
+	// someone else to approve).
 	if v.CanAnswer && p.Q != nil && !p.YouApproved {
 		p.Answer = c.answerForm(l, p.Q, answerState)
 	}
-	if v.CanDecline {
+	if v.CanDecline && !p.YouApproved {
 		nonce := newNonce()
 		p.Decline = &declineForm{
 			Nonce:        nonce,
