@@ -283,7 +283,7 @@ func (c *Console) handleQuestion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var st formState
-	sent, done := false, ""
+	sent, request, done := false, false, ""
 	if id := r.URL.Query().Get("attempt"); validAttemptID(id) {
 		o, ok := c.outcomes.get(id)
 		switch {
@@ -291,6 +291,9 @@ func (c *Console) handleQuestion(w http.ResponseWriter, r *http.Request) {
 			st = o.state()
 		case ok && o.matches(l) && o.done != "":
 			done = o.done
+		case ok && o.matches(l) && (o.action == bridge.ActionDelegate || o.action == bridge.ActionSnooze):
+			// The runtime has not said yet: the page says so, not "answer".
+			sent, request = true, true
 		default:
 			// Sent, and no refusal known here: while the question still
 			// waits, say the answer is on its way.
@@ -299,7 +302,7 @@ func (c *Console) handleQuestion(w http.ResponseWriter, r *http.Request) {
 	}
 	p := c.buildQuestionPage(l, rep, st)
 	p.Sent = sent && rep.Question.State == bridge.StatePending && !p.YouApproved
-	p.Done = done
+	p.Done, p.SentRequest = done, request
 	c.render(w, r, http.StatusOK, "question", p)
 }
 

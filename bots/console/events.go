@@ -70,12 +70,21 @@ func (c *Console) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	defer c.streams.Add(-1)
 	seen := &viewer{c: c, l: l}
-	if scope == ScopeList {
+	switch scope {
+	case ScopeList:
 		seen.roles, err = c.roles(r.Context(), l)
-		if err != nil {
-			c.apiUnavailable(w, r, err)
+	default:
+		// Nothing of a question the identity may not know of, not even
+		// when it changes.
+		var rep *bridge.ShowReply
+		if rep, err = c.show(r.Context(), l); err == nil && rep == nil {
+			c.notFound(w, r)
 			return
 		}
+	}
+	if err != nil {
+		c.apiUnavailable(w, r, err)
+		return
 	}
 	events := make(chan *nats.Msg, 256)
 	sub, err := c.nc.ChanSubscribe(subject, events)

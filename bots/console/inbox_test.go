@@ -138,6 +138,11 @@ func TestEventStreamSaysWhatTheViewerSees(t *testing.T) {
 	second := bridge.Question{Tenant: "globex", JobID: "job-s", QuestionID: "q-2", Question: "Second?", Answerers: []string{"console:nobody"}}
 	ask(t, h, env, first)
 	ask(t, h, env, second)
+	// A question's stream is for who may know of the question.
+	qs := h.signer.URL(Link{Identity: "console:nobody", Scope: ScopeQuestion, Tenant: "acme", JobID: "job-s", QuestionID: "q-1", Expires: time.Now().Add(time.Hour)})
+	if p := h.get(strings.Replace(qs, "/console/q/", "/console/events/q/", 1)); p.status != http.StatusNotFound {
+		t.Errorf("a stranger's stream of another's question: status %d", p.status)
+	}
 	for _, c := range []struct {
 		lines <-chan string
 		want  string

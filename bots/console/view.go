@@ -101,10 +101,12 @@ type questionPage struct {
 	Who      string
 	// MessageParts is Message with its moments as <time> elements.
 	MessageParts []textPart
-	// Done is the runtime's words on a delegate or snooze it carried out.
-	Done     string
-	Delegate *delegateForm
-	Snooze   *snoozeForm
+	// Done is the runtime's words on a delegate or snooze it carried out;
+	// SentRequest says what was sent (Sent) is one of those.
+	Done        string
+	SentRequest bool
+	Delegate    *delegateForm
+	Snooze      *snoozeForm
 	// ApprovedSoFar: "Approved, 1 of 2: it runs once the second approver agrees."
 	ApprovedSoFar string
 	View          *bridge.QuestionView
