@@ -29,10 +29,22 @@ const (
 // The tests check the times' words themselves.
 const fixedTimes = `document.querySelectorAll("time").forEach(function (t) { t.textContent = "6 Dec 2026, 09:00 UTC"; }); true`
 
+// unnamedControls lists the form controls with no label, aria-label or
+// aria-labelledby, and the buttons and links with no text.
+const unnamedControls = `Array.from(document.querySelectorAll("input:not([type=hidden]), select, textarea, button, a[href]")).filter(function (e) {
+  if (e.matches("button, a")) { return e.textContent.trim() === "" && !e.getAttribute("aria-label"); }
+  return !(e.labels && e.labels.length) && !e.getAttribute("aria-label") && !e.getAttribute("aria-labelledby");
+}).map(function (e) { return e.outerHTML.slice(0, 80); })`
+
 // golden compares a screenshot of the page with testdata/<name>.png, or
 // writes it with -update.
 func golden(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	// Each control a person can reach has a name a screen reader says.
+	unnamed, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](unnamedControls))
+	if err != nil || len(unnamed) > 0 {
+		t.Errorf("%s: controls without a label: %v (%v)", name, unnamed, err)
+	}
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fixedTimes)); err != nil {
 		t.Fatalf("%s: fix the times: %v", name, err)
 	}
