@@ -99,7 +99,7 @@ func (c *Console) jobQueue(ctx context.Context, l Link) []queueRow {
 	for i, it := range rep.Questions {
 		out = append(out, queueRow{Pos: i + 1, URL: c.sub(l, ScopeQuestion, l.Tenant, l.JobID, it.QuestionID), QuestionID: it.QuestionID,
 			Text: bridge.Truncate(it.Text, 120), Hidden: it.Hidden, Priority: it.Priority, Staleness: it.Staleness,
-			Waiting: card.Age(now.Sub(it.AskedAt)), Blocks: strings.Join(it.BlockedTools, ", ")})
+			Waiting: card.Duration(now.Sub(it.AskedAt)), Blocks: strings.Join(it.BlockedTools, ", ")})
 	}
 	return out
 }
