@@ -242,7 +242,9 @@ func TestUnknownQuestionAndPages(t *testing.T) {
 	}
 	// Pages that only show refuse other methods, changing nothing.
 	list := h.signer.ListURL("console:alice", time.Hour)
-	for _, target := range []string{list, h.signer.JobURL("console:alice", "acme", "job-1", time.Hour)} {
+	events := strings.Replace(list, "/console/?", "/console/events/?", 1)
+	for _, target := range []string{list, h.signer.JobURL("console:alice", "acme", "job-1", time.Hour), events,
+		strings.Replace(h.questionURL("console:alice", q), "/console/q/", "/console/events/q/", 1)} {
 		if p = h.post(target, url.Values{}); p.status != http.StatusMethodNotAllowed || p.header.Get("Allow") != "GET, HEAD" {
 			t.Errorf("POST %s: status %d, Allow %q", u(t, target).Path, p.status, p.header.Get("Allow"))
 		}
