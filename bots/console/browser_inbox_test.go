@@ -125,6 +125,9 @@ func TestBrowserInboxGoldens(t *testing.T) {
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.querySelectorAll("#answer-form").length`)); err != nil || n != 0 {
 		t.Errorf("after approving, the page still offers Approve and Deny (%v)", err)
 	}
+	if main := textOf(t, ctx, "main"); strings.Contains(main, "does not let") {
+		t.Errorf("after approving, the page says they may not act:\n%s", main)
+	}
 	golden(t, ctx, "approval-1-of-2")
 
 	// The question, answered.

@@ -314,7 +314,7 @@ func TestPageSaysWhatTheCardsSay(t *testing.T) {
 	q := reportQuestion("job-1")
 	h.rt.add(q)
 	p := h.get(h.questionURL("console:alice", q))
-	for _, want := range []string{`<p class="state-line" id="state-line">Waiting for an answer · waiting `,
+	for _, want := range []string{`<p class="state-line" id="state-line"><span class="part">Waiting for an answer</span> · <span class="part">waiting `,
 		"<dt>Who may answer</dt><dd>console:alice, slack:U0OWNER (owner), and operators</dd>", "<dt>Deadline</dt>"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("page lacks %q:\n%s", want, p.body)

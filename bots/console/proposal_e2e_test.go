@@ -36,7 +36,7 @@ func TestE2EProposalPagesFollowTheRuntime(t *testing.T) {
 		return h.decidedPage(h.post(link, form))
 	}
 	p := approve("console:alice")
-	for _, want := range []string{`<p class="state-line" id="state-line">Waiting for approval · 1 of 2 approvals: console:alice · waiting `,
+	for _, want := range []string{`<p class="state-line" id="state-line"><span class="part">Waiting for approval</span> · <span class="part">1 of 2 approvals: console:alice</span> · <span class="part">waiting `,
 		`<div class="alert alert-info" role="status" id="approved"><p>Approved, 1 of 2: it runs once the second approver agrees.</p>`,
 		`<tr><th scope="row"><code>order</code></th><td>4471</td></tr>`} {
 		if !strings.Contains(p.body, want) {

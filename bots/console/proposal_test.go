@@ -40,7 +40,7 @@ func TestProposalPagesSayWhatTheCardsSay(t *testing.T) {
 	link := h.questionURL("console:alice", q)
 	p := h.get(link)
 	for _, want := range []string{
-		`<p class="state-line" id="state-line">Waiting for approval · 1 of 2 approvals: slack:U0KEV (kevin) · waiting `,
+		`<p class="state-line" id="state-line"><span class="part">Waiting for approval</span> · <span class="part">1 of 2 approvals: slack:U0KEV (kevin)</span> · <span class="part">waiting `,
 		"<dt>Who may still approve</dt><dd>admin, console:alice</dd>",
 		`<dt>Expires</dt><dd><time datetime="` + expires.Format(time.RFC3339) + `">`,
 		"<h2>Proposal <code>pr_8f2a</code></h2>", "<li>Refund $240 to Jane D.</li>", "<strong>Amount:</strong> 240 USD",

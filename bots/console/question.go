@@ -58,17 +58,18 @@ func (c *Console) buildQuestionPage(l Link, rep *bridge.ShowReply, st formState)
 	return p
 }
 
-// stateLine is a waiting question's one line: its state, an approval's
+// stateLine is a waiting question's one line, in parts the page keeps
+// whole ("deadline in 3 h" is not split): its state, an approval's
 // approvals so far, how long it waited and may still wait.
-func stateLine(nc card.Card, v *bridge.QuestionView, now time.Time) string {
+func stateLine(nc card.Card, v *bridge.QuestionView, now time.Time) []string {
 	parts := []string{nc.StateLabel}
 	if a := nc.ApprovalsLine(); !a.IsZero() {
 		parts = append(parts, a.Text())
 	}
 	if w := card.Waiting(v.AskedAt, v.Deadline, now); w != "" {
-		parts = append(parts, w)
+		parts = append(parts, strings.Split(w, " · ")...)
 	}
-	return strings.Join(parts, " · ")
+	return parts
 }
 
 // outcomeOf is how the question ended, said once: the state, what
@@ -134,7 +135,7 @@ func (c *Console) questionForms(l Link, p *questionPage, st formState) {
 		}
 	}
 	c.requestForms(l, p, st)
-	p.CannotAct = p.Answer == nil && p.Decline == nil
+	p.CannotAct = p.Answer == nil && p.Decline == nil && !p.YouApproved
 	p.Summary = summary(p)
 }
 

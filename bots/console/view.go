@@ -95,7 +95,7 @@ type questionPage struct {
 	// the page); StateLine says it in one line, while the question waits:
 	// "Waiting for an answer · waiting 12 min · deadline in 3 h".
 	StateKey  string
-	StateLine string
+	StateLine []string
 	// WhoLabel and Who are the one line of who may decide it.
 	WhoLabel string
 	Who      string
