@@ -52,6 +52,11 @@ func TestProposalPagesSayWhatTheCardsSay(t *testing.T) {
 			t.Errorf("waiting approval: page lacks %q", want)
 		}
 	}
+	// The policy says who may approve; who may answer (the owner among
+	// them, whom a policy may bar) would say otherwise.
+	if strings.Contains(p.body, "<dt>Who may answer</dt>") {
+		t.Errorf("a waiting approval the policy narrows shows who may answer:\n%s", p.body)
+	}
 	if strings.Contains(p.body, "<D.>") {
 		t.Errorf("the arguments are not escaped:\n%s", p.body)
 	}
