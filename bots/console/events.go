@@ -114,6 +114,9 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, events <-chan *
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
 	send := func(s string) bool {
 		if _, err := w.Write([]byte(s)); err != nil {
 			return false

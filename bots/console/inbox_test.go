@@ -138,6 +138,11 @@ func TestEventStreamSaysWhatTheViewerSees(t *testing.T) {
 	second := bridge.Question{Tenant: "globex", JobID: "job-s", QuestionID: "q-2", Question: "Second?", Answerers: []string{"console:nobody"}}
 	ask(t, h, env, first)
 	ask(t, h, env, second)
+	// HEAD says what GET would send, and ends.
+	head, _ := http.NewRequest(http.MethodHead, h.abs(strings.Replace(h.signer.ListURL("console:olivia", time.Hour), "/console/?", "/console/events/?", 1)), nil)
+	if p := h.do(head); p.status != http.StatusOK || !strings.HasPrefix(p.header.Get("Content-Type"), "text/event-stream") {
+		t.Errorf("HEAD of a stream: status %d, %q", p.status, p.header.Get("Content-Type"))
+	}
 	// A question's stream is for who may know of the question.
 	qs := h.signer.URL(Link{Identity: "console:nobody", Scope: ScopeQuestion, Tenant: "acme", JobID: "job-s", QuestionID: "q-1", Expires: time.Now().Add(time.Hour)})
 	if p := h.get(strings.Replace(qs, "/console/q/", "/console/events/q/", 1)); p.status != http.StatusNotFound {
