@@ -29,7 +29,12 @@ type ListRequest struct {
 type ListReply struct {
 	Questions []QuestionView `json:"questions"`
 	Next      string         `json:"next,omitempty"`
-	Error     string         `json:"error,omitempty"`
+	// Roles are the roles the asking identity holds, as a person:
+	// "operator" in every tenant, "acme/operator" in tenant acme (an
+	// addition, docs/contract.md "Request/reply API"). None: it holds no
+	// role, and sees only the questions that name it.
+	Roles []string `json:"roles,omitempty"`
+	Error string   `json:"error,omitempty"`
 }
 
 // errorOnly is the JSON of a refused request: the contract says errors come

@@ -63,6 +63,36 @@ func (r Roles) has(tenant, id, role string, extra []string) bool {
 	return held(id)
 }
 
+// held lists the roles id holds, as its person, from the configuration
+// and extra (the roles its adapter established): "operator" for a role in
+// every tenant, "acme/operator" for one in tenant acme. Sorted; none for
+// an identity that holds no role (it sees only the questions naming it).
+func (r Roles) held(id string, extra []string) []string {
+	ids := []string{id}
+	if d := r.people(); d.personOf(id) != "" {
+		ids = d.identities(id)
+	}
+	var out []string
+	for _, role := range extra {
+		if slices.Contains([]string{RoleOwner, RoleAdmin, RoleOperator, RoleReader}, role) {
+			out = append(out, role)
+		}
+	}
+	for role, list := range map[string][]string{RoleOwner: r.Owners, RoleAdmin: r.Admins, RoleOperator: r.Operators, RoleReader: r.Readers} {
+		for _, e := range list {
+			t, one, scoped := strings.Cut(e, "/")
+			if !scoped {
+				t, one = "", e
+			}
+			if slices.Contains(ids, one) {
+				out = append(out, strings.TrimPrefix(t+"/"+role, "/"))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // answersFor reports whether id is q's owner or one of its answerers, as a
 // person: another identity of the same person, or person:<name>, counts.
 func (r Roles) answersFor(id string, q *bridge.Question) bool {

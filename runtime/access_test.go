@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/askbridge/askbridge/bridge"
@@ -60,6 +61,32 @@ func TestAccessFor(t *testing.T) {
 				t.Errorf("accessFor(%s) = %+v, want %+v", c.id, got, c.want)
 			}
 		})
+	}
+}
+
+// TestHeld checks the roles the list reply names: unscoped and
+// tenant-scoped, from the configuration and from the adapter, none for a
+// stranger (the console then says why nothing shows).
+func TestHeld(t *testing.T) {
+	t.Parallel()
+	roles := Roles{
+		Admins:    []string{"acme/discord:111"},
+		Operators: []string{"slack:UOP", "acme/discord:111", "other/discord:111"},
+		Readers:   []string{"slack:UOP"},
+	}
+	for _, c := range []struct {
+		id    string
+		extra []string
+		want  string
+	}{
+		{"slack:UOP", nil, "operator reader"},
+		{"discord:111", nil, "acme/admin acme/operator other/operator"},
+		{"discord:999", []string{RoleOperator, "bogus"}, "operator"},
+		{"slack:USTRANGER", nil, ""},
+	} {
+		if got := strings.Join(roles.held(c.id, c.extra), " "); got != c.want {
+			t.Errorf("held(%s, %v) = %q, want %q", c.id, c.extra, got, c.want)
+		}
 	}
 }
 

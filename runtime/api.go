@@ -214,6 +214,9 @@ func (r *Runtime) apiList(ctx context.Context, data []byte) any {
 	if after != 0 {
 		reply.Next = strconv.FormatInt(after, 10)
 	}
+	if req.As != "" {
+		reply.Roles = r.o.Roles.held(req.As, req.Roles)
+	}
 	return reply
 }
 

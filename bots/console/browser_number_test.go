@@ -42,7 +42,7 @@ func TestBrowserKeepsAnUnreadableNumber(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(got, "Copies: must be a number") {
+		if !strings.Contains(got, "Copies must be a number.") {
 			t.Errorf("typed %q: the page shows\n%s", typed, got)
 		}
 		if v, _ := chromedp.Run(ctx, chromedp.Value(chromedp.ID("f-copies"))); v != typed {

@@ -63,11 +63,15 @@ func startBrowser(t *testing.T) context.Context {
 	return ctx
 }
 
-// newEnvHarness serves a console on a real runtime (testenv).
-func newEnvHarness(t *testing.T, o testenv.Options) (*harness, *testenv.Env) {
+// newEnvHarness serves a console on a real runtime (testenv); now, when
+// given, is the console's clock.
+func newEnvHarness(t *testing.T, o testenv.Options, now ...func() time.Time) (*harness, *testenv.Env) {
 	t.Helper()
 	env := testenv.Start(t, o)
 	h := &harness{t: t, n: env.NATS, logs: &testenv.LockedBuffer{}}
+	if len(now) > 0 {
+		h.now = now[0]
+	}
 	h.start(env.NATS)
 	return h, env
 }
@@ -144,10 +148,10 @@ func TestBrowserAnswersWithInlineErrors(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#answer-form button[value="answer"]`)),
 		chromedp.WaitVisible(chromedp.ID("f-copies-err")),
 	)
-	if got := text("#f-copies-err"); got != "Copies: must be at most 9" {
+	if got := text("#f-copies-err"); got != "Copies must be at most 9." {
 		t.Errorf("field error %q", got)
 	}
-	if got := text("#problems li"); got != "Copies: must be at most 9" {
+	if got := text("#problems li"); got != "Copies must be at most 9." {
 		t.Errorf("error summary %q", got)
 	}
 	if got, got2 := value("#f-copies"), value("#f-on"); got != "12" || got2 != "2026-10-20" {

@@ -9,16 +9,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/card"
 )
 
 // Limits and timings of the console.
@@ -61,7 +60,16 @@ type Console struct {
 	now      func() time.Time
 	pages    *pages
 	outcomes *outcomeCache
+	// streams counts the open event streams (events.go); closing ends
+	// them (Close).
+	streams   atomic.Int64
+	closing   chan struct{}
+	closeOnce sync.Once
 }
+
+// Close ends the open event streams, so that a server shutting down does
+// not wait for pages left open (their browsers reconnect elsewhere).
+func (c *Console) Close() { c.closeOnce.Do(func() { close(c.closing) }) }
 
 // New checks the options and loads the embedded templates.
 func New(o Options) (*Console, error) {
@@ -89,6 +97,7 @@ func New(o Options) (*Console, error) {
 		now:      o.Now,
 		pages:    p,
 		outcomes: newOutcomeCache(1000, outcomeTTL, openOutcomes(o.NATS, o.Logger), o.Logger),
+		closing:  make(chan struct{}),
 	}, nil
 }
 
@@ -98,6 +107,8 @@ func (c *Console) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /console/q/{tenant}/{job}/{question}", c.wrap(c.handleQuestion))
 	mux.HandleFunc("POST /console/q/{tenant}/{job}/{question}", c.wrap(c.handleSubmit))
 	mux.HandleFunc("GET /console/job/{tenant}/{job}", c.wrap(c.handleJob))
+	mux.HandleFunc("GET /console/events/{$}", c.wrap(c.handleEvents))
+	mux.HandleFunc("GET /console/events/q/{tenant}/{job}/{question}", c.wrap(c.handleEvents))
 	mux.HandleFunc("GET /console/static/", c.wrap(c.handleStatic))
 	mux.HandleFunc("/console/", c.wrap(c.handleNotFound))
 }
@@ -107,7 +118,7 @@ func (c *Console) Routes(mux *http.ServeMux) {
 func (c *Console) wrap(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
-		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")
 		// Links carry their signature in the query: never send it to
@@ -156,6 +167,7 @@ func (c *Console) verifyLink(r *http.Request, scope, tenant, job, question strin
 	if rs := q.Get("roles"); rs != "" {
 		l.Roles = strings.Split(rs, ",")
 	}
+	l.FromList = q.Get("from") == "list"
 	if bridge.CheckIdentity(l.Identity) != nil {
 		return l, ErrLinkInvalid
 	}
@@ -170,9 +182,20 @@ func (c *Console) verifyLink(r *http.Request, scope, tenant, job, question strin
 	return l, nil
 }
 
-// sub mints a narrower link for the same identity, expiring with l.
+// sub mints a narrower link for the same identity, expiring with l; one
+// the inbox mints, or a page it led to, links back to the inbox.
 func (c *Console) sub(l Link, scope, tenant, job, question string) string {
-	return c.signer.RelativeURL(Link{Identity: l.Identity, Scope: scope, Tenant: tenant, JobID: job, QuestionID: question, Expires: l.Expires, Roles: l.Roles})
+	return c.signer.RelativeURL(Link{Identity: l.Identity, Scope: scope, Tenant: tenant, JobID: job, QuestionID: question, Expires: l.Expires, Roles: l.Roles,
+		FromList: l.Scope == ScopeList || l.FromList})
+}
+
+// inboxURL is the inbox of l's identity, for a page the inbox led to;
+// "" for a link sent in chat, which leads nowhere else.
+func (c *Console) inboxURL(l Link) string {
+	if !l.FromList {
+		return ""
+	}
+	return c.signer.RelativeURL(Link{Identity: l.Identity, Scope: ScopeList, Expires: l.Expires, Roles: l.Roles})
 }
 
 // errAPI is the runtime not answering.
@@ -227,6 +250,8 @@ func (c *Console) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	known := r.URL.Path == "/console/" ||
 		len(parts) == 4 && parts[0] == "q" ||
 		len(parts) == 3 && parts[0] == "job" ||
+		len(parts) == 2 && parts[0] == "events" && parts[1] == "" ||
+		len(parts) == 5 && parts[0] == "events" && parts[1] == "q" ||
 		len(parts) == 2 && parts[0] == "static" && staticExists(parts[1])
 	if known && r.Method != http.MethodGet && r.Method != http.MethodHead {
 		allow := "GET, HEAD"
@@ -258,11 +283,18 @@ func (c *Console) handleQuestion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var st formState
-	sent := false
+	sent, request, done := false, false, ""
 	if id := r.URL.Query().Get("attempt"); validAttemptID(id) {
-		if o, ok := c.outcomes.get(id); ok && o.matches(l) && o.refused != nil {
+		o, ok := c.outcomes.get(id)
+		switch {
+		case ok && o.matches(l) && o.refused != nil:
 			st = o.state()
-		} else {
+		case ok && o.matches(l) && o.done != "":
+			done = o.done
+		case ok && o.matches(l) && (o.action == bridge.ActionDelegate || o.action == bridge.ActionSnooze):
+			// The runtime has not said yet: the page says so, not "answer".
+			sent, request = true, true
+		default:
 			// Sent, and no refusal known here: while the question still
 			// waits, say the answer is on its way.
 			sent = true
@@ -270,111 +302,8 @@ func (c *Console) handleQuestion(w http.ResponseWriter, r *http.Request) {
 	}
 	p := c.buildQuestionPage(l, rep, st)
 	p.Sent = sent && rep.Question.State == bridge.StatePending && !p.YouApproved
+	p.Done, p.SentRequest = done, request
 	c.render(w, r, http.StatusOK, "question", p)
-}
-
-// handleList shows the pending questions the link's identity may see.
-func (c *Console) handleList(w http.ResponseWriter, r *http.Request) {
-	l, err := c.verifyLink(r, ScopeList, "", "", "")
-	if err != nil {
-		c.linkError(w, r, err)
-		return
-	}
-	after := r.URL.Query().Get("after")
-	if len(after) > 256 {
-		after = ""
-	}
-	var rep bridge.ListReply
-	if err := c.api(r.Context(), bridge.APIList, bridge.ListRequest{As: l.Identity, Roles: l.Roles, State: bridge.StatePending, Limit: listLimit, After: after}, &rep); err != nil {
-		c.apiUnavailable(w, r, err)
-		return
-	}
-	if rep.Error != "" && after != "" {
-		// A stale or altered cursor: show the list from its start.
-		rep = bridge.ListReply{}
-		if err := c.api(r.Context(), bridge.APIList, bridge.ListRequest{As: l.Identity, Roles: l.Roles, State: bridge.StatePending, Limit: listLimit}, &rep); err != nil {
-			c.apiUnavailable(w, r, err)
-			return
-		}
-	}
-	if rep.Error != "" {
-		c.log.WarnContext(r.Context(), "console: list refused", "as", l.Identity, "err", rep.Error)
-		c.errorPage(w, r, http.StatusBadRequest, "The list could not be shown", "askbridge could not list your questions. Ask for a new link.")
-		return
-	}
-	p := &listPage{base: c.base(l, "Waiting for you")}
-	for i := range rep.Questions {
-		p.Items = append(p.Items, c.listItem(l, &rep.Questions[i]))
-	}
-	if rep.Next != "" {
-		p.Next = c.signer.RelativeURL(l) + "&after=" + url.QueryEscape(rep.Next)
-	}
-	c.render(w, r, http.StatusOK, "list", p)
-}
-
-// handleJob shows a job's questions and their audit trails.
-func (c *Console) handleJob(w http.ResponseWriter, r *http.Request) {
-	l, err := c.verifyLink(r, ScopeJob, r.PathValue("tenant"), r.PathValue("job"), "")
-	if err != nil {
-		c.linkError(w, r, err)
-		return
-	}
-	var rep bridge.ListReply
-	if err := c.api(r.Context(), bridge.APIList, bridge.ListRequest{As: l.Identity, Roles: l.Roles, Tenant: l.Tenant, JobID: l.JobID, State: "all", Limit: jobLimit}, &rep); err != nil {
-		c.apiUnavailable(w, r, err)
-		return
-	}
-	if rep.Error != "" {
-		c.log.WarnContext(r.Context(), "console: job list refused", "tenant", l.Tenant, "job", l.JobID, "as", l.Identity, "err", rep.Error)
-		c.errorPage(w, r, http.StatusBadRequest, "The job could not be shown", "askbridge could not show this job. Ask for a new link.")
-		return
-	}
-	p := &jobPage{base: c.base(l, "Job "+l.JobID), Tenant: l.Tenant, JobID: l.JobID, More: rep.Next != ""}
-	for i := range rep.Questions {
-		v := &rep.Questions[i]
-		if v.Tenant != l.Tenant || v.JobID != l.JobID {
-			continue
-		}
-		item := jobItem{listItem: c.listItem(l, v)}
-		if !v.Hidden {
-			var show bridge.ShowReply
-			err := c.api(r.Context(), bridge.APIShow, bridge.ShowRequest{As: l.Identity, Roles: l.Roles, Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID}, &show)
-			if err != nil {
-				c.apiUnavailable(w, r, err)
-				return
-			}
-			for _, a := range show.Audit {
-				item.Audit = append(item.Audit, auditView(a))
-			}
-		}
-		p.Items = append(p.Items, item)
-	}
-	p.Queue = c.jobQueue(r.Context(), l)
-	if p.Notices, err = c.jobNotices(r.Context(), l); err != nil {
-		c.apiUnavailable(w, r, err)
-		return
-	}
-	c.render(w, r, http.StatusOK, "job", p)
-}
-
-// jobQueue is the job's pending questions in queue order, as the link's
-// identity may see them; none when the runtime does not say (the page
-// still shows every question below).
-func (c *Console) jobQueue(ctx context.Context, l Link) []queueRow {
-	var rep bridge.QueueReply
-	err := c.api(ctx, bridge.APIQueue, bridge.QueueRequest{As: l.Identity, Roles: l.Roles, Tenant: l.Tenant, JobID: l.JobID}, &rep)
-	if err != nil || rep.Error != "" {
-		c.log.WarnContext(ctx, "console: the job's queue could not be read", "tenant", l.Tenant, "job", l.JobID, "err", err, "refused", rep.Error)
-		return nil
-	}
-	now := time.Now()
-	var out []queueRow
-	for i, it := range rep.Questions {
-		out = append(out, queueRow{Pos: i + 1, URL: c.sub(l, ScopeQuestion, l.Tenant, l.JobID, it.QuestionID), QuestionID: it.QuestionID,
-			Text: bridge.Truncate(it.Text, 120), Hidden: it.Hidden, Priority: it.Priority, Staleness: it.Staleness,
-			Waiting: card.Age(now.Sub(it.AskedAt)), Blocks: strings.Join(it.BlockedTools, ", ")})
-	}
-	return out
 }
 
 // newNonce returns 128 random bits in hex: a form's attempt id.
@@ -452,8 +381,10 @@ type outcome struct {
 	identity, tenant, job, question string
 	at                              time.Time
 	refused                         *bridge.Event
-	action                          string
-	input                           formInput
+	// done is the runtime's words on a delegate or snooze it carried out.
+	done   string
+	action string
+	input  formInput
 }
 
 func (o *outcome) matches(l Link) bool {

@@ -254,7 +254,8 @@ func TestE2ESlackIdentityApprovesInConsole(t *testing.T) {
 		t.Errorf("resume %+v", r)
 	}
 	p = h.get(p.header.Get("Location"))
-	if !strings.Contains(p.body, `<p class="answer">approved</p>`) {
+	if !strings.Contains(p.body, `<h2 id="outcome-h">Approved (not yet executed)</h2>`) ||
+		!strings.Contains(p.body, `<p class="approvals">Approved by slack:U0OWNER</p>`) {
 		t.Errorf("outcome page:\n%s", p.body)
 	}
 }
@@ -396,7 +397,9 @@ func TestE2EFormPostedAfterAnotherAnswerSaysWhoAnswered(t *testing.T) {
 		t.Fatalf("alice: status %d", p.status)
 	}
 	p = h.get(p.header.Get("Location"))
-	refusal := regexp.MustCompile(`id="refusal"><p>This question was already answered by console:bob at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\.</p>`)
+	// The moment is a <time> the reader's browser shows in their zone,
+	// never the raw RFC 3339 in the text.
+	refusal := regexp.MustCompile(`id="refusal"><p>This question was already answered by console:bob at <time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ">\d{1,2} [A-Z][a-z]{2} \d{4}, \d\d:\d\d UTC</time>\.</p>`)
 	if !refusal.MatchString(p.body) || !strings.Contains(p.body, `<h2 id="outcome-h">Answered</h2>`) || strings.Contains(p.body, `id="decline-form"`) {
 		t.Errorf("alice's page:\n%s", p.body)
 	}

@@ -35,6 +35,10 @@ type Link struct {
 	// platform (a Discord member's mapped roles), passed on to the runtime
 	// as an attempt's roles are. Signed with the rest.
 	Roles []string
+	// FromList says a question or job link was minted by the inbox: its
+	// page links back to the inbox of the same identity. Signed with the
+	// rest; a link sent in chat leads nowhere else.
+	FromList bool
 }
 
 // RoleLinkTTL bounds a link that carries roles: they are what the member
@@ -78,6 +82,9 @@ func (s Signer) mac(l Link) string {
 	fmt.Fprintf(m, "askbridge-console-v1\n%s\n%s\n%s\n%s\n%s\n%d", l.Scope, l.Identity, l.Tenant, l.JobID, l.QuestionID, l.Expires.Unix())
 	if len(l.Roles) > 0 { // links without roles keep their signature
 		fmt.Fprintf(m, "\nroles\n%s", strings.Join(l.Roles, ","))
+	}
+	if l.FromList { // links without it keep their signature
+		fmt.Fprint(m, "\nfrom\nlist")
 	}
 	return hex.EncodeToString(m.Sum(nil))
 }
@@ -139,7 +146,7 @@ func (s Signer) Verify(l Link, sig string, now time.Time) error {
 			return ErrLinkInvalid
 		}
 	case ScopeList:
-		if l.Tenant != "" || l.JobID != "" || l.QuestionID != "" {
+		if l.Tenant != "" || l.JobID != "" || l.QuestionID != "" || l.FromList {
 			return ErrLinkInvalid
 		}
 	default:
@@ -161,6 +168,9 @@ func (s Signer) Query(l Link) string {
 	q.Set("exp", strconv.FormatInt(l.Expires.Unix(), 10))
 	if len(l.Roles) > 0 {
 		q.Set("roles", strings.Join(l.Roles, ","))
+	}
+	if l.FromList {
+		q.Set("from", "list")
 	}
 	q.Set("sig", s.mac(l))
 	return q.Encode()

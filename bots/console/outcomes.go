@@ -45,6 +45,7 @@ type sharedOutcome struct {
 	At       time.Time     `json:"at"`
 	Refused  *bridge.Event `json:"refused,omitempty"`
 	Action   string        `json:"action,omitempty"`
+	Done     string        `json:"done,omitempty"`
 	Input    url.Values    `json:"input,omitempty"`
 }
 
@@ -74,7 +75,7 @@ func (oc *outcomeCache) share(id string, o *outcome) {
 		return
 	}
 	raw, err := json.Marshal(sharedOutcome{Identity: o.identity, Tenant: o.tenant, Job: o.job, Question: o.question,
-		At: o.at, Refused: o.refused, Action: o.action, Input: url.Values(o.input)})
+		At: o.at, Refused: o.refused, Action: o.action, Done: o.done, Input: url.Values(o.input)})
 	if err != nil {
 		return
 	}
@@ -104,5 +105,5 @@ func (oc *outcomeCache) fetch(id string) (*outcome, bool) {
 		return nil, false
 	}
 	return &outcome{identity: s.Identity, tenant: s.Tenant, job: s.Job, question: s.Question, at: s.At,
-		refused: s.Refused, action: s.Action, input: formInput(s.Input)}, true
+		refused: s.Refused, action: s.Action, done: s.Done, input: formInput(s.Input)}, true
 }

@@ -36,8 +36,8 @@ func TestE2EProposalPagesFollowTheRuntime(t *testing.T) {
 		return h.decidedPage(h.post(link, form))
 	}
 	p := approve("console:alice")
-	for _, want := range []string{"<dt>Status</dt><dd>Waiting for approval</dd>", "<dt>Approvals</dt><dd>1 of 2 approvals: console:alice</dd>",
-		`<div class="alert alert-info" role="status" id="approved"><p>Your approval is recorded (1 of 2 approvals: console:alice).`,
+	for _, want := range []string{`<p class="state-line" id="state-line"><span class="part">Waiting for approval</span> · <span class="part">1 of 2 approvals: console:alice</span> · <span class="part">waiting `,
+		`<div class="alert alert-info" role="status" id="approved"><p>Approved, 1 of 2: it runs once the second approver agrees.</p>`,
 		`<tr><th scope="row"><code>order</code></th><td>4471</td></tr>`} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("after one approval, the page lacks %q:\n%s", want, p.body)
@@ -45,7 +45,8 @@ func TestE2EProposalPagesFollowTheRuntime(t *testing.T) {
 	}
 	p = approve("console:bob")
 	if !strings.Contains(p.body, `<h2 id="outcome-h">Approved (not yet executed)</h2>`) ||
-		!strings.Contains(p.body, "Approved (not yet executed) by console:alice and console:bob") {
+		!strings.Contains(p.body, `<p class="approvals">2 of 2 approvals: console:alice and console:bob</p>`) ||
+		!strings.Contains(p.body, "Your approval reached the agent: it runs the proposal now") {
 		t.Errorf("after two approvals:\n%s", p.body)
 	}
 	if err := env.Agent.ReportExecution(context.Background(), bridge.Execution{Tenant: q.Tenant, JobID: q.JobID,

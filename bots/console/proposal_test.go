@@ -40,8 +40,7 @@ func TestProposalPagesSayWhatTheCardsSay(t *testing.T) {
 	link := h.questionURL("console:alice", q)
 	p := h.get(link)
 	for _, want := range []string{
-		"<dt>Status</dt><dd>Waiting for approval</dd>",
-		"<dt>Approvals</dt><dd>1 of 2 approvals: slack:U0KEV (kevin)</dd>",
+		`<p class="state-line" id="state-line"><span class="part">Waiting for approval</span> · <span class="part">1 of 2 approvals: slack:U0KEV (kevin)</span> · <span class="part">waiting `,
 		"<dt>Who may still approve</dt><dd>admin, console:alice</dd>",
 		`<dt>Expires</dt><dd><time datetime="` + expires.Format(time.RFC3339) + `">`,
 		"<h2>Proposal <code>pr_8f2a</code></h2>", "<li>Refund $240 to Jane D.</li>", "<strong>Amount:</strong> 240 USD",
@@ -52,6 +51,11 @@ func TestProposalPagesSayWhatTheCardsSay(t *testing.T) {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("waiting approval: page lacks %q", want)
 		}
+	}
+	// The policy says who may approve; who may answer (the owner among
+	// them, whom a policy may bar) would say otherwise.
+	if strings.Contains(p.body, "<dt>Who may answer</dt>") {
+		t.Errorf("a waiting approval the policy narrows shows who may answer:\n%s", p.body)
 	}
 	if strings.Contains(p.body, "<D.>") {
 		t.Errorf("the arguments are not escaped:\n%s", p.body)
@@ -76,8 +80,9 @@ func TestProposalPagesSayWhatTheCardsSay(t *testing.T) {
 		{"approved", func(v *bridge.QuestionView) {
 			answered(v)
 			v.Proposal = &bridge.ProposalStatus{ID: "pr_8f2a", State: bridge.ProposalApproved, Required: 2, Approvals: executed.Approvals}
-		}, "Approved (not yet executed)", []string{`<p class="answer">approved</p>`,
-			`<p class="outcome-line">Approved (not yet executed) by slack:U0KEV (kevin) and console:alice</p>`}},
+		}, "Approved (not yet executed)", []string{
+			`<p class="next-step" id="next-step">Your approval reached the agent: it runs the proposal now, and this page shows the result once it reports it.</p>`,
+			`<p class="approvals">2 of 2 approvals: slack:U0KEV (kevin) and console:alice</p>`}},
 		{"executed", func(v *bridge.QuestionView) { answered(v); v.Proposal = &executed }, "Executed",
 			[]string{`<p class="outcome-line">Executed: Refunded $240 · ref rf_31c9</p>`,
 				`<p class="approvals">2 of 2 approvals: slack:U0KEV (kevin) and console:alice</p>`}},
@@ -85,7 +90,7 @@ func TestProposalPagesSayWhatTheCardsSay(t *testing.T) {
 			[]string{`<p class="outcome-line">Execution failed: card expired</p>`}},
 		{"expired", func(v *bridge.QuestionView) {
 			v.State, v.Text, v.SettledAt, v.Proposal = bridge.StateTimedOut, bridge.TimedOutText(4*time.Hour), expires, &expired
-		}, "Expired", []string{`<p class="outcome-line">Expired before it was decided</p>`,
+		}, "Expired", []string{`<p class="next-step" id="next-step">The approval came too late: the proposal expired, and the agent does not run it.</p>`,
 			`<p class="approvals">1 of 2 approvals: slack:U0KEV (kevin)</p>`}},
 	} {
 		h.rt.setView(q, tc.set)
@@ -100,6 +105,12 @@ func TestProposalPagesSayWhatTheCardsSay(t *testing.T) {
 		}
 		if strings.Contains(p.body, `value="approve"`) || strings.Contains(p.body, "<dt>Expires</dt>") {
 			t.Errorf("%s: a decided approval offers Approve or says when it expires", tc.name)
+		}
+		// Said once: no "approved" answer under the heading, nor the
+		// heading again in an outcome line, nor "Who may answer".
+		if strings.Contains(p.body, `<p class="answer">`) || strings.Contains(p.body, `<p class="outcome-line">`+tc.label+" by") || strings.Contains(p.body, `<p class="outcome-line">`+tc.label+"</p>") ||
+			strings.Contains(p.body, "Who may answer") {
+			t.Errorf("%s: the page repeats itself:\n%s", tc.name, p.body)
 		}
 		class := map[string]string{"approved": "answered state-approved", "executed": "answered state-executed",
 			"execution failed": "answered state-execution_failed", "expired": "timed_out state-expired"}[tc.name]

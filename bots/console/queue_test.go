@@ -28,7 +28,8 @@ func TestE2EJobPageShowsTheQueue(t *testing.T) {
 	}
 	table := job[i : i+strings.Index(job[i:], "</table>")]
 	high, low := strings.Index(table, "How many copies?</a></td><td>high</td><td>0</td>"), strings.Index(table, "Should the footer name the team?</a></td><td>low</td><td>0</td>")
-	if high < 0 || low < 0 || high > low || !strings.Contains(table, "<td>send_report</td>") {
+	// How long each waited, in words: the questions were asked just now.
+	if high < 0 || low < 0 || high > low || !strings.Contains(table, "<td>send_report</td>") || !strings.Contains(table, "<td>less than a minute</td>") {
 		t.Fatalf("queue table:\n%s", table)
 	}
 }

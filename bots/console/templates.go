@@ -52,7 +52,7 @@ func (p *pages) execute(w io.Writer, name string, data any) error {
 	return nil
 }
 
-// handleStatic serves the embedded stylesheet.
+// handleStatic serves the embedded stylesheet and script.
 func (c *Console) handleStatic(w http.ResponseWriter, r *http.Request) {
 	sub, err := fs.Sub(staticFS, "static")
 	if err != nil {
@@ -69,8 +69,11 @@ func (c *Console) handleStatic(w http.ResponseWriter, r *http.Request) {
 		c.handleNotFound(w, r)
 		return
 	}
-	if strings.HasSuffix(name, ".css") {
+	switch {
+	case strings.HasSuffix(name, ".css"):
 		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	case strings.HasSuffix(name, ".js"):
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
 	}
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	_, _ = w.Write(data)

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"cmp"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,10 +14,18 @@ import (
 type base struct {
 	Title    string
 	Identity string
+	// Events is the page's event stream (live updates); Inbox the way
+	// back to the inbox, for a page the inbox led to.
+	Events string
+	Inbox  string
 }
 
 func (c *Console) base(l Link, title string) base {
-	return base{Title: title, Identity: l.Identity}
+	b := base{Title: title, Identity: l.Identity, Inbox: c.inboxURL(l)}
+	if l.Scope == ScopeList || l.Scope == ScopeQuestion {
+		b.Events = c.eventsURL(l)
+	}
+	return b
 }
 
 type errorData struct {
@@ -43,6 +50,33 @@ func when(t time.Time) timeView {
 	return timeView{ISO: u.Format(time.RFC3339), Text: u.Format("2 Jan 2006, 15:04 UTC")}
 }
 
+// sentence makes a problem a sentence with its subject: "is required" of
+// the field Send on is "Send on is required.", "on: is required" too (the
+// runtime's words name the field by its name); a sentence of its own
+// ("Pick someone else: ...") stays as it is. Empty for no problem.
+func sentence(subject, name, msg string) string {
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		return ""
+	}
+	if name != "" {
+		msg = strings.TrimPrefix(msg, name+": ")
+	}
+	first, _, _ := strings.Cut(msg, " ")
+	switch first {
+	case "is", "must", "are", "has", "cannot", "needs", "should":
+		msg = subject + " " + msg
+	default:
+		if r := msg[0]; r < 'A' || r > 'Z' {
+			msg = subject + ": " + msg
+		}
+	}
+	if !strings.HasSuffix(msg, ".") && !strings.HasSuffix(msg, "?") && !strings.HasSuffix(msg, "!") {
+		msg += "."
+	}
+	return msg
+}
+
 // formState is what the form shows besides the question: the input kept
 // from a refused attempt, and the problems in words.
 type formState struct {
@@ -57,8 +91,26 @@ type formState struct {
 
 type questionPage struct {
 	base
-	View *bridge.QuestionView
-	Q    *bridge.Question
+	// StateKey is the page's state for live updates (a change re-draws
+	// the page); StateLine says it in one line, while the question waits:
+	// "Waiting for an answer · waiting 12 min · deadline in 3 h".
+	StateKey  string
+	StateLine []string
+	// WhoLabel and Who are the one line of who may decide it.
+	WhoLabel string
+	Who      string
+	// MessageParts is Message with its moments as <time> elements.
+	MessageParts []textPart
+	// Done is the runtime's words on a delegate or snooze it carried out;
+	// SentRequest says what was sent (Sent) is one of those.
+	Done        string
+	SentRequest bool
+	Delegate    *delegateForm
+	Snooze      *snoozeForm
+	// ApprovedSoFar: "Approved, 1 of 2: it runs once the second approver agrees."
+	ApprovedSoFar string
+	View          *bridge.QuestionView
+	Q             *bridge.Question
 	// Card is what every front-end shows about the question: the page
 	// takes its words (state, who may answer, outcome, placeholder).
 	Card        card.Card
@@ -89,9 +141,10 @@ type questionPage struct {
 	YouApproved bool
 }
 
+// problemView is one problem, a sentence with its subject ("Copies must
+// be at most 9."), linked to its input.
 type problemView struct {
 	Anchor string
-	Label  string
 	Text   string
 }
 
@@ -108,7 +161,9 @@ type outcomeView struct {
 	Approvals    string
 	// Line is the card's outcome line, for endings without an answer or
 	// a reason to show (timed out, cancelled, superseded, failed).
-	Line    string
+	Line string
+	// Next says what happens now: "Your answer reached the agent; job-3 goes on."
+	Next    string
 	Answer  string
 	Comment string
 	By      string
@@ -164,83 +219,6 @@ type optionView struct {
 	Selected bool
 }
 
-// buildQuestionPage lays out one question for the link's identity.
-func (c *Console) buildQuestionPage(l Link, rep *bridge.ShowReply, st formState) *questionPage {
-	v := rep.Question
-	nc := card.New(card.FromView(v, false))
-	p := &questionPage{
-		base:        c.base(l, "Question"),
-		View:        v,
-		Card:        nc,
-		Ref:         v.Tenant + " / " + v.JobID + " / " + v.QuestionID,
-		AskedAt:     when(v.AskedAt),
-		Deadline:    when(v.Deadline),
-		PostURL:     c.signer.RelativeURL(l),
-		TaskVersion: v.TaskVersion,
-		Message:     st.Message,
-		Restricted:  restrictedText(v),
-		Proposal:    proposalOf(nc, v.Question),
-	}
-	if !v.Hidden && v.Question != nil {
-		p.Q = v.Question
-		p.Title = bridge.Truncate(strings.TrimSpace(v.Question.Question), 80)
-	} else {
-		p.Title = "A question waits"
-	}
-	if !nc.MayAnswer.IsZero() {
-		p.MayAnswer = nc.MayAnswer.All().Text()
-	}
-	p.Approvals, p.MayApprove = nc.ApprovalsLine().Text(), nc.MayApproveLine().Text()
-	p.YouApproved = nc.Pending() && approvedBy(nc.Proposal, l.Identity)
-	if l := nc.ExpiresLine(); !l.IsZero() {
-		p.Expires = when(nc.Expires)
-	}
-	if !nc.Pending() {
-		p.Outcome = &outcomeView{
-			State:     v.State,
-			CardState: moreState(v.State, nc.State),
-			Heading:   nc.StateLabel,
-			Line:      nc.Outcome.Text(),
-			Answer:    v.AnswerText,
-			Comment:   v.Comment,
-			By:        bridge.DisplayIdentity(v.By, v.ByName),
-			Via:       v.Via,
-			At:        when(cmp.Or(nc.Ended, v.SettledAt)),
-
-			Approvals: nc.ApprovalsLine().Text(),
-		}
-		switch nc.State {
-		case card.StateApproved, card.StateExecuted, card.StateExecutionFailed:
-			if nc.Proposal != nil {
-				p.Outcome.ProposalLine = nc.Outcome.Text()
-			}
-		}
-		return p
-	}
-	answerState, declineState := formState{}, formState{}
-	if st.Action == bridge.ActionDecline {
-		declineState = st
-	} else {
-		answerState = st
-	}
-	if v.CanAnswer && p.Q != nil {
-		p.Answer = c.answerForm(l, p.Q, answerState)
-	}
-	if v.CanDecline {
-		nonce := newNonce()
-		p.Decline = &declineForm{
-			Nonce:        nonce,
-			Token:        c.signer.FormToken(l, nonce),
-			Comment:      declineState.Input.get(inputComment),
-			CommentError: declineState.Problems[inputComment],
-			Error:        declineState.Problems[""],
-		}
-	}
-	p.CannotAct = p.Answer == nil && p.Decline == nil
-	p.Summary = summary(p)
-	return p
-}
-
 // summary lists every problem at the top of the page, linking each to
 // its input, for people who cannot see the whole form at once.
 func summary(p *questionPage) []problemView {
@@ -248,23 +226,29 @@ func summary(p *questionPage) []problemView {
 	if a := p.Answer; a != nil {
 		for _, f := range a.Fields {
 			if f.Error != "" {
-				out = append(out, problemView{Anchor: f.ID, Label: f.Label, Text: f.Error})
+				out = append(out, problemView{Anchor: f.ID, Text: f.Error})
 			}
 		}
 		if a.Error != "" {
-			out = append(out, problemView{Anchor: "answer", Label: "Answer", Text: a.Error})
+			out = append(out, problemView{Anchor: "answer", Text: a.Error})
 		}
 		if a.CommentError != "" {
-			out = append(out, problemView{Anchor: "answer-comment", Label: "Reason", Text: a.CommentError})
+			out = append(out, problemView{Anchor: "answer-comment", Text: a.CommentError})
 		}
 	}
 	if d := p.Decline; d != nil {
 		if d.CommentError != "" {
-			out = append(out, problemView{Anchor: "decline-comment", Label: "Reason for declining", Text: d.CommentError})
+			out = append(out, problemView{Anchor: "decline-comment", Text: d.CommentError})
 		}
 		if d.Error != "" {
-			out = append(out, problemView{Anchor: "decline-comment", Label: "Decline", Text: d.Error})
+			out = append(out, problemView{Anchor: "decline-comment", Text: d.Error})
 		}
+	}
+	if d := p.Delegate; d != nil && d.Error != "" {
+		out = append(out, problemView{Anchor: "delegate-to", Text: d.Error})
+	}
+	if sn := p.Snooze; sn != nil && sn.Error != "" {
+		out = append(out, problemView{Anchor: "snooze", Text: sn.Error})
 	}
 	return out
 }
@@ -275,12 +259,12 @@ func (c *Console) answerForm(l Link, q *bridge.Question, st formState) *answerFo
 		Nonce:        nonce,
 		Token:        c.signer.FormToken(l, nonce),
 		Text:         st.Input.get(inputAnswer),
-		Error:        st.Problems[inputAnswer],
+		Error:        sentence("Your answer", inputAnswer, st.Problems[inputAnswer]),
 		Comment:      st.Input.get(inputComment),
-		CommentError: st.Problems[inputComment],
+		CommentError: sentence("The reason", inputComment, st.Problems[inputComment]),
 	}
 	if msg := st.Problems[""]; msg != "" && f.Error == "" {
-		f.Error = msg
+		f.Error = sentence("Your answer", "", msg)
 	}
 	switch {
 	case q.IsApproval():
@@ -294,12 +278,12 @@ func (c *Console) answerForm(l Link, q *bridge.Question, st formState) *answerFo
 		var extra []string
 		for name := range st.Problems {
 			if name != "" && name != inputAnswer && name != inputComment && !hasField(q, name) {
-				extra = append(extra, name+": "+st.Problems[name])
+				extra = append(extra, sentence(name, name, st.Problems[name]))
 			}
 		}
 		sort.Strings(extra)
 		if len(extra) > 0 && f.Error == "" {
-			f.Error = strings.Join(extra, "; ")
+			f.Error = strings.Join(extra, " ")
 		}
 	case len(q.Choices) > 0:
 		f.Kind = "choices"
@@ -330,7 +314,7 @@ func fieldViewOf(f *bridge.Field, st formState) fieldView {
 		Desc:     f.Description,
 		Required: f.Required,
 		Value:    st.Input.get(name),
-		Error:    st.Problems[f.Name],
+		Error:    sentence(f.Title(), f.Name, st.Problems[f.Name]),
 	}
 	switch f.Kind {
 	case bridge.FieldDate:
@@ -415,107 +399,6 @@ func numberHint(integer bool, lo, hi string) string {
 		return what + ", at most " + hi + "."
 	}
 	return what + "."
-}
-
-// listItem is one question in a list or job page.
-type listItem struct {
-	URL    string
-	JobURL string
-	Ref    string
-	Tenant string
-	JobID  string
-	Hidden bool
-	// Placeholder stands for the text of a hidden question.
-	Placeholder string
-	Text        string
-	State       string
-	CardState   string // as outcomeView's
-	Label       string
-	Answer      string
-	By          string
-	Via         string
-	AskedAt     timeView
-	Deadline    timeView
-	Settled     timeView
-	Priority    string
-	Agent       string
-	// Restricted: see questionPage.
-	Restricted string
-	// Approvals is an approval's approvals line ("1 of 2 approvals: …").
-	Approvals string
-}
-
-func (c *Console) listItem(l Link, v *bridge.QuestionView) listItem {
-	nc := card.New(card.FromView(v, false))
-	it := listItem{
-		URL:       c.sub(l, ScopeQuestion, v.Tenant, v.JobID, v.QuestionID),
-		JobURL:    c.sub(l, ScopeJob, v.Tenant, v.JobID, ""),
-		Ref:       v.Tenant + " / " + v.JobID + " / " + v.QuestionID,
-		Tenant:    v.Tenant,
-		JobID:     v.JobID,
-		Hidden:    v.Hidden || v.Question == nil,
-		State:     v.State,
-		CardState: moreState(v.State, nc.State),
-		Label:     nc.StateLabel,
-		Answer:    v.AnswerText,
-		Via:       v.Via,
-		AskedAt:   when(v.AskedAt),
-		Deadline:  when(v.Deadline),
-		Settled:   when(cmp.Or(nc.Ended, v.SettledAt)),
-
-		Restricted: restrictedText(v),
-		Approvals:  nc.ApprovalsLine().Text(),
-	}
-	if v.By != "" {
-		it.By = bridge.DisplayIdentity(v.By, v.ByName)
-	}
-	if v.Answer == nil && v.AnswerText == "" && v.State == bridge.StateDeclined {
-		it.Answer = v.Comment
-	}
-	if it.Hidden {
-		it.Placeholder = nc.Placeholder
-	} else {
-		it.Text = bridge.Truncate(strings.TrimSpace(v.Question.Question), 200)
-		it.Priority = v.Question.Priority
-		it.Agent = v.Question.Agent
-	}
-	return it
-}
-
-type listPage struct {
-	base
-	Items []listItem
-	Next  string
-}
-
-type jobItem struct {
-	listItem
-	Audit []auditRow
-}
-
-type jobPage struct {
-	base
-	Tenant string
-	JobID  string
-	// Queue is the job's pending questions in queue order (ask.v1.api.queue).
-	Queue []queueRow
-	Items []jobItem
-	More  bool
-	// Notices are the job's notices, shown without controls.
-	Notices []noticeView
-}
-
-// queueRow is one pending question of the job's queue.
-type queueRow struct {
-	Pos        int
-	URL        string
-	QuestionID string
-	Text       string
-	Hidden     bool
-	Priority   string
-	Staleness  int
-	Waiting    string
-	Blocks     string
 }
 
 type auditRow struct {

@@ -291,6 +291,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	s.http.RegisterOnShutdown(con.Close) // live pages' event streams
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
