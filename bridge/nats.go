@@ -129,6 +129,18 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 		opts = append(opts, nats.InProcessServer(ns), nats.UserJWTAndSeed(self.JWT, self.Seed))
 	} else if o.Creds != "" {
 		opts = append(opts, nats.UserCredentials(o.Creds))
+	} else if keys, err := principal.LoadKeys(cmp.Or(o.DataDir, o.StoreDir)); err == nil {
+		// A cluster that trusts askbridge's accounts (docs/deploy.md): the
+		// replica connects with a credential of the service account it
+		// mints from the keys it was handed.
+		self, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge"}, time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("nats: %w", err)
+		}
+		n.Keys = keys
+		opts = append(opts, nats.UserJWTAndSeed(self.JWT, self.Seed))
+	} else if !errors.Is(err, principal.ErrNoKeys) {
+		return nil, fmt.Errorf("nats: %w", err)
 	}
 	opts = append(opts, o.ConnOptions...)
 	nc, err := nats.Connect(url, opts...)

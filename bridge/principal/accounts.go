@@ -3,6 +3,7 @@ package principal
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
@@ -173,4 +174,35 @@ func (k *Keys) Apply(s *server.Server, revoked map[string]int64) error {
 		s.UpdateAccountClaims(acc, decoded)
 	}
 	return nil
+}
+
+// ServerConfig is the part of a nats-server configuration that makes a
+// NATS cluster trust askbridge's credentials, as the embedded server does:
+// the operator, the system account, and every account's JWT preloaded in
+// a memory resolver (docs/deploy.md, "Accounts and credentials"). Each
+// node includes it; it holds no secret.
+func (k *Keys) ServerConfig(revoked map[string]int64) (string, error) {
+	op := jwt.NewOperatorClaims(pub(k.Operator))
+	op.Name = "askbridge"
+	op.SystemAccount = pub(k.System)
+	opJWT, err := op.Encode(k.Operator)
+	if err != nil {
+		return "", fmt.Errorf("principal: sign the operator: %w", err)
+	}
+	claims, err := k.accountClaims(revoked)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# askbridge's accounts: made by `askbridge creds nats-config`; include it in every node's configuration.\n")
+	fmt.Fprintf(&b, "operator: %s\nsystem_account: %s\nresolver: MEMORY\nresolver_preload: {\n", opJWT, pub(k.System))
+	for _, ac := range claims {
+		token, err := ac.Encode(k.Operator)
+		if err != nil {
+			return "", fmt.Errorf("principal: sign account %s: %w", ac.Name, err)
+		}
+		fmt.Fprintf(&b, "  # %s\n  %s: %s\n", ac.Name, ac.Subject, token)
+	}
+	b.WriteString("}\n")
+	return b.String(), nil
 }

@@ -23,6 +23,7 @@ Usage:
   askbridge creds admin [--name N] [--expires D] --out FILE
   askbridge creds revoke NAME
   askbridge creds list
+  askbridge creds nats-config --out FILE   the accounts a NATS cluster includes (docs/deploy.md)
 
 They read ASK_DATA_DIR (default ./data), whose keys only its owner can read,
 and work whether or not the service runs; a revocation takes effect within
@@ -47,6 +48,8 @@ func (c *cli) credsCmd(_ context.Context, args []string) int {
 		return c.credsRevoke(dataDir, args[1:])
 	case "list":
 		return c.credsList(dataDir, args[1:])
+	case "nats-config":
+		return c.credsNATSConfig(dataDir, args[1:])
 	}
 	fmt.Fprintf(c.stderr, "askbridge: creds: unknown command %q\n\n%s", args[0], credsUsage)
 	return exitConfig
@@ -209,4 +212,35 @@ func (c *cli) credsList(dataDir string, args []string) int {
 func (c *cli) usageError(format string, args ...any) int {
 	c.fail(format, args...)
 	return exitConfig
+}
+
+// credsNATSConfig writes the accounts a NATS cluster includes to trust the
+// credentials this data directory's keys issue.
+func (c *cli) credsNATSConfig(dataDir string, args []string) int {
+	fs := flag.NewFlagSet("askbridge creds nats-config", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	out := fs.String("out", "", "the nats-server configuration file to write (required)")
+	if err := parseFlags(fs, args, false); err != nil {
+		return flagExit(err)
+	}
+	if *out == "" || fs.NArg() > 0 {
+		return c.usageError("creds nats-config takes --out FILE only")
+	}
+	keys, err := principal.LoadOrCreateKeys(dataDir)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	reg, err := principal.OpenRegister(dataDir)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	conf, err := keys.ServerConfig(reg.Revocations())
+	if err != nil {
+		return c.fail("creds nats-config: %v", err)
+	}
+	if err := os.WriteFile(*out, []byte(conf), 0o644); err != nil {
+		return c.fail("creds nats-config: %v", err)
+	}
+	fmt.Fprintf(c.stdout, "written: %s (include it in every NATS node's configuration; it holds no secret)\n", *out)
+	return exitOK
 }

@@ -49,6 +49,10 @@ type Options struct {
 	// ReadyWithin bounds each wait for the cluster or a node to be ready;
 	// 60 s when zero.
 	ReadyWithin time.Duration
+	// Include, when set, is a configuration file every node includes: the
+	// accounts `askbridge creds nats-config` writes, which make the
+	// cluster admit askbridge's credentials only.
+	Include string
 }
 
 // Cluster is a running cluster.
@@ -165,6 +169,17 @@ cluster {
   routes: [%s]
 }
 `, n.Name, n.ClientPort, n.MonitorPort, filepath.Join(dir, "store"), sync, Name, n.ClusterPort, strings.Join(routes, ", "))
+	if c.o.Include != "" {
+		// nats-server reads an include relative to the including file.
+		accounts, err := os.ReadFile(c.o.Include)
+		if err != nil {
+			return fmt.Errorf("cluster: %s: %w", n.Name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "accounts.conf"), accounts, 0o640); err != nil {
+			return fmt.Errorf("cluster: %s: %w", n.Name, err)
+		}
+		conf += "include \"accounts.conf\"\n"
+	}
 	n.conf = filepath.Join(dir, "nats.conf")
 	n.log = filepath.Join(dir, "nats.log")
 	if err := os.WriteFile(n.conf, []byte(conf), 0o640); err != nil {
