@@ -23,13 +23,19 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"text/template"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/askbridge/askbridge/deploy"
 )
 
 // Name is the cluster's name in each node's configuration.
 const Name = "askbridge-test"
+
+// nodeTemplate is the node configuration askbridge ships (deploy/nats).
+var nodeTemplate = template.Must(template.New("node.conf").Parse(deploy.NATSNode))
 
 // Options shape a cluster.
 type Options struct {
@@ -152,25 +158,7 @@ func (c *Cluster) writeConf(n *Node) error {
 			routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p.ClusterPort))
 		}
 	}
-	sync := ""
-	if c.o.SyncAlways {
-		sync = "\n  sync_interval: always"
-	}
-	conf := fmt.Sprintf(`server_name: %s
-logtime: true
-listen: 127.0.0.1:%d
-http: 127.0.0.1:%d
-jetstream {
-  store_dir: %q%s
-}
-cluster {
-  name: %s
-  listen: 127.0.0.1:%d
-  routes: [%s]
-}
-`, n.Name, n.ClientPort, n.MonitorPort, filepath.Join(dir, "store"), sync, Name, n.ClusterPort, strings.Join(routes, ", "))
 	if c.o.Include != "" {
-		// nats-server reads an include relative to the including file.
 		accounts, err := os.ReadFile(c.o.Include)
 		if err != nil {
 			return fmt.Errorf("cluster: %s: %w", n.Name, err)
@@ -178,11 +166,19 @@ cluster {
 		if err := os.WriteFile(filepath.Join(dir, "accounts.conf"), accounts, 0o640); err != nil {
 			return fmt.Errorf("cluster: %s: %w", n.Name, err)
 		}
-		conf += "include \"accounts.conf\"\n"
+	}
+	var conf strings.Builder
+	err := nodeTemplate.Execute(&conf, map[string]any{
+		"Name": n.Name, "Listen": fmt.Sprintf("127.0.0.1:%d", n.ClientPort), "Monitor": fmt.Sprintf("127.0.0.1:%d", n.MonitorPort),
+		"StoreDir": filepath.Join(dir, "store"), "SyncAlways": c.o.SyncAlways, "Cluster": Name,
+		"ClusterListen": fmt.Sprintf("127.0.0.1:%d", n.ClusterPort), "Routes": routes, "Accounts": c.o.Include != "",
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: %s: %w", n.Name, err)
 	}
 	n.conf = filepath.Join(dir, "nats.conf")
 	n.log = filepath.Join(dir, "nats.log")
-	if err := os.WriteFile(n.conf, []byte(conf), 0o640); err != nil {
+	if err := os.WriteFile(n.conf, []byte(conf.String()), 0o640); err != nil {
 		return fmt.Errorf("cluster: %s: %w", n.Name, err)
 	}
 	return nil
