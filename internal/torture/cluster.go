@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askbridge/askbridge/bridge/principal"
 	"github.com/askbridge/askbridge/internal/testenv/cluster"
 )
 
@@ -35,6 +36,7 @@ func (r *run) startServices(ctx context.Context, serverLog io.Writer, rep *Repor
 		if err != nil {
 			return "", fmt.Errorf("http port: %w", err)
 		}
+		r.keysDir = o.DataDir
 		r.srvs = []*server{newServer(o.Binary, o.DataDir, cmp.Or(o.Sync, "always"), natsPort, httpPort, serverLog)}
 		if err := r.srvs[0].start(ctx, readyWithin); err != nil {
 			return "", err
@@ -43,10 +45,31 @@ func (r *run) startServices(ctx context.Context, serverLog io.Writer, rep *Repor
 		return fmt.Sprintf("nats://127.0.0.1:%d", natsPort), nil
 	}
 	var err error
+	r.keysDir = filepath.Join(o.DataDir, "keys")
 	if r.slack, err = startFakeSlack(); err != nil {
 		return "", err
 	}
+	// The cluster trusts askbridge's accounts, as docs/deploy.md sets one
+	// up; every replica is handed the keys.
+	keysDir := filepath.Join(o.DataDir, "keys")
+	keys, err := principal.LoadOrCreateKeys(keysDir)
+	if err != nil {
+		return "", err
+	}
+	accounts, err := keys.ServerConfig(nil)
+	if err != nil {
+		return "", err
+	}
+	include := filepath.Join(o.DataDir, "accounts.conf")
+	if err := os.WriteFile(include, []byte(accounts), 0o640); err != nil {
+		return "", err
+	}
+	keyFile, err := os.ReadFile(filepath.Join(keysDir, principal.KeysFile))
+	if err != nil {
+		return "", err
+	}
 	nodes, err := cluster.Start(ctx, cluster.Options{
+		Include:     include,
 		Dir:         filepath.Join(o.DataDir, "nats"),
 		Command:     func(conf string) *exec.Cmd { return exec.Command(o.Binary, "nats-node", conf) },
 		SyncAlways:  cmp.Or(o.Sync, "always") == "always",
@@ -58,7 +81,14 @@ func (r *run) startServices(ctx context.Context, serverLog io.Writer, rep *Repor
 	r.nodes = nodes
 	r.logf("NATS cluster ready: %s (logs in %s/nats/n*/nats.log)", nodes.URLs(), o.DataDir)
 	for i := range o.Replicas {
-		s, err := newReplica(o.Binary, filepath.Join(o.DataDir, "r"+strconv.Itoa(i+1)), nodes.URLs(), r.slack.url, serverLog)
+		dataDir := filepath.Join(o.DataDir, "r"+strconv.Itoa(i+1))
+		if err := os.MkdirAll(filepath.Join(dataDir, filepath.Dir(principal.KeysFile)), 0o700); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dataDir, principal.KeysFile), keyFile, 0o600); err != nil {
+			return "", err
+		}
+		s, err := newReplica(o.Binary, dataDir, nodes.URLs(), r.slack.url, serverLog)
 		if err != nil {
 			return "", err
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/bridge/principal"
 	"github.com/askbridge/askbridge/internal/testenv/cluster"
 )
 
@@ -131,15 +132,17 @@ type attempt struct {
 }
 
 type run struct {
-	o       Options
-	out     io.Writer
-	runID   string
-	nc      *nats.Conn
-	js      jetstream.JetStream
-	agent   *agent.Client
-	srvs    []*server        // one, or the replicas
-	nodes   *cluster.Cluster // the cluster variant's NATS
-	slack   *fakeSlack       // the cluster variant's Slack
+	o     Options
+	out   io.Writer
+	runID string
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	agent *agent.Client
+	srvs  []*server        // one, or the replicas
+	nodes *cluster.Cluster // the cluster variant's NATS
+	// keysDir holds the NATS keys the run's own client connects with.
+	keysDir string
+	slack   *fakeSlack // the cluster variant's Slack
 	start   time.Time
 	dropped bool         // the events consumer is deleted
 	kills   atomic.Int64 // bumped at each kill and restart: attempts acknowledged across one
@@ -208,7 +211,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("torture: %w", err)
 	}
-	r.nc, err = nats.Connect(url, nats.Name("askbridge-torture"), nats.MaxReconnects(-1),
+	keys, err := principal.LoadKeys(r.keysDir)
+	if err != nil {
+		return nil, fmt.Errorf("torture: %w", err)
+	}
+	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "torture"}, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("torture: %w", err)
+	}
+	r.nc, err = nats.Connect(url, nats.Name("askbridge-torture"), nats.MaxReconnects(-1), nats.UserJWTAndSeed(admin.JWT, admin.Seed),
 		nats.ReconnectWait(100*time.Millisecond), nats.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
 		nats.RetryOnFailedConnect(true))
 	if err != nil {
