@@ -185,9 +185,9 @@ func stampBody(p *principal.Principal, what, rest string, data []byte) ([]byte, 
 	case p.Kind == principal.KindPerson && what == "api":
 		set("as", p.Identity())
 		delete(body, "roles")
-	case p.Kind == principal.KindAgent && slices.Contains(principal.AgentPublishes, what):
+	case p.Kind == principal.KindAgent && (what == "gate" || slices.Contains(principal.AgentPublishes, what)):
 	default:
-		return nil, fmt.Errorf("a %s may not publish %s", p.Kind, "ask.v1."+what)
+		return nil, fmt.Errorf("%s %q may not publish %s", p.Kind, p.Name, "ask.v1."+what)
 	}
 	return json.Marshal(body)
 }

@@ -46,6 +46,9 @@ type cli struct {
 	creds string
 	// dataDir overrides ASK_DATA_DIR (tests).
 	dataDir string
+	// credKind is the kind of the credential connect presented, when read
+	// from a file: a person's may not read the job's events.
+	credKind string
 }
 
 // decisionWait bounds how long answer and decline wait for the runtime.
@@ -165,10 +168,11 @@ func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
 // in memory (docs/contract.md, "Principals on the bus"); else none.
 func (c *cli) credentials() ([]nats.Option, error) {
 	if path := cmp.Or(c.creds, os.Getenv("ASK_NATS_CREDS")); path != "" {
-		name, _, err := principal.ReadCreds(path)
+		name, kind, err := principal.ReadCreds(path)
 		if err != nil {
 			return nil, err
 		}
+		c.credKind = kind
 		return []nats.Option{nats.UserCredentials(path), nats.CustomInboxPrefix(principal.InboxPrefix(name))}, nil
 	}
 	keys, err := principal.LoadKeys(cmp.Or(c.dataDir, os.Getenv("ASK_DATA_DIR"), "data"))
@@ -664,19 +668,21 @@ func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a 
 		engine.Person{Identity: c.identity}, a.Action, a.Answer, a.Comment, time.Now(), nil)
 
 	decided := make(chan bridge.Event, 1)
-	sub, err := nc.Subscribe(bridge.EventSubject(a.Tenant, a.JobID), func(m *nats.Msg) {
-		var ev bridge.Event
-		if json.Unmarshal(m.Data, &ev) == nil && ev.AttemptID == a.AttemptID {
-			select {
-			case decided <- ev:
-			default:
+	if c.credKind != principal.KindPerson {
+		sub, err := nc.Subscribe(bridge.EventSubject(a.Tenant, a.JobID), func(m *nats.Msg) {
+			var ev bridge.Event
+			if json.Unmarshal(m.Data, &ev) == nil && ev.AttemptID == a.AttemptID {
+				select {
+				case decided <- ev:
+				default:
+				}
 			}
+		})
+		if err != nil {
+			return c.fail("%v", err)
 		}
-	})
-	if err != nil {
-		return c.fail("%v", err)
+		defer sub.Unsubscribe()
 	}
-	defer sub.Unsubscribe()
 	// A person's credential may not read the job's events: the runtime
 	// tells this inbox too what became of the attempt.
 	inbox := nc.NewInbox()

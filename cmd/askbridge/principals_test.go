@@ -118,6 +118,15 @@ func TestAgentCredentialsAskGateAwaitReport(t *testing.T) {
 		Dependency: "crm", Operation: "lookup", OperatorMessage: "no CRM connector"}}); err != nil {
 		t.Fatalf("notice: %v", err)
 	}
+	// A cancel's decision comes back on the agent's own inbox.
+	ch2 := askAsync(t, a, &bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: "q-2", TaskVersion: 1, Question: "Which size?", Choices: []string{"S", "M"}})
+	waitPending(t, kevin, "job-1", "q-2")
+	if d, err := a.Retire(actx, "acme", "job-1", "q-2", "the topic changed"); err != nil || d.Ended != 1 {
+		t.Fatalf("retire: %+v, %v", d, err)
+	}
+	if out := waitOutcome(t, ch2); out.Outcome != bridge.EventCancelled {
+		t.Fatalf("outcome of the retired question: %+v", out)
+	}
 }
 
 // TestAgentCredentialsCannotAnswerOrReachFurther: what an agent's
