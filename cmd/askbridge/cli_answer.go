@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bots/engine"
+	"github.com/askbridge/askbridge/bridge"
+)
+
+func (c *cli) answer(ctx context.Context, args []string) int {
+	fs, url := c.flags("answer")
+	tenant := fs.String("tenant", "", "tenant (default: found from the job and question)")
+	// Flags may follow the answer, as they may follow decline's ids; only
+	// these are taken, so an answer such as "-5" stays the answer.
+	if err := parseFlags(fs, args, true); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() < 3 {
+		return c.fail("answer takes JOB QUESTION ANSWER")
+	}
+	text := strings.Join(fs.Args()[2:], " ")
+	var raw json.RawMessage
+	if t := strings.TrimSpace(text); strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
+		raw = json.RawMessage(t)
+	} else {
+		raw, _ = json.Marshal(text)
+	}
+	a := bridge.AnswerAttempt{Action: bridge.ActionAnswer, Answer: raw}
+	return c.propose(ctx, *url, *tenant, fs.Arg(0), fs.Arg(1), a)
+}
+
+func (c *cli) decline(ctx context.Context, args []string) int {
+	fs, url := c.flags("decline")
+	tenant := fs.String("tenant", "", "tenant (default: found from the job and question)")
+	comment := fs.String("comment", "", "why you decline")
+	if err := parseFlags(fs, args, false); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() != 2 {
+		return c.fail("decline takes JOB QUESTION [--comment REASON]")
+	}
+	return c.propose(ctx, *url, *tenant, fs.Arg(0), fs.Arg(1), bridge.AnswerAttempt{Action: bridge.ActionDecline, Comment: *comment})
+}
+
+// propose publishes an attempt as the CLI user and waits for the runtime's
+// decision on it.
+func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a bridge.AnswerAttempt) int {
+	if err := bridge.CheckToken("job", job); err != nil {
+		return c.fail("%v", err)
+	}
+	if err := bridge.CheckToken("question", question); err != nil {
+		return c.fail("%v", err)
+	}
+	nc, js, err := c.connect(url)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	defer nc.Close()
+	v, _, err := c.lookup(nc, tenant, job, question)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	var text string
+	if a.Action == bridge.ActionAnswer && v.Question != nil && v.Question.IsApproval() && json.Unmarshal(a.Answer, &text) == nil {
+		// An approval takes "approve" or "deny [reason]".
+		if action, reason, ok := bridge.ApprovalAction(text); ok {
+			a.Action, a.Answer, a.Comment = action, nil, reason
+		}
+	}
+	a = engine.NewAttempt(bridge.PlatformCLI, newID("cli-"),
+		engine.Question{Tenant: v.Tenant, JobID: v.JobID, QuestionID: v.QuestionID, TaskVersion: v.TaskVersion},
+		engine.Person{Identity: c.identity}, a.Action, a.Answer, a.Comment, time.Now(), nil)
+
+	decided := make(chan bridge.Event, 1)
+	sub, err := nc.Subscribe(bridge.EventSubject(a.Tenant, a.JobID), func(m *nats.Msg) {
+		var ev bridge.Event
+		if json.Unmarshal(m.Data, &ev) == nil && ev.AttemptID == a.AttemptID {
+			select {
+			case decided <- ev:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		return c.fail("%v", err)
+	}
+	if err := bridge.Publish(ctx, js, bridge.AnswerSubject(a.Tenant, a.JobID), "attempt-"+a.AttemptID, a); err != nil {
+		return c.fail("%v", err)
+	}
+	select {
+	case ev := <-decided:
+		if ev.Type == bridge.EventRefused {
+			return c.fail("refused: %s", ev.Text)
+		}
+		// "answered", "declined", "approval_recorded" as words: "Approval recorded".
+		what := strings.ReplaceAll(ev.Type, "_", " ")
+		fmt.Fprintf(c.stdout, "%s: %s\n", strings.ToUpper(what[:1])+what[1:], printable(ev.Text, true))
+		return exitOK
+	case <-time.After(decisionWait):
+		return c.fail("sent, but no decision arrived within %v; check with 'askbridge show %s/%s'", decisionWait, a.JobID, a.QuestionID)
+	case <-ctx.Done():
+		return c.fail("interrupted; the attempt was sent")
+	}
+}
+
+func (c *cli) cancel(ctx context.Context, args []string) int {
+	fs, url := c.flags("cancel")
+	tenant := fs.String("tenant", "", "tenant (required)")
+	reason := fs.String("reason", "", "why (required with --status retired)")
+	status := fs.String("status", "", "retired or implicitly_answered (docs/contract.md, cancel)")
+	evidence := fs.String("evidence", "", "the person's words that answered the question (with --status implicitly_answered)")
+	if err := parseFlags(fs, args, false); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		return c.fail("cancel takes JOB [QUESTION]")
+	}
+	cancel := bridge.Cancel{Tenant: *tenant, JobID: fs.Arg(0), QuestionID: fs.Arg(1), Reason: *reason,
+		Status: *status, Evidence: *evidence, By: c.identity}
+	if err := bridge.ValidateCancel(&cancel); err != nil {
+		return c.fail("%v", err)
+	}
+	if err := bridge.CheckToken("tenant", cancel.Tenant); err != nil {
+		return c.fail("%v", err)
+	}
+	if err := bridge.CheckToken("job", cancel.JobID); err != nil {
+		return c.fail("%v", err)
+	}
+	if cancel.QuestionID != "" {
+		if err := bridge.CheckToken("question", cancel.QuestionID); err != nil {
+			return c.fail("%v", err)
+		}
+	}
+	nc, js, err := c.connect(*url)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	defer nc.Close()
+	// The runtime says on this inbox, once committed, what the cancel did.
+	inbox := nats.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	defer sub.Unsubscribe()
+	data, err := json.Marshal(cancel)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	msg := &nats.Msg{Subject: bridge.CancelSubject(cancel.Tenant, cancel.JobID), Data: data, Header: nats.Header{}}
+	msg.Header.Set(bridge.HeaderDecidedTo, inbox)
+	if _, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(newID("cancel-"))); err != nil {
+		return c.fail("%v", err)
+	}
+	wctx, stop := context.WithTimeout(ctx, decisionWait)
+	defer stop()
+	reply, err := sub.NextMsgWithContext(wctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return c.fail("interrupted; the cancel was sent")
+		}
+		return c.fail("sent, but no decision arrived within %v; check with 'askbridge list --tenant %s --job %s'", decisionWait, cancel.Tenant, cancel.JobID)
+	}
+	var d bridge.CancelDecision
+	if err := json.Unmarshal(reply.Data, &d); err != nil {
+		return c.fail("sent, but the runtime's reply was not understood; check with 'askbridge list --tenant %s --job %s'", cancel.Tenant, cancel.JobID)
+	}
+	switch {
+	case d.Refused != "":
+		return c.fail("refused: %s", d.Refused)
+	case d.Ended == 0:
+		fmt.Fprintln(c.stdout, "Cancelled: no question was waiting.")
+	case d.Ended == 1:
+		fmt.Fprintln(c.stdout, "Cancelled: 1 question ended.")
+	default:
+		fmt.Fprintf(c.stdout, "Cancelled: %d questions ended.\n", d.Ended)
+	}
+	return exitOK
+}
