@@ -157,3 +157,49 @@ func TestGateUsageMistakesExit2(t *testing.T) {
 		}
 	}
 }
+
+// TestGateFindsTheJobsTenant runs askbridge gate without --tenant and
+// --version: it finds the one tenant that has the job and the job's
+// version there, and fails closed, exit 1 with a sentence, when no tenant
+// or several have it. The CLI user may read none of the questions: a
+// question blocks the job whoever asks.
+func TestGateFindsTheJobsTenant(t *testing.T) {
+	t.Parallel()
+	s, _ := startTestService(t, map[string]string{"ASK_OPERATORS": "cli:kevin"})
+	a := agentFor(t, s)
+	kevin, _, _ := testCLI(s, "cli:kevin")
+	block := &bridge.Question{Tenant: "acme", JobID: "job-3", QuestionID: "q-send", TaskVersion: 2,
+		Question: "Send the report now?", Choices: []string{"yes", "no"}, BlockedTools: []string{"send_report"}}
+	askAsync(t, a, block)
+	waitPending(t, kevin, "job-3", "q-send")
+	for _, q := range []*bridge.Question{
+		{Tenant: "acme", JobID: "job-twice", QuestionID: "q-a", TaskVersion: 1, Question: "A?"},
+		{Tenant: "globex", JobID: "job-twice", QuestionID: "q-b", TaskVersion: 1, Question: "B?"},
+	} {
+		askAsync(t, a, q)
+		waitPending(t, kevin, q.JobID, q.QuestionID)
+	}
+
+	for _, c := range []struct {
+		args    []string
+		code    int
+		out, at string
+	}{
+		{[]string{"job-3", "send_report"}, exitError,
+			"refused: blocked_by_question: question q-send (\"Send the report now?\") is waiting and blocks send_report\n", ""},
+		{[]string{"job-3", "lookup_order"}, exitOK, "allowed\n", ""},
+		// --version 1 is older than the job's 2: found, it is not 0.
+		{[]string{"job-3", "lookup_order", "--version", "1"}, exitError,
+			"refused: stale_version: task version 1 is older than the job's task version 2: the job changed since; plan again before acting\n", ""},
+		{[]string{"job-nowhere", "send_report"}, exitError, "",
+			"askbridge: no decision: no tenant has a job job-nowhere, so the gate cannot tell which job you mean: name its tenant with --tenant; do not call send_report\n"},
+		{[]string{"job-twice", "send_report"}, exitError, "",
+			"askbridge: no decision: job job-twice is in more than one tenant (acme, globex): name one with --tenant; do not call send_report\n"},
+		{[]string{"job-twice", "send_report", "--tenant", "globex"}, exitOK, "allowed\n", ""},
+	} {
+		code, out, errOut := runGate(t, s, c.args...)
+		if code != c.code || out != c.out || errOut != c.at {
+			t.Errorf("gate %v: exit %d, printed %q, %q; want exit %d, %q, %q", c.args, code, out, errOut, c.code, c.out, c.at)
+		}
+	}
+}
