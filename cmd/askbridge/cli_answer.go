@@ -19,11 +19,11 @@ func (c *cli) answer(ctx context.Context, args []string) int {
 	tenant := fs.String("tenant", "", "tenant (default: found from the job and question)")
 	// Flags may follow the answer, as they may follow decline's ids; only
 	// these are taken, so an answer such as "-5" stays the answer.
-	if err := parseFlags(fs, args, true); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, true); !ok {
+		return code
 	}
 	if fs.NArg() < 3 {
-		return c.fail("answer takes JOB QUESTION ANSWER")
+		return c.usageError("answer", "takes a job, a question and the answer")
 	}
 	text := strings.Join(fs.Args()[2:], " ")
 	var raw json.RawMessage
@@ -40,11 +40,11 @@ func (c *cli) decline(ctx context.Context, args []string) int {
 	fs, url := c.flags("decline")
 	tenant := fs.String("tenant", "", "tenant (default: found from the job and question)")
 	comment := fs.String("comment", "", "why you decline")
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if fs.NArg() != 2 {
-		return c.fail("decline takes JOB QUESTION [--comment REASON]")
+		return c.usageError("decline", "takes a job and a question")
 	}
 	return c.propose(ctx, *url, *tenant, fs.Arg(0), fs.Arg(1), bridge.AnswerAttempt{Action: bridge.ActionDecline, Comment: *comment})
 }
@@ -108,7 +108,7 @@ func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a 
 		fmt.Fprintf(c.stdout, "%s: %s\n", strings.ToUpper(what[:1])+what[1:], printable(ev.Text, true))
 		return exitOK
 	case <-time.After(decisionWait):
-		return c.fail("sent, but no decision arrived within %v; check with 'askbridge show %s/%s'", decisionWait, a.JobID, a.QuestionID)
+		return c.fail("sent, but no decision arrived within %v; check with 'askbridge show --tenant %s %s %s'", decisionWait, a.Tenant, a.JobID, a.QuestionID)
 	case <-ctx.Done():
 		return c.fail("interrupted; the attempt was sent")
 	}
@@ -116,29 +116,27 @@ func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a 
 
 func (c *cli) cancel(ctx context.Context, args []string) int {
 	fs, url := c.flags("cancel")
-	tenant := fs.String("tenant", "", "tenant (required)")
+	tenant := fs.String("tenant", "", "tenant (default: found from the job, as answer finds it)")
 	reason := fs.String("reason", "", "why (required with --status retired)")
 	status := fs.String("status", "", "retired or implicitly_answered (docs/contract.md, cancel)")
 	evidence := fs.String("evidence", "", "the person's words that answered the question (with --status implicitly_answered)")
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
-		return c.fail("cancel takes JOB [QUESTION]")
+		return c.usageError("cancel", "takes a job and, to end one question only, the question")
 	}
 	cancel := bridge.Cancel{Tenant: *tenant, JobID: fs.Arg(0), QuestionID: fs.Arg(1), Reason: *reason,
 		Status: *status, Evidence: *evidence, By: c.identity}
 	if err := bridge.ValidateCancel(&cancel); err != nil {
 		return c.fail("%v", err)
 	}
-	if err := bridge.CheckToken("tenant", cancel.Tenant); err != nil {
-		return c.fail("%v", err)
-	}
-	if err := bridge.CheckToken("job", cancel.JobID); err != nil {
-		return c.fail("%v", err)
-	}
-	if cancel.QuestionID != "" {
-		if err := bridge.CheckToken("question", cancel.QuestionID); err != nil {
+	ids := []string{cancel.JobID, cancel.QuestionID, cancel.Tenant}
+	for i, what := range []string{"job", "question", "tenant"} {
+		if ids[i] == "" && what != "job" {
+			continue
+		}
+		if err := bridge.CheckToken(what, ids[i]); err != nil {
 			return c.fail("%v", err)
 		}
 	}
@@ -147,6 +145,29 @@ func (c *cli) cancel(ctx context.Context, args []string) int {
 		return c.fail("%v", err)
 	}
 	defer nc.Close()
+	if cancel.Tenant == "" {
+		if cancel.Tenant, err = c.cancelTenant(nc, cancel.JobID, cancel.QuestionID); err != nil {
+			return c.fail("%v", err)
+		}
+	}
+	return c.sendCancel(ctx, nc, js, cancel)
+}
+
+// cancelTenant finds the tenant of the job (and question) a cancel names
+// without one, among those the CLI user may see, as answer and trace do.
+func (c *cli) cancelTenant(nc *nats.Conn, job, question string) (string, error) {
+	if question == "" {
+		return c.jobTenant(nc, c.identity, job)
+	}
+	v, _, err := c.lookup(nc, "", job, question)
+	if err != nil {
+		return "", err
+	}
+	return v.Tenant, nil
+}
+
+// sendCancel publishes a cancel and waits for the runtime's decision.
+func (c *cli) sendCancel(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cancel bridge.Cancel) int {
 	// The runtime says on this inbox, once committed, what the cancel did.
 	inbox := nats.NewInbox()
 	sub, err := nc.SubscribeSync(inbox)

@@ -24,17 +24,17 @@ func (c *cli) link(ctx context.Context, args []string) int {
 	question := fs.String("question", "", "TENANT/JOB/QUESTION: a link to one question")
 	job := fs.String("job", "", "TENANT/JOB: a link to one job")
 	ttl := fs.Duration("ttl", 24*time.Hour, "how long the link is valid")
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
-		return c.fail("link takes no arguments, not %q (name the identity with --as)", fs.Arg(0))
+		return c.usageError("link", "takes no arguments, not %q (name the identity with --as)", fs.Arg(0))
 	}
 	if err := bridge.CheckIdentity(*as); err != nil {
-		return c.fail("--as: %v", err)
+		return c.usageError("link", "--as: %v", err)
 	}
 	if *ttl <= 0 {
-		return c.fail("--ttl must be positive")
+		return c.usageError("link", "--ttl must be positive")
 	}
 	cfg, err := config.Load()
 	if err != nil {
@@ -58,7 +58,7 @@ func (c *cli) link(ctx context.Context, args []string) int {
 	case *question != "":
 		parts := strings.Split(*question, "/")
 		if len(parts) != 3 {
-			return c.fail("--question takes TENANT/JOB/QUESTION")
+			return c.usageError("link", "--question takes TENANT/JOB/QUESTION")
 		}
 		if err := checkTokens(parts, "tenant", "job", "question"); err != nil {
 			return c.fail("--question: %v", err)
@@ -67,7 +67,7 @@ func (c *cli) link(ctx context.Context, args []string) int {
 	case *job != "":
 		parts := strings.Split(*job, "/")
 		if len(parts) != 2 {
-			return c.fail("--job takes TENANT/JOB")
+			return c.usageError("link", "--job takes TENANT/JOB")
 		}
 		if err := checkTokens(parts, "tenant", "job"); err != nil {
 			return c.fail("--job: %v", err)

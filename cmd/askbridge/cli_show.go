@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,11 +22,11 @@ func (c *cli) list(ctx context.Context, args []string) int {
 	fs.StringVar(&req.JobID, "job", "", "only this job")
 	fs.StringVar(&req.State, "state", "pending", "pending, answered, declined, timed_out, cancelled, superseded, failed or all")
 	fs.IntVar(&req.Limit, "limit", 50, "at most this many")
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
-		return c.fail("list takes no arguments, not %q (filter with --tenant and --job)", fs.Arg(0))
+		return c.usageError("list", "takes no arguments, not %q (filter with --tenant and --job)", fs.Arg(0))
 	}
 	nc, _, err := c.connect(*url)
 	if err != nil {
@@ -87,15 +88,21 @@ func (c *cli) lookup(nc *nats.Conn, tenant, job, question string) (*bridge.Quest
 func (c *cli) show(ctx context.Context, args []string) int {
 	fs, url := c.flags("show")
 	tenant := fs.String("tenant", "", "tenant")
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
-	if fs.NArg() != 1 {
-		return c.fail("show takes one question: [JOB/]QUESTION")
-	}
-	job, question, found := strings.Cut(fs.Arg(0), "/")
-	if !found {
-		job, question = "", job
+	var job, question string
+	switch fs.NArg() {
+	case 2:
+		job, question = fs.Arg(0), fs.Arg(1)
+	case 1:
+		// JOB/QUESTION, as show took before, or a question id alone.
+		var found bool
+		if job, question, found = strings.Cut(fs.Arg(0), "/"); !found {
+			job, question = "", job
+		}
+	default:
+		return c.usageError("show", "takes a job and a question")
 	}
 	nc, _, err := c.connect(*url)
 	if err != nil {
@@ -135,14 +142,7 @@ func (c *cli) show(ctx context.Context, args []string) int {
 			row(tw, "Choices:", strings.Join(q.Choices, ", "))
 		}
 		for _, f := range q.Fields {
-			desc := f.Kind
-			if len(f.Options) > 0 {
-				desc += ": " + strings.Join(f.Options, ", ")
-			}
-			if f.Required {
-				desc += " (required)"
-			}
-			row(tw, "Field "+f.Name+":", desc)
+			row(tw, "Field "+f.Name+":", describeField(f))
 		}
 		if q.IsApproval() && q.Proposal != nil {
 			row(tw, "Proposal "+printable(q.Proposal.ID, false)+":", strings.Join(q.Proposal.Summary, " / "))
@@ -185,4 +185,38 @@ func mayDo(v *bridge.QuestionView) string {
 		return "decline"
 	}
 	return "nothing"
+}
+
+// describeField says what a field takes, as show prints it: "whole
+// number from 1 to 9 (required) — Copies to print".
+func describeField(f bridge.Field) string {
+	desc := f.Kind
+	switch {
+	case f.Kind == bridge.FieldNumber && f.Integer:
+		desc = "whole number"
+	case f.Kind == bridge.FieldDate && f.DateTime:
+		desc = "date and time"
+	}
+	if len(f.Options) > 0 {
+		desc += ": " + strings.Join(f.Options, ", ")
+	}
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	switch {
+	case f.Min != nil && f.Max != nil:
+		desc += " from " + num(*f.Min) + " to " + num(*f.Max)
+	case f.Min != nil:
+		desc += " of at least " + num(*f.Min)
+	case f.Max != nil:
+		desc += " of at most " + num(*f.Max)
+	}
+	if f.MaxLength > 0 {
+		desc += fmt.Sprintf(" of at most %d characters", f.MaxLength)
+	}
+	if f.Required {
+		desc += " (required)"
+	}
+	if label := strings.TrimSpace(f.Label); label != "" && label != f.Name {
+		desc += " — " + label
+	}
+	return desc
 }

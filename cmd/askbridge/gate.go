@@ -26,8 +26,8 @@ func (c *cli) gate(ctx context.Context, args []string) int {
 	proposal := fs.String("proposal", "", "an approval's proposal id: is it approved for this tool?")
 	execute := fs.Bool("execute", false, "with --proposal: take the approved proposal for execution, once (prints its arguments and idempotency key)")
 	asJSON := fs.Bool("json", false, "print the gate's reply as JSON")
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	usage := func(format string, args ...any) int {
 		fmt.Fprintln(c.stderr, printable("askbridge gate: "+fmt.Sprintf(format, args...), true))

@@ -685,6 +685,10 @@ func TestParseField(t *testing.T) {
 		{"nokind", "", `--field "nokind": write name:kind[:options]`},
 		{"n:number:1-9", "", "a number's bounds are min..max"},
 		{"t:text:x", "", "a text field takes no options"},
+		{"copies:int:1..9", `{"name":"copies","kind":"number","min":1,"max":9,"integer":true}`, ""},
+		{"copies*:integer", `{"name":"copies","kind":"number","required":true,"integer":true}`, ""},
+		{"copies:int:1.5..9", "", `"1.5" is not a whole number: an int field's bounds are whole numbers`},
+		{"n:number:x..9", "", `--field "n:number:x..9": "x" is not a number`},
 	} {
 		f, err := parseField(c.spec)
 		if c.err != "" {

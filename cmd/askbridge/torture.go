@@ -23,12 +23,11 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 	data := fs.String("data", "", "data directory (default: a new temporary directory, removed when the run is clean)")
 	clustered := fs.Bool("cluster", false, "instead: a 3-node NATS cluster and --replicas askbridge replicas with ASK_STORE=jetstream (R3); each kill SIGKILLs one replica and one NATS node")
 	replicas := fs.Int("replicas", 3, "with --cluster: askbridge serve replicas")
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if fs.NArg() > 0 || *duration <= 0 || *rate <= 0 || *killEvery <= 0 || *replicas <= 0 {
-		fmt.Fprintln(c.stderr, "askbridge torture: takes positive --duration, --rate, --kill-every and --replicas and no arguments")
-		return exitConfig
+		return c.usageError("torture", "takes positive --duration, --rate, --kill-every and --replicas and no arguments")
 	}
 	n := 0
 	if *clustered {
