@@ -28,12 +28,13 @@ var commands = map[string]struct{ synopsis, does string }{
 	"trace":    {"trace [--tenant T] [--json] [--as IDENTITY] JOB", "The job's timeline: questions, gate decisions, answers, refusals, approvals, executions, notices."},
 	"mcp":      {"mcp [--nats URL]", "Serve MCP on stdin/stdout: ask_user, request_approval, check_action, approve_tool_use (docs/mcp.md); ASK_MCP_TENANT names the tenant."},
 	"stats":    {"stats [--since 7d] [--tenant T]", "Questions by state; the clarification measures per tenant and agent."},
-	"policy":   {"policy check FILE", "Check a policy file (ASK_POLICY) without starting anything; exit 0 good, 2 bad."},
-	"bench":    {"bench [flags]", "Measure the answer path in-process against a fake Slack (--ask, --pending, --gate, --cluster: other paths)."},
-	"migrate":  {"migrate --to jetstream [--nats URL]", "Move a stopped single node's SQLite record into JetStream (docs/deploy.md)."},
-	"torture":  {"torture [flags]", "kill -9 the service under load and check nothing was lost or doubled."},
-	"version":  {"version", "Print askbridge's version and commit."},
-	"help":     {"help [COMMAND]", "Print the commands, or one command's usage and flags."},
+	"policy": {"policy check FILE", "Check a policy file (ASK_POLICY, docs/contract.md \"The policy file\") without starting anything:\n" +
+		"print \"FILE: ok (N tenants, M actions)\" and exit 0, or its first problem as FILE:LINE: ... and exit 2."},
+	"bench":   {"bench [flags]", "Measure the answer path in-process against a fake Slack (--ask, --pending, --gate, --cluster: other paths)."},
+	"migrate": {"migrate --to jetstream [--nats URL]", "Move a stopped single node's SQLite record into JetStream (docs/deploy.md)."},
+	"torture": {"torture [flags]", "kill -9 the service under load and check nothing was lost or doubled."},
+	"version": {"version", "Print askbridge's version and commit."},
+	"help":    {"help [COMMAND]", "Print the commands, or one command's usage and flags."},
 }
 
 // wantsHelp reports whether args ask for help (-h, -help, --help) before
