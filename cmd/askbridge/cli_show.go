@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -124,32 +125,7 @@ func (c *cli) show(ctx context.Context, args []string) int {
 			row(tw, "Restricted to:", restrictedTo(v.WaitsFor))
 		}
 	} else {
-		q := v.Question
-		row(tw, "Asks:", q.Question)
-		if q.WhyItMatters != "" {
-			row(tw, "Why it matters:", q.WhyItMatters)
-		}
-		if len(q.BlockedTools) > 0 {
-			row(tw, "Blocks:", strings.Join(q.BlockedTools, ", "))
-		}
-		if len(q.AllowedTools) > 0 {
-			row(tw, "Allows only:", strings.Join(q.AllowedTools, ", "))
-		}
-		if len(q.Answerers) > 0 {
-			row(tw, "Answerers:", strings.Join(q.Answerers, ", "))
-		}
-		if len(q.Choices) > 0 {
-			row(tw, "Choices:", strings.Join(q.Choices, ", "))
-		}
-		for _, f := range q.Fields {
-			row(tw, "Field "+f.Name+":", describeField(f))
-		}
-		if q.IsApproval() && q.Proposal != nil {
-			row(tw, "Proposal "+printable(q.Proposal.ID, false)+":", strings.Join(q.Proposal.Summary, " / "))
-		}
-		if v.Text != "" {
-			row(tw, "Outcome:", v.Text)
-		}
+		showQuestion(tw, v)
 	}
 	fmt.Fprintf(tw, "You may:\t%s\n", mayDo(v))
 	tw.Flush()
@@ -219,4 +195,34 @@ func describeField(f bridge.Field) string {
 		desc += " — " + label
 	}
 	return desc
+}
+
+// showQuestion writes the rows of what v asks, for a reader who may read it.
+func showQuestion(tw io.Writer, v *bridge.QuestionView) {
+	q := v.Question
+	row(tw, "Asks:", q.Question)
+	if q.WhyItMatters != "" {
+		row(tw, "Why it matters:", q.WhyItMatters)
+	}
+	if len(q.BlockedTools) > 0 {
+		row(tw, "Blocks:", strings.Join(q.BlockedTools, ", "))
+	}
+	if len(q.AllowedTools) > 0 {
+		row(tw, "Allows only:", strings.Join(q.AllowedTools, ", "))
+	}
+	if len(q.Answerers) > 0 {
+		row(tw, "Answerers:", strings.Join(q.Answerers, ", "))
+	}
+	if len(q.Choices) > 0 {
+		row(tw, "Choices:", strings.Join(q.Choices, ", "))
+	}
+	for _, f := range q.Fields {
+		row(tw, "Field "+f.Name+":", describeField(f))
+	}
+	if q.IsApproval() && q.Proposal != nil {
+		row(tw, "Proposal "+printable(q.Proposal.ID, false)+":", strings.Join(q.Proposal.Summary, " / "))
+	}
+	if v.Text != "" {
+		row(tw, "Outcome:", v.Text)
+	}
 }

@@ -56,6 +56,24 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "askbridge torture: %v (service log: %s/serve.log)\n", err, dir)
 		return exitError
 	}
+	c.printTortureReport(rep)
+	fmt.Fprintf(c.stdout, "elapsed %v\n", rep.Elapsed.Round(time.Millisecond))
+	if len(rep.Violations) > 0 {
+		fmt.Fprintln(c.stdout, "\nVIOLATIONS:")
+		for _, v := range rep.Violations {
+			fmt.Fprintln(c.stdout, "  - "+v)
+		}
+		fmt.Fprintf(c.stdout, "data kept in %s\n", dir)
+		return exitError
+	}
+	if temp {
+		_ = os.RemoveAll(dir)
+	}
+	return exitOK
+}
+
+// printTortureReport prints what a torture run counted, one row a count.
+func (c *cli) printTortureReport(rep *torture.Report) {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	rows := []struct {
 		name string
@@ -94,17 +112,4 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 	if len(rep.RefusedBy) > 0 {
 		fmt.Fprintf(c.stdout, "refusals by reason: %v\n", rep.RefusedBy)
 	}
-	fmt.Fprintf(c.stdout, "elapsed %v\n", rep.Elapsed.Round(time.Millisecond))
-	if len(rep.Violations) > 0 {
-		fmt.Fprintln(c.stdout, "\nVIOLATIONS:")
-		for _, v := range rep.Violations {
-			fmt.Fprintln(c.stdout, "  - "+v)
-		}
-		fmt.Fprintf(c.stdout, "data kept in %s\n", dir)
-		return exitError
-	}
-	if temp {
-		_ = os.RemoveAll(dir)
-	}
-	return exitOK
 }
