@@ -112,10 +112,10 @@ func (c *cli) help(ctx context.Context, args []string, tools map[string]func(con
 	case len(args) > 1:
 		return c.usageError("help", "takes one command, not %d words", len(args))
 	}
-	if tool, ok := tools[args[0]]; ok && args[0] != "help" && args[0] != "version" {
-		return tool(ctx, []string{"-h"})
-	}
 	if _, ok := commands[args[0]]; ok {
+		if tool, ok := tools[args[0]]; ok && args[0] != "help" {
+			return tool(ctx, []string{"-h"})
+		}
 		c.printHelp(c.stdout, args[0], nil)
 		return exitOK
 	}
