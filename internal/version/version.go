@@ -3,9 +3,16 @@
 package version
 
 import (
+	"cmp"
 	"runtime/debug"
 	"strings"
 )
+
+// Version and Commit, set at link time (go build -ldflags "-X
+// github.com/askbridge/askbridge/internal/version.Commit=$(git rev-parse HEAD)"),
+// name a build the toolchain recorded no version control for: one
+// built with -buildvcs=false, or in a container without .git.
+var Version, Commit string
 
 // String is "askbridge v1.2.3 (commit abc1234)", "askbridge devel (commit
 // abc1234, modified)" for a build from a work tree with changes, or
@@ -13,24 +20,24 @@ import (
 func String() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "askbridge devel"
+		info = &debug.BuildInfo{}
 	}
 	return format(info)
 }
 
 // format is String of info.
 func format(info *debug.BuildInfo) string {
-	v := info.Main.Version
+	v := cmp.Or(Version, info.Main.Version)
 	if v == "" || v == "(devel)" {
 		v = "devel"
 	}
-	var commit string
+	commit := Commit
 	modified := false
 	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
+		switch {
+		case s.Key == "vcs.revision" && Commit == "":
 			commit = s.Value
-		case "vcs.modified":
+		case s.Key == "vcs.modified" && Commit == "":
 			modified = s.Value == "true"
 		}
 	}
