@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -103,15 +102,6 @@ func parseFlags(fs *flag.FlagSet, args []string, onlyKnown bool) error {
 		flags[f.Name] = !ok || !b.IsBoolFlag()
 	})
 	return fs.Parse(reorder(args, flags, onlyKnown))
-}
-
-// flagExit is the exit code for a command line that did not parse: 0 for
-// -h and --help, which print the command's flags as asked, else 2.
-func flagExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	return exitConfig
 }
 
 // reorder moves flags written after positional arguments to the front, so
