@@ -52,11 +52,8 @@ func (c *cli) decline(ctx context.Context, args []string) int {
 // propose publishes an attempt as the CLI user and waits for the runtime's
 // decision on it.
 func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a bridge.AnswerAttempt) int {
-	if err := bridge.CheckToken("job", job); err != nil {
-		return c.fail("%v", err)
-	}
-	if err := bridge.CheckToken("question", question); err != nil {
-		return c.fail("%v", err)
+	if err := checkTokens([]string{job, question}, "job", "question"); err != nil {
+		return c.usageError(a.Action, "%v", err)
 	}
 	nc, js, err := c.connect(url)
 	if err != nil {
@@ -137,7 +134,7 @@ func (c *cli) cancel(ctx context.Context, args []string) int {
 			continue
 		}
 		if err := bridge.CheckToken(what, ids[i]); err != nil {
-			return c.fail("%v", err)
+			return c.usageError("cancel", "%v", err)
 		}
 	}
 	nc, js, err := c.connect(*url)

@@ -135,6 +135,12 @@ func (c *cli) askArgs(args []string) (q *bridge.Question, o askOptions, code int
 			q.Route.Discord = &bridge.DiscordRoute{ChannelID: *discordChannel}
 		}
 	}
+	switch {
+	case q.JobID == "":
+		return nil, o, c.usageError("ask", "--job is required: the job the question is of")
+	case strings.TrimSpace(q.Question) == "":
+		return nil, o, c.usageError("ask", "takes the question: write it for a person who has not seen the conversation")
+	}
 	if q.QuestionID == "" {
 		q.QuestionID = newID("q-")
 	}

@@ -61,7 +61,7 @@ func (c *cli) link(ctx context.Context, args []string) int {
 			return c.usageError("link", "--question takes TENANT/JOB/QUESTION")
 		}
 		if err := checkTokens(parts, "tenant", "job", "question"); err != nil {
-			return c.fail("--question: %v", err)
+			return c.usageError("link", "--question: %v", err)
 		}
 		fmt.Fprintln(c.stdout, signer.QuestionURL(*as, parts[0], parts[1], parts[2], *ttl))
 	case *job != "":
@@ -70,7 +70,7 @@ func (c *cli) link(ctx context.Context, args []string) int {
 			return c.usageError("link", "--job takes TENANT/JOB")
 		}
 		if err := checkTokens(parts, "tenant", "job"); err != nil {
-			return c.fail("--job: %v", err)
+			return c.usageError("link", "--job: %v", err)
 		}
 		fmt.Fprintln(c.stdout, signer.JobURL(*as, parts[0], parts[1], *ttl))
 	default:

@@ -111,7 +111,7 @@ func (c *cli) executed(ctx context.Context, args []string) int {
 	}
 	e.JobID, e.ProposalID = fs.Arg(0), fs.Arg(1)
 	if err := checkTokens([]string{e.JobID, e.ProposalID}, "job", "proposal"); err != nil {
-		return c.fail("%v", err)
+		return c.usageError("executed", "%v", err)
 	}
 	client, closeNATS, err := c.agentClient(*url)
 	if err != nil {

@@ -105,6 +105,14 @@ func (c *cli) show(ctx context.Context, args []string) int {
 	default:
 		return c.usageError("show", "takes a job and a question")
 	}
+	if err := bridge.CheckToken("question", question); err != nil {
+		return c.usageError("show", "%v", err)
+	}
+	if job != "" {
+		if err := bridge.CheckToken("job", job); err != nil {
+			return c.usageError("show", "%v", err)
+		}
+	}
 	nc, _, err := c.connect(*url)
 	if err != nil {
 		return c.fail("%v", err)

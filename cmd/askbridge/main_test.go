@@ -975,15 +975,15 @@ func TestLinkRefusesIdsTheConsoleRefuses(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--question", "acme/job 1/q-1"}, `askbridge: --question: job: "job 1" must be 1 to 64 letters, digits, '-' or '_'`},
-		{[]string{"--question", "acme//q-1"}, "askbridge: --question: job: is required"},
-		{[]string{"--question", "acme/job-1/q.1"}, `askbridge: --question: question: "q.1" must be 1 to 64 letters, digits, '-' or '_'`},
-		{[]string{"--job", "ac me/job-1"}, `askbridge: --job: tenant: "ac me" must be 1 to 64 letters, digits, '-' or '_'`},
+		{[]string{"--question", "acme/job 1/q-1"}, `askbridge link: --question: job: "job 1" must be 1 to 64 letters, digits, '-' or '_'`},
+		{[]string{"--question", "acme//q-1"}, "askbridge link: --question: job: is required"},
+		{[]string{"--question", "acme/job-1/q.1"}, `askbridge link: --question: question: "q.1" must be 1 to 64 letters, digits, '-' or '_'`},
+		{[]string{"--job", "ac me/job-1"}, `askbridge link: --job: tenant: "ac me" must be 1 to 64 letters, digits, '-' or '_'`},
 	} {
 		var out, errOut bytes.Buffer
 		c := &cli{stdout: &out, stderr: &errOut, identity: "cli:kevin"}
 		code := c.link(context.Background(), append([]string{"--as", "console:alice"}, tc.args...))
-		if code != exitError || out.Len() != 0 || strings.TrimSpace(errOut.String()) != tc.want {
+		if code != exitConfig || out.Len() != 0 || !strings.HasPrefix(errOut.String(), tc.want+"\nusage: askbridge link ") {
 			t.Errorf("link %q: exit %d, stdout %q, stderr %q; want %q", tc.args, code, out.String(), errOut.String(), tc.want)
 		}
 	}
@@ -1123,7 +1123,7 @@ func TestCLICancelRefusesABadQuestionID(t *testing.T) {
 	// No NATS at this address: the id is refused before any connection.
 	c := &cli{stdout: &out, stderr: &errOut, identity: "cli:ana", natsURL: "nats://127.0.0.1:1"}
 	code := c.cancel(context.Background(), []string{"--tenant", "acme", "job-c", "q 1"})
-	if want := "askbridge: question: \"q 1\" must be 1 to 64 letters, digits, '-' or '_'\n"; code != exitError || errOut.String() != want || out.Len() != 0 {
+	if want := "askbridge cancel: question: \"q 1\" must be 1 to 64 letters, digits, '-' or '_'\nusage: askbridge cancel "; code != exitConfig || !strings.HasPrefix(errOut.String(), want) || out.Len() != 0 {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want %q", code, out.String(), errOut.String(), want)
 	}
 }

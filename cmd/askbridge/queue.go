@@ -28,7 +28,7 @@ func (c *cli) queue(ctx context.Context, args []string) int {
 		*tenant, job = t, j
 	}
 	if err := checkTokens([]string{job}, "job"); err != nil {
-		return c.fail("%v", err)
+		return c.usageError("queue", "%v", err)
 	}
 	nc, _, err := c.connect(*url)
 	if err != nil {

@@ -32,7 +32,7 @@ func (c *cli) stats(ctx context.Context, args []string) int {
 	}
 	if *tenant != "" {
 		if err := bridge.CheckToken("tenant", *tenant); err != nil {
-			return c.fail("%v", err)
+			return c.usageError("stats", "%v", err)
 		}
 	}
 	nc, _, err := c.connect(*url)

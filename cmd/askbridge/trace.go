@@ -33,7 +33,7 @@ func (c *cli) trace(ctx context.Context, args []string) int {
 	}
 	job := fs.Arg(0)
 	if err := checkTokens([]string{job}, "job"); err != nil {
-		return c.fail("%v", err)
+		return c.usageError("trace", "%v", err)
 	}
 	req := bridge.TraceRequest{As: c.identity, Tenant: *tenant, JobID: job}
 	if *as != "" {
