@@ -66,7 +66,8 @@ Usage:
 The tools connect to ASK_NATS_URL, else to the embedded server at ASK_NATS_LISTEN
 (default 127.0.0.1:4222); --nats URL overrides both. They act as cli:<your user name>.
 Exit codes: 0 done (allowed, answered), 1 refused or failed, 2 a usage mistake (an unknown
-command or flag, a missing or extra argument), 3 declined and 4 timed out (ask, await).
+command or flag, a missing or extra argument, a malformed id), 3 declined and 4 timed out
+(ask, await).
 `
 
 func main() {
