@@ -457,7 +457,7 @@ func TestDecodeQuestion(t *testing.T) {
 		{name: "a key of no question", in: head + `,"colour_scheme":"dark","Timeout":"4h"}`, partial: true,
 			want: `"colour_scheme" is not a key of a question (docs/contract.md lists them)`},
 		{name: "a question key misspelt beside a bad value and a misspelt field setting", partial: true,
-			in:   head + `,"timeout":4,"blocked_tool":["x"],"fields":[{"name":"n","kind":"number","maxx":9}]}`,
+			in: head + `,"timeout":4,"blocked_tool":["x"],"fields":[{"name":"n","kind":"number","maxx":9}]}`,
 			want: `timeout: must be text, not a number; "blocked_tool" is not a key of a question: did you mean "blocked_tools"?; ` +
 				`fields[0]: "maxx" is not a setting of a field (name, kind, label, description, required, options, min, max, integer, max_length, multiline, date_time)`},
 		{name: "task version fractional", in: head + `,"task_version":1.5}`,
