@@ -1096,7 +1096,8 @@ func TestMissingArgumentsExit2(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"answer", "job-1", "q-1"}, {"decline", "job-1"}, {"show"}, {"show", "a", "b", "c"},
 		{"cancel"}, {"await", "job-1"}, {"queue"}, {"trace"}, {"executed", "job-1"}, {"gate", "job-1"}, {"list", "x"},
-		{"stats", "x"}, {"link", "x"}, {"serve", "x"}, {"migrate", "x"}} {
+		{"stats", "x"}, {"link", "x"}, {"serve", "x"}, {"migrate", "x"}, {"ask", "Which one?"}, {"ask", "--job", "job-1"},
+		{"ask", "--job", "job-1", "--field", "copies:int:1.5..9", "How many?"}, {"answer", "job 1", "q-1", "yes"}, {"show", "job-1", "q.1"}} {
 		var stdout, stderr bytes.Buffer
 		// No NATS here: nothing may be sent.
 		c := &cli{stdout: &stdout, stderr: &stderr, identity: "cli:ana", natsURL: "nats://127.0.0.1:1"}
@@ -1106,7 +1107,7 @@ func TestMissingArgumentsExit2(t *testing.T) {
 		} else {
 			code = map[string]func(context.Context, []string) int{"answer": c.answer, "decline": c.decline, "show": c.show,
 				"cancel": c.cancel, "await": c.await, "queue": c.queue, "trace": c.trace, "executed": c.executed, "gate": c.gate,
-				"list": c.list, "stats": c.stats, "link": c.link, "migrate": c.migrate}[args[0]](context.Background(), args[1:])
+				"list": c.list, "stats": c.stats, "link": c.link, "migrate": c.migrate, "ask": c.ask}[args[0]](context.Background(), args[1:])
 		}
 		if code != exitConfig || !strings.Contains(stderr.String(), args[0]) {
 			t.Errorf("askbridge %s: exit %d, stderr %q; want exit 2 naming the command", strings.Join(args, " "), code, stderr.String())
