@@ -117,6 +117,31 @@ func DecodeAttempt(data []byte, a *AnswerAttempt) error {
 var fieldSettings = []string{"name", "kind", "label", "description", "required", "options",
 	"min", "max", "integer", "max_length", "multiline", "date_time"}
 
+// decodeQuestionJSON decodes the first JSON value of data into a question
+// and returns what follows it. A misspelt key ("choises", "maximum" for
+// max) would otherwise ask another question, or leave a field unchecked,
+// without a word: unknown names each key a question or a field does not
+// have. A question without one costs no second reading: the decoder
+// refuses unknown keys, and only then is data read again.
+func decodeQuestionJSON(data []byte) (q Question, rest []byte, unknown []string, err error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(&q)
+	if err != nil && strings.HasPrefix(err.Error(), "json: unknown field ") {
+		// Keys the decoder does not know may sit deeper (a route's), where
+		// they are let be; unknownKeys names those of the question and its
+		// fields.
+		unknown = unknownKeys(data)
+		q = Question{}
+		dec = json.NewDecoder(bytes.NewReader(data))
+		err = dec.Decode(&q)
+	}
+	if err != nil {
+		return q, nil, unknown, err
+	}
+	return q, data[dec.InputOffset():], unknown, nil
+}
+
 // questionKeys are the keys of a question: its JSON names, as
 // docs/contract.md lists them.
 var questionKeys = jsonNames(reflect.TypeFor[Question]())

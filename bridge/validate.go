@@ -79,9 +79,8 @@ func DecodeQuestion(data []byte) (*Question, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, problem("question: is empty: send a JSON object")
 	}
-	var q Question
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&q); err != nil {
+	q, rest, unknown, err := decodeQuestionJSON(data)
+	if err != nil {
 		if isTypeError(err) {
 			// Decode the rest, so the refusal reaches the agent's question
 			// and names every problem, not the first alone.
@@ -90,13 +89,11 @@ func DecodeQuestion(data []byte) (*Question, error) {
 		}
 		return nil, problem("question: is not a JSON object: %s", jsonProblem(err))
 	}
-	if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
+	if len(bytes.TrimSpace(rest)) > 0 {
 		return &q, problem("question: has trailing data after the JSON object")
 	}
-	err := ValidateQuestion(&q)
-	// A misspelt key ("choises", "maximum" for max) would otherwise ask
-	// another question, or leave a field unchecked, without a word.
-	if unknown := unknownKeys(data); len(unknown) > 0 {
+	err = ValidateQuestion(&q)
+	if len(unknown) > 0 {
 		ve := &ValidationError{Problems: unknown}
 		var rest *ValidationError
 		if errors.As(err, &rest) {
