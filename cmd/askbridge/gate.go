@@ -75,6 +75,11 @@ func (c *cli) gate(ctx context.Context, args []string) int {
 	} else {
 		c.printGate(reply)
 	}
+	if reply.Code == bridge.GateStaleVersion && !isSet(fs, "version") {
+		// The job moved on without a question of its new version (a
+		// cancel with task_version): its questions' newest is not its own.
+		fmt.Fprintln(c.stderr, "askbridge: the job's task version is newer than any of its questions'; name the version the job acts on with --version")
+	}
 	if reply.Allowed {
 		return exitOK
 	}
