@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go"
@@ -64,7 +65,7 @@ func (c *cli) askNoWait(ctx context.Context, nc *nats.Conn, client *agent.Client
 		}
 		return c.outcome(out) // it ended at once (no platform could show it), or before
 	case <-ctx.Done():
-		if ctx.Err() == context.Canceled {
+		if errors.Is(ctx.Err(), context.Canceled) {
 			return c.fail("interrupted; the question was sent: see it with 'askbridge show --tenant %s %s %s'", q.Tenant, q.JobID, q.QuestionID)
 		}
 		return c.fail("sent, but the runtime did not record the question within %v (is 'askbridge serve' running?); "+
