@@ -4,7 +4,10 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/askbridge ./cmd/askbridge \
+# .git stays out of the image's context: name the commit for 'askbridge version'
+# with --build-arg COMMIT=$(git rev-parse HEAD).
+ARG COMMIT=""
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X github.com/askbridge/askbridge/internal/version.Commit=${COMMIT}" -o /out/askbridge ./cmd/askbridge \
  && mkdir -p /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot

@@ -9,7 +9,6 @@ import (
 	"math"
 	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -80,9 +79,8 @@ func DecodeQuestion(data []byte) (*Question, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, problem("question: is empty: send a JSON object")
 	}
-	var q Question
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&q); err != nil {
+	q, rest, unknown, err := decodeQuestionJSON(data)
+	if err != nil {
 		if isTypeError(err) {
 			// Decode the rest, so the refusal reaches the agent's question
 			// and names every problem, not the first alone.
@@ -91,21 +89,17 @@ func DecodeQuestion(data []byte) (*Question, error) {
 		}
 		return nil, problem("question: is not a JSON object: %s", jsonProblem(err))
 	}
-	if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
+	if len(bytes.TrimSpace(rest)) > 0 {
 		return &q, problem("question: has trailing data after the JSON object")
 	}
-	err := ValidateQuestion(&q)
-	// A misspelt setting ("maximum" for max) would otherwise leave the
-	// field unchecked without a word. Without fields, data is not read again.
-	if len(q.Fields) > 0 {
-		if unknown := unknownFieldSettings(data); len(unknown) > 0 {
-			ve := &ValidationError{Problems: unknown}
-			var rest *ValidationError
-			if errors.As(err, &rest) {
-				ve.Problems = append(ve.Problems, rest.Problems...)
-			}
-			err = ve
+	err = ValidateQuestion(&q)
+	if len(unknown) > 0 {
+		ve := &ValidationError{Problems: unknown}
+		var rest *ValidationError
+		if errors.As(err, &rest) {
+			ve.Problems = append(ve.Problems, rest.Problems...)
 		}
+		err = ve
 	}
 	if err != nil {
 		return &q, err
@@ -120,37 +114,6 @@ func DecodeQuestion(data []byte) (*Question, error) {
 		q.Escalation = nil
 	}
 	return &q, nil
-}
-
-// fieldSettings are the keys of a field, as docs/contract.md lists them.
-var fieldSettings = []string{"name", "kind", "label", "description", "required", "options",
-	"min", "max", "integer", "max_length", "multiline", "date_time"}
-
-// unknownFieldSettings names each key of a field in data that is not one
-// of fieldSettings (encoding/json matches keys without regard to case, and
-// so does this).
-func unknownFieldSettings(data []byte) []string {
-	var raw struct {
-		Fields []map[string]json.RawMessage `json:"fields"`
-	}
-	if json.Unmarshal(data, &raw) != nil {
-		return nil
-	}
-	var out []string
-	for i, f := range raw.Fields {
-		keys := make([]string, 0, len(f))
-		for k := range f {
-			known := slices.ContainsFunc(fieldSettings, func(s string) bool { return strings.EqualFold(s, k) })
-			if !known {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			out = append(out, fmt.Sprintf("fields[%d]: %q is not a setting of a field (%s)", i, k, strings.Join(fieldSettings, ", ")))
-		}
-	}
-	return out
 }
 
 // decodeQuestionPartly decodes a question holding values of the wrong
@@ -200,7 +163,7 @@ func decodeQuestionPartly(data []byte, q *Question) error {
 			}
 		}
 	}
-	ve.Problems = append(ve.Problems, unknownFieldSettings(data)...)
+	ve.Problems = append(ve.Problems, unknownKeys(data)...)
 	var rest *ValidationError
 	if errors.As(ValidateQuestion(q), &rest) {
 		for _, p := range rest.Problems {

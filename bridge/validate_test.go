@@ -450,6 +450,16 @@ func TestDecodeQuestion(t *testing.T) {
 				`fields[0]: "minimum" is not a setting of a field (name, kind, label, description, required, options, min, max, integer, max_length, multiline, date_time)`},
 		{name: "a field setting misspelt beside another problem", in: head + `,"fields":[{"name":"n","kind":"number","maximum":9,"min":"1"}]}`, partial: true,
 			want: `fields[0].min: must be a number, not text; fields[0]: "maximum" is not a setting of a field (name, kind, label, description, required, options, min, max, integer, max_length, multiline, date_time)`},
+		// A misspelt key of the question would ask another question: one
+		// without its choices becomes free text.
+		{name: "a question key misspelt", in: head + `,"choises":["red","blue"]}`, partial: true,
+			want: `"choises" is not a key of a question: did you mean "choices"?`},
+		{name: "a key of no question", in: head + `,"colour_scheme":"dark","Timeout":"4h"}`, partial: true,
+			want: `"colour_scheme" is not a key of a question (docs/contract.md lists them)`},
+		{name: "a question key misspelt beside a bad value and a misspelt field setting", partial: true,
+			in: head + `,"timeout":4,"blocked_tool":["x"],"fields":[{"name":"n","kind":"number","maxx":9}]}`,
+			want: `timeout: must be text, not a number; "blocked_tool" is not a key of a question: did you mean "blocked_tools"?; ` +
+				`fields[0]: "maxx" is not a setting of a field (name, kind, label, description, required, options, min, max, integer, max_length, multiline, date_time)`},
 		{name: "task version fractional", in: head + `,"task_version":1.5}`,
 			want: "task_version: must be a whole number, not 1.5", partial: true},
 		{name: "task version with a decimal point", in: head + `,"task_version":3.0}`,

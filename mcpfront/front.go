@@ -85,7 +85,7 @@ func New(nc *nats.Conn, o Options) (*Front, error) {
 		o.Progress = DefaultProgress
 	}
 	if o.Version == "" {
-		o.Version = version.String()
+		o.Version = version.Number()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -157,8 +157,8 @@ func TestServerInfoAndGuidance(t *testing.T) {
 	}
 	cs := connect(t, f)
 	info := cs.InitializeResult().ServerInfo
-	if info.Name != "askbridge" || info.Version != version.String() || info.Version == "" {
-		t.Errorf("serverInfo %+v, want askbridge at %q", info, version.String())
+	if info.Name != "askbridge" || info.Version != version.Number() || info.Version == "" {
+		t.Errorf("serverInfo %+v, want askbridge at %q", info, version.Number())
 	}
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {

@@ -128,6 +128,14 @@ func (c *Client) Await(ctx context.Context, tenant, job, questionID string) (*Ou
 	return c.await(ctx, tenant, job, questionID, 0, false)
 }
 
+// AwaitVersion waits for the outcome of exactly version of questionID,
+// reading the job's resumes from the start of the stream: the outcome of
+// that very question, the refusal of it (invalid) included, and never an
+// outcome of another version asked under the same id.
+func (c *Client) AwaitVersion(ctx context.Context, tenant, job, questionID string, version int64) (*Outcome, error) {
+	return c.await(ctx, tenant, job, questionID, version, true)
+}
+
 // laterVersion is the version of questionID the runtime holds, when it is
 // later than version: the question was asked again under the same id.
 // While no runtime is there to say, it asks again until ctx ends; a

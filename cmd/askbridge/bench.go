@@ -67,40 +67,40 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	clustered := fs.Bool("cluster", false, "answer path on a 3-node NATS cluster (child processes) with --replicas askbridge serve replicas (ASK_STORE=jetstream, R3), clicks spread over them; reports the CPU per answer")
 	fs.IntVar(&o.replicas, "replicas", 3, "with --cluster: askbridge serve replicas, 1 to 3")
 	fs.BoolVar(&o.child, "child", false, "run the service as a child process (askbridge serve), apart from the load generator's memory and garbage collector")
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if !*clustered {
 		o.replicas = 0
 	} else if o.replicas < 1 || o.replicas > 3 || *gate || *pending > 0 || o.ask > 0 || o.cpuProfile != "" || o.memProfile != "" {
-		return c.fail("bench: --cluster measures the answer path with --replicas 1 to 3, without --gate, --pending, --ask or profiles")
+		return c.usageError("bench", "--cluster measures the answer path with --replicas 1 to 3, without --gate, --pending, --ask or profiles")
 	}
 	if o.syncMode != "always" && o.syncMode != "interval" {
-		return c.fail("bench: --sync must be always or interval")
+		return c.usageError("bench", "--sync must be always or interval")
 	}
 	if *fill != "store" && *fill != "nats" {
-		return c.fail("bench: --fill must be store or nats")
+		return c.usageError("bench", "--fill must be store or nats")
 	}
 	if *gate {
 		if o.ask > 0 {
-			return c.fail("bench: --gate and --ask are two different measurements; give one")
+			return c.usageError("bench", "--gate and --ask are two different measurements; give one")
 		}
 		return c.benchGate(ctx, o, cmp.Or(*pending, 10000))
 	}
 	if *pending > 0 && o.ask > 0 {
-		return c.fail("bench: --pending and --ask are two different measurements; give one")
+		return c.usageError("bench", "--pending and --ask are two different measurements; give one")
 	}
 	if *pending > 0 {
 		return c.benchPending(ctx, *pending, *fill == "nats", *idle, *settle)
 	}
 	if o.child && (o.cpuProfile != "" || o.memProfile != "") {
-		return c.fail("bench: --cpuprofile and --memprofile profile this process; with --child the service runs in another, so they would profile only the load generator")
+		return c.usageError("bench", "--cpuprofile and --memprofile profile this process; with --child the service runs in another, so they would profile only the load generator")
 	}
 	for _, name := range []string{"channels", "slack-limits", "slack-burst", "stall"} {
 		if o.set[name] && o.ask == 0 {
-			return c.fail("bench: --%s applies to --ask only", name)
+			return c.usageError("bench", "--%s applies to --ask only", name)
 		}
 	}
 	if o.ask > 0 {

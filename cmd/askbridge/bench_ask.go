@@ -33,7 +33,7 @@ import (
 func (c *cli) benchAsk(ctx context.Context, o benchOptions) int {
 	inflight, err := askInFlight(o)
 	if err != nil {
-		return c.fail("bench: %v", err)
+		return c.usageError("bench", "%v", err)
 	}
 	n := o.ask
 	dir, err := os.MkdirTemp("", "askbridge-bench-ask-")

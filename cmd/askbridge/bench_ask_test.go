@@ -215,8 +215,8 @@ func TestBenchAskFlags(t *testing.T) {
 	for _, tc := range cases {
 		errOut := &testenv.LockedBuffer{}
 		c := &cli{stdout: io.Discard, stderr: errOut}
-		if code := c.bench(context.Background(), tc.args); code != exitError || !strings.Contains(errOut.String(), tc.want) {
-			t.Errorf("bench %v: exit %d, %q; want a refusal saying %q", tc.args, code, errOut.String(), tc.want)
+		if code := c.bench(context.Background(), tc.args); code != exitConfig || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("bench %v: exit %d, %q; want a usage mistake (2) saying %q", tc.args, code, errOut.String(), tc.want)
 		}
 	}
 	for _, tc := range []struct {

@@ -40,41 +40,41 @@ func (c *cli) benchGate(ctx context.Context, o benchOptions, pending int) int {
 		duration = 20 * time.Second
 	}
 	if o.child && o.cpuProfile != "" {
-		return c.fail("bench: --cpuprofile profiles this process; with --child the service runs in another, so it would profile only the load generator")
+		return c.usageError("bench", "--cpuprofile profiles this process; with --child the service runs in another, so it would profile only the load generator")
 	}
 	if rate <= 0 {
-		return c.fail("bench: --gate needs a --rate above 0: it offers requests at a fixed rate")
+		return c.usageError("bench", "--gate needs a --rate above 0: it offers requests at a fixed rate")
 	}
 	dir, err := os.MkdirTemp("", "askbridge-gate-")
 	if err != nil {
-		return c.fail("bench: %v", err)
+		return c.usageError("bench", "%v", err)
 	}
 	defer os.RemoveAll(dir)
 	natsURL, childPID, stop, err := c.startGateService(ctx, dir, o.syncMode, o.child)
 	if err != nil {
-		return c.fail("bench: %v", err)
+		return c.usageError("bench", "%v", err)
 	}
 	defer stop()
 	nc, err := benchConnect(natsURL, dir, true, nats.Name("askbridge-bench-gate"))
 	if err != nil {
-		return c.fail("bench: %v", err)
+		return c.usageError("bench", "%v", err)
 	}
 	defer nc.Close()
 	fmt.Fprintf(c.stderr, "asking %d questions that block tools...\n", pending)
 	askStart := time.Now()
 	if err := askGatePending(ctx, nc, pending); err != nil {
-		return c.fail("bench: ask: %v", err)
+		return c.usageError("bench", "ask: %v", err)
 	}
 	fmt.Fprintf(c.stderr, "  %d pending in %v\n", pending, time.Since(askStart).Round(100*time.Millisecond))
 
 	// The baselines first, then the gate, in the same minute.
 	commits, err := bench.SQLiteCommits(ctx, dir, 2000)
 	if err != nil {
-		return c.fail("bench: baseline: %v", err)
+		return c.usageError("bench", "baseline: %v", err)
 	}
 	echo, err := nc.Subscribe("bench.echo", func(m *nats.Msg) { _ = m.Respond(m.Data) })
 	if err != nil {
-		return c.fail("bench: %v", err)
+		return c.usageError("bench", "%v", err)
 	}
 	defer echo.Unsubscribe()
 	fmt.Fprintf(c.stderr, "baseline: NATS request/reply echo at %.0f/s for %v...\n", rate, duration)
@@ -85,7 +85,7 @@ func (c *cli) benchGate(ctx context.Context, o benchOptions, pending int) int {
 	cpu0 := procCPU(childPID)
 	stopProfile, err := startCPUProfile(o.cpuProfile)
 	if err != nil {
-		return c.fail("bench: %v", err)
+		return c.usageError("bench", "%v", err)
 	}
 	gate := openLoop(ctx, nc, rate, duration, gateRequest(pending), func(data []byte) (string, bool) {
 		var r bridge.GateReply

@@ -129,8 +129,8 @@ func TestBenchServiceAsChild(t *testing.T) {
 	}
 	refused := &testenv.LockedBuffer{}
 	c = &cli{stdout: &out, stderr: refused}
-	if code := c.bench(context.Background(), []string{"--child", "--cpuprofile", "x"}); code != exitError || !strings.Contains(refused.String(), "with --child the service runs in another") {
-		t.Errorf("--child with --cpuprofile exited %d (%s), want a refusal that says why", code, refused.String())
+	if code := c.bench(context.Background(), []string{"--child", "--cpuprofile", "x"}); code != exitConfig || !strings.Contains(refused.String(), "with --child the service runs in another") {
+		t.Errorf("--child with --cpuprofile exited %d (%s), want a usage mistake (2) that says why", code, refused.String())
 	}
 }
 

@@ -103,16 +103,15 @@ func (c *cli) executed(ctx context.Context, args []string) int {
 	fs.StringVar(&e.Tenant, "tenant", "default", "tenant")
 	fs.StringVar(&e.Result, "result", bridge.ResultSucceeded, "succeeded or failed")
 	fs.StringVar(&e.Detail, "detail", "", "what happened, as people should read it on the card")
-	if err := parseFlags(fs, args, true); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, true); !ok {
+		return code
 	}
 	if fs.NArg() != 2 {
-		fmt.Fprintln(c.stderr, "usage: askbridge executed [--tenant T] JOB PROPOSAL [--result succeeded|failed] [--detail TEXT]")
-		return exitConfig
+		return c.usageError("executed", "takes a job and a proposal")
 	}
 	e.JobID, e.ProposalID = fs.Arg(0), fs.Arg(1)
 	if err := checkTokens([]string{e.JobID, e.ProposalID}, "job", "proposal"); err != nil {
-		return c.fail("%v", err)
+		return c.usageError("executed", "%v", err)
 	}
 	client, closeNATS, err := c.agentClient(*url)
 	if err != nil {

@@ -56,7 +56,7 @@ func (c *cli) credsCmd(_ context.Context, args []string) int {
 }
 
 func (c *cli) credsMint(dataDir, kind string, args []string) int {
-	fs := flag.NewFlagSet("askbridge creds "+kind, flag.ContinueOnError)
+	fs := flag.NewFlagSet("askbridge creds", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	out := fs.String("out", "", "the .creds file to write (required)")
 	expires := fs.Duration("expires", 0, "how long the credential lasts, e.g. 720h (default: until revoked)")
@@ -71,21 +71,21 @@ func (c *cli) credsMint(dataDir, kind string, args []string) int {
 	case principal.KindAdmin:
 		name = fs.String("name", "", "the credential's name (default: admin-<random>)")
 	}
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
-		return c.usageError("creds %s takes no arguments, only flags", kind)
+		return c.usageError("creds", "%s takes no arguments, only flags", kind)
 	}
 	spec, err := credsSpec(kind, tenant, name, actsFor, as)
 	if err != nil {
-		return c.usageError("creds %s: %v", kind, err)
+		return c.usageError("creds", "%s: %v", kind, err)
 	}
 	if *out == "" {
-		return c.usageError("creds %s: --out FILE is required", kind)
+		return c.usageError("creds", "%s: --out FILE is required", kind)
 	}
 	if *expires < 0 {
-		return c.usageError("creds %s: --expires must be positive", kind)
+		return c.usageError("creds", "%s: --expires must be positive", kind)
 	}
 	now := time.Now()
 	if *expires > 0 {
@@ -162,7 +162,7 @@ func randomHex(n int) string {
 
 func (c *cli) credsRevoke(dataDir string, args []string) int {
 	if len(args) != 1 {
-		return c.usageError("creds revoke takes the credential's NAME (see 'askbridge creds list')")
+		return c.usageError("creds", "revoke takes the credential's NAME (see 'askbridge creds list')")
 	}
 	reg, err := principal.OpenRegister(dataDir)
 	if err != nil {
@@ -180,7 +180,7 @@ func (c *cli) credsRevoke(dataDir string, args []string) int {
 
 func (c *cli) credsList(dataDir string, args []string) int {
 	if len(args) != 0 {
-		return c.usageError("creds list takes no arguments")
+		return c.usageError("creds", "list takes no arguments")
 	}
 	reg, err := principal.OpenRegister(dataDir)
 	if err != nil {
@@ -208,23 +208,17 @@ func (c *cli) credsList(dataDir string, args []string) int {
 	return exitOK
 }
 
-// usageError reports a usage mistake: exit 2.
-func (c *cli) usageError(format string, args ...any) int {
-	c.fail(format, args...)
-	return exitConfig
-}
-
 // credsNATSConfig writes the accounts a NATS cluster includes to trust the
 // credentials this data directory's keys issue.
 func (c *cli) credsNATSConfig(dataDir string, args []string) int {
-	fs := flag.NewFlagSet("askbridge creds nats-config", flag.ContinueOnError)
+	fs := flag.NewFlagSet("askbridge creds", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	out := fs.String("out", "", "the nats-server configuration file to write (required)")
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if *out == "" || fs.NArg() > 0 {
-		return c.usageError("creds nats-config takes --out FILE only")
+		return c.usageError("creds", "nats-config takes --out FILE only")
 	}
 	keys, err := principal.LoadOrCreateKeys(dataDir)
 	if err != nil {

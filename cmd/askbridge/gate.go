@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go"
@@ -18,13 +21,13 @@ import (
 // for a usage mistake.
 func (c *cli) gate(ctx context.Context, args []string) int {
 	fs, url := c.flags("gate")
-	tenant := fs.String("tenant", "default", "the job's tenant")
-	version := fs.Int64("version", 0, "the task version the job acts on")
+	tenant := fs.String("tenant", "", "the job's tenant (default: the one tenant that has the job; none or several is a refusal)")
+	version := fs.Int64("version", 0, "the task version the job acts on (default: the job's current version)")
 	proposal := fs.String("proposal", "", "an approval's proposal id: is it approved for this tool?")
 	execute := fs.Bool("execute", false, "with --proposal: take the approved proposal for execution, once (prints its arguments and idempotency key)")
 	asJSON := fs.Bool("json", false, "print the gate's reply as JSON")
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	usage := func(format string, args ...any) int {
 		fmt.Fprintln(c.stderr, printable("askbridge gate: "+fmt.Sprintf(format, args...), true))
@@ -35,8 +38,13 @@ func (c *cli) gate(ctx context.Context, args []string) int {
 		return usage("takes a job and a tool")
 	}
 	job, tool := fs.Arg(0), fs.Arg(1)
-	if err := checkTokens([]string{*tenant, job}, "tenant", "job"); err != nil {
+	if err := checkTokens([]string{job}, "job"); err != nil {
 		return usage("%v", err)
+	}
+	if *tenant != "" {
+		if err := checkTokens([]string{*tenant}, "tenant"); err != nil {
+			return usage("%v", err)
+		}
 	}
 	if err := bridge.CheckTool("tool", tool); err != nil {
 		return usage("%v", err)
@@ -49,22 +57,11 @@ func (c *cli) gate(ctx context.Context, args []string) int {
 		return c.fail("%v", err)
 	}
 	defer nc.Close()
-	client, err := agent.New(nc)
-	if err != nil {
-		return c.fail("%v", err)
+	req := bridge.GateRequest{Tenant: *tenant, JobID: job, TaskVersion: *version, Tool: tool, ProposalID: *proposal, Execute: *execute}
+	if err := c.gateJob(nc, &req, isSet(fs, "version")); err != nil {
+		return c.fail("no decision: %v; do not call %s", err, tool)
 	}
-	ctx, cancel := context.WithTimeout(ctx, agent.GateWait)
-	defer cancel()
-	var reply bridge.GateReply
-	switch {
-	case *execute:
-		reply, err = client.Execute(ctx, *tenant, job, *version, tool, *proposal)
-	case *proposal != "":
-		err = bridge.Request(ctx, nc, bridge.GateSubject(*tenant, job),
-			bridge.GateRequest{Tenant: *tenant, JobID: job, TaskVersion: *version, Tool: tool, ProposalID: *proposal}, &reply)
-	default:
-		reply, err = client.Gate(ctx, *tenant, job, *version, tool)
-	}
+	reply, err := c.askGate(ctx, nc, req)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return c.fail("no decision: no askbridge runtime answered (is 'askbridge serve' running?); do not call %s", tool)
 	}
@@ -78,10 +75,97 @@ func (c *cli) gate(ctx context.Context, args []string) int {
 	} else {
 		c.printGate(reply)
 	}
+	if reply.Code == bridge.GateStaleVersion && !isSet(fs, "version") {
+		// The job moved on without a question of its new version (a
+		// cancel with task_version): its questions' newest is not its own.
+		fmt.Fprintln(c.stderr, "askbridge: the job's task version is newer than any of its questions'; name the version the job acts on with --version")
+	}
 	if reply.Allowed {
 		return exitOK
 	}
 	return exitError
+}
+
+// askGate sends req to the gate and waits for its decision.
+func (c *cli) askGate(ctx context.Context, nc *nats.Conn, req bridge.GateRequest) (bridge.GateReply, error) {
+	client, err := agent.New(nc)
+	if err != nil {
+		return bridge.GateReply{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, agent.GateWait)
+	defer cancel()
+	switch {
+	case req.Execute:
+		return client.Execute(ctx, req.Tenant, req.JobID, req.TaskVersion, req.Tool, req.ProposalID)
+	case req.ProposalID != "":
+		var reply bridge.GateReply
+		err := bridge.Request(ctx, nc, bridge.GateSubject(req.Tenant, req.JobID), req, &reply)
+		return reply, err
+	}
+	return client.Gate(ctx, req.Tenant, req.JobID, req.TaskVersion, req.Tool)
+}
+
+// gateJob fills in what the gate request leaves out: the job's tenant,
+// the one tenant whose record has the job, and, unless versionSet, the
+// job's current task version there (its questions' newest). It reads
+// every tenant, not only those the CLI user may read: a question blocks
+// the job's tools whoever looks, so a tenant left out could turn a
+// refusal into "allowed". A job in no tenant or in several is an error:
+// the gate fails closed rather than guess.
+func (c *cli) gateJob(nc *nats.Conn, req *bridge.GateRequest, versionSet bool) error {
+	if req.Tenant != "" && versionSet {
+		return nil
+	}
+	versions, err := c.jobVersions(nc, req.Tenant, req.JobID)
+	if err != nil {
+		return err
+	}
+	if req.Tenant == "" {
+		tenants := slices.Sorted(maps.Keys(versions))
+		switch len(tenants) {
+		case 0:
+			return fmt.Errorf("no tenant has a job %s, so the gate cannot tell which job you mean: name its tenant with --tenant", req.JobID)
+		case 1:
+			req.Tenant = tenants[0]
+		default:
+			return fmt.Errorf("job %s is in more than one tenant (%s): name one with --tenant", req.JobID, strings.Join(tenants, ", "))
+		}
+	}
+	if !versionSet {
+		req.TaskVersion = versions[req.Tenant]
+	}
+	return nil
+}
+
+// jobVersions is the newest task version of the job's questions in each
+// tenant that has any (in tenant only, when one is named).
+func (c *cli) jobVersions(nc *nats.Conn, tenant, job string) (map[string]int64, error) {
+	versions := map[string]int64{}
+	req := bridge.ListRequest{Tenant: tenant, JobID: job, State: "all", Limit: 200}
+	for range 100 {
+		var reply bridge.ListReply
+		if err := c.request(nc, bridge.APIList, req, &reply); err != nil {
+			return nil, err
+		}
+		if reply.Error != "" {
+			return nil, errors.New(reply.Error)
+		}
+		for _, v := range reply.Questions {
+			versions[v.Tenant] = max(versions[v.Tenant], v.TaskVersion)
+		}
+		if reply.Next == "" {
+			return versions, nil
+		}
+		req.After = reply.Next
+	}
+	return nil, fmt.Errorf("job %s has too many questions to read its tenant and version: name them with --tenant and --version", job)
+}
+
+// isSet reports whether the command line set the flag name.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // printGate prints a decision as a line ("allowed", "refused: code:

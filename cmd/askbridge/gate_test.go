@@ -103,6 +103,16 @@ func TestGateRefusesWhileAQuestionWaitsEndToEnd(t *testing.T) {
 	if code != exitError || out != "refused: stale_version: task version 3 is older than the job's task version 4: the job changed since; plan again before acting\n" {
 		t.Fatalf("stale: exit %d, %q", code, out)
 	}
+	// Without --version the gate takes the newest of the job's questions',
+	// 3: the bump has none, so it fails closed and says what to give.
+	code, out, errOut := runGate(t, s, job, "send_report")
+	if code != exitError || !strings.HasPrefix(out, "refused: stale_version: task version 3 is older than the job's task version 4") ||
+		errOut != "askbridge: the job's task version is newer than any of its questions'; name the version the job acts on with --version\n" {
+		t.Fatalf("stale without --version: exit %d, %q, %q", code, out, errOut)
+	}
+	if code, out, _ := runGate(t, s, job, "send_report", "--version", "4"); code != exitOK || out != "allowed\n" {
+		t.Fatalf("--version 4 without --tenant: exit %d, %q", code, out)
+	}
 
 	entries, err := s.store.JobLog(context.Background(), "acme", job)
 	if err != nil {
@@ -119,7 +129,7 @@ func TestGateRefusesWhileAQuestionWaitsEndToEnd(t *testing.T) {
 	// Every request, in order; the wait for the bump asked until it saw
 	// it, so allowed and then stale repeat.
 	want := regexp.MustCompile(`^send_report=blocked_by_question refund=blocked_by_question lookup_order=allowed ` +
-		`send_report=blocked_by_question send_report=allowed( send_report=allowed)*( send_report=stale_version){2,}$`)
+		`send_report=blocked_by_question send_report=allowed( send_report=allowed)*( send_report=stale_version){3,} send_report=allowed$`)
 	if got := strings.Join(codes, " "); !want.MatchString(got) {
 		t.Fatalf("the job log's gate decisions: %s", got)
 	}
@@ -155,6 +165,52 @@ func TestGateUsageMistakesExit2(t *testing.T) {
 		code, out, errOut := runGate(t, s, c.args...)
 		if code != exitConfig || out != "" || !strings.Contains(errOut, c.err) {
 			t.Errorf("gate %v: exit %d, printed %q, %q; want exit 2 and %q", c.args, code, out, errOut, c.err)
+		}
+	}
+}
+
+// TestGateFindsTheJobsTenant runs askbridge gate without --tenant and
+// --version: it finds the one tenant that has the job and the job's
+// version there, and fails closed, exit 1 with a sentence, when no tenant
+// or several have it. The CLI user may read none of the questions: a
+// question blocks the job whoever asks.
+func TestGateFindsTheJobsTenant(t *testing.T) {
+	t.Parallel()
+	s, _ := startTestService(t, func(c *config.Config) { c.Operators = []string{"cli:kevin"} })
+	a := agentFor(t, s)
+	kevin, _, _ := testCLI(s, "cli:kevin")
+	block := &bridge.Question{Tenant: "acme", JobID: "job-3", QuestionID: "q-send", TaskVersion: 2,
+		Question: "Send the report now?", Choices: []string{"yes", "no"}, BlockedTools: []string{"send_report"}}
+	askAsync(t, a, block)
+	waitPending(t, kevin, "job-3", "q-send")
+	for _, q := range []*bridge.Question{
+		{Tenant: "acme", JobID: "job-twice", QuestionID: "q-a", TaskVersion: 1, Question: "A?"},
+		{Tenant: "globex", JobID: "job-twice", QuestionID: "q-b", TaskVersion: 1, Question: "B?"},
+	} {
+		askAsync(t, a, q)
+		waitPending(t, kevin, q.JobID, q.QuestionID)
+	}
+
+	for _, c := range []struct {
+		args    []string
+		code    int
+		out, at string
+	}{
+		{[]string{"job-3", "send_report"}, exitError,
+			"refused: blocked_by_question: question q-send (\"Send the report now?\") is waiting and blocks send_report\n", ""},
+		{[]string{"job-3", "lookup_order"}, exitOK, "allowed\n", ""},
+		// --version 1 is older than the job's 2: found, it is not 0.
+		{[]string{"job-3", "lookup_order", "--version", "1"}, exitError,
+			"refused: stale_version: task version 1 is older than the job's task version 2: the job changed since; plan again before acting\n", ""},
+		{[]string{"job-nowhere", "send_report"}, exitError, "",
+			"askbridge: no decision: no tenant has a job job-nowhere, so the gate cannot tell which job you mean: name its tenant with --tenant; do not call send_report\n"},
+		{[]string{"job-twice", "send_report"}, exitError, "",
+			"askbridge: no decision: job job-twice is in more than one tenant (acme, globex): name one with --tenant; do not call send_report\n"},
+		{[]string{"job-twice", "send_report", "--tenant", "globex"}, exitOK, "allowed\n", ""},
+	} {
+		code, out, errOut := runGate(t, s, c.args...)
+		if code != c.code || out != c.out || errOut != c.at {
+			t.Errorf("gate %v: exit %d, printed %q, %q; want exit %d, %q, %q", c.args, code, out, errOut, c.code, c.out, c.at)
 		}
 	}
 }

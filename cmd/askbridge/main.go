@@ -32,10 +32,12 @@ const usage = `askbridge — ask people questions from agent jobs, and wait dura
 
 Usage:
   askbridge [serve]                         run the service (embedded NATS, SQLite, HTTP)
-  askbridge ask --tenant T --job J [flags] QUESTION
+  askbridge ask --job J [--tenant T] [flags] QUESTION
                                             ask and wait; exit 0 answered, 3 declined, 4 timed out, 2 usage, 1 otherwise
+                                            (--no-wait: until recorded, exit 0, or refused, exit 1)
+  askbridge await [--tenant T] JOB QUESTION wait again for a question asked before; exit codes as ask's
   askbridge list [--tenant T] [--job J] [--state pending|all]
-  askbridge show [--tenant T] [JOB/]QUESTION
+  askbridge show [--tenant T] JOB QUESTION
   askbridge queue [--tenant T] [--json] JOB  a job's pending questions by priority, then age, with staleness
   askbridge answer [--tenant T] JOB QUESTION ANSWER
   askbridge decline [--tenant T] JOB QUESTION [--comment REASON]
@@ -58,10 +60,14 @@ Usage:
                                             move a stopped single node's SQLite record into JetStream (docs/deploy.md)
   askbridge torture [--duration 60s] [--rate 50] [--kill-every 5s] [--data DIR] [--cluster [--replicas 3]]
                                             kill -9 the service under load and check nothing was lost or doubled
+  askbridge version                         the version and commit (also --version)
+  askbridge help [COMMAND]                  this, or a command's usage and flags (also COMMAND -h)
 
 The tools connect to ASK_NATS_URL, else to the embedded server at ASK_NATS_LISTEN
 (default 127.0.0.1:4222); --nats URL overrides both. They act as cli:<your user name>.
-Run 'askbridge COMMAND -h' for a command's flags.
+Exit codes: 0 done (allowed, answered), 1 refused or failed, 2 a usage mistake (an unknown
+command or flag, a missing or extra argument, a malformed id), 3 declined and 4 timed out
+(ask, await).
 `
 
 func main() {
@@ -69,9 +75,14 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-		fmt.Fprint(stdout, usage)
-		return exitOK
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help":
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		case "-version", "--version":
+			args[0] = "version"
+		}
 	}
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -79,25 +90,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if cmd == "serve" {
-		return serve(ctx, args, stderr)
-	}
-	if cmd == "help" {
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	}
 	c := &cli{stdout: stdout, stderr: stderr, identity: cliIdentity()}
-	tools := map[string]func(context.Context, []string) int{
-		"ask": c.ask, "list": c.list, "show": c.show, "answer": c.answer, "decline": c.decline,
-		"cancel": c.cancel, "executed": c.executed, "mcp": c.mcp, "link": c.link, "stats": c.stats, "trace": c.trace, "queue": c.queue, "gate": c.gate, "torture": c.torture, "bench": c.bench,
-		"nats-node": c.natsNode,
-		"policy":    c.policy,
-		"migrate":   c.migrate,
-		"creds":     c.credsCmd,
+	var tools map[string]func(context.Context, []string) int
+	tools = map[string]func(context.Context, []string) int{
+		"ask": c.ask, "await": c.await, "list": c.list, "show": c.show, "answer": c.answer, "decline": c.decline,
+		"cancel": c.cancel, "executed": c.executed, "mcp": c.mcp, "link": c.link, "stats": c.stats, "trace": c.trace,
+		"queue": c.queue, "gate": c.gate, "torture": c.torture, "bench": c.bench, "nats-node": c.natsNode,
+		"policy": c.policy, "migrate": c.migrate, "version": c.version, "creds": c.credsCmd,
+		"serve": func(ctx context.Context, args []string) int {
+			if wantsHelp(args) {
+				c.printHelp(stdout, "serve", nil)
+				return exitOK
+			}
+			return serve(ctx, args, stderr)
+		},
+		"help": func(ctx context.Context, args []string) int { return c.help(ctx, args, tools) },
 	}
 	tool, ok := tools[cmd]
 	if !ok {
-		fmt.Fprintf(stderr, "askbridge: unknown command %q\n\n%s", cmd, usage)
+		fmt.Fprintf(stderr, "askbridge: unknown command %q; 'askbridge help' lists them\n", cmd)
 		return exitConfig
 	}
 	return tool(ctx, args)
@@ -117,7 +128,7 @@ func cliIdentity() string {
 
 func serve(ctx context.Context, args []string, stderr io.Writer) int {
 	if len(args) > 0 {
-		fmt.Fprintf(stderr, "askbridge serve takes no arguments; it is configured by ASK_ variables (see README.md)\n")
+		fmt.Fprintf(stderr, "askbridge serve takes no arguments, not %q; it is configured by ASK_ variables (see README.md)\n", args[0])
 		return exitConfig
 	}
 	cfg, ok := loadConfig(stderr, "askbridge: ")

@@ -31,6 +31,7 @@ import (
 	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/internal/version"
 	"github.com/askbridge/askbridge/store"
 )
 
@@ -698,6 +699,10 @@ func TestParseField(t *testing.T) {
 		{"nokind", "", `--field "nokind": write name:kind[:options]`},
 		{"n:number:1-9", "", "a number's bounds are min..max"},
 		{"t:text:x", "", "a text field takes no options"},
+		{"copies:int:1..9", `{"name":"copies","kind":"number","min":1,"max":9,"integer":true}`, ""},
+		{"copies*:integer", `{"name":"copies","kind":"number","required":true,"integer":true}`, ""},
+		{"copies:int:1.5..9", "", `"1.5" is not a whole number: an int field's bounds are whole numbers`},
+		{"n:number:x..9", "", `--field "n:number:x..9": "x" is not a number`},
 	} {
 		f, err := parseField(c.spec)
 		if c.err != "" {
@@ -987,15 +992,15 @@ func TestLinkRefusesIdsTheConsoleRefuses(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--question", "acme/job 1/q-1"}, `askbridge: --question: job: "job 1" must be 1 to 64 letters, digits, '-' or '_'`},
-		{[]string{"--question", "acme//q-1"}, "askbridge: --question: job: is required"},
-		{[]string{"--question", "acme/job-1/q.1"}, `askbridge: --question: question: "q.1" must be 1 to 64 letters, digits, '-' or '_'`},
-		{[]string{"--job", "ac me/job-1"}, `askbridge: --job: tenant: "ac me" must be 1 to 64 letters, digits, '-' or '_'`},
+		{[]string{"--question", "acme/job 1/q-1"}, `askbridge link: --question: job: "job 1" must be 1 to 64 letters, digits, '-' or '_'`},
+		{[]string{"--question", "acme//q-1"}, "askbridge link: --question: job: is required"},
+		{[]string{"--question", "acme/job-1/q.1"}, `askbridge link: --question: question: "q.1" must be 1 to 64 letters, digits, '-' or '_'`},
+		{[]string{"--job", "ac me/job-1"}, `askbridge link: --job: tenant: "ac me" must be 1 to 64 letters, digits, '-' or '_'`},
 	} {
 		var out, errOut bytes.Buffer
 		c := &cli{stdout: &out, stderr: &errOut, identity: "cli:kevin"}
 		code := c.link(context.Background(), append([]string{"--as", "console:alice"}, tc.args...))
-		if code != exitError || out.Len() != 0 || strings.TrimSpace(errOut.String()) != tc.want {
+		if code != exitConfig || out.Len() != 0 || !strings.HasPrefix(errOut.String(), tc.want+"\nusage: askbridge link ") {
 			t.Errorf("link %q: exit %d, stdout %q, stderr %q; want %q", tc.args, code, out.String(), errOut.String(), tc.want)
 		}
 	}
@@ -1055,19 +1060,74 @@ func TestServeRefusesAChannelNameWithExitCode2(t *testing.T) {
 // "askbridge -h" does; an unknown flag still exits 2.
 func TestCommandHelpExitsZero(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"ask", "list", "show", "answer", "decline", "cancel", "link", "stats", "trace", "queue", "bench", "torture", "mcp"} {
-		for _, h := range []string{"-h", "--help"} {
+	for _, cmd := range []string{"serve", "ask", "await", "list", "show", "answer", "decline", "cancel", "executed", "link", "gate",
+		"stats", "trace", "queue", "bench", "torture", "mcp", "migrate", "policy", "version"} {
+		synopsis := "Usage: askbridge " + commands[cmd].synopsis + "\n\n"
+		for _, args := range [][]string{{cmd, "-h"}, {cmd, "--help"}, {"help", cmd}} {
 			var stdout, stderr bytes.Buffer
-			if code := run([]string{cmd, h}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String()+stderr.String(), "Usage of askbridge "+cmd) {
-				t.Errorf("askbridge %s %s: exit %d, output %q", cmd, h, code, stdout.String()+stderr.String())
+			if code := run(args, &stdout, &stderr); code != exitOK || !strings.HasPrefix(stdout.String(), synopsis) || stderr.Len() != 0 {
+				t.Errorf("askbridge %s: exit %d, stdout %q, stderr %q; want exit 0 and %q", strings.Join(args, " "), code, stdout.String(), stderr.String(), synopsis)
 			}
 		}
-		if cmd == "answer" {
-			continue // anything but its own flags is the answer's text ("-5")
+		if cmd == "answer" || cmd == "executed" || cmd == "serve" || cmd == "version" || cmd == "policy" {
+			continue // anything but answer's and executed's own flags is an argument ("-5"); the others take none
 		}
 		var stderr bytes.Buffer
-		if code := run([]string{cmd, "--no-such-flag"}, io.Discard, &stderr); code != exitConfig || !strings.Contains(stderr.String(), "flag provided but not defined: -no-such-flag") {
-			t.Errorf("askbridge %s --no-such-flag: exit %d, stderr %q", cmd, code, stderr.String())
+		want := "flag provided but not defined: -no-such-flag\nusage: askbridge " + commands[cmd].synopsis + "\n"
+		if code := run([]string{cmd, "--no-such-flag"}, io.Discard, &stderr); code != exitConfig || !strings.HasPrefix(stderr.String(), want) {
+			t.Errorf("askbridge %s --no-such-flag: exit %d, stderr %q; want exit 2 and %q", cmd, code, stderr.String(), want)
+		}
+	}
+	// The synopsis names the positional arguments.
+	var stdout bytes.Buffer
+	if code := run([]string{"help", "gate"}, &stdout, io.Discard); code != exitOK || !strings.Contains(stdout.String(), "JOB TOOL\n") ||
+		!strings.Contains(stdout.String(), "-version int") {
+		t.Errorf("askbridge help gate: exit %d, %q", code, stdout.String())
+	}
+	var stderr bytes.Buffer
+	if code := run([]string{"help", "nosuch"}, io.Discard, &stderr); code != exitConfig || !strings.Contains(stderr.String(), `unknown command "nosuch"`) {
+		t.Errorf("askbridge help nosuch: exit %d, %q", code, stderr.String())
+	}
+}
+
+// TestVersionPrintsTheBuild: askbridge version and --version print the
+// build's version, not "serve takes no arguments".
+func TestVersionPrintsTheBuild(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != exitOK || stdout.String() != version.String()+"\n" || stderr.Len() != 0 {
+			t.Errorf("askbridge %s: exit %d, stdout %q, stderr %q", args[0], code, stdout.String(), stderr.String())
+		}
+	}
+	var stderr bytes.Buffer
+	if code := run([]string{"version", "extra"}, io.Discard, &stderr); code != exitConfig {
+		t.Errorf("askbridge version extra: exit %d, %q", code, stderr.String())
+	}
+}
+
+// TestMissingArgumentsExit2: a command line of the wrong shape is a usage
+// mistake in every command, exit 2 with the command's synopsis, before
+// anything is sent.
+func TestMissingArgumentsExit2(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"answer", "job-1", "q-1"}, {"decline", "job-1"}, {"show"}, {"show", "a", "b", "c"},
+		{"cancel"}, {"await", "job-1"}, {"queue"}, {"trace"}, {"executed", "job-1"}, {"gate", "job-1"}, {"list", "x"},
+		{"stats", "x"}, {"link", "x"}, {"serve", "x"}, {"migrate", "x"}, {"ask", "Which one?"}, {"ask", "--job", "job-1"},
+		{"ask", "--job", "job-1", "--field", "copies:int:1.5..9", "How many?"}, {"answer", "job 1", "q-1", "yes"}, {"show", "job-1", "q.1"}} {
+		var stdout, stderr bytes.Buffer
+		// No NATS here: nothing may be sent.
+		c := &cli{stdout: &stdout, stderr: &stderr, identity: "cli:ana", natsURL: "nats://127.0.0.1:1"}
+		var code int
+		if args[0] == "serve" {
+			code = run(args, &stdout, &stderr)
+		} else {
+			code = map[string]func(context.Context, []string) int{"answer": c.answer, "decline": c.decline, "show": c.show,
+				"cancel": c.cancel, "await": c.await, "queue": c.queue, "trace": c.trace, "executed": c.executed, "gate": c.gate,
+				"list": c.list, "stats": c.stats, "link": c.link, "migrate": c.migrate, "ask": c.ask}[args[0]](context.Background(), args[1:])
+		}
+		if code != exitConfig || !strings.Contains(stderr.String(), args[0]) {
+			t.Errorf("askbridge %s: exit %d, stderr %q; want exit 2 naming the command", strings.Join(args, " "), code, stderr.String())
 		}
 	}
 }
@@ -1081,7 +1141,7 @@ func TestCLICancelRefusesABadQuestionID(t *testing.T) {
 	// No NATS at this address: the id is refused before any connection.
 	c := &cli{stdout: &out, stderr: &errOut, identity: "cli:ana", natsURL: "nats://127.0.0.1:1"}
 	code := c.cancel(context.Background(), []string{"--tenant", "acme", "job-c", "q 1"})
-	if want := "askbridge: question: \"q 1\" must be 1 to 64 letters, digits, '-' or '_'\n"; code != exitError || errOut.String() != want || out.Len() != 0 {
+	if want := "askbridge cancel: question: \"q 1\" must be 1 to 64 letters, digits, '-' or '_'\nusage: askbridge cancel "; code != exitConfig || !strings.HasPrefix(errOut.String(), want) || out.Len() != 0 {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want %q", code, out.String(), errOut.String(), want)
 	}
 }

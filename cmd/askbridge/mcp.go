@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,15 +23,8 @@ import (
 // goes to stderr.
 func (c *cli) mcp(ctx context.Context, args []string) int {
 	fs, natsURL := c.flags("mcp")
-	fs.Usage = func() {
-		fmt.Fprint(c.stderr, "Usage of askbridge mcp [--nats URL]:\n  serve MCP on stdin/stdout: the tools ask_user, request_approval, check_action and approve_tool_use.\n  ASK_MCP_TENANT names the tenant (default default); see docs/mcp.md.\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitConfig
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(c.stderr, "askbridge mcp takes no arguments; it is configured by ASK_ variables (see docs/mcp.md)\n")

@@ -17,16 +17,15 @@ import (
 // (docs/deploy.md, "Moving a single node into a cluster"): askbridge
 // migrate --to jetstream, with the service stopped.
 func (c *cli) migrate(ctx context.Context, args []string) int {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs := flag.NewFlagSet("askbridge migrate", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	to := fs.String("to", "", "the store to move the record into: jetstream")
 	natsURL := fs.String("nats", "", "NATS server URL(s), comma-separated (default ASK_NATS_URL, else the embedded server in ASK_DATA_DIR)")
-	if err := fs.Parse(args); err != nil {
-		return exitConfig
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if *to != "jetstream" || fs.NArg() > 0 {
-		fmt.Fprintln(c.stderr, "askbridge migrate: usage: askbridge migrate --to jetstream [--nats URL] (the only store to move to is jetstream)")
-		return exitConfig
+		return c.usageError("migrate", "the only store to move to is jetstream: give --to jetstream, and no arguments")
 	}
 	cfg, ok := loadConfig(c.stderr, "askbridge migrate: ")
 	if !ok {

@@ -63,6 +63,11 @@ const (
 	gatedByTwo = "refund=allowed delete_records=approval_required"
 )
 
+// policyHelp is what askbridge policy -h prints.
+const policyHelp = "Usage: askbridge policy check FILE\n\n" +
+	"Check a policy file (ASK_POLICY, docs/contract.md \"The policy file\") without starting anything:\n" +
+	"print \"FILE: ok (N tenants, M actions)\" and exit 0, or its first problem as FILE:LINE: ... and exit 2.\n"
+
 func TestPolicyCheck(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -87,8 +92,9 @@ func TestPolicyCheck(t *testing.T) {
 		{"no command", []string{"policy"}, exitConfig, "", "askbridge policy: name a command: check FILE\n\n" + policyUsage},
 		{"another command", []string{"policy", "load", good}, exitConfig, "",
 			"askbridge policy: unknown command \"load\"; the command is check FILE\n\n" + policyUsage},
-		{"help", []string{"policy", "-h"}, exitOK, "", policyUsage},
-		{"help after check", []string{"policy", "check", "--help"}, exitOK, "", policyUsage},
+		{"help", []string{"policy", "-h"}, exitOK, policyHelp, ""},
+		{"help after check", []string{"policy", "check", "--help"}, exitOK, policyHelp, ""},
+		{"help policy", []string{"help", "policy"}, exitOK, policyHelp, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

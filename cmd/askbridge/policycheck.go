@@ -21,9 +21,8 @@ const policyUsage = `Usage of askbridge policy:
 func (c *cli) policy(_ context.Context, args []string) int {
 	fs := flag.NewFlagSet("askbridge policy", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
-	fs.Usage = func() { fmt.Fprint(c.stderr, policyUsage) }
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if fs.NArg() == 0 || fs.Arg(0) != "check" {
 		what := "askbridge policy: name a command: check FILE"

@@ -17,18 +17,18 @@ func (c *cli) queue(ctx context.Context, args []string) int {
 	fs, url := c.flags("queue")
 	tenant := fs.String("tenant", "", "the job's tenant (default: the one tenant where you see the job)")
 	asJSON := fs.Bool("json", false, "print the API's reply, in JSON")
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
-		return c.fail("queue takes one job: askbridge queue [--tenant T] JOB (or TENANT/JOB)")
+		return c.usageError("queue", "takes one job: JOB (or TENANT/JOB)")
 	}
 	job := fs.Arg(0)
 	if t, j, ok := strings.Cut(job, "/"); ok && *tenant == "" {
 		*tenant, job = t, j
 	}
 	if err := checkTokens([]string{job}, "job"); err != nil {
-		return c.fail("%v", err)
+		return c.usageError("queue", "%v", err)
 	}
 	nc, _, err := c.connect(*url)
 	if err != nil {

@@ -21,18 +21,18 @@ func (c *cli) stats(ctx context.Context, args []string) int {
 	fs, url := c.flags("stats")
 	since := fs.String("since", "7d", "how far back the clarification measures look: 7d, 24h, 90m (at most 90d)")
 	tenant := fs.String("tenant", "", "one tenant's measures (default: every tenant)")
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
-		return c.fail("stats takes no arguments, not %q", fs.Arg(0))
+		return c.usageError("stats", "takes no arguments, not %q", fs.Arg(0))
 	}
 	if d, err := bridge.ParseTimeout(*since); err != nil || d <= 0 {
-		return c.fail("--since: %q is not a positive duration such as 7d, 24h or 90m (at most 90d)", *since)
+		return c.usageError("stats", "--since: %q is not a positive duration such as 7d, 24h or 90m (at most 90d)", *since)
 	}
 	if *tenant != "" {
 		if err := bridge.CheckToken("tenant", *tenant); err != nil {
-			return c.fail("%v", err)
+			return c.usageError("stats", "%v", err)
 		}
 	}
 	nc, _, err := c.connect(*url)

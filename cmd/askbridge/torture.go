@@ -23,12 +23,11 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 	data := fs.String("data", "", "data directory (default: a new temporary directory, removed when the run is clean)")
 	clustered := fs.Bool("cluster", false, "instead: a 3-node NATS cluster and --replicas askbridge replicas with ASK_STORE=jetstream (R3); each kill SIGKILLs one replica and one NATS node")
 	replicas := fs.Int("replicas", 3, "with --cluster: askbridge serve replicas")
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if fs.NArg() > 0 || *duration <= 0 || *rate <= 0 || *killEvery <= 0 || *replicas <= 0 {
-		fmt.Fprintln(c.stderr, "askbridge torture: takes positive --duration, --rate, --kill-every and --replicas and no arguments")
-		return exitConfig
+		return c.usageError("torture", "takes positive --duration, --rate, --kill-every and --replicas and no arguments")
 	}
 	n := 0
 	if *clustered {
@@ -57,6 +56,24 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "askbridge torture: %v (service log: %s/serve.log)\n", err, dir)
 		return exitError
 	}
+	c.printTortureReport(rep)
+	fmt.Fprintf(c.stdout, "elapsed %v\n", rep.Elapsed.Round(time.Millisecond))
+	if len(rep.Violations) > 0 {
+		fmt.Fprintln(c.stdout, "\nVIOLATIONS:")
+		for _, v := range rep.Violations {
+			fmt.Fprintln(c.stdout, "  - "+v)
+		}
+		fmt.Fprintf(c.stdout, "data kept in %s\n", dir)
+		return exitError
+	}
+	if temp {
+		_ = os.RemoveAll(dir)
+	}
+	return exitOK
+}
+
+// printTortureReport prints what a torture run counted, one row a count.
+func (c *cli) printTortureReport(rep *torture.Report) {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	rows := []struct {
 		name string
@@ -95,17 +112,4 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 	if len(rep.RefusedBy) > 0 {
 		fmt.Fprintf(c.stdout, "refusals by reason: %v\n", rep.RefusedBy)
 	}
-	fmt.Fprintf(c.stdout, "elapsed %v\n", rep.Elapsed.Round(time.Millisecond))
-	if len(rep.Violations) > 0 {
-		fmt.Fprintln(c.stdout, "\nVIOLATIONS:")
-		for _, v := range rep.Violations {
-			fmt.Fprintln(c.stdout, "  - "+v)
-		}
-		fmt.Fprintf(c.stdout, "data kept in %s\n", dir)
-		return exitError
-	}
-	if temp {
-		_ = os.RemoveAll(dir)
-	}
-	return exitOK
 }

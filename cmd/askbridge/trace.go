@@ -25,15 +25,15 @@ func (c *cli) trace(ctx context.Context, args []string) int {
 	tenant := fs.String("tenant", "", "the job's tenant (default: found from the job)")
 	asJSON := fs.Bool("json", false, "print the entries as the API's reply, in JSON")
 	as := fs.String("as", "", "see the trace as this identity sees it (default: you, "+c.identity+")")
-	if err := parseFlags(fs, args, false); err != nil {
-		return flagExit(err)
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
-		return c.fail("trace takes one job: askbridge trace JOB [--tenant T]")
+		return c.usageError("trace", "takes one job")
 	}
 	job := fs.Arg(0)
 	if err := checkTokens([]string{job}, "job"); err != nil {
-		return c.fail("%v", err)
+		return c.usageError("trace", "%v", err)
 	}
 	req := bridge.TraceRequest{As: c.identity, Tenant: *tenant, JobID: job}
 	if *as != "" {

@@ -169,7 +169,7 @@ func TestCLITrace(t *testing.T) {
 		t.Errorf("a stranger: exit %d, %q", code, strangerErr)
 	}
 	errOut.Reset()
-	if code := kevin.trace(context.Background(), []string{"job one"}); code != exitError || !strings.Contains(errOut.String(), `job: "job one" must be`) {
+	if code := kevin.trace(context.Background(), []string{"job one"}); code != exitConfig || !strings.Contains(errOut.String(), `job: "job one" must be`) {
 		t.Errorf("a bad job id: exit %d, %q", code, errOut)
 	}
 }

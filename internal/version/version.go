@@ -1,44 +1,60 @@
-// Package version is askbridge's version as the build recorded it, for
-// `askbridge --version` and the MCP server's serverInfo (docs/mcp.md).
+// Package version names the build: the module's version and the commit
+// it was built from, as the Go toolchain records them in the binary.
 package version
 
 import (
+	"cmp"
 	"runtime/debug"
 	"strings"
 )
 
-// String is the module's version when the binary was built from a tagged
-// module (go install …@v1.2.0) or with a version the go command stamped
-// from the repository; otherwise "devel", with the commit and whether the
-// work tree had changes when the build recorded them: "devel (89c0d42a1b2c,
-// modified)".
+// Version and Commit, set at link time (go build -ldflags "-X
+// github.com/askbridge/askbridge/internal/version.Commit=$(git rev-parse HEAD)"),
+// name a build the toolchain recorded no version control for: one
+// built with -buildvcs=false, or in a container without .git.
+var Version, Commit string
+
+// String is "askbridge v1.2.3 (commit abc1234)", "askbridge devel (commit
+// abc1234, modified)" for a build from a work tree with changes, or
+// "askbridge devel" when the build recorded no commit (go run, tests).
 func String() string {
 	info, ok := debug.ReadBuildInfo()
-	return fromBuildInfo(info, ok)
+	if !ok {
+		info = &debug.BuildInfo{}
+	}
+	return format(info)
 }
 
-func fromBuildInfo(info *debug.BuildInfo, ok bool) string {
-	if !ok || info == nil {
-		return "devel"
+// format is String of info.
+func format(info *debug.BuildInfo) string {
+	v := cmp.Or(Version, info.Main.Version)
+	if v == "" || v == "(devel)" {
+		v = "devel"
 	}
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev, modified string
+	commit := Commit
+	modified := false
 	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value
+		switch {
+		case s.Key == "vcs.revision" && Commit == "":
+			commit = s.Value
+		case s.Key == "vcs.modified" && Commit == "":
+			modified = s.Value == "true"
 		}
 	}
-	if rev == "" {
-		return "devel"
+	if commit == "" {
+		return "askbridge " + v
 	}
-	parts := []string{rev[:min(12, len(rev))]}
-	if modified == "true" {
-		parts = append(parts, "modified")
+	commit = commit[:min(7, len(commit))]
+	if modified {
+		commit += ", modified"
 	}
-	return "devel (" + strings.Join(parts, ", ") + ")"
+	if strings.Contains(v, commit[:min(7, len(commit))]) {
+		// A pseudo-version names the commit already.
+		return "askbridge " + v
+	}
+	return "askbridge " + v + " (commit " + commit + ")"
 }
+
+// Number is String without the program's name: "devel (commit abc1234)",
+// for the MCP server's serverInfo.version.
+func Number() string { return strings.TrimPrefix(String(), "askbridge ") }

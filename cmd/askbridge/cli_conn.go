@@ -1,0 +1,140 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	neturl "net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/bridge/principal"
+)
+
+// agentClient connects as connect does and makes the agent client the
+// commands that act as an agent use; closeNATS closes the connection.
+func (c *cli) agentClient(flagURL string) (client *agent.Client, closeNATS func(), err error) {
+	nc, _, err := c.connect(flagURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if client, err = agent.New(nc); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return client, nc.Close, nil
+}
+
+// connect opens NATS: the flag, then ASK_NATS_URL, then ASK_NATS_LISTEN.
+func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
+	url := flagURL
+	if url == "" {
+		url = c.natsURL
+	}
+	opts, err := c.credentials()
+	if err != nil {
+		return nil, nil, err
+	}
+	if url == "" {
+		url = os.Getenv("ASK_NATS_URL")
+	}
+	if url == "" {
+		listen := os.Getenv("ASK_NATS_LISTEN")
+		if listen == "" {
+			listen = "127.0.0.1:4222"
+		}
+		host, port, err := net.SplitHostPort(listen)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ASK_NATS_LISTEN %q is not host:port", listen)
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		url = "nats://" + net.JoinHostPort(host, port)
+	}
+	nc, err := nats.Connect(url, append(append(opts, nats.Name("askbridge-cli")), c.natsOpts...)...)
+	if err != nil {
+		why := err.Error()
+		if ue := (*neturl.Error)(nil); errors.As(err, &ue) {
+			why = "the URL cannot be read" // its text would repeat the URL, password and all
+		}
+		if errors.Is(err, nats.ErrAuthorization) {
+			return nil, nil, fmt.Errorf("NATS at %s refused the connection: %s; an admin gives you credentials with 'askbridge creds person --as cli:%s --out FILE' (or 'creds agent'), which you pass with --creds FILE or ASK_NATS_CREDS", redactURLs(url), why, strings.TrimPrefix(c.identity, "cli:"))
+		}
+		return nil, nil, fmt.Errorf("cannot reach NATS at %s (is 'askbridge serve' running?): %s", redactURLs(url), why)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}
+
+// credentials are the options that present the CLI's credentials:
+// --creds or ASK_NATS_CREDS, read with the inbox prefix they allow; else,
+// for the data directory's owner, an admin credential made from its keys
+// in memory (docs/contract.md, "Principals on the bus"); else none.
+func (c *cli) credentials() ([]nats.Option, error) {
+	if path := cmp.Or(c.creds, os.Getenv("ASK_NATS_CREDS")); path != "" {
+		name, kind, err := principal.ReadCreds(path)
+		if err != nil {
+			return nil, err
+		}
+		c.credKind = kind
+		return []nats.Option{nats.UserCredentials(path), nats.CustomInboxPrefix(principal.InboxPrefix(name))}, nil
+	}
+	keys, err := principal.LoadKeys(cmp.Or(c.dataDir, os.Getenv("ASK_DATA_DIR"), "data"))
+	if err != nil {
+		return nil, nil // not the owner here: try without, and say how to get them
+	}
+	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "cli-owner"}, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return []nats.Option{nats.UserJWTAndSeed(admin.JWT, admin.Seed)}, nil
+}
+
+// redactURLs is a comma-separated list of NATS URLs with their passwords
+// and tokens hidden, for messages.
+func redactURLs(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if !strings.Contains(p, "://") {
+			// nats.go reads user:pw@host as nats://user:pw@host; url.Parse
+			// would read "user" as the scheme and find no password.
+			p = "nats://" + p
+		}
+		u, err := neturl.Parse(p)
+		switch {
+		case err != nil:
+			parts[i] = "(an unreadable URL)"
+		case u.User == nil:
+		default:
+			if _, has := u.User.Password(); !has {
+				u.User = neturl.User("xxxxx") // a token alone
+			}
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func (c *cli) request(nc *nats.Conn, subject string, req, reply any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := bridge.Request(ctx, nc, subject, req, reply)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return errors.New("no askbridge runtime answered (is 'askbridge serve' running?)")
+	}
+	return err
+}
