@@ -55,7 +55,7 @@ func (c *cli) benchGate(ctx context.Context, o benchOptions, pending int) int {
 		return c.usageError("bench", "%v", err)
 	}
 	defer stop()
-	nc, err := benchConnect(natsURL, dir, true, nats.Name("askbridge-bench-gate"))
+	nc, err := benchConnect(natsURL, dir, false, nats.Name("askbridge-bench-gate"))
 	if err != nil {
 		return c.usageError("bench", "%v", err)
 	}

@@ -1031,7 +1031,7 @@ func TestRaceFormsAfterAButtonAnswer(t *testing.T) {
 		t.Errorf("the console page after the post does not show the answer, or still offers a form: %s", pb)
 	}
 	// And it says the decline was not taken, and why, as a refusal.
-	if !regexp.MustCompile(`id="refusal"><p>` + regexp.QuoteMeta(answeredBy) + `\S+Z\.</p>`).Match(pb) {
+	if !regexp.MustCompile(`id="refusal"><p>` + regexp.QuoteMeta(answeredBy) + `<time datetime="\S+Z">[^<]+</time>\.</p>`).Match(pb) {
 		t.Errorf("the console page does not say the decline was refused because kevin answered: %s", pb)
 	}
 
