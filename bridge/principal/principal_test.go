@@ -1,0 +1,146 @@
+package principal
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// TestKeysAreTheOwnersAlone: the keys are made once, kept mode 0600 in a
+// 0700 folder, and read back the same.
+func TestKeysAreTheOwnersAlone(t *testing.T) {
+	dir := t.TempDir()
+	k, err := LoadOrCreateKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{filepath.Join(dir, KeysFile): 0o600, filepath.Dir(filepath.Join(dir, KeysFile)): 0o700} {
+		st, err := os.Stat(path)
+		if err != nil || st.Mode().Perm() != want {
+			t.Errorf("%s: %v, mode %v, want %v", path, err, st.Mode().Perm(), want)
+		}
+	}
+	again, err := LoadOrCreateKeys(dir)
+	if err != nil || pub(again.Agents) != pub(k.Agents) || pub(again.Operator) != pub(k.Operator) {
+		t.Fatalf("keys read back differ: %v", err)
+	}
+	if _, err := LoadKeys(t.TempDir()); err != ErrNoKeys {
+		t.Fatalf("LoadKeys of an empty folder: %v", err)
+	}
+}
+
+// stamp is the Nats-Request-Info header NATS puts on a message a user of
+// account acc published across a shared import.
+func stamp(t *testing.T, issued *Issued, acc string) nats.Header {
+	t.Helper()
+	ci, _ := json.Marshal(server.ClientInfo{Account: acc, Jwt: issued.JWT})
+	return nats.Header{server.ClientInfoHdr: []string{string(ci)}}
+}
+
+// TestVerifierReadsWhatTheCredentialSays, and nothing a credential of
+// other keys says.
+func TestVerifierReadsWhatTheCredentialSays(t *testing.T) {
+	k, err := LoadOrCreateKeys(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	agent, err := k.Mint(Spec{Kind: KindAgent, Name: "bot", Tenant: "Acme", ActsFor: "slack:U0OWNER"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGuard(k.Verifier(), nil)
+	p, err := g.Check(stamp(t, agent, pub(k.Agents)), now)
+	if err != nil || p.Kind != KindAgent || p.Name != "bot" || p.Tenant != "Acme" || p.ActsFor != "slack:U0OWNER" {
+		t.Fatalf("agent: %+v, %v", p, err)
+	}
+	if _, err := g.Check(stamp(t, agent, pub(k.People)), now); err == nil {
+		t.Error("an agent's credential read as a person's")
+	}
+	other, _ := LoadOrCreateKeys(t.TempDir())
+	forged, _ := other.Mint(Spec{Kind: KindPerson, Name: "cli:root"}, now)
+	if _, err := g.Check(stamp(t, forged, pub(k.People)), now); err == nil {
+		t.Error("a credential of other keys was taken")
+	}
+	if _, err := g.Check(nats.Header{}, now); err != ErrUnstamped {
+		t.Errorf("an unstamped message: %v", err)
+	}
+	g.SetRevoked(map[string]int64{agent.UserKey: now.Unix()})
+	if _, err := g.Check(stamp(t, agent, pub(k.Agents)), now); err == nil || !strings.Contains(err.Error(), `"bot" is revoked`) {
+		t.Errorf("a revoked credential: %v", err)
+	}
+	short, _ := k.Mint(Spec{Kind: KindPerson, Name: "cli:ana", Expires: now.Add(time.Hour)}, now)
+	if _, err := g.Check(stamp(t, short, pub(k.People)), now.Add(2*time.Hour)); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("an expired credential: %v", err)
+	}
+}
+
+// TestMintedCredentialsAreStandard: a .creds file nats.go reads, whose
+// user JWT carries the permissions of its kind.
+func TestMintedCredentialsAreStandard(t *testing.T) {
+	k, _ := LoadOrCreateKeys(t.TempDir())
+	issued, err := k.Mint(Spec{Kind: KindAgent, Name: "bot", Tenant: "acme"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "bot.creds")
+	if err := os.WriteFile(path, issued.Creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	name, kind, err := ReadCreds(path)
+	if err != nil || name != "bot" || kind != KindAgent {
+		t.Fatalf("ReadCreds: %q %q %v", name, kind, err)
+	}
+	uc, err := jwt.DecodeUserClaims(issued.JWT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !uc.Pub.Allow.Contains("ask.v1.question.acme.>") || uc.Pub.Allow.Contains("ask.v1.answer.>") || !uc.Sub.Allow.Contains("_INBOX.bot.>") {
+		t.Fatalf("agent permissions: %+v", uc.Permissions)
+	}
+	for _, bad := range []string{"", "a.b", "a b", "a*", strings.Repeat("x", 65)} {
+		if _, err := k.Mint(Spec{Kind: KindPerson, Name: bad}, time.Now()); err == nil {
+			t.Errorf("minted a credential named %q", bad)
+		}
+	}
+}
+
+// TestRegisterNamesOnce: a live name is refused, a revoked one may be
+// reused, and revoking an unknown name lists the live ones.
+func TestRegisterNamesOnce(t *testing.T) {
+	dir := t.TempDir()
+	r, err := OpenRegister(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := r.Add(Entry{Name: "bot", Kind: KindAgent, UserKey: "U1"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Add(Entry{Name: "bot", Kind: KindAgent, UserKey: "U2"}, now); err == nil {
+		t.Fatal("a live name was issued twice")
+	}
+	if err := r.Revoke("nobody", now); err == nil || !strings.Contains(err.Error(), "issued: bot") {
+		t.Fatalf("revoke of an unknown name: %v", err)
+	}
+	if err := r.Revoke("bot", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Add(Entry{Name: "bot", Kind: KindAgent, UserKey: "U3"}, now); err != nil {
+		t.Fatalf("a revoked name could not be reused: %v", err)
+	}
+	if err := r.Save(); err != nil {
+		t.Fatal(err)
+	}
+	back, err := OpenRegister(dir)
+	if err != nil || len(back.Entries) != 2 || back.Revocations()["U1"] != now.Unix() {
+		t.Fatalf("read back: %+v, %v", back, err)
+	}
+}
