@@ -144,3 +144,41 @@ func TestRegisterNamesOnce(t *testing.T) {
 		t.Fatalf("read back: %+v, %v", back, err)
 	}
 }
+
+// TestInProcessCredentialsRefusedOverTCP: the service's own credential
+// works in process only, and no connection without one is admitted.
+func TestInProcessCredentialsRefusedOverTCP(t *testing.T) {
+	dir := t.TempDir()
+	k, err := LoadOrCreateKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true}
+	if err := k.Configure(o, nil); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := server.NewServer(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(30 * time.Second) {
+		t.Fatal("the server did not start")
+	}
+	defer ns.Shutdown()
+	self, err := k.Mint(Spec{Kind: KindAdmin, Name: "askbridge", InProcessOnly: true}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(ns), nats.UserJWTAndSeed(self.JWT, self.Seed))
+	if err != nil {
+		t.Fatalf("in process: %v", err)
+	}
+	nc.Close()
+	if _, err := nats.Connect(ns.ClientURL(), nats.UserJWTAndSeed(self.JWT, self.Seed)); err == nil {
+		t.Fatal("the in-process credential connected over TCP")
+	}
+	if _, err := nats.Connect(ns.ClientURL()); err == nil {
+		t.Fatal("a client without credentials connected")
+	}
+}
