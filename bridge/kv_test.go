@@ -61,7 +61,7 @@ func TestKVWriteTTL(t *testing.T) {
 		t.Fatalf("create over a delete marker with a TTL: %v", err)
 	}
 
-	poll.CheckFor(t, 15*time.Second, 100*time.Millisecond, func() error {
+	poll.CheckFor(t, poll.Patience, 100*time.Millisecond, func() error {
 		for _, key := range []string{"short", "settled", "released"} {
 			if e, err := kv.Get(ctx, key); !errors.Is(err, jetstream.ErrKeyNotFound) {
 				return fmt.Errorf("%s: %v (%v), want it gone", key, e, err)

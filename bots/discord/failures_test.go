@@ -128,7 +128,7 @@ func TestRateLimitForeverEndsInAFailure(t *testing.T) {
 	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Status: 429, RetryAfter: 0.01, Times: -1})
 	h.publishEvent(asked(colorQuestion()))
 	var d bridge.Delivery
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		ds := h.deliveriesNow()
 		if len(ds) == 0 {
 			return fmt.Errorf("no report yet (%d posts so far)", len(h.fake.requests("POST", "/channels/")))
@@ -197,7 +197,7 @@ func TestGlobalRateLimitHoldsEveryRoute(t *testing.T) {
 	h.publishEvent(asked(colorQuestion()))
 	// The bot has read the 429 (and holds every route) once it puts the
 	// event off; the fake records the post before it answers.
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if !strings.Contains(h.logs.String(), "discord: event deferred") {
 			return fmt.Errorf("the rate-limited post is not put off yet")
 		}
@@ -255,7 +255,7 @@ func TestRouteRateLimitDoesNotStallOtherEvents(t *testing.T) {
 	other.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: channelB}}
 	began := time.Now()
 	h.publishEvent(asked(other))
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if len(h.fake.cardPosts(other.Question)) == 0 {
 			return fmt.Errorf("the card for %s is not posted", channelB)
 		}

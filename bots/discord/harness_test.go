@@ -180,7 +180,7 @@ func start(t *testing.T, ho harnessOptions) *harness {
 				if err != nil {
 					t.Errorf("Run: %v", err)
 				}
-			case <-time.After(10 * time.Second):
+			case <-time.After(testenv.Patience):
 				t.Errorf("Run did not return after its context ended")
 			}
 		})
@@ -324,7 +324,7 @@ func (h *harness) attemptsNow() []bridge.AnswerAttempt {
 // waitAttempts waits for n attempts.
 func (h *harness) waitAttempts(n int) []bridge.AnswerAttempt {
 	h.t.Helper()
-	testenv.CheckFor(h.t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(h.t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := len(h.attempts.all()); got != n {
 			return fmt.Errorf("%d attempts, want %d", got, n)
 		}
@@ -352,7 +352,7 @@ func (h *harness) deliveriesNow() []bridge.Delivery {
 func (h *harness) waitDelivery() bridge.Delivery {
 	h.t.Helper()
 	var d bridge.Delivery
-	testenv.CheckFor(h.t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(h.t, testenv.Patience, 10*time.Millisecond, func() error {
 		ds := h.deliveriesNow()
 		if len(ds) == 0 {
 			return fmt.Errorf("no delivery report yet")
@@ -408,7 +408,7 @@ func findComponent(t *testing.T, msg map[string]any, label string) map[string]an
 func (h *harness) posted(channel string, n int) map[string]any {
 	h.t.Helper()
 	var ids []string
-	testenv.CheckFor(h.t, 15*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(h.t, testenv.Patience, 10*time.Millisecond, func() error {
 		h.fake.mu.Lock()
 		ids = ids[:0]
 		for mid, m := range h.fake.msgs {

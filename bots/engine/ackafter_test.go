@@ -44,7 +44,7 @@ func TestAckAfterDelaysTheAckNotTheJob(t *testing.T) {
 	start := time.Now()
 	r.publish("job-1", "q-1")
 	r.publish("job-1", "q-2")
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if got := s.order["job-1"]; len(got) != 2 {
@@ -57,7 +57,7 @@ func TestAckAfterDelaysTheAckNotTheJob(t *testing.T) {
 			t.Fatalf("%d events unacknowledged, want q-1's until its instant", n)
 		}
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := r.ackPending(); n != 0 {
 			return fmt.Errorf("%d events unacknowledged after the wait", n)
 		}
@@ -68,7 +68,7 @@ func TestAckAfterDelaysTheAckNotTheJob(t *testing.T) {
 	}
 	// A stop acknowledges what still waits.
 	r.publish("job-2", "q-3")
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if len(s.order["job-2"]) != 1 {

@@ -21,7 +21,7 @@ import (
 	"github.com/askbridge/askbridge/store"
 )
 
-const wait = 20 * time.Second
+const wait = testenv.Patience
 const tick = 20 * time.Millisecond
 
 // e2e starts the core (NATS, store, runtime) with Slack as the only

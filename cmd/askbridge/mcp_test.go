@@ -154,7 +154,7 @@ var progressIDs = regexp.MustCompile(`question (\S+) in job (\S+) `)
 // waitingFor is the question and job the progress notifications name.
 func (p *mcpProc) waitingFor() (question, job string) {
 	p.t.Helper()
-	testenv.CheckFor(p.t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(p.t, testenv.Patience, 20*time.Millisecond, func() error {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		for _, m := range p.progress {
@@ -173,7 +173,7 @@ func (r *race) slackCard(job, question string) string {
 	r.t.Helper()
 	block := fmt.Sprintf(`"block_id":"ask.acme.%s.%s.0"`, job, question)
 	var ts string
-	testenv.CheckFor(r.t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(r.t, testenv.Patience, 20*time.Millisecond, func() error {
 		for _, c := range r.Calls("chat.postMessage") {
 			if c.Form.Get("thread_ts") != "" && strings.Contains(c.Form.Get("blocks"), block) {
 				ts = c.TS
@@ -189,7 +189,7 @@ func (r *race) slackCard(job, question string) string {
 func (r *race) modalOpened() raceCall {
 	r.t.Helper()
 	var opened raceCall
-	testenv.CheckFor(r.t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(r.t, testenv.Patience, 20*time.Millisecond, func() error {
 		if calls := r.Calls("views.open"); len(calls) > 0 {
 			opened = calls[0]
 			return nil
@@ -381,7 +381,7 @@ func testMCPLongWaitAndRestart(t *testing.T) {
 	if n := r.slackCards(job, qid); n != 1 {
 		t.Errorf("%d cards for %s, want 1: the second call asked again", n, qid)
 	}
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		if n := len(r.resume.of(job, qid, 0)); n != 1 {
 			return fmt.Errorf("%d resumes, want 1", n)
 		}
@@ -447,7 +447,7 @@ func testMCPStreamableHTTP(t *testing.T) {
 	}()
 	ts := r.slackCard("job-http", "q-http")
 	// Progress reaches the client over HTTP while it waits.
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		if progressed.Load() < 2 {
 			return fmt.Errorf("%d progress notifications over HTTP", progressed.Load())
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/store"
 )
 
@@ -103,7 +104,7 @@ func TestCLITrace(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("ask exit %d: %s", code, askErr)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("ask did not return")
 	}
 
