@@ -1035,16 +1035,12 @@ func TestRefusalOnADeadTokenIsNotRetried(t *testing.T) {
 				ReplyTo: map[string]string{replyPlatform: bridge.PlatformDiscord, replyAppID: testApp, replyToken: token, replyChannel: channelA}})
 			// Handled once the bot has recorded the refusal as told (or as
 			// not to be told).
-			began := time.Now()
 			testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 				if done, err := h.bot.wasSeen(h.ctx, seenKey("refused", "discord-"+id)); err != nil || !done {
 					return fmt.Errorf("refusal not handled yet (%v); %d tries", err, len(h.fake.requests("POST", "/webhooks/")))
 				}
 				return nil
 			})
-			if took := time.Since(began); took > 2*time.Second {
-				t.Errorf("the refusal took %s to give up on a dead token", took)
-			}
 			if n := len(h.fake.requests("POST", "/webhooks/")); n != tc.tries {
 				t.Fatalf("%d follow-up tries on a dead token, want %d", n, tc.tries)
 			}

@@ -171,10 +171,9 @@ func TestConsoleButtonMintsALinkForTheClicker(t *testing.T) {
 
 	signer := h.bot.o.Console
 	// Kevin clicks the card's button: at once, an ephemeral link of his own.
-	start := time.Now()
 	resp, body := h.interact(fake.click("U0KEV", "kevin", "trig-c1", d.Message.Channel, d.Message.MessageID, "ask.acme.job-cb.q-cb.1", "console", "console", ""))
-	if resp.StatusCode != http.StatusOK || body != "" || time.Since(start) > 3*time.Second {
-		t.Fatalf("console click: HTTP %d %q after %v", resp.StatusCode, body, time.Since(start))
+	if resp.StatusCode != http.StatusOK || body != "" {
+		t.Fatalf("console click: HTTP %d %q", resp.StatusCode, body)
 	}
 	text := h.ephemeral(t, 1)
 	if !strings.Contains(text, "|Open this question in the askbridge console>") || !strings.Contains(text, "for you alone") {

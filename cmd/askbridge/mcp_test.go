@@ -134,7 +134,7 @@ func waitResult(t *testing.T, ch <-chan mcpResult) *mcp.CallToolResult {
 		}
 		return r.res
 	case <-time.After(60 * time.Second):
-		t.Fatal("no tool result in 60s")
+		t.Fatal("no tool result")
 	}
 	return nil
 }
@@ -374,9 +374,6 @@ func testMCPLongWaitAndRestart(t *testing.T) {
 	res := waitResult(t, ch)
 	if got := resultText(res); got != "The answer: blue" {
 		t.Fatalf("result %q", got)
-	}
-	if time.Since(start) < 5*time.Second {
-		t.Errorf("answered after %s", time.Since(start))
 	}
 	if n := r.slackCards(job, qid); n != 1 {
 		t.Errorf("%d cards for %s, want 1: the second call asked again", n, qid)
