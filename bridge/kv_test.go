@@ -144,3 +144,50 @@ func TestEnsureKVUpgradesBucket(t *testing.T) {
 		}
 	}
 }
+
+// TestEnsureKVMakesTheBucketAsJetStreamWould checks a bucket EnsureKV
+// makes is the one JetStream's CreateKeyValue makes, with key TTLs allowed
+// from its first moment: made in two steps, a write with a key TTL in
+// between was refused ("per-message TTL is disabled"), as a click right
+// after a deleted bucket was made again.
+func TestEnsureKVMakesTheBucketAsJetStreamWould(t *testing.T) {
+	t.Parallel()
+	n := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), poll.Patience)
+	defer cancel()
+	for _, cfg := range []jetstream.KeyValueConfig{
+		kvConfig(time.Hour),
+		{Bucket: "TEST_SEEN", Description: "seen", History: 3, TTL: time.Minute, MaxBytes: 1 << 20, MaxValueSize: 4096, Storage: jetstream.MemoryStorage, Compression: true},
+	} {
+		if _, err := EnsureKV(ctx, n.JS, cfg); err != nil {
+			t.Fatal(err)
+		}
+		ours, err := n.JS.Stream(ctx, "KV_"+cfg.Bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs := cfg
+		theirs.Bucket += "_JS"
+		kv, err := n.JS.CreateKeyValue(ctx, theirs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := n.JS.Stream(ctx, "KV_"+theirs.Bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := ours.CachedInfo().Config, js.CachedInfo().Config
+		if !got.AllowMsgTTL || got.SubjectDeleteMarkerTTL != 0 {
+			t.Errorf("%s: key TTLs allowed %v, subject delete markers %v; want allowed, none", cfg.Bucket, got.AllowMsgTTL, got.SubjectDeleteMarkerTTL)
+		}
+		got.Name, got.Subjects, got.AllowMsgTTL = want.Name, want.Subjects, want.AllowMsgTTL
+		// The server's own metadata: the API level a setting needs (key TTLs: 1).
+		got.Metadata, want.Metadata = nil, nil
+		if g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", want); g != w {
+			t.Errorf("%s: EnsureKV made\n%s\nCreateKeyValue makes\n%s", cfg.Bucket, g, w)
+		}
+		if _, err := kv.Status(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
