@@ -208,7 +208,7 @@ func TestConnectionLossAndReturnAreLogged(t *testing.T) {
 	defer n.Close()
 	ns.Shutdown()
 	ns.WaitForShutdown()
-	poll.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	poll.CheckFor(t, poll.Patience, 20*time.Millisecond, func() error {
 		if !strings.Contains(logs.String(), "nats: connection lost; reconnecting") {
 			return fmt.Errorf("no loss logged:\n%s", logs.String())
 		}
@@ -216,7 +216,7 @@ func TestConnectionLossAndReturnAreLogged(t *testing.T) {
 	})
 	auth.Port = port
 	startExternal(t, auth)
-	poll.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+	poll.CheckFor(t, poll.Patience, 20*time.Millisecond, func() error {
 		if !strings.Contains(logs.String(), "nats: reconnected") {
 			return fmt.Errorf("no return logged:\n%s", logs.String())
 		}

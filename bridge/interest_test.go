@@ -69,7 +69,7 @@ func ackEvents(t *testing.T, js jetstream.JetStream, platform string, n int) {
 
 func waitHeld(t *testing.T, js jetstream.JetStream, want uint64) {
 	t.Helper()
-	poll.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	poll.CheckFor(t, poll.Patience, 10*time.Millisecond, func() error {
 		if msgs, subjects := eventsHeld(t, js); msgs != want || subjects != int(want) {
 			return fmt.Errorf("ASK_EVENTS holds %d events on %d subjects, want %d", msgs, subjects, want)
 		}

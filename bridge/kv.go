@@ -35,6 +35,17 @@ func EnsureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 		}
 	}
 	st, err := js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) && cfg.Mirror == nil && len(cfg.Sources) == 0 {
+		// Made in one request, key TTLs allowed from the start. Made in
+		// two (the bucket, then key TTLs allowed), a write with a key TTL
+		// in between was refused ("per-message TTL is disabled"): a click
+		// right after a heal made the bucket again got HTTP 503.
+		_, cerr := js.CreateStream(ctx, kvStreamConfig(cfg))
+		if cerr != nil && !errors.Is(cerr, jetstream.ErrStreamNameAlreadyInUse) {
+			return nil, fmt.Errorf("nats: key-value bucket %s: %w", cfg.Bucket, cerr)
+		}
+		st, err = js.Stream(ctx, name) // ours, or another's made meanwhile
+	}
 	if err == nil && st.CachedInfo().Config.Storage != jetstream.FileStorage && cfg.Storage == jetstream.FileStorage {
 		// JetStream would refuse the update with "can not change storage
 		// type", naming neither the bucket's problem nor the way out.
@@ -77,6 +88,35 @@ func EnsureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 		return nil, fmt.Errorf("nats: key-value bucket %s: %w", cfg.Bucket, err)
 	}
 	return &KV{KeyValue: kv, js: js, prefix: "$KV." + cfg.Bucket + ".", keyTTL: st.CachedInfo().Config.AllowMsgTTL}, nil
+}
+
+// kvStreamConfig is the stream JetStream's CreateKeyValue makes for cfg
+// (nats.go's prepareKeyValueConfig, for the settings askbridge's buckets
+// use), with key TTLs allowed and no subject delete markers. A server
+// that predates key TTLs ignores AllowMsgTTL; EnsureKV reads it back.
+func kvStreamConfig(cfg jetstream.KeyValueConfig) jetstream.StreamConfig {
+	duplicates := 2 * time.Minute
+	if cfg.TTL > 0 && cfg.TTL < duplicates {
+		duplicates = cfg.TTL
+	}
+	maxBytes, maxMsgSize := cfg.MaxBytes, int32(cfg.MaxValueSize)
+	if maxBytes == 0 {
+		maxBytes = -1
+	}
+	if maxMsgSize == 0 {
+		maxMsgSize = -1
+	}
+	sc := jetstream.StreamConfig{
+		Name: "KV_" + cfg.Bucket, Description: cfg.Description, Subjects: []string{"$KV." + cfg.Bucket + ".>"},
+		MaxMsgsPerSubject: int64(max(cfg.History, 1)), MaxBytes: maxBytes, MaxAge: cfg.TTL, MaxMsgSize: maxMsgSize,
+		Storage: cfg.Storage, Replicas: max(cfg.Replicas, 1), Placement: cfg.Placement,
+		AllowRollup: true, DenyDelete: true, Duplicates: duplicates, MaxMsgs: -1, MaxConsumers: -1,
+		AllowDirect: true, RePublish: cfg.RePublish, Discard: jetstream.DiscardNew, AllowMsgTTL: true, Metadata: cfg.Metadata,
+	}
+	if cfg.Compression {
+		sc.Compression = jetstream.S2Compression
+	}
+	return sc
 }
 
 // KeyTTLs says keys may carry their own TTL.

@@ -61,7 +61,7 @@ func TestKVWriteTTL(t *testing.T) {
 		t.Fatalf("create over a delete marker with a TTL: %v", err)
 	}
 
-	poll.CheckFor(t, 15*time.Second, 100*time.Millisecond, func() error {
+	poll.CheckFor(t, poll.Patience, 100*time.Millisecond, func() error {
 		for _, key := range []string{"short", "settled", "released"} {
 			if e, err := kv.Get(ctx, key); !errors.Is(err, jetstream.ErrKeyNotFound) {
 				return fmt.Errorf("%s: %v (%v), want it gone", key, e, err)
@@ -141,6 +141,53 @@ func TestEnsureKVUpgradesBucket(t *testing.T) {
 		if cfg := st.CachedInfo().Config; cfg.MaxAge != ttl || !cfg.AllowMsgTTL || cfg.MaxMsgsPerSubject != 1 || cfg.SubjectDeleteMarkerTTL != 0 {
 			t.Fatalf("ttl %v: stream config max age %v, key TTLs %v, history %d, marker TTL %v",
 				ttl, cfg.MaxAge, cfg.AllowMsgTTL, cfg.MaxMsgsPerSubject, cfg.SubjectDeleteMarkerTTL)
+		}
+	}
+}
+
+// TestEnsureKVMakesTheBucketAsJetStreamWould checks a bucket EnsureKV
+// makes is the one JetStream's CreateKeyValue makes, with key TTLs allowed
+// from its first moment: made in two steps, a write with a key TTL in
+// between was refused ("per-message TTL is disabled"), as a click right
+// after a deleted bucket was made again.
+func TestEnsureKVMakesTheBucketAsJetStreamWould(t *testing.T) {
+	t.Parallel()
+	n := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), poll.Patience)
+	defer cancel()
+	for _, cfg := range []jetstream.KeyValueConfig{
+		kvConfig(time.Hour),
+		{Bucket: "TEST_SEEN", Description: "seen", History: 3, TTL: time.Minute, MaxBytes: 1 << 20, MaxValueSize: 4096, Storage: jetstream.MemoryStorage, Compression: true},
+	} {
+		if _, err := EnsureKV(ctx, n.JS, cfg); err != nil {
+			t.Fatal(err)
+		}
+		ours, err := n.JS.Stream(ctx, "KV_"+cfg.Bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs := cfg
+		theirs.Bucket += "_JS"
+		kv, err := n.JS.CreateKeyValue(ctx, theirs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := n.JS.Stream(ctx, "KV_"+theirs.Bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := ours.CachedInfo().Config, js.CachedInfo().Config
+		if !got.AllowMsgTTL || got.SubjectDeleteMarkerTTL != 0 {
+			t.Errorf("%s: key TTLs allowed %v, subject delete markers %v; want allowed, none", cfg.Bucket, got.AllowMsgTTL, got.SubjectDeleteMarkerTTL)
+		}
+		got.Name, got.Subjects, got.AllowMsgTTL = want.Name, want.Subjects, want.AllowMsgTTL
+		// The server's own metadata: the API level a setting needs (key TTLs: 1).
+		got.Metadata, want.Metadata = nil, nil
+		if g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", want); g != w {
+			t.Errorf("%s: EnsureKV made\n%s\nCreateKeyValue makes\n%s", cfg.Bucket, g, w)
+		}
+		if _, err := kv.Status(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

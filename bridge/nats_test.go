@@ -327,7 +327,7 @@ func TestWorkQueues(t *testing.T) {
 	if err := m.DoubleAck(ctx); err != nil {
 		t.Fatal(err)
 	}
-	poll.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+	poll.CheckFor(t, poll.Patience, 20*time.Millisecond, func() error {
 		if got := msgs(); got != 0 {
 			return fmt.Errorf("%d questions held after the ack, want 0", got)
 		}

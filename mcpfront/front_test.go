@@ -61,7 +61,7 @@ func TestAnsweredWhileAway(t *testing.T) {
 		done <- err
 	}()
 	var job string
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		var reply bridge.ShowReply
 		if err := bridge.Request(context.Background(), env.NATS.Conn, bridge.APIShow, bridge.ShowRequest{Tenant: "acme", QuestionID: "q-away"}, &reply); err != nil {
 			return err

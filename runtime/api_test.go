@@ -112,7 +112,7 @@ func TestShowByIDOnlyWeighsWhatTheAskerMaySee(t *testing.T) {
 		}
 		return reply
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if r := show(t, env, "", "", "q-1"); !strings.Contains(r.Error, "more than one job") {
 			return fmt.Errorf("both not stored yet: %+v", r)
 		}

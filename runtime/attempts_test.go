@@ -33,7 +33,7 @@ func TestConcurrentAnswersResumeOnce(t *testing.T) {
 	wg.Wait()
 	outcome(t, ch)
 	// Every attempt is decided: one answer and 49 refusals.
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		refused := strings.Count(events.EventTypes(), bridge.EventRefused)
 		if refused != 49 {
 			return fmt.Errorf("%d refusals", refused)
@@ -48,7 +48,7 @@ func TestConcurrentAnswersResumeOnce(t *testing.T) {
 	}
 	// The metric is counted after the batch commits, and the relay may
 	// publish the batch's events before that.
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := counters(t, env, "askbridge_answer_attempts_total"); got != "via=cli 0; via=console 0; via=discord 0; via=other 0; via=slack 50" {
 			return fmt.Errorf("askbridge_answer_attempts_total: %s", got)
 		}
@@ -267,7 +267,7 @@ func TestAttemptHandedOutAgainIsNotDecidedAgain(t *testing.T) {
 			// The resume came back; the answered event goes to another stream and
 			// may land after it: counted once both events (asked, answered) are in.
 			var before uint64
-			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 				if before = testenv.StreamCount(t, env.NATS, bridge.StreamEvents, firstEvents); before < 2 {
 					return fmt.Errorf("%d events of the question, want asked and answered", before)
 				}

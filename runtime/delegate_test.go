@@ -18,7 +18,7 @@ import (
 func eventsOf(t *testing.T, events *testenv.Recorder, typ string, n int) []bridge.Event {
 	t.Helper()
 	var out []bridge.Event
-	testenv.CheckFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 5*time.Millisecond, func() error {
 		out = out[:0]
 		for _, ev := range events.Events() {
 			if ev.Type == typ {

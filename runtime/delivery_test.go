@@ -44,7 +44,7 @@ func TestDeliveryFailureOnEveryPlatformFailsTheJob(t *testing.T) {
 		t.Fatalf("outcome = %+v (failure %+v)", out, out.Failure)
 	}
 	// docs/contract.md: delivery_failed carries failure and via (the platform).
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := events.EventTypes(); got != "asked,delivery_failed" {
 			return fmt.Errorf("events = %s", got)
 		}
@@ -66,7 +66,7 @@ func TestDeliveryFailureWhileAnotherPlatformShowsIt(t *testing.T) {
 	ref := &bridge.MessageRef{Platform: bridge.PlatformDiscord, Channel: "42", MessageID: "777"}
 	report(t, env, q, bridge.Delivery{Platform: bridge.PlatformDiscord, OK: true, Message: ref})
 	report(t, env, q, bridge.Delivery{Platform: bridge.PlatformSlack, Failure: channelNotFound})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := events.EventTypes(); got != "asked,delivery_failed" {
 			return fmt.Errorf("events = %s", got)
 		}
@@ -82,7 +82,7 @@ func TestDeliveryFailureWhileAnotherPlatformShowsIt(t *testing.T) {
 	// The outcome event names the message that showed the question.
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-dp", QuestionID: "q-1", AttemptID: "dp", Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
 	outcome(t, ch)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		evs := events.Events()
 		if len(evs) < 3 {
 			return fmt.Errorf("events = %s", events.EventTypes())
@@ -114,7 +114,7 @@ func TestQuestionRoutedToAnUnconfiguredPlatformFails(t *testing.T) {
 		t.Fatalf("outcome text mentions a token: %q", out.Text)
 	}
 	// The delivery_failed event names the platform, as the contract says.
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, ev := range events.Events() {
 			if ev.Type == bridge.EventDeliveryFailed {
 				if ev.Via != bridge.PlatformDiscord || ev.Failure == nil {
@@ -139,7 +139,7 @@ func TestCancelFromChatNeedsAdmin(t *testing.T) {
 		}
 	}
 	pub("c1", bridge.Cancel{Tenant: "acme", JobID: "job-cx", QuestionID: "q-1", By: "slack:UOP", ReplyTo: map[string]string{"channel": "D1"}})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, ev := range events.Events() {
 			if ev.Type == bridge.EventRefused && ev.To == "slack:UOP" && ev.ReplyTo["channel"] == "D1" &&
 				ev.Text == "You can't cancel questions: that needs the admin or owner role." {
@@ -226,7 +226,7 @@ func TestTenantScopedRoles(t *testing.T) {
 	acme.Timeout = "4s" // the answerers' reminder falls due at 1s
 	ch := ask(t, env, acme)
 	clock.Advance(1500 * time.Millisecond)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, ev := range events.Events() {
 			if ev.Type == bridge.EventReminded && ev.JobID == "job-sc" {
 				if len(ev.Targets) != 1 || ev.Targets[0] != "slack:UACME" {
@@ -370,7 +370,7 @@ func TestOutcomeTimesAreTheStoredOnes(t *testing.T) {
 				t.Errorf("resume at %s; show gives settled_at %s, the audit %s", out.At.Format(time.RFC3339Nano), settled.Format(time.RFC3339Nano), audited.Format(time.RFC3339Nano))
 			}
 			var ev *bridge.Event
-			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 				for _, e := range events.Events() {
 					if e.JobID == q.JobID && e.State == r.Question.State && e.Type != bridge.EventAsked {
 						ev = &e
@@ -402,7 +402,7 @@ func TestRefusedCancelsAfterTheCancelsStreamIsMadeAnewAreTwoEvents(t *testing.T)
 			t.Fatal(err)
 		}
 		var ev bridge.Event
-		testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 			for _, e := range events.Events() {
 				if e.Type == bridge.EventRefused && e.To == "slack:UOP" {
 					ev = e
@@ -443,7 +443,7 @@ func TestDeliveryReportOfAVersionlessQuestionAskedAgain(t *testing.T) {
 	v1 := choiceQuestion("job-dv")
 	v1.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0123"}}
 	ch := ask(t, env, v1)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if r := show(t, env, "slack:UADMIN", "job-dv", "q-1"); r.Question == nil || r.Question.TaskVersion != 1 {
 			return fmt.Errorf("version 1 not stored yet: %+v", r.Question)
 		}
@@ -454,7 +454,7 @@ func TestDeliveryReportOfAVersionlessQuestionAskedAgain(t *testing.T) {
 	report(t, env, v0, bridge.Delivery{Platform: bridge.PlatformSlack, Failure: channelNotFound})
 	report(t, env, v1, bridge.Delivery{Platform: bridge.PlatformSlack, OK: true,
 		Message: &bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: "C0123", MessageID: "1700000000.000100"}})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := counters(t, env, "askbridge_deliveries_total"); !strings.Contains(got, "result=ok 1") {
 			return fmt.Errorf("reports not handled yet: %s", got)
 		}
@@ -493,7 +493,7 @@ func TestCancelFromChatThatLostTheRaceIsTold(t *testing.T) {
 	pub("c1", bridge.Cancel{Tenant: "acme", JobID: "job-cl", QuestionID: "q-1", By: "slack:UADMIN", ReplyTo: map[string]string{"channel": "D1"}})
 	pub("c2", bridge.Cancel{Tenant: "acme", JobID: "job-cl", By: "slack:UADMIN", ReplyTo: map[string]string{"channel": "D2"}})
 	answered := regexp.MustCompile(`^Nothing was cancelled: this question was already answered by slack:UOP \(op\) at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\.$`)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		var one, job bool
 		for _, ev := range events.Events() {
 			if ev.Type != bridge.EventRefused || ev.To != "slack:UADMIN" || ev.Reason != bridge.RefusedNotPending {

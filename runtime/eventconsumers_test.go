@@ -57,7 +57,7 @@ func eventsAfter(t *testing.T, env *testenv.Env, after uint64) []held {
 // waitHolding waits until the consumer durable holds want events.
 func waitHolding(t *testing.T, env *testenv.Env, durable string, want uint64) {
 	t.Helper()
-	testenv.CheckFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		c, err := env.NATS.JS.Consumer(context.Background(), bridge.StreamEvents, durable)
 		if err != nil {
 			return err
@@ -136,7 +136,7 @@ func TestConsumerMadeAgainAsksWhatItDoesNotShow(t *testing.T) {
 		Message: &bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: "C1", MessageID: "1700000000.000100"}})
 	attempt(t, env, bridge.AnswerAttempt{JobID: ended.JobID, QuestionID: "q-1", AttemptID: "end", Answer: []byte(`"red"`), By: "slack:UOP"})
 	waitState(t, env, ended, bridge.StateAnswered)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if len(show(t, env, "slack:UADMIN", shown.JobID, "q-1").Question.Messages) == 0 {
 			return errors.New("the delivery report is not recorded yet")
 		}

@@ -51,7 +51,7 @@ func TestExecutionReported(t *testing.T) {
 	marker := refundApproval("job-xr", "pr_marker", 1)
 	marker.QuestionID = "q-marker"
 	ask(t, env, marker)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := strings.Count(events.EventTypes(), bridge.EventAsked); n != 2 {
 			return fmt.Errorf("events %s", events.EventTypes())
 		}

@@ -95,7 +95,7 @@ func TestGateRefusesWhileAQuestionWaits(t *testing.T) {
 		bridge.Cancel{Tenant: "acme", JobID: job, TaskVersion: 4}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if r := gate(t, env, job, 3, "lookup_order"); r.Code != bridge.GateStaleVersion {
 			return fmt.Errorf("after the bump: %+v", r)
 		}

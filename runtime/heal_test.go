@@ -46,7 +46,7 @@ func TestDeletedConsumersAndStreamsAreMadeAgain(t *testing.T) {
 			defer close(done)
 			out, err = env.Agent.Ask(actx, q)
 		}()
-		clock.AdvanceUntil(t, 100*time.Millisecond, 30*time.Second, func() error {
+		clock.AdvanceUntil(t, 100*time.Millisecond, testenv.Patience, func() error {
 			select {
 			case <-done:
 				return nil
@@ -76,7 +76,7 @@ func TestDeletedConsumersAndStreamsAreMadeAgain(t *testing.T) {
 		if err := env.NATS.JS.DeleteStream(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		testenv.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 50*time.Millisecond, func() error {
 			if err := bridge.CheckStreams(ctx, env.NATS.JS); err != nil {
 				return err
 			}
@@ -85,7 +85,7 @@ func TestDeletedConsumersAndStreamsAreMadeAgain(t *testing.T) {
 	}
 	ask("job-streams")
 	// The lease is held again.
-	testenv.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 50*time.Millisecond, func() error {
 		kv, err := env.NATS.JS.KeyValue(ctx, runtime.RuntimeBucket)
 		if err != nil {
 			return err

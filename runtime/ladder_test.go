@@ -46,7 +46,7 @@ func TestLadderThenTimeout(t *testing.T) {
 			if c.code != "" && (out.Failure == nil || out.Failure.Code != c.code) {
 				t.Fatalf("failure = %+v", out.Failure)
 			}
-			testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 				if got := events.EventTypes(); got != "asked,reminded,escalated,escalated,timed_out" {
 					return fmt.Errorf("events = %s", got)
 				}
@@ -84,7 +84,7 @@ func TestLadderOff(t *testing.T) {
 	q.Escalation = &bridge.Escalation{Off: true}
 	q.EscalationReason = "the owner is on call and watching"
 	outcomeAdvancing(t, clock, ask(t, env, q))
-	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := events.EventTypes(); got != "asked,timed_out" {
 			return fmt.Errorf("events = %s", got)
 		}
@@ -128,7 +128,7 @@ func TestLadderStepDueWhileDownFiresOnce(t *testing.T) {
 
 	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles, Clock: clock})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-down")
-	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := events.EventTypes(); got != "asked,reminded" {
 			return fmt.Errorf("events = %s", got)
 		}
@@ -140,7 +140,7 @@ func TestLadderStepDueWhileDownFiresOnce(t *testing.T) {
 	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles, Clock: clock})
 	events = env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-down")
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-down", QuestionID: "q-1", AttemptID: "marker", Answer: json.RawMessage(`"red"`), By: "slack:USTRANGER"})
-	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := events.EventTypes(); got != "asked,reminded,refused" {
 			return fmt.Errorf("events = %s", got)
 		}
@@ -213,7 +213,7 @@ func TestAnswerGivenInTimeBeatsTheTimeoutAfterARestart(t *testing.T) {
 	// clock stands still meanwhile, past the deadline: the ladder waits
 	// for the backlog whatever it takes.
 	waitStateFor(t, env, q, bridge.StateAnswered, 30*time.Second)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if types := events.EventTypes(); types != "asked,answered" {
 			return fmt.Errorf("events %s, want asked,answered", types)
 		}
@@ -259,7 +259,7 @@ func TestEscalationThatNamesNothingIsRefused(t *testing.T) {
 		events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme."+c.job)
 		publish(c.job, c.escalation)
 		var asked bridge.Event
-		testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 			evs := events.Events()
 			if len(evs) == 0 {
 				return errors.New("no asked event")
@@ -314,7 +314,7 @@ func TestLateAnswerToAQuestionThatFailedOnTimeout(t *testing.T) {
 func outcomeAdvancing(t *testing.T, clock *testenv.Clock, ch <-chan *bridge.Resume) *bridge.Resume {
 	t.Helper()
 	var out *bridge.Resume
-	clock.AdvanceUntil(t, 100*time.Millisecond, 20*time.Second, func() error {
+	clock.AdvanceUntil(t, 100*time.Millisecond, testenv.Patience, func() error {
 		select {
 		case res, ok := <-ch:
 			if !ok {

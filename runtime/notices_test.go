@@ -51,7 +51,7 @@ func TestNoticeIsRecordedMaskedAndAnnouncedOnce(t *testing.T) {
 	if err := bridge.Publish(ctx, env.NATS.JS, bridge.NoticeSubject("acme", "job-n1"), "retry-1", crmNotice("job-n1")); err != nil {
 		t.Fatal(err)
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if events.Len() != 1 {
 			return fmt.Errorf("%d events", events.Len())
 		}
@@ -63,7 +63,7 @@ func TestNoticeIsRecordedMaskedAndAnnouncedOnce(t *testing.T) {
 		ev.Notice.Code != bridge.CodeAccessDenied || ev.Notice.SafeFallback == "" || ev.QuestionID != "" {
 		t.Fatalf("event %+v notice %+v", ev, ev.Notice)
 	}
-	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if !strings.Contains(logs.String(), "notice already recorded") {
 			return fmt.Errorf("the second copy is not handled yet")
 		}
@@ -117,7 +117,7 @@ func TestInvalidNoticesAreRefusedNamingTheField(t *testing.T) {
 	if err := env.Agent.Notify(ctx, good); err != nil {
 		t.Fatal(err)
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if events.Len() != 1 {
 			return fmt.Errorf("%d events", events.Len())
 		}
@@ -139,7 +139,7 @@ func TestInvalidNoticesAreRefusedNamingTheField(t *testing.T) {
 		t.Errorf("a refusal echoed the token:\n%s", out)
 	}
 	// Every refused notice was acknowledged: the work queue holds none.
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := testenv.StreamCount(t, env.NATS, bridge.StreamNotices, bridge.PrefixNotice+".>"); n != 0 {
 			return fmt.Errorf("%d notices still in %s", n, bridge.StreamNotices)
 		}
@@ -164,7 +164,7 @@ func TestNoticeCarriesTheJobsThreads(t *testing.T) {
 	ask(t, env, q)
 	thread := bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: "C0DEF", MessageID: "1700000000.000200", Thread: "1700000000.000100"}
 	report(t, env, q, bridge.Delivery{Platform: bridge.PlatformSlack, OK: true, Message: &thread})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		threads, err := env.Store.JobThreads(context.Background(), "acme", "job-n3")
 		if err != nil || len(threads) != 1 {
 			return fmt.Errorf("threads %v (%v)", threads, err)
@@ -174,7 +174,7 @@ func TestNoticeCarriesTheJobsThreads(t *testing.T) {
 	if err := env.Agent.Notify(context.Background(), crmNotice("job-n3")); err != nil {
 		t.Fatal(err)
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, ev := range events.Events() {
 			if ev.Type == bridge.EventNotice {
 				if len(ev.Threads) != 1 || ev.Threads[0].Thread != thread.Thread || ev.Threads[0].Channel != "C0DEF" {

@@ -133,7 +133,7 @@ func TestPersonRemindedOnce(t *testing.T) {
 	waitState(t, env, second, bridge.StatePending)
 	show(t, env, "discord:555555555555555555", "job-pr2", "q-2")
 	events2 := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-pr2")
-	clock.AdvanceUntil(t, 100*time.Millisecond, 20*time.Second, func() error {
+	clock.AdvanceUntil(t, 100*time.Millisecond, testenv.Patience, func() error {
 		for _, ev := range events2.Events() {
 			if ev.Type == bridge.EventReminded {
 				if !slices.Equal(ev.Targets, []string{"discord:555555555555555555"}) {
@@ -183,7 +183,7 @@ func TestSnoozeHoldsThePerson(t *testing.T) {
 	// To the 2h reminder and not near the snooze's end at 4h: stepping the
 	// clock on while the ladder works could pass 4h before it fires.
 	clock.Advance(2*time.Hour + time.Minute)
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, ev := range events.Events() {
 			if ev.Type == bridge.EventReminded {
 				if !slices.Equal(ev.Targets, []string{"slack:UBEN"}) {

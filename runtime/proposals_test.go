@@ -35,7 +35,7 @@ func withPolicy(rule policy.Rule) *policy.Holder {
 func eventOf(t *testing.T, events *testenv.Recorder, job, typ string) bridge.Event {
 	t.Helper()
 	var found bridge.Event
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, ev := range events.Events() {
 			if ev.JobID == job && ev.Type == typ {
 				found = ev
@@ -291,7 +291,7 @@ func TestSupersededApprovalHandsItsProposalOn(t *testing.T) {
 	ask(t, env, v2)
 	eventOf(t, events, "job-sp", bridge.EventSuperseded)
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-sp", QuestionID: "q-refund", TaskVersion: 2, AttemptID: "v2", Action: bridge.ActionApprove, By: "slack:UOP"})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, res := range resumes.Resumes() {
 			if res.TaskVersion == 2 && string(res.Answer) == `"approved"` {
 				return nil
@@ -398,14 +398,14 @@ func TestSimultaneousApprovals(t *testing.T) {
 		case <-f.Ok():
 		case err := <-f.Err():
 			t.Fatal(err)
-		case <-time.After(10 * time.Second):
+		case <-time.After(testenv.Patience):
 			t.Fatal("attempt not stored")
 		}
 	}
 	if out := outcome(t, ch); string(out.Answer) != `"approved"` {
 		t.Fatalf("outcome: %+v", out)
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		count := map[string]int{}
 		for _, ev := range events.Events() {
 			count[ev.JobID+" "+ev.Type+" "+ev.Reason]++
@@ -434,7 +434,7 @@ func TestProposalAskedAgainAfterItsQuestionEnded(t *testing.T) {
 	ctx := context.Background()
 	first := ask(t, env, refundApproval("job-ag", "pr_ag", 40))
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-ag", QuestionID: "q-refund", AttemptID: "one", Action: bridge.ActionApprove, By: "slack:UOP"})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := len(proposalRow(t, env, "pr_ag").Approvals); n != 1 {
 			return fmt.Errorf("%d approvals", n)
 		}

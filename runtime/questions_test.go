@@ -107,7 +107,7 @@ func TestCancelRightAfterAskingEndsTheQuestion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := len(resumes.Resumes()); got < n {
 			return fmt.Errorf("%d of %d questions ended", got, n)
 		}
@@ -135,7 +135,7 @@ func TestQuestionOnABadJobIDIsRefusedBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := len(resumes.Resumes()); n != 2 {
 			return fmt.Errorf("%d resumes, want 2", n)
 		}
@@ -173,7 +173,7 @@ func TestBumpThenAskKeepsTheNewQuestion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := len(resumes.Resumes()); got < n {
 			return fmt.Errorf("%d of %d first questions ended", got, n)
 		}
@@ -237,7 +237,7 @@ func TestCardOfAVersionlessQuestionIsStaleOnceReasked(t *testing.T) {
 	waitState(t, env, v0, bridge.StatePending)
 	v1 := choiceQuestion("job-v0")
 	ch1 := ask(t, env, v1)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, res := range resumes.Resumes() {
 			if res.TaskVersion == 0 && res.Text == "The question was superseded by task version 1." {
 				return nil

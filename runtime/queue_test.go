@@ -58,7 +58,7 @@ func TestQueueAndOneNudgePerJob(t *testing.T) {
 	}
 
 	clock.Advance(15*time.Minute + time.Second) // the answerers' step of all three
-	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := events.EventTypes(); got != "asked,asked,asked,reminded" {
 			return fmt.Errorf("events = %s", got)
 		}
@@ -83,7 +83,7 @@ func TestQueueAndOneNudgePerJob(t *testing.T) {
 	}
 
 	clock.Advance(15 * time.Minute) // the owner's step
-	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := events.EventTypes(); got != "asked,asked,asked,reminded,answered,escalated" {
 			return fmt.Errorf("events = %s", got)
 		}
@@ -155,7 +155,7 @@ func TestRoundTakesAlongStepsDueSoon(t *testing.T) {
 	clock.Advance(50 * time.Minute)
 	askAt("q-3") // its step 50 minutes after q-1's
 	clock.Advance(8*time.Minute + time.Second)
-	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := events.EventTypes(); got != "asked,asked,asked,reminded" {
 			return fmt.Errorf("events = %s", got)
 		}
@@ -177,7 +177,7 @@ func TestRoundTakesAlongStepsDueSoon(t *testing.T) {
 	// Past q-2's own step time, to q-3's: one more round, for q-3 alone
 	// (q-2's step went with the first).
 	clock.Advance(52 * time.Minute)
-	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := events.EventTypes(); got != "asked,asked,asked,reminded,reminded" {
 			return fmt.Errorf("events = %s", got)
 		}

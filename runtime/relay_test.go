@@ -41,7 +41,7 @@ func crashAwayTest(t *testing.T, before bool, away func(dir string)) {
 	ask(t, env, q)
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-crash", QuestionID: "q-1", AttemptID: "cr1", Answer: json.RawMessage(`"blue"`), By: "slack:UOP"})
 	waitState(t, env, q, bridge.StateAnswered)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		n, err := env.Store.OutboxBacklog(context.Background())
 		if err != nil || n != 1 {
 			return fmt.Errorf("backlog %d, %v; want the resume left unsent", n, err)
@@ -56,7 +56,7 @@ func crashAwayTest(t *testing.T, before bool, away func(dir string)) {
 
 	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
 	resumes := env.Record(t, bridge.StreamResumes, "ask.v1.resume.acme.job-crash")
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		n, err := env.Store.OutboxBacklog(context.Background())
 		if err != nil || n != 0 {
 			return fmt.Errorf("backlog %d, %v", n, err)
@@ -180,7 +180,7 @@ func TestLazyMarkSentRepublishesOnceAfterRestart(t *testing.T) {
 		t.Fatalf("backlog %d, %v; want 3 rows published but not yet marked", n, err)
 	}
 	// The backlog an operator reads counts only what is not in JetStream.
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		msg, err := env.NATS.Conn.Request(bridge.APIStats, []byte(`{}`), 5*time.Second)
 		if err != nil {
 			return err
@@ -229,7 +229,7 @@ func TestCleanStopMarksPublishedRows(t *testing.T) {
 	}
 	// Wait until the relay has seen the acknowledgements (published
 	// counts them), then stop at once, well within a marking period.
-	testenv.CheckFor(t, 10*time.Second, time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, time.Millisecond, func() error {
 		if got := counters(t, env, "askbridge_outbox_published_total"); got != " 9" {
 			return fmt.Errorf("published %q, want 9", got)
 		}

@@ -127,7 +127,7 @@ func TestStepFiresOnTheReplicaLeft(t *testing.T) {
 func waitResumes(t *testing.T, env *testenv.Env, job string, want uint64) {
 	t.Helper()
 	subject := bridge.ResumeSubject("acme", job)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := testenv.StreamCount(t, env.NATS, bridge.StreamResumes, subject); got < want {
 			return fmt.Errorf("%d resumes of %s, want %d", got, job, want)
 		}

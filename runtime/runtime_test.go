@@ -41,7 +41,7 @@ func choiceQuestion(job string) *bridge.Question {
 func ask(t *testing.T, env *testenv.Env, q *bridge.Question) <-chan *bridge.Resume {
 	t.Helper()
 	ch := make(chan *bridge.Resume, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Patience)
 	if err := env.Agent.Publish(ctx, q); err != nil {
 		t.Fatalf("publish question: %v", err)
 	}
@@ -62,7 +62,7 @@ func ask(t *testing.T, env *testenv.Env, q *bridge.Question) <-chan *bridge.Resu
 
 func waitState(t *testing.T, env *testenv.Env, q *bridge.Question, state string) {
 	t.Helper()
-	waitStateFor(t, env, q, state, 10*time.Second)
+	waitStateFor(t, env, q, state, testenv.Patience)
 }
 
 // waitStateFor is waitState for a question whose state follows a backlog.
@@ -112,7 +112,7 @@ func outcome(t *testing.T, ch <-chan *bridge.Resume) *bridge.Resume {
 			t.Fatal("no outcome")
 		}
 		return out
-	case <-time.After(20 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("timed out waiting for the outcome")
 	}
 	return nil
@@ -122,7 +122,7 @@ func outcome(t *testing.T, ch <-chan *bridge.Resume) *bridge.Resume {
 func refusalFor(t *testing.T, events *testenv.Recorder, attemptID string) bridge.Event {
 	t.Helper()
 	var found bridge.Event
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, ev := range events.Events() {
 			if ev.Type == bridge.EventRefused && ev.AttemptID == attemptID {
 				found = ev
@@ -329,7 +329,7 @@ func TestOneRuntimePerNATS(t *testing.T) {
 		if !errors.Is(err, runtime.ErrOtherRuntime) || !strings.Contains(err.Error(), "one runtime per NATS") {
 			t.Fatalf("second runtime: %v; want ErrOtherRuntime", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("the second runtime ran beside the first")
 	}
 	// The first stops cleanly and lets its lease go: another database's
@@ -344,7 +344,7 @@ func TestOneRuntimePerNATS(t *testing.T) {
 	case <-third.Ready():
 	case err := <-thirdDone:
 		t.Fatalf("a runtime after the first stopped: %v", err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("a runtime after the first stopped did not start")
 	}
 }

@@ -33,7 +33,7 @@ func TestTraceFollowsAProposalToItsExecution(t *testing.T) {
 		clock.Advance(time.Second)
 		a.JobID, a.QuestionID = job, "q-refund"
 		attempt(t, env, a)
-		testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 			for _, e := range trace(t, env, bridge.TraceRequest{Tenant: "acme", JobID: job}).Entries {
 				if e.At.Equal(clock.Now().Truncate(time.Millisecond)) {
 					return nil
@@ -56,7 +56,7 @@ func TestTraceFollowsAProposalToItsExecution(t *testing.T) {
 	// before it.
 	want := []string{"asked q-refund", "approval q-refund", "refused q-refund", "approval q-refund", "answered q-refund", "gate", "executed"}
 	var got []bridge.TraceEntry
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		got = trace(t, env, bridge.TraceRequest{As: "slack:UOP", Tenant: "acme", JobID: job}).Entries
 		if !slices.Equal(kinds(got), want) {
 			return fmt.Errorf("trace %v", kinds(got))

@@ -75,7 +75,7 @@ func TestTraceMergesTheJobsRecordInOrder(t *testing.T) {
 	appendLog(t, env, job, store.LogGate, "q-1", `{"tool":"send_report","code":"blocked_by_question","task_version":1,"question_id":"q-1","reason":"question q-1 is waiting and blocks send_report"}`, step())
 	step()
 	attempt(t, env, bridge.AnswerAttempt{JobID: job, QuestionID: "q-1", AttemptID: "a-green", By: "slack:UOP", Answer: json.RawMessage(`"green"`)})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		log, err := env.Store.JobLog(ctx, "acme", job)
 		if err != nil || len(log) < 2 {
 			return fmt.Errorf("the refusal is not in the job log: %v %v", log, err)
@@ -98,7 +98,7 @@ func TestTraceMergesTheJobsRecordInOrder(t *testing.T) {
 	ask(t, env, q2)
 	step()
 	ask(t, env, q6)
-	clock.AdvanceUntil(t, 100*time.Millisecond, 20*time.Second, func() error {
+	clock.AdvanceUntil(t, 100*time.Millisecond, testenv.Patience, func() error {
 		if s := show(t, env, "slack:UADMIN", job, "q-6").Question.State; s != bridge.StateFailed {
 			return fmt.Errorf("q-6 is %s", s)
 		}
@@ -217,7 +217,7 @@ func TestTraceShowsWhatTheAskerMaySee(t *testing.T) {
 	appendLog(t, env, job, store.LogGate, "q-2", `{"tool":"pay","code":"blocked_by_question","task_version":1,"question_id":"q-2","reason":"question q-2 (salary band) is waiting and blocks pay"}`, now)
 	appendLog(t, env, job, store.LogNotice, "", `{"tenant":"acme","job_id":"job-tp","code":"ACCESS_DENIED","operator_message":"Grant hr.read."}`, now)
 	attempt(t, env, bridge.AnswerAttempt{JobID: job, QuestionID: "q-1", AttemptID: "a-1", By: "slack:UOP", Answer: json.RawMessage(`"green"`)})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if r := trace(t, env, bridge.TraceRequest{Tenant: "acme", JobID: job}); len(r.Entries) != 5 {
 			return fmt.Errorf("trace: %v %s", kinds(r.Entries), r.Error)
 		}
@@ -306,7 +306,7 @@ func TestTraceShowsANoticeAsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reply bridge.TraceReply
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if reply = trace(t, env, bridge.TraceRequest{As: "slack:UOP", Tenant: "acme", JobID: "job-tn"}); len(reply.Entries) != 1 {
 			return fmt.Errorf("trace: %v %s", kinds(reply.Entries), reply.Error)
 		}
@@ -351,7 +351,7 @@ func TestTraceIsTheEvidenceTheGateHeld(t *testing.T) {
 	}
 	want := []string{"asked q-1", "gate q-1", "answered q-1", "gate"}
 	var reply bridge.TraceReply
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		reply = trace(t, env, bridge.TraceRequest{As: "slack:UOP", Tenant: "acme", JobID: "job-tg"})
 		if !slices.Equal(kinds(reply.Entries), want) {
 			return fmt.Errorf("trace %v %s", kinds(reply.Entries), reply.Error)

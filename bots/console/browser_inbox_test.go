@@ -193,7 +193,7 @@ func TestBrowserPagesUpdateLive(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	testenv.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 50*time.Millisecond, func() error {
 		n, err := chromedp.Run(inbox, chromedp.Evaluate[float64](`document.querySelectorAll("a.item-title[href*='q-cover']").length`))
 		if err != nil || n != 0 {
 			return errors.New("the inbox still lists the answered question")
@@ -203,7 +203,7 @@ func TestBrowserPagesUpdateLive(t *testing.T) {
 	if got := textOf(t, inbox, ".counts"); !strings.Contains(got, "All 2") || !strings.Contains(got, "Questions 1") {
 		t.Errorf("counts after the answer: %q", got)
 	}
-	testenv.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 50*time.Millisecond, func() error {
 		if s, err := chromedp.Run(question, chromedp.Text(chromedp.CSS("main"))); err != nil || !strings.Contains(s, "Answered") {
 			return errors.New("the question page does not say answered")
 		}

@@ -96,7 +96,7 @@ func TestBrowserKeepsAHalfTypedDate(t *testing.T) {
 	); err != nil {
 		t.Fatalf("the form is gone after the half-typed date, so it was sent (resumes %+v): %v", resumes.Resumes(), err)
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if resumes.Len() > 0 {
 			return nil
 		}

@@ -85,7 +85,7 @@ func ask(t *testing.T, h *harness, env *testenv.Env, q bridge.Question) {
 		t.Fatalf("agent publish: %v", err)
 	}
 	link := h.questionURL(q.Answerers[0], q)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if h.get(link).status == http.StatusOK {
 			return nil
 		}
@@ -194,7 +194,7 @@ func TestBrowserAnswersWithInlineErrors(t *testing.T) {
 	}
 
 	// The agent got the answer on its resume subject.
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if resumes.Len() > 0 {
 			return nil
 		}

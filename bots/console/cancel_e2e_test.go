@@ -33,7 +33,7 @@ func TestE2ERetiredAndImplicitlyAnsweredPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		link := h.questionURL("console:alice", q)
-		testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 			if body := h.get(link).body; !strings.Contains(body, c.want) {
 				return fmt.Errorf("%s: the page lacks %s", c.cancel.Status, c.want)
 			}

@@ -19,7 +19,7 @@ import (
 
 func resumeFor(t *testing.T, rec *testenv.Recorder) bridge.Resume {
 	t.Helper()
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if rec.Len() > 0 {
 			return nil
 		}
@@ -188,7 +188,7 @@ func TestE2EGetChangesNothing(t *testing.T) {
 	q := reportQuestion("job-e4")
 	events := env.Record(t, bridge.StreamEvents, bridge.EventSubject(q.Tenant, q.JobID))
 	ask(t, h, env, q)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if events.Len() > 0 {
 			return nil
 		}
@@ -317,7 +317,7 @@ func TestE2EFormPostedAfterAReaskIsStale(t *testing.T) {
 	q2 := q
 	q2.TaskVersion, q2.Question, q2.Choices = 2, "Which colour should the back cover be?", []string{"red", "yellow"}
 	ask(t, h, env, q2)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if strings.Contains(h.get(link).body, "back cover") {
 			return nil
 		}
@@ -337,7 +337,7 @@ func TestE2EFormPostedAfterAReaskIsStale(t *testing.T) {
 		t.Errorf("the version 1 answer was checked against version 2's choices:\n%s", p.body)
 	}
 	// Version 1 was superseded (one resume), version 2 still waits.
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if resumes.Len() > 0 {
 			return nil
 		}
@@ -364,7 +364,7 @@ func TestE2EFormPostedAfterAnotherAnswerSaysWhoAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice, bob := h.questionURL("console:alice", q), h.questionURL("console:bob", q)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if h.get(alice).status == http.StatusOK {
 			return nil
 		}
@@ -382,7 +382,7 @@ func TestE2EFormPostedAfterAnotherAnswerSaysWhoAnswered(t *testing.T) {
 	if r := resumeFor(t, resumes); r.By != "console:bob" {
 		t.Fatalf("resume %+v", r)
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if strings.Contains(h.get(alice).body, `<h2 id="outcome-h">Answered</h2>`) {
 			return nil
 		}
@@ -452,7 +452,7 @@ func (h *harness) decidedPage(posted page) page {
 	h.t.Helper()
 	next := posted.header.Get("Location")
 	var p page
-	testenv.CheckFor(h.t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(h.t, testenv.Patience, 10*time.Millisecond, func() error {
 		if p = h.get(next); strings.Contains(p.body, `id="sent"`) {
 			return errors.New("the page still says the answer waits to be decided")
 		}

@@ -96,7 +96,7 @@ func TestE2ENoticeOnTheJobPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	link := h.signer.JobURL("console:alice", "acme", "job-ne", time.Hour)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if !strings.Contains(h.get(link).body, `class="card notice"`) {
 			return fmt.Errorf("no notice on the job page yet")
 		}

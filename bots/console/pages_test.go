@@ -390,7 +390,7 @@ func TestHiddenQuestionShowsOnlyThatItWaits(t *testing.T) {
 	if p := h.post(link, form); p.status != http.StatusSeeOther {
 		t.Fatalf("operator decline: status %d\n%s", p.status, p.body)
 	}
-	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if h.rt.state(q.Tenant, q.JobID, q.QuestionID) == bridge.StateDeclined {
 			return nil
 		}

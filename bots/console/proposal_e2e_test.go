@@ -54,7 +54,7 @@ func TestE2EProposalPagesFollowTheRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	link := h.questionURL("console:alice", q)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		p = h.get(link)
 		if !strings.Contains(p.body, `<h2 id="outcome-h">Executed</h2>`) ||
 			!strings.Contains(p.body, `<p class="outcome-line">Executed: Refunded $240 · ref rf_31c9</p>`) {

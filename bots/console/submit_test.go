@@ -75,7 +75,7 @@ func TestPostNeedsAValidFormToken(t *testing.T) {
 	if p := h.post(link, good); p.status != http.StatusSeeOther {
 		t.Fatalf("good post: status %d\n%s", p.status, p.body)
 	}
-	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if h.rt.state(q.Tenant, q.JobID, q.QuestionID) == bridge.StateAnswered {
 			return nil
 		}
@@ -226,7 +226,7 @@ func TestRefusalAfterDecisionWaitShowsOnReload(t *testing.T) {
 		TaskVersion: 2, To: "console:alice", Reason: bridge.RefusedStale, AttemptID: u(t, next).Query().Get("attempt"),
 		Text: "This question was for task version 2; the job is now at version 3.", At: time.Now().UTC()}
 	h.rt.publish(bridge.EventSubject(q.Tenant, q.JobID), refusal.EventID, &refusal)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if p = h.get(next); !strings.Contains(p.body, `id="refusal"><p>This question was for task version 2; the job is now at version 3.</p>`) {
 			return errors.New("the late refusal is not shown yet")
 		}
@@ -257,7 +257,7 @@ func TestSupersededEventDoesNotDecideAStaleForm(t *testing.T) {
 	form.Set("task_version", "2")
 	posted := make(chan page, 1)
 	go func() { posted <- h.post(link, form) }()
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if h.answersSent() == 0 {
 			return errors.New("the answer is not sent yet")
 		}

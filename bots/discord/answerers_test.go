@@ -107,7 +107,7 @@ func TestRestrictedReminderDMToOperators(t *testing.T) {
 	h.publishEvent(bridge.Event{Type: bridge.EventReminded, EventID: "ob-rem-r", Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
 		Step: bridge.TargetAnswerers, Targets: []string{"discord:" + kevin.ID}, Question: &q, AskedAt: ev.AskedAt, Deadline: ev.Deadline})
 	var dm fakeReq
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		reqs := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
 		if len(reqs) != 1 {
 			return fmt.Errorf("%d DMs to the operator", len(reqs))

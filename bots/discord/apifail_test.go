@@ -45,7 +45,7 @@ func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
 	if res.Outcome != bridge.OutcomeTimedOut || res.Failure != nil {
 		t.Fatalf("resume = %+v", res)
 	}
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := len(h.fake.requests("POST", "/channels/77"+owner+"/messages")); n != 2 {
 			return fmt.Errorf("%d DM requests to the owner, want the failed one and its retry", n)
 		}

@@ -115,7 +115,7 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 	// The runtime accepts it.
 	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
 		By: at.By, ByName: at.ByName, Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue", Text: "The answer: blue"})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		m := h.fake.message(msg["id"].(string))
 		if n := len(components(m)); n != 0 {
 			return fmt.Errorf("the card still has %d components", n)
@@ -147,7 +147,7 @@ func TestChoiceCardClickAndOutcome(t *testing.T) {
 	if n := len(h.fake.requests("POST", "/channels/"+channelA+"/messages")); n != 2 { // the first post and its thread start
 		t.Fatalf("%d requests to the channel, want 2 (the second question belongs in the thread)", n)
 	}
-	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, d := range h.deliveriesNow() {
 			if d.QuestionID == "q-2" && d.OK && d.Message.Channel == thread && d.Message.Thread == thread {
 				return nil
@@ -229,7 +229,7 @@ func TestDeclineWithReason(t *testing.T) {
 	text := bridge.DeclinedText(at.By, at.ByName, at.Comment)
 	h.publishEvent(bridge.Event{Type: bridge.EventDeclined, Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
 		By: at.By, ByName: at.ByName, Via: "discord", Comment: "ask Ana", Text: text})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		m := h.fake.message(msg["id"].(string))
 		got := fieldValue(embedOf(t, m), "Outcome")
 		if len(components(m)) != 0 || !strings.Contains(got, "Declined by <@"+kevin.ID+">: ask Ana") {
@@ -249,7 +249,7 @@ func (h *harness) refuse(at bridge.AnswerAttempt, reason, text string) {
 func (f *fakeDiscord) followups(t *testing.T, token string, n int) []fakeReq {
 	t.Helper()
 	var out []fakeReq
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		out = f.requests("POST", "/webhooks/"+testApp+"/"+token)
 		if len(out) != n {
 			return fmt.Errorf("%d follow-ups on the interaction, want %d", len(out), n)
@@ -312,7 +312,7 @@ func (h *harness) markerEvent() {
 		q.Route = &bridge.Route{Discord: &bridge.DiscordRoute{ChannelID: "1999999999999999999"}}
 		h.publishEvent(asked(q))
 	}
-	testenv.CheckFor(h.t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(h.t, testenv.Patience, 10*time.Millisecond, func() error {
 		seen := 0
 		for _, d := range h.deliveriesNow() {
 			if jobs[d.JobID] {
@@ -350,7 +350,7 @@ func TestStaleCardRefused(t *testing.T) {
 	if b := f.JSON(t); b["flags"] != float64(64) || b["content"] != text {
 		t.Fatalf("follow-up = %s", f.Body)
 	}
-	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		got := fieldValue(embedOf(t, h.fake.message(msg["id"].(string))), "Outcome")
 		if !strings.Contains(got, "Superseded by task version 3") {
 			return fmt.Errorf("old card outcome = %q", got)
@@ -767,7 +767,7 @@ func TestJobThreadPerChannel(t *testing.T) {
 	if embedOf(t, second)["description"] != "Which size?" {
 		t.Fatalf("card in %s: %v", channelB, second)
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := len(h.fake.requests("POST", "/channels/"+channelB+"/messages/"+second["id"].(string)+"/threads")); n != 1 {
 			return fmt.Errorf("%d thread starts from the card in %s, want 1", n, channelB)
 		}
@@ -794,7 +794,7 @@ func TestDeletedJobThread(t *testing.T) {
 	q1 := colorQuestion()
 	h.publishEvent(asked(q1))
 	gone := h.posted(channelA, 1)["id"].(string)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := len(h.fake.requests("POST", "/channels/"+channelA+"/messages/"+gone+"/threads")); n != 1 {
 			return fmt.Errorf("%d thread starts, want 1", n)
 		}
@@ -810,7 +810,7 @@ func TestDeletedJobThread(t *testing.T) {
 		t.Fatalf("second card in the channel: %v", second)
 	}
 	thread := second["id"].(string)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, d := range h.deliveriesNow() {
 			if d.QuestionID == "q-2" && d.OK && d.Message.Channel == channelA && d.Message.Thread == thread {
 				return nil
@@ -907,7 +907,7 @@ func TestSettlingACardInAnArchivedThread(t *testing.T) {
 	h.fake.archive(thread)
 	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: "job-1", QuestionID: "q-2", TaskVersion: 3,
 		By: "discord:" + kevin.ID, ByName: "kevin", Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue", Text: "The answer: blue"})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		m := h.fake.message(second["id"].(string))
 		if n := len(components(m)); n != 0 {
 			return fmt.Errorf("the card in the archived thread still has %d components", n)
@@ -1035,16 +1035,12 @@ func TestRefusalOnADeadTokenIsNotRetried(t *testing.T) {
 				ReplyTo: map[string]string{replyPlatform: bridge.PlatformDiscord, replyAppID: testApp, replyToken: token, replyChannel: channelA}})
 			// Handled once the bot has recorded the refusal as told (or as
 			// not to be told).
-			began := time.Now()
-			testenv.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 				if done, err := h.bot.wasSeen(h.ctx, seenKey("refused", "discord-"+id)); err != nil || !done {
 					return fmt.Errorf("refusal not handled yet (%v); %d tries", err, len(h.fake.requests("POST", "/webhooks/")))
 				}
 				return nil
 			})
-			if took := time.Since(began); took > 2*time.Second {
-				t.Errorf("the refusal took %s to give up on a dead token", took)
-			}
 			if n := len(h.fake.requests("POST", "/webhooks/")); n != tc.tries {
 				t.Fatalf("%d follow-up tries on a dead token, want %d", n, tc.tries)
 			}
@@ -1066,7 +1062,7 @@ func TestRefusalWithAnOldLookingInteractionIdIsTold(t *testing.T) {
 			To: "discord:" + stranger.ID, Reason: bridge.RefusedForbidden, Text: "You can't answer this question: it asks someone else.",
 			AttemptID: "discord-" + id, At: time.Now(),
 			ReplyTo: map[string]string{replyPlatform: bridge.PlatformDiscord, replyAppID: testApp, replyToken: token, replyChannel: channelA}})
-		testenv.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 			for _, r := range h.fake.requests("POST", "/webhooks/"+testApp+"/"+token) {
 				if strings.Contains(string(r.Body), "it asks someone else") {
 					return nil
@@ -1149,7 +1145,7 @@ func TestConsoleLinkTooLongForAButton(t *testing.T) {
 	h.publishEvent(bridge.Event{Type: bridge.EventReminded, EventID: "ob-rem-long", Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID,
 		TaskVersion: 1, Step: bridge.TargetAnswerers, Targets: []string{"discord:" + kevin.ID}, Question: &q, AskedAt: ev.AskedAt, Deadline: ev.Deadline})
 	var dm map[string]any
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		reqs := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
 		if len(reqs) != 1 {
 			return fmt.Errorf("%d DMs to kevin", len(reqs))
@@ -1213,7 +1209,7 @@ func TestSettledConsoleCardSaysNoMoreToClick(t *testing.T) {
 		TaskVersion: q.TaskVersion, By: "discord:" + kevin.ID, ByName: "kevin", Via: "console",
 		Answer: []byte(`{"copies":2}`), AnswerText: `{"copies":2}`, At: time.Now().UTC()})
 	id := msg["id"].(string)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if len(components(h.fake.message(id))) != 0 {
 			return errors.New("card not settled yet")
 		}

@@ -55,7 +55,7 @@ func TestAskSomeoneElseOnDiscord(t *testing.T) {
 	}
 
 	// The card says kevin asked dana, and keeps its buttons.
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		m := h.fake.message(id)
 		e, _ := m["embeds"].([]any)
 		if len(e) == 0 {
@@ -68,7 +68,7 @@ func TestAskSomeoneElseOnDiscord(t *testing.T) {
 		return nil
 	})
 	// Dana got a DM with the question.
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, r := range h.fake.requests("POST", "/channels/77"+dana.ID+"/messages") {
 			dm := r.JSON(t)
 			if s, _ := dm["content"].(string); s == "<@"+kevin.ID+"> asked you to answer a question." &&
@@ -115,7 +115,7 @@ func TestRemindMeLaterOnDiscord(t *testing.T) {
 		t.Fatalf("told: %v", f)
 	}
 	var ev bridge.Event
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, e := range events.Events() {
 			if e.Type == bridge.EventSnoozed {
 				ev = e

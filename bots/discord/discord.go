@@ -122,6 +122,9 @@ type Bot struct {
 	// healEvery is how often the events consumer and the buckets are
 	// looked for; 0: bridge.HealEvery. Tests shorten it.
 	healEvery time.Duration
+	// budget is interactionBudget. Tests not about it lengthen it: what
+	// they show must not hang on how busy the machine is.
+	budget time.Duration
 }
 
 // endpointsMu serializes re-pointing discordgo's package-level endpoints.
@@ -201,6 +204,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		threads:       engine.NewMemo[string](50000),
 		guilds:        engine.NewMemo[string](1000),
 		rateLimitWait: maxRateLimitWait,
+		budget:        interactionBudget,
 		backoff:       engine.Backoff,
 	}
 	b.cards = engine.NewCards(bridge.PlatformDiscord, platform{b}, o.NATS, refs, o.Logger)

@@ -42,7 +42,7 @@ func resumeCount(t *testing.T, env *testenv.Env) uint64 {
 // await waits for the question's outcome on ask.v1.resume.
 func await(t *testing.T, env *testenv.Env, q bridge.Question) *bridge.Resume {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Patience)
 	defer cancel()
 	res, err := env.Agent.Await(ctx, q.Tenant, q.JobID, q.QuestionID)
 	if err != nil {
@@ -62,7 +62,7 @@ func ask(t *testing.T, env *testenv.Env, q bridge.Question) {
 // containing want.
 func (f *fakeDiscord) settledCard(t *testing.T, messageID, want string) {
 	t.Helper()
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		m := f.message(messageID)
 		if n := len(components(m)); n != 0 {
 			return fmt.Errorf("the card still has %d components", n)
@@ -88,7 +88,7 @@ func TestE2EChoiceClickResumesJob(t *testing.T) {
 	}
 	h.fake.settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
 	// The runtime recorded where the card is.
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		var reply bridge.ShowReply
 		if err := h.bot.request(context.Background(), bridge.APIShow, bridge.ShowRequest{As: "discord:" + kevin.ID,
 			Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}, &reply); err != nil {
@@ -328,7 +328,7 @@ func TestE2EStaleCardRefused(t *testing.T) {
 	if f["flags"] != float64(64) || !strings.Contains(f["content"].(string), "version") {
 		t.Fatalf("follow-up = %v", f)
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		var reply bridge.ShowReply
 		if err := h.bot.request(context.Background(), bridge.APIShow, bridge.ShowRequest{As: "discord:" + kevin.ID,
 			Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3}, &reply); err != nil {
@@ -548,7 +548,7 @@ func TestE2EReminderDMThenTimeout(t *testing.T) {
 	q.Escalation = &bridge.Escalation{Steps: []bridge.LadderStep{{At: 0.25, To: bridge.TargetAnswerers}}}
 	ask(t, env, q)
 	msg := h.posted(channelA, 1)
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		dms := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
 		if len(dms) != 1 {
 			return fmt.Errorf("%d reminder DMs to kevin", len(dms))
@@ -671,7 +671,7 @@ func TestE2ECancelRefusalByDMWhenTheTokenExpired(t *testing.T) {
 	h.interact(in)
 	ahead.Store(int64(11 * time.Second))
 	var dm map[string]any
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		dms := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
 		if len(dms) != 1 {
 			return fmt.Errorf("%d DMs to kevin, want 1", len(dms))
@@ -845,7 +845,7 @@ func TestE2EFormsOnAnAnsweredCardSayWhoAnswered(t *testing.T) {
 	h.interact(h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string)))
 	await(t, env, q)
 	h.fake.settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(context.Background(), q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
 		if err != nil || c == nil || c.Outcome == nil {
 			return fmt.Errorf("card record not settled: %+v %v", c, err)

@@ -140,7 +140,7 @@ func startFzEnv(f *testing.F) *fzEnv {
 			f.Fatal(err)
 		}
 	}
-	testenv.CheckFor(f, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(f, testenv.Patience, 20*time.Millisecond, func() error {
 		for _, id := range []string{"q-c", "q-t", "q-ap"} {
 			if c, err := bot.loadCard(context.Background(), "acme", "job-fz", id, 1); err != nil || c == nil {
 				return fmt.Errorf("card %s not posted yet (%v)", id, err)

@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ func TestEventsStreamDeletedIsMadeAgain(t *testing.T) {
 	q.JobID = "job-2"
 	ask(t, env, q)
 	msg := h.posted(channelA, 2)
+	bucketsMadeAgain(t, env)
 	h.interact(h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string)))
 	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: blue" {
 		t.Fatalf("resume = %+v", res)
@@ -66,9 +68,27 @@ func TestBucketsDeletedAreMadeAgain(t *testing.T) {
 	q.JobID = "job-2"
 	ask(t, env, q)
 	msg := h.posted(channelA, 2)
+	bucketsMadeAgain(t, env)
 	h.interact(h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string)))
 	if res := await(t, env, q); res.Outcome != bridge.OutcomeAnswered || res.Text != "The answer: blue" {
 		t.Fatalf("resume = %+v", res)
 	}
 	h.fake.settledCard(t, msg["id"].(string), "Answered by <@"+kevin.ID+">: blue")
+}
+
+// bucketsMadeAgain waits until the bot has made both its buckets again. A
+// card posted proves only the card index bucket is back; the bot makes
+// them one after the other while it handles events, and a click needs
+// the other (SeenBucket, where it is recorded): a click before it is
+// answered 503, as a person clicking in the moment before the heal is.
+func bucketsMadeAgain(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
+		for _, bucket := range []string{RefsBucket, SeenBucket} {
+			if _, err := env.NATS.JS.KeyValue(context.Background(), bucket); err != nil {
+				return fmt.Errorf("bucket %s: %w", bucket, err)
+			}
+		}
+		return nil
+	})
 }

@@ -82,7 +82,7 @@ func (b *Bot) handleInteraction(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "interaction without an id or token", http.StatusBadRequest)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), interactionBudget)
+	ctx, cancel := context.WithTimeout(r.Context(), b.budget)
 	defer cancel()
 	fresh, err := b.markSeen(ctx, seenKey("i", in.ID), interactionTTL)
 	if err != nil {

@@ -447,7 +447,7 @@ func TestEverythingSentFitsDiscordsLimits(t *testing.T) {
 	}
 	for _, q := range qs {
 		id := cards[q.QuestionID]["id"].(string)
-		testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 			if m := h.fake.message(id); len(components(m)) != 0 || fieldValue(embedOf(t, m), "Outcome") == "" {
 				return fmt.Errorf("%s: card not settled; bot log:\n%s", q.QuestionID, h.logs.String())
 			}
@@ -473,7 +473,7 @@ func TestAskCommandRepliesFitDiscordsLimits(t *testing.T) {
 	for _, q := range qs {
 		ask(t, env, q)
 	}
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := len(h.deliveriesNow()); n < len(qs) {
 			return fmt.Errorf("%d of %d questions shown", n, len(qs))
 		}

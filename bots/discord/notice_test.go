@@ -45,7 +45,7 @@ func (h *harness) noticeMessages() []map[string]any {
 
 func (h *harness) waitNotices(n int) []map[string]any {
 	h.t.Helper()
-	testenv.CheckFor(h.t, 15*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(h.t, testenv.Patience, 10*time.Millisecond, func() error {
 		if got := len(h.noticeMessages()); got != n {
 			return fmt.Errorf("%d notice cards, want %d; bot log:\n%s", got, n, h.logs.String())
 		}
@@ -95,7 +95,7 @@ func TestNoticeShownInTheJobsThreadOnce(t *testing.T) {
 	ask(t, env, q)
 	card := h.posted(channelA, 1)
 	thread, _ := card["id"].(string)
-	testenv.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		threads, err := env.Store.JobThreads(context.Background(), "acme", "job-nt")
 		if err != nil || len(threads) == 0 {
 			return fmt.Errorf("no thread recorded yet (%v)", err)
@@ -112,7 +112,7 @@ func TestNoticeShownInTheJobsThreadOnce(t *testing.T) {
 	}
 	checkNoticeMessage(t, msgs[0])
 	var ev bridge.Event
-	testenv.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, e := range events.Events() {
 			if e.Type == bridge.EventNotice {
 				ev = e

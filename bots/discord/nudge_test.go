@@ -41,7 +41,7 @@ func TestE2EOneNudgeOneQuestion(t *testing.T) {
 		q.QuestionID, q.Question, q.Priority, q.Timeout = c.id, texts[c.id], c.priority, "4h"
 		q.Owner = "discord:" + ana.ID
 		ask(t, env, q)
-		testenv.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 			if n := len(h.deliveriesNow()); n < i+1 {
 				return fmt.Errorf("%d questions shown", n)
 			}
@@ -56,7 +56,7 @@ func TestE2EOneNudgeOneQuestion(t *testing.T) {
 	}
 
 	clock.Advance(time.Hour + time.Second) // the answerers' step of all three
-	testenv.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := len(h.resurfaced(t)); n != 1 {
 			return fmt.Errorf("%d re-surfaced questions", n)
 		}
@@ -95,7 +95,7 @@ func TestE2EOneNudgeOneQuestion(t *testing.T) {
 	}
 	await(t, env, bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: "q-block"})
 	clock.Advance(time.Hour) // the owner's step: ana
-	testenv.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := len(h.resurfaced(t)); n != 2 {
 			return fmt.Errorf("%d re-surfaced questions", n)
 		}

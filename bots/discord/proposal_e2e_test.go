@@ -81,7 +81,7 @@ func TestExpiredProposalEndToEnd(t *testing.T) {
 	q.Proposal.ExpiresAt = clock.Now().Add(time.Hour).UTC().Truncate(time.Second)
 	ask(t, env, q)
 	id := h.posted(channelA, 1)["id"].(string)
-	clock.AdvanceUntil(t, 10*time.Minute, 20*time.Second, func() error {
+	clock.AdvanceUntil(t, 10*time.Minute, testenv.Patience, func() error {
 		if got := fieldValue(embedOf(t, h.fake.message(id)), "Outcome"); !strings.HasPrefix(got, "Expired before it was decided") {
 			return fmt.Errorf("outcome %q", got)
 		}

@@ -37,7 +37,7 @@ func proposalEvent(typ string, q bridge.Question, msg map[string]any, p *bridge.
 func (f *fakeDiscord) cardSays(t *testing.T, id, name, want string, labels ...string) map[string]any {
 	t.Helper()
 	var m map[string]any
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		m = f.message(id)
 		if got := fieldValue(embedOf(t, m), name); !strings.Contains(got, want) {
 			return fmt.Errorf("%s = %q, want %q in it", name, got, want)

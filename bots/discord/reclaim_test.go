@@ -24,7 +24,7 @@ func TestRestartAdoptsTheCardACrashedTryMade(t *testing.T) {
 	q := colorQuestion()
 	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + channelA + "/messages", Lost: true, Times: 1})
 	h.publishEvent(asked(q))
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if !strings.Contains(h.logs.String(), "event failed; will retry") {
 			return fmt.Errorf("the post's lost answer was not handled yet")
 		}

@@ -25,7 +25,7 @@ func TestReminderDMs(t *testing.T) {
 
 	// Kevin gets a DM, opened with UserChannelCreate.
 	var dm fakeReq
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		reqs := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
 		if len(reqs) != 1 {
 			return fmt.Errorf("%d DMs to kevin", len(reqs))
@@ -51,7 +51,7 @@ func TestReminderDMs(t *testing.T) {
 
 	// Ana does not accept DMs: reported in the job's thread, once.
 	thread := card["id"].(string)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		notes := h.fake.requests("POST", "/channels/"+thread+"/messages")
 		if len(notes) != 1 || !strings.Contains(notes[0].JSON(t)["content"].(string), "<@"+ana.ID+">") {
 			return fmt.Errorf("notes in the thread: %d", len(notes))
@@ -83,7 +83,7 @@ func TestReminderDMs(t *testing.T) {
 	esc := bridge.Event{Type: bridge.EventEscalated, EventID: "ob-esc-1", Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
 		Step: bridge.TargetOwner, Targets: []string{"discord:" + stranger.ID}, Question: &q, Deadline: ev.Deadline}
 	h.publishEvent(esc)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		reqs := h.fake.requests("POST", "/channels/77"+stranger.ID+"/messages")
 		if len(reqs) != 1 {
 			return fmt.Errorf("%d DMs to the owner", len(reqs))
@@ -97,7 +97,7 @@ func TestReminderDMs(t *testing.T) {
 	// the same nonce, minutes later, for the first note.
 	h.publishEvent(bridge.Event{Type: bridge.EventEscalated, EventID: "ob-esc-2", Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3,
 		Step: bridge.TargetAdmins, Targets: []string{"discord:" + ana.ID}, Question: &q, Deadline: ev.Deadline})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		h.fake.mu.Lock()
 		defer h.fake.mu.Unlock()
 		n := 0
@@ -125,7 +125,7 @@ func TestReminderRedeliveryAfterTransientFailure(t *testing.T) {
 	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/77" + ana.ID, Status: 500, Times: 1})
 	h.publishEvent(bridge.Event{Type: bridge.EventReminded, EventID: "ob-r2", Tenant: "acme", JobID: "job-1", QuestionID: "q-1",
 		TaskVersion: 3, Step: bridge.TargetAnswerers, Targets: q.Answerers, Question: &q})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := len(h.fake.requests("POST", "/channels/77"+ana.ID+"/messages")); n != 2 {
 			return fmt.Errorf("%d DM posts to ana, want 2 (one failed, one retried)", n)
 		}

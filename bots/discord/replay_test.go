@@ -36,7 +36,7 @@ func (f *fakeDiscord) cardPosts(text string) []fakeReq {
 // waitCard waits for the card of the question asking text.
 func (h *harness) waitCard(text string) {
 	h.t.Helper()
-	testenv.CheckFor(h.t, 15*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(h.t, testenv.Patience, 10*time.Millisecond, func() error {
 		if len(h.fake.cardPosts(text)) == 0 {
 			return fmt.Errorf("no card asking %q; bot log:\n%s", text, h.logs.String())
 		}
@@ -48,7 +48,7 @@ func (h *harness) waitCard(text string) {
 // n events of the stream and none waits for a redelivery.
 func (h *harness) consumerSettled(events uint64) {
 	h.t.Helper()
-	testenv.CheckFor(h.t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(h.t, testenv.Patience, 10*time.Millisecond, func() error {
 		c, err := h.nats.JS.Consumer(context.Background(), bridge.StreamEvents, ConsumerName)
 		if err != nil {
 			return err

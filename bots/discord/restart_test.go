@@ -57,7 +57,7 @@ func TestRestartNeitherRepostsNorForgets(t *testing.T) {
 	h.waitDelivery()
 	// The report goes out before the event is acknowledged: a stop in
 	// between would hand the event to the next bot, which reports it again.
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		c, err := h.nats.JS.Consumer(context.Background(), bridge.StreamEvents, ConsumerName)
 		if err != nil {
 			return err
@@ -219,7 +219,7 @@ func TestTwoReplicasPostEachQuestionOnce(t *testing.T) {
 		ev.EventID = "" // the same question relayed twice
 		h.publishEvent(ev)
 	}
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		jobs := map[string]bool{}
 		for _, d := range h.deliveriesNow() {
 			if !d.OK {

@@ -43,7 +43,7 @@ func TestE2ERestrictedContentGoesToItsPeopleInADM(t *testing.T) {
 	hides("the channel card", string(card))
 
 	var dm fakeReq
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		reqs := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
 		if len(reqs) != 1 {
 			return fmt.Errorf("%d DMs to kevin", len(reqs))

@@ -31,7 +31,7 @@ func TestOutcomeEditedOnceAndRecorded(t *testing.T) {
 		By: "discord:" + kevin.ID, ByName: "kevin", Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue",
 		Text: "The answer: blue", At: time.Now().UTC().Truncate(time.Millisecond)}
 	h.publishEvent(ev)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(context.Background(), "acme", q.JobID, q.QuestionID, q.TaskVersion)
 		if err != nil || c == nil || c.Outcome == nil || !c.Edited {
 			return fmt.Errorf("card record %+v (%v), want the outcome, edited", c, err)
@@ -46,7 +46,7 @@ func TestOutcomeEditedOnceAndRecorded(t *testing.T) {
 	marker := colorQuestion()
 	marker.JobID, marker.QuestionID = "job-once", "q-marker"
 	h.publishEvent(asked(marker)) // same job: handled after the repeat
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(context.Background(), "acme", marker.JobID, marker.QuestionID, marker.TaskVersion)
 		if err != nil || c == nil || c.MessageID == "" {
 			return fmt.Errorf("marker not posted yet (%v)", err)
@@ -88,7 +88,7 @@ func TestWaitingQuestionLeavesNoRecord(t *testing.T) {
 	h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion,
 		By: "discord:" + kevin.ID, ByName: "kevin", Via: "discord", Answer: json.RawMessage(`"blue"`), AnswerText: "blue",
 		Text: "The answer: blue", At: time.Now().UTC().Truncate(time.Millisecond)})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(context.Background(), "acme", q.JobID, q.QuestionID, q.TaskVersion)
 		if err != nil || c == nil || c.Outcome == nil || !c.Edited {
 			return fmt.Errorf("card %+v (%v), want the outcome, edited", c, err)
@@ -207,7 +207,7 @@ func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
 			}
 			h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + where + "/messages", Status: tc.status, Code: 0, Lost: tc.stored, Times: 1})
 			h.publishEvent(asked(q))
-			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 				if !strings.Contains(h.logs.String(), "event failed; will retry") {
 					return fmt.Errorf("the post has not failed yet")
 				}
@@ -232,7 +232,7 @@ func TestCardWhosePostWentUnansweredIsSettled(t *testing.T) {
 				return
 			}
 			// Nothing to settle: once the retry has looked, no card is posted.
-			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 				if len(h.fake.requests("GET", "/channels/"+where+"/messages")) == 0 {
 					return fmt.Errorf("the retry has not looked for the card yet")
 				}
@@ -335,7 +335,7 @@ func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
 			q := colorQuestion()
 			ask(t, env, q)
 			var d bridge.Delivery
-			testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 				for _, x := range h.deliveriesNow() {
 					if x.QuestionID == q.QuestionID {
 						d = x
@@ -367,7 +367,7 @@ func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
 				t.Fatalf("resume = %+v", res)
 			}
 			h.fake.settledCard(t, cards[0], want)
-			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 				c, err := h.bot.loadCard(h.ctx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
 				if err != nil || c == nil || c.MessageID != cards[0] || !c.Edited {
 					return fmt.Errorf("card record %+v (%v), want the card found and edited", c, err)
@@ -390,7 +390,7 @@ func TestRefusedPostIsNotLookedFor(t *testing.T) {
 	if res := await(t, env, q); res.Outcome != bridge.OutcomeFailed || res.Code != bridge.CodeAccessDenied {
 		t.Fatalf("resume = %+v", res)
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		c, err := h.bot.loadCard(h.ctx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
 		if err != nil || c == nil || c.Outcome == nil || c.Outcome.Type != bridge.EventDeliveryFailed {
 			return fmt.Errorf("card %+v (%v), want the failure remembered", c, err)
@@ -442,7 +442,7 @@ func TestRetryAdoptsTheCardAnEarlierTryMade(t *testing.T) {
 			h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/" + where + "/messages", Status: tc.status, Lost: tc.stored, Times: 1})
 			h.publishEvent(asked(q))
 			var d bridge.Delivery
-			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 				for _, x := range h.deliveriesNow() {
 					if x.QuestionID == q.QuestionID {
 						d = x

@@ -33,7 +33,7 @@ func TestStopHandsEventsBackAtOnce(t *testing.T) {
 			}
 			return n
 		}
-		testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 			if opened() == 0 {
 				return fmt.Errorf("stop %d: no DM opened for %s yet", i, user)
 			}
@@ -45,7 +45,7 @@ func TestStopHandsEventsBackAtOnce(t *testing.T) {
 			h.stopSecond()
 		}
 		h.secondBot(t)
-		testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 			if got := len(h.fake.requests("POST", "/channels/77"+user+"/messages")); got != 1 {
 				return fmt.Errorf("stop %d: %d DMs to %s after the restart, want 1", i, got, user)
 			}
@@ -70,7 +70,7 @@ func TestEventsOfAJobAreHandledInOrder(t *testing.T) {
 		h.publishEvent(bridge.Event{Type: bridge.EventAnswered, Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID,
 			TaskVersion: q.TaskVersion, By: "discord:" + kevin.ID, ByName: "kevin", Via: "discord", Answer: []byte(`"red"`), AnswerText: "red"})
 	}
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		cards := map[string]string{}
 		for _, d := range h.deliveriesNow() {
 			if d.OK && d.Message != nil {

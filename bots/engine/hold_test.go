@@ -52,7 +52,7 @@ func TestAHeldJobLeavesItsWorkerToOthers(t *testing.T) {
 	r.publish("job-held", "q-held")
 	r.publish("job-held", "q-after")
 	r.publish("job-other", "q-other")
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if len(s.triesOf("q-after")) == 0 {
 			return fmt.Errorf("q-after not handled yet")
 		}
@@ -85,7 +85,7 @@ func TestStopHandsHeldEventsBack(t *testing.T) {
 	}})
 	r.publish("job-1", "q-1")
 	r.publish("job-1", "q-2")
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if len(first.triesOf("q-1")) == 0 {
 			return fmt.Errorf("q-1 not handled yet")
 		}
@@ -97,7 +97,7 @@ func TestStopHandsHeldEventsBack(t *testing.T) {
 		next.add(ev)
 		return nil
 	}})
-	testenv.CheckFor(t, 15*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		next.mu.Lock()
 		defer next.mu.Unlock()
 		if got := next.order["job-1"]; !slices.Equal(got, []string{"q-1", "q-2"}) {

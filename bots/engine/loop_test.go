@@ -63,7 +63,7 @@ func (r *rig) start(l Loop) (stop func()) {
 				if err != nil {
 					r.t.Errorf("Run: %v", err)
 				}
-			case <-time.After(10 * time.Second):
+			case <-time.After(testenv.Patience):
 				r.t.Errorf("Run did not return after its context ended")
 			}
 		})
@@ -117,7 +117,7 @@ func TestEventsOfAJobAreHandledInOrder(t *testing.T) {
 			r.publish(fmt.Sprintf("job-%d", j), fmt.Sprintf("q-%02d", i))
 		}
 	}
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for j := range jobs {
@@ -187,14 +187,14 @@ func TestRetryPolicy(t *testing.T) {
 					return tc.fail(try, d)
 				}})
 			r.publish("job-1", "q-1")
-			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 				if got := len(s.triesOf("q-1")); got < tc.wantTries {
 					return fmt.Errorf("%d tries, want %d", got, tc.wantTries)
 				}
 				return nil
 			})
 			// Nothing more comes once the consumer holds nothing unacknowledged.
-			testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 				c, err := r.nats.JS.Consumer(context.Background(), bridge.StreamEvents, "engine-test")
 				if err != nil {
 					return err
@@ -242,7 +242,7 @@ func TestStopHandsEventsBackOnceUnsubscribed(t *testing.T) {
 	r.publish("job-1", "q-2") // queued behind q-1
 	for i := range 4 {
 		stop := r.start(Loop{Handle: stuck, Workers: 1})
-		testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 			if got := len(s.triesOf("q-1")); got != i+1 {
 				return fmt.Errorf("loop %d: q-1 tried %d times, want %d", i, got, i+1)
 			}
@@ -255,7 +255,7 @@ func TestStopHandsEventsBackOnceUnsubscribed(t *testing.T) {
 		done.add(ev)
 		return nil
 	}})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		done.mu.Lock()
 		defer done.mu.Unlock()
 		if got := done.order["job-1"]; len(got) != 2 || got[0] != "q-1" || got[1] != "q-2" {

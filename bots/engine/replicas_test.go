@@ -70,7 +70,7 @@ func (r *rig) startReplica(name string, d bridge.Durable, handle replicaHandler)
 				if err != nil {
 					r.t.Errorf("%s: Run: %v", name, err)
 				}
-			case <-time.After(15 * time.Second):
+			case <-time.After(testenv.Patience):
 				r.t.Errorf("%s: Run did not return after its context ended", name)
 			}
 		})
@@ -102,7 +102,7 @@ func (h *handled) add(replica string, ev *bridge.Event) {
 // each was handled once and each job's in the order published.
 func (h *handled) waitAll(t *testing.T, want map[string][]string) {
 	t.Helper()
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		for job, qs := range want {
@@ -153,7 +153,7 @@ func (h *handled) stuckOn(question string, stuck chan struct{}) replicaHandler {
 // waitHandled waits until each of questions was handled.
 func (h *handled) waitHandled(t *testing.T, questions ...string) {
 	t.Helper()
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, q := range questions {
 			if len(h.replicasOf(q)) == 0 {
 				return fmt.Errorf("%s not handled yet", q)
@@ -256,7 +256,7 @@ func TestDeadReplicaHandsItsEventsOver(t *testing.T) {
 	a.nats.Conn.Close() // dies: nothing handed back, the pin kept
 	r.publish("job-0", "q-0-03")
 	want["job-0"] = append(want["job-0"], "q-0-03")
-	testenv.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		for _, q := range []string{"q-1-02", "q-0-03"} {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/slack-go/slack"
@@ -42,7 +41,7 @@ func (b *Bot) serveCommands(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a Slack slash command", http.StatusBadRequest)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 2500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(r.Context(), b.budget)
 	defer cancel()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(b.command(ctx, &cmd))

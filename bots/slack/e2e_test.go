@@ -21,7 +21,7 @@ import (
 	"github.com/askbridge/askbridge/store"
 )
 
-const wait = 20 * time.Second
+const wait = testenv.Patience
 const tick = 20 * time.Millisecond
 
 // e2e starts the core (NATS, store, runtime) with Slack as the only
@@ -77,8 +77,13 @@ func deliveredTS(t *testing.T, n *bridge.NATS, c *collector[bridge.Delivery], id
 // ended, in Slack's date markup (each reader's time zone).
 var endedAt = regexp.MustCompile(` · <!date\^(\d+)\^\{date_short_pretty\} at \{time\}\|\d{4}-\d\d-\d\d \d\d:\d\d UTC>$`)
 
+// began is when this test binary started: every question it asks ends
+// after it.
+var began = time.Now()
+
 // updated waits for a chat.update of ts whose outcome line is want,
-// followed by when the question ended (within the last minute).
+// followed by when the question ended (since the tests began, and not
+// after now: order, not how long ago).
 func (h *harness) updated(t *testing.T, ts, want string) apiCall {
 	t.Helper()
 	var got apiCall
@@ -97,7 +102,7 @@ func (h *harness) updated(t *testing.T, ts, want string) apiCall {
 						continue
 					}
 					unix, _ := strconv.ParseInt(m[1], 10, 64)
-					if ago := time.Since(time.Unix(unix, 0)); ago < -time.Second || ago > time.Minute {
+					if ended := time.Unix(unix, 0); ended.Before(began.Truncate(time.Second)) || ended.After(time.Now()) {
 						continue
 					}
 					if strings.TrimSuffix(line, m[0]) == want {
@@ -255,7 +260,7 @@ func TestEndToEndTypedModal(t *testing.T) {
 	// Slack; a form submitted in between goes to the runtime, which refuses
 	// it privately. Once recorded, the form itself says so.
 	ref := refOf(&bridge.Event{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion})
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if rec, err := h.bot.loadCard(context.Background(), ref); err != nil || rec == nil || rec.Outcome == "" {
 			return fmt.Errorf("card record not settled: %+v, %v", rec, err)
 		}

@@ -460,7 +460,7 @@ func TestAskCommand(t *testing.T) {
 	if s := reply("U0KEV", "cancel job-cmd/q-c3"); !strings.Contains(s, "Asked askbridge to cancel `job-cmd/q-c3`") {
 		t.Fatalf("operator's cancel: %q", s)
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, c := range h.fake.Calls("response_url") {
 			if c.JSON["text"] == "You can't cancel questions: that needs the admin or owner role." {
 				return nil

@@ -50,7 +50,7 @@ func startFuzzEnv(f *testing.F) *fuzzEnv {
 		}
 	}
 	e := &fuzzEnv{mux: http.NewServeMux(), nc: env.NATS.Conn}
-	testenv.CheckFor(f, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(f, testenv.Patience, 20*time.Millisecond, func() error {
 		for _, c := range h.fake.Calls("chat.postMessage") {
 			switch b := actionsBlock(c); b {
 			case "ask.acme.job-fz.q-c.1":

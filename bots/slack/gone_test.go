@@ -87,7 +87,7 @@ func TestExternalNATSRestarts(t *testing.T) {
 			round("job-1")
 			across := show("job-across")
 			ext.Restart(wipe)
-			testenv.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 50*time.Millisecond, func() error {
 				if err := bridge.CheckStreams(context.Background(), env.NATS.JS); err != nil {
 					return err
 				}

@@ -89,7 +89,7 @@ func (b *Bot) serveInteractions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Slack wants an answer within 3 s; everything below is bounded.
-	ctx, cancel := context.WithTimeout(r.Context(), 2500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(r.Context(), b.budget)
 	defer cancel()
 	resp, err := b.interact(ctx, cb)
 	if errors.Is(err, errNotRecorded) {

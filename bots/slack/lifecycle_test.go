@@ -191,7 +191,7 @@ func TestStopHandsEventsBackAtOnce(t *testing.T) {
 		})
 		h.Stop()
 		h = startBot(t, n, fake)
-		testenv.CheckFor(t, 10*time.Second, tick, func() error {
+		testenv.CheckFor(t, testenv.Patience, tick, func() error {
 			if got := dmsIn(fake, "D"+strings.TrimPrefix(user, "U")); len(got) != 1 {
 				return fmt.Errorf("stop %d: %d DMs to %s after the restart, want 1", i, len(got), user)
 			}

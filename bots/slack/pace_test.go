@@ -26,22 +26,22 @@ func callsIn(fake *fakeSlack, method, channel string) []apiCall {
 }
 
 // TestAWaitingChannelLeavesItsWorkerToOthers checks a channel Slack holds
-// with 429s (Retry-After 1, three times) does not hold the worker its
+// with 429s (Retry-After 2, three times) does not hold the worker its
 // job shares with another channel's job: the other channel's cards are
-// posted meanwhile, and the held channel is called again no sooner than
-// each 429 named.
+// posted meanwhile, before the held channel's card, and the held channel
+// is called again no sooner than each 429 named. Order, not time: the
+// six seconds of 429s only make room for the other cards on a busy machine.
 func TestAWaitingChannelLeavesItsWorkerToOthers(t *testing.T) {
 	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	h := startBot(t, n, fake)
-	const refusals = 3
+	const refusals, retryAfter = 3, 2 * time.Second
 	for range refusals {
-		fake.failIn("chat.postMessage", "C0123", 429, map[string]string{"Retry-After": "1"}, `{"ok":false,"error":"ratelimited"}`)
+		fake.failIn("chat.postMessage", "C0123", 429, map[string]string{"Retry-After": "2"}, `{"ok":false,"error":"ratelimited"}`)
 	}
 	heldJob, otherJob := sameQueue(t, h.bot, "job-held", "job-other")
 	publishEvent(t, n, askedEvent(question(heldJob, "q-held")))
-	began := time.Now()
 	others := []string{"q-o1", "q-o2", "q-o3"}
 	for _, id := range others {
 		q := question(otherJob, id)
@@ -56,11 +56,8 @@ func TestAWaitingChannelLeavesItsWorkerToOthers(t *testing.T) {
 		}
 		return nil
 	})
-	if took := time.Since(began); took > refusals*time.Second/2 {
-		t.Errorf("the cards in C0999 took %v behind 429s in C0123", took)
-	}
 	if _, ok := cardIn(fake, "C0123", "q-held"); ok {
-		t.Errorf("the card in C0123 was posted before the cards in C0999: Slack held C0123 for %d s", refusals)
+		t.Errorf("the card in C0123 was posted before the cards in C0999: they waited behind %d 429s there", refusals)
 	}
 	testenv.CheckFor(t, 3*wait, tick, func() error {
 		if _, ok := cardIn(fake, "C0123", "q-held"); !ok {
@@ -73,8 +70,8 @@ func TestAWaitingChannelLeavesItsWorkerToOthers(t *testing.T) {
 		t.Fatalf("%d posts in C0123, want %d refused, the thread's parent and the card", len(held), refusals)
 	}
 	for i := range refusals {
-		if gap := held[i+1].At.Sub(held[i].At); gap < time.Second {
-			t.Errorf("post %d in C0123 came %v after a 429 that asked for 1 s", i+2, gap)
+		if gap := held[i+1].At.Sub(held[i].At); gap < retryAfter {
+			t.Errorf("post %d in C0123 came %v after a 429 that asked for %v", i+2, gap, retryAfter)
 		}
 	}
 }
@@ -119,7 +116,6 @@ func TestNoCallBeforeA429sInstant(t *testing.T) {
 		if err := p.take(ctx, "C1", time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		began := time.Now()
 		done := make(chan time.Time)
 		go func() {
 			if err := p.take(ctx, "C1", time.Minute); err != nil {
@@ -127,10 +123,11 @@ func TestNoCallBeforeA429sInstant(t *testing.T) {
 			}
 			done <- time.Now()
 		}()
-		time.Sleep(20 * time.Millisecond) // the call sleeps for its slot, 100 ms on
+		time.Sleep(20 * time.Millisecond)                 // the call sleeps for its slot, 100 ms on
+		blocked := time.Now().Add(400 * time.Millisecond) // no later than the instant block sets
 		p.block("C1", 400*time.Millisecond)
-		if went := (<-done).Sub(began); went < 400*time.Millisecond {
-			t.Errorf("the call went %v after its slot was reserved, before the 429's instant (420 ms)", went)
+		if went := <-done; went.Before(blocked) {
+			t.Errorf("the call went at %v, %v before the 429's instant", went.Format(time.StampMilli), blocked.Sub(went))
 		}
 	})
 }

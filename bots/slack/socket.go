@@ -73,7 +73,7 @@ func (b *Bot) socketEvent(ctx context.Context, smc *socketmode.Client, evt socke
 		req := *evt.Request
 		go func() {
 			resp := b.redelivered.do(interactionKey(&cb), func() (any, bool) {
-				hctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
+				hctx, cancel := context.WithTimeout(ctx, b.budget)
 				defer cancel()
 				resp, err := b.interact(hctx, &cb)
 				if err != nil {
@@ -106,7 +106,7 @@ func (b *Bot) socketEvent(ctx context.Context, smc *socketmode.Client, evt socke
 		}
 		go func() {
 			resp := b.redelivered.do(key, func() (any, bool) {
-				hctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
+				hctx, cancel := context.WithTimeout(ctx, b.budget)
 				defer cancel()
 				reply := b.command(hctx, &cmd)
 				if raw, err := json.Marshal(socketmode.Response{EnvelopeID: req.EnvelopeID, Payload: reply}); err == nil && len(raw) >= maxSocketAck && cmd.ResponseURL != "" {

@@ -81,7 +81,7 @@ func TestAskStopsRepublishingOnceRecorded(t *testing.T) {
 	}()
 	// Wait until it is recorded and announced (the agent learns it so),
 	// then a while longer than several republish periods.
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if _, err := env.Store.Find(context.Background(), store.Key{Tenant: "acme", JobID: "job-ok", QuestionID: "q-1"}); err != nil {
 			return err
 		}
@@ -104,7 +104,7 @@ func TestAskStopsRepublishingOnceRecorded(t *testing.T) {
 		if out == nil || out.Text != "The answer: red" {
 			t.Fatalf("outcome %+v", out)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("no outcome")
 	}
 }
@@ -132,7 +132,7 @@ func TestAwaitFollowsTheLatestVersion(t *testing.T) {
 		}
 		done <- out
 	}()
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := testenv.StreamCount(t, env.NATS, bridge.StreamResumes, bridge.ResumeSubject("acme", "job-aw")); n != 1 {
 			return errors.New("version 1 not superseded yet")
 		}
@@ -194,7 +194,7 @@ func TestAwaitSkipsTheAnswerOfAnEarlierVersion(t *testing.T) {
 	}
 	stored := func(version int64, state string) {
 		t.Helper()
-		testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 			rec, err := env.Store.Find(ctx, store.Key{Tenant: "acme", JobID: "job-av", QuestionID: "q-1", TaskVersion: version})
 			if err != nil || rec.State != state {
 				return fmt.Errorf("version %d not %s yet: %v", version, state, err)
@@ -251,7 +251,7 @@ func TestQuestionsWithRunTogetherIDsAreBothAsked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, q := range []*bridge.Question{a, b} {
 			if _, err := env.Store.Find(ctx, store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion}); err != nil {
 				return fmt.Errorf("%s/%s: %v", q.JobID, q.QuestionID, err)
@@ -271,7 +271,7 @@ func TestAwaitWithoutARuntimeWaitsForTheLatestVersion(t *testing.T) {
 	defer cancel()
 	stored := func(env *testenv.Env, version int64, state string) {
 		t.Helper()
-		testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 			rec, err := env.Store.Find(ctx, store.Key{Tenant: "acme", JobID: "job-nr", QuestionID: "q-1", TaskVersion: version})
 			if err != nil || rec.State != state {
 				return fmt.Errorf("version %d not %s yet: %v", version, state, err)
@@ -289,7 +289,7 @@ func TestAwaitWithoutARuntimeWaitsForTheLatestVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored(env, 1, bridge.StateAnswered)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := testenv.StreamCount(t, env.NATS, bridge.StreamResumes, bridge.ResumeSubject("acme", "job-nr")); n != 1 {
 			return errors.New("version 1's answer not on the resume stream yet")
 		}

@@ -106,7 +106,7 @@ func TestCLIAskStoppedSaysHowToWaitAgain(t *testing.T) {
 	waiter.stderr = waitErr
 	done = make(chan int, 1)
 	go func() { done <- waiter.await(context.Background(), []string{"job-i", "q-i"}) }()
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		if !strings.Contains(waitErr.String(), "waiting for acme/job-i/q-i...") {
 			return errors.New("await has not started waiting")
 		}

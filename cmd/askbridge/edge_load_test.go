@@ -230,7 +230,7 @@ func TestEdgeLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	var discordChoice string
-	testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		for _, id := range discord.customIDs() {
 			if strings.HasPrefix(id, "ab:c:acme:job-load:q-1:1:") {
 				discordChoice = id
@@ -437,7 +437,7 @@ func TestEdgeLoad(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		if got := published.Load(); got < int64(valid) {
 			return fmt.Errorf("%d answer attempts published, want %d", got, valid)
 		}

@@ -93,7 +93,7 @@ func TestGateRefusesWhileAQuestionWaitsEndToEnd(t *testing.T) {
 		bridge.Cancel{Tenant: "acme", JobID: job, TaskVersion: 4}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		if _, out, _ := runGate(t, s, job, "send_report", "--tenant", "acme", "--version", "3"); !strings.HasPrefix(out, "refused: stale_version") {
 			return &gateWait{out}
 		}

@@ -57,7 +57,7 @@ func TestSlackSwitchedOnLaterShowsWhatWaits(t *testing.T) {
 	}
 	defer st.Close()
 	ctx := context.Background()
-	testenv.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		for _, q := range []*bridge.Question{before, at} {
 			rec, err := st.Find(ctx, store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1})
 			if err != nil {

@@ -116,7 +116,7 @@ func waitOutcome(t *testing.T, ch <-chan asked) *bridge.Resume {
 			t.Fatalf("the agent got no outcome: %v", a.err)
 		}
 		return a.res
-	case <-time.After(30 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("timed out waiting for the outcome")
 	}
 	return nil
@@ -125,7 +125,7 @@ func waitOutcome(t *testing.T, ch <-chan asked) *bridge.Resume {
 // waitPending waits until the CLI user can see the question pending.
 func waitPending(t *testing.T, c *cli, job, question string) {
 	t.Helper()
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		nc, _, err := c.connect("")
 		if err != nil {
 			return err
@@ -296,7 +296,7 @@ func TestCLIAskListShow(t *testing.T) {
 		if code != exitOK || askOut.String() != "The answer: {\"size\":\"M\",\"copies\":3}\n" {
 			t.Fatalf("ask exit %d, printed %q (%s)", code, askOut, askErr)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("ask did not return")
 	}
 }
@@ -462,7 +462,7 @@ func TestHTTPHealthReadyMetrics(t *testing.T) {
 		}
 	}
 	// The relay marks rows sent just after the agent may have read them.
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		resp, err := http.Get(base + "/metrics")
 		if err != nil {
 			return err
@@ -531,7 +531,7 @@ func TestReadyReportsWhatIsBroken(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, _ := startTestService(t, nil)
-			testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 				if err := c.brk(s); err != nil {
 					return fmt.Errorf("break: %w", err)
 				}
@@ -730,7 +730,7 @@ func TestMetricsCountPlatformCalls(t *testing.T) {
 	})
 	ag := agentFor(t, s)
 	askAsync(t, ag, &bridge.Question{Tenant: "acme", JobID: "job-pm", QuestionID: "q-pm", Question: "Go?", Timeout: "1m"})
-	testenv.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		resp, err := http.Get("http://" + s.Addr() + "/metrics")
 		if err != nil {
 			return err

@@ -117,7 +117,7 @@ func testMCPApproveToolUse(t *testing.T) {
 		t.Errorf("the card does not show the tool use: %s", card)
 	}
 	// Discord shows it too, the command in its embed.
-	testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for _, m := range r.dmsgs {

@@ -135,7 +135,7 @@ func waitResult(t *testing.T, ch <-chan mcpResult) *mcp.CallToolResult {
 		}
 		return r.res
 	case <-time.After(60 * time.Second):
-		t.Fatal("no tool result in 60s")
+		t.Fatal("no tool result")
 	}
 	return nil
 }
@@ -155,7 +155,7 @@ var progressIDs = regexp.MustCompile(`question (\S+) in job (\S+) `)
 // waitingFor is the question and job the progress notifications name.
 func (p *mcpProc) waitingFor() (question, job string) {
 	p.t.Helper()
-	testenv.CheckFor(p.t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(p.t, testenv.Patience, 20*time.Millisecond, func() error {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		for _, m := range p.progress {
@@ -174,7 +174,7 @@ func (r *race) slackCard(job, question string) string {
 	r.t.Helper()
 	block := fmt.Sprintf(`"block_id":"ask.acme.%s.%s.0"`, job, question)
 	var ts string
-	testenv.CheckFor(r.t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(r.t, testenv.Patience, 20*time.Millisecond, func() error {
 		for _, c := range r.Calls("chat.postMessage") {
 			if c.Form.Get("thread_ts") != "" && strings.Contains(c.Form.Get("blocks"), block) {
 				ts = c.TS
@@ -190,7 +190,7 @@ func (r *race) slackCard(job, question string) string {
 func (r *race) modalOpened() raceCall {
 	r.t.Helper()
 	var opened raceCall
-	testenv.CheckFor(r.t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(r.t, testenv.Patience, 20*time.Millisecond, func() error {
 		if calls := r.Calls("views.open"); len(calls) > 0 {
 			opened = calls[0]
 			return nil
@@ -386,13 +386,10 @@ func testMCPLongWaitAndRestart(t *testing.T) {
 	if got := resultText(res); got != "The answer: blue" {
 		t.Fatalf("result %q", got)
 	}
-	if time.Since(start) < 5*time.Second {
-		t.Errorf("answered after %s", time.Since(start))
-	}
 	if n := r.slackCards(job, qid); n != 1 {
 		t.Errorf("%d cards for %s, want 1: the second call asked again", n, qid)
 	}
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		if n := len(r.resume.of(job, qid, 0)); n != 1 {
 			return fmt.Errorf("%d resumes, want 1", n)
 		}
@@ -458,7 +455,7 @@ func testMCPStreamableHTTP(t *testing.T) {
 	}()
 	ts := r.slackCard("job-http", "q-http")
 	// Progress reaches the client over HTTP while it waits.
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		if progressed.Load() < 2 {
 			return fmt.Errorf("%d progress notifications over HTTP", progressed.Load())
 		}

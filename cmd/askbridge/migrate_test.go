@@ -57,7 +57,7 @@ func TestMigrateIntoJetStream(t *testing.T) {
 	if history.Question == nil || history.Question.State != bridge.StateAnswered || len(history.Audit) != 2 {
 		t.Errorf("the answered question after the move: %+v", history)
 	}
-	clock.AdvanceUntil(t, time.Minute, 20*time.Second, func() error {
+	clock.AdvanceUntil(t, time.Minute, testenv.Patience, func() error {
 		if n := strings.Count(events.EventTypes(), "reminded"); n == 0 {
 			return errors.New("no reminder yet")
 		}
@@ -71,7 +71,7 @@ func TestMigrateIntoJetStream(t *testing.T) {
 	}
 	// Each step of the ladder fired once (the clock may have passed more
 	// than the first), then the answer.
-	testenv.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		evs := events.Events()
 		if len(evs) < 2 || evs[0].Type != "reminded" || evs[len(evs)-1].Type != "answered" {
 			return fmt.Errorf("events after the move = %s, want reminders then the answer", events.EventTypes())
@@ -101,7 +101,7 @@ func askAndWait(t *testing.T, env *testenv.Env, q *bridge.Question) <-chan *brid
 		t.Fatal(err)
 	}
 	ch := awaitOutcome(ctx, t, env, q)
-	testenv.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if r := show(t, env, q); r.Question == nil || r.Question.State != bridge.StatePending {
 			return fmt.Errorf("not pending: %+v", r)
 		}

@@ -57,7 +57,7 @@ func TestExternalNATSRestartKeepsWorking(t *testing.T) {
 	waitPending(t, kevin, "job-across", "q-1")
 
 	ext.Restart(false)
-	testenv.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		if code, body := readyz(s); code != http.StatusOK {
 			return fmt.Errorf("/readyz %d %s", code, body)
 		}

@@ -35,7 +35,7 @@ func TestPeopleAcrossSlackAndDiscord(t *testing.T) {
 	block := "ask.acme.job-pe.q-pe.1"
 	approveD := "ab:ok:acme:job-pe:q-pe:1"
 	var ts string
-	testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		ts = ""
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -55,7 +55,7 @@ func TestPeopleAcrossSlackAndDiscord(t *testing.T) {
 	})
 
 	r.signedSlack(r.slackClick("U0KEV", "trig-kev", ts, block, "approve", "approve"), nil)
-	testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		for _, ev := range r.events.of("job-pe", "q-pe") {
 			if ev.Type == bridge.EventApproval {
 				if ev.Text != "1 of 2 approvals: kevin" || ev.Person != "kevin" {
@@ -69,7 +69,7 @@ func TestPeopleAcrossSlackAndDiscord(t *testing.T) {
 	in := r.discordInteraction(3, map[string]any{"custom_id": approveD, "component_type": 2})
 	r.signedDiscord(in)
 	const again = "kevin has already approved this proposal as slack:U0KEV; it needs 2 approvals from different people (1 of 2 approvals: kevin)."
-	testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		for _, s := range r.followups(in["id"].(string)) {
 			if strings.Contains(s, again) {
 				return nil
@@ -100,7 +100,7 @@ func TestPeopleAcrossSlackAndDiscord(t *testing.T) {
 		}
 		return slack, discord
 	}
-	testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		if _, d := dmsTo(); d == 0 {
 			return fmt.Errorf("no Discord DM to kevin yet; events %s", eventTypes(r.events.of("job-pr", "q-pr")))
 		}
@@ -108,7 +108,7 @@ func TestPeopleAcrossSlackAndDiscord(t *testing.T) {
 	})
 	// The Slack card too: Slack, which DMs after its card, has handled the
 	// asked event.
-	testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		for _, c := range r.Calls("chat.postMessage") {
 			if strings.Contains(c.Form.Get("blocks"), `"block_id":"ask.acme.job-pr.q-pr.1"`) {
 				return nil

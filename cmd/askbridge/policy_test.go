@@ -245,7 +245,7 @@ func TestSIGHUPReloadsThePolicy(t *testing.T) {
 	defer cmd.Process.Kill()
 	waitLog := func(want string) {
 		t.Helper()
-		testenv.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 			if !strings.Contains(logs.String(), want) {
 				return fmt.Errorf("no %q in the log:\n%s", want, logs)
 			}

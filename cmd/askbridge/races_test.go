@@ -357,7 +357,7 @@ func (r *race) cards(q *bridge.Question) (slackTS, discordID string) {
 	r.t.Helper()
 	block := fmt.Sprintf("ask.%s.%s.%s.%d", q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
 	prefix := fmt.Sprintf("ab:c:%s:%s:%s:%d:", q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
-	testenv.CheckFor(r.t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(r.t, testenv.Patience, 20*time.Millisecond, func() error {
 		slackTS, discordID = "", ""
 		r.mu.Lock()
 		for _, c := range r.calls {
@@ -476,7 +476,7 @@ func (r *race) followups(interactionID string) []string {
 // controls, with an outcome line starting with want.
 func (r *race) slackSettled(ts, want string) {
 	r.t.Helper()
-	testenv.CheckFor(r.t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(r.t, testenv.Patience, 20*time.Millisecond, func() error {
 		var seen []string
 		for _, c := range r.Calls("chat.update") {
 			if c.Form.Get("ts") != ts {
@@ -499,7 +499,7 @@ func (r *race) slackSettled(ts, want string) {
 // components, its embed saying want.
 func (r *race) discordSettled(id, want string) {
 	r.t.Helper()
-	testenv.CheckFor(r.t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(r.t, testenv.Patience, 20*time.Millisecond, func() error {
 		var seen []string
 		for _, c := range r.Calls("discord.edit") {
 			if !strings.HasSuffix(c.Path, "/"+id) {
@@ -581,7 +581,7 @@ func TestRaceTwoSlackClicksAtOnce(t *testing.T) {
 	if out.Text != "The answer: "+want {
 		t.Fatalf("resume text %q for %s", out.Text, out.By)
 	}
-	testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		if len(r.told(loserTrig)) == 0 {
 			return fmt.Errorf("the loser was told nothing")
 		}
@@ -591,7 +591,7 @@ func TestRaceTwoSlackClicksAtOnce(t *testing.T) {
 	r.slackSettled(ts, "Answered by @"+winner+": "+want)
 	r.discordSettled(did, want)
 	evs := r.events.of("job-r1", "q-1")
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		evs = r.events.of("job-r1", "q-1")
 		if types := eventTypes(evs); types != "asked,answered,refused" && types != "asked,refused,answered" {
 			return fmt.Errorf("events %s", types)
@@ -637,7 +637,7 @@ func TestRaceSlackAndDiscordAtOnce(t *testing.T) {
 		if out.Text != "The answer: red" || out.Via != "slack" {
 			t.Fatalf("resume %+v", out)
 		}
-		testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 			if len(r.followups(did2)) == 0 {
 				return fmt.Errorf("discord loser told nothing")
 			}
@@ -653,7 +653,7 @@ func TestRaceSlackAndDiscordAtOnce(t *testing.T) {
 		if out.Text != "The answer: blue" || out.Via != "discord" {
 			t.Fatalf("resume %+v", out)
 		}
-		testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 			if len(r.told("trig-ana")) == 0 {
 				return fmt.Errorf("slack loser told nothing")
 			}
@@ -669,7 +669,7 @@ func TestRaceSlackAndDiscordAtOnce(t *testing.T) {
 		t.Fatalf("answered by %s", out.By)
 	}
 	// The events stream holds one outcome and one refusal, to the loser.
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		evs := r.events.of("job-r2", "q-1")
 		if types := eventTypes(evs); types != "asked,answered,refused" && types != "asked,refused,answered" {
 			return fmt.Errorf("events %s", types)
@@ -687,7 +687,7 @@ func TestRaceSlackAndDiscordAtOnce(t *testing.T) {
 func (r *race) resumedOnce(q *bridge.Question, version int64) bridge.Resume {
 	r.t.Helper()
 	var got []bridge.Resume
-	testenv.CheckFor(r.t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(r.t, testenv.Patience, 20*time.Millisecond, func() error {
 		if got = r.resume.of(q.JobID, q.QuestionID, version); len(got) == 0 {
 			return fmt.Errorf("no resume of %s v%d", q.QuestionID, version)
 		}
@@ -707,7 +707,7 @@ func (r *race) resumedOnce(q *bridge.Question, version int64) bridge.Resume {
 // waitTold waits for the Slack clicker of trigger to be told something.
 func (r *race) waitTold(trigger string) []string {
 	r.t.Helper()
-	testenv.CheckFor(r.t, 20*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(r.t, testenv.Patience, 20*time.Millisecond, func() error {
 		if len(r.told(trigger)) == 0 {
 			return fmt.Errorf("the clicker of %s was told nothing", trigger)
 		}
@@ -774,7 +774,7 @@ func TestRaceAnswerAndTimeout(t *testing.T) {
 		q.Escalation, q.EscalationReason = &bridge.Escalation{Off: true}, "a two-second question needs no reminders"
 		ts, did := r.ask(q)
 		var deadline time.Time
-		testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 			for _, ev := range r.events.of(q.JobID, q.QuestionID) {
 				if ev.Type == bridge.EventAsked {
 					deadline = ev.Deadline
@@ -805,7 +805,7 @@ func TestRaceAnswerAndTimeout(t *testing.T) {
 				t.Errorf("resume %+v", res)
 			}
 			loserText(t, r.waitTold(trig), "This question timed out at ")
-			testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 				if len(r.followups(id)) == 0 {
 					return fmt.Errorf("discord clicker told nothing")
 				}
@@ -817,7 +817,7 @@ func TestRaceAnswerAndTimeout(t *testing.T) {
 		case bridge.OutcomeAnswered:
 			// The loser of the two clicks is told who answered.
 			if res.By == "slack:U0ANA" {
-				testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+				testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 					if len(r.followups(id)) == 0 {
 						return fmt.Errorf("discord loser told nothing")
 					}
@@ -940,7 +940,7 @@ func TestRaceFormsAfterAButtonAnswer(t *testing.T) {
 
 	// Three people open their forms.
 	r.signedSlack(r.slackClick("U0ANA", "trig-open", ts, block, "decline", "decline"), nil)
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		if len(r.Calls("views.open")) == 0 {
 			return fmt.Errorf("no modal opened")
 		}
@@ -980,7 +980,7 @@ func TestRaceFormsAfterAButtonAnswer(t *testing.T) {
 		}
 	default:
 		// Closed: the refusal comes as an ephemeral message in the thread.
-		testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 			for _, c := range r.Calls("chat.postEphemeral") {
 				if c.Form.Get("user") == "U0ANA" && strings.HasPrefix(c.Form.Get("text"), answeredBy) {
 					return nil
@@ -1000,7 +1000,7 @@ func TestRaceFormsAfterAButtonAnswer(t *testing.T) {
 			t.Errorf("the Discord form says %q, want who answered", content)
 		}
 	} else {
-		testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 			if len(r.followups(sub["id"].(string))) == 0 {
 				return fmt.Errorf("discord form submitter told nothing (response %v)", dresp)
 			}
@@ -1199,7 +1199,7 @@ func TestRacePersonsCancelAndAnswer(t *testing.T) {
 		res := r.resumedOnce(q, 1)
 		switch res.Outcome {
 		case bridge.OutcomeCanceled:
-			testenv.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+			testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 				if len(r.followups(in["id"].(string))) == 0 {
 					return fmt.Errorf("discord loser told nothing")
 				}

@@ -81,7 +81,7 @@ func TestCLIProposalFromAskToExecuted(t *testing.T) {
 		}
 	}
 	// The report is recorded asynchronously: the trace shows it once it is.
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		code, out := as("cli:alice", trace, "--tenant", "acme", job)
 		if code != exitOK || !strings.Contains(out, "pr_8f2a succeeded: Refunded $240 · ref rf_31c9") {
 			return fmt.Errorf("trace: exit %d:\n%s", code, out)

@@ -49,7 +49,7 @@ func (s *clarifyScript) ask(minute int, tenant, agent, job, id, mf, timeout stri
 	if err := s.env.Agent.Publish(context.Background(), q); err != nil {
 		s.t.Fatal(err)
 	}
-	testenv.CheckFor(s.t, 10*time.Second, 5*time.Millisecond, func() error {
+	testenv.CheckFor(s.t, testenv.Patience, 5*time.Millisecond, func() error {
 		_, err := s.env.Store.Find(context.Background(), store.Key{Tenant: tenant, JobID: job, QuestionID: id})
 		return err
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/config"
+	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/store"
 )
 
@@ -104,7 +105,7 @@ func TestCLITrace(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("ask exit %d: %s", code, askErr)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("ask did not return")
 	}
 

@@ -321,6 +321,10 @@ func (e *Env) URL() string { return e.NATS.ClientURL() }
 // CheckFor polls f until it returns nil; see poll.CheckFor.
 var CheckFor = poll.CheckFor
 
+// Patience is how long a test waits for an asynchronous outcome before it
+// calls it a hang; see poll.Patience.
+const Patience = poll.Patience
+
 // Recorder collects the messages of one subject pattern from the start of
 // its stream, for assertions.
 type Recorder struct {

@@ -305,7 +305,7 @@ func TestDueWatchAfterServerRestart(t *testing.T) {
 	}
 	early := newQ("job-2", "q-1", 1)
 	early.Steps[0].Due = t0.Add(10 * time.Minute)
-	poll.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	poll.CheckFor(t, poll.Patience, 20*time.Millisecond, func() error {
 		_, err := s.AskMany(ctx, []store.NewQuestion{early})
 		return err
 	})

@@ -102,7 +102,7 @@ func TestR3StreamSurvivesANodeKilled(t *testing.T) {
 	}
 	// Read on the restarted node alone: it has every message.
 	only := connect(t, c.Node(leader).URL())
-	poll.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+	poll.CheckFor(t, poll.Patience, 100*time.Millisecond, func() error {
 		info, err := only.Stream(ctx, "SURVIVE")
 		if err != nil {
 			return err
@@ -177,7 +177,7 @@ func TestKVCompareAndSetAcrossNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		poll.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		poll.CheckFor(t, poll.Patience, 20*time.Millisecond, func() error {
 			e, err := kv.Get(ctx, "q.1")
 			if err != nil {
 				return err

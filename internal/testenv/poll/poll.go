@@ -8,6 +8,13 @@ import (
 	"time"
 )
 
+// Patience is how long a test waits for an asynchronous outcome before it
+// calls it a hang: long enough for a 2-core machine under -race with
+// other work running (docs/design.md, Testing). It is a hang detector,
+// never a measure: a test that passes costs only the time its outcome
+// takes, and how long that is belongs in a benchmark.
+const Patience = time.Minute
+
 // CheckFor calls f every interval until it returns nil, and fails the test
 // with f's last error once timeout has passed. A condition that holds at once
 // costs no wait.
@@ -20,7 +27,7 @@ func CheckFor(t testing.TB, timeout, interval time.Duration, f func() error) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", timeout, err)
+			t.Fatalf("still waiting after %v: %v", timeout, err)
 		}
 		time.Sleep(interval)
 	}
