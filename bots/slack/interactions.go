@@ -219,12 +219,6 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 		b.offerConsole(cb, c, to)
 		return nil
 	}
-	// Double clicks arrive as separate interactions, on any replica: one
-	// attempt.
-	click := cb.User.ID + "|" + a.BlockID + "|" + a.ActionID + "|" + a.Value + "|" + a.SelectedOption.Value
-	if !b.firstClick(ctx, click) {
-		return nil
-	}
 	action, answer := bridge.ActionApprove, []byte(nil)
 	if c.Action == blockkit.ActionSnooze {
 		action = bridge.ActionSnooze
@@ -243,6 +237,18 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 	}
 	at := b.attempt(cb, c.Ref, "slack-"+safeID(cmp.Or(cb.TriggerID, a.ActionTs+"-"+cb.User.ID)), action, answer, "", to)
 	at.Snooze = c.Snooze
+	// Double clicks arrive as separate interactions, on any replica: one
+	// attempt, published by every one of them before it is acknowledged.
+	click := cb.User.ID + "|" + a.BlockID + "|" + a.ActionID + "|" + a.Value + "|" + a.SelectedOption.Value
+	if held := b.foldClick(ctx, click, &at); held != nil {
+		if !b.publishAttempt(ctx, *held, to) {
+			return errNotRecorded // the claim stays: the next click publishes it again
+		}
+		return nil
+	}
+	if hook := b.clickClaimed.Load(); hook != nil {
+		(*hook)()
+	}
 	if !b.publishAttempt(ctx, at, to) {
 		b.forgetClick(ctx, click) // told to try again: the retry must go through
 		return errNotRecorded
