@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -58,6 +60,10 @@ type Front struct {
 	o   Options
 	srv *mcp.Server
 
+	// allow is the auto-allow list in force: Options.AutoAllow, replaced
+	// by SetAutoAllow.
+	allow atomic.Pointer[[]string]
+
 	mu   sync.Mutex
 	jobs map[*mcp.ServerSession]string
 }
@@ -70,11 +76,6 @@ func New(nc *nats.Conn, o Options) (*Front, error) {
 	if err := bridge.CheckToken("ASK_MCP_TENANT", o.Tenant); err != nil {
 		return nil, err
 	}
-	for _, rule := range o.AutoAllow {
-		if _, err := parseAllowRule(rule); err != nil {
-			return nil, err
-		}
-	}
 	if o.Progress <= 0 {
 		o.Progress = DefaultProgress
 	}
@@ -86,12 +87,30 @@ func New(nc *nats.Conn, o Options) (*Front, error) {
 		return nil, err
 	}
 	f := &Front{nc: nc, ag: ag, o: o, jobs: map[*mcp.ServerSession]string{}}
+	if err := f.SetAutoAllow(o.AutoAllow); err != nil {
+		return nil, err
+	}
 	f.srv = mcp.NewServer(&mcp.Implementation{Name: "askbridge", Version: o.Version}, &mcp.ServerOptions{
 		Logger:       o.Logger,
 		Instructions: instructions,
 	})
 	f.addTools()
 	return f, nil
+}
+
+// SetAutoAllow replaces the auto-allow list (Options.AutoAllow), as the
+// service does when SIGHUP re-reads the policy's mcp.auto_allow. A list
+// with a rule that cannot work is refused whole, and the list in force
+// is kept.
+func (f *Front) SetAutoAllow(rules []string) error {
+	for _, rule := range rules {
+		if _, err := parseAllowRule(rule); err != nil {
+			return err
+		}
+	}
+	rules = slices.Clone(rules)
+	f.allow.Store(&rules)
+	return nil
 }
 
 const instructions = `askbridge asks people in Slack, Discord or a web console and waits for their answer, however long they take. ` +

@@ -146,7 +146,7 @@ func permissionResult(p Permission) *mcp.CallToolResult {
 // question that blocks the tool still stops it (then a person decides).
 func (f *Front) autoAllowed(ctx context.Context, req *mcp.CallToolRequest, job, tool string, input map[string]any) (bool, error) {
 	match := false
-	for _, r := range f.o.AutoAllow {
+	for _, r := range *f.allow.Load() {
 		rule, _ := parseAllowRule(r)
 		match = match || rule.matches(tool, input)
 	}

@@ -24,6 +24,7 @@ import (
 	slackbot "github.com/askbridge/askbridge/bots/slack"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/config"
+	"github.com/askbridge/askbridge/mcpfront"
 	"github.com/askbridge/askbridge/policy"
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
@@ -73,8 +74,11 @@ type service struct {
 	// policy is the operator's policy in force (ASK_POLICY), read at
 	// start and replaced whole on SIGHUP (reloadPolicy).
 	policy *policy.Holder
-	http   *http.Server
-	ln     net.Listener
+	// mcp is the MCP front door when ASK_MCP_TOKEN serves it: its
+	// auto-allow list is re-read with the policy.
+	mcp  *mcpfront.Front
+	http *http.Server
+	ln   net.Listener
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -240,9 +244,11 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		s.goRun("frontend", f.Run, runCtx)
 	}
 	if cfg.MCPToken != "" {
-		if err := routeMCP(mux, s.nats.Conn, cfg, log.With("component", "mcp")); err != nil {
+		front, err := routeMCP(mux, s.nats.Conn, cfg, serviceAutoAllow(cfg, s.policy.Load()), log.With("component", "mcp"))
+		if err != nil {
 			return nil, err
 		}
+		s.mcp = front
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -299,8 +305,10 @@ func (s *service) goRun(name string, run func(context.Context) error, ctx contex
 }
 
 // reloadPolicy re-reads ASK_POLICY (on SIGHUP): a good file replaces the
-// policy in force whole; a bad one is logged with its line and the policy
-// in force is kept, so a typo never leaves actions ungated.
+// policy in force whole, its mcp.auto_allow with it; a bad one is logged
+// with its line and the policy in force is kept, so a typo never leaves
+// actions ungated. Without ASK_POLICY it only says so: SIGHUP never stops
+// the service.
 func (s *service) reloadPolicy() {
 	path := s.cfg.Policy
 	if path == "" {
@@ -308,6 +316,9 @@ func (s *service) reloadPolicy() {
 		return
 	}
 	p, err := loadPolicy(s.cfg)
+	if err == nil && s.mcp != nil {
+		err = s.mcp.SetAutoAllow(serviceAutoAllow(s.cfg, p))
+	}
 	if err != nil {
 		line := 0
 		var pe *policy.Error
