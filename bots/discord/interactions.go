@@ -92,9 +92,9 @@ func (b *Bot) handleInteraction(w http.ResponseWriter, r *http.Request) {
 	key := seenKey("i", in.ID)
 	handled, err := b.wasSeen(ctx, key)
 	if err != nil {
-		b.log.Error("discord: cannot read interaction record", "interaction", in.ID, "err", err)
-		http.Error(w, "askbridge is unavailable", http.StatusServiceUnavailable)
-		return
+		// Handled as new: handling it again is safe, and a click must
+		// not fail for the replay guard alone.
+		b.log.Warn("discord: cannot read the interaction's record; handled as new", "interaction", in.ID, "err", err)
 	}
 	if handled {
 		b.log.Info("discord: replayed interaction ignored", "interaction", in.ID)
