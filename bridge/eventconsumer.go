@@ -33,9 +33,10 @@ func EventConsumer(platform string) jetstream.ConsumerConfig {
 		Description:   "askbridge " + platform + " adapter",
 		FilterSubject: PrefixEvent + ".>",
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		// Handling an event may take a while: a post waits for its
-		// channel's turn, and tries back off.
-		AckWait: 2 * time.Minute,
+		// Short, so that the events a dead replica held come to another
+		// within seconds; the live one keeps what it holds in progress
+		// however long it takes (engine's inFlight).
+		AckWait: EventAckWait,
 		// Events in hand, jobs put aside, and events whose acknowledgement
 		// waits for their delivery report to be synced (engine.AckAfter): a
 		// few seconds' worth at the asking path's pace.
@@ -53,7 +54,18 @@ const EventGroup = "adapters"
 
 // EventPinnedTTL is how long the pinned replica of an adapter may go
 // without pulling before JetStream pins another: a replica that died
-// hands its adapter's events on after this long. A live replica pulls at
-// least every pull expiry (30 s, nats.go's default), so a minute is two
-// pulls' margin.
-const EventPinnedTTL = time.Minute
+// hands its adapter's events on after this long. A live replica pulls
+// again every third of it (engine's pullExpiry), so it is two pulls'
+// margin.
+const EventPinnedTTL = 6 * time.Second
+
+// EventAckWait is how long an event handed to a replica that goes silent
+// stays with it. A live replica tells JetStream every third of it that
+// each event it holds is still in hand (InProgress), from the moment it
+// reads it to its acknowledgement, waits for a channel's turn and a
+// platform's Retry-After included. It is longer than EventPinnedTTL: the
+// pin has moved when the dead replica's events fall due again, so they go
+// to the new replica in their order (JetStream turns its redelivery queue
+// round while no pull of the pinned replica waits), docs/design.md
+// "Failover".
+const EventAckWait = 9 * time.Second

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -58,8 +59,11 @@ type Front struct {
 	nc    *nats.Conn
 	ag    *agent.Client
 	o     Options
-	rules []allowRule
 	srv   *mcp.Server
+
+	// rules are the auto-allow rules in force: Options.AutoAllow, replaced
+	// by SetAutoAllow.
+	rules atomic.Pointer[[]allowRule]
 
 	mu   sync.Mutex
 	jobs map[*mcp.ServerSession]string
@@ -72,14 +76,6 @@ func New(nc *nats.Conn, o Options) (*Front, error) {
 	}
 	if err := bridge.CheckToken("ASK_MCP_TENANT", o.Tenant); err != nil {
 		return nil, err
-	}
-	var rules []allowRule
-	for _, rule := range o.AutoAllow {
-		r, err := parseAllowRule(rule)
-		if err != nil {
-			return nil, err
-		}
-		rules = append(rules, r)
 	}
 	if o.Progress <= 0 {
 		o.Progress = DefaultProgress
@@ -94,13 +90,33 @@ func New(nc *nats.Conn, o Options) (*Front, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Front{nc: nc, ag: ag, o: o, rules: rules, jobs: map[*mcp.ServerSession]string{}}
+	f := &Front{nc: nc, ag: ag, o: o, jobs: map[*mcp.ServerSession]string{}}
+	if err := f.SetAutoAllow(o.AutoAllow); err != nil {
+		return nil, err
+	}
 	f.srv = mcp.NewServer(&mcp.Implementation{Name: "askbridge", Version: o.Version}, &mcp.ServerOptions{
 		Logger:       o.Logger,
 		Instructions: instructions,
 	})
 	f.addTools()
 	return f, nil
+}
+
+// SetAutoAllow replaces the auto-allow list (Options.AutoAllow), as the
+// service does when SIGHUP re-reads the policy's mcp.auto_allow. A list
+// with a rule that cannot work is refused whole, and the list in force
+// is kept.
+func (f *Front) SetAutoAllow(list []string) error {
+	rules := make([]allowRule, 0, len(list))
+	for _, rule := range list {
+		r, err := parseAllowRule(rule)
+		if err != nil {
+			return err
+		}
+		rules = append(rules, r)
+	}
+	f.rules.Store(&rules)
+	return nil
 }
 
 const instructions = `askbridge asks people in Slack, Discord or a web console and waits for their answer, however long they take. ` +

@@ -146,8 +146,8 @@ func permissionResult(p Permission) *mcp.CallToolResult {
 // and a question that blocks the tool still stops it (then a person
 // decides).
 func (f *Front) autoAllowed(ctx context.Context, req *mcp.CallToolRequest, job, tool string, input map[string]any) (bool, error) {
-	if ok, why := autoAllows(f.rules, tool, input); !ok {
-		if len(f.rules) > 0 {
+	if ok, why := autoAllows(*f.rules.Load(), tool, input); !ok {
+		if len(*f.rules.Load()) > 0 {
 			f.o.Logger.Debug("approve_tool_use: not auto-allowed, a person decides", "tool", tool, "why", why)
 		}
 		return false, nil

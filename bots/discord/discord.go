@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -108,10 +109,13 @@ type Bot struct {
 	pub     ed25519.PublicKey
 	refs    *bridge.KV
 	seen    *bridge.KV
-	admin   map[string]bool
-	oper    map[string]bool
-	now     func() time.Time
-	backoff func(attempt uint64) time.Duration
+	// proposing, set by tests only, runs just before an attempt is
+	// published: where a replica's death must not lose the interaction.
+	proposing atomic.Pointer[func()]
+	admin     map[string]bool
+	oper      map[string]bool
+	now       func() time.Time
+	backoff   func(attempt uint64) time.Duration
 	// cards is the card lifecycle; threads remembers each job's thread by
 	// channel, guilds each channel's guild (docs/design.md, "Card state").
 	cards   *engine.Cards

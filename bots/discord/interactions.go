@@ -84,18 +84,28 @@ func (b *Bot) handleInteraction(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), b.budget)
 	defer cancel()
-	fresh, err := b.markSeen(ctx, seenKey("i", in.ID), interactionTTL)
+	// An interaction is marked handled once it was: whatever it publishes
+	// carries a message id made of its id, so Discord's retry of one
+	// whose replica died midway is handled again, and JetStream keeps one
+	// copy; marked first, the retry would be told "already handled" of
+	// an answer never recorded.
+	key := seenKey("i", in.ID)
+	handled, err := b.wasSeen(ctx, key)
 	if err != nil {
-		b.log.Error("discord: cannot record interaction", "interaction", in.ID, "err", err)
-		http.Error(w, "askbridge is unavailable", http.StatusServiceUnavailable)
-		return
+		// Handled as new: handling it again is safe, and a click must
+		// not fail for the replay guard alone.
+		b.log.Warn("discord: cannot read the interaction's record; handled as new", "interaction", in.ID, "err", err)
 	}
-	if !fresh {
+	if handled {
 		b.log.Info("discord: replayed interaction ignored", "interaction", in.ID)
 		writeJSON(w, ephemeral("This interaction was already handled."))
 		return
 	}
-	writeJSON(w, b.dispatch(ctx, &in))
+	resp := b.dispatch(ctx, &in)
+	if _, err := b.markSeen(ctx, key, interactionTTL); err != nil {
+		b.log.Warn("discord: cannot record interaction as handled", "interaction", in.ID, "err", err)
+	}
+	writeJSON(w, resp)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -420,6 +430,9 @@ func (b *Bot) propose(ctx context.Context, in *discordgo.Interaction, who clicke
 	at := engine.NewAttempt(bridge.PlatformDiscord, attemptID(in), q, by, act, answer, comment, b.now(), b.replyTo(in))
 	for _, f := range with {
 		f(&at)
+	}
+	if hook := b.proposing.Load(); hook != nil {
+		(*hook)()
 	}
 	if err := engine.PublishAttempt(ctx, b.log, b.decided, b.o.NATS.JS, &at); err != nil {
 		return ephemeral("askbridge could not record your answer right now; please try again.")

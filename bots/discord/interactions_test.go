@@ -1,11 +1,15 @@
 package discord
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -261,5 +265,48 @@ func TestUndecodableEventDoesNotStopTheBot(t *testing.T) {
 	h.posted(channelA, 1)
 	if !strings.Contains(h.logs.String(), "undecodable event") {
 		t.Fatalf("the bad event was not logged")
+	}
+}
+
+// TestInteractionRetriedAfterAReplicaDiedBeforePublishing cuts a click off
+// just before its attempt is published (the replica's death: no answer,
+// nothing published). Discord's retry of the same interaction is handled,
+// not told "already handled": its attempt is recorded, once; a replay
+// after that is refused as before.
+func TestInteractionRetriedAfterAReplicaDiedBeforePublishing(t *testing.T) {
+	t.Parallel()
+	h := start(t, harnessOptions{})
+	h.publishEvent(asked(colorQuestion()))
+	msg := h.posted(channelA, 1)
+	in := h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string))
+	body, _ := json.Marshal(in)
+
+	die := func() { panic(http.ErrAbortHandler) }
+	h.bot.proposing.Store(&die)
+	stamp := strconv.FormatInt(time.Now().Unix(), 10)
+	req, err := http.NewRequest(http.MethodPost, h.web.URL+"/discord/interactions", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Signature-Ed25519", hex.EncodeToString(ed25519.Sign(h.priv, append([]byte(stamp), body...))))
+	req.Header.Set("X-Signature-Timestamp", stamp)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the click cut off before its publication was answered %d", resp.StatusCode)
+	}
+	h.bot.proposing.Store(nil)
+
+	if again := h.interact(in); again["type"] != float64(6) {
+		t.Fatalf("Discord's retry got %v, want a deferred update (6)", again)
+	}
+	if got := h.waitAttempts(1); got[0].By != "discord:"+kevin.ID || string(got[0].Answer) != `"blue"` {
+		t.Fatalf("attempt = %+v", got[0])
+	}
+	if n := testenv.StreamCount(t, h.nats, bridge.StreamAnswers, bridge.PrefixAnswer+".>"); n != 1 {
+		t.Fatalf("%d attempts on the stream, want 1", n)
+	}
+	replay := h.interact(in)
+	if data, _ := replay["data"].(map[string]any); replay["type"] != float64(4) || !strings.Contains(fmt.Sprint(data["content"]), "already handled") {
+		t.Fatalf("a replay once handled got %v, want an ephemeral 'already handled'", replay)
 	}
 }

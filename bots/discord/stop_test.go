@@ -12,7 +12,7 @@ import (
 // TestStopHandsEventsBackAtOnce checks that events a stop cuts short
 // reach the next bot at once, stop after stop: handed back only once the
 // stopped bot no longer pulls, not redelivered to its dead pull request
-// and left there until the consumer's AckWait (two minutes).
+// and left there until the consumer's AckWait.
 func TestStopHandsEventsBackAtOnce(t *testing.T) {
 	t.Parallel()
 	h := start(t, harnessOptions{})

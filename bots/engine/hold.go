@@ -65,10 +65,6 @@ func (r *Reserved) Put(key string, at time.Time) {
 	r.at[key] = at
 }
 
-// holdProgress is how often the events of a job put aside tell JetStream
-// they are still in hand, well within an adapter's AckWait.
-const holdProgress = 20 * time.Second
-
 // inHand is an event a worker holds, with what its tries share.
 type inHand struct {
 	m        jetstream.Msg
@@ -95,8 +91,6 @@ func (w *worker) run(in <-chan jetstream.Msg) {
 	w.held = map[string]*heldJob{}
 	wake := time.NewTimer(time.Hour)
 	defer wake.Stop()
-	progress := time.NewTicker(holdProgress)
-	defer progress.Stop()
 	for {
 		if next, ok := w.earliest(); ok {
 			wake.Reset(time.Until(next))
@@ -120,12 +114,6 @@ func (w *worker) run(in <-chan jetstream.Msg) {
 				if !j.until.After(now) {
 					delete(w.held, subject)
 					w.serve(subject, j.msgs)
-				}
-			}
-		case <-progress.C:
-			for _, j := range w.held {
-				for _, h := range j.msgs {
-					_ = h.m.InProgress()
 				}
 			}
 		}

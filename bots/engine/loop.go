@@ -106,8 +106,16 @@ type Loop struct {
 	Backoff       func(attempt uint64) time.Duration // nil: Backoff
 	HandleTimeout time.Duration                      // 0: DefaultHandleTimeout
 
-	acks *delayedAcks
-	it   *bridge.Messages
+	acks   *delayedAcks
+	it     *bridge.Messages
+	flight *inFlight
+}
+
+// pullExpiry is how long a pull waits on a consumer whose pin lapses
+// after ttl: a third of it, so a live pinned replica pulls again twice
+// before it could lose its pin; at least a second (nats.go's least).
+func pullExpiry(ttl time.Duration) time.Duration {
+	return min(max(ttl/3, time.Second), 30*time.Second)
 }
 
 // QueueOf is the worker queue of an event's subject among workers: one
@@ -126,7 +134,12 @@ func (l *Loop) log() *slog.Logger { return cmp.Or(l.Logger, slog.Default()) }
 // event in hand is handled or handed back.
 func (l *Loop) Run(ctx context.Context) error {
 	log := l.log()
-	it, err := l.Events.Messages(ctx, jetstream.PullMaxMessages(cmp.Or(l.PullMax, 64)))
+	opts := []jetstream.PullMessagesOpt{jetstream.PullMaxMessages(cmp.Or(l.PullMax, 64))}
+	if ttl := l.Events.Config.PinnedTTL; ttl > 0 {
+		// The pinned replica must pull again well within the pin's TTL.
+		opts = append(opts, jetstream.PullExpiry(pullExpiry(ttl)))
+	}
+	it, err := l.Events.Messages(ctx, opts...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -140,20 +153,28 @@ func (l *Loop) Run(ctx context.Context) error {
 	// next adapter would get it only after AckWait.
 	l.acks = &delayedAcks{}
 	l.it = it
+	l.flight = newInFlight()
+	// Kept in progress until every event is acknowledged or handed back,
+	// after the stop too.
+	keepCtx, stopKeeping := context.WithCancel(context.WithoutCancel(ctx))
+	go l.flight.keep(keepCtx, progressEvery(l.Events.Config.AckWait))
 	unsubscribed := make(chan struct{})
 	var wg sync.WaitGroup
-	queues := make([]chan jetstream.Msg, l.workers())
+	queues := make([]*queue, l.workers())
 	for i := range queues {
-		queues[i] = make(chan jetstream.Msg, 16)
+		queues[i] = newQueue()
+		in := make(chan jetstream.Msg, 16)
+		go queues[i].feed(in)
 		w := &worker{l: l, ctx: ctx, unsubscribed: unsubscribed}
-		wg.Go(func() { w.run(queues[i]) })
+		wg.Go(func() { w.run(in) })
 	}
 	defer func() {
 		for _, q := range queues {
-			close(q)
+			q.close()
 		}
 		wg.Wait()
 		l.acks.stop()
+		stopKeeping()
 	}()
 	stop := context.AfterFunc(ctx, func() {
 		defer close(unsubscribed)
@@ -178,7 +199,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		}
 		// Even after a stop: the job's worker hands it back behind the
 		// job's events before it, so the next replica gets them in order.
-		queues[QueueOf(m.Subject(), len(queues))] <- m
+		queues[QueueOf(m.Subject(), len(queues))].push(l.flight.hold(m))
 	}
 }
 
@@ -201,6 +222,9 @@ func (l *Loop) handBack(m jetstream.Msg, unsubscribed <-chan struct{}) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), handBackWait)
 	defer cancel()
+	if h, ok := m.(*held); ok {
+		h.f.done(h)
+	}
 	if _, err := l.Events.NATS.Conn.RequestWithContext(ctx, m.Reply(), []byte("-NAK")); err != nil {
 		_ = m.Nak()
 	}

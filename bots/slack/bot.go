@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -72,6 +73,10 @@ type Bot struct {
 	// workers is how many events are handled at once (ordered per job).
 	workers int
 	clicks  *dedupe
+	// clickClaimed, set by tests only, runs between a click's claim and
+	// the publication of its attempt: where a replica's death must not
+	// lose the click.
+	clickClaimed atomic.Pointer[func()]
 	// redelivered remembers the interactions Socket Mode delivered, so
 	// one Slack delivers again (retry_attempt > 0) has one effect.
 	redelivered *replies
@@ -231,37 +236,56 @@ func classifyEventError(err error) engine.Verdict {
 	return engine.Verdict{Kind: engine.Transient}
 }
 
-// dedupe remembers recent keys, so a double click is one attempt even
-// before the runtime sees it.
+// dedupe remembers recent clicks and the attempt each made, so a double
+// click is one attempt even before the runtime sees it.
 type dedupe struct {
 	mu   sync.Mutex
 	ttl  time.Duration
-	seen map[string]time.Time
+	seen map[string]seenClick
 	// nextPrune spaces out sweeps of the map: sweeping on every call once
 	// it is large made each click cost a walk over every recent click.
 	nextPrune time.Time
 }
 
-func newDedupe(ttl time.Duration) *dedupe { return &dedupe{ttl: ttl, seen: map[string]time.Time{}} }
+// seenClick is a click remembered: when, and the attempt it made.
+type seenClick struct {
+	at      time.Time
+	attempt *bridge.AnswerAttempt
+}
 
-// first reports whether key was not seen within the window, and records it.
-func (d *dedupe) first(key string) bool {
+func newDedupe(ttl time.Duration) *dedupe { return &dedupe{ttl: ttl, seen: map[string]seenClick{}} }
+
+// first records key with the attempt it makes when key was not seen
+// within the window, and returns nil; otherwise it returns the attempt
+// the click seen first made, which the caller publishes again.
+func (d *dedupe) first(key string, at *bridge.AnswerAttempt) *bridge.AnswerAttempt {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := time.Now()
-	if t, ok := d.seen[key]; ok && now.Sub(t) < d.ttl {
-		return false
+	if c, ok := d.seen[key]; ok && now.Sub(c.at) < d.ttl {
+		return c.attempt
 	}
 	if len(d.seen) > 4096 && !now.Before(d.nextPrune) {
 		d.nextPrune = now.Add(d.ttl / 2)
-		for k, t := range d.seen {
-			if now.Sub(t) >= d.ttl {
+		for k, c := range d.seen {
+			if now.Sub(c.at) >= d.ttl {
 				delete(d.seen, k)
 			}
 		}
 	}
-	d.seen[key] = now
-	return true
+	d.seen[key] = seenClick{at: now, attempt: at}
+	return nil
+}
+
+// hold makes at the attempt key stands for: the one another replica's
+// click made first.
+func (d *dedupe) hold(key string, at *bridge.AnswerAttempt) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c, ok := d.seen[key]; ok {
+		c.attempt = at
+		d.seen[key] = c
+	}
 }
 
 // forget lets key through again: the click it stood for had no effect

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -219,12 +217,6 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 		b.offerConsole(cb, c, to)
 		return nil
 	}
-	// Double clicks arrive as separate interactions, on any replica: one
-	// attempt.
-	click := cb.User.ID + "|" + a.BlockID + "|" + a.ActionID + "|" + a.Value + "|" + a.SelectedOption.Value
-	if !b.firstClick(ctx, click) {
-		return nil
-	}
 	action, answer := bridge.ActionApprove, []byte(nil)
 	if c.Action == blockkit.ActionSnooze {
 		action = bridge.ActionSnooze
@@ -243,6 +235,18 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 	}
 	at := b.attempt(cb, c.Ref, "slack-"+safeID(cmp.Or(cb.TriggerID, a.ActionTs+"-"+cb.User.ID)), action, answer, "", to)
 	at.Snooze = c.Snooze
+	// Double clicks arrive as separate interactions, on any replica: one
+	// attempt, published by every one of them before it is acknowledged.
+	click := cb.User.ID + "|" + a.BlockID + "|" + a.ActionID + "|" + a.Value + "|" + a.SelectedOption.Value
+	if held := b.foldClick(ctx, click, &at); held != nil {
+		if !b.publishAttempt(ctx, *held, to) {
+			return errNotRecorded // the claim stays: the next click publishes it again
+		}
+		return nil
+	}
+	if hook := b.clickClaimed.Load(); hook != nil {
+		(*hook)()
+	}
 	if !b.publishAttempt(ctx, at, to) {
 		b.forgetClick(ctx, click) // told to try again: the retry must go through
 		return errNotRecorded
@@ -269,35 +273,6 @@ func (b *Bot) offerConsole(cb *slack.InteractionCallback, c blockkit.Click, to m
 	}
 	days := int(console.DefaultLinkTTL / (24 * time.Hour))
 	b.say(to, text+"\nThis link is for you alone: it acts as you for "+strconv.Itoa(days)+" days, so do not share it.")
-}
-
-// threadOf is the thread the card lives in, for ephemeral fallbacks.
-func threadOf(cb *slack.InteractionCallback, msgTS string) string {
-	if cb.Container.ThreadTs != "" {
-		return cb.Container.ThreadTs
-	}
-	if cb.Message.ThreadTimestamp != "" {
-		return cb.Message.ThreadTimestamp
-	}
-	return msgTS
-}
-
-// safeID keeps an id from Slack as it is when it is made of letters,
-// digits, '.', '-' and '_' (as Slack's ids are), and otherwise replaces it
-// by a hash of itself: it becomes part of a Nats-Msg-Id header, which
-// cannot carry spaces or control characters, and must stay the same for
-// Slack's retries of one interaction.
-func safeID(s string) string {
-	ok := s != "" && len(s) <= 200
-	for i := 0; ok && i < len(s); i++ {
-		c := s[i]
-		ok = c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-	}
-	if ok {
-		return s
-	}
-	sum := sha256.Sum256([]byte(s))
-	return "h" + hex.EncodeToString(sum[:16])
 }
 
 // attempt is the answer attempt a card's click or form makes: on the
@@ -419,11 +394,6 @@ func (b *Bot) openModal(ctx context.Context, cb *slack.InteractionCallback, c bl
 		b.log.WarnContext(ctx, "slack: views.open failed", "slack_error", classify("views.open", err).Code)
 		b.say(to, "Slack did not open the form in time. Please click again.")
 	}
-}
-
-func validTS(s string) bool {
-	_, err := blockkit.ParseModalMeta("a.b.c.0||" + s)
-	return err == nil
 }
 
 // submit handles a modal submission: checked with the shared validator,

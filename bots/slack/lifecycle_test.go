@@ -167,7 +167,7 @@ func TestStopDuringAPostShowsTheCardAfterTheRestart(t *testing.T) {
 // TestStopHandsEventsBackAtOnce checks that events a stop cuts short
 // reach the next adapter at once, stop after stop: handed back only once
 // the stopped adapter no longer pulls, not redelivered to its dead pull
-// request and left there until the consumer's AckWait (two minutes).
+// request and left there until the consumer's AckWait.
 func TestStopHandsEventsBackAtOnce(t *testing.T) {
 	t.Parallel()
 	n := plainNATS(t)

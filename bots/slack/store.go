@@ -4,8 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bridge"
@@ -79,28 +83,62 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 // same trigger id, and so the same attempt id, anyway).
 const clickFold = 10 * time.Second
 
-// firstClick says whether click is the first of its kind within
-// clickFold: remembered here (the same replica, at no cost), then claimed
-// in the adapter's bucket with a key TTL, so a double click whose second
-// half reaches another replica is one attempt too, not a second one the
-// runtime refuses ("already answered by you"). Without the bucket (NATS
-// away, a server without key TTLs) the click is folded on this replica
-// alone.
-func (b *Bot) firstClick(ctx context.Context, click string) bool {
-	if !b.clicks.first(click) {
-		return false
+// foldClick folds a click into the same click made within clickFold (a
+// double click; Slack's own retries carry the same trigger id, and so
+// the same attempt id, anyway). It returns nil when click is the first
+// of its kind, remembered with at, the attempt it makes: the caller
+// publishes at. Otherwise it returns the attempt the first click made,
+// which the caller publishes again before acknowledging: JetStream keeps
+// one copy of it (its message id), and a first click whose replica died
+// before publishing is then recorded by the person's retry, not folded
+// into nothing (docs/design.md, "Double clicks").
+//
+// The click is remembered here (the same replica, at no cost), then
+// claimed in the adapter's bucket with a key TTL and the attempt as its
+// value, so a double click whose second half reaches another replica is
+// one attempt too, not a second one the runtime refuses ("already
+// answered by you"). Without the bucket (NATS away, a server without key
+// TTLs) the click is folded on this replica alone.
+func (b *Bot) foldClick(ctx context.Context, click string, at *bridge.AnswerAttempt) *bridge.AnswerAttempt {
+	if held := b.clicks.first(click, at); held != nil {
+		return held
 	}
 	if !b.kv.KeyTTLs() {
-		return true
+		return nil
 	}
-	_, err := b.kv.Write(ctx, onceKey("click", click), 0, []byte(b.now().UTC().Format(time.RFC3339)), clickFold)
-	if bridge.IsConflict(err) {
-		return false
-	}
+	data, err := json.Marshal(at)
 	if err != nil {
-		b.log.WarnContext(ctx, "slack: could not fold a click across replicas; taken as a first click", "err", err)
+		return nil
 	}
-	return true
+	key := onceKey("click", click)
+	// A claim that expires between the write and the read is claimed again.
+	for range 3 {
+		_, err := b.kv.Write(ctx, key, 0, data, clickFold)
+		if err == nil {
+			return nil
+		}
+		if !bridge.IsConflict(err) {
+			b.log.WarnContext(ctx, "slack: could not fold a click across replicas; taken as a first click", "err", err)
+			return nil
+		}
+		e, err := b.kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		var held bridge.AnswerAttempt
+		if err == nil {
+			err = json.Unmarshal(e.Value(), &held)
+		}
+		if err != nil || held.AttemptID == "" {
+			// Unreadable (or a claim without its attempt): publishing
+			// this click's own attempt risks a refusal, not a lost click.
+			b.log.WarnContext(ctx, "slack: could not read the click this one folds into; taken as a first click", "err", err)
+			return nil
+		}
+		b.clicks.hold(click, &held)
+		return &held
+	}
+	return nil
 }
 
 // forgetClick lets click through again, here and on every replica.

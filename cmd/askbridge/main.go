@@ -136,13 +136,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitConfig
 	}
 	log := newLogger(stderr, cfg.LogLevel)
-	// Caught only with a policy to re-read: without one, SIGHUP keeps its
-	// usual meaning (hang-up: stop).
+	// SIGHUP re-reads the policy (reloadPolicy); caught with or without
+	// one, so a hang-up (a closed terminal, a supervisor's reload) never
+	// stops the service.
 	hup := make(chan os.Signal, 1)
-	if cfg.Policy != "" {
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-	}
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	s, err := startService(ctx, cfg, log)
 	if err != nil && ctx.Err() != nil {
 		// Asked to stop while starting: a stop, not a failure.

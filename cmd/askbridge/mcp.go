@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -76,17 +77,14 @@ func mcpAutoAllow(cfg *config.Config) ([]string, error) {
 }
 
 // routeMCP serves the MCP front door's streamable HTTP at /mcp, for
-// clients with the bearer token ASK_MCP_TOKEN (docs/mcp.md).
-func routeMCP(mux *http.ServeMux, nc *nats.Conn, cfg *config.Config, log *slog.Logger) error {
-	allow, err := mcpAutoAllow(cfg)
-	if err != nil {
-		return err
-	}
+// clients with the bearer token ASK_MCP_TOKEN (docs/mcp.md). allow is
+// ASK_MCP_AUTO_ALLOW and the policy's mcp.auto_allow (serviceAutoAllow).
+func routeMCP(mux *http.ServeMux, nc *nats.Conn, cfg *config.Config, allow []string, log *slog.Logger) (*mcpfront.Front, error) {
 	front, err := mcpfront.New(nc, mcpfront.Options{
 		Tenant: cfg.MCPTenant, Progress: cfg.MCPProgress, AutoAllow: allow, Logger: log,
 	})
 	if err != nil {
-		return &bridge.SettingError{Err: fmt.Errorf("ASK_MCP_AUTO_ALLOW: %w", err)}
+		return nil, &bridge.SettingError{Err: fmt.Errorf("ASK_MCP_AUTO_ALLOW: %w", err)}
 	}
 	h := front.Handler(cfg.MCPToken)
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -95,5 +93,11 @@ func routeMCP(mux *http.ServeMux, nc *nats.Conn, cfg *config.Config, log *slog.L
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 		h.ServeHTTP(w, r)
 	}))
-	return nil
+	return front, nil
+}
+
+// serviceAutoAllow is ASK_MCP_AUTO_ALLOW and the mcp.auto_allow of p, the
+// policy in force.
+func serviceAutoAllow(cfg *config.Config, p *policy.Policy) []string {
+	return append(slices.Clone(cfg.MCPAutoAllow), p.MCPAutoAllow()...)
 }

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -25,6 +24,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/principal"
 	"github.com/askbridge/askbridge/config"
+	"github.com/askbridge/askbridge/mcpfront"
 	"github.com/askbridge/askbridge/policy"
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
@@ -76,8 +76,13 @@ type service struct {
 	// policy is the operator's policy in force (ASK_POLICY), read at
 	// start and replaced whole on SIGHUP (reloadPolicy).
 	policy *policy.Holder
-	http   *http.Server
-	ln     net.Listener
+	// mcp is the MCP front door when ASK_MCP_TOKEN serves it: its
+	// auto-allow list is re-read with the policy.
+	mcp  *mcpfront.Front
+	http *http.Server
+	ln   net.Listener
+	// start is what /readyz says while the start waits (startwait.go).
+	start startState
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -119,6 +124,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	if err != nil {
 		return nil, fmt.Errorf("http: listen on %s (ASK_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
+	s.serveHTTP()
 	if (cfg.SlackEnabled() || cfg.DiscordEnabled()) && cfg.PublicURL == "" {
 		// The default suits one machine; people in chat elsewhere would
 		// get console links they cannot open.
@@ -135,7 +141,7 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	// second. (In interval mode every stream already is.)
 	embedded := cfg.NATSURL == ""
 	lazy := cfg.NATSSync == "interval" && embedded
-	s.nats, err = bridge.ConnectNATS(ctx, bridge.NATSOptions{
+	no := bridge.NATSOptions{
 		URL:          cfg.NATSURL,
 		Creds:        cfg.NATSCreds,
 		Listen:       cfg.NATSListen,
@@ -146,7 +152,16 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		AsyncPersist: embedded && cfg.NATSSync == "always",
 		Replicas:     cfg.NATSReplicas,
 		Logger:       log,
-	})
+	}
+	connect := func(ctx context.Context) (err error) {
+		s.nats, err = bridge.ConnectNATS(ctx, no)
+		return err
+	}
+	if embedded {
+		err = connect(ctx)
+	} else {
+		err = s.await(ctx, "connect and make its streams", connect)
+	}
 	if err != nil {
 		return nil, natsStartError(cfg, err)
 	}
@@ -155,11 +170,14 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	} else {
 		warnIfOpen(cfg.NATSURL, log)
 	}
-	if err := s.openRecord(ctx); err != nil {
+	if err := s.await(ctx, "open the record", s.openRecord); err != nil {
 		return nil, err
 	}
-	secret, err := s.consoleSecret(ctx)
-	if err != nil {
+	var secret []byte
+	if err := s.await(ctx, "share the console secret", func(ctx context.Context) (err error) {
+		secret, err = s.consoleSecret(ctx)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 
@@ -212,13 +230,18 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	// event no consumer is there for; the adapters started below find
 	// theirs (docs/design.md, "The events stream and the adapters'
 	// consumers").
-	s.goRun("runtime", s.rt.Run, runCtx)
-	select {
-	case <-s.rt.Ready():
-	case err := <-s.errs:
+	if err := s.await(ctx, "start the runtime's consumers", func(context.Context) error {
+		s.goRun("runtime", s.rt.Run, runCtx)
+		select { // not bounded by a try's time: one Run at a time
+		case <-s.rt.Ready():
+			return nil
+		case err := <-s.errs:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}); err != nil {
 		return nil, err
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 
 	mux := http.NewServeMux()
@@ -230,10 +253,14 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 	con.Routes(mux)
 	var fronts []frontend
 	if cfg.SlackEnabled() {
-		b, err := slackbot.New(ctx, slackbot.Options{
-			NATS: s.nats, BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken,
-			APIURL: cfg.SlackAPIURL, DefaultChannel: cfg.SlackChannel, Console: signer, Logger: log.With("component", "slack"),
-			AckAfterDecision: lazy, Registerer: reg, ReportSync: synced,
+		var b *slackbot.Bot
+		err := s.await(ctx, "make the Slack adapter's bucket", func(ctx context.Context) (err error) {
+			b, err = slackbot.New(ctx, slackbot.Options{
+				NATS: s.nats, BotToken: cfg.SlackBotToken, SigningSecret: cfg.SlackSigningSecret, AppToken: cfg.SlackAppToken,
+				APIURL: cfg.SlackAPIURL, DefaultChannel: cfg.SlackChannel, Console: signer, Logger: log.With("component", "slack"),
+				AckAfterDecision: lazy, Registerer: reg, ReportSync: synced,
+			})
+			return err
 		})
 		if err != nil {
 			return nil, err
@@ -241,12 +268,16 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		fronts = append(fronts, b)
 	}
 	if cfg.DiscordEnabled() {
-		b, err := discord.New(ctx, discord.Options{
-			NATS: s.nats, BotToken: cfg.DiscordBotToken, PublicKey: cfg.DiscordPublicKey, AppID: cfg.DiscordAppID,
-			APIURL: cfg.DiscordAPIURL, DefaultChannel: cfg.DiscordChannel, Guild: cfg.DiscordGuild,
-			AdminRoles: cfg.DiscordAdminRoles, OperatorRoles: cfg.DiscordOperatorRoles,
-			Console: signer, Logger: log.With("component", "discord"), AckAfterDecision: lazy, Registerer: reg,
-			ReportSync: synced,
+		var b *discord.Bot
+		err := s.await(ctx, "make the Discord adapter's buckets", func(ctx context.Context) (err error) {
+			b, err = discord.New(ctx, discord.Options{
+				NATS: s.nats, BotToken: cfg.DiscordBotToken, PublicKey: cfg.DiscordPublicKey, AppID: cfg.DiscordAppID,
+				APIURL: cfg.DiscordAPIURL, DefaultChannel: cfg.DiscordChannel, Guild: cfg.DiscordGuild,
+				AdminRoles: cfg.DiscordAdminRoles, OperatorRoles: cfg.DiscordOperatorRoles,
+				Console: signer, Logger: log.With("component", "discord"), AckAfterDecision: lazy, Registerer: reg,
+				ReportSync: synced,
+			})
+			return err
 		})
 		if err != nil {
 			return nil, err
@@ -258,9 +289,11 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		s.goRun("frontend", f.Run, runCtx)
 	}
 	if cfg.MCPToken != "" {
-		if err := routeMCP(mux, s.nats.Conn, cfg, log.With("component", "mcp")); err != nil {
+		front, err := routeMCP(mux, s.nats.Conn, cfg, serviceAutoAllow(cfg, s.policy.Load()), log.With("component", "mcp"))
+		if err != nil {
 			return nil, err
 		}
+		s.mcp = front
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -282,23 +315,8 @@ func startService(ctx context.Context, cfg *config.Config, log *slog.Logger) (s 
 		http.Redirect(w, r, to, http.StatusTemporaryRedirect)
 	})
 
-	s.http = &http.Server{
-		Handler:           countRequests(reg, mux),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
 	s.http.RegisterOnShutdown(con.Close) // live pages' event streams
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.errs <- fmt.Errorf("http: %w", err)
-		}
-	}()
+	s.start.started(countRequests(reg, mux))
 	log.Info("askbridge serving", "http", s.ln.Addr().String(), "slack", cfg.SlackEnabled(), "discord", cfg.DiscordEnabled(),
 		"mcp", cfg.MCPToken != "", "data", cfg.DataDir)
 	return s, nil
@@ -318,8 +336,10 @@ func (s *service) goRun(name string, run func(context.Context) error, ctx contex
 }
 
 // reloadPolicy re-reads ASK_POLICY (on SIGHUP): a good file replaces the
-// policy in force whole; a bad one is logged with its line and the policy
-// in force is kept, so a typo never leaves actions ungated.
+// policy in force whole, its mcp.auto_allow with it; a bad one is logged
+// with its line and the policy in force is kept, so a typo never leaves
+// actions ungated. Without ASK_POLICY it only says so: SIGHUP never stops
+// the service.
 func (s *service) reloadPolicy() {
 	path := s.cfg.Policy
 	if path == "" {
@@ -327,6 +347,9 @@ func (s *service) reloadPolicy() {
 		return
 	}
 	p, err := loadPolicy(s.cfg)
+	if err == nil && s.mcp != nil {
+		err = s.mcp.SetAutoAllow(serviceAutoAllow(s.cfg, p))
+	}
 	if err != nil {
 		line := 0
 		var pe *policy.Error
@@ -428,31 +451,6 @@ func (s *service) stop(ctx context.Context) {
 	if s.nats != nil {
 		s.nats.Close()
 	}
-}
-
-// ready reports whether this replica can do its work: NATS connected, the
-// streams present, the store taking writes. It names the failing check.
-func (s *service) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-	defer cancel()
-	var problems []string
-	if st := s.nats.Conn.Status(); st != nats.CONNECTED {
-		problems = append(problems, "nats: "+st.String())
-	} else if err := bridge.CheckStreams(ctx, s.nats.JS); err != nil {
-		problems = append(problems, err.Error())
-	} else if err := s.rt.Check(ctx); err != nil {
-		problems = append(problems, err.Error())
-	}
-	if err := s.record.Ping(ctx); err != nil {
-		problems = append(problems, err.Error())
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if len(problems) > 0 {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintln(w, "not ready: "+strings.Join(problems, "; "))
-		return
-	}
-	fmt.Fprintln(w, "ready")
 }
 
 // openRecord opens the durable record ASK_STORE names: SQLite in the data

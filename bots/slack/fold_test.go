@@ -1,0 +1,110 @@
+package slack
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/runtime"
+)
+
+// postCut sends a signed Slack request whose connection is cut before
+// any answer: the error a client sees from a replica that died.
+func postCut(t *testing.T, url, body string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", sign(testSecret, ts, body))
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("the click cut off before its publication was answered %d", resp.StatusCode)
+	}
+}
+
+// TestClickRetriedAfterAReplicaDiedBeforePublishing cuts a click off
+// between its double-click claim and the publication of its attempt (the
+// replica's death, as a kill -9 leaves it: the claim written, nothing
+// published, no answer). The person's retry of the same button within
+// the fold window, wherever it lands, is acknowledged with its attempt
+// recorded: the question is answered and the job resumed once.
+func TestClickRetriedAfterAReplicaDiedBeforePublishing(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		retryOn func(t *testing.T, env *testenv.Env, fake *fakeSlack, dead, other *harness) *harness
+	}{
+		{"the other replica", func(_ *testing.T, _ *testenv.Env, _ *fakeSlack, dead, other *harness) *harness {
+			dead.Stop()
+			return other
+		}},
+		{"the replica started again", func(t *testing.T, env *testenv.Env, fake *fakeSlack, dead, other *harness) *harness {
+			dead.Stop()
+			other.Stop()
+			return startBot(t, env.NATS, fake)
+		}},
+		{"the same replica, its connection cut", func(_ *testing.T, _ *testenv.Env, _ *fakeSlack, dead, _ *harness) *harness {
+			dead.bot.clickClaimed.Store(nil)
+			return dead
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+			fake := newFakeSlack(t)
+			a, b := startBot(t, env.NATS, fake), startBot(t, env.NATS, fake)
+			deliveries := collect[bridge.Delivery](t, env.NATS, bridge.PrefixDelivery+".>")
+			resumes := collect[bridge.Resume](t, env.NATS, bridge.PrefixResume+".>")
+			q := question("job-cut", "q-cut")
+			publishQuestion(t, env, q)
+			card := a.posted(t, "q-cut")
+			ts := deliveredTS(t, env.NATS, deliveries, "q-cut").Message.MessageID
+
+			die := func() { panic(http.ErrAbortHandler) }
+			a.bot.clickClaimed.Store(&die)
+			postCut(t, a.web.URL+"/slack/interactions", fake.click("U0KEV", "kevin", "trig-cut-1", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+			if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-cut")); n != 0 {
+				t.Fatalf("%d attempts recorded by the click cut off before its publication", n)
+			}
+
+			retry := tc.retryOn(t, env, fake, a, b)
+			resp, body := retry.interact(fake.click("U0KEV", "kevin", "trig-cut-2", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("the retried click got %d %q, want 200", resp.StatusCode, body)
+			}
+			if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-cut")); n != 1 {
+				t.Fatalf("%d attempts recorded once the retry was acknowledged, want 1", n)
+			}
+			out := awaitOutcome(t, env, q)
+			if out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: blue" || out.By != "slack:U0KEV" {
+				t.Fatalf("resume: %+v", out)
+			}
+			// A third click of the button is still the one attempt.
+			if resp, body := retry.interact(fake.click("U0KEV", "kevin", "trig-cut-3", "C0123", ts, actionsBlock(card), "choice.1", "blue", "")); resp.StatusCode != http.StatusOK {
+				t.Fatalf("a third click got %d %q, want 200", resp.StatusCode, body)
+			}
+			testenv.CheckFor(t, wait, tick, func() error {
+				if n := len(resumes.All()); n == 0 {
+					return fmt.Errorf("no resume seen yet")
+				}
+				return nil
+			})
+			if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-cut")); n != 1 {
+				t.Fatalf("%d attempts recorded for one click and its retries, want 1", n)
+			}
+			if n := testenv.StreamCount(t, env.NATS, bridge.StreamResumes, bridge.ResumeSubject("acme", "job-cut")); n != 1 {
+				t.Fatalf("%d resumes on the stream, want 1", n)
+			}
+		})
+	}
+}
