@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 )
@@ -20,7 +22,7 @@ func TestReplicaKilledWhilePostingACardHandsItOver(t *testing.T) {
 	t.Parallel()
 	n := plainNATS(t)
 	own := func(name string) *bridge.NATS {
-		c, err := bridge.ConnectNATS(context.Background(), bridge.NATSOptions{URL: n.Server.ClientURL(), Name: name})
+		c, err := bridge.ConnectNATS(context.Background(), bridge.NATSOptions{URL: n.Server.ClientURL(), Name: name, ConnOptions: []nats.Option{n.Admin()}})
 		if err != nil {
 			t.Fatal(err)
 		}
