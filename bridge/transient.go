@@ -24,7 +24,11 @@ func Transient(err error) bool {
 		return false
 	}
 	var se *SettingError
-	if errors.As(err, &se) {
+	var ce *ConnectError
+	if errors.As(err, &se) || errors.As(err, &ce) {
+		// Nothing answered at the URL, or the server refused the
+		// credentials: a setting to fix, which the start names and stops
+		// for (a supervisor starts it again), not a cluster electing.
 		return false
 	}
 	for _, t := range []error{context.DeadlineExceeded, nats.ErrTimeout, nats.ErrNoResponders, nats.ErrNoServers,

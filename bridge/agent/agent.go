@@ -71,7 +71,7 @@ func (c *Client) Publish(ctx context.Context, q *bridge.Question) error {
 func (c *Client) Ask(ctx context.Context, q *bridge.Question) (*Outcome, error) {
 	if q.QuestionID == "" {
 		// Fill it in now, so every publish below is the same question.
-		if err := c.Publish(ctx, q); err != nil {
+		if err := c.Publish(ctx, q); err != nil && !c.publishesAgain(ctx, err) {
 			return nil, err
 		}
 	}
@@ -91,7 +91,7 @@ func (c *Client) Ask(ctx context.Context, q *bridge.Question) (*Outcome, error) 
 		return nil, fmt.Errorf("agent: watch %s/%s: %w", q.Tenant, q.JobID, err)
 	}
 	defer sub.Unsubscribe()
-	if err := c.Publish(ctx, q); err != nil {
+	if err := c.Publish(ctx, q); err != nil && !c.publishesAgain(ctx, err) {
 		return nil, err
 	}
 	actx, cancel := context.WithCancel(ctx)
@@ -114,6 +114,18 @@ func (c *Client) Ask(ctx context.Context, q *bridge.Question) (*Outcome, error) 
 		}
 	}()
 	return c.await(actx, q.Tenant, q.JobID, q.QuestionID, q.TaskVersion, true)
+}
+
+// publishesAgain reports whether Ask goes on after a publish that failed
+// with err: one that was not acknowledged in time (a busy or recovering
+// NATS) is published again every Republish, as a lost one is; a refused
+// one, or the end of ctx, ends Ask.
+func (c *Client) publishesAgain(ctx context.Context, err error) bool {
+	if c.Republish <= 0 || ctx.Err() != nil {
+		return false
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // Await waits for the outcome of a question asked before, reading the

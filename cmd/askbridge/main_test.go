@@ -41,7 +41,9 @@ import (
 func startTestService(t *testing.T, set func(*config.Config)) (*service, *config.Config) {
 	t.Helper()
 	cfg := testConfig(t, set)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A hang detector: a cluster's JetStream may take a while to be ready
+	// on a busy machine, and the start waits for it.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*testenv.Patience)
 	defer cancel()
 	s, err := startService(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
