@@ -56,10 +56,10 @@ type Options struct {
 
 // Front holds the MCP server and the NATS client it asks through.
 type Front struct {
-	nc    *nats.Conn
-	ag    *agent.Client
-	o     Options
-	srv   *mcp.Server
+	nc  *nats.Conn
+	ag  *agent.Client
+	o   Options
+	srv *mcp.Server
 
 	// rules are the auto-allow rules in force: Options.AutoAllow, replaced
 	// by SetAutoAllow.
