@@ -3,13 +3,14 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/nats-io/nats.go"
 	"io"
 	"log/slog"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
