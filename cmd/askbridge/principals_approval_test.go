@@ -149,11 +149,7 @@ func TestRevokedCredentialsEndWithoutARestart(t *testing.T) {
 	s, cfg := startTestService(t, nil)
 	creds := mintCreds(t, cfg, "agent", "--tenant", "acme", "--name", "old-bot")
 	closed := make(chan struct{})
-	c := &cli{creds: creds}
-	opts, err := c.credentials()
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := mustCreds(t, creds)
 	nc, err := nats.Connect(s.natsURL(), append(opts, nats.NoReconnect(), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))...)
 	if err != nil {
 		t.Fatal(err)
@@ -196,11 +192,7 @@ func TestExpiredCredentialsAreRefused(t *testing.T) {
 	t.Parallel()
 	s, cfg := startTestService(t, nil)
 	creds := mintCreds(t, cfg, "agent", "--tenant", "acme", "--expires", "3s")
-	c := &cli{creds: creds}
-	opts, err := c.credentials()
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := mustCreds(t, creds)
 	closed := make(chan struct{})
 	nc, err := nats.Connect(s.natsURL(), append(opts, nats.NoReconnect(), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))...)
 	if err != nil {
