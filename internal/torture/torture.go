@@ -369,7 +369,10 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 		}
 		if a.acked {
 			rep.AnswersAcked++
-			if a.ackInc > a.startInc {
+			// kills is odd while what was killed is down: an attempt
+			// published then was acknowledged once it was back, however
+			// soon that came before its restart was declared ready.
+			if a.ackInc > a.startInc || a.startInc%2 == 1 {
 				rep.AckedAcrossKills++
 			}
 		}
