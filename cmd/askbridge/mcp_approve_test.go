@@ -90,7 +90,7 @@ func testMCPApproveToolUse(t *testing.T) {
 		{"tool_name": "Read", "input": map[string]any{"file_path": "/src/main.go"}, "job_id": "job-tu", "a_later_key": true},
 		{"tool_name": "Bash", "input": map[string]any{"command": "git status"}, "job_id": "job-tu"},
 	} {
-		res, err := p.call("approve_tool_use", use, 10*time.Second)
+		res, err := p.call("approve_tool_use", use, testenv.Patience)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -373,7 +373,7 @@ func testMCPLongWaitAndRestart(t *testing.T) {
 	// after 5 s.
 	second := startMCP(t, r.s)
 	start := time.Now()
-	ch = second.callAsync("ask_user", ask, 2*time.Second)
+	ch = second.callAsync("ask_user", ask, testenv.Patience)
 	if q2, job2 := second.waitingFor(); q2 != qid || job2 != job {
 		t.Fatalf("the second call waits for %s in %s, want %s in %s", q2, job2, qid, job)
 	}
