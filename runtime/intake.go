@@ -155,6 +155,12 @@ func stampBody(p *principal.Principal, what, rest string, data []byte) ([]byte, 
 	if what == "api" && p.Kind == principal.KindAgent && !slices.Contains(principal.AgentAPI, rest) {
 		return nil, fmt.Errorf("an agent may not call %s", "ask.v1.api."+rest)
 	}
+	if p.Kind == principal.KindAgent && what != "api" && (what != "question" || p.ActsFor == "") {
+		if what != "gate" && !slices.Contains(principal.AgentPublishes, what) {
+			return nil, fmt.Errorf("%s %q may not publish %s", p.Kind, p.Name, "ask.v1."+what)
+		}
+		return data, nil // the subject names the tenant, and the body is the agent's to say
+	}
 	var body map[string]json.RawMessage
 	if err := json.Unmarshal(data, &body); err != nil || body == nil {
 		if len(strings.TrimSpace(string(data))) == 0 && what == "api" {

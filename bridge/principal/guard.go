@@ -18,11 +18,17 @@ type Guard struct {
 	v       *Verifier
 	mu      sync.RWMutex
 	revoked map[string]int64
+	// read are the credentials already read and verified, by the header
+	// that carried them: a client sends the same one with every message.
+	read map[string]*Principal
 }
+
+// guardCache bounds Guard.read; past it the cache starts again.
+const guardCache = 4096
 
 // NewGuard checks credentials with v against the revocations given.
 func NewGuard(v *Verifier, revoked map[string]int64) *Guard {
-	return &Guard{v: v, revoked: revoked}
+	return &Guard{v: v, revoked: revoked, read: map[string]*Principal{}}
 }
 
 // SetRevoked replaces the revocations.
@@ -34,7 +40,7 @@ func (g *Guard) SetRevoked(revoked map[string]int64) {
 
 // Check is the principal that published a message with header h, at now.
 func (g *Guard) Check(h nats.Header, now time.Time) (*Principal, error) {
-	p, err := g.v.From(h)
+	p, err := g.from(h)
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +53,28 @@ func (g *Guard) Check(h nats.Header, now time.Time) (*Principal, error) {
 	if p.Expires != 0 && now.Unix() >= p.Expires {
 		return nil, fmt.Errorf("credential %q expired at %s", p.Name, time.Unix(p.Expires, 0).UTC().Format(time.RFC3339))
 	}
+	return p, nil
+}
+
+// from reads the credential a header carries, once per credential.
+func (g *Guard) from(h nats.Header) (*Principal, error) {
+	key := credentialOf(h)
+	g.mu.RLock()
+	p := g.read[key]
+	g.mu.RUnlock()
+	if p != nil {
+		return p, nil
+	}
+	p, err := g.v.From(h)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	if len(g.read) >= guardCache {
+		clear(g.read)
+	}
+	g.read[key] = p
+	g.mu.Unlock()
 	return p, nil
 }
 

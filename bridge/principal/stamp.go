@@ -47,6 +47,11 @@ func NewVerifier(agentsAccount, peopleAccount string) *Verifier {
 // Verifier is the Verifier of credentials these keys issue.
 func (k *Keys) Verifier() *Verifier { return NewVerifier(pub(k.Agents), pub(k.People)) }
 
+// credentialOf is what names a message's credential: the stamp NATS put
+// on it, which is the same for every message of a connection (but for
+// its round-trip time, which changes now and then).
+func credentialOf(h nats.Header) string { return h.Get(server.ClientInfoHdr) }
+
 // From reads the principal that published a message with header h.
 func (v *Verifier) From(h nats.Header) (*Principal, error) {
 	raw := h.Get(server.ClientInfoHdr)
