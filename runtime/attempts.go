@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,8 @@ type attemptItem struct {
 	a      bridge.AnswerAttempt
 	tenant string
 	job    string
+	seq    uint64 // the answers stream's sequence (attemptOrder)
+	msg    jetstream.Msg
 	// key is the store's record of the attempt (AttemptKey), by which it
 	// is decided once.
 	key     string
@@ -59,7 +62,7 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 		r.log.Warn("answer attempt on a subject without a valid tenant and job; dropped", "subject", msg.Subject())
 		return nil
 	}
-	it := &attemptItem{tenant: tenant, job: job}
+	it := &attemptItem{tenant: tenant, job: job, msg: msg}
 	if to := msg.Headers().Get(bridge.HeaderDecidedTo); bridge.ValidNotifySubject(to) {
 		it.notify = []string{to}
 	}
@@ -80,11 +83,14 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 	if a.JobID == "" {
 		a.JobID = job
 	}
-	if meta, err := msg.Metadata(); err == nil && a.AttemptID == "" {
-		// Named by the stored message's sequence and time: a stream
-		// made anew numbers from 1 again, and an id of the sequence
-		// alone would be ignored as an earlier attempt's.
-		a.AttemptID = fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
+	if meta, err := msg.Metadata(); err == nil {
+		it.seq = meta.Sequence.Stream
+		if a.AttemptID == "" {
+			// Named by the stored message's sequence and time: a stream
+			// made anew numbers from 1 again, and an id of the sequence
+			// alone would be ignored as an earlier attempt's.
+			a.AttemptID = fmt.Sprintf("seq-%d-%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
+		}
 	}
 	it.key = AttemptKey(tenant, job, a.AttemptID)
 	switch {
@@ -118,9 +124,39 @@ func AttemptKey(tenant, job, id string) string {
 // their question, resume the job and announce it; refused ones tell the
 // answerer. All of it runs in one write transaction, each attempt decided
 // on the state the attempts before it left, so a second answer to the same
-// question in one batch is refused naming the first.
+// question in one batch is refused naming the first. Attempts are decided
+// in the stream's order; one that must wait for an earlier attempt held
+// elsewhere is handed back (orderAttempts).
 func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) error {
 	now := r.stamp()
+	items := r.parseAttempts(msgs)
+	if len(items) == 0 {
+		r.order.decidedHere(streamSeqs(msgs, nil))
+		return nil
+	}
+	waiting, err := r.orderAttempts(ctx, items)
+	if err != nil {
+		return err
+	}
+	if len(waiting) > 0 {
+		items = slices.DeleteFunc(items, func(it *attemptItem) bool { return waiting[it] })
+		for it := range waiting {
+			r.log.Info("answer attempt waits for an earlier one of its question", "tenant", it.tenant, "job", it.job, "question", it.a.QuestionID, "seq", it.seq)
+			// Handed back: the batch's Ack of it is then refused by
+			// nats.go (ErrMsgAlreadyAckd) and sends nothing.
+			_ = it.msg.NakWithDelay(attemptRetry)
+		}
+	}
+	if err := r.decideInOrder(ctx, items, now); err != nil {
+		return err
+	}
+	r.order.decidedHere(streamSeqs(msgs, waiting))
+	return nil
+}
+
+// parseAttempts reads a batch's attempts, one item for each attempt id (a
+// second message of the same attempt only adds whom to tell).
+func (r *Runtime) parseAttempts(msgs []jetstream.Msg) []*attemptItem {
 	var items []*attemptItem
 	byID := map[string]*attemptItem{}
 	for _, m := range msgs {
@@ -135,6 +171,27 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 		byID[it.key] = it
 		items = append(items, it)
 	}
+	return items
+}
+
+// streamSeqs are the stream sequences of msgs but those waiting.
+func streamSeqs(msgs []jetstream.Msg, waiting map[*attemptItem]bool) []uint64 {
+	skip := map[jetstream.Msg]bool{}
+	for it := range waiting {
+		skip[it.msg] = true
+	}
+	seqs := make([]uint64, 0, len(msgs))
+	for _, m := range msgs {
+		if meta, err := m.Metadata(); err == nil && !skip[m] {
+			seqs = append(seqs, meta.Sequence.Stream)
+		}
+	}
+	return seqs
+}
+
+// decideInOrder decides items, sorted by stream sequence, in one
+// transaction.
+func (r *Runtime) decideInOrder(ctx context.Context, items []*attemptItem, now time.Time) error {
 	if len(items) == 0 {
 		return nil
 	}

@@ -182,6 +182,7 @@ type Runtime struct {
 	asking      questionStore
 	reports     deliveryStore
 	deciding    attemptStore
+	order       attemptOrder // answer attempts in stream order (order.go)
 	cancelling  cancelStore
 	steps       ladderStore
 	bookkeeping pruneStore
