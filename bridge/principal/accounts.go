@@ -13,6 +13,7 @@ import (
 const (
 	AccountService = "ASKBRIDGE"
 	AccountAgents  = "AGENTS"
+	AccountActing  = "ACTING"
 	AccountPeople  = "PEOPLE"
 	AccountSystem  = "SYS"
 )
@@ -31,9 +32,16 @@ const (
 )
 
 // agentImports are the subjects an agent publishes to, as they are named
-// in the contract: each crosses into the service account under
-// IntakePrefix.agent.
-var agentImports = append(slices.Clone(AgentPublishes), "gate", "api")
+// in the contract. An agent acting for a person crosses into the service
+// account with each under IntakePrefix.agent.
+var agentImports = append(slices.Clone(agentDirect), "api")
+
+// agentDirect are the subjects an agent that acts for no one publishes
+// to straight into the service account: the subject names the tenant,
+// its permissions allow only its own, and the body is the agent's to say,
+// so nothing is left for the intake to check or stamp. Only the API,
+// whose requests name their tenant in the body, crosses the intake.
+var agentDirect = append(slices.Clone(AgentPublishes), "gate")
 
 // AgentPublishes are the durable subjects an agent publishes to.
 var AgentPublishes = []string{"question", "cancel", "executed", "notice"}
@@ -51,18 +59,27 @@ func (k *Keys) accountClaims(revoked map[string]int64) ([]*jwt.AccountClaims, er
 	add := func(e *jwt.Export) { svc.Exports.Add(e) }
 	add(&jwt.Export{Name: "agents' intake", Subject: jwt.Subject(IntakePrefix + "." + KindAgent + ".>"), Type: jwt.Service})
 	add(&jwt.Export{Name: "people's intake", Subject: jwt.Subject(IntakePrefix + "." + KindPerson + ".>"), Type: jwt.Service})
+	for _, what := range agentDirect {
+		add(&jwt.Export{Name: "agents' " + what, Subject: jwt.Subject("ask.v1." + what + ".>"), Type: jwt.Service})
+	}
 	add(&jwt.Export{Name: "events", Subject: "ask.v1.event.>", Type: jwt.Stream})
 	add(&jwt.Export{Name: "resumes", Subject: "ask.v1.resume.>", Type: jwt.Stream})
 	add(&jwt.Export{Name: "inboxes", Subject: "_INBOX.>", Type: jwt.Stream})
 
 	agents := jwt.NewAccountClaims(pub(k.Agents))
 	agents.Name = AccountAgents
-	for _, s := range agentImports {
-		agents.Imports.Add(intakeImport(pub(k.Service), KindAgent, s))
+	for _, what := range agentDirect {
+		agents.Imports.Add(&jwt.Import{Account: pub(k.Service), Subject: jwt.Subject("ask.v1." + what + ".>"), Type: jwt.Service})
 	}
-	for _, s := range []string{"ask.v1.event.>", "ask.v1.resume.>", "_INBOX.>"} {
-		agents.Imports.Add(&jwt.Import{Account: pub(k.Service), Subject: jwt.Subject(s), Type: jwt.Stream})
+	agents.Imports.Add(intakeImport(pub(k.Service), KindAgent, "api"))
+	agentStreams(agents, pub(k.Service))
+
+	acting := jwt.NewAccountClaims(pub(k.Acting))
+	acting.Name = AccountActing
+	for _, what := range agentImports {
+		acting.Imports.Add(intakeImport(pub(k.Service), KindAgent, what))
 	}
+	agentStreams(acting, pub(k.Service))
 
 	people := jwt.NewAccountClaims(pub(k.People))
 	people.Name = AccountPeople
@@ -75,6 +92,9 @@ func (k *Keys) accountClaims(revoked map[string]int64) ([]*jwt.AccountClaims, er
 	sys.Name = AccountSystem
 
 	all := []*jwt.AccountClaims{sys, svc, agents, people}
+	if k.Acting != nil {
+		all = append(all, acting)
+	}
 	for _, ac := range all[1:] {
 		ac.Revocations = jwt.RevocationList{}
 		for user, at := range revoked {
@@ -82,6 +102,13 @@ func (k *Keys) accountClaims(revoked map[string]int64) ([]*jwt.AccountClaims, er
 		}
 	}
 	return all, nil
+}
+
+// agentStreams imports what an agent reads: events, resumes and replies.
+func agentStreams(ac *jwt.AccountClaims, service string) {
+	for _, s := range []string{"ask.v1.event.>", "ask.v1.resume.>", "_INBOX.>"} {
+		ac.Imports.Add(&jwt.Import{Account: service, Subject: jwt.Subject(s), Type: jwt.Stream})
+	}
 }
 
 // intakeImport brings the contract's subject ask.v1.<what>.> into an

@@ -25,10 +25,15 @@ type Keys struct {
 	// Service is the account that holds askbridge's streams and buckets:
 	// the service itself and admins connect to it.
 	Service nkeys.KeyPair
-	// Agents and People hold agents' and people's credentials. Everything
-	// they publish reaches the service account through an import that
-	// the server stamps with the publisher's credential.
+	// Agents holds agents' credentials: what they publish goes straight
+	// into the service account's streams and gate, on the subjects of
+	// their tenant their permissions allow.
 	Agents nkeys.KeyPair
+	// Acting holds the credentials of agents that act for a person
+	// (--acts-for), and People people's: what they publish reaches the
+	// service account through an import that the server stamps with the
+	// publisher's credential, for the intake to bind.
+	Acting nkeys.KeyPair
 	People nkeys.KeyPair
 }
 
@@ -38,6 +43,7 @@ type keyFile struct {
 	System   string `json:"system"`
 	Service  string `json:"service"`
 	Agents   string `json:"agents"`
+	Acting   string `json:"acting,omitempty"`
 	People   string `json:"people"`
 }
 
@@ -66,7 +72,10 @@ func LoadKeys(dataDir string) (*Keys, error) {
 	for _, s := range []struct {
 		seed string
 		to   *nkeys.KeyPair
-	}{{kf.Operator, &k.Operator}, {kf.System, &k.System}, {kf.Service, &k.Service}, {kf.Agents, &k.Agents}, {kf.People, &k.People}} {
+	}{{kf.Operator, &k.Operator}, {kf.System, &k.System}, {kf.Service, &k.Service}, {kf.Agents, &k.Agents}, {kf.Acting, &k.Acting}, {kf.People, &k.People}} {
+		if s.seed == "" && s.to == &k.Acting {
+			continue // kept by a service that has not started since: made at its start
+		}
 		kp, err := nkeys.FromSeed([]byte(s.seed))
 		if err != nil {
 			return nil, fmt.Errorf("principal: %s holds a key that cannot be read", path)
@@ -76,10 +85,44 @@ func LoadKeys(dataDir string) (*Keys, error) {
 	return k, nil
 }
 
+// addActing makes the acting account's key in a key file kept before
+// that account was.
+func addActing(dataDir string, k *Keys) error {
+	path := filepath.Join(dataDir, KeysFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("principal: read %s: %w", path, err)
+	}
+	var kf keyFile
+	if err := json.Unmarshal(raw, &kf); err != nil {
+		return fmt.Errorf("principal: %s is not askbridge's key file: %w", path, err)
+	}
+	kp, err := nkeys.CreateAccount()
+	if err != nil {
+		return fmt.Errorf("principal: make a key: %w", err)
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		return fmt.Errorf("principal: make a key: %w", err)
+	}
+	kf.Acting = string(seed)
+	if raw, err = json.MarshalIndent(kf, "", "  "); err != nil {
+		return err
+	}
+	if err := writePrivate(path, raw); err != nil {
+		return err
+	}
+	k.Acting = kp
+	return nil
+}
+
 // LoadOrCreateKeys reads the keys kept under dataDir, making them on the
 // first start. The file and its folder are the owner's alone.
 func LoadOrCreateKeys(dataDir string) (*Keys, error) {
 	k, err := LoadKeys(dataDir)
+	if err == nil && k.Acting == nil {
+		err = addActing(dataDir, k)
+	}
 	if !errors.Is(err, ErrNoKeys) {
 		return k, err
 	}
@@ -94,6 +137,7 @@ func LoadOrCreateKeys(dataDir string) (*Keys, error) {
 		{nkeys.CreateAccount, &k.System, &kf.System},
 		{nkeys.CreateAccount, &k.Service, &kf.Service},
 		{nkeys.CreateAccount, &k.Agents, &kf.Agents},
+		{nkeys.CreateAccount, &k.Acting, &kf.Acting},
 		{nkeys.CreateAccount, &k.People, &kf.People},
 	} {
 		kp, err := s.make()
@@ -153,6 +197,9 @@ func writePrivate(path string, data []byte) error {
 }
 
 func pub(kp nkeys.KeyPair) string {
+	if kp == nil {
+		return ""
+	}
 	p, _ := kp.PublicKey()
 	return p
 }

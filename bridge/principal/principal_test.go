@@ -57,7 +57,7 @@ func TestVerifierReadsWhatTheCredentialSays(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := NewGuard(k.Verifier(), nil)
-	p, err := g.Check(stamp(t, agent, pub(k.Agents)), now)
+	p, err := g.Check(stamp(t, agent, pub(k.Acting)), now)
 	if err != nil || p.Kind != KindAgent || p.Name != "bot" || p.Tenant != "Acme" || p.ActsFor != "slack:U0OWNER" {
 		t.Fatalf("agent: %+v, %v", p, err)
 	}
@@ -72,8 +72,11 @@ func TestVerifierReadsWhatTheCredentialSays(t *testing.T) {
 	if _, err := g.Check(nats.Header{}, now); err != ErrUnstamped {
 		t.Errorf("an unstamped message: %v", err)
 	}
+	if _, err := g.Check(stamp(t, agent, pub(k.Agents)), now); err == nil {
+		t.Error("a credential acting for a person read from the account of agents that act for no one")
+	}
 	g.SetRevoked(map[string]int64{agent.UserKey: now.Unix()})
-	if _, err := g.Check(stamp(t, agent, pub(k.Agents)), now); err == nil || !strings.Contains(err.Error(), `"bot" is revoked`) {
+	if _, err := g.Check(stamp(t, agent, pub(k.Acting)), now); err == nil || !strings.Contains(err.Error(), `"bot" is revoked`) {
 		t.Errorf("a revoked credential: %v", err)
 	}
 	short, _ := k.Mint(Spec{Kind: KindPerson, Name: "cli:ana", Expires: now.Add(time.Hour)}, now)
@@ -180,5 +183,41 @@ func TestInProcessCredentialsRefusedOverTCP(t *testing.T) {
 	}
 	if _, err := nats.Connect(ns.ClientURL()); err == nil {
 		t.Fatal("a client without credentials connected")
+	}
+}
+
+// TestKeysKeptBeforeTheActingAccountGainIt: a key file without the acting
+// account's key keeps every key it has and gains that one at the
+// service's start; until then an acting credential is refused, saying so.
+func TestKeysKeptBeforeTheActingAccountGainIt(t *testing.T) {
+	dir := t.TempDir()
+	k, err := LoadOrCreateKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, KeysFile)
+	raw, _ := os.ReadFile(path)
+	var kf map[string]string
+	if err := json.Unmarshal(raw, &kf); err != nil {
+		t.Fatal(err)
+	}
+	delete(kf, "acting")
+	raw, _ = json.Marshal(kf)
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old, err := LoadKeys(dir)
+	if err != nil || old.Acting != nil {
+		t.Fatalf("LoadKeys of a file without the acting key: %v, acting %v", err, old.Acting)
+	}
+	if _, err := old.Mint(Spec{Kind: KindAgent, Name: "bot", Tenant: "acme", ActsFor: "cli:ana"}, time.Now()); err == nil || !strings.Contains(err.Error(), "start the service once with them") {
+		t.Errorf("an acting credential without the key: %v", err)
+	}
+	again, err := LoadOrCreateKeys(dir)
+	if err != nil || again.Acting == nil || pub(again.Agents) != pub(k.Agents) || pub(again.Operator) != pub(k.Operator) {
+		t.Fatalf("LoadOrCreateKeys: %v; the acting key %v, the others kept: %v", err, again.Acting, pub(again.Agents) == pub(k.Agents))
+	}
+	if last, _ := LoadKeys(dir); last == nil || pub(last.Acting) != pub(again.Acting) {
+		t.Error("the acting key made at start was not kept")
 	}
 }

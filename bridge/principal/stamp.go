@@ -35,17 +35,19 @@ var ErrUnstamped = errors.New("principal: the message carries no credential")
 // crossed from the agents' or people's account (the Nats-Request-Info
 // header, which the server sets and a client cannot).
 type Verifier struct {
-	agents, people string
+	agents, acting, people string
 }
 
-// NewVerifier trusts credentials signed by the agents' and people's
-// account keys (public keys).
-func NewVerifier(agentsAccount, peopleAccount string) *Verifier {
-	return &Verifier{agents: agentsAccount, people: peopleAccount}
+// NewVerifier trusts credentials signed by the accounts' keys (public
+// keys) of agents, of agents acting for a person, and of people.
+func NewVerifier(agentsAccount, actingAccount, peopleAccount string) *Verifier {
+	return &Verifier{agents: agentsAccount, acting: actingAccount, people: peopleAccount}
 }
 
 // Verifier is the Verifier of credentials these keys issue.
-func (k *Keys) Verifier() *Verifier { return NewVerifier(pub(k.Agents), pub(k.People)) }
+func (k *Keys) Verifier() *Verifier {
+	return NewVerifier(pub(k.Agents), pub(k.Acting), pub(k.People))
+}
 
 // credentialOf is what names a message's credential: the stamp NATS put
 // on it, which is the same for every message of a connection (but for
@@ -71,7 +73,7 @@ func (v *Verifier) From(h nats.Header) (*Principal, error) {
 	}
 	kind := ""
 	switch {
-	case uc.Issuer == v.agents && ci.Account == v.agents:
+	case (uc.Issuer == v.agents && ci.Account == v.agents) || (uc.Issuer == v.acting && ci.Account == v.acting):
 		kind = KindAgent
 	case uc.Issuer == v.people && ci.Account == v.people:
 		kind = KindPerson

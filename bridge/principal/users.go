@@ -89,6 +89,10 @@ func (k *Keys) Mint(s Spec, now time.Time) (*Issued, error) {
 		signer = k.Agents
 		uc.Tags.Add(tagTenant + hex.EncodeToString([]byte(s.Tenant)))
 		if s.ActsFor != "" {
+			if k.Acting == nil {
+				return nil, errors.New("these keys have no account for agents that act for a person yet: start the service once with them (or run askbridge creds nats-config), then mint it again")
+			}
+			signer = k.Acting
 			uc.Tags.Add(tagActsFor + hex.EncodeToString([]byte(s.ActsFor)))
 		}
 		uc.Permissions = agentPermissions(s.Name, s.Tenant)

@@ -31,8 +31,10 @@ type benchOptions struct {
 	ask         int
 	channels    int
 	slackLimits bool
-	slackBurst  int
-	stall       time.Duration
+	// trusted asks in the service's own account, with no agent's credential.
+	trusted    bool
+	slackBurst int
+	stall      time.Duration
 
 	// set names the flags given on the command line.
 	set map[string]bool
@@ -56,6 +58,7 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile at the end of the click phase to this file, and one at its start to this file with .start appended (compare allocations with go tool pprof -base)")
 	fs.IntVar(&o.ask, "ask", 0, "instead: measure the asking path with this many questions (published on NATS to cards shown on the fake Slack)")
 	fs.IntVar(&o.channels, "channels", 0, "with --ask: spread the questions over this many Slack channels (0: a channel of its own for each)")
+	fs.BoolVar(&o.trusted, "trusted", false, "with --ask: publish the questions in the service's own account instead of with an agent's credential from the agents' account (what authentication costs the ask path is the difference between the two)")
 	fs.BoolVar(&o.slackLimits, "slack-limits", false, "with --ask: the fake Slack enforces chat.postMessage's limit per channel (about 1 a second, short bursts) and answers HTTP 429 with Retry-After")
 	fs.IntVar(&o.slackBurst, "slack-burst", 2, "with --slack-limits: messages a channel takes at once before the 1 a second pace applies")
 	fs.DurationVar(&o.stall, "stall", time.Minute, "with --ask: give up when no card was shown for this long")

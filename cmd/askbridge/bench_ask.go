@@ -259,7 +259,7 @@ func (c *cli) askRun(ctx context.Context, o benchOptions, svc *benchService, t *
 		return nil, err
 	}
 	defer unwatch()
-	anc, err := benchConnect(svc.natsURL, svc.dataDir, true)
+	anc, err := benchConnect(svc.natsURL, svc.dataDir, !o.trusted)
 	if err != nil {
 		return nil, err
 	}

@@ -148,6 +148,26 @@ func TestAgentCredentialsCannotAnswerOrReachFurther(t *testing.T) {
 		t.Fatal("an agent published an answer attempt")
 	}
 	pcancel()
+	// Its questions, cancels and gate requests go straight into the
+	// service account: the credential's permissions are all that keep
+	// them in its tenant.
+	planted, _ := json.Marshal(bridge.Question{Tenant: "other", JobID: "job-x", QuestionID: "q-x", Question: "Planted?", Choices: []string{"a", "b"}})
+	pctx, pcancel = short()
+	if _, err := js.Publish(pctx, bridge.QuestionSubject("other", "job-x"), planted); err == nil {
+		t.Error("an agent of acme asked in tenant other")
+	}
+	pcancel()
+	cancelOther, _ := json.Marshal(bridge.Cancel{Tenant: "other", JobID: "job-9"})
+	pctx, pcancel = short()
+	if _, err := js.Publish(pctx, bridge.CancelSubject("other", "job-9"), cancelOther); err == nil {
+		t.Error("an agent of acme cancelled a job of tenant other")
+	}
+	pcancel()
+	rctx, rcancel := short()
+	if _, err := nc.RequestWithContext(rctx, "ask.v1.gate.other.job-9", []byte(`{"tool":"send_report"}`)); err == nil {
+		t.Error("the gate of tenant other answered an agent of acme")
+	}
+	rcancel()
 	for _, subject := range []string{bridge.APIList, bridge.APIStats} {
 		rctx, rcancel := short()
 		if _, err := nc.RequestWithContext(rctx, subject, []byte(`{}`)); err == nil {
@@ -184,6 +204,13 @@ func TestAgentCredentialsCannotAnswerOrReachFurther(t *testing.T) {
 	var v bridge.ShowReply
 	if err := bridge.Request(ctx, s.nats.Conn, bridge.APIShow, bridge.ShowRequest{Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}, &v); err != nil || v.Question == nil || v.Question.State != bridge.StatePending {
 		t.Fatalf("after the forged attempt: %+v, %v", v.Question, err)
+	}
+	if err := bridge.Request(ctx, s.nats.Conn, bridge.APIShow, bridge.ShowRequest{Tenant: "other", JobID: "job-9", QuestionID: "q-9"}, &v); err != nil || v.Question == nil || v.Question.State != bridge.StatePending {
+		t.Fatalf("tenant other's question after the cancel: %+v, %v", v.Question, err)
+	}
+	var plantedView bridge.ShowReply
+	if err := bridge.Request(ctx, s.nats.Conn, bridge.APIShow, bridge.ShowRequest{Tenant: "other", JobID: "job-x", QuestionID: "q-x"}, &plantedView); err == nil && plantedView.Question != nil {
+		t.Fatalf("the planted question was recorded: %+v", plantedView.Question)
 	}
 	select {
 	case got := <-ch:
