@@ -352,7 +352,7 @@ func jsonTextSize(b slack.Block) int {
 }
 
 // stateLine is a waiting card's context line: its status, its approvals
-// so far and who may still approve, who may answer, its deadline and
+// so far and who may still approve (or else who may answer), its deadline and
 // expiry, and the tools it holds up.
 func stateLine(nc card.Card) string {
 	var parts []string
@@ -362,7 +362,11 @@ func stateLine(nc card.Card) string {
 	if l := nc.ApprovalsLine(); !l.IsZero() {
 		parts = append(parts, mrkdwnLine(l)) // "1 of 2 approvals: @kevin" says what it is
 	}
-	for _, l := range []card.Line{nc.MayApproveLine(), nc.MayAnswer.Line(maxListedAnswerers), nc.DeadlineLine(), nc.ExpiresLine()} {
+	lines := []card.Line{nc.MayApproveLine()}
+	if nc.ShowsMayAnswer() {
+		lines = append(lines, nc.MayAnswer.Line(maxListedAnswerers))
+	}
+	for _, l := range append(lines, nc.DeadlineLine(), nc.ExpiresLine()) {
 		if !l.IsZero() {
 			parts = append(parts, l.Label+": "+mrkdwnLine(l))
 		}

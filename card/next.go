@@ -81,6 +81,12 @@ func (c Card) WhoMayAct() Line {
 	return c.MayAnswer.All()
 }
 
+// ShowsMayAnswer says whether a card names who may answer: not on an
+// approval whose policy names who may still approve (WhoMayAct).
+func (c Card) ShowsMayAnswer() bool {
+	return !c.MayAnswer.IsZero() && c.MayApproveLine().IsZero()
+}
+
 // ApproversLine names who approved an approval, whatever became of it:
 // "2 of 2 approvals: @kevin and @ana", "Approved by @kevin". Zero when
 // nobody approved. (ApprovalsLine leaves them out of an approved card,

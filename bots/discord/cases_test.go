@@ -110,7 +110,7 @@ func TestSameCaseSameWords(t *testing.T) {
 				lines[neutral.LabelMayAnswer] = nc.MayAnswer.All().Text()
 			}
 		}
-		if !nc.MayAnswer.IsZero() && nc.Pending() {
+		if nc.ShowsMayAnswer() && nc.Pending() {
 			want[neutral.LabelMayAnswer] = nc.MayAnswer.All().Text()
 		}
 		for label, w := range want {

@@ -190,7 +190,7 @@ func drawEmbed(nc neutral.Card) *discordgo.MessageEmbed {
 	add(neutral.LabelStatus, nc.Status().Render(discordStyle), true)
 	add(neutral.LabelApprovals, nc.ApprovalsLine().Render(discordStyle), true)
 	add(neutral.LabelMayApprove, nc.MayApproveLine().Render(discordStyle), true)
-	if !nc.MayAnswer.IsZero() {
+	if nc.ShowsMayAnswer() {
 		add(neutral.LabelMayAnswer, mayAnswer(nc.MayAnswer), true)
 	}
 	for _, l := range nc.Delegated {
