@@ -17,3 +17,8 @@ type ResumesReply struct {
 	Resumes []Resume `json:"resumes"`
 	Error   string   `json:"error,omitempty"`
 }
+
+// ResumesUnavailable begins a ResumesReply's Error when the runtime could
+// not read the stream just then (it was stopping, or the stream had no
+// leader): asking again, of it or another replica, may well succeed.
+const ResumesUnavailable = "resumes: unavailable: "

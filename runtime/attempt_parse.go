@@ -105,4 +105,3 @@ func streamSeqs(msgs []jetstream.Msg, waiting map[*attemptItem]bool) []uint64 {
 	}
 	return seqs
 }
-

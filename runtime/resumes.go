@@ -29,17 +29,17 @@ func (r *Runtime) apiResumes(ctx context.Context, data []byte) any {
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
-		return bridge.ResumesReply{Error: "resumes: unavailable: " + err.Error()}
+		return bridge.ResumesReply{Error: bridge.ResumesUnavailable + err.Error()}
 	}
 	info, err := cons.Info(rctx)
 	if err != nil {
-		return bridge.ResumesReply{Error: "resumes: unavailable: " + err.Error()}
+		return bridge.ResumesReply{Error: bridge.ResumesUnavailable + err.Error()}
 	}
 	reply := bridge.ResumesReply{Resumes: []bridge.Resume{}}
 	for left := info.NumPending; left > 0; {
 		batch, err := cons.Fetch(int(min(left, 256)), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
-			return bridge.ResumesReply{Error: "resumes: unavailable: " + err.Error()}
+			return bridge.ResumesReply{Error: bridge.ResumesUnavailable + err.Error()}
 		}
 		n := 0
 		for msg := range batch.Messages() {
@@ -50,7 +50,7 @@ func (r *Runtime) apiResumes(ctx context.Context, data []byte) any {
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return bridge.ResumesReply{Error: "resumes: unavailable: " + err.Error()}
+			return bridge.ResumesReply{Error: bridge.ResumesUnavailable + err.Error()}
 		}
 		if n == 0 {
 			break

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -269,8 +270,10 @@ func (c *Client) recorded(ctx context.Context, tenant, job, questionID string) (
 		switch {
 		case err == nil && reply.Error == "":
 			return reply.Resumes, nil
-		case err == nil:
+		case err == nil && !strings.HasPrefix(reply.Error, bridge.ResumesUnavailable):
 			return nil, errors.New(reply.Error)
+		case err == nil:
+			// A replica stopping, or the stream between leaders: ask again.
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, context.DeadlineExceeded):
