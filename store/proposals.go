@@ -140,10 +140,7 @@ func checkProposalTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResu
 }
 
 // proposalProblem says why nq may not ask for its proposal, or "" when it
-// may: a proposal decided before is never asked again, nor one of another
-// job, nor one another question still waits on. The question nq replaces
-// (an older version of the job, superseded in the same transaction) lets
-// go of it.
+// may (ProposalProblem).
 func proposalProblem(ctx context.Context, tx *txn, nq *NewQuestion) (string, error) {
 	p, err := findProposalIn(ctx, tx, nq.Tenant, nq.Proposal.ID)
 	if errors.Is(err, ErrNotFound) {
@@ -152,23 +149,41 @@ func proposalProblem(ctx context.Context, tx *txn, nq *NewQuestion) (string, err
 	if err != nil {
 		return "", err
 	}
-	if p.State != bridge.ProposalPending {
-		return bridge.DecidedProposalText(p.ID, p.State), nil
+	var asker ProposalAsker
+	if p.State == bridge.ProposalPending && p.JobID == nq.JobID {
+		err = tx.queryRow(ctx, "SELECT question_id, task_version, state FROM questions WHERE id = ?", p.Question).
+			Scan(&asker.QuestionID, &asker.TaskVersion, &asker.State)
+		if err != nil {
+			return "", fmt.Errorf("question of proposal %s: %w", p.ID, err)
+		}
 	}
-	if p.JobID != nq.JobID {
-		return fmt.Sprintf("proposal.id: %s is a proposal of job %s; a job proposes under ids of its own", p.ID, p.JobID), nil
+	return ProposalProblem(nq, p, asker), nil
+}
+
+// ProposalAsker is the question that last asked for a proposal: its id,
+// version and state.
+type ProposalAsker struct {
+	QuestionID  string
+	TaskVersion int64
+	State       string
+}
+
+// ProposalProblem says why nq may not ask for proposal p, recorded before
+// and last asked for by asker, or "" when it may: a proposal decided
+// before is never asked again, nor one of another job, nor one another
+// question still waits on. The question nq replaces (an older version of
+// the job, superseded in the same transaction) lets go of it. Every
+// backend refuses in these words (the rule lives here, once).
+func ProposalProblem(nq *NewQuestion, p *Proposal, asker ProposalAsker) string {
+	switch {
+	case p.State != bridge.ProposalPending:
+		return bridge.DecidedProposalText(p.ID, p.State)
+	case p.JobID != nq.JobID:
+		return fmt.Sprintf("proposal.id: %s is a proposal of job %s; a job proposes under ids of its own", p.ID, p.JobID)
+	case asker.State == bridge.StatePending && asker.TaskVersion >= nq.TaskVersion:
+		return fmt.Sprintf("proposal.id: %s is already asked for by question %s, which waits", p.ID, asker.QuestionID)
 	}
-	var qid string
-	var version int64
-	var state string
-	err = tx.queryRow(ctx, "SELECT question_id, task_version, state FROM questions WHERE id = ?", p.Question).Scan(&qid, &version, &state)
-	if err != nil {
-		return "", fmt.Errorf("question of proposal %s: %w", p.ID, err)
-	}
-	if state == bridge.StatePending && version >= nq.TaskVersion {
-		return fmt.Sprintf("proposal.id: %s is already asked for by question %s, which waits", p.ID, qid), nil
-	}
-	return "", nil
+	return ""
 }
 
 // recordProposalTx records nq's proposal for its question row id, or binds

@@ -277,34 +277,26 @@ func (s *Store) supersede(ctx context.Context, t *txn, nq *store.NewQuestion) ([
 }
 
 // proposalProblem reads nq's proposal and says why nq may not ask for it,
-// or "" when it may: a proposal decided before is never asked again, nor
-// one of another job, nor one another question still waits on. The
-// question nq replaces (an older version of the job, superseded in the
-// same batch) lets go of it. prop is nil when there is none yet; rev is
-// what writing it must expect.
+// or "" when it may (store.ProposalProblem). prop is nil when there is
+// none yet; rev is what writing it must expect.
 func (s *Store) proposalProblem(ctx context.Context, nq *store.NewQuestion) (prop *store.Proposal, rev uint64, problem string, err error) {
 	var p store.Proposal
 	rev, ok, err := s.getJSON(ctx, keyProposal(nq.Tenant, nq.Proposal.ID), &p)
 	if err != nil || !ok {
 		return nil, rev, "", err
 	}
-	if p.State != bridge.ProposalPending {
-		return &p, rev, bridge.DecidedProposalText(p.ID, p.State), nil
+	var asker store.ProposalAsker
+	if p.State == bridge.ProposalPending && p.JobID == nq.JobID {
+		d, _, ok, err := s.getQuestion(ctx, p.Question)
+		if err != nil {
+			return nil, 0, "", err
+		}
+		if !ok {
+			return nil, 0, "", fmt.Errorf("question %d of proposal %s: %w", p.Question, p.ID, store.ErrNotFound)
+		}
+		asker = store.ProposalAsker{QuestionID: d.Record.QuestionID, TaskVersion: d.Record.TaskVersion, State: d.Record.State}
 	}
-	if p.JobID != nq.JobID {
-		return &p, rev, fmt.Sprintf("proposal.id: %s is a proposal of job %s; a job proposes under ids of its own", p.ID, p.JobID), nil
-	}
-	d, _, ok, err := s.getQuestion(ctx, p.Question)
-	if err != nil {
-		return nil, 0, "", err
-	}
-	if !ok {
-		return nil, 0, "", fmt.Errorf("question %d of proposal %s: %w", p.Question, p.ID, store.ErrNotFound)
-	}
-	if d.Record.State == bridge.StatePending && d.Record.TaskVersion >= nq.TaskVersion {
-		return &p, rev, fmt.Sprintf("proposal.id: %s is already asked for by question %s, which waits", p.ID, d.Record.QuestionID), nil
-	}
-	return &p, rev, "", nil
+	return &p, rev, store.ProposalProblem(nq, &p, asker), nil
 }
 
 // recordProposal records nq's proposal for question id, or binds a pending
