@@ -37,7 +37,7 @@ func (r *Runtime) parseAttempt(msg jetstream.Msg) *attemptItem {
 		a.JobID = job
 	}
 	if meta, err := msg.Metadata(); err == nil {
-		it.seq = meta.Sequence.Stream
+		it.seq, it.delivered = meta.Sequence.Stream, meta.NumDelivered
 		if a.AttemptID == "" {
 			// Named by the stored message's sequence and time: a stream
 			// made anew numbers from 1 again, and an id of the sequence

@@ -36,7 +36,9 @@ type attemptItem struct {
 	tenant string
 	job    string
 	seq    uint64 // the answers stream's sequence (attemptOrder)
-	msg    jetstream.Msg
+	// delivered counts the times the consumer handed it out.
+	delivered uint64
+	msg       jetstream.Msg
 	// key is the store's record of the attempt (AttemptKey), by which it
 	// is decided once.
 	key     string

@@ -84,3 +84,40 @@ func takeAttempt(ctx context.Context, t *testing.T, env *testenv.Env) jetstream.
 	}
 	return msg
 }
+
+// TestAttemptWaitsForAnEarlierOneOnlySoLong checks that an earlier attempt
+// held undecided past the consumer's ack wait (by a consumer that neither
+// acknowledges nor dies) does not hold its question for ever: the later
+// attempt is handed back some 30 times, half a second apart, and then
+// decided.
+func TestAttemptWaitsForAnEarlierOneOnlySoLong(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Roles: roles, Store: testenv.StoreSQLite, Shared: true})
+	ctx := context.Background()
+	q := choiceQuestion("job-stuck")
+	ch := ask(t, env, q)
+	env.StopRuntime()
+	attempt(t, env, bridge.AnswerAttempt{JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1, AttemptID: "stuck-red",
+		Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+	held := takeAttempt(ctx, t, env)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // keeps the first attempt from ever coming back
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				_ = held.InProgress()
+			}
+		}
+	}()
+	attempt(t, env, bridge.AnswerAttempt{JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1, AttemptID: "then-blue",
+		Answer: json.RawMessage(`"blue"`), By: "slack:UOP"})
+	env.StartReplica(t)
+	if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered || string(out.Answer) != `"blue"` {
+		t.Fatalf("outcome = %+v, want blue once the wait for the stuck red ran out", out)
+	}
+}
