@@ -13,9 +13,12 @@ import (
 )
 
 // consumerAckWait is how long a message handed to a runtime that died
-// waits before JetStream hands it out again. Handling takes milliseconds,
-// so this bounds how late an answer is decided after a crash.
-const consumerAckWait = 10 * time.Second
+// waits before JetStream hands it out again: it bounds how late a
+// question is asked, or an answer decided, after a replica's death. A live
+// runtime keeps what it holds in progress however long it takes (inHand),
+// so this is short: a question asked before a replica died has its card
+// within seconds (docs/deploy.md, "How long a person waits").
+const consumerAckWait = 4 * time.Second
 
 // durableConsumer creates (or updates) one of the runtime's durable
 // consumers: every message from the start of the stream, acked one by one.
@@ -38,6 +41,8 @@ func (r *Runtime) durableConsumer(ctx context.Context, stream, durable string, m
 // after a pause. Bad input is not an error: handlers refuse it and ack.
 func (r *Runtime) consume(ctx context.Context, stream, durable string, handle func(context.Context, jetstream.Msg) error) (func(), error) {
 	c, err := r.startConsume(ctx, stream, durable, 1000, func(msg jetstream.Msg) {
+		r.hand.hold(msg)
+		defer r.hand.done(msg)
 		if err := handle(ctx, msg); err != nil {
 			if ctx.Err() != nil {
 				return
@@ -171,11 +176,15 @@ func (r *Runtime) consumers() []consumer {
 // startConsumers creates and consumes every consumer; the function
 // returned stops them.
 func (r *Runtime) startConsumers(ctx context.Context) (func(), error) {
+	// Messages in hand are kept in progress until every consumer stopped.
+	keepCtx, stopKeep := context.WithCancel(ctx)
+	go r.hand.keep(keepCtx)
 	var stops []func()
 	stopAll := func() {
 		for _, stop := range stops {
 			stop()
 		}
+		stopKeep()
 	}
 	for _, c := range r.consumers() {
 		var stop func()
@@ -228,6 +237,7 @@ func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, ha
 	queue := make(chan jetstream.Msg, 4096)
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	c, err := r.startConsume(ctx, stream, durable, 8192, func(m jetstream.Msg) {
+		r.hand.hold(m)
 		select {
 		case queue <- m:
 		case <-loopCtx.Done():
@@ -264,11 +274,13 @@ func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, ha
 				r.log.Error("will retry messages", "consumer", durable, "count", len(batch), "err", err)
 				for _, m := range batch {
 					_ = m.NakWithDelay(time.Second)
+					r.hand.done(m)
 				}
 				continue
 			}
 			for _, m := range batch {
 				_ = m.Ack()
+				r.hand.done(m)
 			}
 		}
 	}()

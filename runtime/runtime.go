@@ -206,7 +206,9 @@ type Runtime struct {
 	healWake chan struct{}
 	// consuming are the consumers Run consumes (see heal).
 	consuming []*consumption
-	ready     chan struct{}
+	// hand is the messages of those consumers in hand, kept in progress.
+	hand  *inHand
+	ready chan struct{}
 }
 
 // Ready is closed once Run has started its consumers and the API.
@@ -250,6 +252,7 @@ func New(o Options) (*Runtime, error) {
 		outbox:      newRelay(o, log),
 		ladWake:     make(chan struct{}, 1),
 		healWake:    make(chan struct{}, 1),
+		hand:        newInHand(),
 		ready:       make(chan struct{}),
 	}
 	if w, ok := o.Store.(DueWatcher); ok && r.shared {
