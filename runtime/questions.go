@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -69,7 +70,6 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 	// later event and show give.
 	now := r.stamp()
 	var items []askedItem
-	var nqs []store.NewQuestion
 	for _, msg := range msgs {
 		it, err := r.readQuestion(ctx, msg)
 		if err != nil {
@@ -84,15 +84,14 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 			}
 			continue
 		}
-		nq, err := r.newQuestion(ctx, it.q, now)
-		if err != nil {
-			return err
-		}
 		items = append(items, *it)
-		nqs = append(nqs, nq)
 	}
-	if len(nqs) == 0 {
+	if len(items) == 0 {
 		return nil
+	}
+	nqs, err := r.newQuestions(ctx, items, now)
+	if err != nil {
+		return err
 	}
 	results, err := r.asking.AskMany(ctx, nqs)
 	if err != nil {
@@ -106,6 +105,33 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 		}
 	}
 	return nil
+}
+
+// askReaders bounds the questions of a batch whose records (the asked
+// event's threads of the job, an approval's proposal) are read at once.
+const askReaders = 16
+
+// newQuestions is newQuestion of each item, read side by side: each reads
+// the record (a job's threads), and a batch of a hundred questions, as
+// one gathered while NATS elected a leader, would otherwise take as many
+// round trips one after the other before any of its cards is shown.
+func (r *Runtime) newQuestions(ctx context.Context, items []askedItem, now time.Time) ([]store.NewQuestion, error) {
+	nqs := make([]store.NewQuestion, len(items))
+	errs := make([]error, len(items))
+	sem := make(chan struct{}, askReaders)
+	var wg sync.WaitGroup
+	for i := range items {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			nqs[i], errs[i] = r.newQuestion(ctx, items[i].q, now)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return nqs, nil
 }
 
 // readQuestion reads a question from its message; nil when it was refused
