@@ -57,7 +57,7 @@ const EventGroup = "adapters"
 // hands its adapter's events on after this long. A live replica pulls
 // again every third of it (engine's pullExpiry), so it is two pulls'
 // margin.
-const EventPinnedTTL = 6 * time.Second
+const EventPinnedTTL = 4 * time.Second
 
 // EventAckWait is how long an event handed to a replica that goes silent
 // stays with it. A live replica tells JetStream every third of it that
@@ -67,5 +67,7 @@ const EventPinnedTTL = 6 * time.Second
 // pin has moved when the dead replica's events fall due again, so they go
 // to the new replica in their order (JetStream turns its redelivery queue
 // round while no pull of the pinned replica waits), docs/design.md
-// "Failover".
-const EventAckWait = 9 * time.Second
+// "Failover". With the runtime's own failover (a question a dead replica
+// held is asked within seconds) it keeps a card within 10 s of its
+// question across a replica's death (docs/deploy.md).
+const EventAckWait = 6 * time.Second
