@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
@@ -58,10 +61,12 @@ func TestOutcomeEditedOnceAndRecorded(t *testing.T) {
 	}
 }
 
-// TestWaitingQuestionLeavesNoRecord checks the bot keeps nothing in its
-// refs bucket for a question it showed, before or after it is settled:
-// JetStream keeps every key in memory, and which message shows which
-// question is the runtime's record. Short ids need no card index.
+// TestWaitingQuestionLeavesNoRecord checks the bot keeps nothing lasting
+// in its refs bucket for a question it showed, before or after it is
+// settled: JetStream keeps every key in memory, and which message shows
+// which question is the runtime's record. Short ids need no card index.
+// The claim to show the question, which tells a try after a restart from
+// a first one, goes on its own after engine.ShowClaimTTL.
 func TestWaitingQuestionLeavesNoRecord(t *testing.T) {
 	t.Parallel()
 	h := start(t, harnessOptions{})
@@ -76,8 +81,19 @@ func TestWaitingQuestionLeavesNoRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		st, err := h.nats.JS.Stream(context.Background(), "KV_"+RefsBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var out []string
 		for k := range lister.Keys() {
+			m, err := st.GetLastMsgForSubject(context.Background(), "$KV."+RefsBucket+"."+k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl, err := time.ParseDuration(m.Header.Get(jetstream.MsgTTLHeader)); err == nil && ttl <= engine.ShowClaimTTL {
+				continue
+			}
 			out = append(out, k)
 		}
 		return out

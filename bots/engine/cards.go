@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nuid"
+
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -122,8 +124,9 @@ func (cs *Cards) Forget() { cs.memo.Clear() }
 // and a job's events in order. The platform may have taken a try that
 // never reported (it failed in a way that hides the platform's answer, or
 // the adapter stopped or died): every try after the first looks for the
-// card first (Find) and adopts it. A first try, the hot path, looks for
-// nothing.
+// card first (Find) and adopts it. So does a first try that finds the
+// question claimed (tried): JetStream may count a delivery to an adapter
+// that died as none. A first try, the hot path, looks for nothing.
 func (cs *Cards) Asked(ctx context.Context, ev *bridge.Event, d Delivery) error {
 	q := ev.Question
 	if q == nil || q.Tenant != ev.Tenant || q.JobID != ev.JobID || q.QuestionID != ev.QuestionID {
@@ -158,14 +161,15 @@ func (cs *Cards) Asked(ctx context.Context, ev *bridge.Event, d Delivery) error 
 		return nil
 	}
 	c := &Card{Ref: ref, Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline, Proposal: ev.Proposal}
+	again := d.Attempt > 1 || cs.tried(ctx, ref)
 	// An old event, or a later try (a crash may have come after the card
 	// was reported, its event unacknowledged, and the question may have
 	// ended since): the runtime knows.
-	if bridge.Replayed(ev, cs.Now()) || d.Attempt > 1 {
+	if bridge.Replayed(ev, cs.Now()) || again {
 		ended, known, proposal := cs.replayed(ctx, ev)
 		c.Proposal = cmp.Or(proposal, c.Proposal) // approvals recorded since
 		switch {
-		case ended != nil && d.Attempt > 1 && bridge.MessageOn(ended, cs.Name) == nil:
+		case ended != nil && again && bridge.MessageOn(ended, cs.Name) == nil:
 			// An earlier try may have posted the card before the question
 			// ended, and never reported it: it would keep its controls. (A
 			// card the runtime knows is settled by the event that ended it.)
@@ -181,7 +185,7 @@ func (cs *Cards) Asked(ctx context.Context, ev *bridge.Event, d Delivery) error 
 	// Remembered before it is posted: a click on the card may come before
 	// its post returns.
 	cs.memo.Put(ref.String(), c)
-	if d.Attempt > 1 {
+	if again {
 		found, err := cs.Platform.Find(ctx, ev, channel, ev.AskedAt)
 		if err != nil && !d.Last {
 			return err // look again rather than show it twice
@@ -201,6 +205,47 @@ func (cs *Cards) Asked(ctx context.Context, ev *bridge.Event, d Delivery) error 
 		return cs.notPosted(ctx, ev, channel, d, err)
 	}
 	return cs.shown(ctx, c, m)
+}
+
+// tried claims the showing of the question of ref in the adapter's
+// bucket, for this run of the adapter, and says whether another run
+// claimed it before: it began to show the question, and may have posted
+// its card. The embedded NATS server writes a consumer's deliveries down
+// lazily (a tenth of a second apart), so an event an adapter held when
+// the process was killed may come back counted as a first delivery; the
+// claim, written before the first post, tells that try from a first one.
+// It lasts ShowClaimTTL, longer than a restart takes. A claim that cannot
+// be written (NATS away) says no: the card is posted, as a first try's is.
+func (cs *Cards) tried(ctx context.Context, ref bridge.Ref) bool {
+	if cs.KV == nil {
+		return false
+	}
+	key := showKey(ref)
+	_, err := cs.KV.Write(ctx, key, 0, []byte(runID), ShowClaimTTL)
+	if err == nil {
+		return false
+	}
+	if bridge.IsConflict(err) {
+		e, err := cs.KV.Get(ctx, key)
+		// This run's own claim: an earlier try of this very process,
+		// whose outcome it knows (a post put off by a rate limit).
+		return err != nil || string(e.Value()) != runID
+	}
+	cs.Logger.WarnContext(ctx, cs.Name+": could not claim showing a question; taking this for a first try",
+		"job", ref.JobID, "question", ref.QuestionID, "err", err)
+	return false
+}
+
+// ShowClaimTTL is how long a claim to show a question lasts: past the
+// restart of a process killed while it held the question's event, which
+// hands the event out again as soon as the adapter pulls.
+const ShowClaimTTL = 2 * time.Minute
+
+// runID names this run of the process in its claims.
+var runID = nuid.Next()
+
+func showKey(r bridge.Ref) string {
+	return fmt.Sprintf("shown.%s.%s.%s.%d", r.Tenant, r.JobID, r.QuestionID, r.Version)
 }
 
 // shown remembers that the card of c is m and reports it.
