@@ -237,7 +237,7 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 	at.Snooze = c.Snooze
 	// Double clicks arrive as separate interactions, on any replica: one
 	// attempt, published by every one of them before it is acknowledged.
-	click := cb.User.ID + "|" + a.BlockID + "|" + a.ActionID + "|" + a.Value + "|" + a.SelectedOption.Value
+	click := clickOf(cb.User.ID, a.BlockID, a.ActionID, a.Value, a.SelectedOption.Value)
 	if held := b.foldClick(ctx, click, &at); held != nil {
 		if !b.publishAttempt(ctx, *held, to) {
 			return errNotRecorded // the claim stays: the next click publishes it again

@@ -83,6 +83,21 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 // same trigger id, and so the same attempt id, anyway).
 const clickFold = 10 * time.Second
 
+// clickOf names a click for folding: who clicked which button, with which
+// value (a select's option).
+func clickOf(user, blockID, actionID, value, selected string) string {
+	return user + "|" + blockID + "|" + actionID + "|" + value + "|" + selected
+}
+
+// ClickClaimKey is the key of KVBucket that claims a click while it folds
+// (foldClick): user is the clicker's Slack id, the rest the block action
+// as Slack sends it. It lets a tool outside the adapter see whether a
+// click was claimed (internal/torture checks that its kills cut clicks
+// between the claim and the publication).
+func ClickClaimKey(user, blockID, actionID, value, selected string) string {
+	return onceKey("click", clickOf(user, blockID, actionID, value, selected))
+}
+
 // foldClick folds a click into the same click made within clickFold (a
 // double click; Slack's own retries carry the same trigger id, and so
 // the same attempt id, anyway). It returns nil when click is the first
