@@ -30,7 +30,8 @@ func RunNode(ctx context.Context, conf string) error {
 	if err != nil {
 		return err
 	}
-	opts.NoSigs = true
+	// Timestamps, so its log lines up with the replicas' after a kill.
+	opts.NoSigs, opts.Logtime = true, true
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("cluster: node %s: %w", conf, err)
