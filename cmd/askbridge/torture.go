@@ -17,11 +17,11 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("askbridge torture", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	duration := fs.Duration("duration", 60*time.Second, "how long to ask, answer and kill")
-	rate := fs.Float64("rate", 50, "questions a second (answer attempts go at 80% of it)")
+	rate := fs.Float64("rate", 50, "questions a second (answers go at 80% of it)")
 	syncMode := fs.String("sync", "always", "the server's ASK_NATS_SYNC: always or interval")
 	killEvery := fs.Duration("kill-every", 5*time.Second, "mean time between SIGKILLs of the server")
 	data := fs.String("data", "", "data directory (default: a new temporary directory, removed when the run is clean)")
-	clustered := fs.Bool("cluster", false, "instead: a 3-node NATS cluster and --replicas askbridge replicas with ASK_STORE=jetstream (R3); each kill SIGKILLs one replica and one NATS node")
+	clustered := fs.Bool("cluster", false, "instead: a 3-node NATS cluster and --replicas askbridge replicas with ASK_STORE=jetstream (R3); each kill SIGKILLs one replica, and one NATS node unless it is aimed at a click")
 	replicas := fs.Int("replicas", 3, "with --cluster: askbridge serve replicas")
 	if code, ok := c.parse(fs, args, false); !ok {
 		return code
@@ -46,7 +46,7 @@ func (c *cli) torture(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(c.stdout, "askbridge torture: %v at %g questions/s, kill -9 every ~%v, data in %s\n", *duration, *rate, *killEvery, dir)
 	if n > 0 {
-		fmt.Fprintf(c.stdout, "cluster: 3 NATS nodes, %d replicas; each kill is one replica and one node\n", n)
+		fmt.Fprintf(c.stdout, "cluster: 3 NATS nodes, %d replicas; each kill is one replica, and one node unless it is aimed at a click\n", n)
 	}
 	rep, err := torture.Run(ctx, torture.Options{
 		Binary: bin, DataDir: dir, Duration: *duration, Rate: *rate, KillEvery: *killEvery, Progress: c.stdout, Sync: *syncMode,
@@ -80,15 +80,27 @@ func (c *cli) printTortureReport(rep *torture.Report) {
 		n    any
 	}{
 		{"kills (SIGKILL)", rep.Kills},
+		{"  aimed at a click in flight", rep.AimedKills},
 		{"NATS node kills (SIGKILL)", rep.NodeKills},
 		{"replica restarts that exited early", rep.EarlyExits},
+		{"times no replica was ready", rep.AllDown},
+		{"  for in all", rep.AllDownFor.Round(time.Millisecond)},
 		{"asked (acked)", rep.Asked},
 		{"stored", rep.Stored},
-		{"answer attempts sent", rep.AnswersSent},
-		{"answer attempts acked", rep.AnswersAcked},
+		{"answers sent (clicks and NATS)", rep.AnswersSent},
+		{"answers acked", rep.AnswersAcked},
 		{"  acked across a kill", rep.AckedAcrossKills},
 		{"  settled their question", rep.Settled},
 		{"  refused", rep.Refused},
+		{"  settled out of order", rep.OutOfOrder},
+		{"clicks sent (Slack, signed)", rep.Clicks},
+		{"  acked (HTTP 200)", rep.ClicksAcked},
+		{"  retried", rep.ClicksRetried},
+		{"  folded into the one before", rep.ClicksFolded},
+		{"  cut by a kill", rep.ClicksCut},
+		{"    before the claim", rep.CutBeforeClaim},
+		{"    between claim and publish", rep.CutBetween},
+		{"    after the publish", rep.CutAfterPublish},
 		{"resumes", rep.Resumes},
 		{"duplicates", rep.Duplicates},
 		{"lost", rep.Lost},
@@ -100,7 +112,12 @@ func (c *cli) printTortureReport(rep *torture.Report) {
 		{"ladder steps fired", rep.LadderSteps},
 		{"cards posted (fake Slack)", rep.Cards},
 		{"  posted twice or more", rep.CardDuplicates},
-		{"  questions without a card", rep.NoCard},
+		{"  missing", rep.CardsMissing},
+		{"  later than " + torture.CardWithin.String(), rep.CardsLate},
+		{"  none, ended before due", rep.NoCard},
+		{"card delay p50", rep.CardDelayP50},
+		{"card delay p99", rep.CardDelayP99},
+		{"card delay max", rep.CardDelayMax},
 		{"outbox backlog", rep.OutboxBacklog},
 		{"violations", len(rep.Violations)},
 	}

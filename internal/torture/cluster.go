@@ -22,36 +22,49 @@ import (
 // NATS node until its /healthz (current with the cluster).
 const readyWithin = 60 * time.Second
 
-// startServices starts what the run tortures and returns the NATS URL(s)
-// its client connects to: one service with its embedded NATS, or (with
-// Replicas) a 3-node NATS cluster and the replicas on it.
+// startServices starts what the run tortures, and the fake Slack its
+// questions are shown on, and returns the NATS URL(s) its client connects
+// to: one service with its embedded NATS, or (with Replicas) a 3-node NATS
+// cluster and the replicas on it.
 func (r *run) startServices(ctx context.Context, serverLog io.Writer, rep *Report) (string, error) {
-	o := r.o
-	if o.Replicas <= 0 {
-		natsPort, err := freePort()
-		if err != nil {
-			return "", fmt.Errorf("nats port: %w", err)
-		}
-		httpPort, err := freePort()
-		if err != nil {
-			return "", fmt.Errorf("http port: %w", err)
-		}
-		r.keysDir = o.DataDir
-		r.srvs = []*server{newServer(o.Binary, o.DataDir, cmp.Or(o.Sync, "always"), natsPort, httpPort, serverLog)}
-		if err := r.srvs[0].start(ctx, readyWithin); err != nil {
-			return "", err
-		}
-		r.logf("askbridge serve ready (nats 127.0.0.1:%d, http 127.0.0.1:%d, data %s)", natsPort, httpPort, o.DataDir)
-		return fmt.Sprintf("nats://127.0.0.1:%d", natsPort), nil
-	}
 	var err error
-	r.keysDir = filepath.Join(o.DataDir, "keys")
-	if r.slack, err = startFakeSlack(); err != nil {
+	if r.slack, err = startFakeSlack(r.onCard); err != nil {
 		return "", err
 	}
+	if r.o.Replicas <= 0 {
+		return r.startSingle(ctx, serverLog, rep)
+	}
+	return r.startCluster(ctx, serverLog, rep)
+}
+
+// startSingle starts the one service, with its embedded NATS.
+func (r *run) startSingle(ctx context.Context, serverLog io.Writer, rep *Report) (string, error) {
+	o := r.o
+	natsPort, err := freePort()
+	if err != nil {
+		return "", fmt.Errorf("nats port: %w", err)
+	}
+	httpPort, err := freePort()
+	if err != nil {
+		return "", fmt.Errorf("http port: %w", err)
+	}
+	r.keysDir = o.DataDir
+	r.srvs = []*server{newServer(o.Binary, o.DataDir, cmp.Or(o.Sync, "always"), natsPort, httpPort, r.slack.url, serverLog)}
+	r.live = newLive(1)
+	if err := r.restart(ctx, 0, rep); err != nil {
+		return "", err
+	}
+	r.logf("askbridge serve ready (nats 127.0.0.1:%d, http 127.0.0.1:%d, data %s)", natsPort, httpPort, o.DataDir)
+	return fmt.Sprintf("nats://127.0.0.1:%d", natsPort), nil
+}
+
+// startCluster starts the NATS cluster and the replicas on it.
+func (r *run) startCluster(ctx context.Context, serverLog io.Writer, rep *Report) (string, error) {
+	o := r.o
 	// The cluster trusts askbridge's accounts, as docs/deploy.md sets one
 	// up; every replica is handed the keys.
 	keysDir := filepath.Join(o.DataDir, "keys")
+	r.keysDir = keysDir
 	keys, err := principal.LoadOrCreateKeys(keysDir)
 	if err != nil {
 		return "", err
@@ -88,16 +101,25 @@ func (r *run) startServices(ctx context.Context, serverLog io.Writer, rep *Repor
 		if err := os.WriteFile(filepath.Join(dataDir, principal.KeysFile), keyFile, 0o600); err != nil {
 			return "", err
 		}
-		s, err := newReplica(o.Binary, dataDir, nodes.URLs(), r.slack.url, serverLog)
+		s, err := newReplica(o.Binary, dataDir, nodes.URLs(), r.slack.url, &prefixed{w: serverLog, prefix: fmt.Sprintf("r%d ", i+1)})
 		if err != nil {
 			return "", err
 		}
 		r.srvs = append(r.srvs, s)
 	}
-	// The first makes the streams and buckets; the others then adopt them
-	// together.
+	r.live = newLive(len(r.srvs))
+	if err := r.startReplicas(ctx, rep); err != nil {
+		return "", err
+	}
+	r.logf("%d askbridge serve replicas ready (ASK_STORE=jetstream, R3)", len(r.srvs))
+	return nodes.URLs(), nil
+}
+
+// startReplicas starts the replicas: the first makes the streams and
+// buckets; the others then adopt them together.
+func (r *run) startReplicas(ctx context.Context, rep *Report) error {
 	if err := r.restart(ctx, 0, rep); err != nil {
-		return "", fmt.Errorf("replica r1: %w", err)
+		return fmt.Errorf("replica r1: %w", err)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(r.srvs))
@@ -107,11 +129,10 @@ func (r *run) startServices(ctx context.Context, serverLog io.Writer, rep *Repor
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return "", fmt.Errorf("replica r%d: %w", i+1, err)
+			return fmt.Errorf("replica r%d: %w", i+1, err)
 		}
 	}
-	r.logf("%d askbridge serve replicas ready (ASK_STORE=jetstream, R3)", len(r.srvs))
-	return nodes.URLs(), nil
+	return nil
 }
 
 // newReplica is one askbridge replica on the cluster at urls, keeping the
@@ -131,28 +152,29 @@ func newReplica(bin, dataDir, urls, slackURL string, log io.Writer) (*server, er
 		"ASK_STORE=jetstream",
 		"ASK_NATS_URL="+urls,
 		"ASK_NATS_REPLICAS=3",
-		"ASK_OPERATORS=cli:torture",
-		"ASK_LOG_LEVEL=warn",
-		"ASK_SLACK_BOT_TOKEN=xoxb-torture",
-		"ASK_SLACK_SIGNING_SECRET=torture-signing-secret",
-		"ASK_SLACK_API_URL="+slackURL,
 		"ASK_CONSOLE_SECRET=torture-console-secret-0123456789",
 	)
+	env = append(env, serviceEnv(slackURL)...)
 	return &server{bin: bin, env: env, httpAddr: httpAddr, log: log}, nil
 }
 
-// killOnce SIGKILLs the service, or one random replica and one random NATS
-// node at the same moment, and restarts what it killed: the node first
-// (until it is current with the cluster), then the replica (until ready).
-func (r *run) killOnce(ctx context.Context, rep *Report) error {
+// killOnce SIGKILLs the service, or a replica (target, else a random one)
+// and, unless the kill is aimed at a click, a random NATS node at the same
+// moment, and restarts what it killed: the node first (until it is
+// current with the cluster), then the replica (until ready).
+func (r *run) killOnce(ctx context.Context, rep *Report, target int, aimed bool) error {
 	ctx = context.WithoutCancel(ctx) // a restart is not cut short by the end of the load
-	i := rand.IntN(len(r.srvs))
+	i := target
+	if i < 0 {
+		i = rand.IntN(len(r.srvs))
+	}
 	node := -1
-	if r.nodes != nil {
+	if r.nodes != nil && !aimed {
 		node = rand.IntN(len(r.nodes.Nodes()))
 	}
 	r.kills.Add(1)
 	killed := time.Now()
+	r.live.set(i, false)
 	var wg sync.WaitGroup
 	wg.Go(r.srvs[i].kill)
 	if node >= 0 {
@@ -161,9 +183,21 @@ func (r *run) killOnce(ctx context.Context, rep *Report) error {
 	wg.Wait()
 	rep.Kills++
 	what := "kill -9"
+	if len(r.srvs) > 1 {
+		what = fmt.Sprintf("kill -9 replica r%d", i+1)
+	}
+	if aimed {
+		rep.AimedKills++
+		what += " (aimed at a click)"
+	}
 	if node >= 0 {
 		rep.NodeKills++
-		what = fmt.Sprintf("kill -9 replica r%d and NATS node %s", i+1, r.nodes.Node(node).Name)
+		what += fmt.Sprintf(" and NATS node %s", r.nodes.Node(node).Name)
+	}
+	r.mu.Lock()
+	r.killLog = append(r.killLog, kill{at: killed, what: what})
+	r.mu.Unlock()
+	if node >= 0 {
 		if err := r.nodes.Restart(ctx, node); err != nil {
 			return fmt.Errorf("torture: restart after kill %d: %w", rep.Kills, err)
 		}
@@ -178,8 +212,8 @@ func (r *run) killOnce(ctx context.Context, rep *Report) error {
 	r.mu.Lock()
 	asked, att := r.nAsk, r.nAtt
 	r.mu.Unlock()
-	r.logf("%s #%d; restarted and ready in %v (asked %d, answer attempts %d so far)",
-		what, rep.Kills, time.Since(killed).Round(time.Millisecond), asked, att)
+	r.logf("%s #%d at %s; restarted and ready in %v (asked %d, answers %d so far)",
+		what, rep.Kills, clock(killed), time.Since(killed).Round(time.Millisecond), asked, att)
 	return nil
 }
 
@@ -191,7 +225,11 @@ func (r *run) restart(ctx context.Context, i int, rep *Report) error {
 	deadline := time.Now().Add(readyWithin)
 	for {
 		err := r.srvs[i].start(ctx, time.Until(deadline))
-		if err == nil || r.nodes == nil || !errors.Is(err, errExited) || time.Now().After(deadline) {
+		if err == nil {
+			r.live.set(i, true)
+			return nil
+		}
+		if r.nodes == nil || !errors.Is(err, errExited) || time.Now().After(deadline) {
 			return err
 		}
 		r.mu.Lock()

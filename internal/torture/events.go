@@ -47,7 +47,7 @@ func (r *run) dropEvents() {
 }
 
 // readEvents reads every event the run's consumer holds.
-func (r *run) readEvents(ctx context.Context, each func(seq uint64, data []byte) error) error {
+func (r *run) readEvents(ctx context.Context, each func(m *jetstream.MsgMetadata, data []byte) error) error {
 	cons, err := r.js.Consumer(ctx, bridge.StreamEvents, r.eventsConsumer())
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", bridge.StreamEvents, err)

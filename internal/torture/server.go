@@ -1,6 +1,8 @@
 package torture
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,6 +27,10 @@ type server struct {
 	env      []string
 	httpAddr string
 	log      io.Writer
+
+	// gen counts the kills and stops: a request that fails while it
+	// changes was cut off by one.
+	gen atomic.Int64
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -56,17 +63,29 @@ func childEnv() []string {
 }
 
 // newServer is the single-node service: embedded NATS at natsPort.
-func newServer(bin, dataDir, sync string, natsPort, httpPort int, log io.Writer) *server {
+func newServer(bin, dataDir, sync string, natsPort, httpPort int, slackURL string, log io.Writer) *server {
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", httpPort)
 	env := append(childEnv(),
 		"ASK_DATA_DIR="+dataDir,
 		"ASK_HTTP_ADDR="+httpAddr,
 		fmt.Sprintf("ASK_NATS_LISTEN=127.0.0.1:%d", natsPort),
-		"ASK_OPERATORS=cli:torture",
 		"ASK_NATS_SYNC="+sync,
-		"ASK_LOG_LEVEL=warn",
 	)
+	env = append(env, serviceEnv(slackURL)...)
 	return &server{bin: bin, env: env, httpAddr: httpAddr, log: log}
+}
+
+// serviceEnv is what every service of a run is configured with: who
+// answers, and Slack (the fake one) with the run's signing secret. Its log
+// level is warn unless the run's own ASK_LOG_LEVEL says otherwise.
+func serviceEnv(slackURL string) []string {
+	return []string{
+		"ASK_OPERATORS=" + cliIdentity + "," + clickIdentity,
+		"ASK_LOG_LEVEL=" + cmp.Or(os.Getenv("ASK_LOG_LEVEL"), "warn"),
+		"ASK_SLACK_BOT_TOKEN=xoxb-torture",
+		"ASK_SLACK_SIGNING_SECRET=" + slackSecret,
+		"ASK_SLACK_API_URL=" + slackURL,
+	}
 }
 
 // start starts the child and waits until GET /readyz answers 200.
@@ -132,5 +151,37 @@ func (s *server) signal(sig syscall.Signal, grace time.Duration) {
 	if cmd == nil {
 		return
 	}
+	s.gen.Add(1)
 	cluster.SignalGroup(cmd, done, sig, grace)
+}
+
+// prefixed writes each whole line written to it to w with prefix before
+// it: the replicas share one log, and each line says whose it is.
+type prefixed struct {
+	w      io.Writer
+	prefix string
+
+	mu   sync.Mutex
+	part []byte // a line not ended yet
+}
+
+func (p *prefixed) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.part = append(p.part, b...)
+	var out []byte
+	for {
+		i := bytes.IndexByte(p.part, '\n')
+		if i < 0 {
+			break
+		}
+		out = append(append(out, p.prefix...), p.part[:i+1]...)
+		p.part = p.part[i+1:]
+	}
+	if len(out) > 0 {
+		if _, err := p.w.Write(out); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
 }

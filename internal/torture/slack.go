@@ -11,19 +11,24 @@ import (
 	"time"
 )
 
-// fakeSlack is a loopback Slack Web API for the cluster run: it keeps
-// every message posted, with its metadata, and lists them back through
-// conversations.history and conversations.replies as Slack does, so that
-// a replica taking over an unfinished post finds (adopts) the card a
-// killed one left rather than posting it again (bots/slack/adopt.go).
-// The run counts the cards each question got.
+// fakeSlack is a loopback Slack Web API: it keeps every message posted,
+// with its metadata, and lists them back through conversations.history
+// and conversations.replies as Slack does, so that a replica taking over
+// an unfinished post finds (adopts) the card a killed one left rather than
+// posting it again (bots/slack/adopt.go). It records when each question's
+// card was posted and the buttons it carries, which the run's person
+// clicks; the check counts the cards each question got and how late.
 type fakeSlack struct {
 	url string
 	srv *http.Server
+	// onCard is told of each question card posted (its first and later
+	// ones); it must not block.
+	onCard func(card)
 
-	mu   sync.Mutex
-	seq  int
-	msgs map[string][]slackMsg // by channel, in posting order
+	mu    sync.Mutex
+	seq   int
+	msgs  map[string][]slackMsg // by channel, in posting order
+	cards map[string][]card     // by question key, in posting order
 }
 
 type slackMsg struct {
@@ -39,12 +44,35 @@ type slackMeta struct {
 	EventPayload map[string]any `json:"event_payload"`
 }
 
-func startFakeSlack() (*fakeSlack, error) {
+// card is one question card as posted: where, when, and its actions
+// block's buttons as a person sees them.
+type card struct {
+	key                 string // the question, as question.key
+	channel, ts, thread string
+	at                  time.Time
+	blockID             string
+	// buttons maps a button's value (a choice's text) to its action id.
+	buttons map[string]string
+}
+
+// slackBlock is as much of a Block Kit block as a click needs.
+type slackBlock struct {
+	Type     string `json:"type"`
+	BlockID  string `json:"block_id"`
+	Elements []struct {
+		Type     string `json:"type"`
+		ActionID string `json:"action_id"`
+		Value    string `json:"value"`
+	} `json:"elements"`
+}
+
+func startFakeSlack(onCard func(card)) (*fakeSlack, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("fake Slack: %w", err)
 	}
-	f := &fakeSlack{url: "http://" + ln.Addr().String() + "/api/", msgs: map[string][]slackMsg{}}
+	f := &fakeSlack{url: "http://" + ln.Addr().String() + "/api/", onCard: onCard,
+		msgs: map[string][]slackMsg{}, cards: map[string][]card{}}
 	f.srv = &http.Server{Handler: http.HandlerFunc(f.serve), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = f.srv.Serve(ln) }()
 	return f, nil
@@ -59,16 +87,7 @@ func (f *fakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 	var resp map[string]any
 	switch method {
 	case "chat.postMessage":
-		f.mu.Lock()
-		f.seq++
-		ts := fmt.Sprintf("%d.%06d", time.Now().Unix(), f.seq%1000000)
-		m := slackMsg{TS: ts, ThreadTS: r.Form.Get("thread_ts"), Text: r.Form.Get("text")}
-		if md := r.Form.Get("metadata"); json.Valid([]byte(md)) {
-			m.Metadata = json.RawMessage(md)
-		}
-		f.msgs[channel] = append(f.msgs[channel], m)
-		f.mu.Unlock()
-		resp = map[string]any{"ok": true, "channel": channel, "ts": ts, "message": m}
+		resp = f.post(channel, r)
 	case "chat.update":
 		resp = map[string]any{"ok": true, "channel": channel, "ts": r.Form.Get("ts")}
 	case "chat.postEphemeral":
@@ -82,10 +101,61 @@ func (f *fakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 	case "auth.test":
 		resp = map[string]any{"ok": true, "user_id": "UTORTUREBOT", "team_id": "TTORTURE", "bot_id": "BTORTURE"}
 	default:
+		// response_url posts, views.open and the rest.
 		resp = map[string]any{"ok": true}
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// post keeps a chat.postMessage, and records it as a card when its
+// metadata names a question.
+func (f *fakeSlack) post(channel string, r *http.Request) map[string]any {
+	f.mu.Lock()
+	f.seq++
+	ts := fmt.Sprintf("%d.%06d", time.Now().Unix(), f.seq%1000000)
+	m := slackMsg{TS: ts, ThreadTS: r.Form.Get("thread_ts"), Text: r.Form.Get("text")}
+	if md := r.Form.Get("metadata"); json.Valid([]byte(md)) {
+		m.Metadata = json.RawMessage(md)
+	}
+	f.msgs[channel] = append(f.msgs[channel], m)
+	c, isCard := cardOf(channel, m, r.Form.Get("blocks"))
+	if isCard {
+		f.cards[c.key] = append(f.cards[c.key], c)
+	}
+	f.mu.Unlock()
+	if isCard && f.onCard != nil {
+		f.onCard(c)
+	}
+	return map[string]any{"ok": true, "channel": channel, "ts": ts, "message": m}
+}
+
+// cardOf reads a posted message as a question card: its metadata names
+// the question, its actions block holds the buttons.
+func cardOf(channel string, m slackMsg, blocks string) (card, bool) {
+	var md slackMeta
+	if json.Unmarshal(m.Metadata, &md) != nil || md.EventType != "askbridge_question" {
+		return card{}, false
+	}
+	p := md.EventPayload
+	c := card{
+		key:     fmt.Sprintf("%v/%v/%v@%v", p["tenant"], p["job_id"], p["question_id"], p["task_version"]),
+		channel: channel, ts: m.TS, thread: m.ThreadTS, at: time.Now(), buttons: map[string]string{},
+	}
+	var bs []slackBlock
+	_ = json.Unmarshal([]byte(blocks), &bs)
+	for _, b := range bs {
+		if b.Type != "actions" {
+			continue
+		}
+		for _, e := range b.Elements {
+			if e.Type == "button" && e.Value != "" {
+				c.blockID = b.BlockID
+				c.buttons[e.Value] = e.ActionID
+			}
+		}
+	}
+	return c, true
 }
 
 // list is a channel's messages from oldest on, newest first as Slack
@@ -109,20 +179,14 @@ func (f *fakeSlack) list(channel, thread, oldest string) []slackMsg {
 	return out
 }
 
-// cards counts the question cards posted, by question key.
-func (f *fakeSlack) cards() map[string]int {
+// posted returns the question cards posted, by question key, in posting
+// order.
+func (f *fakeSlack) posted() map[string][]card {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[string]int{}
-	for _, ms := range f.msgs {
-		for _, m := range ms {
-			var md slackMeta
-			if json.Unmarshal(m.Metadata, &md) != nil || md.EventType != "askbridge_question" {
-				continue
-			}
-			p := md.EventPayload
-			out[fmt.Sprintf("%v/%v/%v@%v", p["tenant"], p["job_id"], p["question_id"], p["task_version"])]++
-		}
+	out := make(map[string][]card, len(f.cards))
+	for k, cs := range f.cards {
+		out[k] = append([]card(nil), cs...)
 	}
 	return out
 }

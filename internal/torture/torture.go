@@ -1,22 +1,25 @@
 // Package torture runs askbridge under kill -9: fixed-rate questions and
-// answer attempts for a bounded time while the server process is SIGKILLed
-// every few seconds and restarted on the same data directory. At the end
-// it reads everything back through the public contract (the streams and
-// the request/reply API) and checks that no acknowledged answer was lost,
-// no question resumed twice, no ladder step lost or fired twice and no
-// outbox row left behind.
+// answers for a bounded time while the server process (or, in the cluster
+// variant, its replicas and NATS nodes) is SIGKILLed every few seconds and
+// restarted on the same data. Questions are shown on a fake Slack; a
+// person answers by clicking their cards' buttons through the service's
+// Slack interactions endpoint, signed as Slack signs, and some kills are
+// aimed at a click in flight. At the end it reads everything back through
+// the public contract (the streams and the request/reply API) and checks
+// that no acknowledged question, click or answer was lost or decided
+// twice, that every card came in time, no question resumed twice, no
+// ladder step lost or fired twice and no outbox row left behind.
 package torture
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +27,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/askbridge/askbridge/bots/engine"
-	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/bridge/principal"
 	"github.com/askbridge/askbridge/internal/testenv/cluster"
@@ -39,7 +40,7 @@ type Options struct {
 	DataDir string
 	// Duration is how long questions and answers are sent (and the server killed).
 	Duration time.Duration
-	// Rate is questions a second; answer attempts go at 80% of it.
+	// Rate is questions a second; answers go at 80% of it.
 	Rate float64
 	// KillEvery is the mean time between SIGKILLs (jittered by ±20%).
 	KillEvery time.Duration
@@ -58,37 +59,65 @@ type Options struct {
 	Sync string
 	// Replicas, when above zero, runs the cluster variant (cluster.go):
 	// this many "askbridge serve" replicas with ASK_STORE=jetstream on a
-	// 3-node NATS cluster of "askbridge nats-node" processes; each kill
-	// SIGKILLs one replica and one NATS node.
+	// 3-node NATS cluster of "askbridge nats-node" processes; a kill
+	// SIGKILLs one replica, and one NATS node with it unless it is aimed
+	// at a click.
 	Replicas int
 }
 
+// CardWithin is how soon after its publish is acknowledged a question's
+// card must be posted, not counting time when no replica was ready.
+const CardWithin = 10 * time.Second
+
 // Report is what a run saw. Counts are for this run's questions only.
 type Report struct {
-	// Kills is SIGKILLs of askbridge; NodeKills of NATS nodes (cluster).
-	Kills, NodeKills int
+	// Kills is SIGKILLs of askbridge; NodeKills of NATS nodes (cluster);
+	// AimedKills those of Kills aimed at a click in flight.
+	Kills, NodeKills, AimedKills int
 	// EarlyExits is replica restarts that exited before they were ready
 	// and were started again (cluster).
 	EarlyExits int
+	// AllDown is how many times, and for how long in all, no replica was
+	// ready (every kill of the single server).
+	AllDown    int
+	AllDownFor time.Duration
 	// Asked is questions whose publish JetStream acknowledged; Stored those
 	// the service knows at the end.
 	Asked, Stored int
-	// AnswersSent is answer attempts published; AnswersAcked those
-	// JetStream acknowledged; AckedAcrossKills those whose publish started
-	// before a kill (or while what was killed was down) and was
-	// acknowledged after it (or after the restart).
+	// AnswersSent is answers given (clicks and NATS attempts); AnswersAcked
+	// those acknowledged (a click's HTTP 200, a publish's JetStream ack);
+	// AckedAcrossKills those sent before a kill (or while what was killed
+	// was down) and acknowledged after it (or after the restart).
 	AnswersSent, AnswersAcked, AckedAcrossKills int
-	// Settled is acked attempts that answered or declined their question;
-	// Refused those refused (by reason in RefusedBy).
-	Settled, Refused int
-	RefusedBy        map[string]int
+	// Clicks is answers given by clicking a card's button on a replica's
+	// Slack interactions endpoint; ClicksAcked those answered HTTP 200;
+	// ClicksRetried those that took more than one request; ClicksCut those
+	// with a request cut off by the kill of the replica handling it: killed
+	// before it claimed the click (CutBeforeClaim), between its claim and
+	// the attempt's publication (CutBetween), or after the publication
+	// (CutAfterPublish). ClicksFolded is clicks folded into the same
+	// person's same click made just before (a double click), which they
+	// count as.
+	Clicks, ClicksAcked, ClicksRetried, ClicksCut, ClicksFolded int
+	CutBeforeClaim, CutBetween, CutAfterPublish                 int
+	// Settled is acked answers that answered or declined their question;
+	// Refused those refused (by reason in RefusedBy); OutOfOrder questions
+	// settled by an answer sent after another was acknowledged.
+	Settled, Refused, OutOfOrder int
+	RefusedBy                    map[string]int
 	// Resumes is resume messages on the stream; Duplicates resumes beyond
 	// the first of a question; Lost acknowledged work with no outcome.
 	Resumes, Duplicates, Lost int
-	// Cards is question cards posted to the fake Slack (cluster);
-	// CardDuplicates cards beyond the first of a question; NoCard stored
-	// questions that never got one (ended before it was posted).
-	Cards, CardDuplicates, NoCard int
+	// Cards is question cards posted to the fake Slack; CardDuplicates
+	// cards beyond the first of a question; CardsLate cards posted more
+	// than CardWithin after the question's acknowledged publish (not
+	// counting time when no replica was ready); CardsMissing questions
+	// without a card still pending past then; NoCard questions that ended
+	// before their card was due and never got one.
+	Cards, CardDuplicates, CardsLate, CardsMissing, NoCard int
+	// CardDelay* are the first cards' delays after the acknowledged
+	// publish, not counting time when no replica was ready.
+	CardDelayP50, CardDelayP99, CardDelayMax time.Duration
 	// By final state.
 	Answered, Declined, TimedOut, Failed, Pending int
 	// LadderSteps is reminded and escalated events.
@@ -114,19 +143,25 @@ type question struct {
 	fail            bool
 	timeout         time.Duration
 	sent, acked     bool
-	shown           bool // the runtime announced it (asked event)
+	ackedAt         time.Time
+	card            *card // its first card, once posted
 }
 
-func (q *question) key() string { return fmt.Sprintf("%s/%s/%s@1", q.tenant, q.job, q.id) }
+func (q *question) key() string { return keyOf(q.tenant, q.job, q.id, 1) }
 
-// attempt is one answer attempt this run sent.
+// attempt is one answer this run gave: a click on the question's card, or
+// an attempt published on NATS as the CLI does.
 type attempt struct {
-	id       string
+	id       string // the attempt id the runtime decides
 	q        *question
 	action   string
 	answer   string
+	by       string // who answers: the clicker's or the CLI's identity
+	click    *click // nil for a NATS attempt
 	sent     bool
 	acked    bool
+	sentAt   time.Time // its first request or publish
+	ackedAt  time.Time
 	startInc int64
 	ackInc   int64
 }
@@ -139,35 +174,50 @@ type run struct {
 	js    jetstream.JetStream
 	agent *agent.Client
 	srvs  []*server        // one, or the replicas
+	live  *live            // which of srvs are ready
 	nodes *cluster.Cluster // the cluster variant's NATS
 	// keysDir holds the NATS keys the run's own client connects with.
 	keysDir string
-	slack   *fakeSlack // the cluster variant's Slack
+	slack   *fakeSlack
 	start   time.Time
 	dropped bool         // the events consumer is deleted
-	kills   atomic.Int64 // bumped at each kill and restart: attempts acknowledged across one
+	kills   atomic.Int64 // bumped at each kill and restart: answers acknowledged across one
+	aims    aimer        // kills aimed at a click in flight
+	// http sends the clicks, each on a new connection as Slack's
+	// retries would come.
+	http *http.Client
 
 	mu        sync.Mutex
 	questions []*question
 	byKey     map[string]*question
-	open      []*question // announced, no valid attempt yet
-	tried     []*question // announced, with an attempt
+	open      []*question // shown, no valid answer yet
+	tried     []*question // shown, with an answer
 	attempts  []*attempt
 	nAsk      int
 	nAtt      int
+	problems  []string // what the load saw wrong, reported as violations
+	killLog   []kill
+}
+
+// kill is one kill of the run: what was killed, and when.
+type kill struct {
+	at   time.Time
+	what string
 }
 
 func (r *run) logf(format string, args ...any) {
 	fmt.Fprintf(r.out, "%6.1fs  %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// Run runs the torture test and reports what it found. An error means the
-// run could not be carried out (the server would not start, NATS could not
-// be read); broken invariants are in Report.Violations.
-func Run(ctx context.Context, o Options) (*Report, error) {
-	if o.Binary == "" || o.DataDir == "" {
-		return nil, errors.New("torture: Binary and DataDir are required")
-	}
+// problem records a violation the load saw.
+func (r *run) problem(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.problems = append(r.problems, fmt.Sprintf(format, args...))
+}
+
+// defaults fills in what o leaves out.
+func (o *Options) defaults() {
 	if o.Duration <= 0 {
 		o.Duration = 60 * time.Second
 	}
@@ -183,6 +233,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.ShortMax < o.ShortMin {
 		o.ShortMax = max(12*time.Second, o.ShortMin)
 	}
+}
+
+// Run runs the torture test and reports what it found. An error means the
+// run could not be carried out (the server would not start, NATS could not
+// be read); broken invariants are in Report.Violations.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Binary == "" || o.DataDir == "" {
+		return nil, errors.New("torture: Binary and DataDir are required")
+	}
+	o.defaults()
 	out := o.Progress
 	if out == nil {
 		out = io.Discard
@@ -203,50 +263,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o: o, out: out, start: time.Now(),
 		runID: fmt.Sprintf("%06x", rand.Uint32()&0xffffff),
 		byKey: map[string]*question{},
+		http:  &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
 	}
 	// Whatever happens, no child outlives the run.
 	defer r.killAll()
 	rep := &Report{RefusedBy: map[string]int{}}
-	url, err := r.startServices(ctx, serverLog, rep)
-	if err != nil {
-		return nil, fmt.Errorf("torture: %w", err)
-	}
-	keys, err := principal.LoadKeys(r.keysDir)
-	if err != nil {
-		return nil, fmt.Errorf("torture: %w", err)
-	}
-	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "torture"}, time.Now())
-	if err != nil {
-		return nil, fmt.Errorf("torture: %w", err)
-	}
-	r.nc, err = nats.Connect(url, nats.Name("askbridge-torture"), nats.MaxReconnects(-1), nats.UserJWTAndSeed(admin.JWT, admin.Seed),
-		nats.ReconnectWait(100*time.Millisecond), nats.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
-		nats.RetryOnFailedConnect(true))
-	if err != nil {
-		return nil, fmt.Errorf("torture: connect %s: %w", url, err)
+	if err := r.connect(ctx, serverLog, rep); err != nil {
+		return nil, err
 	}
 	defer r.nc.Close()
-	if r.js, err = jetstream.New(r.nc); err != nil {
-		return nil, fmt.Errorf("torture: jetstream: %w", err)
-	}
-	if r.agent, err = agent.New(r.nc); err != nil {
-		return nil, fmt.Errorf("torture: %w", err)
-	}
-
 	if err := r.keepEvents(ctx); err != nil {
 		return nil, fmt.Errorf("torture: %w", err)
 	}
 	defer r.dropEvents() // on an early return; at the end, before the services stop
-
-	// Like a front-end, the answerers answer only questions the runtime
-	// announced: a person cannot answer a question nobody showed them.
-	for _, tenant := range r.tenants() {
-		sub, err := r.nc.Subscribe(bridge.EventSubject(tenant, ">"), r.onEvent)
-		if err != nil {
-			return nil, fmt.Errorf("torture: subscribe to events: %w", err)
-		}
-		defer sub.Unsubscribe()
-	}
 
 	if err := r.load(ctx, rep); err != nil {
 		return rep, err
@@ -268,320 +297,34 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
-// windows returns the load's context, which ends after Duration once MinKills
-// restarts are done (enough is closed then), and the publishes' context,
-// which ends 60 s after the load: publishes started during the load retry
-// until acknowledged or until then.
-func (r *run) windows(ctx context.Context) (load context.Context, stopLoad context.CancelFunc,
-	pub context.Context, stopPub context.CancelFunc, enough chan struct{}) {
-	load, stopLoad = context.WithCancel(ctx)
-	pub, stopPub = context.WithCancel(ctx)
-	enough = make(chan struct{})
-	go func() {
-		t := time.NewTimer(r.o.Duration)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-load.Done():
-			return
-		}
-		select {
-		case <-enough:
-			stopLoad()
-		case <-load.Done():
-		}
-	}()
-	go func() {
-		<-load.Done()
-		select {
-		case <-time.After(60 * time.Second):
-			stopPub()
-		case <-pub.Done():
-		}
-	}()
-	return load, stopLoad, pub, stopPub, enough
-}
-
-// load sends questions and answers at fixed rates for the duration while
-// the killer kills and restarts the server; then it stops killing and waits
-// for every publish in flight to be acknowledged.
-func (r *run) load(ctx context.Context, rep *Report) error {
-	loadCtx, stopLoad, pubCtx, stopPub, enough := r.windows(ctx)
-	defer stopLoad()
-	defer stopPub()
-
-	var fatal error
-	var fatalOnce sync.Once
-	fail := func(err error) {
-		fatalOnce.Do(func() { fatal = err; stopLoad(); stopPub() })
+// connect starts the services and connects the run's own client to them,
+// as an admin.
+func (r *run) connect(ctx context.Context, serverLog io.Writer, rep *Report) error {
+	url, err := r.startServices(ctx, serverLog, rep)
+	if err != nil {
+		return fmt.Errorf("torture: %w", err)
 	}
-
-	var pubs sync.WaitGroup
-	sem := make(chan struct{}, 512)
-	spawn := func(f func()) bool {
-		select {
-		case sem <- struct{}{}:
-		case <-loadCtx.Done():
-			return false
-		}
-		pubs.Add(1)
-		go func() {
-			defer func() { <-sem; pubs.Done() }()
-			f()
-		}()
-		return true
+	keys, err := principal.LoadKeys(r.keysDir)
+	if err != nil {
+		return fmt.Errorf("torture: %w", err)
 	}
-
-	var loops sync.WaitGroup
-	loops.Add(3)
-	go func() { defer loops.Done(); r.killer(loadCtx, rep, enough, fail) }()
-	go func() {
-		defer loops.Done()
-		r.every(loadCtx, r.o.Rate, func() { r.askOne(pubCtx, spawn) })
-	}()
-	go func() {
-		defer loops.Done()
-		r.every(loadCtx, r.o.Rate*0.8, func() { r.answerOne(pubCtx, spawn) })
-	}()
-	loops.Wait()
-	r.logf("load over after %d kills: waiting for publishes in flight", rep.Kills)
-	pubs.Wait()
-	if fatal != nil {
-		return fatal
+	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "torture"}, time.Now())
+	if err != nil {
+		return fmt.Errorf("torture: %w", err)
 	}
-	if pubCtx.Err() != nil && ctx.Err() == nil {
-		return errors.New("torture: publishes were still not acknowledged 60s after the load ended")
+	r.nc, err = nats.Connect(url, nats.Name("askbridge-torture"), nats.MaxReconnects(-1), nats.UserJWTAndSeed(admin.JWT, admin.Seed),
+		nats.ReconnectWait(100*time.Millisecond), nats.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
+		nats.RetryOnFailedConnect(true))
+	if err != nil {
+		return fmt.Errorf("torture: connect %s: %w", url, err)
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if r.js, err = jetstream.New(r.nc); err != nil {
+		r.nc.Close()
+		return fmt.Errorf("torture: jetstream: %w", err)
 	}
-
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, q := range r.questions {
-		if q.acked {
-			rep.Asked++
-		}
+	if r.agent, err = agent.New(r.nc); err != nil {
+		r.nc.Close()
+		return fmt.Errorf("torture: %w", err)
 	}
-	for _, a := range r.attempts {
-		if a.sent {
-			rep.AnswersSent++
-		}
-		if a.acked {
-			rep.AnswersAcked++
-			// kills is odd while what was killed is down: an attempt
-			// published then was acknowledged once it was back, however
-			// soon that came before its restart was declared ready.
-			if a.ackInc > a.startInc || a.startInc%2 == 1 {
-				rep.AckedAcrossKills++
-			}
-		}
-	}
-	sent := 0
-	for _, q := range r.questions {
-		if q.sent {
-			sent++
-		}
-	}
-	r.logf("asked %d (%d acked), answer attempts %d (%d acked, %d across kills)",
-		sent, rep.Asked, rep.AnswersSent, rep.AnswersAcked, rep.AckedAcrossKills)
 	return nil
-}
-
-// every calls f at a fixed rate until ctx ends.
-func (r *run) every(ctx context.Context, perSecond float64, f func()) {
-	if perSecond <= 0 {
-		return
-	}
-	tick := time.NewTicker(time.Duration(float64(time.Second) / perSecond))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			f()
-		}
-	}
-}
-
-// killer SIGKILLs the server every KillEvery (±20%) and restarts it.
-// It closes enough once the server has restarted MinKills times.
-func (r *run) killer(ctx context.Context, rep *Report, enough chan<- struct{}, fail func(error)) {
-	if r.o.MinKills <= 0 {
-		close(enough)
-	}
-	for {
-		wait := time.Duration(float64(r.o.KillEvery) * (0.8 + 0.4*rand.Float64()))
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		if err := r.killOnce(ctx, rep); err != nil {
-			fail(err)
-			return
-		}
-		if rep.Kills == r.o.MinKills {
-			close(enough)
-		}
-	}
-}
-
-// publish retries f with the same message id until JetStream acknowledges
-// it or ctx ends: the client reconnects by itself (to the same address,
-// or to another node of the cluster).
-func publish(ctx context.Context, f func(context.Context) error) error {
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := f(pctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		// Pace retries while the server is down.
-		t := time.NewTimer(100 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// askOne publishes the next question: 45% short with the default ladder,
-// 15% short with the ladder off, 40% long (1h). A third of the short ones
-// fail on timeout.
-func (r *run) askOne(ctx context.Context, spawn func(func()) bool) {
-	r.mu.Lock()
-	n := r.nAsk
-	r.nAsk++
-	r.mu.Unlock()
-	q := &question{
-		tenant: fmt.Sprintf("tt%s%c", r.runID, 'a'+rune(n%2)),
-		job:    fmt.Sprintf("job-%d", n/3),
-		id:     fmt.Sprintf("q-%d", n),
-		ladder: true,
-	}
-	switch p := rand.Float64(); {
-	case p < 0.45:
-		q.short = true
-	case p < 0.60:
-		q.short, q.ladder = true, false
-	}
-	bq := &bridge.Question{
-		Tenant: q.tenant, JobID: q.job, QuestionID: q.id, TaskVersion: 1,
-		Question: fmt.Sprintf("Torture question %d: red or blue?", n),
-		Choices:  []string{"red", "blue"},
-		Owner:    "cli:owner",
-		Timeout:  "1h",
-	}
-	if q.short {
-		span := r.o.ShortMax - r.o.ShortMin
-		q.timeout = r.o.ShortMin + time.Duration(rand.Int64N(int64(span)+1))
-		q.timeout = q.timeout.Round(100 * time.Millisecond)
-		bq.Timeout = q.timeout.String()
-		if rand.IntN(3) == 0 {
-			q.fail = true
-			bq.OnTimeout = bridge.OnTimeoutFail
-		}
-	} else {
-		q.timeout = time.Hour
-	}
-	if r.slack != nil {
-		// A channel a job, as a team would route its jobs' questions.
-		bq.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C" + strings.ToUpper(strings.ReplaceAll(q.tenant+q.job, "-", ""))}}
-	}
-	if !q.ladder {
-		bq.Escalation = &bridge.Escalation{Off: true}
-		bq.EscalationReason = "torture: no reminders for this one"
-	}
-	r.mu.Lock()
-	r.questions = append(r.questions, q)
-	r.byKey[q.key()] = q
-	r.mu.Unlock()
-	q.sent = spawn(func() {
-		if err := publish(ctx, func(c context.Context) error { return r.agent.Publish(c, bq) }); err != nil {
-			return
-		}
-		r.mu.Lock()
-		q.acked = true
-		r.mu.Unlock()
-	})
-}
-
-// onEvent makes a question answerable once its asked event is seen. Events
-// published while this client reconnects are missed: those questions are
-// simply never answered.
-func (r *run) onEvent(m *nats.Msg) {
-	var ev bridge.Event
-	if json.Unmarshal(m.Data, &ev) != nil || ev.Type != bridge.EventAsked {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if q := r.byKey[keyOf(ev.Tenant, ev.JobID, ev.QuestionID, ev.TaskVersion)]; q != nil && !q.shown {
-		q.shown = true
-		r.open = append(r.open, q)
-	}
-}
-
-// answerOne publishes an answer attempt to a random acknowledged question:
-// mostly a valid answer, sometimes a decline, an invalid answer (refused,
-// the question waits on) or a second attempt on a question tried before.
-func (r *run) answerOne(ctx context.Context, spawn func(func()) bool) {
-	r.mu.Lock()
-	a := &attempt{action: bridge.ActionAnswer, answer: "red"}
-	p := rand.Float64()
-	switch {
-	case p < 0.1 && len(r.tried) > 0:
-		a.q = r.tried[rand.IntN(len(r.tried))]
-		a.answer = "blue"
-	case len(r.open) == 0:
-		r.mu.Unlock()
-		return
-	case p < 0.2:
-		a.q = r.open[rand.IntN(len(r.open))]
-		a.answer = "green" // not a choice: refused, the question keeps waiting
-	default:
-		i := rand.IntN(len(r.open))
-		a.q = r.open[i]
-		r.open[i] = r.open[len(r.open)-1]
-		r.open = r.open[:len(r.open)-1]
-		r.tried = append(r.tried, a.q)
-		if p < 0.3 {
-			a.action, a.answer = bridge.ActionDecline, ""
-		}
-	}
-	a.id = fmt.Sprintf("torture-%s-%d", r.runID, r.nAtt)
-	r.nAtt++
-	r.attempts = append(r.attempts, a)
-	r.mu.Unlock()
-
-	answer, comment := []byte(`"`+a.answer+`"`), ""
-	if a.action == bridge.ActionDecline {
-		comment = "torture decline"
-	}
-	at := engine.NewAttempt(bridge.PlatformCLI, a.id, engine.Question{Tenant: a.q.tenant, JobID: a.q.job, QuestionID: a.q.id, TaskVersion: 1},
-		engine.Person{Identity: "cli:torture"}, a.action, answer, comment, time.Now(), nil)
-	// A publish acknowledged after a kill lived through it.
-	a.startInc = r.kills.Load()
-	a.sent = spawn(func() {
-		err := publish(ctx, func(c context.Context) error {
-			return bridge.Publish(c, r.js, bridge.AnswerSubject(a.q.tenant, a.q.job), "attempt-"+a.id, at)
-		})
-		if err != nil {
-			return
-		}
-		inc := r.kills.Load()
-		r.mu.Lock()
-		a.acked, a.ackInc = true, inc
-		r.mu.Unlock()
-	})
 }

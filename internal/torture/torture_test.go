@@ -50,9 +50,11 @@ func buildAskbridge(dir string) (string, error) {
 	return bin, nil
 }
 
-// TestTortureShort is the CI variant of 'askbridge torture': questions and
-// answers for 8 s, and on until the real server process has been SIGKILLed
-// (every ~2.5 s) and restarted on the same data directory three times.
+// TestTortureShort is the CI variant of 'askbridge torture': questions,
+// shown on a fake Slack and answered by clicks and on NATS, for 8 s, and on
+// until the real server process has been SIGKILLed (every ~2.5 s, every
+// other kill aimed at a click in flight) and restarted on the same data
+// directory three times.
 func TestTortureShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill -9 torture test: skipped with -short")
@@ -72,8 +74,22 @@ func TestTortureShort(t *testing.T) {
 	if rep.AnswersAcked == 0 || rep.AckedAcrossKills == 0 {
 		t.Errorf("answers acked %d, across kills %d; want some of each", rep.AnswersAcked, rep.AckedAcrossKills)
 	}
+	checkShown(t, rep)
+}
+
+// checkShown checks what every variant must show besides no violation:
+// every question stored, cards shown and clicked, questions timed out and
+// ladders climbed, kills aimed at clicks.
+func checkShown(t *testing.T, rep *torture.Report) {
+	t.Helper()
 	if rep.Asked == 0 || rep.Stored != rep.Asked {
 		t.Errorf("asked %d, stored %d", rep.Asked, rep.Stored)
+	}
+	if rep.Cards == 0 || rep.ClicksAcked == 0 {
+		t.Errorf("%d cards, %d clicks acked; want some of each", rep.Cards, rep.ClicksAcked)
+	}
+	if rep.AimedKills == 0 {
+		t.Errorf("no kill was aimed at a click")
 	}
 	if rep.TimedOut+rep.Failed == 0 || rep.LadderSteps == 0 {
 		t.Errorf("timed out %d, failed %d, ladder steps %d: the run should time questions out and climb ladders",
@@ -82,36 +98,31 @@ func TestTortureShort(t *testing.T) {
 }
 
 // TestTortureClusterShort is the CI variant of 'askbridge torture
-// --cluster': three askbridge replicas (ASK_STORE=jetstream) on a 3-node
-// NATS cluster, questions and answers for 6 s and on until one replica and
-// one NATS node have been SIGKILLed together and restarted.
+// --cluster': two askbridge replicas (ASK_STORE=jetstream) on a 3-node
+// NATS cluster, questions shown on a fake Slack and answered by signed
+// clicks on a random replica for 6 s, and on until a replica has been
+// SIGKILLed under a click and another with a NATS node, and restarted.
 func TestTortureClusterShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill -9 cluster torture test: skipped with -short")
 	}
-	rep := runTorture(t, 3*time.Minute, torture.Options{
+	rep := runTorture(t, 4*time.Minute, torture.Options{
 		DataDir:   filepath.Join(t.TempDir(), "data"),
-		Replicas:  3,
+		Replicas:  2,
 		Duration:  6 * time.Second,
 		Rate:      15,
 		KillEvery: 3 * time.Second,
-		MinKills:  1,
+		MinKills:  2,
 		ShortMin:  2 * time.Second,
 		ShortMax:  4 * time.Second,
 	})
-	if rep.Kills < 1 || rep.NodeKills < 1 {
-		t.Errorf("%d replica kills, %d NATS node kills; want at least one of each", rep.Kills, rep.NodeKills)
+	if rep.Kills < 2 || rep.NodeKills < 1 {
+		t.Errorf("%d replica kills, %d NATS node kills; want two and one", rep.Kills, rep.NodeKills)
 	}
 	if rep.AnswersAcked == 0 || rep.Settled == 0 {
 		t.Errorf("answers acked %d, settled %d; want some of each", rep.AnswersAcked, rep.Settled)
 	}
-	if rep.Asked == 0 || rep.Stored != rep.Asked {
-		t.Errorf("asked %d, stored %d", rep.Asked, rep.Stored)
-	}
-	if rep.TimedOut+rep.Failed == 0 || rep.LadderSteps == 0 {
-		t.Errorf("timed out %d, failed %d, ladder steps %d: the run should time questions out and climb ladders",
-			rep.TimedOut, rep.Failed, rep.LadderSteps)
-	}
+	checkShown(t, rep)
 }
 
 // runTorture runs torture with the built binary within timeout, logs its

@@ -1,0 +1,131 @@
+package torture
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// checkCards checks every stored question's card on the fake Slack:
+// posted once, and within CardWithin of the question's acknowledged
+// publish, not counting the windows when no replica was ready (nothing
+// could post then). A question that ended before its card was due may
+// have none: there was nothing left to show.
+func (r *run) checkCards(rep *Report, rb *readBack) {
+	var delays []time.Duration
+	for _, q := range r.questions {
+		k := q.key()
+		v, stored := rb.views[k]
+		if !stored || !q.acked {
+			continue
+		}
+		cs := rb.cards[k]
+		if len(cs) > 1 {
+			rep.CardDuplicates += len(cs) - 1
+			rep.violate("question %s: its card was posted %d times (ts %s)", k, len(cs), cardTSs(cs))
+		}
+		late := due(rb.down, q.ackedAt, CardWithin)
+		if len(cs) == 0 {
+			if end, ok := endOf(rb.events[k], v.Deadline); ok && end.Before(late) {
+				rep.NoCard++
+				continue
+			}
+			rep.CardsMissing++
+			rep.violate("question %s (%s) has no card at the end: its publish was acknowledged at %s, so its card was due by %s (%v later, %v of it when no replica was ready)%s",
+				k, v.State, clock(q.ackedAt), clock(late), late.Sub(q.ackedAt).Round(time.Millisecond), overlap(rb.down, q.ackedAt, late).Round(time.Millisecond),
+				r.killsWithin(q.ackedAt.Add(-CardWithin), late))
+			continue
+		}
+		first := cs[0].at
+		down := overlap(rb.down, q.ackedAt, first)
+		delays = append(delays, max(0, first.Sub(q.ackedAt)-down))
+		if first.After(late) {
+			rep.CardsLate++
+			rep.violate("question %s: its card came at %s, %v after its publish was acknowledged at %s; less the %v when no replica was ready, %v: more than %v%s",
+				k, clock(first), first.Sub(q.ackedAt).Round(time.Millisecond), clock(q.ackedAt), down.Round(time.Millisecond),
+				(first.Sub(q.ackedAt) - down).Round(time.Millisecond), CardWithin, r.killsWithin(q.ackedAt.Add(-CardWithin), first))
+		}
+	}
+	r.writeCards(rb)
+	slices.Sort(delays)
+	rep.CardDelayP50, rep.CardDelayP99 = percentile(delays, 50), percentile(delays, 99)
+	if len(delays) > 0 {
+		rep.CardDelayMax = delays[len(delays)-1].Round(time.Millisecond)
+	}
+}
+
+// killsWithin names the kills between from and to, for a sentence.
+func (r *run) killsWithin(from, to time.Time) string {
+	var ks []string
+	for _, k := range r.killLog {
+		if !k.at.Before(from) && !k.at.After(to) {
+			ks = append(ks, k.what+" at "+clock(k.at))
+		}
+	}
+	if len(ks) == 0 {
+		return ""
+	}
+	return "; kills from 10s before the publish on: " + strings.Join(ks, ", ")
+}
+
+// endOf is when an ended question stopped waiting for a person: its
+// deadline, or its terminal event when that came first. (A timeout is
+// recorded a little after the deadline; the adapters no longer show a
+// question past it.)
+func endOf(evs []streamMsg, deadline time.Time) (time.Time, bool) {
+	for _, m := range evs {
+		if isTerminal(&m.ev) {
+			if !deadline.IsZero() && deadline.Before(m.ev.At) {
+				return deadline, true
+			}
+			return m.ev.At, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// percentile is the p-th percentile of sorted ds, to the millisecond.
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	i := (len(ds)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return ds[i].Round(time.Millisecond)
+}
+
+func cardTSs(cs []card) string {
+	s := ""
+	for i, c := range cs {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s at %s", c.ts, clock(c.at))
+	}
+	return s
+}
+
+// writeCards writes each question's acknowledged publish and card times
+// to <DataDir>/cards.tsv, for a look at a run that found late cards.
+func (r *run) writeCards(rb *readBack) {
+	var b strings.Builder
+	b.WriteString("question\tacked\tcard\tdelay\tstate\n")
+	for _, q := range r.questions {
+		if !q.acked {
+			continue
+		}
+		at, delay := "-", "-"
+		if cs := rb.cards[q.key()]; len(cs) > 0 {
+			at, delay = clock(cs[0].at), cs[0].at.Sub(q.ackedAt).Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", q.key(), clock(q.ackedAt), at, delay, rb.views[q.key()].State)
+	}
+	if err := os.WriteFile(filepath.Join(r.o.DataDir, "cards.tsv"), []byte(b.String()), 0o640); err != nil {
+		r.logf("could not write cards.tsv: %v", err)
+	}
+}
