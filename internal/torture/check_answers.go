@@ -76,27 +76,41 @@ func (r *run) checkDecision(rep *Report, rb *readBack, a *attempt, d streamMsg) 
 	}
 }
 
-// foldedInto returns the earlier click a click was folded into, if any:
-// the same person's click on the same button while that one's claim held
-// (bots/slack foldClick, 10 s), which was decided. The folded click's own
-// attempt was never made: it published the earlier one's again.
+// foldedInto returns the click a click was folded into, if any: the same
+// person's click on the same button made while that one's claim held
+// (bots/slack foldClick, clickFold: in the bucket, from its first
+// handling, and in the replica's memory, from the first such click the
+// replica saw), which was decided or was itself folded into one that was.
+// The folded click's own attempt was never made: it published the other
+// one's again.
 func (r *run) foldedInto(a *attempt, rb *readBack) *attempt {
+	return r.foldRoot(a, rb, map[*attempt]bool{})
+}
+
+func (r *run) foldRoot(a *attempt, rb *readBack, seen map[*attempt]bool) *attempt {
 	c := a.click
-	if c == nil || !a.acked {
+	if c == nil || !a.acked || seen[a] {
 		return nil
 	}
+	seen[a] = true
 	if _, stored := rb.stored[a.id]; stored {
 		return nil
 	}
 	for _, b := range r.attempts {
 		bc := b.click
-		if b == a || bc == nil || !b.acked || b.q != a.q || bc.value != c.value || b.sentAt.After(c.lastReqAt) {
+		if b == a || bc == nil || !b.acked || b.q != a.q || bc.value != c.value {
 			continue
 		}
-		// Its claim was written between its first request and its 200,
-		// and holds clickFold.
-		if c.lastReqAt.Sub(b.ackedAt) <= clickFold+foldSlack && len(rb.byAttempt[b.id]) > 0 {
+		// b's claim was made between its first request and its last,
+		// and holds clickFold from then.
+		if c.lastReqAt.Before(b.sentAt) || c.lastReqAt.Sub(bc.lastReqAt) > clickFold+foldSlack {
+			continue
+		}
+		if len(rb.byAttempt[b.id]) > 0 {
 			return b
+		}
+		if root := r.foldRoot(b, rb, seen); root != nil {
+			return root
 		}
 	}
 	return nil
