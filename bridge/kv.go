@@ -125,8 +125,11 @@ func (kv *KV) KeyTTLs() bool { return kv.keyTTL }
 // Write stores value at key if the key is still at revision rev (0: absent),
 // like Create and Update. With ttl > 0 the key goes ttl after this write,
 // where the bucket allows key TTLs. A lost race is jetstream.ErrKeyExists
-// or jetstream.ErrKeyRevisionMismatch, as from Create and Update.
+// or jetstream.ErrKeyRevisionMismatch, as from Create and Update. It waits
+// for the acknowledgement AckWithin at most.
 func (kv *KV) Write(ctx context.Context, key string, rev uint64, value []byte, ttl time.Duration) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, AckWithin)
+	defer cancel()
 	if ttl <= 0 || !kv.keyTTL {
 		if rev == 0 {
 			return kv.Create(ctx, key, value)

@@ -574,11 +574,21 @@ func Publish(ctx context.Context, js jetstream.JetStream, subject, msgID string,
 	return PublishRaw(ctx, js, subject, msgID, data)
 }
 
+// AckWithin bounds how long a durable publish waits for JetStream's
+// acknowledgement. One comes in milliseconds; a publish that reached a
+// stream's leader as it died never gets one, and without a bound would
+// wait out its caller's whole deadline (an adapter's handler has 90 s),
+// holding the job's later events back long after a new leader took
+// over. Its caller tries again, under the same message id.
+const AckWithin = 5 * time.Second
+
 // PublishRaw is Publish for an already encoded body.
 func PublishRaw(ctx context.Context, js jetstream.JetStream, subject, msgID string, data []byte) error {
 	if msgID == "" {
 		return errors.New("nats: durable publish without a message id")
 	}
+	ctx, cancel := context.WithTimeout(ctx, AckWithin)
+	defer cancel()
 	if _, err := js.Publish(ctx, subject, data, jetstream.WithMsgID(msgID)); err != nil {
 		return fmt.Errorf("nats: publish %s: %w", subject, err)
 	}
