@@ -118,10 +118,11 @@ func (r *run) foldRoot(a *attempt, rb *readBack, seen map[*attempt]bool) *attemp
 
 // clickFold is how long the Slack adapter folds a person's click into
 // the same click made before (bots/slack clickFold); foldSlack allows for
-// the time between a request's start and its handling.
+// the time between a request's start and its handling, and for a claim's
+// key outliving its TTL a little (the server expires keys on a timer).
 const (
 	clickFold = 10 * time.Second
-	foldSlack = 500 * time.Millisecond
+	foldSlack = 2 * time.Second
 )
 
 // classifyCut counts where the kill that cut a click came: before the
