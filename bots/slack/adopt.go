@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/askbridge/askbridge/blockkit"
+	"github.com/askbridge/askbridge/bots/engine"
 )
 
 // Slack's chat.postMessage has no idempotency key. A post whose KV record
@@ -149,6 +151,13 @@ func (b *Bot) findMarked(ctx context.Context, channel, thread string, since time
 			return nil
 		})
 		if err != nil {
+			var hold *engine.Hold
+			if errors.As(err, &hold) {
+				// The method's turn is still to come: the event comes
+				// back then, and looks again (not taken for a failed
+				// lookup, which would post a second card).
+				return found, err
+			}
 			ae := classify(op, err)
 			if ae.Transient {
 				return found, ae

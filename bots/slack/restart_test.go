@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -74,5 +75,48 @@ func TestFirstDeliveryClaimsTheQuestionForAWhile(t *testing.T) {
 	}
 	if len(e.Value()) == 0 {
 		t.Fatal("the claim names no run")
+	}
+}
+
+// TestLookupWaitingForItsTurnHoldsTheJob checks a later try whose lookup
+// must wait for the history method's turn (Slack limits those methods per
+// method, and several tries look at once after a restart): the job is put
+// aside until the turn, and no second card is posted meanwhile. It was
+// taken for a lookup that failed for good, which posts.
+func TestLookupWaitingForItsTurnHoldsTheJob(t *testing.T) {
+	t.Parallel()
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	h := startBot(t, n, fake)
+	q := question("job-lt", "q-lt")
+	ev := askedEvent(q)
+	ev.AskedAt = claimedAt
+	parent := tsAt(claimedAt.Add(-time.Hour), 1)
+	ev.Threads = []bridge.MessageRef{{Platform: bridge.PlatformSlack, Channel: "C0123", Thread: parent}}
+	fake.hold(fakeMsg{Channel: "C0123", TS: parent, Metadata: threadMetaJSON("job-lt")})
+	card := tsAt(claimedAt, 3)
+	fake.hold(fakeMsg{Channel: "C0123", TS: card, Thread: parent, Text: "the card", Metadata: questionMetaJSON("job-lt", "q-lt", 1)})
+	// Other lookups took the method's turns for the next half minute.
+	h.bot.pace.mu.Lock()
+	h.bot.pace.next["method conversations.replies"] = time.Now().Add(30 * time.Second)
+	h.bot.pace.mu.Unlock()
+	res := &engine.Reserved{}
+	err := h.bot.handleEvent(engine.WithReserved(context.Background(), res), &ev, engine.Delivery{Attempt: 2})
+	var hold *engine.Hold
+	if !errors.As(err, &hold) || time.Until(hold.Until) < 20*time.Second {
+		t.Fatalf("handleEvent = %v; want the job held until the lookup's turn", err)
+	}
+	if got := len(fake.Calls("chat.postMessage")); got != 0 {
+		t.Fatalf("%d posts while the lookup waited for its turn, want none", got)
+	}
+	// At its turn the lookup finds the card, and adopts it.
+	h.bot.pace.mu.Lock()
+	delete(h.bot.pace.next, "method conversations.replies")
+	h.bot.pace.mu.Unlock()
+	if err := h.bot.handleEvent(engine.WithReserved(context.Background(), &engine.Reserved{}), &ev, engine.Delivery{Attempt: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(fake.Calls("chat.postMessage")); got != 0 {
+		t.Fatalf("%d posts after the lookup, want none: the card is in Slack", got)
 	}
 }
