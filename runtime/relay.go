@@ -85,10 +85,12 @@ type publishedRow struct {
 }
 
 // Outbox rows are marked sent in batches: at most one commit for it every
-// markSentEvery, unless maxMarkBatch rows are waiting.
+// markSentEvery, unless maxMarkBatch rows are waiting; a try takes
+// markWithin at most.
 const (
 	markSentEvery = 250 * time.Millisecond
 	maxMarkBatch  = 4096
+	markWithin    = time.Second
 )
 
 // relay publishes the outbox, in order, and marks the rows JetStream has
@@ -189,8 +191,15 @@ func (rl *relay) run(ctx context.Context) {
 // the batches whose acknowledgements have all come back. It reports
 // whether it did anything.
 func (rl *relay) once(ctx context.Context) (bool, error) {
-	if err := rl.markDue(ctx, time.Now()); err != nil {
-		return false, err
+	// Marking is bookkeeping: the rows to mark stay pending when it
+	// fails, and publishing goes on. A try is bounded, so that a store
+	// whose leader is being elected (JetStream) holds new events back a
+	// second at most, not its request timeout.
+	mctx, cancel := context.WithTimeout(ctx, markWithin)
+	markErr := rl.markDue(mctx, time.Now())
+	cancel()
+	if markErr != nil && ctx.Err() == nil {
+		rl.log.Warn("outbox relay: rows published but not marked sent yet", "err", markErr)
 	}
 	progressed := false
 	if len(rl.inflight) < maxRelayInflight {
