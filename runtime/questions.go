@@ -107,6 +107,9 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 	return nil
 }
 
+// threadsWithin bounds the read of a job's threads for its asked event.
+const threadsWithin = 2 * time.Second
+
 // askReaders bounds the questions of a batch whose records (the asked
 // event's threads of the job, an approval's proposal) are read at once.
 const askReaders = 16
@@ -260,7 +263,13 @@ func (r *Runtime) askedEvent(ctx context.Context, rec *store.Record, q *bridge.Q
 		ev.Proposal = r.proposalStatus(q, p)
 	}
 	// A hint, not a rule: an adapter that lacks it looks for the thread.
-	if threads, err := r.asking.JobThreads(ctx, q.Tenant, q.JobID); err == nil {
+	// So it is not waited for long: on the JetStream store it is a watch
+	// of the record, which needs the cluster's meta leader, and a question
+	// should not wait for that leader's election.
+	tctx, cancel := context.WithTimeout(ctx, threadsWithin)
+	threads, err := r.asking.JobThreads(tctx, q.Tenant, q.JobID)
+	cancel()
+	if err == nil {
 		ev.Threads = threads
 	} else {
 		r.log.Warn("the job's threads could not be read for its asked event", "tenant", q.Tenant, "job", q.JobID, "err", err)

@@ -91,6 +91,8 @@ const (
 	markSentEvery = 250 * time.Millisecond
 	maxMarkBatch  = 4096
 	markWithin    = time.Second
+	// scanWithin bounds a read of the rows to publish.
+	scanWithin = 2 * time.Second
 )
 
 // relay publishes the outbox, in order, and marks the rows JetStream has
@@ -235,7 +237,12 @@ func (rl *relay) once(ctx context.Context) (bool, error) {
 // publishNext publishes the rows after the last one published; nil when
 // there are none.
 func (rl *relay) publishNext(ctx context.Context) (*relayBatch, error) {
-	rows, err := rl.st.Unsent(ctx, rl.lastPublished, 256, time.Now().Add(-staleAfter))
+	// A read of the outbox that cannot be answered (the JetStream store's
+	// watch, while the cluster elects its meta leader) is tried again at
+	// the next round rather than waited out.
+	sctx, cancel := context.WithTimeout(ctx, scanWithin)
+	rows, err := rl.st.Unsent(sctx, rl.lastPublished, 256, time.Now().Add(-staleAfter))
+	cancel()
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
