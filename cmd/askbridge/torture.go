@@ -113,7 +113,7 @@ func (c *cli) printTortureReport(rep *torture.Report) {
 		{"cards posted (fake Slack)", rep.Cards},
 		{"  posted twice or more", rep.CardDuplicates},
 		{"  missing", rep.CardsMissing},
-		{"  later than " + torture.CardWithin.String(), rep.CardsLate},
+		{"  later than " + torture.DefaultCardWithin.String(), rep.CardsLate},
 		{"  none, ended before due", rep.NoCard},
 		{"card delay p50", rep.CardDelayP50},
 		{"card delay p99", rep.CardDelayP99},

@@ -10,7 +10,7 @@ import (
 )
 
 // checkCards checks every stored question's card on the fake Slack:
-// posted once, and within CardWithin of the question's acknowledged
+// posted once, and within Options.CardWithin of the question's acknowledged
 // publish, not counting the windows when no replica was ready (nothing
 // could post then). A question that ended before its card was due may
 // have none: there was nothing left to show.
@@ -27,7 +27,7 @@ func (r *run) checkCards(rep *Report, rb *readBack) {
 			rep.CardDuplicates += len(cs) - 1
 			rep.violate("question %s: its card was posted %d times (ts %s)", k, len(cs), cardTSs(cs))
 		}
-		late := due(rb.down, q.ackedAt, CardWithin)
+		late := due(rb.down, q.ackedAt, r.o.CardWithin)
 		if len(cs) == 0 {
 			if end, ok := endOf(rb.events[k], v.Deadline); ok && end.Before(late) {
 				rep.NoCard++
@@ -36,7 +36,7 @@ func (r *run) checkCards(rep *Report, rb *readBack) {
 			rep.CardsMissing++
 			rep.violate("question %s (%s) has no card at the end: its publish was acknowledged at %s, so its card was due by %s (%v later, %v of it when no replica was ready)%s",
 				k, v.State, clock(q.ackedAt), clock(late), late.Sub(q.ackedAt).Round(time.Millisecond), overlap(rb.down, q.ackedAt, late).Round(time.Millisecond),
-				r.killsWithin(q.ackedAt.Add(-CardWithin), late))
+				r.killsWithin(q.ackedAt.Add(-r.o.CardWithin), late))
 			continue
 		}
 		first := cs[0].at
@@ -46,7 +46,7 @@ func (r *run) checkCards(rep *Report, rb *readBack) {
 			rep.CardsLate++
 			rep.violate("question %s: its card came at %s, %v after its publish was acknowledged at %s; less the %v when no replica was ready, %v: more than %v%s",
 				k, clock(first), first.Sub(q.ackedAt).Round(time.Millisecond), clock(q.ackedAt), down.Round(time.Millisecond),
-				(first.Sub(q.ackedAt) - down).Round(time.Millisecond), CardWithin, r.killsWithin(q.ackedAt.Add(-CardWithin), first))
+				(first.Sub(q.ackedAt) - down).Round(time.Millisecond), r.o.CardWithin, r.killsWithin(q.ackedAt.Add(-r.o.CardWithin), first))
 		}
 	}
 	r.writeCards(rb)
@@ -68,7 +68,7 @@ func (r *run) killsWithin(from, to time.Time) string {
 	if len(ks) == 0 {
 		return ""
 	}
-	return "; kills from 10s before the publish on: " + strings.Join(ks, ", ")
+	return fmt.Sprintf("; kills from %v before the publish on: ", r.o.CardWithin) + strings.Join(ks, ", ")
 }
 
 // endOf is when an ended question stopped waiting for a person: its

@@ -80,7 +80,7 @@ func (r *run) settled(ctx context.Context) (bool, string, error) {
 		}
 		// A card not posted yet, of a question still waiting, may come
 		// until it is late; the check counts it missing after that.
-		if ok && q.card == nil && v.State == bridge.StatePending && time.Now().Before(due(down, q.ackedAt, CardWithin)) {
+		if ok && q.card == nil && v.State == bridge.StatePending && time.Now().Before(due(down, q.ackedAt, r.o.CardWithin)) {
 			cards++
 		}
 	}

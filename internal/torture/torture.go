@@ -63,11 +63,17 @@ type Options struct {
 	// SIGKILLs one replica, and one NATS node with it unless it is aimed
 	// at a click.
 	Replicas int
+	// CardWithin is how soon after its publish is acknowledged a question's
+	// card must be posted, not counting time when no replica was ready;
+	// zero means DefaultCardWithin. The command measures against the
+	// default; a test gives a bound that only detects a card that never
+	// comes, as a loaded machine may post any card late.
+	CardWithin time.Duration
 }
 
-// CardWithin is how soon after its publish is acknowledged a question's
-// card must be posted, not counting time when no replica was ready.
-const CardWithin = 10 * time.Second
+// DefaultCardWithin is the failover promise of docs/deploy.md: a card
+// comes within seconds of its question, kills included.
+const DefaultCardWithin = 10 * time.Second
 
 // Report is what a run saw. Counts are for this run's questions only.
 type Report struct {
@@ -110,7 +116,7 @@ type Report struct {
 	Resumes, Duplicates, Lost int
 	// Cards is question cards posted to the fake Slack; CardDuplicates
 	// cards beyond the first of a question; CardsLate cards posted more
-	// than CardWithin after the question's acknowledged publish (not
+	// than Options.CardWithin after the question's acknowledged publish (not
 	// counting time when no replica was ready); CardsMissing questions
 	// without a card still pending past then; NoCard questions that ended
 	// before their card was due and never got one.
@@ -232,6 +238,9 @@ func (o *Options) defaults() {
 	}
 	if o.ShortMax < o.ShortMin {
 		o.ShortMax = max(12*time.Second, o.ShortMin)
+	}
+	if o.CardWithin <= 0 {
+		o.CardWithin = DefaultCardWithin
 	}
 }
 

@@ -50,6 +50,10 @@ func buildAskbridge(dir string) (string, error) {
 	return bin, nil
 }
 
+// cardHang is the tests' bound on a card's coming: it detects a card that
+// never comes, and measures nothing.
+const cardHang = time.Minute
+
 // TestTortureShort is the CI variant of 'askbridge torture': questions,
 // shown on a fake Slack and answered by clicks and on NATS, for 8 s, and on
 // until the real server process has been SIGKILLed (every ~2.5 s, every
@@ -67,6 +71,10 @@ func TestTortureShort(t *testing.T) {
 		MinKills:  3,
 		ShortMin:  2 * time.Second,
 		ShortMax:  4 * time.Second,
+		// Only a card that never comes fails the test: how soon cards come
+		// is the command's figure (docs/benchmarks.md), which a loaded
+		// machine would turn into a coin toss here.
+		CardWithin: cardHang,
 	})
 	if rep.Kills < 3 {
 		t.Errorf("%d kills; want at least 3", rep.Kills)
@@ -107,14 +115,15 @@ func TestTortureClusterShort(t *testing.T) {
 		t.Skip("kill -9 cluster torture test: skipped with -short")
 	}
 	rep := runTorture(t, 4*time.Minute, torture.Options{
-		DataDir:   filepath.Join(t.TempDir(), "data"),
-		Replicas:  2,
-		Duration:  6 * time.Second,
-		Rate:      15,
-		KillEvery: 3 * time.Second,
-		MinKills:  2,
-		ShortMin:  2 * time.Second,
-		ShortMax:  4 * time.Second,
+		DataDir:    filepath.Join(t.TempDir(), "data"),
+		Replicas:   2,
+		Duration:   6 * time.Second,
+		Rate:       15,
+		KillEvery:  3 * time.Second,
+		MinKills:   2,
+		ShortMin:   2 * time.Second,
+		ShortMax:   4 * time.Second,
+		CardWithin: cardHang,
 	})
 	if rep.Kills < 2 || rep.NodeKills < 1 {
 		t.Errorf("%d replica kills, %d NATS node kills; want two and one", rep.Kills, rep.NodeKills)
