@@ -19,11 +19,12 @@ import (
 // consumerAckWait of the death of whoever held it.
 const attemptRetry = 500 * time.Millisecond
 
-// maxAttemptWaits bounds how often an attempt is handed back: about 15 s,
-// past consumerAckWait, by when an earlier attempt a dead replica held has
-// been decided. An earlier one still undecided then is stuck for another
-// reason (the ack floor held back by a message that keeps failing), and
-// must not hold the question for ever: the attempt is decided.
+// maxAttemptWaits bounds how often an attempt is handed back
+// (Options.AttemptWaits): about 15 s, past consumerAckWait, by when an
+// earlier attempt a dead replica held has been decided. An earlier one
+// still undecided then is stuck for another reason (the ack floor held
+// back by a message that keeps failing), and must not hold the question
+// for ever: the attempt is decided.
 const maxAttemptWaits = 30
 
 // attemptOrder keeps the attempts of one question decided in the order the
@@ -130,7 +131,7 @@ func (r *Runtime) orderAttempts(ctx context.Context, items []*attemptItem) (map[
 	waiting := map[*attemptItem]bool{}
 	for _, it := range items {
 		first, ok := earlier[questionOf(it.tenant, it.job, it.a.QuestionID)]
-		if it.delivered > maxAttemptWaits {
+		if it.delivered > uint64(cmp.Or(r.o.AttemptWaits, maxAttemptWaits)) {
 			continue
 		}
 		if (ok && first < it.seq) || waitingBefore(waiting, it) {

@@ -92,7 +92,7 @@ func takeAttempt(ctx context.Context, t *testing.T, env *testenv.Env) jetstream.
 // decided.
 func TestAttemptWaitsForAnEarlierOneOnlySoLong(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Roles: roles, Store: testenv.StoreSQLite, Shared: true})
+	env := testenv.Start(t, testenv.Options{Roles: roles, Store: testenv.StoreSQLite, Shared: true, AttemptWaits: 3})
 	ctx := context.Background()
 	q := choiceQuestion("job-stuck")
 	ch := ask(t, env, q)

@@ -157,6 +157,10 @@ type Options struct {
 	// consumers when no error made it look sooner (see heal); 0 is 5 s.
 	// Tests shorten it.
 	HealEvery time.Duration
+	// AttemptWaits is how often an attempt that waits for an earlier one
+	// of its question is handed back before it is decided anyway; 0 is
+	// maxAttemptWaits (about 15 s). Tests shorten it.
+	AttemptWaits int
 	// TimeZone is where "tomorrow 09:00" of a snooze is (ASK_TIME_ZONE);
 	// nil is UTC.
 	TimeZone *time.Location

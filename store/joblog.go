@@ -121,12 +121,12 @@ func (s *Store) PruneGateLog(ctx context.Context, before time.Time) (int64, erro
 	}
 }
 
-// oldGateEntries reads up to pruneScan entries after id after, and returns
+// oldGateEntries reads up to s.pruneScan entries after id after, and returns
 // the gate entries among them older than cutoff, the id the next read
 // starts after, and whether an entry at or after the cutoff (or the end of
 // the table) was reached.
 func (s *Store) oldGateEntries(ctx context.Context, after, cutoff int64) (ids []int64, next int64, done bool, err error) {
-	rows, err := s.rs.query(ctx, "SELECT id, kind, at FROM job_log WHERE id > ? ORDER BY id LIMIT ?", after, pruneScan)
+	rows, err := s.rs.query(ctx, "SELECT id, kind, at FROM job_log WHERE id > ? ORDER BY id LIMIT ?", after, s.pruneScan)
 	if err != nil {
 		return nil, after, false, err
 	}
@@ -147,5 +147,5 @@ func (s *Store) oldGateEntries(ctx context.Context, after, cutoff int64) (ids []
 		}
 		next = id
 	}
-	return ids, next, seen < pruneScan, rows.Err()
+	return ids, next, seen < s.pruneScan, rows.Err()
 }

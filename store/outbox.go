@@ -89,10 +89,11 @@ func (s *Store) OutboxBacklogAfter(ctx context.Context, after int64) (int64, err
 	return n, nil
 }
 
-// Pruning finds old rows with a read connection, pruneScan at a time, and
-// deletes them pruneChunk to a transaction: one DELETE of an hour's rows
-// held the single writer for seconds at a high answer rate, and every
-// answer waited behind it.
+// Pruning finds old rows with a read connection, Store.pruneScan
+// (pruneScan unless a test lowers it) at a time, and deletes them
+// pruneChunk to a transaction: one DELETE of an hour's rows held the
+// single writer for seconds at a high answer rate, and every answer
+// waited behind it.
 const (
 	pruneScan  = 10000
 	pruneChunk = 500
@@ -153,14 +154,14 @@ func (s *Store) pruneInChunks(ctx context.Context, find, del string, cutoff int6
 			n, _ := res.RowsAffected()
 			total += n
 		}
-		if len(keys) < pruneScan || total == before {
+		if len(keys) < s.pruneScan || total == before {
 			return total, nil
 		}
 	}
 }
 
 func (s *Store) oldKeys(ctx context.Context, find string, cutoff int64, scan func(*sql.Rows) (any, error)) ([]any, error) {
-	rows, err := s.rs.query(ctx, find, cutoff, pruneScan)
+	rows, err := s.rs.query(ctx, find, cutoff, s.pruneScan)
 	if err != nil {
 		return nil, err
 	}

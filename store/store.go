@@ -52,6 +52,9 @@ type Store struct {
 	// every old gate entry; logPruneMu keeps prunes one at a time.
 	logPruneMu sync.Mutex
 	logPruned  int64
+	// pruneScan is how many old rows a prune reads at a time (pruneScan;
+	// tests lower it to prune past one read without writing thousands).
+	pruneScan int
 }
 
 // checkpointEvery is how often the background checkpoint runs; the writer
@@ -90,7 +93,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	ckpt.SetMaxOpenConns(1)
-	s := &Store{w: w, r: r, ws: newStmtCache(w), rs: newStmtCache(r), ckpt: ckpt, ckptDone: make(chan struct{})}
+	s := &Store{w: w, r: r, ws: newStmtCache(w), rs: newStmtCache(r), ckpt: ckpt, ckptDone: make(chan struct{}), pruneScan: pruneScan}
 	if err := s.migrate(ctx); err != nil {
 		close(s.ckptDone)
 		s.Close()

@@ -764,12 +764,13 @@ func TestPrefetchReadsAsFindAnswerable(t *testing.T) {
 func TestPruneManyRows(t *testing.T) {
 	t.Parallel()
 	s := open(t)
+	s.pruneScan = 200
 	ctx := context.Background()
-	const old, recent = pruneScan + 2345, 7
+	old, recent := 2*s.pruneScan+45, 7
 	var ids []int64
 	for len(ids) < old+recent+1 {
 		var msgs []Message
-		for range 1000 {
+		for range 100 {
 			msgs = append(msgs, Message{Subject: "ev", Data: []byte("x")})
 		}
 		if err := s.Enqueue(ctx, msgs); err != nil {
@@ -791,15 +792,15 @@ func TestPruneManyRows(t *testing.T) {
 	if err := s.MarkSent(ctx, ids[old:old+recent], t0); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.PruneSent(ctx, t0.Add(-time.Hour)); err != nil || n != old {
+	if n, err := s.PruneSent(ctx, t0.Add(-time.Hour)); err != nil || n != int64(old) {
 		t.Fatalf("pruned %d, %v; want %d", n, err, old)
 	}
 	var left, unsent int64
 	if err := s.w.QueryRowContext(ctx, "SELECT COUNT(*), COUNT(*) FILTER (WHERE sent_at IS NULL) FROM outbox").Scan(&left, &unsent); err != nil {
 		t.Fatal(err)
 	}
-	if want := int64(len(ids) - old); left != want || unsent != want-recent {
-		t.Fatalf("%d rows left (%d unsent), want %d (%d unsent)", left, unsent, want, want-recent)
+	if want := int64(len(ids) - old); left != want || unsent != want-int64(recent) {
+		t.Fatalf("%d rows left (%d unsent), want %d (%d unsent)", left, unsent, want, want-int64(recent))
 	}
 
 	rec := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
@@ -814,7 +815,7 @@ func TestPruneManyRows(t *testing.T) {
 	if _, err := s.Decide(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.PruneAttempts(ctx, t0.Add(-time.Hour)); err != nil || n != old {
+	if n, err := s.PruneAttempts(ctx, t0.Add(-time.Hour)); err != nil || n != int64(old) {
 		t.Fatalf("pruned %d attempts, %v; want %d", n, err, old)
 	}
 	for _, i := range []int{0, old - 1, old, old + recent - 1} {

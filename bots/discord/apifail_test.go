@@ -33,24 +33,40 @@ func TestAnswerResumesWhenTheCardEditFails(t *testing.T) {
 // the ladder climbs on to the timeout.
 func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
 	t.Parallel()
-	env, h := startE2E(t, runtime.Roles{})
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Clock: clock,
+		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+	h := start(t, harnessOptions{nats: env.NATS})
 	const owner = "4242"
 	h.fake.blockDMs(kevin.ID)
 	h.fake.failOn(failRule{Method: "POST", Prefix: "/channels/77" + owner + "/messages", Status: 503, Times: 1})
 	q := colorQuestion()
-	q.Timeout, q.Owner = "4s", "discord:"+owner
+	q.Timeout, q.Owner = "4h", "discord:"+owner
 	ask(t, env, q)
 	h.posted(channelA, 1)
-	res := await(t, env, q)
-	if res.Outcome != bridge.OutcomeTimedOut || res.Failure != nil {
-		t.Fatalf("resume = %+v", res)
-	}
+
+	clock.Advance(time.Hour + time.Second) // the answerers' step: kevin takes no DMs
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
+		if n := len(h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 1 {
+			return fmt.Errorf("%d DM requests to kevin, want the refused one", n)
+		}
+		return nil
+	})
+	clock.Advance(time.Hour) // the owner's step: failed once, then sent
 	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if n := len(h.fake.requests("POST", "/channels/77"+owner+"/messages")); n != 2 {
 			return fmt.Errorf("%d DM requests to the owner, want the failed one and its retry", n)
 		}
 		return nil
 	})
+	clock.Advance(2 * time.Hour)
+	res := await(t, env, q)
+	if res.Outcome != bridge.OutcomeTimedOut || res.Failure != nil {
+		t.Fatalf("resume = %+v", res)
+	}
+	if n := len(h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 1 {
+		t.Errorf("%d DM requests to kevin, want the one refused: a person who takes no DMs is not tried again", n)
+	}
 }
 
 // TestUnrecordedClickIsNotAcknowledged checks a click whose attempt could
@@ -64,6 +80,7 @@ func TestUnrecordedClickIsNotAcknowledged(t *testing.T) {
 	ask(t, env, q)
 	msg := h.posted(channelA, 1)
 	ctx := context.Background()
+	h.attempts.close(t)
 	st, err := env.NATS.JS.Stream(ctx, bridge.StreamAnswers)
 	if err != nil {
 		t.Fatal(err)

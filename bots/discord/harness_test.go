@@ -54,6 +54,18 @@ const (
 type collector struct {
 	mu   sync.Mutex
 	msgs []*nats.Msg
+	sub  *nats.Subscription
+}
+
+// close stops collecting. A test whose publish must find no stream closes
+// the collector of its subject first: a subscriber takes the publish, so
+// JetStream's "no responders" never comes and the publisher waits out its
+// deadline.
+func (c *collector) close(t testing.TB) {
+	t.Helper()
+	if err := c.sub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (c *collector) all() []*nats.Msg {
@@ -65,7 +77,8 @@ func (c *collector) all() []*nats.Msg {
 func collect(t testing.TB, nc *nats.Conn, subject string) *collector {
 	t.Helper()
 	c := &collector{}
-	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+	var err error
+	c.sub, err = nc.Subscribe(subject, func(m *nats.Msg) {
 		c.mu.Lock()
 		c.msgs = append(c.msgs, m)
 		c.mu.Unlock()
@@ -76,7 +89,7 @@ func collect(t testing.TB, nc *nats.Conn, subject string) *collector {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	t.Cleanup(func() { _ = c.sub.Unsubscribe() })
 	return c
 }
 

@@ -3,7 +3,10 @@ package slack
 import (
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
@@ -16,27 +19,53 @@ import (
 // neither the question's failure nor an answer.
 func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
 	t.Parallel()
-	env, h := e2e(t, runtime.Roles{Admins: []string{"slack:U0ADM"}})
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Clock: clock, Roles: runtime.Roles{Admins: []string{"slack:U0ADM"}},
+		Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+	h := startBot(t, env.NATS, newFakeSlack(t))
 	h.fake.fail("conversations.open", http.StatusOK, nil, `{"ok":false,"error":"user_not_found"}`)
 	h.fake.fail("conversations.open", http.StatusServiceUnavailable, nil, `{"ok":false,"error":"service_unavailable"}`)
 	q := question("job-dm", "q-dm")
-	q.Timeout = "6s"
 	publishQuestion(t, env, q)
 	h.posted(t, "q-dm")
+
+	// The answerers' step: kevin cannot be messaged. The owner's step: the
+	// first try fails for now. The admins' step: sent at once.
+	for i, step := range []struct {
+		after time.Duration
+		opens int
+		sent  []string
+	}{
+		{time.Hour + time.Second, 1, nil},
+		{time.Hour, 3, []string{"D0OWNER"}},
+		{time.Hour, 4, []string{"D0OWNER", "D0ADM"}},
+	} {
+		clock.Advance(step.after)
+		testenv.CheckFor(t, wait, tick, func() error {
+			opens := len(h.fake.Calls("conversations.open"))
+			sent := dmChannels(h.fake)
+			if opens != step.opens || !slices.Equal(sent, step.sent) {
+				return fmt.Errorf("step %d: %d DM channels opened, DMs sent to %v; want %v", i+1, opens, sent, step.sent)
+			}
+			return nil
+		})
+	}
+	clock.Advance(time.Hour)
 	out := awaitOutcome(t, env, q)
 	if out.Outcome != bridge.OutcomeTimedOut || out.Failure != nil {
 		t.Fatalf("outcome: %+v", out)
 	}
-	testenv.CheckFor(t, wait, tick, func() error {
-		sent := map[string]bool{}
-		for _, c := range h.fake.Calls("chat.postMessage") {
-			sent[c.Str("channel")] = true
+}
+
+// dmChannels is the DM channels messages went to, in order, each once.
+func dmChannels(f *fakeSlack) []string {
+	var out []string
+	for _, c := range f.Calls("chat.postMessage") {
+		if ch := c.Str("channel"); strings.HasPrefix(ch, "D") && !slices.Contains(out, ch) {
+			out = append(out, ch)
 		}
-		if !sent["D0OWNER"] || !sent["D0ADM"] {
-			return fmt.Errorf("DMs sent to %v", sent)
-		}
-		return nil
-	})
+	}
+	return out
 }
 
 // TestAnswerResumesWhenTheCardUpdateFails checks a click is decided and

@@ -47,14 +47,17 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 	}
 	defer os.RemoveAll(dir)
 
+	// The baselines run about as many operations as the run asks
+	// questions, within bounds, so that a tiny run stays tiny.
+	publishes, singleCommits := min(max(10*n, 2000), 20000), min(max(n, 500), 5000)
 	var jsRate, sqlRate float64
 	var commits bench.Commits
 	if o.replicas == 0 {
 		fmt.Fprintf(c.stderr, "baselines: JetStream publish (sync %s) and SQLite single-row commits...\n", *syncMode)
-		if jsRate, err = bench.JetStreamPublishRate(ctx, dir, *syncMode == "always", 20000, 256); err != nil {
+		if jsRate, err = bench.JetStreamPublishRate(ctx, dir, *syncMode == "always", publishes, 256); err != nil {
 			return c.fail("bench: baseline: %v", err)
 		}
-		if commits, err = bench.SQLiteCommits(ctx, dir, 5000); err != nil {
+		if commits, err = bench.SQLiteCommits(ctx, dir, singleCommits); err != nil {
 			return c.fail("bench: baseline: %v", err)
 		}
 		sqlRate = commits.PerSecond
@@ -93,7 +96,7 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 		if err != nil {
 			return c.fail("bench: %v", err)
 		}
-		if jsRate, err = bench.PublishRate(ctx, js, 3, 20000, 256); err != nil {
+		if jsRate, err = bench.PublishRate(ctx, js, 3, publishes, 256); err != nil {
 			return c.fail("bench: baseline: %v", err)
 		}
 	}

@@ -67,8 +67,9 @@ func (c *cli) benchGate(ctx context.Context, o benchOptions, pending int) int {
 	}
 	fmt.Fprintf(c.stderr, "  %d pending in %v\n", pending, time.Since(askStart).Round(100*time.Millisecond))
 
-	// The baselines first, then the gate, in the same minute.
-	commits, err := bench.SQLiteCommits(ctx, dir, 2000)
+	// The baselines first, then the gate, in the same minute; a tiny run's
+	// baseline is small too.
+	commits, err := bench.SQLiteCommits(ctx, dir, min(max(10*pending, 500), 2000))
 	if err != nil {
 		return c.usageError("bench", "baseline: %v", err)
 	}

@@ -57,9 +57,11 @@ type Options struct {
 	People bridge.People
 	// Clarify shapes the clarification metrics (runtime.ClarifyMetrics).
 	Clarify runtime.ClarifyMetrics
-	// MarkSentAfter, HealEvery and LeaseRenew are passed to the runtime.
+	// MarkSentAfter, HealEvery, AttemptWaits and LeaseRenew are passed to
+	// the runtime.
 	MarkSentAfter time.Duration
 	HealEvery     time.Duration
+	AttemptWaits  int
 	LeaseRenew    time.Duration
 	// NATSURL, when set, is an external NATS server to use instead of an
 	// embedded one.
@@ -238,7 +240,7 @@ func (e *Env) startRuntime() (*Replica, error) {
 	reg := prometheus.NewRegistry()
 	rt, err := runtime.New(runtime.Options{
 		NATS: e.NATS, Store: e.RecordStore, Roles: o.Roles, Platforms: platforms(o.Platforms), Logger: e.logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
-		Clock: o.Clock, TimeZone: o.TimeZone, Policy: o.Policy, People: o.People, Clarify: o.Clarify, HealEvery: o.HealEvery, LeaseRenew: o.LeaseRenew,
+		Clock: o.Clock, TimeZone: o.TimeZone, Policy: o.Policy, People: o.People, Clarify: o.Clarify, HealEvery: o.HealEvery, AttemptWaits: o.AttemptWaits, LeaseRenew: o.LeaseRenew,
 	})
 	if err != nil {
 		return nil, err
