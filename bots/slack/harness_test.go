@@ -521,11 +521,13 @@ type harness struct {
 	extra func(*Options)
 }
 
+// testLogger is the adapter's log, printed when the test fails
+// (SLACK_TEST_LOG=1: all of it, at debug level, as it comes).
 func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("SLACK_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
+	return testenv.FailureLogger(t).With("who", "slack")
 }
 
 // startBot starts an adapter on n talking to fake; opts may adjust options.

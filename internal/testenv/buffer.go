@@ -2,7 +2,9 @@ package testenv
 
 import (
 	"bytes"
+	"log/slog"
 	"sync"
+	"testing"
 )
 
 // LockedBuffer is a bytes.Buffer safe to write from several goroutines, such
@@ -22,4 +24,17 @@ func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// FailureLogger is a logger at info level whose lines t prints if it
+// fails, and drops if it passes.
+func FailureLogger(t testing.TB) *slog.Logger {
+	t.Helper()
+	buf := &LockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the log:\n%s", buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(buf, nil))
 }

@@ -43,7 +43,8 @@ type Options struct {
 	// BeforePublish and AfterPublish are passed to the runtime (crash tests).
 	BeforePublish func(store.OutboxRow) error
 	AfterPublish  func(store.OutboxRow) error
-	// Logger defaults to a discarding logger; set one to see the runtime's logs.
+	// Logger receives the runtime's logs; Start's default prints them when
+	// the test fails.
 	Logger *slog.Logger
 	// SyncAlways makes JetStream fsync every write, as serve does by default.
 	SyncAlways bool
@@ -145,8 +146,15 @@ func (r *Replica) Stop() {
 }
 
 // Start starts the core and stops it when the test ends.
+//
+// Without Options.Logger the runtime logs at info level into a buffer the
+// test prints when it fails: what the runtime saw is then beside what the
+// test waited for.
 func Start(t testing.TB, o Options) *Env {
 	t.Helper()
+	if o.Logger == nil {
+		o.Logger = FailureLogger(t)
+	}
 	env, err := start(o, t.TempDir)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
