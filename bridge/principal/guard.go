@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -80,7 +81,9 @@ func (g *Guard) from(h nats.Header) (*Principal, error) {
 
 // Watch applies the register's revocations under dataDir to the server
 // and to g as `askbridge creds revoke` changes it, checking every tick,
-// until ctx ends.
+// until ctx ends. A revocation applied drops the replies in flight to
+// and from the service account's imports (the requester times out, and a
+// gate request fails closed); a credential issued changes nothing.
 func (g *Guard) Watch(ctx context.Context, dataDir string, keys *Keys, s *server.Server, tick time.Duration, log *slog.Logger) {
 	stamp := RegisterStamp(dataDir)
 	t := time.NewTicker(tick)
@@ -102,6 +105,13 @@ func (g *Guard) Watch(ctx context.Context, dataDir string, keys *Keys, s *server
 		}
 		stamp = now
 		revoked := reg.Revocations()
+		if g.sameRevoked(revoked) {
+			// A credential issued: nothing for NATS to learn. Applying the
+			// accounts' claims again would drop the replies then in flight
+			// across their imports (an agent's gate request among them).
+			log.Debug("credentials: register re-read; no revocation changed")
+			continue
+		}
 		g.SetRevoked(revoked)
 		if s != nil && keys != nil {
 			if err := keys.Apply(s, revoked); err != nil {
@@ -109,6 +119,13 @@ func (g *Guard) Watch(ctx context.Context, dataDir string, keys *Keys, s *server
 				continue
 			}
 		}
-		log.Info("credentials: register re-read", "revoked", len(revoked))
+		log.Info("credentials: register re-read; revocations applied", "revoked", len(revoked))
 	}
+}
+
+// sameRevoked reports whether revoked are the revocations g applies.
+func (g *Guard) sameRevoked(revoked map[string]int64) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return maps.Equal(g.revoked, revoked)
 }

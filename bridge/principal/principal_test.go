@@ -1,10 +1,13 @@
 package principal
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -220,4 +223,115 @@ func TestKeysKeptBeforeTheActingAccountGainIt(t *testing.T) {
 	if last, _ := LoadKeys(dir); last == nil || pub(last.Acting) != pub(again.Acting) {
 		t.Error("the acting key made at start was not kept")
 	}
+}
+
+// TestMintDoesNotLoseRepliesInFlight: a credential minted while an agent's
+// request waits for its reply (a gate request) leaves the register
+// changed; the service re-reads it, and the reply still reaches the agent.
+// Re-applying the accounts' claims when no revocation changed dropped the
+// replies then in flight across the accounts' imports.
+func TestMintDoesNotLoseRepliesInFlight(t *testing.T) {
+	dir := t.TempDir()
+	k, err := LoadOrCreateKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true}
+	if err := k.Configure(o, nil); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := server.NewServer(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(30 * time.Second) {
+		t.Fatal("the server did not start")
+	}
+	defer ns.Shutdown()
+	connect := func(s Spec) *nats.Conn {
+		t.Helper()
+		is, err := k.Mint(s, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, err := OpenRegister(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.Add(Entry{Name: s.Name, Kind: s.Kind, UserKey: is.UserKey, IssuedAt: time.Unix(is.IssuedAt, 0)}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.Save(); err != nil {
+			t.Fatal(err)
+		}
+		nc, err := nats.Connect(ns.ClientURL(), nats.UserJWTAndSeed(is.JWT, is.Seed), nats.CustomInboxPrefix(InboxPrefix(s.Name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	svc := connect(Spec{Kind: KindAdmin, Name: "askbridge"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := NewGuard(k.Verifier(), map[string]int64{})
+	logs := &lockedBuffer{}
+	go g.Watch(ctx, dir, k, ns, 10*time.Millisecond, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+
+	held := make(chan *nats.Msg, 1)
+	if _, err := svc.Subscribe("ask.v1.gate.acme.job-1", func(m *nats.Msg) { held <- m }); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	agent := connect(Spec{Kind: KindAgent, Name: "agent-1", Tenant: "acme"})
+	replied := make(chan error, 1)
+	go func() {
+		_, err := agent.Request("ask.v1.gate.acme.job-1", []byte(`{}`), 30*time.Second)
+		replied <- err
+	}()
+	var req *nats.Msg
+	select {
+	case req = <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request never reached the service")
+	}
+	// Another agent's credential is minted meanwhile, and re-read.
+	stamp := RegisterStamp(dir)
+	connect(Spec{Kind: KindAgent, Name: "agent-2", Tenant: "acme"})
+	if RegisterStamp(dir) == stamp {
+		t.Fatal("the register did not change")
+	}
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(logs.String(), "register re-read"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the service never re-read the register: %s", logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := req.Respond([]byte(`{"allowed":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-replied; err != nil {
+		t.Fatalf("the agent's request lost its reply: %v", err)
+	}
+}
+
+// lockedBuffer is a log the watch writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -37,7 +37,7 @@ import (
 
 // startTestService runs the whole service in-process on loopback ports in a
 // temp dir, configured by set (nil: the defaults; testConfig), and stops it
-// when the test ends.
+// when the test ends. Its log is printed if the test fails.
 func startTestService(t *testing.T, set func(*config.Config)) (*service, *config.Config) {
 	t.Helper()
 	cfg := testConfig(t, set)
@@ -45,7 +45,7 @@ func startTestService(t *testing.T, set func(*config.Config)) (*service, *config
 	// on a busy machine, and the start waits for it.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testenv.Patience)
 	defer cancel()
-	s, err := startService(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := startService(ctx, cfg, testenv.FailureLogger(t))
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
