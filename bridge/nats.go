@@ -149,7 +149,13 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 		return nil, &ConnectError{Err: err}
 	}
 	n.Conn = nc
-	js, err := jetstream.New(nc)
+	// An asynchronous publish (the outbox relay's) whose acknowledgement
+	// never comes fails after AckWithin, and is published again: without
+	// the bound it would hold every later row back until a reconnect. One
+	// that reached a subscriber where no stream took its subject (an agent
+	// waiting, while a stream is made again) gets no acknowledgement, nor
+	// JetStream's "no responders".
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(AckWithin))
 	if err != nil {
 		n.Close()
 		return nil, fmt.Errorf("nats: jetstream: %w", err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/store"
@@ -260,4 +262,59 @@ func gauge(t *testing.T, env *testenv.Env, name string) float64 {
 	}
 	t.Fatalf("no gauge %s", name)
 	return 0
+}
+
+// TestRelayPublishesAgainWhenNoAckComes: a resume published while no
+// stream takes its subject, but a subscriber does (an agent waiting on
+// it), reaches the subscriber and is acknowledged by nobody. The relay
+// publishes it again after bridge.AckWithin, and once the stream takes
+// the subject again the resume is stored: a lost acknowledgement does not
+// hold the outbox back for ever.
+func TestRelayPublishesAgainWhenNoAckComes(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Roles: roles})
+	ctx := context.Background()
+	q := choiceQuestion("job-noack")
+	ch := ask(t, env, q)
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
+		_, err := env.Store.Find(ctx, store.Key{Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID})
+		return err
+	})
+
+	heard := make(chan struct{}, 16)
+	sub, err := env.NATS.Conn.Subscribe(bridge.PrefixResume+".>", func(*nats.Msg) { heard <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	st, err := env.NATS.JS.Stream(ctx, bridge.StreamResumes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	subjects := cfg.Subjects
+	cfg.Subjects = []string{"elsewhere.>"}
+	if _, err := env.NATS.JS.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	attempt(t, env, bridge.AnswerAttempt{JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1, AttemptID: "noack",
+		Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+	select {
+	case <-heard: // published, and taken by the subscriber alone
+	case <-time.After(testenv.Patience):
+		t.Fatal("the resume was never published")
+	}
+	cfg.Subjects = subjects
+	if _, err := env.NATS.JS.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
+		if n := testenv.StreamCount(t, env.NATS, bridge.StreamResumes, bridge.ResumeSubject("acme", q.JobID)); n != 1 {
+			return fmt.Errorf("%d resumes stored, want the one whose acknowledgement never came", n)
+		}
+		return nil
+	})
+	if out := outcome(t, ch); out.Text != "The answer: red" {
+		t.Fatalf("outcome %+v", out)
+	}
 }
