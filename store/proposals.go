@@ -168,6 +168,12 @@ type ProposalAsker struct {
 	State       string
 }
 
+// SupersededText is what a question superseded by a later task version of
+// its job says it ended with, in every backend.
+func SupersededText(version int64) string {
+	return fmt.Sprintf("superseded by task version %d", version)
+}
+
 // ProposalProblem says why nq may not ask for proposal p, recorded before
 // and last asked for by asker, or "" when it may: a proposal decided
 // before is never asked again, nor one of another job, nor one another

@@ -222,7 +222,7 @@ func askTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResult) error 
 			if nq.Supersede != nil {
 				msgs = nq.Supersede(&old[i])
 			}
-			reason := fmt.Sprintf("superseded by task version %d", nq.TaskVersion)
+			reason := SupersededText(nq.TaskVersion)
 			if err := settleTx(ctx, tx, &old[i], bridge.StateSuperseded, nq.AskedAt, "", "", reason, msgs); err != nil {
 				return err
 			}
@@ -452,7 +452,7 @@ func (s *Store) Cancel(ctx context.Context, c JobCancel) ([]Record, error) {
 				}
 			}
 			state = bridge.StateSuperseded
-			reason = fmt.Sprintf("superseded by task version %d", c.NewVersion)
+			reason = SupersededText(c.NewVersion)
 			list, err = pendingOfJob(ctx, tx, c.Tenant, c.JobID, "task_version < ?", c.NewVersion)
 		} else if c.QuestionID != "" {
 			list, err = pendingOfJob(ctx, tx, c.Tenant, c.JobID, "question_id = ?", c.QuestionID)

@@ -268,7 +268,7 @@ func (s *Store) supersede(ctx context.Context, t *txn, nq *store.NewQuestion) ([
 			msgs[i] = nq.Supersede(&r)
 		}
 	}
-	reason := fmt.Sprintf("superseded by task version %d", nq.TaskVersion)
+	reason := store.SupersededText(nq.TaskVersion)
 	// The new question's own keys: document, state index, due key,
 	// uniqueness key, proposal, its messages, and its day's marks
 	// (markAsked).

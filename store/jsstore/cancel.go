@@ -137,7 +137,7 @@ func (s *Store) cancelOnce(ctx context.Context, c *store.JobCancel, ended *[]sto
 			}
 		}
 		state = bridge.StateSuperseded
-		reason = fmt.Sprintf("superseded by task version %d", c.NewVersion)
+		reason = store.SupersededText(c.NewVersion)
 		keep = func(r *store.Record) bool { return r.TaskVersion < c.NewVersion }
 	case c.QuestionID != "":
 		keep = func(r *store.Record) bool { return r.QuestionID == c.QuestionID }
