@@ -478,9 +478,18 @@ func TestEdgeLoad(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	validKeys := map[string]bool{}
+	for _, j := range jobs {
+		if j.kind == edgeValid {
+			validKeys[attemptKey(j)] = true
+		}
+	}
 	pmu.Lock()
 	for k, n := range published {
-		if n > 1 {
+		switch {
+		case !validKeys[k]:
+			t.Errorf("an attempt of %s was published, which no valid request made", k)
+		case n > 1:
 			t.Errorf("the attempt of %s was published %d times", k, n)
 		}
 	}
