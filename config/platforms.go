@@ -2,7 +2,6 @@ package config
 
 import (
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/runtime"
 )
 
 // ChatPlatforms are the chat platforms askbridge can show questions on, all
@@ -11,8 +10,8 @@ import (
 // the words an agent reads when its question could not be shown
 // (docs/contract.md); and the consumer its adapter reads events through,
 // which the runtime makes before it publishes (docs/design.md).
-func ChatPlatforms() []runtime.Platform {
-	return []runtime.Platform{
+func ChatPlatforms() []bridge.Platform {
+	return []bridge.Platform{
 		{
 			Name: bridge.PlatformSlack,
 			Routed: func(r *bridge.Route) (bool, string) {
@@ -42,7 +41,7 @@ func ChatPlatforms() []runtime.Platform {
 
 // Platforms are ChatPlatforms as this configuration switches them on, with
 // their default channels: what the runtime is told at start.
-func (c *Config) Platforms() []runtime.Platform {
+func (c *Config) Platforms() []bridge.Platform {
 	out := ChatPlatforms()
 	for i := range out {
 		switch out[i].Name {

@@ -31,7 +31,7 @@ var channelNotFound = &bridge.Failure{
 
 func TestDeliveryFailureOnEveryPlatformFailsTheJob(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}})
+	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {}}})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-df")
 	q := choiceQuestion("job-df")
 	q.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0123"}}
@@ -57,7 +57,7 @@ func TestDeliveryFailureOnEveryPlatformFailsTheJob(t *testing.T) {
 
 func TestDeliveryFailureWhileAnotherPlatformShowsIt(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{
+	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]bridge.Platform{
 		bridge.PlatformSlack: {DefaultChannel: "C1"}, bridge.PlatformDiscord: {DefaultChannel: "42"},
 	}})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-dp")
@@ -305,7 +305,7 @@ func TestUndeliverableQuestionFailsAfterACrash(t *testing.T) {
 // channel, fails with INPUT_MISSING naming the channel it lacks.
 func TestQuestionRoutedWithoutAChannelIsInputMissing(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}})
+	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {}}})
 	q := choiceQuestion("job-nochan")
 	q.Route = &bridge.Route{Slack: &bridge.SlackRoute{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -327,7 +327,7 @@ func TestQuestionRoutedWithoutAChannelIsInputMissing(t *testing.T) {
 func TestOutcomeTimesAreTheStoredOnes(t *testing.T) {
 	t.Parallel()
 	clock := testenv.NewClock()
-	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}, Clock: clock})
+	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {}}, Clock: clock})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.>")
 	ends := map[string]func(q *bridge.Question){
 		"answered": func(q *bridge.Question) {
@@ -435,7 +435,7 @@ func TestRefusedCancelsAfterTheCancelsStreamIsMadeAnewAreTwoEvents(t *testing.T)
 // for its own report.
 func TestDeliveryReportOfAVersionlessQuestionAskedAgain(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {}}})
+	env := testenv.Start(t, testenv.Options{Roles: roles, Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {}}})
 	v0 := choiceQuestion("job-dv")
 	v0.TaskVersion = 0
 	v0.Route = &bridge.Route{Slack: &bridge.SlackRoute{Channel: "C0GONE"}}

@@ -18,7 +18,7 @@ import (
 // The events stream keeps an event until every consumer with interest in
 // it has acknowledged it, and drops one published while none exists
 // (bridge/nats.go). So the runtime keeps the chat adapters' consumers
-// (Platform.Consumer) itself: it makes those of the platforms switched on
+// (bridge.Platform.Consumer) itself: it makes those of the platforms switched on
 // before its relay publishes anything, looks for them as it looks for its
 // own, and when one is new (made now, or made again by its adapter since
 // the runtime last saw it) it asks that platform's pending questions again,
@@ -43,7 +43,7 @@ const reaskPage = 500
 // pending questions were asked again; seen is the runtime's time once the
 // consumer existed: a question recorded later was announced to it.
 type newConsumer struct {
-	platform Platform
+	platform bridge.Platform
 	created  string
 	seen     time.Time
 }
@@ -105,7 +105,7 @@ func (r *Runtime) reaskAll(ctx context.Context, fresh []newConsumer) {
 	if len(fresh) == 0 {
 		return
 	}
-	var platforms []Platform
+	var platforms []bridge.Platform
 	var names []string
 	askedBy := fresh[0].seen
 	for _, c := range fresh {
@@ -144,7 +144,7 @@ func (r *Runtime) reaskAll(ctx context.Context, fresh []newConsumer) {
 // message of. Each goes out as a new outbox row, so under a new
 // Nats-Msg-Id: JetStream would drop the first one's id again within its
 // duplicate window.
-func (r *Runtime) reask(ctx context.Context, platforms []Platform, askedBy time.Time) (int, error) {
+func (r *Runtime) reask(ctx context.Context, platforms []bridge.Platform, askedBy time.Time) (int, error) {
 	now := r.stamp()
 	names := make([]string, len(platforms))
 	for i, p := range platforms {

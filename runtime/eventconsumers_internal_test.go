@@ -39,11 +39,11 @@ func TestNewConsumersAreTold(t *testing.T) {
 		t.Cleanup(func() { st.Close() })
 		return st
 	}
-	slack := Platform{Name: bridge.PlatformSlack, On: true, Consumer: bridge.EventConsumer(bridge.PlatformSlack)}
-	off := Platform{Name: bridge.PlatformDiscord, Consumer: bridge.EventConsumer(bridge.PlatformDiscord)}
+	slack := bridge.Platform{Name: bridge.PlatformSlack, On: true, Consumer: bridge.EventConsumer(bridge.PlatformSlack)}
+	off := bridge.Platform{Name: bridge.PlatformDiscord, Consumer: bridge.EventConsumer(bridge.PlatformDiscord)}
 	look := func(n *bridge.NATS, st *store.Store, want int) {
 		t.Helper()
-		r, err := New(Options{NATS: n, Store: st, Platforms: []Platform{slack, off}, Logger: slog.New(slog.DiscardHandler)})
+		r, err := New(Options{NATS: n, Store: st, Platforms: []bridge.Platform{slack, off}, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

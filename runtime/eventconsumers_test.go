@@ -12,7 +12,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
 )
 
@@ -90,7 +89,7 @@ func TestAdapterConsumersAreMadeBeforeTheFirstPublish(t *testing.T) {
 	dir := env.Dir
 	env.Stop()
 
-	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles, Platforms: map[string]runtime.Platform{
+	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles, Platforms: map[string]bridge.Platform{
 		bridge.PlatformSlack: {DefaultChannel: "C1"}, bridge.PlatformDiscord: {DefaultChannel: "42"}}})
 	// Nothing acknowledges here: each consumer holds both asked events.
 	for _, durable := range []string{bridge.PlatformSlack, bridge.PlatformDiscord} {
@@ -117,7 +116,7 @@ func TestAdapterConsumersAreMadeBeforeTheFirstPublish(t *testing.T) {
 // those it shows, those of another platform, nor ended ones.
 func TestConsumerMadeAgainAsksWhatItDoesNotShow(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Roles: roles, HealEvery: 100 * time.Millisecond, Platforms: map[string]runtime.Platform{
+	env := testenv.Start(t, testenv.Options{Roles: roles, HealEvery: 100 * time.Millisecond, Platforms: map[string]bridge.Platform{
 		bridge.PlatformSlack: {}, bridge.PlatformDiscord: {}}})
 	routed := func(job string, slack bool) *bridge.Question {
 		q := choiceQuestion(job)

@@ -69,7 +69,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 
 // newMetrics makes the runtime's metrics; platforms are the chat platforms
 // a front-end label may name besides the console and the CLI.
-func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context.Context) (int64, error), platforms []Platform) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context.Context) (int64, error), platforms []bridge.Platform) (*metrics, error) {
 	m := &metrics{
 		asked: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "askbridge_questions_asked_total", Help: "Questions recorded.",

@@ -11,7 +11,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
 )
 
@@ -158,7 +157,7 @@ func TestInvalidNoticesAreRefusedNamingTheField(t *testing.T) {
 // post it there.
 func TestNoticeCarriesTheJobsThreads(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Roles: roles, KeepEvents: true, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0DEF"}}})
+	env := testenv.Start(t, testenv.Options{Roles: roles, KeepEvents: true, Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0DEF"}}})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-n3")
 	q := choiceQuestion("job-n3")
 	ask(t, env, q)

@@ -113,7 +113,7 @@ type peopleCache struct {
 	dir  *directory
 }
 
-func newPeople(env bridge.People, pol *policy.Holder, platforms []Platform) *people {
+func newPeople(env bridge.People, pol *policy.Holder, platforms []bridge.Platform) *people {
 	on := map[string]bool{}
 	for _, p := range platforms {
 		if p.On {

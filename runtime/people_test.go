@@ -10,7 +10,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/policy"
-	"github.com/askbridge/askbridge/runtime"
 )
 
 // kevinDiscord is kevin's Discord account; his Slack one is slack:UOP, an
@@ -152,7 +151,7 @@ func TestPersonReachedOnAPlatformThatIsOn(t *testing.T) {
 	t.Parallel()
 	clock := testenv.NewClock()
 	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock,
-		Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C1"}},
+		Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C1"}},
 		People:    bridge.People{"olive": {"discord:444444444444444444", "slack:UOLIVE"}}})
 	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-on")
 	q := ladderQuestion("job-on", "")

@@ -323,7 +323,7 @@ func (r *Runtime) undeliverable(q *bridge.Question) *bridge.Failure {
 	}
 	var missing, wanted []string
 	for _, p := range r.o.Platforms {
-		if named, _ := p.routed(q); !named {
+		if named, _ := p.RoutedBy(q); !named {
 			continue
 		}
 		wanted = append(wanted, p.Connector)
@@ -363,7 +363,7 @@ func (r *Runtime) undeliverable(q *bridge.Question) *bridge.Failure {
 // via).
 func (r *Runtime) routedPlatform(q *bridge.Question) string {
 	for _, p := range r.o.Platforms {
-		if named, _ := p.routed(q); named {
+		if named, _ := p.RoutedBy(q); named {
 			return p.Name
 		}
 	}
@@ -375,7 +375,7 @@ func (r *Runtime) routedPlatform(q *bridge.Question) string {
 func (r *Runtime) expectedPlatforms(q *bridge.Question) []string {
 	var out []string
 	for _, p := range r.o.Platforms {
-		if _, channel := p.routed(q); p.On && (channel != "" || p.DefaultChannel != "") {
+		if _, channel := p.RoutedBy(q); p.On && (channel != "" || p.DefaultChannel != "") {
 			out = append(out, p.Name)
 		}
 	}

@@ -35,7 +35,7 @@ func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
 	t.Parallel()
 	clock := testenv.NewClock()
 	env := testenv.Start(t, testenv.Options{Clock: clock,
-		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	h := start(t, harnessOptions{nats: env.NATS})
 	const owner = "4242"
 	h.fake.blockDMs(kevin.ID)

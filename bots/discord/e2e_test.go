@@ -27,7 +27,7 @@ import (
 func startE2E(t *testing.T, roles runtime.Roles) (*testenv.Env, *harness) {
 	t.Helper()
 	env := testenv.Start(t, testenv.Options{Roles: roles,
-		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	h := start(t, harnessOptions{nats: env.NATS})
 	return env, h
 }
@@ -653,7 +653,7 @@ func TestE2ECancelByMappedDiscordRole(t *testing.T) {
 
 func TestE2ECancelRefusalByDMWhenTheTokenExpired(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+	env := testenv.Start(t, testenv.Options{Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	var ahead atomic.Int64 // the bot's clock runs this far ahead
 	h := start(t, harnessOptions{nats: env.NATS, tweak: func(b *Bot) {
 		b.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
@@ -734,7 +734,7 @@ func TestCancelRefusalAfterTheTokenLapsedGoesByDM(t *testing.T) {
 func TestE2EAckAfterDecision(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t, testenv.Options{
-		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	h := start(t, harnessOptions{nats: env.NATS, mutate: func(o *Options) { o.AckAfterDecision = true }})
 	q := colorQuestion()
 	ask(t, env, q)
@@ -769,7 +769,7 @@ func TestE2EAckAfterDecision(t *testing.T) {
 // sent by DM at once.
 func TestE2ECancelRefusalOvertakingTheResponse(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+	env := testenv.Start(t, testenv.Options{Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	h := start(t, harnessOptions{nats: env.NATS, tweak: func(b *Bot) {
 		b.backoff = func(uint64) time.Duration { return 10 * time.Millisecond }
 	}})
@@ -798,7 +798,7 @@ func TestShowGivesALongConsoleLinkInItsText(t *testing.T) {
 	label := strings.Repeat("a", 60)
 	long := console.Signer{PublicURL: "https://" + strings.Join([]string{label, label, label, label}, ".") + ".example.com",
 		Secret: []byte("console-secret-0123456789")}
-	env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+	env := testenv.Start(t, testenv.Options{Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	h := start(t, harnessOptions{nats: env.NATS, mutate: func(o *Options) { o.Console = long }})
 	h.signer = long
 	q := colorQuestion()

@@ -108,7 +108,7 @@ func startFzEnv(f *testing.F) *fzEnv {
 	f.Helper()
 	fake := api.newBot(f)
 	env := testenv.Start(f, testenv.Options{Roles: runtime.Roles{Operators: []string{"discord:" + kevin.ID}},
-		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		f.Fatal(err)

@@ -45,7 +45,7 @@ func TestEventsStreamDeletedIsMadeAgain(t *testing.T) {
 // there): every event needs them, and none was handled until a restart.
 func TestBucketsDeletedAreMadeAgain(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+	env := testenv.Start(t, testenv.Options{Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	// The bot looks for its buckets every 200 ms (in production every
 	// bridge.HealEvery), and an event that fails while they are gone is
 	// tried again 200 ms later, five times: as in production (retries 2,

@@ -16,7 +16,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/runtime"
 )
 
 func TestPingAnsweredInline(t *testing.T) {
@@ -158,7 +157,7 @@ func TestReplayedInteractionMakesNoSecondAttempt(t *testing.T) {
 func TestBadInteractionsGetClearErrors(t *testing.T) {
 	t.Parallel()
 	// The runtime says which questions it knows.
-	env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+	env := testenv.Start(t, testenv.Options{Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	h := start(t, harnessOptions{nats: env.NATS})
 	for name, tc := range map[string]struct {
 		in   map[string]any

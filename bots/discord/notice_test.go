@@ -141,7 +141,7 @@ func TestNoticeWithoutAThreadAndInvalidNotices(t *testing.T) {
 	t.Parallel()
 	logs := &testenv.LockedBuffer{}
 	env := testenv.Start(t, testenv.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)),
-		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	h := start(t, harnessOptions{nats: env.NATS})
 	bad, _ := json.Marshal(map[string]any{"code": "QuestionTimedOut", "dependency": "crm", "operation": "x", "operator_message": leakedToken})
 	if err := bridge.PublishRaw(context.Background(), env.NATS.JS, bridge.NoticeSubject("acme", "job-nd"), "bad-1", bad); err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/runtime"
 )
 
 // resurfaced are the messages that re-surfaced a question, in order.
@@ -33,7 +32,7 @@ func TestE2EOneNudgeOneQuestion(t *testing.T) {
 	t.Parallel()
 	clock := testenv.NewClock()
 	env := testenv.Start(t, testenv.Options{Clock: clock,
-		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	h := start(t, harnessOptions{nats: env.NATS})
 	texts := map[string]string{"q-low": "Should the footer name the team?", "q-high": "How many copies?", "q-block": "Which region should the report cover?"}
 	for i, c := range []struct{ id, priority string }{{"q-low", bridge.PriorityLow}, {"q-high", bridge.PriorityHigh}, {"q-block", ""}} {

@@ -10,7 +10,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/policy"
-	"github.com/askbridge/askbridge/runtime"
 )
 
 // TestProposalLifecycleEndToEnd runs an approval that needs two people
@@ -24,7 +23,7 @@ func TestProposalLifecycleEndToEnd(t *testing.T) {
 	pol.Store(&policy.Policy{Tenants: map[string]policy.Tenant{"acme": {Actions: map[string]policy.Rule{
 		"refund": {RequireApproval: true, RequiredApprovals: 2}}}}})
 	env := testenv.Start(t, testenv.Options{Policy: &pol,
-		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	h := start(t, harnessOptions{nats: env.NATS})
 	q := refundApproval("ap-e2e")
 	q.Answerers = []string{"discord:" + kevin.ID, "discord:" + ana.ID}
@@ -75,7 +74,7 @@ func TestExpiredProposalEndToEnd(t *testing.T) {
 	t.Parallel()
 	clock := testenv.NewClock()
 	env := testenv.Start(t, testenv.Options{Clock: clock,
-		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	h := start(t, harnessOptions{nats: env.NATS})
 	q := refundApproval("ap-e2e-exp")
 	q.Proposal.ExpiresAt = clock.Now().Add(time.Hour).UTC().Truncate(time.Second)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/runtime"
 )
 
 // TestE2ERestrictedContentGoesToItsPeopleInADM checks a restricted
@@ -21,7 +20,7 @@ func TestE2ERestrictedContentGoesToItsPeopleInADM(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{
 		// Kevin is on Discord first, and on Slack; the owner on Slack only.
 		People:    bridge.People{"kevin": {"discord:" + kevin.ID, "slack:U0KEV"}},
-		Platforms: map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	h := start(t, harnessOptions{nats: env.NATS})
 	q := colorQuestion()
 	q.Question, q.WhyItMatters = "Which salary band should the offer use?", "The offer goes out today."

@@ -312,9 +312,9 @@ func TestQuestionEndedAfterALostPostSettlesItsCard(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			platforms := map[string]runtime.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}
+			platforms := map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}
 			if tc.slack {
-				platforms[bridge.PlatformSlack] = runtime.Platform{DefaultChannel: "C0123"}
+				platforms[bridge.PlatformSlack] = bridge.Platform{DefaultChannel: "C0123"}
 			}
 			env := testenv.Start(t, testenv.Options{Platforms: platforms})
 			var skew atomic.Int64

@@ -21,7 +21,7 @@ func TestFailedReminderDMsDoNotStopTheLadder(t *testing.T) {
 	t.Parallel()
 	clock := testenv.NewClock()
 	env := testenv.Start(t, testenv.Options{Clock: clock, Roles: runtime.Roles{Admins: []string{"slack:U0ADM"}},
-		Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
 	h := startBot(t, env.NATS, newFakeSlack(t))
 	h.fake.fail("conversations.open", http.StatusOK, nil, `{"ok":false,"error":"user_not_found"}`)
 	h.fake.fail("conversations.open", http.StatusServiceUnavailable, nil, `{"ok":false,"error":"service_unavailable"}`)

@@ -29,7 +29,7 @@ const tick = 20 * time.Millisecond
 func e2e(t *testing.T, roles runtime.Roles, opts ...func(*Options)) (*testenv.Env, *harness) {
 	t.Helper()
 	env := testenv.Start(t, testenv.Options{Roles: roles,
-		Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
 	fake := newFakeSlack(t)
 	return env, startBot(t, env.NATS, fake, opts...)
 }

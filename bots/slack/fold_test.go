@@ -10,7 +10,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/runtime"
 )
 
 // postCut sends a signed Slack request whose connection is cut before
@@ -60,7 +59,7 @@ func TestClickRetriedAfterAReplicaDiedBeforePublishing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+			env := testenv.Start(t, testenv.Options{Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
 			fake := newFakeSlack(t)
 			a, b := startBot(t, env.NATS, fake), startBot(t, env.NATS, fake)
 			deliveries := collect[bridge.Delivery](t, env.NATS, bridge.PrefixDelivery+".>")

@@ -37,7 +37,7 @@ type fuzzEnv struct {
 func startFuzzEnv(f *testing.F) *fuzzEnv {
 	f.Helper()
 	env := testenv.Start(f, testenv.Options{Roles: runtime.Roles{Operators: []string{"slack:U0KEV"}},
-		Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
 	h := startBot(f, env.NATS, newFakeSlack(f))
 	one, nine := 1.0, 9.0
 	for _, q := range []*bridge.Question{

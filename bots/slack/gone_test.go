@@ -54,7 +54,7 @@ func TestExternalNATSRestarts(t *testing.T) {
 			t.Parallel()
 			ext := testenv.StartExternalNATS(t)
 			env := testenv.Start(t, testenv.Options{NATSURL: ext.URL(),
-				Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+				Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
 			h := startBot(t, env.NATS, newFakeSlack(t), func(o *Options) { o.AckAfterDecision = true })
 			type shown struct {
 				q    *bridge.Question

@@ -159,7 +159,7 @@ func TestNoticeWithoutAThreadGoesToTheDefaultChannel(t *testing.T) {
 func TestInvalidNoticeShowsNothing(t *testing.T) {
 	logs := &testenv.LockedBuffer{}
 	env := testenv.Start(t, testenv.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)),
-		Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
 	h := startBot(t, env.NATS, newFakeSlack(t))
 	bad, _ := json.Marshal(map[string]any{"code": "ACCESS_DENIED", "dependency": "crm", "operator_message": leakedToken})
 	if err := bridge.PublishRaw(context.Background(), env.NATS.JS, bridge.NoticeSubject("acme", "job-ni"), "bad-1", bad); err != nil {

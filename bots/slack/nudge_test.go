@@ -10,7 +10,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/runtime"
 )
 
 // threadPosts are the messages posted into threads (not DMs, not cards)
@@ -33,7 +32,7 @@ func threadPosts(h *harness, want string) []apiCall {
 func TestOneNudgeOneQuestionSlack(t *testing.T) {
 	t.Parallel()
 	clock := testenv.NewClock()
-	env := testenv.Start(t, testenv.Options{Clock: clock, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+	env := testenv.Start(t, testenv.Options{Clock: clock, Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
 	h := startBot(t, env.NATS, newFakeSlack(t))
 	texts := map[string]string{"q-low": "Should the footer name the team?", "q-high": "How many copies?", "q-block": "Which region should the report cover?"}
 	for _, c := range []struct{ id, priority string }{{"q-low", bridge.PriorityLow}, {"q-high", bridge.PriorityHigh}, {"q-block", ""}} {

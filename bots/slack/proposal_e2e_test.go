@@ -10,7 +10,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/policy"
-	"github.com/askbridge/askbridge/runtime"
 )
 
 // e2eWithPolicy is e2e with the operator's policy: a refund needs two
@@ -20,7 +19,7 @@ func e2eWithPolicy(t *testing.T, clock *testenv.Clock) (*testenv.Env, *harness) 
 	var h policy.Holder
 	h.Store(&policy.Policy{Tenants: map[string]policy.Tenant{"acme": {Actions: map[string]policy.Rule{
 		"refund": {RequireApproval: true, RequiredApprovals: 2}}}}})
-	o := testenv.Options{Policy: &h, Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}}
+	o := testenv.Options{Policy: &h, Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}}
 	if clock != nil {
 		o.Clock = clock
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
 )
 
@@ -75,7 +74,7 @@ func settledConsumer(t *testing.T, env *testenv.Env) {
 func TestConsumerMadeAgainShowsWhatItMissedOnce(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t, testenv.Options{HealEvery: 100 * time.Millisecond,
-		Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
 	h := startBot(t, env.NATS, newFakeSlack(t))
 	shown := question("job-shown", "q-shown")
 	publishQuestion(t, env, shown)
@@ -127,7 +126,7 @@ func TestConsumerMadeAgainShowsWhatItMissedOnce(t *testing.T) {
 // nothing): the event names the Slack message that shows it.
 func TestAskedAgainForAnotherPlatformIsNotPostedAgain(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.Options{HealEvery: 100 * time.Millisecond, Platforms: map[string]runtime.Platform{
+	env := testenv.Start(t, testenv.Options{HealEvery: 100 * time.Millisecond, Platforms: map[string]bridge.Platform{
 		bridge.PlatformSlack: {DefaultChannel: "C0123"}, bridge.PlatformDiscord: {DefaultChannel: "42"}}})
 	h := startBot(t, env.NATS, newFakeSlack(t))
 	q := question("job-other", "q-other")

@@ -8,7 +8,6 @@ import (
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/runtime"
 )
 
 // postedBy says which of the replicas remembers posting the card of
@@ -42,7 +41,7 @@ func postedBy(t *testing.T, job, id string, replicas ...*harness) *harness {
 // question, once, in the same thread.
 func TestReplicasPostOnceAndTakeClicksAnywhere(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+	env := testenv.Start(t, testenv.Options{Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
 	fake := newFakeSlack(t)
 	replicas := []*harness{startBot(t, env.NATS, fake), startBot(t, env.NATS, fake)}
 	deliveries := collect[bridge.Delivery](t, env.NATS, bridge.PrefixDelivery+".>")

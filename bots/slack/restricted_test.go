@@ -7,7 +7,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/runtime"
 )
 
 // TestRestrictedContentGoesToItsPeopleInADM checks a restricted question's
@@ -20,7 +19,7 @@ func TestRestrictedContentGoesToItsPeopleInADM(t *testing.T) {
 		// Kevin is on Slack first; the owner on Discord first, but Discord
 		// is off here: the owner's DM comes on Slack.
 		People:    bridge.People{"kevin": {"slack:U0KEV", "discord:333333333333333333"}, "olive": {"discord:444444444444444444", "slack:U0OWNER"}},
-		Platforms: map[string]runtime.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+		Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
 	h := startBot(t, env.NATS, newFakeSlack(t))
 	q := question("job-rdm", "q-rdm")
 	q.Question, q.WhyItMatters = "Which salary band should the offer use?", "The offer goes out today."

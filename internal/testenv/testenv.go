@@ -39,7 +39,7 @@ type Options struct {
 	Roles runtime.Roles
 	// Platforms are the chat platforms switched on, by name, each with its
 	// default channel; the rest of each is config.ChatPlatforms'.
-	Platforms map[string]runtime.Platform
+	Platforms map[string]bridge.Platform
 	// BeforePublish and AfterPublish are passed to the runtime (crash tests).
 	BeforePublish func(store.OutboxRow) error
 	AfterPublish  func(store.OutboxRow) error
@@ -299,7 +299,7 @@ func (e *Env) StopRuntime() { e.first.Stop() }
 
 // platforms are config.ChatPlatforms, those named in on switched on with
 // their default channels.
-func platforms(on map[string]runtime.Platform) []runtime.Platform {
+func platforms(on map[string]bridge.Platform) []bridge.Platform {
 	out := config.ChatPlatforms()
 	for i := range out {
 		if p, ok := on[out[i].Name]; ok {
