@@ -12,6 +12,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -104,7 +105,10 @@ func freePort() (int, error) {
 }
 
 // Start writes each node's configuration, starts every node and waits until
-// the cluster has a JetStream meta leader that every node follows.
+// the cluster has a JetStream meta leader that every node follows. A port
+// another process took between freePort and the node's listen (the suite's
+// other tests listen on random ports too) makes that node exit at once: the
+// cluster is then started again on new ports, a few times at most.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Dir == "" {
 		return nil, errors.New("cluster: Options.Dir is required")
@@ -115,6 +119,24 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.ReadyWithin <= 0 {
 		o.ReadyWithin = 60 * time.Second
 	}
+	for attempt := 1; ; attempt++ {
+		c, err := startOnce(ctx, o)
+		if !errors.Is(err, errPortTaken) || attempt == portAttempts {
+			return c, err
+		}
+		if err := os.RemoveAll(o.Dir); err != nil {
+			return nil, fmt.Errorf("cluster: start again: %w", err)
+		}
+	}
+}
+
+// portAttempts bounds the starts on new ports.
+const portAttempts = 3
+
+// errPortTaken is a node that could not listen on a port it was given.
+var errPortTaken = errors.New("a port was taken by another process")
+
+func startOnce(ctx context.Context, o Options) (*Cluster, error) {
 	c := &Cluster{o: o}
 	for i := range o.Size {
 		n := &Node{Name: fmt.Sprintf("n%d", i+1), command: o.Command}
@@ -140,6 +162,11 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if err := c.WaitReady(ctx); err != nil {
 		c.Stop()
+		for _, n := range c.nodes {
+			if log, _ := os.ReadFile(n.log); bytes.Contains(log, []byte("address already in use")) {
+				return nil, fmt.Errorf("cluster: %s: %w: %w", n.Name, errPortTaken, err)
+			}
+		}
 		return nil, err
 	}
 	return c, nil

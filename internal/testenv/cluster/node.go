@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -70,6 +71,10 @@ func (n *Node) start() error {
 		go ns.Start()
 		if !ns.ReadyForConnections(30 * time.Second) {
 			ns.Shutdown()
+			ns.WaitForShutdown()
+			if n.portTaken() {
+				return fmt.Errorf("cluster: %s: %w", n.Name, errPortTaken)
+			}
 			return fmt.Errorf("cluster: %s: not ready for connections within 30s", n.Name)
 		}
 		n.ns = ns
@@ -146,4 +151,17 @@ func (n *Node) PID() int {
 		return 0
 	}
 	return n.cmd.Process.Pid
+}
+
+// portTaken reports whether another process listens on one of n's ports,
+// which n is not using: why an in-process node did not start.
+func (n *Node) portTaken() bool {
+	for _, port := range []int{n.ClientPort, n.ClusterPort, n.MonitorPort} {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return true
+		}
+		ln.Close()
+	}
+	return false
 }
