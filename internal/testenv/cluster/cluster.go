@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/deploy"
 )
@@ -257,7 +259,51 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return c.waitPeersOnline(rctx)
+}
+
+// waitPeersOnline waits until the cluster places a stream with a replica
+// on every running node: a meta leader refuses one ("no suitable peers for
+// placement, peer offline") until it has heard every peer's statistics,
+// although every node answers /healthz. A cluster that trusts askbridge's
+// accounts (Options.Include) takes no anonymous client, and is not probed:
+// the service waits for its streams by itself.
+func (c *Cluster) waitPeersOnline(ctx context.Context) error {
+	var running []*Node
+	for _, n := range c.nodes {
+		if n.Running() {
+			running = append(running, n)
+		}
+	}
+	if c.o.Include != "" || len(running) < 2 {
+		return nil
+	}
+	nc, err := nats.Connect(running[0].URL())
+	if err != nil {
+		return fmt.Errorf("cluster: probe: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("cluster: probe: %w", err)
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "CLUSTER_READY_PROBE", Subjects: []string{"cluster.ready.probe"},
+			Replicas: len(running), Storage: jetstream.MemoryStorage})
+		if err == nil {
+			if err := js.DeleteStream(ctx, "CLUSTER_READY_PROBE"); err != nil {
+				return fmt.Errorf("cluster: probe: %w", err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: not ready: a stream with %d replicas: %w", len(running), err)
+		case <-tick.C:
+		}
+	}
 }
 
 // Stop shuts every node down (SIGTERM, then SIGKILL after 10 s).
