@@ -121,24 +121,29 @@ func TestR3StreamSurvivesANodeKilled(t *testing.T) {
 		}
 		return nil
 	})
-	cons, err := only.OrderedConsumer(ctx, "SURVIVE", jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch, err := cons.Fetch(100, jetstream.FetchMaxWait(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := 0
-	for m := range batch.Messages() {
-		if got := string(m.Data()); got != fmt.Sprint(i) {
-			t.Fatalf("message %d is %q", i, got)
+	// The read itself may find the new consumer not running yet on its
+	// node ("no responders"): it is read again, from the start.
+	poll.CheckFor(t, poll.Patience, 100*time.Millisecond, func() error {
+		cons, err := only.OrderedConsumer(ctx, "SURVIVE", jetstream.OrderedConsumerConfig{})
+		if err != nil {
+			return err
 		}
-		i++
-	}
-	if i != 100 {
-		t.Fatalf("read %d messages back, want 100 (%v)", i, batch.Error())
-	}
+		batch, err := cons.Fetch(100, jetstream.FetchMaxWait(10*time.Second))
+		if err != nil {
+			return err
+		}
+		i := 0
+		for m := range batch.Messages() {
+			if got := string(m.Data()); got != fmt.Sprint(i) {
+				t.Fatalf("message %d is %q", i, got)
+			}
+			i++
+		}
+		if i != 100 {
+			return fmt.Errorf("read %d messages back, want 100 (%v)", i, batch.Error())
+		}
+		return nil
+	})
 }
 
 // Two clients on two nodes write one key of an R3 bucket, each expecting the
