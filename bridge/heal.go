@@ -16,13 +16,27 @@ import (
 // EnsureStreams makes askbridge's streams again, with the options they
 // were first made with, where they are gone (a NATS server that restarted
 // without its store); streams that exist are left as they are.
+//
+// It waits remakePause first: nats-server removes a deleted stream's files
+// after it answers the delete, and a stream made again under the same name
+// in that moment can fail ("error creating store for stream") or lose its
+// files and acknowledge nothing (docs/benchmarks.md, the test suite).
 func (n *NATS) EnsureStreams(ctx context.Context) error {
 	err := CheckStreams(ctx, n.JS)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(remakePause):
+		}
 		return EnsureStreams(ctx, n.JS, n.streams)
 	}
 	return err
 }
+
+// remakePause is how long a stream found gone stays gone before it is made
+// again.
+const remakePause = 500 * time.Millisecond
 
 // Gone says err means JetStream no longer holds what askbridge made: a
 // consumer, a stream or a key-value bucket was deleted, or the NATS server
