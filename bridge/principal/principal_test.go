@@ -151,10 +151,10 @@ func TestRegisterNamesOnce(t *testing.T) {
 	}
 }
 
-// TestInProcessCredentialsRefusedOverTCP: the service's own credential
-// works in process only, and no connection without one is admitted.
-func TestInProcessCredentialsRefusedOverTCP(t *testing.T) {
-	dir := t.TempDir()
+// startServer is a NATS server with JetStream that trusts the keys it makes
+// under dir, as the embedded one does; it stops when the test ends.
+func startServer(t *testing.T, dir string) (*Keys, *server.Server) {
+	t.Helper()
 	k, err := LoadOrCreateKeys(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +171,15 @@ func TestInProcessCredentialsRefusedOverTCP(t *testing.T) {
 	if !ns.ReadyForConnections(30 * time.Second) {
 		t.Fatal("the server did not start")
 	}
-	defer ns.Shutdown()
+	t.Cleanup(ns.Shutdown)
+	return k, ns
+}
+
+// TestInProcessCredentialsRefusedOverTCP: the service's own credential
+// works in process only, and no connection without one is admitted.
+func TestInProcessCredentialsRefusedOverTCP(t *testing.T) {
+	dir := t.TempDir()
+	k, ns := startServer(t, dir)
 	self, err := k.Mint(Spec{Kind: KindAdmin, Name: "askbridge", InProcessOnly: true}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -232,23 +240,7 @@ func TestKeysKeptBeforeTheActingAccountGainIt(t *testing.T) {
 // replies then in flight across the accounts' imports.
 func TestMintDoesNotLoseRepliesInFlight(t *testing.T) {
 	dir := t.TempDir()
-	k, err := LoadOrCreateKeys(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true}
-	if err := k.Configure(o, nil); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := server.NewServer(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(30 * time.Second) {
-		t.Fatal("the server did not start")
-	}
-	defer ns.Shutdown()
+	k, ns := startServer(t, dir)
 	connect := func(s Spec) *nats.Conn {
 		t.Helper()
 		is, err := k.Mint(s, time.Now())
