@@ -262,32 +262,33 @@ type Messages struct {
 	// group is the priority group it pulls in ("": none); pin is the pin
 	// JetStream last gave it there (notePin).
 	group, pin string
-	stopped    bool
+	stopped    bool // by Drain
 	closed     chan struct{}
-	done       chan struct{} // closed by Stop: watch ends
+	endOnce    sync.Once
+	done       chan struct{} // closed by Drain: watch ends
 }
 
 // Next returns the next message. When the consumer or its stream is gone
 // it makes them again and goes on; it returns other errors (the server
-// unreachable) as they are, and jetstream.ErrMsgIteratorClosed once Stop
-// was called.
+// unreachable) as they are, and jetstream.ErrMsgIteratorClosed once a
+// Drain has ended the pull.
 func (m *Messages) Next() (jetstream.Msg, error) {
 	for {
 		m.mu.Lock()
-		it, stopped := m.it, m.stopped
+		it := m.it
 		m.mu.Unlock()
-		if stopped {
-			return nil, jetstream.ErrMsgIteratorClosed
-		}
 		msg, err := it.Next()
 		if err == nil {
 			m.notePin(msg)
 			return msg, nil
 		}
 		m.mu.Lock()
-		stopped = m.stopped
+		stopped := m.stopped
 		m.mu.Unlock()
-		if stopped || m.ctx.Err() != nil {
+		if stopped {
+			return nil, m.ended()
+		}
+		if m.ctx.Err() != nil {
 			return nil, jetstream.ErrMsgIteratorClosed
 		}
 		closed := errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, jetstream.ErrConsumerDeleted)
@@ -326,7 +327,7 @@ func (m *Messages) Next() (jetstream.Msg, error) {
 		if m.stopped {
 			m.mu.Unlock()
 			next.Stop()
-			return nil, jetstream.ErrMsgIteratorClosed
+			return nil, m.ended()
 		}
 		old := m.it
 		m.it, m.c, m.created = next, c, created
@@ -395,8 +396,12 @@ func (m *Messages) Unpin(ctx context.Context) error {
 
 func (m *Messages) log() *slog.Logger { return m.d.log() }
 
-// Stop ends the iteration: Next returns jetstream.ErrMsgIteratorClosed.
-func (m *Messages) Stop() {
+// Drain ends the iteration. Next first returns the messages already
+// delivered to this client and not yet read (stopped instead, the client
+// would drop them, and JetStream would send them again only after the
+// consumer's AckWait), then jetstream.ErrMsgIteratorClosed once the
+// server has ended the pull subscription.
+func (m *Messages) Drain() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopped {
@@ -404,18 +409,15 @@ func (m *Messages) Stop() {
 	}
 	m.stopped = true
 	close(m.done)
-	it := m.it
-	go func() {
-		defer close(m.closed)
-		it.Stop()
-		if c, ok := it.(interface{ Closed() <-chan struct{} }); ok {
-			select {
-			case <-c.Closed():
-			case <-time.After(5 * time.Second):
-			}
-		}
-	}()
+	m.it.Drain()
 }
 
-// Closed is closed once Stop has ended the pull subscription.
+// ended returns the error Next gives once Drain's pull has ended.
+func (m *Messages) ended() error {
+	m.endOnce.Do(func() { close(m.closed) })
+	return jetstream.ErrMsgIteratorClosed
+}
+
+// Closed is closed once Next has returned the last message of a drained
+// pull: the server then delivers nothing more to this client.
 func (m *Messages) Closed() <-chan struct{} { return m.closed }

@@ -133,7 +133,6 @@ func (l *Loop) log() *slog.Logger { return cmp.Or(l.Logger, slog.Default()) }
 // Run consumes events until ctx is done; it then returns nil once every
 // event in hand is handled or handed back.
 func (l *Loop) Run(ctx context.Context) error {
-	log := l.log()
 	opts := []jetstream.PullMessagesOpt{jetstream.PullMaxMessages(cmp.Or(l.PullMax, 64))}
 	if ttl := l.Events.Config.PinnedTTL; ttl > 0 {
 		// The pinned replica must pull again well within the pin's TTL.
@@ -176,24 +175,32 @@ func (l *Loop) Run(ctx context.Context) error {
 		l.acks.stop()
 		stopKeeping()
 	}()
-	stop := context.AfterFunc(ctx, func() {
-		defer close(unsubscribed)
-		it.Stop()
-		<-it.Closed()
-		l.unpin()
-	})
+	// A stop drains the pull: the events already delivered to this client
+	// are read and handed back with the rest (dropped, they would come
+	// again only after AckWait).
+	stop := context.AfterFunc(ctx, it.Drain)
 	defer stop()
+	l.read(ctx, it, queues)
+	if ctx.Err() != nil {
+		l.unpin()
+	}
+	close(unsubscribed)
+	return nil
+}
+
+// read queues the events it pulls to their workers until the pull ends.
+func (l *Loop) read(ctx context.Context, it *bridge.Messages, queues []*queue) {
 	for {
 		m, err := it.Next()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return nil
+				return
 			}
-			log.WarnContext(ctx, l.Name+": reading events", "err", err)
+			l.log().WarnContext(ctx, l.Name+": reading events", "err", err)
 			select { // do not spin while NATS is away
 			case <-time.After(time.Second):
 			case <-ctx.Done():
-				return nil
+				return
 			}
 			continue
 		}
