@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,20 +13,19 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // apiStore is what the list, show and stats requests read.
 type apiStore interface {
-	List(ctx context.Context, f store.ListFilter) ([]store.Record, error)
-	Find(ctx context.Context, k store.Key) (*store.Record, error)
-	FindQuestionIDs(ctx context.Context, tenant, job, questionID string) ([]*store.Record, error)
+	List(ctx context.Context, f record.ListFilter) ([]record.Record, error)
+	Find(ctx context.Context, k record.Key) (*record.Record, error)
+	FindQuestionIDs(ctx context.Context, tenant, job, questionID string) ([]*record.Record, error)
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
 	Audit(ctx context.Context, question int64) ([]bridge.AuditEntry, error)
 	CountByState(ctx context.Context) (map[string]int64, error)
 	clarifyStore
 	traceStore
-	ProposalOf(ctx context.Context, question int64) (*store.Proposal, error)
+	ProposalOf(ctx context.Context, question int64) (*record.Proposal, error)
 }
 
 // apiQueue spreads API requests over replicas.
@@ -98,7 +99,7 @@ func checkAs(as string) error {
 	return bridge.CheckIdentity(as)
 }
 
-func (r *Runtime) view(ctx context.Context, rec *store.Record, as string, roles []string) (*bridge.QuestionView, bool) {
+func (r *Runtime) view(ctx context.Context, rec *record.Record, as string, roles []string) (*bridge.QuestionView, bool) {
 	q := decodeBody(rec)
 	acc := r.approverAccess(rec.Tenant, &bridge.AnswerAttempt{By: as, Roles: roles}, q, r.o.Roles.accessFor(rec.Tenant, as, roles, q))
 	if as == "" {
@@ -138,13 +139,13 @@ func (r *Runtime) view(ctx context.Context, rec *store.Record, as string, roles 
 // viewProposal is an approval's proposal as it stands, for show and list:
 // nil for a question, and for an approval that ended undecided and whose
 // proposal a later question asks for now.
-func (r *Runtime) viewProposal(ctx context.Context, rec *store.Record, q *bridge.Question) *bridge.ProposalStatus {
+func (r *Runtime) viewProposal(ctx context.Context, rec *record.Record, q *bridge.Question) *bridge.ProposalStatus {
 	if !q.IsApproval() || q.Proposal == nil {
 		return nil
 	}
 	p, err := r.queries.ProposalOf(ctx, rec.ID)
 	switch {
-	case errors.Is(err, store.ErrNotFound) && rec.State == bridge.StatePending:
+	case errors.Is(err, record.ErrNotFound) && rec.State == bridge.StatePending:
 		p = nil // asked before proposals were recorded
 	case err != nil:
 		return nil
@@ -190,7 +191,7 @@ func (r *Runtime) apiList(ctx context.Context, data []byte) any {
 	reply := bridge.ListReply{Questions: []bridge.QuestionView{}}
 	// Read pages until one of this identity's is full: strangers see none.
 	for pages := 0; pages < 20 && len(reply.Questions) < limit; pages++ {
-		recs, err := r.queries.List(ctx, store.ListFilter{Tenant: req.Tenant, JobID: req.JobID, State: state, AfterID: after, Limit: limit})
+		recs, err := r.queries.List(ctx, record.ListFilter{Tenant: req.Tenant, JobID: req.JobID, State: state, AfterID: after, Limit: limit})
 		if err != nil {
 			r.log.Error("api list", "err", err)
 			return bridge.ListReply{Error: "list: the store could not be read"}
@@ -233,13 +234,13 @@ func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
 		return bridge.ShowReply{Error: err.Error()}
 	}
 	notFound := bridge.ShowReply{Error: bridge.NoQuestionShown(req.QuestionID)}
-	var rec *store.Record
+	var rec *record.Record
 	var v *bridge.QuestionView
 	if req.Tenant != "" && req.JobID != "" {
 		var err error
-		rec, err = r.queries.Find(ctx, store.Key{Tenant: req.Tenant, JobID: req.JobID, QuestionID: req.QuestionID, TaskVersion: req.TaskVersion})
+		rec, err = r.queries.Find(ctx, record.Key{Tenant: req.Tenant, JobID: req.JobID, QuestionID: req.QuestionID, TaskVersion: req.TaskVersion})
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, record.ErrNotFound):
 			return notFound
 		case err != nil:
 			r.log.Error("api show", "err", err)
@@ -268,7 +269,7 @@ func (r *Runtime) apiShow(ctx context.Context, data []byte) any {
 			rec, v = c, cv
 		}
 		if v == nil {
-			if len(recs) >= store.MaxQuestionIDJobs {
+			if len(recs) >= record.MaxQuestionIDJobs {
 				// Not all the jobs holding the id were weighed.
 				return bridge.ShowReply{Error: fmt.Sprintf("Question id %s is used in many jobs: name the job as <job>/%s.", req.QuestionID, req.QuestionID)}
 			}

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"context"
 	"encoding/json"
@@ -14,13 +16,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // attemptStore is what deciding answer attempts needs: one transaction
 // deciding a batch, each attempt on what the ones before it left.
 type attemptStore interface {
-	DecideEach(ctx context.Context, n int, decide func(i int, l store.Lookup) (store.Decision, error)) ([]error, error)
+	DecideEach(ctx context.Context, n int, decide func(i int, l record.Lookup) (record.Decision, error)) ([]error, error)
 }
 
 // refusal is a decided "no" to an attempt; the question keeps waiting.
@@ -42,18 +43,18 @@ type attemptItem struct {
 	// key is the store's record of the attempt (AttemptKey), by which it
 	// is decided once.
 	key     string
-	rec     *store.Record
+	rec     *record.Record
 	refs    []bridge.MessageRef // the messages showing the question
 	checked *bridge.CheckedAnswer
 	ref     *refusal
-	settle  *store.Settlement
+	settle  *record.Settlement
 	// step, on an approval's approve or deny, is what the policy makes of
 	// it (proposals.go); approve is set when it is recorded, not settled.
 	step    *approvalStep
-	approve *store.ApprovalRecord
+	approve *record.ApprovalRecord
 	// delegate and snooze are a delegate's or a snooze's record (delegate.go).
-	delegate *store.Delegation
-	snooze   *store.Snooze
+	delegate *record.Delegation
+	snooze   *record.Snooze
 	notify   []string // subjects to tell once decided (bridge.HeaderDecidedTo)
 }
 
@@ -99,15 +100,15 @@ func (r *Runtime) decideInOrder(ctx context.Context, items []*attemptItem, now t
 	if len(items) == 0 {
 		return nil
 	}
-	errs, err := r.deciding.DecideEach(ctx, len(items), func(i int, l store.Lookup) (store.Decision, error) {
+	errs, err := r.deciding.DecideEach(ctx, len(items), func(i int, l record.Lookup) (record.Decision, error) {
 		if i == 0 {
 			if err := l.Prefetch(ctx, attemptKeys(items)); err != nil {
-				return store.Decision{}, err
+				return record.Decision{}, err
 			}
 		}
 		it := items[i]
 		if err := r.decideItem(ctx, l, it, now); err != nil {
-			return store.Decision{}, err
+			return record.Decision{}, err
 		}
 		if it.ref == nil && isRequest(it.checked.Action) {
 			d, ref := r.request(it, now)
@@ -119,12 +120,12 @@ func (r *Runtime) decideInOrder(ctx context.Context, items []*attemptItem, now t
 		if it.ref != nil {
 			ref := r.refusal(it.rec, &it.a, it.ref, now)
 			ref.AttemptID = it.key
-			return store.Decision{Refuse: ref}, nil
+			return record.Decision{Refuse: ref}, nil
 		}
 		if it.step != nil && !it.step.settles {
 			it.approve = r.approvalRecord(it.rec, it.refs, it.step, &it.a, now)
 			it.approve.AttemptID = it.key
-			return store.Decision{Approve: it.approve}, nil
+			return record.Decision{Approve: it.approve}, nil
 		}
 		var status *bridge.ProposalStatus
 		if it.step != nil {
@@ -136,7 +137,7 @@ func (r *Runtime) decideInOrder(ctx context.Context, items []*attemptItem, now t
 			it.settle.Proposal = it.step.decision(it.checked.Action)
 			it.settle.Log = append(it.settle.Log, approvalLog(it.rec, it.step, &it.a, it.settle.Via, now))
 		}
-		return store.Decision{Settle: it.settle}, nil
+		return record.Decision{Settle: it.settle}, nil
 	})
 	if err != nil {
 		return err
@@ -155,7 +156,7 @@ func (r *Runtime) decideInOrder(ctx context.Context, items []*attemptItem, now t
 // outcome in the store.
 func (r *Runtime) decided(it *attemptItem, err error, now time.Time) error {
 	switch {
-	case errors.Is(err, store.ErrDuplicate):
+	case errors.Is(err, record.ErrDuplicate):
 		return nil // decided before; its outcome was announced then
 	case err != nil:
 		// The question was read pending in this very transaction; if
@@ -184,7 +185,7 @@ func (r *Runtime) decided(it *attemptItem, err error, now time.Time) error {
 
 // decideItem runs the checks of one attempt not refused on sight, and for
 // an approval's approve or deny the policy's (weighApproval).
-func (r *Runtime) decideItem(ctx context.Context, l store.Lookup, it *attemptItem, now time.Time) error {
+func (r *Runtime) decideItem(ctx context.Context, l record.Lookup, it *attemptItem, now time.Time) error {
 	if it.ref != nil {
 		return nil
 	}
@@ -205,11 +206,11 @@ func (r *Runtime) decideItem(ctx context.Context, l store.Lookup, it *attemptIte
 
 // attemptKeys are the questions a batch's attempts name, as decide looks
 // them up.
-func attemptKeys(items []*attemptItem) []store.Key {
-	keys := make([]store.Key, 0, len(items))
+func attemptKeys(items []*attemptItem) []record.Key {
+	keys := make([]record.Key, 0, len(items))
 	for _, it := range items {
 		if it.ref == nil {
-			keys = append(keys, store.Key{Tenant: it.tenant, JobID: it.job, QuestionID: it.a.QuestionID, TaskVersion: it.a.TaskVersion})
+			keys = append(keys, record.Key{Tenant: it.tenant, JobID: it.job, QuestionID: it.a.QuestionID, TaskVersion: it.a.TaskVersion})
 		}
 	}
 	return keys
@@ -241,7 +242,7 @@ func (it *attemptItem) decision() (typ, text string) {
 	if it.ref != nil {
 		return bridge.EventRefused, it.ref.text
 	}
-	var rows []store.Message
+	var rows []record.Message
 	switch {
 	case it.approve != nil:
 		rows = it.approve.Outbox
@@ -263,14 +264,14 @@ func (it *attemptItem) decision() (typ, text string) {
 
 // decide runs the checks; it returns the question and the messages
 // showing it (when known) and either the checked answer or the refusal.
-func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAttempt, tenant, job string) (*store.Record, []bridge.MessageRef, *bridge.CheckedAnswer, *refusal, error) {
+func (r *Runtime) decide(ctx context.Context, l record.Lookup, a *bridge.AnswerAttempt, tenant, job string) (*record.Record, []bridge.MessageRef, *bridge.CheckedAnswer, *refusal, error) {
 	r.people.seen(a.By)
 	if a.Tenant != tenant || a.JobID != job || !bridge.ValidToken(a.QuestionID) {
 		return nil, nil, nil, &refusal{reason: bridge.RefusedUnknown, text: fmt.Sprintf("There is no question %q in job %s.", a.QuestionID, job)}, nil
 	}
-	key := store.Key{Tenant: tenant, JobID: job, QuestionID: a.QuestionID, TaskVersion: a.TaskVersion}
+	key := record.Key{Tenant: tenant, JobID: job, QuestionID: a.QuestionID, TaskVersion: a.TaskVersion}
 	found, err := l.FindAnswerable(ctx, key)
-	if errors.Is(err, store.ErrNotFound) && a.TaskVersion != 0 {
+	if errors.Is(err, record.ErrNotFound) && a.TaskVersion != 0 {
 		key.TaskVersion = 0
 		latest, lerr := l.Find(ctx, key)
 		if lerr == nil {
@@ -279,11 +280,11 @@ func (r *Runtime) decide(ctx context.Context, l store.Lookup, a *bridge.AnswerAt
 			}
 			return latest, nil, nil, staleRefusal(a.TaskVersion, latest.TaskVersion), nil
 		}
-		if !errors.Is(lerr, store.ErrNotFound) {
+		if !errors.Is(lerr, record.ErrNotFound) {
 			return nil, nil, nil, nil, lerr
 		}
 	}
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		return nil, nil, nil, &refusal{reason: bridge.RefusedUnknown, text: fmt.Sprintf("There is no question %s in job %s.", a.QuestionID, job)}, nil
 	}
 	if err != nil {
@@ -342,7 +343,7 @@ func staleRefusal(had, current int64) *refusal {
 }
 
 // notPending says who settled the question and when.
-func notPending(rec *store.Record) *refusal {
+func notPending(rec *record.Record) *refusal {
 	state := rec.State
 	q := decodeBody(rec)
 	expired := expiresFirst(q, rec.Deadline) && rec.Text == bridge.ProposalExpiredText(q.Proposal.ID, q.Proposal.ExpiresAt)
@@ -358,7 +359,7 @@ func notPending(rec *store.Record) *refusal {
 // settlement builds the settlement of an accepted attempt: the new state,
 // the event for the front-ends and the resume for the agent.
 // proposal, on an approval, is its proposal as the settlement leaves it.
-func (r *Runtime) settlement(rec *store.Record, refs []bridge.MessageRef, a *bridge.AnswerAttempt, checked *bridge.CheckedAnswer, proposal *bridge.ProposalStatus, now time.Time) *store.Settlement {
+func (r *Runtime) settlement(rec *record.Record, refs []bridge.MessageRef, a *bridge.AnswerAttempt, checked *bridge.CheckedAnswer, proposal *bridge.ProposalStatus, now time.Time) *record.Settlement {
 	raw := a.Answer
 	a.Action, a.Answer = checked.Action, checked.Value
 	display := checked.Display
@@ -366,7 +367,7 @@ func (r *Runtime) settlement(rec *store.Record, refs []bridge.MessageRef, a *bri
 	if via == "" {
 		via = platformOf(a.By)
 	}
-	st := store.Settlement{
+	st := record.Settlement{
 		Question: rec.ID, Action: a.Action, AnswerRaw: raw, Answer: a.Answer, AnswerText: display,
 		Comment: a.Comment, By: a.By, ByName: a.ByName, Via: via, At: now, AttemptID: a.AttemptID,
 	}
@@ -394,13 +395,13 @@ func (r *Runtime) settlement(rec *store.Record, refs []bridge.MessageRef, a *bri
 	ev.Proposal = proposal
 	res.Text, res.Answer, res.Comment = st.Text, a.Answer, a.Comment
 	res.By, res.ByName, res.Via, res.Person = a.By, a.ByName, via, person
-	st.Outbox = []store.Message{eventMsg(ev), resumeMsg(res)}
+	st.Outbox = []record.Message{eventMsg(ev), resumeMsg(res)}
 	return &st
 }
 
 // refusal builds the record of a refused attempt and the event telling the
 // answerer; the question waits on.
-func (r *Runtime) refusal(rec *store.Record, a *bridge.AnswerAttempt, ref *refusal, now time.Time) *store.Refusal {
+func (r *Runtime) refusal(rec *record.Record, a *bridge.AnswerAttempt, ref *refusal, now time.Time) *record.Refusal {
 	ev := bridge.Event{
 		Type: bridge.EventRefused, Tenant: a.Tenant, JobID: a.JobID, QuestionID: a.QuestionID, TaskVersion: a.TaskVersion,
 		To: a.By, By: a.By, ByName: a.ByName, Via: a.Via, Reason: ref.reason, Text: ref.text, FieldErrors: ref.fields,
@@ -416,21 +417,21 @@ func (r *Runtime) refusal(rec *store.Record, a *bridge.AnswerAttempt, ref *refus
 		ev.AskedAt, ev.Deadline = rec.AskedAt, rec.Deadline
 	}
 	ev.EventID = fmt.Sprintf("%s.%s.%s.refused.%s", a.Tenant, a.JobID, a.QuestionID, a.AttemptID)
-	return &store.Refusal{AttemptID: a.AttemptID, Question: question, At: now, Outbox: []store.Message{eventMsg(ev)},
-		Log: []store.LogEntry{refusedLog(a, ref, ev.TaskVersion, now)}}
+	return &record.Refusal{AttemptID: a.AttemptID, Question: question, At: now, Outbox: []record.Message{eventMsg(ev)},
+		Log: []record.LogEntry{refusedLog(a, ref, ev.TaskVersion, now)}}
 }
 
 // refusedLog records a refused attempt in its job's log, so the trace
 // shows it (docs/design.md "The trace"). The subject named the job; a
 // question id that is no token is kept out of the entry's column.
-func refusedLog(a *bridge.AnswerAttempt, ref *refusal, version int64, now time.Time) store.LogEntry {
+func refusedLog(a *bridge.AnswerAttempt, ref *refusal, version int64, now time.Time) record.LogEntry {
 	action := a.Action
 	if action == "" {
 		action = bridge.ActionAnswer
 	}
 	body, _ := json.Marshal(refusedLogBody{By: bridge.Truncate(a.By, 200), Action: bridge.Truncate(action, 40),
 		Reason: ref.reason, Text: ref.text, AttemptID: bridge.Truncate(a.AttemptID, 200), TaskVersion: version})
-	e := store.LogEntry{Tenant: a.Tenant, JobID: a.JobID, Kind: store.LogRefused, Body: body, At: now}
+	e := record.LogEntry{Tenant: a.Tenant, JobID: a.JobID, Kind: record.LogRefused, Body: body, At: now}
 	if bridge.ValidToken(a.QuestionID) {
 		e.QuestionID = a.QuestionID
 	}

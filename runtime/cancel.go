@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,16 +13,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // cancelStore is what cancels need: end a job's questions, read what
 // ended one first, and tell people through the outbox.
 type cancelStore interface {
-	Cancel(ctx context.Context, c store.JobCancel) ([]store.Record, error)
-	Find(ctx context.Context, k store.Key) (*store.Record, error)
+	Cancel(ctx context.Context, c record.JobCancel) ([]record.Record, error)
+	Find(ctx context.Context, k record.Key) (*record.Record, error)
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
-	Enqueue(ctx context.Context, msgs []store.Message) error
+	Enqueue(ctx context.Context, msgs []record.Message) error
 }
 
 // handleCancel cancels a job's pending questions, or bumps its task version
@@ -62,10 +63,10 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 		// This stored message, however often it is delivered.
 		key = fmt.Sprintf("cancel.%d.%d", meta.Sequence.Stream, meta.Timestamp.UnixNano())
 	}
-	ended, err := r.cancelling.Cancel(ctx, store.JobCancel{
+	ended, err := r.cancelling.Cancel(ctx, record.JobCancel{
 		Tenant: tenant, JobID: job, QuestionID: c.QuestionID, NewVersion: c.TaskVersion,
 		Reason: cancelAuditReason(&c), By: c.By, Via: platformOf(c.By), At: now, Key: key,
-		Outbox: func(rec *store.Record) []store.Message {
+		Outbox: func(rec *record.Record) []record.Message {
 			refs, _ := r.cancelling.Messages(ctx, rec.ID)
 			text, status := bridge.CancelText(c.Status, c.Reason, c.Evidence), c.Status
 			if rec.State == bridge.StateSuperseded {
@@ -74,7 +75,7 @@ func (r *Runtime) handleCancel(ctx context.Context, msg jetstream.Msg) error {
 			return endedMessages(rec, rec.State, status, text, refs, now)
 		},
 	})
-	if errors.Is(err, store.ErrDuplicate) {
+	if errors.Is(err, record.ErrDuplicate) {
 		r.log.Info("cancel already applied; redelivered", "tenant", tenant, "job", job)
 		r.tellCanceller(msg, bridge.CancelDecision{})
 		return nil
@@ -126,7 +127,7 @@ func (r *Runtime) refuseCancel(ctx context.Context, msg jetstream.Msg, tenant, j
 		ReplyTo: c.ReplyTo, At: now,
 	}
 	ev.EventID = fmt.Sprintf("%s.%s.%s.cancel-refused.%s", tenant, job, c.QuestionID, cancelEventID(msg, now))
-	if err := r.cancelling.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
+	if err := r.cancelling.Enqueue(ctx, []record.Message{eventMsg(ev)}); err != nil {
 		return err
 	}
 	r.metrics.refusals.WithLabelValues(bridge.RefusedForbidden).Inc()
@@ -164,7 +165,7 @@ func (r *Runtime) tellNothingCancelled(ctx context.Context, msg jetstream.Msg, t
 	text := fmt.Sprintf("Nothing was cancelled: job %s has no question waiting.", job)
 	if c.QuestionID != "" {
 		text = fmt.Sprintf("Nothing was cancelled: there is no question %s in job %s.", c.QuestionID, job)
-		rec, err := r.cancelling.Find(ctx, store.Key{Tenant: tenant, JobID: job, QuestionID: c.QuestionID})
+		rec, err := r.cancelling.Find(ctx, record.Key{Tenant: tenant, JobID: job, QuestionID: c.QuestionID})
 		switch {
 		case err == nil && rec.State == bridge.StateSuperseded:
 			text = fmt.Sprintf("Nothing was cancelled: a newer version of the task replaced this question at %s.", rec.SettledAt.UTC().Format(time.RFC3339))
@@ -172,7 +173,7 @@ func (r *Runtime) tellNothingCancelled(ctx context.Context, msg jetstream.Msg, t
 			// "This question was already answered by ..." as a late answer is told.
 			late := notPending(rec).text
 			text = "Nothing was cancelled: t" + strings.TrimPrefix(late, "T")
-		case !errors.Is(err, store.ErrNotFound):
+		case !errors.Is(err, record.ErrNotFound):
 			return err
 		}
 	}
@@ -181,7 +182,7 @@ func (r *Runtime) tellNothingCancelled(ctx context.Context, msg jetstream.Msg, t
 		Reason: bridge.RefusedNotPending, Text: text, ReplyTo: c.ReplyTo, At: now,
 	}
 	ev.EventID = fmt.Sprintf("%s.%s.%s.cancel-ended-nothing.%s", tenant, job, c.QuestionID, cancelEventID(msg, now))
-	if err := r.cancelling.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
+	if err := r.cancelling.Enqueue(ctx, []record.Message{eventMsg(ev)}); err != nil {
 		return err
 	}
 	r.wakeRelay()

@@ -1,13 +1,14 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // The clarification measures (docs/contract.md, "Clarification metrics"),
@@ -26,7 +27,7 @@ type grouper func(tenant, agent string) (string, string)
 // clarify computes the measures of the questions asked in [since, until)
 // and the gate decisions made then. qs come as store.ClarifyQuestions
 // returns them: by job, in the order they were asked, earlier ones too.
-func clarify(qs []store.ClarifyQuestion, gates []store.GateDecision, since, until time.Time, group grouper) (total *clarifyGroup, groups []*clarifyGroup) {
+func clarify(qs []record.ClarifyQuestion, gates []record.GateDecision, since, until time.Time, group grouper) (total *clarifyGroup, groups []*clarifyGroup) {
 	total = &clarifyGroup{}
 	byKey := map[[2]string]*clarifyGroup{}
 	groupOf := func(tenant, agent string) *clarifyGroup {
@@ -81,7 +82,7 @@ func clarify(qs []store.ClarifyQuestion, gates []store.GateDecision, since, unti
 // repeatsOrReopens reports whether q, asked after the questions before it
 // on its job, repeats a missing_field one of them had answered, and
 // whether it came within bridge.ReopenWindow of one of their answers.
-func repeatsOrReopens(before []store.ClarifyQuestion, q *store.ClarifyQuestion) (repeated, reopened bool) {
+func repeatsOrReopens(before []record.ClarifyQuestion, q *record.ClarifyQuestion) (repeated, reopened bool) {
 	for _, p := range before {
 		if p.State != bridge.StateAnswered || p.SettledAt.After(q.AskedAt) {
 			continue
@@ -96,7 +97,7 @@ func repeatsOrReopens(before []store.ClarifyQuestion, q *store.ClarifyQuestion) 
 	return repeated, reopened
 }
 
-func (g *clarifyGroup) count(q *store.ClarifyQuestion, repeated, reopened bool) {
+func (g *clarifyGroup) count(q *record.ClarifyQuestion, repeated, reopened bool) {
 	m := &g.m
 	m.Asked++
 	switch {

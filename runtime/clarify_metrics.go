@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"fmt"
 	"slices"
@@ -9,13 +11,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // clarifyStore is what the clarification measures read.
 type clarifyStore interface {
-	ClarifyQuestions(ctx context.Context, tenant string, since time.Time) ([]store.ClarifyQuestion, error)
-	GateDecisions(ctx context.Context, tenant string, since, until time.Time) ([]store.GateDecision, error)
+	ClarifyQuestions(ctx context.Context, tenant string, since time.Time) ([]record.ClarifyQuestion, error)
+	GateDecisions(ctx context.Context, tenant string, since, until time.Time) ([]record.GateDecision, error)
 }
 
 // ClarifyMetrics shapes the clarification metrics on /metrics. Tenants

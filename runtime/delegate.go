@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -8,7 +10,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // The job log's bodies of a delegation and a snooze (docs/design.md "The
@@ -41,21 +42,21 @@ func isRequest(action string) bool {
 
 // request is the decision on a delegate or a snooze its sender may make,
 // or why it is refused.
-func (r *Runtime) request(it *attemptItem, now time.Time) (store.Decision, *refusal) {
+func (r *Runtime) request(it *attemptItem, now time.Time) (record.Decision, *refusal) {
 	if it.checked.Action == bridge.ActionDelegate {
 		d, ref := r.delegation(it, now)
 		it.delegate = d
-		return store.Decision{Delegate: d}, ref
+		return record.Decision{Delegate: d}, ref
 	}
 	s, ref := r.snooze(it, now)
 	it.snooze = s
-	return store.Decision{Snooze: s}, ref
+	return record.Decision{Snooze: s}, ref
 }
 
 // delegation makes a.Delegate an answerer of the question: the question
 // is written anew with them among its answerers, and the delegated event
 // redraws its cards and DMs them (Targets).
-func (r *Runtime) delegation(it *attemptItem, now time.Time) (*store.Delegation, *refusal) {
+func (r *Runtime) delegation(it *attemptItem, now time.Time) (*record.Delegation, *refusal) {
 	a, rec := &it.a, it.rec
 	q := decodeBody(rec)
 	to := strings.TrimSpace(a.Delegate)
@@ -84,16 +85,16 @@ func (r *Runtime) delegation(it *attemptItem, now time.Time) (*store.Delegation,
 	ev.Targets = []string{to} // the DM that asks them
 	ev.AttemptID, ev.ReplyTo = a.AttemptID, a.ReplyTo
 	lb, _ := json.Marshal(delegatedLogBody{By: a.By, ByName: a.ByName, To: to, Via: via, AttemptID: a.AttemptID, TaskVersion: rec.TaskVersion})
-	return &store.Delegation{AttemptID: it.key, Question: rec.ID, Body: body, By: a.By, Via: via, Reason: text, At: now,
-		Outbox: []store.Message{eventMsg(ev)},
-		Log:    []store.LogEntry{{Tenant: rec.Tenant, JobID: rec.JobID, Kind: store.LogDelegated, QuestionID: rec.QuestionID, Body: lb, At: now}},
+	return &record.Delegation{AttemptID: it.key, Question: rec.ID, Body: body, By: a.By, Via: via, Reason: text, At: now,
+		Outbox: []record.Message{eventMsg(ev)},
+		Log:    []record.LogEntry{{Tenant: rec.Tenant, JobID: rec.JobID, Kind: record.LogDelegated, QuestionID: rec.QuestionID, Body: lb, At: now}},
 	}, nil
 }
 
 // snooze moves the sender's next reminder of the question: until then
 // the ladder's reminders skip them, and at the end one reminds them
 // (ladder.go). Neither the timeout nor anyone else's reminders move.
-func (r *Runtime) snooze(it *attemptItem, now time.Time) (*store.Snooze, *refusal) {
+func (r *Runtime) snooze(it *attemptItem, now time.Time) (*record.Snooze, *refusal) {
 	a, rec := &it.a, it.rec
 	until, ok := SnoozeUntil(a.Snooze, now, r.o.TimeZone)
 	if !ok {
@@ -113,9 +114,9 @@ func (r *Runtime) snooze(it *attemptItem, now time.Time) (*store.Snooze, *refusa
 	ev.By, ev.ByName, ev.Via, ev.To, ev.Until, ev.Text = a.By, a.ByName, via, a.By, until.UTC(), text
 	ev.AttemptID, ev.ReplyTo = a.AttemptID, a.ReplyTo
 	lb, _ := json.Marshal(snoozedLogBody{By: a.By, Snooze: a.Snooze, Until: until.UTC(), Via: via, AttemptID: a.AttemptID, TaskVersion: rec.TaskVersion})
-	return &store.Snooze{AttemptID: it.key, Question: rec.ID, Identity: a.By, Until: until, Via: via, Reason: text, At: now,
-		Outbox: []store.Message{eventMsg(ev)},
-		Log:    []store.LogEntry{{Tenant: rec.Tenant, JobID: rec.JobID, Kind: store.LogSnoozed, QuestionID: rec.QuestionID, Body: lb, At: now}},
+	return &record.Snooze{AttemptID: it.key, Question: rec.ID, Identity: a.By, Until: until, Via: via, Reason: text, At: now,
+		Outbox: []record.Message{eventMsg(ev)},
+		Log:    []record.LogEntry{{Tenant: rec.Tenant, JobID: rec.JobID, Kind: record.LogSnoozed, QuestionID: rec.QuestionID, Body: lb, At: now}},
 	}, nil
 }
 

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"time"
@@ -8,16 +10,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // deliveryStore is what delivery reports need: the question reported on,
 // and a place to record where it is shown.
 type deliveryStore interface {
-	Find(ctx context.Context, k store.Key) (*store.Record, error)
-	RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]store.DeliveryRow, error)
-	RecordDeliveries(ctx context.Context, reports []store.ReportedDelivery, at time.Time) error
-	Enqueue(ctx context.Context, msgs []store.Message) error
+	Find(ctx context.Context, k record.Key) (*record.Record, error)
+	RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]record.DeliveryRow, error)
+	RecordDeliveries(ctx context.Context, reports []record.ReportedDelivery, at time.Time) error
+	Enqueue(ctx context.Context, msgs []record.Message) error
 }
 
 // handleDeliveries stores where the platforms showed questions: the cards
@@ -26,7 +27,7 @@ type deliveryStore interface {
 // platform that was to show the question could not.
 func (r *Runtime) handleDeliveries(ctx context.Context, msgs []jetstream.Msg) error {
 	now := r.stamp()
-	var shown []store.ReportedDelivery
+	var shown []record.ReportedDelivery
 	flush := func() error {
 		if len(shown) == 0 {
 			return nil
@@ -48,7 +49,7 @@ func (r *Runtime) handleDeliveries(ctx context.Context, msgs []jetstream.Msg) er
 		case rec == nil:
 			continue // dropped, and logged
 		case d.OK:
-			shown = append(shown, store.ReportedDelivery{Question: rec.ID, Delivery: d})
+			shown = append(shown, record.ReportedDelivery{Question: rec.ID, Delivery: d})
 			continue
 		}
 		// In order: a failure after a card shown, of one question and
@@ -66,14 +67,14 @@ func (r *Runtime) handleDeliveries(ctx context.Context, msgs []jetstream.Msg) er
 // readDelivery reads a delivery report and the question it reports on;
 // rec is nil for a report dropped (malformed, or about no question of its
 // version), which is logged.
-func (r *Runtime) readDelivery(ctx context.Context, msg jetstream.Msg) (bridge.Delivery, *store.Record, error) {
+func (r *Runtime) readDelivery(ctx context.Context, msg jetstream.Msg) (bridge.Delivery, *record.Record, error) {
 	var d bridge.Delivery
 	if err := json.Unmarshal(msg.Data(), &d); err != nil || !bridge.ValidToken(d.Tenant) || !bridge.ValidToken(d.JobID) || !bridge.ValidToken(d.QuestionID) || d.Platform == "" {
 		r.log.Warn("malformed delivery report dropped", "subject", msg.Subject())
 		return d, nil, nil
 	}
-	rec, err := r.reports.Find(ctx, store.Key{Tenant: d.Tenant, JobID: d.JobID, QuestionID: d.QuestionID, TaskVersion: d.TaskVersion})
-	if err == store.ErrNotFound {
+	rec, err := r.reports.Find(ctx, record.Key{Tenant: d.Tenant, JobID: d.JobID, QuestionID: d.QuestionID, TaskVersion: d.TaskVersion})
+	if err == record.ErrNotFound {
 		r.log.Warn("delivery report for an unknown question", "tenant", d.Tenant, "job", d.JobID, "question", d.QuestionID)
 		return d, nil, nil
 	}
@@ -92,7 +93,7 @@ func (r *Runtime) readDelivery(ctx context.Context, msg jetstream.Msg) (bridge.D
 
 // recordFailedDelivery stores a platform's failure to show a question, and
 // fails the job loudly when every platform that was to show it could not.
-func (r *Runtime) recordFailedDelivery(ctx context.Context, rec *store.Record, d bridge.Delivery, now time.Time) error {
+func (r *Runtime) recordFailedDelivery(ctx context.Context, rec *record.Record, d bridge.Delivery, now time.Time) error {
 	if d.Failure == nil {
 		d.Failure = &bridge.Failure{Code: bridge.CodeSourceUnreliable, Dependency: d.Platform, Operation: "post_question", OperatorMessage: d.Platform + " could not show the question."}
 	}
@@ -129,13 +130,13 @@ func (r *Runtime) recordFailedDelivery(ctx context.Context, rec *store.Record, d
 
 // announceDeliveryFailure tells the front-ends one platform failed while the
 // question still waits elsewhere.
-func (r *Runtime) announceDeliveryFailure(ctx context.Context, rec *store.Record, d bridge.Delivery, now time.Time) error {
+func (r *Runtime) announceDeliveryFailure(ctx context.Context, rec *record.Record, d bridge.Delivery, now time.Time) error {
 	ev := eventFor(rec, bridge.EventDeliveryFailed, now)
 	ev.EventID += "." + d.Platform
 	ev.Via = d.Platform
 	ev.Failure = d.Failure
 	ev.State = bridge.StatePending
-	if err := r.reports.Enqueue(ctx, []store.Message{eventMsg(ev)}); err != nil {
+	if err := r.reports.Enqueue(ctx, []record.Message{eventMsg(ev)}); err != nil {
 		return err
 	}
 	r.wakeRelay()

@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +14,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
-	"github.com/askbridge/askbridge/store"
 )
 
 func report(t *testing.T, env *testenv.Env, q *bridge.Question, d bridge.Delivery) {
@@ -283,8 +284,8 @@ func TestUndeliverableQuestionFailsAfterACrash(t *testing.T) {
 	body, _ := json.Marshal(q)
 	now := time.Now().UTC()
 	// What the runtime had committed when it crashed: the question, no failure.
-	if _, err := env.Store.AskMany(context.Background(), []store.NewQuestion{{
-		Key:  store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion},
+	if _, err := env.Store.AskMany(context.Background(), []record.NewQuestion{{
+		Key:  record.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion},
 		Kind: bridge.KindQuestion, Body: body, AskedAt: now, Deadline: now.Add(time.Hour),
 	}}); err != nil {
 		t.Fatal(err)

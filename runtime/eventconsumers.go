@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // The events stream keeps an event until every consumer with interest in
@@ -31,8 +32,8 @@ type eventConsumerStore interface {
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
 	Meta(ctx context.Context, key string) (string, error)
 	SetMeta(ctx context.Context, key, value string) error
-	Reask(ctx context.Context, platforms []string, askedBy time.Time, cur store.ReaskCursor, limit int,
-		build func(r *store.Record, shownOn []string) (store.Message, bool, error)) (store.ReaskCursor, int, bool, error)
+	Reask(ctx context.Context, platforms []string, askedBy time.Time, cur record.ReaskCursor, limit int,
+		build func(r *record.Record, shownOn []string) (record.Message, bool, error)) (record.ReaskCursor, int, bool, error)
 }
 
 // reaskPage is how many pending questions one transaction of a re-ask reads.
@@ -150,7 +151,7 @@ func (r *Runtime) reask(ctx context.Context, platforms []bridge.Platform, askedB
 	for i, p := range platforms {
 		names[i] = p.Name
 	}
-	build := func(rec *store.Record, shownOn []string) (store.Message, bool, error) {
+	build := func(rec *record.Record, shownOn []string) (record.Message, bool, error) {
 		q := decodeBody(rec)
 		for _, p := range r.expectedPlatforms(q) {
 			if !slices.Contains(names, p) || slices.Contains(shownOn, p) {
@@ -162,16 +163,16 @@ func (r *Runtime) reask(ctx context.Context, platforms []bridge.Platform, askedB
 				// post nothing (docs/contract.md "Streams").
 				refs, err := r.adapters.Messages(ctx, rec.ID)
 				if err != nil {
-					return store.Message{}, false, err
+					return record.Message{}, false, err
 				}
 				ev.Messages = refs
 			}
 			return eventMsg(ev), true, nil
 		}
-		return store.Message{}, false, nil
+		return record.Message{}, false, nil
 	}
 	total := 0
-	var cur store.ReaskCursor
+	var cur record.ReaskCursor
 	for {
 		next, n, done, err := r.adapters.Reask(ctx, names, askedBy, cur, reaskPage, build)
 		if err != nil {

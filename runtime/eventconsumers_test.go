@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +14,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/store"
 )
 
 // held is an event in the events stream, with its message id.
@@ -77,7 +78,7 @@ func waitHolding(t *testing.T, env *testenv.Env, durable string, want uint64) {
 func TestAdapterConsumersAreMadeBeforeTheFirstPublish(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: roles,
-		BeforePublish: func(store.OutboxRow) error { return errors.New("the relay is held") }})
+		BeforePublish: func(record.OutboxRow) error { return errors.New("the relay is held") }})
 	q := choiceQuestion("job-first")
 	ask(t, env, q)
 	waitState(t, env, q, bridge.StatePending)

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // handleExecution records an agent's report of an executed proposal, on
@@ -38,23 +39,23 @@ func (r *Runtime) handleExecution(ctx context.Context, msg jetstream.Msg) error 
 		Result     string `json:"result"`
 		Detail     string `json:"detail"`
 	}{e.ProposalID, e.Result, e.Detail})
-	p, err := r.proposals.RecordExecution(ctx, store.ExecutionReport{
+	p, err := r.proposals.RecordExecution(ctx, record.ExecutionReport{
 		Tenant: tenant, JobID: job, ProposalID: e.ProposalID, Result: e.Result, Detail: e.Detail, At: now,
-		Announce: func(p *store.Proposal, q *store.Answerable) []store.Message {
-			return []store.Message{eventMsg(r.executedEvent(p, q, now))}
+		Announce: func(p *record.Proposal, q *record.Answerable) []record.Message {
+			return []record.Message{eventMsg(r.executedEvent(p, q, now))}
 		},
-		Log: []store.LogEntry{{Tenant: tenant, JobID: job, Kind: store.LogExecuted, Body: body, At: now}},
+		Log: []record.LogEntry{{Tenant: tenant, JobID: job, Kind: record.LogExecuted, Body: body, At: now}},
 	})
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		r.log.Warn("execution report refused", "tenant", tenant, "job", job,
 			"problem", fmt.Sprintf("proposal_id: job %s has no proposal %s", job, e.ProposalID))
 		return nil
-	case errors.Is(err, store.ErrProposalNotApproved):
+	case errors.Is(err, record.ErrProposalNotApproved):
 		r.log.Warn("execution report refused", "tenant", tenant, "job", job,
 			"problem", fmt.Sprintf("proposal_id: %s is %s, not approved: nothing of it may have been executed", e.ProposalID, p.State))
 		return nil
-	case errors.Is(err, store.ErrDuplicate):
+	case errors.Is(err, record.ErrDuplicate):
 		r.log.Info("execution report repeated; the first stands", "tenant", tenant, "job", job, "proposal", e.ProposalID, "result", p.Result)
 		return nil
 	case err != nil:
@@ -67,7 +68,7 @@ func (r *Runtime) handleExecution(ctx context.Context, msg jetstream.Msg) error 
 
 // executedEvent tells the front-ends what the agent reported of an
 // executed proposal, for the card that showed its approval.
-func (r *Runtime) executedEvent(p *store.Proposal, q *store.Answerable, now time.Time) bridge.Event {
+func (r *Runtime) executedEvent(p *record.Proposal, q *record.Answerable, now time.Time) bridge.Event {
 	ev := eventFor(q.Record, bridge.EventExecuted, now)
 	ev.State = q.State
 	ev.By, ev.ByName, ev.Via = q.By, q.ByName, q.Via

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,15 +16,14 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // gateStore is what the gate reads and writes: the job and its pending
 // questions, proposals, and its decisions with the executes among them.
 type gateStore interface {
-	GateJob(ctx context.Context, tenant, job string) (store.GateJob, error)
-	FindProposal(ctx context.Context, tenant, id string) (*store.Proposal, error)
-	GateCommit(ctx context.Context, batch []store.GateWrite) error
+	GateJob(ctx context.Context, tenant, job string) (record.GateJob, error)
+	FindProposal(ctx context.Context, tenant, id string) (*record.Proposal, error)
+	GateCommit(ctx context.Context, batch []record.GateWrite) error
 }
 
 // gateCodes are every code a gate reply may carry, the metric's labels.
@@ -98,7 +99,7 @@ func (r *Runtime) gate(ctx context.Context, w *gateWriter, subject string, data 
 	if d == nil { // an execute: decided in the write transaction
 		return r.executeGate(w, req, now)
 	}
-	if err := w.write(store.GateWrite{Log: gateLogEntry(d, now)}); err != nil {
+	if err := w.write(record.GateWrite{Log: gateLogEntry(d, now)}); err != nil {
 		r.log.Error("gate: write the decision", "tenant", tenant, "job", job, "err", err)
 		return unavailable()
 	}
@@ -136,7 +137,7 @@ func (r *Runtime) decideGate(ctx context.Context, req bridge.GateRequest, now ti
 		return nil, nil
 	}
 	p, err := r.gates.FindProposal(ctx, req.Tenant, req.ProposalID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		p, err = nil, nil
 	}
 	if err != nil {
@@ -151,8 +152,8 @@ func (r *Runtime) decideGate(ctx context.Context, req bridge.GateRequest, now ti
 // allowed; its reply goes out once that transaction has committed.
 func (r *Runtime) executeGate(w *gateWriter, req bridge.GateRequest, now time.Time) bridge.GateReply {
 	d := &gateDecision{tenant: req.Tenant, job: req.JobID, req: req}
-	err := w.write(store.GateWrite{Execute: &store.GateExecute{Tenant: req.Tenant, ProposalID: req.ProposalID, At: now,
-		Decide: func(p *store.Proposal) (bool, store.LogEntry) {
+	err := w.write(record.GateWrite{Execute: &record.GateExecute{Tenant: req.Tenant, ProposalID: req.ProposalID, At: now,
+		Decide: func(p *record.Proposal) (bool, record.LogEntry) {
 			var take bool
 			d.reply, take = proposalGate(req, p, now)
 			return take, gateLogEntry(d, now)
@@ -177,7 +178,7 @@ func (r *Runtime) policyGate(req bridge.GateRequest) bridge.GateReply {
 // proposalGate decides a request naming a proposal, from the proposal as
 // it stands (nil: the tenant has none of that id), and says whether an
 // execute may take it.
-func proposalGate(req bridge.GateRequest, p *store.Proposal, now time.Time) (bridge.GateReply, bool) {
+func proposalGate(req bridge.GateRequest, p *record.Proposal, now time.Time) (bridge.GateReply, bool) {
 	id := req.ProposalID
 	reply := bridge.GateReply{ProposalID: id}
 	expired := p != nil && !p.ExpiresAt.IsZero() && !now.Before(p.ExpiresAt) &&
@@ -227,7 +228,7 @@ type gateQuestion struct {
 // blockingQuestion finds the first pending question (in the order asked)
 // that blocks tool: it lists it in blocked_tools, or has allowed_tools
 // that do not list it. It returns the question's id and the reason.
-func blockingQuestion(pending []store.GatePending, tool string) (id, reason string) {
+func blockingQuestion(pending []record.GatePending, tool string) (id, reason string) {
 	for _, p := range pending {
 		// Bodies are stored as encoding/json wrote them: one without
 		// either key restricts nothing and need not be decoded.
@@ -254,10 +255,10 @@ func blockingQuestion(pending []store.GatePending, tool string) (id, reason stri
 
 // gateLogEntry is a decision as the job log keeps it (gateLogBody, which
 // the trace reads).
-func gateLogEntry(d *gateDecision, at time.Time) store.LogEntry {
+func gateLogEntry(d *gateDecision, at time.Time) record.LogEntry {
 	body, _ := json.Marshal(gateLogBody{Tool: d.req.Tool, Code: d.reply.Code, TaskVersion: d.req.TaskVersion,
 		ProposalID: d.req.ProposalID, Execute: d.req.Execute, QuestionID: d.reply.QuestionID, Reason: d.reply.Reason})
-	return store.LogEntry{Tenant: d.tenant, JobID: d.job, Kind: store.LogGate, QuestionID: d.reply.QuestionID, Body: body, At: at}
+	return record.LogEntry{Tenant: d.tenant, JobID: d.job, Kind: record.LogGate, QuestionID: d.reply.QuestionID, Body: body, At: at}
 }
 
 // shortForm is a question's text cut to a few words, for a reason that

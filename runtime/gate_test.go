@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +14,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/policy"
-	"github.com/askbridge/askbridge/store"
 )
 
 func gate(t *testing.T, env *testenv.Env, job string, version int64, tool string) bridge.GateReply {
@@ -33,7 +34,7 @@ func gateLog(t *testing.T, env *testenv.Env, job string) []string {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.Kind != store.LogGate {
+		if e.Kind != record.LogGate {
 			continue
 		}
 		var b struct{ Tool, Code string }
@@ -161,12 +162,12 @@ func TestGatePolicyAndBadRequests(t *testing.T) {
 
 // seedProposals asks an approval in job and records proposals beside it,
 // each in the state given.
-func seedProposals(t *testing.T, env *testenv.Env, job string, ps ...store.Proposal) {
+func seedProposals(t *testing.T, env *testenv.Env, job string, ps ...record.Proposal) {
 	t.Helper()
 	q := &bridge.Question{Tenant: "acme", JobID: job, QuestionID: "q-approve", TaskVersion: 1, Kind: bridge.KindApproval,
 		Question: "May I refund order 4471?", Proposal: &bridge.Proposal{ID: "pr-asked", Action: "refund", Summary: []string{"Refund $240"}}}
 	ask(t, env, q)
-	rec, err := env.Store.Find(context.Background(), store.Key{Tenant: "acme", JobID: job, QuestionID: q.QuestionID})
+	rec, err := env.Store.Find(context.Background(), record.Key{Tenant: "acme", JobID: job, QuestionID: q.QuestionID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,13 +196,13 @@ func TestGateProposals(t *testing.T) {
 	const job = "job-pr"
 	executedAt := time.UnixMilli(1_790_000_000_000).UTC()
 	seedProposals(t, env, job,
-		store.Proposal{ID: "pr-ok", State: bridge.ProposalApproved, Arguments: json.RawMessage(`{"order":4471,"amount":240}`),
+		record.Proposal{ID: "pr-ok", State: bridge.ProposalApproved, Arguments: json.RawMessage(`{"order":4471,"amount":240}`),
 			ExpiresAt: clock.Now().Add(time.Hour)},
-		store.Proposal{ID: "pr-wait", State: bridge.ProposalPending},
-		store.Proposal{ID: "pr-no", State: bridge.ProposalDenied},
-		store.Proposal{ID: "pr-old", State: bridge.ProposalExpired, ExpiresAt: executedAt},
-		store.Proposal{ID: "pr-done", State: bridge.ProposalExecuted, ExecutedAt: executedAt},
-		store.Proposal{ID: "pr-other", State: bridge.ProposalApproved, JobID: "job-else"},
+		record.Proposal{ID: "pr-wait", State: bridge.ProposalPending},
+		record.Proposal{ID: "pr-no", State: bridge.ProposalDenied},
+		record.Proposal{ID: "pr-old", State: bridge.ProposalExpired, ExpiresAt: executedAt},
+		record.Proposal{ID: "pr-done", State: bridge.ProposalExecuted, ExecutedAt: executedAt},
+		record.Proposal{ID: "pr-other", State: bridge.ProposalApproved, JobID: "job-else"},
 	)
 	execute := func(tool, id string) bridge.GateReply {
 		t.Helper()
@@ -281,8 +282,8 @@ func TestGateProposalExpiresByTheClock(t *testing.T) {
 	const job = "job-exp"
 	expires := clock.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
 	seedProposals(t, env, job,
-		store.Proposal{ID: "pr-a", State: bridge.ProposalApproved, ExpiresAt: expires},
-		store.Proposal{ID: "pr-p", State: bridge.ProposalPending, ExpiresAt: expires})
+		record.Proposal{ID: "pr-a", State: bridge.ProposalApproved, ExpiresAt: expires},
+		record.Proposal{ID: "pr-p", State: bridge.ProposalPending, ExpiresAt: expires})
 	if r, err := env.Agent.Execute(context.Background(), "acme", job, 1, "refund", "pr-p"); err != nil || r.Code != bridge.GateApprovalPending {
 		t.Fatalf("before it expires: %+v, %v", r, err)
 	}

@@ -1,11 +1,11 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"sync"
-
-	"github.com/askbridge/askbridge/store"
 )
 
 // gateBatch bounds the decisions one transaction writes.
@@ -28,7 +28,7 @@ type gateWriter struct {
 
 // gateWrite is a decision waiting for its commit; err says how it went.
 type gateWrite struct {
-	w   store.GateWrite
+	w   record.GateWrite
 	err chan error
 }
 
@@ -41,7 +41,7 @@ func newGateWriter(st gateStore) *gateWriter {
 // write hands a decision to the writer and waits until it is committed.
 // It does not give up on a context: an execute's outcome is known only
 // once its transaction has ended.
-func (w *gateWriter) write(gw store.GateWrite) error {
+func (w *gateWriter) write(gw record.GateWrite) error {
 	x := gateWrite{w: gw, err: make(chan error, 1)}
 	w.mu.RLock()
 	if w.closed {
@@ -56,7 +56,7 @@ func (w *gateWriter) write(gw store.GateWrite) error {
 func (w *gateWriter) run() {
 	defer close(w.done)
 	batch := make([]gateWrite, 0, gateBatch)
-	writes := make([]store.GateWrite, 0, gateBatch)
+	writes := make([]record.GateWrite, 0, gateBatch)
 	for first := range w.in {
 		batch = append(batch[:0], first)
 	more:

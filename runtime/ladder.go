@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -10,18 +12,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // ladderStore is what the ladder needs: the steps due, the question each
 // belongs to and where it is shown, and firing a step or the timeout.
 type ladderStore interface {
 	NextDue(ctx context.Context) (time.Time, bool, error)
-	DueSteps(ctx context.Context, now time.Time, limit int) ([]store.DueStep, error)
-	Get(ctx context.Context, id int64) (*store.Record, error)
+	DueSteps(ctx context.Context, now time.Time, limit int) ([]record.DueStep, error)
+	Get(ctx context.Context, id int64) (*record.Record, error)
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
-	Settle(ctx context.Context, st store.Settlement) error
-	ProposalOf(ctx context.Context, question int64) (*store.Proposal, error)
+	Settle(ctx context.Context, st record.Settlement) error
+	ProposalOf(ctx context.Context, question int64) (*record.Proposal, error)
 	Snoozes(ctx context.Context, question int64, now time.Time) (map[string]time.Time, error)
 	SnoozeOf(ctx context.Context, question int64, step int) (string, time.Time, error)
 }
@@ -118,7 +119,7 @@ func (r *Runtime) fireDue(ctx context.Context) time.Time {
 
 // fireStep times a question out; its reminders and escalations fire in
 // rounds (fireRound).
-func (r *Runtime) fireStep(ctx context.Context, d store.DueStep, now time.Time) error {
+func (r *Runtime) fireStep(ctx context.Context, d record.DueStep, now time.Time) error {
 	rec, err := r.steps.Get(ctx, d.Question)
 	if err != nil {
 		return err
@@ -133,11 +134,11 @@ func (r *Runtime) fireStep(ctx context.Context, d store.DueStep, now time.Time) 
 // its snoozer alone (when their snooze is still on record), and the
 // answerers step skips whoever snoozed past now (docs/contract.md
 // "Delegate and snooze").
-func (r *Runtime) stepTargets(ctx context.Context, rec *store.Record, q *bridge.Question, d store.DueStep, now time.Time) ([]string, error) {
+func (r *Runtime) stepTargets(ctx context.Context, rec *record.Record, q *bridge.Question, d record.DueStep, now time.Time) ([]string, error) {
 	switch d.Target {
-	case store.StepSnooze:
+	case record.StepSnooze:
 		id, _, err := r.steps.SnoozeOf(ctx, rec.ID, d.Index)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, record.ErrNotFound) {
 			return nil, nil
 		}
 		return []string{id}, err
@@ -186,7 +187,7 @@ func (r *Runtime) targets(q *bridge.Question, target string) []string {
 
 // timeOut ends a question nobody answered: outcome timed_out, or failed
 // with code QuestionTimedOut when the question asked for that.
-func (r *Runtime) timeOut(ctx context.Context, rec *store.Record, q *bridge.Question, now time.Time) error {
+func (r *Runtime) timeOut(ctx context.Context, rec *record.Record, q *bridge.Question, now time.Time) error {
 	if now.Sub(rec.Deadline) < maxAnswerHold {
 		if waiting, err := r.answerWaiting(ctx, rec); err != nil {
 			return err
@@ -222,17 +223,17 @@ func (r *Runtime) timeOut(ctx context.Context, rec *store.Record, q *bridge.Ques
 		}
 	}
 	ev.State = state
-	err = r.steps.Settle(ctx, store.Settlement{
+	err = r.steps.Settle(ctx, record.Settlement{
 		Question: rec.ID, State: state, Text: text, Reason: "timed out", At: now,
-		Outbox: []store.Message{eventMsg(ev), resumeMsg(res)}, Proposal: decision,
+		Outbox: []record.Message{eventMsg(ev), resumeMsg(res)}, Proposal: decision,
 	})
-	if errors.Is(err, store.ErrNotPending) {
+	if errors.Is(err, record.ErrNotPending) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	r.metrics.ladder.WithLabelValues(store.StepTimeout).Inc()
+	r.metrics.ladder.WithLabelValues(record.StepTimeout).Inc()
 	r.metrics.settled.WithLabelValues(state).Inc()
 	r.wakeRelay()
 	r.log.Info("question timed out", "tenant", rec.Tenant, "job", rec.JobID, "question", rec.QuestionID, "state", state)
@@ -243,12 +244,12 @@ func (r *Runtime) timeOut(ctx context.Context, rec *store.Record, q *bridge.Ques
 // expired, with the decision that records it, when the proposal's
 // expires_at is what ended the question; still pending (to be asked again
 // by a later question) when its timeout did.
-func (r *Runtime) proposalAtTimeout(ctx context.Context, rec *store.Record, q *bridge.Question) (*bridge.ProposalStatus, *store.ProposalDecision, error) {
+func (r *Runtime) proposalAtTimeout(ctx context.Context, rec *record.Record, q *bridge.Question) (*bridge.ProposalStatus, *record.ProposalDecision, error) {
 	if !q.IsApproval() || q.Proposal == nil {
 		return nil, nil, nil
 	}
 	p, err := r.steps.ProposalOf(ctx, rec.ID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, record.ErrNotFound) {
 		return nil, nil, err
 	}
 	if !expiresFirst(q, rec.Deadline) {
@@ -257,7 +258,7 @@ func (r *Runtime) proposalAtTimeout(ctx context.Context, rec *store.Record, q *b
 	status := r.proposalStatus(q, p)
 	status.State = bridge.ProposalExpired
 	status.MayApprove = nil
-	return status, &store.ProposalDecision{Tenant: rec.Tenant, ID: q.Proposal.ID, State: bridge.ProposalExpired}, nil
+	return status, &record.ProposalDecision{Tenant: rec.Tenant, ID: q.Proposal.ID, State: bridge.ProposalExpired}, nil
 }
 
 // errAnswerWaiting holds a timeout: an answer to the job published before
@@ -280,7 +281,7 @@ const (
 // the runtime's consumer's ack floor): under a backlog of answers, or right
 // after a restart, the ladder must not time out a question that was
 // answered in time.
-func (r *Runtime) answerWaiting(ctx context.Context, rec *store.Record) (bool, error) {
+func (r *Runtime) answerWaiting(ctx context.Context, rec *record.Record) (bool, error) {
 	cons, err := r.js.Consumer(ctx, bridge.StreamAnswers, r.durable(answersConsumer))
 	if err != nil {
 		return false, fmt.Errorf("runtime: answers consumer: %w", err)

@@ -1,16 +1,17 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // decodeBody reads a stored question body; bodies were validated on the way in.
-func decodeBody(rec *store.Record) *bridge.Question {
+func decodeBody(rec *record.Record) *bridge.Question {
 	var q bridge.Question
 	if err := json.Unmarshal(rec.Body, &q); err != nil {
 		// Not reachable for rows this runtime wrote; keep the key at least.
@@ -22,7 +23,7 @@ func decodeBody(rec *store.Record) *bridge.Question {
 // eventFor is the event of typ about rec. It carries the whole question,
 // so a front-end draws the card of any event without a record of its own
 // (docs/contract.md, events).
-func eventFor(rec *store.Record, typ string, at time.Time) bridge.Event {
+func eventFor(rec *record.Record, typ string, at time.Time) bridge.Event {
 	return bridge.Event{
 		Question:    decodeBody(rec),
 		Type:        typ,
@@ -37,7 +38,7 @@ func eventFor(rec *store.Record, typ string, at time.Time) bridge.Event {
 	}
 }
 
-func resumeFor(rec *store.Record, outcome, text string, at time.Time) bridge.Resume {
+func resumeFor(rec *record.Record, outcome, text string, at time.Time) bridge.Resume {
 	return bridge.Resume{
 		Tenant:      rec.Tenant,
 		JobID:       rec.JobID,
@@ -49,20 +50,20 @@ func resumeFor(rec *store.Record, outcome, text string, at time.Time) bridge.Res
 	}
 }
 
-func eventMsg(ev bridge.Event) store.Message {
+func eventMsg(ev bridge.Event) record.Message {
 	data, _ := json.Marshal(ev)
-	return store.Message{Subject: bridge.EventSubject(ev.Tenant, ev.JobID), Data: data}
+	return record.Message{Subject: bridge.EventSubject(ev.Tenant, ev.JobID), Data: data}
 }
 
-func resumeMsg(res bridge.Resume) store.Message {
+func resumeMsg(res bridge.Resume) record.Message {
 	data, _ := json.Marshal(res)
-	return store.Message{Subject: bridge.ResumeSubject(res.Tenant, res.JobID), Data: data}
+	return record.Message{Subject: bridge.ResumeSubject(res.Tenant, res.JobID), Data: data}
 }
 
 // endedMessages announces a question ended without an answer (cancelled,
 // superseded): the event for the front-ends and the resume for the agent.
 // status is the cancel's status (bridge.CancelRetired, ...), or "".
-func endedMessages(rec *store.Record, state, status, text string, refs []bridge.MessageRef, at time.Time) []store.Message {
+func endedMessages(rec *record.Record, state, status, text string, refs []bridge.MessageRef, at time.Time) []record.Message {
 	typ := bridge.EventCancelled
 	if state == bridge.StateSuperseded {
 		typ = bridge.EventSuperseded
@@ -74,5 +75,5 @@ func endedMessages(rec *store.Record, state, status, text string, refs []bridge.
 	ev.Messages = refs
 	res := resumeFor(rec, bridge.OutcomeCanceled, text, at)
 	res.Status = status
-	return []store.Message{eventMsg(ev), resumeMsg(res)}
+	return []record.Message{eventMsg(ev), resumeMsg(res)}
 }

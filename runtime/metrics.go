@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"fmt"
 	"slices"
@@ -9,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 type metrics struct {
@@ -121,7 +122,7 @@ func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context
 		bridge.RefusedWrongKind, bridge.RefusedInvalid, bridge.RefusedSelfApproval, bridge.RefusedAlreadyApproved, bridge.RefusedExpired} {
 		m.refusals.WithLabelValues(r)
 	}
-	for _, s := range []string{bridge.TargetAnswerers, bridge.TargetOwner, bridge.TargetAdmins, store.StepTimeout} {
+	for _, s := range []string{bridge.TargetAnswerers, bridge.TargetOwner, bridge.TargetAdmins, record.StepTimeout} {
 		m.ladder.WithLabelValues(s)
 	}
 	for _, code := range bridge.NoticeCodes {

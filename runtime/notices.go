@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,13 +13,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // noticeStore is what notices need: the job's threads, and one
 // transaction writing the job's trail and the outbox.
 type noticeStore interface {
-	RecordNotice(ctx context.Context, e store.LogEntry, noticeID string, msgs []store.Message) error
+	RecordNotice(ctx context.Context, e record.LogEntry, noticeID string, msgs []record.Message) error
 	JobThreads(ctx context.Context, tenant, job string) ([]bridge.MessageRef, error)
 }
 
@@ -58,8 +59,8 @@ func (r *Runtime) handleNotice(ctx context.Context, msg jetstream.Msg) error {
 	}
 	ev := bridge.Event{Type: bridge.EventNotice, EventID: noticeEventID(tenant, job, n.NoticeID), Tenant: tenant, JobID: job,
 		Notice: n, Threads: threads, At: now.UTC()}
-	err = r.notices.RecordNotice(ctx, store.LogEntry{Tenant: tenant, JobID: job, Body: body, At: now}, n.NoticeID, []store.Message{eventMsg(ev)})
-	if errors.Is(err, store.ErrDuplicate) {
+	err = r.notices.RecordNotice(ctx, record.LogEntry{Tenant: tenant, JobID: job, Body: body, At: now}, n.NoticeID, []record.Message{eventMsg(ev)})
+	if errors.Is(err, record.ErrDuplicate) {
 		r.log.Info("notice already recorded; redelivered", "tenant", tenant, "job", job, "notice", n.NoticeID)
 		return nil
 	}

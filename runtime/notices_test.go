@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +13,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/store"
 )
 
 const slackToken = "xoxb-1234567890-0987654321-AbCdEfGhIjKl"
@@ -23,7 +24,7 @@ func crmNotice(job string) *bridge.Notice {
 		OperatorMessage: "The CRM answered 403 to token " + slackToken + "."}}
 }
 
-func noticeLogs(t *testing.T, env *testenv.Env, job string) []store.LogEntry {
+func noticeLogs(t *testing.T, env *testenv.Env, job string) []record.LogEntry {
 	t.Helper()
 	entries, err := env.Store.JobLog(context.Background(), "acme", job)
 	if err != nil {
@@ -69,7 +70,7 @@ func TestNoticeIsRecordedMaskedAndAnnouncedOnce(t *testing.T) {
 		return nil
 	})
 	entries := noticeLogs(t, env, "job-n1")
-	if len(entries) != 1 || entries[0].Kind != store.LogNotice {
+	if len(entries) != 1 || entries[0].Kind != record.LogNotice {
 		t.Fatalf("job log %+v", entries)
 	}
 	var logged bridge.Notice

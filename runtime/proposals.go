@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,14 +15,13 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/policy"
-	"github.com/askbridge/askbridge/store"
 )
 
 // proposalStore is what proposals need beyond asking and deciding: the
 // proposal a question asks for, and executions reported.
 type proposalStore interface {
-	ProposalOf(ctx context.Context, question int64) (*store.Proposal, error)
-	RecordExecution(ctx context.Context, e store.ExecutionReport) (*store.Proposal, error)
+	ProposalOf(ctx context.Context, question int64) (*record.Proposal, error)
+	RecordExecution(ctx context.Context, e record.ExecutionReport) (*record.Proposal, error)
 }
 
 // rule is the operator's policy for an action in a tenant (the zero Rule,
@@ -72,11 +73,11 @@ func (r *Runtime) checkProposal(q *bridge.Question, now time.Time) error {
 }
 
 // newProposal is the proposal row q records, with its idempotency key.
-func newProposal(q *bridge.Question) *store.NewProposal {
+func newProposal(q *bridge.Question) *record.NewProposal {
 	if q.Proposal == nil || !q.IsApproval() {
 		return nil
 	}
-	return &store.NewProposal{ID: q.Proposal.ID, Action: q.Proposal.Action, Arguments: q.Proposal.Arguments,
+	return &record.NewProposal{ID: q.Proposal.ID, Action: q.Proposal.Action, Arguments: q.Proposal.Arguments,
 		ExpiresAt: q.Proposal.ExpiresAt, IdempotencyKey: idempotencyKey()}
 }
 
@@ -99,7 +100,7 @@ func expiresFirst(q *bridge.Question, deadline time.Time) bool {
 
 // proposalStatus is q's proposal as it stands, for events and views: p is
 // its row (nil before it is recorded).
-func (r *Runtime) proposalStatus(q *bridge.Question, p *store.Proposal) *bridge.ProposalStatus {
+func (r *Runtime) proposalStatus(q *bridge.Question, p *record.Proposal) *bridge.ProposalStatus {
 	if q == nil || q.Proposal == nil || !q.IsApproval() {
 		return nil
 	}
@@ -151,7 +152,7 @@ func (r *Runtime) approverAccess(tenant string, a *bridge.AnswerAttempt, q *brid
 type approvalStep struct {
 	// q is the approval's question, read once on the way in.
 	q         *bridge.Question
-	proposal  *store.Proposal
+	proposal  *record.Proposal
 	approvals []bridge.Approval
 	required  int
 	// settles: the question ends (the Nth approval, or a deny); otherwise
@@ -163,9 +164,9 @@ type approvalStep struct {
 // whose checks passed: expiry, approvers, self-approval, N distinct
 // people. nil step and nil refusal: the approval has no proposal row (it
 // was asked before proposals were recorded) and settles as it always did.
-func (r *Runtime) weighApproval(ctx context.Context, l store.Lookup, rec *store.Record, q *bridge.Question, a *bridge.AnswerAttempt, now time.Time) (*approvalStep, *refusal, error) {
+func (r *Runtime) weighApproval(ctx context.Context, l record.Lookup, rec *record.Record, q *bridge.Question, a *bridge.AnswerAttempt, now time.Time) (*approvalStep, *refusal, error) {
 	p, err := l.Proposal(ctx, rec.Tenant, q.Proposal.ID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && p.Question != rec.ID) {
+	if errors.Is(err, record.ErrNotFound) || (err == nil && p.Question != rec.ID) {
 		return nil, nil, nil
 	}
 	if err != nil {
@@ -219,8 +220,8 @@ func (s *approvalStep) state(action string) string {
 }
 
 // decision is what settling the approval does to its proposal.
-func (s *approvalStep) decision(action string) *store.ProposalDecision {
-	return &store.ProposalDecision{Tenant: s.proposal.Tenant, ID: s.proposal.ID, State: s.state(action), Approvals: s.approvals}
+func (s *approvalStep) decision(action string) *record.ProposalDecision {
+	return &record.ProposalDecision{Tenant: s.proposal.Tenant, ID: s.proposal.ID, State: s.state(action), Approvals: s.approvals}
 }
 
 // status is the proposal as the step leaves it.
@@ -232,7 +233,7 @@ func (r *Runtime) stepStatus(s *approvalStep, state string) *bridge.ProposalStat
 
 // approvalLog is the job log entry of an approve or deny (the trace reads
 // these bodies; docs/design.md).
-func approvalLog(rec *store.Record, s *approvalStep, a *bridge.AnswerAttempt, via string, now time.Time) store.LogEntry {
+func approvalLog(rec *record.Record, s *approvalStep, a *bridge.AnswerAttempt, via string, now time.Time) record.LogEntry {
 	var body any
 	if a.Action == bridge.ActionDeny {
 		body = struct {
@@ -252,12 +253,12 @@ func approvalLog(rec *store.Record, s *approvalStep, a *bridge.AnswerAttempt, vi
 		}{s.proposal.ID, a.By, a.ByName, via, len(s.approvals), s.required}
 	}
 	data, _ := json.Marshal(body)
-	return store.LogEntry{Tenant: rec.Tenant, JobID: rec.JobID, Kind: store.LogApproval, QuestionID: rec.QuestionID, Body: data, At: now}
+	return record.LogEntry{Tenant: rec.Tenant, JobID: rec.JobID, Kind: record.LogApproval, QuestionID: rec.QuestionID, Body: data, At: now}
 }
 
 // approvalRecord records an approval that is not yet the last one needed:
 // the question waits, and approval_recorded says how many there are.
-func (r *Runtime) approvalRecord(rec *store.Record, refs []bridge.MessageRef, s *approvalStep, a *bridge.AnswerAttempt, now time.Time) *store.ApprovalRecord {
+func (r *Runtime) approvalRecord(rec *record.Record, refs []bridge.MessageRef, s *approvalStep, a *bridge.AnswerAttempt, now time.Time) *record.ApprovalRecord {
 	via := s.approvals[len(s.approvals)-1].Via
 	ev := eventFor(rec, bridge.EventApproval, now)
 	ev.EventID = fmt.Sprintf("%s.%d", ev.EventID, len(s.approvals))
@@ -267,10 +268,10 @@ func (r *Runtime) approvalRecord(rec *store.Record, refs []bridge.MessageRef, s 
 	ev.Text = bridge.ApprovalsText(s.approvals, s.required)
 	ev.AttemptID, ev.ReplyTo, ev.Messages = a.AttemptID, a.ReplyTo, refs
 	ev.Proposal = r.stepStatus(s, bridge.ProposalPending)
-	return &store.ApprovalRecord{
+	return &record.ApprovalRecord{
 		AttemptID: a.AttemptID, Question: rec.ID, Tenant: rec.Tenant, ProposalID: s.proposal.ID,
-		Approvals: s.approvals, At: now, Outbox: []store.Message{eventMsg(ev)},
-		Log: []store.LogEntry{approvalLog(rec, s, a, via, now)},
+		Approvals: s.approvals, At: now, Outbox: []record.Message{eventMsg(ev)},
+		Log: []record.LogEntry{approvalLog(rec, s, a, via, now)},
 	}
 }
 

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"log/slog"
 	"path/filepath"
@@ -50,8 +52,8 @@ func TestApprovalAfterTheExpiryIsRefused(t *testing.T) {
 	for _, action := range []string{bridge.ActionApprove, bridge.ActionDeny} {
 		it := &attemptItem{tenant: "acme", job: "job-1", a: bridge.AnswerAttempt{Tenant: "acme", JobID: "job-1", QuestionID: "q-1",
 			AttemptID: action, Action: action, By: "slack:UOP"}}
-		_, err := st.DecideEach(ctx, 1, func(_ int, l store.Lookup) (store.Decision, error) {
-			return store.Decision{}, r.decideItem(ctx, l, it, expiry)
+		_, err := st.DecideEach(ctx, 1, func(_ int, l record.Lookup) (record.Decision, error) {
+			return record.Decision{}, r.decideItem(ctx, l, it, expiry)
 		})
 		if err != nil {
 			t.Fatal(err)

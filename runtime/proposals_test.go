@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +14,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/policy"
-	"github.com/askbridge/askbridge/store"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -47,7 +48,7 @@ func eventOf(t *testing.T, events *testenv.Recorder, job, typ string) bridge.Eve
 	return found
 }
 
-func proposalRow(t *testing.T, env *testenv.Env, id string) *store.Proposal {
+func proposalRow(t *testing.T, env *testenv.Env, id string) *record.Proposal {
 	t.Helper()
 	p, err := env.Store.FindProposal(context.Background(), "acme", id)
 	if err != nil {
@@ -232,7 +233,7 @@ func TestProposalAboveTheLimitIsRefusedAtIntake(t *testing.T) {
 		"The question was refused: proposal.amount: 750 USD is above the policy's limit for refund: max_amount 500 USD." {
 		t.Fatalf("outcome: %+v", out)
 	}
-	if _, err := env.Store.FindProposal(context.Background(), "acme", "pr_big"); err != store.ErrNotFound {
+	if _, err := env.Store.FindProposal(context.Background(), "acme", "pr_big"); err != record.ErrNotFound {
 		t.Fatalf("a refused proposal was recorded: %v", err)
 	}
 	euros := refundApproval("job-mx2", "pr_eur", 100)
@@ -300,7 +301,7 @@ func TestSupersededApprovalHandsItsProposalOn(t *testing.T) {
 		return fmt.Errorf("resumes %+v", resumes.Resumes())
 	})
 	row := proposalRow(t, env, "pr_next")
-	rec, err := env.Store.Find(context.Background(), store.Key{Tenant: "acme", JobID: "job-sp", QuestionID: "q-refund", TaskVersion: 2})
+	rec, err := env.Store.Find(context.Background(), record.Key{Tenant: "acme", JobID: "job-sp", QuestionID: "q-refund", TaskVersion: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +454,7 @@ func TestProposalAskedAgainAfterItsQuestionEnded(t *testing.T) {
 	again := refundApproval("job-ag", "pr_ag", 40)
 	again.QuestionID = "q-again"
 	ch := ask(t, env, again)
-	rec, err := env.Store.Find(ctx, store.Key{Tenant: "acme", JobID: "job-ag", QuestionID: "q-again"})
+	rec, err := env.Store.Find(ctx, record.Key{Tenant: "acme", JobID: "job-ag", QuestionID: "q-again"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,18 +15,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // questionStore is what asking needs: record questions, read the one a
 // duplicate names, and fail those nobody can be shown.
 type questionStore interface {
-	AskMany(ctx context.Context, nqs []store.NewQuestion) ([]*store.AskResult, error)
-	Find(ctx context.Context, k store.Key) (*store.Record, error)
+	AskMany(ctx context.Context, nqs []record.NewQuestion) ([]*record.AskResult, error)
+	Find(ctx context.Context, k record.Key) (*record.Record, error)
 	Messages(ctx context.Context, question int64) ([]bridge.MessageRef, error)
 	JobThreads(ctx context.Context, tenant, job string) ([]bridge.MessageRef, error)
-	Settle(ctx context.Context, st store.Settlement) error
-	ProposalOf(ctx context.Context, question int64) (*store.Proposal, error)
+	Settle(ctx context.Context, st record.Settlement) error
+	ProposalOf(ctx context.Context, question int64) (*record.Proposal, error)
 }
 
 // subjectKey reads tenant and job from "<prefix>.<tenant>.<job>".
@@ -118,8 +119,8 @@ const askReaders = 16
 // the record (a job's threads), and a batch of a hundred questions, as
 // one gathered while NATS elected a leader, would otherwise take as many
 // round trips one after the other before any of its cards is shown.
-func (r *Runtime) newQuestions(ctx context.Context, items []askedItem, now time.Time) ([]store.NewQuestion, error) {
-	nqs := make([]store.NewQuestion, len(items))
+func (r *Runtime) newQuestions(ctx context.Context, items []askedItem, now time.Time) ([]record.NewQuestion, error) {
+	nqs := make([]record.NewQuestion, len(items))
 	errs := make([]error, len(items))
 	sem := make(chan struct{}, askReaders)
 	var wg sync.WaitGroup
@@ -168,16 +169,16 @@ func (r *Runtime) readQuestion(ctx context.Context, msg jetstream.Msg) (*askedIt
 
 // asked follows up one question of a recorded batch: a stale one is
 // refused, and one no platform can show fails at once.
-func (r *Runtime) asked(ctx context.Context, it askedItem, res *store.AskResult, now time.Time) error {
+func (r *Runtime) asked(ctx context.Context, it askedItem, res *record.AskResult, now time.Time) error {
 	switch res.Status {
-	case store.Duplicate:
+	case record.Duplicate:
 		// Asked before; but a crash may have come between recording it
 		// and failing it for want of a platform to show it. Judged on
 		// the stored question of that very version: the first publish
 		// is the question.
-		rec, err := r.asking.Find(ctx, store.Key{Tenant: it.q.Tenant, JobID: it.q.JobID, QuestionID: it.q.QuestionID, TaskVersion: it.q.TaskVersion})
+		rec, err := r.asking.Find(ctx, record.Key{Tenant: it.q.Tenant, JobID: it.q.JobID, QuestionID: it.q.QuestionID, TaskVersion: it.q.TaskVersion})
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, record.ErrNotFound):
 		case err != nil:
 			return err
 		case rec.TaskVersion == it.q.TaskVersion && rec.State == bridge.StatePending:
@@ -187,10 +188,10 @@ func (r *Runtime) asked(ctx context.Context, it askedItem, res *store.AskResult,
 			}
 		}
 		return nil
-	case store.Stale:
+	case record.Stale:
 		return r.refuseQuestion(ctx, it.msg, it.tenant, it.job, it.q,
 			fmt.Errorf("task_version: %d is older than the job's current version %d", it.q.TaskVersion, res.JobVersion))
-	case store.Refused:
+	case record.Refused:
 		return r.refuseQuestion(ctx, it.msg, it.tenant, it.job, it.q, errors.New(res.Problem))
 	}
 	r.metrics.asked.Inc()
@@ -204,18 +205,18 @@ func (r *Runtime) asked(ctx context.Context, it askedItem, res *store.AskResult,
 
 // newQuestion is what the store records for q: the question, its ladder
 // and timeout, and the asked event.
-func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.Time) (store.NewQuestion, error) {
+func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.Time) (record.NewQuestion, error) {
 	timeout := q.TimeoutDuration()
 	body, err := json.Marshal(q)
 	if err != nil {
-		return store.NewQuestion{}, fmt.Errorf("encode question: %w", err)
+		return record.NewQuestion{}, fmt.Errorf("encode question: %w", err)
 	}
 	kind := q.Kind
 	if kind == "" {
 		kind = bridge.KindQuestion
 	}
-	nq := store.NewQuestion{
-		Key:      store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion},
+	nq := record.NewQuestion{
+		Key:      record.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion},
 		Kind:     kind,
 		Body:     body,
 		AskedAt:  now,
@@ -229,12 +230,12 @@ func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.
 		timeout = nq.Deadline.Sub(now)
 	}
 	for i, step := range q.Ladder() {
-		nq.Steps = append(nq.Steps, store.Step{Index: i, Target: step.To, Due: now.Add(time.Duration(float64(timeout) * step.At))})
+		nq.Steps = append(nq.Steps, record.Step{Index: i, Target: step.To, Due: now.Add(time.Duration(float64(timeout) * step.At))})
 	}
-	nq.Steps = append(nq.Steps, store.Step{Index: len(nq.Steps), Target: store.StepTimeout, Due: now.Add(timeout)})
-	rec := &store.Record{Key: nq.Key, Kind: kind, Body: body, State: bridge.StatePending, AskedAt: now, Deadline: nq.Deadline}
-	nq.Outbox = []store.Message{eventMsg(r.askedEvent(ctx, rec, q, now))}
-	nq.Supersede = func(old *store.Record) []store.Message {
+	nq.Steps = append(nq.Steps, record.Step{Index: len(nq.Steps), Target: record.StepTimeout, Due: now.Add(timeout)})
+	rec := &record.Record{Key: nq.Key, Kind: kind, Body: body, State: bridge.StatePending, AskedAt: now, Deadline: nq.Deadline}
+	nq.Outbox = []record.Message{eventMsg(r.askedEvent(ctx, rec, q, now))}
+	nq.Supersede = func(old *record.Record) []record.Message {
 		refs, _ := r.asking.Messages(ctx, old.ID)
 		return endedMessages(old, bridge.StateSuperseded, "", bridge.SupersededText(q.TaskVersion), refs, now)
 	}
@@ -243,7 +244,7 @@ func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.
 
 // askedEvent announces that q, recorded as rec, waits: for a new question,
 // and for one asked again on an adapter's new consumer (reask).
-func (r *Runtime) askedEvent(ctx context.Context, rec *store.Record, q *bridge.Question, at time.Time) bridge.Event {
+func (r *Runtime) askedEvent(ctx context.Context, rec *record.Record, q *bridge.Question, at time.Time) bridge.Event {
 	ev := eventFor(rec, bridge.EventAsked, at)
 	ev.Question = q
 	ev.State = bridge.StatePending
@@ -256,7 +257,7 @@ func (r *Runtime) askedEvent(ctx context.Context, rec *store.Record, q *bridge.Q
 	}
 	if q.IsApproval() {
 		// Asked again (rec recorded), its proposal may have approvals.
-		var p *store.Proposal
+		var p *record.Proposal
 		if rec.ID != 0 {
 			p, _ = r.asking.ProposalOf(ctx, rec.ID)
 		}
@@ -384,7 +385,7 @@ func (r *Runtime) expectedPlatforms(q *bridge.Question) []string {
 
 // failQuestion ends a pending question as failed with a typed failure;
 // via is the platform that reported it ("" when no connector could try).
-func (r *Runtime) failQuestion(ctx context.Context, rec *store.Record, f *bridge.Failure, via string, now time.Time) error {
+func (r *Runtime) failQuestion(ctx context.Context, rec *record.Record, f *bridge.Failure, via string, now time.Time) error {
 	text := "The question could not be shown to anyone: " + f.OperatorMessage
 	ev := eventFor(rec, bridge.EventDeliveryFailed, now)
 	ev.Failure = f
@@ -394,11 +395,11 @@ func (r *Runtime) failQuestion(ctx context.Context, rec *store.Record, f *bridge
 	res := resumeFor(rec, bridge.OutcomeFailed, text, now)
 	res.Code = f.Code
 	res.Failure = f
-	err := r.asking.Settle(ctx, store.Settlement{
+	err := r.asking.Settle(ctx, record.Settlement{
 		Question: rec.ID, State: bridge.StateFailed, Text: text, Reason: f.Code, At: now,
-		Outbox: []store.Message{eventMsg(ev), resumeMsg(res)},
+		Outbox: []record.Message{eventMsg(ev), resumeMsg(res)},
 	})
-	if err == store.ErrNotPending {
+	if err == record.ErrNotPending {
 		return nil
 	}
 	if err != nil {

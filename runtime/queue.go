@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"context"
 	"errors"
@@ -9,15 +11,14 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // queueStore is what the queue and the ladder's rounds read and write
 // (docs/design.md, "The queue and nudges").
 type queueStore interface {
-	JobQueue(ctx context.Context, tenant, job string) ([]store.Queued, error)
-	FireRound(ctx context.Context, steps []store.RoundStep, at time.Time, msgs []store.Message) error
-	JobSteps(ctx context.Context, tenant, job, target string, before time.Time) ([]store.DueStep, error)
+	JobQueue(ctx context.Context, tenant, job string) ([]record.Queued, error)
+	FireRound(ctx context.Context, steps []record.RoundStep, at time.Time, msgs []record.Message) error
+	JobSteps(ctx context.Context, tenant, job, target string, before time.Time) ([]record.DueStep, error)
 }
 
 // roundWindow is how far ahead a round takes along the same step of the
@@ -27,7 +28,7 @@ const roundWindow = 10 * time.Minute
 
 // queued is a pending question of a job's queue, read.
 type queued struct {
-	store.Queued
+	record.Queued
 	q *bridge.Question
 }
 
@@ -70,15 +71,15 @@ type roundKey struct{ tenant, job, target string }
 // round is the due steps of one job and step kind.
 type round struct {
 	roundKey
-	steps []store.DueStep
+	steps []record.DueStep
 }
 
 // rounds groups due ladder steps (not timeouts) by job and step, in the
 // order their first steps fell due; the rest are returned apart.
-func (r *Runtime) rounds(ctx context.Context, due []store.DueStep) (rounds []*round, rest []store.DueStep, err error) {
+func (r *Runtime) rounds(ctx context.Context, due []record.DueStep) (rounds []*round, rest []record.DueStep, err error) {
 	by := map[roundKey]*round{}
 	for _, d := range due {
-		if d.Target == store.StepTimeout {
+		if d.Target == record.StepTimeout {
 			rest = append(rest, d)
 			continue
 		}
@@ -106,15 +107,15 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 		return err
 	}
 	typ, step := bridge.EventEscalated, rd.target
-	if rd.target == bridge.TargetAnswerers || rd.target == store.StepSnooze {
+	if rd.target == bridge.TargetAnswerers || rd.target == record.StepSnooze {
 		// A snooze's end is a reminder (docs/contract.md "Delegate and snooze").
 		typ, step = bridge.EventReminded, bridge.TargetAnswerers
 	}
-	fired := map[int64]store.DueStep{}
+	fired := map[int64]record.DueStep{}
 	for _, d := range rd.steps {
 		fired[d.Question] = d
 	}
-	if rd.target != store.StepSnooze {
+	if rd.target != record.StepSnooze {
 		if err := r.takeAlong(ctx, rd, queue, fired, now); err != nil {
 			return err
 		}
@@ -128,7 +129,7 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 	}
 	top := &queue[0]
 	// A snooze's end reminds its snoozer alone; the thread is not nudged.
-	nudge.Resurface = resurface && rd.target != store.StepSnooze && bridge.Urgent(top.q.Priority)
+	nudge.Resurface = resurface && rd.target != record.StepSnooze && bridge.Urgent(top.q.Priority)
 	refs, err := r.steps.Messages(ctx, top.ID)
 	if err != nil {
 		return err
@@ -138,7 +139,7 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 	// fires, which fires once.
 	first := steps[0].DueStep
 	ev.EventID = fmt.Sprintf("%s.round.%d.%d", ev.EventID, first.Question, first.Index)
-	if rd.target == store.StepSnooze {
+	if rd.target == record.StepSnooze {
 		// A later snooze may take the same step number: its end is named too.
 		ev.EventID += fmt.Sprintf(".%d", first.Due.UnixMilli())
 	}
@@ -149,8 +150,8 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 	ev.Persons = r.people.persons(linked(all, queue))
 	ev.Messages = refs
 	ev.Nudge = nudge
-	err = r.queue.FireRound(ctx, steps, now, []store.Message{eventMsg(ev)})
-	if errors.Is(err, store.ErrStepGone) {
+	err = r.queue.FireRound(ctx, steps, now, []record.Message{eventMsg(ev)})
+	if errors.Is(err, record.ErrStepGone) {
 		return nil
 	}
 	if err != nil {
@@ -167,15 +168,15 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 // roundNudge is a round's nudge (the job's questions in queue order, each
 // fired one with whom it reminds), the steps it fires with their audit
 // reasons, and everyone it reminds.
-func (r *Runtime) roundNudge(ctx context.Context, rd *round, queue []queued, fired map[int64]store.DueStep, typ, step string, now time.Time) (*bridge.Nudge, []store.RoundStep, []string, error) {
+func (r *Runtime) roundNudge(ctx context.Context, rd *round, queue []queued, fired map[int64]record.DueStep, typ, step string, now time.Time) (*bridge.Nudge, []record.RoundStep, []string, error) {
 	nudge := &bridge.Nudge{Questions: make([]bridge.NudgeQuestion, 0, len(queue))}
-	var steps []store.RoundStep
+	var steps []record.RoundStep
 	var all []string
 	for i := range queue {
 		it := &queue[i]
 		nq := bridge.NudgeQuestion{QueueItem: it.item(), Question: it.q}
 		if d, ok := fired[it.ID]; ok {
-			if d.Target != store.StepSnooze {
+			if d.Target != record.StepSnooze {
 				nq.Staleness++ // as the round leaves it; a snooze's end is no round
 			}
 			targets, err := r.stepTargets(ctx, &it.Record, it.q, d, now)
@@ -183,7 +184,7 @@ func (r *Runtime) roundNudge(ctx context.Context, rd *round, queue []queued, fir
 				return nil, nil, nil, err
 			}
 			nq.Step, nq.Targets = step, targets
-			steps = append(steps, store.RoundStep{DueStep: d, Reason: fmt.Sprintf("%s %s: %v", typ, rd.target, nq.Targets)})
+			steps = append(steps, record.RoundStep{DueStep: d, Reason: fmt.Sprintf("%s %s: %v", typ, rd.target, nq.Targets)})
 			for _, t := range nq.Targets {
 				if !slices.Contains(all, t) {
 					all = append(all, t)
@@ -199,7 +200,7 @@ func (r *Runtime) roundNudge(ctx context.Context, rd *round, queue []queued, fir
 // when it falls due within roundWindow and the question has waited at
 // least half the time to it: a question asked a moment ago is not
 // reminded early.
-func (r *Runtime) takeAlong(ctx context.Context, rd *round, queue []queued, fired map[int64]store.DueStep, now time.Time) error {
+func (r *Runtime) takeAlong(ctx context.Context, rd *round, queue []queued, fired map[int64]record.DueStep, now time.Time) error {
 	soon, err := r.queue.JobSteps(ctx, rd.tenant, rd.job, rd.target, now.Add(roundWindow))
 	if err != nil {
 		return err
@@ -272,7 +273,7 @@ func (r *Runtime) apiQueue(ctx context.Context, data []byte) any {
 // the one tenant in which the asker may know of a pending question of that
 // job id; "" when there is none. Another tenant's job is not hinted at.
 func (r *Runtime) tenantOfJob(ctx context.Context, req bridge.QueueRequest) (string, string) {
-	recs, err := r.queries.List(ctx, store.ListFilter{JobID: req.JobID, State: bridge.StatePending, Limit: 200})
+	recs, err := r.queries.List(ctx, record.ListFilter{JobID: req.JobID, State: bridge.StatePending, Limit: 200})
 	if err != nil {
 		r.log.Error("api queue", "err", err)
 		return "", "queue: the store could not be read"

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -10,14 +12,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/askbridge/askbridge/store"
 )
 
 // relayStore is the outbox as the relay sees it: rows to publish, marked
 // sent once JetStream has them.
 type relayStore interface {
-	Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]store.OutboxRow, error)
+	Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]record.OutboxRow, error)
 	MarkSent(ctx context.Context, ids []int64, at time.Time) error
 	OutboxBacklogAfter(ctx context.Context, after int64) (int64, error)
 }
@@ -26,7 +26,7 @@ type relayStore interface {
 // acknowledgements: done of them have come back, sent are the rows
 // acknowledged before the first failure.
 type relayBatch struct {
-	rows    []store.OutboxRow
+	rows    []record.OutboxRow
 	futures []jetstream.PubAckFuture
 	done    int
 	sent    []int64
@@ -105,7 +105,7 @@ type relay struct {
 	// published counts the rows JetStream acknowledged (a metric).
 	published prometheus.Counter
 	// beforePublish, afterPublish and markSentAfter: see Options.
-	beforePublish, afterPublish func(store.OutboxRow) error
+	beforePublish, afterPublish func(record.OutboxRow) error
 	markSentAfter               time.Duration
 	wake                        chan struct{}
 

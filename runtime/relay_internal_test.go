@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -26,9 +28,9 @@ func TestMarkPublishedStopsAtTheFirstFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	msgs := make([]store.Message, 5)
+	msgs := make([]record.Message, 5)
 	for i := range msgs {
-		msgs[i] = store.Message{Subject: "ask.v1.event.acme.job-1", Data: []byte{'a' + byte(i)}}
+		msgs[i] = record.Message{Subject: "ask.v1.event.acme.job-1", Data: []byte{'a' + byte(i)}}
 	}
 	if err := st.Enqueue(ctx, msgs); err != nil {
 		t.Fatal(err)

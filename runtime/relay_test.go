@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -26,7 +28,7 @@ func crashTest(t *testing.T, before bool) { crashAwayTest(t, before, nil) }
 
 // crashAwayTest is crashTest with away run while the service is down.
 func crashAwayTest(t *testing.T, before bool, away func(dir string)) {
-	isResume := func(row store.OutboxRow) error {
+	isResume := func(row record.OutboxRow) error {
 		if strings.HasPrefix(row.Subject, bridge.PrefixResume+".") {
 			return errCrash
 		}
@@ -277,7 +279,7 @@ func TestRelayPublishesAgainWhenNoAckComes(t *testing.T) {
 	q := choiceQuestion("job-noack")
 	ch := ask(t, env, q)
 	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
-		_, err := env.Store.Find(ctx, store.Key{Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID})
+		_, err := env.Store.Find(ctx, record.Key{Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID})
 		return err
 	})
 

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // clockSkew allows for the NATS server's clock (message times) and this
@@ -46,7 +47,7 @@ type earlierPublishes struct {
 // message on the subject is read. An event every adapter acknowledged has
 // left the events stream (interest retention) and is published again: the
 // adapters handle it as any repeated event (docs/design.md).
-func (rl *relay) storedEarlier(ctx context.Context, row store.OutboxRow, seen *earlierPublishes) (bool, error) {
+func (rl *relay) storedEarlier(ctx context.Context, row record.OutboxRow, seen *earlierPublishes) (bool, error) {
 	if seen.streams == nil {
 		seen.last = make(map[string]*jetstream.RawStreamMsg)
 		seen.ids = make(map[string]map[string]struct{})
@@ -130,7 +131,7 @@ func (rl *relay) msgIDsOn(ctx context.Context, subject string, streams map[strin
 
 // publishRow publishes row, or, when it is old and found already in its
 // stream, stands for JetStream's acknowledgement without publishing it.
-func (rl *relay) publishRow(ctx context.Context, row store.OutboxRow, seen *earlierPublishes) (jetstream.PubAckFuture, error) {
+func (rl *relay) publishRow(ctx context.Context, row record.OutboxRow, seen *earlierPublishes) (jetstream.PubAckFuture, error) {
 	if row.OldAt != 0 {
 		stored, err := rl.storedEarlier(ctx, row, seen)
 		if err != nil {

@@ -5,6 +5,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -18,64 +20,23 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/policy"
-	"github.com/askbridge/askbridge/store"
 )
 
-// Store is the durable storage a runtime is given. Each part of the
-// runtime takes from it only the narrow view it uses, declared beside it
-// (questionStore, ladderStore, relayStore, ...). The SQLite store
-// (package store) and the JetStream store (store/jsstore) implement it.
-//
-// A store may also implement SharedStore: one that reports true is shared
-// by any number of runtimes (replicas), each transition a compare-and-set,
-// so the runtime takes no lease (lease.go). One that does not, or reports
-// false, is one runtime's alone: the lease keeps a second runtime of
-// another database off the same NATS. A shared store may implement
-// DueWatcher, so that steps another replica scheduled wake this one's
-// ladder.
-type Store interface {
-	questionStore
-	deliveryStore
-	attemptStore
-	cancelStore
-	ladderStore
-	relayStore
-	pruneStore
-	apiStore
-	eventConsumerStore
-	noticeStore
-	gateStore
-	proposalStore
-	queueStore
-	// Instance names the database, whose runtime holds the lease.
-	Instance() string
-}
-
-var _ Store = (*store.Store)(nil)
-
-// SharedStore is a Store that says whether other runtimes share it (see
-// Store).
-type SharedStore interface {
-	Shared() bool
-}
-
-// DueWatcher is a shared Store that tells when the next due ladder step
-// may have changed, whichever replica changed it: the ladder then reads
-// NextDue again instead of sleeping until its next look (ladder.go).
-type DueWatcher interface {
-	DueChanged() <-chan struct{}
-}
-
 // shared reports whether st is shared by several runtimes.
-func shared(st Store) bool {
-	s, ok := st.(SharedStore)
+func shared(st record.Backend) bool {
+	s, ok := st.(record.Shareable)
 	return ok && s.Shared()
 }
 
 // Options configure a Runtime.
 type Options struct {
-	NATS  *bridge.NATS
-	Store Store
+	NATS *bridge.NATS
+	// Store is the record. Each part of the runtime takes from it only
+	// the narrow view it uses, declared beside it (questionStore,
+	// ladderStore, relayStore, ...). A Shareable store that reports true
+	// is shared by replicas: the runtime takes no lease on it (lease.go),
+	// and a DueWatcher's word wakes the ladder.
+	Store record.Backend
 	Roles Roles
 	// Policy holds the operator's policy in force (ASK_POLICY); nil or
 	// empty gates nothing.
@@ -104,8 +65,8 @@ type Options struct {
 	// BeforePublish and AfterPublish, when set, run before each outbox row
 	// is published and after (before it is marked sent); an error stops the
 	// relay there, as a crash would. They exist for crash tests.
-	BeforePublish func(store.OutboxRow) error
-	AfterPublish  func(store.OutboxRow) error
+	BeforePublish func(record.OutboxRow) error
+	AfterPublish  func(record.OutboxRow) error
 	// Clock tells the time of questions (see Clock); nil is the system's.
 	Clock Clock
 	// MarkSentAfter delays marking a published row sent. With a JetStream
@@ -223,7 +184,7 @@ func New(o Options) (*Runtime, error) {
 		hand:        newInHand(),
 		ready:       make(chan struct{}),
 	}
-	if w, ok := o.Store.(DueWatcher); ok && r.shared {
+	if w, ok := o.Store.(record.DueWatcher); ok && r.shared {
 		r.dueChanged = w.DueChanged()
 	}
 	m, err := newMetrics(o.Registerer, o.Store, r.backlog, o.Platforms)

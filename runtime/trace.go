@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"context"
 	"encoding/json"
@@ -9,14 +11,13 @@ import (
 	"strconv"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // traceStore is what ask.v1.api.trace reads (docs/design.md "The trace").
 type traceStore interface {
-	JobQuestions(ctx context.Context, tenant, job string) ([]store.Record, error)
-	JobAudit(ctx context.Context, tenant, job string) ([]store.JobAuditEntry, error)
-	JobLog(ctx context.Context, tenant, job string) ([]store.LogEntry, error)
+	JobQuestions(ctx context.Context, tenant, job string) ([]record.Record, error)
+	JobAudit(ctx context.Context, tenant, job string) ([]record.JobAuditEntry, error)
+	JobLog(ctx context.Context, tenant, job string) ([]record.LogEntry, error)
 }
 
 // Entries of one trace reply, unless the request asks for fewer.
@@ -142,14 +143,14 @@ func tieRank(e bridge.TraceEntry) int {
 type traceReader struct {
 	roles  Roles
 	req    bridge.TraceRequest
-	byRow  map[int64]*store.Record
-	byKey  map[string]*store.Record // question id and version; id alone for the latest
-	access map[*store.Record]access
+	byRow  map[int64]*record.Record
+	byKey  map[string]*record.Record // question id and version; id alone for the latest
+	access map[*record.Record]access
 }
 
-func newTraceReader(roles Roles, req bridge.TraceRequest, recs []store.Record) *traceReader {
-	tr := &traceReader{roles: roles, req: req, byRow: map[int64]*store.Record{}, byKey: map[string]*store.Record{},
-		access: map[*store.Record]access{}}
+func newTraceReader(roles Roles, req bridge.TraceRequest, recs []record.Record) *traceReader {
+	tr := &traceReader{roles: roles, req: req, byRow: map[int64]*record.Record{}, byKey: map[string]*record.Record{},
+		access: map[*record.Record]access{}}
 	for i := range recs {
 		rec := &recs[i]
 		tr.byRow[rec.ID] = rec
@@ -163,7 +164,7 @@ func newTraceReader(roles Roles, req bridge.TraceRequest, recs []store.Record) *
 
 // find is the question an entry names: at its version when recorded, else
 // its latest version; nil when it names none the job holds.
-func (tr *traceReader) find(questionID string, version int64) *store.Record {
+func (tr *traceReader) find(questionID string, version int64) *record.Record {
 	if questionID == "" {
 		return nil
 	}
@@ -175,7 +176,7 @@ func (tr *traceReader) find(questionID string, version int64) *store.Record {
 
 // accessTo is what the asker may do with rec; a nil rec (an entry about
 // the job as a whole) is weighed as a question of tenant visibility.
-func (tr *traceReader) accessTo(rec *store.Record) access {
+func (tr *traceReader) accessTo(rec *record.Record) access {
 	if tr.req.As == "" {
 		return access{Exists: true, See: true}
 	}
@@ -192,7 +193,7 @@ func (tr *traceReader) accessTo(rec *store.Record) access {
 }
 
 // add appends e to out as the asker may see it.
-func (tr *traceReader) add(out []bridge.TraceEntry, e bridge.TraceEntry, rec *store.Record) []bridge.TraceEntry {
+func (tr *traceReader) add(out []bridge.TraceEntry, e bridge.TraceEntry, rec *record.Record) []bridge.TraceEntry {
 	acc := tr.accessTo(rec)
 	switch {
 	case !acc.Exists:

@@ -1,13 +1,14 @@
 package runtime
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // The job log's bodies, as their writers record them (docs/design.md
@@ -59,7 +60,7 @@ var auditKinds = map[string]string{
 
 // auditEntry is the trace entry of a question's transition; ladder steps
 // (pending to pending) are not part of the trace.
-func auditEntry(a store.JobAuditEntry, rec *store.Record) (bridge.TraceEntry, bool) {
+func auditEntry(a record.JobAuditEntry, rec *record.Record) (bridge.TraceEntry, bool) {
 	e := bridge.TraceEntry{At: a.At, QuestionID: a.QuestionID, TaskVersion: a.TaskVersion}
 	if a.From == "" && a.To == bridge.StatePending {
 		e.Kind = bridge.TraceAsked
@@ -111,26 +112,26 @@ func askedText(q *bridge.Question) string {
 
 // logEntry is the trace entry of a job log entry. A body its kind's
 // reader cannot read still shows that something was recorded.
-func (r *Runtime) logEntry(l store.LogEntry) bridge.TraceEntry {
+func (r *Runtime) logEntry(l record.LogEntry) bridge.TraceEntry {
 	e := bridge.TraceEntry{At: l.At, Kind: l.Kind, QuestionID: l.QuestionID}
 	var err error
 	switch l.Kind {
-	case store.LogGate:
+	case record.LogGate:
 		var b gateLogBody
 		if err = json.Unmarshal(l.Body, &b); err == nil {
 			gateEntry(&e, b)
 		}
-	case store.LogRefused:
+	case record.LogRefused:
 		var b refusedLogBody
 		if err = json.Unmarshal(l.Body, &b); err == nil {
 			e.By, e.Code, e.Text, e.TaskVersion = b.By, b.Reason, b.Text, b.TaskVersion
 		}
-	case store.LogApproval:
+	case record.LogApproval:
 		var b approvalLogBody
 		if err = json.Unmarshal(l.Body, &b); err == nil {
 			approvalEntry(&e, b)
 		}
-	case store.LogExecuted:
+	case record.LogExecuted:
 		var b executedLogBody
 		if err = json.Unmarshal(l.Body, &b); err == nil {
 			e.ProposalID, e.Result = b.ProposalID, b.Result
@@ -139,19 +140,19 @@ func (r *Runtime) logEntry(l store.LogEntry) bridge.TraceEntry {
 				e.Text += ": " + b.Detail
 			}
 		}
-	case store.LogDelegated:
+	case record.LogDelegated:
 		var b delegatedLogBody
 		if err = json.Unmarshal(l.Body, &b); err == nil {
 			e.By, e.TaskVersion = b.By, b.TaskVersion
 			e.Text = bridge.DelegatedText(b.By, b.ByName, b.To)
 		}
-	case store.LogSnoozed:
+	case record.LogSnoozed:
 		var b snoozedLogBody
 		if err = json.Unmarshal(l.Body, &b); err == nil {
 			e.By, e.TaskVersion = b.By, b.TaskVersion
 			e.Text = b.By + " snoozed their reminders until " + b.Until.UTC().Format(time.RFC3339) + " (" + b.Snooze + ")."
 		}
-	case store.LogNotice:
+	case record.LogNotice:
 		var n bridge.Notice
 		if err = json.Unmarshal(l.Body, &n); err == nil {
 			e.Notice, e.Code = &n, n.Code

@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +13,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/store"
 )
 
 func trace(t *testing.T, env *testenv.Env, req bridge.TraceRequest) bridge.TraceReply {
@@ -32,8 +33,8 @@ func trace(t *testing.T, env *testenv.Env, req bridge.TraceRequest) bridge.Trace
 // the notices' consumer write theirs.
 func appendLog(t *testing.T, env *testenv.Env, job, kind, questionID, body string, at time.Time) {
 	t.Helper()
-	e := store.LogEntry{Tenant: "acme", JobID: job, Kind: kind, QuestionID: questionID, Body: json.RawMessage(body), At: at}
-	if err := env.Store.AppendLog(context.Background(), []store.LogEntry{e}); err != nil {
+	e := record.LogEntry{Tenant: "acme", JobID: job, Kind: kind, QuestionID: questionID, Body: json.RawMessage(body), At: at}
+	if err := env.Store.AppendLog(context.Background(), []record.LogEntry{e}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -72,7 +73,7 @@ func TestTraceMergesTheJobsRecordInOrder(t *testing.T) {
 	q1 := choiceQuestion(job)
 	q1.BlockedTools = []string{"send_report"}
 	ask(t, env, q1)
-	appendLog(t, env, job, store.LogGate, "q-1", `{"tool":"send_report","code":"blocked_by_question","task_version":1,"question_id":"q-1","reason":"question q-1 is waiting and blocks send_report"}`, step())
+	appendLog(t, env, job, record.LogGate, "q-1", `{"tool":"send_report","code":"blocked_by_question","task_version":1,"question_id":"q-1","reason":"question q-1 is waiting and blocks send_report"}`, step())
 	step()
 	attempt(t, env, bridge.AnswerAttempt{JobID: job, QuestionID: "q-1", AttemptID: "a-green", By: "slack:UOP", Answer: json.RawMessage(`"green"`)})
 	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
@@ -85,10 +86,10 @@ func TestTraceMergesTheJobsRecordInOrder(t *testing.T) {
 	step()
 	attempt(t, env, bridge.AnswerAttempt{JobID: job, QuestionID: "q-1", AttemptID: "a-blue", By: "slack:UOP", ByName: "olga", Answer: json.RawMessage(`"blue"`)})
 	waitState(t, env, q1, bridge.StateAnswered)
-	appendLog(t, env, job, store.LogApproval, "q-1", `{"proposal_id":"pr_1","by":"slack:UADMIN","by_name":"ada","via":"slack","count":1,"required":2}`, step())
-	appendLog(t, env, job, store.LogApproval, "q-1", `{"proposal_id":"pr_1","by":"slack:UOWNER","denied":true,"comment":"too much"}`, step())
-	appendLog(t, env, job, store.LogExecuted, "", `{"proposal_id":"pr_0","result":"succeeded","detail":"Refunded $240"}`, step())
-	appendLog(t, env, job, store.LogNotice, "", `{"tenant":"acme","job_id":"job-tr","code":"ACCESS_DENIED","dependency":"crm","operation":"read account","operator_message":"Grant crm.read."}`, step())
+	appendLog(t, env, job, record.LogApproval, "q-1", `{"proposal_id":"pr_1","by":"slack:UADMIN","by_name":"ada","via":"slack","count":1,"required":2}`, step())
+	appendLog(t, env, job, record.LogApproval, "q-1", `{"proposal_id":"pr_1","by":"slack:UOWNER","denied":true,"comment":"too much"}`, step())
+	appendLog(t, env, job, record.LogExecuted, "", `{"proposal_id":"pr_0","result":"succeeded","detail":"Refunded $240"}`, step())
+	appendLog(t, env, job, record.LogNotice, "", `{"tenant":"acme","job_id":"job-tr","code":"ACCESS_DENIED","dependency":"crm","operation":"read account","operator_message":"Grant crm.read."}`, step())
 
 	// q-2 times out, q-6 fails on its timeout, a second later.
 	step()
@@ -214,8 +215,8 @@ func TestTraceShowsWhatTheAskerMaySee(t *testing.T) {
 	secret.Visibility, secret.Answerers = bridge.VisibilityRestricted, []string{"slack:UANA"}
 	ask(t, env, secret)
 	now := time.Now()
-	appendLog(t, env, job, store.LogGate, "q-2", `{"tool":"pay","code":"blocked_by_question","task_version":1,"question_id":"q-2","reason":"question q-2 (salary band) is waiting and blocks pay"}`, now)
-	appendLog(t, env, job, store.LogNotice, "", `{"tenant":"acme","job_id":"job-tp","code":"ACCESS_DENIED","operator_message":"Grant hr.read."}`, now)
+	appendLog(t, env, job, record.LogGate, "q-2", `{"tool":"pay","code":"blocked_by_question","task_version":1,"question_id":"q-2","reason":"question q-2 (salary band) is waiting and blocks pay"}`, now)
+	appendLog(t, env, job, record.LogNotice, "", `{"tenant":"acme","job_id":"job-tp","code":"ACCESS_DENIED","operator_message":"Grant hr.read."}`, now)
 	attempt(t, env, bridge.AnswerAttempt{JobID: job, QuestionID: "q-1", AttemptID: "a-1", By: "slack:UOP", Answer: json.RawMessage(`"green"`)})
 	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		if r := trace(t, env, bridge.TraceRequest{Tenant: "acme", JobID: job}); len(r.Entries) != 5 {

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"fmt"
 	"path/filepath"
@@ -21,11 +23,11 @@ func BenchmarkDecideBatch(b *testing.B) {
 	}
 	defer s.Close()
 	body := []byte(`{"question":"Which colour?","choices":["red","blue"],"fields":[]}`)
-	var nqs []NewQuestion
+	var nqs []record.NewQuestion
 	for i := range b.N {
 		nq := newQ(fmt.Sprintf("job-%d", i), "q", 1)
 		nq.Body = body
-		nq.Steps = append(nq.Steps, Step{Index: 2, Target: bridge.TargetAdmins, Due: t0.Add(2 * time.Hour)}, Step{Index: 3, Target: bridge.TargetOwner, Due: t0.Add(3 * time.Hour)})
+		nq.Steps = append(nq.Steps, record.Step{Index: 2, Target: bridge.TargetAdmins, Due: t0.Add(2 * time.Hour)}, record.Step{Index: 3, Target: bridge.TargetOwner, Due: t0.Add(3 * time.Hour)})
 		nqs = append(nqs, nq)
 		if len(nqs) == 500 || i == b.N-1 {
 			if _, err := s.AskMany(ctx, nqs); err != nil {
@@ -38,24 +40,24 @@ func BenchmarkDecideBatch(b *testing.B) {
 	b.ResetTimer()
 	for lo := 0; lo < b.N; lo += 64 {
 		n := min(64, b.N-lo)
-		keys := make([]Key, n)
+		keys := make([]record.Key, n)
 		for i := range keys {
-			keys[i] = Key{Tenant: "acme", JobID: fmt.Sprintf("job-%d", lo+i), QuestionID: "q", TaskVersion: 1}
+			keys[i] = record.Key{Tenant: "acme", JobID: fmt.Sprintf("job-%d", lo+i), QuestionID: "q", TaskVersion: 1}
 		}
-		errs, err := s.DecideEach(ctx, n, func(i int, l Lookup) (Decision, error) {
+		errs, err := s.DecideEach(ctx, n, func(i int, l record.Lookup) (record.Decision, error) {
 			if i == 0 {
 				if err := l.Prefetch(ctx, keys); err != nil {
-					return Decision{}, err
+					return record.Decision{}, err
 				}
 			}
 			a, err := l.FindAnswerable(ctx, keys[i])
 			if err != nil {
-				return Decision{}, err
+				return record.Decision{}, err
 			}
-			return Decision{Settle: &Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
+			return record.Decision{Settle: &record.Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
 				AnswerRaw: []byte(`"blue"`), Answer: []byte(`"blue"`), AnswerText: "blue", By: "slack:U1", Via: "slack",
 				Text: "The answer: blue", At: t0, AttemptID: fmt.Sprintf("a-%d", lo+i),
-				Outbox: []Message{{Subject: "ask.v1.event.acme.job", Data: event}, {Subject: "ask.v1.resume.acme.job", Data: event}}}}, nil
+				Outbox: []record.Message{{Subject: "ask.v1.event.acme.job", Data: event}, {Subject: "ask.v1.resume.acme.job", Data: event}}}}, nil
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -71,7 +73,7 @@ func BenchmarkDecideBatch(b *testing.B) {
 // BenchmarkOutboxMsgID is the Nats-Msg-Id the relay names each outbox row
 // with, for a real database instance id and a row id of a busy store.
 func BenchmarkOutboxMsgID(b *testing.B) {
-	row := OutboxRow{ID: 123456789, Instance: "6f1c2a9e4b7d4e0f8a3b5c7d9e1f2a3b"}
+	row := record.OutboxRow{ID: 123456789, Instance: "6f1c2a9e4b7d4e0f8a3b5c7d9e1f2a3b"}
 	b.ReportAllocs()
 	for b.Loop() {
 		if row.MsgID() == "" {
@@ -90,10 +92,10 @@ func BenchmarkUnsent(b *testing.B) {
 	}
 	defer s.Close()
 	event := make([]byte, 600)
-	var nqs []NewQuestion
+	var nqs []record.NewQuestion
 	for i := range 2560 {
 		nq := newQ(fmt.Sprintf("job-%d", i), "q", 1)
-		nq.Outbox = []Message{{Subject: "ask.v1.event.acme.job", Data: event}}
+		nq.Outbox = []record.Message{{Subject: "ask.v1.event.acme.job", Data: event}}
 		nqs = append(nqs, nq)
 		if len(nqs) == 500 || i == 2559 {
 			if _, err := s.AskMany(ctx, nqs); err != nil {
@@ -127,13 +129,13 @@ func BenchmarkDecideRefusals(b *testing.B) {
 			b.ResetTimer()
 			for lo := 0; lo < b.N; lo += 64 {
 				n := min(64, b.N-lo)
-				errs, err := s.DecideEach(ctx, n, func(i int, _ Lookup) (Decision, error) {
-					r := &Refusal{AttemptID: fmt.Sprintf("a-%d", lo+i), At: t0,
-						Outbox: []Message{{Subject: "ask.v1.event.acme.job", Data: event}}}
+				errs, err := s.DecideEach(ctx, n, func(i int, _ record.Lookup) (record.Decision, error) {
+					r := &record.Refusal{AttemptID: fmt.Sprintf("a-%d", lo+i), At: t0,
+						Outbox: []record.Message{{Subject: "ask.v1.event.acme.job", Data: event}}}
 					if withLog {
-						r.Log = []LogEntry{{Tenant: "acme", JobID: "job", Kind: LogRefused, QuestionID: "q", Body: body, At: t0}}
+						r.Log = []record.LogEntry{{Tenant: "acme", JobID: "job", Kind: record.LogRefused, QuestionID: "q", Body: body, At: t0}}
 					}
-					return Decision{Refuse: r}, nil
+					return record.Decision{Refuse: r}, nil
 				})
 				if err != nil {
 					b.Fatal(err)

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"fmt"
 	"time"
@@ -8,26 +10,11 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 )
 
-// ClarifyQuestion is what the clarification measures read of a question.
-type ClarifyQuestion struct {
-	Tenant       string
-	JobID        string
-	QuestionID   string
-	Agent        string
-	MissingField string
-	State        string
-	// TimedOut: it ended on its timeout (timed_out, or failed with
-	// on_timeout: fail).
-	TimedOut  bool
-	AskedAt   time.Time
-	SettledAt time.Time
-}
-
 // ClarifyQuestions returns the questions of every job that had a question
 // asked since since (of tenant, when given), each job's in the order they
 // were asked: the earlier ones too, for a repeat or a reopen reads the
 // job's answers before the window.
-func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.Time) ([]ClarifyQuestion, error) {
+func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.Time) ([]record.ClarifyQuestion, error) {
 	rows, err := s.rs.query(ctx, `SELECT q.tenant, q.job_id, q.question_id,
 			COALESCE(json_extract(q.body, '$.agent'), ''), COALESCE(json_extract(q.body, '$.missing_field'), ''),
 			q.state, q.asked_at, q.settled_at,
@@ -39,9 +26,9 @@ func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.
 		return nil, fmt.Errorf("store: read questions for the clarification measures: %w", err)
 	}
 	defer rows.Close()
-	var out []ClarifyQuestion
+	var out []record.ClarifyQuestion
 	for rows.Next() {
-		var q ClarifyQuestion
+		var q record.ClarifyQuestion
 		var asked, settled int64
 		if err := rows.Scan(&q.Tenant, &q.JobID, &q.QuestionID, &q.Agent, &q.MissingField, &q.State, &asked, &settled, &q.TimedOut); err != nil {
 			return nil, fmt.Errorf("store: read questions for the clarification measures: %w", err)
@@ -57,22 +44,11 @@ func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.
 // (runtime/ladder.go).
 const timedOutReason = "timed out"
 
-// GateDecision is one gate decision of the job log, with the agent of the
-// job's latest question (the gate request names none).
-type GateDecision struct {
-	Tenant string
-	JobID  string
-	Agent  string
-	Code   string
-	// Count is how many refusals of Code the job had in the window.
-	Count int64
-}
-
 // GateDecisions counts the gate's refusals in [since, until) (of tenant,
 // when given) by job and code, as the gate wrote them (kind gate,
 // docs/design.md); allowed decisions, most of the gate's rows, are not
 // read (the partial index job_log_gate_refusals holds only refusals).
-func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until time.Time) ([]GateDecision, error) {
+func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until time.Time) ([]record.GateDecision, error) {
 	rows, err := s.rs.query(ctx, `SELECT g.tenant, g.job_id,
 			COALESCE((SELECT json_extract(q.body, '$.agent') FROM questions q WHERE q.tenant = g.tenant AND q.job_id = g.job_id ORDER BY q.id DESC LIMIT 1), ''),
 			g.code, g.n
@@ -85,9 +61,9 @@ func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until t
 		return nil, fmt.Errorf("store: read gate refusals: %w", err)
 	}
 	defer rows.Close()
-	var out []GateDecision
+	var out []record.GateDecision
 	for rows.Next() {
-		var d GateDecision
+		var d record.GateDecision
 		if err := rows.Scan(&d.Tenant, &d.JobID, &d.Agent, &d.Code, &d.Count); err != nil {
 			return nil, fmt.Errorf("store: read gate refusals: %w", err)
 		}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"fmt"
 	"path/filepath"
@@ -20,7 +22,7 @@ func BenchmarkClarifyQuestions(b *testing.B) {
 	defer s.Close()
 	const n = 100_000
 	step := 30 * 24 * time.Hour / n
-	var nqs []NewQuestion
+	var nqs []record.NewQuestion
 	for i := range n {
 		nq := newQ(fmt.Sprintf("job-%d", i/2), fmt.Sprintf("q-%d", i%2), 1)
 		nq.Body = []byte(`{"question":"Which colour?","agent":"support","missing_field":"colour","choices":["red","blue"]}`)

@@ -1,12 +1,13 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/askbridge/askbridge/bridge"
 )
@@ -16,19 +17,8 @@ import (
 // (ErrNotPending, ErrDuplicate) leaves nothing behind and does not disturb
 // the others. The returned slice holds each decision's outcome; the error
 // is for the transaction as a whole.
-func (s *Store) Decide(ctx context.Context, ds []Decision) ([]error, error) {
-	return s.DecideEach(ctx, len(ds), func(i int, _ Lookup) (Decision, error) { return ds[i], nil })
-}
-
-// Lookup reads questions inside a DecideEach transaction.
-type Lookup interface {
-	// Prefetch reads the questions of keys (those with a task version) in
-	// a few statements, for the FindAnswerable calls to come.
-	Prefetch(ctx context.Context, keys []Key) error
-	FindAnswerable(ctx context.Context, k Key) (*Answerable, error)
-	Find(ctx context.Context, k Key) (*Record, error)
-	// Proposal reads a proposal as the decisions before left it.
-	Proposal(ctx context.Context, tenant, id string) (*Proposal, error)
+func (s *Store) Decide(ctx context.Context, ds []record.Decision) ([]error, error) {
+	return s.DecideEach(ctx, len(ds), func(i int, _ record.Lookup) (record.Decision, error) { return ds[i], nil })
 }
 
 // DecideEach decides n attempts in one write transaction (group commit).
@@ -40,7 +30,7 @@ type Lookup interface {
 //
 // The writes are gathered and run as a few multi-row statements (see
 // decideBatch): one statement per row was most of the store's cost.
-func (s *Store) DecideEach(ctx context.Context, n int, decide func(i int, l Lookup) (Decision, error)) ([]error, error) {
+func (s *Store) DecideEach(ctx context.Context, n int, decide func(i int, l record.Lookup) (record.Decision, error)) ([]error, error) {
 	errs := make([]error, n)
 	err := s.tx(ctx, func(tx *txn) error {
 		b := &decideBatch{tx: tx, errs: errs, questions: map[int64]bool{}, attempts: map[string]bool{}}
@@ -76,15 +66,15 @@ type decideBatch struct {
 	questions map[int64]bool  // questions settled by waiting decisions
 	attempts  map[string]bool // attempt ids of waiting decisions
 
-	prefetched map[Key]*Answerable // read by Prefetch and not written since
+	prefetched map[record.Key]*record.Answerable // read by Prefetch and not written since
 }
 
 type waitingDecision struct {
 	i int
-	d Decision
+	d record.Decision
 }
 
-func (b *decideBatch) Prefetch(ctx context.Context, keys []Key) error {
+func (b *decideBatch) Prefetch(ctx context.Context, keys []record.Key) error {
 	var args []any
 	for _, k := range keys {
 		if k.TaskVersion != 0 {
@@ -92,7 +82,7 @@ func (b *decideBatch) Prefetch(ctx context.Context, keys []Key) error {
 		}
 	}
 	if b.prefetched == nil {
-		b.prefetched = map[Key]*Answerable{}
+		b.prefetched = map[record.Key]*record.Answerable{}
 	}
 	return chunkRows(args, 4, func(rows int, args []any) error {
 		q := multiRow("SELECT "+recordColumns+", "+answerableColumns+" FROM (VALUES ", "(?, ?, ?, ?)",
@@ -118,7 +108,7 @@ func (b *decideBatch) dropPrefetched() {
 	}
 }
 
-func (b *decideBatch) FindAnswerable(ctx context.Context, k Key) (*Answerable, error) {
+func (b *decideBatch) FindAnswerable(ctx context.Context, k record.Key) (*record.Answerable, error) {
 	if a, ok := b.prefetched[k]; ok && !b.questions[a.ID] {
 		// A copy: the caller may keep or change it.
 		c, r := *a, *a.Record
@@ -135,7 +125,7 @@ func (b *decideBatch) FindAnswerable(ctx context.Context, k Key) (*Answerable, e
 	return a, err
 }
 
-func (b *decideBatch) Find(ctx context.Context, k Key) (*Record, error) {
+func (b *decideBatch) Find(ctx context.Context, k record.Key) (*record.Record, error) {
 	r, err := findIn(ctx, b.tx, k)
 	if err == nil && b.questions[r.ID] {
 		if err := b.flush(ctx); err != nil {
@@ -146,7 +136,7 @@ func (b *decideBatch) Find(ctx context.Context, k Key) (*Record, error) {
 	return r, err
 }
 
-func (b *decideBatch) Proposal(ctx context.Context, tenant, id string) (*Proposal, error) {
+func (b *decideBatch) Proposal(ctx context.Context, tenant, id string) (*record.Proposal, error) {
 	p, err := findProposalIn(ctx, b.tx, tenant, id)
 	if err == nil && b.questions[p.Question] {
 		if err := b.flush(ctx); err != nil {
@@ -157,18 +147,26 @@ func (b *decideBatch) Proposal(ctx context.Context, tenant, id string) (*Proposa
 	return p, err
 }
 
+// parts are d's common parts (none for a decision of no kind).
+func parts(d record.Decision) record.DecisionParts {
+	p, _ := d.Parts()
+	return p
+}
+
 // touches reports whether d shares a question or an attempt id with a
 // waiting decision.
-func (b *decideBatch) touches(d Decision) bool {
-	id, question, _ := d.attempt()
+func (b *decideBatch) touches(d record.Decision) bool {
+	p := parts(d)
+	id, question := p.AttemptID, p.Question
 	if id != "" && b.attempts[id] {
 		return true
 	}
 	return d.Refuse == nil && question != 0 && b.questions[question]
 }
 
-func (b *decideBatch) add(i int, d Decision) {
-	id, question, _ := d.attempt()
+func (b *decideBatch) add(i int, d record.Decision) {
+	p := parts(d)
+	id, question := p.AttemptID, p.Question
 	switch {
 	case d.Settle != nil, d.Approve != nil, d.Delegate != nil, d.Snooze != nil:
 		b.questions[question] = true
@@ -201,8 +199,8 @@ func (b *decideBatch) flush(ctx context.Context) error {
 	// Attempts: a conflict means it was decided before.
 	attemptRows := make([]any, 0, 3*len(w))
 	for _, x := range w {
-		if id, q, at := x.d.attempt(); id != "" {
-			attemptRows = append(attemptRows, id, q, ms(at))
+		if p := parts(x.d); p.AttemptID != "" {
+			attemptRows = append(attemptRows, p.AttemptID, p.Question, ms(p.At))
 		}
 	}
 	inserted, err := returned[string](ctx, tx, "INSERT INTO attempts (attempt_id, question, at) VALUES ", "(?, ?, ?)",
@@ -212,8 +210,8 @@ func (b *decideBatch) flush(ctx context.Context) error {
 	}
 	live := w[:0:0]
 	for _, x := range w {
-		if id, _, _ := x.d.attempt(); id != "" && !inserted[id] {
-			b.errs[x.i] = ErrDuplicate
+		if id := parts(x.d).AttemptID; id != "" && !inserted[id] {
+			b.errs[x.i] = record.ErrDuplicate
 			continue
 		}
 		live = append(live, x)
@@ -240,15 +238,14 @@ func (b *decideBatch) flush(ctx context.Context) error {
 	}
 	n := 0
 	for _, x := range won {
-		msgs, _ := x.d.outbox()
-		n += len(msgs)
+		n += len(parts(x.d).Outbox)
 	}
 	outbox := make([]any, 0, 3*n)
-	var log []LogEntry
+	var log []record.LogEntry
 	for _, x := range won {
-		msgs, at := x.d.outbox()
-		outbox = outboxRows(outbox, msgs, at)
-		log = append(log, x.d.log()...)
+		p := parts(x.d)
+		outbox = outboxRows(outbox, p.Outbox, p.At)
+		log = append(log, p.Log...)
 	}
 	if err := execRows(ctx, tx, "DELETE FROM attempts WHERE attempt_id IN (", "?", ")", 1, takeBack); err != nil {
 		return fmt.Errorf("take back attempts: %w", err)
@@ -316,8 +313,8 @@ func (b *decideBatch) winners(ctx context.Context, live []waitingDecision, updat
 			lost = !ok
 		}
 		if lost {
-			b.errs[x.i] = ErrNotPending
-			if id, _, _ := x.d.attempt(); id != "" {
+			b.errs[x.i] = record.ErrNotPending
+			if id := parts(x.d).AttemptID; id != "" {
 				takeBack = append(takeBack, id)
 			}
 			continue
@@ -325,54 +322,6 @@ func (b *decideBatch) winners(ctx context.Context, live []waitingDecision, updat
 		won = append(won, x)
 	}
 	return won, takeBack, settled, audit, nil
-}
-
-func (d Decision) attempt() (id string, question int64, at time.Time) {
-	switch {
-	case d.Settle != nil:
-		return d.Settle.AttemptID, d.Settle.Question, d.Settle.At
-	case d.Refuse != nil:
-		return d.Refuse.AttemptID, d.Refuse.Question, d.Refuse.At
-	case d.Approve != nil:
-		return d.Approve.AttemptID, d.Approve.Question, d.Approve.At
-	case d.Delegate != nil:
-		return d.Delegate.AttemptID, d.Delegate.Question, d.Delegate.At
-	case d.Snooze != nil:
-		return d.Snooze.AttemptID, d.Snooze.Question, d.Snooze.At
-	}
-	return "", 0, time.Time{}
-}
-
-func (d Decision) log() []LogEntry {
-	switch {
-	case d.Settle != nil:
-		return d.Settle.Log
-	case d.Refuse != nil:
-		return d.Refuse.Log
-	case d.Approve != nil:
-		return d.Approve.Log
-	case d.Delegate != nil:
-		return d.Delegate.Log
-	case d.Snooze != nil:
-		return d.Snooze.Log
-	}
-	return nil
-}
-
-func (d Decision) outbox() ([]Message, time.Time) {
-	switch {
-	case d.Settle != nil:
-		return d.Settle.Outbox, d.Settle.At
-	case d.Refuse != nil:
-		return d.Refuse.Outbox, d.Refuse.At
-	case d.Approve != nil:
-		return d.Approve.Outbox, d.Approve.At
-	case d.Delegate != nil:
-		return d.Delegate.Outbox, d.Delegate.At
-	case d.Snooze != nil:
-		return d.Snooze.Outbox, d.Snooze.At
-	}
-	return nil, time.Time{}
 }
 
 // maxRowsPerStatement bounds a multi-row statement. Rows go in chunks of

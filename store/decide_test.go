@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -23,10 +25,10 @@ func TestDecideBatchMatchesOneByOne(t *testing.T) {
 			ctx := context.Background()
 			batched, single := open(t), open(t)
 			const questions = 23
-			var keys []Key
+			var keys []record.Key
 			for i := range questions {
 				nq := newQ(fmt.Sprint("job-", i), "q", 1)
-				nq.Steps = append(nq.Steps, Step{Index: 2, Target: bridge.TargetAdmins, Due: t0.Add(2 * time.Hour)})
+				nq.Steps = append(nq.Steps, record.Step{Index: 2, Target: bridge.TargetAdmins, Due: t0.Add(2 * time.Hour)})
 				mustAsk(t, batched, nq)
 				mustAsk(t, single, nq)
 				keys = append(keys, nq.Key)
@@ -34,7 +36,7 @@ func TestDecideBatchMatchesOneByOne(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			n := 64 + rng.IntN(200)
 			type plan struct {
-				key      Key
+				key      record.Key
 				attempt  string
 				read     bool // decide on what the lookup reads; else settle blindly
 				prefetch bool
@@ -49,27 +51,27 @@ func TestDecideBatchMatchesOneByOne(t *testing.T) {
 					plans[i].key.TaskVersion = 0 // the latest version
 				}
 			}
-			decide := func(i int, l Lookup) (Decision, error) {
+			decide := func(i int, l record.Lookup) (record.Decision, error) {
 				p := plans[i]
 				if i == 0 && p.prefetch {
-					all := make([]Key, len(plans))
+					all := make([]record.Key, len(plans))
 					for j := range plans {
 						all[j] = plans[j].key
 					}
 					if err := l.Prefetch(ctx, all); err != nil {
-						return Decision{}, err
+						return record.Decision{}, err
 					}
 				}
 				a, err := l.FindAnswerable(ctx, p.key)
 				if err != nil {
-					return Decision{}, err
+					return record.Decision{}, err
 				}
 				at := t0.Add(time.Duration(i) * time.Second)
-				out := []Message{{Subject: "ev", Data: []byte(fmt.Sprintf("%d %s %s read %s", i, p.attempt, a.QuestionID+"@"+a.JobID, a.State))}}
+				out := []record.Message{{Subject: "ev", Data: []byte(fmt.Sprintf("%d %s %s read %s", i, p.attempt, a.QuestionID+"@"+a.JobID, a.State))}}
 				if p.read && a.State != bridge.StatePending {
-					return Decision{Refuse: &Refusal{AttemptID: p.attempt, Question: a.ID, At: at, Outbox: out}}, nil
+					return record.Decision{Refuse: &record.Refusal{AttemptID: p.attempt, Question: a.ID, At: at, Outbox: out}}, nil
 				}
-				return Decision{Settle: &Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
+				return record.Decision{Settle: &record.Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
 					Answer: []byte(fmt.Sprint(i)), By: fmt.Sprint("slack:U", i), Via: "slack", Text: fmt.Sprint("answer ", i), At: at,
 					AttemptID: p.attempt, Outbox: out}}, nil
 			}
@@ -78,7 +80,7 @@ func TestDecideBatchMatchesOneByOne(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range n {
-				errs, err := single.DecideEach(ctx, 1, func(_ int, l Lookup) (Decision, error) { return decide(i, l) })
+				errs, err := single.DecideEach(ctx, 1, func(_ int, l record.Lookup) (record.Decision, error) { return decide(i, l) })
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -10,45 +12,12 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 )
 
-// StepSnooze is the target of a snooze's step: it reminds one person, the
-// one who snoozed, when the snooze ends (snoozes.step).
-const StepSnooze = "snooze"
-
 // snoozeFirstStep numbers snooze steps apart from the ladder's own.
 const snoozeFirstStep = 1000
 
-// Delegation makes another person an answerer of a pending question
-// ("Ask someone else"): Body is the question with them added to its
-// answerers and delegations, written over the old one.
-type Delegation struct {
-	AttemptID string
-	Question  int64
-	Body      []byte
-	By        string
-	Via       string
-	Reason    string
-	At        time.Time
-	Outbox    []Message
-	Log       []LogEntry
-}
-
-// Snooze moves Identity's next reminder of a pending question to Until
-// ("Remind me later"); a later snooze of theirs replaces it.
-type Snooze struct {
-	AttemptID string
-	Question  int64
-	Identity  string
-	Until     time.Time
-	Via       string
-	Reason    string
-	At        time.Time
-	Outbox    []Message
-	Log       []LogEntry
-}
-
 // delegateTx writes a delegation on a question still pending; false when
 // it is not.
-func delegateTx(ctx context.Context, tx *txn, d *Delegation) (bool, error) {
+func delegateTx(ctx context.Context, tx *txn, d *record.Delegation) (bool, error) {
 	res, err := tx.exec(ctx, "UPDATE questions SET body = ? WHERE id = ? AND state = 'pending'", string(d.Body), d.Question)
 	if err != nil {
 		return false, fmt.Errorf("delegate: %w", err)
@@ -64,7 +33,7 @@ func delegateTx(ctx context.Context, tx *txn, d *Delegation) (bool, error) {
 
 // snoozeTx records a snooze on a question still pending, with the step
 // that ends it; false when the question is not pending.
-func snoozeTx(ctx context.Context, tx *txn, s *Snooze) (bool, error) {
+func snoozeTx(ctx context.Context, tx *txn, s *record.Snooze) (bool, error) {
 	var state string
 	err := tx.queryRow(ctx, "SELECT state FROM questions WHERE id = ?", s.Question).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && state != bridge.StatePending) {
@@ -87,7 +56,7 @@ func snoozeTx(ctx context.Context, tx *txn, s *Snooze) (bool, error) {
 		return false, fmt.Errorf("snooze: %w", err)
 	}
 	if _, err := tx.exec(ctx, "INSERT INTO steps (question, idx, target, due) VALUES (?, ?, ?, ?) "+
-		"ON CONFLICT (question, idx) DO UPDATE SET due = excluded.due", s.Question, step, StepSnooze, ms(s.Until)); err != nil {
+		"ON CONFLICT (question, idx) DO UPDATE SET due = excluded.due", s.Question, step, record.StepSnooze, ms(s.Until)); err != nil {
 		return false, fmt.Errorf("snooze: its step: %w", err)
 	}
 	if err := auditTx(ctx, tx, s.Question, bridge.StatePending, bridge.StatePending, s.Identity, s.Via, s.Reason, s.At); err != nil {
@@ -123,7 +92,7 @@ func (s *Store) SnoozeOf(ctx context.Context, question int64, step int) (string,
 	var until int64
 	err := s.rs.queryRow(ctx, "SELECT identity, until FROM snoozes WHERE question = ? AND step = ?", question, step).Scan(&id, &until)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", time.Time{}, ErrNotFound
+		return "", time.Time{}, record.ErrNotFound
 	}
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("store: snooze step %d of question %d: %w", step, question, err)
@@ -133,8 +102,8 @@ func (s *Store) SnoozeOf(ctx context.Context, question int64, step int) (string,
 
 // snoozeEndedTx forgets the snooze a fired step ended: its step number is
 // free for another snooze.
-func snoozeEndedTx(ctx context.Context, tx *txn, d DueStep) error {
-	if d.Target != StepSnooze {
+func snoozeEndedTx(ctx context.Context, tx *txn, d record.DueStep) error {
+	if d.Target != record.StepSnooze {
 		return nil
 	}
 	_, err := tx.exec(ctx, "DELETE FROM snoozes WHERE question = ? AND step = ?", d.Question, d.Index)

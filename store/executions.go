@@ -1,36 +1,14 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-)
-
-// ExecutionReport is an agent's report of an executed proposal, to record
-// once (docs/contract.md, "Executions").
-type ExecutionReport struct {
-	Tenant     string
-	JobID      string
-	ProposalID string
-	Result     string
-	Detail     string
-	At         time.Time
-	// Announce builds the messages announcing the execution, from the
-	// proposal as recorded and the question that asked for it.
-	Announce func(p *Proposal, q *Answerable) []Message
-	// Log is written to the job's trail with it.
-	Log []LogEntry
-}
-
-// Execution outcomes.
-var (
-	// ErrProposalNotApproved: the proposal was never approved (pending,
-	// denied or expired), so nothing of it can have been executed.
-	ErrProposalNotApproved = errors.New("store: proposal not approved")
 )
 
 // RecordExecution records an execution report: the result and detail, the
@@ -39,8 +17,8 @@ var (
 // the proposal as it now stands; ErrNotFound when the job has no such
 // proposal, ErrDuplicate (and the proposal as first reported) when it was
 // reported before, ErrProposalNotApproved when it was never approved.
-func (s *Store) RecordExecution(ctx context.Context, e ExecutionReport) (*Proposal, error) {
-	var out *Proposal
+func (s *Store) RecordExecution(ctx context.Context, e record.ExecutionReport) (*record.Proposal, error) {
+	var out *record.Proposal
 	err := s.tx(ctx, func(tx *txn) error {
 		p, err := findProposalIn(ctx, tx, e.Tenant, e.ProposalID)
 		if err != nil {
@@ -50,11 +28,11 @@ func (s *Store) RecordExecution(ctx context.Context, e ExecutionReport) (*Propos
 		switch {
 		case p.JobID != e.JobID:
 			out = nil // another job's: not this reporter's to learn of
-			return ErrNotFound
+			return record.ErrNotFound
 		case !p.ReportedAt.IsZero():
-			return ErrDuplicate
+			return record.ErrDuplicate
 		case p.State != bridge.ProposalApproved && p.State != bridge.ProposalExecuted:
-			return ErrProposalNotApproved
+			return record.ErrProposalNotApproved
 		}
 		p.State = bridge.ProposalExecuted
 		if e.Result == bridge.ResultFailed {
@@ -74,7 +52,7 @@ func (s *Store) RecordExecution(ctx context.Context, e ExecutionReport) (*Propos
 		if err != nil {
 			return fmt.Errorf("question of proposal %s: %w", p.ID, err)
 		}
-		var msgs []Message
+		var msgs []record.Message
 		if e.Announce != nil {
 			msgs = e.Announce(p, q)
 		}
@@ -84,10 +62,10 @@ func (s *Store) RecordExecution(ctx context.Context, e ExecutionReport) (*Propos
 		return insertLog(ctx, tx, e.Log)
 	})
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrDuplicate), errors.Is(err, ErrProposalNotApproved):
+	case errors.Is(err, record.ErrNotFound), errors.Is(err, record.ErrDuplicate), errors.Is(err, record.ErrProposalNotApproved):
 		return out, err
 	case errors.Is(err, sql.ErrNoRows):
-		return nil, ErrNotFound
+		return nil, record.ErrNotFound
 	case err != nil:
 		return nil, fmt.Errorf("store: record execution of %s/%s: %w", e.Tenant, e.ProposalID, err)
 	}

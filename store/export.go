@@ -1,69 +1,20 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
-
-	"github.com/askbridge/askbridge/bridge"
 )
-
-// ExportedQuestion is one question with everything recorded about it.
-type ExportedQuestion struct {
-	Record
-	// Steps are its ladder steps not yet taken, snooze steps included.
-	Steps      []Step
-	Staleness  int
-	Deliveries []DeliveryRow
-	Audit      []bridge.AuditEntry
-	Snoozes    []ExportedSnooze
-	// ProposalID names the approval's proposal, if it has one.
-	ProposalID string
-}
-
-// ExportedSnooze is one person's snoozed reminder of a question.
-type ExportedSnooze struct {
-	Identity string
-	Until    time.Time
-	Step     int
-}
-
-// ExportedJob is a job's current task version.
-type ExportedJob struct {
-	Tenant      string
-	JobID       string
-	TaskVersion int64
-	UpdatedAt   time.Time
-}
-
-// ExportedAttempt is an attempt id already decided.
-type ExportedAttempt struct {
-	ID       string
-	Question int64
-	At       time.Time
-}
-
-// Importer receives a record, part by part (Export). Questions come before
-// the proposals and log entries that name them, in id order.
-type Importer interface {
-	Job(ctx context.Context, j ExportedJob) error
-	Question(ctx context.Context, q ExportedQuestion) error
-	Proposal(ctx context.Context, p Proposal) error
-	Log(ctx context.Context, e LogEntry) error
-	Attempt(ctx context.Context, a ExportedAttempt) error
-	// Outbox is a row not yet published, with when it was written.
-	Outbox(ctx context.Context, m Message, createdAt time.Time) error
-	Meta(ctx context.Context, key, value string) error
-}
 
 // Export hands the whole record to imp, for a store of another kind
 // (askbridge migrate). The service must be stopped: Export reads, it does
 // not lock out writers.
-func (s *Store) Export(ctx context.Context, imp Importer) error {
+func (s *Store) Export(ctx context.Context, imp record.Importer) error {
 	for _, part := range []struct {
 		what string
-		run  func(context.Context, Importer) error
+		run  func(context.Context, record.Importer) error
 	}{
 		{"jobs", s.exportJobs},
 		{"questions", s.exportQuestions},
@@ -95,9 +46,9 @@ func (s *Store) each(ctx context.Context, query string, scan func(*sql.Rows) err
 	return rows.Err()
 }
 
-func (s *Store) exportJobs(ctx context.Context, imp Importer) error {
+func (s *Store) exportJobs(ctx context.Context, imp record.Importer) error {
 	return s.each(ctx, "SELECT tenant, job_id, task_version, updated_at FROM jobs ORDER BY tenant, job_id", func(rows *sql.Rows) error {
-		var j ExportedJob
+		var j record.ExportedJob
 		var at int64
 		if err := rows.Scan(&j.Tenant, &j.JobID, &j.TaskVersion, &at); err != nil {
 			return err
@@ -109,17 +60,17 @@ func (s *Store) exportJobs(ctx context.Context, imp Importer) error {
 
 // exportQuestions reads questions a page at a time, each with its steps,
 // deliveries, audit and snoozes.
-func (s *Store) exportQuestions(ctx context.Context, imp Importer) error {
+func (s *Store) exportQuestions(ctx context.Context, imp record.Importer) error {
 	var after int64
 	for {
-		var page []ExportedQuestion
+		var page []record.ExportedQuestion
 		err := s.each(ctx, "SELECT "+recordColumns+", staleness FROM questions WHERE id > ? ORDER BY id LIMIT 500", func(rows *sql.Rows) error {
 			var staleness int
 			r, err := scanRecord(rows, &staleness)
 			if err != nil {
 				return err
 			}
-			page = append(page, ExportedQuestion{Record: *r, Staleness: staleness})
+			page = append(page, record.ExportedQuestion{Record: *r, Staleness: staleness})
 			return nil
 		}, after)
 		if err != nil || len(page) == 0 {
@@ -138,9 +89,9 @@ func (s *Store) exportQuestions(ctx context.Context, imp Importer) error {
 }
 
 // exportDetails reads a question's child rows.
-func (s *Store) exportDetails(ctx context.Context, q *ExportedQuestion) error {
+func (s *Store) exportDetails(ctx context.Context, q *record.ExportedQuestion) error {
 	err := s.each(ctx, "SELECT idx, target, due FROM steps WHERE question = ? ORDER BY due, idx", func(rows *sql.Rows) error {
-		var st Step
+		var st record.Step
 		var due int64
 		if err := rows.Scan(&st.Index, &st.Target, &due); err != nil {
 			return err
@@ -153,7 +104,7 @@ func (s *Store) exportDetails(ctx context.Context, q *ExportedQuestion) error {
 		return err
 	}
 	err = s.each(ctx, "SELECT identity, until, step FROM snoozes WHERE question = ? ORDER BY identity", func(rows *sql.Rows) error {
-		var sn ExportedSnooze
+		var sn record.ExportedSnooze
 		var until int64
 		if err := rows.Scan(&sn.Identity, &until, &sn.Step); err != nil {
 			return err
@@ -178,7 +129,7 @@ func (s *Store) exportDetails(ctx context.Context, q *ExportedQuestion) error {
 	return err
 }
 
-func (s *Store) exportProposals(ctx context.Context, imp Importer) error {
+func (s *Store) exportProposals(ctx context.Context, imp record.Importer) error {
 	return s.each(ctx, "SELECT "+proposalColumns+" FROM proposals ORDER BY question", func(rows *sql.Rows) error {
 		p, err := scanProposal(rows)
 		if err != nil {
@@ -188,7 +139,7 @@ func (s *Store) exportProposals(ctx context.Context, imp Importer) error {
 	})
 }
 
-func (s *Store) exportLog(ctx context.Context, imp Importer) error {
+func (s *Store) exportLog(ctx context.Context, imp record.Importer) error {
 	return s.each(ctx, "SELECT id, tenant, job_id, kind, question_id, body, at FROM job_log ORDER BY id", func(rows *sql.Rows) error {
 		e, err := scanLogEntry(rows)
 		if err != nil {
@@ -198,9 +149,9 @@ func (s *Store) exportLog(ctx context.Context, imp Importer) error {
 	})
 }
 
-func (s *Store) exportAttempts(ctx context.Context, imp Importer) error {
+func (s *Store) exportAttempts(ctx context.Context, imp record.Importer) error {
 	return s.each(ctx, "SELECT attempt_id, question, at FROM attempts ORDER BY at", func(rows *sql.Rows) error {
-		var a ExportedAttempt
+		var a record.ExportedAttempt
 		var at int64
 		if err := rows.Scan(&a.ID, &a.Question, &at); err != nil {
 			return err
@@ -210,9 +161,9 @@ func (s *Store) exportAttempts(ctx context.Context, imp Importer) error {
 	})
 }
 
-func (s *Store) exportOutbox(ctx context.Context, imp Importer) error {
+func (s *Store) exportOutbox(ctx context.Context, imp record.Importer) error {
 	return s.each(ctx, "SELECT subject, data, created_at FROM outbox WHERE sent_at IS NULL ORDER BY id", func(rows *sql.Rows) error {
-		var m Message
+		var m record.Message
 		var at int64
 		if err := rows.Scan(&m.Subject, &m.Data, &at); err != nil {
 			return err
@@ -221,7 +172,7 @@ func (s *Store) exportOutbox(ctx context.Context, imp Importer) error {
 	})
 }
 
-func (s *Store) exportMeta(ctx context.Context, imp Importer) error {
+func (s *Store) exportMeta(ctx context.Context, imp record.Importer) error {
 	return s.each(ctx, "SELECT key, value FROM meta ORDER BY key", func(rows *sql.Rows) error {
 		var k, v string
 		if err := rows.Scan(&k, &v); err != nil {

@@ -1,37 +1,20 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/askbridge/askbridge/bridge"
 )
 
-// GateJob is what the gate reads of a job (docs/design.md, "The gate"):
-// its current task version and its pending questions, in the order they
-// were asked.
-type GateJob struct {
-	// Known says the job has a row: the runtime has seen a question of it,
-	// or a version bump.
-	Known   bool
-	Version int64
-	Pending []GatePending
-}
-
-// GatePending is a pending question of a job: its id and its stored body,
-// which the gate decodes for its tool lists.
-type GatePending struct {
-	QuestionID string
-	Body       []byte
-}
-
 // GateJob reads a job for the gate in one query from the read pool,
 // through the jobs key and the questions_by_job index: the cost does not
 // grow with the questions pending in other jobs.
-func (s *Store) GateJob(ctx context.Context, tenant, job string) (GateJob, error) {
-	var out GateJob
+func (s *Store) GateJob(ctx context.Context, tenant, job string) (record.GateJob, error) {
+	var out record.GateJob
 	rows, err := s.rs.query(ctx, `SELECT j.task_version, coalesce(q.question_id, ''), coalesce(q.body, '')
 		FROM jobs j LEFT JOIN questions q ON q.tenant = j.tenant AND q.job_id = j.job_id AND q.state = 'pending'
 		WHERE j.tenant = ? AND j.job_id = ? ORDER BY q.id`, tenant, job)
@@ -40,7 +23,7 @@ func (s *Store) GateJob(ctx context.Context, tenant, job string) (GateJob, error
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var p GatePending
+		var p record.GatePending
 		var body string
 		if err := rows.Scan(&out.Version, &p.QuestionID, &body); err != nil {
 			return out, fmt.Errorf("store: gate read of %s/%s: %w", tenant, job, err)
@@ -57,31 +40,12 @@ func (s *Store) GateJob(ctx context.Context, tenant, job string) (GateJob, error
 	return out, nil
 }
 
-// GateWrite is one decision of the gate to write down: a log entry, or an
-// execute, which decides in the write transaction and writes its own.
-type GateWrite struct {
-	Log     LogEntry
-	Execute *GateExecute
-}
-
-// GateExecute takes an approved proposal for execution, once.
-type GateExecute struct {
-	Tenant     string
-	ProposalID string
-	At         time.Time
-	// Decide is called inside the transaction with the proposal as it
-	// stands (nil when the tenant has none of that id). When it returns
-	// take, the proposal is marked executed at At (and p says so); the
-	// entry it returns goes to the job log in the same transaction.
-	Decide func(p *Proposal) (take bool, entry LogEntry)
-}
-
 // GateCommit writes a batch of the gate's decisions in one transaction
 // (group commit): executes in order, each seeing those before it, and
 // every log entry. Nothing of the batch is written when it fails.
-func (s *Store) GateCommit(ctx context.Context, batch []GateWrite) error {
+func (s *Store) GateCommit(ctx context.Context, batch []record.GateWrite) error {
 	err := s.tx(ctx, func(tx *txn) error {
-		entries := make([]LogEntry, 0, len(batch))
+		entries := make([]record.LogEntry, 0, len(batch))
 		for _, w := range batch {
 			if w.Execute == nil {
 				entries = append(entries, w.Log)
@@ -101,45 +65,38 @@ func (s *Store) GateCommit(ctx context.Context, batch []GateWrite) error {
 	return nil
 }
 
-func executeTx(ctx context.Context, tx *txn, e *GateExecute) (LogEntry, error) {
+func executeTx(ctx context.Context, tx *txn, e *record.GateExecute) (record.LogEntry, error) {
 	p, err := findProposalIn(ctx, tx, e.Tenant, e.ProposalID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		p, err = nil, nil
 	}
 	if err != nil {
-		return LogEntry{}, err
+		return record.LogEntry{}, err
 	}
 	take, entry := e.Decide(p)
 	if !take {
 		return entry, nil
 	}
 	if p == nil || p.State != bridge.ProposalApproved {
-		return LogEntry{}, fmt.Errorf("only an approved proposal can be taken, not a %s one", p.stateWord())
+		return record.LogEntry{}, fmt.Errorf("only an approved proposal can be taken, not a %s one", p.StateWord())
 	}
 	res, err := tx.exec(ctx, "UPDATE proposals SET state = ?, executed_at = ? WHERE tenant = ? AND proposal_id = ? AND state = ?",
 		bridge.ProposalExecuted, ms(e.At), e.Tenant, e.ProposalID, bridge.ProposalApproved)
 	if err != nil {
-		return LogEntry{}, err
+		return record.LogEntry{}, err
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return LogEntry{}, errors.New("the proposal changed under the transaction")
+		return record.LogEntry{}, errors.New("the proposal changed under the transaction")
 	}
 	p.State, p.ExecutedAt = bridge.ProposalExecuted, fromMS(ms(e.At))
 	return entry, nil
-}
-
-func (p *Proposal) stateWord() string {
-	if p == nil {
-		return "missing"
-	}
-	return p.State
 }
 
 // SeedProposal writes a proposals row as given (tenant, id, job, action,
 // arguments, expiry, key, state, executed_at), for p.Question: for tests
 // that need a proposal in a given state. The runtime records proposals
 // when it records their approvals (proposals.go).
-func (s *Store) SeedProposal(ctx context.Context, p Proposal) error {
+func (s *Store) SeedProposal(ctx context.Context, p record.Proposal) error {
 	args := string(p.Arguments)
 	if args == "" {
 		args = "{}"

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -8,33 +10,8 @@ import (
 	"time"
 )
 
-// Kinds of job log entries: what the job's trail records beside its
-// questions' transitions (the audit table).
-const (
-	LogGate      = "gate"
-	LogRefused   = "refused"
-	LogApproval  = "approval"
-	LogExecute   = "execute"
-	LogExecuted  = "executed"
-	LogNotice    = "notice"
-	LogDelegated = "delegated"
-	LogSnoozed   = "snoozed"
-)
-
-// LogEntry is one entry of a job's trail. Body is JSON whose shape Kind
-// says; the store keeps it as given.
-type LogEntry struct {
-	ID         int64
-	Tenant     string
-	JobID      string
-	Kind       string
-	QuestionID string
-	Body       json.RawMessage
-	At         time.Time
-}
-
 // AppendLog writes entries to their jobs' trails in one transaction.
-func (s *Store) AppendLog(ctx context.Context, entries []LogEntry) error {
+func (s *Store) AppendLog(ctx context.Context, entries []record.LogEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -45,7 +22,7 @@ func (s *Store) AppendLog(ctx context.Context, entries []LogEntry) error {
 }
 
 // insertLog writes entries inside a transaction, in a few statements.
-func insertLog(ctx context.Context, tx *txn, entries []LogEntry) error {
+func insertLog(ctx context.Context, tx *txn, entries []record.LogEntry) error {
 	rows := make([]any, 0, 6*len(entries))
 	for _, e := range entries {
 		body := string(e.Body)
@@ -59,13 +36,13 @@ func insertLog(ctx context.Context, tx *txn, entries []LogEntry) error {
 }
 
 // JobLog returns a job's trail in the order it was written.
-func (s *Store) JobLog(ctx context.Context, tenant, job string) ([]LogEntry, error) {
+func (s *Store) JobLog(ctx context.Context, tenant, job string) ([]record.LogEntry, error) {
 	rows, err := s.rs.query(ctx, "SELECT id, tenant, job_id, kind, question_id, body, at FROM job_log WHERE tenant = ? AND job_id = ? ORDER BY id", tenant, job)
 	if err != nil {
 		return nil, fmt.Errorf("store: read job log of %s/%s: %w", tenant, job, err)
 	}
 	defer rows.Close()
-	var out []LogEntry
+	var out []record.LogEntry
 	for rows.Next() {
 		e, err := scanLogEntry(rows)
 		if err != nil {
@@ -76,8 +53,8 @@ func (s *Store) JobLog(ctx context.Context, tenant, job string) ([]LogEntry, err
 	return out, rows.Err()
 }
 
-func scanLogEntry(rows *sql.Rows) (LogEntry, error) {
-	var e LogEntry
+func scanLogEntry(rows *sql.Rows) (record.LogEntry, error) {
+	var e record.LogEntry
 	var body string
 	var at int64
 	if err := rows.Scan(&e.ID, &e.Tenant, &e.JobID, &e.Kind, &e.QuestionID, &body, &at); err != nil {
@@ -142,7 +119,7 @@ func (s *Store) oldGateEntries(ctx context.Context, after, cutoff int64) (ids []
 		if at >= cutoff {
 			return ids, next, true, rows.Err()
 		}
-		if kind == LogGate {
+		if kind == record.LogGate {
 			ids = append(ids, id)
 		}
 		next = id

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -17,10 +19,10 @@ func TestJobLogKeepsEntriesInOrderPerJob(t *testing.T) {
 	}
 	defer s.Close()
 	at := time.UnixMilli(1_700_000_000_000).UTC()
-	entries := []LogEntry{
-		{Tenant: "acme", JobID: "job-1", Kind: LogGate, Body: json.RawMessage(`{"tool":"send_report","code":"allowed"}`), At: at},
-		{Tenant: "acme", JobID: "job-2", Kind: LogNotice, At: at},
-		{Tenant: "acme", JobID: "job-1", Kind: LogRefused, QuestionID: "q-1", Body: json.RawMessage(`{"reason":"stale"}`), At: at.Add(time.Second)},
+	entries := []record.LogEntry{
+		{Tenant: "acme", JobID: "job-1", Kind: record.LogGate, Body: json.RawMessage(`{"tool":"send_report","code":"allowed"}`), At: at},
+		{Tenant: "acme", JobID: "job-2", Kind: record.LogNotice, At: at},
+		{Tenant: "acme", JobID: "job-1", Kind: record.LogRefused, QuestionID: "q-1", Body: json.RawMessage(`{"reason":"stale"}`), At: at.Add(time.Second)},
 	}
 	if err := s.AppendLog(ctx, entries); err != nil {
 		t.Fatal(err)
@@ -29,7 +31,7 @@ func TestJobLogKeepsEntriesInOrderPerJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].Kind != LogGate || got[1].Kind != LogRefused || got[1].QuestionID != "q-1" {
+	if len(got) != 2 || got[0].Kind != record.LogGate || got[1].Kind != record.LogRefused || got[1].QuestionID != "q-1" {
 		t.Fatalf("job-1's log = %+v", got)
 	}
 	if string(got[0].Body) != `{"tool":"send_report","code":"allowed"}` || !got[1].At.Equal(at.Add(time.Second)) {
@@ -52,13 +54,13 @@ func TestPruneGateLogDeletesOnlyOldGateDecisions(t *testing.T) {
 	}
 	defer s.Close()
 	t0 := time.UnixMilli(1_700_000_000_000).UTC()
-	entry := func(kind string, at time.Time) LogEntry {
-		return LogEntry{Tenant: "acme", JobID: "job-1", Kind: kind, At: at}
+	entry := func(kind string, at time.Time) record.LogEntry {
+		return record.LogEntry{Tenant: "acme", JobID: "job-1", Kind: kind, At: at}
 	}
 	// Old: three gate decisions around an approval; new: a gate decision
 	// and a notice.
-	if err := s.AppendLog(ctx, []LogEntry{entry(LogGate, t0), entry(LogApproval, t0.Add(time.Second)), entry(LogGate, t0.Add(2*time.Second)),
-		entry(LogGate, t0.Add(3*time.Second)), entry(LogGate, t0.Add(time.Hour)), entry(LogNotice, t0.Add(time.Hour))}); err != nil {
+	if err := s.AppendLog(ctx, []record.LogEntry{entry(record.LogGate, t0), entry(record.LogApproval, t0.Add(time.Second)), entry(record.LogGate, t0.Add(2*time.Second)),
+		entry(record.LogGate, t0.Add(3*time.Second)), entry(record.LogGate, t0.Add(time.Hour)), entry(record.LogNotice, t0.Add(time.Hour))}); err != nil {
 		t.Fatal(err)
 	}
 	kinds := func() []string {
@@ -80,7 +82,7 @@ func TestPruneGateLogDeletesOnlyOldGateDecisions(t *testing.T) {
 		t.Fatalf("after the prune: %v, want %v", got, want)
 	}
 	// A later prune starts where this one stopped and takes what aged since.
-	if err := s.AppendLog(ctx, []LogEntry{entry(LogGate, t0.Add(2*time.Hour))}); err != nil {
+	if err := s.AppendLog(ctx, []record.LogEntry{entry(record.LogGate, t0.Add(2*time.Hour))}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.PruneGateLog(ctx, t0.Add(90*time.Minute)); err != nil || n != 1 {

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -9,14 +11,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 )
-
-// DueStep is a ladder step (or the timeout) of a pending question.
-type DueStep struct {
-	Question int64
-	Index    int
-	Target   string
-	Due      time.Time
-}
 
 // NextDue is the earliest due time of any step, read from the due index.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
@@ -31,15 +25,15 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 }
 
 // DueSteps returns up to limit steps due at or before now, earliest first.
-func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]DueStep, error) {
+func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]record.DueStep, error) {
 	rows, err := s.rs.query(ctx, "SELECT question, idx, target, due FROM steps WHERE due <= ? ORDER BY due, question, idx LIMIT ?", ms(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: due steps: %w", err)
 	}
 	defer rows.Close()
-	var out []DueStep
+	var out []record.DueStep
 	for rows.Next() {
-		var d DueStep
+		var d record.DueStep
 		var due int64
 		if err := rows.Scan(&d.Question, &d.Index, &d.Target, &due); err != nil {
 			return nil, fmt.Errorf("store: due steps: %w", err)
@@ -52,14 +46,14 @@ func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]DueSt
 
 // FireStep removes a ladder step and writes the messages it sends, once:
 // ErrStepGone when it fired (or its question ended) before.
-func (s *Store) FireStep(ctx context.Context, d DueStep, at time.Time, reason string, msgs []Message) error {
+func (s *Store) FireStep(ctx context.Context, d record.DueStep, at time.Time, reason string, msgs []record.Message) error {
 	err := s.tx(ctx, func(tx *txn) error {
 		res, err := tx.exec(ctx, "DELETE FROM steps WHERE question = ? AND idx = ?", d.Question, d.Index)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return ErrStepGone
+			return record.ErrStepGone
 		}
 		if err := snoozeEndedTx(ctx, tx, d); err != nil {
 			return err
@@ -69,7 +63,7 @@ func (s *Store) FireStep(ctx context.Context, d DueStep, at time.Time, reason st
 		}
 		return outboxTx(ctx, tx, msgs, at)
 	})
-	if err != nil && !errors.Is(err, ErrStepGone) {
+	if err != nil && !errors.Is(err, record.ErrStepGone) {
 		return fmt.Errorf("store: fire step %d of question %d: %w", d.Index, d.Question, err)
 	}
 	return err

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -11,24 +13,24 @@ import (
 // masked notice as body) and the messages announcing it to the outbox, in
 // one transaction. A notice whose id the job's trail already holds is a
 // redelivery: nothing is written, and the error is ErrDuplicate.
-func (s *Store) RecordNotice(ctx context.Context, e LogEntry, noticeID string, msgs []Message) error {
-	e.Kind = LogNotice
+func (s *Store) RecordNotice(ctx context.Context, e record.LogEntry, noticeID string, msgs []record.Message) error {
+	e.Kind = record.LogNotice
 	err := s.tx(ctx, func(tx *txn) error {
 		var one int
 		err := tx.queryRow(ctx, "SELECT 1 FROM job_log WHERE tenant = ? AND job_id = ? AND kind = ? AND json_extract(body, '$.notice_id') = ? LIMIT 1",
-			e.Tenant, e.JobID, LogNotice, noticeID).Scan(&one)
+			e.Tenant, e.JobID, record.LogNotice, noticeID).Scan(&one)
 		switch {
 		case err == nil:
-			return ErrDuplicate
+			return record.ErrDuplicate
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		if err := insertLog(ctx, tx, []LogEntry{e}); err != nil {
+		if err := insertLog(ctx, tx, []record.LogEntry{e}); err != nil {
 			return err
 		}
 		return outboxTx(ctx, tx, msgs, e.At)
 	})
-	if errors.Is(err, ErrDuplicate) {
+	if errors.Is(err, record.ErrDuplicate) {
 		return err
 	}
 	if err != nil {

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,14 +19,14 @@ func TestRecordNoticeOnceByID(t *testing.T) {
 	}
 	defer s.Close()
 	at := time.UnixMilli(1_700_000_000_000).UTC()
-	entry := func(id string) LogEntry {
-		return LogEntry{Tenant: "acme", JobID: "job-1", Body: json.RawMessage(`{"notice_id":"` + id + `","code":"ACCESS_DENIED"}`), At: at}
+	entry := func(id string) record.LogEntry {
+		return record.LogEntry{Tenant: "acme", JobID: "job-1", Body: json.RawMessage(`{"notice_id":"` + id + `","code":"ACCESS_DENIED"}`), At: at}
 	}
-	msg := []Message{{Subject: "ask.v1.event.acme.job-1", Data: []byte(`{"type":"notice"}`)}}
+	msg := []record.Message{{Subject: "ask.v1.event.acme.job-1", Data: []byte(`{"type":"notice"}`)}}
 	if err := s.RecordNotice(ctx, entry("n-1"), "n-1", msg); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordNotice(ctx, entry("n-1"), "n-1", msg); !errors.Is(err, ErrDuplicate) {
+	if err := s.RecordNotice(ctx, entry("n-1"), "n-1", msg); !errors.Is(err, record.ErrDuplicate) {
 		t.Fatalf("the same notice again: err %v, want ErrDuplicate", err)
 	}
 	if err := s.RecordNotice(ctx, entry("n-2"), "n-2", msg); err != nil {
@@ -34,7 +36,7 @@ func TestRecordNoticeOnceByID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(log) != 2 || log[0].Kind != LogNotice || log[1].Kind != LogNotice {
+	if len(log) != 2 || log[0].Kind != record.LogNotice || log[1].Kind != record.LogNotice {
 		t.Fatalf("job log %+v", log)
 	}
 	if n, _ := s.OutboxBacklog(ctx); n != 2 {

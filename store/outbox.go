@@ -1,55 +1,30 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
 )
 
-// OutboxRow is a message written by a transition and not yet published.
-type OutboxRow struct {
-	ID      int64
-	Subject string
-	Data    []byte
-	// Instance is the id of the database the row is in.
-	Instance string
-	// OldAt is when a row written before the time Unsent was given was
-	// written, in Unix milliseconds; 0 for a younger row. (A younger row's
-	// time is not read: a time read per row costs an allocation on the
-	// relay's path.) No try to publish a row came before it was written.
-	OldAt int64
-}
-
-// MsgID is the Nats-Msg-Id the row is published with: the same for every
-// try of this row, different from every row of any other database.
-// The relay names every row it publishes: it is built in a buffer on the
-// stack, one allocation for the string.
-func (o OutboxRow) MsgID() string {
-	var buf [64]byte
-	b := append(buf[:0], "ob-"...)
-	b = append(b, o.Instance...)
-	b = append(b, '-')
-	return string(strconv.AppendInt(b, o.ID, 10))
-}
-
 // Unsent returns up to limit unsent rows after row afterID, oldest first,
 // with OldAt set on those written before oldBefore.
-func (s *Store) Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]OutboxRow, error) {
+func (s *Store) Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]record.OutboxRow, error) {
 	rows, err := s.rs.query(ctx, "SELECT id, subject, data, CASE WHEN created_at < ? THEN created_at ELSE 0 END FROM outbox WHERE sent_at IS NULL AND id > ? ORDER BY id LIMIT ?", ms(oldBefore), afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: outbox: %w", err)
 	}
 	defer rows.Close()
-	var out []OutboxRow
+	var out []record.OutboxRow
 	for rows.Next() {
 		// Scanned in place: a row scanned into a variable of its own
 		// would be allocated on its own, then copied.
-		out = append(out, OutboxRow{Instance: s.instance})
+		out = append(out, record.OutboxRow{Instance: s.instance})
 		o := &out[len(out)-1]
 		if err := rows.Scan(&o.ID, &o.Subject, &o.Data, &o.OldAt); err != nil {
 			return nil, fmt.Errorf("store: outbox: %w", err)
@@ -177,33 +152,18 @@ func (s *Store) oldKeys(ctx context.Context, find string, cutoff int64, scan fun
 	return keys, rows.Err()
 }
 
-// DeliveryRow is one platform's report on one question.
-type DeliveryRow struct {
-	Platform string
-	OK       bool
-	Message  bridge.MessageRef
-	Failure  *bridge.Failure
-}
-
 // RecordDelivery stores a platform's report (the latest per platform wins)
 // and returns every report for the question.
-func (s *Store) RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]DeliveryRow, error) {
-	if err := s.RecordDeliveries(ctx, []ReportedDelivery{{Question: question, Delivery: d}}, at); err != nil {
+func (s *Store) RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]record.DeliveryRow, error) {
+	if err := s.RecordDeliveries(ctx, []record.ReportedDelivery{{Question: question, Delivery: d}}, at); err != nil {
 		return nil, err
 	}
 	return s.Deliveries(ctx, question)
 }
 
-// ReportedDelivery is a platform's report on the question of row id
-// Question.
-type ReportedDelivery struct {
-	Question int64
-	Delivery bridge.Delivery
-}
-
 // RecordDeliveries stores reports in one transaction, in order (the latest
 // per question and platform wins): one commit for many cards shown.
-func (s *Store) RecordDeliveries(ctx context.Context, reports []ReportedDelivery, at time.Time) error {
+func (s *Store) RecordDeliveries(ctx context.Context, reports []record.ReportedDelivery, at time.Time) error {
 	err := s.tx(ctx, func(tx *txn) error {
 		for _, r := range reports {
 			d := r.Delivery
@@ -236,15 +196,15 @@ func (s *Store) RecordDeliveries(ctx context.Context, reports []ReportedDelivery
 }
 
 // Deliveries returns every platform's report on a question.
-func (s *Store) Deliveries(ctx context.Context, question int64) ([]DeliveryRow, error) {
+func (s *Store) Deliveries(ctx context.Context, question int64) ([]record.DeliveryRow, error) {
 	rows, err := s.rs.query(ctx, "SELECT platform, ok, channel, message_id, thread, failure FROM deliveries WHERE question = ? ORDER BY platform", question)
 	if err != nil {
 		return nil, fmt.Errorf("store: deliveries of question %d: %w", question, err)
 	}
 	defer rows.Close()
-	var out []DeliveryRow
+	var out []record.DeliveryRow
 	for rows.Next() {
-		var d DeliveryRow
+		var d record.DeliveryRow
 		var ok int
 		var failure string
 		if err := rows.Scan(&d.Platform, &ok, &d.Message.Channel, &d.Message.MessageID, &d.Message.Thread, &failure); err != nil {

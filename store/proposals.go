@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -11,67 +13,11 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 )
 
-// Proposal is a proposals row: an approval's proposal, decided once, ever,
-// per tenant (docs/contract.md, "Approvals are proposals").
-type Proposal struct {
-	Tenant string
-	ID     string
-	JobID  string
-	// Question is the row of the approval asking for it now.
-	Question       int64
-	Action         string
-	Arguments      json.RawMessage
-	ExpiresAt      time.Time
-	IdempotencyKey string
-	State          string
-	Approvals      []bridge.Approval
-	DecidedAt      time.Time
-	ExecutedAt     time.Time
-	Result         string
-	Detail         string
-	ReportedAt     time.Time
-	RecordedAt     time.Time
-}
-
-// NewProposal is the proposal an approval records with its question.
-type NewProposal struct {
-	ID             string
-	Action         string
-	Arguments      json.RawMessage
-	ExpiresAt      time.Time
-	IdempotencyKey string
-}
-
-// ProposalDecision is what settling an approval does to its proposal:
-// approved, denied or expired, with the approvals that decided it (nil
-// keeps those recorded).
-type ProposalDecision struct {
-	Tenant    string
-	ID        string
-	State     string
-	Approvals []bridge.Approval
-}
-
-// ApprovalRecord is an approval that does not yet decide its proposal (one
-// of several it needs): recorded with the attempt's dedupe key, its log
-// entry and the approval_recorded event; the question keeps waiting.
-type ApprovalRecord struct {
-	AttemptID  string
-	Question   int64
-	Tenant     string
-	ProposalID string
-	// Approvals are all of the proposal's approvals, this one included.
-	Approvals []bridge.Approval
-	At        time.Time
-	Outbox    []Message
-	Log       []LogEntry
-}
-
 const proposalColumns = `tenant, proposal_id, job_id, question, action, arguments, expires_at, idempotency_key, state,
 	approvals, decided_at, executed_at, result, detail, reported_at, recorded_at`
 
-func scanProposal(row scanner) (*Proposal, error) {
-	var p Proposal
+func scanProposal(row scanner) (*record.Proposal, error) {
+	var p record.Proposal
 	var args, approvals string
 	var expires, decided, executed, reported, recorded int64
 	err := row.Scan(&p.Tenant, &p.ID, &p.JobID, &p.Question, &p.Action, &args, &expires, &p.IdempotencyKey, &p.State,
@@ -88,10 +34,10 @@ func scanProposal(row scanner) (*Proposal, error) {
 	return &p, nil
 }
 
-func findProposalIn(ctx context.Context, db rowQuerier, tenant, id string) (*Proposal, error) {
+func findProposalIn(ctx context.Context, db rowQuerier, tenant, id string) (*record.Proposal, error) {
 	p, err := scanProposal(db.queryRow(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE tenant = ? AND proposal_id = ?", tenant, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, record.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: proposal %s/%s: %w", tenant, id, err)
@@ -100,16 +46,16 @@ func findProposalIn(ctx context.Context, db rowQuerier, tenant, id string) (*Pro
 }
 
 // FindProposal reads a proposal by its tenant and id.
-func (s *Store) FindProposal(ctx context.Context, tenant, id string) (*Proposal, error) {
+func (s *Store) FindProposal(ctx context.Context, tenant, id string) (*record.Proposal, error) {
 	return findProposalIn(ctx, s.rs, tenant, id)
 }
 
 // ProposalOf reads the proposal a question asks for now; ErrNotFound when
 // it asks for none (or a later question asks for it since).
-func (s *Store) ProposalOf(ctx context.Context, question int64) (*Proposal, error) {
+func (s *Store) ProposalOf(ctx context.Context, question int64) (*record.Proposal, error) {
 	p, err := scanProposal(s.rs.queryRow(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE question = ?", question))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, record.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: proposal of question %d: %w", question, err)
@@ -120,13 +66,13 @@ func (s *Store) ProposalOf(ctx context.Context, question int64) (*Proposal, erro
 // checkProposalTx settles what asking nq comes to when its proposal may
 // not be asked for (Refused) or nq was recorded before (Duplicate, its
 // proposal its own); done says so.
-func checkProposalTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResult) (done bool, err error) {
+func checkProposalTx(ctx context.Context, tx *txn, nq *record.NewQuestion, res *record.AskResult) (done bool, err error) {
 	var exists int
 	err = tx.queryRow(ctx, "SELECT 1 FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ? AND task_version = ?",
 		nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion).Scan(&exists)
 	switch {
 	case err == nil:
-		res.Status = Duplicate
+		res.Status = record.Duplicate
 		return true, nil
 	case !errors.Is(err, sql.ErrNoRows):
 		return false, err
@@ -135,21 +81,21 @@ func checkProposalTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResu
 	if err != nil || problem == "" {
 		return false, err
 	}
-	res.Status, res.Problem = Refused, problem
+	res.Status, res.Problem = record.Refused, problem
 	return true, nil
 }
 
 // proposalProblem says why nq may not ask for its proposal, or "" when it
 // may (ProposalProblem).
-func proposalProblem(ctx context.Context, tx *txn, nq *NewQuestion) (string, error) {
+func proposalProblem(ctx context.Context, tx *txn, nq *record.NewQuestion) (string, error) {
 	p, err := findProposalIn(ctx, tx, nq.Tenant, nq.Proposal.ID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	var asker ProposalAsker
+	var asker record.ProposalAsker
 	if p.State == bridge.ProposalPending && p.JobID == nq.JobID {
 		err = tx.queryRow(ctx, "SELECT question_id, task_version, state FROM questions WHERE id = ?", p.Question).
 			Scan(&asker.QuestionID, &asker.TaskVersion, &asker.State)
@@ -157,45 +103,13 @@ func proposalProblem(ctx context.Context, tx *txn, nq *NewQuestion) (string, err
 			return "", fmt.Errorf("question of proposal %s: %w", p.ID, err)
 		}
 	}
-	return ProposalProblem(nq, p, asker), nil
-}
-
-// ProposalAsker is the question that last asked for a proposal: its id,
-// version and state.
-type ProposalAsker struct {
-	QuestionID  string
-	TaskVersion int64
-	State       string
-}
-
-// SupersededText is what a question superseded by a later task version of
-// its job says it ended with, in every backend.
-func SupersededText(version int64) string {
-	return fmt.Sprintf("superseded by task version %d", version)
-}
-
-// ProposalProblem says why nq may not ask for proposal p, recorded before
-// and last asked for by asker, or "" when it may: a proposal decided
-// before is never asked again, nor one of another job, nor one another
-// question still waits on. The question nq replaces (an older version of
-// the job, superseded in the same transaction) lets go of it. Every
-// backend refuses in these words (the rule lives here, once).
-func ProposalProblem(nq *NewQuestion, p *Proposal, asker ProposalAsker) string {
-	switch {
-	case p.State != bridge.ProposalPending:
-		return bridge.DecidedProposalText(p.ID, p.State)
-	case p.JobID != nq.JobID:
-		return fmt.Sprintf("proposal.id: %s is a proposal of job %s; a job proposes under ids of its own", p.ID, p.JobID)
-	case asker.State == bridge.StatePending && asker.TaskVersion >= nq.TaskVersion:
-		return fmt.Sprintf("proposal.id: %s is already asked for by question %s, which waits", p.ID, asker.QuestionID)
-	}
-	return ""
+	return record.ProposalProblem(nq, p, asker), nil
 }
 
 // recordProposalTx records nq's proposal for its question row id, or binds
 // a pending one asked before to it anew (its approvals start again: they
 // were given to the question it replaces).
-func recordProposalTx(ctx context.Context, tx *txn, nq *NewQuestion, question int64) error {
+func recordProposalTx(ctx context.Context, tx *txn, nq *record.NewQuestion, question int64) error {
 	p := nq.Proposal
 	args := string(p.Arguments)
 	if args == "" {
@@ -214,7 +128,7 @@ func recordProposalTx(ctx context.Context, tx *txn, nq *NewQuestion, question in
 }
 
 // decideProposalTx applies a settled approval's decision to its proposal.
-func decideProposalTx(ctx context.Context, tx *txn, question int64, d *ProposalDecision, at time.Time) error {
+func decideProposalTx(ctx context.Context, tx *txn, question int64, d *record.ProposalDecision, at time.Time) error {
 	var approvals any // NULL keeps them
 	if d.Approvals != nil {
 		raw, err := json.Marshal(d.Approvals)
@@ -233,7 +147,7 @@ func decideProposalTx(ctx context.Context, tx *txn, question int64, d *ProposalD
 
 // recordApprovalTx writes one more approval of a proposal whose question
 // still waits; false when it no longer does.
-func recordApprovalTx(ctx context.Context, tx *txn, a *ApprovalRecord) (bool, error) {
+func recordApprovalTx(ctx context.Context, tx *txn, a *record.ApprovalRecord) (bool, error) {
 	approvals, err := json.Marshal(nonNil(a.Approvals))
 	if err != nil {
 		return false, err

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -12,103 +14,14 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 )
 
-// Key names one question at one task version. TaskVersion 0 in a lookup
-// means the latest version of that question id.
-type Key struct {
-	Tenant      string
-	JobID       string
-	QuestionID  string
-	TaskVersion int64
-}
-
-func (k Key) String() string {
-	return fmt.Sprintf("%s/%s/%s@%d", k.Tenant, k.JobID, k.QuestionID, k.TaskVersion)
-}
-
-// Record is a stored question and, once settled, how it ended.
-type Record struct {
-	ID int64
-	Key
-	Kind       string
-	Body       []byte
-	State      string
-	AskedAt    time.Time
-	Deadline   time.Time
-	Action     string
-	AnswerRaw  []byte
-	Answer     []byte
-	AnswerText string
-	Comment    string
-	By         string
-	ByName     string
-	Via        string
-	Text       string
-	SettledAt  time.Time
-}
-
-// Message is an outbox entry: published later on Subject with Nats-Msg-Id
-// "ob-<row id>".
-type Message struct {
-	Subject string
-	Data    []byte
-}
-
-// Step is a ladder step or the timeout, due at Due.
-type Step struct {
-	Index  int
-	Target string
-	Due    time.Time
-}
-
-// StepTimeout is the target of the last step: the question's timeout.
-const StepTimeout = "timeout"
-
-// NewQuestion is a question to record with its ladder and the messages that
-// announce it.
-type NewQuestion struct {
-	Key
-	Kind     string
-	Body     []byte
-	AskedAt  time.Time
-	Deadline time.Time
-	Steps    []Step
-	Outbox   []Message
-	// Supersede builds the messages announcing that an older pending
-	// question of the job was superseded by this one's task version.
-	Supersede func(old *Record) []Message
-	// Proposal, on an approval, is recorded with it (proposals).
-	Proposal *NewProposal
-}
-
-// AskStatus is what Ask did.
-type AskStatus int
-
-// Ask outcomes.
-const (
-	Asked     AskStatus = iota // recorded
-	Duplicate                  // the same question and version was recorded before
-	Stale                      // the job is already at a newer task version
-	Refused                    // its proposal may not be asked for (AskResult.Problem)
-)
-
-// AskResult reports what Ask did.
-type AskResult struct {
-	Status     AskStatus
-	JobVersion int64
-	Record     *Record
-	Superseded []Record
-	// Problem says, on Refused, why, in the asker's words.
-	Problem string
-}
-
 const recordColumns = `id, tenant, job_id, question_id, task_version, kind, body, state, asked_at, deadline,
 	action, answer_raw, answer, answer_text, comment, by_id, by_name, via, text, settled_at`
 
 type scanner interface{ Scan(...any) error }
 
 // scanRecord reads recordColumns, then any extra columns into extra.
-func scanRecord(row scanner, extra ...any) (*Record, error) {
-	var r Record
+func scanRecord(row scanner, extra ...any) (*record.Record, error) {
+	var r record.Record
 	var body, raw, ans string
 	var asked, deadline, settled int64
 	// Sized for the extra columns too: appending them would copy it.
@@ -134,10 +47,10 @@ func scanRecord(row scanner, extra ...any) (*Record, error) {
 // ladder, its audit entry and its outbox messages in one transaction. A
 // newer task version supersedes the job's older pending questions in the
 // same transaction.
-func (s *Store) Ask(ctx context.Context, nq NewQuestion) (*AskResult, error) {
-	res := &AskResult{}
+func (s *Store) Ask(ctx context.Context, nq record.NewQuestion) (*record.AskResult, error) {
+	res := &record.AskResult{}
 	err := s.tx(ctx, func(tx *txn) error {
-		*res = AskResult{}
+		*res = record.AskResult{}
 		return askTx(ctx, tx, &nq, res)
 	})
 	if err != nil {
@@ -148,11 +61,11 @@ func (s *Store) Ask(ctx context.Context, nq NewQuestion) (*AskResult, error) {
 
 // AskMany records many questions in one transaction (group commit), each
 // as Ask would; the results are in the same order.
-func (s *Store) AskMany(ctx context.Context, nqs []NewQuestion) ([]*AskResult, error) {
-	results := make([]*AskResult, len(nqs))
+func (s *Store) AskMany(ctx context.Context, nqs []record.NewQuestion) ([]*record.AskResult, error) {
+	results := make([]*record.AskResult, len(nqs))
 	err := s.tx(ctx, func(tx *txn) error {
 		for i := range nqs {
-			results[i] = &AskResult{}
+			results[i] = &record.AskResult{}
 			if err := askTx(ctx, tx, &nqs[i], results[i]); err != nil {
 				return fmt.Errorf("%s: %w", nqs[i].Key, err)
 			}
@@ -165,7 +78,7 @@ func (s *Store) AskMany(ctx context.Context, nqs []NewQuestion) ([]*AskResult, e
 	return results, nil
 }
 
-func askTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResult) error {
+func askTx(ctx context.Context, tx *txn, nq *record.NewQuestion, res *record.AskResult) error {
 	var current int64
 	err := tx.queryRow(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", nq.Tenant, nq.JobID).Scan(&current)
 	known := err == nil
@@ -178,10 +91,10 @@ func askTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResult) error 
 		err := tx.queryRow(ctx, "SELECT 1 FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ? AND task_version = ?",
 			nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion).Scan(&exists)
 		if err == nil {
-			res.Status = Duplicate
+			res.Status = record.Duplicate
 			return nil
 		}
-		res.Status = Stale
+		res.Status = record.Stale
 		return nil
 	}
 	if nq.Proposal != nil {
@@ -197,7 +110,7 @@ func askTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResult) error 
 		return err
 	}
 	if n, _ := result.RowsAffected(); n == 0 {
-		res.Status = Duplicate
+		res.Status = record.Duplicate
 		return nil
 	}
 	id, err := result.LastInsertId()
@@ -211,18 +124,18 @@ func askTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResult) error 
 			return err
 		}
 		res.JobVersion = nq.TaskVersion
-		var old []Record
+		var old []record.Record
 		if known { // an unknown job has no questions yet
 			if old, err = pendingOfJob(ctx, tx, nq.Tenant, nq.JobID, "task_version < ?", nq.TaskVersion); err != nil {
 				return err
 			}
 		}
 		for i := range old {
-			var msgs []Message
+			var msgs []record.Message
 			if nq.Supersede != nil {
 				msgs = nq.Supersede(&old[i])
 			}
-			reason := SupersededText(nq.TaskVersion)
+			reason := record.SupersededText(nq.TaskVersion)
 			if err := settleTx(ctx, tx, &old[i], bridge.StateSuperseded, nq.AskedAt, "", "", reason, msgs); err != nil {
 				return err
 			}
@@ -245,12 +158,12 @@ func askTx(ctx context.Context, tx *txn, nq *NewQuestion, res *AskResult) error 
 	if err := outboxTx(ctx, tx, nq.Outbox, nq.AskedAt); err != nil {
 		return err
 	}
-	res.Status = Asked
-	res.Record = &Record{ID: id, Key: nq.Key, Kind: nq.Kind, Body: nq.Body, State: bridge.StatePending, AskedAt: fromMS(at), Deadline: fromMS(ms(nq.Deadline))}
+	res.Status = record.Asked
+	res.Record = &record.Record{ID: id, Key: nq.Key, Kind: nq.Kind, Body: nq.Body, State: bridge.StatePending, AskedAt: fromMS(at), Deadline: fromMS(ms(nq.Deadline))}
 	return nil
 }
 
-func pendingOfJob(ctx context.Context, tx *txn, tenant, job, cond string, args ...any) ([]Record, error) {
+func pendingOfJob(ctx context.Context, tx *txn, tenant, job, cond string, args ...any) ([]record.Record, error) {
 	q := "SELECT " + recordColumns + " FROM questions WHERE tenant = ? AND job_id = ? AND state = 'pending'"
 	if cond != "" {
 		q += " AND " + cond
@@ -260,7 +173,7 @@ func pendingOfJob(ctx context.Context, tx *txn, tenant, job, cond string, args .
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Record
+	var out []record.Record
 	for rows.Next() {
 		r, err := scanRecord(rows)
 		if err != nil {
@@ -273,14 +186,14 @@ func pendingOfJob(ctx context.Context, tx *txn, tenant, job, cond string, args .
 
 // settleTx moves a pending question to state with a minimal settlement
 // (cancel, supersede), clearing its ladder.
-func settleTx(ctx context.Context, tx *txn, r *Record, state string, at time.Time, by, via, reason string, msgs []Message) error {
+func settleTx(ctx context.Context, tx *txn, r *record.Record, state string, at time.Time, by, via, reason string, msgs []record.Message) error {
 	res, err := tx.exec(ctx, "UPDATE questions SET state = ?, by_id = ?, via = ?, text = ?, settled_at = ? WHERE id = ? AND state = 'pending'",
 		state, by, via, reason, ms(at), r.ID)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotPending
+		return record.ErrNotPending
 	}
 	if _, err := tx.exec(ctx, "DELETE FROM steps WHERE question = ?", r.ID); err != nil {
 		return err
@@ -298,12 +211,12 @@ func auditTx(ctx context.Context, tx *txn, question int64, from, to, by, via, re
 	return err
 }
 
-func outboxTx(ctx context.Context, tx *txn, msgs []Message, at time.Time) error {
+func outboxTx(ctx context.Context, tx *txn, msgs []record.Message, at time.Time) error {
 	return insertOutbox(ctx, tx, outboxRows(make([]any, 0, 3*len(msgs)), msgs, at))
 }
 
 // outboxRows appends to args the outbox rows of msgs, written at at.
-func outboxRows(args []any, msgs []Message, at time.Time) []any {
+func outboxRows(args []any, msgs []record.Message, at time.Time) []any {
 	for _, m := range msgs {
 		args = append(args, m.Subject, m.Data, ms(at))
 	}
@@ -316,65 +229,20 @@ func insertOutbox(ctx context.Context, tx *txn, rows []any) error {
 	return execRows(ctx, tx, "INSERT INTO outbox (subject, data, created_at) VALUES ", "(?, ?, ?)", "", 3, rows)
 }
 
-// Settlement is how a pending question ends by someone's answer or decline,
-// or by its timeout.
-type Settlement struct {
-	Question   int64
-	State      string
-	Action     string
-	AnswerRaw  []byte
-	Answer     []byte
-	AnswerText string
-	Comment    string
-	By         string
-	ByName     string
-	Via        string
-	Text       string
-	Reason     string
-	At         time.Time
-	// AttemptID, when set, is recorded so the same attempt is never decided twice.
-	AttemptID string
-	Outbox    []Message
-	// Log is written to the job's trail with the settlement.
-	Log []LogEntry
-	// Proposal, on an approval, is what the settlement decides of it.
-	Proposal *ProposalDecision
-}
-
 // Settle ends a pending question: compare-and-set on pending, the answer,
 // the audit entry, the attempt's dedupe key and the outbox in one
 // transaction. It returns ErrNotPending when someone settled it first and
 // ErrDuplicate when the attempt was decided before.
-func (s *Store) Settle(ctx context.Context, st Settlement) error {
-	errs, err := s.Decide(ctx, []Decision{{Settle: &st}})
+func (s *Store) Settle(ctx context.Context, st record.Settlement) error {
+	errs, err := s.Decide(ctx, []record.Decision{{Settle: &st}})
 	if err != nil {
 		return fmt.Errorf("store: settle question %d: %w", st.Question, err)
 	}
 	return errs[0]
 }
 
-// Refusal records a refused attempt with the messages telling the answerer.
-type Refusal struct {
-	AttemptID string
-	Question  int64
-	At        time.Time
-	Outbox    []Message
-	// Log is written to the job's trail with the refusal.
-	Log []LogEntry
-}
-
-// Decision is one decided attempt: a settlement, a refusal, or one
-// approval of several a proposal needs.
-type Decision struct {
-	Settle   *Settlement
-	Refuse   *Refusal
-	Approve  *ApprovalRecord
-	Delegate *Delegation
-	Snooze   *Snooze
-}
-
 // Enqueue writes messages to the outbox on their own.
-func (s *Store) Enqueue(ctx context.Context, msgs []Message) error {
+func (s *Store) Enqueue(ctx context.Context, msgs []record.Message) error {
 	if err := s.tx(ctx, func(tx *txn) error { return outboxTx(ctx, tx, msgs, time.Now()) }); err != nil {
 		return fmt.Errorf("store: enqueue: %w", err)
 	}
@@ -394,31 +262,9 @@ func (s *Store) SeenAttempt(ctx context.Context, attemptID string) (bool, error)
 	return true, nil
 }
 
-// JobCancel cancels a job's pending questions, or bumps its task version.
-type JobCancel struct {
-	Tenant     string
-	JobID      string
-	QuestionID string
-	// NewVersion, when set, bumps the job to it (if it is not there yet)
-	// and supersedes every pending question of an older version; without
-	// it pending questions are cancelled.
-	NewVersion int64
-	Reason     string
-	By         string
-	Via        string
-	At         time.Time
-	// Key names the cancel message; a cancel whose key was applied before
-	// changes nothing and returns ErrDuplicate. A redelivered version bump
-	// would otherwise find its version current and cancel the questions
-	// asked at it since.
-	Key string
-	// Outbox builds the messages announcing each question's new state.
-	Outbox func(r *Record) []Message
-}
-
 // Cancel applies a JobCancel and returns the questions it ended.
-func (s *Store) Cancel(ctx context.Context, c JobCancel) ([]Record, error) {
-	var ended []Record
+func (s *Store) Cancel(ctx context.Context, c record.JobCancel) ([]record.Record, error) {
+	var ended []record.Record
 	err := s.tx(ctx, func(tx *txn) error {
 		ended = nil
 		if c.Key != "" {
@@ -428,7 +274,7 @@ func (s *Store) Cancel(ctx context.Context, c JobCancel) ([]Record, error) {
 				return err
 			}
 			if n, _ := res.RowsAffected(); n == 0 {
-				return ErrDuplicate
+				return record.ErrDuplicate
 			}
 		}
 		var current int64
@@ -438,7 +284,7 @@ func (s *Store) Cancel(ctx context.Context, c JobCancel) ([]Record, error) {
 		}
 		known := err == nil
 		state, reason := bridge.StateCancelled, c.Reason
-		var list []Record
+		var list []record.Record
 		if c.NewVersion > 0 {
 			// A version bump. The job may be there already: a question of
 			// the new version, published after the bump, can be stored
@@ -452,7 +298,7 @@ func (s *Store) Cancel(ctx context.Context, c JobCancel) ([]Record, error) {
 				}
 			}
 			state = bridge.StateSuperseded
-			reason = SupersededText(c.NewVersion)
+			reason = record.SupersededText(c.NewVersion)
 			list, err = pendingOfJob(ctx, tx, c.Tenant, c.JobID, "task_version < ?", c.NewVersion)
 		} else if c.QuestionID != "" {
 			list, err = pendingOfJob(ctx, tx, c.Tenant, c.JobID, "question_id = ?", c.QuestionID)
@@ -464,7 +310,7 @@ func (s *Store) Cancel(ctx context.Context, c JobCancel) ([]Record, error) {
 		}
 		for i := range list {
 			list[i].State = state
-			var msgs []Message
+			var msgs []record.Message
 			if c.Outbox != nil {
 				msgs = c.Outbox(&list[i])
 			}
@@ -483,10 +329,10 @@ func (s *Store) Cancel(ctx context.Context, c JobCancel) ([]Record, error) {
 }
 
 // Get reads a question by its row id.
-func (s *Store) Get(ctx context.Context, id int64) (*Record, error) {
+func (s *Store) Get(ctx context.Context, id int64) (*record.Record, error) {
 	r, err := scanRecord(s.rs.queryRow(ctx, "SELECT "+recordColumns+" FROM questions WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, record.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: get question %d: %w", id, err)
@@ -495,18 +341,20 @@ func (s *Store) Get(ctx context.Context, id int64) (*Record, error) {
 }
 
 // Find reads a question by key; TaskVersion 0 finds the latest version.
-func (s *Store) Find(ctx context.Context, k Key) (*Record, error) { return findIn(ctx, s.rs, k) }
+func (s *Store) Find(ctx context.Context, k record.Key) (*record.Record, error) {
+	return findIn(ctx, s.rs, k)
+}
 
 // rowQuerier is a connection or a transaction that runs one-row queries.
 type rowQuerier interface {
 	queryRow(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func findIn(ctx context.Context, db rowQuerier, k Key) (*Record, error) {
+func findIn(ctx context.Context, db rowQuerier, k record.Key) (*record.Record, error) {
 	where, args := byKey(k)
 	r, err := scanRecord(db.queryRow(ctx, "SELECT "+recordColumns+" FROM questions q"+where, args...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, record.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: find question %s: %w", k, err)
@@ -516,7 +364,7 @@ func findIn(ctx context.Context, db rowQuerier, k Key) (*Record, error) {
 
 // byKey is the WHERE clause (and its arguments) that finds k in the
 // questions table q: the latest version when k names none.
-func byKey(k Key) (string, []any) {
+func byKey(k record.Key) (string, []any) {
 	where := " WHERE q.tenant = ? AND q.job_id = ? AND q.question_id = ?"
 	args := []any{k.Tenant, k.JobID, k.QuestionID}
 	if k.TaskVersion != 0 {
@@ -526,17 +374,9 @@ func byKey(k Key) (string, []any) {
 	return where + " ORDER BY q.task_version DESC LIMIT 1", args
 }
 
-// Answerable is a question as deciding an answer needs it, read at once:
-// the record, its job's current task version and the messages showing it.
-type Answerable struct {
-	*Record
-	JobVersion int64
-	Messages   []bridge.MessageRef
-}
-
 // FindAnswerable is Find, the job's version and the question's messages in
 // one read; deciding an answer is the hot path.
-func (s *Store) FindAnswerable(ctx context.Context, k Key) (*Answerable, error) {
+func (s *Store) FindAnswerable(ctx context.Context, k record.Key) (*record.Answerable, error) {
 	return findAnswerableIn(ctx, s.rs, k)
 }
 
@@ -547,8 +387,8 @@ const answerableColumns = `coalesce((SELECT j.task_version FROM jobs j WHERE j.t
 			FROM deliveries d WHERE d.question = q.id AND d.ok = 1 AND d.message_id != ''), '[]')`
 
 // scanAnswerable reads recordColumns and answerableColumns.
-func scanAnswerable(row scanner) (*Answerable, error) {
-	var a Answerable
+func scanAnswerable(row scanner) (*record.Answerable, error) {
+	var a record.Answerable
 	var refs string
 	r, err := scanRecord(row, &a.JobVersion, &refs)
 	if err != nil {
@@ -565,11 +405,11 @@ func scanAnswerable(row scanner) (*Answerable, error) {
 	return &a, nil
 }
 
-func findAnswerableIn(ctx context.Context, db rowQuerier, k Key) (*Answerable, error) {
+func findAnswerableIn(ctx context.Context, db rowQuerier, k record.Key) (*record.Answerable, error) {
 	where, args := byKey(k)
 	a, err := scanAnswerable(db.queryRow(ctx, "SELECT "+recordColumns+", "+answerableColumns+" FROM questions q"+where, args...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, record.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: find question %s: %w", k, err)
@@ -577,19 +417,9 @@ func findAnswerableIn(ctx context.Context, db rowQuerier, k Key) (*Answerable, e
 	return a, nil
 }
 
-// ListFilter selects questions for a list page, ordered by row id.
-type ListFilter struct {
-	Tenant string
-	JobID  string
-	// State is one state, or empty for every state.
-	State   string
-	AfterID int64
-	Limit   int
-}
-
 // List returns one page of questions. It reads through indexes only, so
 // the first page of one tenant is quick with a million pending questions.
-func (s *Store) List(ctx context.Context, f ListFilter) ([]Record, error) {
+func (s *Store) List(ctx context.Context, f record.ListFilter) ([]record.Record, error) {
 	var conds []string
 	var args []any
 	if f.State != "" {
@@ -621,7 +451,7 @@ func (s *Store) List(ctx context.Context, f ListFilter) ([]Record, error) {
 		return nil, fmt.Errorf("store: list: %w", err)
 	}
 	defer rows.Close()
-	var out []Record
+	var out []record.Record
 	for rows.Next() {
 		r, err := scanRecord(rows)
 		if err != nil {
@@ -671,14 +501,11 @@ func (s *Store) CountByState(ctx context.Context) (map[string]int64, error) {
 	return out, rows.Err()
 }
 
-// MaxQuestionIDJobs bounds the jobs FindQuestionIDs returns.
-const MaxQuestionIDJobs = 50
-
 // FindQuestionIDs finds the latest version of a question id in every job
 // that has one (at most MaxQuestionIDJobs jobs); tenant and job narrow the
 // search when given. The caller picks among them, say by what the asker
 // may see.
-func (s *Store) FindQuestionIDs(ctx context.Context, tenant, job, questionID string) ([]*Record, error) {
+func (s *Store) FindQuestionIDs(ctx context.Context, tenant, job, questionID string) ([]*record.Record, error) {
 	q := "SELECT " + recordColumns + " FROM questions WHERE question_id = ?"
 	args := []any{questionID}
 	if tenant != "" {
@@ -694,14 +521,14 @@ func (s *Store) FindQuestionIDs(ctx context.Context, tenant, job, questionID str
 		return nil, fmt.Errorf("store: find question %s: %w", questionID, err)
 	}
 	defer rows.Close()
-	var out []*Record
+	var out []*record.Record
 	seen := map[[2]string]bool{}
 	for rows.Next() {
 		r, err := scanRecord(rows)
 		if err != nil {
 			return nil, fmt.Errorf("store: find question %s: %w", questionID, err)
 		}
-		if k := [2]string{r.Tenant, r.JobID}; !seen[k] && len(out) < MaxQuestionIDJobs {
+		if k := [2]string{r.Tenant, r.JobID}; !seen[k] && len(out) < record.MaxQuestionIDJobs {
 			seen[k] = true
 			out = append(out, r)
 		}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"testing"
@@ -25,21 +27,21 @@ func TestFireRoundBumpsStaleness(t *testing.T) {
 	if err != nil || len(due) != 3 {
 		t.Fatalf("due %v, %v", due, err)
 	}
-	var round []RoundStep
+	var round []record.RoundStep
 	for _, d := range due {
 		if d.Question == a.ID || d.Question == b.ID {
-			round = append(round, RoundStep{DueStep: d, Reason: "reminded answerers"})
+			round = append(round, record.RoundStep{DueStep: d, Reason: "reminded answerers"})
 		}
 	}
 	before := len(unsentSubjects(t, s))
-	nudge := []Message{{Subject: "ask.v1.event.acme.job-1", Data: []byte("nudge")}}
+	nudge := []record.Message{{Subject: "ask.v1.event.acme.job-1", Data: []byte("nudge")}}
 	if err := s.FireRound(ctx, round, t0.Add(2*time.Hour), nudge); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(unsentSubjects(t, s)); got != before+1 {
 		t.Fatalf("outbox grew by %d, want one nudge", got-before)
 	}
-	if err := s.FireRound(ctx, round, t0.Add(2*time.Hour), nudge); !errors.Is(err, ErrStepGone) {
+	if err := s.FireRound(ctx, round, t0.Add(2*time.Hour), nudge); !errors.Is(err, record.ErrStepGone) {
 		t.Fatalf("second firing: %v, want ErrStepGone", err)
 	}
 	q, err := s.JobQueue(ctx, "acme", "job-1")
@@ -49,7 +51,7 @@ func TestFireRoundBumpsStaleness(t *testing.T) {
 	if len(q) != 2 || q[0].QuestionID != "q-a" || q[1].QuestionID != "q-b" || q[0].Staleness != 1 || q[1].Staleness != 1 {
 		t.Fatalf("queue %+v", q)
 	}
-	if err := s.Settle(ctx, Settlement{Question: a.ID, State: bridge.StateAnswered, At: t0.Add(3 * time.Hour)}); err != nil {
+	if err := s.Settle(ctx, record.Settlement{Question: a.ID, State: bridge.StateAnswered, At: t0.Add(3 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	if q, _ := s.JobQueue(ctx, "acme", "job-1"); len(q) != 1 || q[0].QuestionID != "q-b" {

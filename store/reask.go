@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -8,14 +10,6 @@ import (
 	"strings"
 	"time"
 )
-
-// ReaskCursor is where a walk over the pending questions stands: after
-// this tenant's question of this id (the order of the index
-// questions_by_state). The zero cursor is the start.
-type ReaskCursor struct {
-	Tenant string
-	ID     int64
-}
 
 // Reask writes to the outbox a message for each of up to limit pending
 // questions after cur, asked at askedBy or before, that one of platforms
@@ -30,8 +24,8 @@ type ReaskCursor struct {
 // keeps each message in order with what else the question announces: a
 // question answered before it is not asked again, and one answered after
 // it is announced after it.
-func (s *Store) Reask(ctx context.Context, platforms []string, askedBy time.Time, cur ReaskCursor, limit int,
-	build func(r *Record, shownOn []string) (Message, bool, error)) (next ReaskCursor, n int, done bool, err error) {
+func (s *Store) Reask(ctx context.Context, platforms []string, askedBy time.Time, cur record.ReaskCursor, limit int,
+	build func(r *record.Record, shownOn []string) (record.Message, bool, error)) (next record.ReaskCursor, n int, done bool, err error) {
 	if len(platforms) == 0 {
 		return cur, 0, true, nil
 	}
@@ -58,7 +52,7 @@ func (s *Store) Reask(ctx context.Context, platforms []string, askedBy time.Time
 		if err != nil {
 			return err
 		}
-		var msgs []Message
+		var msgs []record.Message
 		for rows.Next() {
 			var shown sql.NullString
 			r, err := scanRecord(rows, &shown)
@@ -111,18 +105,18 @@ func lackingOn(platforms []string) (string, []any) {
 // reaskPage reads, on the read connections, the ids of up to limit
 // pending questions after the cursor in args that match lacking, and the
 // cursor after the last.
-func (s *Store) reaskPage(ctx context.Context, lacking string, args []any, limit int) ([]any, ReaskCursor, error) {
+func (s *Store) reaskPage(ctx context.Context, lacking string, args []any, limit int) ([]any, record.ReaskCursor, error) {
 	rows, err := s.rs.query(ctx, `SELECT tenant, id FROM questions q WHERE state = 'pending' AND (tenant, id) > (?, ?) AND asked_at <= ? AND (`+
 		lacking+`) ORDER BY tenant, id LIMIT ?`, append(args, limit)...)
 	if err != nil {
-		return nil, ReaskCursor{}, err
+		return nil, record.ReaskCursor{}, err
 	}
 	defer rows.Close()
 	var ids []any
-	var next ReaskCursor
+	var next record.ReaskCursor
 	for rows.Next() {
 		if err := rows.Scan(&next.Tenant, &next.ID); err != nil {
-			return nil, ReaskCursor{}, err
+			return nil, record.ReaskCursor{}, err
 		}
 		ids = append(ids, next.ID)
 	}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"slices"
 	"strings"
@@ -41,21 +43,21 @@ func TestReaskPagesThroughWhatAPlatformDoesNotShow(t *testing.T) {
 	if _, err := s.RecordDelivery(ctx, ids["job-4"], failed, t0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Settle(ctx, Settlement{Question: ids["job-5"], State: bridge.StateAnswered, At: t0}); err != nil {
+	if err := s.Settle(ctx, record.Settlement{Question: ids["job-5"], State: bridge.StateAnswered, At: t0}); err != nil {
 		t.Fatal(err)
 	}
 	before := len(unsentSubjects(t, s))
 
 	var seen []string
-	var cur ReaskCursor
+	var cur record.ReaskCursor
 	for pages := 0; ; pages++ {
 		if pages > 5 {
 			t.Fatal("Reask does not end")
 		}
-		next, n, done, err := s.Reask(ctx, []string{bridge.PlatformSlack, bridge.PlatformDiscord}, t0, cur, 2, func(r *Record, on []string) (Message, bool, error) {
+		next, n, done, err := s.Reask(ctx, []string{bridge.PlatformSlack, bridge.PlatformDiscord}, t0, cur, 2, func(r *record.Record, on []string) (record.Message, bool, error) {
 			slices.Sort(on)
 			seen = append(seen, r.Tenant+"/"+r.JobID+" "+strings.Join(on, ","))
-			return Message{Subject: "ask.v1.event." + r.Tenant + "." + r.JobID, Data: []byte("again")}, r.JobID != "job-4", nil
+			return record.Message{Subject: "ask.v1.event." + r.Tenant + "." + r.JobID, Data: []byte("again")}, r.JobID != "job-4", nil
 		})
 		if err != nil {
 			t.Fatal(err)

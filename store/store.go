@@ -25,14 +25,6 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Errors callers decide on.
-var (
-	ErrNotFound   = errors.New("store: not found")
-	ErrNotPending = errors.New("store: question is no longer pending")
-	ErrDuplicate  = errors.New("store: attempt already recorded")
-	ErrStepGone   = errors.New("store: ladder step already fired")
-)
-
 // Store is the SQLite store. One writer connection serialises writes; a
 // small pool serves reads concurrently under WAL.
 type Store struct {

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -26,25 +28,25 @@ func open(t *testing.T) *Store {
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func newQ(job, qid string, version int64) NewQuestion {
-	return NewQuestion{
-		Key:      Key{Tenant: "acme", JobID: job, QuestionID: qid, TaskVersion: version},
+func newQ(job, qid string, version int64) record.NewQuestion {
+	return record.NewQuestion{
+		Key:      record.Key{Tenant: "acme", JobID: job, QuestionID: qid, TaskVersion: version},
 		Kind:     bridge.KindQuestion,
 		Body:     []byte(`{"question":"Which?"}`),
 		AskedAt:  t0,
 		Deadline: t0.Add(4 * time.Hour),
-		Steps: []Step{
+		Steps: []record.Step{
 			{Index: 0, Target: bridge.TargetAnswerers, Due: t0.Add(time.Hour)},
-			{Index: 1, Target: StepTimeout, Due: t0.Add(4 * time.Hour)},
+			{Index: 1, Target: record.StepTimeout, Due: t0.Add(4 * time.Hour)},
 		},
-		Outbox: []Message{{Subject: "ask.v1.event.acme." + job, Data: []byte(`asked`)}},
-		Supersede: func(old *Record) []Message {
-			return []Message{{Subject: "ask.v1.resume.acme." + job, Data: []byte("superseded " + old.QuestionID)}}
+		Outbox: []record.Message{{Subject: "ask.v1.event.acme." + job, Data: []byte(`asked`)}},
+		Supersede: func(old *record.Record) []record.Message {
+			return []record.Message{{Subject: "ask.v1.resume.acme." + job, Data: []byte("superseded " + old.QuestionID)}}
 		},
 	}
 }
 
-func mustAsk(t *testing.T, s *Store, nq NewQuestion) *AskResult {
+func mustAsk(t *testing.T, s *Store, nq record.NewQuestion) *record.AskResult {
 	t.Helper()
 	res, err := s.Ask(context.Background(), nq)
 	if err != nil {
@@ -86,7 +88,7 @@ func TestMigrationsAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r, err := s.Find(context.Background(), Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1"})
+	r, err := s.Find(context.Background(), record.Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1"})
 	if err != nil || r.State != bridge.StatePending || !r.AskedAt.Equal(t0) {
 		t.Fatalf("after reopen: %+v, %v", r, err)
 	}
@@ -104,23 +106,23 @@ func TestAskDuplicateStaleAndSupersede(t *testing.T) {
 	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
-	if res := mustAsk(t, s, newQ("job-1", "q-1", 2)); res.Status != Asked || res.Record == nil || res.JobVersion != 2 {
+	if res := mustAsk(t, s, newQ("job-1", "q-1", 2)); res.Status != record.Asked || res.Record == nil || res.JobVersion != 2 {
 		t.Fatalf("first ask = %+v", res)
 	}
-	if res := mustAsk(t, s, newQ("job-1", "q-1", 2)); res.Status != Duplicate {
+	if res := mustAsk(t, s, newQ("job-1", "q-1", 2)); res.Status != record.Duplicate {
 		t.Fatalf("same ask again = %+v", res)
 	}
-	if res := mustAsk(t, s, newQ("job-1", "q-old", 1)); res.Status != Stale || res.JobVersion != 2 {
+	if res := mustAsk(t, s, newQ("job-1", "q-old", 1)); res.Status != record.Stale || res.JobVersion != 2 {
 		t.Fatalf("older version = %+v", res)
 	}
 	// Same version, another question: both wait.
 	mustAsk(t, s, newQ("job-1", "q-2", 2))
 	res := mustAsk(t, s, newQ("job-1", "q-3", 3))
-	if res.Status != Asked || len(res.Superseded) != 2 {
+	if res.Status != record.Asked || len(res.Superseded) != 2 {
 		t.Fatalf("newer version = %+v", res)
 	}
 	for _, qid := range []string{"q-1", "q-2"} {
-		r, err := s.Find(ctx, Key{Tenant: "acme", JobID: "job-1", QuestionID: qid})
+		r, err := s.Find(ctx, record.Key{Tenant: "acme", JobID: "job-1", QuestionID: qid})
 		if err != nil || r.State != bridge.StateSuperseded || r.Text != "superseded by task version 3" {
 			t.Fatalf("%s = %+v, %v", qid, r, err)
 		}
@@ -148,19 +150,19 @@ func TestSettleIsCompareAndSetAndDedupes(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
 	rec := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
-	st := Settlement{
+	st := record.Settlement{
 		Question: rec.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, Answer: []byte(`"blue"`), AnswerRaw: []byte(`"Blue"`),
 		AnswerText: "blue", By: "slack:U1", ByName: "kevin", Via: "slack", Text: "The answer: blue", At: t0.Add(time.Minute),
-		AttemptID: "a1", Outbox: []Message{{Subject: "ask.v1.resume.acme.job-1", Data: []byte("answered")}},
+		AttemptID: "a1", Outbox: []record.Message{{Subject: "ask.v1.resume.acme.job-1", Data: []byte("answered")}},
 	}
 	if err := s.Settle(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Settle(ctx, st); !errors.Is(err, ErrDuplicate) {
+	if err := s.Settle(ctx, st); !errors.Is(err, record.ErrDuplicate) {
 		t.Fatalf("same attempt again: %v", err)
 	}
 	st.AttemptID = "a2"
-	if err := s.Settle(ctx, st); !errors.Is(err, ErrNotPending) {
+	if err := s.Settle(ctx, st); !errors.Is(err, record.ErrNotPending) {
 		t.Fatalf("second answer: %v", err)
 	}
 	// The failed second attempt left nothing behind: no dedupe key, no outbox row.
@@ -189,7 +191,7 @@ func TestConcurrentSettlesOneWins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results <- s.Settle(context.Background(), Settlement{Question: rec.ID, State: bridge.StateAnswered, AttemptID: fmt.Sprint(i), At: t0})
+			results <- s.Settle(context.Background(), record.Settlement{Question: rec.ID, State: bridge.StateAnswered, AttemptID: fmt.Sprint(i), At: t0})
 		}()
 	}
 	wg.Wait()
@@ -199,7 +201,7 @@ func TestConcurrentSettlesOneWins(t *testing.T) {
 		switch {
 		case err == nil:
 			won++
-		case errors.Is(err, ErrNotPending):
+		case errors.Is(err, record.ErrNotPending):
 			lost++
 		default:
 			t.Fatal(err)
@@ -224,11 +226,11 @@ func TestLadderStepsFireOnce(t *testing.T) {
 	if err != nil || len(due) != 2 || due[0].Target != bridge.TargetAnswerers {
 		t.Fatalf("due = %+v, %v", due, err)
 	}
-	msg := []Message{{Subject: "ask.v1.event.acme.job-1", Data: []byte("reminded")}}
+	msg := []record.Message{{Subject: "ask.v1.event.acme.job-1", Data: []byte("reminded")}}
 	if err := s.FireStep(ctx, due[0], t0.Add(90*time.Minute), "reminded answerers", msg); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FireStep(ctx, due[0], t0.Add(90*time.Minute), "reminded answerers", msg); !errors.Is(err, ErrStepGone) {
+	if err := s.FireStep(ctx, due[0], t0.Add(90*time.Minute), "reminded answerers", msg); !errors.Is(err, record.ErrStepGone) {
 		t.Fatalf("second fire: %v", err)
 	}
 	if due, _ := s.DueSteps(ctx, t0.Add(90*time.Minute), 10); len(due) != 1 {
@@ -246,21 +248,21 @@ func TestCancelAndBump(t *testing.T) {
 	ctx := context.Background()
 	mustAsk(t, s, newQ("job-1", "q-1", 1))
 	mustAsk(t, s, newQ("job-1", "q-2", 1))
-	states := func(r *Record) []Message {
-		return []Message{{Subject: "x", Data: []byte(r.QuestionID + " " + r.State)}}
+	states := func(r *record.Record) []record.Message {
+		return []record.Message{{Subject: "x", Data: []byte(r.QuestionID + " " + r.State)}}
 	}
-	ended, err := s.Cancel(ctx, JobCancel{Tenant: "acme", JobID: "job-1", QuestionID: "q-2", Reason: "not needed", By: "slack:UADMIN", At: t0, Outbox: states})
+	ended, err := s.Cancel(ctx, record.JobCancel{Tenant: "acme", JobID: "job-1", QuestionID: "q-2", Reason: "not needed", By: "slack:UADMIN", At: t0, Outbox: states})
 	if err != nil || len(ended) != 1 || ended[0].QuestionID != "q-2" || ended[0].State != bridge.StateCancelled {
 		t.Fatalf("cancel q-2 = %+v, %v", ended, err)
 	}
-	ended, err = s.Cancel(ctx, JobCancel{Tenant: "acme", JobID: "job-1", NewVersion: 5, At: t0, Outbox: states})
+	ended, err = s.Cancel(ctx, record.JobCancel{Tenant: "acme", JobID: "job-1", NewVersion: 5, At: t0, Outbox: states})
 	if err != nil || len(ended) != 1 || ended[0].QuestionID != "q-1" || ended[0].State != bridge.StateSuperseded {
 		t.Fatalf("bump = %+v, %v", ended, err)
 	}
-	if a, err := s.FindAnswerable(ctx, Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}); err != nil || a.JobVersion != 5 {
+	if a, err := s.FindAnswerable(ctx, record.Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}); err != nil || a.JobVersion != 5 {
 		t.Fatalf("job version after the bump: %+v, %v", a, err)
 	}
-	if res := mustAsk(t, s, newQ("job-1", "q-9", 4)); res.Status != Stale {
+	if res := mustAsk(t, s, newQ("job-1", "q-9", 4)); res.Status != record.Stale {
 		t.Fatalf("ask below the bumped version = %+v", res)
 	}
 	got := unsentSubjects(t, s)
@@ -277,19 +279,19 @@ func TestCancelAppliedOnce(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
 	mustAsk(t, s, newQ("job-1", "q-1", 1))
-	bump := JobCancel{Tenant: "acme", JobID: "job-1", NewVersion: 2, At: t0, Key: "cancel.7.1"}
+	bump := record.JobCancel{Tenant: "acme", JobID: "job-1", NewVersion: 2, At: t0, Key: "cancel.7.1"}
 	if ended, err := s.Cancel(ctx, bump); err != nil || len(ended) != 1 {
 		t.Fatalf("bump = %+v, %v", ended, err)
 	}
 	mustAsk(t, s, newQ("job-1", "q-2", 2))
-	if ended, err := s.Cancel(ctx, bump); !errors.Is(err, ErrDuplicate) || len(ended) != 0 {
+	if ended, err := s.Cancel(ctx, bump); !errors.Is(err, record.ErrDuplicate) || len(ended) != 0 {
 		t.Fatalf("the bump again = %+v, %v; want ErrDuplicate", ended, err)
 	}
-	if r, err := s.Find(ctx, Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-2", TaskVersion: 2}); err != nil || r.State != bridge.StatePending {
+	if r, err := s.Find(ctx, record.Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-2", TaskVersion: 2}); err != nil || r.State != bridge.StatePending {
 		t.Fatalf("q-2 after the redelivered bump: %+v, %v", r, err)
 	}
 	// Another cancel (another key) still applies.
-	if ended, err := s.Cancel(ctx, JobCancel{Tenant: "acme", JobID: "job-1", At: t0, Key: "cancel.8.1"}); err != nil || len(ended) != 1 {
+	if ended, err := s.Cancel(ctx, record.JobCancel{Tenant: "acme", JobID: "job-1", At: t0, Key: "cancel.8.1"}); err != nil || len(ended) != 1 {
 		t.Fatalf("a new cancel = %+v, %v", ended, err)
 	}
 }
@@ -312,11 +314,11 @@ func TestFindListCountAndDeliveries(t *testing.T) {
 	if recs, err := s.FindQuestionIDs(ctx, "other", "", "q-only"); err != nil || len(recs) != 0 {
 		t.Fatalf("other tenant: %+v, %v", recs, err)
 	}
-	page, err := s.List(ctx, ListFilter{Tenant: "acme", State: bridge.StatePending, Limit: 4})
+	page, err := s.List(ctx, record.ListFilter{Tenant: "acme", State: bridge.StatePending, Limit: 4})
 	if err != nil || len(page) != 4 {
 		t.Fatalf("page 1 = %d, %v", len(page), err)
 	}
-	page2, _ := s.List(ctx, ListFilter{Tenant: "acme", State: bridge.StatePending, Limit: 4, AfterID: page[3].ID})
+	page2, _ := s.List(ctx, record.ListFilter{Tenant: "acme", State: bridge.StatePending, Limit: 4, AfterID: page[3].ID})
 	if len(page2) != 2 {
 		t.Fatalf("page 2 = %d", len(page2))
 	}
@@ -342,7 +344,7 @@ func TestFindListCountAndDeliveries(t *testing.T) {
 	// platform wins; and the job's threads are the threads its cards are in.
 	other := mustAsk(t, s, newQ("job-batch", "q-batch", 1)).Record
 	late := bridge.MessageRef{Platform: "slack", Channel: "C2", MessageID: "2.2", Thread: "2.1"}
-	if err := s.RecordDeliveries(ctx, []ReportedDelivery{
+	if err := s.RecordDeliveries(ctx, []record.ReportedDelivery{
 		{Question: other.ID, Delivery: bridge.Delivery{Platform: "slack", Failure: &bridge.Failure{Code: bridge.CodeSourceUnreliable}}},
 		{Question: other.ID, Delivery: bridge.Delivery{Platform: "slack", OK: true, Message: &late}},
 	}, t0); err != nil {
@@ -364,10 +366,10 @@ func TestFindListCountAndDeliveries(t *testing.T) {
 	if a, err = s.FindAnswerable(ctx, rec.Key); err != nil || a.JobVersion != 3 || a.TaskVersion != 1 {
 		t.Fatalf("answerable after the job moved on = %+v, %v", a, err)
 	}
-	if a, err = s.FindAnswerable(ctx, Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}); err != nil || a.JobID != "job-1" || a.Messages != nil {
+	if a, err = s.FindAnswerable(ctx, record.Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}); err != nil || a.JobID != "job-1" || a.Messages != nil {
 		t.Fatalf("answerable, latest version, no messages = %+v, %v", a, err)
 	}
-	if _, err = s.FindAnswerable(ctx, Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 9}); !errors.Is(err, ErrNotFound) {
+	if _, err = s.FindAnswerable(ctx, record.Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 9}); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("answerable, unknown version: %v", err)
 	}
 }
@@ -380,23 +382,23 @@ func TestDecideBatchWithLosers(t *testing.T) {
 	ctx := context.Background()
 	q1 := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
 	q2 := mustAsk(t, s, newQ("job-2", "q-1", 1)).Record
-	settle := func(q *Record, attempt string) *Settlement {
-		return &Settlement{Question: q.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, Answer: []byte(`"x"`),
+	settle := func(q *record.Record, attempt string) *record.Settlement {
+		return &record.Settlement{Question: q.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, Answer: []byte(`"x"`),
 			By: "slack:U1", Via: "slack", At: t0, AttemptID: attempt,
-			Outbox: []Message{{Subject: "ev", Data: []byte(attempt + "-event")}, {Subject: "res", Data: []byte(attempt + "-resume")}}}
+			Outbox: []record.Message{{Subject: "ev", Data: []byte(attempt + "-event")}, {Subject: "res", Data: []byte(attempt + "-resume")}}}
 	}
 	before := len(unsentSubjects(t, s))
-	errs, err := s.Decide(ctx, []Decision{
+	errs, err := s.Decide(ctx, []record.Decision{
 		{Settle: settle(q1, "a1")},
 		{Settle: settle(q1, "a2")},
-		{Refuse: &Refusal{AttemptID: "a1", Question: q1.ID, At: t0, Outbox: []Message{{Subject: "ev", Data: []byte("a1-again")}}}},
-		{Refuse: &Refusal{AttemptID: "a4", Question: q1.ID, At: t0, Outbox: []Message{{Subject: "ev", Data: []byte("a4-refused")}}}},
+		{Refuse: &record.Refusal{AttemptID: "a1", Question: q1.ID, At: t0, Outbox: []record.Message{{Subject: "ev", Data: []byte("a1-again")}}}},
+		{Refuse: &record.Refusal{AttemptID: "a4", Question: q1.ID, At: t0, Outbox: []record.Message{{Subject: "ev", Data: []byte("a4-refused")}}}},
 		{Settle: settle(q2, "a3")},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []error{nil, ErrNotPending, ErrDuplicate, nil, nil}
+	want := []error{nil, record.ErrNotPending, record.ErrDuplicate, nil, nil}
 	for i := range want {
 		if !errors.Is(errs[i], want[i]) || (want[i] == nil && errs[i] != nil) {
 			t.Errorf("decision %d: %v, want %v", i, errs[i], want[i])
@@ -488,7 +490,7 @@ func TestOutboxIDsNeverGoBackAfterAPrune(t *testing.T) {
 	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
-	if err := s.Enqueue(ctx, []Message{{Subject: "ev", Data: []byte("a")}, {Subject: "ev", Data: []byte("b")}}); err != nil {
+	if err := s.Enqueue(ctx, []record.Message{{Subject: "ev", Data: []byte("a")}, {Subject: "ev", Data: []byte("b")}}); err != nil {
 		t.Fatal(err)
 	}
 	rows, _ := s.Unsent(ctx, 0, 10, time.Time{})
@@ -499,7 +501,7 @@ func TestOutboxIDsNeverGoBackAfterAPrune(t *testing.T) {
 	if n, err := s.PruneSent(ctx, t0.Add(time.Hour)); err != nil || n != 1 {
 		t.Fatalf("pruned %d, %v; want every sent row but the newest", n, err)
 	}
-	if err := s.Enqueue(ctx, []Message{{Subject: "ev", Data: []byte("c")}}); err != nil {
+	if err := s.Enqueue(ctx, []record.Message{{Subject: "ev", Data: []byte("c")}}); err != nil {
 		t.Fatal(err)
 	}
 	next, _ := s.Unsent(ctx, last, 10, time.Time{})
@@ -513,9 +515,9 @@ func TestPruneAttempts(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
 	rec := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
-	if _, err := s.Decide(ctx, []Decision{
-		{Refuse: &Refusal{AttemptID: "old", Question: rec.ID, At: t0}},
-		{Refuse: &Refusal{AttemptID: "new", Question: rec.ID, At: t0.Add(48 * time.Hour)}},
+	if _, err := s.Decide(ctx, []record.Decision{
+		{Refuse: &record.Refusal{AttemptID: "old", Question: rec.ID, At: t0}},
+		{Refuse: &record.Refusal{AttemptID: "new", Question: rec.ID, At: t0.Add(48 * time.Hour)}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -531,16 +533,16 @@ func TestPruneAttempts(t *testing.T) {
 
 // answerIfPending decides attempt i on the question k: an answer while it
 // is pending, a refusal after. It notes the state it read in seen.
-func answerIfPending(ctx context.Context, l Lookup, k Key, i int, seen *[]string) (Decision, error) {
+func answerIfPending(ctx context.Context, l record.Lookup, k record.Key, i int, seen *[]string) (record.Decision, error) {
 	a, err := l.FindAnswerable(ctx, k)
 	if err != nil {
-		return Decision{}, err
+		return record.Decision{}, err
 	}
 	*seen = append(*seen, a.State)
 	if a.State != bridge.StatePending {
-		return Decision{Refuse: &Refusal{AttemptID: fmt.Sprint("a", i), Question: a.ID, At: t0}}, nil
+		return record.Decision{Refuse: &record.Refusal{AttemptID: fmt.Sprint("a", i), Question: a.ID, At: t0}}, nil
 	}
-	return Decision{Settle: &Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
+	return record.Decision{Settle: &record.Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
 		Answer: []byte(`"x"`), By: "slack:U1", At: t0, AttemptID: fmt.Sprint("a", i)}}, nil
 }
 
@@ -551,7 +553,7 @@ func TestDecideEachSeesEarlierDecisions(t *testing.T) {
 	ctx := context.Background()
 	q := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
 	var seen []string
-	errs, err := s.DecideEach(ctx, 2, func(i int, l Lookup) (Decision, error) {
+	errs, err := s.DecideEach(ctx, 2, func(i int, l record.Lookup) (record.Decision, error) {
 		return answerIfPending(ctx, l, q.Key, i, &seen)
 	})
 	if err != nil || errs[0] != nil || errs[1] != nil {
@@ -562,11 +564,11 @@ func TestDecideEachSeesEarlierDecisions(t *testing.T) {
 	}
 	// A failing decision rolls the whole batch back.
 	q2 := mustAsk(t, s, newQ("job-2", "q-1", 1)).Record
-	_, err = s.DecideEach(ctx, 2, func(i int, l Lookup) (Decision, error) {
+	_, err = s.DecideEach(ctx, 2, func(i int, l record.Lookup) (record.Decision, error) {
 		if i == 1 {
-			return Decision{}, errors.New("boom")
+			return record.Decision{}, errors.New("boom")
 		}
-		return Decision{Settle: &Settlement{Question: q2.ID, State: bridge.StateAnswered, By: "slack:U1", At: t0, AttemptID: "b0"}}, nil
+		return record.Decision{Settle: &record.Settlement{Question: q2.ID, State: bridge.StateAnswered, By: "slack:U1", At: t0, AttemptID: "b0"}}, nil
 	})
 	if err == nil {
 		t.Fatal("no error from a failing decision")
@@ -587,23 +589,23 @@ func TestDecideLargeBatch(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
 	const n = 157 // 64 + 64 + 16 + 8 + 4 + 1 rows: every chunk size but 32 and 2
-	var qs []*Record
+	var qs []*record.Record
 	for i := range n {
 		qs = append(qs, mustAsk(t, s, newQ(fmt.Sprint("job-", i), "q", 1)).Record)
 	}
 	// Attempt "old-3" was decided by an earlier batch.
-	if _, err := s.Decide(ctx, []Decision{{Refuse: &Refusal{AttemptID: "old-3", Question: qs[3].ID, At: t0}}}); err != nil {
+	if _, err := s.Decide(ctx, []record.Decision{{Refuse: &record.Refusal{AttemptID: "old-3", Question: qs[3].ID, At: t0}}}); err != nil {
 		t.Fatal(err)
 	}
 	// Question 5 was answered by an earlier batch.
-	if errs, err := s.Decide(ctx, []Decision{{Settle: &Settlement{Question: qs[5].ID, State: bridge.StateAnswered, By: "slack:U0", At: t0, AttemptID: "early-5"}}}); err != nil || errs[0] != nil {
+	if errs, err := s.Decide(ctx, []record.Decision{{Settle: &record.Settlement{Question: qs[5].ID, State: bridge.StateAnswered, By: "slack:U0", At: t0, AttemptID: "early-5"}}}); err != nil || errs[0] != nil {
 		t.Fatal(errs, err)
 	}
 	before, err := s.Unsent(ctx, 0, 1000, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ds []Decision
+	var ds []record.Decision
 	var want []error
 	var wantOut []string
 	for i, q := range qs {
@@ -614,24 +616,24 @@ func TestDecideLargeBatch(t *testing.T) {
 		case i%20 == 7:
 			id = "a-0" // the same attempt as the batch's first
 		}
-		st := &Settlement{Question: q.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, Answer: []byte(`"x"`),
+		st := &record.Settlement{Question: q.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, Answer: []byte(`"x"`),
 			By: "slack:U1", Via: "slack", Text: "by " + id, At: t0, AttemptID: id,
-			Outbox: []Message{{Subject: "res", Data: []byte(fmt.Sprint("resume-", i))}}}
-		ds = append(ds, Decision{Settle: st})
+			Outbox: []record.Message{{Subject: "res", Data: []byte(fmt.Sprint("resume-", i))}}}
+		ds = append(ds, record.Decision{Settle: st})
 		switch {
 		case i == 3 || i%20 == 7:
-			want = append(want, ErrDuplicate)
+			want = append(want, record.ErrDuplicate)
 		case i == 5:
-			want = append(want, ErrNotPending)
+			want = append(want, record.ErrNotPending)
 		default:
 			want = append(want, nil)
 			wantOut = append(wantOut, fmt.Sprint("res resume-", i))
 		}
 		if i%10 == 9 {
 			// A second answer to the same question in the same batch.
-			ds = append(ds, Decision{Settle: &Settlement{Question: q.ID, State: bridge.StateAnswered, By: "slack:U2", At: t0,
-				AttemptID: fmt.Sprint("second-", i), Outbox: []Message{{Subject: "res", Data: []byte("second")}}}})
-			want = append(want, ErrNotPending)
+			ds = append(ds, record.Decision{Settle: &record.Settlement{Question: q.ID, State: bridge.StateAnswered, By: "slack:U2", At: t0,
+				AttemptID: fmt.Sprint("second-", i), Outbox: []record.Message{{Subject: "res", Data: []byte("second")}}}})
+			want = append(want, record.ErrNotPending)
 		}
 	}
 	errs, err := s.Decide(ctx, ds)
@@ -716,13 +718,13 @@ func TestPrefetchReadsAsFindAnswerable(t *testing.T) {
 		Message: &bridge.MessageRef{Platform: "slack", Channel: "C1", MessageID: "1.2", Thread: "1.1"}}, t0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(ctx, JobCancel{Tenant: "acme", JobID: "job-2", NewVersion: 3, At: t0}); err != nil {
+	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: "acme", JobID: "job-2", NewVersion: 3, At: t0}); err != nil {
 		t.Fatal(err)
 	}
-	missing := Key{Tenant: "acme", JobID: "job-9", QuestionID: "q-1", TaskVersion: 1}
-	latest := Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}
-	want := map[Key]*Answerable{}
-	for _, k := range []Key{q1.Key, q2.Key, latest} {
+	missing := record.Key{Tenant: "acme", JobID: "job-9", QuestionID: "q-1", TaskVersion: 1}
+	latest := record.Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1"}
+	want := map[record.Key]*record.Answerable{}
+	for _, k := range []record.Key{q1.Key, q2.Key, latest} {
 		a, err := s.FindAnswerable(ctx, k)
 		if err != nil {
 			t.Fatal(err)
@@ -730,22 +732,22 @@ func TestPrefetchReadsAsFindAnswerable(t *testing.T) {
 		want[k] = a
 	}
 	var seen []string
-	errs, err := s.DecideEach(ctx, 3, func(i int, l Lookup) (Decision, error) {
+	errs, err := s.DecideEach(ctx, 3, func(i int, l record.Lookup) (record.Decision, error) {
 		if i == 0 {
-			if err := l.Prefetch(ctx, []Key{q1.Key, q2.Key, missing, latest, q1.Key}); err != nil {
-				return Decision{}, err
+			if err := l.Prefetch(ctx, []record.Key{q1.Key, q2.Key, missing, latest, q1.Key}); err != nil {
+				return record.Decision{}, err
 			}
 			for k, w := range want {
 				got, err := l.FindAnswerable(ctx, k)
 				if err != nil {
-					return Decision{}, err
+					return record.Decision{}, err
 				}
 				if fmt.Sprintf("%+v %+v", got, got.Record) != fmt.Sprintf("%+v %+v", w, w.Record) {
 					t.Errorf("prefetched %s:\n got %+v %+v\nwant %+v %+v", k, got, got.Record, w, w.Record)
 				}
 				got.State = "scribbled" // the caller's copy
 			}
-			if _, err := l.FindAnswerable(ctx, missing); !errors.Is(err, ErrNotFound) {
+			if _, err := l.FindAnswerable(ctx, missing); !errors.Is(err, record.ErrNotFound) {
 				t.Errorf("missing question: %v, want ErrNotFound", err)
 			}
 		}
@@ -769,9 +771,9 @@ func TestPruneManyRows(t *testing.T) {
 	old, recent := 2*s.pruneScan+45, 7
 	var ids []int64
 	for len(ids) < old+recent+1 {
-		var msgs []Message
+		var msgs []record.Message
 		for range 100 {
-			msgs = append(msgs, Message{Subject: "ev", Data: []byte("x")})
+			msgs = append(msgs, record.Message{Subject: "ev", Data: []byte("x")})
 		}
 		if err := s.Enqueue(ctx, msgs); err != nil {
 			t.Fatal(err)
@@ -804,13 +806,13 @@ func TestPruneManyRows(t *testing.T) {
 	}
 
 	rec := mustAsk(t, s, newQ("job-1", "q-1", 1)).Record
-	var ds []Decision
+	var ds []record.Decision
 	for i := range old + recent {
 		at := t0.Add(-48 * time.Hour)
 		if i >= old {
 			at = t0
 		}
-		ds = append(ds, Decision{Refuse: &Refusal{AttemptID: fmt.Sprint("a-", i), Question: rec.ID, At: at}})
+		ds = append(ds, record.Decision{Refuse: &record.Refusal{AttemptID: fmt.Sprint("a-", i), Question: rec.ID, At: at}})
 	}
 	if _, err := s.Decide(ctx, ds); err != nil {
 		t.Fatal(err)
@@ -831,13 +833,13 @@ func TestOutboxMsgID(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("x", 100)
 	for _, c := range []struct {
-		row  OutboxRow
+		row  record.OutboxRow
 		want string
 	}{
-		{OutboxRow{ID: 1, Instance: "abc"}, "ob-abc-1"},
-		{OutboxRow{ID: 123456789, Instance: "6f1c2a9e4b7d4e0f8a3b5c7d9e1f2a3b"}, "ob-6f1c2a9e4b7d4e0f8a3b5c7d9e1f2a3b-123456789"},
-		{OutboxRow{ID: 9223372036854775807, Instance: long}, "ob-" + long + "-9223372036854775807"},
-		{OutboxRow{}, "ob--0"},
+		{record.OutboxRow{ID: 1, Instance: "abc"}, "ob-abc-1"},
+		{record.OutboxRow{ID: 123456789, Instance: "6f1c2a9e4b7d4e0f8a3b5c7d9e1f2a3b"}, "ob-6f1c2a9e4b7d4e0f8a3b5c7d9e1f2a3b-123456789"},
+		{record.OutboxRow{ID: 9223372036854775807, Instance: long}, "ob-" + long + "-9223372036854775807"},
+		{record.OutboxRow{}, "ob--0"},
 	} {
 		if got := c.row.MsgID(); got != c.want {
 			t.Errorf("MsgID of %+v = %q, want %q", c.row, got, c.want)

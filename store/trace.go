@@ -1,29 +1,16 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"fmt"
-	"time"
 )
-
-// JobAuditEntry is one transition of one of a job's questions.
-type JobAuditEntry struct {
-	ID          int64
-	Question    int64
-	QuestionID  string
-	TaskVersion int64
-	From        string
-	To          string
-	By          string
-	Via         string
-	Reason      string
-	At          time.Time
-}
 
 // JobAudit returns the transitions of every question of a job, every task
 // version, in the order they were written. The trace merges them with the
 // job log (docs/design.md "The trace").
-func (s *Store) JobAudit(ctx context.Context, tenant, job string) ([]JobAuditEntry, error) {
+func (s *Store) JobAudit(ctx context.Context, tenant, job string) ([]record.JobAuditEntry, error) {
 	rows, err := s.rs.query(ctx, `SELECT a.id, a.question, q.question_id, q.task_version, a.from_state, a.to_state,
 		a.by_id, a.via, a.reason, a.at
 		FROM questions q JOIN audit a ON a.question = q.id
@@ -32,9 +19,9 @@ func (s *Store) JobAudit(ctx context.Context, tenant, job string) ([]JobAuditEnt
 		return nil, fmt.Errorf("store: read the audit of job %s/%s: %w", tenant, job, err)
 	}
 	defer rows.Close()
-	var out []JobAuditEntry
+	var out []record.JobAuditEntry
 	for rows.Next() {
-		var e JobAuditEntry
+		var e record.JobAuditEntry
 		var at int64
 		if err := rows.Scan(&e.ID, &e.Question, &e.QuestionID, &e.TaskVersion, &e.From, &e.To, &e.By, &e.Via, &e.Reason, &at); err != nil {
 			return nil, fmt.Errorf("store: read the audit of job %s/%s: %w", tenant, job, err)
@@ -47,13 +34,13 @@ func (s *Store) JobAudit(ctx context.Context, tenant, job string) ([]JobAuditEnt
 
 // JobQuestions returns every question of a job, every task version, in the
 // order they were asked.
-func (s *Store) JobQuestions(ctx context.Context, tenant, job string) ([]Record, error) {
+func (s *Store) JobQuestions(ctx context.Context, tenant, job string) ([]record.Record, error) {
 	rows, err := s.rs.query(ctx, "SELECT "+recordColumns+" FROM questions WHERE tenant = ? AND job_id = ? ORDER BY id", tenant, job)
 	if err != nil {
 		return nil, fmt.Errorf("store: read the questions of job %s/%s: %w", tenant, job, err)
 	}
 	defer rows.Close()
-	var out []Record
+	var out []record.Record
 	for rows.Next() {
 		r, err := scanRecord(rows)
 		if err != nil {

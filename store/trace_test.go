@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"path/filepath"
 	"testing"
@@ -22,9 +24,9 @@ func TestJobAuditReadsEveryVersionOfTheJob(t *testing.T) {
 	at := time.UnixMilli(1_700_000_000_000).UTC()
 	ask := func(job, qid string, version int64, at time.Time) {
 		t.Helper()
-		res, err := s.Ask(ctx, NewQuestion{Key: Key{Tenant: "acme", JobID: job, QuestionID: qid, TaskVersion: version},
+		res, err := s.Ask(ctx, record.NewQuestion{Key: record.Key{Tenant: "acme", JobID: job, QuestionID: qid, TaskVersion: version},
 			Kind: bridge.KindQuestion, Body: []byte(`{}`), AskedAt: at, Deadline: at.Add(time.Hour)})
-		if err != nil || res.Status != Asked {
+		if err != nil || res.Status != record.Asked {
 			t.Fatalf("ask %s/%s@%d: %v %+v", job, qid, version, err, res)
 		}
 	}

@@ -4,6 +4,8 @@ package discord
 // store, runtime), the bot, the fake Discord API, and signed interactions.
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,7 +23,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
-	"github.com/askbridge/askbridge/store"
 )
 
 func startE2E(t *testing.T, roles runtime.Roles) (*testenv.Env, *harness) {
@@ -740,7 +741,7 @@ func TestE2EAckAfterDecision(t *testing.T) {
 	ask(t, env, q)
 	msg := h.posted(channelA, 1)
 	h.interact(h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string)))
-	rec, err := env.Store.Find(context.Background(), store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID})
+	rec, err := env.Store.Find(context.Background(), record.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID})
 	if err != nil || rec.State != bridge.StateAnswered || string(rec.Answer) != `"blue"` {
 		t.Fatalf("when Discord got its response the question was %+v, %v; want it answered", rec, err)
 	}
@@ -754,7 +755,7 @@ func TestE2EAckAfterDecision(t *testing.T) {
 	card := h.posted(channelA, 2)
 	modalID := denyModalOf(t, h.interact(h.click(kevin, findComponent(t, card, "Deny")["custom_id"].(string))), ap)
 	h.interact(h.submit(kevin, modalID, map[string]string{"reason": "too much"}))
-	rec, err = env.Store.Find(context.Background(), store.Key{Tenant: ap.Tenant, JobID: ap.JobID, QuestionID: ap.QuestionID})
+	rec, err = env.Store.Find(context.Background(), record.Key{Tenant: ap.Tenant, JobID: ap.JobID, QuestionID: ap.QuestionID})
 	if err != nil || rec.State != bridge.StateAnswered || string(rec.Answer) != `"denied"` || rec.Comment != "too much" {
 		t.Fatalf("when Discord got its response the approval was %+v, %v; want it denied", rec, err)
 	}

@@ -1,6 +1,8 @@
 package slack
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +18,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
-	"github.com/askbridge/askbridge/store"
 )
 
 // The posts a replica made before it died, as Slack shows them: the
@@ -536,7 +537,7 @@ func TestLaterTryAfterTheQuestionEndedSettlesAnUnreportedCard(t *testing.T) {
 	h.fake.hold(fakeMsg{Channel: "C0123", TS: parent, Text: "thread", Metadata: threadMetaJSON("job-gone")})
 	h.fake.hold(fakeMsg{Channel: "C0123", Thread: parent, TS: card, Text: "the card", Metadata: questionMetaJSON("job-gone", "q-gone", 1)})
 	testenv.CheckFor(t, wait, tick, func() error { // recorded, so the answer is not refused as unknown
-		_, err := env.Store.Find(ctx, store.Key{Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1})
+		_, err := env.Store.Find(ctx, record.Key{Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1})
 		return err
 	})
 	if err := env.Attempt(ctx, bridge.AnswerAttempt{Tenant: "acme", JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1,

@@ -1,6 +1,8 @@
 package slack
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -18,7 +20,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
-	"github.com/askbridge/askbridge/store"
 )
 
 const wait = testenv.Patience
@@ -580,7 +581,7 @@ func TestAckAfterDecision(t *testing.T) {
 	publishQuestion(t, env, q)
 	card := h.posted(t, "q-1")
 	d := deliveredTS(t, env.NATS, deliveries, "q-1")
-	key := store.Key{Tenant: "acme", JobID: "job-ack", QuestionID: "q-1"}
+	key := record.Key{Tenant: "acme", JobID: "job-ack", QuestionID: "q-1"}
 
 	// A stranger's click: decided (refused) before the 200; still pending.
 	resp, body := h.interact(h.fake.click("U0BAD", "mallory", "trig-bad", "C0123", d.Message.MessageID, actionsBlock(card), "choice.0", "red", ""))

@@ -1,6 +1,8 @@
 package slack
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +12,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/store"
 )
 
 // cards counts the cards posted for question id.
@@ -29,7 +30,7 @@ func shownInSlack(t *testing.T, env *testenv.Env, q *bridge.Question) {
 	t.Helper()
 	ctx := context.Background()
 	testenv.CheckFor(t, wait, tick, func() error {
-		rec, err := env.Store.Find(ctx, store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion})
+		rec, err := env.Store.Find(ctx, record.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion})
 		if err != nil {
 			return err
 		}
@@ -90,7 +91,7 @@ func TestConsumerMadeAgainShowsWhatItMissedOnce(t *testing.T) {
 	missed := question("job-missed", "q-missed")
 	publishQuestion(t, env, missed)
 	testenv.CheckFor(t, wait, tick, func() error {
-		rec, err := env.Store.Find(ctx, store.Key{Tenant: "acme", JobID: missed.JobID, QuestionID: missed.QuestionID, TaskVersion: 1})
+		rec, err := env.Store.Find(ctx, record.Key{Tenant: "acme", JobID: missed.JobID, QuestionID: missed.QuestionID, TaskVersion: 1})
 		if err != nil {
 			return err
 		}

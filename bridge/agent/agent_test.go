@@ -1,6 +1,8 @@
 package agent_test
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +18,6 @@ import (
 	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
-	"github.com/askbridge/askbridge/store"
 )
 
 func countPublishes(t *testing.T, nc *nats.Conn, subject string) *atomic.Int64 {
@@ -84,7 +85,7 @@ func TestAskStopsRepublishingOnceRecorded(t *testing.T) {
 	// (A machine may be too busy to tick for that long, but not for the
 	// whole of testenv.Patience while the agent keeps publishing.)
 	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
-		if _, err := env.Store.Find(context.Background(), store.Key{Tenant: "acme", JobID: "job-ok", QuestionID: "q-1"}); err != nil {
+		if _, err := env.Store.Find(context.Background(), record.Key{Tenant: "acme", JobID: "job-ok", QuestionID: "q-1"}); err != nil {
 			return err
 		}
 		if asked.Load() == 0 {
@@ -203,7 +204,7 @@ func TestAwaitSkipsTheAnswerOfAnEarlierVersion(t *testing.T) {
 	stored := func(version int64, state string) {
 		t.Helper()
 		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
-			rec, err := env.Store.Find(ctx, store.Key{Tenant: "acme", JobID: "job-av", QuestionID: "q-1", TaskVersion: version})
+			rec, err := env.Store.Find(ctx, record.Key{Tenant: "acme", JobID: "job-av", QuestionID: "q-1", TaskVersion: version})
 			if err != nil || rec.State != state {
 				return fmt.Errorf("version %d not %s yet: %v", version, state, err)
 			}
@@ -261,7 +262,7 @@ func TestQuestionsWithRunTogetherIDsAreBothAsked(t *testing.T) {
 	}
 	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		for _, q := range []*bridge.Question{a, b} {
-			if _, err := env.Store.Find(ctx, store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion}); err != nil {
+			if _, err := env.Store.Find(ctx, record.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion}); err != nil {
 				return fmt.Errorf("%s/%s: %v", q.JobID, q.QuestionID, err)
 			}
 		}
@@ -280,7 +281,7 @@ func TestAwaitWithoutARuntimeWaitsForTheLatestVersion(t *testing.T) {
 	stored := func(env *testenv.Env, version int64, state string) {
 		t.Helper()
 		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
-			rec, err := env.Store.Find(ctx, store.Key{Tenant: "acme", JobID: "job-nr", QuestionID: "q-1", TaskVersion: version})
+			rec, err := env.Store.Find(ctx, record.Key{Tenant: "acme", JobID: "job-nr", QuestionID: "q-1", TaskVersion: version})
 			if err != nil || rec.State != state {
 				return fmt.Errorf("version %d not %s yet: %v", version, state, err)
 			}

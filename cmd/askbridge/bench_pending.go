@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -306,29 +308,29 @@ func fillPending(ctx context.Context, path string, n int, progress func(int)) er
 	now := time.Now().UTC()
 	const batch = 5000
 	for done := 0; done < n; {
-		nqs := make([]store.NewQuestion, 0, batch)
+		nqs := make([]record.NewQuestion, 0, batch)
 		for i := done; i < n && len(nqs) < batch; i++ {
 			q := pendingQuestion(i)
 			body, _ := json.Marshal(q)
 			timeout := 72 * time.Hour
 			// Spread the deadlines so the ladder has work far in the future.
 			asked := now.Add(-time.Duration(i%3600) * time.Second)
-			nq := store.NewQuestion{Key: store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1},
+			nq := record.NewQuestion{Key: record.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1},
 				Kind: bridge.KindQuestion, Body: body, AskedAt: asked, Deadline: asked.Add(timeout)}
 			for j, step := range bridge.DefaultLadder {
-				nq.Steps = append(nq.Steps, store.Step{Index: j, Target: step.To, Due: asked.Add(time.Duration(float64(timeout) * step.At))})
+				nq.Steps = append(nq.Steps, record.Step{Index: j, Target: step.To, Due: asked.Add(time.Duration(float64(timeout) * step.At))})
 			}
-			nq.Steps = append(nq.Steps, store.Step{Index: len(nq.Steps), Target: store.StepTimeout, Due: asked.Add(timeout)})
+			nq.Steps = append(nq.Steps, record.Step{Index: len(nq.Steps), Target: record.StepTimeout, Due: asked.Add(timeout)})
 			nqs = append(nqs, nq)
 		}
 		res, err := st.AskMany(ctx, nqs)
 		if err != nil {
 			return err
 		}
-		shown := make([]store.ReportedDelivery, len(res))
+		shown := make([]record.ReportedDelivery, len(res))
 		for i, r := range res {
 			ref := &bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: "C0123", MessageID: fmt.Sprintf("1700000000.%06d", done+i)}
-			shown[i] = store.ReportedDelivery{Question: r.Record.ID, Delivery: bridge.Delivery{Tenant: r.Record.Tenant, JobID: r.Record.JobID,
+			shown[i] = record.ReportedDelivery{Question: r.Record.ID, Delivery: bridge.Delivery{Tenant: r.Record.Tenant, JobID: r.Record.JobID,
 				QuestionID: r.Record.QuestionID, TaskVersion: r.Record.TaskVersion, Platform: bridge.PlatformSlack, OK: true, Message: ref}}
 		}
 		if err := st.RecordDeliveries(ctx, shown, now); err != nil {

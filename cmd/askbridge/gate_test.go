@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"os"
@@ -13,7 +15,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/store"
 )
 
 // runGate runs askbridge gate as the CLI user and returns its exit code
@@ -120,7 +121,7 @@ func TestGateRefusesWhileAQuestionWaitsEndToEnd(t *testing.T) {
 	}
 	var codes []string
 	for _, e := range entries {
-		if e.Kind == store.LogGate {
+		if e.Kind == record.LogGate {
 			var b struct{ Tool, Code string }
 			_ = json.Unmarshal(e.Body, &b)
 			codes = append(codes, b.Tool+"="+b.Code)

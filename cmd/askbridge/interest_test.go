@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -59,7 +61,7 @@ func TestSlackSwitchedOnLaterShowsWhatWaits(t *testing.T) {
 	ctx := context.Background()
 	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 		for _, q := range []*bridge.Question{before, at} {
-			rec, err := st.Find(ctx, store.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1})
+			rec, err := st.Find(ctx, record.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: 1})
 			if err != nil {
 				return err
 			}

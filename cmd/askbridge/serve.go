@@ -29,6 +29,7 @@ import (
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
 	"github.com/askbridge/askbridge/store/jsstore"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // embeddedSyncInterval is how often the embedded JetStream fsyncs with
@@ -46,19 +47,19 @@ var (
 	_ frontend = (*discord.Bot)(nil)
 )
 
-// record is the durable record as serve uses it: the runtime's store, and
+// recordStore is the durable record as serve uses it: the runtime's store, and
 // what /readyz and a stop need. Both stores are one.
-type record interface {
-	runtime.Store
+type recordStore interface {
+	record.Backend
 	Ping(ctx context.Context) error
 	Close() error
 }
 
 var (
-	_ record              = (*store.Store)(nil)
-	_ record              = (*jsstore.Store)(nil)
-	_ runtime.SharedStore = (*jsstore.Store)(nil)
-	_ runtime.DueWatcher  = (*jsstore.Store)(nil)
+	_ recordStore       = (*store.Store)(nil)
+	_ recordStore       = (*jsstore.Store)(nil)
+	_ record.Shareable  = (*jsstore.Store)(nil)
+	_ record.DueWatcher = (*jsstore.Store)(nil)
 )
 
 // service is one running askbridge: NATS, store, runtime, adapters, HTTP.
@@ -68,7 +69,7 @@ type service struct {
 	nats *bridge.NATS
 	// record is the durable record (ASK_STORE); store is the same when it
 	// is SQLite, nil otherwise (tests reach its extras through it).
-	record record
+	record recordStore
 	store  *store.Store
 	rt     *runtime.Runtime
 	// guard checks the credentials of what agents and people publish.

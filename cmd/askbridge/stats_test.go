@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,7 +21,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
-	"github.com/askbridge/askbridge/store"
 )
 
 // clarifyScript drives twenty questions with known outcomes on an injected
@@ -50,7 +51,7 @@ func (s *clarifyScript) ask(minute int, tenant, agent, job, id, mf, timeout stri
 		s.t.Fatal(err)
 	}
 	testenv.CheckFor(s.t, testenv.Patience, 5*time.Millisecond, func() error {
-		_, err := s.env.Store.Find(context.Background(), store.Key{Tenant: tenant, JobID: job, QuestionID: id})
+		_, err := s.env.Store.Find(context.Background(), record.Key{Tenant: tenant, JobID: job, QuestionID: id})
 		return err
 	})
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,7 +16,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/store"
 )
 
 var updateTrace = flag.Bool("update-trace", false, "rewrite testdata/trace*.golden")
@@ -89,9 +90,9 @@ func TestCLITrace(t *testing.T) {
 			"--choice", "red", "--choice", "blue", "--timeout", "1h", "--blocks", "send_report", "Which colour?"})
 	}()
 	waitPending(t, kevin, "job-trace", "q-t")
-	gate := store.LogEntry{Tenant: "acme", JobID: "job-trace", Kind: store.LogGate, QuestionID: "q-t", At: time.Now(),
+	gate := record.LogEntry{Tenant: "acme", JobID: "job-trace", Kind: record.LogGate, QuestionID: "q-t", At: time.Now(),
 		Body: json.RawMessage(`{"tool":"send_report","code":"blocked_by_question","task_version":0,"question_id":"q-t","reason":"question q-t is waiting and blocks send_report"}`)}
-	if err := s.store.AppendLog(context.Background(), []store.LogEntry{gate}); err != nil {
+	if err := s.store.AppendLog(context.Background(), []record.LogEntry{gate}); err != nil {
 		t.Fatal(err)
 	}
 	if code := kevin.answer(context.Background(), []string{"job-trace", "q-t", "green"}); code == exitOK {

@@ -5,6 +5,8 @@
 package testenv
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,8 +43,8 @@ type Options struct {
 	// default channel; the rest of each is config.ChatPlatforms'.
 	Platforms map[string]bridge.Platform
 	// BeforePublish and AfterPublish are passed to the runtime (crash tests).
-	BeforePublish func(store.OutboxRow) error
-	AfterPublish  func(store.OutboxRow) error
+	BeforePublish func(record.OutboxRow) error
+	AfterPublish  func(record.OutboxRow) error
 	// Logger receives the runtime's logs; Start's default prints them when
 	// the test fails.
 	Logger *slog.Logger
@@ -84,7 +86,7 @@ type Options struct {
 	// env's NATS.
 	Store string
 	// Shared runs the runtime on the SQLite store as on a store shared by
-	// replicas (runtime.SharedStore): it takes no lease, and StartReplica
+	// replicas (record.Shareable): it takes no lease, and StartReplica
 	// may start more runtimes on the same store. In one process the store's
 	// transactions make those runtimes replicas of one record, as the
 	// JetStream store's compare-and-set does across processes. The
@@ -108,7 +110,7 @@ type Env struct {
 	Dir     string
 	NATS    *bridge.NATS
 	// RecordStore is the runtime's store, whichever Options.Store named.
-	RecordStore runtime.Store
+	RecordStore record.Backend
 	// Store is RecordStore when it is SQLite (nil on the JetStream store), for
 	// the tests that use the SQLite store's extras.
 	Store   *store.Store

@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // AskMany records questions before anything shows them, each as SQLite's
@@ -22,8 +23,8 @@ import (
 // for the next, so that it reads what the one before it wrote. Unlike
 // SQLite's single transaction, an error leaves the batches before it
 // recorded (asking again finds them Duplicate).
-func (s *Store) AskMany(ctx context.Context, nqs []store.NewQuestion) ([]*store.AskResult, error) {
-	results := make([]*store.AskResult, len(nqs))
+func (s *Store) AskMany(ctx context.Context, nqs []record.NewQuestion) ([]*record.AskResult, error) {
+	results := make([]*record.AskResult, len(nqs))
 	if len(nqs) == 0 {
 		return results, nil
 	}
@@ -31,8 +32,8 @@ func (s *Store) AskMany(ctx context.Context, nqs []store.NewQuestion) ([]*store.
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: ask %d questions: %w", len(nqs), err)
 	}
-	b := &askBatch{s: s, nqs: nqs, first: first, results: results, pending: make([]*store.AskResult, len(nqs)),
-		superseded: make([][]store.Record, len(nqs)), touched: map[string]bool{}}
+	b := &askBatch{s: s, nqs: nqs, first: first, results: results, pending: make([]*record.AskResult, len(nqs)),
+		superseded: make([][]record.Record, len(nqs)), touched: map[string]bool{}}
 	for i := range nqs {
 		if err := b.add(ctx, i); err != nil {
 			return nil, fmt.Errorf("jsstore: ask %d questions: %s: %w", len(nqs), nqs[i].Key, err)
@@ -48,15 +49,15 @@ func (s *Store) AskMany(ctx context.Context, nqs []store.NewQuestion) ([]*store.
 // atomic batch.
 type askBatch struct {
 	s       *Store
-	nqs     []store.NewQuestion
+	nqs     []record.NewQuestion
 	first   int64
-	results []*store.AskResult
+	results []*record.AskResult
 	// pending are the results of the questions t holds, final once it
 	// commits.
-	pending []*store.AskResult
+	pending []*record.AskResult
 	// superseded are the questions each question ended in batches of
 	// their own, when they were too many for one.
-	superseded [][]store.Record
+	superseded [][]record.Record
 	t          txn
 	held       []int
 	// touched are the job and proposal keys of the questions t holds.
@@ -65,7 +66,7 @@ type askBatch struct {
 
 // askKeys are the keys asking nq reads that another question of the
 // batch may write: its job's and its proposal's.
-func askKeys(nq *store.NewQuestion) []string {
+func askKeys(nq *record.NewQuestion) []string {
 	keys := []string{keyJob(nq.Tenant, nq.JobID)}
 	if nq.Proposal != nil {
 		keys = append(keys, keyProposal(nq.Tenant, nq.Proposal.ID))
@@ -82,7 +83,7 @@ func (b *askBatch) add(ctx context.Context, i int) error {
 		}
 	}
 	var t *txn
-	var res *store.AskResult
+	var res *record.AskResult
 	err := retry(ctx, "ask "+b.nqs[i].Key.String(), func() (err error) {
 		res, t, err = b.plan(ctx, i)
 		return err
@@ -151,7 +152,7 @@ func (b *askBatch) flush(ctx context.Context) error {
 // plan reads what asking question i depends on and decides: its result
 // and, when Asked, the writes recording it. Superseding more questions
 // than one batch takes commits the first of them on their own on the way.
-func (b *askBatch) plan(ctx context.Context, i int) (*store.AskResult, *txn, error) {
+func (b *askBatch) plan(ctx context.Context, i int) (*record.AskResult, *txn, error) {
 	nq, id := &b.nqs[i], b.first+int64(i)
 	for {
 		res, t, ended, more, err := b.s.askPlan(ctx, nq, id)
@@ -162,7 +163,7 @@ func (b *askBatch) plan(ctx context.Context, i int) (*store.AskResult, *txn, err
 			b.superseded[i] = append(b.superseded[i], ended...)
 			continue
 		}
-		if res.Status == store.Asked {
+		if res.Status == record.Asked {
 			res.Superseded = append(slices.Clone(b.superseded[i]), ended...)
 		}
 		return res, t, nil
@@ -171,14 +172,14 @@ func (b *askBatch) plan(ctx context.Context, i int) (*store.AskResult, *txn, err
 
 // askPlan is one read-decide of asking nq as question id, writing nothing
 // itself but chunks of what it supersedes (more, with those ended).
-func (s *Store) askPlan(ctx context.Context, nq *store.NewQuestion, id int64) (res *store.AskResult, t *txn, ended []store.Record, more bool, err error) {
+func (s *Store) askPlan(ctx context.Context, nq *record.NewQuestion, id int64) (res *record.AskResult, t *txn, ended []record.Record, more bool, err error) {
 	t = &txn{}
 	job, jobRev, known, err := s.getJob(ctx, nq.Tenant, nq.JobID)
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
 	current := job.TaskVersion
-	res = &store.AskResult{JobVersion: current}
+	res = &record.AskResult{JobVersion: current}
 	qk := keyQuestionVersion(nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion)
 	_, qkRev, exists, err := s.get(ctx, qk)
 	if err != nil {
@@ -186,13 +187,13 @@ func (s *Store) askPlan(ctx context.Context, nq *store.NewQuestion, id int64) (r
 	}
 	switch {
 	case exists:
-		res.Status = store.Duplicate
+		res.Status = record.Duplicate
 		return res, t, nil, false, nil
 	case known && nq.TaskVersion < current:
-		res.Status = store.Stale
+		res.Status = record.Stale
 		return res, t, nil, false, nil
 	}
-	var prop *store.Proposal
+	var prop *record.Proposal
 	var propRev uint64
 	if nq.Proposal != nil {
 		var problem string
@@ -200,7 +201,7 @@ func (s *Store) askPlan(ctx context.Context, nq *store.NewQuestion, id int64) (r
 			return nil, nil, nil, false, err
 		}
 		if problem != "" {
-			res.Status, res.Problem = store.Refused, problem
+			res.Status, res.Problem = record.Refused, problem
 			return res, t, nil, false, nil
 		}
 	}
@@ -233,15 +234,15 @@ func (s *Store) askPlan(ctx context.Context, nq *store.NewQuestion, id int64) (r
 		return nil, nil, nil, false, err
 	}
 	t.markAsked(nq.Tenant, nq.JobID, nq.AskedAt)
-	res.Status = store.Asked
+	res.Status = record.Asked
 	rec := d.Record
 	res.Record = &rec
 	return res, t, ended, false, nil
 }
 
 // newQuestionDoc is the document of nq, just asked as question id.
-func newQuestionDoc(nq *store.NewQuestion, id int64) *questionDoc {
-	d := &questionDoc{Record: store.Record{ID: id, Key: nq.Key, Kind: nq.Kind, Body: nq.Body,
+func newQuestionDoc(nq *record.NewQuestion, id int64) *questionDoc {
+	d := &questionDoc{Record: record.Record{ID: id, Key: nq.Key, Kind: nq.Kind, Body: nq.Body,
 		State: bridge.StatePending, AskedAt: msTime(nq.AskedAt), Deadline: msTime(nq.Deadline)}}
 	for _, st := range nq.Steps {
 		st.Due = msTime(st.Due)
@@ -256,19 +257,19 @@ func newQuestionDoc(nq *store.NewQuestion, id int64) *questionDoc {
 
 // supersede ends, in t, the job's pending questions older than nq's task
 // version, with the messages nq.Supersede builds.
-func (s *Store) supersede(ctx context.Context, t *txn, nq *store.NewQuestion) ([]store.Record, bool, error) {
-	old, err := s.pendingOfJob(ctx, nq.Tenant, nq.JobID, func(r *store.Record) bool { return r.TaskVersion < nq.TaskVersion })
+func (s *Store) supersede(ctx context.Context, t *txn, nq *record.NewQuestion) ([]record.Record, bool, error) {
+	old, err := s.pendingOfJob(ctx, nq.Tenant, nq.JobID, func(r *record.Record) bool { return r.TaskVersion < nq.TaskVersion })
 	if err != nil {
 		return nil, false, err
 	}
-	msgs := make([][]store.Message, len(old))
+	msgs := make([][]record.Message, len(old))
 	for i := range old {
 		if nq.Supersede != nil {
 			r := old[i].d.Record
 			msgs[i] = nq.Supersede(&r)
 		}
 	}
-	reason := store.SupersededText(nq.TaskVersion)
+	reason := record.SupersededText(nq.TaskVersion)
 	// The new question's own keys: document, state index, due key,
 	// uniqueness key, proposal, its messages, and its day's marks
 	// (markAsked).
@@ -279,36 +280,36 @@ func (s *Store) supersede(ctx context.Context, t *txn, nq *store.NewQuestion) ([
 // proposalProblem reads nq's proposal and says why nq may not ask for it,
 // or "" when it may (store.ProposalProblem). prop is nil when there is
 // none yet; rev is what writing it must expect.
-func (s *Store) proposalProblem(ctx context.Context, nq *store.NewQuestion) (prop *store.Proposal, rev uint64, problem string, err error) {
-	var p store.Proposal
+func (s *Store) proposalProblem(ctx context.Context, nq *record.NewQuestion) (prop *record.Proposal, rev uint64, problem string, err error) {
+	var p record.Proposal
 	rev, ok, err := s.getJSON(ctx, keyProposal(nq.Tenant, nq.Proposal.ID), &p)
 	if err != nil || !ok {
 		return nil, rev, "", err
 	}
-	var asker store.ProposalAsker
+	var asker record.ProposalAsker
 	if p.State == bridge.ProposalPending && p.JobID == nq.JobID {
 		d, _, ok, err := s.getQuestion(ctx, p.Question)
 		if err != nil {
 			return nil, 0, "", err
 		}
 		if !ok {
-			return nil, 0, "", fmt.Errorf("question %d of proposal %s: %w", p.Question, p.ID, store.ErrNotFound)
+			return nil, 0, "", fmt.Errorf("question %d of proposal %s: %w", p.Question, p.ID, record.ErrNotFound)
 		}
-		asker = store.ProposalAsker{QuestionID: d.Record.QuestionID, TaskVersion: d.Record.TaskVersion, State: d.Record.State}
+		asker = record.ProposalAsker{QuestionID: d.Record.QuestionID, TaskVersion: d.Record.TaskVersion, State: d.Record.State}
 	}
-	return &p, rev, store.ProposalProblem(nq, &p, asker), nil
+	return &p, rev, record.ProposalProblem(nq, &p, asker), nil
 }
 
 // recordProposal records nq's proposal for question id, or binds a pending
 // one asked before to it anew (its approvals start again: they were given
 // to the question it replaces).
-func recordProposal(t *txn, nq *store.NewQuestion, id int64, prev *store.Proposal, rev uint64) error {
+func recordProposal(t *txn, nq *record.NewQuestion, id int64, prev *record.Proposal, rev uint64) error {
 	np := nq.Proposal
 	args := np.Arguments
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
-	p := store.Proposal{Tenant: nq.Tenant, ID: np.ID, JobID: nq.JobID, IdempotencyKey: np.IdempotencyKey,
+	p := record.Proposal{Tenant: nq.Tenant, ID: np.ID, JobID: nq.JobID, IdempotencyKey: np.IdempotencyKey,
 		State: bridge.ProposalPending}
 	if prev != nil {
 		if prev.State != bridge.ProposalPending {

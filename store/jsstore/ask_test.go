@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"context"
 	"encoding/json"
@@ -11,32 +13,31 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func newQ(job, qid string, version int64) store.NewQuestion {
-	return store.NewQuestion{
-		Key:      store.Key{Tenant: "acme", JobID: job, QuestionID: qid, TaskVersion: version},
+func newQ(job, qid string, version int64) record.NewQuestion {
+	return record.NewQuestion{
+		Key:      record.Key{Tenant: "acme", JobID: job, QuestionID: qid, TaskVersion: version},
 		Kind:     bridge.KindQuestion,
 		Body:     []byte(`{"question":"Which?"}`),
 		AskedAt:  t0,
 		Deadline: t0.Add(4 * time.Hour),
-		Steps: []store.Step{
+		Steps: []record.Step{
 			{Index: 0, Target: bridge.TargetAnswerers, Due: t0.Add(time.Hour)},
-			{Index: 1, Target: store.StepTimeout, Due: t0.Add(4 * time.Hour)},
+			{Index: 1, Target: record.StepTimeout, Due: t0.Add(4 * time.Hour)},
 		},
-		Outbox: []store.Message{{Subject: "ask.v1.event.acme." + job, Data: []byte(`asked`)}},
-		Supersede: func(old *store.Record) []store.Message {
-			return []store.Message{{Subject: "ask.v1.resume.acme." + job, Data: []byte("superseded " + old.QuestionID)}}
+		Outbox: []record.Message{{Subject: "ask.v1.event.acme." + job, Data: []byte(`asked`)}},
+		Supersede: func(old *record.Record) []record.Message {
+			return []record.Message{{Subject: "ask.v1.resume.acme." + job, Data: []byte("superseded " + old.QuestionID)}}
 		},
 	}
 }
 
-func mustAsk(t testing.TB, s *Store, nq store.NewQuestion) *store.AskResult {
+func mustAsk(t testing.TB, s *Store, nq record.NewQuestion) *record.AskResult {
 	t.Helper()
-	res, err := s.AskMany(context.Background(), []store.NewQuestion{nq})
+	res, err := s.AskMany(context.Background(), []record.NewQuestion{nq})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,13 +85,13 @@ func TestAskDuplicateStaleAndSupersede(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	first := mustAsk(t, s, newQ("job-1", "q-1", 2))
-	if first.Status != store.Asked || first.Record == nil || first.JobVersion != 2 {
+	if first.Status != record.Asked || first.Record == nil || first.JobVersion != 2 {
 		t.Fatalf("first ask = %+v", first)
 	}
-	if res := mustAsk(t, s, newQ("job-1", "q-1", 2)); res.Status != store.Duplicate {
+	if res := mustAsk(t, s, newQ("job-1", "q-1", 2)); res.Status != record.Duplicate {
 		t.Fatalf("same ask again = %+v", res)
 	}
-	if res := mustAsk(t, s, newQ("job-1", "q-old", 1)); res.Status != store.Stale || res.JobVersion != 2 {
+	if res := mustAsk(t, s, newQ("job-1", "q-old", 1)); res.Status != record.Stale || res.JobVersion != 2 {
 		t.Fatalf("older version = %+v", res)
 	}
 	got, err := s.Get(ctx, first.Record.ID)
@@ -102,11 +103,11 @@ func TestAskDuplicateStaleAndSupersede(t *testing.T) {
 	}
 	mustAsk(t, s, newQ("job-1", "q-2", 2))
 	res := mustAsk(t, s, newQ("job-1", "q-3", 3))
-	if res.Status != store.Asked || len(res.Superseded) != 2 || res.Superseded[0].State != bridge.StateSuperseded {
+	if res.Status != record.Asked || len(res.Superseded) != 2 || res.Superseded[0].State != bridge.StateSuperseded {
 		t.Fatalf("newer version = %+v", res)
 	}
 	for _, qid := range []string{"q-1", "q-2"} {
-		r, err := s.Find(ctx, store.Key{Tenant: "acme", JobID: "job-1", QuestionID: qid})
+		r, err := s.Find(ctx, record.Key{Tenant: "acme", JobID: "job-1", QuestionID: qid})
 		if err != nil || r.State != bridge.StateSuperseded || r.Text != "superseded by task version 3" {
 			t.Fatalf("%s = %+v, %v", qid, r, err)
 		}
@@ -125,10 +126,10 @@ func TestAskDuplicateStaleAndSupersede(t *testing.T) {
 	if due := dueOf(t, s); len(due) != 1 || due[res.Record.ID].Target != bridge.TargetAnswerers {
 		t.Fatalf("due keys = %+v, want q-3's only", due)
 	}
-	if _, err := s.Get(ctx, 999); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Get(ctx, 999); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("get of no question: %v", err)
 	}
-	if _, err := s.Find(ctx, store.Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 9}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Find(ctx, record.Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 9}); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("find of no version: %v", err)
 	}
 	checkIndexes(t, s)
@@ -137,18 +138,18 @@ func TestAskDuplicateStaleAndSupersede(t *testing.T) {
 func jsonDecode(data []byte, v any) error { return json.Unmarshal(data, v) }
 
 // approvalQ is an approval of job asking for proposal id.
-func approvalQ(job, qid string, version int64, id string) store.NewQuestion {
+func approvalQ(job, qid string, version int64, id string) record.NewQuestion {
 	nq := newQ(job, qid, version)
 	nq.Kind = bridge.KindApproval
-	nq.Proposal = &store.NewProposal{ID: id, Action: "refund", Arguments: []byte(`{"order":1}`), IdempotencyKey: "ik_" + id,
+	nq.Proposal = &record.NewProposal{ID: id, Action: "refund", Arguments: []byte(`{"order":1}`), IdempotencyKey: "ik_" + id,
 		ExpiresAt: t0.Add(time.Hour)}
 	return nq
 }
 
 // proposalOf reads proposal id's document.
-func proposalOf(t *testing.T, s *Store, id string) (store.Proposal, uint64) {
+func proposalOf(t *testing.T, s *Store, id string) (record.Proposal, uint64) {
 	t.Helper()
-	var p store.Proposal
+	var p record.Proposal
 	rev, ok, err := s.getJSON(context.Background(), keyProposal("acme", id), &p)
 	if err != nil || !ok {
 		t.Fatalf("proposal %s: %v, %v", id, ok, err)
@@ -165,27 +166,27 @@ func TestProposalIntake(t *testing.T) {
 	ctx := context.Background()
 	first := mustAsk(t, s, approvalQ("job-1", "q-1", 1, "pr_1"))
 	p, _ := proposalOf(t, s, "pr_1")
-	want := store.Proposal{Tenant: "acme", ID: "pr_1", JobID: "job-1", Question: first.Record.ID, Action: "refund",
+	want := record.Proposal{Tenant: "acme", ID: "pr_1", JobID: "job-1", Question: first.Record.ID, Action: "refund",
 		Arguments: []byte(`{"order":1}`), ExpiresAt: t0.Add(time.Hour), IdempotencyKey: "ik_pr_1", State: bridge.ProposalPending,
 		Approvals: []bridge.Approval{}, RecordedAt: t0}
 	if fmt.Sprint(p) != fmt.Sprint(want) {
 		t.Fatalf("proposal = %+v\nwant %+v", p, want)
 	}
-	if res := mustAsk(t, s, approvalQ("job-1", "q-1", 1, "pr_1")); res.Status != store.Duplicate {
+	if res := mustAsk(t, s, approvalQ("job-1", "q-1", 1, "pr_1")); res.Status != record.Duplicate {
 		t.Fatalf("the same question again: %v %q", res.Status, res.Problem)
 	}
 	for _, c := range []struct {
-		nq   store.NewQuestion
+		nq   record.NewQuestion
 		want string
 	}{
 		{approvalQ("job-1", "q-2", 1, "pr_1"), "proposal.id: pr_1 is already asked for by question q-1, which waits"},
 		{approvalQ("job-2", "q-1", 1, "pr_1"), "proposal.id: pr_1 is a proposal of job job-1; a job proposes under ids of its own"},
 	} {
 		res := mustAsk(t, s, c.nq)
-		if res.Status != store.Refused || res.Problem != c.want {
+		if res.Status != record.Refused || res.Problem != c.want {
 			t.Fatalf("%s: %v %q", c.nq.Key, res.Status, res.Problem)
 		}
-		if _, err := s.Find(ctx, c.nq.Key); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Find(ctx, c.nq.Key); !errors.Is(err, record.ErrNotFound) {
 			t.Fatalf("%s: a refused question was recorded: %v", c.nq.Key, err)
 		}
 	}
@@ -200,7 +201,7 @@ func TestProposalIntake(t *testing.T) {
 	nq.Proposal.Action, nq.AskedAt = "refund-more", t0.Add(time.Minute)
 	v2 := mustAsk(t, s, nq)
 	p, rev = proposalOf(t, s, "pr_1")
-	if v2.Status != store.Asked || len(v2.Superseded) != 1 || p.Question != v2.Record.ID || p.Action != "refund-more" ||
+	if v2.Status != record.Asked || len(v2.Superseded) != 1 || p.Question != v2.Record.ID || p.Action != "refund-more" ||
 		len(p.Approvals) != 0 || p.IdempotencyKey != "ik_pr_1" || !p.RecordedAt.Equal(nq.AskedAt) {
 		t.Fatalf("after version 2: %+v, proposal %+v", v2, p)
 	}
@@ -210,7 +211,7 @@ func TestProposalIntake(t *testing.T) {
 		t.Fatal("decide the proposal")
 	}
 	res := mustAsk(t, s, approvalQ("job-1", "q-1", 3, "pr_1"))
-	if res.Status != store.Refused || res.Problem != "proposal.id: pr_1 was already approved; a proposal is decided once: propose again under a new id" {
+	if res.Status != record.Refused || res.Problem != "proposal.id: pr_1 was already approved; a proposal is decided once: propose again under a new id" {
 		t.Fatalf("decided id asked again: %v %q", res.Status, res.Problem)
 	}
 	if r, _ := s.Get(ctx, v2.Record.ID); r.State != bridge.StatePending {

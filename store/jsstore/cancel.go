@@ -1,13 +1,14 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // readDoc is a question's document as read, with its revision: what a
@@ -19,7 +20,7 @@ type readDoc struct {
 
 // pendingOfJob reads the job's pending questions that keep selects (nil
 // for all), by id, through the state index.
-func (s *Store) pendingOfJob(ctx context.Context, tenant, job string, keep func(*store.Record) bool) ([]readDoc, error) {
+func (s *Store) pendingOfJob(ctx context.Context, tenant, job string, keep func(*record.Record) bool) ([]readDoc, error) {
 	keys, err := s.states(ctx, stateFilter(tenant, bridge.StatePending, job))
 	if err != nil {
 		return nil, err
@@ -49,8 +50,8 @@ const endWrites = 4
 // commits the first ones on their own instead, leaving t as it was, and
 // says more: the caller reads again and goes on (the questions ended so
 // far stay ended, as they would have been).
-func (s *Store) endEach(ctx context.Context, t *txn, reserve int, docs []readDoc, msgs [][]store.Message,
-	state string, at time.Time, by, via, reason string) (done []store.Record, more bool, err error) {
+func (s *Store) endEach(ctx context.Context, t *txn, reserve int, docs []readDoc, msgs [][]record.Message,
+	state string, at time.Time, by, via, reason string) (done []record.Record, more bool, err error) {
 	total := len(t.writes) + reserve
 	for i := range docs {
 		total += endWrites + len(msgs[i])
@@ -85,8 +86,8 @@ func (s *Store) endEach(ctx context.Context, t *txn, reserve int, docs []readDoc
 // older version, otherwise the job's pending questions (of one question
 // id, when given) are cancelled. A cancel whose Key was applied before
 // changes nothing and returns store.ErrDuplicate.
-func (s *Store) Cancel(ctx context.Context, c store.JobCancel) ([]store.Record, error) {
-	var ended []store.Record
+func (s *Store) Cancel(ctx context.Context, c record.JobCancel) ([]record.Record, error) {
+	var ended []record.Record
 	err := retry(ctx, "cancel "+c.Tenant+"/"+c.JobID, func() error {
 		for {
 			more, err := s.cancelOnce(ctx, &c, &ended)
@@ -102,7 +103,7 @@ func (s *Store) Cancel(ctx context.Context, c store.JobCancel) ([]store.Record, 
 }
 
 // cancelOnce is Cancel's read-decide-commit; more as endEach's.
-func (s *Store) cancelOnce(ctx context.Context, c *store.JobCancel, ended *[]store.Record) (more bool, err error) {
+func (s *Store) cancelOnce(ctx context.Context, c *record.JobCancel, ended *[]record.Record) (more bool, err error) {
 	t := &txn{}
 	if c.Key != "" {
 		// Kept with the answer attempts' keys, and pruned with them; made
@@ -113,14 +114,14 @@ func (s *Store) cancelOnce(ctx context.Context, c *store.JobCancel, ended *[]sto
 			return false, err
 		}
 		if ok {
-			return false, store.ErrDuplicate
+			return false, record.ErrDuplicate
 		}
 		if err := t.putAttempt(c.Key, rev, c.At); err != nil {
 			return false, err
 		}
 	}
 	state, reason := bridge.StateCancelled, c.Reason
-	keep := func(*store.Record) bool { return true }
+	keep := func(*record.Record) bool { return true }
 	switch {
 	case c.NewVersion > 0:
 		// A version bump. The job may be there already: a question of the
@@ -137,16 +138,16 @@ func (s *Store) cancelOnce(ctx context.Context, c *store.JobCancel, ended *[]sto
 			}
 		}
 		state = bridge.StateSuperseded
-		reason = store.SupersededText(c.NewVersion)
-		keep = func(r *store.Record) bool { return r.TaskVersion < c.NewVersion }
+		reason = record.SupersededText(c.NewVersion)
+		keep = func(r *record.Record) bool { return r.TaskVersion < c.NewVersion }
 	case c.QuestionID != "":
-		keep = func(r *store.Record) bool { return r.QuestionID == c.QuestionID }
+		keep = func(r *record.Record) bool { return r.QuestionID == c.QuestionID }
 	}
 	list, err := s.pendingOfJob(ctx, c.Tenant, c.JobID, keep)
 	if err != nil {
 		return false, err
 	}
-	msgs := make([][]store.Message, len(list))
+	msgs := make([][]record.Message, len(list))
 	for i := range list {
 		if c.Outbox != nil {
 			r := list[i].d.Record
@@ -168,7 +169,7 @@ func (s *Store) cancelOnce(ctx context.Context, c *store.JobCancel, ended *[]sto
 }
 
 // Enqueue writes messages to the outbox on their own, in batches.
-func (s *Store) Enqueue(ctx context.Context, msgs []store.Message) error {
+func (s *Store) Enqueue(ctx context.Context, msgs []record.Message) error {
 	at := now()
 	for len(msgs) > 0 {
 		n := min(len(msgs), maxBatch)

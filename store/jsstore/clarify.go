@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"context"
 	"encoding/json"
@@ -10,7 +12,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // The clarification measures read by day, so that a window's cost follows
@@ -53,12 +54,12 @@ type jobRef struct{ tenant, job string }
 // asked since since (of tenant, when given), each job's in the order they
 // were asked: the earlier ones too, for a repeat or a reopen reads the
 // job's answers before the window.
-func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.Time) ([]store.ClarifyQuestion, error) {
+func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.Time) ([]record.ClarifyQuestion, error) {
 	jobs, err := s.askedSince(ctx, tenant, since)
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: read questions for the clarification measures: %w", err)
 	}
-	var out []store.ClarifyQuestion
+	var out []record.ClarifyQuestion
 	for _, j := range jobs {
 		qs, err := s.clarifyJob(ctx, j, since)
 		if err != nil {
@@ -117,19 +118,19 @@ type clarifyBody struct {
 // clarifyJob reads every question of job j, in the order asked, when one
 // was asked since since (a day's mark is coarser than the window); none
 // otherwise.
-func (s *Store) clarifyJob(ctx context.Context, j jobRef, since time.Time) ([]store.ClarifyQuestion, error) {
+func (s *Store) clarifyJob(ctx context.Context, j jobRef, since time.Time) ([]record.ClarifyQuestion, error) {
 	docs, err := s.jobDocs(ctx, j.tenant, j.job)
 	if err != nil {
 		return nil, err
 	}
 	in := false
-	out := make([]store.ClarifyQuestion, 0, len(docs))
+	out := make([]record.ClarifyQuestion, 0, len(docs))
 	for _, rd := range docs {
 		d, r := rd.d, &rd.d.Record
 		in = in || r.AskedAt.UnixMilli() >= since.UnixMilli()
 		var b clarifyBody
 		_ = json.Unmarshal(r.Body, &b) // a body without them measures as ""
-		q := store.ClarifyQuestion{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID, Agent: b.Agent,
+		q := record.ClarifyQuestion{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID, Agent: b.Agent,
 			MissingField: b.MissingField, State: r.State, AskedAt: r.AskedAt, SettledAt: r.SettledAt,
 			TimedOut: r.State == bridge.StateTimedOut}
 		for _, a := range d.Audit {
@@ -142,7 +143,7 @@ func (s *Store) clarifyJob(ctx context.Context, j jobRef, since time.Time) ([]st
 	if !in {
 		return nil, nil
 	}
-	slices.SortStableFunc(out, func(a, b store.ClarifyQuestion) int { return a.AskedAt.Compare(b.AskedAt) })
+	slices.SortStableFunc(out, func(a, b record.ClarifyQuestion) int { return a.AskedAt.Compare(b.AskedAt) })
 	return out, nil
 }
 
@@ -156,7 +157,7 @@ const timedOutReason = "timed out"
 // (log.<day>.r.>, keyLog): allowed decisions, most of the gate's, are not
 // read, nor refusals of other days. Days before the gate's decisions'
 // retention are not read: their decisions are gone.
-func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until time.Time) ([]store.GateDecision, error) {
+func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until time.Time) ([]record.GateDecision, error) {
 	lo, hi := since.UnixMilli(), until.UnixMilli()
 	if since.IsZero() {
 		lo = 0
@@ -195,7 +196,7 @@ func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until t
 			counts[group{jobRef{e.Tenant, e.JobID}, *c.Code}]++
 		}
 	}
-	out := make([]store.GateDecision, 0, len(counts))
+	out := make([]record.GateDecision, 0, len(counts))
 	agents := map[jobRef]string{}
 	for g, n := range counts {
 		agent, ok := agents[g.jobRef]
@@ -206,9 +207,9 @@ func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until t
 			}
 			agents[g.jobRef] = agent
 		}
-		out = append(out, store.GateDecision{Tenant: g.tenant, JobID: g.job, Agent: agent, Code: g.code, Count: n})
+		out = append(out, record.GateDecision{Tenant: g.tenant, JobID: g.job, Agent: agent, Code: g.code, Count: n})
 	}
-	slices.SortFunc(out, func(a, b store.GateDecision) int {
+	slices.SortFunc(out, func(a, b record.GateDecision) int {
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.JobID, b.JobID), cmp.Compare(a.Code, b.Code))
 	})
 	return out, nil

@@ -8,13 +8,13 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store/jsstore"
+	"github.com/askbridge/askbridge/store/record"
 	"github.com/askbridge/askbridge/store/storetest"
 )
 
 // The JetStream store is a runtime store, as the SQLite one is.
-var _ runtime.Store = (*jsstore.Store)(nil)
+var _ record.Backend = (*jsstore.Store)(nil)
 
 // openJetStream opens a JetStream store on an in-process nats-server of
 // its own, for one test of the conformance suite.

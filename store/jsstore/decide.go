@@ -1,14 +1,14 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // groupWrites is how many writes a group of decisions gathers before it
@@ -21,8 +21,8 @@ const groupWrites = maxBatch / 2
 const questionWrites = 4
 
 // Decide applies many decisions at once, as DecideEach does.
-func (s *Store) Decide(ctx context.Context, ds []store.Decision) ([]error, error) {
-	return s.DecideEach(ctx, len(ds), func(i int, _ store.Lookup) (store.Decision, error) { return ds[i], nil })
+func (s *Store) Decide(ctx context.Context, ds []record.Decision) ([]error, error) {
+	return s.DecideEach(ctx, len(ds), func(i int, _ record.Lookup) (record.Decision, error) { return ds[i], nil })
 }
 
 // DecideEach decides n attempts, as the SQLite store's DecideEach does:
@@ -40,7 +40,7 @@ func (s *Store) Decide(ctx context.Context, ds []store.Decision) ([]error, error
 // must therefore only read (through the Lookup) and build its decision,
 // as the runtime's do. A decide error ends the call; the batches
 // committed before it stay.
-func (s *Store) DecideEach(ctx context.Context, n int, decide func(i int, l store.Lookup) (store.Decision, error)) ([]error, error) {
+func (s *Store) DecideEach(ctx context.Context, n int, decide func(i int, l record.Lookup) (record.Decision, error)) ([]error, error) {
 	errs := make([]error, n)
 	for lo := 0; lo < n; {
 		hi, err := s.decideGroup(ctx, lo, n, decide, errs)
@@ -55,7 +55,7 @@ func (s *Store) DecideEach(ctx context.Context, n int, decide func(i int, l stor
 // decideGroup decides the attempts from lo on, as many as one atomic batch
 // takes, and commits them; it returns the index it stopped before. On a
 // conflict it decides each of them alone.
-func (s *Store) decideGroup(ctx context.Context, lo, n int, decide func(i int, l store.Lookup) (store.Decision, error), errs []error) (int, error) {
+func (s *Store) decideGroup(ctx context.Context, lo, n int, decide func(i int, l record.Lookup) (record.Decision, error), errs []error) (int, error) {
 	v := newView(s, true)
 	hi := lo
 	for hi < n && v.writes() < groupWrites {
@@ -82,7 +82,7 @@ func (s *Store) decideGroup(ctx context.Context, lo, n int, decide func(i int, l
 
 // decideAlone decides attempt i on its own, on fresh reads, until its
 // decision commits without a conflict; it returns its outcome.
-func (s *Store) decideAlone(ctx context.Context, i int, decide func(i int, l store.Lookup) (store.Decision, error)) (error, error) {
+func (s *Store) decideAlone(ctx context.Context, i int, decide func(i int, l record.Lookup) (record.Decision, error)) (error, error) {
 	var outcome error
 	err := retry(ctx, fmt.Sprintf("decide attempt %d of the batch", i), func() error {
 		v := newView(s, false)
@@ -101,8 +101,8 @@ func (s *Store) decideAlone(ctx context.Context, i int, decide func(i int, l sto
 // Settle ends a pending question, as the SQLite store's Settle does:
 // ErrNotPending when someone settled it first, ErrDuplicate when the
 // attempt was decided before.
-func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
-	errs, err := s.Decide(ctx, []store.Decision{{Settle: &st}})
+func (s *Store) Settle(ctx context.Context, st record.Settlement) error {
+	errs, err := s.Decide(ctx, []record.Decision{{Settle: &st}})
 	if err != nil {
 		return fmt.Errorf("jsstore: settle question %d: %w", st.Question, err)
 	}
@@ -112,18 +112,18 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 // apply makes decision d on the view. Its outcome is nil when it won (its
 // writes are then in the view's transaction), ErrNotPending or
 // ErrDuplicate when it lost (it writes nothing); err is a failed read.
-func (v *view) apply(ctx context.Context, d store.Decision) (outcome, err error) {
-	p := decisionParts(d)
-	if p == nil {
+func (v *view) apply(ctx context.Context, d record.Decision) (outcome, err error) {
+	p, ok := d.Parts()
+	if !ok {
 		return nil, nil
 	}
 	var att *attemptState
-	if p.attempt != "" {
-		if att, err = v.attempt(ctx, p.attempt); err != nil {
-			return nil, fmt.Errorf("jsstore: decide attempt %s: %w", p.attempt, err)
+	if p.AttemptID != "" {
+		if att, err = v.attempt(ctx, p.AttemptID); err != nil {
+			return nil, fmt.Errorf("jsstore: decide attempt %s: %w", p.AttemptID, err)
 		}
 		if att.exists {
-			return store.ErrDuplicate, nil
+			return record.ErrDuplicate, nil
 		}
 	}
 	won := true
@@ -138,61 +138,30 @@ func (v *view) apply(ctx context.Context, d store.Decision) (outcome, err error)
 		won, err = v.snooze(ctx, d.Snooze)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: decide question %d: %w", p.question, err)
+		return nil, fmt.Errorf("jsstore: decide question %d: %w", p.Question, err)
 	}
 	if !won {
-		return store.ErrNotPending, nil
+		return record.ErrNotPending, nil
 	}
 	if att != nil {
-		if err := v.t.putAttempt(p.attempt, att.rev, p.at); err != nil {
+		if err := v.t.putAttempt(p.AttemptID, att.rev, p.At); err != nil {
 			return nil, err
 		}
 		att.exists = true
 	}
-	if err := v.t.outbox(p.outbox, p.at); err != nil {
+	if err := v.t.outbox(p.Outbox, p.At); err != nil {
 		return nil, err
 	}
-	if err := v.t.appendLog(p.log); err != nil {
+	if err := v.t.appendLog(p.Log); err != nil {
 		return nil, err
 	}
 	return nil, nil
 }
 
-// parts are what every kind of decision has.
-type parts struct {
-	attempt  string
-	question int64
-	at       time.Time
-	outbox   []store.Message
-	log      []store.LogEntry
-}
-
-// decisionParts reads d's common parts; nil for a decision of no kind.
-func decisionParts(d store.Decision) *parts {
-	switch {
-	case d.Settle != nil:
-		x := d.Settle
-		return &parts{x.AttemptID, x.Question, x.At, x.Outbox, x.Log}
-	case d.Refuse != nil:
-		x := d.Refuse
-		return &parts{x.AttemptID, x.Question, x.At, x.Outbox, x.Log}
-	case d.Approve != nil:
-		x := d.Approve
-		return &parts{x.AttemptID, x.Question, x.At, x.Outbox, x.Log}
-	case d.Delegate != nil:
-		x := d.Delegate
-		return &parts{x.AttemptID, x.Question, x.At, x.Outbox, x.Log}
-	case d.Snooze != nil:
-		x := d.Snooze
-		return &parts{x.AttemptID, x.Question, x.At, x.Outbox, x.Log}
-	}
-	return nil
-}
-
 // settle ends a question still pending with st, and decides its proposal
 // when st does and the proposal still waits on this question; false when
 // the question is not pending.
-func (v *view) settle(ctx context.Context, st *store.Settlement) (bool, error) {
+func (v *view) settle(ctx context.Context, st *record.Settlement) (bool, error) {
 	qs, ok, err := v.pending(ctx, st.Question)
 	if err != nil || !ok {
 		return false, err
@@ -228,7 +197,7 @@ func (v *view) settle(ctx context.Context, st *store.Settlement) (bool, error) {
 // waits on it; false when it no longer does. The question's document is
 // written too, unchanged: its revision is what "still pending" is checked
 // on when the batch commits.
-func (v *view) approve(ctx context.Context, a *store.ApprovalRecord) (bool, error) {
+func (v *view) approve(ctx context.Context, a *record.ApprovalRecord) (bool, error) {
 	qs, ok, err := v.pending(ctx, a.Question)
 	if err != nil || !ok {
 		return false, err
@@ -251,7 +220,7 @@ func (v *view) approve(ctx context.Context, a *store.ApprovalRecord) (bool, erro
 
 // delegate writes a delegation's body over a question still pending, with
 // its audit entry; false when the question is not pending.
-func (v *view) delegate(ctx context.Context, d *store.Delegation) (bool, error) {
+func (v *view) delegate(ctx context.Context, d *record.Delegation) (bool, error) {
 	qs, ok, err := v.pending(ctx, d.Question)
 	if err != nil || !ok {
 		return false, err
@@ -269,7 +238,7 @@ const snoozeFirstStep = 1000
 // snooze holds a person's reminders of a question still pending until a
 // time, with the step that ends it (a later snooze of theirs moves the
 // same step); false when the question is not pending.
-func (v *view) snooze(ctx context.Context, sn *store.Snooze) (bool, error) {
+func (v *view) snooze(ctx context.Context, sn *record.Snooze) (bool, error) {
 	qs, ok, err := v.pending(ctx, sn.Question)
 	if err != nil || !ok {
 		return false, err
@@ -288,10 +257,10 @@ func (v *view) snooze(ctx context.Context, sn *store.Snooze) (bool, error) {
 		d.Snoozes = map[string]snoozeDoc{}
 	}
 	d.Snoozes[sn.Identity] = held
-	if i := slices.IndexFunc(d.Steps, func(st store.Step) bool { return st.Index == held.Step }); i >= 0 {
+	if i := slices.IndexFunc(d.Steps, func(st record.Step) bool { return st.Index == held.Step }); i >= 0 {
 		d.Steps[i].Due = until
 	} else {
-		d.Steps = append(d.Steps, store.Step{Index: held.Step, Target: store.StepSnooze, Due: until})
+		d.Steps = append(d.Steps, record.Step{Index: held.Step, Target: record.StepSnooze, Due: until})
 	}
 	d.addAudit(bridge.StatePending, bridge.StatePending, sn.Identity, sn.Via, sn.Reason, sn.At)
 	v.changed(qs)

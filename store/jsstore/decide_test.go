@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 	"github.com/askbridge/askbridge/store/storetest"
 )
 
@@ -50,11 +51,11 @@ func written(t *testing.T, s *Store) (outbox, log map[string][]string) {
 }
 
 // answer is replica r's answer to question q: one resume, one log entry.
-func answer(q int64, r string) store.Decision {
-	return store.Decision{Settle: &store.Settlement{Question: q, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
+func answer(q int64, r string) record.Decision {
+	return record.Decision{Settle: &record.Settlement{Question: q, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
 		Answer: []byte(`"` + r + `"`), By: "slack:" + r, AttemptID: fmt.Sprint(r, "-", q), At: storetest.T0,
-		Outbox: []store.Message{{Subject: fmt.Sprint("res.", q), Data: []byte(r)}},
-		Log:    []store.LogEntry{{Tenant: storetest.Tenant, JobID: "job", Kind: store.LogApproval, QuestionID: fmt.Sprint(q), Body: json.RawMessage(`"` + r + `"`), At: storetest.T0}}}}
+		Outbox: []record.Message{{Subject: fmt.Sprint("res.", q), Data: []byte(r)}},
+		Log:    []record.LogEntry{{Tenant: storetest.Tenant, JobID: "job", Kind: record.LogApproval, QuestionID: fmt.Sprint(q), Body: json.RawMessage(`"` + r + `"`), At: storetest.T0}}}}
 }
 
 // TestTwoReplicasDecideOneQuestionOnce: two replicas on one server answer
@@ -68,7 +69,7 @@ func TestTwoReplicasDecideOneQuestionOnce(t *testing.T) {
 	ctx := context.Background()
 	a, b := twoReplicas(t)
 	const rounds, perRound = 12, 3
-	var nqs []store.NewQuestion
+	var nqs []record.NewQuestion
 	for i := range rounds * perRound {
 		nqs = append(nqs, storetest.NewQuestion(fmt.Sprint("job-", i), "q", 1))
 	}
@@ -94,7 +95,7 @@ func TestTwoReplicasDecideOneQuestionOnce(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				ds := make([]store.Decision, len(order))
+				ds := make([]record.Decision, len(order))
 				for j, q := range order {
 					ds[j] = answer(q, fmt.Sprint("r", i))
 				}
@@ -118,8 +119,8 @@ func TestTwoReplicasDecideOneQuestionOnce(t *testing.T) {
 			ea, eb := outcomes[0][j], outcomes[1][j]
 			winner := "r0"
 			switch {
-			case ea == nil && errors.Is(eb, store.ErrNotPending):
-			case eb == nil && errors.Is(ea, store.ErrNotPending):
+			case ea == nil && errors.Is(eb, record.ErrNotPending):
+			case eb == nil && errors.Is(ea, record.ErrNotPending):
 				winner = "r1"
 			default:
 				t.Fatalf("round %d question %d: outcomes %v and %v, want one nil and one ErrNotPending", round, q, ea, eb)
@@ -162,7 +163,7 @@ func TestTwoReplicasDecideAsTheRuntimeDoes(t *testing.T) {
 	a, b := twoReplicas(t)
 	var again atomic.Int64
 	const rounds = 15
-	var nqs []store.NewQuestion
+	var nqs []record.NewQuestion
 	for i := range rounds {
 		nqs = append(nqs, storetest.NewQuestion(fmt.Sprint("job-", i), "q", 1))
 	}
@@ -182,17 +183,17 @@ func TestTwoReplicasDecideAsTheRuntimeDoes(t *testing.T) {
 				defer wg.Done()
 				<-start
 				calls := 0
-				errs, err := s.DecideEach(ctx, 1, func(_ int, l store.Lookup) (store.Decision, error) {
+				errs, err := s.DecideEach(ctx, 1, func(_ int, l record.Lookup) (record.Decision, error) {
 					if calls++; calls > 1 {
 						again.Add(1)
 					}
 					found, err := l.FindAnswerable(ctx, rec.Key)
 					if err != nil {
-						return store.Decision{}, err
+						return record.Decision{}, err
 					}
 					if found.State != bridge.StatePending {
 						refused.Add(1)
-						return store.Decision{Refuse: &store.Refusal{AttemptID: fmt.Sprint("r", i, "-", rec.ID), Question: rec.ID, At: storetest.T0}}, nil
+						return record.Decision{Refuse: &record.Refusal{AttemptID: fmt.Sprint("r", i, "-", rec.ID), Question: rec.ID, At: storetest.T0}}, nil
 					}
 					return answer(rec.ID, fmt.Sprint("r", i)), nil
 				})

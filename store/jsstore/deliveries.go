@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"context"
 	"fmt"
@@ -8,7 +10,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // deliveryQuestions is how many questions one commit of RecordDeliveries
@@ -17,8 +18,8 @@ const deliveryQuestions = 200
 
 // RecordDelivery stores a platform's report (the latest per platform wins)
 // and returns every report for the question.
-func (s *Store) RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]store.DeliveryRow, error) {
-	if err := s.RecordDeliveries(ctx, []store.ReportedDelivery{{Question: question, Delivery: d}}, at); err != nil {
+func (s *Store) RecordDelivery(ctx context.Context, question int64, d bridge.Delivery, at time.Time) ([]record.DeliveryRow, error) {
+	if err := s.RecordDeliveries(ctx, []record.ReportedDelivery{{Question: question, Delivery: d}}, at); err != nil {
 		return nil, err
 	}
 	doc, _, _, err := s.getQuestion(ctx, question)
@@ -35,7 +36,7 @@ func (s *Store) RecordDelivery(ctx context.Context, question int64, d bridge.Del
 // platform wins), each question's in one compare-and-set of its document,
 // many questions to a commit. A report on a question not on record is an
 // error, as SQLite's foreign key makes it.
-func (s *Store) RecordDeliveries(ctx context.Context, reports []store.ReportedDelivery, at time.Time) error {
+func (s *Store) RecordDeliveries(ctx context.Context, reports []record.ReportedDelivery, at time.Time) error {
 	var order []int64
 	byQuestion := map[int64][]bridge.Delivery{}
 	for _, r := range reports {
@@ -53,7 +54,7 @@ func (s *Store) RecordDeliveries(ctx context.Context, reports []store.ReportedDe
 			t := &txn{}
 			for i, d := range docs {
 				if d == nil {
-					return fmt.Errorf("%s delivery of question %d: %w", byQuestion[chunk[i]][0].Platform, chunk[i], store.ErrNotFound)
+					return fmt.Errorf("%s delivery of question %d: %w", byQuestion[chunk[i]][0].Platform, chunk[i], record.ErrNotFound)
 				}
 				for _, dl := range byQuestion[chunk[i]] {
 					d.setDelivery(dl)
@@ -74,12 +75,12 @@ func (s *Store) RecordDeliveries(ctx context.Context, reports []store.ReportedDe
 // setDelivery keeps a platform's report in place of its earlier one, the
 // reports in platform order, as SQLite reads them back.
 func (d *questionDoc) setDelivery(dl bridge.Delivery) {
-	row := store.DeliveryRow{Platform: dl.Platform, OK: dl.OK, Failure: dl.Failure}
+	row := record.DeliveryRow{Platform: dl.Platform, OK: dl.OK, Failure: dl.Failure}
 	if dl.Message != nil {
 		row.Message = bridge.MessageRef{Channel: dl.Message.Channel, MessageID: dl.Message.MessageID, Thread: dl.Message.Thread}
 	}
 	row.Message.Platform = dl.Platform
-	i, found := slices.BinarySearchFunc(d.Deliveries, dl.Platform, func(r store.DeliveryRow, p string) int {
+	i, found := slices.BinarySearchFunc(d.Deliveries, dl.Platform, func(r record.DeliveryRow, p string) int {
 		return cmp.Compare(r.Platform, p)
 	})
 	if found {

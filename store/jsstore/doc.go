@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"context"
 	"encoding/json"
@@ -10,19 +12,18 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // questionDoc is everything about one question, under q.<id>: one
 // compare-and-set covers a question's state, answer, ladder, deliveries and
 // audit trail, as one row and its child rows do in SQLite.
 type questionDoc struct {
-	Record store.Record `json:"record"`
+	Record record.Record `json:"record"`
 	// Steps are the ladder steps not yet taken, the timeout last.
-	Steps     []store.Step `json:"steps,omitempty"`
-	Staleness int          `json:"staleness,omitempty"`
+	Steps     []record.Step `json:"steps,omitempty"`
+	Staleness int           `json:"staleness,omitempty"`
 	// Deliveries are the platforms' reports, one per platform.
-	Deliveries []store.DeliveryRow  `json:"deliveries,omitempty"`
+	Deliveries []record.DeliveryRow `json:"deliveries,omitempty"`
 	Audit      []auditDoc           `json:"audit,omitempty"`
 	Snoozes    map[string]snoozeDoc `json:"snoozes,omitempty"`
 	// Proposal names the approval's proposal (prop.<tenant>.<proposal>).
@@ -185,11 +186,11 @@ type dueDoc struct {
 
 // nextStep is the step of steps that falls due first (by index among
 // those due at once), as SQLite orders its steps table.
-func nextStep(steps []store.Step) (store.Step, bool) {
+func nextStep(steps []record.Step) (record.Step, bool) {
 	if len(steps) == 0 {
-		return store.Step{}, false
+		return record.Step{}, false
 	}
-	return slices.MinFunc(steps, func(a, b store.Step) int {
+	return slices.MinFunc(steps, func(a, b record.Step) int {
 		return cmp.Or(a.Due.Compare(b.Due), cmp.Compare(a.Index, b.Index))
 	}), true
 }

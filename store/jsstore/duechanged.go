@@ -6,7 +6,7 @@ import "time"
 // whenever the earliest due step changes: made earlier by a question one
 // replica asked, or later once one took it. The runtime's ladder then
 // reads NextDue again instead of sleeping until the time it read before
-// (runtime.DueWatcher). Each call follows the watch until the store
+// (record.DueWatcher). Each call follows the watch until the store
 // closes; the runtime calls it once.
 func (s *Store) DueChanged() <-chan struct{} {
 	ch := make(chan struct{}, 1)

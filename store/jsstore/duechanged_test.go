@@ -1,12 +1,13 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"testing"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // TestDueChangedHearsOtherReplicas checks that a replica hears of a step
@@ -59,7 +60,7 @@ func TestDueChangedHearsOtherReplicas(t *testing.T) {
 	expect("an earlier step replica b scheduled")
 
 	for _, q := range []int64{third.Record.ID, first.Record.ID} {
-		st := store.Settlement{Question: q, State: bridge.StateTimedOut, Text: "timed out", Reason: "timed out", At: t0.Add(time.Minute)}
+		st := record.Settlement{Question: q, State: bridge.StateTimedOut, Text: "timed out", Reason: "timed out", At: t0.Add(time.Minute)}
 		if err := b.Settle(ctx, st); err != nil {
 			t.Fatal(err)
 		}

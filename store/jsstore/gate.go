@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // GateJob reads a job for the gate, which does it for every request: the
@@ -17,8 +18,8 @@ import (
 // (qs.<tenant>.pending.<job>.*) in one multi read, then those questions'
 // documents in another, in the order they were asked. No consumer is
 // made, and the cost does not grow with other jobs' questions.
-func (s *Store) GateJob(ctx context.Context, tenant, job string) (store.GateJob, error) {
-	var out store.GateJob
+func (s *Store) GateJob(ctx context.Context, tenant, job string) (record.GateJob, error) {
+	var out record.GateJob
 	jd, ok, ids, err := s.gateRead(ctx, tenant, job)
 	if err != nil {
 		return out, fmt.Errorf("jsstore: gate read of %s/%s: %w", tenant, job, err)
@@ -38,7 +39,7 @@ func (s *Store) GateJob(ctx context.Context, tenant, job string) (store.GateJob,
 		// The index and the documents change in one batch, but are read
 		// one after the other: a document says how it stands now.
 		if d != nil && d.Record.State == bridge.StatePending {
-			out.Pending = append(out.Pending, store.GatePending{QuestionID: d.Record.QuestionID, Body: d.Record.Body})
+			out.Pending = append(out.Pending, record.GatePending{QuestionID: d.Record.QuestionID, Body: d.Record.Body})
 		}
 	}
 	return out, nil
@@ -95,7 +96,7 @@ func (s *Store) gateRead(ctx context.Context, tenant, job string) (jobDoc, bool,
 // stand. A batch of more keys than one atomic batch takes is written in
 // several, each all or nothing; when a later one fails, the earlier ones
 // stay written and the error is the whole batch's.
-func (s *Store) GateCommit(ctx context.Context, batch []store.GateWrite) error {
+func (s *Store) GateCommit(ctx context.Context, batch []record.GateWrite) error {
 	for lo := 0; lo < len(batch); {
 		hi := gateGroupEnd(batch, lo)
 		group := batch[lo:hi]
@@ -110,7 +111,7 @@ func (s *Store) GateCommit(ctx context.Context, batch []store.GateWrite) error {
 // gateGroupEnd is where the group of writes starting at lo ends: as many
 // as fit one atomic batch (a key per log entry, and one per proposal an
 // execute may take).
-func gateGroupEnd(batch []store.GateWrite, lo int) int {
+func gateGroupEnd(batch []record.GateWrite, lo int) int {
 	keys, props := 0, map[string]bool{}
 	for i := lo; i < len(batch); i++ {
 		n := 1
@@ -130,16 +131,16 @@ func gateGroupEnd(batch []store.GateWrite, lo int) int {
 
 // takenProposal is a proposal the executes of a group read, as they left it.
 type takenProposal struct {
-	p     *store.Proposal
+	p     *record.Proposal
 	rev   uint64
 	taken bool
 }
 
 // gateGroup decides the executes of group on the proposals as they stand
 // and writes the group in one atomic batch.
-func (s *Store) gateGroup(ctx context.Context, group []store.GateWrite) error {
+func (s *Store) gateGroup(ctx context.Context, group []record.GateWrite) error {
 	props := map[string]*takenProposal{}
-	entries := make([]store.LogEntry, 0, len(group))
+	entries := make([]record.LogEntry, 0, len(group))
 	var order []string
 	for _, w := range group {
 		if w.Execute == nil {
@@ -150,7 +151,7 @@ func (s *Store) gateGroup(ctx context.Context, group []store.GateWrite) error {
 		key := keyProposal(e.Tenant, e.ProposalID)
 		tp, ok := props[key]
 		if !ok {
-			var p store.Proposal
+			var p record.Proposal
 			rev, found, err := s.getJSON(ctx, key, &p)
 			if err != nil {
 				return err
@@ -161,7 +162,7 @@ func (s *Store) gateGroup(ctx context.Context, group []store.GateWrite) error {
 			}
 			props[key], order = tp, append(order, key)
 		}
-		var seen *store.Proposal
+		var seen *record.Proposal
 		if tp.p != nil {
 			cp := *tp.p
 			seen = &cp
@@ -170,7 +171,7 @@ func (s *Store) gateGroup(ctx context.Context, group []store.GateWrite) error {
 		if take {
 			if tp.p == nil || tp.p.State != bridge.ProposalApproved {
 				return fmt.Errorf("execute proposal %s/%s: only an approved proposal can be taken, not a %s one",
-					e.Tenant, e.ProposalID, stateWord(tp.p))
+					e.Tenant, e.ProposalID, tp.p.StateWord())
 			}
 			tp.p.State, tp.p.ExecutedAt, tp.taken = bridge.ProposalExecuted, msTime(e.At), true
 			seen.State, seen.ExecutedAt = tp.p.State, tp.p.ExecutedAt
@@ -191,23 +192,16 @@ func (s *Store) gateGroup(ctx context.Context, group []store.GateWrite) error {
 	return s.commit(ctx, t)
 }
 
-func stateWord(p *store.Proposal) string {
-	if p == nil {
-		return "missing"
-	}
-	return p.State
-}
-
 // FindProposal reads a proposal by its tenant and id; store.ErrNotFound
 // when the tenant has none of that id.
-func (s *Store) FindProposal(ctx context.Context, tenant, id string) (*store.Proposal, error) {
-	var p store.Proposal
+func (s *Store) FindProposal(ctx context.Context, tenant, id string) (*record.Proposal, error) {
+	var p record.Proposal
 	_, ok, err := s.getJSON(ctx, keyProposal(tenant, id), &p)
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: proposal %s/%s: %w", tenant, id, err)
 	}
 	if !ok {
-		return nil, store.ErrNotFound
+		return nil, record.ErrNotFound
 	}
 	return &p, nil
 }
@@ -215,7 +209,7 @@ func (s *Store) FindProposal(ctx context.Context, tenant, id string) (*store.Pro
 // SeedProposal writes a proposal as given, for p.Question, whose document
 // then names it (when there is one): for tests that need a proposal in a
 // given state. The runtime records proposals with their approvals (AskMany).
-func (s *Store) SeedProposal(ctx context.Context, p store.Proposal) error {
+func (s *Store) SeedProposal(ctx context.Context, p record.Proposal) error {
 	if len(p.Arguments) == 0 {
 		p.Arguments = []byte("{}")
 	}

@@ -1,11 +1,12 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"testing"
 
-	"github.com/askbridge/askbridge/store"
 	"github.com/askbridge/askbridge/store/storetest"
 )
 
@@ -14,9 +15,9 @@ import (
 func BenchmarkGateCommit(b *testing.B) {
 	ctx := context.Background()
 	s := openTest(b)
-	batch := make([]store.GateWrite, 512)
+	batch := make([]record.GateWrite, 512)
 	for i := range batch {
-		batch[i] = store.GateWrite{Log: store.LogEntry{Tenant: "acme", JobID: "job-" + id(int64(i%50)), Kind: store.LogGate,
+		batch[i] = record.GateWrite{Log: record.LogEntry{Tenant: "acme", JobID: "job-" + id(int64(i%50)), Kind: record.LogGate,
 			Body: json.RawMessage(`{"tool":"send_report","code":"allowed","task_version":1}`), At: storetest.T0}}
 	}
 	b.ResetTimer()
@@ -34,7 +35,7 @@ func BenchmarkGateJob(b *testing.B) {
 	ctx := context.Background()
 	s := openTest(b)
 	for _, q := range []string{"q-1", "q-2"} {
-		if res, err := s.AskMany(ctx, []store.NewQuestion{storetest.NewQuestion("job-1", q, 1)}); err != nil || res[0].Status != store.Asked {
+		if res, err := s.AskMany(ctx, []record.NewQuestion{storetest.NewQuestion("job-1", q, 1)}); err != nil || res[0].Status != record.Asked {
 			b.Fatal(err)
 		}
 	}

@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"testing"
@@ -10,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 	"github.com/askbridge/askbridge/store/storetest"
 )
 
@@ -40,8 +41,8 @@ func TestExecutesOnThreeReplicasTakeTheProposalOnce(t *testing.T) {
 	ctx := context.Background()
 	rs := replicas(t, 3)
 	q := storetest.Ask(t, rs[0], storetest.NewApproval("job-1", "q-1", 1, "pr-1"))
-	if err := rs[1].Settle(ctx, store.Settlement{Question: q.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, At: storetest.T0,
-		Proposal: &store.ProposalDecision{Tenant: storetest.Tenant, ID: "pr-1", State: bridge.ProposalApproved}}); err != nil {
+	if err := rs[1].Settle(ctx, record.Settlement{Question: q.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, At: storetest.T0,
+		Proposal: &record.ProposalDecision{Tenant: storetest.Tenant, ID: "pr-1", State: bridge.ProposalApproved}}); err != nil {
 		t.Fatal(err)
 	}
 	stores := []storetest.Store{rs[0], rs[1], rs[2]}
@@ -61,10 +62,10 @@ func TestGateDecisionsGoOnTheirOwn(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
 	at := storetest.T0
-	entries := []store.LogEntry{
-		{Tenant: "acme", JobID: "job-1", Kind: store.LogGate, Body: json.RawMessage(`{"code":"allowed"}`), At: at},
-		{Tenant: "acme", JobID: "job-1", Kind: store.LogGate, Body: json.RawMessage(`{"code":"blocked_by_question"}`), At: at},
-		{Tenant: "acme", JobID: "job-1", Kind: store.LogApproval, Body: json.RawMessage(`{"code":"x"}`), At: at},
+	entries := []record.LogEntry{
+		{Tenant: "acme", JobID: "job-1", Kind: record.LogGate, Body: json.RawMessage(`{"code":"allowed"}`), At: at},
+		{Tenant: "acme", JobID: "job-1", Kind: record.LogGate, Body: json.RawMessage(`{"code":"blocked_by_question"}`), At: at},
+		{Tenant: "acme", JobID: "job-1", Kind: record.LogApproval, Body: json.RawMessage(`{"code":"x"}`), At: at},
 	}
 	if err := s.AppendLog(ctx, entries); err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func TestGateDecisionsGoOnTheirOwn(t *testing.T) {
 		}
 		ttl := m.Header.Get(jetstream.MsgTTLHeader)
 		want := (30 * 24 * time.Hour).String()
-		if e.Kind != store.LogGate {
+		if e.Kind != record.LogGate {
 			want = ""
 		}
 		if ttl != want {
@@ -98,25 +99,25 @@ func TestGateCommitSplitsWhatOneBatchCannotTake(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
 	const proposals = 510 // 1,275 keys: two batches
-	batch := make([]store.GateWrite, 0, proposals+300)
+	batch := make([]record.GateWrite, 0, proposals+300)
 	takes := 0
 	seed := &txn{}
 	for i := range proposals {
 		id := "pr-" + id(int64(i))
-		if err := seed.putJSON(keyProposal("acme", id), 0, store.Proposal{Tenant: "acme", ID: id, JobID: "job-1",
+		if err := seed.putJSON(keyProposal("acme", id), 0, record.Proposal{Tenant: "acme", ID: id, JobID: "job-1",
 			Action: "refund", State: bridge.ProposalApproved}); err != nil {
 			t.Fatal(err)
 		}
-		batch = append(batch, store.GateWrite{Execute: &store.GateExecute{Tenant: "acme", ProposalID: id, At: storetest.T0,
-			Decide: func(p *store.Proposal) (bool, store.LogEntry) {
+		batch = append(batch, record.GateWrite{Execute: &record.GateExecute{Tenant: "acme", ProposalID: id, At: storetest.T0,
+			Decide: func(p *record.Proposal) (bool, record.LogEntry) {
 				take := p.State == bridge.ProposalApproved
 				if take {
 					takes++
 				}
-				return take, store.LogEntry{Tenant: "acme", JobID: "job-1", Kind: store.LogGate, At: storetest.T0}
+				return take, record.LogEntry{Tenant: "acme", JobID: "job-1", Kind: record.LogGate, At: storetest.T0}
 			}}})
 		if i%2 == 0 {
-			batch = append(batch, store.GateWrite{Log: store.LogEntry{Tenant: "acme", JobID: "job-1", Kind: store.LogGate, At: storetest.T0}})
+			batch = append(batch, record.GateWrite{Log: record.LogEntry{Tenant: "acme", JobID: "job-1", Kind: record.LogGate, At: storetest.T0}})
 		}
 	}
 	if err := s.commit(ctx, seed); err != nil {
@@ -155,7 +156,7 @@ func TestGateJobReadsManyPendingQuestions(t *testing.T) {
 	for lo := int64(1); lo <= n; lo += 400 {
 		tx := &txn{}
 		for q := lo; q < min(lo+400, n+1); q++ {
-			d := &questionDoc{Record: store.Record{ID: q, Key: store.Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-" + id(q), TaskVersion: 3},
+			d := &questionDoc{Record: record.Record{ID: q, Key: record.Key{Tenant: "acme", JobID: "job-1", QuestionID: "q-" + id(q), TaskVersion: 3},
 				State: bridge.StatePending, Body: []byte(`{"question":"Which?"}`)}}
 			if err := tx.putQuestion(d, 0); err != nil {
 				t.Fatal(err)

@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +10,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // ErrNotEmpty refuses to move a record into one that already holds
@@ -30,7 +31,7 @@ type Importer struct {
 	counts ImportCounts
 }
 
-var _ store.Importer = (*Importer)(nil)
+var _ record.Importer = (*Importer)(nil)
 
 // flushAt is how many writes an import gathers before it commits them:
 // below an atomic batch's limit, with room for one more question's keys.
@@ -67,7 +68,7 @@ func (im *Importer) flush(ctx context.Context) error {
 }
 
 // Job records a job's task version.
-func (im *Importer) Job(ctx context.Context, j store.ExportedJob) error {
+func (im *Importer) Job(ctx context.Context, j record.ExportedJob) error {
 	if err := im.t.putJSON(keyJob(j.Tenant, j.JobID), 0, jobDoc{TaskVersion: j.TaskVersion, UpdatedAt: msTime(j.UpdatedAt)}); err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func (im *Importer) Job(ctx context.Context, j store.ExportedJob) error {
 
 // Question records a question with its ladder, deliveries, audit trail
 // and snoozes, and the keys that index it.
-func (im *Importer) Question(ctx context.Context, q store.ExportedQuestion) error {
+func (im *Importer) Question(ctx context.Context, q record.ExportedQuestion) error {
 	d := &questionDoc{Record: q.Record, Steps: q.Steps, Staleness: q.Staleness, Deliveries: q.Deliveries, Proposal: q.ProposalID}
 	for _, a := range q.Audit {
 		d.Audit = append(d.Audit, auditDoc{AuditEntry: a})
@@ -103,7 +104,7 @@ func (im *Importer) Question(ctx context.Context, q store.ExportedQuestion) erro
 }
 
 // Proposal records a proposal as it stands.
-func (im *Importer) Proposal(ctx context.Context, p store.Proposal) error {
+func (im *Importer) Proposal(ctx context.Context, p record.Proposal) error {
 	if err := im.t.putJSON(keyProposal(p.Tenant, p.ID), 0, p); err != nil {
 		return err
 	}
@@ -112,8 +113,8 @@ func (im *Importer) Proposal(ctx context.Context, p store.Proposal) error {
 }
 
 // Log appends an entry to its job's log, after those imported before it.
-func (im *Importer) Log(ctx context.Context, e store.LogEntry) error {
-	if err := im.t.appendLog([]store.LogEntry{e}); err != nil {
+func (im *Importer) Log(ctx context.Context, e record.LogEntry) error {
+	if err := im.t.appendLog([]record.LogEntry{e}); err != nil {
 		return err
 	}
 	im.counts.Log++
@@ -121,7 +122,7 @@ func (im *Importer) Log(ctx context.Context, e store.LogEntry) error {
 }
 
 // Attempt marks an attempt id decided.
-func (im *Importer) Attempt(ctx context.Context, a store.ExportedAttempt) error {
+func (im *Importer) Attempt(ctx context.Context, a record.ExportedAttempt) error {
 	if err := im.t.putAttempt(a.ID, 0, a.At); err != nil {
 		return err
 	}
@@ -130,8 +131,8 @@ func (im *Importer) Attempt(ctx context.Context, a store.ExportedAttempt) error 
 }
 
 // Outbox queues a message the old store had not yet published.
-func (im *Importer) Outbox(ctx context.Context, m store.Message, createdAt time.Time) error {
-	if err := im.t.outbox([]store.Message{m}, createdAt); err != nil {
+func (im *Importer) Outbox(ctx context.Context, m record.Message, createdAt time.Time) error {
+	if err := im.t.outbox([]record.Message{m}, createdAt); err != nil {
 		return err
 	}
 	im.counts.Outbox++

@@ -1,6 +1,8 @@
 package jsstore_test
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"context"
 	"errors"
@@ -40,12 +42,12 @@ func recordOnSQLite(t *testing.T) *store.Store {
 		Message: &bridge.MessageRef{Platform: "slack", Channel: "C1", MessageID: "171.1", Thread: "170.0"}}, storetest.T0); err != nil {
 		t.Fatal(err)
 	}
-	errs, err := sq.Decide(ctx, []store.Decision{{Snooze: &store.Snooze{AttemptID: "slack-2", Question: pending.ID,
+	errs, err := sq.Decide(ctx, []record.Decision{{Snooze: &record.Snooze{AttemptID: "slack-2", Question: pending.ID,
 		Identity: "slack:bob", Until: storetest.T0.Add(2 * time.Hour), Via: "slack", At: storetest.T0}}})
 	if err != nil || errs[0] != nil {
 		t.Fatalf("snooze: %v %v", err, errs)
 	}
-	if err := sq.AppendLog(ctx, []store.LogEntry{{Tenant: storetest.Tenant, JobID: "build", Kind: store.LogNotice,
+	if err := sq.AppendLog(ctx, []record.LogEntry{{Tenant: storetest.Tenant, JobID: "build", Kind: record.LogNotice,
 		Body: []byte(`{"code":"quota"}`), At: storetest.T0}}); err != nil {
 		t.Fatal(err)
 	}
@@ -88,13 +90,13 @@ func TestImportReadsBackAsExported(t *testing.T) {
 			for i := range es {
 				es[i].ID = 0
 			}
-			slices.SortStableFunc(es, func(a, b store.JobAuditEntry) int {
+			slices.SortStableFunc(es, func(a, b record.JobAuditEntry) int {
 				return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Question, b.Question))
 			})
 			return es, err
 		}},
 		{"pending list", func(s storetest.Store) (any, error) {
-			return s.List(ctx, store.ListFilter{Tenant: storetest.Tenant, State: bridge.StatePending})
+			return s.List(ctx, record.ListFilter{Tenant: storetest.Tenant, State: bridge.StatePending})
 		}},
 		{"counts", func(s storetest.Store) (any, error) { return s.CountByState(ctx) }},
 		{"messages of q2", func(s storetest.Store) (any, error) { return s.Messages(ctx, 2) }},
@@ -144,7 +146,7 @@ func TestImportReadsBackAsExported(t *testing.T) {
 	}
 	again := storetest.Answer(rec, storetest.T0.Add(time.Hour))
 	again.AttemptID = "slack-1"
-	if err := js.Settle(ctx, again); !errors.Is(err, store.ErrDuplicate) {
+	if err := js.Settle(ctx, again); !errors.Is(err, record.ErrDuplicate) {
 		t.Errorf("an attempt decided before the move = %v, want ErrDuplicate", err)
 	}
 	// New questions take ids after the imported ones.

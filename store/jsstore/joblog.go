@@ -1,18 +1,18 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/askbridge/askbridge/store"
 )
 
 // AppendLog writes entries to their jobs' trails in one atomic batch (in
 // batches of maxBatch when there are more).
-func (s *Store) AppendLog(ctx context.Context, entries []store.LogEntry) error {
+func (s *Store) AppendLog(ctx context.Context, entries []record.LogEntry) error {
 	for lo := 0; lo < len(entries); lo += maxBatch {
 		t := &txn{}
 		if err := t.appendLog(entries[lo:min(lo+maxBatch, len(entries))]); err != nil {
@@ -27,12 +27,12 @@ func (s *Store) AppendLog(ctx context.Context, entries []store.LogEntry) error {
 
 // JobLog returns a job's trail in the order it was written: its entries'
 // revisions.
-func (s *Store) JobLog(ctx context.Context, tenant, job string) ([]store.LogEntry, error) {
+func (s *Store) JobLog(ctx context.Context, tenant, job string) ([]record.LogEntry, error) {
 	list, err := s.list(ctx, "log.*.*."+enc(tenant)+"."+enc(job)+".*")
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: read job log of %s/%s: %w", tenant, job, err)
 	}
-	out := make([]store.LogEntry, 0, len(list))
+	out := make([]record.LogEntry, 0, len(list))
 	for _, en := range list {
 		e, err := logEntry(tenant, job, en)
 		if err != nil {
@@ -40,7 +40,7 @@ func (s *Store) JobLog(ctx context.Context, tenant, job string) ([]store.LogEntr
 		}
 		out = append(out, e)
 	}
-	slices.SortFunc(out, func(a, b store.LogEntry) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b record.LogEntry) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 

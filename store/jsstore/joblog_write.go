@@ -1,12 +1,13 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/askbridge/askbridge/store"
 	"github.com/nats-io/nuid"
 )
 
@@ -46,8 +47,8 @@ func logDay(at time.Time) string { return at.UTC().Format("20060102") }
 
 // logClass sorts an entry: a gate decision whose body has a code other
 // than allowed is a refusal (as SQLite's job_log_gate_refusals index).
-func logClass(e *store.LogEntry) string {
-	if e.Kind != store.LogGate {
+func logClass(e *record.LogEntry) string {
+	if e.Kind != record.LogGate {
 		return logClassTrail
 	}
 	var c gateCode
@@ -61,7 +62,7 @@ func logClass(e *store.LogEntry) string {
 // puts, for no other transition writes a new entry's key. An entry's ID is
 // its key's revision, so entries read back in commit order. Gate decisions
 // go on their own after gateLogTTL.
-func (t *txn) appendLog(entries []store.LogEntry) error {
+func (t *txn) appendLog(entries []record.LogEntry) error {
 	for i := range entries {
 		e := &entries[i]
 		d := logDoc{Kind: e.Kind, QuestionID: e.QuestionID, At: e.At.UnixMilli()}
@@ -89,12 +90,12 @@ func (t *txn) appendLog(entries []store.LogEntry) error {
 }
 
 // logEntry decodes a job log entry of tenant's job.
-func logEntry(tenant, job string, en entry) (store.LogEntry, error) {
+func logEntry(tenant, job string, en entry) (record.LogEntry, error) {
 	var d logDoc
 	if err := json.Unmarshal(en.Value, &d); err != nil {
-		return store.LogEntry{}, fmt.Errorf("jsstore: decode %s: %w", en.Key, err)
+		return record.LogEntry{}, fmt.Errorf("jsstore: decode %s: %w", en.Key, err)
 	}
-	e := store.LogEntry{ID: int64(en.Rev), Tenant: tenant, JobID: job, Kind: d.Kind, QuestionID: d.QuestionID, Body: d.Body}
+	e := record.LogEntry{ID: int64(en.Rev), Tenant: tenant, JobID: job, Kind: d.Kind, QuestionID: d.QuestionID, Body: d.Body}
 	switch {
 	case d.Text != "":
 		e.Body = json.RawMessage(d.Text)

@@ -174,7 +174,7 @@ func (s *Store) ensureInstance(ctx context.Context) (string, error) {
 func (s *Store) Instance() string { return s.instance }
 
 // Shared reports that any number of runtimes may share the record: the
-// runtime takes no lease on it (runtime.SharedStore).
+// runtime takes no lease on it (record.Shareable).
 func (s *Store) Shared() bool { return true }
 
 // Close stops the store's watchers. The connection is the caller's.

@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"context"
 	"encoding/json"
@@ -11,7 +13,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // NextDue is the earliest due time of any step, from the replica's watch
@@ -35,7 +36,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 // questions have a step due; their documents say which of their steps are,
 // as a question may have several due at once after a long stop. A
 // question that moved on since the watch saw it is left out.
-func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]store.DueStep, error) {
+func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]record.DueStep, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -43,7 +44,7 @@ func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]store
 	if err := s.dueView(ctx, func(h dueHeap) { due = dueBy(h, now) }); err != nil {
 		return nil, fmt.Errorf("jsstore: due steps: %w", err)
 	}
-	var out []store.DueStep
+	var out []record.DueStep
 	for len(due) > 0 {
 		// A question's steps fall due no earlier than its due key: once
 		// limit steps are found, a question after the last of them (by
@@ -79,10 +80,10 @@ func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]store
 }
 
 // appendDue appends the steps of question d due at or before t.
-func appendDue(out []store.DueStep, d *questionDoc, t time.Time) []store.DueStep {
+func appendDue(out []record.DueStep, d *questionDoc, t time.Time) []record.DueStep {
 	for _, st := range d.Steps {
 		if due := msTime(st.Due); !due.After(t) {
-			out = append(out, store.DueStep{Question: d.Record.ID, Index: st.Index, Target: st.Target, Due: due})
+			out = append(out, record.DueStep{Question: d.Record.ID, Index: st.Index, Target: st.Target, Due: due})
 		}
 	}
 	return out
@@ -90,8 +91,8 @@ func appendDue(out []store.DueStep, d *questionDoc, t time.Time) []store.DueStep
 
 // sortSteps orders steps as SQLite's steps index: by due time, question
 // and step.
-func sortSteps(steps []store.DueStep) {
-	slices.SortFunc(steps, func(a, b store.DueStep) int {
+func sortSteps(steps []record.DueStep) {
+	slices.SortFunc(steps, func(a, b record.DueStep) int {
 		return cmp.Or(a.Due.Compare(b.Due), cmp.Compare(a.Question, b.Question), cmp.Compare(a.Index, b.Index))
 	})
 }
@@ -100,7 +101,7 @@ func sortSteps(steps []store.DueStep) {
 // questions due at or before before, earliest first: those a round may
 // take along. The job's due keys (due.<tenant>.<job>.*, read from the
 // server's index) say which questions have any step due by then.
-func (s *Store) JobSteps(ctx context.Context, tenant, job, target string, before time.Time) ([]store.DueStep, error) {
+func (s *Store) JobSteps(ctx context.Context, tenant, job, target string, before time.Time) ([]record.DueStep, error) {
 	entries, err := s.list(ctx, "due."+enc(tenant)+"."+enc(job)+".*")
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: steps of %s/%s: %w", tenant, job, err)
@@ -117,7 +118,7 @@ func (s *Store) JobSteps(ctx context.Context, tenant, job, target string, before
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: steps of %s/%s: %w", tenant, job, err)
 	}
-	var out []store.DueStep
+	var out []record.DueStep
 	for _, d := range docs {
 		if d == nil || d.Record.State != bridge.StatePending {
 			continue

@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +17,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv/poll"
-	"github.com/askbridge/askbridge/store"
 )
 
 // replicaServer starts a JetStream server for replicas to share; open
@@ -80,14 +81,14 @@ func TestReplicasFireEachDueStepOnce(t *testing.T) {
 					return
 				}
 				for _, d := range due {
-					err := r.FireRound(ctx, []store.RoundStep{{DueStep: d, Reason: "reminded"}}, now,
-						[]store.Message{{Subject: "ask.v1.event.acme.job-1", Data: fmt.Appendf(nil, "nudge %d", d.Question)}})
+					err := r.FireRound(ctx, []record.RoundStep{{DueStep: d, Reason: "reminded"}}, now,
+						[]record.Message{{Subject: "ask.v1.event.acme.job-1", Data: fmt.Appendf(nil, "nudge %d", d.Question)}})
 					switch {
 					case err == nil:
 						mu.Lock()
 						fired[d.Question]++
 						mu.Unlock()
-					case !errors.Is(err, store.ErrStepGone):
+					case !errors.Is(err, record.ErrStepGone):
 						t.Error(err)
 						return
 					}
@@ -154,7 +155,7 @@ func TestDueStepWhileNoReplicaRuns(t *testing.T) {
 	if next, ok, err := b.NextDue(ctx); err != nil || !ok || !next.Equal(t0.Add(30*time.Minute)) {
 		t.Fatalf("next due after another replica's ask = %v %v, %v; want t0+30m", next, ok, err)
 	}
-	if _, err := c.Cancel(ctx, store.JobCancel{Tenant: "acme", JobID: "job-2", At: t0}); err != nil {
+	if _, err := c.Cancel(ctx, record.JobCancel{Tenant: "acme", JobID: "job-2", At: t0}); err != nil {
 		t.Fatal(err)
 	}
 	if next, ok, err := b.NextDue(ctx); err != nil || !ok || !next.Equal(t0.Add(time.Hour)) {
@@ -170,7 +171,7 @@ func TestMarkSentOnAnotherReplica(t *testing.T) {
 	ctx := context.Background()
 	a, b := open(), open()
 	res := mustAsk(t, a, newQ("job-1", "q-1", 1))
-	if err := a.Enqueue(ctx, []store.Message{{Subject: "ask.v1.event.acme.job-1", Data: []byte("more")}}); err != nil {
+	if err := a.Enqueue(ctx, []record.Message{{Subject: "ask.v1.event.acme.job-1", Data: []byte("more")}}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := b.Unsent(ctx, 0, 10, time.Time{})
@@ -232,7 +233,7 @@ func TestDueStepsLimitAcrossManyQuestions(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	const n = 50
-	var nqs []store.NewQuestion
+	var nqs []record.NewQuestion
 	for i := range n {
 		nqs = append(nqs, newQ(fmt.Sprint("job-", i), "q-1", 1))
 	}
@@ -251,9 +252,9 @@ func TestDueStepsLimitAcrossManyQuestions(t *testing.T) {
 			t.Fatalf("DueSteps(limit %d) = %d steps, %v", limit, len(due), err)
 		}
 		for i, d := range due {
-			want := store.DueStep{Question: ids[i%n], Index: i / n, Target: bridge.TargetAnswerers, Due: t0.Add(time.Hour)}
+			want := record.DueStep{Question: ids[i%n], Index: i / n, Target: bridge.TargetAnswerers, Due: t0.Add(time.Hour)}
 			if i >= n {
-				want.Target, want.Due = store.StepTimeout, t0.Add(4*time.Hour)
+				want.Target, want.Due = record.StepTimeout, t0.Add(4*time.Hour)
 			}
 			if d != want {
 				t.Fatalf("DueSteps(limit %d)[%d] = %+v, want %+v", limit, i, d, want)
@@ -306,7 +307,7 @@ func TestDueWatchAfterServerRestart(t *testing.T) {
 	early := newQ("job-2", "q-1", 1)
 	early.Steps[0].Due = t0.Add(10 * time.Minute)
 	poll.CheckFor(t, poll.Patience, 20*time.Millisecond, func() error {
-		_, err := s.AskMany(ctx, []store.NewQuestion{early})
+		_, err := s.AskMany(ctx, []record.NewQuestion{early})
 		return err
 	})
 	wait, cancel := context.WithTimeout(ctx, 8*time.Second)

@@ -1,18 +1,18 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"context"
 	"fmt"
 	"slices"
-
-	"github.com/askbridge/askbridge/store"
 )
 
 // List returns one page of questions, by id, as SQLite's List. It reads
 // the state index for the filter's tenant, state and job, then the page's
 // documents only.
-func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Record, error) {
+func (s *Store) List(ctx context.Context, f record.ListFilter) ([]record.Record, error) {
 	limit := f.Limit
 	if limit <= 0 || limit > 500 {
 		limit = 50
@@ -23,7 +23,7 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Record, e
 	}
 	from, _ := slices.BinarySearchFunc(keys, f.AfterID+1, func(k stateKey, id int64) int { return cmp.Compare(k.id, id) })
 	keys = keys[from:]
-	out := make([]store.Record, 0, min(limit, len(keys)))
+	out := make([]record.Record, 0, min(limit, len(keys)))
 	for len(out) < limit && len(keys) > 0 {
 		n := min(limit-len(out), len(keys))
 		ids := make([]int64, n)
@@ -83,12 +83,12 @@ func (s *Store) jobDocs(ctx context.Context, tenant, job string) ([]readDoc, err
 
 // JobQuestions returns every question of a job, every task version, in
 // the order they were asked.
-func (s *Store) JobQuestions(ctx context.Context, tenant, job string) ([]store.Record, error) {
+func (s *Store) JobQuestions(ctx context.Context, tenant, job string) ([]record.Record, error) {
 	docs, err := s.jobDocs(ctx, tenant, job)
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: read the questions of job %s/%s: %w", tenant, job, err)
 	}
-	var out []store.Record
+	var out []record.Record
 	for _, rd := range docs {
 		out = append(out, rd.d.Record)
 	}
@@ -98,20 +98,20 @@ func (s *Store) JobQuestions(ctx context.Context, tenant, job string) ([]store.R
 // JobAudit returns the transitions of every question of a job, every task
 // version, in the order they were written: by the revision of the commit
 // that wrote each (its ID), then as its document lists them.
-func (s *Store) JobAudit(ctx context.Context, tenant, job string) ([]store.JobAuditEntry, error) {
+func (s *Store) JobAudit(ctx context.Context, tenant, job string) ([]record.JobAuditEntry, error) {
 	docs, err := s.jobDocs(ctx, tenant, job)
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: read the audit of job %s/%s: %w", tenant, job, err)
 	}
-	var out []store.JobAuditEntry
+	var out []record.JobAuditEntry
 	for _, rd := range docs {
 		r := &rd.d.Record
 		for _, a := range rd.d.auditEntries(rd.rev) {
-			out = append(out, store.JobAuditEntry{ID: int64(a.Rev), Question: r.ID, QuestionID: r.QuestionID,
+			out = append(out, record.JobAuditEntry{ID: int64(a.Rev), Question: r.ID, QuestionID: r.QuestionID,
 				TaskVersion: r.TaskVersion, From: a.From, To: a.To, By: a.By, Via: a.Via, Reason: a.Reason, At: a.At})
 		}
 	}
 	// Stable: one commit's entries of a document keep their order.
-	slices.SortStableFunc(out, func(a, b store.JobAuditEntry) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortStableFunc(out, func(a, b record.JobAuditEntry) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }

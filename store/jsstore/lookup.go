@@ -1,13 +1,14 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // view is what one commit of decisions reads and writes: every key read,
@@ -23,8 +24,8 @@ type view struct {
 	prefetch bool
 
 	questions map[int64]*questionState
-	ids       map[store.Key]int64 // a key's question id; 0: none
-	jobs      map[[2]string]int64 // a job's task version; 0: none
+	ids       map[record.Key]int64 // a key's question id; 0: none
+	jobs      map[[2]string]int64  // a job's task version; 0: none
 	proposals map[[2]string]*proposalState
 	attempts  map[string]*attemptState
 	// dirty are the questions changed by the view's decisions, in the
@@ -41,7 +42,7 @@ type questionState struct {
 }
 
 type proposalState struct {
-	p     *store.Proposal // nil: there is none
+	p     *record.Proposal // nil: there is none
 	rev   uint64
 	dirty bool
 }
@@ -55,7 +56,7 @@ func newView(s *Store, prefetch bool) *view {
 	return &view{
 		s: s, t: &txn{}, prefetch: prefetch,
 		questions: map[int64]*questionState{},
-		ids:       map[store.Key]int64{},
+		ids:       map[record.Key]int64{},
 		jobs:      map[[2]string]int64{},
 		proposals: map[[2]string]*proposalState{},
 		attempts:  map[string]*attemptState{},
@@ -96,7 +97,7 @@ func (v *view) changed(qs *questionState) {
 
 // resolve finds the question id k names: its version, or the latest one
 // when k names none. 0 means there is none.
-func (v *view) resolve(ctx context.Context, k store.Key) (int64, error) {
+func (v *view) resolve(ctx context.Context, k record.Key) (int64, error) {
 	if id, ok := v.ids[k]; ok {
 		return id, nil
 	}
@@ -110,7 +111,7 @@ func (v *view) resolve(ctx context.Context, k store.Key) (int64, error) {
 
 // resolveKey finds the question id k names (0: none): a direct read of its
 // version's key, or the versions' keys listed for the latest.
-func (s *Store) resolveKey(ctx context.Context, k store.Key) (int64, error) {
+func (s *Store) resolveKey(ctx context.Context, k record.Key) (int64, error) {
 	version := k.TaskVersion
 	if version == 0 {
 		vs, err := s.versions(ctx, k.Tenant, k.JobID, k.QuestionID)
@@ -144,7 +145,7 @@ func (v *view) proposal(ctx context.Context, tenant, id string) (*proposalState,
 	if ps, ok := v.proposals[k]; ok {
 		return ps, nil
 	}
-	var p store.Proposal
+	var p record.Proposal
 	rev, ok, err := v.s.getJSON(ctx, keyProposal(tenant, id), &p)
 	if err != nil {
 		return nil, err
@@ -174,11 +175,11 @@ func (v *view) attempt(ctx context.Context, id string) (*attemptState, error) {
 // Prefetch reads the questions of keys (those with a task version) and
 // their jobs in two multi reads, for the FindAnswerable calls to come. A
 // view of one decision reads only what it is asked.
-func (v *view) Prefetch(ctx context.Context, keys []store.Key) error {
+func (v *view) Prefetch(ctx context.Context, keys []record.Key) error {
 	if !v.prefetch {
 		return nil
 	}
-	var todo []store.Key
+	var todo []record.Key
 	var versionKeys []string
 	for _, k := range keys {
 		if _, ok := v.ids[k]; !ok && k.TaskVersion != 0 && !slices.Contains(todo, k) {
@@ -219,7 +220,7 @@ func (v *view) Prefetch(ctx context.Context, keys []store.Key) error {
 
 // prefetched keeps what Prefetch read of question id (named by k) and its
 // job, unless the view read them before.
-func (v *view) prefetched(k store.Key, id int64, docs map[string]entry) error {
+func (v *view) prefetched(k record.Key, id int64, docs map[string]entry) error {
 	if _, ok := v.questions[id]; !ok {
 		qs := &questionState{}
 		if e, ok := docs[keyQuestion(id)]; ok {
@@ -245,7 +246,7 @@ func (v *view) prefetched(k store.Key, id int64, docs map[string]entry) error {
 }
 
 // FindAnswerable is Store.FindAnswerable as the view's decisions left it.
-func (v *view) FindAnswerable(ctx context.Context, k store.Key) (*store.Answerable, error) {
+func (v *view) FindAnswerable(ctx context.Context, k record.Key) (*record.Answerable, error) {
 	r, d, err := v.find(ctx, k)
 	if err != nil {
 		return nil, err
@@ -254,44 +255,44 @@ func (v *view) FindAnswerable(ctx context.Context, k store.Key) (*store.Answerab
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: find question %s: %w", k, err)
 	}
-	return &store.Answerable{Record: r, JobVersion: version, Messages: d.messages()}, nil
+	return &record.Answerable{Record: r, JobVersion: version, Messages: d.messages()}, nil
 }
 
 // Find is Store.Find as the view's decisions left it.
-func (v *view) Find(ctx context.Context, k store.Key) (*store.Record, error) {
+func (v *view) Find(ctx context.Context, k record.Key) (*record.Record, error) {
 	r, _, err := v.find(ctx, k)
 	return r, err
 }
 
 // find reads the question k names: a copy of its record, which the caller
 // may keep or change, and its document.
-func (v *view) find(ctx context.Context, k store.Key) (*store.Record, *questionDoc, error) {
+func (v *view) find(ctx context.Context, k record.Key) (*record.Record, *questionDoc, error) {
 	id, err := v.resolve(ctx, k)
 	if err != nil {
 		return nil, nil, fmt.Errorf("jsstore: find question %s: %w", k, err)
 	}
 	if id == 0 {
-		return nil, nil, store.ErrNotFound
+		return nil, nil, record.ErrNotFound
 	}
 	qs, err := v.question(ctx, id)
 	if err != nil {
 		return nil, nil, fmt.Errorf("jsstore: find question %s: %w", k, err)
 	}
 	if qs.d == nil {
-		return nil, nil, store.ErrNotFound
+		return nil, nil, record.ErrNotFound
 	}
 	r := qs.d.Record
 	return &r, qs.d, nil
 }
 
 // Proposal reads a proposal as the view's decisions left it: a copy.
-func (v *view) Proposal(ctx context.Context, tenant, id string) (*store.Proposal, error) {
+func (v *view) Proposal(ctx context.Context, tenant, id string) (*record.Proposal, error) {
 	ps, err := v.proposal(ctx, tenant, id)
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: proposal %s/%s: %w", tenant, id, err)
 	}
 	if ps.p == nil {
-		return nil, store.ErrNotFound
+		return nil, record.ErrNotFound
 	}
 	p := *ps.p
 	p.Approvals = slices.Clone(p.Approvals)

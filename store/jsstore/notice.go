@@ -1,11 +1,11 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/askbridge/askbridge/store"
 )
 
 // RecordNotice writes a notice to its job's trail (kind LogNotice, the
@@ -14,8 +14,8 @@ import (
 // (notice.<tenant>.<job>.<id>), created only if missing. A notice whose id
 // is marked is a redelivery: nothing is written, and the error is
 // store.ErrDuplicate, whichever replica recorded it first.
-func (s *Store) RecordNotice(ctx context.Context, e store.LogEntry, noticeID string, msgs []store.Message) error {
-	e.Kind = store.LogNotice
+func (s *Store) RecordNotice(ctx context.Context, e record.LogEntry, noticeID string, msgs []record.Message) error {
+	e.Kind = record.LogNotice
 	key := keyNotice(e.Tenant, e.JobID, noticeID)
 	err := retry(ctx, "record notice "+noticeID, func() error {
 		_, rev, ok, err := s.get(ctx, key)
@@ -23,11 +23,11 @@ func (s *Store) RecordNotice(ctx context.Context, e store.LogEntry, noticeID str
 			return err
 		}
 		if ok {
-			return store.ErrDuplicate
+			return record.ErrDuplicate
 		}
 		t := &txn{}
 		t.put(key, rev, []byte(noticeID))
-		if err := t.appendLog([]store.LogEntry{e}); err != nil {
+		if err := t.appendLog([]record.LogEntry{e}); err != nil {
 			return err
 		}
 		if err := t.outbox(msgs, e.At); err != nil {
@@ -35,7 +35,7 @@ func (s *Store) RecordNotice(ctx context.Context, e store.LogEntry, noticeID str
 		}
 		return s.commit(ctx, t)
 	})
-	if errors.Is(err, store.ErrDuplicate) {
+	if errors.Is(err, record.ErrDuplicate) {
 		return err
 	}
 	if err != nil {

@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,8 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/askbridge/askbridge/store"
 )
 
 // The outbox is the keys out.<nuid>, written in the batch of the
@@ -40,11 +40,11 @@ const outFilter = subjectPrefix + "out.>"
 // later has a higher sequence than any the read returned, so a relay's
 // cursor (the last row it read) never passes over a row, whichever
 // replica wrote it.
-func (s *Store) Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]store.OutboxRow, error) {
+func (s *Store) Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]record.OutboxRow, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	var out []store.OutboxRow
+	var out []record.OutboxRow
 	var bad error
 	err := s.scan(ctx, outFilter, uint64(max(afterID, 0))+1, func(key string, rev uint64, value []byte) bool {
 		var d outboxDoc
@@ -52,7 +52,7 @@ func (s *Store) Unsent(ctx context.Context, afterID int64, limit int, oldBefore 
 			bad = fmt.Errorf("jsstore: outbox row %d (%s): %w", rev, key, err)
 			return false
 		}
-		row := store.OutboxRow{ID: int64(rev), Subject: d.Subject, Data: d.Data, Instance: s.instance}
+		row := record.OutboxRow{ID: int64(rev), Subject: d.Subject, Data: d.Data, Instance: s.instance}
 		if !d.CreatedAt.IsZero() && d.CreatedAt.Before(oldBefore) {
 			row.OldAt = d.CreatedAt.UnixMilli()
 		}

@@ -1,11 +1,12 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/askbridge/askbridge/store"
 	"github.com/nats-io/nuid"
 )
 
@@ -20,7 +21,7 @@ type outboxDoc struct {
 
 // outbox writes msgs, in order, as new outbox rows of the transaction: a
 // transition's messages are published only if it commits.
-func (t *txn) outbox(msgs []store.Message, at time.Time) error {
+func (t *txn) outbox(msgs []record.Message, at time.Time) error {
 	for _, m := range msgs {
 		data, err := json.Marshal(outboxDoc{Subject: m.Subject, Data: m.Data, CreatedAt: msTime(at)})
 		if err != nil {

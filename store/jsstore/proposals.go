@@ -1,31 +1,32 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // ProposalOf reads the proposal a question asks for now, through the
 // question's document; store.ErrNotFound when it asks for none, or a later
 // question asks for it since (the proposal names that one).
-func (s *Store) ProposalOf(ctx context.Context, question int64) (*store.Proposal, error) {
+func (s *Store) ProposalOf(ctx context.Context, question int64) (*record.Proposal, error) {
 	d, _, ok, err := s.getQuestion(ctx, question)
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: proposal of question %d: %w", question, err)
 	}
 	if !ok || d.Proposal == "" {
-		return nil, store.ErrNotFound
+		return nil, record.ErrNotFound
 	}
 	p, err := s.FindProposal(ctx, d.Record.Tenant, d.Proposal)
 	if err != nil {
 		return nil, err
 	}
 	if p.Question != question {
-		return nil, store.ErrNotFound
+		return nil, record.ErrNotFound
 	}
 	return p, nil
 }
@@ -38,26 +39,26 @@ func (s *Store) ProposalOf(ctx context.Context, question int64) (*store.Proposal
 // proposal, store.ErrDuplicate (and the proposal as first reported) when it
 // was reported before, store.ErrProposalNotApproved when it was never
 // approved.
-func (s *Store) RecordExecution(ctx context.Context, e store.ExecutionReport) (*store.Proposal, error) {
-	var out *store.Proposal
+func (s *Store) RecordExecution(ctx context.Context, e record.ExecutionReport) (*record.Proposal, error) {
+	var out *record.Proposal
 	err := retry(ctx, "record execution of "+e.ProposalID, func() error {
 		out = nil
-		var p store.Proposal
+		var p record.Proposal
 		rev, ok, err := s.getJSON(ctx, keyProposal(e.Tenant, e.ProposalID), &p)
 		switch {
 		case err != nil:
 			return err
 		case !ok:
-			return store.ErrNotFound
+			return record.ErrNotFound
 		case p.JobID != e.JobID:
-			return store.ErrNotFound // another job's: not this reporter's to learn of
+			return record.ErrNotFound // another job's: not this reporter's to learn of
 		}
 		out = &p
 		switch {
 		case !p.ReportedAt.IsZero():
-			return store.ErrDuplicate
+			return record.ErrDuplicate
 		case p.State != bridge.ProposalApproved && p.State != bridge.ProposalExecuted:
-			return store.ErrProposalNotApproved
+			return record.ErrProposalNotApproved
 		}
 		p.State = bridge.ProposalExecuted
 		if e.Result == bridge.ResultFailed {
@@ -87,8 +88,8 @@ func (s *Store) RecordExecution(ctx context.Context, e store.ExecutionReport) (*
 		return s.commit(ctx, t)
 	})
 	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrDuplicate), errors.Is(err, store.ErrProposalNotApproved):
-		if errors.Is(err, store.ErrNotFound) {
+	case errors.Is(err, record.ErrNotFound), errors.Is(err, record.ErrDuplicate), errors.Is(err, record.ErrProposalNotApproved):
+		if errors.Is(err, record.ErrNotFound) {
 			out = nil
 		}
 		return out, err
@@ -100,20 +101,20 @@ func (s *Store) RecordExecution(ctx context.Context, e store.ExecutionReport) (*
 
 // answerable reads question q with its job's task version and the messages
 // showing it; store.ErrNotFound when it has no document.
-func (s *Store) answerable(ctx context.Context, q int64) (*store.Answerable, error) {
+func (s *Store) answerable(ctx context.Context, q int64) (*record.Answerable, error) {
 	d, _, ok, err := s.getQuestion(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, store.ErrNotFound
+		return nil, record.ErrNotFound
 	}
 	jd, _, _, err := s.getJob(ctx, d.Record.Tenant, d.Record.JobID)
 	if err != nil {
 		return nil, err
 	}
 	rec := d.Record
-	a := &store.Answerable{Record: &rec, JobVersion: jd.TaskVersion}
+	a := &record.Answerable{Record: &rec, JobVersion: jd.TaskVersion}
 	for _, dl := range d.Deliveries {
 		if dl.OK && dl.Message.MessageID != "" {
 			a.Messages = append(a.Messages, dl.Message)

@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"context"
 	"errors"
@@ -10,24 +12,23 @@ import (
 	"strings"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Get reads a question by its id.
-func (s *Store) Get(ctx context.Context, id int64) (*store.Record, error) {
+func (s *Store) Get(ctx context.Context, id int64) (*record.Record, error) {
 	d, _, ok, err := s.getQuestion(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: get question %d: %w", id, err)
 	}
 	if !ok {
-		return nil, store.ErrNotFound
+		return nil, record.ErrNotFound
 	}
 	return &d.Record, nil
 }
 
 // Find reads a question by key; TaskVersion 0 finds the latest version.
-func (s *Store) Find(ctx context.Context, k store.Key) (*store.Record, error) {
+func (s *Store) Find(ctx context.Context, k record.Key) (*record.Record, error) {
 	d, _, err := s.findDoc(ctx, k)
 	if err != nil {
 		return nil, err
@@ -37,7 +38,7 @@ func (s *Store) Find(ctx context.Context, k store.Key) (*store.Record, error) {
 
 // findDoc reads the document of the question k names (its latest version
 // when k names none), with its revision; store.ErrNotFound when there is none.
-func (s *Store) findDoc(ctx context.Context, k store.Key) (*questionDoc, uint64, error) {
+func (s *Store) findDoc(ctx context.Context, k record.Key) (*questionDoc, uint64, error) {
 	var q int64
 	var ok bool
 	var err error
@@ -50,14 +51,14 @@ func (s *Store) findDoc(ctx context.Context, k store.Key) (*questionDoc, uint64,
 		return nil, 0, fmt.Errorf("jsstore: find question %s: %w", k, err)
 	}
 	if !ok {
-		return nil, 0, store.ErrNotFound
+		return nil, 0, record.ErrNotFound
 	}
 	d, rev, ok, err := s.getQuestion(ctx, q)
 	if err != nil {
 		return nil, 0, fmt.Errorf("jsstore: find question %s: %w", k, err)
 	}
 	if !ok {
-		return nil, 0, store.ErrNotFound
+		return nil, 0, record.ErrNotFound
 	}
 	return d, rev, nil
 }
@@ -137,7 +138,7 @@ func (s *Store) versions(ctx context.Context, tenant, job, qid string) ([]versio
 // that has one (at most store.MaxQuestionIDJobs jobs); tenant and job
 // narrow the search when given. Like SQLite it weighs the 200 latest
 // versions only.
-func (s *Store) FindQuestionIDs(ctx context.Context, tenant, job, questionID string) ([]*store.Record, error) {
+func (s *Store) FindQuestionIDs(ctx context.Context, tenant, job, questionID string) ([]*record.Record, error) {
 	vs, err := s.versions(ctx, tenant, job, questionID)
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: find question %s: %w", questionID, err)
@@ -148,7 +149,7 @@ func (s *Store) FindQuestionIDs(ctx context.Context, tenant, job, questionID str
 	seen := map[[2]string]bool{}
 	for _, v := range vs {
 		k := [2]string{v.tenant, v.job}
-		if !seen[k] && len(ids) < store.MaxQuestionIDJobs {
+		if !seen[k] && len(ids) < record.MaxQuestionIDJobs {
 			seen[k] = true
 			ids = append(ids, v.id)
 		}
@@ -157,7 +158,7 @@ func (s *Store) FindQuestionIDs(ctx context.Context, tenant, job, questionID str
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: find question %s: %w", questionID, err)
 	}
-	var out []*store.Record
+	var out []*record.Record
 	for _, rd := range docs {
 		if rd.d != nil {
 			out = append(out, &rd.d.Record)

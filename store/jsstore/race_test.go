@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // twoReplicas opens two stores on one server, each on a connection of its
@@ -71,20 +72,20 @@ func TestTwoReplicasAskOneQuestion(t *testing.T) {
 	const rounds = 20
 	for i := range rounds {
 		nq := newQ("job-1", fmt.Sprint("q-", i), 1)
-		var ra, rb []*store.AskResult
+		var ra, rb []*record.AskResult
 		var ea, eb error
-		atOnce(func() { ra, ea = a.AskMany(ctx, []store.NewQuestion{nq}) },
-			func() { rb, eb = b.AskMany(ctx, []store.NewQuestion{nq}) })
+		atOnce(func() { ra, ea = a.AskMany(ctx, []record.NewQuestion{nq}) },
+			func() { rb, eb = b.AskMany(ctx, []record.NewQuestion{nq}) })
 		if ea != nil || eb != nil {
 			t.Fatalf("round %d: %v, %v", i, ea, eb)
 		}
-		statuses := []store.AskStatus{ra[0].Status, rb[0].Status}
+		statuses := []record.AskStatus{ra[0].Status, rb[0].Status}
 		slices.Sort(statuses)
-		if statuses[0] != store.Asked || statuses[1] != store.Duplicate {
+		if statuses[0] != record.Asked || statuses[1] != record.Duplicate {
 			t.Fatalf("round %d: statuses %v, want one Asked and one Duplicate", i, statuses)
 		}
 		asked := ra[0]
-		if asked.Status != store.Asked {
+		if asked.Status != record.Asked {
 			asked = rb[0]
 		}
 		if r, err := b.Find(ctx, nq.Key); err != nil || r.ID != asked.Record.ID {
@@ -115,12 +116,12 @@ func TestVersionBumpRacingAnAsk(t *testing.T) {
 	for i := range 20 {
 		job := fmt.Sprint("job-", i)
 		mustAsk(t, a, newQ(job, "q-first", 1))
-		var res []*store.AskResult
-		var ended []store.Record
+		var res []*record.AskResult
+		var ended []record.Record
 		var eAsk, eBump error
-		atOnce(func() { res, eAsk = a.AskMany(ctx, []store.NewQuestion{newQ(job, "q-late", 1)}) },
+		atOnce(func() { res, eAsk = a.AskMany(ctx, []record.NewQuestion{newQ(job, "q-late", 1)}) },
 			func() {
-				ended, eBump = b.Cancel(ctx, store.JobCancel{Tenant: "acme", JobID: job, NewVersion: 2, At: t0})
+				ended, eBump = b.Cancel(ctx, record.JobCancel{Tenant: "acme", JobID: job, NewVersion: 2, At: t0})
 			})
 		if eAsk != nil || eBump != nil {
 			t.Fatalf("%s: %v, %v", job, eAsk, eBump)
@@ -131,12 +132,12 @@ func TestVersionBumpRacingAnAsk(t *testing.T) {
 		}
 		slices.Sort(endedIDs)
 		switch res[0].Status {
-		case store.Stale:
+		case record.Stale:
 			orders["bump first"]++
 			if !slices.Equal(endedIDs, []string{"q-first"}) || res[0].JobVersion != 2 {
 				t.Fatalf("%s: the ask was Stale at version %d; the bump ended %q", job, res[0].JobVersion, endedIDs)
 			}
-		case store.Asked:
+		case record.Asked:
 			orders["ask first"]++
 			if !slices.Equal(endedIDs, []string{"q-first", "q-late"}) {
 				t.Fatalf("%s: the ask came first, but the bump ended %q", job, endedIDs)
@@ -144,7 +145,7 @@ func TestVersionBumpRacingAnAsk(t *testing.T) {
 		default:
 			t.Fatalf("%s: ask = %+v", job, res[0])
 		}
-		pending, err := a.List(ctx, store.ListFilter{Tenant: "acme", JobID: job, State: bridge.StatePending})
+		pending, err := a.List(ctx, record.ListFilter{Tenant: "acme", JobID: job, State: bridge.StatePending})
 		if err != nil || len(pending) != 0 {
 			t.Fatalf("%s: pending after the bump = %+v, %v", job, pending, err)
 		}
@@ -162,15 +163,15 @@ func TestCancelRacingAnAsk(t *testing.T) {
 	for i := range 20 {
 		job := fmt.Sprint("job-", i)
 		mustAsk(t, a, newQ(job, "q-first", 1))
-		var res []*store.AskResult
-		var ended []store.Record
+		var res []*record.AskResult
+		var ended []record.Record
 		var eAsk, eCancel error
-		atOnce(func() { res, eAsk = a.AskMany(ctx, []store.NewQuestion{newQ(job, "q-late", 1)}) },
-			func() { ended, eCancel = b.Cancel(ctx, store.JobCancel{Tenant: "acme", JobID: job, At: t0}) })
-		if eAsk != nil || eCancel != nil || res[0].Status != store.Asked {
+		atOnce(func() { res, eAsk = a.AskMany(ctx, []record.NewQuestion{newQ(job, "q-late", 1)}) },
+			func() { ended, eCancel = b.Cancel(ctx, record.JobCancel{Tenant: "acme", JobID: job, At: t0}) })
+		if eAsk != nil || eCancel != nil || res[0].Status != record.Asked {
 			t.Fatalf("%s: %v, %v, %+v", job, eAsk, eCancel, res)
 		}
-		cancelledLate := slices.ContainsFunc(ended, func(r store.Record) bool { return r.QuestionID == "q-late" })
+		cancelledLate := slices.ContainsFunc(ended, func(r record.Record) bool { return r.QuestionID == "q-late" })
 		late, err := b.Get(ctx, res[0].Record.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -178,8 +179,8 @@ func TestCancelRacingAnAsk(t *testing.T) {
 		if want := map[bool]string{true: bridge.StateCancelled, false: bridge.StatePending}[cancelledLate]; late.State != want {
 			t.Fatalf("%s: q-late is %s, the cancel ended %d questions", job, late.State, len(ended))
 		}
-		listed, err := a.List(ctx, store.ListFilter{Tenant: "acme", JobID: job, State: late.State})
-		if err != nil || !slices.ContainsFunc(listed, func(r store.Record) bool { return r.ID == late.ID }) {
+		listed, err := a.List(ctx, record.ListFilter{Tenant: "acme", JobID: job, State: late.State})
+		if err != nil || !slices.ContainsFunc(listed, func(r record.Record) bool { return r.ID == late.ID }) {
 			t.Fatalf("%s: q-late (%s) is not listed in its state: %+v, %v", job, late.State, listed, err)
 		}
 	}
@@ -203,7 +204,7 @@ func TestEndingMoreThanOneBatch(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 	ctx := context.Background()
 	const n = 210 // five keys each to end: more than maxBatch
-	var nqs []store.NewQuestion
+	var nqs []record.NewQuestion
 	for i := range n {
 		nqs = append(nqs, newQ("job-1", fmt.Sprintf("q-%03d", i), 1), newQ("job-2", fmt.Sprintf("q-%03d", i), 1))
 	}
@@ -211,7 +212,7 @@ func TestEndingMoreThanOneBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := mustAsk(t, s, newQ("job-1", "q-next", 2))
-	if res.Status != store.Asked || len(res.Superseded) != n {
+	if res.Status != record.Asked || len(res.Superseded) != n {
 		t.Fatalf("ask at version 2: %v, %d superseded; want %d", res.Status, len(res.Superseded), n)
 	}
 	out := outboxOf(t, s)
@@ -224,15 +225,15 @@ func TestEndingMoreThanOneBatch(t *testing.T) {
 	if len(superseded) != n || !slices.IsSorted(superseded) || out[len(out)-1] != "ask.v1.event.acme.job-1 asked" {
 		t.Fatalf("%d superseded announced (sorted %v), last %q", len(superseded), slices.IsSorted(superseded), out[len(out)-1])
 	}
-	c := store.JobCancel{Tenant: "acme", JobID: "job-2", At: t0, Key: "cancel.1",
-		Outbox: func(r *store.Record) []store.Message {
-			return []store.Message{{Subject: "x", Data: []byte(r.QuestionID)}}
+	c := record.JobCancel{Tenant: "acme", JobID: "job-2", At: t0, Key: "cancel.1",
+		Outbox: func(r *record.Record) []record.Message {
+			return []record.Message{{Subject: "x", Data: []byte(r.QuestionID)}}
 		}}
 	ended, err := s.Cancel(ctx, c)
 	if err != nil || len(ended) != n {
 		t.Fatalf("cancel of job-2 ended %d, %v; want %d", len(ended), err, n)
 	}
-	if _, err := s.Cancel(ctx, c); !errors.Is(err, store.ErrDuplicate) {
+	if _, err := s.Cancel(ctx, c); !errors.Is(err, record.ErrDuplicate) {
 		t.Fatalf("the cancel again: %v, want ErrDuplicate", err)
 	}
 	counts, err := s.CountByState(ctx)
@@ -253,7 +254,7 @@ func TestTwoReplicasAskOverlappingBatches(t *testing.T) {
 	a, b := twoReplicas(t)
 	ctx := context.Background()
 	for round := range 5 {
-		var forward, backward []store.NewQuestion
+		var forward, backward []record.NewQuestion
 		for j := range 12 {
 			forward = append(forward, newQ(fmt.Sprintf("job-%d-%d", round, j), "q-1", 1))
 		}
@@ -262,7 +263,7 @@ func TestTwoReplicasAskOverlappingBatches(t *testing.T) {
 		for _, nq := range slices.Backward(forward) {
 			backward = append(backward, nq)
 		}
-		var ra, rb []*store.AskResult
+		var ra, rb []*record.AskResult
 		var ea, eb error
 		atOnce(func() { ra, ea = a.AskMany(ctx, forward) }, func() { rb, eb = b.AskMany(ctx, backward) })
 		if ea != nil || eb != nil {
@@ -271,13 +272,13 @@ func TestTwoReplicasAskOverlappingBatches(t *testing.T) {
 		asked := 0
 		for i := range forward {
 			x, y := ra[i].Status, rb[len(forward)-1-i].Status
-			if x == store.Asked {
+			if x == record.Asked {
 				asked++
 			}
-			if y == store.Asked {
+			if y == record.Asked {
 				asked++
 			}
-			if x == store.Asked && y == store.Asked {
+			if x == record.Asked && y == record.Asked {
 				t.Fatalf("round %d: %s asked on both replicas", round, forward[i].Key)
 			}
 		}

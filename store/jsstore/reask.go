@@ -1,6 +1,8 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"cmp"
 	"context"
 	"fmt"
@@ -10,7 +12,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // Reask writes to the outbox a message for each of up to limit pending
@@ -26,8 +27,8 @@ import (
 // answered before is not asked again (the batch conflicts and the page is
 // read again), and one answered after is announced after it. A page is at
 // most half a batch of questions, its documents and messages together.
-func (s *Store) Reask(ctx context.Context, platforms []string, askedBy time.Time, cur store.ReaskCursor, limit int,
-	build func(r *store.Record, shownOn []string) (store.Message, bool, error)) (next store.ReaskCursor, n int, done bool, err error) {
+func (s *Store) Reask(ctx context.Context, platforms []string, askedBy time.Time, cur record.ReaskCursor, limit int,
+	build func(r *record.Record, shownOn []string) (record.Message, bool, error)) (next record.ReaskCursor, n int, done bool, err error) {
 	if len(platforms) == 0 {
 		return cur, 0, true, nil
 	}
@@ -47,18 +48,18 @@ func (s *Store) Reask(ctx context.Context, platforms []string, askedBy time.Time
 }
 
 // reaskPage is one try of Reask.
-func (s *Store) reaskPage(ctx context.Context, platforms []string, askedBy time.Time, cur store.ReaskCursor, limit int,
-	build func(r *store.Record, shownOn []string) (store.Message, bool, error)) (store.ReaskCursor, int, bool, error) {
+func (s *Store) reaskPage(ctx context.Context, platforms []string, askedBy time.Time, cur record.ReaskCursor, limit int,
+	build func(r *record.Record, shownOn []string) (record.Message, bool, error)) (record.ReaskCursor, int, bool, error) {
 	walk := reaskWalk{platforms: strings.Join(platforms, ","), askedBy: askedBy}
 	keys, err := s.reaskKeys(ctx, walk, cur)
 	if err != nil {
 		return cur, 0, false, err
 	}
-	from, _ := slices.BinarySearchFunc(keys, cur, func(k stateKey, c store.ReaskCursor) int {
+	from, _ := slices.BinarySearchFunc(keys, cur, func(k stateKey, c record.ReaskCursor) int {
 		return cmp.Or(strings.Compare(k.tenant, c.Tenant), cmp.Compare(k.id, c.ID+1))
 	})
 	t := &txn{}
-	var msgs []store.Message
+	var msgs []record.Message
 	next, found := cur, 0
 	for _, k := range keys[from:] {
 		if found == limit {
@@ -73,7 +74,7 @@ func (s *Store) reaskPage(ctx context.Context, platforms []string, askedBy time.
 			continue
 		}
 		found++
-		next = store.ReaskCursor{Tenant: d.Record.Tenant, ID: d.Record.ID}
+		next = record.ReaskCursor{Tenant: d.Record.Tenant, ID: d.Record.ID}
 		m, ok, err := build(&d.Record, shown)
 		if err != nil {
 			return cur, 0, false, err
@@ -107,7 +108,7 @@ func (s *Store) reaskPage(ctx context.Context, platforms []string, askedBy time.
 type reaskWalk struct {
 	platforms string
 	askedBy   time.Time
-	next      store.ReaskCursor
+	next      record.ReaskCursor
 	keys      []stateKey
 }
 
@@ -129,11 +130,11 @@ func (m *reaskMemo) keep(w reaskWalk, done bool) {
 
 // reaskKeys are the pending questions, by tenant and id: the listing of
 // the walk that cur continues, or a new one.
-func (s *Store) reaskKeys(ctx context.Context, w reaskWalk, cur store.ReaskCursor) ([]stateKey, error) {
+func (s *Store) reaskKeys(ctx context.Context, w reaskWalk, cur record.ReaskCursor) ([]stateKey, error) {
 	s.reask.mu.Lock()
 	last := s.reask.last
 	s.reask.mu.Unlock()
-	if last != nil && cur != (store.ReaskCursor{}) && last.next == cur && last.platforms == w.platforms && last.askedBy.Equal(w.askedBy) {
+	if last != nil && cur != (record.ReaskCursor{}) && last.next == cur && last.platforms == w.platforms && last.askedBy.Equal(w.askedBy) {
 		return last.keys, nil
 	}
 	keys, err := s.states(ctx, stateFilter("", bridge.StatePending, ""))

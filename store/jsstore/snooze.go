@@ -1,11 +1,11 @@
 package jsstore
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/askbridge/askbridge/store"
 )
 
 // Snoozes are the snoozes on a question still to end at now: who, until
@@ -42,5 +42,5 @@ func (s *Store) SnoozeOf(ctx context.Context, question int64, step int) (string,
 			}
 		}
 	}
-	return "", time.Time{}, store.ErrNotFound
+	return "", time.Time{}, record.ErrNotFound
 }

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"encoding/json"
 	"errors"
 	"slices"
@@ -8,7 +10,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // The decisions that keep a question waiting (approvals of several,
@@ -22,14 +23,14 @@ func testApprovals(t *testing.T, s Store) {
 	other := Ask(t, s, NewQuestion("job-1", "q-2", 1))
 	u1 := bridge.Approval{By: "slack:U1", ByName: "Una", Via: "slack", At: T0}
 	u2 := bridge.Approval{By: "slack:U2", At: T0.Add(time.Minute)}
-	approve := func(attempt string, question int64, as ...bridge.Approval) store.Decision {
-		return store.Decision{Approve: &store.ApprovalRecord{AttemptID: attempt, Question: question, Tenant: Tenant, ProposalID: "pr_1",
-			Approvals: as, At: T0, Outbox: []store.Message{{Subject: "ev", Data: []byte("approval " + attempt)}}}}
+	approve := func(attempt string, question int64, as ...bridge.Approval) record.Decision {
+		return record.Decision{Approve: &record.ApprovalRecord{AttemptID: attempt, Question: question, Tenant: Tenant, ProposalID: "pr_1",
+			Approvals: as, At: T0, Outbox: []record.Message{{Subject: "ev", Data: []byte("approval " + attempt)}}}}
 	}
 	wantOutcomes(t, decideAll(t, s, approve("a1", q.ID, u1)), nil)
-	wantOutcomes(t, decideAll(t, s, approve("a1", q.ID, u1, u2)), store.ErrDuplicate)
+	wantOutcomes(t, decideAll(t, s, approve("a1", q.ID, u1, u2)), record.ErrDuplicate)
 	// Another question does not ask for pr_1.
-	wantOutcomes(t, decideAll(t, s, approve("a9", other.ID, u1, u2)), store.ErrNotPending)
+	wantOutcomes(t, decideAll(t, s, approve("a9", other.ID, u1, u2)), record.ErrNotPending)
 	p := Proposal(t, s, "pr_1")
 	if p.State != bridge.ProposalPending || !slices.Equal(approvers(p.Approvals), []string{"slack:U1"}) ||
 		p.Approvals[0].ByName != "Una" || !p.Approvals[0].At.Equal(T0) || !p.DecidedAt.IsZero() {
@@ -41,10 +42,10 @@ func testApprovals(t *testing.T, s Store) {
 	decided := T0.Add(time.Hour)
 	wantOutcomes(t, decideAll(t, s,
 		approve("a2", q.ID, u1, u2),
-		store.Decision{Settle: &store.Settlement{Question: q.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, At: decided,
-			AttemptID: "a3", Proposal: &store.ProposalDecision{Tenant: Tenant, ID: "pr_1", State: bridge.ProposalApproved}}},
+		record.Decision{Settle: &record.Settlement{Question: q.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, At: decided,
+			AttemptID: "a3", Proposal: &record.ProposalDecision{Tenant: Tenant, ID: "pr_1", State: bridge.ProposalApproved}}},
 		approve("a4", q.ID, u1, u2, bridge.Approval{By: "slack:U3", At: T0}),
-	), nil, nil, store.ErrNotPending)
+	), nil, nil, record.ErrNotPending)
 	p = Proposal(t, s, "pr_1")
 	if p.State != bridge.ProposalApproved || !slices.Equal(approvers(p.Approvals), []string{"slack:U1", "slack:U2"}) || !p.DecidedAt.Equal(decided) {
 		t.Fatalf("after the deciding settlement: %+v", p)
@@ -58,8 +59,8 @@ func testApprovals(t *testing.T, s Store) {
 	}
 	// A settlement naming the approvals writes them: a denial of pr_2.
 	q2 := Ask(t, s, NewApproval("job-2", "q-1", 1, "pr_2"))
-	wantOutcomes(t, decideAll(t, s, store.Decision{Settle: &store.Settlement{Question: q2.ID, State: bridge.StateDeclined,
-		Action: bridge.ActionDecline, At: decided, Proposal: &store.ProposalDecision{Tenant: Tenant, ID: "pr_2",
+	wantOutcomes(t, decideAll(t, s, record.Decision{Settle: &record.Settlement{Question: q2.ID, State: bridge.StateDeclined,
+		Action: bridge.ActionDecline, At: decided, Proposal: &record.ProposalDecision{Tenant: Tenant, ID: "pr_2",
 			State: bridge.ProposalDenied, Approvals: []bridge.Approval{u2}}}}), nil)
 	if p := Proposal(t, s, "pr_2"); p.State != bridge.ProposalDenied || !slices.Equal(approvers(p.Approvals), []string{"slack:U2"}) {
 		t.Fatalf("denied: %+v", p)
@@ -71,13 +72,13 @@ func testApprovals(t *testing.T, s Store) {
 func testDelegation(t *testing.T, s Store) {
 	rec := Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	body := []byte(`{"question":"Which?","answerers":["slack:UDANA"]}`)
-	delegate := func(attempt string, body []byte) store.Decision {
-		return store.Decision{Delegate: &store.Delegation{AttemptID: attempt, Question: rec.ID, Body: body, By: "slack:UANA", Via: "slack",
+	delegate := func(attempt string, body []byte) record.Decision {
+		return record.Decision{Delegate: &record.Delegation{AttemptID: attempt, Question: rec.ID, Body: body, By: "slack:UANA", Via: "slack",
 			Reason: "slack:UANA asked slack:UDANA to answer.", At: T0.Add(time.Minute),
-			Outbox: []store.Message{{Subject: "ev", Data: []byte("delegated " + attempt)}}}}
+			Outbox: []record.Message{{Subject: "ev", Data: []byte("delegated " + attempt)}}}}
 	}
 	wantOutcomes(t, decideAll(t, s, delegate("d1", body)), nil)
-	wantOutcomes(t, decideAll(t, s, delegate("d1", []byte(`{}`))), store.ErrDuplicate)
+	wantOutcomes(t, decideAll(t, s, delegate("d1", []byte(`{}`))), record.ErrDuplicate)
 	got := Get(t, s, rec.ID)
 	if string(got.Body) != string(body) || got.State != bridge.StatePending {
 		t.Fatalf("record after the delegation: %s %s", got.Body, got.State)
@@ -93,7 +94,7 @@ func testDelegation(t *testing.T, s Store) {
 		t.Fatalf("the delegation's audit entry = %+v, want %+v", last, want)
 	}
 	Settle(t, s, rec, T0.Add(time.Hour))
-	wantOutcomes(t, decideAll(t, s, delegate("d2", []byte(`{}`))), store.ErrNotPending)
+	wantOutcomes(t, decideAll(t, s, delegate("d2", []byte(`{}`))), record.ErrNotPending)
 	if got := Get(t, s, rec.ID); string(got.Body) != string(body) {
 		t.Fatalf("a losing delegation wrote the body: %s", got.Body)
 	}
@@ -103,15 +104,15 @@ func testDelegation(t *testing.T, s Store) {
 }
 
 // snoozeSteps are the question's snooze steps due by until, earliest first.
-func snoozeSteps(t *testing.T, s Store, q int64, until time.Time) []store.DueStep {
+func snoozeSteps(t *testing.T, s Store, q int64, until time.Time) []record.DueStep {
 	t.Helper()
 	due, err := s.DueSteps(ctx, until, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []store.DueStep
+	var out []record.DueStep
 	for _, d := range due {
-		if d.Question == q && d.Target == store.StepSnooze {
+		if d.Question == q && d.Target == record.StepSnooze {
 			out = append(out, d)
 		}
 	}
@@ -124,7 +125,7 @@ func snoozeSteps(t *testing.T, s Store, q int64, until time.Time) []store.DueSte
 func testSnoozes(t *testing.T, s Store) {
 	rec := Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	snooze := func(attempt, who string, until time.Time) error {
-		return decideAll(t, s, store.Decision{Snooze: &store.Snooze{AttemptID: attempt, Question: rec.ID, Identity: who, Until: until,
+		return decideAll(t, s, record.Decision{Snooze: &record.Snooze{AttemptID: attempt, Question: rec.ID, Identity: who, Until: until,
 			Via: "slack", Reason: who + " snoozed", At: T0}})[0]
 	}
 	for _, c := range []struct {
@@ -135,7 +136,7 @@ func testSnoozes(t *testing.T, s Store) {
 		{"a1", "slack:UANA", 2 * time.Hour, nil},
 		{"a2", "slack:UANA", 3 * time.Hour, nil},
 		{"a3", "slack:UBEN", 30 * time.Minute, nil},
-		{"a3", "slack:UBEN", 5 * time.Hour, store.ErrDuplicate},
+		{"a3", "slack:UBEN", 5 * time.Hour, record.ErrDuplicate},
 	} {
 		if err := snooze(c.attempt, c.who, T0.Add(c.until)); (c.want == nil && err != nil) || !errors.Is(err, c.want) {
 			t.Fatalf("snooze %s of %s: %v, want %v", c.attempt, c.who, err, c.want)
@@ -177,7 +178,7 @@ func testSnoozes(t *testing.T, s Store) {
 			t.Errorf("snooze of step %d = %s %v, %v; want %s", steps[i].Index, who, until, err, want.who)
 		}
 	}
-	if _, _, err := s.SnoozeOf(ctx, rec.ID, 0); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.SnoozeOf(ctx, rec.ID, 0); !errors.Is(err, record.ErrNotFound) {
 		t.Errorf("snooze of a ladder step: %v, want ErrNotFound", err)
 	}
 	if audit, _ := s.Audit(ctx, rec.ID); len(audit) != 4 || audit[3].By != "slack:UBEN" || audit[3].Reason != "slack:UBEN snoozed" ||
@@ -188,7 +189,7 @@ func testSnoozes(t *testing.T, s Store) {
 	if steps := snoozeSteps(t, s, rec.ID, T0.Add(5*time.Hour)); len(steps) != 0 {
 		t.Errorf("snooze steps of a settled question: %+v", steps)
 	}
-	if err := snooze("a4", "slack:UCAT", T0.Add(time.Hour)); !errors.Is(err, store.ErrNotPending) {
+	if err := snooze("a4", "slack:UCAT", T0.Add(time.Hour)); !errors.Is(err, record.ErrNotPending) {
 		t.Fatalf("a snooze of a settled question: %v, want ErrNotPending", err)
 	}
 	if seen(t, s, rec.ID, "a4") {
@@ -200,20 +201,20 @@ func testSnoozes(t *testing.T, s Store) {
 // wins, in the batch's order; a losing one writes none.
 func testDecisionLogs(t *testing.T, s Store) {
 	q := Ask(t, s, NewQuestion("job-1", "q-1", 1))
-	entry := func(kind, body string) []store.LogEntry {
-		return []store.LogEntry{{Tenant: Tenant, JobID: "job-1", Kind: kind, QuestionID: "q-1", Body: json.RawMessage(body), At: T0}}
+	entry := func(kind, body string) []record.LogEntry {
+		return []record.LogEntry{{Tenant: Tenant, JobID: "job-1", Kind: kind, QuestionID: "q-1", Body: json.RawMessage(body), At: T0}}
 	}
 	st := settlement(q.ID, "a1")
-	st.Log = entry(store.LogApproval, `{"n":1}`)
+	st.Log = entry(record.LogApproval, `{"n":1}`)
 	lost := settlement(q.ID, "a2")
-	lost.Log = entry(store.LogApproval, `{"n":2}`)
+	lost.Log = entry(record.LogApproval, `{"n":2}`)
 	wantOutcomes(t, decideAll(t, s,
-		store.Decision{Refuse: &store.Refusal{AttemptID: "r1", Question: q.ID, At: T0, Log: entry(store.LogRefused, `{"n":0}`)}},
-		store.Decision{Settle: st},
-		store.Decision{Settle: lost},
-		store.Decision{Refuse: &store.Refusal{AttemptID: "r1", Question: q.ID, At: T0, Log: entry(store.LogRefused, `{"n":3}`)}},
-		store.Decision{Refuse: &store.Refusal{AttemptID: "r4", Question: q.ID, At: T0, Log: entry(store.LogRefused, `{"n":4}`)}},
-	), nil, nil, store.ErrNotPending, store.ErrDuplicate, nil)
+		record.Decision{Refuse: &record.Refusal{AttemptID: "r1", Question: q.ID, At: T0, Log: entry(record.LogRefused, `{"n":0}`)}},
+		record.Decision{Settle: st},
+		record.Decision{Settle: lost},
+		record.Decision{Refuse: &record.Refusal{AttemptID: "r1", Question: q.ID, At: T0, Log: entry(record.LogRefused, `{"n":3}`)}},
+		record.Decision{Refuse: &record.Refusal{AttemptID: "r4", Question: q.ID, At: T0, Log: entry(record.LogRefused, `{"n":4}`)}},
+	), nil, nil, record.ErrNotPending, record.ErrDuplicate, nil)
 	want := []string{`refused q-1 {"n":0}`, `approval q-1 {"n":1}`, `refused q-1 {"n":4}`}
 	if got := logOf(t, s, "job-1"); !slices.Equal(got, want) {
 		t.Fatalf("job log = %q, want %q", got, want)

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"errors"
 	"fmt"
 	"slices"
@@ -9,7 +11,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // RunDecide runs the decision tests: DecideEach (settle, refuse, approve,
@@ -42,9 +43,9 @@ func RunDecide(t *testing.T, open Open) {
 }
 
 // decideAll decides ds as one batch and returns each one's outcome.
-func decideAll(t *testing.T, s Store, ds ...store.Decision) []error {
+func decideAll(t *testing.T, s Store, ds ...record.Decision) []error {
 	t.Helper()
-	errs, err := s.DecideEach(ctx, len(ds), func(i int, _ store.Lookup) (store.Decision, error) { return ds[i], nil })
+	errs, err := s.DecideEach(ctx, len(ds), func(i int, _ record.Lookup) (record.Decision, error) { return ds[i], nil })
 	if err != nil {
 		t.Fatalf("DecideEach: %v", err)
 	}
@@ -65,9 +66,9 @@ func wantOutcomes(t *testing.T, got []error, want ...error) {
 }
 
 // refuse is a refusal of attempt on question q, announcing data.
-func refuse(q int64, attempt, data string) store.Decision {
-	return store.Decision{Refuse: &store.Refusal{AttemptID: attempt, Question: q, At: T0,
-		Outbox: []store.Message{{Subject: "ev", Data: []byte(data)}}}}
+func refuse(q int64, attempt, data string) record.Decision {
+	return record.Decision{Refuse: &record.Refusal{AttemptID: attempt, Question: q, At: T0,
+		Outbox: []record.Message{{Subject: "ev", Data: []byte(data)}}}}
 }
 
 // seen reports whether attempt was decided before: a refusal of it, which
@@ -75,8 +76,8 @@ func refuse(q int64, attempt, data string) store.Decision {
 // the probe records it.)
 func seen(t *testing.T, s Store, q int64, attempt string) bool {
 	t.Helper()
-	err := decideAll(t, s, store.Decision{Refuse: &store.Refusal{AttemptID: attempt, Question: q, At: T0}})[0]
-	if err != nil && !errors.Is(err, store.ErrDuplicate) {
+	err := decideAll(t, s, record.Decision{Refuse: &record.Refusal{AttemptID: attempt, Question: q, At: T0}})[0]
+	if err != nil && !errors.Is(err, record.ErrDuplicate) {
 		t.Fatalf("probe of attempt %s: %v", attempt, err)
 	}
 	return err != nil
@@ -88,23 +89,23 @@ func seen(t *testing.T, s Store, q int64, attempt string) bool {
 func testSettleOnce(t *testing.T, s Store) {
 	rec := Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	at := T0.Add(time.Minute)
-	st := store.Settlement{
+	st := record.Settlement{
 		Question: rec.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, Answer: []byte(`"blue"`), AnswerRaw: []byte(`"Blue"`),
 		AnswerText: "blue", Comment: "my pick", By: "slack:U1", ByName: "kevin", Via: "slack", Text: "The answer: blue", At: at,
-		AttemptID: "a1", Outbox: []store.Message{{Subject: "ask.v1.resume.acme.job-1", Data: []byte("answered")}},
+		AttemptID: "a1", Outbox: []record.Message{{Subject: "ask.v1.resume.acme.job-1", Data: []byte("answered")}},
 	}
 	if err := s.Settle(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Settle(ctx, st); !errors.Is(err, store.ErrDuplicate) {
+	if err := s.Settle(ctx, st); !errors.Is(err, record.ErrDuplicate) {
 		t.Fatalf("the same attempt again: %v, want ErrDuplicate", err)
 	}
 	st.AttemptID, st.By = "a2", "slack:U2"
-	if err := s.Settle(ctx, st); !errors.Is(err, store.ErrNotPending) {
+	if err := s.Settle(ctx, st); !errors.Is(err, record.ErrNotPending) {
 		t.Fatalf("a second answer: %v, want ErrNotPending", err)
 	}
 	st.AttemptID = ""
-	if err := s.Settle(ctx, st); !errors.Is(err, store.ErrNotPending) {
+	if err := s.Settle(ctx, st); !errors.Is(err, record.ErrNotPending) {
 		t.Fatalf("a second answer without an attempt id: %v, want ErrNotPending", err)
 	}
 	r := Get(t, s, rec.ID)
@@ -120,7 +121,7 @@ func testSettleOnce(t *testing.T, s Store) {
 	if !seen(t, s, rec.ID, "a1") || seen(t, s, rec.ID, "a2") {
 		t.Fatal("a1 should be recorded and the losing a2 not")
 	}
-	if err := s.Settle(ctx, store.Settlement{Question: rec.ID + 1000, State: bridge.StateAnswered, At: at}); !errors.Is(err, store.ErrNotPending) {
+	if err := s.Settle(ctx, record.Settlement{Question: rec.ID + 1000, State: bridge.StateAnswered, At: at}); !errors.Is(err, record.ErrNotPending) {
 		t.Fatalf("settle of an unknown question: %v, want ErrNotPending", err)
 	}
 }
@@ -135,8 +136,8 @@ func testConcurrentSettles(t *testing.T, s Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = s.Settle(ctx, store.Settlement{Question: rec.ID, State: bridge.StateAnswered, By: fmt.Sprint("slack:U", i),
-				AttemptID: fmt.Sprint("a", i), At: T0, Outbox: []store.Message{{Subject: "res", Data: []byte(fmt.Sprint(i))}}})
+			results[i] = s.Settle(ctx, record.Settlement{Question: rec.ID, State: bridge.StateAnswered, By: fmt.Sprint("slack:U", i),
+				AttemptID: fmt.Sprint("a", i), At: T0, Outbox: []record.Message{{Subject: "res", Data: []byte(fmt.Sprint(i))}}})
 		}()
 	}
 	wg.Wait()
@@ -147,7 +148,7 @@ func testConcurrentSettles(t *testing.T, s Store) {
 			winner = i
 		case err == nil:
 			t.Fatalf("settlements %d and %d both won", winner, i)
-		case !errors.Is(err, store.ErrNotPending):
+		case !errors.Is(err, record.ErrNotPending):
 			t.Fatalf("settlement %d: %v", i, err)
 		}
 	}
@@ -163,10 +164,10 @@ func testConcurrentSettles(t *testing.T, s Store) {
 }
 
 // settlement answers q for attempt, announcing it in two messages.
-func settlement(q int64, attempt string) *store.Settlement {
-	return &store.Settlement{Question: q, State: bridge.StateAnswered, Action: bridge.ActionAnswer, Answer: []byte(`"x"`),
+func settlement(q int64, attempt string) *record.Settlement {
+	return &record.Settlement{Question: q, State: bridge.StateAnswered, Action: bridge.ActionAnswer, Answer: []byte(`"x"`),
 		By: "slack:U1", Via: "slack", At: T0, AttemptID: attempt,
-		Outbox: []store.Message{{Subject: "ev", Data: []byte(attempt + "-event")}, {Subject: "res", Data: []byte(attempt + "-resume")}}}
+		Outbox: []record.Message{{Subject: "ev", Data: []byte(attempt + "-event")}, {Subject: "res", Data: []byte(attempt + "-resume")}}}
 }
 
 // testBatchWithLosers: in a batch, the losers write nothing and do not
@@ -175,13 +176,13 @@ func testBatchWithLosers(t *testing.T, s Store) {
 	q1 := Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	q2 := Ask(t, s, NewQuestion("job-2", "q-1", 1))
 	errs := decideAll(t, s,
-		store.Decision{Settle: settlement(q1.ID, "a1")},
-		store.Decision{Settle: settlement(q1.ID, "a2")}, // q1 is answered
-		refuse(q1.ID, "a1", "a1-again"),                 // a1 was decided
+		record.Decision{Settle: settlement(q1.ID, "a1")},
+		record.Decision{Settle: settlement(q1.ID, "a2")}, // q1 is answered
+		refuse(q1.ID, "a1", "a1-again"),                  // a1 was decided
 		refuse(q1.ID, "a4", "a4-refused"),
-		store.Decision{Settle: settlement(q2.ID, "a3")},
+		record.Decision{Settle: settlement(q2.ID, "a3")},
 	)
-	wantOutcomes(t, errs, nil, store.ErrNotPending, store.ErrDuplicate, nil, nil)
+	wantOutcomes(t, errs, nil, record.ErrNotPending, record.ErrDuplicate, nil, nil)
 	want := []string{"ev a1-event", "res a1-resume", "ev a4-refused", "ev a3-event", "res a3-resume"}
 	if got := Unsent(t, s)[2:]; !slices.Equal(got, want) {
 		t.Fatalf("outbox = %q, want %q", got, want)
@@ -201,16 +202,16 @@ func testBatchWithLosers(t *testing.T, s Store) {
 
 // answerIfPending decides attempt i on k as the runtime does: an answer
 // while the question is pending, a refusal after. It notes what it read.
-func answerIfPending(l store.Lookup, k store.Key, i int, read *[]string) (store.Decision, error) {
+func answerIfPending(l record.Lookup, k record.Key, i int, read *[]string) (record.Decision, error) {
 	a, err := l.FindAnswerable(ctx, k)
 	if err != nil {
-		return store.Decision{}, err
+		return record.Decision{}, err
 	}
 	*read = append(*read, a.State)
 	if a.State != bridge.StatePending {
-		return store.Decision{Refuse: &store.Refusal{AttemptID: fmt.Sprint("a", i), Question: a.ID, At: T0}}, nil
+		return record.Decision{Refuse: &record.Refusal{AttemptID: fmt.Sprint("a", i), Question: a.ID, At: T0}}, nil
 	}
-	return store.Decision{Settle: &store.Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
+	return record.Decision{Settle: &record.Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
 		Answer: []byte(`"x"`), By: fmt.Sprint("slack:U", i), At: T0, AttemptID: fmt.Sprint("a", i)}}, nil
 }
 
@@ -219,11 +220,11 @@ func answerIfPending(l store.Lookup, k store.Key, i int, read *[]string) (store.
 func testBatchSeesEarlier(t *testing.T, s Store) {
 	q := Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	var read []string
-	errs, err := s.DecideEach(ctx, 3, func(i int, l store.Lookup) (store.Decision, error) {
+	errs, err := s.DecideEach(ctx, 3, func(i int, l record.Lookup) (record.Decision, error) {
 		if i == 2 {
-			r, err := l.Find(ctx, store.Key{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1"})
+			r, err := l.Find(ctx, record.Key{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1"})
 			if err != nil {
-				return store.Decision{}, err
+				return record.Decision{}, err
 			}
 			read = append(read, "find "+r.State)
 		}
@@ -245,14 +246,14 @@ func testBatchSeesEarlier(t *testing.T, s Store) {
 func testDecideRollsBack(t *testing.T, s Store) {
 	q := Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	boom := errors.New("boom")
-	_, err := s.DecideEach(ctx, 3, func(i int, l store.Lookup) (store.Decision, error) {
+	_, err := s.DecideEach(ctx, 3, func(i int, l record.Lookup) (record.Decision, error) {
 		switch i {
 		case 0:
-			return store.Decision{Settle: settlement(q.ID, "b0")}, nil
+			return record.Decision{Settle: settlement(q.ID, "b0")}, nil
 		case 1:
 			return refuse(q.ID, "b1", "b1-refused"), nil
 		}
-		return store.Decision{}, boom
+		return record.Decision{}, boom
 	})
 	if err == nil {
 		t.Fatal("no error from a failing decision")
@@ -278,27 +279,27 @@ func testLookupFindAnswerable(t *testing.T, s Store) {
 	}
 	Ask(t, s, NewQuestion("job-1", "q-next", 3))
 	Ask(t, s, NewQuestion("job-2", "q-1", 1))
-	_, err := s.DecideEach(ctx, 1, func(int, store.Lookup) (store.Decision, error) { return store.Decision{}, nil })
+	_, err := s.DecideEach(ctx, 1, func(int, record.Lookup) (record.Decision, error) { return record.Decision{}, nil })
 	if err != nil {
 		t.Fatalf("a batch deciding nothing: %v", err)
 	}
-	_, err = s.DecideEach(ctx, 1, func(_ int, l store.Lookup) (store.Decision, error) {
+	_, err = s.DecideEach(ctx, 1, func(_ int, l record.Lookup) (record.Decision, error) {
 		a, err := l.FindAnswerable(ctx, rec.Key)
 		if err != nil || a.ID != rec.ID || a.JobVersion != 3 || a.TaskVersion != 1 || a.State != bridge.StateSuperseded ||
 			len(a.Messages) != 1 || a.Messages[0] != ref {
 			t.Errorf("answerable after the job moved on = %+v, %v", a, err)
 		}
-		a, err = l.FindAnswerable(ctx, store.Key{Tenant: Tenant, JobID: "job-2", QuestionID: "q-1"})
+		a, err = l.FindAnswerable(ctx, record.Key{Tenant: Tenant, JobID: "job-2", QuestionID: "q-1"})
 		if err != nil || a.JobID != "job-2" || a.JobVersion != 1 || len(a.Messages) != 0 || a.State != bridge.StatePending {
 			t.Errorf("answerable, latest version, no messages = %+v, %v", a, err)
 		}
-		if _, err := l.FindAnswerable(ctx, store.Key{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", TaskVersion: 9}); !errors.Is(err, store.ErrNotFound) {
+		if _, err := l.FindAnswerable(ctx, record.Key{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", TaskVersion: 9}); !errors.Is(err, record.ErrNotFound) {
 			t.Errorf("answerable, unknown version: %v, want ErrNotFound", err)
 		}
-		if _, err := l.Find(ctx, store.Key{Tenant: Tenant, JobID: "job-9", QuestionID: "q-1"}); !errors.Is(err, store.ErrNotFound) {
+		if _, err := l.Find(ctx, record.Key{Tenant: Tenant, JobID: "job-9", QuestionID: "q-1"}); !errors.Is(err, record.ErrNotFound) {
 			t.Errorf("find, unknown job: %v, want ErrNotFound", err)
 		}
-		return store.Decision{}, nil
+		return record.Decision{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -315,43 +316,45 @@ func testLookupPrefetch(t *testing.T, s Store) {
 		Message: &bridge.MessageRef{Platform: "slack", Channel: "C1", MessageID: "1.2", Thread: "1.1"}}, T0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-2", NewVersion: 3, At: T0}); err != nil {
+	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-2", NewVersion: 3, At: T0}); err != nil {
 		t.Fatal(err)
 	}
-	missing := store.Key{Tenant: Tenant, JobID: "job-9", QuestionID: "q-1", TaskVersion: 1}
-	latest := store.Key{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1"}
-	show := func(a *store.Answerable) string { return fmt.Sprintf("%+v %d %v", *a.Record, a.JobVersion, a.Messages) }
-	want := map[store.Key]string{}
-	_, err := s.DecideEach(ctx, 1, func(_ int, l store.Lookup) (store.Decision, error) {
-		for _, k := range []store.Key{q1.Key, q2.Key, latest} {
+	missing := record.Key{Tenant: Tenant, JobID: "job-9", QuestionID: "q-1", TaskVersion: 1}
+	latest := record.Key{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1"}
+	show := func(a *record.Answerable) string {
+		return fmt.Sprintf("%+v %d %v", *a.Record, a.JobVersion, a.Messages)
+	}
+	want := map[record.Key]string{}
+	_, err := s.DecideEach(ctx, 1, func(_ int, l record.Lookup) (record.Decision, error) {
+		for _, k := range []record.Key{q1.Key, q2.Key, latest} {
 			a, err := l.FindAnswerable(ctx, k)
 			if err != nil {
-				return store.Decision{}, err
+				return record.Decision{}, err
 			}
 			want[k] = show(a)
 		}
-		return store.Decision{}, nil
+		return record.Decision{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var read []string
-	errs, err := s.DecideEach(ctx, 3, func(i int, l store.Lookup) (store.Decision, error) {
+	errs, err := s.DecideEach(ctx, 3, func(i int, l record.Lookup) (record.Decision, error) {
 		if i == 0 {
-			if err := l.Prefetch(ctx, []store.Key{q1.Key, q2.Key, missing, latest, q1.Key}); err != nil {
-				return store.Decision{}, err
+			if err := l.Prefetch(ctx, []record.Key{q1.Key, q2.Key, missing, latest, q1.Key}); err != nil {
+				return record.Decision{}, err
 			}
-			for _, k := range []store.Key{q1.Key, q2.Key, latest} {
+			for _, k := range []record.Key{q1.Key, q2.Key, latest} {
 				got, err := l.FindAnswerable(ctx, k)
 				if err != nil {
-					return store.Decision{}, err
+					return record.Decision{}, err
 				}
 				if show(got) != want[k] {
 					t.Errorf("prefetched %s:\n got %s\nwant %s", k, show(got), want[k])
 				}
 				got.State = "scribbled" // the caller's copy
 			}
-			if _, err := l.FindAnswerable(ctx, missing); !errors.Is(err, store.ErrNotFound) {
+			if _, err := l.FindAnswerable(ctx, missing); !errors.Is(err, record.ErrNotFound) {
 				t.Errorf("a missing question: %v, want ErrNotFound", err)
 			}
 		}
@@ -372,7 +375,7 @@ func testRefusalOfEnded(t *testing.T, s Store) {
 	q := Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	Settle(t, s, q, T0)
 	wantOutcomes(t, decideAll(t, s, refuse(q.ID, "r1", "refused")), nil)
-	wantOutcomes(t, decideAll(t, s, refuse(q.ID, "r1", "refused again")), store.ErrDuplicate)
+	wantOutcomes(t, decideAll(t, s, refuse(q.ID, "r1", "refused again")), record.ErrDuplicate)
 	wantOutcomes(t, decideAll(t, s, refuse(q.ID, "", "no id"), refuse(q.ID, "", "no id")), nil, nil)
 	want := []string{"ev refused", "ev no id", "ev no id"}
 	if got := Unsent(t, s)[1:]; !slices.Equal(got, want) {

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -8,7 +10,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // testLargeBatch decides a batch of hundreds of attempts, winners and
@@ -17,20 +18,20 @@ import (
 // left, or did not.
 func testLargeBatch(t *testing.T, s Store) {
 	const n = 157
-	var nqs []store.NewQuestion
+	var nqs []record.NewQuestion
 	for i := range n {
 		nqs = append(nqs, NewQuestion(fmt.Sprint("job-", i), "q", 1))
 	}
-	var qs []*store.Record
+	var qs []*record.Record
 	for _, res := range AskAll(t, s, nqs...) {
 		qs = append(qs, res.Record)
 	}
 	// Attempt "old-3" was decided by an earlier batch, question 5 answered.
 	early := settlement(qs[5].ID, "early-5")
 	early.Text = "by early-5"
-	wantOutcomes(t, decideAll(t, s, refuse(qs[3].ID, "old-3", "old"), store.Decision{Settle: early}), nil, nil)
+	wantOutcomes(t, decideAll(t, s, refuse(qs[3].ID, "old-3", "old"), record.Decision{Settle: early}), nil, nil)
 	before := len(Unsent(t, s))
-	var ds []store.Decision
+	var ds []record.Decision
 	var want []error
 	var wantOut []string
 	for i, q := range qs {
@@ -43,13 +44,13 @@ func testLargeBatch(t *testing.T, s Store) {
 		}
 		st := settlement(q.ID, id)
 		st.Text = "by " + id
-		st.Outbox = []store.Message{{Subject: "res", Data: []byte(fmt.Sprint("resume-", i))}}
-		ds = append(ds, store.Decision{Settle: st})
+		st.Outbox = []record.Message{{Subject: "res", Data: []byte(fmt.Sprint("resume-", i))}}
+		ds = append(ds, record.Decision{Settle: st})
 		switch {
 		case i == 3 || i%20 == 7:
-			want = append(want, store.ErrDuplicate)
+			want = append(want, record.ErrDuplicate)
 		case i == 5:
-			want = append(want, store.ErrNotPending)
+			want = append(want, record.ErrNotPending)
 		default:
 			want = append(want, nil)
 			wantOut = append(wantOut, fmt.Sprint("res resume-", i))
@@ -57,8 +58,8 @@ func testLargeBatch(t *testing.T, s Store) {
 		if i%10 == 9 {
 			// A second answer to the same question in the same batch.
 			second := settlement(q.ID, fmt.Sprint("second-", i))
-			ds = append(ds, store.Decision{Settle: second})
-			want = append(want, store.ErrNotPending)
+			ds = append(ds, record.Decision{Settle: second})
+			want = append(want, record.ErrNotPending)
 		}
 	}
 	wantOutcomes(t, decideAll(t, s, ds...), want...)
@@ -104,7 +105,7 @@ func testBatchMatchesOneByOne(t *testing.T, open Open) {
 			t.Parallel()
 			batched, single := open(t), open(t)
 			const questions = 17
-			var nqs []store.NewQuestion
+			var nqs []record.NewQuestion
 			for i := range questions {
 				nqs = append(nqs, NewQuestion(fmt.Sprint("job-", i), "q", 1))
 			}
@@ -113,7 +114,7 @@ func testBatchMatchesOneByOne(t *testing.T, open Open) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			n := 48 + rng.IntN(150)
 			type plan struct {
-				key      store.Key
+				key      record.Key
 				attempt  string
 				read     bool // decide on what the lookup reads; else settle blindly
 				prefetch bool
@@ -128,27 +129,27 @@ func testBatchMatchesOneByOne(t *testing.T, open Open) {
 					plans[i].key.TaskVersion = 0 // the latest version
 				}
 			}
-			decide := func(i int, l store.Lookup) (store.Decision, error) {
+			decide := func(i int, l record.Lookup) (record.Decision, error) {
 				p := plans[i]
 				if i == 0 && p.prefetch {
-					all := make([]store.Key, len(plans))
+					all := make([]record.Key, len(plans))
 					for j := range plans {
 						all[j] = plans[j].key
 					}
 					if err := l.Prefetch(ctx, all); err != nil {
-						return store.Decision{}, err
+						return record.Decision{}, err
 					}
 				}
 				a, err := l.FindAnswerable(ctx, p.key)
 				if err != nil {
-					return store.Decision{}, err
+					return record.Decision{}, err
 				}
 				at := T0.Add(time.Duration(i) * time.Second)
-				out := []store.Message{{Subject: "ev", Data: fmt.Appendf(nil, "%d %s %s read %s", i, p.attempt, a.JobID, a.State)}}
+				out := []record.Message{{Subject: "ev", Data: fmt.Appendf(nil, "%d %s %s read %s", i, p.attempt, a.JobID, a.State)}}
 				if p.read && a.State != bridge.StatePending {
-					return store.Decision{Refuse: &store.Refusal{AttemptID: p.attempt, Question: a.ID, At: at, Outbox: out}}, nil
+					return record.Decision{Refuse: &record.Refusal{AttemptID: p.attempt, Question: a.ID, At: at, Outbox: out}}, nil
 				}
-				return store.Decision{Settle: &store.Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
+				return record.Decision{Settle: &record.Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
 					Answer: fmt.Append(nil, i), By: fmt.Sprint("slack:U", i), Via: "slack", Text: fmt.Sprint("answer ", i), At: at,
 					AttemptID: p.attempt, Outbox: out}}, nil
 			}
@@ -157,7 +158,7 @@ func testBatchMatchesOneByOne(t *testing.T, open Open) {
 				t.Fatal(err)
 			}
 			for i := range n {
-				errs, err := single.DecideEach(ctx, 1, func(_ int, l store.Lookup) (store.Decision, error) { return decide(i, l) })
+				errs, err := single.DecideEach(ctx, 1, func(_ int, l record.Lookup) (record.Decision, error) { return decide(i, l) })
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -179,7 +180,7 @@ func dump(t *testing.T, s Store, questions, attempts int) string {
 	t.Helper()
 	var out string
 	for id := range int64(questions) {
-		rec, err := s.Find(ctx, store.Key{Tenant: Tenant, JobID: fmt.Sprint("job-", id), QuestionID: "q", TaskVersion: 1})
+		rec, err := s.Find(ctx, record.Key{Tenant: Tenant, JobID: fmt.Sprint("job-", id), QuestionID: "q", TaskVersion: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

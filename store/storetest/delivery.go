@@ -1,12 +1,13 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // The platforms' delivery reports and a question's audit; part of
@@ -77,7 +78,7 @@ func testRecordDeliveries(t *testing.T, s Store) {
 	a := Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	b := Ask(t, s, NewQuestion("job-2", "q-1", 1))
 	late := delivered("slack", "C2", "2.2", "2.1")
-	if err := s.RecordDeliveries(ctx, []store.ReportedDelivery{
+	if err := s.RecordDeliveries(ctx, []record.ReportedDelivery{
 		{Question: a.ID, Delivery: bridge.Delivery{Platform: "slack", Failure: &bridge.Failure{Code: bridge.CodeSourceUnreliable}}},
 		{Question: b.ID, Delivery: delivered("slack", "C3", "3.2", "")},
 		{Question: a.ID, Delivery: late},
@@ -102,7 +103,7 @@ func testRecordDeliveries(t *testing.T, s Store) {
 func testJobThreads(t *testing.T, s Store) {
 	res := AskAll(t, s, NewQuestion("job-1", "q-1", 1), NewQuestion("job-1", "q-2", 1), NewQuestion("job-2", "q-1", 1))
 	Ask(t, s, NewQuestion("job-1", "q-3", 2)) // supersedes the others: their threads stay the job's
-	if err := s.RecordDeliveries(ctx, []store.ReportedDelivery{
+	if err := s.RecordDeliveries(ctx, []record.ReportedDelivery{
 		{Question: res[0].Record.ID, Delivery: delivered("slack", "C2", "2.2", "2.1")},
 		{Question: res[0].Record.ID, Delivery: delivered("discord", "D1", "5", "5")},
 		{Question: res[1].Record.ID, Delivery: delivered("slack", "C2", "2.3", "2.1")},
@@ -127,7 +128,7 @@ func testJobThreads(t *testing.T, s Store) {
 // testAudit: a question's transitions, oldest first.
 func testAudit(t *testing.T, s Store) {
 	rec := Ask(t, s, NewQuestion("job-1", "q-1", 1))
-	wantOutcomes(t, decideAll(t, s, store.Decision{Delegate: &store.Delegation{Question: rec.ID, Body: rec.Body, By: "slack:UANA",
+	wantOutcomes(t, decideAll(t, s, record.Decision{Delegate: &record.Delegation{Question: rec.ID, Body: rec.Body, By: "slack:UANA",
 		Via: "slack", Reason: "delegated", At: T0.Add(time.Minute)}}), nil)
 	st := Answer(rec, T0.Add(time.Hour))
 	st.Text = "The answer: yes"

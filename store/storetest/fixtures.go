@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"context"
 	"maps"
 	"slices"
@@ -8,7 +10,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // T0 is the suite's fixed "now": every time in it is explicit.
@@ -27,26 +28,26 @@ func sortedKeys[V any](m map[string]V) []string {
 // ladder (answerers at T0+1h, timeout at T0+4h), one outbox message
 // ("ask.v1.event.acme.<job>" "asked <qid>") and a Supersede that announces
 // "superseded <qid>" on "ask.v1.resume.acme.<job>".
-func NewQuestion(job, qid string, version int64) store.NewQuestion {
-	return store.NewQuestion{
-		Key:      store.Key{Tenant: Tenant, JobID: job, QuestionID: qid, TaskVersion: version},
+func NewQuestion(job, qid string, version int64) record.NewQuestion {
+	return record.NewQuestion{
+		Key:      record.Key{Tenant: Tenant, JobID: job, QuestionID: qid, TaskVersion: version},
 		Kind:     bridge.KindQuestion,
 		Body:     []byte(`{"question":"Which?"}`),
 		AskedAt:  T0,
 		Deadline: T0.Add(4 * time.Hour),
-		Steps: []store.Step{
+		Steps: []record.Step{
 			{Index: 0, Target: bridge.TargetAnswerers, Due: T0.Add(time.Hour)},
-			{Index: 1, Target: store.StepTimeout, Due: T0.Add(4 * time.Hour)},
+			{Index: 1, Target: record.StepTimeout, Due: T0.Add(4 * time.Hour)},
 		},
-		Outbox: []store.Message{{Subject: "ask.v1.event.acme." + job, Data: []byte("asked " + qid)}},
-		Supersede: func(old *store.Record) []store.Message {
-			return []store.Message{{Subject: "ask.v1.resume.acme." + job, Data: []byte("superseded " + old.QuestionID)}}
+		Outbox: []record.Message{{Subject: "ask.v1.event.acme." + job, Data: []byte("asked " + qid)}},
+		Supersede: func(old *record.Record) []record.Message {
+			return []record.Message{{Subject: "ask.v1.resume.acme." + job, Data: []byte("superseded " + old.QuestionID)}}
 		},
 	}
 }
 
 // AskAll records nqs in one AskMany and fails the test on an error.
-func AskAll(t *testing.T, s Store, nqs ...store.NewQuestion) []*store.AskResult {
+func AskAll(t *testing.T, s Store, nqs ...record.NewQuestion) []*record.AskResult {
 	t.Helper()
 	res, err := s.AskMany(ctx, nqs)
 	if err != nil {
@@ -59,18 +60,18 @@ func AskAll(t *testing.T, s Store, nqs ...store.NewQuestion) []*store.AskResult 
 }
 
 // Ask records nq, which must be Asked, and returns its record.
-func Ask(t *testing.T, s Store, nq store.NewQuestion) *store.Record {
+func Ask(t *testing.T, s Store, nq record.NewQuestion) *record.Record {
 	t.Helper()
 	res := AskAll(t, s, nq)[0]
-	if res.Status != store.Asked || res.Record == nil {
+	if res.Status != record.Asked || res.Record == nil {
 		t.Fatalf("ask %s: status %d, record %v; want Asked", nq.Key, res.Status, res.Record)
 	}
 	return res.Record
 }
 
 // Answer is a settlement of rec answering "yes" by alice on Slack at at.
-func Answer(rec *store.Record, at time.Time) store.Settlement {
-	return store.Settlement{
+func Answer(rec *record.Record, at time.Time) record.Settlement {
+	return record.Settlement{
 		Question:   rec.ID,
 		State:      bridge.StateAnswered,
 		Action:     bridge.ActionAnswer,
@@ -85,7 +86,7 @@ func Answer(rec *store.Record, at time.Time) store.Settlement {
 }
 
 // Settle settles rec as answered at at, and fails the test on an error.
-func Settle(t *testing.T, s Store, rec *store.Record, at time.Time) {
+func Settle(t *testing.T, s Store, rec *record.Record, at time.Time) {
 	t.Helper()
 	if err := s.Settle(ctx, Answer(rec, at)); err != nil {
 		t.Fatalf("settle %s: %v", rec.Key, err)
@@ -93,7 +94,7 @@ func Settle(t *testing.T, s Store, rec *store.Record, at time.Time) {
 }
 
 // Get reads question id, failing the test if it is not there.
-func Get(t *testing.T, s Store, id int64) *store.Record {
+func Get(t *testing.T, s Store, id int64) *record.Record {
 	t.Helper()
 	rec, err := s.Get(ctx, id)
 	if err != nil {
@@ -118,17 +119,17 @@ func Unsent(t *testing.T, s Store) []string {
 
 // NewApproval is NewQuestion as an approval asking for proposal id (action
 // "refund", arguments {"order":1}, idempotency key "ik_<id>").
-func NewApproval(job, qid string, version int64, id string) store.NewQuestion {
+func NewApproval(job, qid string, version int64, id string) record.NewQuestion {
 	nq := NewQuestion(job, qid, version)
 	nq.Kind = bridge.KindApproval
-	nq.Proposal = &store.NewProposal{ID: id, Action: "refund", Arguments: []byte(`{"order":1}`),
+	nq.Proposal = &record.NewProposal{ID: id, Action: "refund", Arguments: []byte(`{"order":1}`),
 		ExpiresAt: T0.Add(24 * time.Hour), IdempotencyKey: "ik_" + id}
 	return nq
 }
 
 // Proposal reads proposal id of the fixtures' tenant, failing the test if
 // it is not there.
-func Proposal(t *testing.T, s Store, id string) *store.Proposal {
+func Proposal(t *testing.T, s Store, id string) *record.Proposal {
 	t.Helper()
 	p, err := s.FindProposal(ctx, Tenant, id)
 	if err != nil {

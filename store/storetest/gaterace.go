@@ -1,12 +1,13 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // testGateExecutesAtOnce: of 20 executes of one approved proposal
@@ -40,13 +41,13 @@ func ExecuteAtOnce(t *testing.T, stores []Store, n int, job, id string) int {
 		go func() {
 			defer wg.Done()
 			var took bool
-			w := store.GateWrite{Execute: &store.GateExecute{Tenant: Tenant, ProposalID: id, At: at,
-				Decide: func(p *store.Proposal) (bool, store.LogEntry) {
+			w := record.GateWrite{Execute: &record.GateExecute{Tenant: Tenant, ProposalID: id, At: at,
+				Decide: func(p *record.Proposal) (bool, record.LogEntry) {
 					took = p != nil && p.State == bridge.ProposalApproved
 					return took, gateEntry(job, "execute", at)
 				}}}
 			<-start
-			if err := stores[i%len(stores)].GateCommit(ctx, []store.GateWrite{w}); err != nil {
+			if err := stores[i%len(stores)].GateCommit(ctx, []record.GateWrite{w}); err != nil {
 				t.Errorf("execute %d: %v", i, err)
 				return
 			}

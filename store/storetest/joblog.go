@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +11,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // The job log and the measures read from it; part of RunSafety.
@@ -19,16 +20,16 @@ import (
 func testJobLog(t *testing.T, s Store) {
 	q := Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	at := T0.Add(time.Second)
-	if err := s.GateCommit(ctx, []store.GateWrite{
-		{Log: store.LogEntry{Tenant: Tenant, JobID: "job-1", Kind: store.LogGate, Body: json.RawMessage(`{"tool":"send_report","code":"allowed"}`), At: at}},
-		{Log: store.LogEntry{Tenant: Tenant, JobID: "job-2", Kind: store.LogGate, At: at}},
-		{Log: store.LogEntry{Tenant: "beta", JobID: "job-1", Kind: store.LogGate, At: at}},
+	if err := s.GateCommit(ctx, []record.GateWrite{
+		{Log: record.LogEntry{Tenant: Tenant, JobID: "job-1", Kind: record.LogGate, Body: json.RawMessage(`{"tool":"send_report","code":"allowed"}`), At: at}},
+		{Log: record.LogEntry{Tenant: Tenant, JobID: "job-2", Kind: record.LogGate, At: at}},
+		{Log: record.LogEntry{Tenant: "beta", JobID: "job-1", Kind: record.LogGate, At: at}},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	wantOutcomes(t, decideAll(t, s, store.Decision{Refuse: &store.Refusal{Question: q.ID, At: T0,
-		Log: []store.LogEntry{{Tenant: Tenant, JobID: "job-1", Kind: store.LogRefused, QuestionID: "q-1", Body: json.RawMessage(`{"reason":"stale"}`), At: T0}}}}), nil)
-	if err := s.RecordNotice(ctx, store.LogEntry{Tenant: Tenant, JobID: "job-1", Body: json.RawMessage(`{"notice_id":"n-1"}`), At: at}, "n-1", nil); err != nil {
+	wantOutcomes(t, decideAll(t, s, record.Decision{Refuse: &record.Refusal{Question: q.ID, At: T0,
+		Log: []record.LogEntry{{Tenant: Tenant, JobID: "job-1", Kind: record.LogRefused, QuestionID: "q-1", Body: json.RawMessage(`{"reason":"stale"}`), At: T0}}}}), nil)
+	if err := s.RecordNotice(ctx, record.LogEntry{Tenant: Tenant, JobID: "job-1", Body: json.RawMessage(`{"notice_id":"n-1"}`), At: at}, "n-1", nil); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := s.JobLog(ctx, Tenant, "job-1")
@@ -59,17 +60,17 @@ func testJobLog(t *testing.T, s Store) {
 // testRecordNotice: a notice goes to its job's trail with its messages,
 // once per notice id and job.
 func testRecordNotice(t *testing.T, s Store) {
-	entry := func(job, id string) store.LogEntry {
-		return store.LogEntry{Tenant: Tenant, JobID: job, Kind: store.LogGate, // the store makes it a notice
+	entry := func(job, id string) record.LogEntry {
+		return record.LogEntry{Tenant: Tenant, JobID: job, Kind: record.LogGate, // the store makes it a notice
 			Body: json.RawMessage(`{"notice_id":"` + id + `","code":"ACCESS_DENIED"}`), At: T0}
 	}
-	msg := func(job, id string) []store.Message {
-		return []store.Message{{Subject: "ask.v1.event.acme." + job, Data: []byte("notice " + id)}}
+	msg := func(job, id string) []record.Message {
+		return []record.Message{{Subject: "ask.v1.event.acme." + job, Data: []byte("notice " + id)}}
 	}
 	if err := s.RecordNotice(ctx, entry("job-1", "n-1"), "n-1", msg("job-1", "n-1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordNotice(ctx, entry("job-1", "n-1"), "n-1", msg("job-1", "n-1")); !errors.Is(err, store.ErrDuplicate) {
+	if err := s.RecordNotice(ctx, entry("job-1", "n-1"), "n-1", msg("job-1", "n-1")); !errors.Is(err, record.ErrDuplicate) {
 		t.Fatalf("the same notice again: %v, want ErrDuplicate", err)
 	}
 	if err := s.RecordNotice(ctx, entry("job-1", "n-2"), "n-2", msg("job-1", "n-2")); err != nil {
@@ -89,11 +90,11 @@ func testRecordNotice(t *testing.T, s Store) {
 }
 
 // logAt writes entries of kinds at offsets from T0 to job-1's trail.
-func logAt(t *testing.T, s Store, entries ...store.LogEntry) {
+func logAt(t *testing.T, s Store, entries ...record.LogEntry) {
 	t.Helper()
-	var batch []store.GateWrite
+	var batch []record.GateWrite
 	for _, e := range entries {
-		batch = append(batch, store.GateWrite{Log: e})
+		batch = append(batch, record.GateWrite{Log: e})
 	}
 	if err := s.GateCommit(ctx, batch); err != nil {
 		t.Fatal(err)
@@ -110,8 +111,8 @@ type GateLogExpiry interface {
 // testPruneGateLog: only the gate's decisions written before the cutoff
 // go; the trail's other entries stay.
 func testPruneGateLog(t *testing.T, s Store) {
-	entry := func(kind string, at time.Duration) store.LogEntry {
-		return store.LogEntry{Tenant: Tenant, JobID: "job-1", Kind: kind, At: T0.Add(at)}
+	entry := func(kind string, at time.Duration) record.LogEntry {
+		return record.LogEntry{Tenant: Tenant, JobID: "job-1", Kind: kind, At: T0.Add(at)}
 	}
 	kinds := func() []string {
 		t.Helper()
@@ -125,8 +126,8 @@ func testPruneGateLog(t *testing.T, s Store) {
 		}
 		return out
 	}
-	logAt(t, s, entry(store.LogGate, 0), entry(store.LogApproval, time.Second), entry(store.LogGate, 2*time.Second),
-		entry(store.LogGate, 3*time.Second), entry(store.LogGate, time.Hour), entry(store.LogNotice, time.Hour))
+	logAt(t, s, entry(record.LogGate, 0), entry(record.LogApproval, time.Second), entry(record.LogGate, 2*time.Second),
+		entry(record.LogGate, 3*time.Second), entry(record.LogGate, time.Hour), entry(record.LogNotice, time.Hour))
 	if e, ok := s.(GateLogExpiry); ok {
 		// The runtime keeps gate decisions 30 days (runtime/prune.go).
 		if d := e.GateLogExpiry(); d != 30*24*time.Hour {
@@ -147,7 +148,7 @@ func testPruneGateLog(t *testing.T, s Store) {
 	if got, want := kinds(), []string{"approval@1s", "gate@1h0m0s", "notice@1h0m0s"}; !slices.Equal(got, want) {
 		t.Fatalf("after the prune: %v, want %v", got, want)
 	}
-	logAt(t, s, entry(store.LogGate, 2*time.Hour))
+	logAt(t, s, entry(record.LogGate, 2*time.Hour))
 	if n, err := s.PruneGateLog(ctx, T0.Add(90*time.Minute)); err != nil || n != 1 {
 		t.Fatalf("second PruneGateLog = %d, %v; want the gate decision at 1h", n, err)
 	}
@@ -160,7 +161,7 @@ func testPruneGateLog(t *testing.T, s Store) {
 }
 
 // clarifyQ is a question of agent about field, asked at T0+at.
-func clarifyQ(tenant, job, qid, agent, field string, at time.Duration) store.NewQuestion {
+func clarifyQ(tenant, job, qid, agent, field string, at time.Duration) record.NewQuestion {
 	nq := NewQuestion(job, qid, 1)
 	nq.Tenant = tenant
 	nq.Body = []byte(fmt.Sprintf(`{"question":"Which?","agent":%q,"missing_field":%q}`, agent, field))
@@ -182,14 +183,14 @@ func testClarifyQuestions(t *testing.T, s Store) {
 	)
 	settle := func(i int, state, reason string, at time.Duration) {
 		t.Helper()
-		if err := s.Settle(ctx, store.Settlement{Question: res[i].Record.ID, State: state, Reason: reason, At: T0.Add(at)}); err != nil {
+		if err := s.Settle(ctx, record.Settlement{Question: res[i].Record.ID, State: state, Reason: reason, At: T0.Add(at)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	settle(0, bridge.StateTimedOut, "timed out", -time.Hour)
 	settle(1, bridge.StateFailed, "timed out", time.Hour)     // on_timeout: fail
 	settle(4, bridge.StateFailed, "agent gave up", time.Hour) // failed, not on its timeout
-	show := func(qs []store.ClarifyQuestion) []string {
+	show := func(qs []record.ClarifyQuestion) []string {
 		out := []string{}
 		for _, q := range qs {
 			out = append(out, fmt.Sprintf("%s/%s/%s %s %s %s timedout=%v asked=%v settled=%v", q.Tenant, q.JobID, q.QuestionID, q.Agent,
@@ -227,7 +228,7 @@ func testClarifyQuestions(t *testing.T, s Store) {
 // code, with the agent of the job's latest question.
 func testGateDecisions(t *testing.T, s Store) {
 	AskAll(t, s, clarifyQ(Tenant, "job-1", "q-1", "billing", "", 0), clarifyQ(Tenant, "job-1", "q-2", "billing-v2", "", time.Minute))
-	beta := func(e store.LogEntry) store.LogEntry { e.Tenant = "beta"; return e }
+	beta := func(e record.LogEntry) record.LogEntry { e.Tenant = "beta"; return e }
 	logAt(t, s,
 		gateEntry("job-1", "allowed", T0),
 		gateEntry("job-1", "tool_denied", T0),
@@ -237,9 +238,9 @@ func testGateDecisions(t *testing.T, s Store) {
 		gateEntry("job-1", "tool_denied", T0.Add(-time.Second)), // before it
 		gateEntry("job-2", "tool_denied", T0),                   // no question: no agent
 		beta(gateEntry("job-1", "tool_denied", T0)),
-		store.LogEntry{Tenant: Tenant, JobID: "job-1", Kind: store.LogRefused, Body: json.RawMessage(`{"code":"tool_denied"}`), At: T0},
+		record.LogEntry{Tenant: Tenant, JobID: "job-1", Kind: record.LogRefused, Body: json.RawMessage(`{"code":"tool_denied"}`), At: T0},
 	)
-	show := func(ds []store.GateDecision) []string {
+	show := func(ds []record.GateDecision) []string {
 		out := []string{}
 		for _, d := range ds {
 			out = append(out, fmt.Sprintf("%s/%s %s %s %d", d.Tenant, d.JobID, d.Agent, d.Code, d.Count))

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"errors"
 	"fmt"
 	"slices"
@@ -8,7 +10,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // RunLadder runs the ladder tests: NextDue, DueSteps and firing steps
@@ -28,7 +29,7 @@ func RunLadder(t *testing.T, open Open) {
 
 // stepsOf shows due steps as "question-index target +due" lines, the
 // question by its position in qs.
-func stepsOf(due []store.DueStep, qs ...*store.Record) []string {
+func stepsOf(due []record.DueStep, qs ...*record.Record) []string {
 	out := []string{}
 	for _, d := range due {
 		name := fmt.Sprint(d.Question)
@@ -43,7 +44,7 @@ func stepsOf(due []store.DueStep, qs ...*store.Record) []string {
 }
 
 // dueSteps reads the steps due by at (at most limit).
-func dueSteps(t *testing.T, s Store, at time.Time, limit int) []store.DueStep {
+func dueSteps(t *testing.T, s Store, at time.Time, limit int) []record.DueStep {
 	t.Helper()
 	due, err := s.DueSteps(ctx, at, limit)
 	if err != nil {
@@ -81,15 +82,15 @@ func testNextDue(t *testing.T, s Store) {
 // then question, then index, at most limit.
 func testDueStepsInOrder(t *testing.T, s Store) {
 	a := NewQuestion("job-1", "q-1", 1)
-	a.Steps = []store.Step{
+	a.Steps = []record.Step{
 		{Index: 0, Target: bridge.TargetAnswerers, Due: T0.Add(time.Hour)},
 		{Index: 1, Target: bridge.TargetAdmins, Due: T0.Add(time.Hour)},
-		{Index: 2, Target: store.StepTimeout, Due: T0.Add(3 * time.Hour)},
+		{Index: 2, Target: record.StepTimeout, Due: T0.Add(3 * time.Hour)},
 	}
 	b := NewQuestion("job-2", "q-1", 1)
-	b.Steps = []store.Step{
+	b.Steps = []record.Step{
 		{Index: 0, Target: bridge.TargetAnswerers, Due: T0.Add(30 * time.Minute)},
-		{Index: 1, Target: store.StepTimeout, Due: T0.Add(time.Hour)},
+		{Index: 1, Target: record.StepTimeout, Due: T0.Add(time.Hour)},
 	}
 	res := AskAll(t, s, a, b)
 	qa, qb := res[0].Record, res[1].Record
@@ -119,7 +120,7 @@ func testEndedQuestionsLeaveTheLadder(t *testing.T, s Store) {
 		NewQuestion("job-4", "q-1", 1))
 	Settle(t, s, res[0].Record, T0)
 	next := Ask(t, s, NewQuestion("job-2", "q-2", 2)) // supersedes job-2's q-1
-	if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-3", At: T0}); err != nil {
+	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-3", At: T0}); err != nil {
 		t.Fatal(err)
 	}
 	got := stepsOf(dueSteps(t, s, T0.Add(24*time.Hour), 100), res[3].Record, next)
@@ -130,10 +131,10 @@ func testEndedQuestionsLeaveTheLadder(t *testing.T, s Store) {
 }
 
 // round is due steps fired with one reason.
-func round(reason string, due ...store.DueStep) []store.RoundStep {
-	var out []store.RoundStep
+func round(reason string, due ...record.DueStep) []record.RoundStep {
+	var out []record.RoundStep
 	for _, d := range due {
-		out = append(out, store.RoundStep{DueStep: d, Reason: reason})
+		out = append(out, record.RoundStep{DueStep: d, Reason: reason})
 	}
 	return out
 }
@@ -148,14 +149,14 @@ func testFireRoundOnce(t *testing.T, s Store) {
 	}
 	r := round("reminded answerers", due[0], due[1])
 	at := T0.Add(90 * time.Minute)
-	nudge := []store.Message{{Subject: "ask.v1.event.acme.job-1", Data: []byte("nudge")}, {Subject: "x", Data: []byte("second")}}
+	nudge := []record.Message{{Subject: "ask.v1.event.acme.job-1", Data: []byte("nudge")}, {Subject: "x", Data: []byte("second")}}
 	if err := s.FireRound(ctx, r, at, nudge); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FireRound(ctx, r, at, nudge); !errors.Is(err, store.ErrStepGone) {
+	if err := s.FireRound(ctx, r, at, nudge); !errors.Is(err, record.ErrStepGone) {
 		t.Fatalf("the round again: %v, want ErrStepGone", err)
 	}
-	if err := s.FireRound(ctx, r[1:], at, nudge); !errors.Is(err, store.ErrStepGone) {
+	if err := s.FireRound(ctx, r[1:], at, nudge); !errors.Is(err, record.ErrStepGone) {
 		t.Fatalf("a step of the round again: %v, want ErrStepGone", err)
 	}
 	want := []string{"ask.v1.event.acme.job-1 nudge", "x second"}
@@ -166,7 +167,7 @@ func testFireRoundOnce(t *testing.T, s Store) {
 	if want := []string{"q2-0 answerers +1h0m0s", "q0-1 timeout +4h0m0s", "q1-1 timeout +4h0m0s", "q2-1 timeout +4h0m0s"}; !slices.Equal(left, want) {
 		t.Fatalf("steps left = %q, want %q", left, want)
 	}
-	for _, q := range []*store.Record{res[0].Record, res[1].Record} {
+	for _, q := range []*record.Record{res[0].Record, res[1].Record} {
 		audit, err := s.Audit(ctx, q.ID)
 		if err != nil || len(audit) != 2 {
 			t.Fatalf("audit of %s = %+v, %v", q.QuestionID, audit, err)
@@ -190,8 +191,8 @@ func testFireRoundAllOrNothing(t *testing.T, s Store) {
 	res := AskAll(t, s, NewQuestion("job-1", "q-1", 1), NewQuestion("job-1", "q-2", 1))
 	due := dueSteps(t, s, T0.Add(time.Hour), 10)
 	Settle(t, s, res[1].Record, T0) // its step is gone
-	err := s.FireRound(ctx, round("reminded answerers", due...), T0.Add(time.Hour), []store.Message{{Subject: "x", Data: []byte("nudge")}})
-	if !errors.Is(err, store.ErrStepGone) {
+	err := s.FireRound(ctx, round("reminded answerers", due...), T0.Add(time.Hour), []record.Message{{Subject: "x", Data: []byte("nudge")}})
+	if !errors.Is(err, record.ErrStepGone) {
 		t.Fatalf("a round with a step gone: %v, want ErrStepGone", err)
 	}
 	if got := stepsOf(dueSteps(t, s, T0.Add(time.Hour), 10), res[0].Record); !slices.Equal(got, []string{"q0-0 answerers +1h0m0s"}) {
@@ -212,7 +213,7 @@ func testFireRoundAllOrNothing(t *testing.T, s Store) {
 // ladder round: staleness stays.
 func testFiringASnooze(t *testing.T, s Store) {
 	rec := Ask(t, s, NewQuestion("job-1", "q-1", 1))
-	wantOutcomes(t, decideAll(t, s, store.Decision{Snooze: &store.Snooze{Question: rec.ID, Identity: "slack:UANA",
+	wantOutcomes(t, decideAll(t, s, record.Decision{Snooze: &record.Snooze{Question: rec.ID, Identity: "slack:UANA",
 		Until: T0.Add(30 * time.Minute), At: T0}}), nil)
 	steps := snoozeSteps(t, s, rec.ID, T0.Add(time.Hour))
 	if len(steps) != 1 {
@@ -221,7 +222,7 @@ func testFiringASnooze(t *testing.T, s Store) {
 	if err := s.FireRound(ctx, round("reminded slack:UANA", steps[0]), T0.Add(30*time.Minute), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.SnoozeOf(ctx, rec.ID, steps[0].Index); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.SnoozeOf(ctx, rec.ID, steps[0].Index); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("the fired snooze is still on record: %v", err)
 	}
 	if held, err := s.Snoozes(ctx, rec.ID, T0); err != nil || len(held) != 0 {
@@ -231,7 +232,7 @@ func testFiringASnooze(t *testing.T, s Store) {
 		t.Fatalf("queue after a snooze ended = %+v, want staleness 0", q)
 	}
 	// The person snoozes again: a new step, found by SnoozeOf.
-	wantOutcomes(t, decideAll(t, s, store.Decision{Snooze: &store.Snooze{Question: rec.ID, Identity: "slack:UANA",
+	wantOutcomes(t, decideAll(t, s, record.Decision{Snooze: &record.Snooze{Question: rec.ID, Identity: "slack:UANA",
 		Until: T0.Add(2 * time.Hour), At: T0.Add(time.Hour)}}), nil)
 	steps = snoozeSteps(t, s, rec.ID, T0.Add(3*time.Hour))
 	if len(steps) != 1 {
@@ -246,10 +247,10 @@ func testFiringASnooze(t *testing.T, s Store) {
 func testFireRoundOfEnded(t *testing.T, s Store) {
 	rec := Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	due := dueSteps(t, s, T0.Add(time.Hour), 10)
-	if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", At: T0}); err != nil {
+	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", At: T0}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FireRound(ctx, round("reminded answerers", due...), T0.Add(time.Hour), nil); !errors.Is(err, store.ErrStepGone) {
+	if err := s.FireRound(ctx, round("reminded answerers", due...), T0.Add(time.Hour), nil); !errors.Is(err, record.ErrStepGone) {
 		t.Fatalf("a step of a cancelled question: %v, want ErrStepGone", err)
 	}
 	if got := Get(t, s, rec.ID); got.State != bridge.StateCancelled {

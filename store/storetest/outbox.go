@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"errors"
 	"slices"
 	"strings"
@@ -8,7 +10,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // RunOutbox runs the outbox and upkeep tests: Unsent, MarkSent,
@@ -29,7 +30,7 @@ func RunOutbox(t *testing.T, open Open) {
 }
 
 // unsent reads up to limit unsent rows after id after.
-func unsent(t *testing.T, s Store, after int64, limit int) []store.OutboxRow {
+func unsent(t *testing.T, s Store, after int64, limit int) []record.OutboxRow {
 	t.Helper()
 	rows, err := s.Unsent(ctx, after, limit, time.Time{})
 	if err != nil {
@@ -39,7 +40,7 @@ func unsent(t *testing.T, s Store, after int64, limit int) []store.OutboxRow {
 }
 
 // datas are the rows' data, in order.
-func datas(rows []store.OutboxRow) []string {
+func datas(rows []record.OutboxRow) []string {
 	out := []string{}
 	for _, r := range rows {
 		out = append(out, string(r.Data))
@@ -50,9 +51,9 @@ func datas(rows []store.OutboxRow) []string {
 // enqueue writes messages of subject "ev" with the given data.
 func enqueue(t *testing.T, s Store, data ...string) {
 	t.Helper()
-	var msgs []store.Message
+	var msgs []record.Message
 	for _, d := range data {
-		msgs = append(msgs, store.Message{Subject: "ev", Data: []byte(d)})
+		msgs = append(msgs, record.Message{Subject: "ev", Data: []byte(d)})
 	}
 	if err := s.Enqueue(ctx, msgs); err != nil {
 		t.Fatal(err)
@@ -182,8 +183,8 @@ func testPruneSent(t *testing.T, s Store) {
 func testPruneAttempts(t *testing.T, s Store) {
 	rec := Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	wantOutcomes(t, decideAll(t, s,
-		store.Decision{Refuse: &store.Refusal{AttemptID: "old", Question: rec.ID, At: T0}},
-		store.Decision{Refuse: &store.Refusal{AttemptID: "new", Question: rec.ID, At: T0.Add(48 * time.Hour)}},
+		record.Decision{Refuse: &record.Refusal{AttemptID: "old", Question: rec.ID, At: T0}},
+		record.Decision{Refuse: &record.Refusal{AttemptID: "new", Question: rec.ID, At: T0.Add(48 * time.Hour)}},
 	), nil, nil)
 	if n, err := s.PruneAttempts(ctx, T0.Add(time.Hour)); err != nil || n != 1 {
 		t.Fatalf("pruned %d, %v; want 1", n, err)
@@ -200,11 +201,11 @@ func testPruneAttempts(t *testing.T, s Store) {
 // pruned with them.
 func testPruneCancelKeys(t *testing.T, s Store) {
 	Ask(t, s, NewQuestion("job-1", "q-1", 1))
-	c := store.JobCancel{Tenant: Tenant, JobID: "job-1", At: T0, Key: "cancel.1.1"}
+	c := record.JobCancel{Tenant: Tenant, JobID: "job-1", At: T0, Key: "cancel.1.1"}
 	if _, err := s.Cancel(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(ctx, c); !errors.Is(err, store.ErrDuplicate) {
+	if _, err := s.Cancel(ctx, c); !errors.Is(err, record.ErrDuplicate) {
 		t.Fatalf("the cancel again: %v, want ErrDuplicate", err)
 	}
 	if n, err := s.PruneAttempts(ctx, T0.Add(time.Hour)); err != nil || n != 1 {
@@ -261,7 +262,7 @@ func reaskFixture(t *testing.T, s Store) map[string]int64 {
 	if _, err := s.RecordDelivery(ctx, ids["job-4"], failed, T0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Settle(ctx, store.Settlement{Question: ids["job-5"], State: bridge.StateAnswered, At: T0}); err != nil {
+	if err := s.Settle(ctx, record.Settlement{Question: ids["job-5"], State: bridge.StateAnswered, At: T0}); err != nil {
 		t.Fatal(err)
 	}
 	return ids
@@ -275,16 +276,16 @@ func testReaskPages(t *testing.T, s Store) {
 	reaskFixture(t, s)
 	before := len(Unsent(t, s))
 	var read []string
-	var cur store.ReaskCursor
+	var cur record.ReaskCursor
 	for pages := 0; ; pages++ {
 		if pages > 5 {
 			t.Fatal("Reask does not end")
 		}
 		next, n, done, err := s.Reask(ctx, []string{bridge.PlatformSlack, bridge.PlatformDiscord}, T0, cur, 2,
-			func(r *store.Record, on []string) (store.Message, bool, error) {
+			func(r *record.Record, on []string) (record.Message, bool, error) {
 				slices.Sort(on)
 				read = append(read, r.Tenant+"/"+r.JobID+" "+strings.Join(on, ","))
-				return store.Message{Subject: "ask.v1.event." + r.Tenant + "." + r.JobID, Data: []byte("again")}, r.JobID != "job-4", nil
+				return record.Message{Subject: "ask.v1.event." + r.Tenant + "." + r.JobID, Data: []byte("again")}, r.JobID != "job-4", nil
 			})
 		if err != nil {
 			t.Fatal(err)
@@ -305,15 +306,15 @@ func testReaskPages(t *testing.T, s Store) {
 	}
 	// Discord alone: job-1, job-4 and job-3 lack it; job-2 has it.
 	read = nil
-	_, n, done, err := s.Reask(ctx, []string{bridge.PlatformDiscord}, T0.Add(time.Hour), store.ReaskCursor{}, 10,
-		func(r *store.Record, _ []string) (store.Message, bool, error) {
+	_, n, done, err := s.Reask(ctx, []string{bridge.PlatformDiscord}, T0.Add(time.Hour), record.ReaskCursor{}, 10,
+		func(r *record.Record, _ []string) (record.Message, bool, error) {
 			read = append(read, r.JobID)
-			return store.Message{}, false, nil
+			return record.Message{}, false, nil
 		})
 	if err != nil || n != 0 || !done || !slices.Equal(read, []string{"job-1", "job-4", "job-3", "job-late"}) {
 		t.Fatalf("Reask for discord read %q (%d, %v, %v)", read, n, done, err)
 	}
-	cur = store.ReaskCursor{Tenant: "beta", ID: 1}
+	cur = record.ReaskCursor{Tenant: "beta", ID: 1}
 	next, n, done, err := s.Reask(ctx, nil, T0, cur, 10, nil)
 	if err != nil || n != 0 || !done || next != cur {
 		t.Fatalf("Reask for no platform = %+v %d %v %v; want done where it stood", next, n, done, err)
@@ -326,12 +327,12 @@ func testReaskBuildError(t *testing.T, s Store) {
 	before := Unsent(t, s)
 	boom := errors.New("boom")
 	calls := 0
-	_, n, _, err := s.Reask(ctx, []string{bridge.PlatformSlack}, T0, store.ReaskCursor{}, 10,
-		func(r *store.Record, _ []string) (store.Message, bool, error) {
+	_, n, _, err := s.Reask(ctx, []string{bridge.PlatformSlack}, T0, record.ReaskCursor{}, 10,
+		func(r *record.Record, _ []string) (record.Message, bool, error) {
 			if calls++; calls == 2 {
-				return store.Message{}, false, boom
+				return record.Message{}, false, boom
 			}
-			return store.Message{Subject: "ev", Data: []byte("again " + r.JobID)}, true, nil
+			return record.Message{Subject: "ev", Data: []byte("again " + r.JobID)}, true, nil
 		})
 	if !errors.Is(err, boom) || n != 0 {
 		t.Fatalf("Reask with a failing build = %d, %v; want its error", n, err)

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"errors"
 	"fmt"
 	"slices"
@@ -8,7 +10,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // RunQuestions runs the questions tests: asking (AskMany), Find, Get,
@@ -42,7 +43,7 @@ func RunQuestions(t *testing.T, open Open) {
 func testAskOutcomes(t *testing.T, s Store) {
 	nq := NewQuestion("job-1", "q-1", 2)
 	res := AskAll(t, s, nq)[0]
-	if res.Status != store.Asked || res.JobVersion != 2 || res.Record == nil || len(res.Superseded) != 0 {
+	if res.Status != record.Asked || res.JobVersion != 2 || res.Record == nil || len(res.Superseded) != 0 {
 		t.Fatalf("first ask = %+v", res)
 	}
 	r := res.Record
@@ -53,14 +54,14 @@ func testAskOutcomes(t *testing.T, s Store) {
 	if got := Get(t, s, r.ID); got.Key != nq.Key || got.State != bridge.StatePending || !got.AskedAt.Equal(T0) || !got.SettledAt.IsZero() {
 		t.Fatalf("stored record = %+v", got)
 	}
-	if res := AskAll(t, s, nq)[0]; res.Status != store.Duplicate {
+	if res := AskAll(t, s, nq)[0]; res.Status != record.Duplicate {
 		t.Fatalf("the same ask again = %+v, want Duplicate", res)
 	}
 	old := NewQuestion("job-1", "q-old", 1)
-	if res := AskAll(t, s, old)[0]; res.Status != store.Stale || res.JobVersion != 2 {
+	if res := AskAll(t, s, old)[0]; res.Status != record.Stale || res.JobVersion != 2 {
 		t.Fatalf("an older version = %+v, want Stale at job version 2", res)
 	}
-	if _, err := s.Find(ctx, old.Key); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Find(ctx, old.Key); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("a stale question was recorded: %v", err)
 	}
 	// The asked question's message only: a duplicate and a stale ask write none.
@@ -69,7 +70,7 @@ func testAskOutcomes(t *testing.T, s Store) {
 	}
 	// An older version of a question the job has is a Duplicate, not Stale.
 	AskAll(t, s, NewQuestion("job-1", "q-1", 3))
-	if res := AskAll(t, s, nq)[0]; res.Status != store.Duplicate || res.JobVersion != 3 {
+	if res := AskAll(t, s, nq)[0]; res.Status != record.Duplicate || res.JobVersion != 3 {
 		t.Fatalf("version 2 asked again at job version 3 = %+v, want Duplicate", res)
 	}
 }
@@ -89,10 +90,10 @@ func testAskSupersedes(t *testing.T, s Store) {
 	next := NewQuestion("job-1", "q-3", 2)
 	next.AskedAt = T0.Add(time.Hour)
 	res := AskAll(t, s, next)[0]
-	if res.Status != store.Asked || res.JobVersion != 2 || len(res.Superseded) != 2 {
+	if res.Status != record.Asked || res.JobVersion != 2 || len(res.Superseded) != 2 {
 		t.Fatalf("newer version = %+v", res)
 	}
-	for i, want := range []*store.Record{q1, q2} {
+	for i, want := range []*record.Record{q1, q2} {
 		sup := res.Superseded[i]
 		if sup.ID != want.ID || sup.State != bridge.StateSuperseded {
 			t.Errorf("superseded[%d] = %+v, want %s superseded", i, sup, want.QuestionID)
@@ -130,7 +131,7 @@ func testAskManyInOrder(t *testing.T, s Store) {
 		NewQuestion("job-1", "q-3", 1), // below the version the batch reached
 		NewQuestion("job-2", "q-1", 1),
 	)
-	want := []store.AskStatus{store.Asked, store.Duplicate, store.Asked, store.Stale, store.Asked}
+	want := []record.AskStatus{record.Asked, record.Duplicate, record.Asked, record.Stale, record.Asked}
 	for i, w := range want {
 		if res[i].Status != w {
 			t.Errorf("result %d: status %d, want %d", i, res[i].Status, w)
@@ -164,12 +165,12 @@ func testFindAndGet(t *testing.T, s Store) {
 	v3 := Ask(t, s, NewQuestion("job-1", "q-1", 3))
 	Ask(t, s, NewQuestion("job-2", "q-1", 7))
 	for _, c := range []struct {
-		k    store.Key
+		k    record.Key
 		want int64
 	}{
-		{store.Key{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1"}, v3.ID},
-		{store.Key{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", TaskVersion: 1}, v1.ID},
-		{store.Key{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", TaskVersion: 3}, v3.ID},
+		{record.Key{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1"}, v3.ID},
+		{record.Key{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", TaskVersion: 1}, v1.ID},
+		{record.Key{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", TaskVersion: 3}, v3.ID},
 	} {
 		r, err := s.Find(ctx, c.k)
 		if err != nil || r.ID != c.want {
@@ -179,20 +180,20 @@ func testFindAndGet(t *testing.T, s Store) {
 	if r, _ := s.Find(ctx, v1.Key); r == nil || r.State != bridge.StateSuperseded || r.TaskVersion != 1 {
 		t.Errorf("version 1 = %+v, want it superseded", r)
 	}
-	for _, k := range []store.Key{
+	for _, k := range []record.Key{
 		{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", TaskVersion: 2},
 		{Tenant: Tenant, JobID: "job-1", QuestionID: "q-9"},
 		{Tenant: Tenant, JobID: "job-9", QuestionID: "q-1"},
 		{Tenant: "other", JobID: "job-1", QuestionID: "q-1"},
 	} {
-		if r, err := s.Find(ctx, k); !errors.Is(err, store.ErrNotFound) {
+		if r, err := s.Find(ctx, k); !errors.Is(err, record.ErrNotFound) {
 			t.Errorf("Find %s = %+v, %v; want ErrNotFound", k, r, err)
 		}
 	}
 	if got := Get(t, s, v1.ID); got.Key != v1.Key {
 		t.Errorf("Get %d = %+v", v1.ID, got)
 	}
-	if r, err := s.Get(ctx, v3.ID+1000); !errors.Is(err, store.ErrNotFound) {
+	if r, err := s.Get(ctx, v3.ID+1000); !errors.Is(err, record.ErrNotFound) {
 		t.Errorf("Get of an unknown id = %+v, %v; want ErrNotFound", r, err)
 	}
 }
@@ -200,7 +201,7 @@ func testFindAndGet(t *testing.T, s Store) {
 // testFindQuestionIDs: the latest version of a question id in every job
 // of it, narrowed by tenant and job.
 func testFindQuestionIDs(t *testing.T, s Store) {
-	var nqs []store.NewQuestion
+	var nqs []record.NewQuestion
 	for i := range 4 {
 		nqs = append(nqs, NewQuestion(fmt.Sprint("job-", i), "q-1", 1))
 	}
@@ -208,7 +209,7 @@ func testFindQuestionIDs(t *testing.T, s Store) {
 	beta.Tenant = "beta"
 	nqs = append(nqs, NewQuestion("job-0", "q-only", 1), NewQuestion("job-2", "q-1", 2), beta)
 	AskAll(t, s, nqs...)
-	keys := func(recs []*store.Record) []string {
+	keys := func(recs []*record.Record) []string {
 		var out []string
 		for _, r := range recs {
 			out = append(out, r.Key.String())
@@ -236,14 +237,14 @@ func testFindQuestionIDs(t *testing.T, s Store) {
 
 // testFindQuestionIDsCap: at most store.MaxQuestionIDJobs jobs come back.
 func testFindQuestionIDsCap(t *testing.T, s Store) {
-	var nqs []store.NewQuestion
-	for i := range store.MaxQuestionIDJobs + 3 {
+	var nqs []record.NewQuestion
+	for i := range record.MaxQuestionIDJobs + 3 {
 		nqs = append(nqs, NewQuestion(fmt.Sprint("job-", i), "q-1", 1))
 	}
 	AskAll(t, s, nqs...)
 	recs, err := s.FindQuestionIDs(ctx, Tenant, "", "q-1")
-	if err != nil || len(recs) != store.MaxQuestionIDJobs {
-		t.Fatalf("FindQuestionIDs over %d jobs = %d records, %v; want %d", len(nqs), len(recs), err, store.MaxQuestionIDJobs)
+	if err != nil || len(recs) != record.MaxQuestionIDJobs {
+		t.Fatalf("FindQuestionIDs over %d jobs = %d records, %v; want %d", len(nqs), len(recs), err, record.MaxQuestionIDJobs)
 	}
 	seen := map[string]bool{}
 	for _, r := range recs {
@@ -255,7 +256,7 @@ func testFindQuestionIDsCap(t *testing.T, s Store) {
 }
 
 // ids are the questions' ids, in the order given.
-func ids(recs []store.Record) []int64 {
+func ids(recs []record.Record) []int64 {
 	var out []int64
 	for _, r := range recs {
 		out = append(out, r.ID)
@@ -274,27 +275,27 @@ func testListFiltersAndPages(t *testing.T, s Store) {
 	Settle(t, s, res[3].Record, T0.Add(time.Minute))
 	for _, c := range []struct {
 		name string
-		f    store.ListFilter
+		f    record.ListFilter
 		want []int64
 	}{
-		{"everything", store.ListFilter{}, []int64{id(0), id(1), id(2), id(3), id(4), id(5)}},
-		{"tenant", store.ListFilter{Tenant: Tenant}, []int64{id(0), id(1), id(3), id(4), id(5)}},
-		{"tenant pending", store.ListFilter{Tenant: Tenant, State: bridge.StatePending}, []int64{id(0), id(1), id(4), id(5)}},
-		{"answered", store.ListFilter{State: bridge.StateAnswered}, []int64{id(3)}},
-		{"job", store.ListFilter{Tenant: Tenant, JobID: "job-1"}, []int64{id(0), id(3), id(5)}},
-		{"job in any tenant", store.ListFilter{JobID: "job-1"}, []int64{id(0), id(2), id(3), id(5)}},
-		{"job pending", store.ListFilter{Tenant: Tenant, JobID: "job-1", State: bridge.StatePending}, []int64{id(0), id(5)}},
-		{"page 1", store.ListFilter{Tenant: Tenant, State: bridge.StatePending, Limit: 3}, []int64{id(0), id(1), id(4)}},
-		{"page 2", store.ListFilter{Tenant: Tenant, State: bridge.StatePending, Limit: 3, AfterID: id(4)}, []int64{id(5)}},
-		{"after the last", store.ListFilter{AfterID: id(5)}, nil},
-		{"no such state", store.ListFilter{State: bridge.StateCancelled}, nil},
+		{"everything", record.ListFilter{}, []int64{id(0), id(1), id(2), id(3), id(4), id(5)}},
+		{"tenant", record.ListFilter{Tenant: Tenant}, []int64{id(0), id(1), id(3), id(4), id(5)}},
+		{"tenant pending", record.ListFilter{Tenant: Tenant, State: bridge.StatePending}, []int64{id(0), id(1), id(4), id(5)}},
+		{"answered", record.ListFilter{State: bridge.StateAnswered}, []int64{id(3)}},
+		{"job", record.ListFilter{Tenant: Tenant, JobID: "job-1"}, []int64{id(0), id(3), id(5)}},
+		{"job in any tenant", record.ListFilter{JobID: "job-1"}, []int64{id(0), id(2), id(3), id(5)}},
+		{"job pending", record.ListFilter{Tenant: Tenant, JobID: "job-1", State: bridge.StatePending}, []int64{id(0), id(5)}},
+		{"page 1", record.ListFilter{Tenant: Tenant, State: bridge.StatePending, Limit: 3}, []int64{id(0), id(1), id(4)}},
+		{"page 2", record.ListFilter{Tenant: Tenant, State: bridge.StatePending, Limit: 3, AfterID: id(4)}, []int64{id(5)}},
+		{"after the last", record.ListFilter{AfterID: id(5)}, nil},
+		{"no such state", record.ListFilter{State: bridge.StateCancelled}, nil},
 	} {
 		recs, err := s.List(ctx, c.f)
 		if got := ids(recs); err != nil || !slices.Equal(got, c.want) {
 			t.Errorf("List %s (%+v) = %v, %v; want %v", c.name, c.f, got, err, c.want)
 		}
 	}
-	recs, _ := s.List(ctx, store.ListFilter{State: bridge.StateAnswered})
+	recs, _ := s.List(ctx, record.ListFilter{State: bridge.StateAnswered})
 	if len(recs) == 1 && (recs[0].By != "slack:alice" || string(recs[0].Answer) != `"yes"`) {
 		t.Errorf("a listed answered question = %+v, want its answer", recs[0])
 	}
@@ -304,17 +305,17 @@ func testListFiltersAndPages(t *testing.T, s Store) {
 // a limit above 500 as 50; the runtime never asks for more than 200, so
 // the suite leaves that alone.)
 func testListLimit(t *testing.T, s Store) {
-	var nqs []store.NewQuestion
+	var nqs []record.NewQuestion
 	for i := range 51 {
 		nqs = append(nqs, NewQuestion(fmt.Sprint("job-", i), "q-1", 1))
 	}
 	AskAll(t, s, nqs...)
 	for _, limit := range []int{0, -1} {
-		if recs, err := s.List(ctx, store.ListFilter{Limit: limit}); err != nil || len(recs) != 50 {
+		if recs, err := s.List(ctx, record.ListFilter{Limit: limit}); err != nil || len(recs) != 50 {
 			t.Errorf("List with limit %d = %d records, %v; want 50", limit, len(recs), err)
 		}
 	}
-	if recs, err := s.List(ctx, store.ListFilter{Limit: 500}); err != nil || len(recs) != 51 {
+	if recs, err := s.List(ctx, record.ListFilter{Limit: 500}); err != nil || len(recs) != 51 {
 		t.Errorf("List with limit 500 = %d records, %v; want 51", len(recs), err)
 	}
 }
@@ -329,7 +330,7 @@ func testCountByState(t *testing.T, s Store) {
 	res := AskAll(t, s, NewQuestion("job-1", "q-1", 1), NewQuestion("job-1", "q-2", 1), NewQuestion("job-2", "q-1", 1), beta)
 	Settle(t, s, res[0].Record, T0)
 	AskAll(t, s, NewQuestion("job-1", "q-3", 2)) // supersedes q-2
-	if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-2", At: T0}); err != nil {
+	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-2", At: T0}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.CountByState(ctx)
@@ -341,8 +342,8 @@ func testCountByState(t *testing.T, s Store) {
 
 // announce is a JobCancel.Outbox naming each question and the state it
 // goes to.
-func announce(r *store.Record) []store.Message {
-	return []store.Message{{Subject: "ev", Data: []byte(r.QuestionID + " " + r.State)}}
+func announce(r *record.Record) []record.Message {
+	return []record.Message{{Subject: "ev", Data: []byte(r.QuestionID + " " + r.State)}}
 }
 
 // testCancelOneAndAll: a cancel of one question id ends its pending
@@ -353,7 +354,7 @@ func testCancelOneAndAll(t *testing.T, s Store) {
 		NewQuestion("job-2", "q-1", 1))
 	Settle(t, s, res[2].Record, T0)
 	at := T0.Add(time.Minute)
-	ended, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-2", Reason: "not needed",
+	ended, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-2", Reason: "not needed",
 		By: "slack:UADMIN", Via: "slack", At: at, Outbox: announce})
 	if err != nil || len(ended) != 1 || ended[0].ID != res[1].Record.ID || ended[0].State != bridge.StateCancelled {
 		t.Fatalf("cancel q-2 = %+v, %v", ended, err)
@@ -362,10 +363,10 @@ func testCancelOneAndAll(t *testing.T, s Store) {
 	if got.State != bridge.StateCancelled || got.By != "slack:UADMIN" || got.Via != "slack" || got.Text != "not needed" || !got.SettledAt.Equal(at) {
 		t.Fatalf("q-2 after its cancel = %+v", got)
 	}
-	if ended, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-2", At: at}); err != nil || len(ended) != 0 {
+	if ended, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-2", At: at}); err != nil || len(ended) != 0 {
 		t.Fatalf("cancel q-2 again = %+v, %v; want nothing ended", ended, err)
 	}
-	ended, err = s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", At: at, Outbox: announce})
+	ended, err = s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", At: at, Outbox: announce})
 	if err != nil || len(ended) != 1 || ended[0].ID != res[0].Record.ID {
 		t.Fatalf("cancel job-1 = %+v, %v; want q-1 (q-3 is answered)", ended, err)
 	}
@@ -375,7 +376,7 @@ func testCancelOneAndAll(t *testing.T, s Store) {
 	if got := Get(t, s, res[2].Record.ID); got.State != bridge.StateAnswered {
 		t.Fatalf("the answered question = %s", got.State)
 	}
-	if ended, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-none", At: at}); err != nil || len(ended) != 0 {
+	if ended, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-none", At: at}); err != nil || len(ended) != 0 {
 		t.Fatalf("cancel of an unknown job = %+v, %v", ended, err)
 	}
 	out := Unsent(t, s)
@@ -389,7 +390,7 @@ func testCancelOneAndAll(t *testing.T, s Store) {
 // the new version asked before the bump is kept.
 func testCancelBump(t *testing.T, s Store) {
 	res := AskAll(t, s, NewQuestion("job-1", "q-1", 1), NewQuestion("job-1", "q-2", 1))
-	ended, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 5, By: "slack:UADMIN", At: T0, Outbox: announce})
+	ended, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 5, By: "slack:UADMIN", At: T0, Outbox: announce})
 	if err != nil || len(ended) != 2 || ended[0].ID != res[0].Record.ID || ended[1].ID != res[1].Record.ID {
 		t.Fatalf("bump = %+v, %v", ended, err)
 	}
@@ -398,26 +399,26 @@ func testCancelBump(t *testing.T, s Store) {
 			t.Errorf("bumped %s = %+v", r.QuestionID, r)
 		}
 	}
-	if res := AskAll(t, s, NewQuestion("job-1", "q-9", 4))[0]; res.Status != store.Stale || res.JobVersion != 5 {
+	if res := AskAll(t, s, NewQuestion("job-1", "q-9", 4))[0]; res.Status != record.Stale || res.JobVersion != 5 {
 		t.Fatalf("ask below the bumped version = %+v", res)
 	}
 	// A question of version 6, stored before the bump to 6 that it follows.
 	v6 := Ask(t, s, NewQuestion("job-1", "q-6", 6))
 	old := Ask(t, s, NewQuestion("job-1", "q-old", 6))
-	ended, err = s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 6, At: T0, Outbox: announce})
+	ended, err = s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 6, At: T0, Outbox: announce})
 	if err != nil || len(ended) != 0 {
 		t.Fatalf("bump to the version the job is at = %+v, %v; want nothing ended", ended, err)
 	}
-	for _, r := range []*store.Record{v6, old} {
+	for _, r := range []*record.Record{v6, old} {
 		if got := Get(t, s, r.ID); got.State != bridge.StatePending {
 			t.Fatalf("%s after a bump to its own version = %s", r.QuestionID, got.State)
 		}
 	}
 	// A bump to an older version than the job's ends what is below it only.
-	if ended, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 3, At: T0}); err != nil || len(ended) != 0 {
+	if ended, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 3, At: T0}); err != nil || len(ended) != 0 {
 		t.Fatalf("bump below the job's version = %+v, %v", ended, err)
 	}
-	if res := AskAll(t, s, NewQuestion("job-1", "q-7", 5))[0]; res.Status != store.Stale || res.JobVersion != 6 {
+	if res := AskAll(t, s, NewQuestion("job-1", "q-7", 5))[0]; res.Status != record.Stale || res.JobVersion != 6 {
 		t.Fatalf("the job's version after a lower bump = %+v, want 6", res)
 	}
 	want := []string{"ev q-1 superseded", "ev q-2 superseded"}
@@ -429,13 +430,13 @@ func testCancelBump(t *testing.T, s Store) {
 // testCancelBumpUnknownJob: a bump of a job never seen makes it, so an
 // older question that comes after is Stale.
 func testCancelBumpUnknownJob(t *testing.T, s Store) {
-	if ended, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 3, At: T0}); err != nil || len(ended) != 0 {
+	if ended, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 3, At: T0}); err != nil || len(ended) != 0 {
 		t.Fatalf("bump of an unknown job = %+v, %v", ended, err)
 	}
-	if res := AskAll(t, s, NewQuestion("job-1", "q-1", 2))[0]; res.Status != store.Stale || res.JobVersion != 3 {
+	if res := AskAll(t, s, NewQuestion("job-1", "q-1", 2))[0]; res.Status != record.Stale || res.JobVersion != 3 {
 		t.Fatalf("ask below the bump = %+v", res)
 	}
-	if res := AskAll(t, s, NewQuestion("job-1", "q-1", 3))[0]; res.Status != store.Asked {
+	if res := AskAll(t, s, NewQuestion("job-1", "q-1", 3))[0]; res.Status != record.Asked {
 		t.Fatalf("ask at the bump = %+v", res)
 	}
 }
@@ -445,31 +446,31 @@ func testCancelBumpUnknownJob(t *testing.T, s Store) {
 // questions asked at its version since.
 func testCancelAppliedOnce(t *testing.T, s Store) {
 	Ask(t, s, NewQuestion("job-1", "q-1", 1))
-	bump := store.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 2, At: T0, Key: "cancel.7.1", Outbox: announce}
+	bump := record.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 2, At: T0, Key: "cancel.7.1", Outbox: announce}
 	if ended, err := s.Cancel(ctx, bump); err != nil || len(ended) != 1 {
 		t.Fatalf("bump = %+v, %v", ended, err)
 	}
 	q2 := Ask(t, s, NewQuestion("job-1", "q-2", 2))
 	before := Unsent(t, s)
 	bump.NewVersion = 3 // even were it another version: the key was applied
-	if ended, err := s.Cancel(ctx, bump); !errors.Is(err, store.ErrDuplicate) || len(ended) != 0 {
+	if ended, err := s.Cancel(ctx, bump); !errors.Is(err, record.ErrDuplicate) || len(ended) != 0 {
 		t.Fatalf("the bump again = %+v, %v; want ErrDuplicate", ended, err)
 	}
 	if got := Get(t, s, q2.ID); got.State != bridge.StatePending {
 		t.Fatalf("q-2 after the redelivered bump = %s", got.State)
 	}
-	if res := AskAll(t, s, NewQuestion("job-1", "q-3", 2))[0]; res.Status != store.Asked {
+	if res := AskAll(t, s, NewQuestion("job-1", "q-3", 2))[0]; res.Status != record.Asked {
 		t.Fatalf("the job moved on a redelivered bump: %+v", res)
 	}
 	if got := Unsent(t, s); len(got) != len(before)+1 {
 		t.Fatalf("outbox grew by %d, want the one ask", len(got)-len(before))
 	}
 	// Another key still applies; a cancel without a key always does.
-	if ended, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", At: T0, Key: "cancel.8.1"}); err != nil || len(ended) != 2 {
+	if ended, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", At: T0, Key: "cancel.8.1"}); err != nil || len(ended) != 2 {
 		t.Fatalf("a new cancel = %+v, %v", ended, err)
 	}
 	for range 2 {
-		if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", At: T0}); err != nil {
+		if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", At: T0}); err != nil {
 			t.Fatalf("a cancel without a key: %v", err)
 		}
 	}
@@ -479,10 +480,10 @@ func testCancelAppliedOnce(t *testing.T, s Store) {
 // what is there.
 func testEnqueue(t *testing.T, s Store) {
 	Ask(t, s, NewQuestion("job-1", "q-1", 1))
-	if err := s.Enqueue(ctx, []store.Message{{Subject: "a", Data: []byte("1")}, {Subject: "b", Data: []byte("2")}}); err != nil {
+	if err := s.Enqueue(ctx, []record.Message{{Subject: "a", Data: []byte("1")}, {Subject: "b", Data: []byte("2")}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Enqueue(ctx, []store.Message{{Subject: "c", Data: []byte("3")}}); err != nil {
+	if err := s.Enqueue(ctx, []record.Message{{Subject: "c", Data: []byte("3")}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Enqueue(ctx, nil); err != nil {

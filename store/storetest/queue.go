@@ -1,13 +1,14 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // RunQueue runs the job queue tests: JobQueue and its staleness, and
@@ -61,10 +62,10 @@ func testJobQueueOrder(t *testing.T, s Store) {
 // makes it one staler.
 func testRoundsBumpStaleness(t *testing.T, s Store) {
 	nq := NewQuestion("job-1", "q-a", 1)
-	nq.Steps = []store.Step{
+	nq.Steps = []record.Step{
 		{Index: 0, Target: bridge.TargetAnswerers, Due: T0.Add(time.Hour)},
 		{Index: 1, Target: bridge.TargetAnswerers, Due: T0.Add(2 * time.Hour)},
-		{Index: 2, Target: store.StepTimeout, Due: T0.Add(4 * time.Hour)},
+		{Index: 2, Target: record.StepTimeout, Due: T0.Add(4 * time.Hour)},
 	}
 	res := AskAll(t, s, nq, NewQuestion("job-1", "q-b", 1), NewQuestion("job-2", "q-c", 1))
 	due := dueSteps(t, s, T0.Add(time.Hour), 10)
@@ -75,7 +76,7 @@ func testRoundsBumpStaleness(t *testing.T, s Store) {
 		t.Fatal(err)
 	}
 	next := dueSteps(t, s, T0.Add(2*time.Hour), 10)
-	var second []store.DueStep
+	var second []record.DueStep
 	for _, d := range next {
 		if d.Question == res[0].Record.ID {
 			second = append(second, d)
@@ -100,16 +101,16 @@ func testRoundsBumpStaleness(t *testing.T, s Store) {
 // by a time, earliest first.
 func testJobSteps(t *testing.T, s Store) {
 	a := NewQuestion("job-1", "q-a", 1)
-	a.Steps = []store.Step{
+	a.Steps = []record.Step{
 		{Index: 0, Target: bridge.TargetAnswerers, Due: T0.Add(2 * time.Hour)},
 		{Index: 1, Target: bridge.TargetAdmins, Due: T0.Add(3 * time.Hour)},
-		{Index: 2, Target: store.StepTimeout, Due: T0.Add(4 * time.Hour)},
+		{Index: 2, Target: record.StepTimeout, Due: T0.Add(4 * time.Hour)},
 	}
 	b := NewQuestion("job-1", "q-b", 1)
 	b.Steps[0].Due = T0.Add(90 * time.Minute)
 	res := AskAll(t, s, a, b, NewQuestion("job-1", "q-done", 1), NewQuestion("job-2", "q-c", 1))
 	Settle(t, s, res[2].Record, T0)
-	qs := []*store.Record{res[0].Record, res[1].Record, res[2].Record, res[3].Record}
+	qs := []*record.Record{res[0].Record, res[1].Record, res[2].Record, res[3].Record}
 	for _, c := range []struct {
 		target string
 		before time.Duration
@@ -119,7 +120,7 @@ func testJobSteps(t *testing.T, s Store) {
 		{bridge.TargetAnswerers, 90 * time.Minute, []string{"q1-0 answerers +1h30m0s"}},
 		{bridge.TargetAnswerers, time.Hour, []string{}},
 		{bridge.TargetAdmins, 24 * time.Hour, []string{"q0-1 admins +3h0m0s"}},
-		{store.StepTimeout, 4 * time.Hour, []string{"q0-2 timeout +4h0m0s", "q1-1 timeout +4h0m0s"}},
+		{record.StepTimeout, 4 * time.Hour, []string{"q0-2 timeout +4h0m0s", "q1-1 timeout +4h0m0s"}},
 	} {
 		got, err := s.JobSteps(ctx, Tenant, "job-1", c.target, T0.Add(c.before))
 		if shown := stepsOf(got, qs...); err != nil || !slices.Equal(shown, c.want) {

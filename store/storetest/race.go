@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +14,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // Writers at once: what several replicas (or goroutines) doing the same
@@ -62,9 +63,9 @@ func oneWins(t *testing.T, what string, errs []error, lost error) int {
 
 // testRaceAskOnce: the same question asked at once is recorded once.
 func testRaceAskOnce(t *testing.T, s Store) {
-	statuses := make([]store.AskStatus, racers)
+	statuses := make([]record.AskStatus, racers)
 	errs := together(func(i int) error {
-		res, err := s.AskMany(ctx, []store.NewQuestion{NewQuestion("job-1", "q-1", 1)})
+		res, err := s.AskMany(ctx, []record.NewQuestion{NewQuestion("job-1", "q-1", 1)})
 		if err == nil {
 			statuses[i] = res[0].Status
 		}
@@ -76,7 +77,7 @@ func testRaceAskOnce(t *testing.T, s Store) {
 		}
 	}
 	slices.Sort(statuses)
-	if statuses[0] != store.Asked || statuses[1] != store.Duplicate || statuses[racers-1] != store.Duplicate {
+	if statuses[0] != record.Asked || statuses[1] != record.Duplicate || statuses[racers-1] != record.Duplicate {
 		t.Fatalf("statuses %v, want one Asked and the rest Duplicate", statuses)
 	}
 	if got := Unsent(t, s); len(got) != 1 {
@@ -88,8 +89,8 @@ func testRaceAskOnce(t *testing.T, s Store) {
 // pending and every other superseded or never recorded.
 func testRaceAskVersions(t *testing.T, s Store) {
 	errs := together(func(i int) error {
-		res, err := s.AskMany(ctx, []store.NewQuestion{NewQuestion("job-1", fmt.Sprint("q-", i), int64(i+1))})
-		if err == nil && res[0].Status != store.Asked && res[0].Status != store.Stale {
+		res, err := s.AskMany(ctx, []record.NewQuestion{NewQuestion("job-1", fmt.Sprint("q-", i), int64(i+1))})
+		if err == nil && res[0].Status != record.Asked && res[0].Status != record.Stale {
 			return fmt.Errorf("status %d", res[0].Status)
 		}
 		return err
@@ -100,20 +101,20 @@ func testRaceAskVersions(t *testing.T, s Store) {
 		}
 	}
 	for i := range racers {
-		r, err := s.Find(ctx, store.Key{Tenant: Tenant, JobID: "job-1", QuestionID: fmt.Sprint("q-", i), TaskVersion: int64(i + 1)})
+		r, err := s.Find(ctx, record.Key{Tenant: Tenant, JobID: "job-1", QuestionID: fmt.Sprint("q-", i), TaskVersion: int64(i + 1)})
 		newest := i == racers-1
 		switch {
-		case errors.Is(err, store.ErrNotFound) && !newest: // stale: never recorded
+		case errors.Is(err, record.ErrNotFound) && !newest: // stale: never recorded
 		case err != nil:
 			t.Fatalf("version %d: %v", i+1, err)
 		case newest != (r.State == bridge.StatePending) || (!newest && r.State != bridge.StateSuperseded):
 			t.Errorf("%s at version %d is %s", r.QuestionID, r.TaskVersion, r.State)
 		}
 	}
-	if res := AskAll(t, s, NewQuestion("job-1", "q-probe", 1))[0]; res.Status != store.Stale || res.JobVersion != racers {
+	if res := AskAll(t, s, NewQuestion("job-1", "q-probe", 1))[0]; res.Status != record.Stale || res.JobVersion != racers {
 		t.Fatalf("the job after the race = %+v, want version %d", res, racers)
 	}
-	if recs, err := s.List(ctx, store.ListFilter{JobID: "job-1", State: bridge.StatePending}); err != nil || len(recs) != 1 {
+	if recs, err := s.List(ctx, record.ListFilter{JobID: "job-1", State: bridge.StatePending}); err != nil || len(recs) != 1 {
 		t.Fatalf("pending = %+v, %v; want the newest only", recs, err)
 	}
 }
@@ -124,11 +125,11 @@ func testRaceCancelKey(t *testing.T, s Store) {
 	Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	ended := make([]int, racers)
 	errs := together(func(i int) error {
-		recs, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 2, At: T0, Key: "cancel.1.1", Outbox: announce})
+		recs, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 2, At: T0, Key: "cancel.1.1", Outbox: announce})
 		ended[i] = len(recs)
 		return err
 	})
-	w := oneWins(t, "cancel", errs, store.ErrDuplicate)
+	w := oneWins(t, "cancel", errs, record.ErrDuplicate)
 	if ended[w] != 1 {
 		t.Fatalf("the winning cancel ended %d questions, want 1", ended[w])
 	}
@@ -142,7 +143,7 @@ func testRaceCancelKey(t *testing.T, s Store) {
 func testRaceAttempt(t *testing.T, s Store) {
 	q := Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	errs := together(func(i int) error {
-		errs, err := s.DecideEach(ctx, 1, func(int, store.Lookup) (store.Decision, error) {
+		errs, err := s.DecideEach(ctx, 1, func(int, record.Lookup) (record.Decision, error) {
 			return refuse(q.ID, "a1", fmt.Sprint("refused by ", i)), nil
 		})
 		if err != nil {
@@ -150,7 +151,7 @@ func testRaceAttempt(t *testing.T, s Store) {
 		}
 		return errs[0]
 	})
-	oneWins(t, "refusal", errs, store.ErrDuplicate)
+	oneWins(t, "refusal", errs, record.ErrDuplicate)
 	if got := Unsent(t, s); len(got) != 2 {
 		t.Fatalf("outbox = %q, want the ask and one refusal", got)
 	}
@@ -161,13 +162,13 @@ func testRaceAttempt(t *testing.T, s Store) {
 func testRaceApprovals(t *testing.T, s Store) {
 	q := Ask(t, s, NewApproval("job-1", "q-1", 1, "pr_1"))
 	errs := together(func(i int) error {
-		errs, err := s.DecideEach(ctx, 1, func(_ int, l store.Lookup) (store.Decision, error) {
+		errs, err := s.DecideEach(ctx, 1, func(_ int, l record.Lookup) (record.Decision, error) {
 			p, err := l.Proposal(ctx, Tenant, "pr_1")
 			if err != nil {
-				return store.Decision{}, err
+				return record.Decision{}, err
 			}
 			as := append(slices.Clone(p.Approvals), bridge.Approval{By: fmt.Sprint("slack:U", i), At: T0})
-			return store.Decision{Approve: &store.ApprovalRecord{AttemptID: fmt.Sprint("a", i), Question: q.ID, Tenant: Tenant,
+			return record.Decision{Approve: &record.ApprovalRecord{AttemptID: fmt.Sprint("a", i), Question: q.ID, Tenant: Tenant,
 				ProposalID: "pr_1", Approvals: as, At: T0}}, nil
 		})
 		if err != nil {
@@ -210,9 +211,9 @@ func testRaceFireRound(t *testing.T, s Store) {
 	Ask(t, s, NewQuestion("job-1", "q-1", 1))
 	r := round("reminded answerers", dueSteps(t, s, T0.Add(time.Hour), 10)...)
 	errs := together(func(int) error {
-		return s.FireRound(ctx, r, T0.Add(time.Hour), []store.Message{{Subject: "x", Data: []byte("nudge")}})
+		return s.FireRound(ctx, r, T0.Add(time.Hour), []record.Message{{Subject: "x", Data: []byte("nudge")}})
 	})
-	oneWins(t, "round", errs, store.ErrStepGone)
+	oneWins(t, "round", errs, record.ErrStepGone)
 	if got := queueOf(t, s, "job-1"); !slices.Equal(got, []string{"q-1 1"}) {
 		t.Fatalf("queue = %q, want q-1 one round stale", got)
 	}
@@ -225,10 +226,10 @@ func testRaceFireRound(t *testing.T, s Store) {
 // recorded once.
 func testRaceNotice(t *testing.T, s Store) {
 	errs := together(func(int) error {
-		return s.RecordNotice(ctx, store.LogEntry{Tenant: Tenant, JobID: "job-1", Body: json.RawMessage(`{"notice_id":"n-1"}`), At: T0}, "n-1",
-			[]store.Message{{Subject: "x", Data: []byte("notice")}})
+		return s.RecordNotice(ctx, record.LogEntry{Tenant: Tenant, JobID: "job-1", Body: json.RawMessage(`{"notice_id":"n-1"}`), At: T0}, "n-1",
+			[]record.Message{{Subject: "x", Data: []byte("notice")}})
 	})
-	oneWins(t, "notice", errs, store.ErrDuplicate)
+	oneWins(t, "notice", errs, record.ErrDuplicate)
 	if got := logOf(t, s, "job-1"); len(got) != 1 {
 		t.Fatalf("job log = %q, want one notice", got)
 	}
@@ -244,8 +245,8 @@ func testRaceExecute(t *testing.T, s Store) {
 	q := Ask(t, s, NewApproval("job-1", "q-1", 1, "pr_1"))
 	approve(t, s, q, "pr_1", T0)
 	errs := together(func(i int) error {
-		return s.GateCommit(ctx, []store.GateWrite{{Execute: &store.GateExecute{Tenant: Tenant, ProposalID: "pr_1", At: T0,
-			Decide: func(p *store.Proposal) (bool, store.LogEntry) {
+		return s.GateCommit(ctx, []record.GateWrite{{Execute: &record.GateExecute{Tenant: Tenant, ProposalID: "pr_1", At: T0,
+			Decide: func(p *record.Proposal) (bool, record.LogEntry) {
 				take := p != nil && p.State == bridge.ProposalApproved
 				return take, gateEntry("job-1", fmt.Sprintf("take=%v", take), T0)
 			}}}})
@@ -274,7 +275,7 @@ func testRaceRecordExecution(t *testing.T, s Store) {
 		_, err := report(s, "job-1", "pr_1", bridge.ResultSucceeded, T0)
 		return err
 	})
-	oneWins(t, "report", errs, store.ErrDuplicate)
+	oneWins(t, "report", errs, record.ErrDuplicate)
 	if got := Unsent(t, s); len(got) != 2 {
 		t.Fatalf("outbox = %q, want the ask and one executed", got)
 	}
@@ -291,7 +292,7 @@ func testRaceOutboxCursor(t *testing.T, s Store) {
 		defer close(done)
 		for _, err := range together(func(i int) error {
 			for j := range each {
-				if err := s.Enqueue(ctx, []store.Message{{Subject: "ev", Data: []byte(fmt.Sprint(i, "-", j))}}); err != nil {
+				if err := s.Enqueue(ctx, []record.Message{{Subject: "ev", Data: []byte(fmt.Sprint(i, "-", j))}}); err != nil {
 					return err
 				}
 			}
@@ -339,13 +340,13 @@ func testRaceCancelAndSettle(t *testing.T, s Store) {
 		var ended atomic.Int32
 		errs := together(func(i int) error {
 			if i%2 == 0 {
-				recs, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: job, At: T0})
+				recs, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: job, At: T0})
 				if len(recs) == 1 {
 					ended.Add(1)
 				}
 				return err
 			}
-			if err := s.Settle(ctx, Answer(q, T0)); !errors.Is(err, store.ErrNotPending) {
+			if err := s.Settle(ctx, Answer(q, T0)); !errors.Is(err, record.ErrNotPending) {
 				if err == nil {
 					ended.Add(1)
 				}
@@ -365,9 +366,9 @@ func testRaceCancelAndSettle(t *testing.T, s Store) {
 // testRaceProposalJobs: two jobs asking for one proposal id at once: one
 // records it, the other is refused.
 func testRaceProposalJobs(t *testing.T, s Store) {
-	statuses := make([]store.AskStatus, racers)
+	statuses := make([]record.AskStatus, racers)
 	errs := together(func(i int) error {
-		res, err := s.AskMany(ctx, []store.NewQuestion{NewApproval(fmt.Sprint("job-", i), "q-1", 1, "pr_1")})
+		res, err := s.AskMany(ctx, []record.NewQuestion{NewApproval(fmt.Sprint("job-", i), "q-1", 1, "pr_1")})
 		if err == nil {
 			statuses[i] = res[0].Status
 		}
@@ -377,11 +378,11 @@ func testRaceProposalJobs(t *testing.T, s Store) {
 		t.Fatal(err)
 	}
 	slices.Sort(statuses)
-	if statuses[0] != store.Asked || statuses[1] != store.Refused || statuses[racers-1] != store.Refused {
+	if statuses[0] != record.Asked || statuses[1] != record.Refused || statuses[racers-1] != record.Refused {
 		t.Fatalf("statuses %v, want one Asked and the rest Refused", statuses)
 	}
 	p := Proposal(t, s, "pr_1")
-	if q, err := s.Find(ctx, store.Key{Tenant: Tenant, JobID: p.JobID, QuestionID: "q-1"}); err != nil || q.ID != p.Question {
+	if q, err := s.Find(ctx, record.Key{Tenant: Tenant, JobID: p.JobID, QuestionID: "q-1"}); err != nil || q.ID != p.Question {
 		t.Fatalf("the proposal's question = %+v, %v; want the one of %s", q, err, p.JobID)
 	}
 }

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"encoding/json"
 	"errors"
 	"slices"
@@ -8,7 +10,6 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // RunSafety runs the safety tests: proposals (asked with approvals,
@@ -41,10 +42,10 @@ func RunSafety(t *testing.T, open Open) {
 }
 
 // approve settles approval q as approved, deciding its proposal id.
-func approve(t *testing.T, s Store, q *store.Record, id string, at time.Time) {
+func approve(t *testing.T, s Store, q *record.Record, id string, at time.Time) {
 	t.Helper()
-	err := s.Settle(ctx, store.Settlement{Question: q.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, At: at,
-		Proposal: &store.ProposalDecision{Tenant: Tenant, ID: id, State: bridge.ProposalApproved,
+	err := s.Settle(ctx, record.Settlement{Question: q.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer, At: at,
+		Proposal: &record.ProposalDecision{Tenant: Tenant, ID: id, State: bridge.ProposalApproved,
 			Approvals: []bridge.Approval{{By: "slack:U1", At: at}}}})
 	if err != nil {
 		t.Fatalf("approve %s: %v", id, err)
@@ -65,51 +66,51 @@ func testProposalIntake(t *testing.T, s Store) {
 	if found := Proposal(t, s, "pr_1"); found.Question != first.ID {
 		t.Fatalf("FindProposal = %+v", found)
 	}
-	if res := AskAll(t, s, NewApproval("job-1", "q-1", 1, "pr_1"))[0]; res.Status != store.Duplicate {
+	if res := AskAll(t, s, NewApproval("job-1", "q-1", 1, "pr_1"))[0]; res.Status != record.Duplicate {
 		t.Fatalf("the same approval again: %d %q", res.Status, res.Problem)
 	}
 	for _, c := range []struct {
-		nq   store.NewQuestion
+		nq   record.NewQuestion
 		want string
 	}{
 		{NewApproval("job-1", "q-2", 1, "pr_1"), "proposal.id: pr_1 is already asked for by question q-1, which waits"},
 		{NewApproval("job-2", "q-1", 1, "pr_1"), "proposal.id: pr_1 is a proposal of job job-1; a job proposes under ids of its own"},
 	} {
 		res := AskAll(t, s, c.nq)[0]
-		if res.Status != store.Refused || res.Problem != c.want || res.Record != nil {
+		if res.Status != record.Refused || res.Problem != c.want || res.Record != nil {
 			t.Errorf("%s: %d %q, want Refused: %q", c.nq.Key, res.Status, res.Problem, c.want)
 		}
-		if _, err := s.Find(ctx, c.nq.Key); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Find(ctx, c.nq.Key); !errors.Is(err, record.ErrNotFound) {
 			t.Errorf("%s: a refused question was recorded: %v", c.nq.Key, err)
 		}
 	}
 	if got := Unsent(t, s); len(got) != 1 {
 		t.Fatalf("refused approvals wrote %q", got)
 	}
-	wantOutcomes(t, decideAll(t, s, store.Decision{Approve: &store.ApprovalRecord{Question: first.ID, Tenant: Tenant, ProposalID: "pr_1",
+	wantOutcomes(t, decideAll(t, s, record.Decision{Approve: &record.ApprovalRecord{Question: first.ID, Tenant: Tenant, ProposalID: "pr_1",
 		Approvals: []bridge.Approval{{By: "slack:U1", At: T0}}, At: T0}}), nil)
 	v2 := AskAll(t, s, NewApproval("job-1", "q-1", 2, "pr_1"))[0]
-	if v2.Status != store.Asked {
+	if v2.Status != record.Asked {
 		t.Fatalf("version 2: %d %q", v2.Status, v2.Problem)
 	}
 	p = Proposal(t, s, "pr_1")
 	if p.Question != v2.Record.ID || p.State != bridge.ProposalPending || len(p.Approvals) != 0 || p.IdempotencyKey != "ik_pr_1" {
 		t.Fatalf("after version 2: %+v", p)
 	}
-	if p, err := s.ProposalOf(ctx, first.ID); !errors.Is(err, store.ErrNotFound) {
+	if p, err := s.ProposalOf(ctx, first.ID); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("the superseded approval still asks for %+v, %v", p, err)
 	}
 	if p, err := s.ProposalOf(ctx, v2.Record.ID); err != nil || p.ID != "pr_1" {
 		t.Fatalf("ProposalOf version 2 = %+v, %v", p, err)
 	}
 	plain := Ask(t, s, NewQuestion("job-1", "q-plain", 2))
-	if p, err := s.ProposalOf(ctx, plain.ID); !errors.Is(err, store.ErrNotFound) {
+	if p, err := s.ProposalOf(ctx, plain.ID); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("ProposalOf a question = %+v, %v", p, err)
 	}
-	if p, err := s.FindProposal(ctx, Tenant, "pr_none"); p != nil || !errors.Is(err, store.ErrNotFound) {
+	if p, err := s.FindProposal(ctx, Tenant, "pr_none"); p != nil || !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("a proposal never recorded: %+v, %v", p, err)
 	}
-	if p, err := s.FindProposal(ctx, "beta", "pr_1"); p != nil || !errors.Is(err, store.ErrNotFound) {
+	if p, err := s.FindProposal(ctx, "beta", "pr_1"); p != nil || !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("another tenant's proposal: %+v, %v", p, err)
 	}
 }
@@ -118,7 +119,7 @@ func testProposalIntake(t *testing.T, s Store) {
 // asked for again by another question of its job.
 func testProposalFreed(t *testing.T, s Store) {
 	q1 := Ask(t, s, NewApproval("job-1", "q-1", 1, "pr_1"))
-	if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", At: T0}); err != nil {
+	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", At: T0}); err != nil {
 		t.Fatal(err)
 	}
 	if p := Proposal(t, s, "pr_1"); p.State != bridge.ProposalPending || p.Question != q1.ID {
@@ -135,9 +136,9 @@ func testProposalFreed(t *testing.T, s Store) {
 func testProposalDecidedRefused(t *testing.T, s Store) {
 	q := Ask(t, s, NewApproval("job-1", "q-1", 1, "pr_1"))
 	approve(t, s, q, "pr_1", T0)
-	for _, nq := range []store.NewQuestion{NewApproval("job-1", "q-1", 2, "pr_1"), NewApproval("job-3", "q-1", 1, "pr_1")} {
+	for _, nq := range []record.NewQuestion{NewApproval("job-1", "q-1", 2, "pr_1"), NewApproval("job-3", "q-1", 1, "pr_1")} {
 		res := AskAll(t, s, nq)[0]
-		if want := bridge.DecidedProposalText("pr_1", bridge.ProposalApproved); res.Status != store.Refused || res.Problem != want {
+		if want := bridge.DecidedProposalText("pr_1", bridge.ProposalApproved); res.Status != record.Refused || res.Problem != want {
 			t.Errorf("%s asking for a decided proposal: %d %q, want %q", nq.Key, res.Status, res.Problem, want)
 		}
 	}
@@ -153,7 +154,7 @@ func testGateJob(t *testing.T, s Store) {
 		t.Fatalf("a job never seen: %+v, %v", j, err)
 	}
 	AskAll(t, s, NewQuestion("job-1", "q-1", 2), NewQuestion("job-1", "q-2", 2), NewQuestion("job-2", "q-3", 5))
-	if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", At: T0}); err != nil {
+	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", At: T0}); err != nil {
 		t.Fatal(err)
 	}
 	q4 := NewQuestion("job-1", "q-4", 2)
@@ -164,13 +165,13 @@ func testGateJob(t *testing.T, s Store) {
 		string(j.Pending[0].Body) != `{"question":"Which?"}` || string(j.Pending[1].Body) != `{"question":"Which one?"}` {
 		t.Fatalf("job-1: %+v, %v", j, err)
 	}
-	if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", At: T0}); err != nil {
+	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", At: T0}); err != nil {
 		t.Fatal(err)
 	}
 	if j, err := s.GateJob(ctx, Tenant, "job-1"); err != nil || !j.Known || j.Version != 2 || len(j.Pending) != 0 {
 		t.Fatalf("job-1 with nothing pending: %+v, %v", j, err)
 	}
-	if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-9", NewVersion: 4, At: T0}); err != nil {
+	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-9", NewVersion: 4, At: T0}); err != nil {
 		t.Fatal(err)
 	}
 	if j, err := s.GateJob(ctx, Tenant, "job-9"); err != nil || !j.Known || j.Version != 4 {
@@ -182,8 +183,8 @@ func testGateJob(t *testing.T, s Store) {
 }
 
 // gateEntry is a gate decision of job-1 with code, at at.
-func gateEntry(job, code string, at time.Time) store.LogEntry {
-	return store.LogEntry{Tenant: Tenant, JobID: job, Kind: store.LogGate, Body: json.RawMessage(`{"code":"` + code + `"}`), At: at}
+func gateEntry(job, code string, at time.Time) record.LogEntry {
+	return record.LogEntry{Tenant: Tenant, JobID: job, Kind: record.LogGate, Body: json.RawMessage(`{"code":"` + code + `"}`), At: at}
 }
 
 // testGateCommit: executes in a batch see those before them; an approved
@@ -192,8 +193,8 @@ func testGateCommit(t *testing.T, s Store) {
 	q := Ask(t, s, NewApproval("job-1", "q-1", 1, "pr_1"))
 	approve(t, s, q, "pr_1", T0)
 	var seen []string
-	exec := func(id string) store.GateWrite {
-		return store.GateWrite{Execute: &store.GateExecute{Tenant: Tenant, ProposalID: id, At: T0.Add(time.Minute), Decide: func(p *store.Proposal) (bool, store.LogEntry) {
+	exec := func(id string) record.GateWrite {
+		return record.GateWrite{Execute: &record.GateExecute{Tenant: Tenant, ProposalID: id, At: T0.Add(time.Minute), Decide: func(p *record.Proposal) (bool, record.LogEntry) {
 			state := "none"
 			if p != nil {
 				state = p.State
@@ -202,7 +203,7 @@ func testGateCommit(t *testing.T, s Store) {
 			return state == bridge.ProposalApproved, gateEntry("job-1", "execute "+id+" "+state, T0)
 		}}}
 	}
-	if err := s.GateCommit(ctx, []store.GateWrite{exec("pr_1"), {Log: gateEntry("job-1", "allowed", T0)}, exec("pr_1"), exec("pr_none")}); err != nil {
+	if err := s.GateCommit(ctx, []record.GateWrite{exec("pr_1"), {Log: gateEntry("job-1", "allowed", T0)}, exec("pr_1"), exec("pr_none")}); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{bridge.ProposalApproved, bridge.ProposalExecuted, "none"}; !slices.Equal(seen, want) {
@@ -226,9 +227,9 @@ func testGateCommit(t *testing.T, s Store) {
 // approved) writes nothing.
 func testGateCommitAllOrNothing(t *testing.T, s Store) {
 	Ask(t, s, NewApproval("job-1", "q-1", 1, "pr_1"))
-	take := store.GateWrite{Execute: &store.GateExecute{Tenant: Tenant, ProposalID: "pr_1", At: T0,
-		Decide: func(*store.Proposal) (bool, store.LogEntry) { return true, gateEntry("job-1", "take", T0) }}}
-	err := s.GateCommit(ctx, []store.GateWrite{{Log: gateEntry("job-1", "allowed", T0)}, take})
+	take := record.GateWrite{Execute: &record.GateExecute{Tenant: Tenant, ProposalID: "pr_1", At: T0,
+		Decide: func(*record.Proposal) (bool, record.LogEntry) { return true, gateEntry("job-1", "take", T0) }}}
+	err := s.GateCommit(ctx, []record.GateWrite{{Log: gateEntry("job-1", "allowed", T0)}, take})
 	if err == nil {
 		t.Fatal("taking a pending proposal did not fail")
 	}
@@ -241,26 +242,26 @@ func testGateCommitAllOrNothing(t *testing.T, s Store) {
 }
 
 // report reports proposal id of job executed with result at at.
-func report(s Store, job, id, result string, at time.Time) (*store.Proposal, error) {
-	return s.RecordExecution(ctx, store.ExecutionReport{Tenant: Tenant, JobID: job, ProposalID: id, Result: result, Detail: "done " + result, At: at,
-		Announce: func(p *store.Proposal, q *store.Answerable) []store.Message {
-			return []store.Message{{Subject: "ask.v1.event.acme." + job, Data: []byte("executed " + q.QuestionID + " " + p.State)}}
+func report(s Store, job, id, result string, at time.Time) (*record.Proposal, error) {
+	return s.RecordExecution(ctx, record.ExecutionReport{Tenant: Tenant, JobID: job, ProposalID: id, Result: result, Detail: "done " + result, At: at,
+		Announce: func(p *record.Proposal, q *record.Answerable) []record.Message {
+			return []record.Message{{Subject: "ask.v1.event.acme." + job, Data: []byte("executed " + q.QuestionID + " " + p.State)}}
 		},
-		Log: []store.LogEntry{{Tenant: Tenant, JobID: job, Kind: store.LogExecuted, QuestionID: "q-1", At: at}}})
+		Log: []record.LogEntry{{Tenant: Tenant, JobID: job, Kind: record.LogExecuted, QuestionID: "q-1", At: at}}})
 }
 
 // testRecordExecution: a report is recorded once, of an approved proposal
 // of the reporter's job; the others say why and write nothing.
 func testRecordExecution(t *testing.T, s Store) {
 	q := Ask(t, s, NewApproval("job-1", "q-1", 1, "pr_1"))
-	if _, err := report(s, "job-1", "pr_none", bridge.ResultSucceeded, T0); !errors.Is(err, store.ErrNotFound) {
+	if _, err := report(s, "job-1", "pr_none", bridge.ResultSucceeded, T0); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("unknown: %v, want ErrNotFound", err)
 	}
-	if p, err := report(s, "job-1", "pr_1", bridge.ResultSucceeded, T0); !errors.Is(err, store.ErrProposalNotApproved) || p == nil || p.State != bridge.ProposalPending {
+	if p, err := report(s, "job-1", "pr_1", bridge.ResultSucceeded, T0); !errors.Is(err, record.ErrProposalNotApproved) || p == nil || p.State != bridge.ProposalPending {
 		t.Fatalf("pending: %+v, %v; want ErrProposalNotApproved", p, err)
 	}
 	approve(t, s, q, "pr_1", T0)
-	if p, err := report(s, "job-2", "pr_1", bridge.ResultSucceeded, T0); !errors.Is(err, store.ErrNotFound) || p != nil {
+	if p, err := report(s, "job-2", "pr_1", bridge.ResultSucceeded, T0); !errors.Is(err, record.ErrNotFound) || p != nil {
 		t.Fatalf("another job's: %+v, %v; want ErrNotFound and no proposal", p, err)
 	}
 	at := T0.Add(time.Hour)
@@ -269,7 +270,7 @@ func testRecordExecution(t *testing.T, s Store) {
 		p.Result != bridge.ResultSucceeded || p.Detail != "done succeeded" {
 		t.Fatalf("reported: %+v, %v", p, err)
 	}
-	if p, err := report(s, "job-1", "pr_1", bridge.ResultFailed, at.Add(time.Hour)); !errors.Is(err, store.ErrDuplicate) || p == nil ||
+	if p, err := report(s, "job-1", "pr_1", bridge.ResultFailed, at.Add(time.Hour)); !errors.Is(err, record.ErrDuplicate) || p == nil ||
 		p.Result != bridge.ResultSucceeded || p.Detail != "done succeeded" {
 		t.Fatalf("again: %+v, %v; want ErrDuplicate and the first report", p, err)
 	}
@@ -298,8 +299,8 @@ func testRecordExecutionAfterGate(t *testing.T, s Store) {
 	q := Ask(t, s, NewApproval("job-1", "q-1", 1, "pr_1"))
 	approve(t, s, q, "pr_1", T0)
 	taken := T0.Add(time.Minute)
-	if err := s.GateCommit(ctx, []store.GateWrite{{Execute: &store.GateExecute{Tenant: Tenant, ProposalID: "pr_1", At: taken,
-		Decide: func(*store.Proposal) (bool, store.LogEntry) { return true, gateEntry("job-1", "allowed", taken) }}}}); err != nil {
+	if err := s.GateCommit(ctx, []record.GateWrite{{Execute: &record.GateExecute{Tenant: Tenant, ProposalID: "pr_1", At: taken,
+		Decide: func(*record.Proposal) (bool, record.LogEntry) { return true, gateEntry("job-1", "allowed", taken) }}}}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := report(s, "job-1", "pr_1", bridge.ResultSucceeded, T0.Add(time.Hour))
@@ -317,7 +318,7 @@ func testProposalInOneBatch(t *testing.T, s Store) {
 		NewApproval("job-1", "q-2", 1, "pr_1"), // waited on by q-1
 		NewApproval("job-3", "q-1", 1, "pr_3"),
 	)
-	want := []store.AskStatus{store.Asked, store.Refused, store.Refused, store.Asked}
+	want := []record.AskStatus{record.Asked, record.Refused, record.Refused, record.Asked}
 	for i, w := range want {
 		if res[i].Status != w {
 			t.Errorf("result %d: status %d (%q), want %d", i, res[i].Status, res[i].Problem, w)
@@ -338,10 +339,10 @@ func testExecutionAnnouncedWithItsCards(t *testing.T, s Store) {
 		t.Fatal(err)
 	}
 	approve(t, s, q, "pr_1", T0)
-	var seen *store.Answerable
-	var proposal *store.Proposal
-	_, err := s.RecordExecution(ctx, store.ExecutionReport{Tenant: Tenant, JobID: "job-1", ProposalID: "pr_1", Result: bridge.ResultSucceeded,
-		At: T0.Add(time.Hour), Announce: func(p *store.Proposal, a *store.Answerable) []store.Message {
+	var seen *record.Answerable
+	var proposal *record.Proposal
+	_, err := s.RecordExecution(ctx, record.ExecutionReport{Tenant: Tenant, JobID: "job-1", ProposalID: "pr_1", Result: bridge.ResultSucceeded,
+		At: T0.Add(time.Hour), Announce: func(p *record.Proposal, a *record.Answerable) []record.Message {
 			seen, proposal = a, p
 			return nil
 		}})

@@ -1,9 +1,9 @@
 // Package storetest is the store conformance suite: behaviour tests that
-// run unchanged against every implementation of runtime.Store (the SQLite
+// run unchanged against every implementation of record.Backend (the SQLite
 // store and the JetStream one), so that both keep the same semantics:
 // every operation's outcome, its ordering and its idempotency.
 //
-// The tests see a store only through the runtime.Store interface and assert
+// The tests see a store only through the record.Backend interface and assert
 // what a caller sees (returned values, errors by errors.Is, the outbox),
 // never how a store keeps it. Every time in them is explicit (T0 and
 // offsets from it, whole milliseconds), and nothing sleeps. The callbacks
@@ -16,11 +16,11 @@ package storetest
 import (
 	"testing"
 
-	"github.com/askbridge/askbridge/runtime"
+	"github.com/askbridge/askbridge/store/record"
 )
 
-// Store is the seam under test: the runtime's view of a store.
-type Store = runtime.Store
+// Store is the seam under test.
+type Store = record.Backend
 
 // Open returns a new, empty store for one test; it closes the store itself
 // when the test ends (t.Cleanup).

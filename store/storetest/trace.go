@@ -1,13 +1,14 @@
 package storetest
 
 import (
+	"github.com/askbridge/askbridge/store/record"
+
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
-	"github.com/askbridge/askbridge/store"
 )
 
 // RunTrace runs the trace tests: a question's audit (Audit) and a job's
@@ -37,7 +38,7 @@ func (r auditRow) String() string {
 }
 
 // jobAudit reads a job's audit as rows, failing the test on an error.
-func jobAudit(t *testing.T, s Store, job string) ([]auditRow, []store.JobAuditEntry) {
+func jobAudit(t *testing.T, s Store, job string) ([]auditRow, []record.JobAuditEntry) {
 	t.Helper()
 	entries, err := s.JobAudit(ctx, Tenant, job)
 	if err != nil {
@@ -115,7 +116,7 @@ func testJobAuditOrder(t *testing.T, s Store) {
 	res := AskAll(t, s, NewQuestion("job-1", "q-1", 1), NewQuestion("job-1", "q-2", 1))
 	at := T0.Add(time.Minute)
 	Settle(t, s, res[1].Record, at) // q-2 first, then q-1, at the same time
-	if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", Reason: "done", By: "slack:UADMIN", Via: "slack", At: at}); err != nil {
+	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", Reason: "done", By: "slack:UADMIN", Via: "slack", At: at}); err != nil {
 		t.Fatal(err)
 	}
 	rows, entries := jobAudit(t, s, "job-1")
@@ -170,10 +171,10 @@ func testJobQuestions(t *testing.T, s Store) {
 func testJobAuditOfCancelAndSupersede(t *testing.T, s Store) {
 	AskAll(t, s, NewQuestion("job-1", "q-1", 1), NewQuestion("job-1", "q-2", 1))
 	at := T0.Add(time.Minute)
-	if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-2", Reason: "not needed", By: "api:ops", Via: "api", At: at}); err != nil {
+	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-2", Reason: "not needed", By: "api:ops", Via: "api", At: at}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 4, At: at}); err != nil {
+	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", NewVersion: 4, At: at}); err != nil {
 		t.Fatal(err)
 	}
 	rows, entries := jobAudit(t, s, "job-1")
@@ -201,7 +202,7 @@ func testJobAuditEveryKind(t *testing.T, s Store) {
 	beta := NewQuestion("job-1", "q-1", 1)
 	beta.Tenant = "beta"
 	Ask(t, s, beta)
-	wantOutcomes(t, decideAll(t, s, store.Decision{Delegate: &store.Delegation{Question: v1.ID, Body: v1.Body, By: "slack:UANA",
+	wantOutcomes(t, decideAll(t, s, record.Decision{Delegate: &record.Delegation{Question: v1.ID, Body: v1.Body, By: "slack:UANA",
 		Via: "slack", Reason: "delegated", At: T0.Add(time.Minute)}}), nil)
 	Settle(t, s, other, T0.Add(time.Minute))
 	next := NewQuestion("job-1", "q-1", 2)
@@ -214,7 +215,7 @@ func testJobAuditEveryKind(t *testing.T, s Store) {
 	if err := s.FireRound(ctx, round("reminded answerers", due...), T0.Add(2*time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(ctx, store.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", Reason: "not needed",
+	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", Reason: "not needed",
 		By: "slack:UADMIN", Via: "console", At: T0.Add(3 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func testJobAuditEveryKind(t *testing.T, s Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	show := func(e store.JobAuditEntry) string {
+	show := func(e record.JobAuditEntry) string {
 		q := map[int64]string{v1.ID: "v1", v2.ID: "v2", q2.ID: "q2"}[e.Question]
 		return fmt.Sprintf("%s %s@%d %s>%s %s %s %q +%v", q, e.QuestionID, e.TaskVersion, e.From, e.To, e.By, e.Via, e.Reason, e.At.Sub(T0))
 	}
