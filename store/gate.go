@@ -77,8 +77,8 @@ func executeTx(ctx context.Context, tx *txn, e *record.GateExecute) (record.LogE
 	if !take {
 		return entry, nil
 	}
-	if p == nil || p.State != bridge.ProposalApproved {
-		return record.LogEntry{}, fmt.Errorf("only an approved proposal can be taken, not a %s one", p.StateWord())
+	if err := record.Takeable(p); err != nil {
+		return record.LogEntry{}, err
 	}
 	res, err := tx.exec(ctx, "UPDATE proposals SET state = ?, executed_at = ? WHERE tenant = ? AND proposal_id = ? AND state = ?",
 		bridge.ProposalExecuted, ms(e.At), e.Tenant, e.ProposalID, bridge.ProposalApproved)

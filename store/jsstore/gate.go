@@ -169,9 +169,8 @@ func (s *Store) gateGroup(ctx context.Context, group []record.GateWrite) error {
 		}
 		take, entry := e.Decide(seen)
 		if take {
-			if tp.p == nil || tp.p.State != bridge.ProposalApproved {
-				return fmt.Errorf("execute proposal %s/%s: only an approved proposal can be taken, not a %s one",
-					e.Tenant, e.ProposalID, tp.p.StateWord())
+			if err := record.Takeable(tp.p); err != nil {
+				return fmt.Errorf("execute proposal %s/%s: %w", e.Tenant, e.ProposalID, err)
 			}
 			tp.p.State, tp.p.ExecutedAt, tp.taken = bridge.ProposalExecuted, msTime(e.At), true
 			seen.State, seen.ExecutedAt = tp.p.State, tp.p.ExecutedAt

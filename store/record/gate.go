@@ -1,7 +1,10 @@
 package record
 
 import (
+	"fmt"
 	"time"
+
+	"github.com/askbridge/askbridge/bridge"
 )
 
 // GateJob is what the gate reads of a job (docs/design.md, "The gate"):
@@ -41,10 +44,16 @@ type GateExecute struct {
 	Decide func(p *Proposal) (take bool, entry LogEntry)
 }
 
-// StateWord is the proposal's state for a refusal, "missing" for none.
-func (p *Proposal) StateWord() string {
-	if p == nil {
-		return "missing"
+// Takeable refuses, in the words every backend uses, to mark executed a
+// proposal a GateExecute's Decide said to take when it is not approved
+// (p nil: there is none).
+func Takeable(p *Proposal) error {
+	if p != nil && p.State == bridge.ProposalApproved {
+		return nil
 	}
-	return p.State
+	state := "missing"
+	if p != nil {
+		state = p.State
+	}
+	return fmt.Errorf(refusalNotApproved, state)
 }

@@ -89,9 +89,9 @@ func ProposalProblem(nq *NewQuestion, p *Proposal, asker ProposalAsker) string {
 	case p.State != bridge.ProposalPending:
 		return bridge.DecidedProposalText(p.ID, p.State)
 	case p.JobID != nq.JobID:
-		return fmt.Sprintf("proposal.id: %s is a proposal of job %s; a job proposes under ids of its own", p.ID, p.JobID)
+		return fmt.Sprintf(refusalOtherJobsProposal, p.ID, p.JobID)
 	case asker.State == bridge.StatePending && asker.TaskVersion >= nq.TaskVersion:
-		return fmt.Sprintf("proposal.id: %s is already asked for by question %s, which waits", p.ID, asker.QuestionID)
+		return fmt.Sprintf(refusalProposalAskedFor, p.ID, asker.QuestionID)
 	}
 	return ""
 }
