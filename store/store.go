@@ -150,24 +150,25 @@ func (s *Store) migrate(ctx context.Context) error {
 	if current > len(names) {
 		return fmt.Errorf("store: database schema version %d is newer than this binary's %d", current, len(names))
 	}
-	for i := current; i < len(names); i++ {
-		body, err := migrations.ReadFile(names[i])
-		if err != nil {
-			return fmt.Errorf("store: migration %s: %w", names[i], err)
-		}
-		err = s.tx(ctx, func(tx *txn) error {
+	if current == len(names) {
+		return nil
+	}
+	// Every pending migration in one transaction: a new database is made
+	// in one commit, and a failed migration leaves the schema as it was.
+	return s.tx(ctx, func(tx *txn) error {
+		for i := current; i < len(names); i++ {
+			body, err := migrations.ReadFile(names[i])
+			if err != nil {
+				return fmt.Errorf("store: migration %s: %w", names[i], err)
+			}
 			// Migrations hold several statements: run them unprepared.
 			if _, err := tx.tx.ExecContext(ctx, string(body)); err != nil {
-				return err
+				return fmt.Errorf("store: migration %s: %w", names[i], err)
 			}
-			_, err := tx.tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(i+1))
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("store: migration %s: %w", names[i], err)
 		}
-	}
-	return nil
+		_, err := tx.tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(len(names)))
+		return err
+	})
 }
 
 // tx runs f in one write transaction (BEGIN IMMEDIATE through the DSN).
