@@ -63,47 +63,49 @@ func (s *Store) ProposalOf(ctx context.Context, question int64) (*record.Proposa
 	return p, nil
 }
 
-// checkProposalTx settles what asking nq comes to when its proposal may
-// not be asked for (Refused) or nq was recorded before (Duplicate, its
-// proposal its own); done says so.
-func checkProposalTx(ctx context.Context, tx *txn, nq *record.NewQuestion, res *record.AskResult) (done bool, err error) {
-	var exists int
-	err = tx.queryRow(ctx, "SELECT 1 FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ? AND task_version = ?",
-		nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion).Scan(&exists)
-	switch {
-	case err == nil:
-		res.Status = record.Duplicate
-		return true, nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return false, err
-	}
-	problem, err := proposalProblem(ctx, tx, nq)
-	if err != nil || problem == "" {
-		return false, err
-	}
-	res.Status, res.Problem = record.Refused, problem
-	return true, nil
+// askLookup reads what record.PlanAsk needs inside the ask's transaction.
+type askLookup struct {
+	tx *txn
+	nq *record.NewQuestion
 }
 
-// proposalProblem says why nq may not ask for its proposal, or "" when it
-// may (ProposalProblem).
-func proposalProblem(ctx context.Context, tx *txn, nq *record.NewQuestion) (string, error) {
-	p, err := findProposalIn(ctx, tx, nq.Tenant, nq.Proposal.ID)
+func (l askLookup) Job(ctx context.Context) (int64, bool, error) {
+	var version int64
+	err := l.tx.queryRow(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", l.nq.Tenant, l.nq.JobID).Scan(&version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return version, err == nil, err
+}
+
+func (l askLookup) Recorded(ctx context.Context) (bool, error) {
+	var exists int
+	nq := l.nq
+	err := l.tx.queryRow(ctx, "SELECT 1 FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ? AND task_version = ?",
+		nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion).Scan(&exists)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (l askLookup) Proposal(ctx context.Context) (*record.Proposal, record.ProposalAsker, error) {
+	var asker record.ProposalAsker
+	p, err := findProposalIn(ctx, l.tx, l.nq.Tenant, l.nq.Proposal.ID)
 	if errors.Is(err, record.ErrNotFound) {
-		return "", nil
+		return nil, asker, nil
 	}
 	if err != nil {
-		return "", err
+		return nil, asker, err
 	}
-	var asker record.ProposalAsker
-	if p.State == bridge.ProposalPending && p.JobID == nq.JobID {
-		err = tx.queryRow(ctx, "SELECT question_id, task_version, state FROM questions WHERE id = ?", p.Question).
+	if p.State == bridge.ProposalPending && p.JobID == l.nq.JobID {
+		err = l.tx.queryRow(ctx, "SELECT question_id, task_version, state FROM questions WHERE id = ?", p.Question).
 			Scan(&asker.QuestionID, &asker.TaskVersion, &asker.State)
 		if err != nil {
-			return "", fmt.Errorf("question of proposal %s: %w", p.ID, err)
+			return nil, asker, fmt.Errorf("question of proposal %s: %w", p.ID, err)
 		}
 	}
-	return record.ProposalProblem(nq, p, asker), nil
+	return p, asker, nil
 }
 
 // recordProposalTx records nq's proposal for its question row id, or binds

@@ -79,28 +79,13 @@ func (s *Store) AskMany(ctx context.Context, nqs []record.NewQuestion) ([]*recor
 }
 
 func askTx(ctx context.Context, tx *txn, nq *record.NewQuestion, res *record.AskResult) error {
-	var current int64
-	err := tx.queryRow(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", nq.Tenant, nq.JobID).Scan(&current)
-	known := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	plan, err := record.PlanAsk(ctx, nq, askLookup{tx: tx, nq: nq})
+	if err != nil {
 		return err
 	}
-	res.JobVersion = current
-	if known && nq.TaskVersion < current {
-		var exists int
-		err := tx.queryRow(ctx, "SELECT 1 FROM questions WHERE tenant = ? AND job_id = ? AND question_id = ? AND task_version = ?",
-			nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion).Scan(&exists)
-		if err == nil {
-			res.Status = record.Duplicate
-			return nil
-		}
-		res.Status = record.Stale
+	res.Status, res.Problem, res.JobVersion = plan.Status, plan.Problem, plan.JobVersion
+	if plan.Status != record.Asked {
 		return nil
-	}
-	if nq.Proposal != nil {
-		if done, err := checkProposalTx(ctx, tx, nq, res); done || err != nil {
-			return err
-		}
 	}
 	at := ms(nq.AskedAt)
 	result, err := tx.exec(ctx, `INSERT INTO questions (tenant, job_id, question_id, task_version, kind, body, state, asked_at, deadline)
@@ -110,25 +95,23 @@ func askTx(ctx context.Context, tx *txn, nq *record.NewQuestion, res *record.Ask
 		return err
 	}
 	if n, _ := result.RowsAffected(); n == 0 {
-		res.Status = record.Duplicate
-		return nil
+		return fmt.Errorf("question %s of job %s at version %d was recorded under the transaction", nq.QuestionID, nq.JobID, nq.TaskVersion)
 	}
 	id, err := result.LastInsertId()
 	if err != nil {
 		return err
 	}
-	if !known || nq.TaskVersion > current {
+	if plan.Raise {
 		if _, err := tx.exec(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (tenant, job_id) DO UPDATE SET task_version = excluded.task_version, updated_at = excluded.updated_at`,
 			nq.Tenant, nq.JobID, nq.TaskVersion, at); err != nil {
 			return err
 		}
-		res.JobVersion = nq.TaskVersion
-		var old []record.Record
-		if known { // an unknown job has no questions yet
-			if old, err = pendingOfJob(ctx, tx, nq.Tenant, nq.JobID, "task_version < ?", nq.TaskVersion); err != nil {
-				return err
-			}
+	}
+	if plan.Supersede {
+		old, err := pendingOfJob(ctx, tx, nq.Tenant, nq.JobID, "task_version < ?", nq.TaskVersion)
+		if err != nil {
+			return err
 		}
 		for i := range old {
 			var msgs []record.Message
@@ -158,7 +141,6 @@ func askTx(ctx context.Context, tx *txn, nq *record.NewQuestion, res *record.Ask
 	if err := outboxTx(ctx, tx, nq.Outbox, nq.AskedAt); err != nil {
 		return err
 	}
-	res.Status = record.Asked
 	res.Record = &record.Record{ID: id, Key: nq.Key, Kind: nq.Kind, Body: nq.Body, State: bridge.StatePending, AskedAt: fromMS(at), Deadline: fromMS(ms(nq.Deadline))}
 	return nil
 }

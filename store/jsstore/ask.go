@@ -174,54 +174,31 @@ func (b *askBatch) plan(ctx context.Context, i int) (*record.AskResult, *txn, er
 // itself but chunks of what it supersedes (more, with those ended).
 func (s *Store) askPlan(ctx context.Context, nq *record.NewQuestion, id int64) (res *record.AskResult, t *txn, ended []record.Record, more bool, err error) {
 	t = &txn{}
-	job, jobRev, known, err := s.getJob(ctx, nq.Tenant, nq.JobID)
+	l := &askLookup{s: s, nq: nq}
+	plan, err := record.PlanAsk(ctx, nq, l)
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
-	current := job.TaskVersion
-	res = &record.AskResult{JobVersion: current}
-	qk := keyQuestionVersion(nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion)
-	_, qkRev, exists, err := s.get(ctx, qk)
-	if err != nil {
-		return nil, nil, nil, false, err
-	}
-	switch {
-	case exists:
-		res.Status = record.Duplicate
-		return res, t, nil, false, nil
-	case known && nq.TaskVersion < current:
-		res.Status = record.Stale
+	res = &record.AskResult{Status: plan.Status, Problem: plan.Problem, JobVersion: plan.JobVersion}
+	if plan.Status != record.Asked {
 		return res, t, nil, false, nil
 	}
-	var prop *record.Proposal
-	var propRev uint64
-	if nq.Proposal != nil {
-		var problem string
-		if prop, propRev, problem, err = s.proposalProblem(ctx, nq); err != nil {
-			return nil, nil, nil, false, err
-		}
-		if problem != "" {
-			res.Status, res.Problem = record.Refused, problem
-			return res, t, nil, false, nil
-		}
-	}
-	bump := !known || nq.TaskVersion > current
-	if bump {
+	job := l.job
+	if plan.Raise {
 		job = jobDoc{TaskVersion: nq.TaskVersion, UpdatedAt: msTime(nq.AskedAt)}
-		res.JobVersion = nq.TaskVersion
 	}
 	// Written even when unchanged: a version bump committed meanwhile
 	// would otherwise leave this question pending at an older version.
-	if err := t.putJSON(keyJob(nq.Tenant, nq.JobID), jobRev, job); err != nil {
+	if err := t.putJSON(keyJob(nq.Tenant, nq.JobID), l.jobRev, job); err != nil {
 		return nil, nil, nil, false, err
 	}
-	if bump && known {
+	if plan.Supersede {
 		if ended, more, err = s.supersede(ctx, t, nq); err != nil || more {
 			return nil, nil, ended, more, err
 		}
 	}
 	if nq.Proposal != nil {
-		if err := recordProposal(t, nq, id, prop, propRev); err != nil {
+		if err := recordProposal(t, nq, id, l.prop, l.propRev); err != nil {
 			return nil, nil, nil, false, err
 		}
 	}
@@ -229,15 +206,65 @@ func (s *Store) askPlan(ctx context.Context, nq *record.NewQuestion, id int64) (
 	if err := t.putQuestion(d, 0); err != nil {
 		return nil, nil, nil, false, err
 	}
-	t.put(qk, qkRev, []byte(strconv.FormatInt(id, 10)))
+	t.put(keyQuestionVersion(nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion), l.qkRev, []byte(strconv.FormatInt(id, 10)))
 	if err := t.outbox(nq.Outbox, nq.AskedAt); err != nil {
 		return nil, nil, nil, false, err
 	}
 	t.markAsked(nq.Tenant, nq.JobID, nq.AskedAt)
-	res.Status = record.Asked
 	rec := d.Record
 	res.Record = &rec
 	return res, t, ended, false, nil
+}
+
+// askLookup reads what record.PlanAsk needs of the record, and keeps the
+// revisions the ask's writes must expect.
+type askLookup struct {
+	s  *Store
+	nq *record.NewQuestion
+
+	job     jobDoc
+	jobRev  uint64
+	qkRev   uint64
+	prop    *record.Proposal
+	propRev uint64
+}
+
+func (l *askLookup) Job(ctx context.Context) (int64, bool, error) {
+	job, rev, known, err := l.s.getJob(ctx, l.nq.Tenant, l.nq.JobID)
+	l.job, l.jobRev = job, rev
+	return job.TaskVersion, known, err
+}
+
+func (l *askLookup) Recorded(ctx context.Context) (bool, error) {
+	nq := l.nq
+	_, rev, exists, err := l.s.get(ctx, keyQuestionVersion(nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion))
+	l.qkRev = rev
+	return exists, err
+}
+
+// Proposal reads nq's proposal and the question asking for it; nil when
+// there is none yet (propRev is then what writing it must expect).
+func (l *askLookup) Proposal(ctx context.Context) (*record.Proposal, record.ProposalAsker, error) {
+	nq := l.nq
+	var p record.Proposal
+	rev, ok, err := l.s.getJSON(ctx, keyProposal(nq.Tenant, nq.Proposal.ID), &p)
+	l.propRev = rev
+	if err != nil || !ok {
+		return nil, record.ProposalAsker{}, err
+	}
+	l.prop = &p
+	var asker record.ProposalAsker
+	if p.State == bridge.ProposalPending && p.JobID == nq.JobID {
+		d, _, ok, err := l.s.getQuestion(ctx, p.Question)
+		if err != nil {
+			return nil, asker, err
+		}
+		if !ok {
+			return nil, asker, fmt.Errorf("question %d of proposal %s: %w", p.Question, p.ID, record.ErrNotFound)
+		}
+		asker = record.ProposalAsker{QuestionID: d.Record.QuestionID, TaskVersion: d.Record.TaskVersion, State: d.Record.State}
+	}
+	return &p, asker, nil
 }
 
 // newQuestionDoc is the document of nq, just asked as question id.
@@ -275,29 +302,6 @@ func (s *Store) supersede(ctx context.Context, t *txn, nq *record.NewQuestion) (
 	// (markAsked).
 	reserve := 7 + len(nq.Outbox)
 	return s.endEach(ctx, t, reserve, old, msgs, bridge.StateSuperseded, nq.AskedAt, "", "", reason)
-}
-
-// proposalProblem reads nq's proposal and says why nq may not ask for it,
-// or "" when it may (store.ProposalProblem). prop is nil when there is
-// none yet; rev is what writing it must expect.
-func (s *Store) proposalProblem(ctx context.Context, nq *record.NewQuestion) (prop *record.Proposal, rev uint64, problem string, err error) {
-	var p record.Proposal
-	rev, ok, err := s.getJSON(ctx, keyProposal(nq.Tenant, nq.Proposal.ID), &p)
-	if err != nil || !ok {
-		return nil, rev, "", err
-	}
-	var asker record.ProposalAsker
-	if p.State == bridge.ProposalPending && p.JobID == nq.JobID {
-		d, _, ok, err := s.getQuestion(ctx, p.Question)
-		if err != nil {
-			return nil, 0, "", err
-		}
-		if !ok {
-			return nil, 0, "", fmt.Errorf("question %d of proposal %s: %w", p.Question, p.ID, record.ErrNotFound)
-		}
-		asker = record.ProposalAsker{QuestionID: d.Record.QuestionID, TaskVersion: d.Record.TaskVersion, State: d.Record.State}
-	}
-	return &p, rev, record.ProposalProblem(nq, &p, asker), nil
 }
 
 // recordProposal records nq's proposal for question id, or binds a pending
