@@ -70,8 +70,13 @@ type askLookup struct {
 }
 
 func (l askLookup) Job(ctx context.Context) (int64, bool, error) {
-	var version int64
-	err := l.tx.queryRow(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", l.nq.Tenant, l.nq.JobID).Scan(&version)
+	return jobVersion(ctx, l.tx, l.nq.Tenant, l.nq.JobID)
+}
+
+// jobVersion reads a job's task version; known is false for a job never
+// asked.
+func jobVersion(ctx context.Context, tx *txn, tenant, job string) (version int64, known bool, err error) {
+	err = tx.queryRow(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", tenant, job).Scan(&version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}

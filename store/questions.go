@@ -1,6 +1,8 @@
 package store
 
 import (
+	"slices"
+
 	"github.com/askbridge/askbridge/store/record"
 
 	"context"
@@ -102,9 +104,7 @@ func askTx(ctx context.Context, tx *txn, nq *record.NewQuestion, res *record.Ask
 		return err
 	}
 	if plan.Raise {
-		if _, err := tx.exec(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (tenant, job_id) DO UPDATE SET task_version = excluded.task_version, updated_at = excluded.updated_at`,
-			nq.Tenant, nq.JobID, nq.TaskVersion, at); err != nil {
+		if err := raiseJob(ctx, tx, nq.Tenant, nq.JobID, nq.TaskVersion, at); err != nil {
 			return err
 		}
 	}
@@ -143,6 +143,14 @@ func askTx(ctx context.Context, tx *txn, nq *record.NewQuestion, res *record.Ask
 	}
 	res.Record = &record.Record{ID: id, Key: nq.Key, Kind: nq.Kind, Body: nq.Body, State: bridge.StatePending, AskedAt: fromMS(at), Deadline: fromMS(ms(nq.Deadline))}
 	return nil
+}
+
+// raiseJob sets a job's task version (at in Unix milliseconds).
+func raiseJob(ctx context.Context, tx *txn, tenant, job string, version, at int64) error {
+	_, err := tx.exec(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (tenant, job_id) DO UPDATE SET task_version = excluded.task_version, updated_at = excluded.updated_at`,
+		tenant, job, version, at)
+	return err
 }
 
 func pendingOfJob(ctx context.Context, tx *txn, tenant, job, cond string, args ...any) ([]record.Record, error) {
@@ -259,45 +267,25 @@ func (s *Store) Cancel(ctx context.Context, c record.JobCancel) ([]record.Record
 				return record.ErrDuplicate
 			}
 		}
-		var current int64
-		err := tx.queryRow(ctx, "SELECT task_version FROM jobs WHERE tenant = ? AND job_id = ?", c.Tenant, c.JobID).Scan(&current)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		known := err == nil
-		state, reason := bridge.StateCancelled, c.Reason
-		var list []record.Record
-		if c.NewVersion > 0 {
-			// A version bump. The job may be there already: a question of
-			// the new version, published after the bump, can be stored
-			// before it (they come through separate consumers). The bump
-			// still ends only the questions below its version.
-			if c.NewVersion > current || !known {
-				if _, err := tx.exec(ctx, `INSERT INTO jobs (tenant, job_id, task_version, updated_at) VALUES (?, ?, ?, ?)
-					ON CONFLICT (tenant, job_id) DO UPDATE SET task_version = excluded.task_version, updated_at = excluded.updated_at`,
-					c.Tenant, c.JobID, c.NewVersion, ms(c.At)); err != nil {
-					return err
-				}
-			}
-			state = bridge.StateSuperseded
-			reason = record.SupersededText(c.NewVersion)
-			list, err = pendingOfJob(ctx, tx, c.Tenant, c.JobID, "task_version < ?", c.NewVersion)
-		} else if c.QuestionID != "" {
-			list, err = pendingOfJob(ctx, tx, c.Tenant, c.JobID, "question_id = ?", c.QuestionID)
-		} else {
-			list, err = pendingOfJob(ctx, tx, c.Tenant, c.JobID, "")
-		}
+		plan, err := record.PlanCancel(ctx, &c, func(ctx context.Context) (int64, bool, error) {
+			return jobVersion(ctx, tx, c.Tenant, c.JobID)
+		})
 		if err != nil {
 			return err
 		}
-		for i := range list {
-			list[i].State = state
-			var msgs []record.Message
-			if c.Outbox != nil {
-				msgs = c.Outbox(&list[i])
+		if plan.Raise {
+			if err := raiseJob(ctx, tx, c.Tenant, c.JobID, c.NewVersion, ms(c.At)); err != nil {
+				return err
 			}
-			list[i].State = bridge.StatePending
-			if err := settleTx(ctx, tx, &list[i], state, c.At, c.By, c.Via, reason, msgs); err != nil {
+		}
+		pending, err := pendingOfJob(ctx, tx, c.Tenant, c.JobID, "")
+		if err != nil {
+			return err
+		}
+		list := slices.DeleteFunc(pending, func(r record.Record) bool { return !plan.Ends(&r) })
+		for i := range list {
+			msgs := c.Announce(list[i], plan.State)
+			if err := settleTx(ctx, tx, &list[i], plan.State, c.At, c.By, c.Via, plan.Reason, msgs); err != nil {
 				return err
 			}
 		}

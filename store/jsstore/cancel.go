@@ -120,42 +120,32 @@ func (s *Store) cancelOnce(ctx context.Context, c *record.JobCancel, ended *[]re
 			return false, err
 		}
 	}
-	state, reason := bridge.StateCancelled, c.Reason
-	keep := func(*record.Record) bool { return true }
-	switch {
-	case c.NewVersion > 0:
-		// A version bump. The job may be there already: a question of the
-		// new version can be stored before the bump. The bump still ends
-		// only the questions below its version.
-		job, rev, known, err := s.getJob(ctx, c.Tenant, c.JobID)
-		if err != nil {
+	var job jobDoc
+	var jobRev uint64
+	plan, err := record.PlanCancel(ctx, c, func(ctx context.Context) (int64, bool, error) {
+		var known bool
+		var err error
+		job, jobRev, known, err = s.getJob(ctx, c.Tenant, c.JobID)
+		return job.TaskVersion, known, err
+	})
+	if err != nil {
+		return false, err
+	}
+	if plan.Raise {
+		j := jobDoc{TaskVersion: c.NewVersion, UpdatedAt: msTime(c.At)}
+		if err := t.putJSON(keyJob(c.Tenant, c.JobID), jobRev, j); err != nil {
 			return false, err
 		}
-		if c.NewVersion > job.TaskVersion || !known {
-			j := jobDoc{TaskVersion: c.NewVersion, UpdatedAt: msTime(c.At)}
-			if err := t.putJSON(keyJob(c.Tenant, c.JobID), rev, j); err != nil {
-				return false, err
-			}
-		}
-		state = bridge.StateSuperseded
-		reason = record.SupersededText(c.NewVersion)
-		keep = func(r *record.Record) bool { return r.TaskVersion < c.NewVersion }
-	case c.QuestionID != "":
-		keep = func(r *record.Record) bool { return r.QuestionID == c.QuestionID }
 	}
-	list, err := s.pendingOfJob(ctx, c.Tenant, c.JobID, keep)
+	list, err := s.pendingOfJob(ctx, c.Tenant, c.JobID, plan.Ends)
 	if err != nil {
 		return false, err
 	}
 	msgs := make([][]record.Message, len(list))
 	for i := range list {
-		if c.Outbox != nil {
-			r := list[i].d.Record
-			r.State = state
-			msgs[i] = c.Outbox(&r)
-		}
+		msgs[i] = c.Announce(list[i].d.Record, plan.State)
 	}
-	done, more, err := s.endEach(ctx, t, 0, list, msgs, state, c.At, c.By, c.Via, reason)
+	done, more, err := s.endEach(ctx, t, 0, list, msgs, plan.State, c.At, c.By, c.Via, plan.Reason)
 	if err != nil {
 		return false, err
 	}
