@@ -113,21 +113,21 @@ func (l askLookup) Proposal(ctx context.Context) (*record.Proposal, record.Propo
 	return p, asker, nil
 }
 
-// recordProposalTx records nq's proposal for its question row id, or binds
-// a pending one asked before to it anew (its approvals start again: they
-// were given to the question it replaces).
-func recordProposalTx(ctx context.Context, tx *txn, nq *record.NewQuestion, question int64) error {
-	p := nq.Proposal
-	args := string(p.Arguments)
-	if args == "" {
-		args = "{}"
+// recordProposalTx writes p, the proposal row record.PlanAsk made of an
+// ask: new, or over the pending row of the same id (a decided one is kept
+// as it is).
+func recordProposalTx(ctx context.Context, tx *txn, p *record.Proposal) error {
+	approvals, err := json.Marshal(nonNil(p.Approvals))
+	if err != nil {
+		return err
 	}
-	_, err := tx.exec(ctx, `INSERT INTO proposals (tenant, proposal_id, job_id, question, action, arguments, expires_at, idempotency_key, state, recorded_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (tenant, proposal_id) DO UPDATE SET question = excluded.question, action = excluded.action,
-			arguments = excluded.arguments, expires_at = excluded.expires_at, approvals = '[]', recorded_at = excluded.recorded_at
+	_, err = tx.exec(ctx, `INSERT INTO proposals (tenant, proposal_id, job_id, question, action, arguments, expires_at, idempotency_key, state, approvals, recorded_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, proposal_id) DO UPDATE SET job_id = excluded.job_id, question = excluded.question, action = excluded.action,
+			arguments = excluded.arguments, expires_at = excluded.expires_at, idempotency_key = excluded.idempotency_key,
+			state = excluded.state, approvals = excluded.approvals, recorded_at = excluded.recorded_at
 		WHERE proposals.state = 'pending'`,
-		nq.Tenant, p.ID, nq.JobID, question, p.Action, args, ms(p.ExpiresAt), p.IdempotencyKey, bridge.ProposalPending, ms(nq.AskedAt))
+		p.Tenant, p.ID, p.JobID, p.Question, p.Action, string(p.Arguments), ms(p.ExpiresAt), p.IdempotencyKey, p.State, string(approvals), ms(p.RecordedAt))
 	if err != nil {
 		return fmt.Errorf("record proposal %s: %w", p.ID, err)
 	}

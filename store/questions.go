@@ -125,8 +125,9 @@ func askTx(ctx context.Context, tx *txn, nq *record.NewQuestion, res *record.Ask
 		}
 		res.Superseded = old
 	}
-	if nq.Proposal != nil {
-		if err := recordProposalTx(ctx, tx, nq, id); err != nil {
+	if p := plan.Proposal; p != nil {
+		p.Question = id
+		if err := recordProposalTx(ctx, tx, p); err != nil {
 			return err
 		}
 	}

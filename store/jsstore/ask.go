@@ -197,9 +197,10 @@ func (s *Store) askPlan(ctx context.Context, nq *record.NewQuestion, id int64) (
 			return nil, nil, ended, more, err
 		}
 	}
-	if nq.Proposal != nil {
-		if err := recordProposal(t, nq, id, l.prop, l.propRev); err != nil {
-			return nil, nil, nil, false, err
+	if p := plan.Proposal; p != nil {
+		p.Question, p.ExpiresAt, p.RecordedAt = id, msTime(p.ExpiresAt), msTime(p.RecordedAt)
+		if err := t.putJSON(keyProposal(p.Tenant, p.ID), l.propRev, p); err != nil {
+			return nil, nil, nil, false, fmt.Errorf("record proposal %s: %w", p.ID, err)
 		}
 	}
 	d := newQuestionDoc(nq, id)
@@ -225,7 +226,6 @@ type askLookup struct {
 	job     jobDoc
 	jobRev  uint64
 	qkRev   uint64
-	prop    *record.Proposal
 	propRev uint64
 }
 
@@ -252,7 +252,6 @@ func (l *askLookup) Proposal(ctx context.Context) (*record.Proposal, record.Prop
 	if err != nil || !ok {
 		return nil, record.ProposalAsker{}, err
 	}
-	l.prop = &p
 	var asker record.ProposalAsker
 	if p.State == bridge.ProposalPending && p.JobID == nq.JobID {
 		d, _, ok, err := l.s.getQuestion(ctx, p.Question)
@@ -302,29 +301,4 @@ func (s *Store) supersede(ctx context.Context, t *txn, nq *record.NewQuestion) (
 	// (markAsked).
 	reserve := 7 + len(nq.Outbox)
 	return s.endEach(ctx, t, reserve, old, msgs, bridge.StateSuperseded, nq.AskedAt, "", "", reason)
-}
-
-// recordProposal records nq's proposal for question id, or binds a pending
-// one asked before to it anew (its approvals start again: they were given
-// to the question it replaces).
-func recordProposal(t *txn, nq *record.NewQuestion, id int64, prev *record.Proposal, rev uint64) error {
-	np := nq.Proposal
-	args := np.Arguments
-	if len(args) == 0 {
-		args = []byte("{}")
-	}
-	p := record.Proposal{Tenant: nq.Tenant, ID: np.ID, JobID: nq.JobID, IdempotencyKey: np.IdempotencyKey,
-		State: bridge.ProposalPending}
-	if prev != nil {
-		if prev.State != bridge.ProposalPending {
-			return errors.New("jsstore: a decided proposal asked for again")
-		}
-		p = *prev
-	}
-	p.Question, p.Action, p.Arguments, p.ExpiresAt = id, np.Action, args, msTime(np.ExpiresAt)
-	p.Approvals, p.RecordedAt = []bridge.Approval{}, msTime(nq.AskedAt)
-	if err := t.putJSON(keyProposal(nq.Tenant, np.ID), rev, p); err != nil {
-		return fmt.Errorf("record proposal %s: %w", np.ID, err)
-	}
-	return nil
 }

@@ -1,6 +1,11 @@
 package record
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/askbridge/askbridge/bridge"
+)
 
 // AskLookup reads, inside an ask's transaction, what deciding the ask
 // needs. A backend implements it on its own reads.
@@ -30,6 +35,11 @@ type AskPlan struct {
 	// the job's pending questions of older versions end as superseded
 	// (SupersededText), in the same transaction.
 	Supersede bool
+	// Proposal is the proposal row an Asked approval writes (nil for a
+	// question that asks for none): a new one, or the pending one asked
+	// for before, bound to this question anew. The backend sets its
+	// Question to the new question's row id.
+	Proposal *Proposal
 }
 
 // PlanAsk decides an ask on what l reads: Duplicate when its question id
@@ -66,6 +76,7 @@ func PlanAsk(ctx context.Context, nq *NewQuestion, l AskLookup) (AskPlan, error)
 				return plan, nil
 			}
 		}
+		plan.Proposal = askedProposal(nq, p)
 	}
 	plan.Status = Asked
 	plan.Raise = !known || nq.TaskVersion > version
@@ -74,4 +85,22 @@ func PlanAsk(ctx context.Context, nq *NewQuestion, l AskLookup) (AskPlan, error)
 		plan.JobVersion = nq.TaskVersion
 	}
 	return plan, nil
+}
+
+// askedProposal is the proposal row nq leaves: prev (pending, of nq's job)
+// bound to nq anew, keeping its idempotency key, its approvals starting
+// again (they were given to the question nq replaces); or, with no prev,
+// a new pending one.
+func askedProposal(nq *NewQuestion, prev *Proposal) *Proposal {
+	np := nq.Proposal
+	p := Proposal{Tenant: nq.Tenant, ID: np.ID, JobID: nq.JobID, IdempotencyKey: np.IdempotencyKey, State: bridge.ProposalPending}
+	if prev != nil {
+		p = *prev
+	}
+	p.Action, p.Arguments, p.ExpiresAt = np.Action, np.Arguments, np.ExpiresAt
+	if len(p.Arguments) == 0 {
+		p.Arguments = json.RawMessage("{}")
+	}
+	p.Approvals, p.RecordedAt = []bridge.Approval{}, nq.AskedAt
+	return &p
 }

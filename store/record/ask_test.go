@@ -2,7 +2,9 @@ package record
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/askbridge/askbridge/bridge"
@@ -32,7 +34,14 @@ func TestPlanAsk(t *testing.T) {
 		}
 		return nq
 	}
-	pending := &Proposal{ID: "pr_1", JobID: "job-1", State: bridge.ProposalPending}
+	pending := &Proposal{Tenant: "acme", ID: "pr_1", JobID: "job-1", State: bridge.ProposalPending, IdempotencyKey: "idem-1",
+		Question: 7, Approvals: []bridge.Approval{{By: "slack:U1"}}}
+	// bound is pending bound to a new question: its approvals start again,
+	// its idempotency key stays.
+	bound := &Proposal{Tenant: "acme", ID: "pr_1", JobID: "job-1", State: bridge.ProposalPending, IdempotencyKey: "idem-1",
+		Question: 7, Arguments: json.RawMessage("{}"), Approvals: []bridge.Approval{}}
+	fresh := &Proposal{Tenant: "acme", ID: "pr_1", JobID: "job-1", State: bridge.ProposalPending,
+		Arguments: json.RawMessage("{}"), Approvals: []bridge.Approval{}}
 	tests := []struct {
 		name string
 		nq   *NewQuestion
@@ -47,13 +56,13 @@ func TestPlanAsk(t *testing.T) {
 		{"recorded at a version the job moved past", ask(1, ""), lookup{version: 2, known: true, recorded: true}, AskPlan{Status: Duplicate, JobVersion: 2}},
 		{"recorded, asking for its own proposal", ask(2, "pr_1"), lookup{version: 2, known: true, recorded: true, proposal: pending,
 			asker: ProposalAsker{QuestionID: "q-2", TaskVersion: 2, State: bridge.StatePending}}, AskPlan{Status: Duplicate, JobVersion: 2}},
-		{"a new proposal", ask(1, "pr_1"), lookup{}, AskPlan{Status: Asked, JobVersion: 1, Raise: true}},
+		{"a new proposal", ask(1, "pr_1"), lookup{}, AskPlan{Status: Asked, JobVersion: 1, Raise: true, Proposal: fresh}},
 		{"a proposal another question waits on", ask(2, "pr_1"), lookup{version: 2, known: true, proposal: pending,
 			asker: ProposalAsker{QuestionID: "q-1", TaskVersion: 2, State: bridge.StatePending}},
 			AskPlan{Status: Refused, JobVersion: 2, Problem: "proposal.id: pr_1 is already asked for by question q-1, which waits"}},
 		{"a proposal a newer version takes over", ask(3, "pr_1"), lookup{version: 2, known: true, proposal: pending,
 			asker: ProposalAsker{QuestionID: "q-1", TaskVersion: 2, State: bridge.StatePending}},
-			AskPlan{Status: Asked, JobVersion: 3, Raise: true, Supersede: true}},
+			AskPlan{Status: Asked, JobVersion: 3, Raise: true, Supersede: true, Proposal: bound}},
 		{"another job's proposal", ask(1, "pr_1"), lookup{proposal: &Proposal{ID: "pr_1", JobID: "job-9", State: bridge.ProposalPending}},
 			AskPlan{Status: Refused, Problem: "proposal.id: pr_1 is a proposal of job job-9; a job proposes under ids of its own"}},
 	}
@@ -63,8 +72,8 @@ func TestPlanAsk(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != tt.want {
-				t.Errorf("PlanAsk = %+v, want %+v", got, tt.want)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("PlanAsk = %+v (proposal %+v), want %+v (proposal %+v)", got, got.Proposal, tt.want, tt.want.Proposal)
 			}
 		})
 	}
