@@ -7,8 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-
-	"github.com/askbridge/askbridge/bridge"
 )
 
 // RecordExecution records an execution report: the result and detail, the
@@ -25,23 +23,12 @@ func (s *Store) RecordExecution(ctx context.Context, e record.ExecutionReport) (
 			return err
 		}
 		out = p
-		switch {
-		case p.JobID != e.JobID:
-			out = nil // another job's: not this reporter's to learn of
-			return record.ErrNotFound
-		case !p.ReportedAt.IsZero():
-			return record.ErrDuplicate
-		case p.State != bridge.ProposalApproved && p.State != bridge.ProposalExecuted:
-			return record.ErrProposalNotApproved
+		if err := e.Apply(p); err != nil {
+			if errors.Is(err, record.ErrNotFound) {
+				out = nil // another job's: not this reporter's to learn of
+			}
+			return err
 		}
-		p.State = bridge.ProposalExecuted
-		if e.Result == bridge.ResultFailed {
-			p.State = bridge.ProposalExecutionFailed
-		}
-		if p.ExecutedAt.IsZero() {
-			p.ExecutedAt = e.At
-		}
-		p.Result, p.Detail, p.ReportedAt = e.Result, e.Detail, e.At
 		_, err = tx.exec(ctx, `UPDATE proposals SET state = ?, executed_at = ?, result = ?, detail = ?, reported_at = ?
 			WHERE tenant = ? AND proposal_id = ? AND reported_at = 0`,
 			p.State, ms(p.ExecutedAt), p.Result, p.Detail, ms(p.ReportedAt), p.Tenant, p.ID)

@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/askbridge/askbridge/bridge"
 )
 
 // ProposalOf reads the proposal a question asks for now, through the
@@ -50,24 +48,14 @@ func (s *Store) RecordExecution(ctx context.Context, e record.ExecutionReport) (
 			return err
 		case !ok:
 			return record.ErrNotFound
-		case p.JobID != e.JobID:
-			return record.ErrNotFound // another job's: not this reporter's to learn of
 		}
 		out = &p
-		switch {
-		case !p.ReportedAt.IsZero():
-			return record.ErrDuplicate
-		case p.State != bridge.ProposalApproved && p.State != bridge.ProposalExecuted:
-			return record.ErrProposalNotApproved
+		// Times kept in whole milliseconds, as every time of the record.
+		report := e
+		report.At = msTime(e.At)
+		if err := report.Apply(&p); err != nil {
+			return err
 		}
-		p.State = bridge.ProposalExecuted
-		if e.Result == bridge.ResultFailed {
-			p.State = bridge.ProposalExecutionFailed
-		}
-		if p.ExecutedAt.IsZero() {
-			p.ExecutedAt = msTime(e.At)
-		}
-		p.Result, p.Detail, p.ReportedAt = e.Result, e.Detail, msTime(e.At)
 		q, err := s.answerable(ctx, p.Question)
 		if err != nil {
 			out = nil
