@@ -12,9 +12,6 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 )
 
-// snoozeFirstStep numbers snooze steps apart from the ladder's own.
-const snoozeFirstStep = 1000
-
 // delegateTx writes a delegation on a question still pending; false when
 // it is not.
 func delegateTx(ctx context.Context, tx *txn, d *record.Delegation) (bool, error) {
@@ -45,8 +42,10 @@ func snoozeTx(ctx context.Context, tx *txn, s *record.Snooze) (bool, error) {
 	var step int64
 	err = tx.queryRow(ctx, "SELECT step FROM snoozes WHERE question = ? AND identity = ?", s.Question, s.Identity).Scan(&step)
 	if errors.Is(err, sql.ErrNoRows) {
-		// A step number no step of the question holds.
-		err = tx.queryRow(ctx, "SELECT MAX(?, COALESCE(MAX(idx) + 1, 0)) FROM steps WHERE question = ?", snoozeFirstStep, s.Question).Scan(&step)
+		var last sql.NullInt64
+		if err = tx.queryRow(ctx, "SELECT MAX(idx) FROM steps WHERE question = ?", s.Question).Scan(&last); err == nil {
+			step = int64(record.SnoozeStep(int(last.Int64), last.Valid))
+		}
 	}
 	if err != nil {
 		return false, fmt.Errorf("snooze: its step: %w", err)

@@ -231,10 +231,6 @@ func (v *view) delegate(ctx context.Context, d *record.Delegation) (bool, error)
 	return true, nil
 }
 
-// snoozeFirstStep numbers snooze steps apart from the ladder's own, as the
-// SQLite store does.
-const snoozeFirstStep = 1000
-
 // snooze holds a person's reminders of a question still pending until a
 // time, with the step that ends it (a later snooze of theirs moves the
 // same step); false when the question is not pending.
@@ -247,10 +243,11 @@ func (v *view) snooze(ctx context.Context, sn *record.Snooze) (bool, error) {
 	until := msTime(sn.Until)
 	held, ok := d.Snoozes[sn.Identity]
 	if !ok {
-		held.Step = snoozeFirstStep
+		last := -1
 		for _, st := range d.Steps {
-			held.Step = max(held.Step, st.Index+1)
+			last = max(last, st.Index)
 		}
+		held.Step = record.SnoozeStep(last, len(d.Steps) > 0)
 	}
 	held.Until = until
 	if d.Snoozes == nil {

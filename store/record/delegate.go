@@ -36,3 +36,18 @@ type Snooze struct {
 	Outbox    []Message
 	Log       []LogEntry
 }
+
+// snoozeFirstStep numbers a question's snooze steps apart from its
+// ladder's.
+const snoozeFirstStep = 1000
+
+// SnoozeStep is the step that ends a person's first snooze of a question
+// whose steps' highest index is last (has false: it has none): one no
+// step of the question holds, numbered apart from the ladder's. A later
+// snooze of theirs moves the same step.
+func SnoozeStep(last int, has bool) int {
+	if !has {
+		return snoozeFirstStep
+	}
+	return max(snoozeFirstStep, last+1)
+}
