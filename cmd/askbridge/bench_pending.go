@@ -1,6 +1,9 @@
 package main
 
 import (
+	"strconv"
+
+	"github.com/askbridge/askbridge/internal/freeport"
 	"github.com/askbridge/askbridge/store/record"
 
 	"context"
@@ -188,7 +191,15 @@ func (c *cli) startChild(ctx context.Context, env []string) (*benchChild, error)
 	if err != nil {
 		return nil, err
 	}
-	httpPort, natsPort := freePort(), freePort()
+	hp, err := freeport.Pick()
+	if err != nil {
+		return nil, err
+	}
+	np, err := freeport.Pick()
+	if err != nil {
+		return nil, err
+	}
+	httpPort, natsPort := strconv.Itoa(hp), strconv.Itoa(np)
 	cmd := exec.CommandContext(ctx, bin, "serve")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Env = append(cmd.Env, "ASK_HTTP_ADDR=127.0.0.1:"+httpPort, "ASK_NATS_LISTEN=127.0.0.1:"+natsPort)

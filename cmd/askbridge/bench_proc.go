@@ -2,23 +2,12 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 )
-
-func freePort() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "0"
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
-}
 
 // procRSS is a process's resident set in bytes, from /proc.
 func procRSS(pid int) int64 {

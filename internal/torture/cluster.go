@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge/principal"
+	"github.com/askbridge/askbridge/internal/freeport"
 	"github.com/askbridge/askbridge/internal/testenv/cluster"
 )
 
@@ -40,11 +41,11 @@ func (r *run) startServices(ctx context.Context, serverLog io.Writer, rep *Repor
 // startSingle starts the one service, with its embedded NATS.
 func (r *run) startSingle(ctx context.Context, serverLog io.Writer, rep *Report) (string, error) {
 	o := r.o
-	natsPort, err := freePort()
+	natsPort, err := freeport.Pick()
 	if err != nil {
 		return "", fmt.Errorf("nats port: %w", err)
 	}
-	httpPort, err := freePort()
+	httpPort, err := freeport.Pick()
 	if err != nil {
 		return "", fmt.Errorf("http port: %w", err)
 	}
@@ -141,7 +142,7 @@ func newReplica(bin, dataDir, urls, slackURL string, log io.Writer) (*server, er
 	if err := os.MkdirAll(dataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("replica data dir: %w", err)
 	}
-	httpPort, err := freePort()
+	httpPort, err := freeport.Pick()
 	if err != nil {
 		return nil, fmt.Errorf("http port: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,16 +38,6 @@ type server struct {
 
 // errExited is a child that exited before it was ready.
 var errExited = errors.New("askbridge serve exited before it was ready")
-
-// freePort reserves a loopback port long enough to learn its number.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
 
 // childEnv is this process's environment without its ASK_ settings, for
 // a child configured by the run alone.

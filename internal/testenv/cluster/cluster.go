@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/deploy"
+	"github.com/askbridge/askbridge/internal/freeport"
 )
 
 // Name is the cluster's name in each node's configuration.
@@ -96,19 +96,9 @@ func (n *Node) Running() bool {
 	return n.ns != nil || n.cmd != nil
 }
 
-// freePort reserves a loopback port long enough to learn its number.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Start writes each node's configuration, starts every node and waits until
 // the cluster has a JetStream meta leader that every node follows. A port
-// another process took between freePort and the node's listen (the suite's
+// another process took between freeport.Pick and the node's listen (the suite's
 // other tests listen on random ports too) makes that node exit at once: the
 // cluster is then started again on new ports, a few times at most.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
@@ -143,7 +133,7 @@ func startOnce(ctx context.Context, o Options) (*Cluster, error) {
 	for i := range o.Size {
 		n := &Node{Name: fmt.Sprintf("n%d", i+1), command: o.Command}
 		for _, p := range []*int{&n.ClientPort, &n.ClusterPort, &n.MonitorPort} {
-			port, err := freePort()
+			port, err := freeport.Pick()
 			if err != nil {
 				return nil, fmt.Errorf("cluster: port for %s: %w", n.Name, err)
 			}
