@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // apiStore is what the list, show and stats requests read.

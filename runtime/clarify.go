@@ -1,14 +1,13 @@
 package runtime
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"cmp"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // The clarification measures (docs/contract.md, "Clarification metrics"),

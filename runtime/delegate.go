@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // The job log's bodies of a delegation and a snooze (docs/design.md "The

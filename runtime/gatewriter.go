@@ -1,11 +1,11 @@
 package runtime
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // gateBatch bounds the decisions one transaction writes.

@@ -1,13 +1,12 @@
 package runtime
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // decodeBody reads a stored question body; bodies were validated on the way in.

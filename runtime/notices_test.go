@@ -1,8 +1,6 @@
 package runtime_test
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 const slackToken = "xoxb-1234567890-0987654321-AbCdEfGhIjKl"

@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"log/slog"
 	"path/filepath"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // TestApprovalAfterTheExpiryIsRefused checks an approve or deny decided

@@ -1,8 +1,6 @@
 package runtime_test
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/policy"
+	"github.com/askbridge/askbridge/store/record"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/store"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // TestMarkPublishedStopsAtTheFirstFailure checks a clean stop marks sent

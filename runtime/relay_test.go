@@ -1,8 +1,6 @@
 package runtime_test
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -18,6 +16,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/store"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 var errCrash = errors.New("crash")

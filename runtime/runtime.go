@@ -5,8 +5,6 @@
 package runtime
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/policy"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // shared reports whether st is shared by several runtimes.

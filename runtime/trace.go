@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"cmp"
 	"context"
 	"encoding/json"
@@ -11,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // traceStore is what ask.v1.api.trace reads (docs/design.md "The trace").

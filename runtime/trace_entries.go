@@ -1,14 +1,13 @@
 package runtime
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // The job log's bodies, as their writers record them (docs/design.md

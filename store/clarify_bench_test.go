@@ -1,13 +1,13 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // BenchmarkClarifyQuestions measures what a stats request or a /metrics

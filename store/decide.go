@@ -1,8 +1,6 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"database/sql"
 	"fmt"
@@ -10,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // Decide applies many decisions in one transaction, so that one fsync

@@ -1,12 +1,12 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // RecordExecution records an execution report: the result and detail, the

@@ -1,11 +1,11 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // Export hands the whole record to imp, for a store of another kind

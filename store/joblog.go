@@ -1,13 +1,13 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // AppendLog writes entries to their jobs' trails in one transaction.

@@ -1,14 +1,14 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"encoding/json"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 func TestJobLogKeepsEntriesInOrderPerJob(t *testing.T) {

@@ -1,12 +1,12 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // RecordNotice writes a notice to its job's trail (kind LogNotice, the

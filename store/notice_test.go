@@ -1,14 +1,14 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 func TestRecordNoticeOnceByID(t *testing.T) {

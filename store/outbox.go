@@ -1,8 +1,6 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // Unsent returns up to limit unsent rows after row afterID, oldest first,

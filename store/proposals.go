@@ -1,8 +1,6 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 const proposalColumns = `tenant, proposal_id, job_id, question, action, arguments, expires_at, idempotency_key, state,

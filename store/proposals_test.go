@@ -1,14 +1,13 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // approvalQ is an approval of job asking for proposal id.

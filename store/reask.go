@@ -1,14 +1,14 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // Reask writes to the outbox a message for each of up to limit pending

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"slices"
 	"strings"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // TestReaskPagesThroughWhatAPlatformDoesNotShow checks Reask walks every

@@ -1,10 +1,10 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"fmt"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // JobAudit returns the transitions of every question of a job, every task

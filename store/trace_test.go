@@ -1,14 +1,13 @@
 package store
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // TestJobAuditReadsEveryVersionOfTheJob: the trace's source for questions'

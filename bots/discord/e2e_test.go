@@ -4,8 +4,6 @@ package discord
 // store, runtime), the bot, the fake Discord API, and signed interactions.
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,6 +21,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 func startE2E(t *testing.T, roles runtime.Roles) (*testenv.Env, *harness) {

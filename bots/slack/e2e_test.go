@@ -1,8 +1,6 @@
 package slack
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -20,6 +18,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 const wait = testenv.Patience

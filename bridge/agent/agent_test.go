@@ -1,8 +1,6 @@
 package agent_test
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +16,7 @@ import (
 	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 func countPublishes(t *testing.T, nc *nats.Conn, subject string) *atomic.Int64 {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"encoding/json"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // runGate runs askbridge gate as the CLI user and returns its exit code

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/store"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // TestSlackSwitchedOnLaterShowsWhatWaits checks the start order with the

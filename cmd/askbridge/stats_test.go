@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,6 +19,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // clarifyScript drives twenty questions with known outcomes on an injected

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +14,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 var updateTrace = flag.Bool("update-trace", false, "rewrite testdata/trace*.golden")

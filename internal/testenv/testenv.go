@@ -5,8 +5,6 @@
 package testenv
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,6 +29,7 @@ import (
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
 	"github.com/askbridge/askbridge/store/jsstore"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // Options shape the environment.

@@ -1,14 +1,13 @@
 package jsstore
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // readDoc is a question's document as read, with its revision: what a

@@ -1,12 +1,11 @@
 package jsstore
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"encoding/json"
 	"testing"
 
+	"github.com/askbridge/askbridge/store/record"
 	"github.com/askbridge/askbridge/store/storetest"
 )
 

@@ -1,8 +1,6 @@
 package jsstore_test
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"cmp"
 	"context"
 	"errors"
@@ -15,6 +13,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store"
 	"github.com/askbridge/askbridge/store/jsstore"
+	"github.com/askbridge/askbridge/store/record"
 	"github.com/askbridge/askbridge/store/storetest"
 )
 

@@ -1,13 +1,13 @@
 package jsstore
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // AppendLog writes entries to their jobs' trails in one atomic batch (in

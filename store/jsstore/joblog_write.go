@@ -1,14 +1,14 @@
 package jsstore
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nuid"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // gateLogTTL is how long a gate decision stays in the job log: as long as

@@ -1,8 +1,6 @@
 package jsstore
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"cmp"
 	"context"
 	"encoding/json"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // NextDue is the earliest due time of any step, from the replica's watch

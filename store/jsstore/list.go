@@ -1,12 +1,12 @@
 package jsstore
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"cmp"
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // List returns one page of questions, by id, as SQLite's List. It reads

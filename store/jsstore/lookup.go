@@ -1,14 +1,13 @@
 package jsstore
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // view is what one commit of decisions reads and writes: every key read,

@@ -1,11 +1,11 @@
 package jsstore
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // RecordNotice writes a notice to its job's trail (kind LogNotice, the

@@ -1,13 +1,13 @@
 package jsstore
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/nats-io/nuid"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // outboxDoc is one message waiting to be published, under out.<nuid>. Its

@@ -1,11 +1,11 @@
 package jsstore
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // ProposalOf reads the proposal a question asks for now, through the

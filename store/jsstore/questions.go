@@ -1,8 +1,6 @@
 package jsstore
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"cmp"
 	"context"
 	"errors"
@@ -12,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

@@ -1,8 +1,6 @@
 package jsstore
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"cmp"
 	"context"
 	"errors"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // JobQueue reads a job's pending questions, oldest first (by asked time,

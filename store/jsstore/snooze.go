@@ -1,11 +1,11 @@
 package jsstore
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // Snoozes are the snoozes on a question still to end at now: who, until

@@ -1,8 +1,6 @@
 package storetest
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // RunDecide runs the decision tests: DecideEach (settle, refuse, approve,

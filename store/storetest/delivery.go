@@ -1,13 +1,12 @@
 package storetest
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // The platforms' delivery reports and a question's audit; part of

@@ -1,13 +1,12 @@
 package storetest
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // testGateExecutesAtOnce: of 20 executes of one approved proposal

@@ -1,8 +1,6 @@
 package storetest
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // The job log and the measures read from it; part of RunSafety.

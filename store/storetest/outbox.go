@@ -1,8 +1,6 @@
 package storetest
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"errors"
 	"slices"
 	"strings"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // RunOutbox runs the outbox and upkeep tests: Unsent, MarkSent,

@@ -1,8 +1,6 @@
 package storetest
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // RunQuestions runs the questions tests: asking (AskMany), Find, Get,

@@ -1,14 +1,13 @@
 package storetest
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // RunQueue runs the job queue tests: JobQueue and its staleness, and

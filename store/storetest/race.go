@@ -1,8 +1,6 @@
 package storetest
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // Writers at once: what several replicas (or goroutines) doing the same

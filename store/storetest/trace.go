@@ -1,14 +1,13 @@
 package storetest
 
 import (
-	"github.com/askbridge/askbridge/store/record"
-
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // RunTrace runs the trace tests: a question's audit (Audit) and a job's
