@@ -24,7 +24,7 @@ type clarifyGroup struct {
 type grouper func(tenant, agent string) (string, string)
 
 // clarify computes the measures of the questions asked in [since, until)
-// and the gate decisions made then. qs come as store.ClarifyQuestions
+// and the gate decisions made then. qs come as the record's ClarifyQuestions
 // returns them: by job, in the order they were asked, earlier ones too.
 func clarify(qs []record.ClarifyQuestion, gates []record.GateDecision, since, until time.Time, group grouper) (total *clarifyGroup, groups []*clarifyGroup) {
 	total = &clarifyGroup{}

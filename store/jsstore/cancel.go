@@ -84,7 +84,7 @@ func (s *Store) endEach(ctx context.Context, t *txn, reserve int, docs []readDoc
 // SQLite's Cancel: a version bump supersedes every pending question of an
 // older version, otherwise the job's pending questions (of one question
 // id, when given) are cancelled. A cancel whose Key was applied before
-// changes nothing and returns store.ErrDuplicate.
+// changes nothing and returns record.ErrDuplicate.
 func (s *Store) Cancel(ctx context.Context, c record.JobCancel) ([]record.Record, error) {
 	var ended []record.Record
 	err := retry(ctx, "cancel "+c.Tenant+"/"+c.JobID, func() error {

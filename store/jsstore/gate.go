@@ -190,7 +190,7 @@ func (s *Store) gateGroup(ctx context.Context, group []record.GateWrite) error {
 	return s.commit(ctx, t)
 }
 
-// FindProposal reads a proposal by its tenant and id; store.ErrNotFound
+// FindProposal reads a proposal by its tenant and id; record.ErrNotFound
 // when the tenant has none of that id.
 func (s *Store) FindProposal(ctx context.Context, tenant, id string) (*record.Proposal, error) {
 	var p record.Proposal

@@ -13,7 +13,7 @@ import (
 // one atomic batch with a key marking the notice's id recorded
 // (notice.<tenant>.<job>.<id>), created only if missing. A notice whose id
 // is marked is a redelivery: nothing is written, and the error is
-// store.ErrDuplicate, whichever replica recorded it first.
+// record.ErrDuplicate, whichever replica recorded it first.
 func (s *Store) RecordNotice(ctx context.Context, e record.LogEntry, noticeID string, msgs []record.Message) error {
 	e.Kind = record.LogNotice
 	key := keyNotice(e.Tenant, e.JobID, noticeID)

@@ -19,7 +19,7 @@ import (
 // key's revision: the stream sequence of the commit that wrote it, unique
 // and in commit order across every replica, as SQLite's row ids are. Every
 // replica's relay reads the rows in that order and publishes each under
-// Nats-Msg-Id "ob-<instance>-<id>" (store.OutboxRow.MsgID): the instance is
+// Nats-Msg-Id "ob-<instance>-<id>" (record.OutboxRow.MsgID): the instance is
 // the record's, shared by the replicas, so when several relays publish one
 // row JetStream keeps the first and drops the rest as duplicates.
 //

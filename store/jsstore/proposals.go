@@ -9,7 +9,7 @@ import (
 )
 
 // ProposalOf reads the proposal a question asks for now, through the
-// question's document; store.ErrNotFound when it asks for none, or a later
+// question's document; record.ErrNotFound when it asks for none, or a later
 // question asks for it since (the proposal names that one).
 func (s *Store) ProposalOf(ctx context.Context, question int64) (*record.Proposal, error) {
 	d, _, ok, err := s.getQuestion(ctx, question)
@@ -33,9 +33,9 @@ func (s *Store) ProposalOf(ctx context.Context, question int64) (*record.Proposa
 // proposal executed (or execution_failed), ExecutedAt when no gate execute
 // set it, the log entries and the messages, in one atomic batch whose
 // compare-and-set on the proposal makes a report count once. It returns
-// the proposal as it now stands; store.ErrNotFound when the job has no such
-// proposal, store.ErrDuplicate (and the proposal as first reported) when it
-// was reported before, store.ErrProposalNotApproved when it was never
+// the proposal as it now stands; record.ErrNotFound when the job has no such
+// proposal, record.ErrDuplicate (and the proposal as first reported) when it
+// was reported before, record.ErrProposalNotApproved when it was never
 // approved.
 func (s *Store) RecordExecution(ctx context.Context, e record.ExecutionReport) (*record.Proposal, error) {
 	var out *record.Proposal
@@ -88,7 +88,7 @@ func (s *Store) RecordExecution(ctx context.Context, e record.ExecutionReport) (
 }
 
 // answerable reads question q with its job's task version and the messages
-// showing it; store.ErrNotFound when it has no document.
+// showing it; record.ErrNotFound when it has no document.
 func (s *Store) answerable(ctx context.Context, q int64) (*record.Answerable, error) {
 	d, _, ok, err := s.getQuestion(ctx, q)
 	if err != nil {

@@ -36,7 +36,7 @@ func (s *Store) Find(ctx context.Context, k record.Key) (*record.Record, error) 
 }
 
 // findDoc reads the document of the question k names (its latest version
-// when k names none), with its revision; store.ErrNotFound when there is none.
+// when k names none), with its revision; record.ErrNotFound when there is none.
 func (s *Store) findDoc(ctx context.Context, k record.Key) (*questionDoc, uint64, error) {
 	var q int64
 	var ok bool
@@ -134,7 +134,7 @@ func (s *Store) versions(ctx context.Context, tenant, job, qid string) ([]versio
 }
 
 // FindQuestionIDs finds the latest version of a question id in every job
-// that has one (at most store.MaxQuestionIDJobs jobs); tenant and job
+// that has one (at most record.MaxQuestionIDJobs jobs); tenant and job
 // narrow the search when given. Like SQLite it weighs the 200 latest
 // versions only.
 func (s *Store) FindQuestionIDs(ctx context.Context, tenant, job, questionID string) ([]*record.Record, error) {

@@ -46,7 +46,7 @@ func (s *Store) JobQueue(ctx context.Context, tenant, job string) ([]record.Queu
 // FireRound fires the due steps of one job's ladder round at once: each is
 // removed from its question's document, audited and the question's
 // staleness bumped, and msgs (the one nudge) are written, in one atomic
-// batch. store.ErrStepGone, and nothing done, when any of them fired (or
+// batch. record.ErrStepGone, and nothing done, when any of them fired (or
 // its question ended) before: this is where replicas racing for one round
 // find that another took it, since each document is written only at the
 // revision it was read at.

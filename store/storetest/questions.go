@@ -234,7 +234,7 @@ func testFindQuestionIDs(t *testing.T, s Store) {
 	}
 }
 
-// testFindQuestionIDsCap: at most store.MaxQuestionIDJobs jobs come back.
+// testFindQuestionIDsCap: at most record.MaxQuestionIDJobs jobs come back.
 func testFindQuestionIDsCap(t *testing.T, s Store) {
 	var nqs []record.NewQuestion
 	for i := range record.MaxQuestionIDJobs + 3 {
