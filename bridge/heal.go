@@ -113,7 +113,7 @@ func (d *Durable) Messages(ctx context.Context, opts ...jetstream.PullMessagesOp
 	// A consumer the server lost sends no heartbeats: Next says so,
 	// and the consumer is looked for.
 	opts = append(opts, jetstream.WithMessagesErrOnMissingHeartbeat(true))
-	m := &Messages{d: d, ctx: ctx, opts: opts, closed: make(chan struct{}), done: make(chan struct{})}
+	m := &Messages{d: d, ctx: ctx, opts: opts, done: make(chan struct{})}
 	it, err := m.pull(c)
 	if err != nil {
 		return nil, err
@@ -262,9 +262,7 @@ type Messages struct {
 	// group is the priority group it pulls in ("": none); pin is the pin
 	// JetStream last gave it there (notePin).
 	group, pin string
-	stopped    bool // by Drain
-	closed     chan struct{}
-	endOnce    sync.Once
+	stopped    bool          // by Drain
 	done       chan struct{} // closed by Drain: watch ends
 }
 
@@ -286,7 +284,7 @@ func (m *Messages) Next() (jetstream.Msg, error) {
 		stopped := m.stopped
 		m.mu.Unlock()
 		if stopped {
-			return nil, m.ended()
+			return nil, jetstream.ErrMsgIteratorClosed
 		}
 		if m.ctx.Err() != nil {
 			return nil, jetstream.ErrMsgIteratorClosed
@@ -327,7 +325,7 @@ func (m *Messages) Next() (jetstream.Msg, error) {
 		if m.stopped {
 			m.mu.Unlock()
 			next.Stop()
-			return nil, m.ended()
+			return nil, jetstream.ErrMsgIteratorClosed
 		}
 		old := m.it
 		m.it, m.c, m.created = next, c, created
@@ -411,13 +409,3 @@ func (m *Messages) Drain() {
 	close(m.done)
 	m.it.Drain()
 }
-
-// ended returns the error Next gives once Drain's pull has ended.
-func (m *Messages) ended() error {
-	m.endOnce.Do(func() { close(m.closed) })
-	return jetstream.ErrMsgIteratorClosed
-}
-
-// Closed is closed once Next has returned the last message of a drained
-// pull: the server then delivers nothing more to this client.
-func (m *Messages) Closed() <-chan struct{} { return m.closed }
