@@ -283,10 +283,7 @@ func (m *Messages) Next() (jetstream.Msg, error) {
 		m.mu.Lock()
 		stopped := m.stopped
 		m.mu.Unlock()
-		if stopped {
-			return nil, jetstream.ErrMsgIteratorClosed
-		}
-		if m.ctx.Err() != nil {
+		if stopped || m.ctx.Err() != nil {
 			return nil, jetstream.ErrMsgIteratorClosed
 		}
 		closed := errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, jetstream.ErrConsumerDeleted)

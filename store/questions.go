@@ -1,19 +1,17 @@
 package store
 
 import (
-	"slices"
-
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 const recordColumns = `id, tenant, job_id, question_id, task_version, kind, body, state, asked_at, deadline,

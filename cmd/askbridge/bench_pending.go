@@ -1,11 +1,6 @@
 package main
 
 import (
-	"strconv"
-
-	"github.com/askbridge/askbridge/internal/freeport"
-	"github.com/askbridge/askbridge/store/record"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +23,9 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
+	"github.com/askbridge/askbridge/internal/freeport"
 	"github.com/askbridge/askbridge/store"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // benchPending fills a store with n pending questions, starts this binary's

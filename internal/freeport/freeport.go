@@ -41,17 +41,12 @@ func Pick() (int, error) {
 // ephemeralStart is the first port of the kernel's ephemeral range, or
 // Linux's default when it cannot be read.
 func ephemeralStart() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if fields := strings.Fields(string(b)); len(fields) > 0 {
+			if n, err := strconv.Atoi(fields[0]); err == nil {
+				return n
+			}
+		}
 	}
-	fields := strings.Fields(string(b))
-	if len(fields) == 0 {
-		return 32768
-	}
-	n, err := strconv.Atoi(fields[0])
-	if err != nil {
-		return 32768
-	}
-	return n
+	return 32768
 }

@@ -119,12 +119,10 @@ func (s *Store) cancelOnce(ctx context.Context, c *record.JobCancel, ended *[]re
 			return false, err
 		}
 	}
-	var job jobDoc
-	var jobRev uint64
+	var jobRev uint64 // what raising the job must expect
 	plan, err := record.PlanCancel(ctx, c, func(ctx context.Context) (int64, bool, error) {
-		var known bool
-		var err error
-		job, jobRev, known, err = s.getJob(ctx, c.Tenant, c.JobID)
+		job, rev, known, err := s.getJob(ctx, c.Tenant, c.JobID)
+		jobRev = rev
 		return job.TaskVersion, known, err
 	})
 	if err != nil {
