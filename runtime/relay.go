@@ -18,7 +18,7 @@ import (
 // sent once JetStream has them.
 type relayStore interface {
 	Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]record.OutboxRow, error)
-	MarkSent(ctx context.Context, ids []int64, at time.Time) error
+	MarkSentThrough(ctx context.Context, through int64, at time.Time) error
 	OutboxBacklogAfter(ctx context.Context, after int64) (int64, error)
 }
 
@@ -108,6 +108,8 @@ type relay struct {
 	beforePublish, afterPublish func(record.OutboxRow) error
 	markSentAfter               time.Duration
 	wake                        chan struct{}
+	// turn is this replica's claim on the relay of a shared record.
+	turn *relayTurn
 
 	// high is the last row JetStream acknowledged with all before it.
 	high int64
@@ -129,7 +131,7 @@ func newRelay(o Options, log *slog.Logger) *relay {
 	return &relay{
 		st: o.Store, js: o.NATS.JS, log: log,
 		beforePublish: o.BeforePublish, afterPublish: o.AfterPublish, markSentAfter: o.MarkSentAfter,
-		wake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), turn: newRelayTurn(o.Store, log),
 	}
 }
 
@@ -150,7 +152,7 @@ func (rl *relay) run(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		progressed, err := rl.once(ctx)
+		progressed, err := rl.once(ctx, rl.turn.mine(ctx, time.Now()))
 		if isDuplicateInProcess(err) && ctx.Err() == nil {
 			// Another replica's relay is storing the same row right now:
 			// publishing it again in a moment finds it stored (a
@@ -178,8 +180,10 @@ func (rl *relay) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			rl.markOnExit()
+			rl.turn.release()
 			return
 		case <-rl.wake:
+		case <-rl.turn.changed():
 		case <-tick.C:
 		case <-ok:
 			head.record(nil)
@@ -189,10 +193,10 @@ func (rl *relay) run(ctx context.Context) {
 	}
 }
 
-// once publishes the next rows, if the window allows, and finishes
-// the batches whose acknowledgements have all come back. It reports
-// whether it did anything.
-func (rl *relay) once(ctx context.Context) (bool, error) {
+// once publishes the next rows, if publish (it is this replica's turn)
+// and the window allow, and finishes the batches whose acknowledgements
+// have all come back. It reports whether it did anything.
+func (rl *relay) once(ctx context.Context, publish bool) (bool, error) {
 	// Marking is bookkeeping: the rows to mark stay pending when it
 	// fails, and publishing goes on. A try is bounded, so that a store
 	// whose leader is being elected (JetStream) holds new events back a
@@ -204,7 +208,7 @@ func (rl *relay) once(ctx context.Context) (bool, error) {
 		rl.log.Warn("outbox relay: rows published but not marked sent yet", "err", markErr)
 	}
 	progressed := false
-	if len(rl.inflight) < maxRelayInflight {
+	if publish && len(rl.inflight) < maxRelayInflight {
 		b, err := rl.publishNext(ctx)
 		if err != nil {
 			return false, err
@@ -314,9 +318,9 @@ func (rl *relay) backlog(ctx context.Context) (int64, error) {
 func (r *Runtime) MarkPublished(ctx context.Context) error { return r.outbox.markPublished(ctx) }
 
 func (rl *relay) markPublished(ctx context.Context) error {
-	ids := make([]int64, 0, len(rl.pending))
-	for _, p := range rl.pending {
-		ids = append(ids, p.id)
+	var through int64
+	if n := len(rl.pending); n > 0 {
+		through = rl.pending[n-1].id
 	}
 	// And the batches whose acknowledgements came back after the relay
 	// stopped reading them (see CollectAcks), up to the first row that
@@ -324,15 +328,17 @@ func (rl *relay) markPublished(ctx context.Context) error {
 	// rows after it marked sent would reach the stream before it.
 	for _, b := range rl.inflight {
 		b.poll()
-		ids = append(ids, b.sent...)
+		if len(b.sent) > 0 {
+			through = b.sent[len(b.sent)-1]
+		}
 		if b.failed != nil || b.done < len(b.futures) {
 			break
 		}
 	}
-	if len(ids) == 0 {
+	if through == 0 {
 		return nil
 	}
-	if err := rl.st.MarkSent(ctx, ids, time.Now()); err != nil {
+	if err := rl.st.MarkSentThrough(ctx, through, time.Now()); err != nil {
 		return fmt.Errorf("runtime: mark published rows sent: %w", err)
 	}
 	rl.pending = rl.pending[:0]
@@ -393,11 +399,7 @@ func (rl *relay) markDue(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	rl.lastMark = now
-	ids := make([]int64, n)
-	for i := range ids {
-		ids[i] = rl.pending[i].id
-	}
-	if err := rl.st.MarkSent(ctx, ids, now); err != nil {
+	if err := rl.st.MarkSentThrough(ctx, rl.pending[n-1].id, now); err != nil {
 		return err
 	}
 	rl.pending = append(rl.pending[:0], rl.pending[n:]...)

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
@@ -138,5 +140,42 @@ func waitResumes(t *testing.T, env *testenv.Env, job string, want uint64) {
 	})
 	if got := testenv.StreamCount(t, env.NATS, bridge.StreamResumes, subject); got != want {
 		t.Fatalf("%d resumes of %s, want %d", got, job, want)
+	}
+}
+
+// TestOneRelayAmongReplicas checks that replicas sharing the JetStream
+// record take turns at the relay: each resume is published once, not once
+// per replica, and after the replica publishing stops the other publishes
+// what is decided next.
+func TestOneRelayAmongReplicas(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Store: testenv.StoreJetStream, Roles: roles})
+	env.StartReplica(t)
+	var publishes atomic.Int64
+	sub, err := env.NATS.Conn.Subscribe(bridge.PrefixResume+".acme.>", func(*nats.Msg) { publishes.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	askAndAnswer := func(jobs ...string) {
+		t.Helper()
+		for _, job := range jobs {
+			ch := ask(t, env, choiceQuestion(job))
+			attempt(t, env, bridge.AnswerAttempt{JobID: job, QuestionID: "q-1", TaskVersion: 1, AttemptID: job + "-a",
+				Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
+			if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered {
+				t.Fatalf("%s: outcome = %+v", job, out)
+			}
+			waitResumes(t, env, job, 1)
+		}
+	}
+	askAndAnswer("job-o1", "job-o2", "job-o3")
+	env.StopRuntime()
+	askAndAnswer("job-o4", "job-o5")
+	if err := env.NATS.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := publishes.Load(); n != 5 {
+		t.Fatalf("%d resume publishes for 5 resumes; want each published once", n)
 	}
 }

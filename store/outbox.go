@@ -32,18 +32,15 @@ func (s *Store) Unsent(ctx context.Context, afterID int64, limit int, oldBefore 
 	return out, rows.Err()
 }
 
-// MarkSent marks rows published (after JetStream acknowledged them). The
-// ids go as one JSON array, so one prepared statement serves any count.
-func (s *Store) MarkSent(ctx context.Context, ids []int64, at time.Time) error {
-	if len(ids) == 0 {
+// MarkSentThrough marks the unsent rows up to row through published
+// (after JetStream acknowledged them): the partial index of unsent rows
+// finds them.
+func (s *Store) MarkSentThrough(ctx context.Context, through int64, at time.Time) error {
+	if through <= 0 {
 		return nil
 	}
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return fmt.Errorf("store: mark %d outbox rows sent: %w", len(ids), err)
-	}
-	if _, err := s.ws.exec(ctx, "UPDATE outbox SET sent_at = ? WHERE id IN (SELECT value FROM json_each(?))", ms(at), string(list)); err != nil {
-		return fmt.Errorf("store: mark %d outbox rows sent: %w", len(ids), err)
+	if _, err := s.ws.exec(ctx, "UPDATE outbox SET sent_at = ? WHERE id <= ? AND sent_at IS NULL", ms(at), through); err != nil {
+		return fmt.Errorf("store: mark the outbox sent through row %d: %w", through, err)
 	}
 	return nil
 }

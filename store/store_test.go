@@ -468,7 +468,7 @@ func TestOutboxMarkSentAndPrune(t *testing.T) {
 	if after, _ := s.Unsent(ctx, rows[0].ID, 10, time.Time{}); len(after) != 1 || after[0].ID != rows[1].ID {
 		t.Fatalf("rows after %d = %+v", rows[0].ID, after)
 	}
-	if err := s.MarkSent(ctx, []int64{rows[0].ID}, t0); err != nil {
+	if err := s.MarkSentThrough(ctx, rows[0].ID, t0); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := s.OutboxBacklog(ctx); n != 1 {
@@ -494,7 +494,7 @@ func TestOutboxIDsNeverGoBackAfterAPrune(t *testing.T) {
 	}
 	rows, _ := s.Unsent(ctx, 0, 10, time.Time{})
 	last := rows[len(rows)-1].ID
-	if err := s.MarkSent(ctx, []int64{rows[0].ID, last}, t0); err != nil {
+	if err := s.MarkSentThrough(ctx, last, t0); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.PruneSent(ctx, t0.Add(time.Hour)); err != nil || n != 1 {
@@ -787,10 +787,10 @@ func TestPruneManyRows(t *testing.T) {
 		}
 	}
 	// Old rows sent yesterday, a few sent just now, the last still unsent.
-	if err := s.MarkSent(ctx, ids[:old], t0.Add(-24*time.Hour)); err != nil {
+	if err := s.MarkSentThrough(ctx, ids[old-1], t0.Add(-24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.MarkSent(ctx, ids[old:old+recent], t0); err != nil {
+	if err := s.MarkSentThrough(ctx, ids[old+recent-1], t0); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.PruneSent(ctx, t0.Add(-time.Hour)); err != nil || n != int64(old) {

@@ -90,15 +90,20 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 	var lmu sync.Mutex
 	clickAt := map[string]time.Time{}
 	var latencies []time.Duration
+	var clusterJS jetstream.JetStream
+	var cpuPerPublish float64
 	if o.replicas > 0 {
 		fmt.Fprintf(c.stderr, "baseline: JetStream publish on the cluster, R3 (sync %s)...\n", *syncMode)
 		js, err := jetstream.New(nc)
 		if err != nil {
 			return c.fail("bench: %v", err)
 		}
+		cpu0 := cpuTicks(svc.natsPIDs)
 		if jsRate, err = bench.PublishRate(ctx, js, 3, publishes, 256); err != nil {
 			return c.fail("bench: baseline: %v", err)
 		}
+		cpuPerPublish = float64(cpuTicks(svc.natsPIDs)-cpu0) / clockTicks * 1000 / float64(publishes)
+		clusterJS = js
 	}
 	sub, err := nc.Subscribe(bridge.PrefixResume+".bench.>", func(m *nats.Msg) {
 		now := time.Now()
@@ -213,6 +218,12 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 	}
 	defer stopProfile()
 	cpuR0, cpuN0 := cpuTicks(svc.replicaPIDs), cpuTicks(svc.natsPIDs)
+	var tally0 clusterTally
+	if clusterJS != nil {
+		if tally0, err = readClusterTally(ctx, clusterJS); err != nil {
+			return c.fail("bench: %v", err)
+		}
+	}
 	start := time.Now()
 	deadline := start.Add(*duration)
 	progress := time.NewTicker(time.Second)
@@ -262,6 +273,13 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 	}
 	elapsed := time.Since(start)
 	cpuR, cpuN := cpuTicks(svc.replicaPIDs)-cpuR0, cpuTicks(svc.natsPIDs)-cpuN0
+	var tally clusterTally
+	if clusterJS != nil {
+		if tally, err = readClusterTally(ctx, clusterJS); err != nil {
+			return c.fail("bench: %v", err)
+		}
+		tally = tally.since(tally0)
+	}
 	progress.Stop()
 	fmt.Fprintln(c.stderr)
 
@@ -290,7 +308,12 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 			per := func(ticks int64) float64 { return float64(ticks) / clockTicks * 1000 / float64(n) }
 			fmt.Fprintf(tw, "CPU per answer: replicas / NATS nodes / both\t%.2f / %.2f / %.2f ms\n", per(cpuR), per(cpuN), per(cpuR+cpuN))
 		}
+		if n := resumed.Load(); n > 0 {
+			fmt.Fprintf(tw, "stream writes per answer\t%s\n", tally.writesPer(n))
+			fmt.Fprintf(tw, "JetStream API requests per answer\t%.2f\n", float64(tally.api)/float64(n))
+		}
 		fmt.Fprintf(tw, "baseline: JetStream publishes/s on the cluster, R3 (sync %s)\t%.0f (answers/s ÷ this = %.2f)\n", *syncMode, jsRate, answersPerSec/jsRate)
+		fmt.Fprintf(tw, "baseline: NATS nodes' CPU per R3 publish\t%.3f ms\n", cpuPerPublish)
 	} else {
 		fmt.Fprintf(tw, "baseline: JetStream publishes/s (sync %s)\t%.0f (answers/s ÷ this = %.2f)\n", *syncMode, jsRate, answersPerSec/jsRate)
 		fmt.Fprintf(tw, "baseline: SQLite single-row commits/s\t%.0f (answers/s ÷ this = %.2f)\n", sqlRate, answersPerSec/sqlRate)

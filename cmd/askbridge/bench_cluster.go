@@ -1,14 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/internal/bench"
 	"github.com/askbridge/askbridge/internal/testenv/cluster"
 )
 
@@ -86,4 +93,49 @@ func cpuTicks(pids []int) int64 {
 		t += procCPU(pid)
 	}
 	return t
+}
+
+// clusterTally is what the cluster has done so far: the messages each
+// stream took and the JetStream API requests made. Two readings apart give
+// what a run cost the NATS nodes beyond its CPU time.
+type clusterTally struct {
+	writes map[string]uint64
+	api    uint64
+}
+
+func readClusterTally(ctx context.Context, js jetstream.JetStream) (clusterTally, error) {
+	writes, err := bench.StreamWrites(ctx, js)
+	if err != nil {
+		return clusterTally{}, err
+	}
+	api, err := bench.APIRequests(ctx, js)
+	return clusterTally{writes: writes, api: api}, err
+}
+
+// since is what was done between reading before and t.
+func (t clusterTally) since(before clusterTally) clusterTally {
+	out := clusterTally{writes: map[string]uint64{}, api: t.api - before.api}
+	for name, seq := range t.writes {
+		out.writes[name] = seq - before.writes[name]
+	}
+	return out
+}
+
+// writesPer is the messages written per answer, the total first and then
+// each stream's, most first.
+func (t clusterTally) writesPer(answers int64) string {
+	var total uint64
+	names := slices.Collect(maps.Keys(t.writes))
+	for _, n := range names {
+		total += t.writes[n]
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(t.writes[b], t.writes[a]), cmp.Compare(a, b)) })
+	per := func(w uint64) string { return strconv.FormatFloat(float64(w)/float64(answers), 'f', 2, 64) }
+	parts := []string{per(total)}
+	for _, n := range names {
+		if t.writes[n] > 0 {
+			parts = append(parts, n+" "+per(t.writes[n]))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

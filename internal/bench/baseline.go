@@ -113,3 +113,30 @@ func SQLiteCommits(ctx context.Context, dir string, n int) (Commits, error) {
 	}
 	return c, nil
 }
+
+// StreamWrites is each stream's last sequence: the messages it has taken
+// so far. Two readings apart give what a run wrote to each stream, which
+// on a cluster is what every node stores and replicates.
+func StreamWrites(ctx context.Context, js jetstream.JetStream) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	l := js.ListStreams(ctx)
+	for info := range l.Info() {
+		out[info.Config.Name] = info.State.LastSeq
+	}
+	if err := l.Err(); err != nil {
+		return nil, fmt.Errorf("bench: list streams: %w", err)
+	}
+	return out, nil
+}
+
+// APIRequests is how many JetStream API requests the account has made:
+// two readings apart give a run's, each of them work for the meta leader
+// or a stream's leader (a consumer made for a watch, a message read, a
+// purge).
+func APIRequests(ctx context.Context, js jetstream.JetStream) (uint64, error) {
+	info, err := js.AccountInfo(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("bench: account info: %w", err)
+	}
+	return info.API.Total, nil
+}

@@ -14,7 +14,10 @@ import (
 )
 
 // The JetStream store is a runtime store, as the SQLite one is.
-var _ record.Backend = (*jsstore.Store)(nil)
+var (
+	_ record.Backend     = (*jsstore.Store)(nil)
+	_ record.RelayLeaser = (*jsstore.Store)(nil)
+)
 
 // openJetStream opens a JetStream store on an in-process nats-server of
 // its own, for one test of the conformance suite.

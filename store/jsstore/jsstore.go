@@ -60,8 +60,8 @@ type Store struct {
 	bg context.Context
 	// due is the replica's view of the due steps (duewatch.go).
 	due dueWatch
-	// outSeen are the outbox rows read and not yet marked sent (outbox.go).
-	outSeen seenRows
+	// outWatch wakes the relay for rows other replicas wrote (relaylease.go).
+	outWatch outWatch
 	// reask is the last walk of Reask, for its next page (reask.go).
 	reask reaskMemo
 }

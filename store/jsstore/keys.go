@@ -11,6 +11,8 @@ import (
 // a job's questions, a tenant's questions in a state, a job's due steps.
 const (
 	keyMetaInstance = "meta.instance"
+	// keyRelayLease names the replica whose relay publishes the outbox.
+	keyRelayLease = "lease.relay"
 )
 
 // safeToken is a key token that needs no encoding.

@@ -162,9 +162,9 @@ func TestDueStepWhileNoReplicaRuns(t *testing.T) {
 	}
 }
 
-// TestMarkSentOnAnotherReplica: a row published by one replica's relay
-// may be marked sent by another's, which never read it; an id that is no
-// outbox row's deletes nothing.
+// TestMarkSentOnAnotherReplica: rows published by one replica's relay
+// may be marked sent by another's, which never read them; a mark through
+// a revision past other keys deletes only outbox rows.
 func TestMarkSentOnAnotherReplica(t *testing.T) {
 	open := replicaServer(t)
 	ctx := context.Background()
@@ -181,13 +181,13 @@ func TestMarkSentOnAnotherReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.MarkSent(ctx, []int64{rows[0].ID, rows[1].ID, int64(docRev)}, t0); err != nil {
+	if err := a.MarkSentThrough(ctx, max(rows[1].ID, int64(docRev)), t0); err != nil {
 		t.Fatalf("MarkSent on the other replica: %v", err)
 	}
 	if rows, err := b.Unsent(ctx, 0, 10, time.Time{}); err != nil || len(rows) != 0 {
 		t.Fatalf("unsent after marking = %+v, %v", rows, err)
 	}
-	if err := b.MarkSent(ctx, []int64{rows[0].ID, rows[1].ID}, t0); err != nil {
+	if err := b.MarkSentThrough(ctx, rows[1].ID, t0); err != nil {
 		t.Fatalf("MarkSent again: %v", err)
 	}
 	if r, err := b.Get(ctx, res.Record.ID); err != nil || r.State != bridge.StatePending {

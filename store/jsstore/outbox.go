@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,14 +16,15 @@ import (
 // The outbox is the keys out.<nuid>, written in the batch of the
 // transition whose messages they are (txn.outbox). A row's ID is its
 // key's revision: the stream sequence of the commit that wrote it, unique
-// and in commit order across every replica, as SQLite's row ids are. Every
-// replica's relay reads the rows in that order and publishes each under
-// Nats-Msg-Id "ob-<instance>-<id>" (record.OutboxRow.MsgID): the instance is
-// the record's, shared by the replicas, so when several relays publish one
-// row JetStream keeps the first and drops the rest as duplicates.
+// and in commit order across every replica, as SQLite's row ids are. The
+// relay of the replica holding the relay lease (relaylease.go) reads the
+// rows in that order and publishes each under Nats-Msg-Id
+// "ob-<instance>-<id>" (record.OutboxRow.MsgID): the instance is the
+// record's, shared by the replicas, so when two relays publish one row
+// during a handover JetStream keeps the first and drops the other.
 //
-// A published row is deleted outright (MarkSent), its message purged from
-// the stream rather than covered by a delete marker: the
+// Published rows are deleted outright (MarkSentThrough), their messages
+// purged from the stream rather than covered by delete markers: the
 // relay's reads start just after its cursor, and the markers of every row
 // published in the last minutes would lie across that range, read and
 // skipped on every read, and counted by OutboxBacklogAfter.
@@ -57,7 +57,6 @@ func (s *Store) Unsent(ctx context.Context, afterID int64, limit int, oldBefore 
 			row.OldAt = d.CreatedAt.UnixMilli()
 		}
 		out = append(out, row)
-		s.outSeen.add(rev, subjectPrefix+key)
 		return len(out) < limit
 	})
 	if err == nil {
@@ -94,92 +93,18 @@ func (s *Store) scan(ctx context.Context, filter string, from uint64, each func(
 	}
 }
 
-// markSentParallel is how many rows MarkSent deletes at once.
-const markSentParallel = 32
-
-// MarkSent deletes published rows (each a request to the stream, a few at
-// once: no batch purges several subjects). A row already gone (another replica's
-// relay published and marked it too) is no error. Only outbox rows are
-// deleted: an id that is not one is skipped.
-func (s *Store) MarkSent(ctx context.Context, ids []int64, at time.Time) error {
-	if len(ids) == 0 {
+// MarkSentThrough deletes every outbox row up to row through: one purge
+// of out.> below the next sequence, whatever keys lie between. The relay
+// marks a run of rows it published in order, so one purge covers every
+// row it published since its last mark. A row already gone is no error.
+func (s *Store) MarkSentThrough(ctx context.Context, through int64, at time.Time) error {
+	if through <= 0 {
 		return nil
 	}
-	sem := make(chan struct{}, markSentParallel)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	for _, id := range ids {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := s.deleteRow(ctx, uint64(id)); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("jsstore: mark %d outbox rows sent: %w", len(ids), err)
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(outFilter), jetstream.WithPurgeSequence(uint64(through)+1)); err != nil {
+		return fmt.Errorf("jsstore: mark the outbox sent through row %d: %w", through, err)
 	}
 	return nil
-}
-
-// deleteRow removes outbox row seq: the key's messages are purged. (The
-// bucket denies deleting a message by sequence; purging a subject is what
-// its own key purge does.) A row Unsent did not return here is read first,
-// to find its key and to delete nothing but an outbox row.
-func (s *Store) deleteRow(ctx context.Context, seq uint64) error {
-	subject, ok := s.outSeen.take(seq)
-	if !ok {
-		m, err := s.stream.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil // marked sent before
-		}
-		if err != nil {
-			return fmt.Errorf("row %d: %w", seq, err)
-		}
-		subject = m.Subject
-	}
-	if !strings.HasPrefix(subject, subjectPrefix+"out.") {
-		return nil
-	}
-	// A purge of a row purged already purges nothing, and is no error.
-	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-		return fmt.Errorf("row %d: %w", seq, err)
-	}
-	return nil
-}
-
-// seenRows are the sequences of outbox rows Unsent returned and MarkSent
-// has not deleted yet: MarkSent deletes them without reading them first.
-// It is bounded; a sequence forgotten is read before it is deleted.
-type seenRows struct {
-	mu   sync.Mutex
-	seqs map[uint64]string // the row's subject
-}
-
-// maxSeenRows bounds seenRows: the relay marks its rows within seconds.
-const maxSeenRows = 1 << 16
-
-func (r *seenRows) add(seq uint64, subject string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.seqs == nil || len(r.seqs) >= maxSeenRows {
-		r.seqs = make(map[uint64]string)
-	}
-	r.seqs[seq] = subject
-}
-
-func (r *seenRows) take(seq uint64) (string, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	subject, ok := r.seqs[seq]
-	delete(r.seqs, seq)
-	return subject, ok
 }
 
 // OutboxBacklogAfter counts unsent rows after row after. The server counts

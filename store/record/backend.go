@@ -15,7 +15,7 @@ import (
 // left nothing behind. Errors callers decide on are ErrNotFound,
 // ErrNotPending, ErrDuplicate and ErrStepGone.
 //
-// A backend may also implement Shareable and DueWatcher.
+// A backend may also implement Shareable, DueWatcher and RelayLeaser.
 type Backend interface {
 	// Questions.
 
@@ -68,8 +68,11 @@ type Backend interface {
 	// Unsent returns up to limit unsent rows after row afterID, oldest
 	// first, with OldAt set on those written before oldBefore.
 	Unsent(ctx context.Context, afterID int64, limit int, oldBefore time.Time) ([]OutboxRow, error)
-	// MarkSent marks rows published, once JetStream acknowledged them.
-	MarkSent(ctx context.Context, ids []int64, at time.Time) error
+	// MarkSentThrough marks every unsent row up to and including row
+	// through published: the relay publishes the rows in order and marks
+	// a run of them once JetStream acknowledged the last with all before
+	// it, so one mark covers the run.
+	MarkSentThrough(ctx context.Context, through int64, at time.Time) error
 	// OutboxBacklogAfter counts unsent rows after row id after.
 	OutboxBacklogAfter(ctx context.Context, after int64) (int64, error)
 
@@ -161,4 +164,19 @@ type Shareable interface {
 // NextDue again instead of sleeping until its next look.
 type DueWatcher interface {
 	DueChanged() <-chan struct{}
+}
+
+// RelayLeaser is a shared Backend whose replicas take turns at the outbox
+// relay: the one holding the lease publishes the rows, so that each row is
+// published once however many replicas there are.
+type RelayLeaser interface {
+	// HoldRelay claims the relay for holder, or renews its claim, for ttl,
+	// and reports whether holder holds it.
+	HoldRelay(ctx context.Context, holder string, ttl time.Duration) (bool, error)
+	// ReleaseRelay gives holder's claim up, so that another replica takes
+	// over without waiting out the ttl.
+	ReleaseRelay(ctx context.Context, holder string) error
+	// OutboxChanged is signalled when rows were written to the outbox,
+	// whichever replica wrote them.
+	OutboxChanged() <-chan struct{}
 }

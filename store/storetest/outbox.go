@@ -116,8 +116,8 @@ func testUnsentOld(t *testing.T, s Store) {
 	}
 }
 
-// testMarkSent: a row marked sent is no longer unsent; the backlog counts
-// what is left, after an id when asked.
+// testMarkSent: the rows up to the one marked through are no longer
+// unsent; the backlog counts what is left, after an id when asked.
 func testMarkSent(t *testing.T, s Store) {
 	enqueue(t, s, "a", "b", "c", "d")
 	rows := unsent(t, s, 0, 10)
@@ -132,19 +132,19 @@ func testMarkSent(t *testing.T, s Store) {
 	if n := backlog(0); n != 4 {
 		t.Fatalf("backlog %d, want 4", n)
 	}
-	if err := s.MarkSent(ctx, []int64{rows[0].ID, rows[2].ID}, T0); err != nil {
+	if err := s.MarkSentThrough(ctx, rows[1].ID, T0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.MarkSent(ctx, []int64{rows[0].ID}, T0.Add(time.Second)); err != nil {
-		t.Fatalf("marking a sent row again: %v", err)
+	if err := s.MarkSentThrough(ctx, rows[0].ID, T0.Add(time.Second)); err != nil {
+		t.Fatalf("marking sent rows again: %v", err)
 	}
-	if err := s.MarkSent(ctx, nil, T0); err != nil {
+	if err := s.MarkSentThrough(ctx, 0, T0); err != nil {
 		t.Fatalf("marking nothing: %v", err)
 	}
-	if got := datas(unsent(t, s, 0, 10)); !slices.Equal(got, []string{"b", "d"}) {
-		t.Fatalf("unsent = %q, want b and d", got)
+	if got := datas(unsent(t, s, 0, 10)); !slices.Equal(got, []string{"c", "d"}) {
+		t.Fatalf("unsent = %q, want c and d", got)
 	}
-	for after, want := range map[int64]int64{0: 2, rows[0].ID: 2, rows[1].ID: 1, rows[3].ID: 0} {
+	for after, want := range map[int64]int64{0: 2, rows[0].ID: 2, rows[2].ID: 1, rows[3].ID: 0} {
 		if n := backlog(after); n != want {
 			t.Errorf("backlog after %d = %d, want %d", after, n, want)
 		}
@@ -157,15 +157,15 @@ func testPruneSent(t *testing.T, s Store) {
 	enqueue(t, s, "a", "b", "c")
 	rows := unsent(t, s, 0, 10)
 	last := rows[2].ID
-	if err := s.MarkSent(ctx, []int64{rows[0].ID, last}, T0); err != nil {
+	if err := s.MarkSentThrough(ctx, rows[1].ID, T0); err != nil {
 		t.Fatal(err)
 	}
 	n, err := s.PruneSent(ctx, T0.Add(time.Hour))
 	if err != nil || n < 0 || n > 2 {
 		t.Fatalf("pruned %d, %v; want at most the two sent rows", n, err)
 	}
-	if got := datas(unsent(t, s, 0, 10)); !slices.Equal(got, []string{"b"}) {
-		t.Fatalf("unsent after the prune = %q, want b", got)
+	if got := datas(unsent(t, s, 0, 10)); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("unsent after the prune = %q, want c", got)
 	}
 	enqueue(t, s, "d")
 	next := unsent(t, s, last, 10)
@@ -173,7 +173,7 @@ func testPruneSent(t *testing.T, s Store) {
 		t.Fatalf("rows after %d: %+v; want the new row, with a higher id", last, next)
 	}
 	if n, err := s.OutboxBacklogAfter(ctx, 0); err != nil || n != 2 {
-		t.Fatalf("backlog %d, %v; want b and d", n, err)
+		t.Fatalf("backlog %d, %v; want c and d", n, err)
 	}
 }
 
