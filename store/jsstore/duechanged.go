@@ -19,7 +19,7 @@ func (s *Store) signalDue(ch chan<- struct{}) {
 	var last time.Time
 	had := false
 	for {
-		if err := s.watchDue(); err != nil {
+		if err := s.startView(&s.due.keyView); err != nil {
 			select {
 			case <-s.bg.Done():
 				return

@@ -5,11 +5,9 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -56,112 +54,25 @@ func (h *dueHeap) Pop() any {
 }
 
 // dueWatch is a replica's view of due.>: every pending question's next due
-// time, as of revision rev of the record.
+// time.
 type dueWatch struct {
-	mu      sync.Mutex
-	running bool
-	heap    dueHeap
-	by      map[int64]*dueItem
-	rev     uint64
-	// moved is closed (and replaced) whenever rev moves or the watch ends.
-	moved chan struct{}
-	// failed is why the watch ended on its own; the next read starts it
-	// again.
-	failed error
-	// gen counts the watches started: a watch's entries and end count
-	// only while it is the current one. stop ends the current one.
-	gen  int
-	stop func() error
+	keyView
+	heap dueHeap
+	by   map[int64]*dueItem
 }
-
-// dueStall is how long the due watch may lag the record without moving
-// before a read waiting on it starts a new one.
-const dueStall = 2 * time.Second
-
-// apiTimeout bounds a request the store makes to JetStream's API itself.
-const apiTimeout = 5 * time.Second
 
 // dueFilter is the key pattern of every due key.
 const dueFilter = "due.>"
 
-// watchDue starts the watch of due.> unless it runs. It stops with the
-// store (Close).
-func (s *Store) watchDue() error {
-	dw := &s.due
-	dw.mu.Lock()
-	defer dw.mu.Unlock()
-	if dw.running {
-		return nil
-	}
-	if s.bg.Err() != nil {
-		return fmt.Errorf("jsstore: the store is closed")
-	}
-	// The watch outlives the call that starts it: it is made with the
-	// store's context.
-	w, err := s.kv.WatchFiltered(s.bg, []string{dueFilter})
-	if err != nil {
-		return fmt.Errorf("jsstore: watch the due steps: %w", err)
-	}
-	dw.running, dw.failed = true, nil
-	dw.heap, dw.by, dw.rev = nil, map[int64]*dueItem{}, 0
-	if dw.moved == nil {
-		dw.moved = make(chan struct{})
-	}
-	dw.gen++
-	dw.stop = w.Stop
-	go s.followDue(w, dw.gen)
-	return nil
+// init makes dw a view of the due keys; warn reports a malformed one.
+func (dw *dueWatch) init(warn func(string, ...any)) {
+	dw.filter, dw.what = dueFilter, "the due steps"
+	dw.reset = func() { dw.heap, dw.by = nil, map[int64]*dueItem{} }
+	dw.apply = func(e jetstream.KeyValueEntry, _ bool) { dw.set(e, warn) }
 }
 
-// followDue applies the watch's entries to the heap until the store closes
-// or the watch ends.
-func (s *Store) followDue(w jetstream.KeyWatcher, gen int) {
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-s.bg.Done():
-			s.due.end(gen, fmt.Errorf("jsstore: the store is closed"))
-			return
-		case e, open := <-w.Updates():
-			if !open {
-				s.due.end(gen, fmt.Errorf("jsstore: the watch of the due steps ended"))
-				return
-			}
-			if e != nil {
-				s.due.apply(gen, e, s.log.Warn)
-			}
-		}
-	}
-}
-
-// end marks the watch stopped, so that the next read starts it again.
-func (dw *dueWatch) end(gen int, err error) {
-	dw.mu.Lock()
-	defer dw.mu.Unlock()
-	if gen != dw.gen || !dw.running {
-		return // a watch stopped and replaced already
-	}
-	if dw.stop != nil {
-		_ = dw.stop()
-	}
-	dw.running, dw.failed = false, err
-	dw.heap, dw.by = nil, nil
-	close(dw.moved)
-	dw.moved = make(chan struct{})
-}
-
-// apply sets or clears one question's due time.
-func (dw *dueWatch) apply(gen int, e jetstream.KeyValueEntry, warn func(string, ...any)) {
-	dw.mu.Lock()
-	defer dw.mu.Unlock()
-	if gen != dw.gen || !dw.running {
-		return
-	}
-	defer func() {
-		dw.rev = max(dw.rev, e.Revision())
-		close(dw.moved)
-		dw.moved = make(chan struct{})
-	}()
+// set sets or clears one question's due time.
+func (dw *dueWatch) set(e jetstream.KeyValueEntry, warn func(string, ...any)) {
 	tenant, job, q, ok := parseDueKey(e.Key())
 	if !ok {
 		warn("jsstore: a malformed due key is ignored", "key", e.Key())
@@ -204,88 +115,9 @@ func parseDueKey(key string) (tenant, job string, q int64, ok bool) {
 }
 
 // dueView brings the watch up to date with every due key written before
-// it was called (so a replica reads its own writes, and another's that
-// committed before) and returns the heap for f, under the lock.
+// it was called and returns the heap for f, under the lock.
 func (s *Store) dueView(ctx context.Context, f func(h dueHeap)) error {
-	var progress struct {
-		gen int
-		rev uint64
-		at  time.Time
-	}
-	for {
-		if err := s.watchDue(); err != nil {
-			return err
-		}
-		last, err := s.lastDueRev(ctx)
-		if err != nil {
-			return err
-		}
-		dw := &s.due
-		dw.mu.Lock()
-		if !dw.running {
-			dw.mu.Unlock()
-			continue // it ended meanwhile: start it again
-		}
-		if dw.rev >= last {
-			f(dw.heap)
-			dw.mu.Unlock()
-			return nil
-		}
-		if dw.gen != progress.gen || dw.rev != progress.rev {
-			progress.gen, progress.rev, progress.at = dw.gen, dw.rev, time.Now()
-		} else if time.Since(progress.at) > dueStall {
-			// The watch is behind and has not moved: its consumer is gone
-			// with a server that went away, and the client would notice
-			// only after missing its heartbeats. A new one reads the
-			// due keys afresh.
-			dw.mu.Unlock()
-			s.due.end(progress.gen, fmt.Errorf("jsstore: the watch of the due steps stalled"))
-			continue
-		}
-		moved := dw.moved
-		dw.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("jsstore: wait for the due steps: %w", ctx.Err())
-		case <-moved:
-		case <-time.After(time.Second):
-			// The last due key may have gone (an expired delete marker)
-			// before the watch saw it: read which is last again.
-		}
-	}
-}
-
-// lastDueRev is the revision of the last write of any due key, 0 when
-// there is none. One request to the stream's leader: the direct get API
-// takes no wildcard subject.
-func (s *Store) lastDueRev(ctx context.Context) (uint64, error) {
-	req, _ := json.Marshal(map[string]string{"last_by_subj": subjectPrefix + dueFilter})
-	// As the jetstream package's own requests, it gives up in time when
-	// the stream has no leader; the ladder tries again shortly.
-	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
-	defer cancel()
-	msg, err := s.nc.RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"STREAM.MSG.GET."+streamName, req)
-	if err != nil {
-		return 0, fmt.Errorf("jsstore: read the last due step: %w", err)
-	}
-	var resp struct {
-		Message *struct {
-			Seq uint64 `json:"seq"`
-		} `json:"message"`
-		Error *jetstream.APIError `json:"error"`
-	}
-	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return 0, fmt.Errorf("jsstore: read the last due step: %w", err)
-	}
-	switch {
-	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return 0, nil
-	case resp.Error != nil:
-		return 0, fmt.Errorf("jsstore: read the last due step: %w", resp.Error)
-	case resp.Message == nil:
-		return 0, fmt.Errorf("jsstore: read the last due step: an empty reply")
-	}
-	return resp.Message.Seq, nil
+	return s.read(ctx, &s.due.keyView, func() { f(s.due.heap) })
 }
 
 // dueBy returns the heap's items due at or before t, by due time then

@@ -3,6 +3,7 @@ package jsstore
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,12 +31,14 @@ func checkIndexes(t testing.TB, s *Store) {
 		return out
 	}
 	docs, states, dues, uniq := read("q.>"), read("qs.>"), read("due.>"), read("qk.>")
+	byState := map[string]int64{}
 	for key, data := range docs {
 		var d questionDoc
 		if err := json.Unmarshal(data, &d); err != nil {
 			t.Fatalf("%s: %v", key, err)
 		}
 		r := &d.Record
+		byState[r.State]++
 		if k := keyState(r.Tenant, r.State, r.JobID, r.ID); states[k] == nil {
 			t.Errorf("question %d (%s) has no state key %s", r.ID, r.State, k)
 		} else {
@@ -56,6 +59,9 @@ func checkIndexes(t testing.TB, s *Store) {
 		if k := keyQuestionVersion(r.Tenant, r.JobID, r.QuestionID, r.TaskVersion); string(uniq[k]) != strconv.FormatInt(r.ID, 10) {
 			t.Errorf("question %d: %s = %q", r.ID, k, uniq[k])
 		}
+	}
+	if tally, err := s.CountByState(ctx); err != nil || !maps.Equal(tally, byState) {
+		t.Errorf("the tally by state = %v, %v; the documents hold %v", tally, err, byState)
 	}
 	for _, rest := range []map[string][]byte{states, dues} {
 		keys := slices.Sorted(func(yield func(string) bool) {

@@ -60,6 +60,8 @@ type Store struct {
 	bg context.Context
 	// due is the replica's view of the due steps (duewatch.go).
 	due dueWatch
+	// tally counts the questions by state (tally.go).
+	tally stateTally
 	// outWatch wakes the relay for rows other replicas wrote (relaylease.go).
 	outWatch outWatch
 	// reask is the last walk of Reask, for its next page (reask.go).
@@ -126,6 +128,8 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	}
 	bg, stop := context.WithCancel(context.Background())
 	s := &Store{nc: nc, js: js, kv: kv, stream: stream, log: log, bg: bg, stop: stop}
+	s.due.init(log.Warn)
+	s.tally.init(log.Warn)
 	if s.instance, err = s.ensureInstance(ctx); err != nil {
 		stop()
 		return nil, err

@@ -46,19 +46,6 @@ func (s *Store) List(ctx context.Context, f record.ListFilter) ([]record.Record,
 	return out, nil
 }
 
-// CountByState counts questions in each state, from the state index.
-func (s *Store) CountByState(ctx context.Context) (map[string]int64, error) {
-	keys, err := s.states(ctx, "qs.>")
-	if err != nil {
-		return nil, fmt.Errorf("jsstore: count: %w", err)
-	}
-	out := map[string]int64{}
-	for _, k := range keys {
-		out[k.state]++
-	}
-	return out, nil
-}
-
 // jobDocs reads every question document of a job, every task version, by
 // id. The uniqueness keys list them: they are written once and never move.
 func (s *Store) jobDocs(ctx context.Context, tenant, job string) ([]readDoc, error) {
