@@ -138,6 +138,12 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 	// Ask: one job (and one Slack channel, so per-channel pacing does not
 	// throttle the fake) per question.
 	fmt.Fprintf(c.stderr, "asking %d questions...\n", n)
+	var askTally clusterTally
+	if clusterJS != nil {
+		if askTally, err = readClusterTally(ctx, clusterJS); err != nil {
+			return c.fail("bench: %v", err)
+		}
+	}
 	askStart := time.Now()
 	err = askEach(ctx, ag, n, 16, nil, func(i int) *bridge.Question {
 		return &bridge.Question{Tenant: "bench", JobID: fmt.Sprintf("job-%06d", i), QuestionID: "q", TaskVersion: 1,
@@ -155,6 +161,14 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 		time.Sleep(500 * time.Millisecond)
 	}
 	fmt.Fprintf(c.stderr, "\r  %d cards posted in %v (%.0f questions/s asked and shown)\n", n, time.Since(askStart).Round(time.Millisecond), float64(n)/time.Since(askStart).Seconds())
+	if clusterJS != nil {
+		after, err := readClusterTally(ctx, clusterJS)
+		if err != nil {
+			return c.fail("bench: %v", err)
+		}
+		askTally = after.since(askTally)
+		fmt.Fprintf(c.stderr, "  stream writes per question asked: %s\n", askTally.writesPer(int64(n)))
+	}
 
 	// Click.
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}, Timeout: 10 * time.Second}

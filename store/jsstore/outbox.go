@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -107,24 +108,49 @@ func (s *Store) MarkSentThrough(ctx context.Context, through int64, at time.Time
 	return nil
 }
 
-// OutboxBacklogAfter counts unsent rows after row after. The server counts
-// them: a consumer on the outbox starting after the row, made only to read
-// how many messages it has pending, and deleted again.
+// OutboxBacklogAfter counts unsent rows after row after. The server
+// counts them: a direct get of the first row after it, in a batch of one,
+// comes with the number of rows pending behind it. (A follower answering
+// it may not have the newest commits yet: the count is of the rows it has.)
 func (s *Store) OutboxBacklogAfter(ctx context.Context, after int64) (int64, error) {
-	c, err := s.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		FilterSubject:     outFilter,
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       uint64(max(after, 0)) + 1,
-		AckPolicy:         jetstream.AckNonePolicy,
-		MemoryStorage:     true,
-		InactiveThreshold: time.Minute,
-	})
+	n, err := s.countAfter(ctx, outFilter, uint64(max(after, 0))+1)
 	if err != nil {
 		return 0, fmt.Errorf("jsstore: outbox backlog: %w", err)
 	}
-	info := c.CachedInfo()
-	_ = s.stream.DeleteConsumer(ctx, info.Name)
-	return int64(info.NumPending), nil
+	return n, nil
+}
+
+// countAfter counts the messages on subject filter (wildcards allowed)
+// at sequence from or later, with one direct get: no consumer is made.
+func (s *Store) countAfter(ctx context.Context, filter string, from uint64) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	sub, err := s.nc.SubscribeSync(s.nc.NewInbox())
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	req, _ := json.Marshal(map[string]any{"seq": from, "next_by_subj": filter, "batch": 1})
+	if err := s.nc.PublishRequest(jetstream.DefaultAPIPrefix+"DIRECT.GET."+streamName, sub.Subject, req); err != nil {
+		return 0, err
+	}
+	m, err := sub.NextMsgWithContext(ctx)
+	if err != nil {
+		return 0, err
+	}
+	pending := func() (int64, error) { return strconv.ParseInt(m.Header.Get("Nats-Num-Pending"), 10, 64) }
+	switch status := m.Header.Get("Status"); status {
+	case "404":
+		return 0, nil // none
+	case "":
+		// The first of them; the header counts those after it.
+		n, err := pending()
+		return n + 1, err
+	case "204":
+		return pending()
+	default:
+		return 0, fmt.Errorf("direct get: %s %s", status, m.Header.Get("Description"))
+	}
 }
 
 // PruneSent deletes nothing: a published row is deleted when it is marked
