@@ -59,15 +59,21 @@ func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.
 		return nil, fmt.Errorf("jsstore: read questions for the clarification measures: %w", err)
 	}
 	var out []record.ClarifyQuestion
-	for _, j := range jobs {
-		qs, err := s.clarifyJob(ctx, j, since)
+	for chunk := range slices.Chunk(jobs, clarifyJobsAtOnce) {
+		docs, err := s.manyJobDocs(ctx, chunk)
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: read questions for the clarification measures: %w", err)
 		}
-		out = append(out, qs...)
+		for _, j := range chunk {
+			out = append(out, clarifyJob(docs[j], since)...)
+		}
 	}
 	return out, nil
 }
+
+// clarifyJobsAtOnce is how many jobs' documents ClarifyQuestions holds at
+// once: a window may hold a hundred thousand.
+const clarifyJobsAtOnce = 512
 
 // askedSince lists the jobs that had a question asked on since's day or
 // later (of tenant, when given), sorted by tenant and job.
@@ -114,14 +120,10 @@ type clarifyBody struct {
 	MissingField string `json:"missing_field"`
 }
 
-// clarifyJob reads every question of job j, in the order asked, when one
-// was asked since since (a day's mark is coarser than the window); none
-// otherwise.
-func (s *Store) clarifyJob(ctx context.Context, j jobRef, since time.Time) ([]record.ClarifyQuestion, error) {
-	docs, err := s.jobDocs(ctx, j.tenant, j.job)
-	if err != nil {
-		return nil, err
-	}
+// clarifyJob is every question of a job (docs, its documents in id
+// order), in the order asked, when one was asked since since (a day's
+// mark is coarser than the window); none otherwise.
+func clarifyJob(docs []readDoc, since time.Time) []record.ClarifyQuestion {
 	in := false
 	out := make([]record.ClarifyQuestion, 0, len(docs))
 	for _, rd := range docs {
@@ -140,10 +142,10 @@ func (s *Store) clarifyJob(ctx context.Context, j jobRef, since time.Time) ([]re
 		out = append(out, q)
 	}
 	if !in {
-		return nil, nil
+		return nil
 	}
 	slices.SortStableFunc(out, func(a, b record.ClarifyQuestion) int { return a.AskedAt.Compare(b.AskedAt) })
-	return out, nil
+	return out
 }
 
 // timedOutReason is the audit reason of a question ended by its timeout

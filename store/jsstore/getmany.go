@@ -3,6 +3,7 @@ package jsstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -34,13 +35,30 @@ func (s *Store) getMany(ctx context.Context, keys []string) (map[string]entry, e
 
 // getChunk reads keys (at most maxMulti) into out.
 func (s *Store) getChunk(ctx context.Context, keys []string, out map[string]entry) error {
+	err := s.multiLast(ctx, keys, out)
+	if errors.Is(err, errCutShort) {
+		return s.getRest(ctx, keys, out)
+	}
+	return err
+}
+
+// errCutShort is a multi read the server answered in part: more than
+// 1,024 subjects matched, or the answer outgrew its max pending bytes.
+var errCutShort = errors.New("the server cut the answer short")
+
+// multiLast reads into out the last value of every key that patterns
+// (keys, or key patterns with * and >; at most maxMulti) match, in one
+// direct get of many subjects' last messages: one consistent reading of
+// the bucket. Keys that hold nothing are left out. When the server
+// answers in part it is errCutShort, and out holds the part.
+func (s *Store) multiLast(ctx context.Context, patterns []string, out map[string]entry) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, multiTimeout)
 		defer cancel()
 	}
-	subjects := make([]string, len(keys))
-	for i, k := range keys {
+	subjects := make([]string, len(patterns))
+	for i, k := range patterns {
 		subjects[i] = subjectPrefix + k
 	}
 	req, err := json.Marshal(struct {
@@ -67,9 +85,11 @@ func (s *Store) getChunk(ctx context.Context, keys []string, out map[string]entr
 		case "":
 		case "404": // none of the keys holds anything
 			return nil
+		case "413":
+			return errCutShort
 		case "204": // the end
 			if pending := m.Header.Get("Nats-Num-Pending"); pending != "" && pending != "0" {
-				return s.getRest(ctx, keys, out)
+				return errCutShort
 			}
 			return nil
 		default:

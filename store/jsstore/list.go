@@ -3,6 +3,7 @@ package jsstore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -100,5 +101,73 @@ func (s *Store) JobAudit(ctx context.Context, tenant, job string) ([]record.JobA
 	}
 	// Stable: one commit's entries of a document keep their order.
 	slices.SortStableFunc(out, func(a, b record.JobAuditEntry) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// jobsAtOnce is how many jobs' uniqueness keys one multi read asks for: a
+// job has a few, and the server answers at most 1,024 keys a read.
+const jobsAtOnce = 128
+
+// manyJobDocs reads every question document of each of jobs, as jobDocs
+// does for one, with a multi read per jobsAtOnce jobs and one per
+// maxMulti documents instead of a watch and a read per job.
+func (s *Store) manyJobDocs(ctx context.Context, jobs []jobRef) (map[jobRef][]readDoc, error) {
+	var vs []versioned
+	for chunk := range slices.Chunk(jobs, jobsAtOnce) {
+		got, err := s.jobVersions(ctx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		vs = append(vs, got...)
+	}
+	slices.SortFunc(vs, func(a, b versioned) int { return cmp.Compare(a.id, b.id) })
+	ids := make([]int64, len(vs))
+	for i, v := range vs {
+		ids[i] = v.id
+	}
+	docs, err := s.readDocs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[jobRef][]readDoc, len(jobs))
+	for i, v := range vs {
+		if docs[i].d != nil {
+			j := jobRef{v.tenant, v.job}
+			out[j] = append(out[j], docs[i])
+		}
+	}
+	return out, nil
+}
+
+// jobVersions reads the uniqueness keys of jobs in one multi read, or in
+// halves when the server answers it in part.
+func (s *Store) jobVersions(ctx context.Context, jobs []jobRef) ([]versioned, error) {
+	patterns := make([]string, len(jobs))
+	for i, j := range jobs {
+		patterns[i] = "qk." + enc(j.tenant) + "." + enc(j.job) + ".*.*"
+	}
+	got := map[string]entry{}
+	switch err := s.multiLast(ctx, patterns, got); {
+	case errors.Is(err, errCutShort) && len(jobs) > 1:
+		half := len(jobs) / 2
+		first, err := s.jobVersions(ctx, jobs[:half])
+		if err != nil {
+			return nil, err
+		}
+		rest, err := s.jobVersions(ctx, jobs[half:])
+		return append(first, rest...), err
+	case errors.Is(err, errCutShort):
+		return s.versions(ctx, jobs[0].tenant, jobs[0].job, "")
+	case err != nil:
+		return nil, fmt.Errorf("read the questions of %d jobs: %w", len(jobs), err)
+	}
+	out := make([]versioned, 0, len(got))
+	for _, e := range got {
+		v, err := parseVersion(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
 	return out, nil
 }

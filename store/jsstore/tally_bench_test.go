@@ -36,6 +36,27 @@ func BenchmarkCountByState(b *testing.B) {
 		}
 		b.ReportMetric(float64(first.Microseconds())/1000, "first-ms")
 	})
+	// The rest of a stats request or a scrape: the clarification
+	// measures read the questions of the jobs asked in the window.
+	for _, c := range []struct {
+		name  string
+		since time.Time
+	}{{"clarify-none-in-window", t0.Add(24 * time.Hour)}, {"clarify-all-in-window", t0.Add(-time.Hour)}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.ClarifyQuestions(ctx, "", c.since); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("backlog", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.OutboxBacklogAfter(ctx, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("index-scan", func(b *testing.B) {
 		for b.Loop() {
 			if keys, err := s.states(ctx, "qs.>"); err != nil || len(keys) != tallyQuestions {
