@@ -111,8 +111,9 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 const threadsWithin = 2 * time.Second
 
 // askReaders bounds the questions of a batch whose records (the asked
-// event's threads of the job, an approval's proposal) are read at once.
-const askReaders = 16
+// event's threads of the job, an approval's proposal) are read at once:
+// on a cluster each read is two round trips to a stream's replicas.
+const askReaders = 64
 
 // newQuestions is newQuestion of each item, read side by side: each reads
 // the record (a job's threads), and a batch of a hundred questions, as
@@ -263,9 +264,8 @@ func (r *Runtime) askedEvent(ctx context.Context, rec *record.Record, q *bridge.
 		ev.Proposal = r.proposalStatus(q, p)
 	}
 	// A hint, not a rule: an adapter that lacks it looks for the thread.
-	// So it is not waited for long: on the JetStream store it is a watch
-	// of the record, which needs the cluster's meta leader, and a question
-	// should not wait for that leader's election.
+	// So it is not waited for long: a question should not wait for a
+	// cluster that is electing a leader.
 	tctx, cancel := context.WithTimeout(ctx, threadsWithin)
 	threads, err := r.asking.JobThreads(tctx, q.Tenant, q.JobID)
 	cancel()

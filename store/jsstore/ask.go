@@ -31,8 +31,30 @@ func (s *Store) AskMany(ctx context.Context, nqs []record.NewQuestion) ([]*recor
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: ask %d questions: %w", len(nqs), err)
 	}
+	pre, err := s.prefetch(ctx, askReads(nqs))
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: ask %d questions: %w", len(nqs), err)
+	}
+	return s.askAs(ctx, nqs, first, pre)
+}
+
+// askReads are the keys asking nqs reads: their uniqueness keys, jobs and
+// proposals.
+func askReads(nqs []record.NewQuestion) []string {
+	var keys []string
+	for i := range nqs {
+		keys = append(keys, keyQuestionVersion(nqs[i].Tenant, nqs[i].JobID, nqs[i].QuestionID, nqs[i].TaskVersion))
+		keys = append(keys, askKeys(&nqs[i])...)
+	}
+	return keys
+}
+
+// askAs asks nqs as the questions first, first+1, ..., deciding each first
+// with what pre read.
+func (s *Store) askAs(ctx context.Context, nqs []record.NewQuestion, first int64, pre *prefetched) ([]*record.AskResult, error) {
+	results := make([]*record.AskResult, len(nqs))
 	b := &askBatch{s: s, nqs: nqs, first: first, results: results, pending: make([]*record.AskResult, len(nqs)),
-		superseded: make([][]record.Record, len(nqs)), touched: map[string]bool{}}
+		superseded: make([][]record.Record, len(nqs)), touched: map[string]bool{}, pre: pre}
 	for i := range nqs {
 		if err := b.add(ctx, i); err != nil {
 			return nil, fmt.Errorf("jsstore: ask %d questions: %s: %w", len(nqs), nqs[i].Key, err)
@@ -61,6 +83,9 @@ type askBatch struct {
 	held       []int
 	// touched are the job and proposal keys of the questions t holds.
 	touched map[string]bool
+	// pre are the keys the questions read, read at once; each question's
+	// first plan takes them, a plan again reads afresh.
+	pre *prefetched
 }
 
 // askKeys are the keys asking nq reads that another question of the
@@ -154,7 +179,7 @@ func (b *askBatch) flush(ctx context.Context) error {
 func (b *askBatch) plan(ctx context.Context, i int) (*record.AskResult, *txn, error) {
 	nq, id := &b.nqs[i], b.first+int64(i)
 	for {
-		res, t, ended, more, err := b.s.askPlan(ctx, nq, id)
+		res, t, ended, more, err := b.s.askPlan(ctx, nq, id, b.pre)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -171,9 +196,9 @@ func (b *askBatch) plan(ctx context.Context, i int) (*record.AskResult, *txn, er
 
 // askPlan is one read-decide of asking nq as question id, writing nothing
 // itself but chunks of what it supersedes (more, with those ended).
-func (s *Store) askPlan(ctx context.Context, nq *record.NewQuestion, id int64) (res *record.AskResult, t *txn, ended []record.Record, more bool, err error) {
+func (s *Store) askPlan(ctx context.Context, nq *record.NewQuestion, id int64, pre *prefetched) (res *record.AskResult, t *txn, ended []record.Record, more bool, err error) {
 	t = &txn{}
-	l := &askLookup{s: s, nq: nq}
+	l := &askLookup{s: s, nq: nq, pre: pre}
 	plan, err := record.PlanAsk(ctx, nq, l)
 	if err != nil {
 		return nil, nil, nil, false, err
@@ -219,8 +244,9 @@ func (s *Store) askPlan(ctx context.Context, nq *record.NewQuestion, id int64) (
 // askLookup reads what record.PlanAsk needs of the record, and keeps the
 // revisions the ask's writes must expect.
 type askLookup struct {
-	s  *Store
-	nq *record.NewQuestion
+	s   *Store
+	nq  *record.NewQuestion
+	pre *prefetched
 
 	job     jobDoc
 	jobRev  uint64
@@ -229,14 +255,15 @@ type askLookup struct {
 }
 
 func (l *askLookup) Job(ctx context.Context) (int64, bool, error) {
-	job, rev, known, err := l.s.getJob(ctx, l.nq.Tenant, l.nq.JobID)
+	var job jobDoc
+	rev, known, err := l.s.getJSONVia(ctx, l.pre, keyJob(l.nq.Tenant, l.nq.JobID), &job)
 	l.job, l.jobRev = job, rev
 	return job.TaskVersion, known, err
 }
 
 func (l *askLookup) Recorded(ctx context.Context) (bool, error) {
 	nq := l.nq
-	_, rev, exists, err := l.s.get(ctx, keyQuestionVersion(nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion))
+	_, rev, exists, err := l.s.getVia(ctx, l.pre, keyQuestionVersion(nq.Tenant, nq.JobID, nq.QuestionID, nq.TaskVersion))
 	l.qkRev = rev
 	return exists, err
 }
@@ -246,7 +273,7 @@ func (l *askLookup) Recorded(ctx context.Context) (bool, error) {
 func (l *askLookup) Proposal(ctx context.Context) (*record.Proposal, record.ProposalAsker, error) {
 	nq := l.nq
 	var p record.Proposal
-	rev, ok, err := l.s.getJSON(ctx, keyProposal(nq.Tenant, nq.Proposal.ID), &p)
+	rev, ok, err := l.s.getJSONVia(ctx, l.pre, keyProposal(nq.Tenant, nq.Proposal.ID), &p)
 	l.propRev = rev
 	if err != nil || !ok {
 		return nil, record.ProposalAsker{}, err

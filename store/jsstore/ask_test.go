@@ -218,3 +218,36 @@ func TestProposalIntake(t *testing.T) {
 	}
 	checkIndexes(t, s)
 }
+
+// TestAskAfterAStaleRead: a batch whose keys were read before another
+// replica recorded the same question and raised the job's version: its
+// commit loses the compare-and-set, and read again each question is what
+// the record says (a duplicate, a stale version) with nothing written.
+func TestAskAfterAStaleRead(t *testing.T) {
+	t.Parallel()
+	open := replicaServer(t)
+	a, b := open(), open()
+	ctx := context.Background()
+	nqs := []record.NewQuestion{newQ("job-1", "q-1", 1), newQ("job-2", "q-1", 1)}
+	pre, err := a.prefetch(ctx, askReads(nqs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAsk(t, b, newQ("job-1", "q-1", 1))
+	mustAsk(t, b, newQ("job-2", "q-2", 2))
+	first, err := a.nextIDs(ctx, "question", len(nqs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.askAs(ctx, nqs, first, pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Status != record.Duplicate || res[1].Status != record.Stale {
+		t.Fatalf("statuses %v, %v; want a duplicate and a stale version", res[0].Status, res[1].Status)
+	}
+	if _, err := a.Get(ctx, first); !errors.Is(err, record.ErrNotFound) {
+		t.Fatalf("question %d was written: %v", first, err)
+	}
+	checkIndexes(t, a)
+}

@@ -5,13 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store/record"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Get reads a question by its id.
@@ -104,7 +106,9 @@ type versioned struct {
 }
 
 // versions lists the uniqueness keys matching tenant, job and question id
-// ("" matches any), by task version then id.
+// ("" matches any), by task version then id. One multi read answers up to
+// 1,024 keys; more are read by a watch, which on a cluster costs a
+// consumer made and deleted through the meta leader.
 func (s *Store) versions(ctx context.Context, tenant, job, qid string) ([]versioned, error) {
 	tok := func(v string) string {
 		if v == "" {
@@ -112,9 +116,18 @@ func (s *Store) versions(ctx context.Context, tenant, job, qid string) ([]versio
 		}
 		return enc(v)
 	}
-	entries, err := s.list(ctx, "qk."+tok(tenant)+"."+tok(job)+"."+tok(qid)+".*")
-	if err != nil {
+	filter := "qk." + tok(tenant) + "." + tok(job) + "." + tok(qid) + ".*"
+	got := map[string]entry{}
+	var entries []entry
+	switch err := s.multiLast(ctx, []string{filter}, got); {
+	case errors.Is(err, errCutShort):
+		if entries, err = s.list(ctx, filter); err != nil {
+			return nil, err
+		}
+	case err != nil:
 		return nil, err
+	default:
+		entries = slices.Collect(maps.Values(got))
 	}
 	out := make([]versioned, 0, len(entries))
 	for _, e := range entries {
