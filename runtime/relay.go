@@ -184,6 +184,7 @@ func (rl *relay) run(ctx context.Context) {
 			return
 		case <-rl.wake:
 		case <-rl.turn.changed():
+		case <-rl.nextMark(time.Now()):
 		case <-tick.C:
 		case <-ok:
 			head.record(nil)
@@ -307,7 +308,15 @@ func (rl *relay) finishBatch(ctx context.Context, b *relayBatch) error {
 func (r *Runtime) backlog(ctx context.Context) (int64, error) { return r.outbox.backlog(ctx) }
 
 func (rl *relay) backlog(ctx context.Context) (int64, error) {
-	return rl.st.OutboxBacklogAfter(ctx, rl.acked.Load())
+	after := rl.acked.Load()
+	if rl.turn != nil {
+		// On a record replicas share, one knows only the rows its own
+		// relay had acknowledged: each counts the rows not yet marked
+		// sent, which the relay publishing marks within markSentEvery,
+		// so that every replica gives the same count.
+		after = 0
+	}
+	return rl.st.OutboxBacklogAfter(ctx, after)
 }
 
 // MarkPublished marks sent every row JetStream acknowledged that still
@@ -383,6 +392,17 @@ func (rl *relay) markOnExit() {
 			return // the rest are not due yet
 		}
 	}
+}
+
+// nextMark fires when the first published row waiting to be marked may
+// be marked (markDue); nil when none waits. So rows are marked within
+// markSentEvery of their acknowledgement, not at the next tick.
+func (rl *relay) nextMark(now time.Time) <-chan time.Time {
+	if len(rl.pending) == 0 {
+		return nil
+	}
+	wait := max(rl.lastMark.Add(markSentEvery).Sub(now), rl.pending[0].at.Add(rl.markSentAfter).Sub(now), 0)
+	return time.After(wait)
 }
 
 // markDue marks sent the published rows whose delay has passed. Each mark

@@ -57,16 +57,22 @@ func (s *Store) jobDocs(ctx context.Context, tenant, job string) ([]readDoc, err
 	if err != nil {
 		return nil, err
 	}
+	docs, err := s.readVersions(ctx, vs)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(docs, func(rd readDoc) bool { return rd.d == nil }), nil
+}
+
+// readVersions sorts vs by id and reads their documents, in that order; a
+// missing one is nil.
+func (s *Store) readVersions(ctx context.Context, vs []versioned) ([]readDoc, error) {
 	slices.SortFunc(vs, func(a, b versioned) int { return cmp.Compare(a.id, b.id) })
 	ids := make([]int64, len(vs))
 	for i, v := range vs {
 		ids[i] = v.id
 	}
-	docs, err := s.readDocs(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(docs, func(rd readDoc) bool { return rd.d == nil }), nil
+	return s.readDocs(ctx, ids)
 }
 
 // JobQuestions returns every question of a job, every task version, in
@@ -120,12 +126,7 @@ func (s *Store) manyJobDocs(ctx context.Context, jobs []jobRef) (map[jobRef][]re
 		}
 		vs = append(vs, got...)
 	}
-	slices.SortFunc(vs, func(a, b versioned) int { return cmp.Compare(a.id, b.id) })
-	ids := make([]int64, len(vs))
-	for i, v := range vs {
-		ids[i] = v.id
-	}
-	docs, err := s.readDocs(ctx, ids)
+	docs, err := s.readVersions(ctx, vs)
 	if err != nil {
 		return nil, err
 	}
