@@ -15,8 +15,10 @@ import (
 // once its holder stops renewing it. A clean stop gives the lease up.
 const (
 	// relayLeaseTTL is how long a claim lasts unrenewed: after a replica
-	// dies, the outbox waits this long at most before another publishes.
-	relayLeaseTTL = 5 * time.Second
+	// dies, the outbox waits this long, and a claim's second at most,
+	// before another publishes: about as long as the messages the dead
+	// replica held wait for the runtime's consumers' AckWait.
+	relayLeaseTTL = 3 * time.Second
 	// relayClaimEvery is how often a replica claims or renews the lease.
 	relayClaimEvery = time.Second
 )
