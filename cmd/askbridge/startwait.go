@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
 )
@@ -25,7 +26,23 @@ const (
 	startRetryMax   = 10 * time.Second
 	// startStepTimeout bounds one try of one step.
 	startStepTimeout = 10 * time.Second
+	// accountSettle is how long a start waits out JetStream "not enabled
+	// for account": a server of a cluster that has just started enables
+	// JetStream for an account of its resolver when it first meets it,
+	// and answers so until then; past this, it is a setting.
+	accountSettle = 30 * time.Second
 )
+
+// waitable says whether a start step's error is waited out: a cluster not
+// ready yet (bridge.Transient), or, within accountSettle of the step's
+// first try, JetStream not enabled for askbridge's account yet.
+func waitable(err error, sinceFirst time.Duration) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeJetStreamNotEnabledForAccount {
+		return sinceFirst < accountSettle
+	}
+	return bridge.Transient(err)
+}
 
 // startState is what /readyz says while the service starts.
 type startState struct {
@@ -64,6 +81,7 @@ func (st *startState) started(h http.Handler) { st.handler.Store(&h) }
 // context it is given, which ends after startStepTimeout.
 func (s *service) await(ctx context.Context, what string, step func(context.Context) error) error {
 	pause := startRetryFirst
+	first := time.Now()
 	for try := 1; ; try++ {
 		sctx, cancel := context.WithTimeout(ctx, startStepTimeout)
 		err := step(sctx)
@@ -78,7 +96,7 @@ func (s *service) await(ctx context.Context, what string, step func(context.Cont
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !bridge.Transient(err) {
+		if !waitable(err, time.Since(first)) {
 			return err
 		}
 		why := what + ": " + err.Error()

@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/internal/testenv/cluster"
 )
@@ -114,5 +118,32 @@ func TestStartWaitsForAClusterWithoutQuorum(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("askbridge serve did not stop on SIGTERM:\n%s", logs)
+	}
+}
+
+// TestWaitableStartErrors: a start waits out a cluster that is not ready,
+// and JetStream not enabled for its account only while a cluster that has
+// just started may not have enabled it yet; a setting stops it.
+func TestWaitableStartErrors(t *testing.T) {
+	t.Parallel()
+	notEnabled := fmt.Errorf("stream ASK_QUESTIONS: %w", &jetstream.APIError{Code: 503,
+		ErrorCode: jetstream.JSErrCodeJetStreamNotEnabledForAccount, Description: "JetStream not enabled for account"})
+	notOn := &jetstream.APIError{Code: 503, ErrorCode: jetstream.JSErrCodeJetStreamNotEnabled, Description: "JetStream not enabled"}
+	for _, c := range []struct {
+		name  string
+		err   error
+		since time.Duration
+		want  bool
+	}{
+		{"a timeout", context.DeadlineExceeded, time.Hour, true},
+		{"not enabled for the account, at once", notEnabled, 0, true},
+		{"not enabled for the account, within the settle", notEnabled, accountSettle - time.Second, true},
+		{"not enabled for the account, past the settle", notEnabled, accountSettle, false},
+		{"JetStream off on the server", notOn, 0, false},
+		{"a bad credential", &bridge.ConnectError{Err: nats.ErrAuthorization}, 0, false},
+	} {
+		if got := waitable(c.err, c.since); got != c.want {
+			t.Errorf("%s: waitable = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
