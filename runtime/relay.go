@@ -185,6 +185,7 @@ func (rl *relay) run(ctx context.Context) {
 		case <-rl.wake:
 		case <-rl.turn.changed():
 		case <-rl.nextMark(time.Now()):
+		case <-rl.turn.claimDue(time.Now()):
 		case <-tick.C:
 		case <-ok:
 			head.record(nil)

@@ -19,8 +19,14 @@ const (
 	// before another publishes: about as long as the messages the dead
 	// replica held wait for the runtime's consumers' AckWait.
 	relayLeaseTTL = 3 * time.Second
-	// relayClaimEvery is how often a replica claims or renews the lease.
-	relayClaimEvery = time.Second
+	// relayRenewEvery is how often the holder renews its claim.
+	relayRenewEvery = time.Second
+	// relayClaimEvery is how often a standby tries to claim: a read, and
+	// a write only when the lease is free.
+	relayClaimEvery = 250 * time.Millisecond
+	// relayClaimWithin bounds one claim, which waits while the record's
+	// stream elects a leader.
+	relayClaimWithin = time.Second
 )
 
 // relayTurn is one replica's claim on the relay of a shared record. Its
@@ -30,9 +36,8 @@ type relayTurn struct {
 	holder string
 	log    *slog.Logger
 	held   bool
-	// heldUntil is when the last claim lapses, timed from before it was
-	// made; nextClaim when to claim again.
-	heldUntil, nextClaim time.Time
+	// nextClaim is when to claim or renew again.
+	nextClaim time.Time
 }
 
 // newRelayTurn is st's turn at the relay, or nil when st is one
@@ -52,28 +57,39 @@ func (rt *relayTurn) mine(ctx context.Context, now time.Time) bool {
 		return true
 	}
 	if now.Before(rt.nextClaim) {
-		return rt.held && now.Before(rt.heldUntil)
+		return rt.held
 	}
-	rt.nextClaim = now.Add(relayClaimEvery)
-	cctx, cancel := context.WithTimeout(ctx, relayClaimEvery)
+	cctx, cancel := context.WithTimeout(ctx, relayClaimWithin)
 	held, err := rt.lease.HoldRelay(cctx, rt.holder, relayLeaseTTL)
 	cancel()
 	switch {
 	case err != nil:
-		// The claim may or may not have been written: a holder goes on
-		// until its last claim lapses, a standby stays one.
+		// The record cannot be reached: a holder goes on (it reads the
+		// outbox from the same record, and were another to claim the
+		// lease meanwhile, JetStream keeps one of each row both
+		// publish), a standby stays one.
 		if ctx.Err() == nil {
 			rt.log.Debug("outbox relay: claim the relay", "err", err)
 		}
-		return rt.held && now.Before(rt.heldUntil)
+		held = rt.held
 	case held != rt.held:
 		rt.log.Debug("outbox relay: turn changed", "publishing", held)
 	}
 	rt.held = held
+	rt.nextClaim = now.Add(relayClaimEvery)
 	if held {
-		rt.heldUntil = now.Add(relayLeaseTTL)
+		rt.nextClaim = now.Add(relayRenewEvery)
 	}
 	return held
+}
+
+// claimDue fires when the lease is to be claimed or renewed again; nil on
+// a record of one runtime.
+func (rt *relayTurn) claimDue(now time.Time) <-chan time.Time {
+	if rt == nil {
+		return nil
+	}
+	return time.After(max(rt.nextClaim.Sub(now), 0))
 }
 
 // changed is signalled when rows were written by any replica; nil (never
