@@ -19,7 +19,11 @@ import (
 // under one message id, and JetStream keeps one.
 
 // HoldRelay claims the relay for holder, or renews holder's claim, for
-// ttl. It reports whether holder holds it now.
+// ttl. It reports whether holder holds it now: false when another holds
+// it. A claim that lost its compare-and-set (another claimed at the same
+// moment, or the read came from a replica of the stream behind its
+// leader) is ErrConflict: the caller keeps what it had until its next
+// claim reads afresh.
 func (s *Store) HoldRelay(ctx context.Context, holder string, ttl time.Duration) (bool, error) {
 	data, rev, ok, err := s.get(ctx, keyRelayLease)
 	if err != nil {
@@ -30,10 +34,7 @@ func (s *Store) HoldRelay(ctx context.Context, holder string, ttl time.Duration)
 	}
 	t := &txn{}
 	t.add(write{key: keyRelayLease, rev: rev, value: []byte(holder), ttl: ttl})
-	switch err := s.commit(ctx, t); {
-	case errors.Is(err, ErrConflict):
-		return false, nil // another replica claimed it first, or a read was behind
-	case err != nil:
+	if err := s.commit(ctx, t); err != nil {
 		return false, fmt.Errorf("jsstore: relay lease: %w", err)
 	}
 	return true, nil

@@ -2,7 +2,9 @@ package jsstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +57,38 @@ func TestOneReplicaHoldsTheRelay(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestTwoClaimsAtOnce: of two replicas claiming a free relay at the same
+// moment one holds it; the other is refused or told its claim lost
+// (ErrConflict), never that it holds it too.
+func TestTwoClaimsAtOnce(t *testing.T) {
+	t.Parallel()
+	open := replicaServer(t)
+	stores := []*Store{open(), open()}
+	for round := range 10 {
+		holders := make([]bool, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, s := range stores {
+			wg.Go(func() { holders[i], errs[i] = s.HoldRelay(context.Background(), fmt.Sprint("r", round, "-", i), time.Minute) })
+		}
+		wg.Wait()
+		if holders[0] == holders[1] {
+			t.Fatalf("round %d: both hold the relay, or neither (%v, %v)", round, errs[0], errs[1])
+		}
+		for i, err := range errs {
+			if err != nil && !errors.Is(err, ErrConflict) {
+				t.Fatalf("round %d: claim %d: %v", round, i, err)
+			}
+		}
+		// Free it for the next round.
+		for i := range stores {
+			if err := stores[i].ReleaseRelay(context.Background(), fmt.Sprint("r", round, "-", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 // TestOutboxChangedForAnotherReplicasRows: a replica's relay is woken by

@@ -171,7 +171,7 @@ type DueWatcher interface {
 // published once however many replicas there are.
 type RelayLeaser interface {
 	// HoldRelay claims the relay for holder, or renews its claim, for ttl,
-	// and reports whether holder holds it.
+	// and reports whether holder holds it; an error leaves that unknown.
 	HoldRelay(ctx context.Context, holder string, ttl time.Duration) (bool, error)
 	// ReleaseRelay gives holder's claim up, so that another replica takes
 	// over without waiting out the ttl.
