@@ -64,8 +64,10 @@ type outWatch struct {
 }
 
 // OutboxChanged is signalled when rows were written to the outbox since
-// the last signal. The watch behind it starts at the first call and again
-// at a call after it ended (the signal is sent then too).
+// the last signal. The watch behind it starts at the first call and runs
+// until the store closes, made again a second after it ends or cannot be
+// made; each time it is made a signal covers the rows written before. The
+// call never waits for it.
 func (s *Store) OutboxChanged() <-chan struct{} {
 	ow := &s.outWatch
 	ow.mu.Lock()
@@ -73,32 +75,49 @@ func (s *Store) OutboxChanged() <-chan struct{} {
 	if ow.changed == nil {
 		ow.changed = make(chan struct{}, 1)
 	}
-	if ow.running || s.bg.Err() != nil {
-		return ow.changed
+	if !ow.running && s.bg.Err() == nil {
+		ow.running = true
+		go s.followOutbox()
 	}
-	w, err := s.kv.WatchFiltered(s.bg, []string{"out.>"}, jetstream.MetaOnly(), jetstream.UpdatesOnly(), jetstream.IgnoreDeletes())
-	if err != nil {
-		s.log.Warn("jsstore: watch the outbox", "err", err)
-		return ow.changed
-	}
-	ow.running = true
-	go s.followOutbox(w)
 	return ow.changed
 }
 
-// followOutbox signals each new row until the watch ends.
-func (s *Store) followOutbox(w jetstream.KeyWatcher) {
+// followOutbox watches out.> and signals each new row until the store
+// closes.
+func (s *Store) followOutbox() {
 	ow := &s.outWatch
-	defer func() {
-		_ = w.Stop()
-		ow.mu.Lock()
-		ow.running = false
-		ow.mu.Unlock()
-		ow.signal()
-	}()
-	for e := range w.Updates() {
-		if e != nil {
+	for {
+		w, err := s.kv.WatchFiltered(s.bg, []string{"out.>"}, jetstream.MetaOnly(), jetstream.UpdatesOnly(), jetstream.IgnoreDeletes())
+		if err != nil {
+			s.log.Debug("jsstore: watch the outbox", "err", err)
+		} else {
+			// Rows written before the watch began are the relay's next
+			// read's: one signal covers them.
 			ow.signal()
+			s.signalRows(w)
+		}
+		select {
+		case <-s.bg.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// signalRows signals each row w sees until it ends or the store closes.
+func (s *Store) signalRows(w jetstream.KeyWatcher) {
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-s.bg.Done():
+			return
+		case e, open := <-w.Updates():
+			if !open {
+				return
+			}
+			if e != nil {
+				s.outWatch.signal()
+			}
 		}
 	}
 }

@@ -71,7 +71,9 @@ func TestTwoClaimsAtOnce(t *testing.T) {
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		for i, s := range stores {
-			wg.Go(func() { holders[i], errs[i] = s.HoldRelay(context.Background(), fmt.Sprint("r", round, "-", i), time.Minute) })
+			wg.Go(func() {
+				holders[i], errs[i] = s.HoldRelay(context.Background(), fmt.Sprint("r", round, "-", i), time.Minute)
+			})
 		}
 		wg.Wait()
 		if holders[0] == holders[1] {
@@ -98,6 +100,11 @@ func TestOutboxChangedForAnotherReplicasRows(t *testing.T) {
 	open := replicaServer(t)
 	a, b := open(), open()
 	changed := a.OutboxChanged()
+	select {
+	case <-changed: // the watch is made
+	case <-time.After(poll.Patience):
+		t.Fatal("no signal when the watch was made")
+	}
 	if err := b.Enqueue(context.Background(), []record.Message{{Subject: "ask.v1.event.acme.job-1", Data: []byte("x")}}); err != nil {
 		t.Fatal(err)
 	}
