@@ -184,8 +184,7 @@ func (rl *relay) run(ctx context.Context) {
 			return
 		case <-rl.wake:
 		case <-rl.turn.changed():
-		case <-rl.nextMark(time.Now()):
-		case <-rl.turn.claimDue(time.Now()):
+		case <-rl.timed(time.Now()):
 		case <-tick.C:
 		case <-ok:
 			head.record(nil)
@@ -395,15 +394,25 @@ func (rl *relay) markOnExit() {
 	}
 }
 
-// nextMark fires when the first published row waiting to be marked may
-// be marked (markDue); nil when none waits. So rows are marked within
-// markSentEvery of their acknowledgement, not at the next tick.
-func (rl *relay) nextMark(now time.Time) <-chan time.Time {
-	if len(rl.pending) == 0 {
+// timed fires at the relay's next timed work: the first published row
+// waiting to be marked may be marked (markDue), so rows are marked within
+// markSentEvery of their acknowledgement, not at the next tick; or the
+// relay lease is to be claimed or renewed. Nil when neither waits.
+func (rl *relay) timed(now time.Time) <-chan time.Time {
+	at, ok := rl.turn.claimAt()
+	if len(rl.pending) > 0 {
+		mark := rl.pending[0].at.Add(rl.markSentAfter)
+		if next := rl.lastMark.Add(markSentEvery); next.After(mark) {
+			mark = next
+		}
+		if !ok || mark.Before(at) {
+			at, ok = mark, true
+		}
+	}
+	if !ok {
 		return nil
 	}
-	wait := max(rl.lastMark.Add(markSentEvery).Sub(now), rl.pending[0].at.Add(rl.markSentAfter).Sub(now), 0)
-	return time.After(wait)
+	return time.After(max(at.Sub(now), 0))
 }
 
 // markDue marks sent the published rows whose delay has passed. Each mark

@@ -83,13 +83,13 @@ func (rt *relayTurn) mine(ctx context.Context, now time.Time) bool {
 	return held
 }
 
-// claimDue fires when the lease is to be claimed or renewed again; nil on
-// a record of one runtime.
-func (rt *relayTurn) claimDue(now time.Time) <-chan time.Time {
+// claimAt is when the lease is to be claimed or renewed again; false on a
+// record of one runtime.
+func (rt *relayTurn) claimAt() (time.Time, bool) {
 	if rt == nil {
-		return nil
+		return time.Time{}, false
 	}
-	return time.After(max(rt.nextClaim.Sub(now), 0))
+	return rt.nextClaim, true
 }
 
 // changed is signalled when rows were written by any replica; nil (never

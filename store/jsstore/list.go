@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/askbridge/askbridge/store/record"
@@ -141,15 +142,18 @@ func (s *Store) manyJobDocs(ctx context.Context, jobs []jobRef) (map[jobRef][]re
 }
 
 // jobVersions reads the uniqueness keys of jobs in one multi read, or in
-// halves when the server answers it in part.
+// halves when the server answers it in part; one job's as versions does.
 func (s *Store) jobVersions(ctx context.Context, jobs []jobRef) ([]versioned, error) {
+	if len(jobs) == 1 {
+		return s.versions(ctx, jobs[0].tenant, jobs[0].job, "")
+	}
 	patterns := make([]string, len(jobs))
 	for i, j := range jobs {
 		patterns[i] = "qk." + enc(j.tenant) + "." + enc(j.job) + ".*.*"
 	}
 	got := map[string]entry{}
 	switch err := s.multiLast(ctx, patterns, got); {
-	case errors.Is(err, errCutShort) && len(jobs) > 1:
+	case errors.Is(err, errCutShort):
 		half := len(jobs) / 2
 		first, err := s.jobVersions(ctx, jobs[:half])
 		if err != nil {
@@ -157,18 +161,8 @@ func (s *Store) jobVersions(ctx context.Context, jobs []jobRef) ([]versioned, er
 		}
 		rest, err := s.jobVersions(ctx, jobs[half:])
 		return append(first, rest...), err
-	case errors.Is(err, errCutShort):
-		return s.versions(ctx, jobs[0].tenant, jobs[0].job, "")
 	case err != nil:
 		return nil, fmt.Errorf("read the questions of %d jobs: %w", len(jobs), err)
 	}
-	out := make([]versioned, 0, len(got))
-	for _, e := range got {
-		v, err := parseVersion(e)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
+	return parseVersions(slices.Collect(maps.Values(got)))
 }

@@ -13,8 +13,9 @@ import (
 // which the batch itself may have written since. A stale value costs a
 // compare-and-set that loses, and the transition is read again.
 type prefetched struct {
-	got  map[string]entry
-	want map[string]bool
+	// read holds each key read and not yet taken: nil when it held
+	// nothing.
+	read map[string]*entry
 }
 
 // prefetch reads keys at once.
@@ -23,9 +24,13 @@ func (s *Store) prefetch(ctx context.Context, keys []string) (*prefetched, error
 	if err != nil {
 		return nil, err
 	}
-	p := &prefetched{got: got, want: make(map[string]bool, len(keys))}
+	p := &prefetched{read: make(map[string]*entry, len(keys))}
 	for _, k := range keys {
-		p.want[k] = true
+		if e, ok := got[k]; ok {
+			p.read[k] = &e
+		} else {
+			p.read[k] = nil
+		}
 	}
 	return p, nil
 }
@@ -33,13 +38,18 @@ func (s *Store) prefetch(ctx context.Context, keys []string) (*prefetched, error
 // take is key as the prefetch read it; known is false when it did not
 // read it, or it was taken before.
 func (p *prefetched) take(key string) (e entry, ok, known bool) {
-	if p == nil || !p.want[key] {
+	if p == nil {
 		return entry{}, false, false
 	}
-	delete(p.want, key)
-	e, ok = p.got[key]
-	delete(p.got, key)
-	return e, ok, true
+	got, known := p.read[key]
+	if !known {
+		return entry{}, false, false
+	}
+	delete(p.read, key)
+	if got == nil {
+		return entry{}, false, true
+	}
+	return *got, true, true
 }
 
 // getVia is get, from p when p holds key. A key p read as holding nothing

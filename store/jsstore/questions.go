@@ -129,31 +129,31 @@ func (s *Store) versions(ctx context.Context, tenant, job, qid string) ([]versio
 	default:
 		entries = slices.Collect(maps.Values(got))
 	}
-	out := make([]versioned, 0, len(entries))
-	for _, e := range entries {
-		v, err := parseVersion(e)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
+	out, err := parseVersions(entries)
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b versioned) int { return cmp.Or(cmp.Compare(a.version, b.version), cmp.Compare(a.id, b.id)) })
 	return out, nil
 }
 
-// parseVersion reads a uniqueness key, qk.<tenant>.<job>.<question>.<version>
-// holding the question's id.
-func parseVersion(e entry) (versioned, error) {
-	parts := strings.Split(e.Key, ".")
-	if len(parts) != 5 {
-		return versioned{}, fmt.Errorf("jsstore: malformed question key %s", e.Key)
+// parseVersions reads uniqueness keys, qk.<tenant>.<job>.<question>.<version>,
+// each holding its question's id.
+func parseVersions(entries []entry) ([]versioned, error) {
+	out := make([]versioned, 0, len(entries))
+	for _, e := range entries {
+		parts := strings.Split(e.Key, ".")
+		if len(parts) != 5 {
+			return nil, fmt.Errorf("jsstore: malformed question key %s", e.Key)
+		}
+		v, err1 := strconv.ParseInt(parts[4], 10, 64)
+		id, err2 := strconv.ParseInt(string(e.Value), 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("jsstore: malformed question key %s = %q", e.Key, e.Value)
+		}
+		out = append(out, versioned{tenant: dec(parts[1]), job: dec(parts[2]), qid: dec(parts[3]), version: v, id: id})
 	}
-	v, err1 := strconv.ParseInt(parts[4], 10, 64)
-	id, err2 := strconv.ParseInt(string(e.Value), 10, 64)
-	if err1 != nil || err2 != nil {
-		return versioned{}, fmt.Errorf("jsstore: malformed question key %s = %q", e.Key, e.Value)
-	}
-	return versioned{tenant: dec(parts[1]), job: dec(parts[2]), qid: dec(parts[3]), version: v, id: id}, nil
+	return out, nil
 }
 
 // FindQuestionIDs finds the latest version of a question id in every job
