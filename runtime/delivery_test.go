@@ -516,6 +516,14 @@ func TestCancelFromChatThatLostTheRaceIsTold(t *testing.T) {
 	if out := outcome(t, ch2); out.Outcome != bridge.OutcomeCanceled {
 		t.Fatalf("outcome = %+v", out)
 	}
+	// The resume and the event are relayed separately: wait for the event,
+	// then check nothing else came between.
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
+		if got := events.EventTypes(); !strings.HasSuffix(got, "cancelled") {
+			return fmt.Errorf("events = %s; want the cancelled event last", got)
+		}
+		return nil
+	})
 	if got := events.EventTypes(); got != "asked,answered,refused,refused,asked,cancelled" {
 		t.Fatalf("events = %s", got)
 	}
