@@ -8,6 +8,7 @@ import (
 )
 
 func TestNewAttempt(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 12, 2, 3, 4, 5, 0, time.FixedZone("CET", 3600))
 	q := Question{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 3, Exact: true}
 	by := Person{Identity: "discord:300", Name: "kevin", Roles: []string{"operator"}}

@@ -18,6 +18,7 @@ import (
 // comes back no sooner than its instant with what it reserved, and a
 // Hold is not a failed delivery.
 func TestAHeldJobLeavesItsWorkerToOthers(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	s := newSeen()
 	const wait = 600 * time.Millisecond
@@ -77,6 +78,7 @@ func TestAHeldJobLeavesItsWorkerToOthers(t *testing.T) {
 // TestStopHandsHeldEventsBack checks the events of a job put aside are
 // handed back when the loop stops, to be handled by the next one.
 func TestStopHandsHeldEventsBack(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := newSeen()
 	stop := r.start(Loop{Workers: 1, Handle: func(ctx context.Context, ev *bridge.Event, d Delivery) error {

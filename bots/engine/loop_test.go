@@ -104,6 +104,7 @@ func (s *seen) triesOf(q string) []time.Time {
 }
 
 func TestEventsOfAJobAreHandledInOrder(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	s := newSeen()
 	const jobs, each = 6, 15
@@ -139,6 +140,7 @@ func TestEventsOfAJobAreHandledInOrder(t *testing.T) {
 }
 
 func TestRetryPolicy(t *testing.T) {
+	t.Parallel()
 	errRateLimited := errors.New("rate limited")
 	errBroken := errors.New("broken for good")
 	classify := func(err error) Verdict {
@@ -231,6 +233,7 @@ func errIf(cond bool, err error) error {
 // pulls, not redelivered to its dead pull request and left there until
 // the consumer's AckWait (two minutes).
 func TestStopHandsEventsBackOnceUnsubscribed(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	s := newSeen()
 	stuck := func(ctx context.Context, ev *bridge.Event, d Delivery) error {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestMemoKeepsTwoGenerations(t *testing.T) {
+	t.Parallel()
 	m := NewMemo[int](2)
 	m.Put("a", 1)
 	m.Put("b", 2)
@@ -30,6 +31,7 @@ func TestMemoKeepsTwoGenerations(t *testing.T) {
 }
 
 func TestMemoBoundsItsSize(t *testing.T) {
+	t.Parallel()
 	m := NewMemo[int](100)
 	for i := range 10000 {
 		m.Put(strconv.Itoa(i), i)

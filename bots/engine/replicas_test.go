@@ -189,6 +189,7 @@ func (r *rig) publishJobs(prefix string, jobs, each int) map[string][]string {
 // one consumer: every event is handled once, by the one replica JetStream
 // pinned, each job's events in order.
 func TestReplicasShareTheEventsOnePinned(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	h := newHandled()
 	d := replicaConsumer(0, 0)
@@ -212,6 +213,7 @@ func TestReplicasShareTheEventsOnePinned(t *testing.T) {
 // the job's later ones, and every event is handled once, each job's in
 // order.
 func TestStoppedReplicaHandsItsEventsOver(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	h := newHandled()
 	d := replicaConsumer(time.Hour, 0)
@@ -245,6 +247,7 @@ func TestStoppedReplicaHandsItsEventsOver(t *testing.T) {
 // it after the consumer's AckWait; none is lost, and none the dead one
 // had handled comes again.
 func TestDeadReplicaHandsItsEventsOver(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	h := newHandled()
 	d := replicaConsumer(time.Second, 2*time.Second)

@@ -40,6 +40,7 @@ func question(job string) *bridge.Question {
 
 // With no runtime to record it, Ask keeps publishing its question.
 func TestAskRepublishesUntilRecorded(t *testing.T) {
+	t.Parallel()
 	n, err := bridge.ConnectNATS(context.Background(), bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +64,7 @@ func TestAskRepublishesUntilRecorded(t *testing.T) {
 
 // Once the runtime recorded the question, Ask stops publishing it.
 func TestAskStopsRepublishingOnceRecorded(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: runtime.Roles{Operators: []string{"cli:kevin"}}})
 	published := countPublishes(t, env.NATS.Conn, bridge.QuestionSubject("acme", "job-ok"))
 	asked := countPublishes(t, env.NATS.Conn, bridge.EventSubject("acme", "job-ok"))
@@ -120,6 +122,7 @@ func TestAskStopsRepublishingOnceRecorded(t *testing.T) {
 // Await follows a question asked again under the same id at a later task
 // version: the superseded version's outcome is not the question's.
 func TestAwaitFollowsTheLatestVersion(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: runtime.Roles{Operators: []string{"cli:kevin"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -188,6 +191,7 @@ func TestAwaitFollowsTheLatestVersion(t *testing.T) {
 // same id at a later one waits for the later version's outcome: the
 // earlier answer is not the answer to the question the job now asks.
 func TestAwaitSkipsTheAnswerOfAnEarlierVersion(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: runtime.Roles{Operators: []string{"cli:kevin"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -249,6 +253,7 @@ func TestAwaitSkipsTheAnswerOfAnEarlierVersion(t *testing.T) {
 // Two questions whose ids run together the same way are two questions:
 // job-1/q and job/1-q.
 func TestQuestionsWithRunTogetherIDsAreBothAsked(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -274,6 +279,7 @@ func TestQuestionsWithRunTogetherIDsAreBothAsked(t *testing.T) {
 // not take the earlier version's answer for the question: it waits until
 // a runtime can say which version is the latest, and returns that one's.
 func TestAwaitWithoutARuntimeWaitsForTheLatestVersion(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Roles: runtime.Roles{Operators: []string{"cli:kevin"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -60,6 +60,7 @@ const cardHang = time.Minute
 // other kill aimed at a click in flight) and restarted on the same data
 // directory three times.
 func TestTortureShort(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kill -9 torture test: skipped with -short")
 	}
@@ -111,6 +112,7 @@ func checkShown(t *testing.T, rep *torture.Report) {
 // clicks on a random replica for 6 s, and on until a replica has been
 // SIGKILLed under a click and another with a NATS node, and restarted.
 func TestTortureClusterShort(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kill -9 cluster torture test: skipped with -short")
 	}

@@ -81,6 +81,7 @@ func dueOf(t testing.TB, s *Store) map[int64]dueDoc {
 }
 
 func TestAskDuplicateStaleAndSupersede(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	ctx := context.Background()
 	first := mustAsk(t, s, newQ("job-1", "q-1", 2))
@@ -161,6 +162,7 @@ func proposalOf(t *testing.T, s *Store, id string) (record.Proposal, uint64) {
 // takes it over with its approvals reset, and one decided is never asked
 // for again.
 func TestProposalIntake(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	ctx := context.Background()
 	first := mustAsk(t, s, approvalQ("job-1", "q-1", 1, "pr_1"))

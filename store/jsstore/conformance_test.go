@@ -49,16 +49,37 @@ func openJetStream(t *testing.T) storetest.Store {
 // so that a failure names its area.
 var _ storetest.Open = openJetStream
 
-func TestConformanceLadder(t *testing.T) { storetest.RunLadder(t, openJetStream) }
+func TestConformanceLadder(t *testing.T) {
+	t.Parallel()
+	storetest.RunLadder(t, openJetStream)
+}
 
-func TestConformanceOutbox(t *testing.T) { storetest.RunOutbox(t, openJetStream) }
+func TestConformanceOutbox(t *testing.T) {
+	t.Parallel()
+	storetest.RunOutbox(t, openJetStream)
+}
 
-func TestConformanceQueue(t *testing.T) { storetest.RunQueue(t, openJetStream) }
+func TestConformanceQueue(t *testing.T) {
+	t.Parallel()
+	storetest.RunQueue(t, openJetStream)
+}
 
-func TestConformanceQuestions(t *testing.T) { storetest.RunQuestions(t, openJetStream) }
+func TestConformanceQuestions(t *testing.T) {
+	t.Parallel()
+	storetest.RunQuestions(t, openJetStream)
+}
 
-func TestConformanceTrace(t *testing.T) { storetest.RunTrace(t, openJetStream) }
+func TestConformanceTrace(t *testing.T) {
+	t.Parallel()
+	storetest.RunTrace(t, openJetStream)
+}
 
-func TestConformanceSafety(t *testing.T) { storetest.RunSafety(t, openJetStream) }
+func TestConformanceSafety(t *testing.T) {
+	t.Parallel()
+	storetest.RunSafety(t, openJetStream)
+}
 
-func TestConformanceDecide(t *testing.T) { storetest.RunDecide(t, openJetStream) }
+func TestConformanceDecide(t *testing.T) {
+	t.Parallel()
+	storetest.RunDecide(t, openJetStream)
+}

@@ -14,6 +14,7 @@ import (
 // step taken, and not of a step scheduled later than the earliest: its
 // ladder wakes to read NextDue exactly when that moved.
 func TestDueChangedHearsOtherReplicas(t *testing.T) {
+	t.Parallel()
 	open := replicaServer(t)
 	a, b := open(), open()
 	ctx := context.Background()

@@ -37,6 +37,7 @@ func replicas(t *testing.T, n int) []*Store {
 }
 
 func TestExecutesOnThreeReplicasTakeTheProposalOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rs := replicas(t, 3)
 	q := storetest.Ask(t, rs[0], storetest.NewApproval("job-1", "q-1", 1, "pr-1"))
@@ -58,6 +59,7 @@ func TestExecutesOnThreeReplicasTakeTheProposalOnce(t *testing.T) {
 // key TTL, so the bucket deletes them itself; the trail people follow has
 // none. PruneGateLog has nothing left to do.
 func TestGateDecisionsGoOnTheirOwn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openTest(t)
 	at := storetest.T0
@@ -95,6 +97,7 @@ func TestGateDecisionsGoOnTheirOwn(t *testing.T) {
 // TestGateCommitSplitsWhatOneBatchCannotTake: a batch of more keys than
 // one atomic batch takes is written whole, its executes deciding in order.
 func TestGateCommitSplitsWhatOneBatchCannotTake(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openTest(t)
 	const proposals = 510 // 1,275 keys: two batches
@@ -142,6 +145,7 @@ func TestGateCommitSplitsWhatOneBatchCannotTake(t *testing.T) {
 // TestGateJobReadsManyPendingQuestions: a job with more pending questions
 // than one multi read answers (1,024) still has every one read, in order.
 func TestGateJobReadsManyPendingQuestions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openTest(t)
 	const n = 1100

@@ -58,6 +58,7 @@ func recordOnSQLite(t *testing.T) *store.Store {
 // the same, but for the ids JetStream numbers itself (outbox rows, log
 // entries).
 func TestImportReadsBackAsExported(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sq := recordOnSQLite(t)
 	js := openJetStream(t).(*jsstore.Store)

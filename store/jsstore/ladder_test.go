@@ -52,6 +52,7 @@ func replicaServer(t *testing.T) (open func() *Store) {
 // every step is taken by exactly one of them, and each round's nudge is
 // written once.
 func TestReplicasFireEachDueStepOnce(t *testing.T) {
+	t.Parallel()
 	open := replicaServer(t)
 	replicas := []*Store{open(), open(), open()}
 	ctx := context.Background()
@@ -129,6 +130,7 @@ func TestReplicasFireEachDueStepOnce(t *testing.T) {
 // is due to a replica opened later, and a replica's watch follows what
 // another replica writes.
 func TestDueStepWhileNoReplicaRuns(t *testing.T) {
+	t.Parallel()
 	open := replicaServer(t)
 	ctx := context.Background()
 	a := open()
@@ -166,6 +168,7 @@ func TestDueStepWhileNoReplicaRuns(t *testing.T) {
 // may be marked sent by another's, which never read them; a mark through
 // a revision past other keys deletes only outbox rows.
 func TestMarkSentOnAnotherReplica(t *testing.T) {
+	t.Parallel()
 	open := replicaServer(t)
 	ctx := context.Background()
 	a, b := open(), open()
@@ -198,6 +201,7 @@ func TestMarkSentOnAnotherReplica(t *testing.T) {
 // TestPruneAttempts: attempt keys decided before the cutoff go, later
 // ones stay.
 func TestPruneAttempts(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	ctx := context.Background()
 	tx := &txn{}
@@ -229,6 +233,7 @@ func TestPruneAttempts(t *testing.T) {
 // limit, and their steps due at the same times, DueSteps returns the
 // first by due time, question and step, as SQLite's index orders them.
 func TestDueStepsLimitAcrossManyQuestions(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	ctx := context.Background()
 	const n = 50
@@ -267,6 +272,7 @@ func TestDueStepsLimitAcrossManyQuestions(t *testing.T) {
 // read finds a step written since within seconds, not once its client
 // notices the watch's consumer gone.
 func TestDueWatchAfterServerRestart(t *testing.T) {
+	t.Parallel()
 	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true}
 	ns, err := server.NewServer(opts)
 	if err != nil {

@@ -66,6 +66,7 @@ func atOnce(a, b func()) {
 // at once record it once: one is Asked, the other Duplicate, and there is
 // one question, one announcement.
 func TestTwoReplicasAskOneQuestion(t *testing.T) {
+	t.Parallel()
 	a, b := twoReplicas(t)
 	ctx := context.Background()
 	const rounds = 20
@@ -109,6 +110,7 @@ func TestTwoReplicasAskOneQuestion(t *testing.T) {
 // or the ask did (the bump supersedes it). No question is left pending
 // below the job's version.
 func TestVersionBumpRacingAnAsk(t *testing.T) {
+	t.Parallel()
 	a, b := twoReplicas(t)
 	ctx := context.Background()
 	orders := map[string]int{}
@@ -157,6 +159,7 @@ func TestVersionBumpRacingAnAsk(t *testing.T) {
 // replicas at once: the question is cancelled exactly when the cancel
 // says it ended it, and the state index agrees with the question.
 func TestCancelRacingAnAsk(t *testing.T) {
+	t.Parallel()
 	a, b := twoReplicas(t)
 	ctx := context.Background()
 	for i := range 20 {
@@ -194,6 +197,7 @@ func TestCancelRacingAnAsk(t *testing.T) {
 // one atomic batch takes ends them all, announced in order; so does a
 // cancel, whose key is then applied once.
 func TestEndingMoreThanOneBatch(t *testing.T) {
+	t.Parallel()
 	// In memory: on one file-stored replica every atomic batch makes and
 	// syncs a file store of its own, and this test commits hundreds.
 	s, err := Open(context.Background(), startNATS(t), Options{Memory: true})
@@ -250,6 +254,7 @@ func TestEndingMoreThanOneBatch(t *testing.T) {
 // questions at once, in batches of many jobs in opposite orders, record
 // each once: a batch that lost a race asks its questions again one by one.
 func TestTwoReplicasAskOverlappingBatches(t *testing.T) {
+	t.Parallel()
 	a, b := twoReplicas(t)
 	ctx := context.Background()
 	for round := range 5 {

@@ -42,6 +42,7 @@ func openTest(t testing.TB) *Store {
 }
 
 func TestCommitIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openTest(t)
 	first := &txn{}
@@ -87,6 +88,7 @@ func TestCommitIsAllOrNothing(t *testing.T) {
 }
 
 func TestConcurrentIncrementsEachCountOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openTest(t)
 	var wg sync.WaitGroup

@@ -55,6 +55,7 @@ func connect(t *testing.T, url string) jetstream.JetStream {
 // SIGKILLed, takes writes while it is down, and the node, restarted on its
 // store directory, catches up with what it missed.
 func TestR3StreamSurvivesANodeKilled(t *testing.T) {
+	t.Parallel()
 	c := cluster.StartT(t, cluster.Options{Command: childNode})
 	// Generous: under CI's load a leader election after the kill takes
 	// seconds, and each publish below has its own deadline.
@@ -150,6 +151,7 @@ func TestR3StreamSurvivesANodeKilled(t *testing.T) {
 // revision it read: exactly one wins, the other is told so, and every node
 // then holds the winner's value.
 func TestKVCompareAndSetAcrossNodes(t *testing.T) {
+	t.Parallel()
 	c := cluster.StartT(t, cluster.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
