@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,14 +12,14 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/internal/testenv/parallel"
+	"github.com/askbridge/askbridge/internal/testenv/testmain"
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
 )
 
 // TestMain runs eight tests at once: they wait on NATS, SQLite's commits
-// and timers far more than they compute (see parallel.Run).
-func TestMain(m *testing.M) { os.Exit(parallel.Run(m, 8)) }
+// and timers far more than they compute (see testmain.Run).
+func TestMain(m *testing.M) { testmain.Main(m, 8) }
 
 var roles = runtime.Roles{
 	Owners:    []string{"slack:UOWNER"},

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -25,7 +24,7 @@ import (
 	"github.com/askbridge/askbridge/bots/console"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/internal/testenv/parallel"
+	"github.com/askbridge/askbridge/internal/testenv/testmain"
 )
 
 // api is the one fake Discord API of this package's tests (see fakeAPI):
@@ -36,9 +35,9 @@ var api *fakeAPI
 func TestMain(m *testing.M) {
 	api = newFakeAPI()
 	pointEndpoints(api.apiURL())
-	code := parallel.Run(m, 8)
+	code := testmain.Run(m, 8)
 	api.srv.Close()
-	os.Exit(code)
+	testmain.Exit(code)
 }
 
 const (

@@ -1,11 +1,10 @@
 package engine
 
 import (
-	"os"
 	"testing"
 
-	"github.com/askbridge/askbridge/internal/testenv/parallel"
+	"github.com/askbridge/askbridge/internal/testenv/testmain"
 )
 
 // The tests wait on AckWaits and redeliveries far more than they compute.
-func TestMain(m *testing.M) { os.Exit(parallel.Run(m, 8)) }
+func TestMain(m *testing.M) { testmain.Main(m, 8) }

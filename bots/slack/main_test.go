@@ -1,12 +1,11 @@
 package slack
 
 import (
-	"os"
 	"testing"
 
-	"github.com/askbridge/askbridge/internal/testenv/parallel"
+	"github.com/askbridge/askbridge/internal/testenv/testmain"
 )
 
 // TestMain runs eight tests at once: they wait on the fake Slack, NATS and
-// Retry-After far more than they compute (see parallel.Run).
-func TestMain(m *testing.M) { os.Exit(parallel.Run(m, 8)) }
+// Retry-After far more than they compute (see testmain.Run).
+func TestMain(m *testing.M) { testmain.Main(m, 8) }

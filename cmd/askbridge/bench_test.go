@@ -17,7 +17,7 @@ import (
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/internal/testenv/parallel"
+	"github.com/askbridge/askbridge/internal/testenv/testmain"
 )
 
 // TestBenchClickIsASlackPayload: the bench's hand-written click reads, with
@@ -57,7 +57,7 @@ func TestBenchClickIsASlackPayload(t *testing.T) {
 // TestMain lets this test binary stand in for askbridge when the bench
 // starts "askbridge serve" as a child process: the children it starts
 // inherit ASKBRIDGE_TEST_AS_MAIN. The tests wait far more than they
-// compute, so eight run at once (see parallel.Run).
+// compute, so eight run at once (see testmain.Run).
 func TestMain(m *testing.M) {
 	if os.Getenv("ASKBRIDGE_TEST_AS_MAIN") == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -66,9 +66,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	discordAPI.start()
-	code := parallel.Run(m, 8)
+	code := testmain.Run(m, 8)
 	discordAPI.srv.Close()
-	os.Exit(code)
+	testmain.Exit(code)
 }
 
 // TestBenchPendingAskedThroughNATS: --fill nats asks every question as an

@@ -217,6 +217,7 @@ func mcpQ(job, question string) *bridge.Question {
 }
 
 func TestMCP(t *testing.T) {
+	t.Parallel()
 	// Built once for the subtests; the directory goes when they all ended.
 	mcpBin = buildAskbridge(t, t.TempDir())
 	t.Run("ToolsList", testMCPToolsList)

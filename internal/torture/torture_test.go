@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/askbridge/askbridge/internal/testenv/testmain"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,7 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
+	testmain.Exit(func() int {
 		dir, err := os.MkdirTemp("", "askbridge-torture-bin-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		return m.Run()
+		return testmain.Run(m, 0)
 	}())
 }
 

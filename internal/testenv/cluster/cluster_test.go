@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/askbridge/askbridge/internal/testenv/testmain"
 	"os"
 	"os/exec"
 	"testing"
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	testmain.Main(m, 0)
 }
 
 func childNode(conf string) *exec.Cmd {

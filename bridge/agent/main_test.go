@@ -1,0 +1,9 @@
+package agent_test
+
+import (
+	"testing"
+
+	"github.com/askbridge/askbridge/internal/testenv/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Main(m, 0) }
