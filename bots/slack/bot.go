@@ -159,11 +159,11 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		now:         time.Now,
 		threads:     engine.NewMemo[string](threadMemo),
 		workers:     engine.DefaultWorkers,
-		clicks:      newDedupe(10 * time.Second),
 		redelivered: newReplies(socketRedelivery),
 		dmChannels:  map[string]string{},
 		budget:      ackBudget,
 	}
+	b.clicks = newDedupe(clickFold, func() time.Time { return b.now() })
 	b.cards = engine.NewCards(bridge.PlatformSlack, platform{b}, o.NATS, kv, o.Logger)
 	b.cards.Now = func() time.Time { return b.now() }
 	b.cards.ReportSync = o.ReportSync
@@ -241,6 +241,7 @@ func classifyEventError(err error) engine.Verdict {
 type dedupe struct {
 	mu   sync.Mutex
 	ttl  time.Duration
+	now  func() time.Time
 	seen map[string]seenClick
 	// nextPrune spaces out sweeps of the map: sweeping on every call once
 	// it is large made each click cost a walk over every recent click.
@@ -253,7 +254,9 @@ type seenClick struct {
 	attempt *bridge.AnswerAttempt
 }
 
-func newDedupe(ttl time.Duration) *dedupe { return &dedupe{ttl: ttl, seen: map[string]seenClick{}} }
+func newDedupe(ttl time.Duration, now func() time.Time) *dedupe {
+	return &dedupe{ttl: ttl, now: now, seen: map[string]seenClick{}}
+}
 
 // first records key with the attempt it makes when key was not seen
 // within the window, and returns nil; otherwise it returns the attempt
@@ -261,7 +264,7 @@ func newDedupe(ttl time.Duration) *dedupe { return &dedupe{ttl: ttl, seen: map[s
 func (d *dedupe) first(key string, at *bridge.AnswerAttempt) *bridge.AnswerAttempt {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := time.Now()
+	now := d.now()
 	if c, ok := d.seen[key]; ok && now.Sub(c.at) < d.ttl {
 		return c.attempt
 	}

@@ -412,7 +412,7 @@ func TestEndToEndDoubleClickIsOneResume(t *testing.T) {
 	h.interact(h.fake.click("U0KEV", "kevin", "trig-a", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
 	h.interact(h.fake.click("U0KEV", "kevin", "trig-b", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
 	// Slack retrying the first delivery (same trigger id), past our local window.
-	h.bot.clicks = newDedupe(10 * time.Second)
+	h.bot.clicks = newDedupe(clickFold, time.Now)
 	h.interact(h.fake.click("U0KEV", "kevin", "trig-a", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
 	if n := attempts.Count(t); n != 1 {
 		t.Fatalf("%d attempts for one double click and a retry, want 1", n)

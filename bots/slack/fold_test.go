@@ -107,3 +107,37 @@ func TestClickRetriedAfterAReplicaDiedBeforePublishing(t *testing.T) {
 		})
 	}
 }
+
+// TestClickAfterTheFoldWindowIsANewClick: the same person's same click
+// folds into their first for clickFold by the adapter's clock, and is a
+// click of its own after it, though the claim's key has not expired on
+// the server yet (a server removes expired keys late while it elects a
+// leader): its attempt is published, not the first one again.
+func TestClickAfterTheFoldWindowIsANewClick(t *testing.T) {
+	t.Parallel()
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+	h := startBotAt(t, env.NATS, newFakeSlack(t), clock.Now)
+	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-fw"))
+	q := question("job-fw", "q-fw")
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-fw")
+	ts := h.cardTS(t, q)
+	click := func(trigger string) {
+		t.Helper()
+		if resp, body := h.interact(h.fake.click("U0KEV", "kevin", trigger, "C0123", ts, actionsBlock(card), "choice.1", "blue", "")); resp.StatusCode != http.StatusOK {
+			t.Fatalf("click %s: %d %q, want 200", trigger, resp.StatusCode, body)
+		}
+	}
+	click("trig-fw-1")
+	clock.Advance(clickFold / 2)
+	click("trig-fw-2")
+	if n := attempts.Count(t); n != 1 {
+		t.Fatalf("%d attempts for a click and its double within the window, want 1", n)
+	}
+	clock.Advance(clickFold / 2)
+	click("trig-fw-3")
+	if n := attempts.Count(t); n != 2 {
+		t.Fatalf("%d attempts once the window had passed, want 2: the third click folded into the first", n)
+	}
+}

@@ -533,6 +533,12 @@ func testLogger(t testing.TB) *slog.Logger {
 // startBot starts an adapter on n talking to fake; opts may adjust options.
 func startBot(t testing.TB, n *bridge.NATS, fake *fakeSlack, opts ...func(*Options)) *harness {
 	t.Helper()
+	return startBotAt(t, n, fake, time.Now, opts...)
+}
+
+// startBotAt is startBot with the adapter's clock.
+func startBotAt(t testing.TB, n *bridge.NATS, fake *fakeSlack, now func() time.Time, opts ...func(*Options)) *harness {
+	t.Helper()
 	o := Options{NATS: n, BotToken: "xoxb-test-token", SigningSecret: testSecret, APIURL: fake.APIURL(),
 		DefaultChannel: "C0123", Console: console.Signer{PublicURL: "https://ask.example.com", Secret: []byte("console-key")},
 		Logger: testLogger(t)}
@@ -552,6 +558,7 @@ func startBot(t testing.TB, n *bridge.NATS, fake *fakeSlack, opts ...func(*Optio
 		cancel()
 		t.Fatal(err)
 	}
+	b.now = now
 	b.pace = newPacer(20*time.Millisecond, 3)
 	// Slack's 3 s for the ack is a benchmark figure (askbridge bench):
 	// here a click may take what a busy machine needs, or the test would

@@ -108,6 +108,9 @@ func ClickClaimKey(user, blockID, actionID, value, selected string) string {
 // before publishing is then recorded by the person's retry, not folded
 // into nothing (docs/design.md, "Double clicks").
 //
+// The window is the adapter's clock from the first click's attempt, not
+// the key's TTL alone: a claim older than it is taken over.
+//
 // The click is remembered here (the same replica, at no cost), then
 // claimed in the adapter's bucket with a key TTL and the attempt as its
 // value, so a double click whose second half reaches another replica is
@@ -127,8 +130,9 @@ func (b *Bot) foldClick(ctx context.Context, click string, at *bridge.AnswerAtte
 	}
 	key := onceKey("click", click)
 	// A claim that expires between the write and the read is claimed again.
+	var rev uint64
 	for range 3 {
-		_, err := b.kv.Write(ctx, key, 0, data, clickFold)
+		_, err := b.kv.Write(ctx, key, rev, data, clickFold)
 		if err == nil {
 			return nil
 		}
@@ -138,6 +142,7 @@ func (b *Bot) foldClick(ctx context.Context, click string, at *bridge.AnswerAtte
 		}
 		e, err := b.kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			rev = 0
 			continue
 		}
 		var held bridge.AnswerAttempt
@@ -149,6 +154,12 @@ func (b *Bot) foldClick(ctx context.Context, click string, at *bridge.AnswerAtte
 			// this click's own attempt risks a refusal, not a lost click.
 			b.log.WarnContext(ctx, "slack: could not read the click this one folds into; taken as a first click", "err", err)
 			return nil
+		}
+		if !b.now().Before(held.At.Add(clickFold)) {
+			// The claim outlived its window: the server removes expired
+			// keys late while it elects a leader. This click is a new one.
+			rev = e.Revision()
+			continue
 		}
 		b.clicks.hold(click, &held)
 		return &held
