@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/askbridge/askbridge/internal/testenv/testmain"
 	"os"
 	"os/exec"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/askbridge/askbridge/internal/testenv/cluster"
 	"github.com/askbridge/askbridge/internal/testenv/poll"
+	"github.com/askbridge/askbridge/internal/testenv/testmain"
 )
 
 // nodeEnv makes this test binary run one node (cluster.RunNode) instead of
