@@ -35,8 +35,10 @@ func (n *NATS) EnsureStreams(ctx context.Context) error {
 }
 
 // remakePause is how long a stream found gone stays gone before it is made
-// again.
-const remakePause = 500 * time.Millisecond
+// again. 500 ms was not enough on a 2-core machine beside two CPU burners
+// and the test suite: a stream made again then lost its directory to the
+// old one's removal. A heal looks every 5 s anyway.
+const remakePause = 2 * time.Second
 
 // Gone says err means JetStream no longer holds what askbridge made: a
 // consumer, a stream or a key-value bucket was deleted, or the NATS server
