@@ -42,8 +42,9 @@ func (r *Runtime) durableConsumer(ctx context.Context, stream, durable string, m
 func (r *Runtime) consume(ctx context.Context, stream, durable string, handle func(context.Context, jetstream.Msg) error) (func(), error) {
 	c, err := r.startConsume(ctx, stream, durable, 1000, func(msg jetstream.Msg) {
 		r.hand.hold(msg)
-		defer r.hand.done(msg)
-		if err := handle(ctx, msg); err != nil {
+		err := handle(ctx, msg)
+		r.hand.done(msg)
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -273,14 +274,14 @@ func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, ha
 				}
 				r.log.Error("will retry messages", "consumer", durable, "count", len(batch), "err", err)
 				for _, m := range batch {
-					_ = m.NakWithDelay(time.Second)
 					r.hand.done(m)
+					_ = m.NakWithDelay(time.Second)
 				}
 				continue
 			}
 			for _, m := range batch {
-				_ = m.Ack()
 				r.hand.done(m)
+				_ = m.Ack()
 			}
 		}
 	}()

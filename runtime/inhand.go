@@ -28,7 +28,7 @@ func (h *inHand) hold(m jetstream.Msg) {
 	h.mu.Unlock()
 }
 
-// done stops tracking m: it was acknowledged, or handed back.
+// done stops tracking m, before it is acknowledged or handed back.
 func (h *inHand) done(m jetstream.Msg) {
 	h.mu.Lock()
 	delete(h.msgs, m)
@@ -56,14 +56,19 @@ func (h *inHand) keep(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		h.mu.Lock()
-		msgs := make([]jetstream.Msg, 0, len(h.msgs))
-		for m := range h.msgs {
-			msgs = append(msgs, m)
-		}
-		h.mu.Unlock()
-		for _, m := range msgs {
-			_ = m.InProgress()
-		}
+		h.progress()
+	}
+}
+
+// progress tells JetStream each message in hand is still being worked on.
+// It holds the lock throughout, and a message is let go (done) before its
+// acknowledgement, so no progress goes out after a Nak: it would restart
+// the message's AckWait, and the message handed back would come again
+// only then.
+func (h *inHand) progress() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for m := range h.msgs {
+		_ = m.InProgress()
 	}
 }

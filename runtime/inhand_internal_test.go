@@ -64,3 +64,61 @@ func TestInHandKeepsWhatItHoldsInProgress(t *testing.T) {
 		t.Errorf("progress every %v for an AckWait of %v, want a third of it", progressEvery, consumerAckWait)
 	}
 }
+
+// slowProgressMsg records the acknowledgements sent for it, in the order
+// they go out; its progress goes out only once the test lets it.
+type slowProgressMsg struct {
+	jetstream.Msg
+	progressing chan struct{} // closed when a progress begins
+	release     chan struct{} // the progress goes out once this is closed
+	mu          sync.Mutex
+	sent        []string
+}
+
+func (m *slowProgressMsg) InProgress() error {
+	close(m.progressing)
+	<-m.release
+	m.record("progress")
+	return nil
+}
+
+func (m *slowProgressMsg) NakWithDelay(time.Duration) error {
+	m.record("nak")
+	return nil
+}
+
+func (m *slowProgressMsg) record(s string) {
+	m.mu.Lock()
+	m.sent = append(m.sent, s)
+	m.mu.Unlock()
+}
+
+// TestNoProgressAfterAHandBack: a message handed back (let go, then
+// Nak'd, as the consumers do) while a progress for it is on its way goes
+// out after that progress, never before it: a progress after the Nak
+// would restart its AckWait.
+func TestNoProgressAfterAHandBack(t *testing.T) {
+	t.Parallel()
+	h := newInHand()
+	m := &slowProgressMsg{progressing: make(chan struct{}), release: make(chan struct{})}
+	h.hold(m)
+	go h.progress()
+	<-m.progressing
+	naked := make(chan struct{})
+	go func() {
+		defer close(naked)
+		h.done(m)
+		_ = m.NakWithDelay(time.Second)
+	}()
+	close(m.release)
+	select {
+	case <-naked:
+	case <-time.After(time.Minute): // a hang detector
+		t.Fatal("the hand back never went out")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.sent) != 2 || m.sent[0] != "progress" || m.sent[1] != "nak" {
+		t.Fatalf("sent %v, want progress then nak", m.sent)
+	}
+}

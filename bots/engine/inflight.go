@@ -70,19 +70,27 @@ func (f *inFlight) keep(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		f.mu.Lock()
-		msgs := make([]*held, 0, len(f.msgs))
-		for h := range f.msgs {
-			msgs = append(msgs, h)
-		}
-		f.mu.Unlock()
-		// In the order read: each event's AckWait then runs out after
-		// the one before it, and were this replica to die, JetStream
-		// would hand them on in their order.
-		slices.SortFunc(msgs, func(a, b *held) int { return cmp.Compare(a.n, b.n) })
-		for _, h := range msgs {
-			_ = h.Msg.InProgress()
-		}
+		f.progress()
+	}
+}
+
+// progress tells JetStream every event in hand is still being handled, in
+// the order read: each event's AckWait then runs out after the one before
+// it, and were this replica to die, JetStream would hand them on in their
+// order. It holds the lock throughout, so an acknowledgement (which lets
+// its event go first) never goes out before a progress sent for it: a
+// progress after a Nak would restart the event's AckWait, and the event
+// handed back would come again only then.
+func (f *inFlight) progress() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	msgs := make([]*held, 0, len(f.msgs))
+	for h := range f.msgs {
+		msgs = append(msgs, h)
+	}
+	slices.SortFunc(msgs, func(a, b *held) int { return cmp.Compare(a.n, b.n) })
+	for _, h := range msgs {
+		_ = h.Msg.InProgress()
 	}
 }
 
