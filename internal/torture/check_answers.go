@@ -101,9 +101,11 @@ func (r *run) foldRoot(a *attempt, rb *readBack, seen map[*attempt]bool) *attemp
 		if b == a || bc == nil || !b.acked || b.q != a.q || bc.value != c.value {
 			continue
 		}
-		// b's claim was made between its first request and its last,
-		// and holds clickFold from then.
-		if c.lastReqAt.Before(b.sentAt) || c.lastReqAt.Sub(bc.lastReqAt) > clickFold+foldSlack {
+		// b's claim was made between its first request and its answer,
+		// and holds clickFold from then; a was handled between its last
+		// request and its answer. Requests in flight together are handled
+		// in either order: a sent first can still come second.
+		if a.ackedAt.Before(b.sentAt) || c.lastReqAt.Sub(bc.lastReqAt) > clickFold+foldSlack {
 			continue
 		}
 		if len(rb.byAttempt[b.id]) > 0 {
