@@ -189,9 +189,11 @@ var edgeRequests = flag.Int("edge-requests", 200, "TestEdgeLoad: requests to eac
 // TestEdgeLoad loads the service's edges with every kind of request and
 // checks each answer: a valid click is recorded (200) or refused to be
 // retried (503), never acknowledged and lost; every other kind is refused
-// by its kind. How fast is logged, not asserted.
+// by its kind. How fast is logged, not asserted. It runs alone (no
+// t.Parallel): beside the package's other tests, one run in five beside
+// two CPU burners saw a valid request's connection closed unanswered
+// (EOF), a cause not yet found (docs/benchmarks.md).
 func TestEdgeLoad(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("load test; skipped under -short")
 	}
