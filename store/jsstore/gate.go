@@ -1,8 +1,10 @@
 package jsstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,23 +18,35 @@ import (
 // job's document and its pending questions' index keys
 // (qs.<tenant>.pending.<job>.*) in one multi read, then those questions'
 // documents in another, in the order they were asked. No consumer is
-// made, and the cost does not grow with other jobs' questions.
+// made, and the cost does not grow with other jobs' questions. On a
+// bucket with replicas the reading is fenced (fence.go): one that a
+// replica behind its leader answered is taken again.
 func (s *Store) GateJob(ctx context.Context, tenant, job string) (record.GateJob, error) {
-	var out record.GateJob
-	jd, ok, ids, err := s.gateRead(ctx, tenant, job)
+	f, err := s.readFence(ctx)
+	if err != nil {
+		return record.GateJob{}, fmt.Errorf("jsstore: gate read of %s/%s: %w", tenant, job, err)
+	}
+	out, err := fenced(ctx, fenceWait, func() (record.GateJob, error) { return s.gateJob(ctx, tenant, job, f) })
 	if err != nil {
 		return out, fmt.Errorf("jsstore: gate read of %s/%s: %w", tenant, job, err)
 	}
-	if !ok {
-		return out, nil
+	return out, nil
+}
+
+// gateJob is one reading of GateJob, fresh as of f.
+func (s *Store) gateJob(ctx context.Context, tenant, job string, f fence) (record.GateJob, error) {
+	var out record.GateJob
+	jd, ok, ids, err := s.gateRead(ctx, tenant, job, f)
+	if err != nil || !ok {
+		return out, err
 	}
 	out.Known, out.Version = true, jd.TaskVersion
 	if len(ids) == 0 {
 		return out, nil
 	}
-	docs, _, err := s.getDocs(ctx, ids)
+	docs, err := s.gateDocs(ctx, ids, f)
 	if err != nil {
-		return out, fmt.Errorf("jsstore: gate read of %s/%s: %w", tenant, job, err)
+		return out, err
 	}
 	for _, d := range docs {
 		// The index and the documents change in one batch, but are read
@@ -46,24 +60,30 @@ func (s *Store) GateJob(ctx context.Context, tenant, job string) (record.GateJob
 
 // gateRead reads a job's document and the ids of its pending questions,
 // in id order. A job with more pending questions than one multi read
-// answers has its index read by a watch.
-func (s *Store) gateRead(ctx context.Context, tenant, job string) (jobDoc, bool, []int64, error) {
+// answers has its index read by a watch, or on a fenced reading from the
+// leader.
+func (s *Store) gateRead(ctx context.Context, tenant, job string, f fence) (jobDoc, bool, []int64, error) {
 	var jd jobDoc
 	jobKey, filter := keyJob(tenant, job), stateFilter(tenant, bridge.StatePending, job)
-	got, err := s.getMany(ctx, []string{jobKey, filter})
-	if _, cut := got[filter]; err != nil || cut {
+	got := map[string]entry{}
+	upTo, err := s.multiLastUpTo(ctx, []string{jobKey, filter}, got)
+	switch {
+	case err != nil && f == 0:
 		// Too many pending (the server answers 413), or an answer cut
-		// short and read on key by key, which a pattern is not.
-		jd, _, ok, err := s.getJob(ctx, tenant, job)
-		if err != nil || !ok {
-			return jd, false, nil, err
+		// short.
+		return s.gateReadByWatch(ctx, tenant, job, filter)
+	case err != nil:
+		return s.gateReadFromLeader(ctx, jobKey, filter)
+	case f > 0 && len(got) == 0:
+		// Nothing found says nothing of how far the replica that
+		// answered had come: the leader says whether the job exists.
+		if _, _, ok, err := s.leaderGet(ctx, jobKey); err != nil || ok {
+			return jd, false, nil, cmp.Or(err, errBehind)
 		}
-		keys, err := s.states(ctx, filter)
-		ids := make([]int64, len(keys))
-		for i, k := range keys {
-			ids[i] = k.id
-		}
-		return jd, true, ids, err
+		return jd, false, nil, nil
+	}
+	if err := f.check(upTo); err != nil {
+		return jd, false, nil, err
 	}
 	e, ok := got[jobKey]
 	if !ok {
@@ -85,6 +105,92 @@ func (s *Store) gateRead(ctx context.Context, tenant, job string) (jobDoc, bool,
 	}
 	slices.Sort(ids)
 	return jd, true, ids, nil
+}
+
+// gateReadByWatch reads the job and its pending index key by key.
+func (s *Store) gateReadByWatch(ctx context.Context, tenant, job, filter string) (jobDoc, bool, []int64, error) {
+	jd, _, ok, err := s.getJob(ctx, tenant, job)
+	if err != nil || !ok {
+		return jd, false, nil, err
+	}
+	keys, err := s.states(ctx, filter)
+	ids := make([]int64, len(keys))
+	for i, k := range keys {
+		ids[i] = k.id
+	}
+	return jd, true, ids, err
+}
+
+// gateReadFromLeader reads the job and its pending index from the
+// stream's leader, a key a request: what a fenced reading falls back to
+// when one multi read cannot answer.
+func (s *Store) gateReadFromLeader(ctx context.Context, jobKey, filter string) (jobDoc, bool, []int64, error) {
+	var jd jobDoc
+	data, _, ok, err := s.leaderGet(ctx, jobKey)
+	if err != nil || !ok {
+		return jd, false, nil, err
+	}
+	if err := json.Unmarshal(data, &jd); err != nil {
+		return jd, false, nil, fmt.Errorf("jsstore: decode %s: %w", jobKey, err)
+	}
+	keys, err := s.leaderKeys(ctx, filter)
+	if err != nil {
+		return jd, false, nil, err
+	}
+	prefix := filter[:len(filter)-1]
+	ids := make([]int64, 0, len(keys))
+	for _, key := range keys {
+		q, err := strconv.ParseInt(strings.TrimPrefix(key, prefix), 10, 64)
+		if err != nil {
+			return jd, false, nil, fmt.Errorf("jsstore: malformed state key %s", key)
+		}
+		ids = append(ids, q)
+	}
+	slices.Sort(ids)
+	return jd, true, ids, nil
+}
+
+// gateDocs reads the documents of ids as getDocs does, fresh as of f: a
+// multi read that a replica behind the fence answered is errBehind, and
+// documents a multi read did not answer are read from the leader.
+func (s *Store) gateDocs(ctx context.Context, ids []int64, f fence) ([]*questionDoc, error) {
+	if f == 0 {
+		docs, _, err := s.getDocs(ctx, ids)
+		return docs, err
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = keyQuestion(id)
+	}
+	got := map[string]entry{}
+	for chunk := range slices.Chunk(keys, maxMulti) {
+		upTo, err := s.multiLastUpTo(ctx, chunk, got)
+		switch {
+		case err != nil && !errors.Is(err, errCutShort):
+			return nil, err
+		case upTo > 0:
+			if err := f.check(upTo); err != nil {
+				return nil, err
+			}
+		}
+		// What the multi read left out (cut short, or nothing found,
+		// which says nothing of how far its replica had come) is read
+		// from the leader.
+		if err := getRest(ctx, chunk, got, s.leaderGet); err != nil {
+			return nil, err
+		}
+	}
+	docs := make([]*questionDoc, len(ids))
+	for i, k := range keys {
+		if e, ok := got[k]; ok {
+			d, err := decodeQuestion(e)
+			if err != nil {
+				return nil, err
+			}
+			docs[i] = d
+		}
+	}
+	return docs, nil
 }
 
 // GateCommit writes a batch of the gate's decisions: executes in order,

@@ -37,7 +37,7 @@ func (s *Store) getMany(ctx context.Context, keys []string) (map[string]entry, e
 func (s *Store) getChunk(ctx context.Context, keys []string, out map[string]entry) error {
 	err := s.multiLast(ctx, keys, out)
 	if errors.Is(err, errCutShort) {
-		return s.getRest(ctx, keys, out)
+		return getRest(ctx, keys, out, s.get)
 	}
 	return err
 }
@@ -52,6 +52,14 @@ var errCutShort = errors.New("the server cut the answer short")
 // the bucket. Keys that hold nothing are left out. When the server
 // answers in part it is errCutShort, and out holds the part.
 func (s *Store) multiLast(ctx context.Context, patterns []string, out map[string]entry) error {
+	_, err := s.multiLastUpTo(ctx, patterns, out)
+	return err
+}
+
+// multiLastUpTo is multiLast, and the stream sequence the replica that
+// answered had read up to (its last); zero when it found nothing, whose
+// answer does not say.
+func (s *Store) multiLastUpTo(ctx context.Context, patterns []string, out map[string]entry) (uint64, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, multiTimeout)
@@ -65,40 +73,41 @@ func (s *Store) multiLast(ctx context.Context, patterns []string, out map[string
 		MultiLast []string `json:"multi_last"`
 	}{subjects})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	inbox := s.nc.NewInbox()
 	sub, err := s.nc.SubscribeSync(inbox)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+streamName, inbox, req); err != nil {
-		return err
+		return 0, err
 	}
 	for {
 		m, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		switch status := m.Header.Get("Status"); status {
 		case "":
 		case "404": // none of the keys holds anything
-			return nil
+			return 0, nil
 		case "413":
-			return errCutShort
+			return 0, errCutShort
 		case "204": // the end
+			upTo, _ := strconv.ParseUint(m.Header.Get("Nats-UpTo-Sequence"), 10, 64)
 			if pending := m.Header.Get("Nats-Num-Pending"); pending != "" && pending != "0" {
-				return errCutShort
+				return upTo, errCutShort
 			}
-			return nil
+			return upTo, nil
 		default:
-			return fmt.Errorf("the server answered %s %s", status, m.Header.Get("Description"))
+			return 0, fmt.Errorf("the server answered %s %s", status, m.Header.Get("Description"))
 		}
 		key, ok := strings.CutPrefix(m.Header.Get("Nats-Subject"), subjectPrefix)
 		rev, err := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
 		if !ok || err != nil {
-			return fmt.Errorf("an answer for %q at %q", m.Header.Get("Nats-Subject"), m.Header.Get("Nats-Sequence"))
+			return 0, fmt.Errorf("an answer for %q at %q", m.Header.Get("Nats-Subject"), m.Header.Get("Nats-Sequence"))
 		}
 		switch m.Header.Get(kvOperation) {
 		case "DEL", "PURGE":
@@ -108,14 +117,16 @@ func (s *Store) multiLast(ctx context.Context, patterns []string, out map[string
 	}
 }
 
-// getRest reads one by one the keys of a multi read the server cut short
-// (it sends at most its max pending bytes an answer).
-func (s *Store) getRest(ctx context.Context, keys []string, out map[string]entry) error {
+// getRest reads with get, one by one, the keys of a multi read not yet in
+// out: the server cut it short (it sends at most its max pending bytes an
+// answer), or its answer is not to be taken.
+func getRest(ctx context.Context, keys []string, out map[string]entry,
+	get func(context.Context, string) ([]byte, uint64, bool, error)) error {
 	for _, k := range keys {
 		if _, ok := out[k]; ok {
 			continue
 		}
-		data, rev, ok, err := s.get(ctx, k)
+		data, rev, ok, err := get(ctx, k)
 		if err != nil {
 			return err
 		}

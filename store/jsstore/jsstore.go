@@ -66,6 +66,9 @@ type Store struct {
 	outWatch outWatch
 	// reask is the last walk of Reask, for its next page (reask.go).
 	reask reaskMemo
+	// replicated is a bucket with more than one replica, whose readings
+	// the gate fences (fence.go).
+	replicated bool
 }
 
 // Open makes the bucket if it is missing and returns the store on it.
@@ -127,7 +130,8 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	bg, stop := context.WithCancel(context.Background())
-	s := &Store{nc: nc, js: js, kv: kv, stream: stream, log: log, bg: bg, stop: stop}
+	s := &Store{nc: nc, js: js, kv: kv, stream: stream, log: log, bg: bg, stop: stop,
+		replicated: stream.CachedInfo().Config.Replicas > 1}
 	s.due.init(log.Warn)
 	s.tally.init(log.Warn)
 	if s.instance, err = s.ensureInstance(ctx); err != nil {
