@@ -35,7 +35,7 @@ func EventConsumer(platform string) jetstream.ConsumerConfig {
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		// Short, so that the events a dead replica held come to another
 		// within seconds; the live one keeps what it holds in progress
-		// however long it takes (engine's inFlight).
+		// however long it takes (InHand).
 		AckWait: EventAckWait,
 		// Events in hand, jobs put aside, and events whose acknowledgement
 		// waits for their delivery report to be synced (engine.AckAfter): a

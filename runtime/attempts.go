@@ -83,7 +83,6 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 			r.log.Info("answer attempt waits for an earlier one of its question", "tenant", it.tenant, "job", it.job, "question", it.a.QuestionID, "seq", it.seq)
 			// Handed back: the batch's Ack of it is then refused by
 			// nats.go (ErrMsgAlreadyAckd) and sends nothing.
-			r.hand.done(it.msg)
 			_ = it.msg.NakWithDelay(attemptRetry)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 // consumerAckWait is how long a message handed to a runtime that died
 // waits before JetStream hands it out again: it bounds how late a
 // question is asked, or an answer decided, after a replica's death. A live
-// runtime keeps what it holds in progress however long it takes (inHand),
+// runtime keeps what it holds in progress however long it takes (bridge.InHand),
 // so this is short: a question asked before a replica died has its card
 // within seconds (docs/deploy.md, "How long a person waits").
 const consumerAckWait = 4 * time.Second
@@ -40,12 +40,12 @@ func (r *Runtime) durableConsumer(ctx context.Context, stream, durable string, m
 // error is transient (the store or NATS failed): the message is redelivered
 // after a pause. Bad input is not an error: handlers refuse it and ack.
 func (r *Runtime) consume(ctx context.Context, stream, durable string, handle func(context.Context, jetstream.Msg) error) (func(), error) {
-	c, err := r.startConsume(ctx, stream, durable, 1000, func(msg jetstream.Msg) {
-		r.hand.hold(msg)
+	c, err := r.startConsume(ctx, stream, durable, 1000, func(m jetstream.Msg) {
+		msg := r.hand.Hold(m)
 		err := handle(ctx, msg)
-		r.hand.done(msg)
 		if err != nil {
 			if ctx.Err() != nil {
+				msg.LetGo()
 				return
 			}
 			if errors.Is(err, errAfterQuestion) {
@@ -179,7 +179,7 @@ func (r *Runtime) consumers() []consumer {
 func (r *Runtime) startConsumers(ctx context.Context) (func(), error) {
 	// Messages in hand are kept in progress until every consumer stopped.
 	keepCtx, stopKeep := context.WithCancel(ctx)
-	go r.hand.keep(keepCtx)
+	go r.hand.Keep(keepCtx, bridge.ProgressEvery(consumerAckWait))
 	var stops []func()
 	stopAll := func() {
 		for _, stop := range stops {
@@ -238,10 +238,11 @@ func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, ha
 	queue := make(chan jetstream.Msg, 4096)
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	c, err := r.startConsume(ctx, stream, durable, 8192, func(m jetstream.Msg) {
-		r.hand.hold(m)
+		held := r.hand.Hold(m)
 		select {
-		case queue <- m:
+		case queue <- held:
 		case <-loopCtx.Done():
+			held.LetGo()
 		}
 	}, jetstream.PullMaxMessages(1024))
 	if err != nil {
@@ -274,13 +275,11 @@ func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, ha
 				}
 				r.log.Error("will retry messages", "consumer", durable, "count", len(batch), "err", err)
 				for _, m := range batch {
-					r.hand.done(m)
 					_ = m.NakWithDelay(time.Second)
 				}
 				continue
 			}
 			for _, m := range batch {
-				r.hand.done(m)
 				_ = m.Ack()
 			}
 		}

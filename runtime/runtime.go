@@ -135,7 +135,7 @@ type Runtime struct {
 	// consuming are the consumers Run consumes (see heal).
 	consuming []*consumption
 	// hand is the messages of those consumers in hand, kept in progress.
-	hand  *inHand
+	hand  *bridge.InHand
 	ready chan struct{}
 }
 
@@ -180,7 +180,7 @@ func New(o Options) (*Runtime, error) {
 		outbox:      newRelay(o, log),
 		ladWake:     make(chan struct{}, 1),
 		healWake:    make(chan struct{}, 1),
-		hand:        newInHand(),
+		hand:        bridge.NewInHand(),
 		ready:       make(chan struct{}),
 	}
 	if w, ok := o.Store.(record.DueWatcher); ok && r.shared {

@@ -108,7 +108,7 @@ type Loop struct {
 
 	acks   *delayedAcks
 	it     *bridge.Messages
-	flight *inFlight
+	flight *bridge.InHand
 }
 
 // pullExpiry is how long a pull waits on a consumer whose pin lapses
@@ -152,11 +152,11 @@ func (l *Loop) Run(ctx context.Context) error {
 	// next adapter would get it only after AckWait.
 	l.acks = &delayedAcks{}
 	l.it = it
-	l.flight = newInFlight()
+	l.flight = bridge.NewInHand()
 	// Kept in progress until every event is acknowledged or handed back,
 	// after the stop too.
 	keepCtx, stopKeeping := context.WithCancel(context.WithoutCancel(ctx))
-	go l.flight.keep(keepCtx, progressEvery(l.Events.Config.AckWait))
+	go l.flight.Keep(keepCtx, bridge.ProgressEvery(l.Events.Config.AckWait))
 	unsubscribed := make(chan struct{})
 	var wg sync.WaitGroup
 	queues := make([]*queue, l.workers())
@@ -206,7 +206,7 @@ func (l *Loop) read(ctx context.Context, it *bridge.Messages, queues []*queue) {
 		}
 		// Even after a stop: the job's worker hands it back behind the
 		// job's events before it, so the next replica gets them in order.
-		queues[QueueOf(m.Subject(), len(queues))].push(l.flight.hold(m))
+		queues[QueueOf(m.Subject(), len(queues))].push(l.flight.Hold(m))
 	}
 }
 
@@ -229,8 +229,8 @@ func (l *Loop) handBack(m jetstream.Msg, unsubscribed <-chan struct{}) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), handBackWait)
 	defer cancel()
-	if h, ok := m.(*held); ok {
-		h.f.done(h)
+	if h, ok := m.(*bridge.Held); ok {
+		h.LetGo()
 	}
 	if _, err := l.Events.NATS.Conn.RequestWithContext(ctx, m.Reply(), []byte("-NAK")); err != nil {
 		_ = m.Nak()
