@@ -323,12 +323,7 @@ func StartEmbedded(o NATSOptions, keys *principal.Keys) (*server.Server, error) 
 //
 // async marks the streams written in async persist mode with
 // AsyncPersist.
-var streamSpecs = []struct {
-	name, subjects string
-	maxAge         time.Duration
-	retention      jetstream.RetentionPolicy
-	async          bool
-}{
+var streamSpecs = []streamSpec{
 	{StreamQuestions, PrefixQuestion + ".>", 30 * 24 * time.Hour, jetstream.WorkQueuePolicy, false},
 	{StreamCancels, PrefixCancel + ".>", 30 * 24 * time.Hour, jetstream.WorkQueuePolicy, false},
 	{StreamAnswers, PrefixAnswer + ".>", 30 * 24 * time.Hour, jetstream.LimitsPolicy, false},
@@ -398,51 +393,88 @@ type StreamOptions struct {
 // made with another retention, is refused. The events stream made with
 // limits retention is turned into an interest stream (JetStream allows
 // that change, not one to or from a work queue).
+//
+// A stream refused does not keep the others from being made: the error
+// names each stream refused. Only JetStream not answering stops the
+// round at once.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
-	replicas := max(o.Replicas, 1)
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	var errs []error
 	for _, s := range streamSpecs {
-		cfg := jetstream.StreamConfig{
-			Name:       s.name,
-			Subjects:   []string{s.subjects},
-			Storage:    jetstream.FileStorage,
-			Retention:  s.retention,
-			MaxAge:     s.maxAge,
-			Duplicates: DuplicateWindow,
-			Replicas:   replicas,
+		err := ensureStream(ctx, js, s, o)
+		if err == nil {
+			continue
 		}
-		if s.async && o.AsyncPersist && replicas == 1 {
-			cfg.PersistMode = jetstream.AsyncPersistMode
+		errs = append(errs, err)
+		if unreachable(ctx, err) {
+			// JetStream does not answer now: the other streams would
+			// wait out the same silence, one after the other.
+			break
 		}
-		existing, err := js.Stream(ctx, s.name)
-		switch {
-		case err == nil:
-			if o.Replicas == 0 {
-				cfg.Replicas = 0 // not asked for: the stream keeps its count
-			}
-			adopted, changes, err := adoptStream(existing.CachedInfo().Config, cfg)
-			if err != nil {
-				return err
-			}
-			if len(changes) > 0 {
-				log.Warn("nats: stream "+s.name+" existed with other settings; askbridge changed what it relies on", "changes", strings.Join(changes, "; "))
-			}
-			if kept := operatorLimits(adopted); len(kept) > 0 {
-				log.Info("nats: stream "+s.name+" keeps the limits it was given", "limits", strings.Join(kept, "; "))
-			}
-			cfg = adopted
-		case !errors.Is(err, jetstream.ErrStreamNotFound):
-			return fmt.Errorf("nats: stream %s: %w", s.name, err)
+	}
+	return errors.Join(errs...)
+}
+
+// streamSpec is what askbridge wants of one of its streams.
+type streamSpec struct {
+	name, subjects string
+	maxAge         time.Duration
+	retention      jetstream.RetentionPolicy
+	async          bool
+}
+
+// ensureStream creates the stream s, or adopts it as it exists. A stream
+// that already has what askbridge relies on is not updated: an update is
+// a proposal to the cluster's meta leader, and every replica's heal would
+// make one for each stream.
+func ensureStream(ctx context.Context, js jetstream.JetStream, s streamSpec, o StreamOptions) error {
+	replicas := max(o.Replicas, 1)
+	cfg := jetstream.StreamConfig{
+		Name:       s.name,
+		Subjects:   []string{s.subjects},
+		Storage:    jetstream.FileStorage,
+		Retention:  s.retention,
+		MaxAge:     s.maxAge,
+		Duplicates: DuplicateWindow,
+		Replicas:   replicas,
+	}
+	if s.async && o.AsyncPersist && replicas == 1 {
+		cfg.PersistMode = jetstream.AsyncPersistMode
+	}
+	existing, err := js.Stream(ctx, s.name)
+	switch {
+	case err == nil:
+		if o.Replicas == 0 {
+			cfg.Replicas = 0 // not asked for: the stream keeps its count
 		}
-		_, err = js.CreateOrUpdateStream(ctx, cfg)
+		adopted, changes, err := adoptStream(existing.CachedInfo().Config, cfg)
 		if err != nil {
-			return fmt.Errorf("nats: stream %s: %w", s.name, replicasRefused(err, replicas))
+			return err
 		}
+		if len(changes) == 0 {
+			return nil
+		}
+		o.Logger.Warn("nats: stream "+s.name+" existed with other settings; askbridge changed what it relies on", "changes", strings.Join(changes, "; "))
+		if kept := operatorLimits(adopted); len(kept) > 0 {
+			o.Logger.Info("nats: stream "+s.name+" keeps the limits it was given", "limits", strings.Join(kept, "; "))
+		}
+		cfg = adopted
+	case !errors.Is(err, jetstream.ErrStreamNotFound):
+		return fmt.Errorf("nats: stream %s: %w", s.name, err)
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("nats: stream %s: %w", s.name, replicasRefused(err, replicas))
 	}
 	return nil
+}
+
+// unreachable reports whether err is JetStream not answering at all (or
+// ctx ended), rather than a refusal of one stream.
+func unreachable(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrConnectionClosed)
 }
 
 // JetStream's refusals of a replica count (nats-server's error codes).

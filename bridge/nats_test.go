@@ -189,6 +189,35 @@ func TestCheckStreamsReportsMissing(t *testing.T) {
 	}
 }
 
+// TestEnsureStreamsPastAStreamRefused: a stream askbridge cannot adopt
+// (the first made, in memory) is named in the error, and does not keep
+// the streams after it from being made again.
+func TestEnsureStreamsPastAStreamRefused(t *testing.T) {
+	t.Parallel()
+	n := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, s := range streamSpecs {
+		if err := n.JS.DeleteStream(ctx, s.name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := streamSpecs[0]
+	if _, err := n.JS.CreateStream(ctx, jetstream.StreamConfig{Name: first.name, Subjects: []string{first.subjects},
+		Storage: jetstream.MemoryStorage, Retention: first.retention}); err != nil {
+		t.Fatal(err)
+	}
+	err := EnsureStreams(ctx, n.JS, StreamOptions{})
+	if err == nil || !strings.Contains(err.Error(), "nats: stream "+first.name+" exists with Memory storage") {
+		t.Fatalf("EnsureStreams = %v, want %s refused for its memory storage", err, first.name)
+	}
+	for _, s := range streamSpecs[1:] {
+		if _, err := n.JS.Stream(ctx, s.name); err != nil {
+			t.Errorf("stream %s after EnsureStreams: %v", s.name, err)
+		}
+	}
+}
+
 func TestStartEmbeddedBadListen(t *testing.T) {
 	t.Parallel()
 	for listen, want := range map[string]string{
