@@ -27,7 +27,9 @@ import (
 // which answers its first few as a replica behind would: with nothing
 // (it has not applied the job), with a reading taken before the second
 // question was recorded, or in part; and then passes them on to the
-// servers. Every GateJob still sees both pending questions.
+// servers. Every GateJob still sees both pending questions, and every
+// list of the job's pending index (what a ladder round and a queue read)
+// both keys.
 func TestGateReadsPastAReplicaBehind(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -69,7 +71,20 @@ func TestGateReadsPastAReplicaBehind(t *testing.T) {
 				when, j.Known, j.Version, ids, err)
 		}
 	}
+	pending := stateFilter(storetest.Tenant, bridge.StatePending, "job-1")
+	wantBothKeys := func(when string) {
+		t.Helper()
+		entries, err := s.list(ctx, pending)
+		var keys []string
+		for _, e := range entries {
+			keys = append(keys, e.Key)
+		}
+		if err != nil || len(keys) != 2 {
+			t.Fatalf("%s: list %s = %v, %v; want the keys of q-1 and q-2", when, pending, keys, err)
+		}
+	}
 	wantBoth("every reading passed on")
+	wantBothKeys("every reading passed on")
 
 	for _, stale := range []struct {
 		name   string
@@ -93,6 +108,7 @@ func TestGateReadsPastAReplicaBehind(t *testing.T) {
 		behind.lag(staleReadings)
 		poll.CheckFor(t, poll.Patience, time.Millisecond, func() error {
 			wantBoth(stale.name)
+			wantBothKeys(stale.name)
 			if n := behind.lagging(); n > 0 {
 				return fmt.Errorf("%s has %d stale readings of %d still to give", stale.name, n, staleReadings)
 			}

@@ -121,7 +121,7 @@ func (s *Store) versions(ctx context.Context, tenant, job, qid string) ([]versio
 	var entries []entry
 	switch err := s.multiLast(ctx, []string{filter}, got); {
 	case errors.Is(err, errCutShort):
-		if entries, err = s.list(ctx, filter); err != nil {
+		if entries, err = s.listByWatch(ctx, filter); err != nil {
 			return nil, err
 		}
 	case err != nil:

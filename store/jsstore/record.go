@@ -63,10 +63,11 @@ func (s *Store) getJSON(ctx context.Context, key string, v any) (rev uint64, ok 
 	return rev, true, nil
 }
 
-// list reads every key matching filter (a key pattern with * and >) with
-// its value, in the order they were last written. The server finds them
-// through its subject index: only matching keys are read.
-func (s *Store) list(ctx context.Context, filter string) ([]entry, error) {
+// listByWatch reads every key matching filter with a watch: an ordered
+// consumer the stream's leader serves, which on a cluster is made and
+// deleted through the meta leader. list takes it only for what one multi
+// read cannot answer.
+func (s *Store) listByWatch(ctx context.Context, filter string) ([]entry, error) {
 	w, err := s.kv.WatchFiltered(ctx, []string{filter}, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: list %s: %w", filter, err)
