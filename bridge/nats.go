@@ -110,6 +110,11 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 		if err != nil {
 			return nil, fmt.Errorf("nats: %w", err)
 		}
+		if !keys.OwnOperator() {
+			// Signing keys of an operator's own accounts: its NATS has the
+			// accounts, and askbridge cannot be their operator.
+			return nil, &SettingError{fmt.Errorf("nats: the embedded NATS needs askbridge's own operator key; %w: set ASK_NATS_URL to that NATS", principal.ErrNotOwnOperator)}
+		}
 		ns, err := StartEmbedded(o, keys)
 		if err != nil {
 			return nil, err

@@ -181,3 +181,17 @@ func ReadCreds(path string) (name, kind string, err error) {
 	}
 	return uc.Name, kind, nil
 }
+
+// AccountOf is the name of the account a credential of kind is a user
+// of; acting is an agent's that acts for a person.
+func AccountOf(kind string, acting bool) string {
+	switch {
+	case kind == KindAgent && acting:
+		return AccountActing
+	case kind == KindAgent:
+		return AccountAgents
+	case kind == KindPerson:
+		return AccountPeople
+	}
+	return AccountService
+}
