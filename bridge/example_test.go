@@ -1,10 +1,15 @@
 package bridge_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/bridge/agent"
 )
 
 // CheckAnswer is the one validator: it refuses in the field's own words, and
@@ -32,4 +37,27 @@ func ExampleCheckAnswer() {
 	// {"on":"2026-10-20","copies":2}
 	// on: 2026-10-20, copies: 2
 	// The answer: {"on":"2026-10-20","copies":2}
+}
+
+// An agent's connection presents the credential `askbridge creds agent
+// --tenant acme --name support-bot --out support-bot.creds` wrote, and
+// reads replies on the inbox prefix it printed, the only one the
+// credential may subscribe to; agent.Connect(url, "support-bot.creds")
+// does the same. (Not run: it needs the service.)
+func Example_agent() {
+	nc, err := nats.Connect("nats://127.0.0.1:4222",
+		nats.UserCredentials("support-bot.creds"),
+		nats.CustomInboxPrefix("_INBOX.support-bot"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+	c, err := agent.New(nc)
+	if err != nil {
+		log.Fatal(err)
+	}
+	reply, err := c.Gate(context.Background(), "acme", "job-1", 1, "send_report")
+	if err != nil || !reply.Allowed {
+		log.Fatalf("not now: %v %s", err, reply.Reason)
+	}
 }

@@ -242,6 +242,11 @@ func (n *NATS) ClientURL() string {
 // admits only credentials keys issued (docs/design.md, "Principals on the
 // bus"); the register's revocations under o.DataDir apply from the start.
 func StartEmbedded(o NATSOptions, keys *principal.Keys) (*server.Server, error) {
+	if !keys.OwnOperator() {
+		// Signing keys of an operator's own accounts: its NATS has the
+		// accounts, and askbridge cannot be their operator.
+		return nil, &SettingError{fmt.Errorf("nats: the embedded NATS needs askbridge's own operator key; %w: set ASK_NATS_URL to that NATS", principal.ErrNotOwnOperator)}
+	}
 	host, port := "127.0.0.1", 4222
 	if o.Listen != "" {
 		h, p, err := net.SplitHostPort(o.Listen)

@@ -1,5 +1,21 @@
 // Package agent is the Go client for agent jobs: ask a question and wait
 // for its outcome, or re-attach to a question after the agent restarted.
+//
+// A Client works on a NATS connection that presents the agent's
+// credential, the .creds file `askbridge creds agent` wrote, and reads
+// replies on the one inbox prefix the credential may subscribe to,
+// _INBOX.<its name> (the command prints it). Connect makes one:
+//
+//	nc, err := agent.Connect("nats://127.0.0.1:4222", "support-bot.creds")
+//
+// which is, with nats.go's own options:
+//
+//	nc, err := nats.Connect("nats://127.0.0.1:4222",
+//		nats.UserCredentials("support-bot.creds"),
+//		nats.CustomInboxPrefix("_INBOX.support-bot"))
+//
+// Without the inbox prefix every request's reply is refused: a gate
+// request, a cancel, Await's reading of the outcomes recorded.
 package agent
 
 import (

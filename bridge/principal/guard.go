@@ -113,7 +113,7 @@ func (g *Guard) Watch(ctx context.Context, dataDir string, keys *Keys, s *server
 			continue
 		}
 		g.SetRevoked(revoked)
-		if s != nil && keys != nil {
+		if s != nil && keys != nil && keys.OwnOperator() {
 			if err := keys.Apply(s, revoked); err != nil {
 				log.Warn("credentials: revocations not applied to NATS", "err", err)
 				continue

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/jwt/v2"
@@ -36,6 +37,9 @@ var ErrUnstamped = errors.New("principal: the message carries no credential")
 // header, which the server sets and a client cannot).
 type Verifier struct {
 	agents, acting, people string
+	// signingKeys are, by account, the signing keys whose users are the
+	// account's (an operator's own accounts).
+	signingKeys map[string][]string
 }
 
 // NewVerifier trusts credentials signed by the accounts' keys (public
@@ -44,9 +48,12 @@ func NewVerifier(agentsAccount, actingAccount, peopleAccount string) *Verifier {
 	return &Verifier{agents: agentsAccount, acting: actingAccount, people: peopleAccount}
 }
 
-// Verifier is the Verifier of credentials these keys issue.
+// Verifier is the Verifier of credentials these keys issue: for an
+// operator's own accounts, those signed by the accounts' signing keys.
 func (k *Keys) Verifier() *Verifier {
-	return NewVerifier(pub(k.Agents), pub(k.Acting), pub(k.People))
+	v := NewVerifier(pub(k.Agents), pub(k.Acting), pub(k.People))
+	v.signingKeys = k.signingKeys
+	return v
 }
 
 // credentialOf is what names a message's credential: the stamp NATS put
@@ -71,11 +78,20 @@ func (v *Verifier) From(h nats.Header) (*Principal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("principal: unreadable credential: %w", err)
 	}
+	// A user signed by a signing key names its account; the key must be
+	// one of that account's.
+	account := uc.Issuer
+	if uc.IssuerAccount != "" && uc.IssuerAccount != uc.Issuer {
+		if !slices.Contains(v.signingKeys[uc.IssuerAccount], uc.Issuer) {
+			return nil, fmt.Errorf("principal: credential %q was signed by a key that is not a signing key of askbridge's agents' or people's accounts", uc.Name)
+		}
+		account = uc.IssuerAccount
+	}
 	kind := ""
 	switch {
-	case (uc.Issuer == v.agents && ci.Account == v.agents) || (uc.Issuer == v.acting && ci.Account == v.acting):
+	case (account == v.agents && ci.Account == v.agents) || (account == v.acting && ci.Account == v.acting):
 		kind = KindAgent
-	case uc.Issuer == v.people && ci.Account == v.people:
+	case account == v.people && ci.Account == v.people:
 		kind = KindPerson
 	default:
 		return nil, fmt.Errorf("principal: credential %q was not issued for askbridge's agents or people", uc.Name)

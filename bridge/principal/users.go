@@ -64,7 +64,9 @@ func CheckName(name string) error {
 	return nil
 }
 
-// Mint issues a credential of s.Kind, signed by the account it belongs to.
+// Mint issues a credential of s.Kind, signed by the account it belongs to:
+// with the account's own key, or, for an operator's own account, with the
+// account's signing key, the credential naming its account.
 func (k *Keys) Mint(s Spec, now time.Time) (*Issued, error) {
 	if err := CheckName(s.Name); err != nil {
 		return nil, err
@@ -80,32 +82,36 @@ func (k *Keys) Mint(s Spec, now time.Time) (*Issued, error) {
 		uc.Expires = s.Expires.Unix()
 	}
 	uc.Tags.Add(tagKind + hex.EncodeToString([]byte(s.Kind)))
-	var signer nkeys.KeyPair
+	var account nkeys.KeyPair
 	switch s.Kind {
 	case KindAgent:
 		if s.Tenant == "" {
 			return nil, errors.New("an agent's credential needs a tenant")
 		}
-		signer = k.Agents
+		account = k.Agents
 		uc.Tags.Add(tagTenant + hex.EncodeToString([]byte(s.Tenant)))
 		if s.ActsFor != "" {
 			if k.Acting == nil {
 				return nil, errors.New("these keys have no account for agents that act for a person yet: start the service once with them (or run askbridge creds nats-config), then mint it again")
 			}
-			signer = k.Acting
+			account = k.Acting
 			uc.Tags.Add(tagActsFor + hex.EncodeToString([]byte(s.ActsFor)))
 		}
 		uc.Permissions = agentPermissions(s.Name, s.Tenant)
 	case KindPerson:
-		signer = k.People
+		account = k.People
 		uc.Permissions = personPermissions(s.Name)
 	case KindAdmin:
-		signer = k.Service
+		account = k.Service
 	default:
 		return nil, fmt.Errorf("principal: no kind of credential %q", s.Kind)
 	}
 	if s.InProcessOnly {
 		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeInProcess)
+	}
+	signer := account
+	if sk := k.signers[pub(account)]; sk != nil {
+		signer, uc.IssuerAccount = sk, pub(account)
 	}
 	token, err := uc.Encode(signer)
 	if err != nil {
@@ -174,4 +180,18 @@ func ReadCreds(path string) (name, kind string, err error) {
 		}
 	}
 	return uc.Name, kind, nil
+}
+
+// AccountOf is the name of the account a credential of kind is a user
+// of; acting is an agent's that acts for a person.
+func AccountOf(kind string, acting bool) string {
+	switch {
+	case kind == KindAgent && acting:
+		return AccountActing
+	case kind == KindAgent:
+		return AccountAgents
+	case kind == KindPerson:
+		return AccountPeople
+	}
+	return AccountService
 }

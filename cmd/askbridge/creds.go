@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -24,6 +25,7 @@ Usage:
   askbridge creds revoke NAME
   askbridge creds list
   askbridge creds nats-config --out FILE   the accounts a NATS cluster includes (docs/deploy.md)
+  askbridge creds import-keys --dir DIR    sign with an operator's own accounts' signing keys, exported from nsc (docs/deploy.md)
 
 They read ASK_DATA_DIR (default ./data), whose keys only its owner can read,
 and work whether or not the service runs; a revocation takes effect within
@@ -50,6 +52,8 @@ func (c *cli) credsCmd(_ context.Context, args []string) int {
 		return c.credsList(dataDir, args[1:])
 	case "nats-config":
 		return c.credsNATSConfig(dataDir, args[1:])
+	case "import-keys":
+		return c.credsImportKeys(dataDir, args[1:])
 	}
 	fmt.Fprintf(c.stderr, "askbridge: creds: unknown command %q\n\n%s", args[0], credsUsage)
 	return exitConfig
@@ -168,13 +172,52 @@ func (c *cli) credsRevoke(dataDir string, args []string) int {
 	if err != nil {
 		return c.fail("%v", err)
 	}
+	var entry principal.Entry
+	for _, e := range reg.Entries {
+		if e.Name == args[0] && e.Revoked.IsZero() {
+			entry = e
+		}
+	}
 	if err := reg.Revoke(args[0], time.Now()); err != nil {
 		return c.fail("creds revoke: %v", err)
 	}
 	if err := reg.Save(); err != nil {
 		return c.fail("creds revoke: %v", err)
 	}
+	if keys, err := principal.LoadKeys(dataDir); err == nil && !keys.OwnOperator() {
+		// The operator's NATS learns of it from the operator alone.
+		fmt.Fprintf(c.stdout, "revoked: %s (the replicas that read this register refuse what it publishes through their intake within seconds)\n"+
+			"for NATS to refuse it, the operator revokes it there: nsc revocations add-user --account %s --user-public-key %s, then pushes the account (nsc push --account %s) or writes the configuration again and reloads each node\n",
+			args[0], principal.AccountOf(entry.Kind, entry.ActsFor != ""), entry.UserKey, principal.AccountOf(entry.Kind, entry.ActsFor != ""))
+		return exitOK
+	}
 	fmt.Fprintf(c.stdout, "revoked: %s (a running service drops its connections within seconds)\n", args[0])
+	return exitOK
+}
+
+// credsImportKeys keeps the signing keys of an operator's own accounts,
+// exported from nsc, as the keys askbridge mints credentials with.
+func (c *cli) credsImportKeys(dataDir string, args []string) int {
+	fs := flag.NewFlagSet("askbridge creds", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	dir := fs.String("dir", "", "the folder holding the accounts' JWTs and signing keys nsc exported (required)")
+	if code, ok := c.parse(fs, args, false); !ok {
+		return code
+	}
+	if *dir == "" || fs.NArg() > 0 {
+		return c.usageError("creds", "import-keys takes --dir DIR only")
+	}
+	imported, err := principal.ImportKeys(dataDir, *dir)
+	if err != nil {
+		return c.fail("creds import-keys: %v", err)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ACCOUNT\tPUBLIC KEY\tSIGNS WITH")
+	for _, a := range imported {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Name, a.Account, a.SigningKey)
+	}
+	tw.Flush()
+	fmt.Fprintf(c.stdout, "written: %s (mode 0600: it holds the signing keys' seeds)\n", filepath.Join(dataDir, principal.KeysFile))
 	return exitOK
 }
 
@@ -223,6 +266,9 @@ func (c *cli) credsNATSConfig(dataDir string, args []string) int {
 	keys, err := principal.LoadOrCreateKeys(dataDir)
 	if err != nil {
 		return c.fail("%v", err)
+	}
+	if !keys.OwnOperator() {
+		return c.fail("creds nats-config: %v: write its configuration with nsc (nsc generate config --mem-resolver --config-file FILE)", principal.ErrNotOwnOperator)
 	}
 	reg, err := principal.OpenRegister(dataDir)
 	if err != nil {

@@ -70,6 +70,9 @@ func (r *run) startCluster(ctx context.Context, serverLog io.Writer, rep *Report
 	if err != nil {
 		return "", err
 	}
+	if !keys.OwnOperator() {
+		return "", fmt.Errorf("torture: %s: %w", keysDir, principal.ErrNotOwnOperator)
+	}
 	accounts, err := keys.ServerConfig(nil)
 	if err != nil {
 		return "", err
