@@ -82,7 +82,7 @@ func (c *cli) printTortureReport(rep *torture.Report) {
 		{"kills (SIGKILL)", rep.Kills},
 		{"  aimed at a click in flight", rep.AimedKills},
 		{"NATS node kills (SIGKILL)", rep.NodeKills},
-		{"replica restarts that exited early", rep.EarlyExits},
+		{"replica starts that exited early (violations)", rep.EarlyExits},
 		{"times no replica was ready", rep.AllDown},
 		{"  for in all", rep.AllDownFor.Round(time.Millisecond)},
 		{"asked (acked)", rep.Asked},

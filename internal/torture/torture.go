@@ -80,8 +80,8 @@ type Report struct {
 	// Kills is SIGKILLs of askbridge; NodeKills of NATS nodes (cluster);
 	// AimedKills those of Kills aimed at a click in flight.
 	Kills, NodeKills, AimedKills int
-	// EarlyExits is replica restarts that exited before they were ready
-	// and were started again (cluster).
+	// EarlyExits is replica starts that exited before they were ready
+	// and were started again (cluster); each is a violation.
 	EarlyExits int
 	// AllDown is how many times, and for how long in all, no replica was
 	// ready (every kill of the single server).
