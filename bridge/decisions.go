@@ -78,9 +78,9 @@ type Decisions struct {
 // maxLate is how many attempts given up on a Decisions remembers.
 const maxLate = 1024
 
-// closed is a channel closed from the start: the wait for an attempt
+// decidedLate is a channel closed from the start: the wait for an attempt
 // already decided.
-var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+var decidedLate = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // waiter is everyone waiting for one attempt id: a platform's retry of an
 // interaction carries the same id, and JetStream keeps one copy of it.
@@ -126,13 +126,13 @@ func (d *Decisions) done(attemptID string) {
 	}
 }
 
-// expect registers one more waiter for attemptID, or returns closed when
+// expect registers one more waiter for attemptID, or returns decidedLate when
 // its decision came after an earlier wait for it ran out.
 func (d *Decisions) expect(attemptID string) <-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.late[attemptID] {
-		return closed
+		return decidedLate
 	}
 	w := d.waiting[attemptID]
 	if w == nil {

@@ -222,7 +222,7 @@ func TestDecisionsRememberBoundedLateAttempts(t *testing.T) {
 		t.Errorf("the oldest is still remembered")
 	}
 	d.done("a-1")
-	if ch := d.expect("a-1"); ch != closed {
+	if ch := d.expect("a-1"); ch != decidedLate {
 		t.Errorf("a remembered attempt decided since waits again")
 	}
 }
