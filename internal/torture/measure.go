@@ -11,8 +11,9 @@ import (
 // from its first request (a click) or publish (a NATS attempt) to its
 // question's resume on ASK_RESUMES; and each ladder step (a reminder, an
 // escalation, the timeout), from its due instant to its event on
-// ASK_EVENTS. Neither counts the windows when no replica was ready, as
-// for cards. They are figures for docs/deploy.md, not checks.
+// ASK_EVENTS, a step taken along early counting as on time. Neither
+// counts the windows when no replica was ready, as for cards. They are
+// figures for docs/deploy.md, not checks.
 func (r *run) measure(rep *Report, rb *readBack) {
 	var resumes, lates []time.Duration
 	for _, a := range r.attempts {
@@ -85,7 +86,8 @@ func ladderLateness(rb *readBack, q *question) []time.Duration {
 }
 
 // waited is the time from from to to, less the windows in down; never
-// below zero (the stream's and the runtime's clocks round differently).
+// below zero: a step its job's round took along before its instant
+// (docs/contract.md, "The queue and nudges") counts as on time.
 func waited(down []window, from, to time.Time) time.Duration {
 	return max(0, to.Sub(from)-overlap(down, from, to))
 }

@@ -37,7 +37,7 @@ func TestCheckMeasuresResumesAndLadderSteps(t *testing.T) {
 			ev(bridge.EventAsked, "", 5),
 			ev(bridge.EventReminded, bridge.TargetAnswerers, 1030), // due at 1000
 			ev(bridge.EventEscalated, bridge.TargetOwner, 2400),    // due at 2000, 300 ms of it down
-			ev(bridge.EventEscalated, bridge.TargetAdmins, 2990),   // due at 3000: early by the clocks' rounding
+			ev(bridge.EventEscalated, bridge.TargetAdmins, 2990),   // due at 3000: taken along early
 			ev(bridge.EventTimedOut, "", 4700),                     // due at 4000
 		}},
 		down: []window{{from: at(1200), to: at(1300)}, {from: at(2050), to: at(2350)}},
