@@ -66,7 +66,21 @@ type Decisions struct {
 	waiting map[string]*waiter
 	inbox   string
 	subs    []*nats.Subscription
+	// late holds the last maxLate attempts whose wait ran out, and
+	// whether their decision came since (lateOrder: oldest first). A
+	// retry of one carries the same id, which JetStream drops as a
+	// duplicate, so the runtime never tells of it again: it is answered
+	// from here.
+	late      map[string]bool
+	lateOrder []string
 }
+
+// maxLate is how many attempts given up on a Decisions remembers.
+const maxLate = 1024
+
+// decidedLate is a channel closed from the start: the wait for an attempt
+// already decided.
+var decidedLate = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // waiter is everyone waiting for one attempt id: a platform's retry of an
 // interaction carries the same id, and JetStream keeps one copy of it.
@@ -78,7 +92,7 @@ type waiter struct {
 // WatchDecisions subscribes to a fresh inbox and to every event; only
 // attempt ids are read.
 func WatchDecisions(nc *nats.Conn) (*Decisions, error) {
-	d := &Decisions{waiting: map[string]*waiter{}, inbox: nc.NewInbox()}
+	d := &Decisions{waiting: map[string]*waiter{}, late: map[string]bool{}, inbox: nc.NewInbox()}
 	direct, err := nc.Subscribe(d.inbox, func(m *nats.Msg) { d.done(string(m.Data)) })
 	if err != nil {
 		return nil, err
@@ -103,16 +117,23 @@ func (d *Decisions) done(attemptID string) {
 	d.mu.Lock()
 	w := d.waiting[attemptID]
 	delete(d.waiting, attemptID)
+	if _, ok := d.late[attemptID]; ok {
+		d.late[attemptID] = true
+	}
 	d.mu.Unlock()
 	if w != nil {
 		close(w.ch)
 	}
 }
 
-// expect registers one more waiter for attemptID.
+// expect registers one more waiter for attemptID, or returns decidedLate when
+// its decision came after an earlier wait for it ran out.
 func (d *Decisions) expect(attemptID string) <-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.late[attemptID] {
+		return decidedLate
+	}
 	w := d.waiting[attemptID]
 	if w == nil {
 		w = &waiter{ch: make(chan struct{})}
@@ -126,11 +147,36 @@ func (d *Decisions) expect(attemptID string) <-chan struct{} {
 func (d *Decisions) forget(attemptID string, ch <-chan struct{}) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.forgetLocked(attemptID, ch)
+}
+
+func (d *Decisions) forgetLocked(attemptID string, ch <-chan struct{}) {
 	if w := d.waiting[attemptID]; w != nil && w.ch == ch {
 		if w.n--; w.n == 0 {
 			delete(d.waiting, attemptID)
 		}
 	}
+}
+
+// giveUp drops a waiter whose time ran out and reports whether the
+// decision came all the same (its waiter was ended); if not, attemptID is
+// remembered, for a retry of it.
+func (d *Decisions) giveUp(attemptID string, ch <-chan struct{}) (decided bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w := d.waiting[attemptID]; w == nil || w.ch != ch {
+		return true
+	}
+	d.forgetLocked(attemptID, ch)
+	if _, ok := d.late[attemptID]; !ok {
+		d.lateOrder = append(d.lateOrder, attemptID)
+		if len(d.lateOrder) > maxLate {
+			delete(d.late, d.lateOrder[0])
+			d.lateOrder = d.lateOrder[1:]
+		}
+	}
+	d.late[attemptID] = false
+	return false
 }
 
 // Close stops watching.
@@ -144,7 +190,8 @@ func (d *Decisions) Close() error {
 // PublishAttempt publishes an answer attempt durably (its message id is
 // "attempt-" and its attempt id) and, when d is not nil, waits until the
 // runtime has decided it or ctx ends. It reports whether the decision
-// came; after an error nothing was published that needs waiting for.
+// came (for a retry of an attempt whose wait ran out, whether it came
+// since); after an error nothing was published that needs waiting for.
 func (d *Decisions) PublishAttempt(ctx context.Context, js jetstream.JetStream, at *AnswerAttempt) (decided bool, err error) {
 	data, err := json.Marshal(at)
 	if err != nil {
@@ -173,7 +220,6 @@ func (d *Decisions) PublishAttempt(ctx context.Context, js jetstream.JetStream, 
 	case <-ch:
 		return true, nil
 	case <-ctx.Done():
-		d.forget(at.AttemptID, ch)
-		return false, nil
+		return d.giveUp(at.AttemptID, ch), nil
 	}
 }

@@ -3,12 +3,15 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/internal/testenv/poll"
 )
 
 func TestValidNotifySubject(t *testing.T) {
@@ -142,5 +145,93 @@ func TestPublishAttemptWaits(t *testing.T) {
 	d.mu.Unlock()
 	if left != 0 {
 		t.Errorf("%d waits left behind", left)
+	}
+}
+
+// TestPublishAttemptRetriedAfterItsWaitRanOut: the wait for an attempt
+// runs out before the runtime decides it; the decision comes after. A
+// retry of the attempt (the same id, which JetStream drops as a
+// duplicate, so the runtime never tells of it again) is decided at once.
+func TestPublishAttemptRetriedAfterItsWaitRanOut(t *testing.T) {
+	t.Parallel()
+	n := startNATS(t)
+	d, err := WatchDecisions(n.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	inbox := make(chan string, 4)
+	sub, err := n.Conn.Subscribe(PrefixAnswer+".>", func(m *nats.Msg) {
+		select {
+		case inbox <- m.Header.Get(HeaderDecidedTo):
+		default: // a publish tried again names the same inbox
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := n.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	a := &AnswerAttempt{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", AttemptID: "late", Answer: json.RawMessage(`"red"`), By: "slack:U1"}
+	// The platform's budget: the runtime here never answers within it. A
+	// publish that itself ran out of it (a stalled machine) goes again.
+	poll.CheckFor(t, poll.Patience, 0, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		decided, err := d.PublishAttempt(ctx, n.JS, a)
+		if decided {
+			t.Fatalf("PublishAttempt with no decision says it was decided")
+		}
+		return err
+	})
+	// The runtime decides it now, and tells the inbox the attempt named.
+	if err := n.Conn.Publish(<-inbox, []byte(a.AttemptID)); err != nil {
+		t.Fatal(err)
+	}
+	poll.CheckFor(t, poll.Patience, 10*time.Millisecond, func() error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if !d.late[a.AttemptID] {
+			return fmt.Errorf("the late decision is not known yet")
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), poll.Patience)
+	decided, err := d.PublishAttempt(ctx, n.JS, a)
+	cancel()
+	if err != nil || !decided {
+		t.Fatalf("the retry = %v, %v; want decided (its decision came after the first wait)", decided, err)
+	}
+	info, err := n.JS.Stream(context.Background(), StreamAnswers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.CachedInfo().State.Msgs; got != 1 {
+		t.Errorf("answers stream holds %d attempts, want 1", got)
+	}
+}
+
+// TestDecisionsRememberBoundedLateAttempts: the attempts given up on are
+// remembered up to maxLate, the oldest forgotten first.
+func TestDecisionsRememberBoundedLateAttempts(t *testing.T) {
+	t.Parallel()
+	d := &Decisions{waiting: map[string]*waiter{}, late: map[string]bool{}}
+	for i := range maxLate + 1 {
+		id := fmt.Sprint("a-", i)
+		if d.giveUp(id, d.expect(id)) {
+			t.Fatalf("%s: given up as decided", id)
+		}
+	}
+	if len(d.late) != maxLate || len(d.lateOrder) != maxLate || len(d.waiting) != 0 {
+		t.Fatalf("%d remembered (%d in order), %d waiting; want %d, 0", len(d.late), len(d.lateOrder), len(d.waiting), maxLate)
+	}
+	if _, ok := d.late["a-0"]; ok {
+		t.Errorf("the oldest is still remembered")
+	}
+	d.done("a-1")
+	if ch := d.expect("a-1"); ch != decidedLate {
+		t.Errorf("a remembered attempt decided since waits again")
 	}
 }

@@ -348,7 +348,7 @@ func (b *Bot) cmdCancel(ctx context.Context, in *discordgo.Interaction, who clic
 		By: who.Identity, Roles: who.Roles, ReplyTo: rt}
 	if err := bridge.Publish(ctx, b.o.NATS.JS, bridge.CancelSubject(cancel.Tenant, cancel.JobID), "cancel-"+attemptID(in), cancel); err != nil {
 		b.log.Error("discord: cannot publish the cancel", "tenant", cancel.Tenant, "job", cancel.JobID, "err", err)
-		return ephemeral("askbridge could not record the cancel right now; please try again.")
+		return cancelNotRecorded
 	}
 	what := "job " + cancel.JobID
 	if cancel.QuestionID != "" {

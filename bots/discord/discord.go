@@ -44,9 +44,10 @@ type Options struct {
 	OperatorRoles  []string // ASK_DISCORD_OPERATOR_ROLES
 	Console        console.Signer
 	Logger         *slog.Logger
-	// AckAfterDecision answers an answer or decline only once the runtime
-	// has decided (and durably recorded) it, or the interaction's time is
-	// nearly up. serve sets it when JetStream does not fsync every write.
+	// AckAfterDecision acknowledges an attempt only once the runtime has
+	// decided (and durably recorded) it; when the interaction's time is
+	// nearly up first, the person is told it could not be recorded.
+	// serve sets it when JetStream does not fsync every write.
 	AckAfterDecision bool
 	// Registerer, when set, gets the Discord API call metrics.
 	Registerer prometheus.Registerer

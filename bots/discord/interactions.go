@@ -88,7 +88,7 @@ func (b *Bot) handleInteraction(w http.ResponseWriter, r *http.Request) {
 	// carries a message id made of its id, so Discord's retry of one
 	// whose replica died midway is handled again, and JetStream keeps one
 	// copy; marked first, the retry would be told "already handled" of
-	// an answer never recorded.
+	// an answer never recorded. One that failed to record is not marked.
 	key := seenKey("i", in.ID)
 	handled, err := b.wasSeen(ctx, key)
 	if err != nil {
@@ -102,10 +102,26 @@ func (b *Bot) handleInteraction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := b.dispatch(ctx, &in)
-	if _, err := b.markSeen(ctx, key, interactionTTL); err != nil {
+	if notHandled(resp) {
+		b.log.Info("discord: interaction not recorded; a retry of it is handled anew", "interaction", in.ID)
+	} else if _, err := b.markSeen(ctx, key, interactionTTL); err != nil {
 		b.log.Warn("discord: cannot record interaction as handled", "interaction", in.ID, "err", err)
 	}
 	writeJSON(w, resp)
+}
+
+// The answers to an interaction that failed before anything was recorded:
+// it is not marked handled, so that a retry of it is handled again.
+// notHandled knows them by identity; nothing changes them.
+var (
+	attemptNotRecorded = ephemeral("askbridge could not record your answer right now; please try again.")
+	cancelNotRecorded  = ephemeral("askbridge could not record the cancel right now; please try again.")
+	lookupFailed       = ephemeral("askbridge could not look this question up right now; please try again.")
+)
+
+// notHandled reports whether resp says nothing was recorded.
+func notHandled(resp *discordgo.InteractionResponse) bool {
+	return resp == attemptNotRecorded || resp == cancelNotRecorded || resp == lookupFailed
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -197,7 +213,7 @@ func (b *Bot) cardFor(ctx context.Context, customID string) (action, *card, *dis
 	found, err := b.resolve(ctx, &a)
 	if err != nil {
 		b.log.Error("discord: cannot read the card index", "err", err)
-		return a, nil, ephemeral("askbridge could not look this question up right now; please try again.")
+		return a, nil, lookupFailed
 	}
 	if !found {
 		return a, nil, ephemeral("askbridge no longer knows this question. Use `/ask list` to see what waits.")
@@ -205,7 +221,7 @@ func (b *Bot) cardFor(ctx context.Context, customID string) (action, *card, *dis
 	c, err := b.cardOf(ctx, bridge.Ref{Tenant: a.Tenant, JobID: a.JobID, QuestionID: a.QuestionID, Version: a.TaskVersion})
 	if err != nil {
 		b.log.Error("discord: cannot read the question", "err", err)
-		return a, nil, ephemeral("askbridge could not look this question up right now; please try again.")
+		return a, nil, lookupFailed
 	}
 	if c == nil || c.Question == nil {
 		return a, nil, ephemeral("askbridge no longer knows this question. Use `/ask list` to see what waits.")
@@ -435,7 +451,7 @@ func (b *Bot) propose(ctx context.Context, in *discordgo.Interaction, who clicke
 		(*hook)()
 	}
 	if err := engine.PublishAttempt(ctx, b.log, b.decided, b.o.NATS.JS, &at); err != nil {
-		return ephemeral("askbridge could not record your answer right now; please try again.")
+		return attemptNotRecorded
 	}
 	if in.Type == discordgo.InteractionApplicationCommand {
 		return ephemeral(fmt.Sprintf("Sent to askbridge (question %s). The question's card updates when askbridge accepts it; if it refuses, you will be told here.", c.QuestionID))

@@ -309,3 +309,45 @@ func TestInteractionRetriedAfterAReplicaDiedBeforePublishing(t *testing.T) {
 		t.Fatalf("a replay once handled got %v, want an ephemeral 'already handled'", replay)
 	}
 }
+
+// TestInteractionRetriedAfterItsAttemptWasRefusedIsRecorded has JetStream
+// refuse a click's attempt (the answers stream takes no message that
+// large): the person is told it was not recorded, and Discord's retry of
+// the same interaction is handled and recorded, not told "already
+// handled".
+func TestInteractionRetriedAfterItsAttemptWasRefusedIsRecorded(t *testing.T) {
+	t.Parallel()
+	h := start(t, harnessOptions{})
+	h.publishEvent(asked(colorQuestion()))
+	msg := h.posted(channelA, 1)
+	in := h.click(kevin, findComponent(t, msg, "blue")["custom_id"].(string))
+
+	ctx := context.Background()
+	stream, err := h.nats.JS.Stream(ctx, bridge.StreamAnswers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	small := cfg
+	small.MaxMsgSize = 16
+	if _, err := h.nats.JS.UpdateStream(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	refused := h.interact(in)
+	if data, _ := refused["data"].(map[string]any); refused["type"] != float64(4) || !strings.Contains(fmt.Sprint(data["content"]), "could not record") {
+		t.Fatalf("a click whose attempt JetStream refused got %v, want an ephemeral 'could not record'", refused)
+	}
+	if n := testenv.StreamCount(t, h.nats, bridge.StreamAnswers, bridge.PrefixAnswer+".>"); n != 0 {
+		t.Fatalf("%d attempts on the stream after the refusal, want 0", n)
+	}
+	if _, err := h.nats.JS.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	if again := h.interact(in); again["type"] != float64(6) {
+		t.Fatalf("Discord's retry got %v, want a deferred update (6)", again)
+	}
+	if n := testenv.StreamCount(t, h.nats, bridge.StreamAnswers, bridge.PrefixAnswer+".>"); n != 1 {
+		t.Fatalf("%d attempts on the stream, want 1", n)
+	}
+}

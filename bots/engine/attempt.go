@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -43,10 +44,17 @@ func NewAttempt(via, id string, q Question, by Person, action string, answer []b
 	}
 }
 
+// ErrUndecided is PublishAttempt's error when the runtime did not record
+// its decision on the attempt within ctx (ASK_NATS_SYNC=interval).
+var ErrUndecided = errors.New("the runtime did not record its decision in time")
+
 // PublishAttempt proposes at to the runtime durably: it returns nil only
-// once the attempt is in JetStream, the one moment a click may be
-// acknowledged. With decided set (ASK_NATS_SYNC=interval) it also waits,
-// within ctx, for the runtime to record its decision.
+// at the one moment a click may be acknowledged. That is once the attempt
+// is in JetStream; with decided set (ASK_NATS_SYNC=interval, where
+// JetStream's acknowledgement is not yet on disk) once the runtime has
+// also committed its decision, within ctx: when ctx ends first, it
+// returns ErrUndecided, and the attempt, in JetStream, may still be
+// decided: a retry of it (the same attempt id) returns nil once it is.
 func PublishAttempt(ctx context.Context, log *slog.Logger, decided *bridge.Decisions, js jetstream.JetStream, at *bridge.AnswerAttempt) error {
 	ok, err := decided.PublishAttempt(ctx, js, at)
 	if err != nil {
@@ -55,8 +63,10 @@ func PublishAttempt(ctx context.Context, log *slog.Logger, decided *bridge.Decis
 		return fmt.Errorf("publish attempt %s: %w", at.AttemptID, err)
 	}
 	if decided != nil && !ok {
-		// The platform's time is up; the attempt is in JetStream and will be decided.
-		log.WarnContext(ctx, "answered an interaction before its decision", "attempt", at.AttemptID)
+		// Not on disk yet as far as anyone knows: not acknowledged.
+		log.WarnContext(ctx, "an answer attempt's decision did not come in time; not acknowledged", "attempt", at.AttemptID,
+			"tenant", at.Tenant, "job", at.JobID, "question", at.QuestionID)
+		return fmt.Errorf("attempt %s: %w", at.AttemptID, ErrUndecided)
 	}
 	return nil
 }

@@ -41,9 +41,10 @@ type Options struct {
 	DefaultChannel string         // ASK_SLACK_CHANNEL
 	Console        console.Signer // PublicURL + Secret; links for people
 	Logger         *slog.Logger
-	// AckAfterDecision answers a click only once the runtime has decided
-	// (and durably recorded) its attempt, or the interaction's time is
-	// nearly up. serve sets it when JetStream does not fsync every write.
+	// AckAfterDecision acknowledges a click only once the runtime has
+	// decided (and durably recorded) its attempt; when the interaction's
+	// time is nearly up first, it is answered 503, not recorded. serve
+	// sets it when JetStream does not fsync every write.
 	AckAfterDecision bool
 	// Registerer, when set, gets the Slack API call metrics.
 	Registerer prometheus.Registerer

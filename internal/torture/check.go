@@ -72,6 +72,7 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 	r.checkCards(rep, rb)
 	r.checkAnswers(rep, rb)
 	r.checkOrder(rep, rb)
+	r.measure(rep, rb)
 	return r.checkAudit(ctx, rep, rb, known, sample)
 }
 
@@ -100,7 +101,7 @@ func (r *run) readBack(ctx context.Context, rep *Report) (*readBack, error) {
 			return nil
 		}
 		k := keyOf(res.Tenant, res.JobID, res.QuestionID, res.TaskVersion)
-		rb.resumes[k] = append(rb.resumes[k], streamMsg{seq: seq, res: res})
+		rb.resumes[k] = append(rb.resumes[k], streamMsg{seq: seq, at: meta.Timestamp, res: res})
 		rep.Resumes++
 		return nil
 	})
@@ -108,7 +109,7 @@ func (r *run) readBack(ctx context.Context, rep *Report) (*readBack, error) {
 		return nil, err
 	}
 	if err := r.readEvents(ctx, func(meta *jetstream.MsgMetadata, data []byte) error {
-		rb.addEvent(rep, meta.Sequence.Stream, data)
+		rb.addEvent(rep, meta.Sequence.Stream, meta.Timestamp, data)
 		return nil
 	}); err != nil {
 		return nil, err
@@ -121,13 +122,13 @@ func (r *run) readBack(ctx context.Context, rep *Report) (*readBack, error) {
 
 // addEvent files one event under its question (a nudge under each
 // question it gives a step) and, a decision, under its attempt.
-func (rb *readBack) addEvent(rep *Report, seq uint64, data []byte) {
+func (rb *readBack) addEvent(rep *Report, seq uint64, at time.Time, data []byte) {
 	var ev bridge.Event
 	if err := json.Unmarshal(data, &ev); err != nil {
 		rep.violate("event seq %d is not JSON: %v", seq, err)
 		return
 	}
-	m := streamMsg{seq: seq, ev: ev}
+	m := streamMsg{seq: seq, at: at, ev: ev}
 	if ev.Nudge != nil {
 		// A ladder round of a job: it fired the steps of the questions
 		// its nudge gives a step, each counted under that question.
@@ -138,7 +139,7 @@ func (rb *readBack) addEvent(rep *Report, seq uint64, data []byte) {
 			one := ev
 			one.QuestionID, one.TaskVersion, one.Step = nq.QuestionID, nq.TaskVersion, nq.Step
 			k := keyOf(ev.Tenant, ev.JobID, nq.QuestionID, nq.TaskVersion)
-			rb.events[k] = append(rb.events[k], streamMsg{seq: seq, ev: one})
+			rb.events[k] = append(rb.events[k], streamMsg{seq: seq, at: at, ev: one})
 		}
 		return
 	}

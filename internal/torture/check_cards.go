@@ -50,11 +50,7 @@ func (r *run) checkCards(rep *Report, rb *readBack) {
 		}
 	}
 	r.writeCards(rb)
-	slices.Sort(delays)
-	rep.CardDelayP50, rep.CardDelayP99 = percentile(delays, 50), percentile(delays, 99)
-	if len(delays) > 0 {
-		rep.CardDelayMax = delays[len(delays)-1].Round(time.Millisecond)
-	}
+	rep.CardDelayP50, rep.CardDelayP99, rep.CardDelayMax = spread(delays)
 }
 
 // killsWithin names the kills between from and to, for a sentence.
@@ -85,6 +81,16 @@ func endOf(evs []streamMsg, deadline time.Time) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// spread sorts ds and returns their median, 99th percentile and maximum,
+// to the millisecond.
+func spread(ds []time.Duration) (p50, p99, most time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(ds)
+	return percentile(ds, 50), percentile(ds, 99), ds[len(ds)-1].Round(time.Millisecond)
 }
 
 // percentile is the p-th percentile of sorted ds, to the millisecond.

@@ -222,9 +222,10 @@ func (r *run) killOnce(ctx context.Context, rep *Report, target int, aimed bool)
 }
 
 // restart starts service i again. In the cluster, a replica that exits
-// before it is ready (NATS still electing leaders after a node's kill) is
-// started again, as its supervisor would, within readyWithin; each such
-// exit is counted in Report.EarlyExits.
+// before it is ready is started again, as its supervisor would, within
+// readyWithin; each such exit is counted in Report.EarlyExits and is a
+// violation: a replica waits out an election (NATS electing leaders
+// after a node's kill), it does not exit for one.
 func (r *run) restart(ctx context.Context, i int, rep *Report) error {
 	deadline := time.Now().Add(readyWithin)
 	for {
@@ -238,7 +239,9 @@ func (r *run) restart(ctx context.Context, i int, rep *Report) error {
 		}
 		r.mu.Lock()
 		rep.EarlyExits++
+		kills := rep.Kills
 		r.mu.Unlock()
+		r.problem("replica r%d exited before it was ready (after %d kills): %v", i+1, kills, err)
 		r.logf("replica r%d exited before it was ready; starting it again", i+1)
 		select {
 		case <-ctx.Done():

@@ -75,6 +75,7 @@ func (r *run) stats(ctx context.Context) (*bridge.StatsReply, error) {
 // streamMsg is one message read back from a stream.
 type streamMsg struct {
 	seq uint64
+	at  time.Time // when the stream stored it
 	ev  bridge.Event
 	res bridge.Resume
 }

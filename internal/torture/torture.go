@@ -8,7 +8,8 @@
 // the public contract (the streams and the request/reply API) and checks
 // that no acknowledged question, click or answer was lost or decided
 // twice, that every card came in time, no question resumed twice, no
-// ladder step lost or fired twice and no outbox row left behind.
+// ladder step lost or fired twice and no outbox row left behind; and it
+// measures how long cards, answers' resumes and ladder steps took.
 package torture
 
 import (
@@ -80,8 +81,8 @@ type Report struct {
 	// Kills is SIGKILLs of askbridge; NodeKills of NATS nodes (cluster);
 	// AimedKills those of Kills aimed at a click in flight.
 	Kills, NodeKills, AimedKills int
-	// EarlyExits is replica restarts that exited before they were ready
-	// and were started again (cluster).
+	// EarlyExits is replica starts that exited before they were ready
+	// and were started again (cluster); each is a violation.
 	EarlyExits int
 	// AllDown is how many times, and for how long in all, no replica was
 	// ready (every kill of the single server).
@@ -124,6 +125,16 @@ type Report struct {
 	// CardDelay* are the first cards' delays after the acknowledged
 	// publish, not counting time when no replica was ready.
 	CardDelayP50, CardDelayP99, CardDelayMax time.Duration
+	// ResumeDelay* are, of the ResumesMeasured acknowledged answers that
+	// settled their question, the delays from the answer's first request
+	// (a click) or publish (a NATS attempt) to its question's resume on
+	// ASK_RESUMES; LadderLate* are, of the StepsMeasured ladder steps
+	// (reminders, escalations and timeouts), how late each step's event
+	// reached ASK_EVENTS past its due instant. Neither counts time when no
+	// replica was ready. Figures, not checks (measure.go).
+	ResumesMeasured, StepsMeasured                 int
+	ResumeDelayP50, ResumeDelayP99, ResumeDelayMax time.Duration
+	LadderLateP50, LadderLateP99, LadderLateMax    time.Duration
 	// By final state.
 	Answered, Declined, TimedOut, Failed, Pending int
 	// LadderSteps is reminded and escalated events.

@@ -105,6 +105,11 @@ func checkShown(t *testing.T, rep *torture.Report) {
 		t.Errorf("timed out %d, failed %d, ladder steps %d: the run should time questions out and climb ladders",
 			rep.TimedOut, rep.Failed, rep.LadderSteps)
 	}
+	// The figures are measured: every settling answer, every step.
+	if rep.ResumesMeasured != rep.Settled || rep.StepsMeasured < rep.LadderSteps {
+		t.Errorf("%d answers measured to their resume of %d settled, %d ladder steps measured of %d fired",
+			rep.ResumesMeasured, rep.Settled, rep.StepsMeasured, rep.LadderSteps)
+	}
 }
 
 // TestTortureClusterShort is the CI variant of 'askbridge torture
