@@ -62,38 +62,16 @@ func (r *Runtime) fireDue(ctx context.Context) time.Time {
 			}
 			return r.clock.Now().Add(time.Second)
 		}
-		rounds, rest, err := r.rounds(ctx, due)
+		jobs, err := r.ladderJobs(ctx, due)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Error("ladder: read due steps' questions", "err", err)
 			}
 			return r.clock.Now().Add(time.Second)
 		}
-		// One nudge per job and step kind; the job's thread re-surfaces
-		// its top question once in a pass (docs/design.md, "The queue
-		// and nudges").
-		resurfaced := map[[2]string]bool{}
-		for _, rd := range rounds {
-			job := [2]string{rd.tenant, rd.job}
-			if err := r.fireRound(ctx, rd, now, !resurfaced[job]); err != nil {
-				if ctx.Err() == nil {
-					r.log.Error("ladder: fire a round", "tenant", rd.tenant, "job", rd.job, "step", rd.target, "err", err)
-				}
-				return r.clock.Now().Add(time.Second)
-			}
-			resurfaced[job] = true
-		}
-		held := false
-		for _, d := range rest {
-			err := r.fireStep(ctx, d, now)
-			if errors.Is(err, errAnswerWaiting) {
-				held = true // again shortly, once the answer is decided
-				continue
-			}
-			if err != nil && ctx.Err() == nil {
-				r.log.Error("ladder: fire step", "question", d.Question, "step", d.Target, "err", err)
-				return r.clock.Now().Add(time.Second)
-			}
+		failed, held := r.firePass(ctx, jobs, now)
+		if failed {
+			return r.clock.Now().Add(time.Second)
 		}
 		if held {
 			return r.clock.Now().Add(answerWaitRetry)

@@ -73,29 +73,6 @@ type round struct {
 	steps []record.DueStep
 }
 
-// rounds groups due ladder steps (not timeouts) by job and step, in the
-// order their first steps fell due; the rest are returned apart.
-func (r *Runtime) rounds(ctx context.Context, due []record.DueStep) (rounds []*round, rest []record.DueStep, err error) {
-	by := map[roundKey]*round{}
-	for _, d := range due {
-		if d.Target == record.StepTimeout {
-			rest = append(rest, d)
-			continue
-		}
-		rec, err := r.steps.Get(ctx, d.Question)
-		if err != nil {
-			return nil, nil, err
-		}
-		k := roundKey{rec.Tenant, rec.JobID, d.Target}
-		if by[k] == nil {
-			by[k] = &round{roundKey: k}
-			rounds = append(rounds, by[k])
-		}
-		by[k].steps = append(by[k].steps, d)
-	}
-	return rounds, rest, nil
-}
-
 // fireRound sends one job's round as one reminded or escalated event: its
 // question is the top of the job's queue, its nudge all the job's pending
 // questions with whom the round reminds of each. resurface says the job's

@@ -91,6 +91,9 @@ type Options struct {
 	// JetStream store's compare-and-set does across processes. The
 	// JetStream store is always shared.
 	Shared bool
+	// WrapStore, when set, wraps the record the runtime is given (a test
+	// that holds one call back to show what goes on meanwhile).
+	WrapStore func(record.Backend) record.Backend
 }
 
 // The stores Options.Store names.
@@ -247,8 +250,12 @@ func (sharedSQLite) Shared() bool { return true }
 func (e *Env) startRuntime() (*Replica, error) {
 	o := e.o
 	reg := prometheus.NewRegistry()
+	st := e.RecordStore
+	if o.WrapStore != nil {
+		st = o.WrapStore(st)
+	}
 	rt, err := runtime.New(runtime.Options{
-		NATS: e.NATS, Store: e.RecordStore, Roles: o.Roles, Platforms: platforms(o.Platforms), Logger: e.logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
+		NATS: e.NATS, Store: st, Roles: o.Roles, Platforms: platforms(o.Platforms), Logger: e.logger, Registerer: reg, BeforePublish: o.BeforePublish, AfterPublish: o.AfterPublish, MarkSentAfter: o.MarkSentAfter,
 		Clock: o.Clock, TimeZone: o.TimeZone, Policy: o.Policy, People: o.People, Clarify: o.Clarify, HealEvery: o.HealEvery, AttemptWaits: o.AttemptWaits, LeaseRenew: o.LeaseRenew,
 	})
 	if err != nil {

@@ -1,0 +1,123 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/askbridge/askbridge/store/record"
+)
+
+// ladderWorkers bounds how many jobs a pass of the ladder fires at once.
+// On a cluster a round is several round trips and a replicated write, so
+// jobs fired one after the other fall behind their due times under load;
+// one job's rounds and timeouts still fire in order.
+const ladderWorkers = 16
+
+// ladderJob is what a pass fires for one job: its rounds, in the order
+// their first steps fell due, then its questions' timeouts.
+type ladderJob struct {
+	rounds   []*round
+	timeouts []record.DueStep
+}
+
+// ladderJobs groups due steps by job: ladder steps (not timeouts) into
+// rounds of a job and step kind, timeouts apart. Each step's question is
+// read to learn its job, those of a pass at once.
+func (r *Runtime) ladderJobs(ctx context.Context, due []record.DueStep) ([]*ladderJob, error) {
+	recs := make([]*record.Record, len(due))
+	errs := make([]error, len(due))
+	var wg sync.WaitGroup
+	limit := make(chan struct{}, ladderWorkers)
+	for i, d := range due {
+		wg.Add(1)
+		limit <- struct{}{}
+		go func() {
+			defer func() { <-limit; wg.Done() }()
+			recs[i], errs[i] = r.steps.Get(ctx, d.Question)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var jobs []*ladderJob
+	byJob := map[[2]string]*ladderJob{}
+	byRound := map[roundKey]*round{}
+	for i, d := range due {
+		job := [2]string{recs[i].Tenant, recs[i].JobID}
+		lj := byJob[job]
+		if lj == nil {
+			lj = &ladderJob{}
+			byJob[job] = lj
+			jobs = append(jobs, lj)
+		}
+		if d.Target == record.StepTimeout {
+			lj.timeouts = append(lj.timeouts, d)
+			continue
+		}
+		k := roundKey{recs[i].Tenant, recs[i].JobID, d.Target}
+		if byRound[k] == nil {
+			byRound[k] = &round{roundKey: k}
+			lj.rounds = append(lj.rounds, byRound[k])
+		}
+		byRound[k].steps = append(byRound[k].steps, d)
+	}
+	return jobs, nil
+}
+
+// firePass fires jobs, ladderWorkers at once. failed says a round or a
+// timeout could not be fired (each is logged), held that a timeout waits
+// for an answer published before its deadline to be decided.
+func (r *Runtime) firePass(ctx context.Context, jobs []*ladderJob, now time.Time) (failed, held bool) {
+	var failedAny, heldAny atomic.Bool
+	var wg sync.WaitGroup
+	limit := make(chan struct{}, ladderWorkers)
+	for _, lj := range jobs {
+		wg.Add(1)
+		limit <- struct{}{}
+		go func() {
+			defer func() { <-limit; wg.Done() }()
+			f, h := r.fireJob(ctx, lj, now)
+			if f {
+				failedAny.Store(true)
+			}
+			if h {
+				heldAny.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	return failedAny.Load(), heldAny.Load()
+}
+
+// fireJob fires one job's rounds, then its timeouts; it stops at the
+// first that fails. One nudge per job and step kind; the job's thread
+// re-surfaces its top question once in a pass (docs/design.md, "The queue
+// and nudges").
+func (r *Runtime) fireJob(ctx context.Context, lj *ladderJob, now time.Time) (failed, held bool) {
+	for i, rd := range lj.rounds {
+		if err := r.fireRound(ctx, rd, now, i == 0); err != nil {
+			if ctx.Err() == nil {
+				r.log.Error("ladder: fire a round", "tenant", rd.tenant, "job", rd.job, "step", rd.target, "err", err)
+			}
+			return true, held
+		}
+	}
+	for _, d := range lj.timeouts {
+		err := r.fireStep(ctx, d, now)
+		if errors.Is(err, errAnswerWaiting) {
+			held = true // again shortly, once the answer is decided
+			continue
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Error("ladder: fire step", "question", d.Question, "step", d.Target, "err", err)
+			}
+			return true, held
+		}
+	}
+	return false, held
+}
