@@ -123,8 +123,11 @@ type ProposalStatus struct {
 	// Approvals so far, of Required (1 without a policy asking for more).
 	Approvals []Approval `json:"approvals,omitempty"`
 	Required  int        `json:"required,omitempty"`
-	// MayApprove names who may still approve, as the policy says (roles
-	// or identities); empty when anyone who may answer may.
+	// MayApprove names who may still approve while it waits, as the
+	// runtime weighs approvals: the policy's approvers (roles or
+	// identities), or, when it names none, who may answer (the question's
+	// answerers and owner, and Question.AnswerRoles); less the people who
+	// approved, and the owner when the policy forbids self-approval.
 	MayApprove []string  `json:"may_approve,omitempty"`
 	ExpiresAt  time.Time `json:"expires_at,omitzero"`
 	ExecutedAt time.Time `json:"executed_at,omitzero"`
