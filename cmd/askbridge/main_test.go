@@ -1113,7 +1113,9 @@ func TestVersionPrintsTheBuild(t *testing.T) {
 // anything is sent.
 func TestMissingArgumentsExit2(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"answer", "job-1", "q-1"}, {"decline", "job-1"}, {"show"}, {"show", "a", "b", "c"},
+	// (answer job-1 q-1 and decline job-1 name question job-1 alone.)
+	for _, args := range [][]string{{"answer", "job-1/q-1"}, {"answer", "q-1"}, {"decline", "job-1", "q-1", "x"}, {"decline", "job-1/"},
+		{"cancel", "job-1/q-1", "q-2"}, {"show"}, {"show", "a", "b", "c"},
 		{"cancel"}, {"await", "job-1"}, {"queue"}, {"trace"}, {"executed", "job-1"}, {"gate", "job-1"}, {"list", "x"},
 		{"stats", "x"}, {"link", "x"}, {"serve", "x"}, {"migrate", "x"}, {"ask", "Which one?"}, {"ask", "--job", "job-1"},
 		{"ask", "--job", "job-1", "--field", "copies:int:1.5..9", "How many?"}, {"answer", "job 1", "q-1", "yes"}, {"show", "job-1", "q.1"}} {
