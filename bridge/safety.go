@@ -61,6 +61,11 @@ type GateRequest struct {
 	Tool        string `json:"tool"`
 	ProposalID  string `json:"proposal_id,omitempty"`
 	Execute     bool   `json:"execute,omitempty"`
+	// CurrentVersion decides at the job's current task version, read with
+	// the rest of what the gate weighs, in place of TaskVersion (then
+	// left 0): for one who asks whether the job may act now (askbridge
+	// gate without --version), not for an agent acting on a plan.
+	CurrentVersion bool `json:"current_version,omitempty"`
 }
 
 // GateReply is the gate's decision. Reason is a sentence an agent can relay.
@@ -76,6 +81,9 @@ type GateReply struct {
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 	// ExecutedAt, on proposal_executed, is when the first execute was allowed.
 	ExecutedAt time.Time `json:"executed_at,omitzero"`
+	// TaskVersion, for a request with current_version, is the job's
+	// version the gate decided at.
+	TaskVersion int64 `json:"task_version,omitempty"`
 }
 
 // Proposal states, as cards, the console and the trace name them.
