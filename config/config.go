@@ -23,12 +23,11 @@ import (
 // Each field's envconfig tag names its variable whole (ASK_ included), and
 // its default tag gives the value when the variable is unset (Load).
 type Config struct {
-	DataDir    string `envconfig:"ASK_DATA_DIR" default:"./data"`
-	HTTPAddr   string `envconfig:"ASK_HTTP_ADDR" default:":8080"`
-	PublicURL  string `envconfig:"ASK_PUBLIC_URL"`
-	NATSURL    string `envconfig:"ASK_NATS_URL"`
-	NATSCreds  string `envconfig:"ASK_NATS_CREDS"`
-	NATSListen string `envconfig:"ASK_NATS_LISTEN" default:"127.0.0.1:4222"`
+	// CLI holds the variables the command-line tools read too: the data
+	// directory, NATS's URL, credential and listen address, the people.
+	CLI
+	HTTPAddr  string `envconfig:"ASK_HTTP_ADDR" default:":8080"`
+	PublicURL string `envconfig:"ASK_PUBLIC_URL"`
 	// NATSSync is the embedded server's JetStream durability: "always"
 	// (the default) fsyncs each write before acknowledging; "interval"
 	// once a second. An external server (NATSURL) syncs as its own
@@ -67,11 +66,8 @@ type Config struct {
 	Admins    []string `envconfig:"ASK_ADMINS"`
 	Operators []string `envconfig:"ASK_OPERATORS"`
 	Readers   []string `envconfig:"ASK_READERS"`
-	// PeopleList links identities into persons (ASK_PEOPLE,
-	// kevin=slack:U0KEV|discord:333...,ana=slack:U0ANA); People is it
-	// parsed (docs/contract.md, "People").
-	PeopleList string        `envconfig:"ASK_PEOPLE"`
-	People     bridge.People `ignored:"true"`
+	// People is CLI.PeopleList (ASK_PEOPLE) parsed.
+	People bridge.People `ignored:"true"`
 
 	// Policy is the path of the operator's policy file (docs/contract.md,
 	// "The policy file"); empty, no action is gated by policy. The service
@@ -135,7 +131,7 @@ func Load() (*Config, error) {
 // environment is shared by tests running side by side.
 func Defaults() Config {
 	return Config{
-		DataDir: "./data", HTTPAddr: ":8080", NATSListen: "127.0.0.1:4222", Store: StoreSQLite,
+		CLI: cliDefaults(), HTTPAddr: ":8080", Store: StoreSQLite,
 		SlackAPIURL: "https://slack.com/api/", DiscordAPIURL: "https://discord.com/api/v10/",
 		MCPTenant: "default", MCPProgress: 15 * time.Second, TimeZone: "UTC",
 		MetricsWindow: 7 * 24 * time.Hour, LogLevel: "info", ShutdownGrace: 10 * time.Second,

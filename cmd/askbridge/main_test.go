@@ -783,7 +783,7 @@ func TestCLIHidesNATSPasswords(t *testing.T) {
 // replaced (that would void every link given).
 func TestConsoleSecretFile(t *testing.T) {
 	t.Parallel()
-	cfg := &config.Config{DataDir: filepath.Join(t.TempDir(), "new", "data")}
+	cfg := &config.Config{CLI: config.CLI{DataDir: filepath.Join(t.TempDir(), "new", "data")}}
 	first, err := consoleSecret(cfg)
 	if err != nil || len(first) != 64 {
 		t.Fatalf("generated secret %q, %v", first, err)
@@ -970,7 +970,7 @@ func TestLinkNeedsTheServicesSecret(t *testing.T) {
 		t.Fatalf("link made the data dir or a secret in it: %v", err)
 	}
 	// Once the service has made its secret, link signs with it.
-	cfg := &config.Config{DataDir: dir}
+	cfg := &config.Config{CLI: config.CLI{DataDir: dir}}
 	secret, err := consoleSecret(cfg)
 	if err != nil {
 		t.Fatal(err)
