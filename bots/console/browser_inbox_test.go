@@ -167,7 +167,8 @@ func TestBrowserInboxGoldens(t *testing.T) {
 // TestBrowserPagesUpdateLive keeps the inbox and a question page open
 // while the question is answered from Slack (an attempt on the answer
 // subject, as the Slack adapter publishes it): both change without a
-// reload.
+// reload. cmd/askbridge's TestConsoleUpdatesLiveOnASlackClick takes the
+// whole way, from a signed click through the Slack adapter.
 func TestBrowserPagesUpdateLive(t *testing.T) {
 	t.Parallel()
 	browser := startBrowser(t)
