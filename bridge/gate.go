@@ -101,8 +101,11 @@ func DecodeGateRequest(tenant, job string, data []byte) (GateRequest, error) {
 	} else if req.JobID != job {
 		ve.add("job_id: %q is not the subject's job %q", Truncate(req.JobID, 64), job)
 	}
-	if req.TaskVersion < 0 {
+	switch {
+	case req.TaskVersion < 0:
 		ve.add("task_version: must not be negative")
+	case req.TaskVersion > 0 && req.CurrentVersion:
+		ve.add("task_version: leave it out with current_version, which decides at the job's current version")
 	}
 	if err := CheckTool("tool", req.Tool); err != nil && !leftOut["tool"] {
 		ve.add("%s", err)

@@ -34,6 +34,8 @@ func TestDecodeGateRequest(t *testing.T) {
 		{name: "a bad value and a bad tool", body: `{"task_version": "3", "tool": "send report"}`,
 			err: `task_version: must be a whole number, not text; tool: "send report" is not a tool's name: use letters, digits and _ . : / -, starting with a letter or digit`},
 		{name: "negative version", body: `{"task_version": -1, "tool": "x"}`, err: "task_version: must not be negative"},
+		{name: "a version with current_version", body: `{"task_version": 3, "current_version": true, "tool": "x"}`,
+			err: "task_version: leave it out with current_version, which decides at the job's current version"},
 		{name: "another tenant than the subject's", body: `{"tenant": "globex", "tool": "x"}`,
 			err: `tenant: "globex" is not the subject's tenant "acme"`},
 		{name: "another job than the subject's", body: `{"job_id": "job-2", "tool": "x"}`,

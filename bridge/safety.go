@@ -61,6 +61,11 @@ type GateRequest struct {
 	Tool        string `json:"tool"`
 	ProposalID  string `json:"proposal_id,omitempty"`
 	Execute     bool   `json:"execute,omitempty"`
+	// CurrentVersion decides at the job's current task version, read with
+	// the rest of what the gate weighs, in place of TaskVersion (then
+	// left 0): for one who asks whether the job may act now (askbridge
+	// gate without --version), not for an agent acting on a plan.
+	CurrentVersion bool `json:"current_version,omitempty"`
 }
 
 // GateReply is the gate's decision. Reason is a sentence an agent can relay.
@@ -76,6 +81,9 @@ type GateReply struct {
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 	// ExecutedAt, on proposal_executed, is when the first execute was allowed.
 	ExecutedAt time.Time `json:"executed_at,omitzero"`
+	// TaskVersion, for a request with current_version, is the job's
+	// version the gate decided at.
+	TaskVersion int64 `json:"task_version,omitempty"`
 }
 
 // Proposal states, as cards, the console and the trace name them.
@@ -123,8 +131,11 @@ type ProposalStatus struct {
 	// Approvals so far, of Required (1 without a policy asking for more).
 	Approvals []Approval `json:"approvals,omitempty"`
 	Required  int        `json:"required,omitempty"`
-	// MayApprove names who may still approve, as the policy says (roles
-	// or identities); empty when anyone who may answer may.
+	// MayApprove names who may still approve while it waits, as the
+	// runtime weighs approvals: the policy's approvers (roles or
+	// identities), or, when it names none, who may answer (the question's
+	// answerers and owner, and Question.AnswerRoles); less the people who
+	// approved, and the owner when the policy forbids self-approval.
 	MayApprove []string  `json:"may_approve,omitempty"`
 	ExpiresAt  time.Time `json:"expires_at,omitzero"`
 	ExecutedAt time.Time `json:"executed_at,omitzero"`

@@ -84,6 +84,17 @@ const (
 // answerers, its owner, admins and owners.
 func (q *Question) Restricted() bool { return q.Visibility == VisibilityRestricted }
 
+// AnswerRoles names, as a person reads it, the roles that may answer q
+// besides the people it waits for: "operators" (who stand for admins and
+// owners too), or "admins" (and owners) for a restricted question, whose
+// operators may only decline it.
+func (q *Question) AnswerRoles() string {
+	if q.Restricted() {
+		return "admins"
+	}
+	return "operators"
+}
+
 // WaitsFor names the people a question is for, besides the tenant's roles:
 // its answerers, then its owner. For a restricted question they, admins and
 // owners are all who may read it.

@@ -44,7 +44,14 @@ func proposalCases() []Case {
 		in.Proposal = p
 		return Case{Group: "approval_proposal", Name: name, Input: in}
 	}
+	// A rule naming no approvers: whoever may answer may approve, less
+	// who approved and, as the rule forbids self-approval, the owner.
 	pendingTwo := status(bridge.ProposalPending, 2)
+	pendingTwo.MayApprove = append(q.WaitsFor(), q.AnswerRoles())
+	ana1 := bridge.Approval{By: CaseAnswererSlack, ByName: "ana", Via: "slack", At: CaseAsked.Add(30 * time.Minute)}
+	anyOneOfTwo := status(bridge.ProposalPending, 2, ana1)
+	anyOneOfTwo.MayApprove = []string{CaseAnswererDiscord, q.AnswerRoles()}
+	// A rule naming its approvers.
 	oneOfTwo := status(bridge.ProposalPending, 2, kevin)
 	oneOfTwo.MayApprove = []string{"admin", CaseFinance}
 	executed := status(bridge.ProposalExecuted, 2, kevin, ana)
@@ -62,6 +69,7 @@ func proposalCases() []Case {
 	return []Case{
 		with("pending, 2 needed", nil, pendingTwo),
 		with("pending, 1 of 2 approvals", nil, oneOfTwo),
+		with("pending, 1 of 2, no approvers named", nil, anyOneOfTwo),
 		with("approved, 1 needed", &Ending{Event: bridge.EventAnswered, By: CaseBy, ByName: CaseByName, Answer: bridge.Approved, At: CaseEnded},
 			status(bridge.ProposalApproved, 1, kevin)),
 		with("approved, 2 of 2", approved, status(bridge.ProposalApproved, 2, kevin, ana)),

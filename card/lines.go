@@ -128,9 +128,9 @@ type MayAnswer struct {
 }
 
 func mayAnswerOf(q *bridge.Question) MayAnswer {
-	m := MayAnswer{Roles: "operators"}
+	m := MayAnswer{Roles: q.AnswerRoles()}
 	if q.Restricted() {
-		m.Roles, m.Note = "admins", "operators may decline it"
+		m.Note = "operators may decline it"
 	}
 	for _, a := range q.Answerers {
 		m.Answerers = append(m.Answerers, Person{Identity: a})

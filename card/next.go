@@ -69,8 +69,9 @@ func ordinal(n int) string {
 }
 
 // WhoMayAct is the one line that says who may decide a waiting question:
-// for an approval the policy narrows, who may still approve (the policy
-// may bar its owner, so who may answer would mislead); else who may answer.
+// for an approval, who may still approve (those who approved count once,
+// and the policy may bar its owner, so who may answer would mislead);
+// else who may answer.
 func (c Card) WhoMayAct() Line {
 	if l := c.MayApproveLine(); !l.IsZero() {
 		return l
@@ -82,7 +83,7 @@ func (c Card) WhoMayAct() Line {
 }
 
 // ShowsMayAnswer says whether a card names who may answer: not on an
-// approval whose policy names who may still approve (WhoMayAct).
+// approval that names who may still approve (WhoMayAct).
 func (c Card) ShowsMayAnswer() bool {
 	return !c.MayAnswer.IsZero() && c.MayApproveLine().IsZero()
 }

@@ -256,8 +256,9 @@ func (c Card) ApprovalsLine() Line {
 const maxMayApprove = 10
 
 // MayApproveLine names who may still approve a waiting approval, as the
-// policy says: people by identity, roles by name. Zero when anyone who
-// may answer may (the who-may-answer line says who).
+// runtime weighs it by the policy (bridge.ProposalStatus.MayApprove):
+// people by identity, the owner marked, roles by name. Zero when the
+// runtime named nobody (the who-may-answer line then says who may act).
 func (c Card) MayApproveLine() Line {
 	if !c.Pending() || c.Proposal == nil || len(c.Proposal.MayApprove) == 0 {
 		return Line{}
@@ -273,6 +274,9 @@ func (c Card) MayApproveLine() Line {
 		}
 		if strings.Contains(who, ":") {
 			l.Spans = append(l.Spans, Who(Person{Identity: who}))
+			if c.Question != nil && who == c.Question.Owner {
+				l.Spans = append(l.Spans, Words(" (owner)"))
+			}
 		} else {
 			l.Spans = append(l.Spans, Words(who))
 		}

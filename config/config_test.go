@@ -37,7 +37,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("Load with no environment: %v", err)
 	}
 	want := Config{
-		DataDir: "./data", HTTPAddr: ":8080", NATSListen: "127.0.0.1:4222", NATSSync: "always", // NATSReplicas unset: existing streams keep theirs
+		CLI: CLI{DataDir: "./data", NATSListen: "127.0.0.1:4222"}, HTTPAddr: ":8080", NATSSync: "always", // NATSReplicas unset: existing streams keep theirs
 		SlackAPIURL: "https://slack.com/api/", DiscordAPIURL: "https://discord.com/api/v10/",
 		LogLevel: "info", ShutdownGrace: 10 * time.Second,
 		MCPTenant: "default", MCPProgress: 15 * time.Second, TimeZone: "UTC",
@@ -370,9 +370,9 @@ func TestWarnings(t *testing.T) {
 		want []string // the start of each warning
 	}{
 		{Config{NATSSync: "interval", NATSReplicas: 1}, nil},
-		{Config{NATSURL: "nats://n1:4222", NATSReplicas: 3, NATSCreds: "/etc/ask.creds"}, nil},
-		{Config{NATSURL: "nats://n1:4222", NATSSync: "always", NATSReplicas: 1}, []string{"ASK_NATS_SYNC applies to the embedded NATS only"}},
-		{Config{NATSSync: "always", NATSReplicas: 3, NATSCreds: "/etc/ask.creds"},
+		{Config{CLI: CLI{NATSURL: "nats://n1:4222", NATSCreds: "/etc/ask.creds"}, NATSReplicas: 3}, nil},
+		{Config{CLI: CLI{NATSURL: "nats://n1:4222"}, NATSSync: "always", NATSReplicas: 1}, []string{"ASK_NATS_SYNC applies to the embedded NATS only"}},
+		{Config{CLI: CLI{NATSCreds: "/etc/ask.creds"}, NATSSync: "always", NATSReplicas: 3},
 			[]string{"ASK_NATS_REPLICAS applies to an external NATS cluster", "ASK_NATS_CREDS applies to an external NATS"}},
 		{Config{NATSSync: "always", SlackBotToken: "xoxb-1", SlackChannel: "C0123", DiscordBotToken: "d", DiscordChannel: "1234", DiscordAdminRoles: []string{"42"}}, nil},
 		{Config{NATSSync: "always", DiscordBotToken: "d", DiscordChannel: "general", DiscordAdminRoles: []string{"42", "Admins"}, DiscordOperatorRoles: []string{"ops"}},

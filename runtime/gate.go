@@ -95,14 +95,23 @@ func (r *Runtime) gate(ctx context.Context, w *gateWriter, subject string, data 
 		r.log.Error("gate: read the record", "tenant", tenant, "job", job, "err", err)
 		return unavailable()
 	}
-	if d == nil { // an execute: decided in the write transaction
-		return r.executeGate(w, req, now)
+	if d.reply.Code == "" { // an execute: decided in the write transaction
+		return atVersion(d.req, r.executeGate(w, d.req, now))
 	}
 	if err := w.write(record.GateWrite{Log: gateLogEntry(d, now)}); err != nil {
 		r.log.Error("gate: write the decision", "tenant", tenant, "job", job, "err", err)
 		return unavailable()
 	}
-	return d.reply
+	return atVersion(d.req, d.reply)
+}
+
+// atVersion tells a request with current_version the version its
+// decision was made at.
+func atVersion(req bridge.GateRequest, reply bridge.GateReply) bridge.GateReply {
+	if req.CurrentVersion && reply.Code != bridge.GateUnavailable {
+		reply.TaskVersion = req.TaskVersion
+	}
+	return reply
 }
 
 func unavailable() bridge.GateReply {
@@ -111,14 +120,19 @@ func unavailable() bridge.GateReply {
 
 // decideGate decides a request from the record, in docs/contract.md's
 // order: stale_version, blocked_by_question, then the proposal's codes or
-// the policy. It returns nil for an execute that passed the first two:
-// the proposal is decided in the write transaction that takes it.
+// the policy. It returns no reply (Code "") for an execute that passed
+// the first two: the proposal is decided in the write transaction that
+// takes it. A request with current_version is decided, and logged, at the
+// job's version as read here.
 func (r *Runtime) decideGate(ctx context.Context, req bridge.GateRequest, now time.Time) (*gateDecision, error) {
-	d := &gateDecision{tenant: req.Tenant, job: req.JobID, req: req}
 	j, err := r.gates.GateJob(ctx, req.Tenant, req.JobID)
 	if err != nil {
 		return nil, err
 	}
+	if req.CurrentVersion {
+		req.TaskVersion = j.Version
+	}
+	d := &gateDecision{tenant: req.Tenant, job: req.JobID, req: req}
 	if j.Known && req.TaskVersion < j.Version {
 		d.reply = bridge.GateReply{Code: bridge.GateStaleVersion,
 			Reason: fmt.Sprintf("task version %d is older than the job's task version %d: the job changed since; plan again before acting", req.TaskVersion, j.Version)}
@@ -133,7 +147,7 @@ func (r *Runtime) decideGate(ctx context.Context, req bridge.GateRequest, now ti
 		return d, nil
 	}
 	if req.Execute {
-		return nil, nil
+		return d, nil
 	}
 	p, err := r.gates.FindProposal(ctx, req.Tenant, req.ProposalID)
 	if errors.Is(err, record.ErrNotFound) {

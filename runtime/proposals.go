@@ -110,15 +110,52 @@ func (r *Runtime) proposalStatus(q *bridge.Question, p *record.Proposal) *bridge
 		st.ExecutedAt, st.Result, st.Detail = p.ExecutedAt, p.Result, p.Detail
 	}
 	if st.State == bridge.ProposalPending {
-		d := r.people.directory()
-		for _, who := range rule.Approvers {
-			counted := slices.ContainsFunc(st.Approvals, func(a bridge.Approval) bool { return d.same(a.By, who) })
-			if !counted {
-				st.MayApprove = append(st.MayApprove, who)
-			}
-		}
+		st.MayApprove = r.mayStillApprove(rule, q, st.Approvals)
 	}
 	return st
+}
+
+// mayStillApprove names who may still approve q's waiting proposal under
+// rule: its approvers, or, when it names none, whoever may answer (q's
+// answerers and owner, and its answering roles); less those whose
+// approval weighApproval would refuse (approvalBar). Roles stay listed:
+// another holder may approve.
+func (r *Runtime) mayStillApprove(rule policy.Rule, q *bridge.Question, approvals []bridge.Approval) []string {
+	who := rule.Approvers
+	if len(who) == 0 {
+		who = append(q.WaitsFor(), q.AnswerRoles())
+	}
+	d := r.people.directory()
+	var out []string
+	for _, one := range who {
+		if bar, _ := approvalBar(d, rule, q, approvals, one); bar == barNone {
+			out = append(out, one)
+		}
+	}
+	return out
+}
+
+// An approvalBar is why an approval the access checks let through does
+// not count: its approver owns the job and the rule forbids self-approval,
+// or they approved already (as any identity of their person).
+type approvalBarKind int
+
+const (
+	barNone approvalBarKind = iota
+	barSelf
+	barAlready
+)
+
+// approvalBar says whether by's approval of q would count, with rule and
+// approvals so far; for barAlready, which approval was theirs.
+func approvalBar(d *directory, rule policy.Rule, q *bridge.Question, approvals []bridge.Approval, by string) (approvalBarKind, int) {
+	if rule.ForbidSelfApproval && d.same(by, q.Owner) {
+		return barSelf, -1
+	}
+	if i := slices.IndexFunc(approvals, func(x bridge.Approval) bool { return d.same(x.By, by) }); i >= 0 {
+		return barAlready, i
+	}
+	return barNone, -1
 }
 
 // isApprover reports whether the attempt's author is one of the rule's
@@ -192,11 +229,11 @@ func (r *Runtime) weighApproval(ctx context.Context, l record.Lookup, rec *recor
 	// People, not accounts: the owner's other account is the owner, and
 	// one person on Slack and on Discord approves once.
 	d := r.people.directory()
-	if rule.ForbidSelfApproval && d.same(a.By, q.Owner) {
+	switch bar, i := approvalBar(d, rule, q, p.Approvals, a.By); bar {
+	case barSelf:
 		return nil, &refusal{reason: bridge.RefusedSelfApproval, text: fmt.Sprintf(
 			"You can't approve this proposal: %s is the owner of the job it acts for, and the policy forbids approving one's own %s. Someone else must approve it.", ownerWords(d, a.By, q.Owner), p.Action)}, nil
-	}
-	if i := slices.IndexFunc(p.Approvals, func(x bridge.Approval) bool { return d.same(x.By, a.By) }); i >= 0 {
+	case barAlready:
 		return nil, &refusal{reason: bridge.RefusedAlreadyApproved, text: fmt.Sprintf(
 			"%s; it needs %d approvals from different people (%s).",
 			alreadyWords(d, a.By, p.Approvals[i].By), step.required, bridge.ApprovalsText(p.Approvals, step.required))}, nil

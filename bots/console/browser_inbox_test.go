@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,10 @@ func textOf(t *testing.T, ctx context.Context, sel string) string {
 	}
 	return strings.TrimSpace(s)
 }
+
+// metaFacts are the question page's facts, "label: value" each.
+const metaFacts = `Array.from(document.querySelectorAll("dl.meta > div")).map(function (d) {
+  return d.querySelector("dt").textContent.trim() + ": " + d.querySelector("dd").textContent.trim(); })`
 
 // rawMoment is a moment as the wire carries it; no page shows one.
 var rawMoment = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d`)
@@ -128,6 +133,12 @@ func TestBrowserInboxGoldens(t *testing.T) {
 	if main := textOf(t, ctx, "main"); strings.Contains(main, "does not let") {
 		t.Errorf("after approving, the page says they may not act:\n%s", main)
 	}
+	// The rule names no approvers: whoever may answer may approve, but
+	// olivia counted already.
+	facts, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](metaFacts))
+	if err != nil || !slices.Contains(facts, "Who may still approve: operators") {
+		t.Errorf("after olivia approved, the page says %q (%v)", facts, err)
+	}
 	golden(t, ctx, "approval-1-of-2")
 
 	// The question, answered.
@@ -156,7 +167,8 @@ func TestBrowserInboxGoldens(t *testing.T) {
 // TestBrowserPagesUpdateLive keeps the inbox and a question page open
 // while the question is answered from Slack (an attempt on the answer
 // subject, as the Slack adapter publishes it): both change without a
-// reload.
+// reload. cmd/askbridge's TestConsoleUpdatesLiveOnASlackClick takes the
+// whole way, from a signed click through the Slack adapter.
 func TestBrowserPagesUpdateLive(t *testing.T) {
 	t.Parallel()
 	browser := startBrowser(t)

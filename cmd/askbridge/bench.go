@@ -139,7 +139,7 @@ func (c *cli) startBenchService(ctx context.Context, dir, syncMode, slackURL str
 		return &benchService{natsURL: svc.natsURL, httpAddr: svc.httpAddr, dataDir: dir, childPID: svc.cmd.Process.Pid, stop: svc.stop}, nil
 	}
 	cfg := &config.Config{
-		DataDir: dir, HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", NATSSync: syncMode, NATSReplicas: 1,
+		CLI: config.CLI{DataDir: dir, NATSListen: "127.0.0.1:0"}, HTTPAddr: "127.0.0.1:0", NATSSync: syncMode, NATSReplicas: 1,
 		SlackBotToken: "xoxb-bench", SlackSigningSecret: benchSecret, SlackAPIURL: slackURL + "/api/",
 		DiscordAPIURL: "http://127.0.0.1:1/", ConsoleSecret: "bench-console-secret-0123456789", Operators: []string{"slack:UBENCH"},
 		LogLevel: "error", ShutdownGrace: 10 * time.Second,

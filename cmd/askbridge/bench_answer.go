@@ -6,10 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -17,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,15 +27,13 @@ import (
 
 // benchAnswers drives the real answer path: agents ask, people click the
 // cards through signed POST /slack/interactions, and the agents read their
-// resumes.
+// resumes. Its steps are answerBench's methods, in the order they run.
 func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
-	duration, rate, concurrency, syncMode := &o.duration, &o.rate, &o.concurrency, &o.syncMode
-	cpuProfile, memProfile, child := &o.cpuProfile, &o.memProfile, &o.child
-	n := o.questions
-	if n == 0 {
-		n = 30000
-		if *rate > 0 {
-			n = int(*rate*duration.Seconds()) + 100
+	b := &answerBench{c: c, o: o, n: o.questions, resumedJob: map[string]bool{}, clickAt: map[string]time.Time{}}
+	if b.n == 0 {
+		b.n = 30000
+		if o.rate > 0 {
+			b.n = int(o.rate*o.duration.Seconds()) + 100
 		}
 	}
 	dir, err := os.MkdirTemp("", "askbridge-bench-")
@@ -46,66 +41,133 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 		return c.fail("bench: %v", err)
 	}
 	defer os.RemoveAll(dir)
-
-	// The baselines run about as many operations as the run asks
-	// questions, within bounds, so that a tiny run stays tiny.
-	publishes, singleCommits := min(max(10*n, 2000), 20000), min(max(n, 500), 5000)
-	var jsRate, sqlRate float64
-	var commits bench.Commits
-	if o.replicas == 0 {
-		fmt.Fprintf(c.stderr, "baselines: JetStream publish (sync %s) and SQLite single-row commits...\n", *syncMode)
-		if jsRate, err = bench.JetStreamPublishRate(ctx, dir, *syncMode == "always", publishes, 256); err != nil {
-			return c.fail("bench: baseline: %v", err)
-		}
-		if commits, err = bench.SQLiteCommits(ctx, dir, singleCommits); err != nil {
-			return c.fail("bench: baseline: %v", err)
-		}
-		sqlRate = commits.PerSecond
+	if err := b.localBaselines(ctx, dir); err != nil {
+		return c.fail("bench: baseline: %v", err)
 	}
-
-	fake, err := startBenchSlack(benchSlackOptions{})
-	if err != nil {
+	if b.fake, err = startBenchSlack(benchSlackOptions{}); err != nil {
 		return c.fail("bench: fake Slack: %v", err)
 	}
-	defer fake.close()
-	var svc *benchService
+	defer b.fake.close()
 	if o.replicas > 0 {
-		svc, err = c.startClusterBench(ctx, dir, *syncMode, fake.url, o.replicas)
+		b.svc, err = c.startClusterBench(ctx, dir, o.syncMode, b.fake.url, o.replicas)
 	} else {
-		svc, err = c.startBenchService(ctx, dir, *syncMode, fake.url, *child)
+		b.svc, err = c.startBenchService(ctx, dir, o.syncMode, b.fake.url, o.child)
 	}
 	if err != nil {
 		return c.fail("bench: start: %v", err)
 	}
-	defer svc.stop()
-	natsURL, httpAddr, childPID := svc.natsURL, svc.httpAddr, svc.childPID
-
-	nc, err := benchConnect(natsURL, svc.dataDir, false)
+	defer b.svc.stop()
+	if b.nc, err = benchConnect(b.svc.natsURL, b.svc.dataDir, false); err != nil {
+		return c.fail("bench: %v", err)
+	}
+	defer b.nc.Close()
+	if err := b.clusterBaseline(ctx); err != nil {
+		return c.fail("bench: %v", err)
+	}
+	stop, err := b.watchResumes()
 	if err != nil {
 		return c.fail("bench: %v", err)
 	}
-	defer nc.Close()
-	var resumed, wire atomic.Int64
-	resumedJob := map[string]bool{}
-	var lmu sync.Mutex
-	clickAt := map[string]time.Time{}
-	var latencies []time.Duration
-	var clusterJS jetstream.JetStream
-	var cpuPerPublish float64
-	if o.replicas > 0 {
-		fmt.Fprintf(c.stderr, "baseline: JetStream publish on the cluster, R3 (sync %s)...\n", *syncMode)
-		js, err := jetstream.New(nc)
-		if err != nil {
-			return c.fail("bench: %v", err)
+	defer stop()
+	if err := b.ask(ctx); err != nil {
+		if errors.Is(err, errBenchStopped) {
+			return exitError
 		}
-		cpu0 := cpuTicks(svc.natsPIDs)
-		if jsRate, err = bench.PublishRate(ctx, js, 3, publishes, 256); err != nil {
-			return c.fail("bench: baseline: %v", err)
-		}
-		cpuPerPublish = float64(cpuTicks(svc.natsPIDs)-cpu0) / clockTicks * 1000 / float64(publishes)
-		clusterJS = js
+		return c.fail("bench: %v", err)
 	}
-	sub, err := nc.Subscribe(bridge.PrefixResume+".bench.>", func(m *nats.Msg) {
+	stopProfile, err := b.clickAll(ctx)
+	if err != nil {
+		return c.fail("bench: %v", err)
+	}
+	defer stopProfile()
+	b.report()
+	return exitOK
+}
+
+// errBenchStopped: the run was interrupted; there is nothing to report.
+var errBenchStopped = errors.New("bench: stopped")
+
+// answerBench is one run of benchAnswers: what it started and what it
+// counts.
+type answerBench struct {
+	c *cli
+	o benchOptions
+	// n is how many questions it asks, one job each.
+	n         int
+	fake      *benchSlack
+	svc       *benchService
+	nc        *nats.Conn
+	clusterJS jetstream.JetStream // with replicas
+
+	// The baselines.
+	jsRate, sqlRate, cpuPerPublish float64
+	commits                        bench.Commits
+
+	// Resumes, as watchResumes counts them.
+	resumed, wire atomic.Int64
+	lmu           sync.Mutex
+	resumedJob    map[string]bool
+	clickAt       map[string]time.Time
+	latencies     []time.Duration
+
+	// Clicks, as click counts them.
+	clicked, failed atomic.Int64
+	amu             sync.Mutex
+	acks            []time.Duration
+
+	// What the clicking measured (clickAll).
+	mode, where string
+	elapsed     time.Duration
+	cpuR, cpuN  int64
+	tally       clusterTally
+}
+
+// localBaselines measures, for a single node, what the machine does at
+// all: JetStream publishes and SQLite single-row commits. They run about
+// as many operations as the run asks questions, within bounds, so that a
+// tiny run stays tiny.
+func (b *answerBench) localBaselines(ctx context.Context, dir string) (err error) {
+	if b.o.replicas > 0 {
+		return nil
+	}
+	fmt.Fprintf(b.c.stderr, "baselines: JetStream publish (sync %s) and SQLite single-row commits...\n", b.o.syncMode)
+	if b.jsRate, err = bench.JetStreamPublishRate(ctx, dir, b.o.syncMode == "always", b.publishes(), 256); err != nil {
+		return err
+	}
+	if b.commits, err = bench.SQLiteCommits(ctx, dir, min(max(b.n, 500), 5000)); err != nil {
+		return err
+	}
+	b.sqlRate = b.commits.PerSecond
+	return nil
+}
+
+// publishes is how many publishes a JetStream baseline makes.
+func (b *answerBench) publishes() int { return min(max(10*b.n, 2000), 20000) }
+
+// clusterBaseline measures JetStream publishes on the cluster, R3, and
+// the NATS nodes' CPU for each (with replicas only).
+func (b *answerBench) clusterBaseline(ctx context.Context) error {
+	if b.o.replicas == 0 {
+		return nil
+	}
+	fmt.Fprintf(b.c.stderr, "baseline: JetStream publish on the cluster, R3 (sync %s)...\n", b.o.syncMode)
+	js, err := jetstream.New(b.nc)
+	if err != nil {
+		return err
+	}
+	cpu0 := cpuTicks(b.svc.natsPIDs)
+	if b.jsRate, err = bench.PublishRate(ctx, js, 3, b.publishes(), 256); err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	b.cpuPerPublish = float64(cpuTicks(b.svc.natsPIDs)-cpu0) / clockTicks * 1000 / float64(b.publishes())
+	b.clusterJS = js
+	return nil
+}
+
+// watchResumes counts the resumes the agents get, each job's first, and
+// the time from its click.
+func (b *answerBench) watchResumes() (stop func(), err error) {
+	sub, err := b.nc.Subscribe(bridge.PrefixResume+".bench.>", func(m *nats.Msg) {
 		now := time.Now()
 		var res bridge.Resume
 		if json.Unmarshal(m.Data, &res) != nil {
@@ -114,34 +176,38 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 		// A core subscription sees every publish, also a second one of
 		// the same resume that JetStream dropped as a duplicate (two
 		// replicas relaying one outbox row): count each job's first.
-		wire.Add(1)
-		lmu.Lock()
-		defer lmu.Unlock()
-		if resumedJob[res.JobID] {
+		b.wire.Add(1)
+		b.lmu.Lock()
+		defer b.lmu.Unlock()
+		if b.resumedJob[res.JobID] {
 			return
 		}
-		resumedJob[res.JobID] = true
-		resumed.Add(1)
-		if at, ok := clickAt[res.JobID]; ok {
-			latencies = append(latencies, now.Sub(at))
+		b.resumedJob[res.JobID] = true
+		b.resumed.Add(1)
+		if at, ok := b.clickAt[res.JobID]; ok {
+			b.latencies = append(b.latencies, now.Sub(at))
 		}
 	})
 	if err != nil {
-		return c.fail("bench: %v", err)
+		return nil, err
 	}
-	defer sub.Unsubscribe()
-	ag, err := agent.New(nc)
-	if err != nil {
-		return c.fail("bench: %v", err)
-	}
+	return func() { _ = sub.Unsubscribe() }, nil
+}
 
-	// Ask: one job (and one Slack channel, so per-channel pacing does not
-	// throttle the fake) per question.
-	fmt.Fprintf(c.stderr, "asking %d questions...\n", n)
+// ask asks the questions, one job (and one Slack channel, so per-channel
+// pacing does not throttle the fake) per question, and waits for their
+// cards.
+func (b *answerBench) ask(ctx context.Context) error {
+	ag, err := agent.New(b.nc)
+	if err != nil {
+		return err
+	}
+	n := b.n
+	fmt.Fprintf(b.c.stderr, "asking %d questions...\n", n)
 	var askTally clusterTally
-	if clusterJS != nil {
-		if askTally, err = readClusterTally(ctx, clusterJS); err != nil {
-			return c.fail("bench: %v", err)
+	if b.clusterJS != nil {
+		if askTally, err = readClusterTally(ctx, b.clusterJS); err != nil {
+			return err
 		}
 	}
 	askStart := time.Now()
@@ -151,193 +217,25 @@ func (c *cli) benchAnswers(ctx context.Context, o benchOptions) int {
 			Route: &bridge.Route{Slack: &bridge.SlackRoute{Channel: fmt.Sprintf("C%06d", i)}}}
 	})
 	if err != nil {
-		return c.fail("bench: ask: %v", err)
+		return fmt.Errorf("ask: %w", err)
 	}
-	for fake.cards() < n {
+	for b.fake.cards() < n {
 		if ctx.Err() != nil {
-			return exitError
+			return errBenchStopped
 		}
-		fmt.Fprintf(c.stderr, "\r  %d of %d cards posted", fake.cards(), n)
+		fmt.Fprintf(b.c.stderr, "\r  %d of %d cards posted", b.fake.cards(), n)
 		time.Sleep(500 * time.Millisecond)
 	}
-	fmt.Fprintf(c.stderr, "\r  %d cards posted in %v (%.0f questions/s asked and shown)\n", n, time.Since(askStart).Round(time.Millisecond), float64(n)/time.Since(askStart).Seconds())
-	if clusterJS != nil {
-		after, err := readClusterTally(ctx, clusterJS)
+	fmt.Fprintf(b.c.stderr, "\r  %d cards posted in %v (%.0f questions/s asked and shown)\n", n, time.Since(askStart).Round(time.Millisecond), float64(n)/time.Since(askStart).Seconds())
+	if b.clusterJS != nil {
+		after, err := readClusterTally(ctx, b.clusterJS)
 		if err != nil {
-			return c.fail("bench: %v", err)
+			return err
 		}
 		askTally = after.since(askTally)
-		fmt.Fprintf(c.stderr, "  stream writes per question asked: %s\n", askTally.writesPer(int64(n)))
+		fmt.Fprintf(b.c.stderr, "  stream writes per question asked: %s\n", askTally.writesPer(int64(n)))
 	}
-
-	// Click.
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}, Timeout: 10 * time.Second}
-	endpoints := []string{"http://" + httpAddr + "/slack/interactions"}
-	if len(svc.httpAddrs) > 0 {
-		endpoints = endpoints[:0]
-		for _, a := range svc.httpAddrs {
-			endpoints = append(endpoints, "http://"+a+"/slack/interactions")
-		}
-	}
-	var acks []time.Duration
-	var amu sync.Mutex
-	var clicked, failed atomic.Int64
-	click := func(card benchCard) {
-		body := card.payload()
-		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		// Behind a load balancer, a click reaches any replica.
-		req, _ := http.NewRequest(http.MethodPost, endpoints[rand.IntN(len(endpoints))], strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("X-Slack-Request-Timestamp", ts)
-		req.Header.Set("X-Slack-Signature", slackSign(benchSecret, ts, body))
-		start := time.Now()
-		lmu.Lock()
-		clickAt[card.job] = start
-		lmu.Unlock()
-		resp, err := client.Do(req)
-		took := time.Since(start)
-		if err != nil {
-			failed.Add(1)
-			return
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			failed.Add(1)
-			return
-		}
-		clicked.Add(1)
-		amu.Lock()
-		acks = append(acks, took)
-		amu.Unlock()
-	}
-	cards := fake.takeCards()
-	mode := fmt.Sprintf("closed loop, %d clickers", *concurrency)
-	if *rate > 0 {
-		mode = fmt.Sprintf("open loop, %.0f clicks/s", *rate)
-	}
-	where := "in this process"
-	if *child {
-		where = "a child process"
-	}
-	fmt.Fprintf(c.stderr, "clicking for %v (%s)...\n", *duration, mode)
-	if *memProfile != "" {
-		if err := writeHeapProfile(*memProfile + ".start"); err != nil {
-			return c.fail("bench: %v", err)
-		}
-	}
-	stopProfile, err := startCPUProfile(*cpuProfile)
-	if err != nil {
-		return c.fail("bench: %v", err)
-	}
-	defer stopProfile()
-	cpuR0, cpuN0 := cpuTicks(svc.replicaPIDs), cpuTicks(svc.natsPIDs)
-	var tally0 clusterTally
-	if clusterJS != nil {
-		if tally0, err = readClusterTally(ctx, clusterJS); err != nil {
-			return c.fail("bench: %v", err)
-		}
-	}
-	start := time.Now()
-	deadline := start.Add(*duration)
-	progress := time.NewTicker(time.Second)
-	defer progress.Stop()
-	go func() {
-		for range progress.C {
-			fmt.Fprintf(c.stderr, "\r  %5.1fs  clicks acked %d  resumes %d  failed %d", time.Since(start).Seconds(), clicked.Load(), resumed.Load(), failed.Load())
-		}
-	}()
-	var cwg sync.WaitGroup
-	if *rate > 0 {
-		interval := time.Duration(float64(time.Second) / *rate)
-		for i := 0; i < len(cards) && time.Now().Before(deadline) && ctx.Err() == nil; i++ {
-			due := start.Add(time.Duration(i) * interval)
-			if d := time.Until(due); d > 0 {
-				time.Sleep(d)
-			}
-			cwg.Add(1)
-			go func(card benchCard) { defer cwg.Done(); click(card) }(cards[i])
-		}
-	} else {
-		var idx atomic.Int64
-		for range *concurrency {
-			cwg.Add(1)
-			go func() {
-				defer cwg.Done()
-				for time.Now().Before(deadline) && ctx.Err() == nil {
-					i := int(idx.Add(1)) - 1
-					if i >= len(cards) {
-						return
-					}
-					click(cards[i])
-				}
-			}()
-		}
-	}
-	cwg.Wait()
-	clickEnd := time.Now()
-	if *memProfile != "" {
-		if err := writeHeapProfile(*memProfile); err != nil {
-			return c.fail("bench: %v", err)
-		}
-	}
-	want := clicked.Load()
-	for resumed.Load() < want && time.Since(clickEnd) < 60*time.Second && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
-	}
-	elapsed := time.Since(start)
-	cpuR, cpuN := cpuTicks(svc.replicaPIDs)-cpuR0, cpuTicks(svc.natsPIDs)-cpuN0
-	var tally clusterTally
-	if clusterJS != nil {
-		if tally, err = readClusterTally(ctx, clusterJS); err != nil {
-			return c.fail("bench: %v", err)
-		}
-		tally = tally.since(tally0)
-	}
-	progress.Stop()
-	fmt.Fprintln(c.stderr)
-
-	lmu.Lock()
-	lat := slices.Clone(latencies)
-	lmu.Unlock()
-	amu.Lock()
-	ack := slices.Clone(acks)
-	amu.Unlock()
-	answersPerSec := float64(resumed.Load()) / elapsed.Seconds()
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	if o.replicas > 0 {
-		where = fmt.Sprintf("%d replicas (ASK_STORE=jetstream, R3) on 3 NATS nodes, child processes", o.replicas)
-		fmt.Fprintf(tw, "mode\t%s, JetStream sync %s, %s\n", mode, *syncMode, where)
-	} else {
-		fmt.Fprintf(tw, "mode\t%s, JetStream sync %s, SQLite synchronous=FULL, service %s\n", mode, *syncMode, where)
-	}
-	fmt.Fprintf(tw, "clicks acked (HTTP 200)\t%d (failed %d)\n", clicked.Load(), failed.Load())
-	fmt.Fprintf(tw, "resumes\t%d\n", resumed.Load())
-	fmt.Fprintf(tw, "resume publishes seen on the wire\t%d\n", wire.Load())
-	fmt.Fprintf(tw, "answers/s end to end\t%.0f\n", answersPerSec)
-	fmt.Fprintf(tw, "click→resume p50 / p99\t%v / %v\n", percentile(lat, 50), percentile(lat, 99))
-	fmt.Fprintf(tw, "Slack ack p50 / p99\t%v / %v\n", percentile(ack, 50), percentile(ack, 99))
-	if o.replicas > 0 {
-		if n := resumed.Load(); n > 0 {
-			per := func(ticks int64) float64 { return float64(ticks) / clockTicks * 1000 / float64(n) }
-			fmt.Fprintf(tw, "CPU per answer: replicas / NATS nodes / both\t%.2f / %.2f / %.2f ms\n", per(cpuR), per(cpuN), per(cpuR+cpuN))
-		}
-		if n := resumed.Load(); n > 0 {
-			fmt.Fprintf(tw, "stream writes per answer\t%s\n", tally.writesPer(n))
-			fmt.Fprintf(tw, "JetStream API requests per answer\t%.2f\n", float64(tally.api)/float64(n))
-		}
-		fmt.Fprintf(tw, "baseline: JetStream publishes/s on the cluster, R3 (sync %s)\t%.0f (answers/s ÷ this = %.2f)\n", *syncMode, jsRate, answersPerSec/jsRate)
-		fmt.Fprintf(tw, "baseline: NATS nodes' CPU per R3 publish\t%.3f ms\n", cpuPerPublish)
-	} else {
-		fmt.Fprintf(tw, "baseline: JetStream publishes/s (sync %s)\t%.0f (answers/s ÷ this = %.2f)\n", *syncMode, jsRate, answersPerSec/jsRate)
-		fmt.Fprintf(tw, "baseline: SQLite single-row commits/s\t%.0f (answers/s ÷ this = %.2f)\n", sqlRate, answersPerSec/sqlRate)
-		fmt.Fprintf(tw, "baseline: SQLite commit p50 / p99\t%v / %v\n", commits.P50.Round(time.Microsecond), commits.P99.Round(time.Microsecond))
-	}
-	if *child {
-		fmt.Fprintf(tw, "service RSS at the end\t%.0f MB\n", float64(procRSS(childPID))/(1<<20))
-	}
-	tw.Flush()
-	return exitOK
+	return nil
 }
 
 func percentile(d []time.Duration, p int) time.Duration {

@@ -23,10 +23,11 @@ func (c *cli) answer(ctx context.Context, args []string) int {
 	if code, ok := c.parse(fs, args, true); !ok {
 		return code
 	}
-	if fs.NArg() < 3 {
-		return c.usageError("answer", "takes a job, a question and the answer")
+	ref, words, err := questionArgs(fs.Args(), "the answer", 1, -1)
+	if err != nil {
+		return c.usageError("answer", "%v", err)
 	}
-	text := strings.Join(fs.Args()[2:], " ")
+	text := strings.Join(words, " ")
 	var raw json.RawMessage
 	if t := strings.TrimSpace(text); strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
 		raw = json.RawMessage(t)
@@ -34,7 +35,7 @@ func (c *cli) answer(ctx context.Context, args []string) int {
 		raw, _ = json.Marshal(text)
 	}
 	a := bridge.AnswerAttempt{Action: bridge.ActionAnswer, Answer: raw}
-	return c.propose(ctx, *url, *tenant, fs.Arg(0), fs.Arg(1), a)
+	return c.propose(ctx, *url, *tenant, ref, a)
 }
 
 func (c *cli) decline(ctx context.Context, args []string) int {
@@ -44,24 +45,22 @@ func (c *cli) decline(ctx context.Context, args []string) int {
 	if code, ok := c.parse(fs, args, false); !ok {
 		return code
 	}
-	if fs.NArg() != 2 {
-		return c.usageError("decline", "takes a job and a question")
+	ref, _, err := questionArgs(fs.Args(), "", 0, 0)
+	if err != nil {
+		return c.usageError("decline", "%v", err)
 	}
-	return c.propose(ctx, *url, *tenant, fs.Arg(0), fs.Arg(1), bridge.AnswerAttempt{Action: bridge.ActionDecline, Comment: *comment})
+	return c.propose(ctx, *url, *tenant, ref, bridge.AnswerAttempt{Action: bridge.ActionDecline, Comment: *comment})
 }
 
 // propose publishes an attempt as the CLI user and waits for the runtime's
 // decision on it.
-func (c *cli) propose(ctx context.Context, url, tenant, job, question string, a bridge.AnswerAttempt) int {
-	if err := checkTokens([]string{job, question}, "job", "question"); err != nil {
-		return c.usageError(a.Action, "%v", err)
-	}
+func (c *cli) propose(ctx context.Context, url, tenant string, ref questionRef, a bridge.AnswerAttempt) int {
 	nc, js, err := c.connect(url)
 	if err != nil {
 		return c.fail("%v", err)
 	}
 	defer nc.Close()
-	v, _, err := c.lookup(nc, tenant, job, question)
+	v, _, err := c.lookup(nc, tenant, ref.Job, ref.Question)
 	if err != nil {
 		return c.fail("%v", err)
 	}
@@ -155,22 +154,17 @@ func (c *cli) cancel(ctx context.Context, args []string) int {
 	if code, ok := c.parse(fs, args, false); !ok {
 		return code
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		return c.usageError("cancel", "takes a job and, to end one question only, the question")
+	ref, err := jobArgs(fs.Args())
+	if err == nil && *tenant != "" {
+		err = bridge.CheckToken("tenant", *tenant)
 	}
-	cancel := bridge.Cancel{Tenant: *tenant, JobID: fs.Arg(0), QuestionID: fs.Arg(1), Reason: *reason,
+	if err != nil {
+		return c.usageError("cancel", "%v", err)
+	}
+	cancel := bridge.Cancel{Tenant: *tenant, JobID: ref.Job, QuestionID: ref.Question, Reason: *reason,
 		Status: *status, Evidence: *evidence, By: c.identity}
 	if err := bridge.ValidateCancel(&cancel); err != nil {
 		return c.fail("%v", err)
-	}
-	ids := []string{cancel.JobID, cancel.QuestionID, cancel.Tenant}
-	for i, what := range []string{"job", "question", "tenant"} {
-		if ids[i] == "" && what != "job" {
-			continue
-		}
-		if err := bridge.CheckToken(what, ids[i]); err != nil {
-			return c.usageError("cancel", "%v", err)
-		}
 	}
 	nc, js, err := c.connect(*url)
 	if err != nil {

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	neturl "net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/bridge/principal"
+	"github.com/askbridge/askbridge/config"
 )
 
 // agentClient connects as connect does and makes the agent client the
@@ -33,32 +32,34 @@ func (c *cli) agentClient(flagURL string) (client *agent.Client, closeNATS func(
 	return client, nc.Close, nil
 }
 
+// settings are the tools' settings (config.CLI: the environment, with
+// the service's defaults), less what the command line or a test set on
+// c: --nats, --creds, the data directory.
+func (c *cli) settings() (config.CLI, error) {
+	s, err := config.LoadCLI()
+	if err != nil {
+		return s, err
+	}
+	s.NATSURL = cmp.Or(c.natsURL, s.NATSURL)
+	s.NATSCreds = cmp.Or(c.creds, s.NATSCreds)
+	s.DataDir = cmp.Or(c.dataDir, s.DataDir)
+	return s, nil
+}
+
 // connect opens NATS: the flag, then ASK_NATS_URL, then ASK_NATS_LISTEN.
 func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
-	url := flagURL
-	if url == "" {
-		url = c.natsURL
+	s, err := c.settings()
+	if err != nil {
+		return nil, nil, err
 	}
+	s.NATSURL = cmp.Or(flagURL, s.NATSURL)
 	opts, err := c.credentials()
 	if err != nil {
 		return nil, nil, err
 	}
-	if url == "" {
-		url = os.Getenv("ASK_NATS_URL")
-	}
-	if url == "" {
-		listen := os.Getenv("ASK_NATS_LISTEN")
-		if listen == "" {
-			listen = "127.0.0.1:4222"
-		}
-		host, port, err := net.SplitHostPort(listen)
-		if err != nil {
-			return nil, nil, fmt.Errorf("ASK_NATS_LISTEN %q is not host:port", listen)
-		}
-		if host == "" || host == "0.0.0.0" || host == "::" {
-			host = "127.0.0.1"
-		}
-		url = "nats://" + net.JoinHostPort(host, port)
+	url, err := s.NATSClientURL()
+	if err != nil {
+		return nil, nil, err
 	}
 	nc, err := nats.Connect(url, append(append(opts, nats.Name("askbridge-cli")), c.natsOpts...)...)
 	if err != nil {
@@ -84,7 +85,11 @@ func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
 // for the data directory's owner, an admin credential made from its keys
 // in memory (docs/contract.md, "Principals on the bus"); else none.
 func (c *cli) credentials() ([]nats.Option, error) {
-	if path := cmp.Or(c.creds, os.Getenv("ASK_NATS_CREDS")); path != "" {
+	s, err := c.settings()
+	if err != nil {
+		return nil, err
+	}
+	if path := s.NATSCreds; path != "" {
 		name, kind, err := principal.ReadCreds(path)
 		if err != nil {
 			return nil, err
@@ -92,7 +97,7 @@ func (c *cli) credentials() ([]nats.Option, error) {
 		c.credKind = kind
 		return []nats.Option{nats.UserCredentials(path), nats.CustomInboxPrefix(principal.InboxPrefix(name))}, nil
 	}
-	keys, err := principal.LoadKeys(cmp.Or(c.dataDir, os.Getenv("ASK_DATA_DIR"), "data"))
+	keys, err := principal.LoadKeys(s.DataDir)
 	if err != nil {
 		return nil, nil // not the owner here: try without, and say how to get them
 	}

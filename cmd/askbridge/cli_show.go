@@ -92,33 +92,16 @@ func (c *cli) show(ctx context.Context, args []string) int {
 	if code, ok := c.parse(fs, args, false); !ok {
 		return code
 	}
-	var job, question string
-	switch fs.NArg() {
-	case 2:
-		job, question = fs.Arg(0), fs.Arg(1)
-	case 1:
-		// JOB/QUESTION, as show took before, or a question id alone.
-		var found bool
-		if job, question, found = strings.Cut(fs.Arg(0), "/"); !found {
-			job, question = "", job
-		}
-	default:
-		return c.usageError("show", "takes a job and a question")
-	}
-	if err := bridge.CheckToken("question", question); err != nil {
+	ref, _, err := questionArgs(fs.Args(), "", 0, 0)
+	if err != nil {
 		return c.usageError("show", "%v", err)
-	}
-	if job != "" {
-		if err := bridge.CheckToken("job", job); err != nil {
-			return c.usageError("show", "%v", err)
-		}
 	}
 	nc, _, err := c.connect(*url)
 	if err != nil {
 		return c.fail("%v", err)
 	}
 	defer nc.Close()
-	v, audit, err := c.lookup(nc, *tenant, job, question)
+	v, audit, err := c.lookup(nc, *tenant, ref.Job, ref.Question)
 	if err != nil {
 		return c.fail("%v", err)
 	}

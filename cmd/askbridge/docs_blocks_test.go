@@ -39,6 +39,39 @@ type docBlock struct {
 
 func (b docBlock) where() string { return fmt.Sprintf("%s:%d", b.file, b.line) }
 
+// promptLine is a line that runs askbridge at a shell's prompt: "$ " or
+// a user's "alice$ ".
+var promptLine = regexp.MustCompile(`^[\w.@-]*\$ askbridge\b`)
+
+// showsCommands reports whether the block shows askbridge run at a
+// prompt, whatever its fence says (a ```text transcript too).
+func (b docBlock) showsCommands() bool {
+	for _, l := range b.body {
+		if promptLine.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// markProblem says what is wrong with a block's mark, or "": a shell
+// block, or any block that shows askbridge run at a prompt, must be
+// marked; only a shell block runs, so another may only be skipped.
+func markProblem(b docBlock) string {
+	switch {
+	case b.bad != "":
+		return b.bad
+	case (shellLangs[b.lang] || b.showsCommands()) && b.mode == modeUnmarked:
+		return fmt.Sprintf("a ```%s block without a mark: put <!-- docs-test --> before it to run it, "+
+			"or <!-- docs-test: skip (why) --> to say why it cannot run (docs/design.md, \"The docs' examples\")", b.lang)
+	case b.mode != modeUnmarked && b.mode != modeSkip && !shellLangs[b.lang]:
+		return fmt.Sprintf("a mark before a ```%s block; only shell blocks run", b.lang)
+	case b.mode == modeSkip && !shellLangs[b.lang] && !b.showsCommands():
+		return fmt.Sprintf("a skip mark before a ```%s block that shows no command", b.lang)
+	}
+	return ""
+}
+
 // runs reports whether the test runs the block in some way.
 func (b docBlock) runs() bool { return b.mode != modeUnmarked && b.mode != modeSkip }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,21 +38,16 @@ func readDocsOrFail(t *testing.T) []docBlock {
 }
 
 // TestDocsMarkEveryShellBlock: a shell example nobody marked would go
-// untested without a word, so every one is marked to run or to be
-// skipped with its reason, and every mark can be read and stands before a
-// shell block whose commands can be read.
+// untested without a word, so every one, and every block of another kind
+// that shows askbridge run at a prompt (a ```text transcript), is marked
+// to run or to be skipped with its reason, and every mark can be read and
+// stands before a block whose commands can be read.
 func TestDocsMarkEveryShellBlock(t *testing.T) {
 	t.Parallel()
 	services := map[string]int{}
 	for _, b := range readDocsOrFail(t) {
-		switch {
-		case b.bad != "":
-			t.Errorf("%s: %s", b.where(), b.bad)
-		case shellLangs[b.lang] && b.mode == modeUnmarked:
-			t.Errorf("%s: a ```%s block without a mark: put <!-- docs-test --> before it to run it, "+
-				"or <!-- docs-test: skip (why) --> to say why it cannot run (docs/design.md, \"The docs' examples\")", b.where(), b.lang)
-		case b.mode != modeUnmarked && !shellLangs[b.lang]:
-			t.Errorf("%s: a mark before a ```%s block; only shell blocks run", b.where(), b.lang)
+		if problem := markProblem(b); problem != "" {
+			t.Errorf("%s: %s", b.where(), problem)
 		}
 		if b.mode == modeService {
 			services[b.file]++
@@ -66,6 +62,25 @@ func TestDocsMarkEveryShellBlock(t *testing.T) {
 		if n > 1 {
 			t.Errorf("%s: %d service blocks; a file's blocks share one service", file, n)
 		}
+	}
+}
+
+// TestDocsMarkRule: the rule catches a transcript in any fence, and
+// takes a justified skip for it.
+func TestDocsMarkRule(t *testing.T) {
+	t.Parallel()
+	doc := "```text\nalice$ askbridge answer job-1 q-1 blue\nAnswered: The answer: blue\n```\n\n" +
+		"<!-- docs-test: skip (runs as alice) -->\n```text\nalice$ askbridge list\n```\n\n" +
+		"```text\nplain words\n```\n\n" +
+		"<!-- docs-test: skip (why) -->\n```text\nplain words\n```\n\n" +
+		"<!-- docs-test -->\n```text\n$ askbridge list\n```\n"
+	var got []string
+	for _, b := range parseDoc("x.md", doc) {
+		got = append(got, fmt.Sprintf("%d:%s", b.line, strings.SplitN(markProblem(b), ":", 2)[0]))
+	}
+	want := "1:a ```text block without a mark 7: 11: 16:a skip mark before a ```text block that shows no command 21:a mark before a ```text block; only shell blocks run"
+	if strings.Join(got, " ") != want {
+		t.Errorf("the rule says\n%s\nwant\n%s", strings.Join(got, " "), want)
 	}
 }
 

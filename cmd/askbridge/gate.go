@@ -75,11 +75,6 @@ func (c *cli) gate(ctx context.Context, args []string) int {
 	} else {
 		c.printGate(reply)
 	}
-	if reply.Code == bridge.GateStaleVersion && !isSet(fs, "version") {
-		// The job moved on without a question of its new version (a
-		// cancel with task_version): its questions' newest is not its own.
-		fmt.Fprintln(c.stderr, "askbridge: the job's task version is newer than any of its questions'; name the version the job acts on with --version")
-	}
 	if reply.Allowed {
 		return exitOK
 	}
@@ -95,6 +90,10 @@ func (c *cli) askGate(ctx context.Context, nc *nats.Conn, req bridge.GateRequest
 	ctx, cancel := context.WithTimeout(ctx, agent.GateWait)
 	defer cancel()
 	switch {
+	case req.CurrentVersion: // which the agent client does not send
+		var reply bridge.GateReply
+		err := bridge.Request(ctx, nc, bridge.GateSubject(req.Tenant, req.JobID), req, &reply)
+		return reply, err
 	case req.Execute:
 		return client.Execute(ctx, req.Tenant, req.JobID, req.TaskVersion, req.Tool, req.ProposalID)
 	case req.ProposalID != "":
@@ -106,42 +105,36 @@ func (c *cli) askGate(ctx context.Context, nc *nats.Conn, req bridge.GateRequest
 }
 
 // gateJob fills in what the gate request leaves out: the job's tenant,
-// the one tenant whose record has the job, and, unless versionSet, the
-// job's current task version there (its questions' newest). It reads
-// every tenant, not only those the CLI user may read: a question blocks
-// the job's tools whoever looks, so a tenant left out could turn a
-// refusal into "allowed". A job in no tenant or in several is an error:
-// the gate fails closed rather than guess.
+// the one tenant whose record has the job, and, unless versionSet, asks
+// the gate to decide at the job's current version (current_version: the
+// gate reads it with the rest, so a cancel that bumped the version
+// counts). It reads every tenant, not only those the CLI user may read: a
+// question blocks the job's tools whoever looks, so a tenant left out
+// could turn a refusal into "allowed". A job in no tenant or in several
+// is an error: the gate fails closed rather than guess.
 func (c *cli) gateJob(nc *nats.Conn, req *bridge.GateRequest, versionSet bool) error {
-	if req.Tenant != "" && versionSet {
+	req.CurrentVersion = !versionSet
+	if req.Tenant != "" {
 		return nil
 	}
-	versions, err := c.jobVersions(nc, req.Tenant, req.JobID)
+	tenants, err := c.jobTenants(nc, req.JobID)
 	if err != nil {
 		return err
 	}
-	if req.Tenant == "" {
-		tenants := slices.Sorted(maps.Keys(versions))
-		switch len(tenants) {
-		case 0:
-			return fmt.Errorf("no tenant has a job %s, so the gate cannot tell which job you mean: name its tenant with --tenant", req.JobID)
-		case 1:
-			req.Tenant = tenants[0]
-		default:
-			return fmt.Errorf("job %s is in more than one tenant (%s): name one with --tenant", req.JobID, strings.Join(tenants, ", "))
-		}
+	switch len(tenants) {
+	case 0:
+		return fmt.Errorf("no tenant has a job %s, so the gate cannot tell which job you mean: name its tenant with --tenant", req.JobID)
+	case 1:
+		req.Tenant = tenants[0]
+		return nil
 	}
-	if !versionSet {
-		req.TaskVersion = versions[req.Tenant]
-	}
-	return nil
+	return fmt.Errorf("job %s is in more than one tenant (%s): name one with --tenant", req.JobID, strings.Join(tenants, ", "))
 }
 
-// jobVersions is the newest task version of the job's questions in each
-// tenant that has any (in tenant only, when one is named).
-func (c *cli) jobVersions(nc *nats.Conn, tenant, job string) (map[string]int64, error) {
-	versions := map[string]int64{}
-	req := bridge.ListRequest{Tenant: tenant, JobID: job, State: "all", Limit: 200}
+// jobTenants are the tenants that have a question of the job, sorted.
+func (c *cli) jobTenants(nc *nats.Conn, job string) ([]string, error) {
+	tenants := map[string]bool{}
+	req := bridge.ListRequest{JobID: job, State: "all", Limit: 200}
 	for range 100 {
 		var reply bridge.ListReply
 		if err := c.request(nc, bridge.APIList, req, &reply); err != nil {
@@ -151,14 +144,14 @@ func (c *cli) jobVersions(nc *nats.Conn, tenant, job string) (map[string]int64, 
 			return nil, errors.New(reply.Error)
 		}
 		for _, v := range reply.Questions {
-			versions[v.Tenant] = max(versions[v.Tenant], v.TaskVersion)
+			tenants[v.Tenant] = true
 		}
 		if reply.Next == "" {
-			return versions, nil
+			return slices.Sorted(maps.Keys(tenants)), nil
 		}
 		req.After = reply.Next
 	}
-	return nil, fmt.Errorf("job %s has too many questions to read its tenant and version: name them with --tenant and --version", job)
+	return nil, fmt.Errorf("job %s has too many questions to read its tenant: name it with --tenant", job)
 }
 
 // isSet reports whether the command line set the flag name.

@@ -103,12 +103,11 @@ func TestGateRefusesWhileAQuestionWaitsEndToEnd(t *testing.T) {
 	if code != exitError || out != "refused: stale_version: task version 3 is older than the job's task version 4: the job changed since; plan again before acting\n" {
 		t.Fatalf("stale: exit %d, %q", code, out)
 	}
-	// Without --version the gate takes the newest of the job's questions',
-	// 3: the bump has none, so it fails closed and says what to give.
+	// Without --version the gate decides at the job's current version,
+	// 4, though none of its questions has it.
 	code, out, errOut := runGate(t, s, job, "send_report")
-	if code != exitError || !strings.HasPrefix(out, "refused: stale_version: task version 3 is older than the job's task version 4") ||
-		errOut != "askbridge: the job's task version is newer than any of its questions'; name the version the job acts on with --version\n" {
-		t.Fatalf("stale without --version: exit %d, %q, %q", code, out, errOut)
+	if code != exitOK || out != "allowed\n" || errOut != "" {
+		t.Fatalf("without --version after the bump: exit %d, %q, %q", code, out, errOut)
 	}
 	if code, out, _ := runGate(t, s, job, "send_report", "--version", "4"); code != exitOK || out != "allowed\n" {
 		t.Fatalf("--version 4 without --tenant: exit %d, %q", code, out)
@@ -119,17 +118,26 @@ func TestGateRefusesWhileAQuestionWaitsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var codes []string
+	var versions []int64
 	for _, e := range entries {
 		if e.Kind == record.LogGate {
-			var b struct{ Tool, Code string }
+			var b struct {
+				Tool, Code  string
+				TaskVersion int64 `json:"task_version"`
+			}
 			_ = json.Unmarshal(e.Body, &b)
-			codes = append(codes, b.Tool+"="+b.Code)
+			codes, versions = append(codes, b.Tool+"="+b.Code), append(versions, b.TaskVersion)
 		}
+	}
+	// The request without --version is logged at the version it was
+	// decided at.
+	if n := len(versions); n < 2 || versions[n-2] != 4 {
+		t.Errorf("the job log's gate versions: %v, want 4 next to last", versions)
 	}
 	// Every request, in order; the wait for the bump asked until it saw
 	// it, so allowed and then stale repeat.
 	want := regexp.MustCompile(`^send_report=blocked_by_question refund=blocked_by_question lookup_order=allowed ` +
-		`send_report=blocked_by_question send_report=allowed( send_report=allowed)*( send_report=stale_version){3,} send_report=allowed$`)
+		`send_report=blocked_by_question send_report=allowed( send_report=allowed)*( send_report=stale_version){2,} send_report=allowed send_report=allowed$`)
 	if got := strings.Join(codes, " "); !want.MatchString(got) {
 		t.Fatalf("the job log's gate decisions: %s", got)
 	}

@@ -37,11 +37,11 @@ Usage:
                                             (--no-wait: until recorded, exit 0, or refused, exit 1)
   askbridge await [--tenant T] JOB QUESTION wait again for a question asked before; exit codes as ask's
   askbridge list [--tenant T] [--job J] [--state pending|all]
-  askbridge show [--tenant T] JOB QUESTION
+  askbridge show [--tenant T] JOB QUESTION  (show, answer, decline: also JOB/QUESTION, or QUESTION alone)
   askbridge queue [--tenant T] [--json] JOB  a job's pending questions by priority, then age, with staleness
   askbridge answer [--tenant T] JOB QUESTION ANSWER
   askbridge decline [--tenant T] JOB QUESTION [--comment REASON]
-  askbridge cancel --tenant T JOB [QUESTION] [--reason REASON] [--status retired|implicitly_answered [--evidence WORDS]]
+  askbridge cancel [--tenant T] JOB [QUESTION] [--reason REASON] [--status retired|implicitly_answered [--evidence WORDS]]
   askbridge executed [--tenant T] JOB PROPOSAL [--result succeeded|failed] [--detail TEXT]
                                             report what became of an approved proposal the job executed
   askbridge link --as IDENTITY [--question TENANT/JOB/QUESTION | --job TENANT/JOB] [--ttl 24h]
@@ -60,6 +60,8 @@ Usage:
                                             move a stopped single node's SQLite record into JetStream (docs/deploy.md)
   askbridge torture [--duration 60s] [--rate 50] [--kill-every 5s] [--data DIR] [--cluster [--replicas 3]]
                                             kill -9 the service under load and check nothing was lost or doubled
+  askbridge creds agent|person|admin|revoke|list|nats-config [flags]
+                                            make, revoke and list credentials for askbridge's NATS ('askbridge creds' lists its forms)
   askbridge version                         the version and commit (also --version)
   askbridge help [COMMAND]                  this, or a command's usage and flags (also COMMAND -h)
 

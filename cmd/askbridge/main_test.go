@@ -654,6 +654,14 @@ func TestHelpPrintsUsage(t *testing.T) {
 			t.Errorf("askbridge %s: exit %d, stdout %.40q, stderr %q", args[0], code, stdout.String(), stderr.String())
 		}
 	}
+	// Every command is listed.
+	var stdout bytes.Buffer
+	run([]string{"help"}, &stdout, io.Discard)
+	for name := range commands {
+		if first := strings.Fields(commands[name].synopsis)[0]; !strings.Contains(stdout.String(), "\n  askbridge "+first+" ") {
+			t.Errorf("askbridge help does not list %s", name)
+		}
+	}
 }
 
 // It runs alone (no t.Parallel): askbridge link reads the process
@@ -775,7 +783,7 @@ func TestCLIHidesNATSPasswords(t *testing.T) {
 // replaced (that would void every link given).
 func TestConsoleSecretFile(t *testing.T) {
 	t.Parallel()
-	cfg := &config.Config{DataDir: filepath.Join(t.TempDir(), "new", "data")}
+	cfg := &config.Config{CLI: config.CLI{DataDir: filepath.Join(t.TempDir(), "new", "data")}}
 	first, err := consoleSecret(cfg)
 	if err != nil || len(first) != 64 {
 		t.Fatalf("generated secret %q, %v", first, err)
@@ -962,7 +970,7 @@ func TestLinkNeedsTheServicesSecret(t *testing.T) {
 		t.Fatalf("link made the data dir or a secret in it: %v", err)
 	}
 	// Once the service has made its secret, link signs with it.
-	cfg := &config.Config{DataDir: dir}
+	cfg := &config.Config{CLI: config.CLI{DataDir: dir}}
 	secret, err := consoleSecret(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -1063,8 +1071,12 @@ func TestServeRefusesAChannelNameWithExitCode2(t *testing.T) {
 func TestCommandHelpExitsZero(t *testing.T) {
 	t.Parallel()
 	for _, cmd := range []string{"serve", "ask", "await", "list", "show", "answer", "decline", "cancel", "executed", "link", "gate",
-		"stats", "trace", "queue", "bench", "torture", "mcp", "migrate", "policy", "version"} {
+		"stats", "trace", "queue", "bench", "torture", "mcp", "migrate", "policy", "version", "creds"} {
 		synopsis := "Usage: askbridge " + commands[cmd].synopsis + "\n\n"
+		want := "flag provided but not defined: -no-such-flag\nusage: askbridge " + commands[cmd].synopsis + "\n"
+		if cmd == "creds" { // creds prints its forms, one a line (creds.go)
+			synopsis, want = "askbridge creds — ", "askbridge: creds: unknown command \"--no-such-flag\""
+		}
 		for _, args := range [][]string{{cmd, "-h"}, {cmd, "--help"}, {"help", cmd}} {
 			var stdout, stderr bytes.Buffer
 			if code := run(args, &stdout, &stderr); code != exitOK || !strings.HasPrefix(stdout.String(), synopsis) || stderr.Len() != 0 {
@@ -1075,7 +1087,6 @@ func TestCommandHelpExitsZero(t *testing.T) {
 			continue // anything but answer's and executed's own flags is an argument ("-5"); the others take none
 		}
 		var stderr bytes.Buffer
-		want := "flag provided but not defined: -no-such-flag\nusage: askbridge " + commands[cmd].synopsis + "\n"
 		if code := run([]string{cmd, "--no-such-flag"}, io.Discard, &stderr); code != exitConfig || !strings.HasPrefix(stderr.String(), want) {
 			t.Errorf("askbridge %s --no-such-flag: exit %d, stderr %q; want exit 2 and %q", cmd, code, stderr.String(), want)
 		}
@@ -1113,7 +1124,9 @@ func TestVersionPrintsTheBuild(t *testing.T) {
 // anything is sent.
 func TestMissingArgumentsExit2(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"answer", "job-1", "q-1"}, {"decline", "job-1"}, {"show"}, {"show", "a", "b", "c"},
+	// (answer job-1 q-1 and decline job-1 name question job-1 alone.)
+	for _, args := range [][]string{{"answer", "job-1/q-1"}, {"answer", "q-1"}, {"decline", "job-1", "q-1", "x"}, {"decline", "job-1/"},
+		{"cancel", "job-1/q-1", "q-2"}, {"show"}, {"show", "a", "b", "c"},
 		{"cancel"}, {"await", "job-1"}, {"queue"}, {"trace"}, {"executed", "job-1"}, {"gate", "job-1"}, {"list", "x"},
 		{"stats", "x"}, {"link", "x"}, {"serve", "x"}, {"migrate", "x"}, {"ask", "Which one?"}, {"ask", "--job", "job-1"},
 		{"ask", "--job", "job-1", "--field", "copies:int:1.5..9", "How many?"}, {"answer", "job 1", "q-1", "yes"}, {"show", "job-1", "q.1"}} {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/policy"
@@ -44,14 +43,11 @@ func (c *cli) policy(_ context.Context, args []string) int {
 	}
 	// Its people: must not link again what ASK_PEOPLE links, as serve
 	// checks at start and on SIGHUP (loadPolicy).
-	env, err := bridge.ParsePeople(os.Getenv("ASK_PEOPLE"))
+	env, err := c.envPeople()
 	if err == nil {
-		_, err = bridge.MergePeople(env, p.People)
-		if err != nil {
+		if _, err = bridge.MergePeople(env, p.People); err != nil {
 			err = &policy.Error{File: file, Path: "people", Problem: err.Error()}
 		}
-	} else {
-		err = fmt.Errorf("ASK_PEOPLE: %w", err)
 	}
 	if err != nil {
 		fmt.Fprintln(c.stderr, printable(err.Error(), false))
@@ -75,4 +71,17 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// envPeople are the people ASK_PEOPLE links.
+func (c *cli) envPeople() (bridge.People, error) {
+	s, err := c.settings()
+	if err != nil {
+		return nil, err
+	}
+	people, err := bridge.ParsePeople(s.PeopleList)
+	if err != nil {
+		return nil, fmt.Errorf("ASK_PEOPLE: %w", err)
+	}
+	return people, nil
 }

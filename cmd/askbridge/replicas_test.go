@@ -53,7 +53,7 @@ func TestReplicasShareTheConsoleSecret(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(n.Close)
-		s := &service{cfg: &config.Config{DataDir: dirs[i], NATSURL: ext.URL(), Store: config.StoreJetStream},
+		s := &service{cfg: &config.Config{CLI: config.CLI{DataDir: dirs[i], NATSURL: ext.URL()}, Store: config.StoreJetStream},
 			log: slog.New(slog.NewTextHandler(io.Discard, nil)), nats: n}
 		wg.Go(func() {
 			var err error
