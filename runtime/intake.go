@@ -169,31 +169,46 @@ func stampBody(p *principal.Principal, what, rest string, data []byte) ([]byte, 
 			return nil, fmt.Errorf("the body is not a JSON object")
 		}
 	}
-	set := func(k, v string) { body[k], _ = json.Marshal(v) }
+	set := func(k, v string) {
+		drop(body, k)
+		body[k], _ = json.Marshal(v)
+	}
 	switch {
 	case p.Kind == principal.KindAgent && what == "api":
-		if t, ok := body["tenant"]; ok {
+		for k, t := range body {
 			var named string
-			if json.Unmarshal(t, &named) != nil || (named != "" && named != p.Tenant) {
+			if strings.EqualFold(k, "tenant") && (json.Unmarshal(t, &named) != nil || (named != "" && named != p.Tenant)) {
 				return nil, fmt.Errorf("credential %q is for tenant %s only", p.Name, p.Tenant)
 			}
 		}
 		set("tenant", p.Tenant)
-		delete(body, "as")
-		delete(body, "roles")
+		drop(body, "as", "roles")
 	case p.Kind == principal.KindAgent && what == "question" && p.ActsFor != "":
 		set("owner", p.ActsFor)
 	case p.Kind == principal.KindPerson && what == "answer":
 		set("by", p.Identity())
 		set("via", bridge.PlatformCLI)
-		delete(body, "by_name")
-		delete(body, "roles")
+		drop(body, "by_name", "roles")
 	case p.Kind == principal.KindPerson && what == "api":
 		set("as", p.Identity())
-		delete(body, "roles")
+		drop(body, "roles")
 	case p.Kind == principal.KindAgent && (what == "gate" || slices.Contains(principal.AgentPublishes, what)):
 	default:
 		return nil, fmt.Errorf("%s %q may not publish %s", p.Kind, p.Name, "ask.v1."+what)
 	}
 	return json.Marshal(body)
+}
+
+// drop removes the members of body that encoding/json would read into a
+// field named one of names: it matches a key to a field whatever its case
+// ("Roles", "ROLES", even "roleſ", whose long s folds to s), so deleting
+// the lower-case key alone would leave a claim standing.
+func drop(body map[string]json.RawMessage, names ...string) {
+	for k := range body {
+		for _, name := range names {
+			if strings.EqualFold(k, name) {
+				delete(body, k)
+			}
+		}
+	}
 }

@@ -24,6 +24,10 @@ func FuzzStampBody(f *testing.F) {
 	f.Add(false, "answer", "acme.job-1", []byte(`{"by":"cli:x"}`))
 	f.Add(true, "answer", "acme.job-1", []byte(`[1,2]`))
 	f.Add(true, "answer", "acme.job-1", []byte(`{"by":5,"roles":{"a":1}}`))
+	f.Add(true, "answer", "acme.job-1", []byte(`{"By":"cli:root","Roles":["admin"],"BY_NAME":"root"}`))
+	f.Add(true, "api", "list", []byte(`{"roleſ":["owner"],"AS":"cli:root"}`))
+	f.Add(false, "api", "show", []byte(`{"Tenant":"other","As":"cli:root","ROLES":["admin"]}`))
+	f.Add(false, "question", "acme.job-1", []byte(`{"Owner":"slack:U0X","OWNER":"slack:U0Y"}`))
 	person := &principal.Principal{Kind: principal.KindPerson, Name: "cli:alice"}
 	agent := &principal.Principal{Kind: principal.KindAgent, Name: "bot", Tenant: "acme", ActsFor: "slack:U0OWNER"}
 	f.Fuzz(func(t *testing.T, asPerson bool, what, rest string, body []byte) {
@@ -35,35 +39,32 @@ func FuzzStampBody(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var got map[string]json.RawMessage
-		if err := json.Unmarshal(out, &got); err != nil {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(out, &obj); err != nil && what != "gate" && !slices.Contains(principal.AgentPublishes, what) {
 			t.Fatalf("stamped body is not a JSON object: %q", out)
 		}
-		str := func(k string) string {
-			var s string
-			_ = json.Unmarshal(got[k], &s)
-			return s
-		}
-		if _, ok := got["roles"]; ok && (asPerson || what == "api") {
-			t.Fatalf("roles survived: %s", out)
-		}
+		// Read as the runtime reads it (encoding/json, which matches keys
+		// to fields whatever their case); members of the wrong type are
+		// left out, as they are refused there.
+		var got stamped
+		_ = json.Unmarshal(out, &got)
 		switch {
 		case asPerson && what == "answer":
-			if str("by") != "cli:alice" || str("via") != "cli" || got["by_name"] != nil {
+			if got.By != "cli:alice" || got.Via != "cli" || got.ByName != "" || got.Roles != nil {
 				t.Fatalf("a person's attempt says %s", out)
 			}
 		case asPerson && what == "api":
-			if str("as") != "cli:alice" {
+			if got.As != "cli:alice" || got.Roles != nil {
 				t.Fatalf("a person's request says %s", out)
 			}
 		case asPerson:
 			t.Fatalf("a person published %s: %s", what, out)
 		case what == "api":
-			if str("tenant") != "acme" || got["as"] != nil {
+			if got.Tenant != "acme" || got.As != "" || got.Roles != nil {
 				t.Fatalf("an agent's request says %s", out)
 			}
 		case what == "question":
-			if str("owner") != "slack:U0OWNER" {
+			if got.Owner != "slack:U0OWNER" {
 				t.Fatalf("an agent's question says %s", out)
 			}
 		}
@@ -76,4 +77,16 @@ func FuzzStampBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+// stamped is what the runtime reads of a stamped body, the fields a
+// body's claim could set.
+type stamped struct {
+	By     string   `json:"by"`
+	ByName string   `json:"by_name"`
+	Via    string   `json:"via"`
+	As     string   `json:"as"`
+	Roles  []string `json:"roles"`
+	Tenant string   `json:"tenant"`
+	Owner  string   `json:"owner"`
 }

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/config"
+	"github.com/askbridge/askbridge/internal/testenv"
+)
+
+// decidedAttempt publishes an attempt's raw body as a client of nc would,
+// with the runtime told to say on nc's own inbox what became of it, and
+// returns that decision: its type and text.
+func decidedAttempt(t *testing.T, nc *nats.Conn, tenant, job, msgID, body string) (string, string) {
+	t.Helper()
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Patience)
+	defer cancel()
+	msg := &nats.Msg{Subject: bridge.AnswerSubject(tenant, job), Data: []byte(body), Header: nats.Header{bridge.HeaderDecidedTo: []string{inbox}}}
+	if _, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID)); err != nil {
+		t.Fatalf("publish %s: %v", body, err)
+	}
+	m, err := sub.NextMsgWithContext(ctx)
+	if err != nil {
+		t.Fatalf("no decision on %s: %v", body, err)
+	}
+	return m.Header.Get(bridge.HeaderDecision), m.Header.Get(bridge.HeaderDecisionText)
+}
+
+// TestPersonCannotClaimRolesInAnyCase: encoding/json reads "Roles",
+// "ROLES" and "roleſ" as roles, so the intake drops a claimed field
+// whatever its case. A person with no role answers nothing and lists
+// nothing by claiming admin so.
+func TestPersonCannotClaimRolesInAnyCase(t *testing.T) {
+	t.Parallel()
+	s, cfg := startTestService(t, func(c *config.Config) { c.Operators = []string{"cli:kevin"} })
+	admin := agentFor(t, s)
+	kevin, _, _ := testCLI(s, "cli:kevin")
+	claims := []string{`"Roles":["admin"]`, `"ROLES":["owner"]`, `"roleſ":["admin"]`}
+	for i := range claims {
+		q := "q-" + string(rune('a'+i))
+		askAsync(t, admin, &bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: q, Question: "Which colour?", Choices: []string{"red", "blue"}})
+		waitPending(t, kevin, "job-1", q)
+	}
+	mallory := connectAs(t, s, mintCreds(t, cfg, "person", "--as", "cli:mallory"))
+	for i, claim := range claims {
+		q := "q-" + string(rune('a'+i))
+		body := `{"tenant":"acme","job_id":"job-1","question_id":"` + q + `","attempt_id":"m-` + q + `","action":"answer","answer":"red",` + claim + `}`
+		typ, text := decidedAttempt(t, mallory, "acme", "job-1", "attempt-m-"+q, body)
+		if typ != bridge.EventRefused || !strings.Contains(text, "cli:mallory is not one of its answerers and has no operator, admin or owner role") {
+			t.Errorf("cli:mallory claiming %s: %s %q, want refused", claim, typ, text)
+		}
+	}
+	for _, claim := range claims {
+		var list bridge.ListReply
+		if err := bridge.Request(context.Background(), mallory, bridge.APIList, json.RawMessage(`{`+claim+`}`), &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Questions) != 0 || len(list.Roles) != 0 {
+			t.Errorf("cli:mallory claiming %s listed %d questions with roles %v", claim, len(list.Questions), list.Roles)
+		}
+	}
+}
