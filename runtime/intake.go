@@ -144,9 +144,9 @@ func refuseIntake(m *nats.Msg, what, why string) {
 }
 
 // stampBody makes a message say what its credential allows: an agent's
-// messages are of its tenant, and its questions have the owner it acts
-// for; a person's attempts and requests are theirs, with no roles of
-// their own saying.
+// messages are of its tenant, its questions have the owner it acts for,
+// and its cancels name no person; a person's attempts and requests are
+// theirs, with no roles of their own saying.
 func stampBody(p *principal.Principal, what, rest string, data []byte) ([]byte, error) {
 	tenant, _, _ := strings.Cut(rest, ".")
 	if p.Kind == principal.KindAgent && what != "api" && tenant != p.Tenant {
@@ -155,7 +155,8 @@ func stampBody(p *principal.Principal, what, rest string, data []byte) ([]byte, 
 	if what == "api" && p.Kind == principal.KindAgent && !slices.Contains(principal.AgentAPI, rest) {
 		return nil, fmt.Errorf("an agent may not call %s", "ask.v1.api."+rest)
 	}
-	if p.Kind == principal.KindAgent && what != "api" && (what != "question" || p.ActsFor == "") {
+	stamped := what == "api" || what == "cancel" || (what == "question" && p.ActsFor != "")
+	if p.Kind == principal.KindAgent && !stamped {
 		if what != "gate" && !slices.Contains(principal.AgentPublishes, what) {
 			return nil, fmt.Errorf("%s %q may not publish %s", p.Kind, p.Name, "ask.v1."+what)
 		}
@@ -185,6 +186,11 @@ func stampBody(p *principal.Principal, what, rest string, data []byte) ([]byte, 
 		drop(body, "as", "roles")
 	case p.Kind == principal.KindAgent && what == "question" && p.ActsFor != "":
 		set("owner", p.ActsFor)
+	case p.Kind == principal.KindAgent && what == "cancel":
+		// Who cancels, with what roles, and where a refusal is told are
+		// a front-end's to say, of a person's /ask cancel: an agent's
+		// cancel is the agent's, which may end its own questions.
+		drop(body, "by", "roles", "reply_to")
 	case p.Kind == principal.KindPerson && what == "answer":
 		set("by", p.Identity())
 		set("via", bridge.PlatformCLI)
@@ -192,7 +198,6 @@ func stampBody(p *principal.Principal, what, rest string, data []byte) ([]byte, 
 	case p.Kind == principal.KindPerson && what == "api":
 		set("as", p.Identity())
 		drop(body, "roles")
-	case p.Kind == principal.KindAgent && (what == "gate" || slices.Contains(principal.AgentPublishes, what)):
 	default:
 		return nil, fmt.Errorf("%s %q may not publish %s", p.Kind, p.Name, "ask.v1."+what)
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/askbridge/askbridge/bridge/principal"
 )
 
-// FuzzStampBody feeds the intake hostile attempts and API requests: by,
-// as, roles, tenants and owners of the body's choosing, duplicated keys,
-// values of the wrong type. Whatever comes through says what the
+// FuzzStampBody feeds the intake hostile attempts, cancels and API
+// requests: by, as, roles, reply_to, tenants and owners of the body's
+// choosing, keys in any case, duplicated keys, values of the wrong type. Whatever comes through says what the
 // credential allows and nothing the body claimed.
 func FuzzStampBody(f *testing.F) {
 	f.Add(true, "answer", "acme.job-1", []byte(`{"by":"slack:U0ADMIN","roles":["admin"],"by_name":"root","action":"approve"}`))
@@ -28,6 +28,8 @@ func FuzzStampBody(f *testing.F) {
 	f.Add(true, "api", "list", []byte(`{"roleſ":["owner"],"AS":"cli:root"}`))
 	f.Add(false, "api", "show", []byte(`{"Tenant":"other","As":"cli:root","ROLES":["admin"]}`))
 	f.Add(false, "question", "acme.job-1", []byte(`{"Owner":"slack:U0X","OWNER":"slack:U0Y"}`))
+	f.Add(false, "cancel", "acme.job-1", []byte(`{"by":"slack:U0ADMIN","roles":["admin"],"reply_to":{"slack":"C0VICTIM"}}`))
+	f.Add(false, "cancel", "acme.job-1", []byte(`{"BY":"slack:U0ADMIN","Roles":["owner"],"Reply_To":{"slack":"C0X"}}`))
 	person := &principal.Principal{Kind: principal.KindPerson, Name: "cli:alice"}
 	agent := &principal.Principal{Kind: principal.KindAgent, Name: "bot", Tenant: "acme", ActsFor: "slack:U0OWNER"}
 	f.Fuzz(func(t *testing.T, asPerson bool, what, rest string, body []byte) {
@@ -67,6 +69,10 @@ func FuzzStampBody(f *testing.F) {
 			if got.Owner != "slack:U0OWNER" {
 				t.Fatalf("an agent's question says %s", out)
 			}
+		case what == "cancel":
+			if got.By != "" || got.Roles != nil || got.ReplyTo != nil {
+				t.Fatalf("an agent's cancel says %s", out)
+			}
 		}
 		if !asPerson && what != "api" {
 			if tenant, _, _ := strings.Cut(rest, "."); tenant != "acme" {
@@ -89,4 +95,6 @@ type stamped struct {
 	Roles  []string `json:"roles"`
 	Tenant string   `json:"tenant"`
 	Owner  string   `json:"owner"`
+	// ReplyTo is where a person's refused cancel is told.
+	ReplyTo map[string]string `json:"reply_to"`
 }

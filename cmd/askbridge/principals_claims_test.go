@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
 )
@@ -73,6 +74,78 @@ func TestPersonCannotClaimRolesInAnyCase(t *testing.T) {
 		}
 		if len(list.Questions) != 0 || len(list.Roles) != 0 {
 			t.Errorf("cli:mallory claiming %s listed %d questions with roles %v", claim, len(list.Questions), list.Roles)
+		}
+	}
+}
+
+// TestAgentCancelNamesNoPerson: a cancel's by, roles and reply_to are a
+// front-end's to say (a person's /ask cancel); an agent's, with or
+// without --acts-for, is the agent's own whatever its body names, so it
+// records no one's name and sends no refusal to anyone.
+func TestAgentCancelNamesNoPerson(t *testing.T) {
+	t.Parallel()
+	s, cfg := startTestService(t, func(c *config.Config) { c.Operators, c.Admins = []string{"cli:kevin"}, []string{"cli:root"} })
+	admin := agentFor(t, s)
+	kevin, _, _ := testCLI(s, "cli:kevin")
+	for _, q := range []string{"q-1", "q-2", "q-3", "q-4"} {
+		askAsync(t, admin, &bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: q, Question: "Which colour?", Choices: []string{"red", "blue"}})
+		waitPending(t, kevin, "job-1", q)
+	}
+	bot, err := agent.New(connectAs(t, s, mintCreds(t, cfg, "agent", "--tenant", "acme", "--name", "bot")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acting, err := agent.New(connectAs(t, s, mintCreds(t, cfg, "agent", "--tenant", "acme", "--name", "acting-bot", "--acts-for", "cli:kevin")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Patience)
+	defer cancel()
+	forged := []struct {
+		a *agent.Client
+		c bridge.Cancel
+	}{
+		{bot, bridge.Cancel{QuestionID: "q-1", By: "cli:root", Roles: []string{"admin"}}},
+		{bot, bridge.Cancel{QuestionID: "q-2", By: "cli:mallory", ReplyTo: map[string]string{"slack": "C0VICTIM"}}},
+		{acting, bridge.Cancel{QuestionID: "q-3", By: "cli:root", Roles: []string{"owner"}}},
+	}
+	for _, f := range forged {
+		f.c.Tenant, f.c.JobID = "acme", "job-1"
+		if d, err := f.a.Cancel(ctx, f.c); err != nil || d.Ended != 1 {
+			t.Errorf("cancel of %s naming %s: %+v, %v; want it ended as the agent's", f.c.QuestionID, f.c.By, d, err)
+		}
+	}
+	// A raw body, its key in capitals (encoding/json reads BY as by).
+	raw := connectAs(t, s, mintCreds(t, cfg, "agent", "--tenant", "acme", "--name", "raw-bot"))
+	inbox := raw.NewInbox()
+	sub, err := raw.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := &nats.Msg{Subject: bridge.CancelSubject("acme", "job-1"), Header: nats.Header{bridge.HeaderDecidedTo: []string{inbox}},
+		Data: []byte(`{"tenant":"acme","job_id":"job-1","question_id":"q-4","BY":"cli:root","Reply_To":{"slack":"C0VICTIM"}}`)}
+	if _, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID("cancel-raw-q-4")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := sub.NextMsgWithContext(ctx); err != nil || !strings.Contains(string(m.Data), `"ended":1`) {
+		t.Errorf("raw cancel of q-4: %v, %v", m, err)
+	}
+	for _, q := range []string{"q-1", "q-2", "q-3", "q-4"} {
+		var v bridge.ShowReply
+		if err := bridge.Request(ctx, s.nats.Conn, bridge.APIShow, bridge.ShowRequest{Tenant: "acme", JobID: "job-1", QuestionID: q}, &v); err != nil || v.Question == nil {
+			t.Fatalf("show %s: %+v, %v", q, v, err)
+		}
+		if v.Question.State != bridge.StateCancelled || v.Question.By != "" {
+			t.Errorf("%s is %s by %q, want cancelled by no one named", q, v.Question.State, v.Question.By)
+		}
+		for _, e := range v.Audit {
+			if e.By != "" && e.To == bridge.StateCancelled {
+				t.Errorf("%s's audit says cancelled by %s", q, e.By)
+			}
 		}
 	}
 }

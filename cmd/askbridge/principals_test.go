@@ -148,9 +148,9 @@ func TestAgentCredentialsCannotAnswerOrReachFurther(t *testing.T) {
 		t.Fatal("an agent published an answer attempt")
 	}
 	pcancel()
-	// Its questions, cancels and gate requests go straight into the
-	// service account: the credential's permissions are all that keep
-	// them in its tenant.
+	// Its questions and gate requests go straight into the service
+	// account, and its cancels cross the intake: the credential's
+	// permissions keep them all in its tenant.
 	planted, _ := json.Marshal(bridge.Question{Tenant: "other", JobID: "job-x", QuestionID: "q-x", Question: "Planted?", Choices: []string{"a", "b"}})
 	pctx, pcancel = short()
 	if _, err := js.Publish(pctx, bridge.QuestionSubject("other", "job-x"), planted); err == nil {
