@@ -149,3 +149,38 @@ func TestAgentCancelNamesNoPerson(t *testing.T) {
 		}
 	}
 }
+
+// TestAnotherTenantCannotTakeAQuestionsMessageID: an agent of tenant evil
+// publishes first, on its own subject, with the Nats-Msg-Id acme's
+// question would have had under the old scheme
+// (q.<tenant>.<job>.<question>.<version>); ASK_QUESTIONS deduplicates
+// across subjects, yet acme's question is asked and answered.
+func TestAnotherTenantCannotTakeAQuestionsMessageID(t *testing.T) {
+	t.Parallel()
+	s, cfg := startTestService(t, func(c *config.Config) { c.Operators = []string{"cli:kevin"} })
+	evil := connectAs(t, s, mintCreds(t, cfg, "agent", "--tenant", "evil"))
+	js, err := jetstream.New(evil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Patience)
+	defer cancel()
+	decoy, _ := json.Marshal(bridge.Question{Tenant: "evil", JobID: "job-9", QuestionID: "q-1", TaskVersion: 1, Question: "Decoy?"})
+	if _, err := js.Publish(ctx, bridge.QuestionSubject("evil", "job-9"), decoy, jetstream.WithMsgID("q.acme.job-1.q-1.1")); err != nil {
+		t.Fatal(err)
+	}
+	victim, err := agent.New(connectAs(t, s, mintCreds(t, cfg, "agent", "--tenant", "acme")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := askAsync(t, victim, &bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", TaskVersion: 1,
+		Question: "Which colour?", Choices: []string{"red", "blue"}})
+	kevin, _, errOut := testCLI(s, "cli:kevin")
+	waitPending(t, kevin, "job-1", "q-1")
+	if code := kevin.answer(ctx, []string{"--tenant", "acme", "job-1", "q-1", "blue"}); code != exitOK {
+		t.Fatalf("answer: exit %d: %s", code, errOut)
+	}
+	if out := waitOutcome(t, ch); out.Text != "The answer: blue" {
+		t.Fatalf("outcome %+v", out)
+	}
+}
