@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/principal"
@@ -89,6 +90,14 @@ func (r *Runtime) intake(ctx context.Context, m *nats.Msg) func() {
 	switch what {
 	case "gate", "api":
 		return func() { r.relayRequest(ctx, m, out) }
+	}
+	if id := out.Header.Get(jetstream.MsgIDHeader); id != "" {
+		// A stream drops an id it saw in the last 10 minutes whatever
+		// published it: an id a person or an agent could guess (a chat
+		// front-end's attempt-discord-<interaction>, another's question)
+		// published first would make the real one a duplicate. Each
+		// credential's ids are its own (names hold no dot).
+		out.Header.Set(jetstream.MsgIDHeader, "in."+p.Name+"."+id)
 	}
 	ack, err := r.js.PublishMsgAsync(out)
 	if err != nil {

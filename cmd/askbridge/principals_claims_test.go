@@ -184,3 +184,31 @@ func TestAnotherTenantCannotTakeAQuestionsMessageID(t *testing.T) {
 		t.Fatalf("outcome %+v", out)
 	}
 }
+
+// TestPersonCannotTakeAFrontEndsMessageID: a person publishes first, with
+// their credential, under the Nats-Msg-Id a chat front-end will give a
+// click (attempt-discord-<interaction id>, which a person can guess); the
+// intake keeps each credential's ids apart, so the click still counts.
+func TestPersonCannotTakeAFrontEndsMessageID(t *testing.T) {
+	t.Parallel()
+	s, cfg := startTestService(t, func(c *config.Config) { c.Operators = []string{"cli:kevin"} })
+	ch := askAsync(t, agentFor(t, s), &bridge.Question{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", Question: "Which colour?", Choices: []string{"red", "blue"}})
+	kevin, _, _ := testCLI(s, "cli:kevin")
+	waitPending(t, kevin, "job-1", "q-1")
+	mallory := connectAs(t, s, mintCreds(t, cfg, "person", "--as", "cli:mallory"))
+	const id = "attempt-discord-1183020211551338566"
+	body := `{"tenant":"acme","job_id":"job-1","question_id":"q-1","attempt_id":"m-1","action":"answer","answer":"red"}`
+	if typ, _ := decidedAttempt(t, mallory, "acme", "job-1", id, body); typ != bridge.EventRefused {
+		t.Fatalf("cli:mallory's attempt: %s, want refused", typ)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Patience)
+	defer cancel()
+	click := bridge.AnswerAttempt{Tenant: "acme", JobID: "job-1", QuestionID: "q-1", AttemptID: "discord-1183020211551338566",
+		Action: bridge.ActionAnswer, Answer: json.RawMessage(`"blue"`), By: "cli:kevin", Via: bridge.PlatformDiscord}
+	if err := bridge.Publish(ctx, s.nats.JS, bridge.AnswerSubject("acme", "job-1"), id, click); err != nil {
+		t.Fatal(err)
+	}
+	if out := waitOutcome(t, ch); out.Text != "The answer: blue" || out.By != "cli:kevin" {
+		t.Fatalf("outcome %+v, want kevin's click", out)
+	}
+}
