@@ -79,6 +79,8 @@ func NoQuestionShown(questionID string) string {
 }
 
 // StatsReply answers ask.v1.api.stats (a StatsRequest, or any body).
+// ByState and OutboxBacklog count the whole service: nil ByState leaves
+// both out, as for a person who holds roles in some tenants only.
 type StatsReply struct {
 	ByState       map[string]int64 `json:"by_state"`
 	OutboxBacklog int64            `json:"outbox_backlog"`
@@ -87,11 +89,17 @@ type StatsReply struct {
 	Error         string         `json:"error,omitempty"`
 }
 
-// MarshalJSON writes a failed stats request as {"error": "..."}, not with
-// "by_state": null and an outbox backlog of 0 that read as an idle service.
+// MarshalJSON writes a failed stats request as {"error": "..."}, and one
+// without the whole service's counts without them: not with "by_state":
+// null and an outbox backlog of 0 that read as an idle service.
 func (r StatsReply) MarshalJSON() ([]byte, error) {
-	if r.Error != "" && r.ByState == nil {
+	switch {
+	case r.Error != "" && r.ByState == nil:
 		return json.Marshal(errorOnly{r.Error})
+	case r.ByState == nil:
+		return json.Marshal(struct {
+			Clarification *Clarification `json:"clarification,omitempty"`
+		}{r.Clarification})
 	}
 	type plain StatsReply
 	return json.Marshal(plain(r))

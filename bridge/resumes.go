@@ -5,8 +5,11 @@ package bridge
 // (bridge/agent Await), with no JetStream access of its own.
 const APIResumes = PrefixAPI + ".resumes"
 
-// ResumesRequest names the question whose outcomes are wanted.
+// ResumesRequest names the question whose outcomes are wanted. As is
+// set on a person's request (the intake sets it), which is refused:
+// resumes are for the agent that asked, bound to its tenant.
 type ResumesRequest struct {
+	As         string `json:"as,omitempty"`
 	Tenant     string `json:"tenant"`
 	JobID      string `json:"job_id"`
 	QuestionID string `json:"question_id"`

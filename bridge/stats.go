@@ -11,6 +11,9 @@ type StatsRequest struct {
 	Since string `json:"since,omitempty"`
 	// Tenant limits the measures to one tenant.
 	Tenant string `json:"tenant,omitempty"`
+	// As is the person asking (the intake sets it on a person's request):
+	// they see the figures of the tenants they hold a role in only.
+	As string `json:"as,omitempty"`
 }
 
 // DefaultStatsSince is the window of a stats request that names none.

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -292,19 +294,65 @@ func (r *Runtime) apiStats(ctx context.Context, data []byte) any {
 	if err != nil {
 		return bridge.StatsReply{Error: err.Error()}
 	}
-	counts, err := r.queries.CountByState(ctx)
+	whole, err := r.statsScope(req)
 	if err != nil {
-		return bridge.StatsReply{Error: "stats: the store could not be read"}
+		return bridge.StatsReply{Error: err.Error()}
 	}
-	backlog, err := r.backlog(ctx)
-	if err != nil {
-		return bridge.StatsReply{Error: "stats: the store could not be read"}
+	var reply bridge.StatsReply
+	if whole {
+		if reply.ByState, err = r.queries.CountByState(ctx); err != nil {
+			return bridge.StatsReply{Error: "stats: the store could not be read"}
+		}
+		if reply.ByState == nil {
+			reply.ByState = map[string]int64{}
+		}
+		if reply.OutboxBacklog, err = r.backlog(ctx); err != nil {
+			return bridge.StatsReply{Error: "stats: the store could not be read"}
+		}
 	}
 	until := r.stamp()
-	c, err := clarification(ctx, r.queries, req.Tenant, until.Add(-since), until, func(t, a string) (string, string) { return t, a })
+	reply.Clarification, err = clarification(ctx, r.queries, req.Tenant, until.Add(-since), until, func(t, a string) (string, string) { return t, a })
 	if err != nil {
 		r.log.Warn("stats: could not read the clarification measures", "err", err)
 		return bridge.StatsReply{Error: "stats: the store could not be read"}
 	}
-	return bridge.StatsReply{ByState: counts, OutboxBacklog: backlog, Clarification: c}
+	return reply
+}
+
+// statsScope says what a stats request may read: askbridge itself, an
+// admin and a person with a role in every tenant read everything
+// (whole); a person with roles in some tenants reads the measures of one
+// of them, named, and not the counts of the whole service; a person
+// without a role in it reads nothing. Roles come from the configuration
+// (the intake drops a person's own).
+func (r *Runtime) statsScope(req bridge.StatsRequest) (whole bool, err error) {
+	if req.As == "" {
+		return true, nil
+	}
+	if err := checkAs(req.As); err != nil {
+		return false, fmt.Errorf("stats: as: %w", err)
+	}
+	var tenants []string
+	for _, role := range r.o.Roles.held(req.As, nil) {
+		tenant, _, scoped := strings.Cut(role, "/")
+		if !scoped {
+			return true, nil
+		}
+		if !slices.Contains(tenants, tenant) {
+			tenants = append(tenants, tenant)
+		}
+	}
+	switch {
+	case len(tenants) == 0:
+		return false, fmt.Errorf("stats: %s holds no role: the figures are for owners, admins, operators and readers", req.As)
+	case req.Tenant == "" && len(tenants) == 1:
+		return false, fmt.Errorf("stats: %s holds roles in %s only: name it (askbridge stats --tenant %s)", req.As, tenants[0], tenants[0])
+	case req.Tenant == "":
+		last := len(tenants) - 1
+		return false, fmt.Errorf("stats: %s holds roles in %s and %s only: name one of them (askbridge stats --tenant %s)",
+			req.As, strings.Join(tenants[:last], ", "), tenants[last], tenants[0])
+	case !slices.Contains(tenants, req.Tenant):
+		return false, fmt.Errorf("stats: %s holds no role in tenant %s: its figures are for its owners, admins, operators and readers", req.As, req.Tenant)
+	}
+	return false, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/bridge/principal"
@@ -90,6 +91,14 @@ func (r *Runtime) intake(ctx context.Context, m *nats.Msg) func() {
 	case "gate", "api":
 		return func() { r.relayRequest(ctx, m, out) }
 	}
+	if id := out.Header.Get(jetstream.MsgIDHeader); id != "" {
+		// A stream drops an id it saw in the last 10 minutes whatever
+		// published it: an id a person or an agent could guess (a chat
+		// front-end's attempt-discord-<interaction>, another's question)
+		// published first would make the real one a duplicate. Each
+		// credential's ids are its own (names hold no dot).
+		out.Header.Set(jetstream.MsgIDHeader, "in."+p.Name+"."+id)
+	}
 	ack, err := r.js.PublishMsgAsync(out)
 	if err != nil {
 		return func() { refuseIntake(m, what, "not stored: "+err.Error()) }
@@ -144,9 +153,9 @@ func refuseIntake(m *nats.Msg, what, why string) {
 }
 
 // stampBody makes a message say what its credential allows: an agent's
-// messages are of its tenant, and its questions have the owner it acts
-// for; a person's attempts and requests are theirs, with no roles of
-// their own saying.
+// messages are of its tenant, its questions have the owner it acts for,
+// and its cancels name no person; a person's attempts and requests are
+// theirs, with no roles of their own saying.
 func stampBody(p *principal.Principal, what, rest string, data []byte) ([]byte, error) {
 	tenant, _, _ := strings.Cut(rest, ".")
 	if p.Kind == principal.KindAgent && what != "api" && tenant != p.Tenant {
@@ -155,7 +164,8 @@ func stampBody(p *principal.Principal, what, rest string, data []byte) ([]byte, 
 	if what == "api" && p.Kind == principal.KindAgent && !slices.Contains(principal.AgentAPI, rest) {
 		return nil, fmt.Errorf("an agent may not call %s", "ask.v1.api."+rest)
 	}
-	if p.Kind == principal.KindAgent && what != "api" && (what != "question" || p.ActsFor == "") {
+	stamped := what == "api" || what == "cancel" || (what == "question" && p.ActsFor != "")
+	if p.Kind == principal.KindAgent && !stamped {
 		if what != "gate" && !slices.Contains(principal.AgentPublishes, what) {
 			return nil, fmt.Errorf("%s %q may not publish %s", p.Kind, p.Name, "ask.v1."+what)
 		}
@@ -169,31 +179,50 @@ func stampBody(p *principal.Principal, what, rest string, data []byte) ([]byte, 
 			return nil, fmt.Errorf("the body is not a JSON object")
 		}
 	}
-	set := func(k, v string) { body[k], _ = json.Marshal(v) }
+	set := func(k, v string) {
+		drop(body, k)
+		body[k], _ = json.Marshal(v)
+	}
 	switch {
 	case p.Kind == principal.KindAgent && what == "api":
-		if t, ok := body["tenant"]; ok {
+		for k, t := range body {
 			var named string
-			if json.Unmarshal(t, &named) != nil || (named != "" && named != p.Tenant) {
+			if strings.EqualFold(k, "tenant") && (json.Unmarshal(t, &named) != nil || (named != "" && named != p.Tenant)) {
 				return nil, fmt.Errorf("credential %q is for tenant %s only", p.Name, p.Tenant)
 			}
 		}
 		set("tenant", p.Tenant)
-		delete(body, "as")
-		delete(body, "roles")
+		drop(body, "as", "roles")
 	case p.Kind == principal.KindAgent && what == "question" && p.ActsFor != "":
 		set("owner", p.ActsFor)
+	case p.Kind == principal.KindAgent && what == "cancel":
+		// Who cancels, with what roles, and where a refusal is told are
+		// a front-end's to say, of a person's /ask cancel: an agent's
+		// cancel is the agent's, which may end its own questions.
+		drop(body, "by", "roles", "reply_to")
 	case p.Kind == principal.KindPerson && what == "answer":
 		set("by", p.Identity())
 		set("via", bridge.PlatformCLI)
-		delete(body, "by_name")
-		delete(body, "roles")
+		drop(body, "by_name", "roles")
 	case p.Kind == principal.KindPerson && what == "api":
 		set("as", p.Identity())
-		delete(body, "roles")
-	case p.Kind == principal.KindAgent && (what == "gate" || slices.Contains(principal.AgentPublishes, what)):
+		drop(body, "roles")
 	default:
 		return nil, fmt.Errorf("%s %q may not publish %s", p.Kind, p.Name, "ask.v1."+what)
 	}
 	return json.Marshal(body)
+}
+
+// drop removes the members of body that encoding/json would read into a
+// field named one of names: it matches a key to a field whatever its case
+// ("Roles", "ROLES", even "roleſ", whose long s folds to s), so deleting
+// the lower-case key alone would leave a claim standing.
+func drop(body map[string]json.RawMessage, names ...string) {
+	for k := range body {
+		for _, name := range names {
+			if strings.EqualFold(k, name) {
+				delete(body, k)
+			}
+		}
+	}
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/askbridge/askbridge/bridge/principal"
 )
 
-// FuzzStampBody feeds the intake hostile attempts and API requests: by,
-// as, roles, tenants and owners of the body's choosing, duplicated keys,
-// values of the wrong type. Whatever comes through says what the
+// FuzzStampBody feeds the intake hostile attempts, cancels and API
+// requests: by, as, roles, reply_to, tenants and owners of the body's
+// choosing, keys in any case, duplicated keys, values of the wrong type. Whatever comes through says what the
 // credential allows and nothing the body claimed.
 func FuzzStampBody(f *testing.F) {
 	f.Add(true, "answer", "acme.job-1", []byte(`{"by":"slack:U0ADMIN","roles":["admin"],"by_name":"root","action":"approve"}`))
@@ -24,6 +24,12 @@ func FuzzStampBody(f *testing.F) {
 	f.Add(false, "answer", "acme.job-1", []byte(`{"by":"cli:x"}`))
 	f.Add(true, "answer", "acme.job-1", []byte(`[1,2]`))
 	f.Add(true, "answer", "acme.job-1", []byte(`{"by":5,"roles":{"a":1}}`))
+	f.Add(true, "answer", "acme.job-1", []byte(`{"By":"cli:root","Roles":["admin"],"BY_NAME":"root"}`))
+	f.Add(true, "api", "list", []byte(`{"roleſ":["owner"],"AS":"cli:root"}`))
+	f.Add(false, "api", "show", []byte(`{"Tenant":"other","As":"cli:root","ROLES":["admin"]}`))
+	f.Add(false, "question", "acme.job-1", []byte(`{"Owner":"slack:U0X","OWNER":"slack:U0Y"}`))
+	f.Add(false, "cancel", "acme.job-1", []byte(`{"by":"slack:U0ADMIN","roles":["admin"],"reply_to":{"slack":"C0VICTIM"}}`))
+	f.Add(false, "cancel", "acme.job-1", []byte(`{"BY":"slack:U0ADMIN","Roles":["owner"],"Reply_To":{"slack":"C0X"}}`))
 	person := &principal.Principal{Kind: principal.KindPerson, Name: "cli:alice"}
 	agent := &principal.Principal{Kind: principal.KindAgent, Name: "bot", Tenant: "acme", ActsFor: "slack:U0OWNER"}
 	f.Fuzz(func(t *testing.T, asPerson bool, what, rest string, body []byte) {
@@ -35,36 +41,37 @@ func FuzzStampBody(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var got map[string]json.RawMessage
-		if err := json.Unmarshal(out, &got); err != nil {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(out, &obj); err != nil && what != "gate" && !slices.Contains(principal.AgentPublishes, what) {
 			t.Fatalf("stamped body is not a JSON object: %q", out)
 		}
-		str := func(k string) string {
-			var s string
-			_ = json.Unmarshal(got[k], &s)
-			return s
-		}
-		if _, ok := got["roles"]; ok && (asPerson || what == "api") {
-			t.Fatalf("roles survived: %s", out)
-		}
+		// Read as the runtime reads it (encoding/json, which matches keys
+		// to fields whatever their case); members of the wrong type are
+		// left out, as they are refused there.
+		var got stamped
+		_ = json.Unmarshal(out, &got)
 		switch {
 		case asPerson && what == "answer":
-			if str("by") != "cli:alice" || str("via") != "cli" || got["by_name"] != nil {
+			if got.By != "cli:alice" || got.Via != "cli" || got.ByName != "" || got.Roles != nil {
 				t.Fatalf("a person's attempt says %s", out)
 			}
 		case asPerson && what == "api":
-			if str("as") != "cli:alice" {
+			if got.As != "cli:alice" || got.Roles != nil {
 				t.Fatalf("a person's request says %s", out)
 			}
 		case asPerson:
 			t.Fatalf("a person published %s: %s", what, out)
 		case what == "api":
-			if str("tenant") != "acme" || got["as"] != nil {
+			if got.Tenant != "acme" || got.As != "" || got.Roles != nil {
 				t.Fatalf("an agent's request says %s", out)
 			}
 		case what == "question":
-			if str("owner") != "slack:U0OWNER" {
+			if got.Owner != "slack:U0OWNER" {
 				t.Fatalf("an agent's question says %s", out)
+			}
+		case what == "cancel":
+			if got.By != "" || got.Roles != nil || got.ReplyTo != nil {
+				t.Fatalf("an agent's cancel says %s", out)
 			}
 		}
 		if !asPerson && what != "api" {
@@ -76,4 +83,18 @@ func FuzzStampBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+// stamped is what the runtime reads of a stamped body, the fields a
+// body's claim could set.
+type stamped struct {
+	By     string   `json:"by"`
+	ByName string   `json:"by_name"`
+	Via    string   `json:"via"`
+	As     string   `json:"as"`
+	Roles  []string `json:"roles"`
+	Tenant string   `json:"tenant"`
+	Owner  string   `json:"owner"`
+	// ReplyTo is where a person's refused cancel is told.
+	ReplyTo map[string]string `json:"reply_to"`
 }

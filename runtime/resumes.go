@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -11,11 +12,18 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 )
 
-// apiResumes reads a question's outcomes from the resumes stream.
+// apiResumes reads a question's outcomes from the resumes stream, for an
+// agent (bound to its tenant by the intake) or askbridge itself.
 func (r *Runtime) apiResumes(ctx context.Context, data []byte) any {
 	var req bridge.ResumesRequest
 	if msg := decodeRequest("resumes", data, &req); msg != "" {
 		return bridge.ResumesReply{Error: msg}
+	}
+	if req.As != "" {
+		// A person's request: resumes are what the agent that asked reads
+		// to re-attach, and a person sees how a question ended with show,
+		// as far as they may see it.
+		return bridge.ResumesReply{Error: fmt.Sprintf("resumes: %s is a person, and resumes are for the agent that asked: see how a question ended with askbridge show", bridge.Truncate(req.As, 80))}
 	}
 	for _, f := range []struct{ name, v string }{{"tenant", req.Tenant}, {"job_id", req.JobID}, {"question_id", req.QuestionID}} {
 		if err := bridge.CheckToken(f.name, f.v); err != nil {

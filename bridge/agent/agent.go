@@ -63,35 +63,60 @@ func New(nc *nats.Conn) (*Client, error) {
 }
 
 // Publish sends q without waiting, filling in a question id when it has
-// none. Publishing the same question again is harmless: its message id
-// dedupes it in the stream, and the runtime records it once.
+// none. Publishing the same question again is harmless: the runtime
+// records a question id at a task version once (docs/contract.md), and
+// each Publish is a message of its own in the stream.
 func (c *Client) Publish(ctx context.Context, q *bridge.Question) error {
+	msgID, err := questionMsgID(q)
+	if err != nil {
+		return err
+	}
+	return bridge.Publish(ctx, c.js, bridge.QuestionSubject(q.Tenant, q.JobID), msgID, q)
+}
+
+// questionMsgID fills in q's question id when it has none and names a
+// publication of it: q.<tenant>.<job>.<question>.<version>.<nonce>.
+func questionMsgID(q *bridge.Question) (string, error) {
 	if q.QuestionID == "" {
 		var b [4]byte
 		_, _ = rand.Read(b[:])
 		q.QuestionID = "q-" + hex.EncodeToString(b[:])
 	}
 	if err := bridge.CheckToken("tenant", q.Tenant); err != nil {
-		return fmt.Errorf("agent: %w", err)
+		return "", fmt.Errorf("agent: %w", err)
 	}
 	if err := bridge.CheckToken("job_id", q.JobID); err != nil {
-		return fmt.Errorf("agent: %w", err)
+		return "", fmt.Errorf("agent: %w", err)
 	}
 	// Dots: ids cannot hold one, so no two questions share a message id.
-	msgID := fmt.Sprintf("q.%s.%s.%s.%d", q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
-	return bridge.Publish(ctx, c.js, bridge.QuestionSubject(q.Tenant, q.JobID), msgID, q)
+	return fmt.Sprintf("q.%s.%s.%s.%d.%s", q.Tenant, q.JobID, q.QuestionID, q.TaskVersion, nonce()), nil
+}
+
+// nonce ends every message id the client sets. A stream drops a message
+// whose Nats-Msg-Id it saw in the last 10 minutes, whatever its subject,
+// and every tenant's agents publish into the same streams: an id made of
+// the question's names alone could be published first by an agent of
+// another tenant, on its own subject, and this one would be dropped as a
+// duplicate. 64 random bits cannot be guessed; a call keeps its nonce on
+// its retries, so a retry is still one message.
+func nonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Ask publishes q and waits for its outcome (answered, declined,
 // timed_out, cancelled, failed or invalid). It returns an error only when
 // NATS fails or ctx ends; every outcome, good or bad, is an Outcome.
+// Its publications of q, the first and those until the runtime records
+// it, share one message id.
 func (c *Client) Ask(ctx context.Context, q *bridge.Question) (*Outcome, error) {
-	if q.QuestionID == "" {
-		// Fill it in now, so every publish below is the same question.
-		if err := c.Publish(ctx, q); err != nil && !c.publishesAgain(ctx, err) {
-			return nil, err
-		}
+	msgID, err := questionMsgID(q)
+	if err != nil {
+		return nil, err
 	}
+	subject := bridge.QuestionSubject(q.Tenant, q.JobID)
+	publish := func(ctx context.Context) error { return bridge.Publish(ctx, c.js, subject, msgID, q) }
 	// Watch for the runtime recording the question before publishing it.
 	recorded := make(chan struct{})
 	var once sync.Once
@@ -108,7 +133,7 @@ func (c *Client) Ask(ctx context.Context, q *bridge.Question) (*Outcome, error) 
 		return nil, fmt.Errorf("agent: watch %s/%s: %w", q.Tenant, q.JobID, err)
 	}
 	defer sub.Unsubscribe()
-	if err := c.Publish(ctx, q); err != nil && !c.publishesAgain(ctx, err) {
+	if err := publish(ctx); err != nil && !c.publishesAgain(ctx, err) {
 		return nil, err
 	}
 	actx, cancel := context.WithCancel(ctx)
@@ -126,7 +151,7 @@ func (c *Client) Ask(ctx context.Context, q *bridge.Question) (*Outcome, error) 
 			case <-recorded:
 				return
 			case <-tick.C:
-				_ = c.Publish(actx, q)
+				_ = publish(actx)
 			}
 		}
 	}()

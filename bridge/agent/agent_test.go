@@ -47,6 +47,7 @@ func TestAskRepublishesUntilRecorded(t *testing.T) {
 	}
 	defer n.Close()
 	published := countPublishes(t, n.Conn, bridge.QuestionSubject("acme", "job-lost"))
+	ids := testenv.Published(t, n.Conn, bridge.QuestionSubject("acme", "job-lost"))
 	c, err := agent.New(n.Conn)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +60,11 @@ func TestAskRepublishesUntilRecorded(t *testing.T) {
 	}
 	if got := published.Load(); got < 3 {
 		t.Fatalf("published %d times in 550ms, want a publish every 100ms", got)
+	}
+	// One Ask is one question: its publishes share one message id, so the
+	// stream keeps one copy however often it publishes.
+	if got := ids.Count(t); got != 1 {
+		t.Fatalf("Ask published its question under %d message ids, want 1", got)
 	}
 }
 

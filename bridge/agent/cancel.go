@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,11 +41,9 @@ func (c *Client) Cancel(ctx context.Context, cancel bridge.Cancel) (bridge.Cance
 		return bridge.CancelDecision{}, fmt.Errorf("agent: cancel: %w", err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	var b [8]byte
-	_, _ = rand.Read(b[:])
 	msg := &nats.Msg{Subject: bridge.CancelSubject(cancel.Tenant, cancel.JobID), Data: data,
 		Header: nats.Header{bridge.HeaderDecidedTo: []string{inbox}}}
-	if _, err := c.js.PublishMsg(ctx, msg, jetstream.WithMsgID("cancel-"+hex.EncodeToString(b[:]))); err != nil {
+	if _, err := c.js.PublishMsg(ctx, msg, jetstream.WithMsgID("cancel-"+nonce())); err != nil {
 		return bridge.CancelDecision{}, fmt.Errorf("agent: publish cancel: %w", err)
 	}
 	reply, err := sub.NextMsgWithContext(ctx)

@@ -10,7 +10,7 @@ import (
 // ReportExecution tells the runtime, durably, what became of an approved
 // proposal the job executed: succeeded or failed, with a detail people
 // read on the card. Reporting the same proposal again is one report: the
-// message id is the proposal's.
+// runtime records a proposal's first report only.
 func (c *Client) ReportExecution(ctx context.Context, e bridge.Execution) error {
 	if err := bridge.CheckToken("tenant", e.Tenant); err != nil {
 		return fmt.Errorf("agent: %w", err)
@@ -24,6 +24,6 @@ func (c *Client) ReportExecution(ctx context.Context, e bridge.Execution) error 
 	if e.Result != bridge.ResultSucceeded && e.Result != bridge.ResultFailed {
 		return fmt.Errorf("agent: result: must be %s or %s, not %q", bridge.ResultSucceeded, bridge.ResultFailed, e.Result)
 	}
-	msgID := fmt.Sprintf("executed.%s.%s.%s", e.Tenant, e.JobID, e.ProposalID)
+	msgID := fmt.Sprintf("executed.%s.%s.%s.%s", e.Tenant, e.JobID, e.ProposalID, nonce())
 	return bridge.Publish(ctx, c.js, bridge.ExecutedSubject(e.Tenant, e.JobID), msgID, e)
 }

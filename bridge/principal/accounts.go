@@ -34,14 +34,20 @@ const (
 // agentImports are the subjects an agent publishes to, as they are named
 // in the contract. An agent acting for a person crosses into the service
 // account with each under IntakePrefix.agent.
-var agentImports = append(slices.Clone(agentDirect), "api")
+var agentImports = append(slices.Clone(AgentPublishes), "gate", "api")
 
 // agentDirect are the subjects an agent that acts for no one publishes
 // to straight into the service account: the subject names the tenant,
 // its permissions allow only its own, and the body is the agent's to say,
-// so nothing is left for the intake to check or stamp. Only the API,
-// whose requests name their tenant in the body, crosses the intake.
-var agentDirect = append(slices.Clone(AgentPublishes), "gate")
+// so nothing is left for the intake to check or stamp.
+var agentDirect = []string{"question", "executed", "notice", "gate"}
+
+// agentStamped are the subjects of an agent that acts for no one that
+// cross the intake all the same: the API, whose requests name their
+// tenant in the body, and cancels, whose by, roles and reply_to only a
+// front-end may set (a person's /ask cancel), and which the stream could
+// not tell from a front-end's.
+var agentStamped = []string{"cancel", "api"}
 
 // AgentPublishes are the durable subjects an agent publishes to.
 var AgentPublishes = []string{"question", "cancel", "executed", "notice"}
@@ -71,7 +77,9 @@ func (k *Keys) accountClaims(revoked map[string]int64) ([]*jwt.AccountClaims, er
 	for _, what := range agentDirect {
 		agents.Imports.Add(&jwt.Import{Account: pub(k.Service), Subject: jwt.Subject("ask.v1." + what + ".>"), Type: jwt.Service})
 	}
-	agents.Imports.Add(intakeImport(pub(k.Service), KindAgent, "api"))
+	for _, what := range agentStamped {
+		agents.Imports.Add(intakeImport(pub(k.Service), KindAgent, what))
+	}
 	agentStreams(agents, pub(k.Service))
 
 	acting := jwt.NewAccountClaims(pub(k.Acting))

@@ -148,9 +148,9 @@ func TestAgentCredentialsCannotAnswerOrReachFurther(t *testing.T) {
 		t.Fatal("an agent published an answer attempt")
 	}
 	pcancel()
-	// Its questions, cancels and gate requests go straight into the
-	// service account: the credential's permissions are all that keep
-	// them in its tenant.
+	// Its questions and gate requests go straight into the service
+	// account, and its cancels cross the intake: the credential's
+	// permissions keep them all in its tenant.
 	planted, _ := json.Marshal(bridge.Question{Tenant: "other", JobID: "job-x", QuestionID: "q-x", Question: "Planted?", Choices: []string{"a", "b"}})
 	pctx, pcancel = short()
 	if _, err := js.Publish(pctx, bridge.QuestionSubject("other", "job-x"), planted); err == nil {
@@ -182,14 +182,7 @@ func TestAgentCredentialsCannotAnswerOrReachFurther(t *testing.T) {
 	if err := bridge.Request(ctx, nc, bridge.APIShow, bridge.ShowRequest{JobID: "job-9", QuestionID: "q-9"}, &show); err == nil && show.Question != nil {
 		t.Errorf("show without a tenant found another tenant's question: %+v", show.Question)
 	}
-	sub, err := nc.SubscribeSync("ask.v1.event.other.>")
-	if err == nil {
-		if err := nc.Flush(); err == nil {
-			if _, err := sub.NextMsg(500 * time.Millisecond); err == nil {
-				t.Error("an agent read another tenant's events")
-			}
-		}
-	}
+	// What it may not read: TestCredentialsCannotReadFurther.
 	sctx, scancel := short()
 	if err := js.DeleteStream(sctx, bridge.StreamResumes); err == nil {
 		t.Error("an agent deleted the resumes stream")

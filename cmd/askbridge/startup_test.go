@@ -113,3 +113,39 @@ func TestServeWarnsOfAHalfConfiguredPlatform(t *testing.T) {
 		})
 	}
 }
+
+// TestServeWarnsOfAnOpenNATS checks that joining a NATS that lets clients
+// without credentials publish answer attempts is named in a warning at
+// start, and joining one that refuses them is not.
+func TestServeWarnsOfAnOpenNATS(t *testing.T) {
+	t.Parallel()
+	const warning = `level=WARN msg="NATS lets clients without credentials publish answer attempts: anyone who reaches it may answer and approve as anyone; run it with accounts (docs/deploy.md)"`
+	open := testenv.StartExternalNATS(t).URL()
+	guarded := "nats://ask:right-password@" + natsWithPassword(t, "ask", "right-password")
+	for _, c := range []struct {
+		name, url string
+		warns     bool
+	}{
+		{"anyone may publish", open, true},
+		{"a password is needed", guarded, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig(t, func(cfg *config.Config) { cfg.NATSURL = c.url })
+			ctx, cancel := context.WithTimeout(context.Background(), 2*testenv.Patience)
+			defer cancel()
+			logs := &testenv.LockedBuffer{}
+			s, err := startService(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)))
+			if err != nil {
+				t.Fatalf("start: %v", err)
+			}
+			defer s.stop(context.Background())
+			if got := strings.Contains(logs.String(), warning); got != c.warns {
+				t.Errorf("warned %v, want %v:\n%s", got, c.warns, logs)
+			}
+			if strings.Contains(logs.String(), "right-password") {
+				t.Errorf("the logs show the password:\n%s", logs)
+			}
+		})
+	}
+}

@@ -47,19 +47,26 @@ func (c *cli) stats(ctx context.Context, args []string) int {
 	if reply.Error != "" {
 		return c.fail("%s", reply.Error)
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	for _, st := range []string{bridge.StatePending, bridge.StateAnswered, bridge.StateDeclined, bridge.StateTimedOut,
-		bridge.StateCancelled, bridge.StateSuperseded, bridge.StateFailed} {
-		fmt.Fprintf(tw, "%s\t%d\n", st, reply.ByState[st])
+	if reply.ByState != nil {
+		// Left out for a person with roles in some tenants only: they
+		// count the whole service.
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		for _, st := range []string{bridge.StatePending, bridge.StateAnswered, bridge.StateDeclined, bridge.StateTimedOut,
+			bridge.StateCancelled, bridge.StateSuperseded, bridge.StateFailed} {
+			fmt.Fprintf(tw, "%s\t%d\n", st, reply.ByState[st])
+		}
+		fmt.Fprintf(tw, "outbox backlog\t%d\n", reply.OutboxBacklog)
+		tw.Flush()
 	}
-	fmt.Fprintf(tw, "outbox backlog\t%d\n", reply.OutboxBacklog)
-	tw.Flush()
 	if cl := reply.Clarification; cl != nil {
+		if reply.ByState != nil {
+			fmt.Fprintln(c.stdout)
+		}
 		who := "every tenant"
 		if *tenant != "" {
 			who = "tenant " + *tenant
 		}
-		fmt.Fprintf(c.stdout, "\nClarification, questions asked since %s (%s), %s:\n", cl.Since.UTC().Format("2006-01-02 15:04 UTC"), *since, who)
+		fmt.Fprintf(c.stdout, "Clarification, questions asked since %s (%s), %s:\n", cl.Since.UTC().Format("2006-01-02 15:04 UTC"), *since, who)
 		printClarification(c.stdout, cl)
 	}
 	return exitOK
