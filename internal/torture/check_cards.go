@@ -1,6 +1,7 @@
 package torture
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -111,7 +112,7 @@ func cardTSs(cs []card) string {
 		if i > 0 {
 			s += ", "
 		}
-		s += fmt.Sprintf("%s at %s", c.ts, clock(c.at))
+		s += fmt.Sprintf("%s at %s in thread %s", c.ts, clock(c.at), cmp.Or(c.thread, "none"))
 	}
 	return s
 }
