@@ -16,6 +16,11 @@ import (
 // one job's rounds and timeouts still fire in order.
 const ladderWorkers = 16
 
+// errRoundDropped is a round the record refused whole because one of its
+// steps fired or its question ended meanwhile (another replica's round or
+// timeout, an answer).
+var errRoundDropped = errors.New("runtime: a step of the round fired or ended meanwhile")
+
 // ladderJob is what a pass fires for one job: its rounds, in the order
 // their first steps fell due, then its questions' timeouts.
 type ladderJob struct {
@@ -98,13 +103,25 @@ func (r *Runtime) firePass(ctx context.Context, jobs []*ladderJob, now time.Time
 // re-surfaces its top question once in a pass (docs/design.md, "The queue
 // and nudges").
 func (r *Runtime) fireJob(ctx context.Context, lj *ladderJob, now time.Time) (failed, held bool) {
+	dropped := false
 	for i, rd := range lj.rounds {
-		if err := r.fireRound(ctx, rd, now, i == 0); err != nil {
+		err := r.fireRound(ctx, rd, now, i == 0)
+		if errors.Is(err, errRoundDropped) {
+			dropped = true
+			continue
+		}
+		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Error("ladder: fire a round", "tenant", rd.tenant, "job", rd.job, "step", rd.target, "err", err)
 			}
 			return true, held
 		}
+	}
+	if dropped {
+		// The steps of a dropped round that did not fire are still due,
+		// and a question's timeout comes after its steps: the job's
+		// timeouts wait for the next pass, which reads them again.
+		return false, true
 	}
 	for _, d := range lj.timeouts {
 		err := r.fireStep(ctx, d, now)

@@ -81,3 +81,49 @@ func (h *heldQueue) JobQueue(ctx context.Context, tenant, job string) ([]record.
 	}
 	return h.Backend.JobQueue(ctx, tenant, job)
 }
+
+// TestTimeoutWaitsForADroppedRoundsSteps: when the record refuses a
+// job's round whole (another replica's round or timeout took one of its
+// steps first), the steps that did not fire are still due, and a question
+// whose timeout is due in the same pass times out only after its steps
+// have fired.
+func TestTimeoutWaitsForADroppedRoundsSteps(t *testing.T) {
+	t.Parallel()
+	clock := testenv.NewClock()
+	lost := &lostRound{target: bridge.TargetAdmins}
+	env := testenv.Start(t, testenv.Options{Roles: roles, Clock: clock, WrapStore: lost.wrap})
+	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-dropped")
+	q := ladderQuestion("job-dropped", "")
+	ask(t, env, q)
+	clock.Advance(5 * time.Second) // every step and the timeout due, in one pass
+	clock.AdvanceUntil(t, 100*time.Millisecond, testenv.Patience, func() error {
+		if got := events.EventTypes(); got != "asked,reminded,escalated,escalated,timed_out" {
+			return fmt.Errorf("events = %s; want every step before the timeout", got)
+		}
+		return nil
+	})
+	if lost.dropped.Load() != 1 {
+		t.Fatalf("%d admins rounds refused; the test wants the first one refused", lost.dropped.Load())
+	}
+}
+
+// lostRound is the record refusing the first round of one step kind with
+// record.ErrStepGone, as it does when another replica fired one of its
+// steps first.
+type lostRound struct {
+	record.Backend
+	target  string
+	dropped atomic.Int32
+}
+
+func (l *lostRound) wrap(b record.Backend) record.Backend {
+	l.Backend = b
+	return l
+}
+
+func (l *lostRound) FireRound(ctx context.Context, steps []record.RoundStep, at time.Time, msgs []record.Message) error {
+	if len(steps) > 0 && steps[0].Target == l.target && l.dropped.CompareAndSwap(0, 1) {
+		return record.ErrStepGone
+	}
+	return l.Backend.FireRound(ctx, steps, at, msgs)
+}

@@ -76,7 +76,8 @@ type round struct {
 // fireRound sends one job's round as one reminded or escalated event: its
 // question is the top of the job's queue, its nudge all the job's pending
 // questions with whom the round reminds of each. resurface says the job's
-// thread may show the top question again in this pass.
+// thread may show the top question again in this pass. errRoundDropped
+// when the record refused it whole (a step fired or ended meanwhile).
 func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resurface bool) error {
 	queue, err := r.jobQueue(ctx, rd.tenant, rd.job)
 	if err != nil {
@@ -128,7 +129,7 @@ func (r *Runtime) fireRound(ctx context.Context, rd *round, now time.Time, resur
 	ev.Nudge = nudge
 	err = r.queue.FireRound(ctx, steps, now, []record.Message{eventMsg(ev)})
 	if errors.Is(err, record.ErrStepGone) {
-		return nil
+		return errRoundDropped
 	}
 	if err != nil {
 		return err
