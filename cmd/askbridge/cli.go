@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/askbridge/askbridge/bridge/principal"
 )
 
 // cli runs the command-line tools. Every tool speaks NATS, never the store.
@@ -32,6 +34,10 @@ type cli struct {
 	// credKind is the kind of the credential connect presented, when read
 	// from a file: a person's may not read the job's events.
 	credKind string
+	// ownerAs is what the data directory's owner connects as without
+	// credentials of their own; nil is an admin (docs/contract.md,
+	// "Principals on the bus").
+	ownerAs *principal.Spec
 }
 
 // decisionWait bounds how long answer and decline wait for the runtime.

@@ -82,8 +82,9 @@ func (c *cli) connect(flagURL string) (*nats.Conn, jetstream.JetStream, error) {
 
 // credentials are the options that present the CLI's credentials:
 // --creds or ASK_NATS_CREDS, read with the inbox prefix they allow; else,
-// for the data directory's owner, an admin credential made from its keys
-// in memory (docs/contract.md, "Principals on the bus"); else none.
+// for the data directory's owner, a credential made from its keys in
+// memory, an admin's unless ownerAs says otherwise (docs/contract.md,
+// "Principals on the bus"); else none.
 func (c *cli) credentials() ([]nats.Option, error) {
 	s, err := c.settings()
 	if err != nil {
@@ -101,11 +102,16 @@ func (c *cli) credentials() ([]nats.Option, error) {
 	if err != nil {
 		return nil, nil // not the owner here: try without, and say how to get them
 	}
-	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "cli-owner"}, time.Now())
+	spec := principal.Spec{Kind: principal.KindAdmin, Name: "cli-owner"}
+	if c.ownerAs != nil {
+		spec = *c.ownerAs
+	}
+	issued, err := keys.Mint(spec, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	return []nats.Option{nats.UserJWTAndSeed(admin.JWT, admin.Seed)}, nil
+	c.credKind = spec.Kind
+	return []nats.Option{nats.UserJWTAndSeed(issued.JWT, issued.Seed), nats.CustomInboxPrefix(principal.InboxPrefix(spec.Name))}, nil
 }
 
 // redactURLs is a comma-separated list of NATS URLs with their passwords

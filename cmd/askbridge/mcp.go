@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/bridge/principal"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/mcpfront"
 	"github.com/askbridge/askbridge/policy"
@@ -41,6 +42,7 @@ func (c *cli) mcp(ctx context.Context, args []string) int {
 		fmt.Fprintln(c.stderr, "askbridge mcp: "+err.Error())
 		return exitConfig
 	}
+	c.ownerAs = mcpOwner(cfg.MCPTenant)
 	c.natsOpts = append(c.natsOpts, nats.Name("askbridge-mcp"), nats.MaxReconnects(-1))
 	nc, _, err := c.connect(*natsURL)
 	if err != nil {
@@ -60,6 +62,14 @@ func (c *cli) mcp(ctx context.Context, args []string) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// mcpOwner is what askbridge mcp run by the data directory's owner
+// without credentials of its own connects as: an agent of the MCP tenant,
+// as an agent's credentials in ASK_NATS_CREDS would make it. An MCP client
+// is an agent, never an admin.
+func mcpOwner(tenant string) *principal.Spec {
+	return &principal.Spec{Kind: principal.KindAgent, Name: "mcp-owner", Tenant: tenant}
 }
 
 // mcpAutoAllow is ASK_MCP_AUTO_ALLOW and the policy file's mcp.auto_allow
