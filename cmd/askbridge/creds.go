@@ -42,7 +42,12 @@ func (c *cli) credsCmd(_ context.Context, args []string) int {
 		}
 		return exitOK
 	}
-	dataDir := cmp.Or(c.dataDir, os.Getenv("ASK_DATA_DIR"), "data")
+	settings, err := c.settings()
+	if err != nil {
+		fmt.Fprintln(c.stderr, "askbridge creds: "+err.Error())
+		return exitConfig
+	}
+	dataDir := settings.DataDir
 	switch args[0] {
 	case principal.KindAgent, principal.KindPerson, principal.KindAdmin:
 		return c.credsMint(dataDir, args[0], args[1:])
