@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,7 +69,7 @@ func waitState(t *testing.T, env *testenv.Env, q *bridge.Question, state string)
 func waitStateFor(t *testing.T, env *testenv.Env, q *bridge.Question, state string, wait time.Duration) {
 	t.Helper()
 	testenv.CheckFor(t, wait, 10*time.Millisecond, func() error {
-		reply := show(t, env, "slack:UADMIN", q.JobID, q.QuestionID)
+		reply := showIn(t, env, "slack:UADMIN", cmp.Or(q.Tenant, "acme"), q.JobID, q.QuestionID)
 		if reply.Question == nil {
 			return fmt.Errorf("question not visible yet: %s", reply.Error)
 		}
@@ -81,7 +82,13 @@ func waitStateFor(t *testing.T, env *testenv.Env, q *bridge.Question, state stri
 
 func show(t *testing.T, env *testenv.Env, as, job, qid string) bridge.ShowReply {
 	t.Helper()
-	data, _ := json.Marshal(bridge.ShowRequest{As: as, Tenant: "acme", JobID: job, QuestionID: qid})
+	return showIn(t, env, as, "acme", job, qid)
+}
+
+// showIn is show of a question of tenant.
+func showIn(t *testing.T, env *testenv.Env, as, tenant, job, qid string) bridge.ShowReply {
+	t.Helper()
+	data, _ := json.Marshal(bridge.ShowRequest{As: as, Tenant: tenant, JobID: job, QuestionID: qid})
 	msg, err := env.NATS.Conn.Request(bridge.APIShow, data, 5*time.Second)
 	if err != nil {
 		t.Fatalf("show: %v", err)
