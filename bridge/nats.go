@@ -126,7 +126,9 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 			n.Close()
 			return nil, fmt.Errorf("nats: %w", err)
 		}
-		opts = append(opts, nats.InProcessServer(ns), nats.UserJWTAndSeed(self.JWT, self.Seed))
+		// The server is in this process: its handshake's timeout only
+		// detects a hang. nats.go's 2 s ran out on a loaded machine.
+		opts = append(opts, nats.InProcessServer(ns), nats.UserJWTAndSeed(self.JWT, self.Seed), nats.Timeout(inProcessHandshake))
 	} else if o.Creds != "" {
 		opts = append(opts, nats.UserCredentials(o.Creds))
 	} else if keys, err := principal.LoadKeys(cmp.Or(o.DataDir, o.StoreDir)); err == nil {
@@ -510,6 +512,10 @@ func replicasRefused(err error, replicas int) error {
 // answered at the URL, or the server refused the credentials. Callers name
 // the setting the URL came from (serve: ASK_NATS_URL).
 type ConnectError struct{ Err error }
+
+// inProcessHandshake bounds the connection handshake with the embedded
+// server.
+const inProcessHandshake = 30 * time.Second
 
 func (e *ConnectError) Error() string { return "nats: connect: " + e.Err.Error() }
 func (e *ConnectError) Unwrap() error { return e.Err }
