@@ -96,11 +96,7 @@ func (r *Runtime) fireDue(ctx context.Context) time.Time {
 
 // fireStep times a question out; its reminders and escalations fire in
 // rounds (fireRound).
-func (r *Runtime) fireStep(ctx context.Context, d record.DueStep, now time.Time) error {
-	rec, err := r.steps.Get(ctx, d.Question)
-	if err != nil {
-		return err
-	}
+func (r *Runtime) fireStep(ctx context.Context, rec *record.Record, now time.Time) error {
 	if rec.State != bridge.StatePending {
 		return nil
 	}

@@ -3,9 +3,10 @@ package runtime
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/askbridge/askbridge/store/record"
 )
@@ -25,7 +26,14 @@ var errRoundDropped = errors.New("runtime: a step of the round fired or ended me
 // their first steps fell due, then its questions' timeouts.
 type ladderJob struct {
 	rounds   []*round
-	timeouts []record.DueStep
+	timeouts []timeout
+}
+
+// timeout is a question's timeout step, with the question as the pass
+// read it.
+type timeout struct {
+	step record.DueStep
+	rec  *record.Record
 }
 
 // ladderJobs groups due steps by job: ladder steps (not timeouts) into
@@ -33,19 +41,15 @@ type ladderJob struct {
 // read to learn its job, those of a pass at once.
 func (r *Runtime) ladderJobs(ctx context.Context, due []record.DueStep) ([]*ladderJob, error) {
 	recs := make([]*record.Record, len(due))
-	errs := make([]error, len(due))
-	var wg sync.WaitGroup
-	limit := make(chan struct{}, ladderWorkers)
+	var g errgroup.Group
+	g.SetLimit(ladderWorkers)
 	for i, d := range due {
-		wg.Add(1)
-		limit <- struct{}{}
-		go func() {
-			defer func() { <-limit; wg.Done() }()
-			recs[i], errs[i] = r.steps.Get(ctx, d.Question)
-		}()
+		g.Go(func() (err error) {
+			recs[i], err = r.steps.Get(ctx, d.Question)
+			return err
+		})
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	var jobs []*ladderJob
@@ -60,7 +64,7 @@ func (r *Runtime) ladderJobs(ctx context.Context, due []record.DueStep) ([]*ladd
 			jobs = append(jobs, lj)
 		}
 		if d.Target == record.StepTimeout {
-			lj.timeouts = append(lj.timeouts, d)
+			lj.timeouts = append(lj.timeouts, timeout{d, recs[i]})
 			continue
 		}
 		k := roundKey{recs[i].Tenant, recs[i].JobID, d.Target}
@@ -78,13 +82,10 @@ func (r *Runtime) ladderJobs(ctx context.Context, due []record.DueStep) ([]*ladd
 // for an answer published before its deadline to be decided.
 func (r *Runtime) firePass(ctx context.Context, jobs []*ladderJob, now time.Time) (failed, held bool) {
 	var failedAny, heldAny atomic.Bool
-	var wg sync.WaitGroup
-	limit := make(chan struct{}, ladderWorkers)
+	var g errgroup.Group
+	g.SetLimit(ladderWorkers)
 	for _, lj := range jobs {
-		wg.Add(1)
-		limit <- struct{}{}
-		go func() {
-			defer func() { <-limit; wg.Done() }()
+		g.Go(func() error {
 			f, h := r.fireJob(ctx, lj, now)
 			if f {
 				failedAny.Store(true)
@@ -92,9 +93,10 @@ func (r *Runtime) firePass(ctx context.Context, jobs []*ladderJob, now time.Time
 			if h {
 				heldAny.Store(true)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return failedAny.Load(), heldAny.Load()
 }
 
@@ -123,8 +125,9 @@ func (r *Runtime) fireJob(ctx context.Context, lj *ladderJob, now time.Time) (fa
 		// timeouts wait for the next pass, which reads them again.
 		return false, true
 	}
-	for _, d := range lj.timeouts {
-		err := r.fireStep(ctx, d, now)
+	for _, to := range lj.timeouts {
+		d := to.step
+		err := r.fireStep(ctx, to.rec, now)
 		if errors.Is(err, errAnswerWaiting) {
 			held = true // again shortly, once the answer is decided
 			continue
