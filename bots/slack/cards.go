@@ -42,10 +42,9 @@ func (p platform) Find(ctx context.Context, ev *bridge.Event, channel string, si
 	thread := cmp.Or(p.routeThread(ev), p.knownThread(ev, channel))
 	if thread == "" {
 		var err error
-		if thread, err = b.findPosted(ctx, channel, "", since, threadMeta(ev.Tenant, ev.JobID)); err != nil || thread == "" {
+		if thread, err = p.sharedThread(ctx, ev, channel, since); err != nil || thread == "" {
 			return nil, err
 		}
-		b.threads.Put(threadKey(ev.Tenant, ev.JobID, channel), thread)
 	}
 	found, err := b.findMarked(ctx, channel, thread, since, questionMeta(bridge.RefOf(ev)), true)
 	var out []bridge.MessageRef
@@ -149,22 +148,4 @@ func (p platform) knownThread(ev *bridge.Event, channel string) string {
 		}
 	}
 	return ""
-}
-
-// jobThread returns the ts of the job's thread parent in channel, posting
-// the parent the first time: one thread per job and channel (the runtime
-// names the job's threads on each asked event for an adapter that
-// restarted; a later try of the event found a parent an earlier one left).
-func (p platform) jobThread(ctx context.Context, ev *bridge.Event, channel string, last bool) (string, error) {
-	if ts := p.knownThread(ev, channel); ts != "" {
-		return ts, nil
-	}
-	b := p.b
-	blocks, text := blockkit.ThreadParent(ev.Question, b.consoleOn())
-	ts, err := b.postMarked(ctx, last, channel, "", threadMeta(ev.Tenant, ev.JobID), slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
-	if err != nil {
-		return "", err
-	}
-	b.threads.Put(threadKey(ev.Tenant, ev.JobID, channel), ts)
-	return ts, nil
 }

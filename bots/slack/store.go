@@ -17,8 +17,9 @@ import (
 
 // KVBucket holds what the Slack adapter must remember across restarts and
 // replicas that the runtime does not: which one-off side effects (DMs,
-// ephemeral refusals) were done, and the rare card whose post failed in a
-// way that may hide a success (a stray, engine.Cards). Which message shows
+// ephemeral refusals) were done, a new job's thread until the runtime
+// knows it (threads.go), and the rare card whose post failed in a way
+// that may hide a success (a stray, engine.Cards). Which message shows
 // which question is the runtime's record, reported on ask.v1.delivery and
 // named on every later event (docs/design.md, "Card state"): nothing is
 // kept here for a question that waits.
