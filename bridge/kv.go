@@ -152,3 +152,19 @@ func (kv *KV) Write(ctx context.Context, key string, rev uint64, value []byte, t
 	}
 	return ack.Sequence, nil
 }
+
+// Get is KeyValue.Get waiting AckWithin at most: a read sent to a node as
+// it died is never answered, and without a bound would wait out its
+// caller's whole deadline (an adapter's handler has 90 s).
+func (kv *KV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	ctx, cancel := context.WithTimeout(ctx, AckWithin)
+	defer cancel()
+	return kv.KeyValue.Get(ctx, key)
+}
+
+// Delete is KeyValue.Delete waiting AckWithin at most, as Write does.
+func (kv *KV) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
+	ctx, cancel := context.WithTimeout(ctx, AckWithin)
+	defer cancel()
+	return kv.KeyValue.Delete(ctx, key, opts...)
+}

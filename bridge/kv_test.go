@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/internal/testenv/poll"
@@ -189,5 +191,50 @@ func TestEnsureKVMakesTheBucketAsJetStreamWould(t *testing.T) {
 		if _, err := kv.Status(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestKVReadsGiveUpOnANodeThatNeverAnswers checks a read or delete sent
+// to a node as it died (here: a JetStream API whose gets and deletes
+// reach a subscriber that never answers) fails after AckWithin, rather
+// than hold its caller for the caller's whole deadline.
+func TestKVReadsGiveUpOnANodeThatNeverAnswers(t *testing.T) {
+	t.Parallel()
+	n, _, ctx := startKV(t)
+	// The API under "hole.": bucket lookups go through to the server,
+	// reads and writes of keys are swallowed.
+	sub, err := n.Conn.Subscribe("hole.>", func(m *nats.Msg) {
+		api := strings.TrimPrefix(m.Subject, "hole.")
+		if strings.HasPrefix(api, "STREAM.INFO.") {
+			reply, err := n.Conn.Request("$JS.API."+api, m.Data, 10*time.Second)
+			if err == nil {
+				_ = m.Respond(reply.Data)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	js, err := jetstream.NewWithAPIPrefix(n.Conn, "hole")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := js.KeyValue(ctx, "TEST_REFS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := &KV{KeyValue: raw, js: js}
+	// The deadline is a hang detector, far past AckWithin.
+	long, cancel := context.WithTimeout(context.Background(), 10*AckWithin)
+	defer cancel()
+	if _, err := kv.Get(long, "k"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("get: %v, want it to give up waiting", err)
+	}
+	if err := kv.Delete(long, "k"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("delete: %v, want it to give up waiting", err)
+	}
+	if long.Err() != nil {
+		t.Fatal("the caller's deadline passed: the reads waited it out")
 	}
 }
