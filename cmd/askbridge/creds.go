@@ -52,7 +52,7 @@ func (c *cli) credsCmd(_ context.Context, args []string) int {
 	case principal.KindAgent, principal.KindPerson, principal.KindAdmin:
 		return c.credsMint(dataDir, args[0], args[1:])
 	case "revoke":
-		return c.credsRevoke(dataDir, args[1:])
+		return c.credsRevoke(dataDir, settings.NATSURL != "", args[1:])
 	case "list":
 		return c.credsList(dataDir, args[1:])
 	case "nats-config":
@@ -169,7 +169,10 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func (c *cli) credsRevoke(dataDir string, args []string) int {
+// credsRevoke revokes a credential in the register. The embedded server
+// drops it at once; the nodes of a cluster (ASK_NATS_URL) only once they
+// are given the accounts again, which the output says.
+func (c *cli) credsRevoke(dataDir string, cluster bool, args []string) int {
 	if len(args) != 1 {
 		return c.usageError("creds", "revoke takes the credential's NAME (see 'askbridge creds list')")
 	}
@@ -194,6 +197,11 @@ func (c *cli) credsRevoke(dataDir string, args []string) int {
 		fmt.Fprintf(c.stdout, "revoked: %s (the replicas that read this register refuse what it publishes through their intake within seconds)\n"+
 			"for NATS to refuse it, the operator revokes it there: nsc revocations add-user --account %s --user-public-key %s, then pushes the account (nsc push --account %s) or writes the configuration again and reloads each node\n",
 			args[0], principal.AccountOf(entry.Kind, entry.ActsFor != ""), entry.UserKey, principal.AccountOf(entry.Kind, entry.ActsFor != ""))
+		return exitOK
+	}
+	if cluster {
+		fmt.Fprintf(c.stdout, "revoked: %s (the replicas that read this register refuse what it publishes through their intake within seconds)\n"+
+			"for NATS to refuse it, write the accounts again (askbridge creds nats-config --out FILE) and reload each node (nats-server --signal reload)\n", args[0])
 		return exitOK
 	}
 	fmt.Fprintf(c.stdout, "revoked: %s (a running service drops its connections within seconds)\n", args[0])

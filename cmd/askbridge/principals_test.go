@@ -258,3 +258,27 @@ func TestPersonCredentialsActAsTheirIdentity(t *testing.T) {
 		t.Fatalf("trace: %s", errs)
 	}
 }
+
+// TestRevokeSaysWhatAClusterNeeds: the embedded server drops a revoked
+// credential by itself; the nodes of a cluster (ASK_NATS_URL) only once
+// they are given the accounts again, and revoke says how.
+func TestRevokeSaysWhatAClusterNeeds(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		natsURL, want, not string
+	}{
+		{"", "a running service drops its connections within seconds", "nats-config"},
+		{"nats://10.0.0.1:4222", "askbridge creds nats-config --out FILE) and reload each node", "drops its connections"},
+	} {
+		cfg := &config.Config{CLI: config.CLI{DataDir: t.TempDir()}}
+		mintCreds(t, cfg, "agent", "--tenant", "acme", "--name", "old-bot")
+		var out, errOut strings.Builder
+		c := &cli{stdout: &out, stderr: &errOut, dataDir: cfg.DataDir, natsURL: tc.natsURL}
+		if code := c.credsCmd(context.Background(), []string{"revoke", "old-bot"}); code != exitOK {
+			t.Fatalf("revoke: exit %d: %s", code, errOut.String())
+		}
+		if got := out.String(); !strings.HasPrefix(got, "revoked: old-bot (") || !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
+			t.Errorf("ASK_NATS_URL %q: revoke printed %q, want %q", tc.natsURL, got, tc.want)
+		}
+	}
+}
