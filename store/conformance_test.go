@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/askbridge/askbridge/internal/testenv/sqliterecord"
 	"github.com/askbridge/askbridge/store"
 	"github.com/askbridge/askbridge/store/storetest"
 )
@@ -14,7 +15,11 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Store {
 		t.Helper()
-		s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "askbridge.db"))
+		path := filepath.Join(t.TempDir(), "askbridge.db")
+		if err := sqliterecord.Seed(path); err != nil {
+			t.Fatal(err)
+		}
+		s, err := store.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}

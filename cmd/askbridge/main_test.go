@@ -31,6 +31,7 @@ import (
 	"github.com/askbridge/askbridge/bridge/agent"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/internal/testenv/sqliterecord"
 	"github.com/askbridge/askbridge/internal/version"
 	"github.com/askbridge/askbridge/store"
 )
@@ -41,6 +42,11 @@ import (
 func startTestService(t *testing.T, set func(*config.Config)) (*service, *config.Config) {
 	t.Helper()
 	cfg := testConfig(t, set)
+	if cfg.Store == config.StoreSQLite {
+		if err := sqliterecord.Seed(filepath.Join(cfg.DataDir, "askbridge.db")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// A hang detector: a cluster's JetStream may take a while to be ready
 	// on a busy machine, and the start waits for it.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testenv.Patience)

@@ -25,6 +25,7 @@ import (
 	"github.com/askbridge/askbridge/bridge/principal"
 	"github.com/askbridge/askbridge/config"
 	"github.com/askbridge/askbridge/internal/testenv/poll"
+	"github.com/askbridge/askbridge/internal/testenv/sqliterecord"
 	"github.com/askbridge/askbridge/policy"
 	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store"
@@ -219,7 +220,11 @@ func start(o Options, tempDir func() string) (*Env, error) {
 func (e *Env) openRecord(ctx context.Context) error {
 	switch e.o.Store {
 	case "", StoreSQLite:
-		st, err := store.Open(ctx, filepath.Join(e.Dir, "askbridge.db"))
+		path := filepath.Join(e.Dir, "askbridge.db")
+		if err := sqliterecord.Seed(path); err != nil {
+			return err
+		}
+		st, err := store.Open(ctx, path)
 		if err != nil {
 			return err
 		}
