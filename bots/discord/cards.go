@@ -54,13 +54,13 @@ func (p platform) Post(ctx context.Context, ev *bridge.Event, c *engine.Card, ch
 		Nonce:           nonceFor("card", view.Tenant, view.JobID, view.QuestionID, fmt.Sprint(view.TaskVersion)),
 		EnforceNonce:    true,
 	}
-	thread := p.knownThread(ev, channel)
+	thread := p.sharedThread(ctx, ev, channel)
 	target := cmp.Or(thread, channel)
 	msg, err := b.postMessage(ctx, "post question", target, m)
 	if err != nil && thread != "" && threadGone(err) {
 		b.log.Info("discord: the job's thread is gone; posting in the channel", "tenant", ev.Tenant, "job", ev.JobID,
 			"thread", thread, "channel", channel, "err", err)
-		b.threads.Delete(jobKey(ev.Tenant, ev.JobID, channel))
+		b.forgetThread(ctx, ev, channel)
 		thread, target = "", channel
 		msg, err = b.postMessage(ctx, "post question", target, m)
 	}
@@ -86,7 +86,7 @@ func (p platform) withThread(ctx context.Context, ev *bridge.Event, channel stri
 		return ref
 	}
 	ref.Thread = th.ID
-	b.threads.Put(jobKey(ev.Tenant, ev.JobID, channel), th.ID)
+	b.rememberThread(ctx, ev, channel, th.ID)
 	g := cmp.Or(th.GuildID, guild)
 	b.rememberGuild(channel, g)
 	b.rememberGuild(th.ID, g)
@@ -96,7 +96,7 @@ func (p platform) withThread(ctx context.Context, ev *bridge.Event, channel stri
 // Adopt takes a card an earlier try made, starting the job's thread from
 // it when that try could not.
 func (p platform) Adopt(ctx context.Context, ev *bridge.Event, channel string, found bridge.MessageRef) (*bridge.MessageRef, error) {
-	if found.Thread == "" && p.knownThread(ev, channel) != "" {
+	if found.Thread == "" && p.sharedThread(ctx, ev, channel) != "" {
 		// In the channel though the job has a thread: made when that thread
 		// took no messages. The job keeps its thread.
 		return &found, nil
@@ -143,7 +143,7 @@ func (p platform) Fault(err error, channel string) engine.Fault {
 // button naming its question and task version. The copies come oldest
 // first, those in the thread first.
 func (p platform) Find(ctx context.Context, ev *bridge.Event, channel string, since time.Time) ([]bridge.MessageRef, error) {
-	thread := p.knownThread(ev, channel)
+	thread := p.sharedThread(ctx, ev, channel)
 	where := []string{channel}
 	if bridge.ValidSnowflake(thread) {
 		where = []string{thread, channel}

@@ -484,3 +484,38 @@ func TestRetryAdoptsTheCardAnEarlierTryMade(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartedBotFindsTheJobsThreadBeforeTheRuntimeKnowsIt checks a bot
+// killed after it started a job's thread, before the runtime learned the
+// thread from the card's report: the restarted bot (or another replica)
+// puts the job's next question in that thread, named by the adapter's
+// bucket, rather than start a second one.
+func TestRestartedBotFindsTheJobsThreadBeforeTheRuntimeKnowsIt(t *testing.T) {
+	t.Parallel()
+	h := start(t, harnessOptions{})
+	first := colorQuestion()
+	first.JobID, first.QuestionID = "job-fresh", "q-first"
+	h.publishEvent(asked(first))
+	d := h.waitDelivery()
+	if d.Message == nil || d.Message.Thread == "" {
+		t.Fatalf("first delivery %+v, want the card and the job's thread", d)
+	}
+	h.bot.cards.Forget()
+	h.bot.threads.Clear()
+	second := colorQuestion()
+	second.JobID, second.QuestionID, second.Question = "job-fresh", "q-second", "Which size should the cover be?"
+	h.publishEvent(asked(second)) // naming no thread
+	h.waitCard(second.Question)
+	if n := len(h.fake.requests("POST", "/channels/"+d.Message.Thread+"/messages")); n != 1 {
+		t.Fatalf("%d posts in the job's thread, want the second card", n)
+	}
+	inChannel := 0
+	for _, r := range h.fake.requests("POST", "/channels/"+channelA+"/messages") {
+		if r.Path == "/channels/"+channelA+"/messages" {
+			inChannel++
+		}
+	}
+	if inChannel != 1 {
+		t.Fatalf("%d posts in the channel, want only the first card", inChannel)
+	}
+}

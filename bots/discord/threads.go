@@ -1,0 +1,62 @@
+package discord
+
+import (
+	"context"
+
+	"github.com/askbridge/askbridge/bots/engine"
+	"github.com/askbridge/askbridge/bridge"
+)
+
+// A job's thread is started from its first card in a channel. Until that
+// card's delivery report reaches the runtime, which names the job's
+// threads on its later events, the adapter's bucket names the thread too:
+// a restart, or another replica, then puts the job's next question in it
+// rather than start a second thread, and a later try of a card the killed
+// run posted there looks for it there.
+
+// threadTTL is how long the bucket names a job's thread: as long as a
+// claim to show a question, past the restart of a run killed while it
+// showed the job's first question.
+const threadTTL = engine.ShowClaimTTL
+
+// sharedThread is the job's thread in channel as this adapter remembers
+// it, as the event names it, or as the bucket does.
+func (p platform) sharedThread(ctx context.Context, ev *bridge.Event, channel string) string {
+	if th := p.knownThread(ev, channel); th != "" {
+		return th
+	}
+	b := p.b
+	key := jobKey(ev.Tenant, ev.JobID, channel)
+	e, err := b.refs.Get(ctx, key)
+	if err != nil {
+		return "" // none, or NATS away: a new thread beats a card not shown
+	}
+	th := string(e.Value())
+	if !bridge.ValidSnowflake(th) {
+		return ""
+	}
+	b.threads.Put(key, th)
+	return th
+}
+
+// rememberThread remembers the job's new thread, here and in the bucket.
+func (b *Bot) rememberThread(ctx context.Context, ev *bridge.Event, channel, thread string) {
+	key := jobKey(ev.Tenant, ev.JobID, channel)
+	b.threads.Put(key, thread)
+	var rev uint64
+	if e, err := b.refs.Get(ctx, key); err == nil {
+		rev = e.Revision() // a thread that went, replaced
+	}
+	if _, err := b.refs.Write(ctx, key, rev, []byte(thread), threadTTL); err != nil {
+		b.log.Warn("discord: could not record the job's thread", "tenant", ev.Tenant, "job", ev.JobID, "err", err)
+	}
+}
+
+// forgetThread forgets a job's thread that went.
+func (b *Bot) forgetThread(ctx context.Context, ev *bridge.Event, channel string) {
+	key := jobKey(ev.Tenant, ev.JobID, channel)
+	b.threads.Delete(key)
+	if err := b.refs.Delete(ctx, key); err != nil {
+		b.log.Warn("discord: could not forget the job's thread", "tenant", ev.Tenant, "job", ev.JobID, "err", err)
+	}
+}
