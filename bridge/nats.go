@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -605,9 +606,32 @@ func operatorLimits(c jetstream.StreamConfig) []string {
 
 // CheckStreams reports the first missing stream, for readiness.
 func CheckStreams(ctx context.Context, js jetstream.JetStream) error {
-	for _, s := range streamSpecs {
-		if _, err := js.Stream(ctx, s.name); err != nil {
-			return fmt.Errorf("nats: stream %s: %w", s.name, err)
+	checks := make([]func() error, len(streamSpecs))
+	for i, s := range streamSpecs {
+		checks[i] = func() error {
+			if _, err := js.Stream(ctx, s.name); err != nil {
+				return fmt.Errorf("nats: stream %s: %w", s.name, err)
+			}
+			return nil
+		}
+	}
+	return CheckAll(checks...)
+}
+
+// CheckAll runs the checks at once and returns the first error in their
+// order, or nil: a readiness probe waits about one round trip to NATS,
+// not one for each stream and consumer (a probe's timeout is often a
+// second).
+func CheckAll(checks ...func() error) error {
+	errs := make([]error, len(checks))
+	var wg sync.WaitGroup
+	for i, check := range checks {
+		wg.Go(func() { errs[i] = check() })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -212,10 +212,17 @@ func (r *Runtime) Check(ctx context.Context) error {
 	default:
 		return errors.New("runtime: not started yet")
 	}
-	for _, c := range r.consuming {
-		if _, err := r.js.Consumer(ctx, c.stream, c.durable); err != nil {
-			return fmt.Errorf("runtime: consumer %s on %s: %w", c.durable, c.stream, err)
+	checks := make([]func() error, len(r.consuming))
+	for i, c := range r.consuming {
+		checks[i] = func() error {
+			if _, err := r.js.Consumer(ctx, c.stream, c.durable); err != nil {
+				return fmt.Errorf("runtime: consumer %s on %s: %w", c.durable, c.stream, err)
+			}
+			return nil
 		}
+	}
+	if err := bridge.CheckAll(checks...); err != nil {
+		return err
 	}
 	for _, c := range r.consuming {
 		if !c.running() {

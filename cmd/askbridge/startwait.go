@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -141,16 +143,22 @@ func (s *service) serveHTTP() {
 func (s *service) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
-	var problems []string
+	// The checks at once: a probe's timeout is often a second.
+	var streamsErr, runtimeErr, recordErr error
+	var wg sync.WaitGroup
 	if st := s.nats.Conn.Status(); st != nats.CONNECTED {
-		problems = append(problems, "nats: "+st.String())
-	} else if err := bridge.CheckStreams(ctx, s.nats.JS); err != nil {
-		problems = append(problems, err.Error())
-	} else if err := s.rt.Check(ctx); err != nil {
-		problems = append(problems, err.Error())
+		streamsErr = errors.New("nats: " + st.String())
+	} else {
+		wg.Go(func() { streamsErr = bridge.CheckStreams(ctx, s.nats.JS) })
+		wg.Go(func() { runtimeErr = s.rt.Check(ctx) })
 	}
-	if err := s.record.Ping(ctx); err != nil {
-		problems = append(problems, err.Error())
+	wg.Go(func() { recordErr = s.record.Ping(ctx) })
+	wg.Wait()
+	var problems []string
+	for _, err := range []error{cmp.Or(streamsErr, runtimeErr), recordErr} {
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if len(problems) > 0 {

@@ -99,7 +99,8 @@ func (s *server) start(ctx context.Context, readyWithin time.Duration) error {
 
 	rctx, cancel := context.WithTimeout(ctx, readyWithin)
 	defer cancel()
-	client := &http.Client{Timeout: time.Second}
+	// Its timeout only detects a hang: /readyz bounds its own checks at 3 s.
+	client := &http.Client{Timeout: 5 * time.Second}
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
