@@ -19,27 +19,37 @@ import (
 // showed the job's first question.
 const threadTTL = engine.ShowClaimTTL
 
+// jobThread is a job's thread in a channel as the bucket holds it: the
+// thread, and the question whose card it was started from, which is in
+// the channel, not in the thread.
+type jobThread struct {
+	Thread string `json:"thread"`
+	From   string `json:"from"`
+}
+
 // sharedThread is the job's thread in channel as this adapter remembers
-// it, as the event names it, or as the bucket does.
+// it, as the event names it, or as the bucket does. For the question the
+// bucket's thread was started from it is "": that card is in the channel,
+// and a later try of it posts there, where Discord's nonce finds it.
 func (p platform) sharedThread(ctx context.Context, ev *bridge.Event, channel string) string {
 	if th := p.knownThread(ev, channel); th != "" {
 		return th
 	}
 	b := p.b
 	key := jobKey(ev.Tenant, ev.JobID, channel)
-	e, err := b.refs.Get(ctx, key)
-	if err != nil {
+	var jt jobThread
+	if _, _, found, err := bridge.GetJSON(ctx, b.refs, key, &jt); err != nil || !found {
 		return "" // none, or NATS away: a new thread beats a card not shown
 	}
-	th := string(e.Value())
-	if !bridge.ValidSnowflake(th) {
+	if !bridge.ValidSnowflake(jt.Thread) || jt.From == bridge.RefOf(ev).String() {
 		return ""
 	}
-	b.threads.Put(key, th)
-	return th
+	b.threads.Put(key, jt.Thread)
+	return jt.Thread
 }
 
-// rememberThread remembers the job's new thread, here and in the bucket.
+// rememberThread remembers the job's new thread, started from the card of
+// ev's question, here and in the bucket.
 func (b *Bot) rememberThread(ctx context.Context, ev *bridge.Event, channel, thread string) {
 	key := jobKey(ev.Tenant, ev.JobID, channel)
 	b.threads.Put(key, thread)
@@ -47,7 +57,8 @@ func (b *Bot) rememberThread(ctx context.Context, ev *bridge.Event, channel, thr
 	if e, err := b.refs.Get(ctx, key); err == nil {
 		rev = e.Revision() // a thread that went, replaced
 	}
-	if _, err := b.refs.Write(ctx, key, rev, []byte(thread), threadTTL); err != nil {
+	jt := jobThread{Thread: thread, From: bridge.RefOf(ev).String()}
+	if _, err := bridge.PutJSON(ctx, b.refs, key, rev, jt, threadTTL); err != nil {
 		b.log.Warn("discord: could not record the job's thread", "tenant", ev.Tenant, "job", ev.JobID, "err", err)
 	}
 }
