@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge/principal"
@@ -260,6 +261,16 @@ func (r *run) killAll() {
 		for i := range r.nodes.Nodes() {
 			r.nodes.Kill(i)
 		}
+	}
+}
+
+// dumpStacks ends each server with SIGQUIT, which has the Go runtime
+// write every goroutine's stack to its log: where a server that did not
+// settle waits.
+func (r *run) dumpStacks() {
+	r.logf("the service did not settle: each server's goroutines follow in the servers' log (SIGQUIT)")
+	for _, s := range r.srvs {
+		s.signal(syscall.SIGQUIT, 10*time.Second)
 	}
 }
 

@@ -45,6 +45,7 @@ func (r *run) settle(ctx context.Context, rep *Report) error {
 			}
 			// Not an error of the run: the checks will name what is stuck.
 			rep.violate("the service did not settle within %v after the load: %s", bound, why)
+			r.unsettled = true
 			return nil
 		case <-tick.C:
 		}

@@ -190,9 +190,12 @@ type run struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	agent *agent.Client
-	srvs  []*server        // one, or the replicas
-	live  *live            // which of srvs are ready
-	nodes *cluster.Cluster // the cluster variant's NATS
+	srvs  []*server // one, or the replicas
+	// unsettled says the service did not settle: the run ends with each
+	// server's goroutines in the servers' log (dumpStacks).
+	unsettled bool
+	live      *live            // which of srvs are ready
+	nodes     *cluster.Cluster // the cluster variant's NATS
 	// keysDir holds the NATS keys the run's own client connects with.
 	keysDir string
 	slack   *fakeSlack
@@ -311,6 +314,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Violations = append(rep.Violations[:maxViolations], fmt.Sprintf("... and %d more", n))
 	}
 	r.dropEvents()
+	if r.unsettled {
+		r.dumpStacks()
+	}
 	r.stopAll()
 	rep.Elapsed = time.Since(r.start)
 	r.logf("done: %d violations", len(rep.Violations))
