@@ -110,10 +110,12 @@ type answerBench struct {
 	clickAt       map[string]time.Time
 	latencies     []time.Duration
 
-	// Clicks, as click counts them.
-	clicked, failed atomic.Int64
-	amu             sync.Mutex
-	acks            []time.Duration
+	// Clicks, as click counts them: acknowledged, answered 503 (not
+	// recorded within Slack's budget: the person tries again), and failed
+	// otherwise.
+	clicked, busy, failed atomic.Int64
+	amu                   sync.Mutex
+	acks                  []time.Duration
 
 	// What the clicking measured (clickAll).
 	mode, where string

@@ -52,7 +52,7 @@ func (b *answerBench) clickAll(ctx context.Context) (stopProfile func(), err err
 	defer progress.Stop()
 	go func() {
 		for range progress.C {
-			fmt.Fprintf(b.c.stderr, "\r  %5.1fs  clicks acked %d  resumes %d  failed %d", time.Since(start).Seconds(), b.clicked.Load(), b.resumed.Load(), b.failed.Load())
+			fmt.Fprintf(b.c.stderr, "\r  %5.1fs  clicks acked %d  resumes %d  try again %d  failed %d", time.Since(start).Seconds(), b.clicked.Load(), b.resumed.Load(), b.busy.Load(), b.failed.Load())
 		}
 	}()
 	b.clickFor(ctx, cards, click, start, start.Add(o.duration))
@@ -144,7 +144,12 @@ func (b *answerBench) clicker() func(benchCard) {
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
+		switch resp.StatusCode {
+		case http.StatusOK:
+		case http.StatusServiceUnavailable:
+			b.busy.Add(1)
+			return
+		default:
 			b.failed.Add(1)
 			return
 		}
@@ -173,7 +178,7 @@ func (b *answerBench) report() {
 	} else {
 		fmt.Fprintf(tw, "mode\t%s, JetStream sync %s, SQLite synchronous=FULL, service %s\n", b.mode, o.syncMode, b.where)
 	}
-	fmt.Fprintf(tw, "clicks acked (HTTP 200)\t%d (failed %d)\n", b.clicked.Load(), b.failed.Load())
+	fmt.Fprintf(tw, "clicks acked (HTTP 200)\t%d (try again, HTTP 503: %d; failed: %d)\n", b.clicked.Load(), b.busy.Load(), b.failed.Load())
 	fmt.Fprintf(tw, "resumes\t%d\n", resumed)
 	fmt.Fprintf(tw, "resume publishes seen on the wire\t%d\n", b.wire.Load())
 	fmt.Fprintf(tw, "answers/s end to end\t%.0f\n", answersPerSec)

@@ -108,19 +108,24 @@ func TestBenchServiceAsChild(t *testing.T) {
 		t.Fatalf("bench exited %d: %s", code, errOut.String())
 	}
 	report := out.String()
-	var acked, failed, resumes int
+	var acked, busy, failed, resumes int
 	for _, line := range strings.Split(report, "\n") {
 		f := strings.Fields(line)
 		switch {
-		case strings.HasPrefix(line, "clicks acked (HTTP 200)") && len(f) == 7:
+		case strings.HasPrefix(line, "clicks acked (HTTP 200)") && len(f) == 12:
 			acked, _ = strconv.Atoi(f[4])
-			failed, _ = strconv.Atoi(strings.TrimSuffix(f[6], ")"))
+			busy, _ = strconv.Atoi(strings.TrimSuffix(f[9], ";"))
+			failed, _ = strconv.Atoi(strings.TrimSuffix(f[11], ")"))
 		case strings.HasPrefix(line, "resumes") && len(f) == 2:
 			resumes, _ = strconv.Atoi(f[1])
 		}
 	}
-	if acked < 50 || failed != 0 || resumes != acked {
-		t.Fatalf("%d clicks acked, %d failed, %d resumes; want about 100 acked, none failed, each resumed:\n%s", acked, failed, resumes, report)
+	// Every click is acknowledged, or (on a machine too busy to record it
+	// within Slack's three seconds) answered 503 to be tried again; none
+	// fails otherwise, and every acknowledged one is resumed.
+	if acked == 0 || acked+busy < 100 || failed != 0 || resumes != acked {
+		t.Fatalf("%d clicks acked, %d answered 503, %d failed, %d resumes; want 100 or more acked or told to try again, none failed, each acked resumed:\n%s",
+			acked, busy, failed, resumes, report)
 	}
 	for _, want := range []string{"service a child process", "service RSS at the end", "baseline: SQLite commit p50 / p99"} {
 		if !strings.Contains(report, want) {
