@@ -122,9 +122,10 @@ func TestBenchServiceAsChild(t *testing.T) {
 	}
 	// Every click is acknowledged, or (on a machine too busy to record it
 	// within Slack's three seconds) answered 503 to be tried again; none
-	// fails otherwise, and every acknowledged one is resumed.
-	if acked == 0 || acked+busy < 100 || failed != 0 || resumes != acked {
-		t.Fatalf("%d clicks acked, %d answered 503, %d failed, %d resumes; want 100 or more acked or told to try again, none failed, each acked resumed:\n%s",
+	// fails otherwise, and every acknowledged one is resumed. How many a
+	// second goes out is the machine's: the rate is the bench's figure.
+	if acked == 0 || failed != 0 || resumes != acked {
+		t.Fatalf("%d clicks acked, %d answered 503, %d failed, %d resumes; want clicks acked or told to try again, none failed, each acked resumed:\n%s",
 			acked, busy, failed, resumes, report)
 	}
 	for _, want := range []string{"service a child process", "service RSS at the end", "baseline: SQLite commit p50 / p99"} {
