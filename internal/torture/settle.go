@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -101,9 +103,21 @@ func (r *run) settled(ctx context.Context) (bool, string, error) {
 				continue // the run's own reads the events only at the check
 			}
 			if c.NumAckPending > 0 || c.NumPending > 0 {
-				return false, fmt.Sprintf("consumer %s on %s: %d unacknowledged, %d not yet delivered", c.Name, name, c.NumAckPending, c.NumPending), nil
+				return false, fmt.Sprintf("consumer %s on %s: %d unacknowledged, %d not yet delivered (%s)",
+					c.Name, name, c.NumAckPending, c.NumPending, consumerState(c)), nil
 			}
 		}
 	}
 	return true, "", nil
+}
+
+// consumerState is what a consumer that does not drain shows of where its
+// messages are: redelivered ones, pulls waiting, floors and its pin.
+func consumerState(c *jetstream.ConsumerInfo) string {
+	st := fmt.Sprintf("%d redelivered, %d pulls waiting, delivered up to stream sequence %d, acknowledged up to %d",
+		c.NumRedelivered, c.NumWaiting, c.Delivered.Stream, c.AckFloor.Stream)
+	for _, g := range c.PriorityGroups {
+		st += fmt.Sprintf(", group %s pinned to %q since %s", g.Group, g.PinnedClientID, clock(g.PinnedTS))
+	}
+	return st
 }
