@@ -27,6 +27,22 @@ type KV struct {
 // markers: an expired record simply goes. A cfg without Replicas is
 // replicated like askbridge's events stream (ASK_NATS_REPLICAS).
 func EnsureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (*KV, error) {
+	return ensureKV(ctx, js, cfg, false)
+}
+
+// EnsureWorkKV is EnsureKV for a chat adapter's bucket of work marks: its
+// claims to show a question, one-off marks (a DM sent), double-click
+// markers and thread hints, none of which is an answer or what one was
+// acknowledged on. On the embedded server in sync always (AsyncPersist) a
+// new such bucket is written in async persist mode, as the events stream
+// is, so that marking work costs the question no fsync: a power cut in
+// the second before the server syncs may show a card, send a DM or open a
+// thread twice, and loses no answer (docs/contract.md, "Streams").
+func (n *NATS) EnsureWorkKV(ctx context.Context, cfg jetstream.KeyValueConfig) (*KV, error) {
+	return ensureKV(ctx, n.JS, cfg, n.streams.AsyncPersist)
+}
+
+func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, async bool) (*KV, error) {
 	name := "KV_" + cfg.Bucket
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
@@ -40,7 +56,7 @@ func EnsureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 		// two (the bucket, then key TTLs allowed), a write with a key TTL
 		// in between was refused ("per-message TTL is disabled"): a click
 		// right after a heal made the bucket again got HTTP 503.
-		_, cerr := js.CreateStream(ctx, kvStreamConfig(cfg))
+		_, cerr := js.CreateStream(ctx, kvStreamConfig(cfg, async))
 		if cerr != nil && !errors.Is(cerr, jetstream.ErrStreamNameAlreadyInUse) {
 			return nil, fmt.Errorf("nats: key-value bucket %s: %w", cfg.Bucket, cerr)
 		}
@@ -94,7 +110,7 @@ func EnsureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 // (nats.go's prepareKeyValueConfig, for the settings askbridge's buckets
 // use), with key TTLs allowed and no subject delete markers. A server
 // that predates key TTLs ignores AllowMsgTTL; EnsureKV reads it back.
-func kvStreamConfig(cfg jetstream.KeyValueConfig) jetstream.StreamConfig {
+func kvStreamConfig(cfg jetstream.KeyValueConfig, async bool) jetstream.StreamConfig {
 	duplicates := 2 * time.Minute
 	if cfg.TTL > 0 && cfg.TTL < duplicates {
 		duplicates = cfg.TTL
@@ -115,6 +131,9 @@ func kvStreamConfig(cfg jetstream.KeyValueConfig) jetstream.StreamConfig {
 	}
 	if cfg.Compression {
 		sc.Compression = jetstream.S2Compression
+	}
+	if async && sc.Replicas == 1 {
+		sc.PersistMode = jetstream.AsyncPersistMode
 	}
 	return sc
 }
@@ -167,4 +186,19 @@ func (kv *KV) Delete(ctx context.Context, key string, opts ...jetstream.KVDelete
 	ctx, cancel := context.WithTimeout(ctx, AckWithin)
 	defer cancel()
 	return kv.KeyValue.Delete(ctx, key, opts...)
+}
+
+// Hint stores value at key without waiting for JetStream's
+// acknowledgement, for a record that saves work when it is there and
+// costs nothing when it is not: the writer goes on at once, and with
+// sync always the fsync is the server's alone. With ttl > 0 the key goes
+// ttl later, where the bucket allows key TTLs. An error says the write
+// could not even be sent.
+func (kv *KV) Hint(key string, value []byte, ttl time.Duration) error {
+	var opts []jetstream.PublishOpt
+	if ttl > 0 && kv.keyTTL {
+		opts = append(opts, jetstream.WithMsgTTL(ttl))
+	}
+	_, err := kv.js.PublishMsgAsync(&nats.Msg{Subject: kv.prefix + key, Data: value}, opts...)
+	return err
 }

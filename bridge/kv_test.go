@@ -238,3 +238,44 @@ func TestKVReadsGiveUpOnANodeThatNeverAnswers(t *testing.T) {
 		t.Fatal("the caller's deadline passed: the reads waited it out")
 	}
 }
+
+// TestWorkBucketsAreWrittenLikeTheEvents checks an adapter's bucket of
+// work marks is written without a per-message fsync exactly when the
+// events stream is (the embedded server with AsyncPersist), and any other
+// bucket with one.
+func TestWorkBucketsAreWrittenLikeTheEvents(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, async := range []bool{true, false} {
+		n, err := ConnectNATS(ctx, NATSOptions{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", SyncAlways: true, SyncInterval: time.Second, AsyncPersist: async})
+		if err != nil {
+			t.Fatal(err)
+		}
+		work, err := n.EnsureWorkKV(ctx, kvConfig(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := EnsureKV(ctx, n.JS, jetstream.KeyValueConfig{Bucket: "TEST_RECORD", History: 1, Storage: jetstream.FileStorage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := jetstream.DefaultPersistMode
+		if async {
+			want = jetstream.AsyncPersistMode
+		}
+		for kv, want := range map[*KV]jetstream.PersistModeType{work: want, other: jetstream.DefaultPersistMode} {
+			info, err := n.JS.Stream(ctx, "KV_"+kv.Bucket())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := info.CachedInfo().Config.PersistMode; got != want {
+				t.Errorf("AsyncPersist %v: bucket %s written in mode %v, want %v", async, kv.Bucket(), got, want)
+			}
+		}
+		if _, err := work.Write(ctx, "k", 0, []byte("v"), time.Minute); err != nil {
+			t.Fatalf("AsyncPersist %v: write: %v", async, err)
+		}
+		n.Close()
+	}
+}

@@ -86,7 +86,7 @@ func (p platform) withThread(ctx context.Context, ev *bridge.Event, channel stri
 		return ref
 	}
 	ref.Thread = th.ID
-	b.rememberThread(ctx, ev, channel, th.ID)
+	b.rememberThread(ev, channel, th.ID)
 	g := cmp.Or(th.GuildID, guild)
 	b.rememberGuild(channel, g)
 	b.rememberGuild(th.ID, g)

@@ -175,7 +175,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	s.Client = &http.Client{Timeout: httpTimeout, Transport: &rateHold{next: engine.Transport()}}
 	s.UserAgent = "DiscordBot (https://github.com/askbridge/askbridge, 1) askbridge"
 
-	refs, err := bridge.EnsureKV(ctx, o.NATS.JS, refsConfig)
+	refs, err := o.NATS.EnsureWorkKV(ctx, refsConfig)
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}
@@ -296,12 +296,11 @@ func (b *Bot) Run(ctx context.Context) error {
 	events := &bridge.Durable{NATS: b.o.NATS, Stream: bridge.StreamEvents, Logger: b.log, HealEvery: b.healEvery,
 		Config: bridge.EventConsumer(ConsumerName),
 		Remake: func(ctx context.Context) error {
-			for _, cfg := range []jetstream.KeyValueConfig{refsConfig, seenConfig} {
-				if _, err := bridge.EnsureKV(ctx, b.o.NATS.JS, cfg); err != nil {
-					return err
-				}
+			if _, err := b.o.NATS.EnsureWorkKV(ctx, refsConfig); err != nil {
+				return err
 			}
-			return nil
+			_, err := bridge.EnsureKV(ctx, b.o.NATS.JS, seenConfig)
+			return err
 		},
 		// The buckets alone can go too (deleted): every event needs them.
 		Look: func(ctx context.Context) error {

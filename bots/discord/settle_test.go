@@ -500,6 +500,12 @@ func TestRestartedBotFindsTheJobsThreadBeforeTheRuntimeKnowsIt(t *testing.T) {
 	if d.Message == nil || d.Message.Thread == "" {
 		t.Fatalf("first delivery %+v, want the card and the job's thread", d)
 	}
+	// The bucket's record is written without waiting for it: a restart
+	// finds it once it is stored.
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
+		_, err := h.bot.refs.Get(context.Background(), jobKey("acme", "job-fresh", channelA))
+		return err
+	})
 	h.bot.cards.Forget()
 	h.bot.threads.Clear()
 	second := colorQuestion()

@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
@@ -49,16 +50,16 @@ func (p platform) sharedThread(ctx context.Context, ev *bridge.Event, channel st
 }
 
 // rememberThread remembers the job's new thread, started from the card of
-// ev's question, here and in the bucket.
-func (b *Bot) rememberThread(ctx context.Context, ev *bridge.Event, channel, thread string) {
+// ev's question, here and in the bucket. The bucket's copy is a hint,
+// written without waiting for its fsync.
+func (b *Bot) rememberThread(ev *bridge.Event, channel, thread string) {
 	key := jobKey(ev.Tenant, ev.JobID, channel)
 	b.threads.Put(key, thread)
-	var rev uint64
-	if e, err := b.refs.Get(ctx, key); err == nil {
-		rev = e.Revision() // a thread that went, replaced
+	data, err := json.Marshal(jobThread{Thread: thread, From: bridge.RefOf(ev).String()})
+	if err == nil {
+		err = b.refs.Hint(key, data, threadTTL)
 	}
-	jt := jobThread{Thread: thread, From: bridge.RefOf(ev).String()}
-	if _, err := bridge.PutJSON(ctx, b.refs, key, rev, jt, threadTTL); err != nil {
+	if err != nil {
 		b.log.Warn("discord: could not record the job's thread", "tenant", ev.Tenant, "job", ev.JobID, "err", err)
 	}
 }

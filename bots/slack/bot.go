@@ -131,7 +131,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if o.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(o.AppToken))
 	}
-	kv, err := bridge.EnsureKV(ctx, o.NATS.JS, kvConfig)
+	kv, err := o.NATS.EnsureWorkKV(ctx, kvConfig)
 	if err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
@@ -198,7 +198,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	events := &bridge.Durable{NATS: b.o.NATS, Stream: bridge.StreamEvents, Logger: b.log,
 		Config: bridge.EventConsumer(ConsumerName),
 		Remake: func(ctx context.Context) error {
-			_, err := bridge.EnsureKV(ctx, b.js, kvConfig)
+			_, err := b.o.NATS.EnsureWorkKV(ctx, kvConfig)
 			return err
 		},
 		// The bucket alone can go too (deleted): every event needs it.

@@ -2,12 +2,15 @@ package slack
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/internal/testenv"
 )
 
 // putThreadClaim writes a job's thread claim as the bucket holds it.
@@ -55,70 +58,43 @@ func TestRestartKeepsTheJobsThreadAKilledRunOpened(t *testing.T) {
 	}
 }
 
-// TestRestartAdoptsTheParentAKilledRunNeverRecorded checks a kill -9
-// between a thread parent's post and its record: the claim names only
-// the killed run, so the next run looks for the parent in the channel
-// since the claim, adopts it and records it for every replica.
-func TestRestartAdoptsTheParentAKilledRunNeverRecorded(t *testing.T) {
+// TestNewThreadIsNamedInTheBucket checks the other side: the job's new
+// thread parent is named in the adapter's bucket once it is posted, for a
+// run that comes after, and only for a while (the runtime knows it then).
+func TestNewThreadIsNamedInTheBucket(t *testing.T) {
 	t.Parallel()
 	n := plainNATS(t)
 	fake := newFakeSlack(t)
 	h := startBot(t, n, fake)
 	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
-	parent := tsAt(claimedAt.Add(time.Second), 1)
-	fake.hold(fakeMsg{Channel: "C0123", TS: parent, Text: "thread", Metadata: threadMetaJSON("job-rp")})
-	putThreadClaim(t, h, "job-rp", `{"run":"the-killed-run","since":"`+claimedAt.Format(time.RFC3339Nano)+`"}`)
-
-	ev := askedEvent(question("job-rp", "q-2"))
+	ev := askedEvent(question("job-nt", "q-1"))
 	if err := h.bot.handleEvent(context.Background(), &ev, engine.Delivery{Attempt: 1}); err != nil {
-		t.Fatalf("the next question: %v", err)
+		t.Fatalf("first question: %v", err)
 	}
-	if d := deliveredTS(t, h.nats, deliveries, "q-2"); !d.OK || d.Message.Thread != parent {
-		t.Fatalf("q-2 delivered %+v, want its card in thread %s", d.Message, parent)
+	d := deliveredTS(t, h.nats, deliveries, "q-1")
+	if !d.OK || d.Message.Thread == "" {
+		t.Fatalf("delivered %+v, want the card in a new thread", d.Message)
 	}
-	if posts := h.fake.Calls("chat.postMessage"); len(posts) != 1 || posts[0].Str("thread_ts") != parent {
-		t.Fatalf("%d posts: want only the card, in thread %s", len(posts), parent)
-	}
-	var c threadClaim
-	if _, _, _, err := bridge.GetJSON(context.Background(), h.bot.kv, "t.acme.job-rp.C0123", &c); err != nil || c.TS != parent {
-		t.Fatalf("claim %+v, %v: want the adopted parent recorded", c, err)
-	}
-}
-
-// TestAnotherReplicaOpeningTheThreadHoldsTheJob checks two replicas
-// showing two questions of one new job at once: the one that finds the
-// other opening the job's thread holds the job, posting nothing, and
-// posts its card in that thread once it is recorded.
-func TestAnotherReplicaOpeningTheThreadHoldsTheJob(t *testing.T) {
-	t.Parallel()
-	n := plainNATS(t)
-	fake := newFakeSlack(t)
-	h := startBot(t, n, fake)
-	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
-	putThreadClaim(t, h, "job-ro", `{"run":"another-replica","since":"`+time.Now().UTC().Format(time.RFC3339Nano)+`"}`)
-
-	ev := askedEvent(question("job-ro", "q-2"))
-	err := h.bot.handleEvent(context.Background(), &ev, engine.Delivery{Attempt: 1})
-	var hold *engine.Hold
-	if !errors.As(err, &hold) {
-		t.Fatalf("got %v, want the job held while the other replica opens its thread", err)
-	}
-	if posts := h.fake.Calls("chat.postMessage"); len(posts) != 0 {
-		t.Fatalf("%d posts while the thread is being opened, want none", len(posts))
-	}
-
-	parent := tsAt(time.Now(), 1)
-	fake.hold(fakeMsg{Channel: "C0123", TS: parent, Text: "thread", Metadata: threadMetaJSON("job-ro")})
-	if _, err := h.bot.kv.Put(context.Background(), "t.acme.job-ro.C0123", []byte(`{"ts":"`+parent+`"}`)); err != nil {
+	key := "t.acme.job-nt.C0123"
+	testenv.CheckFor(t, wait, tick, func() error {
+		e, err := h.bot.kv.Get(context.Background(), key)
+		if err != nil {
+			return fmt.Errorf("the bucket names no thread for the job: %v", err)
+		}
+		if want := `{"ts":"` + d.Message.Thread + `"}`; string(e.Value()) != want {
+			return fmt.Errorf("the bucket holds %s, want %s", e.Value(), want)
+		}
+		return nil
+	})
+	st, err := h.nats.JS.Stream(context.Background(), "KV_"+KVBucket)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.bot.handleEvent(context.Background(), &ev, engine.Delivery{Attempt: 1}); err != nil {
-		t.Fatalf("after the thread opened: %v", err)
+	m, err := st.GetLastMsgForSubject(context.Background(), "$KV."+KVBucket+"."+key)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if d := deliveredTS(t, h.nats, deliveries, "q-2"); !d.OK || d.Message.Thread != parent {
-		t.Fatalf("q-2 delivered %+v, want its card in thread %s", d.Message, parent)
-	}
-	if posts := h.fake.Calls("chat.postMessage"); len(posts) != 1 || posts[0].Str("thread_ts") != parent {
-		t.Fatalf("%d posts: want only the card, in thread %s", len(posts), parent)
+	if ttl := m.Header.Get(jetstream.MsgTTLHeader); ttl != engine.ShowClaimTTL.String() {
+		t.Fatalf("the record lasts %q, want %v", ttl, engine.ShowClaimTTL)
 	}
 }
