@@ -30,16 +30,25 @@ func EnsureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 	return ensureKV(ctx, js, cfg, false)
 }
 
-// EnsureWorkKV is EnsureKV for a chat adapter's bucket of work marks: its
-// claims to show a question, one-off marks (a DM sent), double-click
-// markers and thread hints, none of which is an answer or what one was
-// acknowledged on. On the embedded server in sync always (AsyncPersist) a
-// new such bucket is written in async persist mode, as the events stream
-// is, so that marking work costs the question no fsync: a power cut in
-// the second before the server syncs may show a card, send a DM or open a
-// thread twice, and loses no answer (docs/contract.md, "Streams").
-func (n *NATS) EnsureWorkKV(ctx context.Context, cfg jetstream.KeyValueConfig) (*KV, error) {
-	return ensureKV(ctx, n.JS, cfg, n.streams.AsyncPersist)
+// ThreadsBucket holds the chat adapters' hints of a new job's thread (its
+// id, by platform, job and channel) until the runtime knows the thread
+// from the card's delivery report: each key lasts a few minutes.
+const ThreadsBucket = "ASK_THREADS"
+
+// EnsureThreads makes the threads bucket (ThreadsBucket). On the embedded
+// server in sync always (AsyncPersist) a new one is written in async
+// persist mode, as the events stream is: a hint saves a second thread when
+// it is there, and writing it must not cost the question an fsync. A run
+// killed, or a power cut, before the server writes it down opens a second
+// thread for the job; nothing else is lost (docs/contract.md, "Streams").
+func (n *NATS) EnsureThreads(ctx context.Context) (*KV, error) {
+	return ensureKV(ctx, n.JS, jetstream.KeyValueConfig{
+		Bucket:      ThreadsBucket,
+		Description: "askbridge chat adapters: a new job's thread until the runtime knows it",
+		History:     1,
+		TTL:         time.Hour,
+		Storage:     jetstream.FileStorage,
+	}, n.streams.AsyncPersist)
 }
 
 func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, async bool) (*KV, error) {

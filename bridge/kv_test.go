@@ -239,11 +239,11 @@ func TestKVReadsGiveUpOnANodeThatNeverAnswers(t *testing.T) {
 	}
 }
 
-// TestWorkBucketsAreWrittenLikeTheEvents checks an adapter's bucket of
-// work marks is written without a per-message fsync exactly when the
+// TestThreadsBucketIsWrittenLikeTheEvents checks the chat adapters'
+// threads bucket is written without a per-message fsync exactly when the
 // events stream is (the embedded server with AsyncPersist), and any other
 // bucket with one.
-func TestWorkBucketsAreWrittenLikeTheEvents(t *testing.T) {
+func TestThreadsBucketIsWrittenLikeTheEvents(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -252,7 +252,7 @@ func TestWorkBucketsAreWrittenLikeTheEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		work, err := n.EnsureWorkKV(ctx, kvConfig(time.Hour))
+		threads, err := n.EnsureThreads(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +264,7 @@ func TestWorkBucketsAreWrittenLikeTheEvents(t *testing.T) {
 		if async {
 			want = jetstream.AsyncPersistMode
 		}
-		for kv, want := range map[*KV]jetstream.PersistModeType{work: want, other: jetstream.DefaultPersistMode} {
+		for kv, want := range map[*KV]jetstream.PersistModeType{threads: want, other: jetstream.DefaultPersistMode} {
 			info, err := n.JS.Stream(ctx, "KV_"+kv.Bucket())
 			if err != nil {
 				t.Fatal(err)
@@ -273,9 +273,13 @@ func TestWorkBucketsAreWrittenLikeTheEvents(t *testing.T) {
 				t.Errorf("AsyncPersist %v: bucket %s written in mode %v, want %v", async, kv.Bucket(), got, want)
 			}
 		}
-		if _, err := work.Write(ctx, "k", 0, []byte("v"), time.Minute); err != nil {
-			t.Fatalf("AsyncPersist %v: write: %v", async, err)
+		if err := threads.Hint("slack.t.acme.job-1.C1", []byte(`{"ts":"1.2"}`), time.Minute); err != nil {
+			t.Fatalf("AsyncPersist %v: hint: %v", async, err)
 		}
+		poll.CheckFor(t, poll.Patience, 10*time.Millisecond, func() error {
+			_, err := threads.Get(ctx, "slack.t.acme.job-1.C1")
+			return err
+		})
 		n.Close()
 	}
 }

@@ -109,7 +109,9 @@ type Bot struct {
 	s       *discordgo.Session
 	pub     ed25519.PublicKey
 	refs    *bridge.KV
-	seen    *bridge.KV
+	// hints names each new job's thread (bridge.ThreadsBucket).
+	hints *bridge.KV
+	seen  *bridge.KV
 	// proposing, set by tests only, runs just before an attempt is
 	// published: where a replica's death must not lose the interaction.
 	proposing atomic.Pointer[func()]
@@ -175,7 +177,11 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	s.Client = &http.Client{Timeout: httpTimeout, Transport: &rateHold{next: engine.Transport()}}
 	s.UserAgent = "DiscordBot (https://github.com/askbridge/askbridge, 1) askbridge"
 
-	refs, err := o.NATS.EnsureWorkKV(ctx, refsConfig)
+	refs, err := bridge.EnsureKV(ctx, o.NATS.JS, refsConfig)
+	if err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
+	}
+	hints, err := o.NATS.EnsureThreads(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}
@@ -202,6 +208,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		s:             s,
 		pub:           ed25519.PublicKey(key),
 		refs:          refs,
+		hints:         hints,
 		seen:          seen,
 		admin:         set(o.AdminRoles),
 		oper:          set(o.OperatorRoles),
@@ -296,10 +303,12 @@ func (b *Bot) Run(ctx context.Context) error {
 	events := &bridge.Durable{NATS: b.o.NATS, Stream: bridge.StreamEvents, Logger: b.log, HealEvery: b.healEvery,
 		Config: bridge.EventConsumer(ConsumerName),
 		Remake: func(ctx context.Context) error {
-			if _, err := b.o.NATS.EnsureWorkKV(ctx, refsConfig); err != nil {
-				return err
+			for _, cfg := range []jetstream.KeyValueConfig{refsConfig, seenConfig} {
+				if _, err := bridge.EnsureKV(ctx, b.o.NATS.JS, cfg); err != nil {
+					return err
+				}
 			}
-			_, err := bridge.EnsureKV(ctx, b.o.NATS.JS, seenConfig)
+			_, err := b.o.NATS.EnsureThreads(ctx)
 			return err
 		},
 		// The buckets alone can go too (deleted): every event needs them.

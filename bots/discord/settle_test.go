@@ -503,7 +503,7 @@ func TestRestartedBotFindsTheJobsThreadBeforeTheRuntimeKnowsIt(t *testing.T) {
 	// The bucket's record is written without waiting for it: a restart
 	// finds it once it is stored.
 	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
-		_, err := h.bot.refs.Get(context.Background(), jobKey("acme", "job-fresh", channelA))
+		_, err := h.bot.hints.Get(context.Background(), "discord."+jobKey("acme", "job-fresh", channelA))
 		return err
 	})
 	h.bot.cards.Forget()

@@ -10,7 +10,7 @@ import (
 
 // A job's thread is started from its first card in a channel. Until that
 // card's delivery report reaches the runtime, which names the job's
-// threads on its later events, the adapter's bucket names the thread too:
+// threads on its later events, the threads bucket names the thread too:
 // a restart, or another replica, then puts the job's next question in it
 // rather than start a second thread, and a later try of a card the killed
 // run posted there looks for it there.
@@ -37,9 +37,12 @@ func (p platform) sharedThread(ctx context.Context, ev *bridge.Event, channel st
 		return th
 	}
 	b := p.b
+	if b.hints == nil {
+		return ""
+	}
 	key := jobKey(ev.Tenant, ev.JobID, channel)
 	var jt jobThread
-	if _, _, found, err := bridge.GetJSON(ctx, b.refs, key, &jt); err != nil || !found {
+	if _, _, found, err := bridge.GetJSON(ctx, b.hints, "discord."+key, &jt); err != nil || !found {
 		return "" // none, or NATS away: a new thread beats a card not shown
 	}
 	if !bridge.ValidSnowflake(jt.Thread) || jt.From == bridge.RefOf(ev).String() {
@@ -55,9 +58,12 @@ func (p platform) sharedThread(ctx context.Context, ev *bridge.Event, channel st
 func (b *Bot) rememberThread(ev *bridge.Event, channel, thread string) {
 	key := jobKey(ev.Tenant, ev.JobID, channel)
 	b.threads.Put(key, thread)
+	if b.hints == nil {
+		return
+	}
 	data, err := json.Marshal(jobThread{Thread: thread, From: bridge.RefOf(ev).String()})
 	if err == nil {
-		err = b.refs.Hint(key, data, threadTTL)
+		err = b.hints.Hint("discord."+key, data, threadTTL)
 	}
 	if err != nil {
 		b.log.Warn("discord: could not record the job's thread", "tenant", ev.Tenant, "job", ev.JobID, "err", err)
@@ -68,7 +74,10 @@ func (b *Bot) rememberThread(ev *bridge.Event, channel, thread string) {
 func (b *Bot) forgetThread(ctx context.Context, ev *bridge.Event, channel string) {
 	key := jobKey(ev.Tenant, ev.JobID, channel)
 	b.threads.Delete(key)
-	if err := b.refs.Delete(ctx, key); err != nil {
+	if b.hints == nil {
+		return
+	}
+	if err := b.hints.Delete(ctx, "discord."+key); err != nil {
 		b.log.Warn("discord: could not forget the job's thread", "tenant", ev.Tenant, "job", ev.JobID, "err", err)
 	}
 }

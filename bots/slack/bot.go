@@ -58,11 +58,13 @@ const ConsumerName = bridge.PlatformSlack
 
 // Bot is the Slack adapter. It is safe for concurrent use.
 type Bot struct {
-	o     Options
-	api   *slack.Client
-	http  *http.Client
-	js    jetstream.JetStream
-	kv    *bridge.KV
+	o    Options
+	api  *slack.Client
+	http *http.Client
+	js   jetstream.JetStream
+	kv   *bridge.KV
+	// hints names each new job's thread (bridge.ThreadsBucket).
+	hints *bridge.KV
 	log   *slog.Logger
 	pace  *pacer
 	retry retryPolicy
@@ -131,7 +133,11 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if o.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(o.AppToken))
 	}
-	kv, err := o.NATS.EnsureWorkKV(ctx, kvConfig)
+	kv, err := bridge.EnsureKV(ctx, o.NATS.JS, kvConfig)
+	if err != nil {
+		return nil, fmt.Errorf("slack: %w", err)
+	}
+	hints, err := o.NATS.EnsureThreads(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
@@ -154,6 +160,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		http:        hc,
 		js:          o.NATS.JS,
 		kv:          kv,
+		hints:       hints,
 		log:         o.Logger,
 		pace:        newPacer(time.Second, 3),
 		retry:       defaultRetry,
@@ -198,7 +205,10 @@ func (b *Bot) Run(ctx context.Context) error {
 	events := &bridge.Durable{NATS: b.o.NATS, Stream: bridge.StreamEvents, Logger: b.log,
 		Config: bridge.EventConsumer(ConsumerName),
 		Remake: func(ctx context.Context) error {
-			_, err := b.o.NATS.EnsureWorkKV(ctx, kvConfig)
+			if _, err := bridge.EnsureKV(ctx, b.js, kvConfig); err != nil {
+				return err
+			}
+			_, err := b.o.NATS.EnsureThreads(ctx)
 			return err
 		},
 		// The bucket alone can go too (deleted): every event needs it.
@@ -216,6 +226,9 @@ func (b *Bot) Run(ctx context.Context) error {
 	defer stop()
 	if b.o.AppToken != "" {
 		wg.Go(func() { b.runSocketMode(ctx) })
+	}
+	if b.hints != nil {
+		engine.FollowHints(ctx, b.hints, threadHintPrefix, 5*time.Second, b.log, b.followThread)
 	}
 	loop := &engine.Loop{Name: "slack", Events: events, Logger: b.log, PullMax: 256, Workers: b.workers,
 		Handle: func(ctx context.Context, ev *bridge.Event, d engine.Delivery) error {

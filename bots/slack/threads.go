@@ -15,7 +15,7 @@ import (
 
 // A job has one thread in a channel, whichever run of the process posts
 // its cards. The runtime names the job's threads on its events once a
-// card's delivery report told it; until then the adapter's bucket names a
+// card's delivery report told it; until then the threads bucket names a
 // new thread: its parent's ts is written there as soon as the parent is
 // posted, so that a restart, or another replica, puts the job's next
 // question in that thread rather than open another, and a later try of a
@@ -33,15 +33,13 @@ type threadRecord struct {
 const threadTTL = engine.ShowClaimTTL
 
 // jobThread returns the ts of the job's thread parent in channel, posting
-// the parent the first time.
+// the parent the first time. A thread another run opened lately is
+// remembered already: the bucket's hints are followed (followThread).
 func (p platform) jobThread(ctx context.Context, ev *bridge.Event, channel string, last bool) (string, error) {
 	if ts := p.knownThread(ev, channel); ts != "" {
 		return ts, nil
 	}
 	b := p.b
-	if ts := b.recordedThread(ctx, ev, channel); ts != "" {
-		return ts, nil
-	}
 	blocks, text := blockkit.ThreadParent(ev.Question, b.consoleOn())
 	ts, err := b.postMarked(ctx, last, channel, "", threadMeta(ev.Tenant, ev.JobID), slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
 	if err != nil {
@@ -71,12 +69,12 @@ func (p platform) sharedThread(ctx context.Context, ev *bridge.Event, channel st
 // remembered; "" when it names none or cannot be read (NATS away: a
 // second thread beats a card not shown).
 func (b *Bot) recordedThread(ctx context.Context, ev *bridge.Event, channel string) string {
-	if b.kv == nil {
+	if b.hints == nil {
 		return ""
 	}
 	key := threadKey(ev.Tenant, ev.JobID, channel)
 	var r threadRecord
-	if _, _, found, err := bridge.GetJSON(ctx, b.kv, key, &r); err != nil || !found || r.TS == "" {
+	if _, _, found, err := bridge.GetJSON(ctx, b.hints, threadHintPrefix+key, &r); err != nil || !found || r.TS == "" {
 		return ""
 	}
 	b.threads.Put(key, r.TS)
@@ -89,14 +87,27 @@ func (b *Bot) recordedThread(ctx context.Context, ev *bridge.Event, channel stri
 func (b *Bot) recordThread(ev *bridge.Event, channel, ts string) {
 	key := threadKey(ev.Tenant, ev.JobID, channel)
 	b.threads.Put(key, ts)
-	if b.kv == nil {
+	if b.hints == nil {
 		return
 	}
 	data, err := json.Marshal(threadRecord{TS: ts})
 	if err == nil {
-		err = b.kv.Hint(key, data, threadTTL)
+		err = b.hints.Hint(threadHintPrefix+key, data, threadTTL)
 	}
 	if err != nil {
 		b.log.Warn("slack: could not record a job's thread", "job", ev.JobID, "err", fmt.Errorf("record %s: %w", key, err))
+	}
+}
+
+// threadHintPrefix starts Slack's keys in the threads bucket.
+const threadHintPrefix = "slack."
+
+// followThread remembers a job's thread another run or replica named in
+// the threads bucket (engine.FollowHints): the job's next question goes
+// in it without a read of the bucket.
+func (b *Bot) followThread(key string, value []byte) {
+	var r threadRecord
+	if json.Unmarshal(value, &r) == nil && r.TS != "" {
+		b.threads.Put(key, r.TS)
 	}
 }

@@ -13,10 +13,10 @@ import (
 	"github.com/askbridge/askbridge/internal/testenv"
 )
 
-// putThreadClaim writes a job's thread claim as the bucket holds it.
+// putThreadClaim names a job's thread as the threads bucket holds it.
 func putThreadClaim(t *testing.T, h *harness, job, raw string) {
 	t.Helper()
-	if _, err := h.bot.kv.Write(context.Background(), "t.acme."+job+".C0123", 0, []byte(raw), 0); err != nil {
+	if _, err := h.bot.hints.Write(context.Background(), "slack.t.acme."+job+".C0123", 0, []byte(raw), 0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -24,8 +24,9 @@ func putThreadClaim(t *testing.T, h *harness, job, raw string) {
 // TestRestartKeepsTheJobsThreadAKilledRunOpened checks a kill -9 between
 // a card's post and its report: the run that restarts shows the job's
 // next question first, in the thread the killed run opened (named in the
-// bucket, not yet on any event), and then adopts the killed run's card
-// there instead of opening a second thread and posting it again.
+// threads bucket, which the run follows, not yet on any event), and then
+// adopts the killed run's card there instead of opening a second thread
+// and posting it again.
 func TestRestartKeepsTheJobsThreadAKilledRunOpened(t *testing.T) {
 	t.Parallel()
 	n := plainNATS(t)
@@ -37,6 +38,13 @@ func TestRestartKeepsTheJobsThreadAKilledRunOpened(t *testing.T) {
 	card := tsAt(claimedAt.Add(time.Second), 2)
 	fake.hold(fakeMsg{Channel: "C0123", Thread: parent, TS: card, Text: "the card", Metadata: questionMetaJSON("job-rk", "q-1", 1)})
 	putThreadClaim(t, h, "job-rk", `{"ts":"`+parent+`"}`)
+	// The bot follows the bucket: it hears of the thread without asking.
+	testenv.CheckFor(t, wait, tick, func() error {
+		if ts, _ := h.bot.threads.Get(threadKey("acme", "job-rk", "C0123")); ts != parent {
+			return fmt.Errorf("the bot knows the job's thread as %q, want %s", ts, parent)
+		}
+		return nil
+	})
 
 	q2 := askedEvent(question("job-rk", "q-2"))
 	if err := h.bot.handleEvent(context.Background(), &q2, engine.Delivery{Attempt: 1}); err != nil {
@@ -59,7 +67,7 @@ func TestRestartKeepsTheJobsThreadAKilledRunOpened(t *testing.T) {
 }
 
 // TestNewThreadIsNamedInTheBucket checks the other side: the job's new
-// thread parent is named in the adapter's bucket once it is posted, for a
+// thread parent is named in the threads bucket once it is posted, for a
 // run that comes after, and only for a while (the runtime knows it then).
 func TestNewThreadIsNamedInTheBucket(t *testing.T) {
 	t.Parallel()
@@ -75,9 +83,9 @@ func TestNewThreadIsNamedInTheBucket(t *testing.T) {
 	if !d.OK || d.Message.Thread == "" {
 		t.Fatalf("delivered %+v, want the card in a new thread", d.Message)
 	}
-	key := "t.acme.job-nt.C0123"
+	key := "slack.t.acme.job-nt.C0123"
 	testenv.CheckFor(t, wait, tick, func() error {
-		e, err := h.bot.kv.Get(context.Background(), key)
+		e, err := h.bot.hints.Get(context.Background(), key)
 		if err != nil {
 			return fmt.Errorf("the bucket names no thread for the job: %v", err)
 		}
@@ -86,11 +94,11 @@ func TestNewThreadIsNamedInTheBucket(t *testing.T) {
 		}
 		return nil
 	})
-	st, err := h.nats.JS.Stream(context.Background(), "KV_"+KVBucket)
+	st, err := h.nats.JS.Stream(context.Background(), "KV_"+bridge.ThreadsBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.GetLastMsgForSubject(context.Background(), "$KV."+KVBucket+"."+key)
+	m, err := st.GetLastMsgForSubject(context.Background(), "$KV."+bridge.ThreadsBucket+"."+key)
 	if err != nil {
 		t.Fatal(err)
 	}
