@@ -53,6 +53,18 @@ func PutJSON(ctx context.Context, kv *KV, key string, rev uint64, v any, ttl tim
 	return rev, nil
 }
 
+// HintJSON writes v at key as a hint (KV.Hint): without waiting for it.
+func HintJSON(kv *KV, key string, v any, ttl time.Duration) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	if err := kv.Hint(key, data, ttl); err != nil {
+		return fmt.Errorf("hint %s: %w", key, err)
+	}
+	return nil
+}
+
 // UpdateJSON is the one way the adapters change a record they share
 // between replicas: a compare-and-set, read again after each lost race
 // (up to 20 times, then ErrConflict); any other error ends it, for the

@@ -2,7 +2,6 @@ package discord
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
@@ -14,11 +13,6 @@ import (
 // a restart, or another replica, then puts the job's next question in it
 // rather than start a second thread, and a later try of a card the killed
 // run posted there looks for it there.
-
-// threadTTL is how long the bucket names a job's thread: as long as a
-// claim to show a question, past the restart of a run killed while it
-// showed the job's first question.
-const threadTTL = engine.ShowClaimTTL
 
 // jobThread is a job's thread in a channel as the bucket holds it: the
 // thread, and the question whose card it was started from, which is in
@@ -61,11 +55,7 @@ func (b *Bot) rememberThread(ev *bridge.Event, channel, thread string) {
 	if b.hints == nil {
 		return
 	}
-	data, err := json.Marshal(jobThread{Thread: thread, From: bridge.RefOf(ev).String()})
-	if err == nil {
-		err = b.hints.Hint("discord."+key, data, threadTTL)
-	}
-	if err != nil {
+	if err := bridge.HintJSON(b.hints, "discord."+key, jobThread{Thread: thread, From: bridge.RefOf(ev).String()}, engine.ThreadHintTTL); err != nil {
 		b.log.Warn("discord: could not record the job's thread", "tenant", ev.Tenant, "job", ev.JobID, "err", err)
 	}
 }

@@ -9,6 +9,12 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 )
 
+// ThreadHintTTL is how long the threads bucket names a job's new thread:
+// as long as a claim to show a question, past the restart of a run killed
+// while it showed the job's first question. By then the card's delivery
+// report has told the runtime, which names the thread on later events.
+const ThreadHintTTL = ShowClaimTTL
+
 // FollowHints copies into put the hints of the threads bucket whose keys
 // start with prefix (a platform's: "slack."), with the prefix cut off, as
 // any replica or run writes them: a chat adapter then knows the threads

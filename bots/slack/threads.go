@@ -3,7 +3,6 @@ package slack
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -26,12 +25,6 @@ type threadRecord struct {
 	TS string `json:"ts"`
 }
 
-// threadTTL is how long the bucket names a job's thread: as long as a
-// claim to show a question, past the restart of a run killed while it
-// showed the job's first question. By then the card's delivery report has
-// told the runtime.
-const threadTTL = engine.ShowClaimTTL
-
 // jobThread returns the ts of the job's thread parent in channel, posting
 // the parent the first time. A thread another run opened lately is
 // remembered already: the bucket's hints are followed (followThread).
@@ -50,13 +43,11 @@ func (p platform) jobThread(ctx context.Context, ev *bridge.Event, channel strin
 }
 
 // sharedThread is the job's thread in channel for a card an earlier try
-// may have posted: as the bucket names it, else as the channel's history
-// shows it since since.
+// may have posted, when this run knows none (neither remembered, nor
+// named on the event, nor followed from the threads bucket): as the
+// channel's history shows it since since.
 func (p platform) sharedThread(ctx context.Context, ev *bridge.Event, channel string, since time.Time) (string, error) {
 	b := p.b
-	if ts := b.recordedThread(ctx, ev, channel); ts != "" {
-		return ts, nil
-	}
 	ts, err := b.findPosted(ctx, channel, "", since, threadMeta(ev.Tenant, ev.JobID))
 	if err != nil || ts == "" {
 		return "", err
@@ -65,37 +56,16 @@ func (p platform) sharedThread(ctx context.Context, ev *bridge.Event, channel st
 	return ts, nil
 }
 
-// recordedThread is the job's thread in channel as the bucket names it,
-// remembered; "" when it names none or cannot be read (NATS away: a
-// second thread beats a card not shown).
-func (b *Bot) recordedThread(ctx context.Context, ev *bridge.Event, channel string) string {
-	if b.hints == nil {
-		return ""
-	}
-	key := threadKey(ev.Tenant, ev.JobID, channel)
-	var r threadRecord
-	if _, _, found, err := bridge.GetJSON(ctx, b.hints, threadHintPrefix+key, &r); err != nil || !found || r.TS == "" {
-		return ""
-	}
-	b.threads.Put(key, r.TS)
-	return r.TS
-}
-
-// recordThread remembers the job's new thread, here and in the bucket. The
-// bucket's copy is a hint, written without waiting: the card's post does
-// not wait for an fsync.
+// recordThread remembers the job's new thread, here and in the threads
+// bucket, as a hint: the card's post does not wait for its write.
 func (b *Bot) recordThread(ev *bridge.Event, channel, ts string) {
 	key := threadKey(ev.Tenant, ev.JobID, channel)
 	b.threads.Put(key, ts)
 	if b.hints == nil {
 		return
 	}
-	data, err := json.Marshal(threadRecord{TS: ts})
-	if err == nil {
-		err = b.hints.Hint(threadHintPrefix+key, data, threadTTL)
-	}
-	if err != nil {
-		b.log.Warn("slack: could not record a job's thread", "job", ev.JobID, "err", fmt.Errorf("record %s: %w", key, err))
+	if err := bridge.HintJSON(b.hints, threadHintPrefix+key, threadRecord{TS: ts}, engine.ThreadHintTTL); err != nil {
+		b.log.Warn("slack: could not record a job's thread", "job", ev.JobID, "err", err)
 	}
 }
 
