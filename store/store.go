@@ -54,6 +54,8 @@ type Store struct {
 const (
 	checkpointEvery   = 250 * time.Millisecond
 	walAutoCheckpoint = 20000
+	// readers is how many connections read at once.
+	readers = 4
 )
 
 // Open opens (creating when needed) the database at path and migrates it.
@@ -77,7 +79,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	r.SetMaxOpenConns(4)
+	// Every reader stays open: a connection database/sql closes as idle
+	// costs its pragmas and every cached statement's parse again when the
+	// next burst of reads opens it anew.
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
 	ckpt, err := sql.Open("sqlite", u.String()+"?"+pragmas)
 	if err != nil {
 		w.Close()
