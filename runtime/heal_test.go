@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,15 +67,19 @@ func TestDeletedConsumersAndStreamsAreMadeAgain(t *testing.T) {
 	}
 	ask("job-consumer")
 
-	// Every stream and the lease bucket gone, one after another, each made
-	// again before the next goes: a delete that overlaps the heal's create
-	// of the same stream can leave nats-server (v2.15.2) holding a stream
-	// whose directory is gone, which no create or update mends (a server
-	// race, not the runtime's). All at once, as a server that lost its
-	// store, is TestExternalNATSWipedStore in cmd/askbridge.
-	for _, s := range append(bridge.StreamNames(), "KV_"+runtime.RuntimeBucket) {
-		if err := env.NATS.JS.DeleteStream(ctx, s); err != nil {
-			t.Fatal(err)
+	// Every stream and the lease bucket gone, a few at a time, each group
+	// made again before the next goes: a delete that overlaps the heal's
+	// create of the same stream can leave nats-server (v2.15.2) holding a
+	// stream whose directory is gone, which no create or update mends (a
+	// server race, not the runtime's). A group's deletes are answered long
+	// before the heal's pause (bridge.EnsureStreams) ends, and each group
+	// costs one pause, not one a stream. All at once, as a server that
+	// lost its store, is TestExternalNATSWipedStore in cmd/askbridge.
+	for group := range slices.Chunk(append(bridge.StreamNames(), "KV_"+runtime.RuntimeBucket), 4) {
+		for _, s := range group {
+			if err := env.NATS.JS.DeleteStream(ctx, s); err != nil {
+				t.Fatal(err)
+			}
 		}
 		testenv.CheckFor(t, testenv.Patience, 50*time.Millisecond, func() error {
 			if err := bridge.CheckStreams(ctx, env.NATS.JS); err != nil {
