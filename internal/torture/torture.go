@@ -194,8 +194,10 @@ type run struct {
 	// unsettled says the service did not settle: the run ends with each
 	// server's goroutines in the servers' log (dumpStacks).
 	unsettled bool
-	live      *live            // which of srvs are ready
-	nodes     *cluster.Cluster // the cluster variant's NATS
+	// backlogGrace is backlogGrace unless a test shortens it.
+	backlogGrace time.Duration
+	live         *live            // which of srvs are ready
+	nodes        *cluster.Cluster // the cluster variant's NATS
 	// keysDir holds the NATS keys the run's own client connects with.
 	keysDir string
 	slack   *fakeSlack
