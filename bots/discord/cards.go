@@ -54,7 +54,7 @@ func (p platform) Post(ctx context.Context, ev *bridge.Event, c *engine.Card, ch
 		Nonce:           nonceFor("card", view.Tenant, view.JobID, view.QuestionID, fmt.Sprint(view.TaskVersion)),
 		EnforceNonce:    true,
 	}
-	thread := p.sharedThread(ctx, ev, channel)
+	thread := p.sharedThread(ev, channel)
 	target := cmp.Or(thread, channel)
 	msg, err := b.postMessage(ctx, "post question", target, m)
 	if err != nil && thread != "" && threadGone(err) {
@@ -96,7 +96,7 @@ func (p platform) withThread(ctx context.Context, ev *bridge.Event, channel stri
 // Adopt takes a card an earlier try made, starting the job's thread from
 // it when that try could not.
 func (p platform) Adopt(ctx context.Context, ev *bridge.Event, channel string, found bridge.MessageRef) (*bridge.MessageRef, error) {
-	if found.Thread == "" && p.sharedThread(ctx, ev, channel) != "" {
+	if found.Thread == "" && p.sharedThread(ev, channel) != "" {
 		// In the channel though the job has a thread: made when that thread
 		// took no messages. The job keeps its thread.
 		return &found, nil
@@ -143,7 +143,7 @@ func (p platform) Fault(err error, channel string) engine.Fault {
 // button naming its question and task version. The copies come oldest
 // first, those in the thread first.
 func (p platform) Find(ctx context.Context, ev *bridge.Event, channel string, since time.Time) ([]bridge.MessageRef, error) {
-	thread := p.sharedThread(ctx, ev, channel)
+	thread := p.sharedThread(ev, channel)
 	where := []string{channel}
 	if bridge.ValidSnowflake(thread) {
 		where = []string{thread, channel}

@@ -124,6 +124,9 @@ type Bot struct {
 	cards   *engine.Cards
 	threads *engine.Memo[string]
 	guilds  *engine.Memo[string]
+	// hinted is each job's new thread as the threads bucket names it,
+	// followed (followThread).
+	hinted *engine.Memo[jobThread]
 	// rateLimitWait is maxRateLimitWait; tests shorten it.
 	rateLimitWait time.Duration
 	// healEvery is how often the events consumer and the buckets are
@@ -214,6 +217,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		oper:          set(o.OperatorRoles),
 		now:           time.Now,
 		threads:       engine.NewMemo[string](50000),
+		hinted:        engine.NewMemo[jobThread](50000),
 		guilds:        engine.NewMemo[string](1000),
 		rateLimitWait: maxRateLimitWait,
 		budget:        interactionBudget,
@@ -320,6 +324,9 @@ func (b *Bot) Run(ctx context.Context) error {
 			}
 			return nil
 		},
+	}
+	if b.hints != nil {
+		engine.FollowHints(ctx, b.hints, threadHintPrefix, 5*time.Second, b.log, b.followThread)
 	}
 	loop := &engine.Loop{Name: "discord", Events: events, Logger: b.log, PullMax: 32,
 		MaxDeliveries: maxEventAttempts, Handle: b.handleEvent, Classify: classifyEventError,

@@ -486,28 +486,76 @@ func TestRetryAdoptsTheCardAnEarlierTryMade(t *testing.T) {
 }
 
 // TestRestartedBotFindsTheJobsThreadBeforeTheRuntimeKnowsIt checks a bot
-// killed after it started a job's thread, before the runtime learned the
-// thread from the card's report: the restarted bot (or another replica)
-// puts the job's next question in that thread, named by the adapter's
-// bucket, rather than start a second one.
+// stopped after it started a job's thread, before the runtime learned the
+// thread from the card's report: the next bot puts the job's next question
+// in that thread, named by the threads bucket, rather than start a second
+// one, whether the next bot starts after the thread was named (a restart)
+// or ran beside the first all along (a replica following the bucket).
 func TestRestartedBotFindsTheJobsThreadBeforeTheRuntimeKnowsIt(t *testing.T) {
 	t.Parallel()
+	for _, beside := range []bool{false, true} {
+		name := map[bool]string{false: "restart", true: "replica beside"}[beside]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testNextBotFindsTheJobsThread(t, beside)
+		})
+	}
+}
+
+func testNextBotFindsTheJobsThread(t *testing.T, beside bool) {
 	h := start(t, harnessOptions{})
+	var next *Bot
+	if beside {
+		// The first bot holds the events' pin once it has handled one;
+		// the second, started after, only follows the bucket.
+		warm := colorQuestion()
+		warm.JobID = "job-warm"
+		h.publishEvent(asked(warm))
+		h.waitDelivery()
+		next = h.secondBot(t)
+	}
 	first := colorQuestion()
 	first.JobID, first.QuestionID = "job-fresh", "q-first"
 	h.publishEvent(asked(first))
-	d := h.waitDelivery()
+	var d bridge.Delivery
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
+		for _, d = range h.deliveriesNow() {
+			if d.QuestionID == first.QuestionID {
+				return nil
+			}
+		}
+		return fmt.Errorf("no delivery report of the first question yet")
+	})
 	if d.Message == nil || d.Message.Thread == "" {
 		t.Fatalf("first delivery %+v, want the card and the job's thread", d)
 	}
-	// The bucket's record is written without waiting for it: a restart
-	// finds it once it is stored.
+	// The bucket's record is written without waiting for it.
+	key := jobKey("acme", "job-fresh", channelA)
 	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
-		_, err := h.bot.hints.Get(context.Background(), "discord."+jobKey("acme", "job-fresh", channelA))
+		_, err := h.bot.hints.Get(context.Background(), threadHintPrefix+key)
 		return err
 	})
-	h.bot.cards.Forget()
-	h.bot.threads.Clear()
+	h.stopBot()
+	if beside {
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
+			if _, ok := next.hinted.Get(key); !ok {
+				return fmt.Errorf("the replica beside has not followed the thread named in the bucket")
+			}
+			return nil
+		})
+	} else {
+		next = h.secondBot(t)
+	}
+	inChannel := func() int {
+		n := 0
+		for _, r := range h.fake.requests("POST", "/channels/"+channelA+"/messages") {
+			if r.Path == "/channels/"+channelA+"/messages" {
+				n++
+			}
+		}
+		return n
+	}
+	cards := inChannel()
 	second := colorQuestion()
 	second.JobID, second.QuestionID, second.Question = "job-fresh", "q-second", "Which size should the cover be?"
 	h.publishEvent(asked(second)) // naming no thread
@@ -515,13 +563,10 @@ func TestRestartedBotFindsTheJobsThreadBeforeTheRuntimeKnowsIt(t *testing.T) {
 	if n := len(h.fake.requests("POST", "/channels/"+d.Message.Thread+"/messages")); n != 1 {
 		t.Fatalf("%d posts in the job's thread, want the second card", n)
 	}
-	inChannel := 0
-	for _, r := range h.fake.requests("POST", "/channels/"+channelA+"/messages") {
-		if r.Path == "/channels/"+channelA+"/messages" {
-			inChannel++
-		}
+	if n := inChannel(); n != cards {
+		t.Fatalf("%d posts in the channel after the second question, want %d: it started a second thread", n, cards)
 	}
-	if inChannel != 1 {
-		t.Fatalf("%d posts in the channel, want only the first card", inChannel)
+	if th, ok := next.threads.Get(key); !ok || th != d.Message.Thread {
+		t.Fatalf("the next bot remembers thread %q (%v), want %s", th, ok, d.Message.Thread)
 	}
 }

@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
@@ -23,27 +24,33 @@ type jobThread struct {
 }
 
 // sharedThread is the job's thread in channel as this adapter remembers
-// it, as the event names it, or as the bucket does. For the question the
+// it, as the event names it, or as the threads bucket named it lately
+// (followed, without a read for each new job). For the question the
 // bucket's thread was started from it is "": that card is in the channel,
 // and a later try of it posts there, where Discord's nonce finds it.
-func (p platform) sharedThread(ctx context.Context, ev *bridge.Event, channel string) string {
+func (p platform) sharedThread(ev *bridge.Event, channel string) string {
 	if th := p.knownThread(ev, channel); th != "" {
 		return th
 	}
-	b := p.b
-	if b.hints == nil {
-		return ""
-	}
 	key := jobKey(ev.Tenant, ev.JobID, channel)
-	var jt jobThread
-	if _, _, found, err := bridge.GetJSON(ctx, b.hints, "discord."+key, &jt); err != nil || !found {
-		return "" // none, or NATS away: a new thread beats a card not shown
-	}
-	if !bridge.ValidSnowflake(jt.Thread) || jt.From == bridge.RefOf(ev).String() {
+	jt, ok := p.b.hinted.Get(key)
+	if !ok || jt.From == bridge.RefOf(ev).String() {
 		return ""
 	}
-	b.threads.Put(key, jt.Thread)
+	p.b.threads.Put(key, jt.Thread)
 	return jt.Thread
+}
+
+// threadHintPrefix starts Discord's keys in the threads bucket.
+const threadHintPrefix = "discord."
+
+// followThread keeps a job's thread that a run or replica named in the
+// threads bucket (engine.FollowHints).
+func (b *Bot) followThread(key string, value []byte) {
+	var jt jobThread
+	if json.Unmarshal(value, &jt) == nil && bridge.ValidSnowflake(jt.Thread) {
+		b.hinted.Put(key, jt)
+	}
 }
 
 // rememberThread remembers the job's new thread, started from the card of
@@ -55,7 +62,7 @@ func (b *Bot) rememberThread(ev *bridge.Event, channel, thread string) {
 	if b.hints == nil {
 		return
 	}
-	if err := bridge.HintJSON(b.hints, "discord."+key, jobThread{Thread: thread, From: bridge.RefOf(ev).String()}, engine.ThreadHintTTL); err != nil {
+	if err := bridge.HintJSON(b.hints, threadHintPrefix+key, jobThread{Thread: thread, From: bridge.RefOf(ev).String()}, engine.ThreadHintTTL); err != nil {
 		b.log.Warn("discord: could not record the job's thread", "tenant", ev.Tenant, "job", ev.JobID, "err", err)
 	}
 }
@@ -64,10 +71,11 @@ func (b *Bot) rememberThread(ev *bridge.Event, channel, thread string) {
 func (b *Bot) forgetThread(ctx context.Context, ev *bridge.Event, channel string) {
 	key := jobKey(ev.Tenant, ev.JobID, channel)
 	b.threads.Delete(key)
+	b.hinted.Delete(key)
 	if b.hints == nil {
 		return
 	}
-	if err := b.hints.Delete(ctx, "discord."+key); err != nil {
+	if err := b.hints.Delete(ctx, threadHintPrefix+key); err != nil {
 		b.log.Warn("discord: could not forget the job's thread", "tenant", ev.Tenant, "job", ev.JobID, "err", err)
 	}
 }
