@@ -208,6 +208,16 @@ func (m *Messages) watch() {
 		what := "consumer " + m.d.Config.Durable + " on " + m.d.Stream
 		if !consumerGone {
 			what = "what " + what + " needs"
+			// A bucket is a stream: made again at once after its delete,
+			// it can lose its files to the old one's removal, as the
+			// streams can (EnsureStreams, which pauses for those).
+			select {
+			case <-m.done:
+				return
+			case <-m.ctx.Done():
+				return
+			case <-time.After(remakePause):
+			}
 		}
 		if _, err := m.d.heal(m.ctx); err != nil {
 			if m.ctx.Err() == nil {

@@ -306,14 +306,15 @@ func (b *Bot) Run(ctx context.Context) error {
 	// NATS server that restarted without its store): see bridge.Durable.
 	events := &bridge.Durable{NATS: b.o.NATS, Stream: bridge.StreamEvents, Logger: b.log, HealEvery: b.healEvery,
 		Config: bridge.EventConsumer(ConsumerName),
+		// Each bucket is made whatever became of the one before it.
 		Remake: func(ctx context.Context) error {
+			var errs []error
 			for _, cfg := range []jetstream.KeyValueConfig{refsConfig, seenConfig} {
-				if _, err := bridge.EnsureKV(ctx, b.o.NATS.JS, cfg); err != nil {
-					return err
-				}
+				_, err := bridge.EnsureKV(ctx, b.o.NATS.JS, cfg)
+				errs = append(errs, err)
 			}
 			_, err := b.o.NATS.EnsureThreads(ctx)
-			return err
+			return errors.Join(append(errs, err)...)
 		},
 		// The buckets alone can go too (deleted): every event needs them.
 		Look: func(ctx context.Context) error {

@@ -47,12 +47,13 @@ func TestBucketsDeletedAreMadeAgain(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t, testenv.Options{Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
 	// The bot looks for its buckets every 200 ms (in production every
-	// bridge.HealEvery), and an event that fails while they are gone is
-	// tried again 200 ms later, five times: as in production (retries 2,
-	// 8, 18 s apart), the buckets are made again before its tries run out.
+	// bridge.HealEvery) and makes them again 2 s after it finds them gone;
+	// an event that fails while they are gone is tried again 1, 2, 3 and
+	// 4 s later: as in production (retries 2, 8, 18 s apart), the buckets
+	// are made again before its tries run out.
 	h := start(t, harnessOptions{nats: env.NATS, tweak: func(b *Bot) {
 		b.healEvery = 200 * time.Millisecond
-		b.backoff = func(uint64) time.Duration { return 200 * time.Millisecond }
+		b.backoff = func(attempt uint64) time.Duration { return time.Duration(attempt) * time.Second }
 	}})
 	first := colorQuestion()
 	ask(t, env, first)

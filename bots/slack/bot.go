@@ -204,12 +204,11 @@ func (b *Bot) Run(ctx context.Context) error {
 	// NATS server that restarted without its store): see bridge.Durable.
 	events := &bridge.Durable{NATS: b.o.NATS, Stream: bridge.StreamEvents, Logger: b.log,
 		Config: bridge.EventConsumer(ConsumerName),
+		// Each bucket is made whatever became of the other.
 		Remake: func(ctx context.Context) error {
-			if _, err := bridge.EnsureKV(ctx, b.js, kvConfig); err != nil {
-				return err
-			}
+			_, refsErr := bridge.EnsureKV(ctx, b.js, kvConfig)
 			_, err := b.o.NATS.EnsureThreads(ctx)
-			return err
+			return errors.Join(refsErr, err)
 		},
 		// The bucket alone can go too (deleted): every event needs it.
 		Look: func(ctx context.Context) error {
