@@ -52,7 +52,7 @@ func TestDeletedConsumersAndStreamsAreMadeAgain(t *testing.T) {
 			case <-done:
 				return nil
 			default:
-				return fmt.Errorf("no outcome yet; %s", whereIs(env, q))
+				return fmt.Errorf("no outcome yet; %s", env.WhereIs(q))
 			}
 		})
 		if err != nil || out.Outcome != bridge.OutcomeTimedOut {
@@ -100,33 +100,4 @@ func TestDeletedConsumersAndStreamsAreMadeAgain(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// whereIs says how far a question got, for a test that waits in vain: the
-// record's state, and what each stream holds.
-func whereIs(env *testenv.Env, q *bridge.Question) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	var reply bridge.ShowReply
-	state := "unknown to the runtime"
-	if err := bridge.Request(ctx, env.NATS.Conn, bridge.APIShow, bridge.ShowRequest{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID}, &reply); err != nil {
-		state = "show: " + err.Error()
-	} else if reply.Question != nil {
-		state = reply.Question.State
-	}
-	out := "the record: " + state + "; streams:"
-	for _, name := range bridge.StreamNames() {
-		s, err := env.NATS.JS.Stream(ctx, name)
-		if err != nil {
-			out += fmt.Sprintf(" %s %v;", name, err)
-			continue
-		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			out += fmt.Sprintf(" %s %v;", name, err)
-			continue
-		}
-		out += fmt.Sprintf(" %s %d msgs (last seq %d);", name, info.State.Msgs, info.State.LastSeq)
-	}
-	return out
 }

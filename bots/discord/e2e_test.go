@@ -46,7 +46,7 @@ func await(t *testing.T, env *testenv.Env, q bridge.Question) *bridge.Resume {
 	defer cancel()
 	res, err := env.Agent.Await(ctx, q.Tenant, q.JobID, q.QuestionID)
 	if err != nil {
-		t.Fatalf("await %s: %v", q.QuestionID, err)
+		t.Fatalf("await %s: %v; %s", q.QuestionID, err, env.WhereIs(&q))
 	}
 	return res
 }

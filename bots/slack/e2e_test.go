@@ -126,7 +126,7 @@ func awaitOutcome(t *testing.T, env *testenv.Env, q *bridge.Question) *bridge.Re
 	defer cancel()
 	out, err := env.Agent.Await(ctx, q.Tenant, q.JobID, q.QuestionID)
 	if err != nil {
-		t.Fatalf("await %s: %v", q.QuestionID, err)
+		t.Fatalf("await %s: %v; %s", q.QuestionID, err, env.WhereIs(q))
 	}
 	return out
 }

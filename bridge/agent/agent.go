@@ -227,8 +227,9 @@ func (c *Client) laterVersion(ctx context.Context, tenant, job, questionID strin
 
 // await returns the first outcome for questionID (at version, when exact).
 // It reads the job's resumes as they are published, and those published
-// before (or while the connection was down) from the runtime
-// (ask.v1.api.resumes): an agent's credential reads its tenant's resumes
+// before (or while the connection was down, or lost on the way) from the
+// runtime (ask.v1.api.resumes), at its start, after a reconnect and now
+// and then while it waits (awaitCatchUpMax): an agent's credential reads its tenant's resumes
 // live and asks the runtime for the rest, with no JetStream access of
 // its own (docs/design.md, "Principals on the bus").
 func (c *Client) await(ctx context.Context, tenant, job, questionID string, version int64, exact bool) (*Outcome, error) {
@@ -265,8 +266,9 @@ func (c *Client) await(ctx context.Context, tenant, job, questionID string, vers
 	reconnects := c.nc.Stats().Reconnects
 	recheck := time.NewTicker(awaitRecheck)
 	defer recheck.Stop()
-	for first := true; ; first = false {
-		if first || c.nc.Stats().Reconnects != reconnects {
+	catchUp, nextRead := awaitRecheck, time.Now()
+	for {
+		if c.nc.Stats().Reconnects != reconnects || !time.Now().Before(nextRead) {
 			reconnects = c.nc.Stats().Reconnects
 			recorded, err := c.recorded(ctx, tenant, job, questionID)
 			if err != nil {
@@ -277,6 +279,7 @@ func (c *Client) await(ctx context.Context, tenant, job, questionID string, vers
 					return &recorded[i], err
 				}
 			}
+			nextRead, catchUp = time.Now().Add(catchUp), min(2*catchUp, awaitCatchUpMax)
 		}
 		select {
 		case <-ctx.Done():
@@ -297,6 +300,13 @@ func (c *Client) await(ctx context.Context, tenant, job, questionID string, vers
 // awaitRecheck is how often await looks whether the connection was
 // re-established, which may have lost a resume published meanwhile.
 const awaitRecheck = 2 * time.Second
+
+// awaitCatchUpMax bounds the pause between await's reads of the outcomes
+// published so far, which start awaitRecheck apart and double: a resume
+// comes live on core NATS, which does not deliver again a message it
+// lost on the way (a slow consumer, interest being rebuilt), and a read
+// finds it.
+const awaitCatchUpMax = time.Minute
 
 // recorded asks the runtime for the question's outcomes published so
 // far, waiting for a runtime while none answers.

@@ -363,3 +363,63 @@ func TestAwaitWithoutARuntimeWaitsForTheLatestVersion(t *testing.T) {
 		t.Fatal("Await did not return version 2's outcome")
 	}
 }
+
+// Await finds an outcome whose live publish never reached it: it reads
+// the outcomes published so far again while it waits, not only at its
+// start and after a reconnect.
+func TestAwaitFindsAnOutcomeItsSubscriptionMissed(t *testing.T) {
+	t.Parallel()
+	n, err := bridge.ConnectNATS(context.Background(), bridge.NATSOptions{Listen: "127.0.0.1:0", StoreDir: filepath.Join(t.TempDir(), "nats")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	// The runtime, played: the question at version 1, and its outcome once
+	// it is recorded, which is never published where Await listens.
+	testenv.FakeShow(t, n.Conn, map[string]string{"q-1": bridge.StatePending})
+	var recorded atomic.Bool
+	var reads atomic.Int64
+	sub, err := n.Conn.Subscribe(bridge.APIResumes, func(m *nats.Msg) {
+		reads.Add(1)
+		reply := bridge.ResumesReply{Resumes: []bridge.Resume{}}
+		if recorded.Load() {
+			reply.Resumes = append(reply.Resumes, bridge.Resume{Tenant: "acme", JobID: "job-lost", QuestionID: "q-1", TaskVersion: 1,
+				Outcome: bridge.OutcomeAnswered, Text: "The answer: red"})
+		}
+		data, _ := json.Marshal(reply)
+		_ = m.Respond(data)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	c, err := agent.New(n.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Patience)
+	defer cancel()
+	type result struct {
+		out *agent.Outcome
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := c.Await(ctx, "acme", "job-lost", "q-1")
+		done <- result{out, err}
+	}()
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
+		if reads.Load() == 0 {
+			return errors.New("Await has not read the outcomes published so far")
+		}
+		return nil
+	})
+	recorded.Store(true)
+	r := <-done
+	if r.err != nil || r.out.Outcome != bridge.OutcomeAnswered || r.out.Text != "The answer: red" {
+		t.Fatalf("Await = %+v, %v; want the answer recorded after its first read", r.out, r.err)
+	}
+	if n := reads.Load(); n < 2 {
+		t.Fatalf("%d reads of the outcomes, want another after the first", n)
+	}
+}
