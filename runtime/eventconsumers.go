@@ -17,7 +17,7 @@ import (
 
 // The events stream keeps an event until every consumer with interest in
 // it has acknowledged it, and drops one published while none exists
-// (bridge/nats.go). So the runtime keeps the chat adapters' consumers
+// (bridge/streams.go). So the runtime keeps the chat adapters' consumers
 // (bridge.Platform.Consumer) itself: it makes those of the platforms switched on
 // before its relay publishes anything, looks for them as it looks for its
 // own, and when one is new (made now, or made again by its adapter since
