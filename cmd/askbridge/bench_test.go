@@ -122,10 +122,12 @@ func TestBenchServiceAsChild(t *testing.T) {
 	}
 	// Every click is acknowledged, or (on a machine too busy to record it
 	// within Slack's three seconds) answered 503 to be tried again; none
-	// fails otherwise, and every acknowledged one is resumed. How many a
-	// second goes out is the machine's: the rate is the bench's figure.
-	if acked == 0 || failed != 0 || resumes != acked {
-		t.Fatalf("%d clicks acked, %d answered 503, %d failed, %d resumes; want clicks acked or told to try again, none failed, each acked resumed:\n%s",
+	// fails otherwise, and every acknowledged one is resumed. One told to
+	// try again may be resumed too: recorded just after the adapter gave
+	// up waiting for it. How many a second goes out is the machine's: the
+	// rate is the bench's figure.
+	if acked == 0 || failed != 0 || resumes < acked || resumes > acked+busy {
+		t.Fatalf("%d clicks acked, %d answered 503, %d failed, %d resumes; want clicks acked or told to try again, none failed, each acked resumed and no other but a 503's:\n%s",
 			acked, busy, failed, resumes, report)
 	}
 	for _, want := range []string{"service a child process", "service RSS at the end", "baseline: SQLite commit p50 / p99"} {
