@@ -239,12 +239,8 @@ func errIf(cond bool, err error) error {
 // can reach the dead pull request or come back out of order.
 func TestStopHandsEventsBackOnceUnsubscribed(t *testing.T) {
 	t.Parallel()
-	pinned := bridge.EventConsumer("engine-pinned")
-	pinned.AckWait = 2 * time.Minute
-	testHandBack(t, pinned)
-}
-
-func testHandBack(t *testing.T, config jetstream.ConsumerConfig) {
+	config := bridge.EventConsumer("engine-pinned")
+	config.AckWait = 2 * time.Minute
 	r := newRig(t)
 	if _, err := r.nats.JS.CreateOrUpdateConsumer(context.Background(), bridge.StreamEvents, config); err != nil {
 		t.Fatal(err)

@@ -228,10 +228,10 @@ func (c *Client) laterVersion(ctx context.Context, tenant, job, questionID strin
 // await returns the first outcome for questionID (at version, when exact).
 // It reads the job's resumes as they are published, and those published
 // before (or while the connection was down, or lost on the way) from the
-// runtime (ask.v1.api.resumes), at its start, after a reconnect and now
-// and then while it waits (awaitCatchUpMax): an agent's credential reads its tenant's resumes
-// live and asks the runtime for the rest, with no JetStream access of
-// its own (docs/design.md, "Principals on the bus").
+// runtime (ask.v1.api.resumes): at its start, after a reconnect, and now
+// and then while it waits (awaitCatchUpMax). An agent's credential reads
+// its tenant's resumes live and asks the runtime for the rest, with no
+// JetStream access of its own (docs/design.md, "Principals on the bus").
 func (c *Client) await(ctx context.Context, tenant, job, questionID string, version int64, exact bool) (*Outcome, error) {
 	live := make(chan *nats.Msg, 256)
 	sub, err := c.nc.ChanSubscribe(bridge.ResumeSubject(tenant, job), live)

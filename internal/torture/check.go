@@ -83,10 +83,13 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 // unsent stays past it.
 const backlogGrace = 15 * time.Second
 
+// grace is the run's backlogGrace.
+func (r *run) grace() time.Duration { return cmp.Or(r.backlogGrace, backlogGrace) }
+
 // stuckBacklog is the outbox's unsent rows once every row written lately
 // had backlogGrace to be published: 0 as soon as a read finds none.
 func (r *run) stuckBacklog(ctx context.Context) (int64, error) {
-	deadline := time.Now().Add(cmp.Or(r.backlogGrace, backlogGrace))
+	deadline := time.Now().Add(r.grace())
 	for {
 		st, err := r.stats(ctx)
 		if err != nil {
@@ -112,7 +115,7 @@ func (r *run) readBack(ctx context.Context, rep *Report) (*readBack, error) {
 	}
 	rep.OutboxBacklog = backlog
 	if backlog != 0 {
-		rep.violate("outbox backlog is %d at the end, %v after the run settled: rows stuck unsent", backlog, backlogGrace)
+		rep.violate("outbox backlog is %d at the end, %v after the run settled: rows stuck unsent", backlog, r.grace())
 	}
 	rb := &readBack{resumes: map[string][]streamMsg{}, events: map[string][]streamMsg{}, byAttempt: map[string][]streamMsg{},
 		cards: r.slack.posted(), down: r.live.down()}

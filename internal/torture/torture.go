@@ -190,14 +190,14 @@ type run struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	agent *agent.Client
-	srvs  []*server // one, or the replicas
+	srvs  []*server        // one, or the replicas
+	live  *live            // which of srvs are ready
+	nodes *cluster.Cluster // the cluster variant's NATS
 	// unsettled says the service did not settle: the run ends with each
 	// server's goroutines in the servers' log (dumpStacks).
 	unsettled bool
 	// backlogGrace is backlogGrace unless a test shortens it.
 	backlogGrace time.Duration
-	live         *live            // which of srvs are ready
-	nodes        *cluster.Cluster // the cluster variant's NATS
 	// keysDir holds the NATS keys the run's own client connects with.
 	keysDir string
 	slack   *fakeSlack
