@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,11 +25,16 @@ type InHand struct {
 }
 
 // Held is a message in hand. Acknowledging it, negatively or not, lets
-// it go first, so no progress goes out for it after its acknowledgement.
+// it go first, so no progress goes out for it after its acknowledgement;
+// and only its first acknowledgement is sent: a message handed back
+// (NakWithDelay) stays handed back when the batch it came in is
+// acknowledged, even if sending the hand-back failed.
 type Held struct {
 	jetstream.Msg
 	hand *InHand
 	n    uint64 // the order it was read in
+	// answered is set by its first acknowledgement.
+	answered atomic.Bool
 }
 
 // NewInHand returns an empty InHand.
@@ -95,12 +101,27 @@ func (h *Held) LetGo() {
 	h.hand.mu.Unlock()
 }
 
-func (h *Held) Ack() error                          { h.LetGo(); return h.Msg.Ack() }
-func (h *Held) DoubleAck(ctx context.Context) error { h.LetGo(); return h.Msg.DoubleAck(ctx) }
-func (h *Held) Nak() error                          { h.LetGo(); return h.Msg.Nak() }
-func (h *Held) NakWithDelay(d time.Duration) error  { h.LetGo(); return h.Msg.NakWithDelay(d) }
-func (h *Held) Term() error                         { h.LetGo(); return h.Msg.Term() }
-func (h *Held) TermWithReason(r string) error       { h.LetGo(); return h.Msg.TermWithReason(r) }
+// answer lets h go and sends its acknowledgement, the first time only.
+func (h *Held) answer(send func() error) error {
+	h.LetGo()
+	if !h.answered.CompareAndSwap(false, true) {
+		return jetstream.ErrMsgAlreadyAckd
+	}
+	return send()
+}
+
+func (h *Held) Ack() error { return h.answer(h.Msg.Ack) }
+func (h *Held) DoubleAck(ctx context.Context) error {
+	return h.answer(func() error { return h.Msg.DoubleAck(ctx) })
+}
+func (h *Held) Nak() error { return h.answer(h.Msg.Nak) }
+func (h *Held) NakWithDelay(d time.Duration) error {
+	return h.answer(func() error { return h.Msg.NakWithDelay(d) })
+}
+func (h *Held) Term() error { return h.answer(h.Msg.Term) }
+func (h *Held) TermWithReason(r string) error {
+	return h.answer(func() error { return h.Msg.TermWithReason(r) })
+}
 
 // ProgressEvery is how often the messages in hand are kept in progress on
 // a consumer with AckWait ackWait: a third of it, so one lost message of

@@ -72,7 +72,8 @@ func AttemptKey(tenant, job, id string) string {
 }
 
 // parseAttempts reads a batch's attempts, one item for each attempt id (a
-// second message of the same attempt only adds whom to tell).
+// second message of the same attempt only adds whom to tell, and goes
+// where the first goes).
 func (r *Runtime) parseAttempts(msgs []jetstream.Msg) []*attemptItem {
 	var items []*attemptItem
 	byID := map[string]*attemptItem{}
@@ -83,6 +84,7 @@ func (r *Runtime) parseAttempts(msgs []jetstream.Msg) []*attemptItem {
 		}
 		if first := byID[it.key]; first != nil {
 			first.notify = append(first.notify, it.notify...)
+			first.also = append(first.also, m)
 			continue
 		}
 		byID[it.key] = it
@@ -96,6 +98,9 @@ func streamSeqs(msgs []jetstream.Msg, waiting map[*attemptItem]bool) []uint64 {
 	skip := map[jetstream.Msg]bool{}
 	for it := range waiting {
 		skip[it.msg] = true
+		for _, m := range it.also {
+			skip[m] = true
+		}
 	}
 	seqs := make([]uint64, 0, len(msgs))
 	for _, m := range msgs {

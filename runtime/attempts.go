@@ -39,6 +39,11 @@ type attemptItem struct {
 	// delivered counts the times the consumer handed it out.
 	delivered uint64
 	msg       jetstream.Msg
+	// also are the batch's other messages of the same attempt: the same
+	// stored message delivered again (its AckWait ran out while it was
+	// queued here) or the attempt published twice. They go where msg
+	// goes: acknowledging one hands in the stored message.
+	also []jetstream.Msg
 	// key is the store's record of the attempt (AttemptKey), by which it
 	// is decided once.
 	key     string
@@ -81,9 +86,12 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 		items = slices.DeleteFunc(items, func(it *attemptItem) bool { return waiting[it] })
 		for it := range waiting {
 			r.log.Info("answer attempt waits for an earlier one of its question", "tenant", it.tenant, "job", it.job, "question", it.a.QuestionID, "seq", it.seq)
-			// Handed back: the batch's Ack of it is then refused by
-			// nats.go (ErrMsgAlreadyAckd) and sends nothing.
-			_ = it.msg.NakWithDelay(attemptRetry)
+			// Handed back, with every copy of it in the batch: the
+			// batch's Ack of them is then refused (bridge.Held) and
+			// sends nothing.
+			for _, m := range append([]jetstream.Msg{it.msg}, it.also...) {
+				_ = m.NakWithDelay(attemptRetry)
+			}
 		}
 	}
 	if err := r.decideInOrder(ctx, items, now); err != nil {

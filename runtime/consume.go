@@ -286,9 +286,7 @@ func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, ha
 				}
 				continue
 			}
-			for _, m := range batch {
-				_ = m.Ack()
-			}
+			ackBatch(batch)
 		}
 	}()
 	return func() {
@@ -296,4 +294,12 @@ func (r *Runtime) consumeBatches(ctx context.Context, stream, durable string, ha
 		stopLoop()
 		<-done
 	}, nil
+}
+
+// ackBatch acknowledges a batch handled: each message the handler did not
+// hand back itself (bridge.Held sends one acknowledgement only).
+func ackBatch(batch []jetstream.Msg) {
+	for _, m := range batch {
+		_ = m.Ack()
+	}
 }
