@@ -32,8 +32,9 @@ func Run(m *testing.M, parallel int) int {
 			panic(err)
 		}
 	}
-	// The processes the tests start inherit it.
+	// The processes the tests start inherit both.
 	_ = os.Setenv("GORACE", quietRaceExit(os.Getenv("GORACE")))
+	useMemoryTemp()
 	return m.Run()
 }
 
