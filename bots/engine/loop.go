@@ -222,6 +222,8 @@ func (l *Loop) handBack(m jetstream.Msg, unsubscribed <-chan struct{}) {
 	select {
 	case <-unsubscribed:
 	case <-time.After(handBackWait):
+		l.log().Warn(l.Name+": the pull had not ended "+handBackWait.String()+" into the stop; handing an event back all the same",
+			"subject", m.Subject())
 	}
 	if l.it == nil || !l.it.Pinned() || l.Events.NATS == nil {
 		_ = m.NakWithDelay(handBackDelay)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -22,6 +21,8 @@ import (
 type rig struct {
 	t    *testing.T
 	nats *bridge.NATS
+	// logs are the loops' logs, shown when the test fails.
+	logs *testenv.LockedBuffer
 }
 
 func newRig(t *testing.T) *rig {
@@ -36,7 +37,13 @@ func newRig(t *testing.T) *rig {
 	if _, err := n.JS.CreateOrUpdateConsumer(context.Background(), bridge.StreamEvents, rigConsumer); err != nil {
 		t.Fatal(err)
 	}
-	return &rig{t: t, nats: n}
+	logs := &testenv.LockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the loops' logs:\n%s", logs)
+		}
+	})
+	return &rig{t: t, nats: n, logs: logs}
 }
 
 var rigConsumer = jetstream.ConsumerConfig{
@@ -49,7 +56,7 @@ var rigConsumer = jetstream.ConsumerConfig{
 func (r *rig) start(l Loop) (stop func()) {
 	r.t.Helper()
 	l.Name = "test"
-	l.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	l.Logger = slog.New(slog.NewTextHandler(r.logs, nil))
 	if l.Events == nil {
 		l.Events = &bridge.Durable{NATS: r.nats, Stream: bridge.StreamEvents, Config: rigConsumer}
 	}
