@@ -109,6 +109,9 @@ type Loop struct {
 	acks   *delayedAcks
 	it     *bridge.Messages
 	flight *bridge.InHand
+	// onRead, when set, is called with each event read, once it is in
+	// hand (a test waits until the loop holds what it was sent).
+	onRead func(jetstream.Msg)
 }
 
 // pullExpiry is how long a pull waits on a consumer whose pin lapses
@@ -207,6 +210,9 @@ func (l *Loop) read(ctx context.Context, it *bridge.Messages, queues []*queue) {
 		// Even after a stop: the job's worker hands it back behind the
 		// job's events before it, so the next replica gets them in order.
 		queues[QueueOf(m.Subject(), len(queues))].push(l.flight.Hold(m))
+		if l.onRead != nil {
+			l.onRead(m)
+		}
 	}
 }
 
