@@ -16,8 +16,8 @@ const memoryTempRoom = 2 << 30
 
 // tempDir returns the TMPDIR the tests should use, given the caller's
 // TMPDIR and the free bytes of memoryTemp (ok false when it is not a
-// writable directory): the caller's when set, else memoryTemp when it has
-// room, else "" (the system's default).
+// directory to write in and run programs from): the caller's when set,
+// else memoryTemp when it has room, else "" (the system's default).
 func tempDir(callers string, free uint64, ok bool) string {
 	switch {
 	case callers != "":
