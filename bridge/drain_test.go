@@ -23,18 +23,15 @@ func TestDrainReturnsWhatWasDelivered(t *testing.T) {
 	// The reader has a connection of its own, so what that connection
 	// received is what was delivered to the reader: JetStream's count of
 	// delivered events runs ahead of what reached the client.
-	nc, err := nats.Connect(n.ClientURL(), n.Admin())
+	reader, err := ConnectNATS(ctx, NATSOptions{URL: n.ClientURL(), ConnOptions: []nats.Option{n.Admin()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(reader.Close)
+	nc := reader.Conn
 	cfg := jetstream.ConsumerConfig{Durable: "drain-test", FilterSubject: PrefixEvent + ".>",
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 2 * time.Minute, DeliverPolicy: jetstream.DeliverAllPolicy}
-	d := &Durable{NATS: &NATS{Conn: nc, JS: js}, Stream: StreamEvents, Config: cfg, HealEvery: time.Hour}
+	d := &Durable{NATS: reader, Stream: StreamEvents, Config: cfg, HealEvery: time.Hour}
 	// No heartbeat within the test: the connection receives the events alone.
 	it, err := d.Messages(ctx, jetstream.PullMaxMessages(64), jetstream.PullExpiry(time.Hour))
 	if err != nil {

@@ -97,8 +97,7 @@ func (r *Runtime) parseAttempts(msgs []jetstream.Msg) []*attemptItem {
 func streamSeqs(msgs []jetstream.Msg, waiting map[*attemptItem]bool) []uint64 {
 	skip := map[jetstream.Msg]bool{}
 	for it := range waiting {
-		skip[it.msg] = true
-		for _, m := range it.also {
+		for _, m := range it.msgs() {
 			skip[m] = true
 		}
 	}

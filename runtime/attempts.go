@@ -62,6 +62,11 @@ type attemptItem struct {
 	notify   []string // subjects to tell once decided (bridge.HeaderDecidedTo)
 }
 
+// msgs are every message of the batch that carries the attempt.
+func (it *attemptItem) msgs() []jetstream.Msg {
+	return append([]jetstream.Msg{it.msg}, it.also...)
+}
+
 // decideAttempts decides a batch. The checks run in the order the
 // contract gives: known question, still pending, task version current,
 // answerer allowed, right kind, fields valid. Accepted attempts settle
@@ -89,7 +94,7 @@ func (r *Runtime) decideAttempts(ctx context.Context, msgs []jetstream.Msg) erro
 			// Handed back, with every copy of it in the batch: the
 			// batch's Ack of them is then refused (bridge.Held) and
 			// sends nothing.
-			for _, m := range append([]jetstream.Msg{it.msg}, it.also...) {
+			for _, m := range it.msgs() {
 				_ = m.NakWithDelay(attemptRetry)
 			}
 		}

@@ -32,7 +32,7 @@ func tempDir(callers string, free uint64, ok bool) string {
 // tests' t.TempDir and the processes they start follow it.
 func useMemoryTemp() {
 	free, ok := freeBytes(memoryTemp)
-	if dir := tempDir(os.Getenv("TMPDIR"), free, ok); dir != "" && dir != os.Getenv("TMPDIR") {
+	if dir := tempDir(os.Getenv("TMPDIR"), free, ok); dir != "" {
 		_ = os.Setenv("TMPDIR", dir)
 	}
 }
