@@ -35,20 +35,27 @@ func EnsureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 // from the card's delivery report: each key lasts a few minutes.
 const ThreadsBucket = "ASK_THREADS"
 
-// EnsureThreads makes the threads bucket (ThreadsBucket). On the embedded
-// server in sync always (AsyncPersist) a new one is written in async
-// persist mode, as the events stream is: a hint saves a second thread when
-// it is there, and writing it must not cost the question an fsync. A run
+// EnsureThreads makes the threads bucket (ThreadsBucket), a hints bucket
+// (EnsureHints): a hint saves a second thread when it is there. A run
 // killed, or a power cut, before the server writes it down opens a second
 // thread for the job; nothing else is lost (docs/contract.md, "Streams").
 func (n *NATS) EnsureThreads(ctx context.Context) (*KV, error) {
-	return ensureKV(ctx, n.JS, jetstream.KeyValueConfig{
+	return n.EnsureHints(ctx, jetstream.KeyValueConfig{
 		Bucket:      ThreadsBucket,
 		Description: "askbridge chat adapters: a new job's thread until the runtime knows it",
 		History:     1,
 		TTL:         time.Hour,
 		Storage:     jetstream.FileStorage,
-	}, n.streams.AsyncPersist)
+	})
+}
+
+// EnsureHints makes a bucket of hints: short-lived keys whose loss in a
+// crash costs a second try and nothing else, so writing one must not cost
+// an fsync. On the embedded server in sync always (AsyncPersist) a new one
+// is written in async persist mode, as the events stream is; elsewhere it
+// is an ordinary bucket (EnsureKV).
+func (n *NATS) EnsureHints(ctx context.Context, cfg jetstream.KeyValueConfig) (*KV, error) {
+	return ensureKV(ctx, n.JS, cfg, n.streams.AsyncPersist)
 }
 
 func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, async bool) (*KV, error) {

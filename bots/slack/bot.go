@@ -65,10 +65,12 @@ type Bot struct {
 	kv   *bridge.KV
 	// hints names each new job's thread (bridge.ThreadsBucket).
 	hints *bridge.KV
-	log   *slog.Logger
-	pace  *pacer
-	retry retryPolicy
-	now   func() time.Time
+	// clicksKV holds the double-click markers (ClicksBucket).
+	clicksKV *bridge.KV
+	log      *slog.Logger
+	pace     *pacer
+	retry    retryPolicy
+	now      func() time.Time
 	// cards is the card lifecycle; threads remembers each job's thread by
 	// channel (docs/design.md, "Card state").
 	cards   *engine.Cards
@@ -141,6 +143,10 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
+	clicksKV, err := o.NATS.EnsureHints(ctx, clicksConfig)
+	if err != nil {
+		return nil, fmt.Errorf("slack: %w", err)
+	}
 	var decided *bridge.Decisions
 	if o.AckAfterDecision {
 		if decided, err = bridge.WatchDecisions(o.NATS.Conn); err != nil {
@@ -161,6 +167,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		js:          o.NATS.JS,
 		kv:          kv,
 		hints:       hints,
+		clicksKV:    clicksKV,
 		log:         o.Logger,
 		pace:        newPacer(time.Second, 3),
 		retry:       defaultRetry,
@@ -204,16 +211,20 @@ func (b *Bot) Run(ctx context.Context) error {
 	// NATS server that restarted without its store): see bridge.Durable.
 	events := &bridge.Durable{NATS: b.o.NATS, Stream: bridge.StreamEvents, Logger: b.log,
 		Config: bridge.EventConsumer(ConsumerName),
-		// Each bucket is made whatever became of the other.
+		// Each bucket is made whatever became of the others.
 		Remake: func(ctx context.Context) error {
 			_, refsErr := bridge.EnsureKV(ctx, b.js, kvConfig)
-			_, err := b.o.NATS.EnsureThreads(ctx)
-			return errors.Join(refsErr, err)
+			_, threadsErr := b.o.NATS.EnsureThreads(ctx)
+			_, clicksErr := b.o.NATS.EnsureHints(ctx, clicksConfig)
+			return errors.Join(refsErr, threadsErr, clicksErr)
 		},
-		// The bucket alone can go too (deleted): every event needs it.
+		// A bucket alone can go too (deleted): every event needs the
+		// adapter's, and every click the clicks bucket.
 		Look: func(ctx context.Context) error {
-			if _, err := b.js.KeyValue(ctx, KVBucket); err != nil {
-				return fmt.Errorf("key-value bucket %s: %w", KVBucket, err)
+			for _, bucket := range []string{KVBucket, ClicksBucket} {
+				if _, err := b.js.KeyValue(ctx, bucket); err != nil {
+					return fmt.Errorf("key-value bucket %s: %w", bucket, err)
+				}
 			}
 			return nil
 		},

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
+	"github.com/askbridge/askbridge/runtime"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // postCut sends a signed Slack request whose connection is cut before
@@ -140,4 +143,80 @@ func TestClickAfterTheFoldWindowIsANewClick(t *testing.T) {
 	if n := attempts.Count(t); n != 2 {
 		t.Fatalf("%d attempts once the window had passed, want 2: the third click folded into the first", n)
 	}
+}
+
+// TestClickMarkersCostNoFsyncWhereEventsDoNot checks the double-click
+// markers are kept in their own bucket, written without a per-message
+// fsync exactly where the events stream is (the embedded server in sync
+// always), while the adapter's bucket, whose show claims keep a card from
+// being posted twice after a kill, keeps its fsync; and that a double
+// click still folds through it.
+func TestClickMarkersCostNoFsyncWhereEventsDoNot(t *testing.T) {
+	t.Parallel()
+	for _, syncAlways := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sync always %v", syncAlways), func(t *testing.T) {
+			t.Parallel()
+			env := testenv.Start(t, testenv.Options{SyncAlways: syncAlways, Served: true,
+				Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+			fake := newFakeSlack(t)
+			a, b := startBot(t, env.NATS, fake), startBot(t, env.NATS, fake)
+			want := map[string]jetstream.PersistModeType{KVBucket: jetstream.DefaultPersistMode, ClicksBucket: jetstream.DefaultPersistMode}
+			if syncAlways {
+				want[ClicksBucket] = jetstream.AsyncPersistMode
+			}
+			for bucket, mode := range want {
+				st, err := env.NATS.JS.Stream(context.Background(), "KV_"+bucket)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := st.CachedInfo().Config.PersistMode; got != mode {
+					t.Errorf("bucket %s written in mode %v, want %v", bucket, got, mode)
+				}
+			}
+
+			deliveries := collect[bridge.Delivery](t, env.NATS, bridge.PrefixDelivery+".>")
+			q := question("job-dbl", "q-dbl")
+			publishQuestion(t, env, q)
+			card := a.posted(t, "q-dbl")
+			ts := deliveredTS(t, env.NATS, deliveries, "q-dbl").Message.MessageID
+			for i, h := range []*harness{a, b} {
+				resp, body := h.interact(fake.click("U0KEV", "kevin", fmt.Sprintf("trig-dbl-%d", i), "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("click %d got %d %q, want 200", i+1, resp.StatusCode, body)
+				}
+			}
+			if n := testenv.StreamCount(t, env.NATS, bridge.StreamAnswers, bridge.AnswerSubject("acme", "job-dbl")); n != 1 {
+				t.Fatalf("%d attempts recorded for a double click across two replicas, want 1", n)
+			}
+			if out := awaitOutcome(t, env, q); out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: blue" {
+				t.Fatalf("resume: %+v", out)
+			}
+		})
+	}
+}
+
+// TestClicksBucketDeletedIsMadeAgain deletes the clicks bucket alone: a
+// click is still recorded (folded on its replica only), and the adapter
+// makes the bucket again.
+func TestClicksBucketDeletedIsMadeAgain(t *testing.T) {
+	t.Parallel()
+	env, h := e2e(t, runtime.Roles{})
+	if err := env.NATS.JS.DeleteStream(context.Background(), "KV_"+ClicksBucket); err != nil {
+		t.Fatal(err)
+	}
+	deliveries := collect[bridge.Delivery](t, env.NATS, bridge.PrefixDelivery+".>")
+	q := question("job-1", "q-1")
+	publishQuestion(t, env, q)
+	card := h.posted(t, "q-1")
+	ts := deliveredTS(t, env.NATS, deliveries, "q-1").Message.MessageID
+	if resp, body := h.interact(h.fake.click("U0KEV", "kevin", "trig-1", "C0123", ts, actionsBlock(card), "choice.1", "blue", "")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("click: %d %s", resp.StatusCode, body)
+	}
+	if out := awaitOutcome(t, env, q); out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: blue" {
+		t.Fatalf("resume: %+v", out)
+	}
+	testenv.CheckFor(t, wait, tick, func() error {
+		_, err := env.NATS.JS.KeyValue(context.Background(), ClicksBucket)
+		return err
+	})
 }

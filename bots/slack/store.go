@@ -25,6 +25,24 @@ import (
 // kept here for a question that waits.
 const KVBucket = "ASK_SLACK_REFS"
 
+// ClicksBucket holds each click's double-click marker for clickFold
+// (foldClick). A marker is a hint (bridge.NATS.EnsureHints): one lost in
+// a crash lets the person's second click through as a click of its own,
+// which the runtime refuses as already answered; so writing one costs no
+// fsync on the embedded server, where the click's attempt already costs
+// one (docs/benchmarks.md, "askbridge bench").
+const ClicksBucket = "ASK_SLACK_CLICKS"
+
+// clicksConfig is the clicks bucket: a marker lasts its own key TTL
+// (clickFold); the bucket's TTL only bounds a server without key TTLs.
+var clicksConfig = jetstream.KeyValueConfig{
+	Bucket:      ClicksBucket,
+	Description: "askbridge Slack adapter: double-click markers",
+	History:     1,
+	TTL:         time.Minute,
+	Storage:     jetstream.FileStorage,
+}
+
 // kvTTL outlives the longest question (90 days) with margin.
 const kvTTL = 120 * 24 * time.Hour
 
@@ -65,10 +83,13 @@ func (b *Bot) once(ctx context.Context, key string) (bool, error) {
 // redelivery tries again. It runs even when ctx is done: a side effect
 // cut short by a stop is left to whoever runs next, not kept claimed and
 // never done.
-func (b *Bot) release(ctx context.Context, key string) {
+func (b *Bot) release(ctx context.Context, key string) { b.releaseIn(ctx, b.kv, key) }
+
+// releaseIn deletes the claim key in kv.
+func (b *Bot) releaseIn(ctx context.Context, kv *bridge.KV, key string) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	if err := b.kv.Delete(ctx, key); err != nil {
+	if err := kv.Delete(ctx, key); err != nil {
 		b.log.WarnContext(ctx, "slack: could not release a claim", "key", key, "err", err)
 	}
 }
@@ -113,7 +134,7 @@ func ClickClaimKey(user, blockID, actionID, value, selected string) string {
 // the key's TTL alone: a claim older than it is taken over.
 //
 // The click is remembered here (the same replica, at no cost), then
-// claimed in the adapter's bucket with a key TTL and the attempt as its
+// claimed in the clicks bucket with a key TTL and the attempt as its
 // value, so a double click whose second half reaches another replica is
 // one attempt too, not a second one the runtime refuses ("already
 // answered by you"). Without the bucket (NATS away, a server without key
@@ -122,7 +143,7 @@ func (b *Bot) foldClick(ctx context.Context, click string, at *bridge.AnswerAtte
 	if held := b.clicks.first(click, at); held != nil {
 		return held
 	}
-	if !b.kv.KeyTTLs() {
+	if !b.clicksKV.KeyTTLs() {
 		return nil
 	}
 	data, err := json.Marshal(at)
@@ -133,7 +154,7 @@ func (b *Bot) foldClick(ctx context.Context, click string, at *bridge.AnswerAtte
 	// A claim that expires between the write and the read is claimed again.
 	var rev uint64
 	for range 3 {
-		_, err := b.kv.Write(ctx, key, rev, data, clickFold)
+		_, err := b.clicksKV.Write(ctx, key, rev, data, clickFold)
 		if err == nil {
 			return nil
 		}
@@ -141,7 +162,7 @@ func (b *Bot) foldClick(ctx context.Context, click string, at *bridge.AnswerAtte
 			b.log.WarnContext(ctx, "slack: could not fold a click across replicas; taken as a first click", "err", err)
 			return nil
 		}
-		e, err := b.kv.Get(ctx, key)
+		e, err := b.clicksKV.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			rev = 0
 			continue
@@ -171,7 +192,7 @@ func (b *Bot) foldClick(ctx context.Context, click string, at *bridge.AnswerAtte
 // forgetClick lets click through again, here and on every replica.
 func (b *Bot) forgetClick(ctx context.Context, click string) {
 	b.clicks.forget(click)
-	if b.kv.KeyTTLs() {
-		b.release(ctx, onceKey("click", click))
+	if b.clicksKV.KeyTTLs() {
+		b.releaseIn(ctx, b.clicksKV, onceKey("click", click))
 	}
 }

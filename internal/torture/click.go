@@ -204,12 +204,12 @@ func (r *run) postClick(ctx context.Context, i int, a *attempt, aim *aimed) (int
 	return resp.StatusCode, strings.TrimSpace(string(body)), nil
 }
 
-// claimed says whether the click's claim is in the Slack adapter's bucket
+// claimed says whether the click's claim is in the Slack adapter's clicks bucket
 // holding this click's attempt: the replica that was killed claimed it.
 func (r *run) claimed(ctx context.Context, c *click) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	kv, err := r.js.KeyValue(ctx, slack.KVBucket)
+	kv, err := r.js.KeyValue(ctx, slack.ClicksBucket)
 	if err != nil {
 		return false
 	}
