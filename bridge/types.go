@@ -1,12 +1,8 @@
 package bridge
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"maps"
 	"math"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -195,136 +191,6 @@ type DiscordRoute struct {
 	ChannelID string `json:"channel_id"`
 }
 
-// Escalation reshapes the ladder. Off turns it off (EscalationReason then
-// says why); Steps replaces the default steps.
-type Escalation struct {
-	Off   bool         `json:"off,omitempty"`
-	Steps []LadderStep `json:"steps,omitempty"`
-
-	// asDefault records that the JSON asked for the default ladder in
-	// words (true, "on", "default", {"off": false}) or by {}; unknown
-	// lists the keys of its objects that are not settings of the ladder
-	// or of a step. ValidateQuestion refuses a ladder that is neither off,
-	// nor steps, nor such a default: an empty list, {"of": true}.
-	asDefault bool
-	unknown   []string
-}
-
-// UnmarshalJSON reads the ladder's shape: the object {"off": true} or
-// {"steps": [...]}, and the shorter spellings an agent is likely to write:
-// false, "off" or "none" turn the ladder off (escalation_reason still says
-// why); true, "on" or "default" keep the default; a list gives the steps.
-func (e *Escalation) UnmarshalJSON(data []byte) error {
-	if string(bytes.TrimSpace(data)) == "null" {
-		return nil // as if absent: the default ladder
-	}
-	var b bool
-	var s string
-	switch {
-	case json.Unmarshal(data, &b) == nil:
-		*e = Escalation{Off: !b, asDefault: b}
-		return nil
-	case json.Unmarshal(data, &s) == nil:
-		switch strings.ToLower(strings.TrimSpace(s)) {
-		case "off", "none", "false":
-			*e = Escalation{Off: true}
-			return nil
-		case "on", "default", "true":
-			*e = Escalation{asDefault: true}
-			return nil
-		}
-		return &json.UnmarshalTypeError{Value: "string", Type: reflect.TypeFor[Escalation]()}
-	}
-	trimmed := bytes.TrimSpace(data)
-	if !bytes.HasPrefix(trimmed, []byte("[")) && !bytes.HasPrefix(trimmed, []byte("{")) {
-		return &json.UnmarshalTypeError{Value: "number", Type: reflect.TypeFor[Escalation]()}
-	}
-	if bytes.HasPrefix(trimmed, []byte("[")) {
-		var steps []LadderStep
-		if err := json.Unmarshal(data, &steps); err != nil {
-			return err
-		}
-		*e = Escalation{Steps: steps, unknown: unknownStepKeys(data, "escalation")}
-		return nil
-	}
-	type plain Escalation
-	var p plain
-	if err := json.Unmarshal(data, &p); err != nil {
-		return err
-	}
-	*e = Escalation(p)
-	var obj map[string]json.RawMessage
-	_ = json.Unmarshal(data, &obj)
-	// {} reshapes nothing: what a client sends for an empty settings
-	// object, as absent.
-	e.asDefault = len(obj) == 0
-	for key, raw := range obj {
-		switch {
-		case strings.EqualFold(key, "off"):
-			e.asDefault = !e.Off
-		case strings.EqualFold(key, "steps"):
-			e.unknown = append(e.unknown, unknownStepKeys(raw, "escalation.steps")...)
-		default:
-			e.unknown = append(e.unknown, fmt.Sprintf("escalation: %q is not a setting of the ladder (off, steps)", key))
-		}
-	}
-	slices.Sort(e.unknown)
-	return nil
-}
-
-// unknownStepKeys names the keys of a JSON list of steps that are not
-// at or to (encoding/json would drop them without a word).
-func unknownStepKeys(data []byte, path string) []string {
-	var steps []map[string]json.RawMessage
-	_ = json.Unmarshal(data, &steps)
-	var out []string
-	for i, step := range steps {
-		keys := slices.Sorted(maps.Keys(step))
-		for _, key := range keys {
-			if !strings.EqualFold(key, "at") && !strings.EqualFold(key, "to") {
-				out = append(out, fmt.Sprintf("%s[%d]: %q is not a setting of a step (at, to)", path, i, key))
-			}
-		}
-	}
-	return out
-}
-
-// Ladder step targets.
-const (
-	TargetAnswerers = "answerers"
-	TargetOwner     = "owner"
-	TargetAdmins    = "admins"
-)
-
-// LadderStep is one rung: at a fraction of the timeout, remind a target.
-type LadderStep struct {
-	// At is the fraction of the timeout elapsed, in (0,1).
-	At float64 `json:"at"`
-	// To is answerers, owner or admins.
-	To string `json:"to"`
-}
-
-// DefaultLadder is docs/contract.md's default ladder: answerers at ¼, owner at ½, admins at ¾.
-var DefaultLadder = []LadderStep{
-	{At: 0.25, To: TargetAnswerers},
-	{At: 0.5, To: TargetOwner},
-	{At: 0.75, To: TargetAdmins},
-}
-
-// Ladder returns the steps this question climbs (none when turned off).
-func (q *Question) Ladder() []LadderStep {
-	if q.Escalation == nil {
-		return DefaultLadder
-	}
-	if q.Escalation.Off {
-		return nil
-	}
-	if len(q.Escalation.Steps) == 0 {
-		return DefaultLadder
-	}
-	return q.Escalation.Steps
-}
-
 // Cancel is what an agent publishes on ask.v1.cancel.<tenant>.<job>. With a
 // TaskVersion it bumps the job to that version (if not there yet) and
 // supersedes the pending questions of older versions; without one it
@@ -356,64 +222,6 @@ const (
 	// CancelImplicitlyAnswered: the person answered it in conversation.
 	CancelImplicitlyAnswered = "implicitly_answered"
 )
-
-// Answer actions.
-const (
-	ActionAnswer  = "answer"
-	ActionDecline = "decline"
-	ActionApprove = "approve"
-	ActionDeny    = "deny"
-	// ActionDelegate asks AnswerAttempt.Delegate to answer too; ActionSnooze
-	// moves the sender's next reminder (AnswerAttempt.Snooze). Neither
-	// settles the question (docs/contract.md "Delegate and snooze").
-	ActionDelegate = "delegate"
-	ActionSnooze   = "snooze"
-)
-
-// Snooze lengths: an hour, four hours, or tomorrow at 09:00 in the
-// service's time zone (ASK_TIME_ZONE).
-const (
-	SnoozeHour     = "1h"
-	SnoozeHours4   = "4h"
-	SnoozeTomorrow = "tomorrow"
-)
-
-// AnswerAttempt is what a front-end proposes on ask.v1.answer.<tenant>.<job>.
-// The runtime decides; an attempt is never an answer until it does.
-type AnswerAttempt struct {
-	Tenant     string `json:"tenant"`
-	JobID      string `json:"job_id"`
-	QuestionID string `json:"question_id"`
-	// TaskVersion binds the attempt to the version the person saw; 0 means
-	// the question's latest version (the CLI, which saw no card).
-	TaskVersion int64 `json:"task_version,omitempty"`
-	// ExactVersion says TaskVersion is the version the person saw even
-	// when it is 0 (a question asked without a version): a card or form
-	// of version 0 must not answer the question asked again at version 1.
-	ExactVersion bool `json:"exact_version,omitempty"`
-	// AttemptID is unique per interaction (Slack/Discord interaction id,
-	// console form nonce); the same id twice is one attempt.
-	AttemptID string `json:"attempt_id"`
-	Action    string `json:"action"`
-	// Answer is a string for choices and free text, an object keyed by field
-	// name for typed fields.
-	Answer  json.RawMessage `json:"answer,omitempty"`
-	Comment string          `json:"comment,omitempty"`
-	By      string          `json:"by"`
-	ByName  string          `json:"by_name,omitempty"`
-	Via     string          `json:"via,omitempty"`
-	// Roles are platform roles the adapter saw (e.g. "admin" from a mapped
-	// Discord role); the runtime adds them to the configured ones.
-	Roles []string  `json:"roles,omitempty"`
-	At    time.Time `json:"at,omitzero"`
-	// ReplyTo is opaque to the runtime and echoed on the events this attempt
-	// causes, so the adapter can answer the person who clicked.
-	ReplyTo map[string]string `json:"reply_to,omitempty"`
-	// Delegate, on a delegate, is the identity asked to answer.
-	Delegate string `json:"delegate,omitempty"`
-	// Snooze, on a snooze, is how long: 1h, 4h or tomorrow.
-	Snooze string `json:"snooze,omitempty"`
-}
 
 // Event types on ask.v1.event.<tenant>.<job>.
 const (
@@ -618,44 +426,6 @@ const (
 	PlatformConsole = "console"
 	PlatformCLI     = "cli"
 )
-
-// UnmarshalJSON reads an attempt, also accepting the spellings a hand-written
-// client is likely to use: "reason" for comment, "decline": true, and an
-// action (or "decision") given in the past tense ("declined", "approved",
-// "denied"). The canonical form is what MarshalJSON writes.
-func (a *AnswerAttempt) UnmarshalJSON(data []byte) error {
-	type plain AnswerAttempt
-	var aux struct {
-		plain
-		Reason   string `json:"reason"`
-		Decline  bool   `json:"decline"`
-		Decision string `json:"decision"`
-	}
-	if err := json.Unmarshal(data, &aux); err != nil {
-		return err
-	}
-	*a = AnswerAttempt(aux.plain)
-	if a.Comment == "" {
-		a.Comment = aux.Reason
-	}
-	if a.Action == "" {
-		a.Action = aux.Decision
-	}
-	if aux.Decline && a.Action == "" {
-		a.Action = ActionDecline
-	}
-	switch a.Action {
-	case "declined":
-		a.Action = ActionDecline
-	case "approved":
-		a.Action = ActionApprove
-	case "denied":
-		a.Action = ActionDeny
-	case "answered":
-		a.Action = ActionAnswer
-	}
-	return nil
-}
 
 // InputBounds are a number field's bounds as a form's input takes them:
 // for a whole-number field rounded inward (an input that counts whole
