@@ -247,41 +247,9 @@ func isEmptyList(raw json.RawMessage) bool {
 func checkField(f *Field, raw json.RawMessage) (json.RawMessage, string, string) {
 	switch f.Kind {
 	case FieldText:
-		s, ok := stringValue(raw)
-		if !ok {
-			return nil, "", "must be text"
-		}
-		if f.MaxLength > 0 && utf8.RuneCountInString(s) > f.MaxLength {
-			return nil, "", fmt.Sprintf("must be at most %d characters", f.MaxLength)
-		}
-		if !f.Multiline && strings.ContainsAny(s, "\r\n") {
-			return nil, "", "must be a single line"
-		}
-		v, _ := json.Marshal(s)
-		return v, s, ""
+		return checkText(f, raw)
 	case FieldNumber:
-		n, ok := numberValue(raw)
-		if !ok {
-			return nil, "", "must be a number"
-		}
-		if !keptExactly(raw, n) {
-			// 12345678901234567890 would reach the agent as ...67000.
-			return nil, "", "has more digits than can be kept exactly: at most 15 significant digits"
-		}
-		if f.Integer && n != math.Trunc(n) {
-			return nil, "", "must be a whole number"
-		}
-		if f.Min != nil && n < *f.Min {
-			return nil, "", "must be at least " + formatNumber(*f.Min)
-		}
-		if f.Max != nil && n > *f.Max {
-			return nil, "", "must be at most " + formatNumber(*f.Max)
-		}
-		if n == 0 {
-			n = 0 // not -0
-		}
-		s := formatNumber(n)
-		return json.RawMessage(s), s, ""
+		return checkNumber(f, raw)
 	case FieldChoice:
 		s, ok := stringValue(raw)
 		if ok {
@@ -292,57 +260,106 @@ func checkField(f *Field, raw json.RawMessage) (json.RawMessage, string, string)
 		}
 		return nil, "", "must be one of: " + strings.Join(f.Options, ", ")
 	case FieldMultiChoice:
-		var list []string
-		if json.Unmarshal(raw, &list) != nil {
-			s, ok := stringValue(raw)
-			if !ok {
-				return nil, "", "must be a list of: " + strings.Join(f.Options, ", ")
-			}
-			list = []string{s}
-			if _, found := matchOption(f.Options, s); !found && strings.Contains(s, ",") {
-				// Typed as "red, green" in a CLI or slash command.
-				list = strings.Split(s, ",")
-			}
-		}
-		var picked []string
-		for _, s := range list {
-			o, found := matchOption(f.Options, s)
-			if !found {
-				return nil, "", fmt.Sprintf("%q is not one of: %s", s, strings.Join(f.Options, ", "))
-			}
-			if !slices.Contains(picked, o) {
-				picked = append(picked, o)
-			}
-		}
-		if len(picked) == 0 && f.Required {
-			return nil, "", "is required"
-		}
-		if picked == nil {
-			picked = []string{}
-		}
-		v, _ := json.Marshal(picked)
-		return v, strings.Join(picked, ", "), ""
+		return checkMultiChoice(f, raw)
 	case FieldDate:
 		return checkDate(f, raw)
 	case FieldToggle:
-		var b bool
-		if json.Unmarshal(raw, &b) != nil {
-			s, _ := stringValue(raw)
-			switch strings.ToLower(strings.TrimSpace(s)) {
-			case "true", "yes", "on", "1":
-				b = true
-			case "false", "no", "off", "0":
-				b = false
-			default:
-				return nil, "", "must be yes or no"
-			}
-		}
-		if b {
-			return json.RawMessage("true"), "yes", ""
-		}
-		return json.RawMessage("false"), "no", ""
+		return checkToggle(raw)
 	}
 	return nil, "", "has an unknown kind"
+}
+
+func checkText(f *Field, raw json.RawMessage) (json.RawMessage, string, string) {
+	s, ok := stringValue(raw)
+	if !ok {
+		return nil, "", "must be text"
+	}
+	if f.MaxLength > 0 && utf8.RuneCountInString(s) > f.MaxLength {
+		return nil, "", fmt.Sprintf("must be at most %d characters", f.MaxLength)
+	}
+	if !f.Multiline && strings.ContainsAny(s, "\r\n") {
+		return nil, "", "must be a single line"
+	}
+	v, _ := json.Marshal(s)
+	return v, s, ""
+}
+
+func checkNumber(f *Field, raw json.RawMessage) (json.RawMessage, string, string) {
+	n, ok := numberValue(raw)
+	if !ok {
+		return nil, "", "must be a number"
+	}
+	if !keptExactly(raw, n) {
+		// 12345678901234567890 would reach the agent as ...67000.
+		return nil, "", "has more digits than can be kept exactly: at most 15 significant digits"
+	}
+	if f.Integer && n != math.Trunc(n) {
+		return nil, "", "must be a whole number"
+	}
+	if f.Min != nil && n < *f.Min {
+		return nil, "", "must be at least " + formatNumber(*f.Min)
+	}
+	if f.Max != nil && n > *f.Max {
+		return nil, "", "must be at most " + formatNumber(*f.Max)
+	}
+	if n == 0 {
+		n = 0 // not -0
+	}
+	s := formatNumber(n)
+	return json.RawMessage(s), s, ""
+}
+
+// checkMultiChoice takes a list of options, or one option, or options
+// typed as "red, green" in a CLI or slash command.
+func checkMultiChoice(f *Field, raw json.RawMessage) (json.RawMessage, string, string) {
+	var list []string
+	if json.Unmarshal(raw, &list) != nil {
+		s, ok := stringValue(raw)
+		if !ok {
+			return nil, "", "must be a list of: " + strings.Join(f.Options, ", ")
+		}
+		list = []string{s}
+		if _, found := matchOption(f.Options, s); !found && strings.Contains(s, ",") {
+			list = strings.Split(s, ",")
+		}
+	}
+	var picked []string
+	for _, s := range list {
+		o, found := matchOption(f.Options, s)
+		if !found {
+			return nil, "", fmt.Sprintf("%q is not one of: %s", s, strings.Join(f.Options, ", "))
+		}
+		if !slices.Contains(picked, o) {
+			picked = append(picked, o)
+		}
+	}
+	if len(picked) == 0 && f.Required {
+		return nil, "", "is required"
+	}
+	if picked == nil {
+		picked = []string{}
+	}
+	v, _ := json.Marshal(picked)
+	return v, strings.Join(picked, ", "), ""
+}
+
+func checkToggle(raw json.RawMessage) (json.RawMessage, string, string) {
+	var b bool
+	if json.Unmarshal(raw, &b) != nil {
+		s, _ := stringValue(raw)
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "true", "yes", "on", "1":
+			b = true
+		case "false", "no", "off", "0":
+			b = false
+		default:
+			return nil, "", "must be yes or no"
+		}
+	}
+	if b {
+		return json.RawMessage("true"), "yes", ""
+	}
+	return json.RawMessage("false"), "no", ""
 }
 
 func numberValue(raw json.RawMessage) (float64, bool) {
