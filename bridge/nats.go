@@ -103,45 +103,12 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 		}),
 	}
 	url := o.URL
-	if url == "" {
-		keys, err := principal.LoadOrCreateKeys(cmp.Or(o.DataDir, o.StoreDir))
-		if err != nil {
-			return nil, fmt.Errorf("nats: %w", err)
-		}
-		ns, err := StartEmbedded(o, keys)
-		if err != nil {
-			return nil, err
-		}
-		n.Server, n.storeDir, n.Keys = ns, o.StoreDir, keys
-		// The service's own parts connect in process, with a credential
-		// that no TCP connection can use.
-		self, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge", InProcessOnly: true}, time.Now())
-		if err != nil {
-			n.Close()
-			return nil, fmt.Errorf("nats: %w", err)
-		}
-		if n.admin, err = keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge-admin"}, time.Now()); err != nil {
-			n.Close()
-			return nil, fmt.Errorf("nats: %w", err)
-		}
-		// The server is in this process: its handshake's timeout only
-		// detects a hang. nats.go's 2 s ran out on a loaded machine.
-		opts = append(opts, nats.InProcessServer(ns), nats.UserJWTAndSeed(self.JWT, self.Seed), nats.Timeout(inProcessHandshake))
-	} else if o.Creds != "" {
-		opts = append(opts, nats.UserCredentials(o.Creds))
-	} else if keys, err := principal.LoadKeys(cmp.Or(o.DataDir, o.StoreDir)); err == nil {
-		// A cluster that trusts askbridge's accounts (docs/deploy.md): the
-		// replica connects with a credential of the service account it
-		// mints from the keys it was handed.
-		self, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge"}, time.Now())
-		if err != nil {
-			return nil, fmt.Errorf("nats: %w", err)
-		}
-		n.Keys = keys
-		opts = append(opts, nats.UserJWTAndSeed(self.JWT, self.Seed))
-	} else if !errors.Is(err, principal.ErrNoKeys) {
-		return nil, fmt.Errorf("nats: %w", err)
+	cred, err := n.credential(o)
+	if err != nil {
+		n.Close()
+		return nil, err
 	}
+	opts = append(opts, cred...)
 	opts = append(opts, o.ConnOptions...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
@@ -172,6 +139,53 @@ func ConnectNATS(ctx context.Context, o NATSOptions) (*NATS, error) {
 	}
 	n.streams = so
 	return n, nil
+}
+
+// credential is how the service connects: in process to the embedded
+// server it starts (when o names no URL), with o.Creds, with a credential
+// it mints from the keys in its data directory (a cluster that trusts
+// askbridge's accounts, docs/deploy.md), or with none. It keeps the
+// embedded server and the keys in n.
+func (n *NATS) credential(o NATSOptions) ([]nats.Option, error) {
+	if o.URL == "" {
+		keys, err := principal.LoadOrCreateKeys(cmp.Or(o.DataDir, o.StoreDir))
+		if err != nil {
+			return nil, fmt.Errorf("nats: %w", err)
+		}
+		ns, err := StartEmbedded(o, keys)
+		if err != nil {
+			return nil, err
+		}
+		n.Server, n.storeDir, n.Keys = ns, o.StoreDir, keys
+		// The service's own parts connect in process, with a credential
+		// that no TCP connection can use.
+		self, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge", InProcessOnly: true}, time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("nats: %w", err)
+		}
+		if n.admin, err = keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge-admin"}, time.Now()); err != nil {
+			return nil, fmt.Errorf("nats: %w", err)
+		}
+		// The server is in this process: its handshake's timeout only
+		// detects a hang. nats.go's 2 s ran out on a loaded machine.
+		return []nats.Option{nats.InProcessServer(ns), nats.UserJWTAndSeed(self.JWT, self.Seed), nats.Timeout(inProcessHandshake)}, nil
+	}
+	if o.Creds != "" {
+		return []nats.Option{nats.UserCredentials(o.Creds)}, nil
+	}
+	keys, err := principal.LoadKeys(cmp.Or(o.DataDir, o.StoreDir))
+	if errors.Is(err, principal.ErrNoKeys) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("nats: %w", err)
+	}
+	self, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge"}, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("nats: %w", err)
+	}
+	n.Keys = keys
+	return []nats.Option{nats.UserJWTAndSeed(self.JWT, self.Seed)}, nil
 }
 
 // Close drains the connection and stops the embedded server.
