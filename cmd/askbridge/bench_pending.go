@@ -49,29 +49,7 @@ func (c *cli) benchPending(ctx context.Context, n int, viaNATS bool, idle, settl
 		"ASK_SLACK_BOT_TOKEN=xoxb-bench", "ASK_SLACK_SIGNING_SECRET=" + benchSecret, "ASK_SLACK_API_URL=" + fake.url + "/api/"}
 	fillStart := time.Now()
 	if viaNATS {
-		fmt.Fprintf(c.stderr, "asking %d questions through NATS...\n", n)
-		child, err := c.startChild(ctx, env)
-		if err != nil {
-			return c.fail("bench: %v", err)
-		}
-		err = askPending(ctx, child.natsURL, dir, n, func(asked int) {
-			fmt.Fprintf(c.stderr, "\r  %d asked, %d cards posted", asked, fake.cards())
-		})
-		seen, progressAt := -1, time.Now()
-		for err == nil && fake.cards() < n {
-			switch posted := fake.cards(); {
-			case ctx.Err() != nil:
-				err = ctx.Err()
-			case posted != seen:
-				seen, progressAt = posted, time.Now()
-			case time.Since(progressAt) > time.Minute:
-				err = fmt.Errorf("no card posted for a minute, %d of %d", posted, n)
-			}
-			fmt.Fprintf(c.stderr, "\r  %d asked, %d cards posted", n, fake.cards())
-			time.Sleep(500 * time.Millisecond)
-		}
-		child.stop()
-		if err != nil {
+		if err := c.fillPendingViaNATS(ctx, env, dir, n, fake); err != nil {
 			return c.fail("bench: fill: %v", err)
 		}
 	} else {
@@ -102,26 +80,9 @@ func (c *cli) benchPending(ctx context.Context, n int, viaNATS bool, idle, settl
 		return c.fail("bench: %v", err)
 	}
 	defer nc.Close()
-	var lists []time.Duration
-	for i := range 50 {
-		tenant := fmt.Sprintf("t-%03d", i%100)
-		// Question k is tenant k%100's.
-		want := n / 100
-		if i%100 < n%100 {
-			want++
-		}
-		want = min(50, want)
-		req, _ := json.Marshal(bridge.ListRequest{As: "cli:bench", Tenant: tenant, Limit: 50})
-		t0 := time.Now()
-		msg, err := nc.Request(bridge.APIList, req, 10*time.Second)
-		if err != nil {
-			return c.fail("bench: list: %v", err)
-		}
-		lists = append(lists, time.Since(t0))
-		var reply bridge.ListReply
-		if err := json.Unmarshal(msg.Data, &reply); err != nil || len(reply.Questions) != want {
-			return c.fail("bench: list of tenant %s returned %d questions, want %d (%s)", tenant, len(reply.Questions), want, reply.Error)
-		}
+	lists, err := listPending(nc, n)
+	if err != nil {
+		return c.fail("bench: %v", err)
 	}
 	pid := child.cmd.Process.Pid
 	rssReady := procRSS(pid)
@@ -148,6 +109,60 @@ func (c *cli) benchPending(ctx context.Context, n int, viaNATS bool, idle, settl
 	fmt.Fprintf(tw, "streams: messages / subjects held\t%s\n", held)
 	tw.Flush()
 	return exitOK
+}
+
+// fillPendingViaNATS asks n questions of a child service through NATS and
+// waits until the fake Slack has every card, then stops the child.
+func (c *cli) fillPendingViaNATS(ctx context.Context, env []string, dir string, n int, fake *benchSlack) error {
+	fmt.Fprintf(c.stderr, "asking %d questions through NATS...\n", n)
+	child, err := c.startChild(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer child.stop()
+	err = askPending(ctx, child.natsURL, dir, n, func(asked int) {
+		fmt.Fprintf(c.stderr, "\r  %d asked, %d cards posted", asked, fake.cards())
+	})
+	seen, progressAt := -1, time.Now()
+	for err == nil && fake.cards() < n {
+		switch posted := fake.cards(); {
+		case ctx.Err() != nil:
+			err = ctx.Err()
+		case posted != seen:
+			seen, progressAt = posted, time.Now()
+		case time.Since(progressAt) > time.Minute:
+			err = fmt.Errorf("no card posted for a minute, %d of %d", posted, n)
+		}
+		fmt.Fprintf(c.stderr, "\r  %d asked, %d cards posted", n, fake.cards())
+		time.Sleep(500 * time.Millisecond)
+	}
+	return err
+}
+
+// listPending times 50 list calls, one tenant's first page of 50 each
+// (question k is tenant k%100's), and checks each page is full.
+func listPending(nc *nats.Conn, n int) ([]time.Duration, error) {
+	var lists []time.Duration
+	for i := range 50 {
+		tenant := fmt.Sprintf("t-%03d", i%100)
+		want := n / 100
+		if i%100 < n%100 {
+			want++
+		}
+		want = min(50, want)
+		req, _ := json.Marshal(bridge.ListRequest{As: "cli:bench", Tenant: tenant, Limit: 50})
+		t0 := time.Now()
+		msg, err := nc.Request(bridge.APIList, req, 10*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("list: %w", err)
+		}
+		lists = append(lists, time.Since(t0))
+		var reply bridge.ListReply
+		if err := json.Unmarshal(msg.Data, &reply); err != nil || len(reply.Questions) != want {
+			return nil, fmt.Errorf("list of tenant %s returned %d questions, want %d (%s)", tenant, len(reply.Questions), want, reply.Error)
+		}
+	}
+	return lists, nil
 }
 
 // streamsHeld says, for each stream that holds any, how many messages and
