@@ -38,38 +38,9 @@ var importedAccounts = []struct{ name, field string }{
 // the operator. A key file already under dataDir is replaced only when it
 // is of the same accounts (the operator gave one a new signing key).
 func ImportKeys(dataDir, dir string) ([]Imported, error) {
-	entries, err := os.ReadDir(dir)
+	claims, seeds, err := readExport(dir)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", dir, err)
-	}
-	claims := map[string]*jwt.AccountClaims{} // by name
-	from := map[string]string{}               // the file each came from, by name
-	var seeds []string
-	for _, e := range entries {
-		path := filepath.Join(dir, e.Name())
-		switch {
-		case e.IsDir():
-		case strings.HasSuffix(e.Name(), ".nk"):
-			seeds = append(seeds, path)
-		case strings.HasSuffix(e.Name(), ".jwt"):
-			ac, err := readAccountJWT(path)
-			if err != nil {
-				return nil, err
-			}
-			if ac == nil || !isImported(ac.Name) {
-				continue // another account's, or the operator's
-			}
-			if first, ok := from[ac.Name]; ok {
-				return nil, fmt.Errorf("%s and %s are both the JWT of the account %s: keep one", first, path, ac.Name)
-			}
-			claims[ac.Name], from[ac.Name] = ac, path
-		}
-	}
-	for _, a := range importedAccounts {
-		if claims[a.name] == nil {
-			return nil, fmt.Errorf("%s holds no JWT of the account %s: write it there with 'nsc describe account %s --raw --output-file %s'",
-				dir, a.name, a.name, filepath.Join(dir, a.name+".jwt"))
-		}
+		return nil, err
 	}
 	signers := map[string]nkeys.KeyPair{} // by account name
 	signerFile := map[string]string{}
@@ -105,27 +76,74 @@ func ImportKeys(dataDir, dir string) ([]Imported, error) {
 		*accountField(&kf, a.field) = accountKey{Account: ac.Subject, SigningSeed: string(seed), SigningKeys: listed}
 		out = append(out, Imported{Name: a.name, Account: ac.Subject, SigningKey: pub(sk)})
 	}
+	if err := writeImported(dataDir, dir, kf, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readExport reads what nsc exported to dir: the JWT of each imported
+// account, by name, and the paths of the seeds beside them. Each account
+// must have exactly one JWT there.
+func readExport(dir string) (map[string]*jwt.AccountClaims, []string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	claims := map[string]*jwt.AccountClaims{} // by name
+	from := map[string]string{}               // the file each came from, by name
+	var seeds []string
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		switch {
+		case e.IsDir():
+		case strings.HasSuffix(e.Name(), ".nk"):
+			seeds = append(seeds, path)
+		case strings.HasSuffix(e.Name(), ".jwt"):
+			ac, err := readAccountJWT(path)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ac == nil || !isImported(ac.Name) {
+				continue // another account's, or the operator's
+			}
+			if first, ok := from[ac.Name]; ok {
+				return nil, nil, fmt.Errorf("%s and %s are both the JWT of the account %s: keep one", first, path, ac.Name)
+			}
+			claims[ac.Name], from[ac.Name] = ac, path
+		}
+	}
+	for _, a := range importedAccounts {
+		if claims[a.name] == nil {
+			return nil, nil, fmt.Errorf("%s holds no JWT of the account %s: write it there with 'nsc describe account %s --raw --output-file %s'",
+				dir, a.name, a.name, filepath.Join(dir, a.name+".jwt"))
+		}
+	}
+	return claims, seeds, nil
+}
+
+// writeImported writes the imported keys (kf) into dataDir's key file,
+// unless it already holds the keys of other accounts: every credential
+// issued with those would stop working.
+func writeImported(dataDir, dir string, kf keyFile, out []Imported) error {
 	path := filepath.Join(dataDir, KeysFile)
 	switch old, err := LoadKeys(dataDir); {
 	case errors.Is(err, ErrNoKeys):
 	case err != nil:
-		return nil, fmt.Errorf("%w; move it away to import the keys", err)
+		return fmt.Errorf("%w; move it away to import the keys", err)
 	default:
 		for i, acc := range []nkeys.KeyPair{old.Service, old.Agents, old.Acting, old.People} {
 			if pub(acc) != out[i].Account {
-				return nil, fmt.Errorf("%s holds the keys of other accounts (%s is %s there, %s in %s): every credential issued with them would stop working; move it away first to replace them",
+				return fmt.Errorf("%s holds the keys of other accounts (%s is %s there, %s in %s): every credential issued with them would stop working; move it away first to replace them",
 					path, out[i].Name, orNone(pub(acc)), out[i].Account, dir)
 			}
 		}
 	}
 	raw, err := json.MarshalIndent(kf, "", "  ")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := writePrivate(path, raw); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return writePrivate(path, raw)
 }
 
 // readAccountJWT reads the account JWT in a file; nil when the file is
