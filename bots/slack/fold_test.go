@@ -220,3 +220,35 @@ func TestClicksBucketDeletedIsMadeAgain(t *testing.T) {
 		return err
 	})
 }
+
+// TestButtonClickNeedsNoLookup: a click on a choice button of a card this
+// replica does not remember (another posted it) is answered with the
+// button's own text, without asking the runtime for the question.
+func TestButtonClickNeedsNoLookup(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+	fake := newFakeSlack(t)
+	a := startBot(t, env.NATS, fake)
+	deliveries := collect[bridge.Delivery](t, env.NATS, bridge.PrefixDelivery+".>")
+	q := question("job-btn", "q-btn")
+	publishQuestion(t, env, q)
+	card := a.posted(t, "q-btn")
+	ts := deliveredTS(t, env.NATS, deliveries, "q-btn").Message.MessageID
+	a.Stop()
+	b := startBot(t, env.NATS, fake)
+	shows := collect[bridge.ShowRequest](t, env.NATS, bridge.APIShow)
+	resp, body := b.interact(fake.click("U0KEV", "kevin", "trig-btn", "C0123", ts, actionsBlock(card), "choice.1", "blue", ""))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("click got %d %q, want 200", resp.StatusCode, body)
+	}
+	if out := awaitOutcome(t, env, q); out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: blue" {
+		t.Fatalf("resume: %+v", out)
+	}
+	// The card's settling may read the record (as askbridge itself); the
+	// click would ask as the clicker.
+	for _, r := range shows.All() {
+		if r.As == "slack:U0KEV" {
+			t.Fatalf("the click asked the runtime for the question: %+v", r)
+		}
+	}
+}

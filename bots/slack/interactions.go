@@ -222,9 +222,14 @@ func (b *Bot) click(ctx context.Context, cb *slack.InteractionCallback, a *slack
 		action = bridge.ActionSnooze
 	}
 	if c.Action == blockkit.Choose {
+		// A button carries its choice's text as the card drew it (at most
+		// bridge.MaxChoiceText, within Slack's limit for a value); a select
+		// carries its index alone, and the choice is looked up.
 		choice := c.Choice
-		if choices := b.choices(ctx, c.Ref, cb.User.ID); c.Index < len(choices) {
-			choice = choices[c.Index] // the asker's words, not the button's
+		if choice == "" {
+			if choices := b.choices(ctx, c.Ref, cb.User.ID); c.Index < len(choices) {
+				choice = choices[c.Index]
+			}
 		}
 		if choice == "" {
 			b.say(to, "This question is no longer available here; see /ask list.")
@@ -308,9 +313,6 @@ func (b *Bot) say(to map[string]string, text string) {
 	}()
 }
 
-// question finds the question a click or modal is about: from the KV
-// record (fast: trigger ids expire in 3 s), else from the runtime as the
-// clicker may see it.
 // mayNotAnswer asks the runtime whether user may answer the question, and
 // says why not ("" when they may). A runtime that cannot be asked in time
 // opens no form: it would show the question's details to anyone.
