@@ -22,7 +22,20 @@ type InHand struct {
 	mu   sync.Mutex
 	msgs map[*Held]struct{}
 	next uint64
+
+	// OnLong, when set, hears once of each message held LongAfter: while
+	// this reader lives JetStream hands it to no one else, so a handler
+	// stuck on it, or its job put aside that long, would be silent.
+	OnLong    func(m jetstream.Msg, held time.Duration)
+	LongAfter time.Duration
+	// Now is the clock messages are held by (time.Now when nil).
+	Now func() time.Time
 }
+
+// LongInHand is how long a message is held before InHand.OnLong hears of
+// it, unless LongAfter says otherwise: past any handler's timeout, and a
+// chat channel's queue of cards that long is worth a word too.
+const LongInHand = 5 * time.Minute
 
 // Held is a message in hand. Acknowledging it, negatively or not, lets
 // it go first, so no progress goes out for it after its acknowledgement;
@@ -33,6 +46,9 @@ type Held struct {
 	jetstream.Msg
 	hand *InHand
 	n    uint64 // the order it was read in
+	// since is when it was taken in hand; told says OnLong heard of it.
+	since time.Time
+	told  bool
 	// answered is set by its first acknowledgement.
 	answered atomic.Bool
 }
@@ -45,7 +61,7 @@ func (f *InHand) Hold(m jetstream.Msg) *Held {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next++
-	h := &Held{Msg: m, hand: f, n: f.next}
+	h := &Held{Msg: m, hand: f, n: f.next, since: f.now()}
 	f.msgs[h] = struct{}{}
 	return h
 }
@@ -87,9 +103,21 @@ func (f *InHand) Progress() {
 		msgs = append(msgs, h)
 	}
 	slices.SortFunc(msgs, func(a, b *Held) int { return cmp.Compare(a.n, b.n) })
+	now := f.now()
 	for _, h := range msgs {
 		_ = h.Msg.InProgress()
+		if held := now.Sub(h.since); f.OnLong != nil && !h.told && held >= cmp.Or(f.LongAfter, LongInHand) {
+			h.told = true
+			f.OnLong(h.Msg, held)
+		}
 	}
+}
+
+func (f *InHand) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
 }
 
 // LetGo stops keeping h in progress without acknowledging it: a reader

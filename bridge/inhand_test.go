@@ -156,3 +156,34 @@ func TestProgressEvery(t *testing.T) {
 		}
 	}
 }
+
+// TestLongInHandIsToldOnce: a message held past LongAfter is told of
+// once, with how long it was held; one acknowledged before is never, nor
+// is one held less long.
+func TestLongInHandIsToldOnce(t *testing.T) {
+	t.Parallel()
+	log := &sentLog{}
+	now := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	var told []string
+	hand := NewInHand()
+	hand.Now = func() time.Time { return now }
+	hand.OnLong = func(m jetstream.Msg, held time.Duration) {
+		told = append(told, fmt.Sprintf("%s %v", m.(*loggedMsg).name, held))
+	}
+	hand.Hold(&loggedMsg{name: "old", log: log})
+	acked := hand.Hold(&loggedMsg{name: "acked", log: log})
+	now = now.Add(time.Minute)
+	hand.Hold(&loggedMsg{name: "young", log: log})
+	_ = acked.Ack()
+	now = now.Add(LongInHand - time.Minute)
+	hand.Progress()
+	hand.Progress()
+	if want := []string{"old 5m0s"}; !slices.Equal(told, want) {
+		t.Fatalf("told of %v, want %v", told, want)
+	}
+	now = now.Add(time.Minute)
+	hand.Progress()
+	if want := []string{"old 5m0s", "young 5m0s"}; !slices.Equal(told, want) {
+		t.Fatalf("told of %v, want %v", told, want)
+	}
+}

@@ -183,6 +183,10 @@ func New(o Options) (*Runtime, error) {
 		hand:        bridge.NewInHand(),
 		ready:       make(chan struct{}),
 	}
+	r.hand.OnLong = func(m jetstream.Msg, held time.Duration) {
+		log.Warn("runtime: a message held "+held.Round(time.Second).String()+" and not yet done: no other replica gets it while this one lives",
+			"subject", m.Subject())
+	}
 	if w, ok := o.Store.(record.DueWatcher); ok && r.shared {
 		r.dueChanged = w.DueChanged()
 	}
