@@ -146,25 +146,12 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	if o.NATS == nil || o.NATS.Conn == nil || o.NATS.JS == nil {
 		return nil, errors.New("discord: a NATS connection with JetStream is required")
 	}
-	var problems []string
-	if strings.TrimSpace(o.BotToken) == "" {
-		problems = append(problems, "the bot token (ASK_DISCORD_BOT_TOKEN) is required")
-	}
-	if strings.TrimSpace(o.AppID) == "" {
-		problems = append(problems, "the application id (ASK_DISCORD_APP_ID) is required")
-	}
-	key, err := hex.DecodeString(strings.TrimSpace(o.PublicKey))
-	if err != nil || len(key) != ed25519.PublicKeySize {
-		problems = append(problems, "the public key (ASK_DISCORD_PUBLIC_KEY) must be 64 hexadecimal characters")
-	}
 	if o.APIURL == "" {
 		o.APIURL = "https://discord.com/api/v10/"
 	}
-	if u, err := url.Parse(o.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.HasSuffix(o.APIURL, "/") {
-		problems = append(problems, "the API URL (ASK_DISCORD_API_URL) must be an http(s) URL ending with /, such as https://discord.com/api/v10/")
-	}
-	if len(problems) > 0 {
-		return nil, errors.New("discord: " + strings.Join(problems, "; "))
+	key, err := checkOptions(o)
+	if err != nil {
+		return nil, err
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -209,7 +196,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		o:             o,
 		log:           o.Logger,
 		s:             s,
-		pub:           ed25519.PublicKey(key),
+		pub:           key,
 		refs:          refs,
 		hints:         hints,
 		seen:          seen,
@@ -227,6 +214,29 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	b.cards.Now = func() time.Time { return b.now() }
 	b.cards.ReportSync = o.ReportSync
 	return b, nil
+}
+
+// checkOptions names every setting of o that cannot work, and returns the
+// application's public key.
+func checkOptions(o Options) (ed25519.PublicKey, error) {
+	var problems []string
+	if strings.TrimSpace(o.BotToken) == "" {
+		problems = append(problems, "the bot token (ASK_DISCORD_BOT_TOKEN) is required")
+	}
+	if strings.TrimSpace(o.AppID) == "" {
+		problems = append(problems, "the application id (ASK_DISCORD_APP_ID) is required")
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(o.PublicKey))
+	if err != nil || len(key) != ed25519.PublicKeySize {
+		problems = append(problems, "the public key (ASK_DISCORD_PUBLIC_KEY) must be 64 hexadecimal characters")
+	}
+	if u, err := url.Parse(o.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.HasSuffix(o.APIURL, "/") {
+		problems = append(problems, "the API URL (ASK_DISCORD_API_URL) must be an http(s) URL ending with /, such as https://discord.com/api/v10/")
+	}
+	if len(problems) > 0 {
+		return nil, errors.New("discord: " + strings.Join(problems, "; "))
+	}
+	return ed25519.PublicKey(key), nil
 }
 
 func set(l []string) map[string]bool {
