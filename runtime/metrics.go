@@ -110,8 +110,28 @@ func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context
 			Name: "askbridge_gate_decisions_total", Help: "Gate decisions (ask.v1.gate), by code: allowed, or why not.",
 		}, []string{"code"}),
 	}
-	// The series that exist, at 0, from the start: a scrape before the
-	// first refusal or step still shows what will be counted.
+	m.preset(platforms)
+	if reg == nil {
+		return m, nil
+	}
+	collectors := []prometheus.Collector{m.asked, m.invalid, m.settled, m.refusals, m.ladder, m.latency, m.published, m.deliveries, m.attempts, m.notices, m.noticesRefused, m.gate,
+		&storeCollector{
+			st:        st,
+			backlogOf: backlog,
+			byState:   prometheus.NewDesc("askbridge_questions", "Questions by state.", []string{"state"}, nil),
+			backlog:   prometheus.NewDesc("askbridge_outbox_backlog", "Outbox messages not yet published.", nil, nil),
+		}}
+	for _, c := range collectors {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("runtime: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// preset makes the series that exist, at 0, from the start: a scrape
+// before the first refusal or step still shows what will be counted.
+func (m *metrics) preset(platforms []bridge.Platform) {
 	for _, s := range allStates {
 		if s != bridge.StatePending {
 			m.settled.WithLabelValues(s)
@@ -137,22 +157,6 @@ func newMetrics(reg prometheus.Registerer, st stateCounter, backlog func(context
 	for _, v := range append(slices.Clone(m.frontEnds), otherFrontEnd) {
 		m.attempts.WithLabelValues(v)
 	}
-	if reg == nil {
-		return m, nil
-	}
-	collectors := []prometheus.Collector{m.asked, m.invalid, m.settled, m.refusals, m.ladder, m.latency, m.published, m.deliveries, m.attempts, m.notices, m.noticesRefused, m.gate,
-		&storeCollector{
-			st:        st,
-			backlogOf: backlog,
-			byState:   prometheus.NewDesc("askbridge_questions", "Questions by state.", []string{"state"}, nil),
-			backlog:   prometheus.NewDesc("askbridge_outbox_backlog", "Outbox messages not yet published.", nil, nil),
-		}}
-	for _, c := range collectors {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("runtime: register metrics: %w", err)
-		}
-	}
-	return m, nil
 }
 
 // allStates are the states askbridge_questions always reports.
