@@ -322,12 +322,7 @@ func (c *cli) askRun(ctx context.Context, o benchOptions, svc *benchService, t *
 	if err != nil {
 		return nil, err
 	}
-	res.writes = map[string]float64{}
-	for name, seq := range after {
-		if d := seq - before[name]; d*200 >= uint64(n) { // at least 0.005 a question
-			res.writes[name] = float64(d) / float64(n)
-		}
-	}
+	res.writes = writesEach(before, after, n)
 	res.shown, res.failed = int(t.shownN.Load()), int(t.failedN.Load())
 	res.firstAsk, res.last = time.Duration(t.askedAt[0].Load()), time.Duration(t.lastCard.Load())
 	return res, nil
@@ -395,6 +390,18 @@ func (c *cli) awaitCards(ctx context.Context, stall time.Duration, n int, t *ask
 			return ctx.Err()
 		}
 	}
+}
+
+// writesEach is the messages each stream took between two readings of
+// streamSeqs, per question of n: the streams with at least 0.005 each.
+func writesEach(before, after map[string]uint64, n int) map[string]float64 {
+	out := map[string]float64{}
+	for name, seq := range after {
+		if d := seq - before[name]; d*200 >= uint64(n) {
+			out[name] = float64(d) / float64(n)
+		}
+	}
+	return out
 }
 
 // streamSeqs is each stream's last sequence: messages ever stored in it,
