@@ -23,18 +23,17 @@ type InHand struct {
 	msgs map[*Held]struct{}
 	next uint64
 
-	// OnLong, when set, hears once of each message held LongAfter: while
+	// OnLong, when set, hears once of each message held LongInHand: while
 	// this reader lives JetStream hands it to no one else, so a handler
 	// stuck on it, or its job put aside that long, would be silent.
-	OnLong    func(m jetstream.Msg, held time.Duration)
-	LongAfter time.Duration
+	OnLong func(m jetstream.Msg, held time.Duration)
 	// Now is the clock messages are held by (time.Now when nil).
 	Now func() time.Time
 }
 
 // LongInHand is how long a message is held before InHand.OnLong hears of
-// it, unless LongAfter says otherwise: past any handler's timeout, and a
-// chat channel's queue of cards that long is worth a word too.
+// it: past any handler's timeout, and a chat channel's queue of cards
+// that long is worth a word too.
 const LongInHand = 5 * time.Minute
 
 // Held is a message in hand. Acknowledging it, negatively or not, lets
@@ -106,7 +105,7 @@ func (f *InHand) Progress() {
 	now := f.now()
 	for _, h := range msgs {
 		_ = h.Msg.InProgress()
-		if held := now.Sub(h.since); f.OnLong != nil && !h.told && held >= cmp.Or(f.LongAfter, LongInHand) {
+		if held := now.Sub(h.since); f.OnLong != nil && !h.told && held >= LongInHand {
 			h.told = true
 			f.OnLong(h.Msg, held)
 		}

@@ -157,7 +157,7 @@ func TestProgressEvery(t *testing.T) {
 	}
 }
 
-// TestLongInHandIsToldOnce: a message held past LongAfter is told of
+// TestLongInHandIsToldOnce: a message held LongInHand is told of
 // once, with how long it was held; one acknowledged before is never, nor
 // is one held less long.
 func TestLongInHandIsToldOnce(t *testing.T) {
