@@ -529,6 +529,8 @@ func TestTextSizeMatchesTheJSON(t *testing.T) {
 			for _, b := range append(asked, settled...) {
 				n, ok := knownTextSize(b)
 				if !ok {
+					raw, _ := json.Marshal(b)
+					t.Errorf("%s block not counted directly (sized through its JSON, slowly): %s", b.BlockType(), raw)
 					continue
 				}
 				known++
@@ -566,5 +568,17 @@ func TestFitEscaped(t *testing.T) {
 				t.Fatalf("fitEscaped(%q, %d, %d) = %q, %v; want %q, %v", c.in, c.limit, c.room, got, cut, c.want, c.cut)
 			}
 		})
+	}
+}
+
+// BenchmarkQuestionMessage is the card of a question with three choices,
+// as the asking path draws one for each question.
+func BenchmarkQuestionMessage(b *testing.B) {
+	q := baseQ()
+	q.Choices = []string{"red", "blue", "green"}
+	c := slackCard(q)
+	b.ReportAllocs()
+	for b.Loop() {
+		QuestionMessage(c)
 	}
 }

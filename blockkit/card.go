@@ -303,6 +303,13 @@ func knownTextSize(b slack.Block) (int, bool) {
 				if e.InitialOption != nil || len(e.OptionGroups) > 0 || e.Confirm != nil {
 					return 0, false
 				}
+			case *slack.OverflowBlockElement:
+				if e.Confirm != nil {
+					return 0, false
+				}
+				for _, o := range e.Options {
+					n += objectSize(o.Text) + objectSize(o.Description)
+				}
 			default:
 				return 0, false
 			}
