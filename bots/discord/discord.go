@@ -121,9 +121,11 @@ type Bot struct {
 	backoff   func(attempt uint64) time.Duration
 	// cards is the card lifecycle; threads remembers each job's thread by
 	// channel, guilds each channel's guild (docs/design.md, "Card state").
-	cards   *engine.Cards
-	threads *engine.Memo[string]
-	guilds  *engine.Memo[string]
+	cards *engine.Cards
+	// reactions routes the runtime's events to the cards and the rest.
+	reactions *engine.Reactions
+	threads   *engine.Memo[string]
+	guilds    *engine.Memo[string]
 	// hinted is each job's new thread as the threads bucket names it,
 	// followed (followThread).
 	hinted *engine.Memo[jobThread]
@@ -213,6 +215,8 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	b.cards = engine.NewCards(bridge.PlatformDiscord, platform{b}, o.NATS, refs, o.Logger)
 	b.cards.Now = func() time.Time { return b.now() }
 	b.cards.ReportSync = o.ReportSync
+	b.reactions = &engine.Reactions{Name: "discord", Cards: b.cards, RestrictedAsked: b.onRestrictedAsked,
+		Refused: b.onRefused, Reminder: b.onReminder, Notice: b.onNotice, Logger: b.log}
 	return b, nil
 }
 

@@ -33,45 +33,9 @@ func classifyEventError(err error) engine.Verdict {
 	return engine.Verdict{Kind: engine.Transient}
 }
 
+// handleEvent applies one runtime event (engine.Reactions.Route).
 func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, d engine.Delivery) error {
-	// A refused cancel of a whole job names no question, nor does a notice.
-	noQuestionOK := (ev.Type == bridge.EventRefused || ev.Type == bridge.EventNotice) && ev.QuestionID == ""
-	if !bridge.ValidToken(ev.Tenant) || !bridge.ValidToken(ev.JobID) || (!bridge.ValidToken(ev.QuestionID) && !noQuestionOK) {
-		return fmt.Errorf("%w: bad ids", errPermanent)
-	}
-	switch ev.Type {
-	case bridge.EventAsked:
-		if err := b.cards.Asked(ctx, ev, d); err != nil {
-			return err
-		}
-		return b.onRestrictedAsked(ctx, ev)
-	case bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded:
-		return b.cards.Ended(ctx, ev, d)
-	case bridge.EventDeliveryFailed:
-		if ev.State != bridge.StateFailed {
-			return nil // one platform failed; the question still waits elsewhere
-		}
-		// No platform showed it and it has ended; a card Discord made
-		// although the bot gave up on it is settled like any other.
-		return b.cards.Ended(ctx, ev, d)
-	case bridge.EventApproval, bridge.EventExecuted:
-		return b.cards.Changed(ctx, ev, d)
-	case bridge.EventRefused, bridge.EventSnoozed:
-		// A snooze is told to the snoozer alone, as a refusal is.
-		return b.onRefused(ctx, ev)
-	case bridge.EventReminded, bridge.EventEscalated:
-		return b.onReminder(ctx, ev)
-	case bridge.EventDelegated:
-		// The cards name the delegate; the delegate gets the question in
-		// a direct message, by the reminders' path (ev.Targets).
-		if err := b.cards.Changed(ctx, ev, d); err != nil {
-			return err
-		}
-		return b.onReminder(ctx, ev)
-	case bridge.EventNotice:
-		return b.onNotice(ctx, ev)
-	}
-	return nil
+	return b.reactions.Route(ctx, ev, d)
 }
 
 // channelFor is the channel a question is posted in: its route's, else

@@ -73,8 +73,10 @@ type Bot struct {
 	now      func() time.Time
 	// cards is the card lifecycle; threads remembers each job's thread by
 	// channel (docs/design.md, "Card state").
-	cards   *engine.Cards
-	threads *engine.Memo[string]
+	cards *engine.Cards
+	// reactions routes the runtime's events to the cards and the rest.
+	reactions *engine.Reactions
+	threads   *engine.Memo[string]
 	// workers is how many events are handled at once (ordered per job).
 	workers int
 	clicks  *dedupe
@@ -182,6 +184,8 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	b.cards = engine.NewCards(bridge.PlatformSlack, platform{b}, o.NATS, kv, o.Logger)
 	b.cards.Now = func() time.Time { return b.now() }
 	b.cards.ReportSync = o.ReportSync
+	b.reactions = &engine.Reactions{Name: "slack", Cards: b.cards, RestrictedAsked: b.onRestrictedAsked,
+		Refused: b.onRefused, Reminder: b.onReminder, Notice: b.onNotice, Logger: b.log}
 	return b, nil
 }
 

@@ -14,47 +14,9 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 )
 
-// handleEvent applies one runtime event. Every branch is idempotent: the
-// same event twice, or events redelivered after a restart, change nothing
-// more. On the event's last try transient failures are reported, not
-// retried.
+// handleEvent applies one runtime event (engine.Reactions.Route).
 func (b *Bot) handleEvent(ctx context.Context, ev *bridge.Event, d engine.Delivery) error {
-	if ev.Type == bridge.EventNotice && bridge.ValidToken(ev.Tenant) && bridge.ValidToken(ev.JobID) {
-		return b.onNotice(ctx, ev) // about a job, not a question
-	}
-	if !bridge.ValidToken(ev.Tenant) || !bridge.ValidToken(ev.JobID) || !bridge.ValidToken(ev.QuestionID) {
-		b.log.WarnContext(ctx, "slack: ignoring an event with invalid ids", "type", ev.Type)
-		return nil
-	}
-	switch ev.Type {
-	case bridge.EventAsked:
-		if err := b.cards.Asked(ctx, ev, d); err != nil {
-			return err
-		}
-		return b.onRestrictedAsked(ctx, ev)
-	case bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded:
-		return b.cards.Ended(ctx, ev, d)
-	case bridge.EventDeliveryFailed:
-		if ev.State != bridge.StateFailed {
-			return nil // one platform failed; the question still waits elsewhere
-		}
-		return b.cards.Ended(ctx, ev, d)
-	case bridge.EventApproval, bridge.EventExecuted:
-		return b.cards.Changed(ctx, ev, d)
-	case bridge.EventRefused, bridge.EventSnoozed:
-		// A snooze is told to the snoozer alone, as a refusal is.
-		return b.onRefused(ctx, ev)
-	case bridge.EventDelegated:
-		// The cards name the delegate; the delegate gets the question in
-		// a direct message, by the reminders' path (ev.Targets).
-		if err := b.cards.Changed(ctx, ev, d); err != nil {
-			return err
-		}
-		return b.onReminder(ctx, ev)
-	case bridge.EventReminded, bridge.EventEscalated:
-		return b.onReminder(ctx, ev)
-	}
-	return nil
+	return b.reactions.Route(ctx, ev, d)
 }
 
 func refOf(ev *bridge.Event) blockkit.Ref {
