@@ -391,7 +391,7 @@ func (r *Runtime) settlement(rec *record.Record, refs []bridge.MessageRef, a *br
 	case bridge.ActionDecline:
 		st.State = bridge.StateDeclined
 		st.Text = bridge.DeclinedText(a.By, cmp.Or(person, a.ByName), a.Comment)
-		ev = eventFor(rec, bridge.EventDeclined, now)
+		ev.Type, ev.EventID = bridge.EventDeclined, eventID(rec, bridge.EventDeclined)
 		res.Outcome = bridge.OutcomeDeclined
 	case bridge.ActionDeny:
 		st.State = bridge.StateAnswered

@@ -23,10 +23,15 @@ func decodeBody(rec *record.Record) *bridge.Question {
 // so a front-end draws the card of any event without a record of its own
 // (docs/contract.md, events).
 func eventFor(rec *record.Record, typ string, at time.Time) bridge.Event {
+	return eventOf(rec, decodeBody(rec), typ, at)
+}
+
+// eventOf is eventFor with the question at hand, not decoded from rec.
+func eventOf(rec *record.Record, q *bridge.Question, typ string, at time.Time) bridge.Event {
 	return bridge.Event{
-		Question:    decodeBody(rec),
+		Question:    q,
 		Type:        typ,
-		EventID:     fmt.Sprintf("%s.%s.%s.%d.%s", rec.Tenant, rec.JobID, rec.QuestionID, rec.TaskVersion, typ),
+		EventID:     eventID(rec, typ),
 		Tenant:      rec.Tenant,
 		JobID:       rec.JobID,
 		QuestionID:  rec.QuestionID,
@@ -35,6 +40,12 @@ func eventFor(rec *record.Record, typ string, at time.Time) bridge.Event {
 		Deadline:    rec.Deadline,
 		At:          at.UTC(),
 	}
+}
+
+// eventID names a question's event of type typ: one of each type a
+// version, so a relay's second publish of it is dropped as a duplicate.
+func eventID(rec *record.Record, typ string) string {
+	return fmt.Sprintf("%s.%s.%s.%d.%s", rec.Tenant, rec.JobID, rec.QuestionID, rec.TaskVersion, typ)
 }
 
 func resumeFor(rec *record.Record, outcome, text string, at time.Time) bridge.Resume {

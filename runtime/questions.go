@@ -245,8 +245,7 @@ func (r *Runtime) newQuestion(ctx context.Context, q *bridge.Question, now time.
 // askedEvent announces that q, recorded as rec, waits: for a new question,
 // and for one asked again on an adapter's new consumer (reask).
 func (r *Runtime) askedEvent(ctx context.Context, rec *record.Record, q *bridge.Question, at time.Time) bridge.Event {
-	ev := eventFor(rec, bridge.EventAsked, at)
-	ev.Question = q
+	ev := eventOf(rec, q, bridge.EventAsked, at)
 	ev.State = bridge.StatePending
 	if q.Restricted() {
 		// Its content goes to the people it names in a DM, once per person
