@@ -136,7 +136,7 @@ func (c *cli) startBenchService(ctx context.Context, dir, syncMode, slackURL str
 		if err != nil {
 			return nil, err
 		}
-		return &benchService{natsURL: svc.natsURL, httpAddr: svc.httpAddr, dataDir: dir, childPID: svc.cmd.Process.Pid, stop: svc.stop}, nil
+		return &benchService{natsURL: svc.natsURL, httpAddr: svc.httpAddr, dataDir: dir, childPID: svc.cmd.Process.Pid, replicaPIDs: []int{svc.cmd.Process.Pid}, stop: svc.stop}, nil
 	}
 	cfg := &config.Config{
 		CLI: config.CLI{DataDir: dir, NATSListen: "127.0.0.1:0"}, HTTPAddr: "127.0.0.1:0", NATSSync: syncMode, NATSReplicas: 1,

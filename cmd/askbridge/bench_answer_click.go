@@ -199,6 +199,9 @@ func (b *answerBench) report() {
 		fmt.Fprintf(tw, "baseline: SQLite commit p50 / p99\t%v / %v\n", b.commits.P50.Round(time.Microsecond), b.commits.P99.Round(time.Microsecond))
 	}
 	if o.child {
+		if resumed > 0 {
+			fmt.Fprintf(tw, "service CPU per answer (user + system)\t%.2f ms\n", float64(b.cpuR)/clockTicks*1000/float64(resumed))
+		}
 		fmt.Fprintf(tw, "service RSS at the end\t%.0f MB\n", float64(procRSS(b.svc.childPID))/(1<<20))
 	}
 	tw.Flush()

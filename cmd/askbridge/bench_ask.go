@@ -56,10 +56,11 @@ func (c *cli) benchAsk(ctx context.Context, o benchOptions) int {
 	if err != nil {
 		return c.fail("bench: start: %v", err)
 	}
+	cpu0 := cpuTicks(svc.replicaPIDs)
 	run, err := c.askRun(ctx, o, svc, t)
-	rss := int64(0)
+	var child childUse
 	if svc.childPID != 0 {
-		rss = procRSS(svc.childPID)
+		child = childUse{rss: procRSS(svc.childPID), cpuTicks: cpuTicks(svc.replicaPIDs) - cpu0}
 	}
 	svc.stop()
 	if err != nil {
@@ -76,7 +77,7 @@ func (c *cli) benchAsk(ctx context.Context, o benchOptions) int {
 	if err != nil {
 		return c.fail("bench: baseline: %v", err)
 	}
-	c.askReport(o, inflight, t, run, base, rss)
+	c.askReport(o, inflight, t, run, base, child)
 	if run.shown+run.failed < n {
 		return exitError
 	}
@@ -197,6 +198,13 @@ func between(from, to []atomic.Int64) []time.Duration {
 }
 
 // askResult is what one run of the asking path measured.
+// childUse is what the service used when it ran as a child process:
+// zero in this process.
+type childUse struct {
+	rss      int64 // bytes, at the end
+	cpuTicks int64 // user and system time over the asking, clock ticks
+}
+
 type askResult struct {
 	asked          int64
 	shown, failed  int

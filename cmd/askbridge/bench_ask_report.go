@@ -56,7 +56,7 @@ func askBaselines(ctx context.Context, dir, syncMode string, questions int, samp
 
 // askReport prints the asking path's summary table, then the same as one
 // markdown row for docs/benchmarks.md.
-func (c *cli) askReport(o benchOptions, inflight int, t *askTracker, run *askResult, base askBase, rss int64) {
+func (c *cli) askReport(o benchOptions, inflight int, t *askTracker, run *askResult, base askBase, child childUse) {
 	n := len(t.state)
 	mode := fmt.Sprintf("closed loop, %d questions in flight", inflight)
 	if o.rate > 0 {
@@ -115,8 +115,11 @@ func (c *cli) askReport(o benchOptions, inflight int, t *askTracker, run *askRes
 	fmt.Fprintf(tw, "baseline: JetStream publishes/s (sync %s)\t%.0f (questions/s ÷ this = %.2f)\n", o.syncMode, base.jsPublishes, perSec/base.jsPublishes)
 	fmt.Fprintf(tw, "baseline: slack-go chat.postMessage/s, bare fake\t%.0f (questions/s ÷ this = %.2f)\n", base.slackPosts, perSec/base.slackPosts)
 	fmt.Fprintf(tw, "baseline: SQLite single-row commits/s\t%.0f (questions/s ÷ this = %.2f)\n", base.commits.PerSecond, perSec/base.commits.PerSecond)
-	if rss > 0 {
-		fmt.Fprintf(tw, "service RSS at the end\t%.0f MB\n", float64(rss)/(1<<20))
+	if child.rss > 0 {
+		if run.shown > 0 {
+			fmt.Fprintf(tw, "service CPU a question (user + system)\t%.2f ms\n", float64(child.cpuTicks)/clockTicks*1000/float64(run.shown))
+		}
+		fmt.Fprintf(tw, "service RSS at the end\t%.0f MB\n", float64(child.rss)/(1<<20))
 	}
 	tw.Flush()
 

@@ -132,18 +132,20 @@ func runBench(t *testing.T, args ...string) map[string]string {
 }
 
 // TestBenchAsk: --ask shows every question's card once, and reports a
-// rate, latencies and baselines that are numbers above zero.
+// rate, latencies, baselines and the service's own CPU and memory (a
+// child process) that are numbers above zero.
 func TestBenchAsk(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the service and the baselines")
 	}
-	r := runBench(t, "--ask", "20", "--sync", "interval", "--concurrency", "8")
-	if r["cards shown"] != "all 20 (failed 0, not shown 0, second cards 0)" {
+	r := runBench(t, "--ask", "200", "--child", "--sync", "interval", "--concurrency", "8")
+	if r["cards shown"] != "all 200 (failed 0, not shown 0, second cards 0)" {
 		t.Errorf("cards shown: %q", r["cards shown"])
 	}
 	for _, label := range []string{"questions/s, first publish to last card", "JetStream writes a question", "chat.postMessage accepted",
-		"baseline: JetStream publishes/s (sync interval)", "baseline: slack-go chat.postMessage/s, bare fake", "baseline: SQLite single-row commits/s"} {
+		"baseline: JetStream publishes/s (sync interval)", "baseline: slack-go chat.postMessage/s, bare fake", "baseline: SQLite single-row commits/s",
+		"service CPU a question (user + system)", "service RSS at the end"} {
 		if v := leadingNumber(t, r[label]); v <= 0 {
 			t.Errorf("%s: %q, want above zero", label, r[label])
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -134,6 +135,12 @@ func TestBenchServiceAsChild(t *testing.T) {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
+	}
+	// The child's own CPU, read from /proc: some, for it decided every answer.
+	if m := regexp.MustCompile(`service CPU per answer \(user \+ system\)\s+([0-9.]+) ms`).FindStringSubmatch(report); m == nil {
+		t.Errorf("report lacks the service's CPU per answer:\n%s", report)
+	} else if ms, _ := strconv.ParseFloat(m[1], 64); ms <= 0 {
+		t.Errorf("service CPU per answer %s ms; want more than none:\n%s", m[1], report)
 	}
 	refused := &testenv.LockedBuffer{}
 	c = &cli{stdout: &out, stderr: refused}
