@@ -108,29 +108,8 @@ const ackBudget = 2500 * time.Millisecond
 // the KV bucket. It does not call Slack, so a Slack outage does not stop
 // askbridge from starting; failures show up as delivery failures.
 func New(ctx context.Context, o Options) (*Bot, error) {
-	if o.NATS == nil || o.NATS.JS == nil || o.NATS.Conn == nil {
-		return nil, errors.New("slack: a connected NATS with JetStream is required")
-	}
-	if o.BotToken == "" {
-		return nil, errors.New("slack: ASK_SLACK_BOT_TOKEN is required")
-	}
-	if o.SigningSecret == "" && o.AppToken == "" {
-		return nil, errors.New("slack: ASK_SLACK_SIGNING_SECRET (HTTP) or ASK_SLACK_APP_TOKEN (Socket Mode) is required")
-	}
-	if o.AppToken != "" && !strings.HasPrefix(o.AppToken, "xapp-") {
-		return nil, errors.New("slack: ASK_SLACK_APP_TOKEN must be an app-level token starting with xapp-")
-	}
-	if o.APIURL == "" {
-		o.APIURL = "https://slack.com/api/"
-	}
-	if !strings.HasSuffix(o.APIURL, "/") {
-		return nil, errors.New("slack: ASK_SLACK_API_URL must end with / (such as https://slack.com/api/)")
-	}
-	if o.DefaultChannel != "" && !bridge.ValidSlackID(o.DefaultChannel) {
-		return nil, fmt.Errorf("slack: ASK_SLACK_CHANNEL %q must be a channel id such as C0123", o.DefaultChannel)
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
+	if err := checkOptions(&o); err != nil {
+		return nil, err
 	}
 	hc := &http.Client{Timeout: 15 * time.Second, Transport: ratelimitedAs429{next: engine.Transport()}}
 	opts := []slack.Option{slack.OptionAPIURL(o.APIURL), slack.OptionHTTPClient(hc)}
@@ -187,6 +166,36 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 	b.reactions = &engine.Reactions{Name: "slack", Cards: b.cards, RestrictedAsked: b.onRestrictedAsked,
 		Refused: b.onRefused, Reminder: b.onReminder, Notice: b.onNotice, Logger: b.log}
 	return b, nil
+}
+
+// checkOptions refuses the settings of o that cannot work, naming the
+// first, and fills in the defaults.
+func checkOptions(o *Options) error {
+	if o.NATS == nil || o.NATS.JS == nil || o.NATS.Conn == nil {
+		return errors.New("slack: a connected NATS with JetStream is required")
+	}
+	if o.BotToken == "" {
+		return errors.New("slack: ASK_SLACK_BOT_TOKEN is required")
+	}
+	if o.SigningSecret == "" && o.AppToken == "" {
+		return errors.New("slack: ASK_SLACK_SIGNING_SECRET (HTTP) or ASK_SLACK_APP_TOKEN (Socket Mode) is required")
+	}
+	if o.AppToken != "" && !strings.HasPrefix(o.AppToken, "xapp-") {
+		return errors.New("slack: ASK_SLACK_APP_TOKEN must be an app-level token starting with xapp-")
+	}
+	if o.APIURL == "" {
+		o.APIURL = "https://slack.com/api/"
+	}
+	if !strings.HasSuffix(o.APIURL, "/") {
+		return errors.New("slack: ASK_SLACK_API_URL must end with / (such as https://slack.com/api/)")
+	}
+	if o.DefaultChannel != "" && !bridge.ValidSlackID(o.DefaultChannel) {
+		return fmt.Errorf("slack: ASK_SLACK_CHANNEL %q must be a channel id such as C0123", o.DefaultChannel)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
 }
 
 // threadMemo is a generation of remembered job threads (a few dozen
