@@ -1,8 +1,5 @@
 package store
 
-// Reading questions: one by its row id or its key, lists, counts and the
-// audit trail.
-
 import (
 	"context"
 	"database/sql"
@@ -14,6 +11,9 @@ import (
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store/record"
 )
+
+// Reading questions: one by its row id or its key, lists, counts and the
+// audit trail.
 
 // Get reads a question by its row id.
 func (s *Store) Get(ctx context.Context, id int64) (*record.Record, error) {
