@@ -72,7 +72,15 @@ func (r *Runtime) readDelivery(ctx context.Context, msg jetstream.Msg) (bridge.D
 		r.log.Warn("malformed delivery report dropped", "subject", msg.Subject())
 		return d, nil, nil
 	}
-	rec, err := r.reports.Find(ctx, record.Key{Tenant: d.Tenant, JobID: d.JobID, QuestionID: d.QuestionID, TaskVersion: d.TaskVersion})
+	key := record.Key{Tenant: d.Tenant, JobID: d.JobID, QuestionID: d.QuestionID, TaskVersion: d.TaskVersion}
+	if d.OK && d.TaskVersion != 0 {
+		if id, ok := r.recorded.Get(key.String()); ok {
+			// A card shown, of a question this runtime recorded lately:
+			// its row id is all the report needs, and a key's never changes.
+			return d, &record.Record{ID: id, Key: key}, nil
+		}
+	}
+	rec, err := r.reports.Find(ctx, key)
 	if err == record.ErrNotFound {
 		r.log.Warn("delivery report for an unknown question", "tenant", d.Tenant, "job", d.JobID, "question", d.QuestionID)
 		return d, nil, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -526,5 +527,79 @@ func TestCancelFromChatThatLostTheRaceIsTold(t *testing.T) {
 	})
 	if got := events.EventTypes(); got != "asked,answered,refused,refused,asked,cancelled" {
 		t.Fatalf("events = %s", got)
+	}
+}
+
+// findCounter counts the record's reads of a question by key.
+type findCounter struct {
+	record.Backend
+	mu    sync.Mutex
+	finds int
+}
+
+func (f *findCounter) Find(ctx context.Context, k record.Key) (*record.Record, error) {
+	f.mu.Lock()
+	f.finds++
+	f.mu.Unlock()
+	return f.Backend.Find(ctx, k)
+}
+
+func (f *findCounter) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.finds
+}
+
+// TestShownCardIsStoredWithoutReadingItsQuestion: the report of a card
+// shown, for a question this runtime recorded, is stored from the report
+// alone; after a restart, which forgets what it recorded, the question is
+// read first, and the card stored all the same.
+func TestShownCardIsStoredWithoutReadingItsQuestion(t *testing.T) {
+	t.Parallel()
+	finds := &findCounter{}
+	env := testenv.Start(t, testenv.Options{Roles: roles, Shared: true,
+		Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C1"}},
+		WrapStore: func(b record.Backend) record.Backend { finds.Backend = b; return finds }})
+	ctx := context.Background()
+	recorded := func(q *bridge.Question) *record.Record {
+		t.Helper()
+		var rec *record.Record
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
+			var err error
+			rec, err = env.RecordStore.Find(ctx, record.Key{Tenant: q.Tenant, JobID: q.JobID, QuestionID: q.QuestionID, TaskVersion: q.TaskVersion})
+			return err
+		})
+		return rec
+	}
+	shown := func(q *bridge.Question, rec *record.Record, ts string) {
+		t.Helper()
+		report(t, env, q, bridge.Delivery{Platform: bridge.PlatformSlack, OK: true,
+			Message: &bridge.MessageRef{Platform: bridge.PlatformSlack, Channel: "C1", MessageID: ts}})
+		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
+			refs, err := env.RecordStore.Messages(ctx, rec.ID)
+			if err != nil || len(refs) != 1 || refs[0].MessageID != ts {
+				return fmt.Errorf("%s's card: %+v (%v)", q.JobID, refs, err)
+			}
+			return nil
+		})
+	}
+	q1 := choiceQuestion("job-sc1")
+	ask(t, env, q1)
+	rec := recorded(q1)
+	before := finds.count()
+	shown(q1, rec, "1700000000.000100")
+	if n := finds.count() - before; n != 0 {
+		t.Fatalf("the question was read %d times to store its card; this runtime had just recorded it", n)
+	}
+
+	q2 := choiceQuestion("job-sc2")
+	ask(t, env, q2)
+	rec = recorded(q2)
+	env.StopRuntime()
+	env.StartReplica(t)
+	before = finds.count()
+	shown(q2, rec, "1700000000.000200")
+	if n := finds.count() - before; n != 1 {
+		t.Fatalf("the question was read %d times to store its card after a restart; want once", n)
 	}
 }

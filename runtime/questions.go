@@ -99,6 +99,11 @@ func (r *Runtime) askQuestions(ctx context.Context, msgs []jetstream.Msg) error 
 	}
 	r.wakeRelay()
 	r.wakeLadder()
+	for _, res := range results {
+		if res.Status == record.Asked && res.Record != nil {
+			r.recorded.Put(res.Record.Key.String(), res.Record.ID)
+		}
+	}
 	for i, res := range results {
 		if err := r.asked(ctx, items[i], res, now); err != nil {
 			return err

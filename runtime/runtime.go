@@ -129,6 +129,10 @@ type Runtime struct {
 	dueChanged <-chan struct{}
 	// outbox is the relay publishing what the parts decided.
 	outbox *relay
+	// recorded holds the row ids of the questions this runtime recorded
+	// lately, by key: the delivery report of a card shown, which follows
+	// within a second, needs no read of the record.
+	recorded *bridge.Memo[int64]
 
 	ladWake  chan struct{}
 	healWake chan struct{}
@@ -138,6 +142,10 @@ type Runtime struct {
 	hand  *bridge.InHand
 	ready chan struct{}
 }
+
+// recordedMemo is a generation of the row ids Runtime.recorded keeps
+// (about a hundred bytes each).
+const recordedMemo = 10000
 
 // Ready is closed once Run has started its consumers and the API.
 func (r *Runtime) Ready() <-chan struct{} { return r.ready }
@@ -158,6 +166,7 @@ func New(o Options) (*Runtime, error) {
 	}
 	log := o.Logger.With("component", "runtime")
 	r := &Runtime{
+		recorded:    bridge.NewMemo[int64](recordedMemo),
 		o:           o,
 		log:         log,
 		js:          o.NATS.JS,

@@ -124,11 +124,11 @@ type Bot struct {
 	cards *engine.Cards
 	// reactions routes the runtime's events to the cards and the rest.
 	reactions *engine.Reactions
-	threads   *engine.Memo[string]
-	guilds    *engine.Memo[string]
+	threads   *bridge.Memo[string]
+	guilds    *bridge.Memo[string]
 	// hinted is each job's new thread as the threads bucket names it,
 	// followed (followThread).
-	hinted *engine.Memo[jobThread]
+	hinted *bridge.Memo[jobThread]
 	// rateLimitWait is maxRateLimitWait; tests shorten it.
 	rateLimitWait time.Duration
 	// healEvery is how often the events consumer and the buckets are
@@ -205,9 +205,9 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		admin:         set(o.AdminRoles),
 		oper:          set(o.OperatorRoles),
 		now:           time.Now,
-		threads:       engine.NewMemo[string](50000),
-		hinted:        engine.NewMemo[jobThread](50000),
-		guilds:        engine.NewMemo[string](1000),
+		threads:       bridge.NewMemo[string](50000),
+		hinted:        bridge.NewMemo[jobThread](50000),
+		guilds:        bridge.NewMemo[string](1000),
 		rateLimitWait: maxRateLimitWait,
 		budget:        interactionBudget,
 		backoff:       engine.Backoff,

@@ -101,7 +101,7 @@ type Cards struct {
 	// bring the event back to report again.
 	ReportSync time.Duration
 
-	memo *Memo[*Card]
+	memo *bridge.Memo[*Card]
 }
 
 // cardMemo is a generation of remembered cards (about a kilobyte each).
@@ -109,7 +109,7 @@ const cardMemo = 10000
 
 // NewCards returns the lifecycle of a platform's cards.
 func NewCards(name string, p Platform, n *bridge.NATS, kv *bridge.KV, log *slog.Logger) *Cards {
-	return &Cards{Name: name, Platform: p, NATS: n, KV: kv, Logger: log, Now: time.Now, memo: NewMemo[*Card](cardMemo)}
+	return &Cards{Name: name, Platform: p, NATS: n, KV: kv, Logger: log, Now: time.Now, memo: bridge.NewMemo[*Card](cardMemo)}
 }
 
 // Get returns the card of r this adapter remembers, if any.

@@ -76,7 +76,7 @@ type Bot struct {
 	cards *engine.Cards
 	// reactions routes the runtime's events to the cards and the rest.
 	reactions *engine.Reactions
-	threads   *engine.Memo[string]
+	threads   *bridge.Memo[string]
 	// workers is how many events are handled at once (ordered per job).
 	workers int
 	clicks  *dedupe
@@ -153,7 +153,7 @@ func New(ctx context.Context, o Options) (*Bot, error) {
 		pace:        newPacer(time.Second, 3),
 		retry:       defaultRetry,
 		now:         time.Now,
-		threads:     engine.NewMemo[string](threadMemo),
+		threads:     bridge.NewMemo[string](threadMemo),
 		workers:     engine.DefaultWorkers,
 		redelivered: newReplies(socketRedelivery),
 		dmChannels:  map[string]string{},

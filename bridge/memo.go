@@ -1,13 +1,15 @@
-package engine
+package bridge
 
 import "sync"
 
 // Memo remembers recent values by key, in two generations: when the
 // current one fills, it becomes the previous one and the older one is
 // dropped, so at most twice its size is kept and what is read often
-// stays. An adapter keeps what it just posted in one (a card's message,
-// a job's thread) instead of a durable record per question: the durable
-// copy is the runtime's (docs/design.md, "Card state").
+// stays. It holds what a process did lately and may use again, never
+// what only it knows: an adapter keeps what it just posted in one (a
+// card's message, a job's thread) instead of a durable record per
+// question, the durable copy being the runtime's (docs/design.md, "Card
+// state"); the runtime the row ids of the questions it just recorded.
 type Memo[V any] struct {
 	mu        sync.Mutex
 	max       int
