@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,4 +142,56 @@ func (f *edgeFakeDiscord) customIDs() []string {
 		}
 	}
 	return out
+}
+
+// connTrace is what a request's connection went through, told when the
+// request fails: a connection closed unanswered (EOF) says whether it was
+// a kept-alive one, how long it had been idle, and whether the request
+// was written whole.
+type connTrace struct {
+	mu       sync.Mutex
+	got      bool
+	info     httptrace.GotConnInfo
+	local    string
+	wrote    bool
+	wroteErr error
+}
+
+// traceConn returns req with its connection traced.
+func traceConn(req *http.Request) (*http.Request, *connTrace) {
+	c := &connTrace{}
+	trace := &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.got, c.info = true, info
+			if info.Conn != nil {
+				c.local = info.Conn.LocalAddr().String()
+			}
+		},
+		WroteRequest: func(w httptrace.WroteRequestInfo) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.wrote, c.wroteErr = true, w.Err
+		},
+	}
+	return req.WithContext(httptrace.WithClientTrace(req.Context(), trace)), c
+}
+
+func (c *connTrace) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.got {
+		return "no connection"
+	}
+	s := fmt.Sprintf("connection from %s, reused %v, idle %v for %v", c.local, c.info.Reused, c.info.WasIdle, c.info.IdleTime)
+	switch {
+	case !c.wrote:
+		s += ", request not written"
+	case c.wroteErr != nil:
+		s += fmt.Sprintf(", writing the request failed: %v", c.wroteErr)
+	default:
+		s += ", request written whole"
+	}
+	return s
 }

@@ -301,6 +301,7 @@ func TestEdgeLoad(t *testing.T) {
 				if j.discord {
 					req = discordReq(j.i, j.kind)
 				}
+				req, conn := traceConn(req)
 				resp, err := client.Do(req)
 				status, body := 0, []byte(nil)
 				if err == nil {
@@ -325,7 +326,7 @@ func TestEdgeLoad(t *testing.T) {
 					retry[d]++
 				}
 				if want := wantStatus(j.discord, j.kind); !slices.Contains(want, status) {
-					failures = append(failures, fmt.Sprintf("request %d (%s, discord=%v): HTTP %d (%v), want %v", j.i, edgeKindNames[j.kind], j.discord, status, err, want))
+					failures = append(failures, fmt.Sprintf("request %d (%s, discord=%v): HTTP %d (%v; %s), want %v", j.i, edgeKindNames[j.kind], j.discord, status, err, conn, want))
 				}
 				if bad != "" {
 					failures = append(failures, fmt.Sprintf("request %d (valid, discord): %s", j.i, bad))
