@@ -3,6 +3,7 @@ package bridge
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -109,6 +110,15 @@ func (f *InHand) Progress() {
 			h.told = true
 			f.OnLong(h.Msg, held)
 		}
+	}
+}
+
+// WarnHeldLong is an OnLong that logs each message held that long: what
+// names the holder and the message ("runtime: a message"), meaning says
+// what so long a hold may mean.
+func WarnHeldLong(log *slog.Logger, what, meaning string) func(jetstream.Msg, time.Duration) {
+	return func(m jetstream.Msg, held time.Duration) {
+		log.Warn(what+" held "+held.Round(time.Second).String()+" and not yet done: "+meaning, "subject", m.Subject())
 	}
 }
 

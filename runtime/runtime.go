@@ -166,7 +166,6 @@ func New(o Options) (*Runtime, error) {
 	}
 	log := o.Logger.With("component", "runtime")
 	r := &Runtime{
-		recorded:    bridge.NewMemo[int64](recordedMemo),
 		o:           o,
 		log:         log,
 		js:          o.NATS.JS,
@@ -190,12 +189,10 @@ func New(o Options) (*Runtime, error) {
 		ladWake:     make(chan struct{}, 1),
 		healWake:    make(chan struct{}, 1),
 		hand:        bridge.NewInHand(),
+		recorded:    bridge.NewMemo[int64](recordedMemo),
 		ready:       make(chan struct{}),
 	}
-	r.hand.OnLong = func(m jetstream.Msg, held time.Duration) {
-		log.Warn("runtime: a message held "+held.Round(time.Second).String()+" and not yet done: no other replica gets it while this one lives",
-			"subject", m.Subject())
-	}
+	r.hand.OnLong = bridge.WarnHeldLong(log, "runtime: a message", "no other replica gets it while this one lives")
 	if w, ok := o.Store.(record.DueWatcher); ok && r.shared {
 		r.dueChanged = w.DueChanged()
 	}

@@ -156,10 +156,8 @@ func (l *Loop) Run(ctx context.Context) error {
 	l.acks = &delayedAcks{}
 	l.it = it
 	l.flight = bridge.NewInHand()
-	l.flight.OnLong = func(m jetstream.Msg, held time.Duration) {
-		l.log().Warn(l.Name+": an event held "+held.Round(time.Second).String()+" and not yet done: its handler is stuck, or its job waits its turn in a long queue of cards",
-			"subject", m.Subject())
-	}
+	l.flight.OnLong = bridge.WarnHeldLong(l.log(), l.Name+": an event",
+		"its handler is stuck, or its job waits its turn in a long queue of cards")
 	// Kept in progress until every event is acknowledged or handed back,
 	// after the stop too.
 	keepCtx, stopKeeping := context.WithCancel(context.WithoutCancel(ctx))
