@@ -13,6 +13,7 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store"
+	"github.com/askbridge/askbridge/store/jsstore"
 	"github.com/askbridge/askbridge/store/record"
 )
 
@@ -23,19 +24,37 @@ import (
 // ten and an allowed decision for every job. The default 7-day window
 // holds about 23,000 of them.
 func BenchmarkStats(b *testing.B) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(b.TempDir(), "askbridge.db"))
-	if err != nil {
-		b.Fatal(err)
+	for _, name := range []string{"sqlite", "jetstream"} {
+		b.Run(name, func(b *testing.B) { benchStats(b, name) })
 	}
-	defer st.Close()
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	seedStats(b, st, now.Add(-30*24*time.Hour), 100_000)
+}
+
+func benchStats(b *testing.B, backend string) {
+	ctx := context.Background()
 	n, err := bridge.ConnectNATS(ctx, bridge.NATSOptions{StoreDir: filepath.Join(b.TempDir(), "nats"), Listen: "127.0.0.1:0"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer n.Close()
+	var st record.Backend
+	switch backend {
+	case "sqlite":
+		s, err := store.Open(ctx, filepath.Join(b.TempDir(), "askbridge.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		st = s
+	default:
+		s, err := jsstore.Open(ctx, n.Conn, jsstore.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		st = s
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	seedStats(b, st, now.Add(-30*24*time.Hour), 100_000)
 	reg := prometheus.NewRegistry()
 	r, err := New(Options{NATS: n, Store: st, Registerer: reg, Logger: slog.New(slog.DiscardHandler),
 		Clarify: ClarifyMetrics{Agents: []string{"support", "billing"}}})
@@ -65,13 +84,13 @@ func BenchmarkStats(b *testing.B) {
 
 // seedStats asks n questions from start on, evenly spread over the 30
 // days after it, and settles and logs them as BenchmarkStats says.
-func seedStats(b *testing.B, st *store.Store, start time.Time, n int) {
+func seedStats(b *testing.B, st record.Backend, start time.Time, n int) {
 	ctx := context.Background()
 	step := 30 * 24 * time.Hour / time.Duration(n)
 	agents := []string{"support", "billing", "deploy"}
 	var nqs []record.NewQuestion
 	var ds []record.Decision
-	var logs []record.LogEntry
+	var logs []record.GateWrite
 	flush := func() {
 		res, err := st.AskMany(ctx, nqs)
 		if err != nil {
@@ -82,10 +101,10 @@ func seedStats(b *testing.B, st *store.Store, start time.Time, n int) {
 				ds = append(ds, *d)
 			}
 		}
-		if _, err := st.Decide(ctx, ds); err != nil {
+		if _, err := st.DecideEach(ctx, len(ds), func(i int, _ record.Lookup) (record.Decision, error) { return ds[i], nil }); err != nil {
 			b.Fatal(err)
 		}
-		if err := st.AppendLog(ctx, logs); err != nil {
+		if err := st.GateCommit(ctx, logs); err != nil {
 			b.Fatal(err)
 		}
 		nqs, ds, logs = nqs[:0], ds[:0], logs[:0]
@@ -100,12 +119,12 @@ func seedStats(b *testing.B, st *store.Store, start time.Time, n int) {
 			Kind: bridge.KindQuestion, Body: body, AskedAt: at, Deadline: at.Add(4 * time.Hour),
 		})
 		if i%2 == 0 {
-			logs = append(logs, seedGateEntry(job, bridge.GateAllowed, at.Add(time.Second)))
+			logs = append(logs, record.GateWrite{Log: seedGateEntry(job, bridge.GateAllowed, at.Add(time.Second))})
 			if i%20 == 0 {
-				logs = append(logs, seedGateEntry(job, bridge.GateBlockedByQuestion, at.Add(2*time.Second)))
+				logs = append(logs, record.GateWrite{Log: seedGateEntry(job, bridge.GateBlockedByQuestion, at.Add(2*time.Second))})
 			}
 		}
-		if len(nqs) == 500 {
+		if len(nqs) == 100 { // a JetStream batch takes 1,000 keys
 			flush()
 		}
 	}

@@ -235,7 +235,6 @@ func (s *Store) askPlan(ctx context.Context, nq *record.NewQuestion, id int64, p
 	if err := t.outbox(nq.Outbox, nq.AskedAt); err != nil {
 		return nil, nil, nil, false, err
 	}
-	t.markAsked(nq.Tenant, nq.JobID, nq.AskedAt)
 	rec := d.Record
 	res.Record = &rec
 	return res, t, ended, false, nil
@@ -323,8 +322,7 @@ func (s *Store) supersede(ctx context.Context, t *txn, nq *record.NewQuestion) (
 	}
 	reason := record.SupersededText(nq.TaskVersion)
 	// The new question's own keys: document, state index, due key,
-	// uniqueness key, proposal, its messages, and its day's marks
-	// (markAsked).
-	reserve := 7 + len(nq.Outbox)
+	// uniqueness key, proposal and its messages.
+	reserve := 5 + len(nq.Outbox)
 	return s.endEach(ctx, t, reserve, old, msgs, bridge.StateSuperseded, nq.AskedAt, "", "", reason)
 }

@@ -5,40 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store/record"
 )
 
-// The clarification measures read by day, so that a window's cost follows
-// what happened in it, not the whole record:
-//   - askday.<day> marks a day on which a question was asked, and
-//     asked.<day>.<tenant>.<job> a job that had one asked that day; both
-//     are blind puts of empty values in the ask's batch (markAsked), so a
-//     window's jobs are the asked keys of the days from its start on.
-//   - the gate's refusals are job log keys of their own class and day
-//     (log.<day>.r.<tenant>.<job>.<nuid>, keyLog).
-//
-// A day is a UTC date, 20061231.
-
-// keyAskDay marks a day on which a question was asked.
-func keyAskDay(day string) string { return "askday." + day }
-
-// keyAsked marks a job that had a question asked on day.
-func keyAsked(day, tenant, job string) string {
-	return "asked." + day + "." + enc(tenant) + "." + enc(job)
-}
-
-// markAsked records, in t, that job had a question asked at at, for
-// ClarifyQuestions. Every ask writes it; the keys hold nothing.
-func (t *txn) markAsked(tenant, job string, at time.Time) {
-	day := logDay(at)
-	t.putBlind(keyAskDay(day), nil, 0)
-	t.putBlind(keyAsked(day, tenant, job), nil, 0)
-}
+// The clarification measures read a replica's view of the state index
+// (stateview.go), whose keys hold what they need of each question, and the
+// gate's refusals, job log keys of their own class and day
+// (log.<day>.r.<tenant>.<job>.<nuid>, keyLog). A day is a UTC date,
+// 20061231.
 
 // dayStart is the start of t's UTC day.
 func dayStart(t time.Time) time.Time {
@@ -52,100 +31,125 @@ type jobRef struct{ tenant, job string }
 // ClarifyQuestions returns the questions of every job that had a question
 // asked since since (of tenant, when given), each job's in the order they
 // were asked: the earlier ones too, for a repeat or a reopen reads the
-// job's answers before the window.
+// job's answers before the window. It reads the replica's view of the
+// state index, and no document but, once, those of questions indexed
+// before the index held their facts.
 func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.Time) ([]record.ClarifyQuestion, error) {
-	jobs, err := s.askedSince(ctx, tenant, since)
-	if err != nil {
+	if err := s.learnFacts(ctx); err != nil {
 		return nil, fmt.Errorf("jsstore: read questions for the clarification measures: %w", err)
 	}
 	var out []record.ClarifyQuestion
-	for chunk := range slices.Chunk(jobs, clarifyJobsAtOnce) {
-		docs, err := s.manyJobDocs(ctx, chunk)
-		if err != nil {
-			return nil, fmt.Errorf("jsstore: read questions for the clarification measures: %w", err)
-		}
-		for _, j := range chunk {
-			out = append(out, clarifyJob(docs[j], since)...)
-		}
+	if err := s.read(ctx, &s.index.keyView, func() { out = s.index.clarify(tenant, since.UnixMilli()) }); err != nil {
+		return nil, fmt.Errorf("jsstore: read questions for the clarification measures: %w", err)
 	}
 	return out, nil
 }
 
-// clarifyJobsAtOnce is how many jobs' documents ClarifyQuestions holds at
-// once: a window may hold a hundred thousand.
-const clarifyJobsAtOnce = 512
-
-// askedSince lists the jobs that had a question asked on since's day or
-// later (of tenant, when given), sorted by tenant and job.
-func (s *Store) askedSince(ctx context.Context, tenant string, since time.Time) ([]jobRef, error) {
-	days, err := s.list(ctx, keyAskDay("*"))
-	if err != nil {
-		return nil, err
+// learnFacts reads the documents of the questions the view holds without
+// their facts (state index keys written before they held them) and gives
+// the view their facts.
+func (s *Store) learnFacts(ctx context.Context) error {
+	var unknown []int64
+	if err := s.read(ctx, &s.index.keyView, func() { unknown = s.index.unknownIDs() }); err != nil {
+		return err
 	}
-	first := logDay(since)
-	seen := map[jobRef]bool{}
-	for _, d := range days {
-		day := strings.TrimPrefix(d.Key, keyAskDay(""))
-		if day < first {
-			continue
-		}
-		filter := "asked." + day + ".>"
-		if tenant != "" {
-			filter = "asked." + day + "." + enc(tenant) + ".*"
-		}
-		keys, err := s.list(ctx, filter)
+	for chunk := range slices.Chunk(unknown, learnAtOnce) {
+		docs, _, err := s.getDocs(ctx, chunk)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		for _, k := range keys {
-			tok := strings.Split(k.Key, ".")
-			if len(tok) == 4 {
-				seen[jobRef{dec(tok[2]), dec(tok[3])}] = true
+		s.index.mu.Lock()
+		for _, d := range docs {
+			if d != nil {
+				s.index.learn(d)
 			}
 		}
+		s.index.mu.Unlock()
 	}
-	jobs := make([]jobRef, 0, len(seen))
-	for j := range seen {
-		jobs = append(jobs, j)
-	}
-	slices.SortFunc(jobs, func(a, b jobRef) int {
-		return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.job, b.job))
-	})
-	return jobs, nil
+	return nil
 }
 
-// clarifyBody is what the measures read of a question's body.
-type clarifyBody struct {
-	Agent        string `json:"agent"`
-	MissingField string `json:"missing_field"`
-}
+// learnAtOnce is how many documents learnFacts reads at once.
+const learnAtOnce = 256
 
-// clarifyJob is every question of a job (docs, its documents in id
-// order), in the order asked, when one was asked since since (a day's
-// mark is coarser than the window); none otherwise.
-func clarifyJob(docs []readDoc, since time.Time) []record.ClarifyQuestion {
-	in := false
-	out := make([]record.ClarifyQuestion, 0, len(docs))
-	for _, rd := range docs {
-		d, r := rd.d, &rd.d.Record
-		in = in || r.AskedAt.UnixMilli() >= since.UnixMilli()
-		var b clarifyBody
-		_ = json.Unmarshal(r.Body, &b) // a body without them measures as ""
-		q := record.ClarifyQuestion{Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID, Agent: b.Agent,
-			MissingField: b.MissingField, State: r.State, AskedAt: r.AskedAt, SettledAt: r.SettledAt,
-			TimedOut: r.State == bridge.StateTimedOut}
-		for _, a := range d.Audit {
-			if a.From == bridge.StatePending && a.To == r.State && a.Reason == timedOutReason {
-				q.TimedOut = true
-			}
-		}
-		out = append(out, q)
-	}
-	if !in {
+// unknownIDs lists the questions held without their facts.
+func (sv *stateView) unknownIDs() []int64 {
+	if sv.unknown == 0 {
 		return nil
 	}
-	slices.SortStableFunc(out, func(a, b record.ClarifyQuestion) int { return a.AskedAt.Compare(b.AskedAt) })
+	var out []int64
+	for q, in := range sv.questions {
+		if !in.known {
+			out = append(out, q)
+		}
+	}
 	return out
+}
+
+// learn gives the view the facts of question document d, unless it holds
+// them or no longer holds the question. A document read after its index
+// key is at least as new: the two are written in one batch.
+func (sv *stateView) learn(d *questionDoc) {
+	in, ok := sv.questions[d.Record.ID]
+	if !ok || in.known {
+		return
+	}
+	in.facts, in.known = factsOf(d), true
+	in.facts.Agent, in.facts.MissingField = sv.word(in.facts.Agent), sv.word(in.facts.MissingField)
+	sv.questions[d.Record.ID] = in
+	sv.unknown--
+}
+
+// clarify is ClarifyQuestions of the view, since in Unix milliseconds.
+func (sv *stateView) clarify(tenant string, since int64) []record.ClarifyQuestion {
+	inWindow := map[jobRef]bool{}
+	for _, in := range sv.questions {
+		if in.known && in.facts.AskedAt >= since && (tenant == "" || in.tenant == tenant) {
+			inWindow[jobRef{in.tenant, in.job}] = true
+		}
+	}
+	jobs := slices.SortedFunc(maps.Keys(inWindow), func(a, b jobRef) int {
+		return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.job, b.job))
+	})
+	out := make([]record.ClarifyQuestion, 0, len(inWindow)*2)
+	var ids []int64
+	for _, j := range jobs {
+		ids = append(ids[:0], sv.jobs[j]...)
+		slices.SortFunc(ids, func(a, b int64) int {
+			return cmp.Or(cmp.Compare(sv.questions[a].facts.AskedAt, sv.questions[b].facts.AskedAt), cmp.Compare(a, b))
+		})
+		for _, q := range ids {
+			if in := sv.questions[q]; in.known {
+				out = append(out, clarifyQuestion(q, in))
+			}
+		}
+	}
+	return out
+}
+
+// clarifyQuestion is question q, held as in, as ClarifyQuestions returns
+// it.
+func clarifyQuestion(q int64, in indexed) record.ClarifyQuestion {
+	f := &in.facts
+	c := record.ClarifyQuestion{Tenant: in.tenant, JobID: in.job, QuestionID: f.QuestionID, Agent: f.Agent,
+		MissingField: f.MissingField, State: in.state, TimedOut: f.TimedOut, AskedAt: time.UnixMilli(f.AskedAt).UTC()}
+	if f.SettledAt != 0 {
+		c.SettledAt = time.UnixMilli(f.SettledAt).UTC()
+	}
+	return c
+}
+
+// latestAgents sets the agent of each job of agents to that of its latest
+// question.
+func (sv *stateView) latestAgents(agents map[jobRef]string) {
+	for j := range agents {
+		var latest int64
+		for _, q := range sv.jobs[j] {
+			if in := sv.questions[q]; in.known && q > latest {
+				latest, agents[j] = q, in.facts.Agent
+			}
+		}
+	}
 }
 
 // timedOutReason is the audit reason of a question ended by its timeout
@@ -197,37 +201,24 @@ func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until t
 			counts[group{jobRef{e.Tenant, e.JobID}, *c.Code}]++
 		}
 	}
-	out := make([]record.GateDecision, 0, len(counts))
 	agents := map[jobRef]string{}
-	for g, n := range counts {
-		agent, ok := agents[g.jobRef]
-		if !ok {
-			var err error
-			if agent, err = s.latestAgent(ctx, g.tenant, g.job); err != nil {
-				return nil, fmt.Errorf("jsstore: read gate refusals: %w", err)
-			}
-			agents[g.jobRef] = agent
+	for g := range counts {
+		agents[g.jobRef] = ""
+	}
+	if len(agents) > 0 {
+		if err := s.learnFacts(ctx); err != nil {
+			return nil, fmt.Errorf("jsstore: read gate refusals: %w", err)
 		}
-		out = append(out, record.GateDecision{Tenant: g.tenant, JobID: g.job, Agent: agent, Code: g.code, Count: n})
+		if err := s.read(ctx, &s.index.keyView, func() { s.index.latestAgents(agents) }); err != nil {
+			return nil, fmt.Errorf("jsstore: read gate refusals: %w", err)
+		}
+	}
+	out := make([]record.GateDecision, 0, len(counts))
+	for g, n := range counts {
+		out = append(out, record.GateDecision{Tenant: g.tenant, JobID: g.job, Agent: agents[g.jobRef], Code: g.code, Count: n})
 	}
 	slices.SortFunc(out, func(a, b record.GateDecision) int {
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.JobID, b.JobID), cmp.Compare(a.Code, b.Code))
 	})
 	return out, nil
-}
-
-// latestAgent is the agent of a job's latest question, "" when it has none.
-func (s *Store) latestAgent(ctx context.Context, tenant, job string) (string, error) {
-	vs, err := s.versions(ctx, tenant, job, "")
-	if err != nil || len(vs) == 0 {
-		return "", err
-	}
-	latest := slices.MaxFunc(vs, func(a, b versioned) int { return cmp.Compare(a.id, b.id) })
-	d, _, ok, err := s.getQuestion(ctx, latest.id)
-	if err != nil || !ok {
-		return "", err
-	}
-	var b clarifyBody
-	_ = json.Unmarshal(d.Record.Body, &b)
-	return b.Agent, nil
 }

@@ -1,6 +1,7 @@
 package jsstore
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -31,6 +32,7 @@ type questionDoc struct {
 	// What getQuestion read, so that putQuestion moves the state index,
 	// stamps the audit entries and rewrites the due key as they changed.
 	readState string
+	readBody  []byte
 	readAudit int
 	readDue   *dueDoc
 }
@@ -69,7 +71,7 @@ func (s *Store) getQuestion(ctx context.Context, q int64) (*questionDoc, uint64,
 
 // noteRead remembers what a document read holds, for putQuestion.
 func (d *questionDoc) noteRead() {
-	d.readState, d.readAudit = d.Record.State, len(d.Audit)
+	d.readState, d.readBody, d.readAudit = d.Record.State, d.Record.Body, len(d.Audit)
 	if st, ok := nextStep(d.Steps); ok && d.Record.State == bridge.StatePending {
 		d.readDue = &dueDoc{Question: d.Record.ID, Index: st.Index, Target: st.Target, Due: msTime(st.Due)}
 	}
@@ -139,7 +141,9 @@ func (d *questionDoc) endMinimal(state string, at time.Time, by, via, reason str
 
 // putQuestion writes question document d, read at rev (0 for a new one),
 // and in the same transaction what follows from it: the state index
-// qs.<tenant>.<state>.<job>.<id> moved when its state changed, and the due
+// qs.<tenant>.<state>.<job>.<id> moved when its state changed and
+// rewritten when its body did (its value holds the question's stateFacts,
+// stateview.go), and the due
 // key set to its earliest remaining step while it is pending (cleared
 // otherwise). Every writer of a question document goes through it.
 func (t *txn) putQuestion(d *questionDoc, rev uint64) error {
@@ -152,11 +156,15 @@ func (t *txn) putQuestion(d *questionDoc, rev uint64) error {
 	if err := t.putJSON(keyQuestion(r.ID), rev, d); err != nil {
 		return err
 	}
-	if d.readState != r.State {
-		if d.readState != "" {
+	if d.readState != r.State || !bytes.Equal(d.readBody, r.Body) {
+		if d.readState != "" && d.readState != r.State {
 			t.delBlind(keyState(r.Tenant, d.readState, r.JobID, r.ID))
 		}
-		t.putBlind(keyState(r.Tenant, r.State, r.JobID, r.ID), nil, 0)
+		facts, err := json.Marshal(factsOf(d))
+		if err != nil {
+			return fmt.Errorf("jsstore: the state index of question %d: %w", r.ID, err)
+		}
+		t.putBlind(keyState(r.Tenant, r.State, r.JobID, r.ID), facts, 0)
 	}
 	var due *dueDoc
 	if st, ok := nextStep(d.Steps); ok && r.State == bridge.StatePending {
@@ -170,7 +178,7 @@ func (t *txn) putQuestion(d *questionDoc, rev uint64) error {
 			return err
 		}
 	}
-	d.readState, d.readAudit, d.readDue = r.State, len(d.Audit), due
+	d.readState, d.readBody, d.readAudit, d.readDue = r.State, r.Body, len(d.Audit), due
 	return nil
 }
 

@@ -92,7 +92,6 @@ func (im *Importer) Question(ctx context.Context, q record.ExportedQuestion) err
 		return err
 	}
 	r := q.Record
-	im.t.markAsked(r.Tenant, r.JobID, r.AskedAt)
 	im.t.put(keyQuestionVersion(r.Tenant, r.JobID, r.QuestionID, r.TaskVersion), 0, []byte(strconv.FormatInt(r.ID, 10)))
 	im.maxID = max(im.maxID, r.ID)
 	im.counts.Questions++

@@ -1,6 +1,7 @@
 package jsstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
@@ -31,6 +32,7 @@ func checkIndexes(t testing.TB, s *Store) {
 		return out
 	}
 	docs, states, dues, uniq := read("q.>"), read("qs.>"), read("due.>"), read("qk.>")
+	delete(states, keyStateMark)
 	byState := map[string]int64{}
 	for key, data := range docs {
 		var d questionDoc
@@ -39,8 +41,12 @@ func checkIndexes(t testing.TB, s *Store) {
 		}
 		r := &d.Record
 		byState[r.State]++
+		d.noteRead()
+		facts, _ := json.Marshal(factsOf(&d))
 		if k := keyState(r.Tenant, r.State, r.JobID, r.ID); states[k] == nil {
 			t.Errorf("question %d (%s) has no state key %s", r.ID, r.State, k)
+		} else if !bytes.Equal(states[k], facts) {
+			t.Errorf("question %d: state key %s holds %s, its document %s", r.ID, k, states[k], facts)
 		} else {
 			delete(states, k)
 		}

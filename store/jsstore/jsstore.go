@@ -60,8 +60,8 @@ type Store struct {
 	bg context.Context
 	// due is the replica's view of the due steps (duewatch.go).
 	due dueWatch
-	// tally counts the questions by state (tally.go).
-	tally stateTally
+	// index is the replica's view of the state index (stateview.go).
+	index stateView
 	// outWatch wakes the relay for rows other replicas wrote (relaylease.go).
 	outWatch outWatch
 	// reask is the last walk of Reask, for its next page (reask.go).
@@ -133,7 +133,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	s := &Store{nc: nc, js: js, kv: kv, stream: stream, log: log, bg: bg, stop: stop,
 		replicated: stream.CachedInfo().Config.Replicas > 1}
 	s.due.init(log.Warn)
-	s.tally.init(log.Warn)
+	s.index.init(log.Warn)
 	if s.instance, err = s.ensureInstance(ctx); err != nil {
 		stop()
 		return nil, err

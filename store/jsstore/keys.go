@@ -52,8 +52,18 @@ func keyQuestionVersion(tenant, job, qid string, version int64) string {
 
 // keyState indexes a question by tenant and state.
 func keyState(tenant, state, job string, q int64) string {
-	return "qs." + enc(tenant) + "." + enc(state) + "." + enc(job) + "." + id(q)
+	return stateIndexPrefix + enc(tenant) + "." + enc(state) + "." + enc(job) + "." + id(q)
 }
+
+// stateIndexPrefix begins every key of the state index.
+const stateIndexPrefix = "qs."
+
+// keyStateMark is written, empty, last in every batch that writes the
+// state index. It is under qs.> but no question's key: the last revision
+// of one literal key is a cheap read, where that of any key under qs.>
+// costs the server a walk of them all, and a replica's view of the index
+// is current once it has seen the mark's last write (stateview.go).
+const keyStateMark = stateIndexPrefix + "mark"
 
 // keyJob is a job's document.
 func keyJob(tenant, job string) string { return "job." + enc(tenant) + "." + enc(job) }

@@ -1,6 +1,7 @@
 package jsstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,12 +13,16 @@ import (
 
 // keyView is a replica's in-memory view of the keys one pattern matches,
 // kept by a watch of them: the due steps' heap (duewatch.go) and the
-// questions counted by state (tally.go). A read first brings the watch up
+// questions by state (stateview.go). A read first brings the watch up
 // to the last write of any matching key, so a replica reads its own writes
 // and every other replica's that committed before the read began.
 type keyView struct {
 	// filter is the key pattern; what names the view in errors.
 	filter, what string
+	// mark, when set, is a literal key filter matches, written last in
+	// every batch that writes another: a read waits for its last revision
+	// instead of the last of all filter's keys, and apply never sees it.
+	mark string
 	// reset empties the view for a new watch; apply applies one entry,
 	// initial tells whether it is one of the watch's initial values (the
 	// last write of each key, deletes included) or a later write. Both
@@ -121,9 +126,13 @@ func (v *keyView) applyEntry(gen int, e jetstream.KeyValueEntry) {
 	}
 	if e == nil {
 		v.initial = false
+		close(v.moved)
+		v.moved = make(chan struct{})
 		return
 	}
-	v.apply(e, v.initial)
+	if e.Key() != v.mark {
+		v.apply(e, v.initial)
+	}
 	v.rev = max(v.rev, e.Revision())
 	close(v.moved)
 	v.moved = make(chan struct{})
@@ -132,49 +141,66 @@ func (v *keyView) applyEntry(gen int, e jetstream.KeyValueEntry) {
 // read brings v up to date with every matching key written before it was
 // called and runs f on the view, under its lock.
 func (s *Store) read(ctx context.Context, v *keyView, f func()) error {
-	var progress struct {
-		gen int
-		rev uint64
-		at  time.Time
-	}
+	var p viewProgress
 	for {
 		if err := s.startView(v); err != nil {
 			return err
 		}
-		last, err := s.lastRev(ctx, v.filter)
+		last, err := s.lastRev(ctx, cmp.Or(v.mark, v.filter))
 		if err != nil {
 			return fmt.Errorf("jsstore: read the last of %s: %w", v.what, err)
 		}
+		if done, err := v.waitFor(ctx, last, &p, f); done || err != nil {
+			return err
+		}
+	}
+}
+
+// viewProgress is where a read last saw its view, and when.
+type viewProgress struct {
+	gen int
+	rev uint64
+	at  time.Time
+}
+
+// waitFor runs f, under v's lock, once v has applied the write at
+// revision last (and, with a mark, all of its watch's initial values: the
+// keys written before the first mark are among them). It returns false
+// for the caller to read last again when the watch ended or stalled, or
+// after a second: the last matching key may have gone (an expired delete
+// marker) before the watch saw it.
+func (v *keyView) waitFor(ctx context.Context, last uint64, p *viewProgress, f func()) (bool, error) {
+	again := time.After(time.Second)
+	for {
 		v.mu.Lock()
 		if !v.running {
 			v.mu.Unlock()
-			continue // it ended meanwhile: start it again
+			return false, nil // it ended meanwhile: start it again
 		}
-		if v.rev >= last {
+		if v.rev >= last && (v.mark == "" || !v.initial) {
 			f()
 			v.mu.Unlock()
-			return nil
+			return true, nil
 		}
-		if v.gen != progress.gen || v.rev != progress.rev {
-			progress.gen, progress.rev, progress.at = v.gen, v.rev, time.Now()
-		} else if time.Since(progress.at) > viewStall {
+		if v.gen != p.gen || v.rev != p.rev {
+			p.gen, p.rev, p.at = v.gen, v.rev, time.Now()
+		} else if time.Since(p.at) > viewStall {
 			// The watch is behind and has not moved: its consumer is gone
 			// with a server that went away, and the client would notice
 			// only after missing its heartbeats. A new one reads the keys
 			// afresh.
 			v.mu.Unlock()
-			v.end(progress.gen, fmt.Errorf("jsstore: the watch of %s stalled", v.what))
-			continue
+			v.end(p.gen, fmt.Errorf("jsstore: the watch of %s stalled", v.what))
+			return false, nil
 		}
 		moved := v.moved
 		v.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("jsstore: wait for %s: %w", v.what, ctx.Err())
+			return false, fmt.Errorf("jsstore: wait for %s: %w", v.what, ctx.Err())
 		case <-moved:
-		case <-time.After(time.Second):
-			// The last matching key may have gone (an expired delete
-			// marker) before the watch saw it: read which is last again.
+		case <-again:
+			return false, nil
 		}
 	}
 }

@@ -220,6 +220,9 @@ func (s *Store) states(ctx context.Context, filter string) ([]stateKey, error) {
 	out := make([]stateKey, 0, len(entries))
 	for _, e := range entries {
 		parts := strings.Split(e.Key, ".")
+		if e.Key == keyStateMark {
+			continue
+		}
 		if len(parts) != 5 {
 			return nil, fmt.Errorf("jsstore: malformed state key %s", e.Key)
 		}

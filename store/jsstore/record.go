@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,8 +21,9 @@ import (
 var ErrConflict = errors.New("jsstore: the record changed meanwhile")
 
 // maxBatch is the most keys one transaction writes: JetStream's default
-// limit of an atomic batch is 1,000 messages.
-const maxBatch = 1000
+// limit of an atomic batch is 1,000 messages, and one is kept for the
+// state index's mark (commit).
+const maxBatch = 1000 - 1
 
 // deletedFor is how long a delete marker stays before the key is gone
 // altogether, so deleted keys do not pile up in the bucket's index.
@@ -165,7 +168,8 @@ func (t *txn) delBlind(key string) {
 func (t *txn) empty() bool { return len(t.writes) == 0 }
 
 // commit makes t's writes as one atomic batch. A lost compare-and-set is
-// ErrConflict, and nothing of t is written.
+// ErrConflict, and nothing of t is written. A batch that writes the state
+// index writes its mark last (keyStateMark).
 func (s *Store) commit(ctx context.Context, t *txn) error {
 	switch n := len(t.writes); {
 	case n == 0:
@@ -173,8 +177,12 @@ func (s *Store) commit(ctx context.Context, t *txn) error {
 	case n > maxBatch:
 		return fmt.Errorf("jsstore: a transition of %d keys is more than the %d one atomic batch takes", n, maxBatch)
 	}
+	writes := t.writes
+	if slices.ContainsFunc(writes, func(w write) bool { return strings.HasPrefix(w.key, stateIndexPrefix) }) {
+		writes = append(slices.Clip(writes), write{key: keyStateMark, blind: true})
+	}
 	batch := nuid.Next()
-	for i, w := range t.writes {
+	for i, w := range writes {
 		m := nats.NewMsg(subjectPrefix + w.key)
 		m.Data = w.value
 		if !w.blind {
@@ -187,13 +195,13 @@ func (s *Store) commit(ctx context.Context, t *txn) error {
 		if w.ttl > 0 {
 			m.Header.Set(jetstream.MsgTTLHeader, w.ttl.String())
 		}
-		if len(t.writes) == 1 {
+		if len(writes) == 1 {
 			_, err := s.js.PublishMsg(ctx, m)
 			return commitError(err)
 		}
 		m.Header.Set("Nats-Batch-Id", batch)
 		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
-		if i < len(t.writes)-1 {
+		if i < len(writes)-1 {
 			if err := s.nc.PublishMsg(m); err != nil {
 				return fmt.Errorf("jsstore: write %s: %w", w.key, err)
 			}
