@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/askbridge/askbridge/bridge"
@@ -13,65 +14,80 @@ import (
 // ClarifyQuestions returns the questions of every job that had a question
 // asked since since (of tenant, when given), each job's in the order they
 // were asked: the earlier ones too, for a repeat or a reopen reads the
-// job's answers before the window. It reads two indexes and no row
-// (migration 007): the expressions are the ones questions_by_job holds,
-// and only a failed question, which a timeout may have ended, is looked up
-// in the audit.
+// job's answers before the window. They come from the store's index of
+// every question (clarifyView), brought up to date first.
 func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.Time) ([]record.ClarifyQuestion, error) {
-	var inWindow int
-	if err := s.rs.queryRow(ctx, `SELECT count(*) FROM questions WHERE asked_at >= ? AND (? = '' OR tenant = ?)`,
-		ms(since), tenant, tenant).Scan(&inWindow); err != nil {
+	v := &s.clarify
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err := v.catchUp(ctx, s.r); err != nil {
 		return nil, fmt.Errorf("store: read questions for the clarification measures: %w", err)
 	}
-	rows, err := s.rs.query(ctx, clarifyQuery, timedOutReason, ms(since), tenant, tenant)
+	return v.ix.Questions(tenant, since), nil
+}
+
+// clarifyView is the store's record.ClarifyIndex of every question, made
+// on its first use and kept current by reading, at each use, only what
+// was written since the last: the questions asked since (ids past the
+// last one read) and those with an audit entry since (every change of a
+// question's state or body writes one, and no audit entry is deleted, so
+// its ids only grow).
+type clarifyView struct {
+	mu sync.Mutex
+	ix record.ClarifyIndex
+	// lastQuestion and lastAudit are the last ids read.
+	lastQuestion, lastAudit int64
+}
+
+// catchUp reads into the index, in one read transaction, what was written
+// since the last call.
+func (v *clarifyView) catchUp(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("store: read questions for the clarification measures: %w", err)
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var lastQuestion, lastAudit int64
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM questions").Scan(&lastQuestion); err != nil {
+		return err
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM audit").Scan(&lastAudit); err != nil {
+		return err
+	}
+	if lastQuestion == v.lastQuestion && lastAudit == v.lastAudit {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, clarifyChanged, timedOutReason, v.lastQuestion, lastQuestion, v.lastAudit, lastAudit)
+	if err != nil {
+		return err
 	}
 	defer rows.Close()
-	// The window's questions and a few earlier ones of its jobs: sized once,
-	// for growing a slice of 23,000 was a quarter of the read.
-	out := make([]record.ClarifyQuestion, 0, inWindow+inWindow/8)
-	var words interned
-	var tenantB, agentB, fieldB, stateB sql.RawBytes
 	for rows.Next() {
 		var q record.ClarifyQuestion
-		var asked, settled int64
-		if err := rows.Scan(&tenantB, &q.JobID, &q.QuestionID, &agentB, &fieldB, &stateB, &asked, &settled, &q.TimedOut); err != nil {
-			return nil, fmt.Errorf("store: read questions for the clarification measures: %w", err)
+		var id, asked, settled int64
+		if err := rows.Scan(&id, &q.Tenant, &q.JobID, &q.QuestionID, &q.Agent, &q.MissingField, &q.State, &asked, &settled, &q.TimedOut); err != nil {
+			return err
 		}
-		q.Tenant, q.Agent, q.MissingField, q.State = words.of(tenantB), words.of(agentB), words.of(fieldB), words.of(stateB)
 		q.AskedAt, q.SettledAt = fromMS(asked), fromMS(settled)
 		q.TimedOut = q.TimedOut || q.State == bridge.StateTimedOut
-		out = append(out, q)
+		v.ix.Put(id, q)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	v.lastQuestion, v.lastAudit = lastQuestion, lastAudit
+	return nil
 }
 
-// interned hands out one string for each distinct value read: a window's
-// questions share a few tenants, agents, fields and states.
-type interned map[string]string
-
-func (m *interned) of(b []byte) string {
-	if s, ok := (*m)[string(b)]; ok {
-		return s
-	}
-	if *m == nil {
-		*m = map[string]string{}
-	}
-	s := string(b)
-	(*m)[s] = s
-	return s
-}
-
-// clarifyQuery reads what ClarifyQuestions returns, from the indexes
-// questions_by_asked and questions_by_job alone (TestClarifyReadsNoRow).
-const clarifyQuery = `SELECT q.tenant, q.job_id, q.question_id,
-			COALESCE(json_extract(q.body, '$.agent'), ''), COALESCE(json_extract(q.body, '$.missing_field'), ''),
-			q.state, q.asked_at, q.settled_at,
-			q.state = 'failed' AND EXISTS (SELECT 1 FROM audit a WHERE a.question = q.id AND a.from_state = 'pending' AND a.to_state = q.state AND a.reason = ?)
-		FROM questions q
-		WHERE (q.tenant, q.job_id) IN (SELECT tenant, job_id FROM questions WHERE asked_at >= ? AND (? = '' OR tenant = ?))
-		ORDER BY q.tenant, q.job_id, q.asked_at, q.id`
+// clarifyChanged reads what the measures need of the questions asked in
+// an id range and of those with audit entries in another; only a failed
+// question, which a timeout may have ended, is looked up in the audit.
+const clarifyChanged = `SELECT q.id, q.tenant, q.job_id, q.question_id,
+		COALESCE(json_extract(q.body, '$.agent'), ''), COALESCE(json_extract(q.body, '$.missing_field'), ''),
+		q.state, q.asked_at, q.settled_at,
+		q.state = 'failed' AND EXISTS (SELECT 1 FROM audit a WHERE a.question = q.id AND a.from_state = 'pending' AND a.to_state = q.state AND a.reason = ?1)
+	FROM questions q
+	WHERE q.id > ?2 AND q.id <= ?3 OR q.id IN (SELECT question FROM audit WHERE id > ?4 AND id <= ?5)`
 
 // timedOutReason is the audit reason of a question ended by its timeout
 // (runtime/ladder.go).

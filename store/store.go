@@ -47,6 +47,8 @@ type Store struct {
 	// pruneScan is how many old rows a prune reads at a time (pruneScan;
 	// tests lower it to prune past one read without writing thousands).
 	pruneScan int
+	// clarify is the index the clarification measures read (clarify.go).
+	clarify clarifyView
 }
 
 // checkpointEvery is how often the background checkpoint runs; the writer

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -39,7 +38,7 @@ func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.
 		return nil, fmt.Errorf("jsstore: read questions for the clarification measures: %w", err)
 	}
 	var out []record.ClarifyQuestion
-	if err := s.read(ctx, &s.index.keyView, func() { out = s.index.clarify(tenant, since.UnixMilli()) }); err != nil {
+	if err := s.read(ctx, &s.index.keyView, func() { out = s.index.facts.Questions(tenant, since) }); err != nil {
 		return nil, fmt.Errorf("jsstore: read questions for the clarification measures: %w", err)
 	}
 	return out, nil
@@ -71,86 +70,6 @@ func (s *Store) learnFacts(ctx context.Context) error {
 
 // learnAtOnce is how many documents learnFacts reads at once.
 const learnAtOnce = 256
-
-// unknownIDs lists the questions held without their facts.
-func (sv *stateView) unknownIDs() []int64 {
-	if sv.unknown == 0 {
-		return nil
-	}
-	var out []int64
-	for q, in := range sv.questions {
-		if !in.known {
-			out = append(out, q)
-		}
-	}
-	return out
-}
-
-// learn gives the view the facts of question document d, unless it holds
-// them or no longer holds the question. A document read after its index
-// key is at least as new: the two are written in one batch.
-func (sv *stateView) learn(d *questionDoc) {
-	in, ok := sv.questions[d.Record.ID]
-	if !ok || in.known {
-		return
-	}
-	in.facts, in.known = factsOf(d), true
-	in.facts.Agent, in.facts.MissingField = sv.word(in.facts.Agent), sv.word(in.facts.MissingField)
-	sv.questions[d.Record.ID] = in
-	sv.unknown--
-}
-
-// clarify is ClarifyQuestions of the view, since in Unix milliseconds.
-func (sv *stateView) clarify(tenant string, since int64) []record.ClarifyQuestion {
-	inWindow := map[jobRef]bool{}
-	for _, in := range sv.questions {
-		if in.known && in.facts.AskedAt >= since && (tenant == "" || in.tenant == tenant) {
-			inWindow[jobRef{in.tenant, in.job}] = true
-		}
-	}
-	jobs := slices.SortedFunc(maps.Keys(inWindow), func(a, b jobRef) int {
-		return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.job, b.job))
-	})
-	out := make([]record.ClarifyQuestion, 0, len(inWindow)*2)
-	var ids []int64
-	for _, j := range jobs {
-		ids = append(ids[:0], sv.jobs[j]...)
-		slices.SortFunc(ids, func(a, b int64) int {
-			return cmp.Or(cmp.Compare(sv.questions[a].facts.AskedAt, sv.questions[b].facts.AskedAt), cmp.Compare(a, b))
-		})
-		for _, q := range ids {
-			if in := sv.questions[q]; in.known {
-				out = append(out, clarifyQuestion(q, in))
-			}
-		}
-	}
-	return out
-}
-
-// clarifyQuestion is question q, held as in, as ClarifyQuestions returns
-// it.
-func clarifyQuestion(q int64, in indexed) record.ClarifyQuestion {
-	f := &in.facts
-	c := record.ClarifyQuestion{Tenant: in.tenant, JobID: in.job, QuestionID: f.QuestionID, Agent: f.Agent,
-		MissingField: f.MissingField, State: in.state, TimedOut: f.TimedOut, AskedAt: time.UnixMilli(f.AskedAt).UTC()}
-	if f.SettledAt != 0 {
-		c.SettledAt = time.UnixMilli(f.SettledAt).UTC()
-	}
-	return c
-}
-
-// latestAgents sets the agent of each job of agents to that of its latest
-// question.
-func (sv *stateView) latestAgents(agents map[jobRef]string) {
-	for j := range agents {
-		var latest int64
-		for _, q := range sv.jobs[j] {
-			if in := sv.questions[q]; in.known && q > latest {
-				latest, agents[j] = q, in.facts.Agent
-			}
-		}
-	}
-}
 
 // timedOutReason is the audit reason of a question ended by its timeout
 // (runtime/ladder.go).
@@ -209,7 +128,12 @@ func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until t
 		if err := s.learnFacts(ctx); err != nil {
 			return nil, fmt.Errorf("jsstore: read gate refusals: %w", err)
 		}
-		if err := s.read(ctx, &s.index.keyView, func() { s.index.latestAgents(agents) }); err != nil {
+		latest := func() {
+			for j := range agents {
+				agents[j] = s.index.facts.LatestAgent(j.tenant, j.job)
+			}
+		}
+		if err := s.read(ctx, &s.index.keyView, latest); err != nil {
 			return nil, fmt.Errorf("jsstore: read gate refusals: %w", err)
 		}
 	}

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/askbridge/askbridge/bridge"
+	"github.com/askbridge/askbridge/store/record"
 )
 
 // A replica keeps its view of the state index qs.> (stateView): every
@@ -42,24 +43,36 @@ type stateFacts struct {
 	TimedOut bool `json:"to,omitempty"`
 }
 
-// indexed is one question as the view holds it.
-type indexed struct {
+// question is f as ClarifyQuestions returns it, of the question whose
+// state index key names tenant, job and state.
+func (f stateFacts) question(tenant, job, state string) record.ClarifyQuestion {
+	q := record.ClarifyQuestion{Tenant: tenant, JobID: job, QuestionID: f.QuestionID, Agent: f.Agent, MissingField: f.MissingField,
+		State: state, TimedOut: f.TimedOut, AskedAt: time.UnixMilli(f.AskedAt).UTC()}
+	if f.SettledAt != 0 {
+		q.SettledAt = time.UnixMilli(f.SettledAt).UTC()
+	}
+	return q
+}
+
+// held is a question's state index key as the view holds it.
+type held struct {
 	tenant, job, state string
-	facts              stateFacts
-	// known is false while the facts are not read: the key was empty.
+	// known is false while the question's facts are not read: its key
+	// was empty.
 	known bool
 }
 
 // stateView is a replica's view of the state index.
 type stateView struct {
 	keyView
-	questions map[int64]indexed
-	// jobs lists each job's questions.
-	jobs   map[jobRef][]int64
+	keys   map[int64]held
 	counts map[string]int64
+	// facts holds the facts of the questions whose keys held them, or
+	// whose documents were read (learnFacts).
+	facts record.ClarifyIndex
 	// unknown counts the questions held without their facts.
 	unknown int
-	// words holds one copy of each tenant, state, agent and field seen.
+	// words holds one copy of each tenant and state.
 	words map[string]string
 }
 
@@ -67,8 +80,8 @@ type stateView struct {
 func (sv *stateView) init(warn func(string, ...any)) {
 	sv.filter, sv.mark, sv.what = stateIndexPrefix+">", keyStateMark, "the state index"
 	sv.reset = func() {
-		sv.questions, sv.jobs, sv.counts, sv.words = map[int64]indexed{}, map[jobRef][]int64{}, map[string]int64{}, map[string]string{}
-		sv.unknown = 0
+		sv.keys, sv.counts, sv.words = map[int64]held{}, map[string]int64{}, map[string]string{}
+		sv.facts, sv.unknown = record.ClarifyIndex{}, 0
 	}
 	sv.apply = func(e jetstream.KeyValueEntry, initial bool) {
 		parts := strings.Split(e.Key(), ".")
@@ -80,46 +93,68 @@ func (sv *stateView) init(warn func(string, ...any)) {
 		state := sv.word(dec(parts[2]))
 		switch {
 		case e.Operation() == jetstream.KeyValuePut:
-			sv.put(q, indexed{tenant: sv.word(dec(parts[1])), job: dec(parts[3]), state: state}, e.Value())
+			sv.put(q, held{tenant: sv.word(dec(parts[1])), job: dec(parts[3]), state: state}, e.Value())
 		case !initial:
-			if old, ok := sv.questions[q]; ok && old.state == state {
+			if old, ok := sv.keys[q]; ok && old.state == state {
 				sv.remove(q, old)
 			}
 		}
 	}
 }
 
-// put holds question q in the state of its key, with the facts of value.
-func (sv *stateView) put(q int64, in indexed, value []byte) {
-	if len(value) > 0 && json.Unmarshal(value, &in.facts) == nil {
-		in.known = true
-		in.facts.Agent, in.facts.MissingField = sv.word(in.facts.Agent), sv.word(in.facts.MissingField)
-	}
-	if old, ok := sv.questions[q]; ok {
+// put holds question q in the state of its key h, with the facts of value.
+func (sv *stateView) put(q int64, h held, value []byte) {
+	if old, ok := sv.keys[q]; ok {
 		sv.remove(q, old)
 	}
-	sv.questions[q] = in
-	if !in.known {
+	var f stateFacts
+	if h.known = len(value) > 0 && json.Unmarshal(value, &f) == nil; h.known {
+		sv.facts.Put(q, f.question(h.tenant, h.job, h.state))
+	} else {
 		sv.unknown++
 	}
-	j := jobRef{in.tenant, in.job}
-	sv.jobs[j] = append(sv.jobs[j], q)
-	sv.count(in.state, 1)
+	sv.keys[q] = h
+	sv.count(h.state, 1)
 }
 
-// remove lets go of question q, held as in.
-func (sv *stateView) remove(q int64, in indexed) {
-	delete(sv.questions, q)
-	if !in.known {
+// remove lets go of question q, held as h.
+func (sv *stateView) remove(q int64, h held) {
+	delete(sv.keys, q)
+	if h.known {
+		sv.facts.Remove(q)
+	} else {
 		sv.unknown--
 	}
-	j := jobRef{in.tenant, in.job}
-	if ids := slices.DeleteFunc(sv.jobs[j], func(id int64) bool { return id == q }); len(ids) > 0 {
-		sv.jobs[j] = ids
-	} else {
-		delete(sv.jobs, j)
+	sv.count(h.state, -1)
+}
+
+// learn gives the view the facts of question document d, unless it holds
+// them or no longer holds the question. A document read after its index
+// key is at least as new: the two are written in one batch.
+func (sv *stateView) learn(d *questionDoc) {
+	q := d.Record.ID
+	h, ok := sv.keys[q]
+	if !ok || h.known {
+		return
 	}
-	sv.count(in.state, -1)
+	sv.facts.Put(q, factsOf(d).question(h.tenant, h.job, h.state))
+	h.known = true
+	sv.keys[q] = h
+	sv.unknown--
+}
+
+// unknownIDs lists the questions held without their facts.
+func (sv *stateView) unknownIDs() []int64 {
+	if sv.unknown == 0 {
+		return nil
+	}
+	var out []int64
+	for q, h := range sv.keys {
+		if !h.known {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 func (sv *stateView) count(state string, n int64) {

@@ -223,6 +223,48 @@ func testClarifyQuestions(t *testing.T, s Store) {
 	}
 }
 
+// testClarifyFollowsWrites: ClarifyQuestions read after each kind of
+// write shows it: an ask, a delegation to another body, an answer, a
+// supersede by a new task version and a timeout. A store that keeps what
+// the measures read between calls must miss none of them.
+func testClarifyFollowsWrites(t *testing.T, s Store) {
+	read := func(want ...string) {
+		t.Helper()
+		qs, err := s.ClarifyQuestions(ctx, "", T0)
+		got := []string{}
+		for _, q := range qs {
+			got = append(got, fmt.Sprintf("%s/%s %s %s %s timedout=%v settled=%v", q.JobID, q.QuestionID, q.Agent, q.MissingField,
+				q.State, q.TimedOut, q.SettledAt.Sub(T0)))
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("ClarifyQuestions =\n %q, %v\nwant\n %q", got, err, want)
+		}
+	}
+	never := time.Time{}.Sub(T0)
+	first := Ask(t, s, clarifyQ(Tenant, "job-1", "q-1", "billing", "order_id", 0))
+	read(fmt.Sprintf("job-1/q-1 billing order_id pending timedout=false settled=%v", never))
+	wantOutcomes(t, decideAll(t, s, record.Decision{Delegate: &record.Delegation{AttemptID: "delegate-1", Question: first.ID,
+		Body: []byte(`{"question":"Which?","agent":"billing-v2","missing_field":"amount"}`), By: "slack:UANA", Via: "slack", At: T0}}), nil)
+	read(fmt.Sprintf("job-1/q-1 billing-v2 amount pending timedout=false settled=%v", never))
+	if err := s.Settle(ctx, record.Settlement{Question: first.ID, State: bridge.StateAnswered, By: "slack:UANA", At: T0.Add(10 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	read("job-1/q-1 billing-v2 amount answered timedout=false settled=10m0s")
+	Ask(t, s, clarifyQ(Tenant, "job-2", "q-1", "support", "", time.Minute))
+	newer := clarifyQ(Tenant, "job-2", "q-1", "support", "", 2*time.Minute)
+	newer.TaskVersion = 2
+	third := Ask(t, s, newer)
+	read("job-1/q-1 billing-v2 amount answered timedout=false settled=10m0s",
+		"job-2/q-1 support  superseded timedout=false settled=2m0s",
+		fmt.Sprintf("job-2/q-1 support  pending timedout=false settled=%v", never))
+	if err := s.Settle(ctx, record.Settlement{Question: third.ID, State: bridge.StateFailed, Reason: "timed out", At: T0.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	read("job-1/q-1 billing-v2 amount answered timedout=false settled=10m0s",
+		"job-2/q-1 support  superseded timedout=false settled=2m0s",
+		"job-2/q-1 support  failed timedout=true settled=1h0m0s")
+}
+
 // testGateDecisions: the gate's refusals in a window, counted by job and
 // code, with the agent of the job's latest question.
 func testGateDecisions(t *testing.T, s Store) {

@@ -31,6 +31,7 @@ func RunSafety(t *testing.T, open Open) {
 		"RecordNoticeOnce":             testRecordNotice,
 		"PruneGateLog":                 testPruneGateLog,
 		"ClarifyQuestions":             testClarifyQuestions,
+		"ClarifyFollowsWrites":         testClarifyFollowsWrites,
 		"GateDecisions":                testGateDecisions,
 		"RaceNotice":                   testRaceNotice,
 		"RaceExecute":                  testRaceExecute,
