@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -31,33 +32,52 @@ func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.
 // was written since the last: the questions asked since (ids past the
 // last one read) and those with an audit entry since (every change of a
 // question's state or body writes one, and no audit entry is deleted, so
-// its ids only grow).
+// its ids only grow). It costs the memory of every question's measures,
+// about 250 bytes each.
 type clarifyView struct {
 	mu sync.Mutex
 	ix record.ClarifyIndex
 	// lastQuestion and lastAudit are the last ids read.
 	lastQuestion, lastAudit int64
+	// page is how many ids a read takes; 0 is catchUpPage (tests lower it).
+	page int64
 }
 
-// catchUp reads into the index, in one read transaction, what was written
-// since the last call.
+// catchUp reads into the index what was written since the last call, a
+// page of ids at a time, so that a call cut short by its context leaves
+// the next less to read.
 func (v *clarifyView) catchUp(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
+	var lastAudit, lastQuestion int64
+	if err := db.QueryRowContext(ctx, "SELECT (SELECT COALESCE(MAX(id), 0) FROM audit), (SELECT COALESCE(MAX(id), 0) FROM questions)").
+		Scan(&lastAudit, &lastQuestion); err != nil {
 		return err
 	}
-	defer func() { _ = tx.Rollback() }()
-	var lastQuestion, lastAudit int64
-	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM questions").Scan(&lastQuestion); err != nil {
-		return err
+	// A question read from here on is read as it stands after every audit
+	// entry up to lastAudit: only those read before need theirs.
+	readBefore, page := v.lastQuestion, cmp.Or(v.page, catchUpPage)
+	for v.lastQuestion < lastQuestion {
+		to := min(lastQuestion, v.lastQuestion+page)
+		if err := v.put(ctx, db, clarifyAsked, v.lastQuestion, to); err != nil {
+			return err
+		}
+		v.lastQuestion = to
 	}
-	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM audit").Scan(&lastAudit); err != nil {
-		return err
+	for v.lastAudit < lastAudit {
+		to := min(lastAudit, v.lastAudit+page)
+		if err := v.put(ctx, db, clarifyAudited, v.lastAudit, to, readBefore); err != nil {
+			return err
+		}
+		v.lastAudit = to
 	}
-	if lastQuestion == v.lastQuestion && lastAudit == v.lastAudit {
-		return nil
-	}
-	rows, err := tx.QueryContext(ctx, clarifyChanged, timedOutReason, v.lastQuestion, lastQuestion, v.lastAudit, lastAudit)
+	return nil
+}
+
+// catchUpPage is how many ids catchUp reads at a time.
+const catchUpPage = 10_000
+
+// put reads the questions query selects into the index.
+func (v *clarifyView) put(ctx context.Context, db *sql.DB, query string, args ...any) error {
+	rows, err := db.QueryContext(ctx, query, append([]any{timedOutReason}, args...)...)
 	if err != nil {
 		return err
 	}
@@ -72,22 +92,24 @@ func (v *clarifyView) catchUp(ctx context.Context, db *sql.DB) error {
 		q.TimedOut = q.TimedOut || q.State == bridge.StateTimedOut
 		v.ix.Put(id, q)
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	v.lastQuestion, v.lastAudit = lastQuestion, lastAudit
-	return nil
+	return rows.Err()
 }
 
-// clarifyChanged reads what the measures need of the questions asked in
-// an id range and of those with audit entries in another; only a failed
-// question, which a timeout may have ended, is looked up in the audit.
-const clarifyChanged = `SELECT q.id, q.tenant, q.job_id, q.question_id,
+// clarifyColumns are what the measures read of a question q; only a
+// failed question, which a timeout may have ended, is looked up in the
+// audit (?1 is timedOutReason).
+const clarifyColumns = `SELECT q.id, q.tenant, q.job_id, q.question_id,
 		COALESCE(json_extract(q.body, '$.agent'), ''), COALESCE(json_extract(q.body, '$.missing_field'), ''),
 		q.state, q.asked_at, q.settled_at,
 		q.state = 'failed' AND EXISTS (SELECT 1 FROM audit a WHERE a.question = q.id AND a.from_state = 'pending' AND a.to_state = q.state AND a.reason = ?1)
-	FROM questions q
-	WHERE q.id > ?2 AND q.id <= ?3 OR q.id IN (SELECT question FROM audit WHERE id > ?4 AND id <= ?5)`
+	FROM questions q `
+
+// clarifyAsked reads the questions of ids in (?2, ?3]; clarifyAudited
+// those up to ?4 with audit entries of ids in (?2, ?3].
+const (
+	clarifyAsked   = clarifyColumns + `WHERE q.id > ?2 AND q.id <= ?3`
+	clarifyAudited = clarifyColumns + `WHERE q.id IN (SELECT question FROM audit WHERE id > ?2 AND id <= ?3) AND q.id <= ?4`
+)
 
 // timedOutReason is the audit reason of a question ended by its timeout
 // (runtime/ladder.go).
