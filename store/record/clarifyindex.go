@@ -2,7 +2,6 @@ package record
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"time"
 )
@@ -16,7 +15,7 @@ import (
 // is empty; it is not safe for concurrent use.
 type ClarifyIndex struct {
 	questions map[int64]ClarifyQuestion
-	jobs      map[jobRef][]int64
+	jobs      map[jobRef]*indexedJob
 	// words holds one copy of each tenant, agent, field and state.
 	words map[string]string
 }
@@ -24,18 +23,32 @@ type ClarifyIndex struct {
 // jobRef names a job.
 type jobRef struct{ tenant, job string }
 
+// indexedJob is a job's questions, and when the last of them was asked:
+// a window's jobs are found by job, not by question.
+type indexedJob struct {
+	ids       []int64
+	lastAsked time.Time
+}
+
 // Put holds q as question id, in place of what was held of it.
 func (ix *ClarifyIndex) Put(id int64, q ClarifyQuestion) {
 	if ix.questions == nil {
-		ix.questions, ix.jobs, ix.words = map[int64]ClarifyQuestion{}, map[jobRef][]int64{}, map[string]string{}
+		ix.questions, ix.jobs, ix.words = map[int64]ClarifyQuestion{}, map[jobRef]*indexedJob{}, map[string]string{}
 	}
 	q.Tenant, q.Agent, q.MissingField, q.State = ix.word(q.Tenant), ix.word(q.Agent), ix.word(q.MissingField), ix.word(q.State)
 	if _, ok := ix.questions[id]; ok {
 		ix.Remove(id)
 	}
 	ix.questions[id] = q
-	j := jobRef{q.Tenant, q.JobID}
-	ix.jobs[j] = append(ix.jobs[j], id)
+	j := ix.jobs[jobRef{q.Tenant, q.JobID}]
+	if j == nil {
+		j = &indexedJob{}
+		ix.jobs[jobRef{q.Tenant, q.JobID}] = j
+	}
+	j.ids = append(j.ids, id)
+	if q.AskedAt.After(j.lastAsked) {
+		j.lastAsked = q.AskedAt
+	}
 }
 
 // Remove lets go of question id.
@@ -45,11 +58,17 @@ func (ix *ClarifyIndex) Remove(id int64) {
 		return
 	}
 	delete(ix.questions, id)
-	j := jobRef{q.Tenant, q.JobID}
-	if ids := slices.DeleteFunc(ix.jobs[j], func(x int64) bool { return x == id }); len(ids) > 0 {
-		ix.jobs[j] = ids
-	} else {
-		delete(ix.jobs, j)
+	ref := jobRef{q.Tenant, q.JobID}
+	j := ix.jobs[ref]
+	if j.ids = slices.DeleteFunc(j.ids, func(x int64) bool { return x == id }); len(j.ids) == 0 {
+		delete(ix.jobs, ref)
+		return
+	}
+	j.lastAsked = time.Time{}
+	for _, x := range j.ids {
+		if asked := ix.questions[x].AskedAt; asked.After(j.lastAsked) {
+			j.lastAsked = asked
+		}
 	}
 }
 
@@ -69,25 +88,31 @@ func (ix *ClarifyIndex) word(s string) string {
 // and job, each job's in the order asked (by id among those asked at
 // once), the earlier ones too.
 func (ix *ClarifyIndex) Questions(tenant string, since time.Time) []ClarifyQuestion {
-	from := since.UnixMilli()
-	inWindow := map[jobRef]bool{}
-	for _, q := range ix.questions {
-		if q.AskedAt.UnixMilli() >= from && (tenant == "" || q.Tenant == tenant) {
-			inWindow[jobRef{q.Tenant, q.JobID}] = true
+	var jobs []jobRef
+	n := 0
+	for ref, j := range ix.jobs {
+		if !j.lastAsked.Before(since) && (tenant == "" || ref.tenant == tenant) {
+			jobs = append(jobs, ref)
+			n += len(j.ids)
 		}
 	}
-	jobs := slices.SortedFunc(maps.Keys(inWindow), func(a, b jobRef) int {
+	slices.SortFunc(jobs, func(a, b jobRef) int {
 		return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.job, b.job))
 	})
-	out := make([]ClarifyQuestion, 0, 2*len(jobs))
-	var ids []int64
-	for _, j := range jobs {
-		ids = append(ids[:0], ix.jobs[j]...)
-		slices.SortFunc(ids, func(a, b int64) int {
-			return cmp.Or(ix.questions[a].AskedAt.Compare(ix.questions[b].AskedAt), cmp.Compare(a, b))
-		})
-		for _, id := range ids {
-			out = append(out, ix.questions[id])
+	out := make([]ClarifyQuestion, 0, n)
+	type held struct {
+		id int64
+		q  ClarifyQuestion
+	}
+	var job []held
+	for _, ref := range jobs {
+		job = job[:0]
+		for _, id := range ix.jobs[ref].ids {
+			job = append(job, held{id, ix.questions[id]})
+		}
+		slices.SortFunc(job, func(a, b held) int { return cmp.Or(a.q.AskedAt.Compare(b.q.AskedAt), cmp.Compare(a.id, b.id)) })
+		for _, h := range job {
+			out = append(out, h.q)
 		}
 	}
 	return out
@@ -98,7 +123,11 @@ func (ix *ClarifyIndex) Questions(tenant string, since time.Time) []ClarifyQuest
 func (ix *ClarifyIndex) LatestAgent(tenant, job string) string {
 	var latest int64
 	agent := ""
-	for _, id := range ix.jobs[jobRef{tenant, job}] {
+	j := ix.jobs[jobRef{tenant, job}]
+	if j == nil {
+		return ""
+	}
+	for _, id := range j.ids {
 		if id > latest {
 			latest, agent = id, ix.questions[id].Agent
 		}

@@ -23,6 +23,13 @@ func TestClarifyIndex(t *testing.T) {
 	ix.Put(7, q("acme", "job-4", "q-1", "support", "pending", 3*time.Hour))
 	ix.Remove(7)
 	ix.Remove(99)
+	// A job whose latest question is held anew as asked earlier, or
+	// let go of, is in a window by the questions it has left.
+	ix.Put(8, q("acme", "job-5", "q-1", "support", "pending", 4*time.Hour))
+	ix.Put(8, q("acme", "job-5", "q-1", "support", "pending", -96*time.Hour))
+	ix.Put(9, q("acme", "job-6", "q-1", "support", "pending", -100*time.Hour))
+	ix.Put(10, q("acme", "job-6", "q-2", "support", "pending", 5*time.Hour))
+	ix.Remove(10)
 	show := func(qs []ClarifyQuestion) []string {
 		out := []string{}
 		for _, q := range qs {
@@ -49,8 +56,8 @@ func TestClarifyIndex(t *testing.T) {
 			t.Errorf("Questions(%q, t0%+v) =\n %q\nwant\n %q", c.tenant, c.since, got, c.want)
 		}
 	}
-	if ix.Len() != 6 {
-		t.Errorf("holds %d questions, want 6", ix.Len())
+	if ix.Len() != 8 {
+		t.Errorf("holds %d questions, want 8", ix.Len())
 	}
 	for _, c := range []struct{ tenant, job, want string }{
 		{"acme", "job-1", "billing-v2"}, {"acme", "job-2", "support"}, {"acme", "job-4", ""}, {"gamma", "job-1", ""},
