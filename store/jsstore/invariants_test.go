@@ -66,8 +66,8 @@ func checkIndexes(t testing.TB, s *Store) {
 			t.Errorf("question %d: %s = %q", r.ID, k, uniq[k])
 		}
 	}
-	if tally, err := s.CountByState(ctx); err != nil || !maps.Equal(tally, byState) {
-		t.Errorf("the tally by state = %v, %v; the documents hold %v", tally, err, byState)
+	if counts, err := s.CountByState(ctx); err != nil || !maps.Equal(counts, byState) {
+		t.Errorf("the counts by state = %v, %v; the documents hold %v", counts, err, byState)
 	}
 	for _, rest := range []map[string][]byte{states, dues} {
 		keys := slices.Sorted(func(yield func(string) bool) {

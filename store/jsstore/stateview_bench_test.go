@@ -10,20 +10,20 @@ import (
 	"github.com/askbridge/askbridge/store/record"
 )
 
-// tallyQuestions is how many questions BenchmarkCountByState fills the
+// viewQuestions is how many questions BenchmarkCountByState fills the
 // record with: docs/benchmarks.md's stats target is for 100,000.
-const tallyQuestions = 100_000
+const viewQuestions = 100_000
 
 // BenchmarkCountByState counts 100,000 questions by state, a third of them
 // answered, as each /metrics scrape and `askbridge stats` do: from the
-// replica's tally, and (the baseline) by reading the state index, as
-// CountByState did before the tally. first-ms is the first count's, which
-// starts the tally's watch and reads the index once.
+// replica's state view, and (the baseline) by reading the state index.
+// first-ms is the first count's, which starts the view's watch and reads
+// the index once.
 func BenchmarkCountByState(b *testing.B) {
 	ctx := context.Background()
 	s := openTest(b)
-	fillQuestions(b, s, tallyQuestions)
-	b.Run("tally", func(b *testing.B) {
+	fillQuestions(b, s, viewQuestions)
+	b.Run("view", func(b *testing.B) {
 		start := time.Now()
 		if _, err := s.CountByState(ctx); err != nil {
 			b.Fatal(err)
@@ -37,7 +37,7 @@ func BenchmarkCountByState(b *testing.B) {
 		b.ReportMetric(float64(first.Microseconds())/1000, "first-ms")
 	})
 	// The rest of a stats request or a scrape: the clarification
-	// measures read the questions of the jobs asked in the window.
+	// measures read the view's questions of the jobs asked in the window.
 	for _, c := range []struct {
 		name  string
 		since time.Time
@@ -59,7 +59,7 @@ func BenchmarkCountByState(b *testing.B) {
 	})
 	b.Run("index-scan", func(b *testing.B) {
 		for b.Loop() {
-			if keys, err := s.states(ctx, "qs.>"); err != nil || len(keys) != tallyQuestions {
+			if keys, err := s.states(ctx, "qs.>"); err != nil || len(keys) != viewQuestions {
 				b.Fatalf("%d keys, %v", len(keys), err)
 			}
 		}
