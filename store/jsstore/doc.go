@@ -224,14 +224,30 @@ func (s *Store) getJob(ctx context.Context, tenant, job string) (jobDoc, uint64,
 }
 
 // attemptDoc is a decided attempt's dedupe key, under att.<attempt>: when
-// it was decided, so that old ones are pruned as SQLite's attempts rows.
+// it was decided. Expires says the key goes on its own after attemptTTL;
+// keys written before they did are pruned (PruneAttempts).
 type attemptDoc struct {
-	At time.Time `json:"at"`
+	At      time.Time `json:"at"`
+	Expires bool      `json:"expires,omitempty"`
 }
+
+// attemptTTL is how long an attempt's key stays: as long as the runtime
+// keeps attempt ids (runtime/prune.go), a day past the answers stream's 30
+// days, after which no attempt can be delivered again.
+const attemptTTL = 31 * 24 * time.Hour
+
+// AttemptExpiry is how long an attempt's key stays: the bucket deletes it
+// then (storetest.AttemptExpiry).
+func (s *Store) AttemptExpiry() time.Duration { return attemptTTL }
 
 // putAttempt marks attempt decided at at; rev is what get read of its key
 // (0, or a delete marker's revision), so two replicas deciding one attempt
 // at once conflict and the second finds it decided.
 func (t *txn) putAttempt(attempt string, rev uint64, at time.Time) error {
-	return t.putJSON(keyAttempt(attempt), rev, attemptDoc{At: msTime(at)})
+	data, err := json.Marshal(attemptDoc{At: msTime(at), Expires: true})
+	if err != nil {
+		return fmt.Errorf("jsstore: encode attempt %s: %w", attempt, err)
+	}
+	t.add(write{key: keyAttempt(attempt), rev: rev, value: data, ttl: attemptTTL})
+	return nil
 }

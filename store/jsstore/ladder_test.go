@@ -198,37 +198,6 @@ func TestMarkSentOnAnotherReplica(t *testing.T) {
 	}
 }
 
-// TestPruneAttempts: attempt keys decided before the cutoff go, later
-// ones stay.
-func TestPruneAttempts(t *testing.T) {
-	t.Parallel()
-	s := openTest(t)
-	ctx := context.Background()
-	tx := &txn{}
-	for _, a := range []struct {
-		id string
-		at time.Time
-	}{{"old-1", t0.Add(-40 * 24 * time.Hour)}, {"old/2", t0.Add(-32 * 24 * time.Hour)}, {"new", t0}} {
-		if err := tx.putAttempt(a.id, 0, a.at); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.commit(ctx, tx); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := s.PruneAttempts(ctx, t0.Add(-31*24*time.Hour)); err != nil || n != 2 {
-		t.Fatalf("PruneAttempts = %d, %v; want 2", n, err)
-	}
-	for id, want := range map[string]bool{"old-1": false, "old/2": false, "new": true} {
-		if _, _, ok, err := s.get(ctx, keyAttempt(id)); err != nil || ok != want {
-			t.Errorf("attempt %s kept = %v, %v; want %v", id, ok, err, want)
-		}
-	}
-	if n, err := s.PruneAttempts(ctx, t0.Add(-31*24*time.Hour)); err != nil || n != 0 {
-		t.Fatalf("PruneAttempts again = %d, %v; want 0", n, err)
-	}
-}
-
 // TestDueStepsLimitAcrossManyQuestions: with more questions due than a
 // limit, and their steps due at the same times, DueSteps returns the
 // first by due time, question and step, as SQLite's index orders them.

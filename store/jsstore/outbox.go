@@ -159,15 +159,22 @@ func (s *Store) PruneSent(ctx context.Context, before time.Time) (int64, error) 
 	return 0, nil
 }
 
-// PruneAttempts forgets attempt ids decided before the cutoff, as SQLite's:
-// older than the answers stream keeps messages, none can be delivered
-// again. Each batch deletes a key only if it still holds what was read.
+// PruneAttempts deletes the attempt keys decided before the cutoff that
+// were written before attempt keys expired on their own (attemptTTL), as
+// SQLite prunes its attempts rows. Once a prune finds none of them left, it
+// notes so in the record, and every later one reads nothing: a list of
+// every attempt key each hour grew with the answers of a month. Each batch
+// deletes a key only if it still holds what was read.
 func (s *Store) PruneAttempts(ctx context.Context, before time.Time) (int64, error) {
+	if done, err := s.Meta(ctx, metaAttemptsExpire); err != nil || done != "" {
+		return 0, err
+	}
 	entries, err := s.list(ctx, "att.>")
 	if err != nil {
 		return 0, fmt.Errorf("jsstore: prune attempts: %w", err)
 	}
 	var n int64
+	left := 0 // keys that do not expire and stay
 	t := &txn{}
 	flush := func() error {
 		if t.empty() {
@@ -176,7 +183,7 @@ func (s *Store) PruneAttempts(ctx context.Context, before time.Time) (int64, err
 		err := s.commit(ctx, t)
 		if errors.Is(err, ErrConflict) {
 			// One was decided again meanwhile: the next prune takes the rest.
-			err = nil
+			err, left = nil, left+len(t.writes)
 		} else if err == nil {
 			n += int64(len(t.writes))
 		}
@@ -185,7 +192,11 @@ func (s *Store) PruneAttempts(ctx context.Context, before time.Time) (int64, err
 	}
 	for _, e := range entries {
 		var a attemptDoc
-		if err := json.Unmarshal(e.Value, &a); err != nil || !a.At.Before(before) {
+		if err := json.Unmarshal(e.Value, &a); err == nil && a.Expires {
+			continue
+		}
+		if !a.At.Before(before) {
+			left++
 			continue
 		}
 		t.del(e.Key, e.Rev)
@@ -198,5 +209,14 @@ func (s *Store) PruneAttempts(ctx context.Context, before time.Time) (int64, err
 	if err := flush(); err != nil {
 		return n, fmt.Errorf("jsstore: prune attempts: %w", err)
 	}
+	if left == 0 {
+		if err := s.SetMeta(ctx, metaAttemptsExpire, "yes"); err != nil {
+			return n, fmt.Errorf("jsstore: prune attempts: %w", err)
+		}
+	}
 	return n, nil
 }
+
+// metaAttemptsExpire is set once no attempt key is left that does not
+// expire on its own.
+const metaAttemptsExpire = "jsstore.attempts-expire"
