@@ -14,8 +14,8 @@ import (
 // writes (docs/design.md, "The clarification measures"). The zero value
 // is empty; it is not safe for concurrent use.
 type ClarifyIndex struct {
-	questions map[int64]ClarifyQuestion
-	jobs      map[jobRef]*indexedJob
+	jobOf map[int64]*indexedJob
+	jobs  map[jobRef]*indexedJob
 	// words holds one copy of each tenant, agent, field and state.
 	words map[string]string
 }
@@ -26,54 +26,58 @@ type jobRef struct{ tenant, job string }
 // indexedJob is a job's questions, and when the last of them was asked:
 // a window's jobs are found by job, not by question.
 type indexedJob struct {
-	ids       []int64
+	ref       jobRef
+	questions []indexedQuestion
 	lastAsked time.Time
+}
+
+// indexedQuestion is one question of a job, by its id.
+type indexedQuestion struct {
+	id int64
+	q  ClarifyQuestion
 }
 
 // Put holds q as question id, in place of what was held of it.
 func (ix *ClarifyIndex) Put(id int64, q ClarifyQuestion) {
-	if ix.questions == nil {
-		ix.questions, ix.jobs, ix.words = map[int64]ClarifyQuestion{}, map[jobRef]*indexedJob{}, map[string]string{}
+	if ix.jobOf == nil {
+		ix.jobOf, ix.jobs, ix.words = map[int64]*indexedJob{}, map[jobRef]*indexedJob{}, map[string]string{}
 	}
+	ix.Remove(id)
 	q.Tenant, q.Agent, q.MissingField, q.State = ix.word(q.Tenant), ix.word(q.Agent), ix.word(q.MissingField), ix.word(q.State)
-	if _, ok := ix.questions[id]; ok {
-		ix.Remove(id)
-	}
-	ix.questions[id] = q
-	j := ix.jobs[jobRef{q.Tenant, q.JobID}]
+	ref := jobRef{q.Tenant, q.JobID}
+	j := ix.jobs[ref]
 	if j == nil {
-		j = &indexedJob{}
-		ix.jobs[jobRef{q.Tenant, q.JobID}] = j
+		j = &indexedJob{ref: ref}
+		ix.jobs[ref] = j
 	}
-	j.ids = append(j.ids, id)
+	j.questions = append(j.questions, indexedQuestion{id, q})
 	if q.AskedAt.After(j.lastAsked) {
 		j.lastAsked = q.AskedAt
 	}
+	ix.jobOf[id] = j
 }
 
 // Remove lets go of question id.
 func (ix *ClarifyIndex) Remove(id int64) {
-	q, ok := ix.questions[id]
+	j, ok := ix.jobOf[id]
 	if !ok {
 		return
 	}
-	delete(ix.questions, id)
-	ref := jobRef{q.Tenant, q.JobID}
-	j := ix.jobs[ref]
-	if j.ids = slices.DeleteFunc(j.ids, func(x int64) bool { return x == id }); len(j.ids) == 0 {
-		delete(ix.jobs, ref)
+	delete(ix.jobOf, id)
+	if j.questions = slices.DeleteFunc(j.questions, func(x indexedQuestion) bool { return x.id == id }); len(j.questions) == 0 {
+		delete(ix.jobs, j.ref)
 		return
 	}
 	j.lastAsked = time.Time{}
-	for _, x := range j.ids {
-		if asked := ix.questions[x].AskedAt; asked.After(j.lastAsked) {
-			j.lastAsked = asked
+	for _, x := range j.questions {
+		if x.q.AskedAt.After(j.lastAsked) {
+			j.lastAsked = x.q.AskedAt
 		}
 	}
 }
 
 // Len is how many questions ix holds.
-func (ix *ClarifyIndex) Len() int { return len(ix.questions) }
+func (ix *ClarifyIndex) Len() int { return len(ix.jobOf) }
 
 func (ix *ClarifyIndex) word(s string) string {
 	if w, ok := ix.words[s]; ok {
@@ -88,31 +92,27 @@ func (ix *ClarifyIndex) word(s string) string {
 // and job, each job's in the order asked (by id among those asked at
 // once), the earlier ones too.
 func (ix *ClarifyIndex) Questions(tenant string, since time.Time) []ClarifyQuestion {
-	var jobs []jobRef
+	var jobs []*indexedJob
 	n := 0
-	for ref, j := range ix.jobs {
-		if !j.lastAsked.Before(since) && (tenant == "" || ref.tenant == tenant) {
-			jobs = append(jobs, ref)
-			n += len(j.ids)
+	for _, j := range ix.jobs {
+		if !j.lastAsked.Before(since) && (tenant == "" || j.ref.tenant == tenant) {
+			jobs = append(jobs, j)
+			n += len(j.questions)
 		}
 	}
-	slices.SortFunc(jobs, func(a, b jobRef) int {
-		return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.job, b.job))
+	slices.SortFunc(jobs, func(a, b *indexedJob) int {
+		return cmp.Or(cmp.Compare(a.ref.tenant, b.ref.tenant), cmp.Compare(a.ref.job, b.ref.job))
 	})
 	out := make([]ClarifyQuestion, 0, n)
-	type held struct {
-		id int64
-		q  ClarifyQuestion
+	asked := func(a, b indexedQuestion) int {
+		return cmp.Or(a.q.AskedAt.Compare(b.q.AskedAt), cmp.Compare(a.id, b.id))
 	}
-	var job []held
-	for _, ref := range jobs {
-		job = job[:0]
-		for _, id := range ix.jobs[ref].ids {
-			job = append(job, held{id, ix.questions[id]})
+	for _, j := range jobs {
+		if !slices.IsSortedFunc(j.questions, asked) {
+			slices.SortFunc(j.questions, asked)
 		}
-		slices.SortFunc(job, func(a, b held) int { return cmp.Or(a.q.AskedAt.Compare(b.q.AskedAt), cmp.Compare(a.id, b.id)) })
-		for _, h := range job {
-			out = append(out, h.q)
+		for _, x := range j.questions {
+			out = append(out, x.q)
 		}
 	}
 	return out
@@ -121,16 +121,10 @@ func (ix *ClarifyIndex) Questions(tenant string, since time.Time) []ClarifyQuest
 // LatestAgent is the agent of the job's latest question (by id), "" when
 // ix holds none of it.
 func (ix *ClarifyIndex) LatestAgent(tenant, job string) string {
-	var latest int64
-	agent := ""
 	j := ix.jobs[jobRef{tenant, job}]
 	if j == nil {
 		return ""
 	}
-	for _, id := range j.ids {
-		if id > latest {
-			latest, agent = id, ix.questions[id].Agent
-		}
-	}
-	return agent
+	latest := slices.MaxFunc(j.questions, func(a, b indexedQuestion) int { return cmp.Compare(a.id, b.id) })
+	return latest.q.Agent
 }
