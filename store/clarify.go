@@ -118,16 +118,14 @@ const timedOutReason = "timed out"
 // GateDecisions counts the gate's refusals in [since, until) (of tenant,
 // when given) by job and code, as the gate wrote them (kind gate,
 // docs/design.md); allowed decisions, most of the gate's rows, are not
-// read (the partial index job_log_gate_refusals holds only refusals).
+// read (the partial index job_log_gate_refusals holds only refusals). The
+// agent of each job's latest question comes from the clarification index.
 func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until time.Time) ([]record.GateDecision, error) {
-	rows, err := s.rs.query(ctx, `SELECT g.tenant, g.job_id,
-			COALESCE((SELECT json_extract(q.body, '$.agent') FROM questions q WHERE q.tenant = g.tenant AND q.job_id = g.job_id ORDER BY q.id DESC LIMIT 1), ''),
-			g.code, g.n
-		FROM (SELECT l.tenant, l.job_id, COALESCE(json_extract(l.body, '$.code'), '') AS code, count(*) AS n
-			FROM job_log l INDEXED BY job_log_gate_refusals
-			WHERE l.kind = 'gate' AND json_extract(l.body, '$.code') <> 'allowed' AND l.at >= ? AND l.at < ? AND (? = '' OR l.tenant = ?)
-			GROUP BY l.tenant, l.job_id, code) g
-		ORDER BY g.tenant, g.job_id, g.code`, ms(since), ms(until), tenant, tenant)
+	rows, err := s.rs.query(ctx, `SELECT l.tenant, l.job_id, COALESCE(json_extract(l.body, '$.code'), '') AS code, count(*)
+		FROM job_log l INDEXED BY job_log_gate_refusals
+		WHERE l.kind = 'gate' AND json_extract(l.body, '$.code') <> 'allowed' AND l.at >= ? AND l.at < ? AND (? = '' OR l.tenant = ?)
+		GROUP BY l.tenant, l.job_id, code
+		ORDER BY l.tenant, l.job_id, code`, ms(since), ms(until), tenant, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("store: read gate refusals: %w", err)
 	}
@@ -135,10 +133,22 @@ func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until t
 	var out []record.GateDecision
 	for rows.Next() {
 		var d record.GateDecision
-		if err := rows.Scan(&d.Tenant, &d.JobID, &d.Agent, &d.Code, &d.Count); err != nil {
+		if err := rows.Scan(&d.Tenant, &d.JobID, &d.Code, &d.Count); err != nil {
 			return nil, fmt.Errorf("store: read gate refusals: %w", err)
 		}
 		out = append(out, d)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil || len(out) == 0 {
+		return out, err
+	}
+	v := &s.clarify
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err := v.catchUp(ctx, s.r); err != nil {
+		return nil, fmt.Errorf("store: read gate refusals: %w", err)
+	}
+	for i := range out {
+		out[i].Agent = v.ix.LatestAgent(out[i].Tenant, out[i].JobID)
+	}
+	return out, nil
 }
