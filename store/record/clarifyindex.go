@@ -15,7 +15,11 @@ import (
 // is empty; it is not safe for concurrent use.
 type ClarifyIndex struct {
 	jobOf map[int64]*indexedJob
-	jobs  map[jobRef]*indexedJob
+	// jobs holds every job ever held, one with no question left too, so
+	// that order stays whole: order is the jobs sorted as Questions
+	// returns them, as of its last call, and fresh the jobs made since.
+	jobs         map[jobRef]*indexedJob
+	order, fresh []*indexedJob
 	// words holds one copy of each tenant, agent, field and state.
 	words map[string]string
 }
@@ -49,6 +53,7 @@ func (ix *ClarifyIndex) Put(id int64, q ClarifyQuestion) {
 	if j == nil {
 		j = &indexedJob{ref: ref}
 		ix.jobs[ref] = j
+		ix.fresh = append(ix.fresh, j)
 	}
 	j.questions = append(j.questions, indexedQuestion{id, q})
 	if q.AskedAt.After(j.lastAsked) {
@@ -64,10 +69,7 @@ func (ix *ClarifyIndex) Remove(id int64) {
 		return
 	}
 	delete(ix.jobOf, id)
-	if j.questions = slices.DeleteFunc(j.questions, func(x indexedQuestion) bool { return x.id == id }); len(j.questions) == 0 {
-		delete(ix.jobs, j.ref)
-		return
-	}
+	j.questions = slices.DeleteFunc(j.questions, func(x indexedQuestion) bool { return x.id == id })
 	j.lastAsked = time.Time{}
 	for _, x := range j.questions {
 		if x.q.AskedAt.After(j.lastAsked) {
@@ -92,17 +94,15 @@ func (ix *ClarifyIndex) word(s string) string {
 // and job, each job's in the order asked (by id among those asked at
 // once), the earlier ones too.
 func (ix *ClarifyIndex) Questions(tenant string, since time.Time) []ClarifyQuestion {
+	ix.sortJobs()
 	var jobs []*indexedJob
 	n := 0
-	for _, j := range ix.jobs {
-		if !j.lastAsked.Before(since) && (tenant == "" || j.ref.tenant == tenant) {
+	for _, j := range ix.order {
+		if len(j.questions) > 0 && !j.lastAsked.Before(since) && (tenant == "" || j.ref.tenant == tenant) {
 			jobs = append(jobs, j)
 			n += len(j.questions)
 		}
 	}
-	slices.SortFunc(jobs, func(a, b *indexedJob) int {
-		return cmp.Or(cmp.Compare(a.ref.tenant, b.ref.tenant), cmp.Compare(a.ref.job, b.ref.job))
-	})
 	out := make([]ClarifyQuestion, 0, n)
 	asked := func(a, b indexedQuestion) int {
 		return cmp.Or(a.q.AskedAt.Compare(b.q.AskedAt), cmp.Compare(a.id, b.id))
@@ -118,11 +118,32 @@ func (ix *ClarifyIndex) Questions(tenant string, since time.Time) []ClarifyQuest
 	return out
 }
 
+// sortJobs merges the jobs made since the last call into order.
+func (ix *ClarifyIndex) sortJobs() {
+	if len(ix.fresh) == 0 {
+		return
+	}
+	byRef := func(a, b *indexedJob) int {
+		return cmp.Or(cmp.Compare(a.ref.tenant, b.ref.tenant), cmp.Compare(a.ref.job, b.ref.job))
+	}
+	slices.SortFunc(ix.fresh, byRef)
+	merged := make([]*indexedJob, 0, len(ix.order)+len(ix.fresh))
+	old, fresh := ix.order, ix.fresh
+	for len(old) > 0 && len(fresh) > 0 {
+		if byRef(old[0], fresh[0]) <= 0 {
+			merged, old = append(merged, old[0]), old[1:]
+		} else {
+			merged, fresh = append(merged, fresh[0]), fresh[1:]
+		}
+	}
+	ix.order, ix.fresh = append(append(merged, old...), fresh...), nil
+}
+
 // LatestAgent is the agent of the job's latest question (by id), "" when
 // ix holds none of it.
 func (ix *ClarifyIndex) LatestAgent(tenant, job string) string {
 	j := ix.jobs[jobRef{tenant, job}]
-	if j == nil {
+	if j == nil || len(j.questions) == 0 {
 		return ""
 	}
 	latest := slices.MaxFunc(j.questions, func(a, b indexedQuestion) int { return cmp.Compare(a.id, b.id) })

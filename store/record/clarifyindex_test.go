@@ -56,6 +56,20 @@ func TestClarifyIndex(t *testing.T) {
 			t.Errorf("Questions(%q, t0%+v) =\n %q\nwant\n %q", c.tenant, c.since, got, c.want)
 		}
 	}
+	// Jobs made after a call of Questions fall into their place by name.
+	ix.Put(11, q("acme", "job-25", "q-1", "deploy", "pending", 5*time.Hour))
+	ix.Put(12, q("acme", "job-0", "q-1", "deploy", "pending", 5*time.Hour))
+	for since, want := range map[time.Duration][]string{
+		4 * time.Hour: {"acme/job-0/q-1 deploy pending", "acme/job-25/q-1 deploy pending"},
+		0: {"acme/job-0/q-1 deploy pending", "acme/job-1/q-1 billing answered", "acme/job-1/q-2 billing-v2 declined",
+			"acme/job-2/q-a support pending", "acme/job-2/q-b support pending", "acme/job-25/q-1 deploy pending"},
+	} {
+		if got := show(ix.Questions("acme", t0.Add(since))); !slices.Equal(got, want) {
+			t.Errorf("with new jobs, Questions(acme, t0%+v) =\n %q\nwant\n %q", since, got, want)
+		}
+	}
+	ix.Remove(11)
+	ix.Remove(12)
 	if ix.Len() != 8 {
 		t.Errorf("holds %d questions, want 8", ix.Len())
 	}
