@@ -157,7 +157,19 @@ func TestPolicyReloadReplacesMCPAutoAllow(t *testing.T) {
 		}
 		return nil
 	})
-	stop()
+	// The agent cancels its question, and the waiting call ends on the
+	// server too. (Cancelling the call's context alone notifies the server
+	// in the background, and a session closed before that notification
+	// leaves the server's handler waiting, and the service's stop with it.)
+	if err := bridge.Publish(ctx, s.nats.JS, bridge.CancelSubject("acme", "job-r2"), "cancel-job-r2",
+		bridge.Cancel{Tenant: "acme", JobID: "job-r2"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(testenv.Patience):
+		t.Fatal("the waiting call did not end once its question was cancelled")
+	}
 
 	writeFile(t, path, onePolicy+"mcp:\n  auto_allow: [\"Bash(\"]\n")
 	s.reloadPolicy()
