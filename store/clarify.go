@@ -18,13 +18,23 @@ import (
 // job's answers before the window. They come from the store's index of
 // every question (clarifyView), brought up to date first.
 func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.Time) ([]record.ClarifyQuestion, error) {
+	var out []record.ClarifyQuestion
+	if err := s.readClarify(ctx, func(ix *record.ClarifyIndex) { out = ix.Questions(tenant, since) }); err != nil {
+		return nil, fmt.Errorf("store: read questions for the clarification measures: %w", err)
+	}
+	return out, nil
+}
+
+// readClarify runs f on the clarification index, brought up to date first.
+func (s *Store) readClarify(ctx context.Context, f func(*record.ClarifyIndex)) error {
 	v := &s.clarify
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if err := v.catchUp(ctx, s.r); err != nil {
-		return nil, fmt.Errorf("store: read questions for the clarification measures: %w", err)
+		return err
 	}
-	return v.ix.Questions(tenant, since), nil
+	f(&v.ix)
+	return nil
 }
 
 // clarifyView is the store's record.ClarifyIndex of every question, made
@@ -141,14 +151,13 @@ func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until t
 	if err := rows.Err(); err != nil || len(out) == 0 {
 		return out, err
 	}
-	v := &s.clarify
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if err := v.catchUp(ctx, s.r); err != nil {
+	err = s.readClarify(ctx, func(ix *record.ClarifyIndex) {
+		for i := range out {
+			out[i].Agent = ix.LatestAgent(out[i].Tenant, out[i].JobID)
+		}
+	})
+	if err != nil {
 		return nil, fmt.Errorf("store: read gate refusals: %w", err)
-	}
-	for i := range out {
-		out[i].Agent = v.ix.LatestAgent(out[i].Tenant, out[i].JobID)
 	}
 	return out, nil
 }

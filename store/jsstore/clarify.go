@@ -34,24 +34,35 @@ type jobRef struct{ tenant, job string }
 // state index, and no document but, once, those of questions indexed
 // before the index held their facts.
 func (s *Store) ClarifyQuestions(ctx context.Context, tenant string, since time.Time) ([]record.ClarifyQuestion, error) {
-	if err := s.learnFacts(ctx); err != nil {
-		return nil, fmt.Errorf("jsstore: read questions for the clarification measures: %w", err)
-	}
 	var out []record.ClarifyQuestion
-	if err := s.read(ctx, &s.index.keyView, func() { out = s.index.facts.Questions(tenant, since) }); err != nil {
+	if err := s.readFacts(ctx, func(ix *record.ClarifyIndex) { out = ix.Questions(tenant, since) }); err != nil {
 		return nil, fmt.Errorf("jsstore: read questions for the clarification measures: %w", err)
 	}
 	return out, nil
 }
 
-// learnFacts reads the documents of the questions the view holds without
-// their facts (state index keys written before they held them) and gives
-// the view their facts.
-func (s *Store) learnFacts(ctx context.Context) error {
+// readFacts runs f on the view's facts, brought up to date first. A view
+// holding questions without their facts (state index keys written before
+// they held them) reads their documents and gives it their facts first.
+func (s *Store) readFacts(ctx context.Context, f func(*record.ClarifyIndex)) error {
 	var unknown []int64
-	if err := s.read(ctx, &s.index.keyView, func() { unknown = s.index.unknownIDs() }); err != nil {
+	err := s.read(ctx, &s.index.keyView, func() {
+		if unknown = s.index.unknownIDs(); len(unknown) == 0 {
+			f(&s.index.facts)
+		}
+	})
+	if err != nil || len(unknown) == 0 {
 		return err
 	}
+	if err := s.learnFacts(ctx, unknown); err != nil {
+		return err
+	}
+	return s.read(ctx, &s.index.keyView, func() { f(&s.index.facts) })
+}
+
+// learnFacts reads the documents of unknown, questions the view holds
+// without their facts, and gives the view their facts.
+func (s *Store) learnFacts(ctx context.Context, unknown []int64) error {
 	for chunk := range slices.Chunk(unknown, learnAtOnce) {
 		docs, _, err := s.getDocs(ctx, chunk)
 		if err != nil {
@@ -125,15 +136,12 @@ func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until t
 		agents[g.jobRef] = ""
 	}
 	if len(agents) > 0 {
-		if err := s.learnFacts(ctx); err != nil {
-			return nil, fmt.Errorf("jsstore: read gate refusals: %w", err)
-		}
-		latest := func() {
+		latest := func(ix *record.ClarifyIndex) {
 			for j := range agents {
-				agents[j] = s.index.facts.LatestAgent(j.tenant, j.job)
+				agents[j] = ix.LatestAgent(j.tenant, j.job)
 			}
 		}
-		if err := s.read(ctx, &s.index.keyView, latest); err != nil {
+		if err := s.readFacts(ctx, latest); err != nil {
 			return nil, fmt.Errorf("jsstore: read gate refusals: %w", err)
 		}
 	}
