@@ -3,26 +3,16 @@ package jsstore
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/askbridge/askbridge/store/record"
 )
 
 // The clarification measures read a replica's view of the state index
-// (stateview.go), whose keys hold what they need of each question, and the
-// gate's refusals, job log keys of their own class and day
-// (log.<day>.r.<tenant>.<job>.<nuid>, keyLog). A day is a UTC date,
-// 20061231.
-
-// dayStart is the start of t's UTC day.
-func dayStart(t time.Time) time.Time {
-	y, m, d := t.UTC().Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-}
+// (stateview.go), whose keys hold what they need of each question, and its
+// view of the gate's refusals (refusalview.go).
 
 // jobRef names a job.
 type jobRef struct{ tenant, job string }
@@ -88,48 +78,28 @@ const timedOutReason = "timed out"
 
 // GateDecisions counts the gate's refusals in [since, until) (of tenant,
 // when given) by job and code, with the agent of each job's latest
-// question. It reads only the refusals' keys of the window's days
-// (log.<day>.r.>, keyLog): allowed decisions, most of the gate's, are not
-// read, nor refusals of other days. Days before the gate's decisions'
-// retention are not read: their decisions are gone.
+// question. It reads the replica's view of the refusals (refusalview.go)
+// and of the state index: allowed decisions, most of the gate's, are not
+// held, and refusals past the gate's retention are gone.
 func (s *Store) GateDecisions(ctx context.Context, tenant string, since, until time.Time) ([]record.GateDecision, error) {
 	lo, hi := since.UnixMilli(), until.UnixMilli()
 	if since.IsZero() {
 		lo = 0
-	}
-	first := dayStart(since)
-	if oldest := dayStart(until.Add(-gateLogTTL - 24*time.Hour)); first.Before(oldest) {
-		first = oldest
 	}
 	type group struct {
 		jobRef
 		code string
 	}
 	counts := map[group]int64{}
-	for day := first; day.UnixMilli() < hi; day = day.Add(24 * time.Hour) {
-		filter := "log." + logDay(day) + "." + logClassRefusal + ".>"
-		if tenant != "" {
-			filter = "log." + logDay(day) + "." + logClassRefusal + "." + enc(tenant) + ".>"
-		}
-		list, err := s.list(ctx, filter)
-		if err != nil {
-			return nil, fmt.Errorf("jsstore: read gate refusals: %w", err)
-		}
-		for _, en := range list {
-			tok := strings.Split(en.Key, ".")
-			if len(tok) != 6 {
-				continue
+	err := s.read(ctx, &s.refusals.keyView, func() {
+		s.refusals.each(tenant, func(r refusal) {
+			if r.at >= lo && r.at < hi {
+				counts[group{jobRef{r.tenant, r.job}, r.code}]++
 			}
-			e, err := logEntry(dec(tok[3]), dec(tok[4]), en)
-			if err != nil {
-				return nil, fmt.Errorf("jsstore: read gate refusals: %w", err)
-			}
-			var c gateCode
-			if at := e.At.UnixMilli(); e.At.IsZero() || at < lo || at >= hi || json.Unmarshal(e.Body, &c) != nil || c.Code == nil {
-				continue
-			}
-			counts[group{jobRef{e.Tenant, e.JobID}, *c.Code}]++
-		}
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: read gate refusals: %w", err)
 	}
 	agents := map[jobRef]string{}
 	for g := range counts {

@@ -62,6 +62,9 @@ type Store struct {
 	due dueWatch
 	// index is the replica's view of the state index (stateview.go).
 	index stateView
+	// refusals is the replica's view of the gate's refusals
+	// (refusalview.go).
+	refusals refusalView
 	// outWatch wakes the relay for rows other replicas wrote (relaylease.go).
 	outWatch outWatch
 	// reask is the last walk of Reask, for its next page (reask.go).
@@ -134,6 +137,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 		replicated: stream.CachedInfo().Config.Replicas > 1}
 	s.due.init(log.Warn)
 	s.index.init(log.Warn)
+	s.refusals.init(log.Warn)
 	if s.instance, err = s.ensureInstance(ctx); err != nil {
 		stop()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // The record's keys (docs/design.md, "The JetStream store"). Every query the
@@ -65,6 +66,25 @@ const stateIndexPrefix = "qs."
 // is current once it has seen the mark's last write (stateview.go).
 const keyStateMark = stateIndexPrefix + "mark"
 
+// keyRefusalMark is written, empty, last in every batch that writes a gate
+// refusal: under log.*.r.> as the refusals are, and no refusal's key (a
+// day is eight digits), for the replica's view of them (refusalview.go)
+// as keyStateMark is for the state index's.
+const keyRefusalMark = "log.0." + logClassRefusal + ".mark"
+
+// markOf is the mark a batch writing key writes last, "" when none.
+func markOf(key string) string {
+	if strings.HasPrefix(key, stateIndexPrefix) {
+		return keyStateMark
+	}
+	if rest, ok := strings.CutPrefix(key, "log."); ok {
+		if _, rest, ok = strings.Cut(rest, "."); ok && strings.HasPrefix(rest, logClassRefusal+".") {
+			return keyRefusalMark
+		}
+	}
+	return ""
+}
+
 // keyJob is a job's document.
 func keyJob(tenant, job string) string { return "job." + enc(tenant) + "." + enc(job) }
 
@@ -84,8 +104,8 @@ func keyProposal(tenant, proposal string) string { return "prop." + enc(tenant) 
 
 // keyLog is one entry of a job's log, written on day (UTC, 20061231) and
 // of class (joblog_write.go). The day and class come first so that the
-// gate's refusals of a window are read by their days alone
-// (log.<day>.r.>), not by scanning the gate's decisions of every job; a
+// gate's refusals are one pattern (log.*.r.>, the replica's view of them,
+// refusalview.go), not a scan of the gate's decisions of every job; a
 // job's log is log.*.*.<tenant>.<job>.*, which the server's subject index
 // answers by walking the days and classes, not the entries.
 func keyLog(day, class, tenant, job, unique string) string {

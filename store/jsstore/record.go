@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,9 +20,9 @@ import (
 var ErrConflict = errors.New("jsstore: the record changed meanwhile")
 
 // maxBatch is the most keys one transaction writes: JetStream's default
-// limit of an atomic batch is 1,000 messages, and one is kept for the
-// state index's mark (commit).
-const maxBatch = 1000 - 1
+// limit of an atomic batch is 1,000 messages, and two are kept for the
+// views' marks (commit, markOf).
+const maxBatch = 1000 - 2
 
 // deletedFor is how long a delete marker stays before the key is gone
 // altogether, so deleted keys do not pile up in the bucket's index.
@@ -169,7 +168,7 @@ func (t *txn) empty() bool { return len(t.writes) == 0 }
 
 // commit makes t's writes as one atomic batch. A lost compare-and-set is
 // ErrConflict, and nothing of t is written. A batch that writes the state
-// index writes its mark last (keyStateMark).
+// index or a gate refusal writes its mark last (markOf).
 func (s *Store) commit(ctx context.Context, t *txn) error {
 	switch n := len(t.writes); {
 	case n == 0:
@@ -178,8 +177,20 @@ func (s *Store) commit(ctx context.Context, t *txn) error {
 		return fmt.Errorf("jsstore: a transition of %d keys is more than the %d one atomic batch takes", n, maxBatch)
 	}
 	writes := t.writes
-	if slices.ContainsFunc(writes, func(w write) bool { return strings.HasPrefix(w.key, stateIndexPrefix) }) {
+	var state, refusals bool
+	for _, w := range t.writes {
+		switch markOf(w.key) {
+		case keyStateMark:
+			state = true
+		case keyRefusalMark:
+			refusals = true
+		}
+	}
+	if state {
 		writes = append(slices.Clip(writes), write{key: keyStateMark, blind: true})
+	}
+	if refusals {
+		writes = append(slices.Clip(writes), write{key: keyRefusalMark, blind: true})
 	}
 	batch := nuid.Next()
 	for i, w := range writes {
