@@ -142,6 +142,9 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 		stop()
 		return nil, err
 	}
+	if err := s.dropDayMarks(ctx); err != nil {
+		log.Warn("the next start tries again", "err", err)
+	}
 	return s, nil
 }
 
