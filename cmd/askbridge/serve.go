@@ -84,6 +84,8 @@ type service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errs   chan error
+	// stopped makes a second stop do nothing.
+	stopped sync.Once
 }
 
 func (s *service) goRun(name string, run func(context.Context) error, ctx context.Context) {
@@ -176,11 +178,19 @@ func (s *service) baseURL() string {
 func (s *service) Errors() <-chan error { return s.errs }
 
 // stop shuts down gracefully: HTTP first (finishing requests in flight),
-// then the adapters and the runtime, then the store and NATS.
+// then the adapters and the runtime, then the store and NATS. Only the
+// first call does anything.
 func (s *service) stop(ctx context.Context) {
+	s.stopped.Do(func() { s.stopOnce(ctx) })
+}
+
+func (s *service) stopOnce(ctx context.Context) {
 	if s.http != nil {
 		if err := s.http.Shutdown(ctx); err != nil {
-			s.log.Warn("http shutdown", "err", err)
+			// The grace is over: requests still in flight (an MCP call
+			// waiting for a person) end with their connections.
+			s.log.Warn("http shutdown: closing the requests still in flight", "err", err)
+			s.http.Close()
 		}
 	} else if s.ln != nil {
 		s.ln.Close() // a start that failed before serving

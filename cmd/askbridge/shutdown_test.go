@@ -26,7 +26,9 @@ func TestStopEndsWaitingCallsWhenTheGraceRunsOut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + s.Addr() + "/mcp",
+	// No reconnects: the server stops for good, and a session that tried
+	// again would take seconds to close.
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + s.Addr() + "/mcp", MaxRetries: -1,
 		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
