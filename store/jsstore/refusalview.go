@@ -20,7 +20,9 @@ type refusal struct {
 	tenant, job, code string
 	// at is when the gate decided, Unix milliseconds.
 	at int64
-	// gone is when the bucket removes the key: its write plus its TTL.
+	// gone is when it stops counting: when the bucket removes its key
+	// (its write plus its TTL), or its time plus the gate's retention
+	// when that is earlier.
 	gone time.Time
 }
 
@@ -58,8 +60,15 @@ func (rv *refusalView) init(warn func(string, ...any)) {
 			warn("jsstore: a refusal without its time or code is ignored", "key", e.Key())
 			return
 		}
+		// A refusal goes when its key does, or when the gate's retention
+		// from its own time is over, as SQLite prunes it: a refusal
+		// migrated from an older record keeps its time.
+		written := e.Created()
+		if at := time.UnixMilli(d.At); at.Before(written) {
+			written = at
+		}
 		rv.byKey[e.Key()] = refusal{tenant: rv.word(dec(tok[3])), job: dec(tok[4]), code: rv.word(*c.Code),
-			at: d.At, gone: e.Created().Add(gateLogTTL)}
+			at: d.At, gone: written.Add(gateLogTTL)}
 	}
 }
 

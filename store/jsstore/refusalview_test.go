@@ -74,19 +74,28 @@ func TestRefusalViewFollowsAnotherReplica(t *testing.T) {
 
 // TestRefusalViewLetsGoWhenTheBucketDoes: a refusal stops counting once
 // its key's TTL has run out, when the bucket removes it without a word to
-// the watch, and not before.
+// the watch, and not before; one whose own time is older than the gate's
+// retention (migrated from an older record) does not count, as SQLite
+// prunes it.
 func TestRefusalViewLetsGoWhenTheBucketDoes(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
-	if err := s.GateCommit(context.Background(), []record.GateWrite{refusalAt("acme", "job-1", bridge.GateBlockedByQuestion, t0)}); err != nil {
+	now := time.Now().Truncate(time.Millisecond)
+	old := now.Add(-gateLogTTL - time.Hour)
+	err := s.GateCommit(context.Background(), []record.GateWrite{refusalAt("acme", "job-1", bridge.GateBlockedByQuestion, now),
+		refusalAt("acme", "job-old", bridge.GateBlockedByQuestion, old)})
+	if err != nil {
 		t.Fatal(err)
 	}
 	written := time.Now()
-	at := func(now time.Time) []string {
+	if got := refusalsOf(t, s, "", old.Add(-time.Hour), old.Add(time.Hour)); len(got) != 0 {
+		t.Errorf("a refusal of %v, past the retention: %q, want none", old, got)
+	}
+	at := func(clock time.Time) []string {
 		s.refusals.mu.Lock()
-		s.refusals.now = func() time.Time { return now }
+		s.refusals.now = func() time.Time { return clock }
 		s.refusals.mu.Unlock()
-		return refusalsOf(t, s, "", t0, t0.Add(time.Hour))
+		return refusalsOf(t, s, "", now, now.Add(time.Hour))
 	}
 	want := []string{"acme/job-1  " + bridge.GateBlockedByQuestion + " ×1"}
 	if got := at(written.Add(gateLogTTL - time.Minute)); !slices.Equal(got, want) {
