@@ -51,17 +51,7 @@ func TestStopEndsWaitingCallsWhenTheGraceRunsOut(t *testing.T) {
 		}
 		done <- resultText(res)
 	}()
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		select {
-		case got := <-done:
-			t.Fatalf("the call ended before anyone answered (%q)", got)
-		default:
-		}
-		if events.Count(t) == 0 {
-			return fmt.Errorf("no question asked about Bash")
-		}
-		return nil
-	})
+	waitAsked(t, events, done, "Bash")
 	graceOver, over := context.WithCancel(context.Background())
 	over()
 	stopped := make(chan struct{})
@@ -82,4 +72,21 @@ func TestStopEndsWaitingCallsWhenTheGraceRunsOut(t *testing.T) {
 	case <-time.After(testenv.Patience):
 		t.Fatal("the waiting call goes on after the service stopped")
 	}
+}
+
+// waitAsked waits until events holds the question a waiting MCP call
+// asked about tool, and fails if the call (done) ends first.
+func waitAsked(t *testing.T, events *testenv.Publications, done <-chan string, tool string) {
+	t.Helper()
+	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		select {
+		case got := <-done:
+			t.Fatalf("the call about %s ended (%q) before anyone answered", tool, got)
+		default:
+		}
+		if events.Count(t) == 0 {
+			return fmt.Errorf("no question asked about %s", tool)
+		}
+		return nil
+	})
 }

@@ -146,17 +146,7 @@ func TestPolicyReloadReplacesMCPAutoAllow(t *testing.T) {
 		got, err := use(waiting, "Read", "job-r2")
 		done <- fmt.Sprint(got, err)
 	}()
-	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		select {
-		case got := <-done:
-			t.Fatalf("Read after the reload answered %s without asking anyone", got)
-		default:
-		}
-		if events.Count(t) == 0 {
-			return fmt.Errorf("no question asked about Read")
-		}
-		return nil
-	})
+	waitAsked(t, events, done, "Read")
 	// The agent cancels its question, and the waiting call ends on the
 	// server too. (Cancelling the call's context alone notifies the server
 	// in the background, and a session closed before that notification
