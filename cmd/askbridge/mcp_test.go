@@ -26,7 +26,7 @@ import (
 
 // The MCP front door end to end: the Go SDK's client speaks to a real
 // `askbridge mcp` subprocess over stdio, which reaches the service (in
-// process, on embedded NATS, with the fake Slack and Discord of races_test.go)
+// process, on embedded NATS, with the fake Slack and Discord of race_world_test.go)
 // through NATS, as a desktop assistant or a coding agent would.
 
 // mcpBin is the askbridge binary TestMCP built for its subtests.
