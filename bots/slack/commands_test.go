@@ -2,9 +2,11 @@ package slack
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
@@ -99,5 +101,119 @@ func TestAskCancelOfAnEndedQuestionSaysSo(t *testing.T) {
 	}
 	if n := cancels.Count(t); n != 0 {
 		t.Fatalf("%d cancels published for an answered question", n)
+	}
+}
+
+func TestAskCommand(t *testing.T) {
+	t.Parallel()
+	env, h := e2e(t, runtime.Roles{Admins: []string{"slack:U0ADM"}, Readers: []string{"slack:U0READ"}})
+	attempts := testenv.Published(t, env.NATS.Conn, bridge.AnswerSubject("acme", "job-cmd"))
+	q1 := question("job-cmd", "q-c1")
+	q2 := question("job-cmd", "q-c2")
+	q3 := question("job-cmd", "q-c3")
+	q4 := question("job-cmd", "q-c4")
+	for _, q := range []*bridge.Question{q1, q2, q3, q4} {
+		publishQuestion(t, env, q)
+	}
+	h.posted(t, "q-c4")
+	reply := func(user, text string) string {
+		t.Helper()
+		resp, body := h.command(user, strings.ToLower(user), text, "trig-"+strconv.FormatInt(time.Now().UnixNano(), 10))
+		var r commandReply
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &r) != nil || r.ResponseType != "ephemeral" {
+			t.Fatalf("/ask %s: %d %s", text, resp.StatusCode, body)
+		}
+		return r.Text
+	}
+	if s := reply("U0KEV", "help"); !strings.Contains(s, "/ask list") || !strings.Contains(s, "/ask cancel") || !strings.Contains(s, "`<tenant>/<job_id>/<question_id>`") {
+		t.Fatalf("help: %q", s)
+	}
+	if s := reply("U0KEV", "list"); !strings.Contains(s, "`job-cmd/q-c1`") || !strings.Contains(s, "Which colour") ||
+		!strings.Contains(s, "https://ask.example.com/console/q/acme/job-cmd/q-c1?") {
+		t.Fatalf("list for an answerer: %q", s)
+	}
+	// A reader learns that questions wait, not what they ask.
+	if s := reply("U0READ", "list"); !strings.Contains(s, "`job-cmd/q-c1`") || strings.Contains(s, "Which colour") {
+		t.Fatalf("list for a reader: %q", s)
+	}
+	if s := reply("U0KEV", "show q-c1"); !strings.Contains(s, "Which colour") || !strings.Contains(s, "Choices: red | blue") || !strings.Contains(s, "State: pending") {
+		t.Fatalf("show: %q", s)
+	}
+	if s := reply("U0KEV", "show bad/id/x/y"); !strings.Contains(s, "is not a question id") {
+		t.Fatalf("show with a bad id: %q", s)
+	}
+	if s := reply("U0KEV", "answer job-cmd/q-c1 purple"); !strings.Contains(s, "Not sent: answer: must be one of: red, blue") {
+		t.Fatalf("invalid answer: %q", s)
+	}
+	if s := reply("U0KEV", "answer job-cmd/q-c1 blue"); !strings.Contains(s, "Sent your answer") {
+		t.Fatalf("answer: %q", s)
+	}
+	if out := awaitOutcome(t, env, q1); out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: blue" || out.By != "slack:U0KEV" {
+		t.Fatalf("answer resume: %+v", out)
+	}
+	if s := reply("U0KEV", "decline q-c2 ask Ana"); !strings.Contains(s, "Sent your decline") {
+		t.Fatalf("decline: %q", s)
+	}
+	if out := awaitOutcome(t, env, q2); out.Outcome != bridge.OutcomeDeclined || out.Text != "slack:U0KEV (u0kev) declined to answer: ask Ana." {
+		t.Fatalf("decline resume: %+v", out)
+	}
+	// A stranger's answer typed in /ask is refused privately, via the response_url.
+	// A stranger may not even see the question: told so at once, nothing sent.
+	if s := reply("U0BAD", "answer job-cmd/q-c4 red"); !strings.HasPrefix(s, "`job-cmd/q-c4`: ") || strings.Contains(s, "Which colour") || strings.Contains(s, "Sent") {
+		t.Fatalf("stranger's answer: %q", s)
+	}
+	if n := attempts.Count(t); n != 2 {
+		t.Fatalf("%d attempts, want the answer and the decline only", n)
+	}
+	// An operator may not cancel: the runtime's refusal reaches them privately.
+	if s := reply("U0KEV", "cancel job-cmd/q-c3"); !strings.Contains(s, "Asked askbridge to cancel `job-cmd/q-c3`") {
+		t.Fatalf("operator's cancel: %q", s)
+	}
+	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
+		for _, c := range h.fake.Calls("response_url") {
+			if c.JSON["text"] == "You can't cancel questions: that needs the admin or owner role." {
+				return nil
+			}
+		}
+		return fmt.Errorf("no cancel refusal among %d response_url posts", len(h.fake.Calls("response_url")))
+	})
+	if s := reply("U0ADM", "cancel job-cmd/q-c3"); !strings.Contains(s, "Asked askbridge to cancel `job-cmd/q-c3`") {
+		t.Fatalf("cancel: %q", s)
+	}
+	if out := awaitOutcome(t, env, q3); out.Outcome != bridge.OutcomeCanceled {
+		t.Fatalf("cancel resume: %+v", out)
+	}
+	h.updated(t, h.cardTS(t, q3), "Cancelled: cancelled from Slack by slack:U0ADM")
+	if s := reply("U0KEV", "frobnicate"); !strings.Contains(s, "I don't know `frobnicate`") {
+		t.Fatalf("unknown subcommand: %q", s)
+	}
+}
+
+// TestAskCommandTextIsUnescaped checks /ask reads the text as the person
+// typed it: Slack sends & < > in a slash command as &amp; &lt; &gt;.
+func TestAskCommandTextIsUnescaped(t *testing.T) {
+	t.Parallel()
+	env, h := e2e(t, runtime.Roles{})
+	q1 := question("job-ent", "q-e1")
+	q1.Choices = []string{"Black & white", "Colour"}
+	q2 := question("job-ent2", "q-e2")
+	q2.Choices = nil
+	q3 := question("job-ent3", "q-e3")
+	for _, q := range []*bridge.Question{q1, q2, q3} {
+		publishQuestion(t, env, q)
+		h.posted(t, q.QuestionID)
+	}
+	for i, c := range []struct{ text, want string }{
+		{"answer job-ent/q-e1 Black &amp; white", "The answer: Black & white"},
+		{"answer job-ent2/q-e2 R&amp;D &lt;ops&gt; &amp;lt;", "The answer: R&D <ops> &lt;"},
+		{"decline job-ent3/q-e3 ask &lt;Ana&gt; &amp; Bo", "slack:U0KEV (u0kev) declined to answer: ask <Ana> & Bo."},
+	} {
+		resp, body := h.command("U0KEV", "u0kev", c.text, "trig-ent-"+strconv.Itoa(i))
+		if resp.StatusCode != 200 || !strings.Contains(body, "Sent your") {
+			t.Fatalf("/ask %s: %d %s", c.text, resp.StatusCode, body)
+		}
+		if out := awaitOutcome(t, env, []*bridge.Question{q1, q2, q3}[i]); out.Text != c.want {
+			t.Errorf("/ask %s: the agent read %q, want %q", c.text, out.Text, c.want)
+		}
 	}
 }

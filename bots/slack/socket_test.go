@@ -6,17 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/slack-go/slack"
-	"github.com/slack-go/slack/socketmode"
-
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
 	"github.com/askbridge/askbridge/runtime"
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
 )
 
 // socketSend queues an envelope on the fake's websocket, as Slack sends
@@ -338,4 +338,83 @@ func (h *harness) socketAcksNow(envelope string) []apiCall {
 		}
 	}
 	return got
+}
+
+func TestSocketMode(t *testing.T) {
+	t.Parallel()
+	env, h := e2e(t, runtime.Roles{}, func(o *Options) { o.AppToken = "xapp-1-test"; o.SigningSecret = "" })
+	q := question("job-sm", "q-sm")
+	one := 1.0
+	q.Choices = nil
+	q.Fields = []bridge.Field{{Name: "copies", Kind: bridge.FieldNumber, Integer: true, Min: &one, Required: true}}
+	qb := question("job-sm", "q-sm2")
+	publishQuestion(t, env, q)
+	publishQuestion(t, env, qb)
+	cardB := h.posted(t, "q-sm2")
+	h.posted(t, "q-sm")
+	testenv.CheckFor(t, wait, tick, func() error {
+		if len(h.fake.Calls("apps.connections.open")) == 0 {
+			return fmt.Errorf("apps.connections.open not called")
+		}
+		return nil
+	})
+	if c := h.fake.Calls("apps.connections.open")[0]; c.Auth != "Bearer xapp-1-test" {
+		t.Fatalf("apps.connections.open with %q", c.Auth)
+	}
+	// The HTTP endpoints are off without a signing secret.
+	if resp, _ := h.interact("payload=%7B%7D"); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("HTTP interactions without a signing secret: %d", resp.StatusCode)
+	}
+	send := func(envelope, typ, body string) {
+		var p any
+		_ = json.Unmarshal([]byte(body), &p)
+		raw, _ := json.Marshal(map[string]any{"envelope_id": envelope, "type": typ, "payload": p, "accepts_response_payload": true})
+		h.fake.wsSend <- raw
+	}
+	acked := func(envelope string) apiCall {
+		var got apiCall
+		testenv.CheckFor(t, wait, tick, func() error {
+			for _, c := range h.fake.Calls("ws_ack") {
+				if c.JSON["envelope_id"] == envelope {
+					got = c
+					return nil
+				}
+			}
+			return fmt.Errorf("no ack for %s", envelope)
+		})
+		return got
+	}
+	unpayload := func(p string) string { s, _ := url.QueryUnescape(strings.TrimPrefix(p, "payload=")); return s }
+	tsB := h.cardTS(t, qb)
+	send("env-1", "interactive", unpayload(h.fake.click("U0KEV", "kevin", "trig-sm", "C0123", tsB, actionsBlock(cardB), "choice.1", "blue", "")))
+	acked("env-1")
+	if out := awaitOutcome(t, env, qb); out.Outcome != bridge.OutcomeAnswered || out.Text != "The answer: blue" {
+		t.Fatalf("socket mode click resume: %+v", out)
+	}
+	// A modal's inline errors travel in the ack payload.
+	tsA := h.cardTS(t, q)
+	send("env-2", "interactive", unpayload(h.fake.click("U0KEV", "kevin", "trig-sm2", "C0123", tsA, "ask.acme.job-sm.q-sm.1", "answer", "answer", "")))
+	acked("env-2")
+	var opened apiCall
+	testenv.CheckFor(t, wait, tick, func() error {
+		if o := h.fake.Calls("views.open"); len(o) > 0 {
+			opened = o[0]
+			return nil
+		}
+		return fmt.Errorf("no views.open")
+	})
+	send("env-3", "interactive", unpayload(submission("U0KEV", "kevin", opened, "V1", "h1", map[string]map[string]any{
+		"f.copies": {"type": "number_input", "value": "0"}})))
+	ack := acked("env-3")
+	p, _ := ack.JSON["payload"].(map[string]any)
+	if p["response_action"] != "errors" || p["errors"].(map[string]any)["f.copies"] != "must be at least 1" {
+		t.Fatalf("socket mode inline errors: %s", ack.Body)
+	}
+	// /ask over the websocket: the reply is the ack's payload.
+	send("env-4", "slash_commands", `{"command":"/ask","text":"show q-sm","user_id":"U0KEV","user_name":"kevin","channel_id":"C0123","trigger_id":"trig-cmd"}`)
+	ack = acked("env-4")
+	p, _ = ack.JSON["payload"].(map[string]any)
+	if p["response_type"] != "ephemeral" || !strings.Contains(fmt.Sprint(p["text"]), "Fields: copies (number)") {
+		t.Fatalf("socket mode /ask: %s", ack.Body)
+	}
 }
