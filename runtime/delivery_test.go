@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/internal/testenv"
-	"github.com/askbridge/askbridge/runtime"
 	"github.com/askbridge/askbridge/store/record"
 )
 
@@ -126,127 +124,6 @@ func TestQuestionRoutedToAnUnconfiguredPlatformFails(t *testing.T) {
 		}
 		return fmt.Errorf("no delivery_failed event in %s", events.EventTypes())
 	})
-}
-
-func TestCancelFromChatNeedsAdmin(t *testing.T) {
-	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Roles: roles})
-	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-cx")
-	q := choiceQuestion("job-cx")
-	ch := ask(t, env, q)
-	pub := func(id string, c bridge.Cancel) {
-		if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.CancelSubject("acme", "job-cx"), id, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pub("c1", bridge.Cancel{Tenant: "acme", JobID: "job-cx", QuestionID: "q-1", By: "slack:UOP", ReplyTo: map[string]string{"channel": "D1"}})
-	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
-		for _, ev := range events.Events() {
-			if ev.Type == bridge.EventRefused && ev.To == "slack:UOP" && ev.ReplyTo["channel"] == "D1" &&
-				ev.Text == "You can't cancel questions: that needs the admin or owner role." {
-				return nil
-			}
-		}
-		return fmt.Errorf("events = %s", events.EventTypes())
-	})
-	waitState(t, env, q, bridge.StatePending)
-	pub("c2", bridge.Cancel{Tenant: "acme", JobID: "job-cx", QuestionID: "q-1", By: "slack:UADMIN", Reason: "the customer called back"})
-	out := outcome(t, ch)
-	if out.Outcome != bridge.OutcomeCanceled || out.Text != "The question was cancelled: the customer called back." {
-		t.Fatalf("outcome = %+v", out)
-	}
-}
-
-func TestAPIListAndShowByPermission(t *testing.T) {
-	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Roles: roles})
-	open := choiceQuestion("job-api")
-	ask(t, env, open)
-	named := choiceQuestion("job-api")
-	named.QuestionID = "q-2"
-	named.Answerers = []string{"slack:UANA"}
-	ask(t, env, named)
-
-	list := func(as string) bridge.ListReply {
-		data, _ := json.Marshal(bridge.ListRequest{As: as, Tenant: "acme"})
-		msg, err := env.NATS.Conn.Request(bridge.APIList, data, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var reply bridge.ListReply
-		if err := json.Unmarshal(msg.Data, &reply); err != nil {
-			t.Fatal(err)
-		}
-		return reply
-	}
-	summary := func(r bridge.ListReply) string {
-		var parts []string
-		for _, v := range r.Questions {
-			parts = append(parts, fmt.Sprintf("%s:hidden=%v,answer=%v,decline=%v", v.QuestionID, v.Hidden, v.CanAnswer, v.CanDecline))
-		}
-		return strings.Join(parts, " ")
-	}
-	for _, c := range []struct{ as, want string }{
-		{"slack:UADMIN", "q-1:hidden=false,answer=true,decline=true q-2:hidden=false,answer=true,decline=true"},
-		// Answerers add people: an operator still answers q-2.
-		{"slack:UOP", "q-1:hidden=false,answer=true,decline=true q-2:hidden=false,answer=true,decline=true"},
-		{"slack:UANA", "q-2:hidden=false,answer=true,decline=true"},
-		{"slack:UREADER", "q-1:hidden=true,answer=false,decline=false q-2:hidden=true,answer=false,decline=false"},
-		{"slack:USTRANGER", ""},
-		// A program on the bus, asking as nobody, sees all and may do nothing.
-		{"", "q-1:hidden=false,answer=false,decline=false q-2:hidden=false,answer=false,decline=false"},
-	} {
-		if got := summary(list(c.as)); got != c.want {
-			t.Errorf("list as %s = %q, want %q", c.as, got, c.want)
-		}
-	}
-	for _, v := range list("slack:UREADER").Questions {
-		if v.Question != nil {
-			t.Errorf("a reader sees the content of %s", v.QuestionID)
-		}
-	}
-	if r := show(t, env, "slack:USTRANGER", "job-api", "q-1"); r.Question != nil || r.Error != "There is no question q-1 that you can see." {
-		t.Errorf("stranger show = %+v", r)
-	}
-	r := show(t, env, "slack:UADMIN", "job-api", "q-1")
-	if r.Question == nil || len(r.Audit) != 1 || r.Audit[0].To != bridge.StatePending {
-		t.Errorf("admin show = %+v", r)
-	}
-	if r := show(t, env, "bad identity", "job-api", "q-1"); !strings.HasPrefix(r.Error, "as: ") {
-		t.Errorf("bad identity show = %+v", r)
-	}
-}
-
-func TestTenantScopedRoles(t *testing.T) {
-	t.Parallel()
-	scoped := runtime.Roles{Admins: []string{"slack:UADMIN"}, Operators: []string{"acme/slack:UACME", "other/slack:UOTHER"}}
-	clock := testenv.NewClock()
-	env := testenv.Start(t, testenv.Options{Roles: scoped, Clock: clock})
-	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.>")
-	acme := choiceQuestion("job-sc")
-	acme.Timeout = "4s" // the answerers' reminder falls due at 1s
-	ch := ask(t, env, acme)
-	clock.Advance(1500 * time.Millisecond)
-	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
-		for _, ev := range events.Events() {
-			if ev.Type == bridge.EventReminded && ev.JobID == "job-sc" {
-				if len(ev.Targets) != 1 || ev.Targets[0] != "slack:UACME" {
-					return fmt.Errorf("reminded %v, want acme's operator only", ev.Targets)
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("no reminder yet: %s", events.EventTypes())
-	})
-	// Another tenant's operator may not answer here.
-	attempt(t, env, bridge.AnswerAttempt{JobID: "job-sc", QuestionID: "q-1", AttemptID: "sc-other", Answer: json.RawMessage(`"red"`), By: "slack:UOTHER"})
-	if ev := refusalFor(t, events, "sc-other"); ev.Reason != bridge.RefusedForbidden {
-		t.Fatalf("other tenant's operator: %+v", ev)
-	}
-	attempt(t, env, bridge.AnswerAttempt{JobID: "job-sc", QuestionID: "q-1", AttemptID: "sc-acme", Answer: json.RawMessage(`"red"`), By: "slack:UACME"})
-	if out := outcome(t, ch); out.Text != "The answer: red" || out.By != "slack:UACME" {
-		t.Fatalf("outcome = %+v", out)
-	}
 }
 
 // counters renders a counter vector of the runtime's metrics as
@@ -387,49 +264,6 @@ func TestOutcomeTimesAreTheStoredOnes(t *testing.T) {
 	}
 }
 
-// TestRefusedCancelsAfterTheCancelsStreamIsMadeAnewAreTwoEvents checks
-// that a person's refused cancel after the cancels stream was deleted and
-// made anew (its sequence numbers start again) is a new refused event,
-// not one with the event id of an earlier refusal, which the chat adapters
-// would take as already told.
-func TestRefusedCancelsAfterTheCancelsStreamIsMadeAnewAreTwoEvents(t *testing.T) {
-	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Roles: roles})
-	refuse := func(env *testenv.Env, id string) bridge.Event {
-		t.Helper()
-		events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-cr")
-		if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.CancelSubject("acme", "job-cr"), id,
-			bridge.Cancel{Tenant: "acme", JobID: "job-cr", QuestionID: "q-1", By: "slack:UOP"}); err != nil {
-			t.Fatal(err)
-		}
-		var ev bridge.Event
-		testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
-			for _, e := range events.Events() {
-				if e.Type == bridge.EventRefused && e.To == "slack:UOP" {
-					ev = e
-					return nil
-				}
-			}
-			return fmt.Errorf("events = %s", events.EventTypes())
-		})
-		return ev
-	}
-	first := refuse(env, "cr-1")
-	if err := env.NATS.JS.DeleteStream(context.Background(), bridge.StreamCancels); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.NATS.JS.DeleteStream(context.Background(), bridge.StreamEvents); err != nil {
-		t.Fatal(err)
-	}
-	dir := env.Dir
-	env.Stop()
-	env = testenv.Start(t, testenv.Options{Dir: dir, Roles: roles})
-	second := refuse(env, "cr-2")
-	if first.EventID == second.EventID {
-		t.Fatalf("two refused cancels share the event id %s", first.EventID)
-	}
-}
-
 // TestDeliveryReportOfAVersionlessQuestionAskedAgain checks that a late
 // delivery failure for a question asked without a version does not count
 // against the same question asked again at version 1: that version waits
@@ -467,66 +301,6 @@ func TestDeliveryReportOfAVersionlessQuestionAskedAgain(t *testing.T) {
 	attempt(t, env, bridge.AnswerAttempt{JobID: "job-dv", QuestionID: "q-1", TaskVersion: 1, AttemptID: "dv", Answer: json.RawMessage(`"red"`), By: "slack:UOP"})
 	if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered {
 		t.Fatalf("outcome = %+v", out)
-	}
-}
-
-// A person's cancel that ends nothing, because an answer (or another
-// cancel) ended the question first, is told so: a refused event to them,
-// with their reply_to, saying what ended it. Nothing else changes.
-func TestCancelFromChatThatLostTheRaceIsTold(t *testing.T) {
-	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Roles: roles})
-	events := env.Record(t, bridge.StreamEvents, "ask.v1.event.acme.job-cl")
-	q := choiceQuestion("job-cl")
-	ch := ask(t, env, q)
-	if err := env.Attempt(context.Background(), bridge.AnswerAttempt{Tenant: "acme", JobID: "job-cl", QuestionID: "q-1",
-		AttemptID: "a-1", Answer: json.RawMessage(`"red"`), By: "slack:UOP", ByName: "op"}); err != nil {
-		t.Fatal(err)
-	}
-	if out := outcome(t, ch); out.Outcome != bridge.OutcomeAnswered {
-		t.Fatalf("outcome = %+v", out)
-	}
-	pub := func(id string, c bridge.Cancel) {
-		if err := bridge.Publish(context.Background(), env.NATS.JS, bridge.CancelSubject("acme", "job-cl"), id, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pub("c1", bridge.Cancel{Tenant: "acme", JobID: "job-cl", QuestionID: "q-1", By: "slack:UADMIN", ReplyTo: map[string]string{"channel": "D1"}})
-	pub("c2", bridge.Cancel{Tenant: "acme", JobID: "job-cl", By: "slack:UADMIN", ReplyTo: map[string]string{"channel": "D2"}})
-	answered := regexp.MustCompile(`^Nothing was cancelled: this question was already answered by slack:UOP \(op\) at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\.$`)
-	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
-		var one, job bool
-		for _, ev := range events.Events() {
-			if ev.Type != bridge.EventRefused || ev.To != "slack:UADMIN" || ev.Reason != bridge.RefusedNotPending {
-				continue
-			}
-			one = one || (ev.ReplyTo["channel"] == "D1" && ev.QuestionID == "q-1" && answered.MatchString(ev.Text))
-			job = job || (ev.ReplyTo["channel"] == "D2" && ev.QuestionID == "" && ev.Text == "Nothing was cancelled: job job-cl has no question waiting.")
-		}
-		if !one || !job {
-			return fmt.Errorf("events = %s", events.EventTypes())
-		}
-		return nil
-	})
-	// An agent's cancel that ends nothing is not a person's: no event.
-	pub("c3", bridge.Cancel{Tenant: "acme", JobID: "job-cl", QuestionID: "q-1"})
-	q2 := choiceQuestion("job-cl")
-	q2.QuestionID = "q-2"
-	ch2 := ask(t, env, q2)
-	pub("c4", bridge.Cancel{Tenant: "acme", JobID: "job-cl", QuestionID: "q-2"})
-	if out := outcome(t, ch2); out.Outcome != bridge.OutcomeCanceled {
-		t.Fatalf("outcome = %+v", out)
-	}
-	// The resume and the event are relayed separately: wait for the event,
-	// then check nothing else came between.
-	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
-		if got := events.EventTypes(); !strings.HasSuffix(got, "cancelled") {
-			return fmt.Errorf("events = %s; want the cancelled event last", got)
-		}
-		return nil
-	})
-	if got := events.EventTypes(); got != "asked,answered,refused,refused,asked,cancelled" {
-		t.Fatalf("events = %s", got)
 	}
 }
 
