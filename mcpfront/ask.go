@@ -146,6 +146,35 @@ func (f *Front) question(req *mcp.CallToolRequest, a args, body map[string]json.
 // its proposal), so the result names what was asked, not what this call
 // would have asked.
 func (f *Front) wait(ctx context.Context, req *mcp.CallToolRequest, q *bridge.Question) (*bridge.Resume, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-f.stopping:
+			cancel(errStopping)
+		case <-ctx.Done():
+		}
+	}()
+	out, err := f.waitFor(ctx, req, q)
+	if err != nil && errors.Is(context.Cause(ctx), errStopping) {
+		if q.JobID == "" {
+			return nil, fmt.Errorf("askbridge is stopping; question %s stays open: call again with question_id %q to keep waiting for the same answer", q.QuestionID, q.QuestionID)
+		}
+		return nil, fmt.Errorf("askbridge is stopping; question %s in job %s stays open: %s", q.QuestionID, q.JobID, waitAgain(q.JobID, q.QuestionID))
+	}
+	return out, err
+}
+
+// errStopping is why a wait ends when the front door stops (Stop).
+var errStopping = errors.New("askbridge is stopping")
+
+// waitAgain says how a call waits again for question qid of job.
+func waitAgain(job, qid string) string {
+	return fmt.Sprintf("call again with question_id %q and job_id %q to keep waiting for the same answer", qid, job)
+}
+
+// waitFor is wait's asking or attaching.
+func (f *Front) waitFor(ctx context.Context, req *mcp.CallToolRequest, q *bridge.Question) (*bridge.Resume, error) {
 	found, err := f.find(ctx, q.JobID, q.QuestionID)
 	if err != nil {
 		return nil, err
@@ -204,9 +233,8 @@ func (f *Front) keepAlive(ctx context.Context, req *mcp.CallToolRequest, job, qi
 		tick := time.NewTicker(f.o.Progress)
 		defer tick.Stop()
 		for n := 1; ; n++ {
-			msg := fmt.Sprintf("Waiting for a person to answer question %s in job %s (%s so far). "+
-				"If this call is cut off, call again with question_id %q and job_id %q to keep waiting for the same answer.",
-				qid, job, time.Since(start).Round(time.Second), qid, job)
+			msg := fmt.Sprintf("Waiting for a person to answer question %s in job %s (%s so far). If this call is cut off, %s.",
+				qid, job, time.Since(start).Round(time.Second), waitAgain(job, qid))
 			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: msg})
 			if err != nil && ctx.Err() == nil {
 				f.o.Logger.Debug("mcp progress", "err", err)

@@ -67,6 +67,12 @@ type Front struct {
 
 	mu   sync.Mutex
 	jobs map[*mcp.ServerSession]string
+
+	// stopping is closed by Stop, and streamsEnd after it, once the
+	// calls it ended have answered (calls).
+	stopping, streamsEnd chan struct{}
+	stopOnce             sync.Once
+	calls                inFlight
 }
 
 // New makes the front door on a NATS connection to a running askbridge.
@@ -90,7 +96,7 @@ func New(nc *nats.Conn, o Options) (*Front, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Front{nc: nc, ag: ag, o: o, jobs: map[*mcp.ServerSession]string{}}
+	f := &Front{nc: nc, ag: ag, o: o, jobs: map[*mcp.ServerSession]string{}, stopping: make(chan struct{}), streamsEnd: make(chan struct{})}
 	if err := f.SetAutoAllow(o.AutoAllow); err != nil {
 		return nil, err
 	}
@@ -100,6 +106,62 @@ func New(nc *nats.Conn, o Options) (*Front, error) {
 	})
 	f.addTools()
 	return f, nil
+}
+
+// Stop ends the calls waiting for a person, each as a failed call that
+// says its question stays open and how to wait for it again, and a call
+// made after it the same way, and the clients' streams of server messages
+// (Handler): the service calls it as it stops, so that its stop is held
+// up neither by people who have not answered yet nor by open sessions.
+// It returns once those calls have answered, or when ctx ends.
+func (f *Front) Stop(ctx context.Context) {
+	f.stopOnce.Do(func() {
+		close(f.stopping)
+		// A client whose stream ends first may fail its calls before it
+		// reads their answers.
+		f.calls.wait(ctx)
+		close(f.streamsEnd)
+	})
+}
+
+// inFlight counts requests being served.
+type inFlight struct {
+	mu   sync.Mutex
+	n    int
+	none chan struct{} // closed when n drops to 0
+}
+
+func (fl *inFlight) add() {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.n == 0 {
+		fl.none = make(chan struct{})
+	}
+	fl.n++
+}
+
+func (fl *inFlight) done() {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.n--; fl.n == 0 {
+		close(fl.none)
+	}
+}
+
+// wait returns once the requests in flight when it was called are done,
+// or when ctx ends.
+func (fl *inFlight) wait(ctx context.Context) {
+	fl.mu.Lock()
+	if fl.n == 0 {
+		fl.mu.Unlock()
+		return
+	}
+	none := fl.none
+	fl.mu.Unlock()
+	select {
+	case <-none:
+	case <-ctx.Done():
+	}
 }
 
 // SetAutoAllow replaces the auto-allow list (Options.AutoAllow), as the
@@ -154,7 +216,26 @@ func (f *Front) Handler(token string) http.Handler {
 			http.Error(w, "askbridge /mcp needs Authorization: Bearer <ASK_MCP_TOKEN>", http.StatusUnauthorized)
 			return
 		}
-		h.ServeHTTP(w, r)
+		if r.Method != http.MethodGet {
+			f.calls.add()
+			defer f.calls.done()
+			h.ServeHTTP(w, r)
+			_ = http.NewResponseController(w).Flush() // the answer goes before Stop ends the streams
+			return
+		}
+		// A client's stream of server messages stays open for its whole
+		// session: it ends with Stop, or a stopping server would wait for
+		// it until its grace ran out.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go func() {
+			select {
+			case <-f.streamsEnd:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -185,6 +185,9 @@ func (s *service) stop(ctx context.Context) {
 }
 
 func (s *service) stopOnce(ctx context.Context) {
+	if s.mcp != nil {
+		s.mcp.Stop(ctx) // the calls waiting for people end now, not at the grace's end
+	}
 	if s.http != nil {
 		if err := s.http.Shutdown(ctx); err != nil {
 			// The grace is over: requests still in flight (an MCP call
