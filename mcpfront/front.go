@@ -148,8 +148,7 @@ func (fl *inFlight) done() {
 	}
 }
 
-// wait returns once the requests in flight when it was called are done,
-// or when ctx ends.
+// wait returns once no request is in flight, or when ctx ends.
 func (fl *inFlight) wait(ctx context.Context) {
 	fl.mu.Lock()
 	if fl.n == 0 {
