@@ -352,8 +352,11 @@ func TestRacePersonsCancelAndAnswer(t *testing.T) {
 			r.slackSettled(ts, "Cancelled")
 			r.discordSettled(did, "Cancelled")
 		case bridge.OutcomeAnswered:
-			if strings.Contains(reply, "no longer waits (answered)") {
-				break // the command saw it answered before sending anything
+			if strings.Contains(reply, "no longer waits (answered)") || strings.Contains(reply, "askbridge did not answer in time") {
+				// The command saw it answered before sending anything; or,
+				// on a loaded machine, its look-up outlasted Slack's 3 s and
+				// it said so in its reply, sending nothing.
+				break
 			}
 			loserText(t, r.waitTold(trig), "Nothing was cancelled: this question was already answered by discord:"+raceKevinD+" (kevin) at ")
 			r.slackSettled(ts, "Answered by @kevin: blue")
