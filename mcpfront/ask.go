@@ -148,19 +148,14 @@ func (f *Front) question(req *mcp.CallToolRequest, a args, body map[string]json.
 func (f *Front) wait(ctx context.Context, req *mcp.CallToolRequest, q *bridge.Question) (*bridge.Resume, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go func() {
-		select {
-		case <-f.stopping:
-			cancel(errStopping)
-		case <-ctx.Done():
-		}
-	}()
+	defer context.AfterFunc(f.stopping, func() { cancel(errStopping) })()
 	out, err := f.waitFor(ctx, req, q)
 	if err != nil && errors.Is(context.Cause(ctx), errStopping) {
-		if q.JobID == "" {
-			return nil, fmt.Errorf("askbridge is stopping; question %s stays open: call again with question_id %q to keep waiting for the same answer", q.QuestionID, q.QuestionID)
+		in := ""
+		if q.JobID != "" {
+			in = " in job " + q.JobID
 		}
-		return nil, fmt.Errorf("askbridge is stopping; question %s in job %s stays open: %s", q.QuestionID, q.JobID, waitAgain(q.JobID, q.QuestionID))
+		return nil, fmt.Errorf("askbridge is stopping; question %s%s stays open: %s", q.QuestionID, in, waitAgain(q.JobID, q.QuestionID))
 	}
 	return out, err
 }
@@ -168,8 +163,12 @@ func (f *Front) wait(ctx context.Context, req *mcp.CallToolRequest, q *bridge.Qu
 // errStopping is why a wait ends when the front door stops (Stop).
 var errStopping = errors.New("askbridge is stopping")
 
-// waitAgain says how a call waits again for question qid of job.
+// waitAgain says how a call waits again for question qid of job (of any
+// job when job is "").
 func waitAgain(job, qid string) string {
+	if job == "" {
+		return fmt.Sprintf("call again with question_id %q to keep waiting for the same answer", qid)
+	}
 	return fmt.Sprintf("call again with question_id %q and job_id %q to keep waiting for the same answer", qid, job)
 }
 

@@ -68,11 +68,11 @@ type Front struct {
 	mu   sync.Mutex
 	jobs map[*mcp.ServerSession]string
 
-	// stopping is closed by Stop, and streamsEnd after it, once the
-	// calls it ended have answered (calls).
-	stopping, streamsEnd chan struct{}
-	stopOnce             sync.Once
-	calls                inFlight
+	// stopping ends with Stop, and streams after it, once the calls it
+	// ended have answered (calls).
+	stopping, streams context.Context
+	stop, endStreams  context.CancelFunc
+	calls             inFlight
 }
 
 // New makes the front door on a NATS connection to a running askbridge.
@@ -96,7 +96,9 @@ func New(nc *nats.Conn, o Options) (*Front, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Front{nc: nc, ag: ag, o: o, jobs: map[*mcp.ServerSession]string{}, stopping: make(chan struct{}), streamsEnd: make(chan struct{})}
+	f := &Front{nc: nc, ag: ag, o: o, jobs: map[*mcp.ServerSession]string{}}
+	f.stopping, f.stop = context.WithCancel(context.Background())
+	f.streams, f.endStreams = context.WithCancel(context.Background())
 	if err := f.SetAutoAllow(o.AutoAllow); err != nil {
 		return nil, err
 	}
@@ -115,13 +117,11 @@ func New(nc *nats.Conn, o Options) (*Front, error) {
 // up neither by people who have not answered yet nor by open sessions.
 // It returns once those calls have answered, or when ctx ends.
 func (f *Front) Stop(ctx context.Context) {
-	f.stopOnce.Do(func() {
-		close(f.stopping)
-		// A client whose stream ends first may fail its calls before it
-		// reads their answers.
-		f.calls.wait(ctx)
-		close(f.streamsEnd)
-	})
+	f.stop()
+	// A client whose stream ends first may fail its calls before it reads
+	// their answers.
+	f.calls.wait(ctx)
+	f.endStreams()
 }
 
 // inFlight counts requests being served.
@@ -227,13 +227,7 @@ func (f *Front) Handler(token string) http.Handler {
 		// it until its grace ran out.
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		go func() {
-			select {
-			case <-f.streamsEnd:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+		defer context.AfterFunc(f.streams, cancel)()
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -57,14 +57,7 @@ func waitingMCPCall(t *testing.T, stream bool) (*service, <-chan callEnd) {
 			done <- callEnd{answer: resultText(res)}
 		}
 	}()
-	waitAsked(t, events, func() (string, bool) {
-		select {
-		case e := <-done:
-			return e.answer + e.failure, true
-		default:
-			return "", false
-		}
-	}, "Bash")
+	waitAsked(t, events, done, "Bash")
 	return s, done
 }
 
@@ -143,12 +136,14 @@ func TestStopEndsWaitingCallsWhenTheGraceRunsOut(t *testing.T) {
 }
 
 // waitAsked waits until events holds the question a waiting MCP call
-// asked about tool, and fails if the call ends first (ended reports it).
-func waitAsked(t *testing.T, events *testenv.Publications, ended func() (string, bool), tool string) {
+// asked about tool, and fails if the call ends (done) first.
+func waitAsked[T any](t *testing.T, events *testenv.Publications, done <-chan T, tool string) {
 	t.Helper()
 	testenv.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		if got, ok := ended(); ok {
-			t.Fatalf("the call about %s ended (%q) before anyone answered", tool, got)
+		select {
+		case got := <-done:
+			t.Fatalf("the call about %s ended (%+v) before anyone answered", tool, got)
+		default:
 		}
 		if events.Count(t) == 0 {
 			return fmt.Errorf("no question asked about %s", tool)

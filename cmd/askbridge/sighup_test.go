@@ -146,14 +146,7 @@ func TestPolicyReloadReplacesMCPAutoAllow(t *testing.T) {
 		got, err := use(waiting, "Read", "job-r2")
 		done <- fmt.Sprint(got, err)
 	}()
-	waitAsked(t, events, func() (string, bool) {
-		select {
-		case got := <-done:
-			return got, true
-		default:
-			return "", false
-		}
-	}, "Read")
+	waitAsked(t, events, done, "Read")
 	// The agent cancels its question, and the waiting call ends on the
 	// server too. (Cancelling the call's context alone notifies the server
 	// in the background, and a session closed before that notification

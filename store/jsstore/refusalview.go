@@ -30,8 +30,6 @@ type refusal struct {
 type refusalView struct {
 	keyView
 	byKey map[string]refusal
-	// words holds one copy of each tenant and code.
-	words map[string]string
 	// now is the clock the view lets refusals go by.
 	now func() time.Time
 }
@@ -41,7 +39,7 @@ type refusalView struct {
 func (rv *refusalView) init(warn func(string, ...any)) {
 	rv.filter, rv.mark, rv.what = "log.*."+logClassRefusal+".>", keyRefusalMark, "the gate's refusals"
 	rv.now = time.Now
-	rv.reset = func() { rv.byKey, rv.words = map[string]refusal{}, map[string]string{} }
+	rv.reset = func() { rv.byKey = map[string]refusal{} }
 	rv.apply = func(e jetstream.KeyValueEntry, initial bool) {
 		if e.Operation() != jetstream.KeyValuePut {
 			if !initial {
@@ -67,7 +65,7 @@ func (rv *refusalView) init(warn func(string, ...any)) {
 		if at := time.UnixMilli(d.At); at.Before(written) {
 			written = at
 		}
-		rv.byKey[e.Key()] = refusal{tenant: rv.word(dec(tok[3])), job: dec(tok[4]), code: rv.word(*c.Code),
+		rv.byKey[e.Key()] = refusal{tenant: intern(dec(tok[3])), job: dec(tok[4]), code: intern(*c.Code),
 			at: d.At, gone: written.Add(gateLogTTL)}
 	}
 }
@@ -84,13 +82,4 @@ func (rv *refusalView) each(tenant string, f func(refusal)) {
 			f(r)
 		}
 	}
-}
-
-// word is the view's copy of s.
-func (rv *refusalView) word(s string) string {
-	if w, ok := rv.words[s]; ok {
-		return w
-	}
-	rv.words[s] = s
-	return s
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unique"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -72,15 +73,13 @@ type stateView struct {
 	facts record.ClarifyIndex
 	// unknown counts the questions held without their facts.
 	unknown int
-	// words holds one copy of each tenant and state.
-	words map[string]string
 }
 
 // init makes sv a view of the state index; warn reports a malformed key.
 func (sv *stateView) init(warn func(string, ...any)) {
 	sv.filter, sv.mark, sv.what = stateIndexPrefix+">", keyStateMark, "the state index"
 	sv.reset = func() {
-		sv.keys, sv.counts, sv.words = map[int64]held{}, map[string]int64{}, map[string]string{}
+		sv.keys, sv.counts = map[int64]held{}, map[string]int64{}
 		sv.facts, sv.unknown = record.ClarifyIndex{}, 0
 	}
 	sv.apply = func(e jetstream.KeyValueEntry, initial bool) {
@@ -90,10 +89,10 @@ func (sv *stateView) init(warn func(string, ...any)) {
 			warn("jsstore: a malformed state key is ignored", "key", e.Key())
 			return
 		}
-		state := sv.word(dec(parts[2]))
+		state := intern(dec(parts[2]))
 		switch {
 		case e.Operation() == jetstream.KeyValuePut:
-			sv.put(q, held{tenant: sv.word(dec(parts[1])), job: dec(parts[3]), state: state}, e.Value())
+			sv.put(q, held{tenant: intern(dec(parts[1])), job: dec(parts[3]), state: state}, e.Value())
 		case !initial:
 			if old, ok := sv.keys[q]; ok && old.state == state {
 				sv.remove(q, old)
@@ -163,14 +162,9 @@ func (sv *stateView) count(state string, n int64) {
 	}
 }
 
-// word is the view's copy of s.
-func (sv *stateView) word(s string) string {
-	if w, ok := sv.words[s]; ok {
-		return w
-	}
-	sv.words[s] = s
-	return s
-}
+// intern is the one copy of s the process keeps: the views name a few
+// tenants, states and codes many times over.
+func intern(s string) string { return unique.Make(s).Value() }
 
 // factsOf is what the clarification measures read of question document
 // d, the value of its state index key.

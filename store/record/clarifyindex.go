@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"time"
+	"unique"
 )
 
 // ClarifyIndex holds what the clarification measures read of each
@@ -20,8 +21,6 @@ type ClarifyIndex struct {
 	// returns them, as of its last call, and fresh the jobs made since.
 	jobs         map[jobRef]*indexedJob
 	order, fresh []*indexedJob
-	// words holds one copy of each tenant, agent, field and state.
-	words map[string]string
 }
 
 // jobRef names a job.
@@ -44,10 +43,12 @@ type indexedQuestion struct {
 // Put holds q as question id, in place of what was held of it.
 func (ix *ClarifyIndex) Put(id int64, q ClarifyQuestion) {
 	if ix.jobOf == nil {
-		ix.jobOf, ix.jobs, ix.words = map[int64]*indexedJob{}, map[jobRef]*indexedJob{}, map[string]string{}
+		ix.jobOf, ix.jobs = map[int64]*indexedJob{}, map[jobRef]*indexedJob{}
 	}
 	ix.Remove(id)
-	q.Tenant, q.Agent, q.MissingField, q.State = ix.word(q.Tenant), ix.word(q.Agent), ix.word(q.MissingField), ix.word(q.State)
+	// One copy of each tenant, agent, field and state, however many
+	// questions name it.
+	q.Tenant, q.Agent, q.MissingField, q.State = intern(q.Tenant), intern(q.Agent), intern(q.MissingField), intern(q.State)
 	ref := jobRef{q.Tenant, q.JobID}
 	j := ix.jobs[ref]
 	if j == nil {
@@ -81,13 +82,8 @@ func (ix *ClarifyIndex) Remove(id int64) {
 // Len is how many questions ix holds.
 func (ix *ClarifyIndex) Len() int { return len(ix.jobOf) }
 
-func (ix *ClarifyIndex) word(s string) string {
-	if w, ok := ix.words[s]; ok {
-		return w
-	}
-	ix.words[s] = s
-	return s
-}
+// intern is the one copy of s the process keeps.
+func intern(s string) string { return unique.Make(s).Value() }
 
 // Questions is ClarifyQuestions of what ix holds: the questions of every
 // job that had one asked since since (of tenant, when given), by tenant
