@@ -227,6 +227,7 @@ func TestMCP(t *testing.T) {
 	t.Run("StreamableHTTP", testMCPStreamableHTTP)
 	t.Run("ApprovalAndExecute", testMCPApprovalAndExecute)
 	t.Run("ApproveToolUse", testMCPApproveToolUse)
+	t.Run("SignalledMidWait", testMCPSignalledMidWait)
 }
 
 func testMCPToolsList(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,4 +151,53 @@ func waitAsked[T any](t *testing.T, events *testenv.Publications, done <-chan T,
 		}
 		return nil
 	})
+}
+
+// testMCPSignalledMidWait: `askbridge mcp` told to stop (SIGTERM) while a
+// call waits for a person ends the call as a failed call that says its
+// question stays open and how to wait for it again, and exits;
+// the question stays pending for the next call to wait on.
+func testMCPSignalledMidWait(t *testing.T) {
+	t.Parallel()
+	r := startRace(t)
+	p := startMCP(t, r.s)
+	ch := p.callAsync("ask_user", map[string]any{"question": "Which colour?", "choices": []string{"red", "blue"}, "question_id": "q-term"}, time.Minute)
+	qid, job := p.waitingFor()
+	r.cards(mcpQ(job, qid))
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var res mcpResult
+	select {
+	case res = <-ch:
+	case <-time.After(testenv.Patience):
+		t.Fatal("the waiting call goes on after askbridge mcp was told to stop")
+	}
+	if res.err != nil {
+		t.Fatalf("the waiting call failed as a lost connection (%v); want a failed call saying how to wait again", res.err)
+	}
+	text := resultText(res.res)
+	if !res.res.IsError {
+		t.Fatalf("the waiting call answered %q when askbridge mcp stopped; want a failed call", text)
+	}
+	for _, want := range []string{"askbridge is stopping", fmt.Sprintf("question_id %q", qid), fmt.Sprintf("job_id %q", job), "stays open"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the failed call says %q; want it to say %q", text, want)
+		}
+	}
+	// The client's transport waits for the process; the session ends
+	// once it has exited.
+	ended := make(chan error, 1)
+	go func() { ended <- p.cs.Wait() }()
+	select {
+	case <-ended:
+	case <-time.After(testenv.Patience):
+		t.Fatal("askbridge mcp did not exit after SIGTERM")
+	}
+	var v bridge.ShowReply
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Patience)
+	defer cancel()
+	if err := bridge.Request(ctx, r.s.nats.Conn, bridge.APIShow, bridge.ShowRequest{Tenant: "acme", JobID: job, QuestionID: qid}, &v); err != nil || v.Question == nil || v.Question.State != bridge.StatePending {
+		t.Errorf("after askbridge mcp stopped, question %s is %+v (%v); want it still pending", qid, v.Question, err)
+	}
 }
