@@ -93,88 +93,95 @@ func testLargeBatch(t *testing.T, s Store) {
 	}
 }
 
-// testBatchMatchesOneByOne decides random sequences of attempts (the same
-// questions and attempt ids again and again, reads and blind settlements,
-// refusals) once as one batch and once one attempt per DecideEach, and
-// checks the two stores end alike: every outcome, every question and its
-// audit, every attempt recorded and the outbox, in order.
+// testBatchMatchesOneByOne runs BatchMatchesOneByOne on the first seeds.
 func testBatchMatchesOneByOne(t *testing.T, open Open) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			t.Parallel()
-			batched, single := open(t), open(t)
-			const questions = 17
-			var nqs []record.NewQuestion
-			for i := range questions {
-				nqs = append(nqs, NewQuestion(fmt.Sprint("job-", i), "q", 1))
-			}
-			AskAll(t, batched, nqs...)
-			AskAll(t, single, nqs...)
-			rng := rand.New(rand.NewPCG(seed, 7))
-			n := 48 + rng.IntN(150)
-			type plan struct {
-				key      record.Key
-				attempt  string
-				read     bool // decide on what the lookup reads; else settle blindly
-				prefetch bool
-			}
-			plans := make([]plan, n)
-			for i := range plans {
-				plans[i] = plan{key: nqs[rng.IntN(questions)].Key, attempt: fmt.Sprint("a-", rng.IntN(n)), read: rng.IntN(4) > 0, prefetch: rng.IntN(2) == 0}
-				if rng.IntN(10) == 0 {
-					plans[i].attempt = "" // not deduplicated
-				}
-				if rng.IntN(12) == 0 {
-					plans[i].key.TaskVersion = 0 // the latest version
-				}
-			}
-			decide := func(i int, l record.Lookup) (record.Decision, error) {
-				p := plans[i]
-				if i == 0 && p.prefetch {
-					all := make([]record.Key, len(plans))
-					for j := range plans {
-						all[j] = plans[j].key
-					}
-					if err := l.Prefetch(ctx, all); err != nil {
-						return record.Decision{}, err
-					}
-				}
-				a, err := l.FindAnswerable(ctx, p.key)
-				if err != nil {
-					return record.Decision{}, err
-				}
-				at := T0.Add(time.Duration(i) * time.Second)
-				out := []record.Message{{Subject: "ev", Data: fmt.Appendf(nil, "%d %s %s read %s", i, p.attempt, a.JobID, a.State)}}
-				if p.read && a.State != bridge.StatePending {
-					return record.Decision{Refuse: &record.Refusal{AttemptID: p.attempt, Question: a.ID, At: at, Outbox: out}}, nil
-				}
-				return record.Decision{Settle: &record.Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
-					Answer: fmt.Append(nil, i), By: fmt.Sprint("slack:U", i), Via: "slack", Text: fmt.Sprint("answer ", i), At: at,
-					AttemptID: p.attempt, Outbox: out}}, nil
-			}
-			bErrs, err := batched.DecideEach(ctx, n, decide)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range n {
-				errs, err := single.DecideEach(ctx, 1, func(_ int, l record.Lookup) (record.Decision, error) { return decide(i, l) })
-				if err != nil {
-					t.Fatal(err)
-				}
-				if fmt.Sprint(errs[0]) != fmt.Sprint(bErrs[i]) {
-					t.Errorf("decision %d (%+v): batched %v, one by one %v", i, plans[i], bErrs[i], errs[0])
-				}
-			}
-			if b, o := dump(t, batched, questions, n), dump(t, single, questions, n); b != o {
-				t.Fatalf("the stores differ:\nbatched:\n%s\none by one:\n%s", b, o)
-			}
+			BatchMatchesOneByOne(t, open(t), open(t), seed)
 		})
 	}
 }
 
+// BatchMatchesOneByOne decides a random sequence of attempts made by seed
+// (the same questions and attempt ids again and again, reads and blind
+// settlements, refusals) in batched as one batch and in single one
+// attempt per DecideEach, both empty stores of one backend, and checks
+// the two end alike: every outcome, every question and its audit, its
+// ladder, every attempt recorded and the outbox, in order. A backend's
+// fuzzing explores other seeds with it.
+func BatchMatchesOneByOne(t *testing.T, batched, single Store, seed uint64) {
+	t.Helper()
+	const questions = 17
+	var nqs []record.NewQuestion
+	for i := range questions {
+		nqs = append(nqs, NewQuestion(fmt.Sprint("job-", i), "q", 1))
+	}
+	AskAll(t, batched, nqs...)
+	AskAll(t, single, nqs...)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	n := 48 + rng.IntN(150)
+	type plan struct {
+		key      record.Key
+		attempt  string
+		read     bool // decide on what the lookup reads; else settle blindly
+		prefetch bool
+	}
+	plans := make([]plan, n)
+	for i := range plans {
+		plans[i] = plan{key: nqs[rng.IntN(questions)].Key, attempt: fmt.Sprint("a-", rng.IntN(n)), read: rng.IntN(4) > 0, prefetch: rng.IntN(2) == 0}
+		if rng.IntN(10) == 0 {
+			plans[i].attempt = "" // not deduplicated
+		}
+		if rng.IntN(12) == 0 {
+			plans[i].key.TaskVersion = 0 // the latest version
+		}
+	}
+	decide := func(i int, l record.Lookup) (record.Decision, error) {
+		p := plans[i]
+		if i == 0 && p.prefetch {
+			all := make([]record.Key, len(plans))
+			for j := range plans {
+				all[j] = plans[j].key
+			}
+			if err := l.Prefetch(ctx, all); err != nil {
+				return record.Decision{}, err
+			}
+		}
+		a, err := l.FindAnswerable(ctx, p.key)
+		if err != nil {
+			return record.Decision{}, err
+		}
+		at := T0.Add(time.Duration(i) * time.Second)
+		out := []record.Message{{Subject: "ev", Data: fmt.Appendf(nil, "%d %s %s read %s", i, p.attempt, a.JobID, a.State)}}
+		if p.read && a.State != bridge.StatePending {
+			return record.Decision{Refuse: &record.Refusal{AttemptID: p.attempt, Question: a.ID, At: at, Outbox: out}}, nil
+		}
+		return record.Decision{Settle: &record.Settlement{Question: a.ID, State: bridge.StateAnswered, Action: bridge.ActionAnswer,
+			Answer: fmt.Append(nil, i), By: fmt.Sprint("slack:U", i), Via: "slack", Text: fmt.Sprint("answer ", i), At: at,
+			AttemptID: p.attempt, Outbox: out}}, nil
+	}
+	bErrs, err := batched.DecideEach(ctx, n, decide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		errs, err := single.DecideEach(ctx, 1, func(_ int, l record.Lookup) (record.Decision, error) { return decide(i, l) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(errs[0]) != fmt.Sprint(bErrs[i]) {
+			t.Errorf("decision %d (%+v): batched %v, one by one %v", i, plans[i], bErrs[i], errs[0])
+		}
+	}
+	if b, o := dump(t, batched, questions, n), dump(t, single, questions, n); b != o {
+		t.Fatalf("the stores differ:\nbatched:\n%s\none by one:\n%s", b, o)
+	}
+}
+
 // dump is what deciding left in s, in a stable order: the questions (ids
-// 1 to questions) and their audits, the outbox, and which of the attempt
-// ids a-0 to a-<attempts-1> were decided.
+// 1 to questions) and their audits, the ladder steps still due, the
+// outbox, and which of the attempt ids a-0 to a-<attempts-1> were decided.
 func dump(t *testing.T, s Store, questions, attempts int) string {
 	t.Helper()
 	var out string
@@ -189,6 +196,11 @@ func dump(t *testing.T, s Store, questions, attempts int) string {
 		}
 		out += fmt.Sprintln(rec.JobID, rec.State, rec.Action, string(rec.Answer), rec.By, rec.Via, rec.Text, rec.SettledAt, audit)
 	}
+	due, err := s.DueSteps(ctx, T0.Add(24*time.Hour), 10*questions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out += fmt.Sprintln("ladder", due)
 	for _, m := range Unsent(t, s) {
 		out += m + "\n"
 	}
