@@ -27,207 +27,253 @@ func slackAccepts(t *testing.T, name string, v any, kind string) {
 	if err := json.Unmarshal(raw, &root); err != nil {
 		t.Fatal(err)
 	}
-	bad := func(format string, args ...any) {
-		t.Helper()
-		t.Errorf("%s: %s", name, fmt.Sprintf(format, args...))
-	}
-	chars := utf8.RuneCountInString
-	// text checks a text object: present, 1..max characters, not blank.
-	text := func(where string, o any, max int) {
-		m, ok := o.(map[string]any)
-		if !ok {
-			bad("%s: no text object", where)
-			return
-		}
-		s, _ := m["text"].(string)
-		switch {
-		case strings.TrimSpace(s) == "":
-			bad("%s: empty text %q", where, s)
-		case chars(s) > max:
-			bad("%s: %d characters, at most %d", where, chars(s), max)
-		}
-	}
-	optText := func(where string, o any, max int) {
-		if o != nil {
-			text(where, o, max)
-		}
-	}
-	idLen := func(where string, m map[string]any, key string, max int) {
-		if s, ok := m[key].(string); ok && chars(s) > max {
-			bad("%s: %s of %d characters, at most %d", where, key, chars(s), max)
-		}
-	}
-	options := func(where string, el map[string]any, max int) {
-		opts, _ := el["options"].([]any)
-		if len(opts) == 0 || len(opts) > max {
-			bad("%s: %d options, 1 to %d allowed", where, len(opts), max)
-		}
-		values := map[string]bool{}
-		for i, o := range opts {
-			om := o.(map[string]any)
-			text(fmt.Sprintf("%s option %d", where, i), om["text"], 75)
-			optText(fmt.Sprintf("%s option %d description", where, i), om["description"], 75)
-			v, _ := om["value"].(string)
-			if v == "" || chars(v) > 150 {
-				bad("%s option %d: value of %d characters, 1 to 150", where, i, chars(v))
-			}
-			if values[v] {
-				bad("%s option %d: value %q twice", where, i, v)
-			}
-			values[v] = true
-		}
-	}
-	number := func(where string, s any) (float64, bool) {
-		if s == nil {
-			return 0, false
-		}
-		str, ok := s.(string)
-		if !ok {
-			bad("%s: not a string: %v", where, s)
-			return 0, false
-		}
-		f, err := strconv.ParseFloat(str, 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			bad("%s: %q is not a number", where, str)
-			return 0, false
-		}
-		return f, true
-	}
-	element := func(where string, el map[string]any) {
-		idLen(where, el, "action_id", 255)
-		switch typ, _ := el["type"].(string); typ {
-		case "button":
-			text(where+" button", el["text"], 75)
-			idLen(where, el, "value", 2000)
-			idLen(where, el, "url", 3000)
-		case "static_select", "multi_static_select":
-			optText(where+" placeholder", el["placeholder"], 150)
-			options(where, el, 100)
-		case "radio_buttons", "checkboxes":
-			options(where, el, 10)
-		case "overflow":
-			if opts, _ := el["options"].([]any); len(opts) < 2 {
-				bad("%s: %d options, an overflow menu takes 2 to 5", where, len(opts))
-			}
-			options(where, el, 5)
-		case "users_select":
-			optText(where+" placeholder", el["placeholder"], 150)
-		case "plain_text_input":
-			optText(where+" placeholder", el["placeholder"], 150)
-			for _, k := range []string{"max_length", "min_length"} {
-				if n, ok := el[k].(float64); ok && (n < 0 || n > 3000) {
-					bad("%s: %s %v, at most 3000", where, k, n)
-				}
-			}
-		case "number_input":
-			optText(where+" placeholder", el["placeholder"], 150)
-			lo, hasLo := number(where+" min_value", el["min_value"])
-			hi, hasHi := number(where+" max_value", el["max_value"])
-			if hasLo && hasHi && lo > hi {
-				bad("%s: min_value %v above max_value %v", where, lo, hi)
-			}
-			if dec, _ := el["is_decimal_allowed"].(bool); !dec {
-				for _, b := range []struct {
-					v  float64
-					ok bool
-				}{{lo, hasLo}, {hi, hasHi}} {
-					if b.ok && b.v != math.Trunc(b.v) {
-						bad("%s: a fractional bound %v on a whole-number input", where, b.v)
-					}
-				}
-			}
-		case "datepicker", "datetimepicker", "timepicker":
-		default:
-			bad("%s: element type %q not checked", where, typ)
-		}
-	}
-	blocks := func(list []any, max int) {
-		if len(list) > max {
-			bad("%d blocks, at most %d", len(list), max)
-		}
-		ids := map[string]bool{}
-		for i, b := range list {
-			bm := b.(map[string]any)
-			where := fmt.Sprintf("block %d (%v)", i, bm["type"])
-			if id, ok := bm["block_id"].(string); ok {
-				idLen(where, bm, "block_id", 255)
-				if ids[id] {
-					bad("%s: block_id %q twice", where, id)
-				}
-				ids[id] = true
-			}
-			switch bm["type"] {
-			case "section":
-				text(where, bm["text"], 3000)
-				if f, ok := bm["fields"].([]any); ok {
-					if len(f) > 10 {
-						bad("%s: %d fields", where, len(f))
-					}
-					for j, x := range f {
-						text(fmt.Sprintf("%s field %d", where, j), x, 2000)
-					}
-				}
-				if a, ok := bm["accessory"].(map[string]any); ok {
-					element(where+" accessory", a)
-				}
-			case "context":
-				els, _ := bm["elements"].([]any)
-				if len(els) == 0 || len(els) > 10 {
-					bad("%s: %d elements", where, len(els))
-				}
-				for j, e := range els {
-					text(fmt.Sprintf("%s element %d", where, j), e, 3000)
-				}
-			case "header":
-				text(where, bm["text"], 150)
-			case "actions":
-				els, _ := bm["elements"].([]any)
-				if len(els) == 0 || len(els) > 25 {
-					bad("%s: %d elements", where, len(els))
-				}
-				actions := map[string]bool{}
-				for j, e := range els {
-					em := e.(map[string]any)
-					element(fmt.Sprintf("%s element %d", where, j), em)
-					if id, _ := em["action_id"].(string); actions[id] {
-						bad("%s: action_id %q twice", where, id)
-					} else {
-						actions[id] = true
-					}
-				}
-			case "input":
-				text(where+" label", bm["label"], 2000)
-				optText(where+" hint", bm["hint"], 2000)
-				element(where, bm["element"].(map[string]any))
-			case "divider":
-			default:
-				bad("%s: block type not checked", where)
-			}
-		}
-	}
+	c := limitCheck{t: t, name: name}
 	list, _ := root["blocks"].([]any)
 	switch kind {
 	case "message":
-		blocks(list, 50)
+		c.blocks(list, 50)
 		// Slack also refuses a message whose blocks hold too much text in
 		// all (msg_blocks_too_long). The limit is not in the reference;
 		// Slack's SDK maintainers give it as 12,000 characters of text with
 		// a buffer for the blocks around it (slackapi/bolt-js#2509).
 		if n := blockText(list); n > 12000 {
-			bad("%d characters of text in all the blocks, at most 12000", n)
+			c.bad("%d characters of text in all the blocks, at most 12000", n)
 		}
 		if s, _ := root["text"].(string); chars(s) > 40000 || strings.TrimSpace(s) == "" {
-			bad("message text of %d characters", chars(s))
+			c.bad("message text of %d characters", chars(s))
 		}
 	case "modal":
-		blocks(list, 100)
-		text("title", root["title"], 24)
-		optText("submit", root["submit"], 24)
-		optText("close", root["close"], 24)
-		idLen("modal", root, "callback_id", 255)
-		idLen("modal", root, "private_metadata", 3000)
+		c.blocks(list, 100)
+		c.text("title", root["title"], 24)
+		c.optText("submit", root["submit"], 24)
+		c.optText("close", root["close"], 24)
+		c.idLen("modal", root, "callback_id", 255)
+		c.idLen("modal", root, "private_metadata", 3000)
 	default:
 		t.Fatalf("unknown kind %q", kind)
+	}
+}
+
+// chars counts characters as Slack does: code points.
+var chars = utf8.RuneCountInString
+
+// limitCheck checks one message or view (slackAccepts), failing t with
+// each limit it breaks, named by name and where.
+type limitCheck struct {
+	t    *testing.T
+	name string
+}
+
+func (c limitCheck) bad(format string, args ...any) {
+	c.t.Helper()
+	c.t.Errorf("%s: %s", c.name, fmt.Sprintf(format, args...))
+}
+
+// text checks a text object: present, 1..max characters, not blank.
+func (c limitCheck) text(where string, o any, max int) {
+	c.t.Helper()
+	m, ok := o.(map[string]any)
+	if !ok {
+		c.bad("%s: no text object", where)
+		return
+	}
+	s, _ := m["text"].(string)
+	switch {
+	case strings.TrimSpace(s) == "":
+		c.bad("%s: empty text %q", where, s)
+	case chars(s) > max:
+		c.bad("%s: %d characters, at most %d", where, chars(s), max)
+	}
+}
+
+// optText checks a text object where there is one.
+func (c limitCheck) optText(where string, o any, max int) {
+	c.t.Helper()
+	if o != nil {
+		c.text(where, o, max)
+	}
+}
+
+// idLen checks the length of m's string key, where there is one.
+func (c limitCheck) idLen(where string, m map[string]any, key string, max int) {
+	c.t.Helper()
+	if s, ok := m[key].(string); ok && chars(s) > max {
+		c.bad("%s: %s of %d characters, at most %d", where, key, chars(s), max)
+	}
+}
+
+// options checks an element's options: 1..max of them, each with its
+// text and a value of its own.
+func (c limitCheck) options(where string, el map[string]any, max int) {
+	c.t.Helper()
+	opts, _ := el["options"].([]any)
+	if len(opts) == 0 || len(opts) > max {
+		c.bad("%s: %d options, 1 to %d allowed", where, len(opts), max)
+	}
+	values := map[string]bool{}
+	for i, o := range opts {
+		om := o.(map[string]any)
+		c.text(fmt.Sprintf("%s option %d", where, i), om["text"], 75)
+		c.optText(fmt.Sprintf("%s option %d description", where, i), om["description"], 75)
+		v, _ := om["value"].(string)
+		if v == "" || chars(v) > 150 {
+			c.bad("%s option %d: value of %d characters, 1 to 150", where, i, chars(v))
+		}
+		if values[v] {
+			c.bad("%s option %d: value %q twice", where, i, v)
+		}
+		values[v] = true
+	}
+}
+
+// number reads a number input's bound, a number in a string; false when
+// there is none, or it is not a number.
+func (c limitCheck) number(where string, s any) (float64, bool) {
+	c.t.Helper()
+	if s == nil {
+		return 0, false
+	}
+	str, ok := s.(string)
+	if !ok {
+		c.bad("%s: not a string: %v", where, s)
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(str, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		c.bad("%s: %q is not a number", where, str)
+		return 0, false
+	}
+	return f, true
+}
+
+// element checks an interactive element by its type.
+func (c limitCheck) element(where string, el map[string]any) {
+	c.t.Helper()
+	c.idLen(where, el, "action_id", 255)
+	switch typ, _ := el["type"].(string); typ {
+	case "button":
+		c.text(where+" button", el["text"], 75)
+		c.idLen(where, el, "value", 2000)
+		c.idLen(where, el, "url", 3000)
+	case "static_select", "multi_static_select":
+		c.optText(where+" placeholder", el["placeholder"], 150)
+		c.options(where, el, 100)
+	case "radio_buttons", "checkboxes":
+		c.options(where, el, 10)
+	case "overflow":
+		if opts, _ := el["options"].([]any); len(opts) < 2 {
+			c.bad("%s: %d options, an overflow menu takes 2 to 5", where, len(opts))
+		}
+		c.options(where, el, 5)
+	case "users_select":
+		c.optText(where+" placeholder", el["placeholder"], 150)
+	case "plain_text_input":
+		c.optText(where+" placeholder", el["placeholder"], 150)
+		for _, k := range []string{"max_length", "min_length"} {
+			if n, ok := el[k].(float64); ok && (n < 0 || n > 3000) {
+				c.bad("%s: %s %v, at most 3000", where, k, n)
+			}
+		}
+	case "number_input":
+		c.numberInput(where, el)
+	case "datepicker", "datetimepicker", "timepicker":
+	default:
+		c.bad("%s: element type %q not checked", where, typ)
+	}
+}
+
+// numberInput checks a number input's placeholder and bounds.
+func (c limitCheck) numberInput(where string, el map[string]any) {
+	c.t.Helper()
+	c.optText(where+" placeholder", el["placeholder"], 150)
+	lo, hasLo := c.number(where+" min_value", el["min_value"])
+	hi, hasHi := c.number(where+" max_value", el["max_value"])
+	if hasLo && hasHi && lo > hi {
+		c.bad("%s: min_value %v above max_value %v", where, lo, hi)
+	}
+	if dec, _ := el["is_decimal_allowed"].(bool); !dec {
+		for _, b := range []struct {
+			v  float64
+			ok bool
+		}{{lo, hasLo}, {hi, hasHi}} {
+			if b.ok && b.v != math.Trunc(b.v) {
+				c.bad("%s: a fractional bound %v on a whole-number input", where, b.v)
+			}
+		}
+	}
+}
+
+// blocks checks a list of at most max blocks, each by its type, and that
+// no block id stands twice.
+func (c limitCheck) blocks(list []any, max int) {
+	c.t.Helper()
+	if len(list) > max {
+		c.bad("%d blocks, at most %d", len(list), max)
+	}
+	ids := map[string]bool{}
+	for i, b := range list {
+		bm := b.(map[string]any)
+		where := fmt.Sprintf("block %d (%v)", i, bm["type"])
+		if id, ok := bm["block_id"].(string); ok {
+			c.idLen(where, bm, "block_id", 255)
+			if ids[id] {
+				c.bad("%s: block_id %q twice", where, id)
+			}
+			ids[id] = true
+		}
+		c.block(where, bm)
+	}
+}
+
+// block checks one block by its type.
+func (c limitCheck) block(where string, bm map[string]any) {
+	c.t.Helper()
+	switch bm["type"] {
+	case "section":
+		c.text(where, bm["text"], 3000)
+		if f, ok := bm["fields"].([]any); ok {
+			if len(f) > 10 {
+				c.bad("%s: %d fields", where, len(f))
+			}
+			for j, x := range f {
+				c.text(fmt.Sprintf("%s field %d", where, j), x, 2000)
+			}
+		}
+		if a, ok := bm["accessory"].(map[string]any); ok {
+			c.element(where+" accessory", a)
+		}
+	case "context":
+		els, _ := bm["elements"].([]any)
+		if len(els) == 0 || len(els) > 10 {
+			c.bad("%s: %d elements", where, len(els))
+		}
+		for j, e := range els {
+			c.text(fmt.Sprintf("%s element %d", where, j), e, 3000)
+		}
+	case "header":
+		c.text(where, bm["text"], 150)
+	case "actions":
+		els, _ := bm["elements"].([]any)
+		if len(els) == 0 || len(els) > 25 {
+			c.bad("%s: %d elements", where, len(els))
+		}
+		actions := map[string]bool{}
+		for j, e := range els {
+			em := e.(map[string]any)
+			c.element(fmt.Sprintf("%s element %d", where, j), em)
+			if id, _ := em["action_id"].(string); actions[id] {
+				c.bad("%s: action_id %q twice", where, id)
+			} else {
+				actions[id] = true
+			}
+		}
+	case "input":
+		c.text(where+" label", bm["label"], 2000)
+		c.optText(where+" hint", bm["hint"], 2000)
+		c.element(where, bm["element"].(map[string]any))
+	case "divider":
+	default:
+		c.bad("%s: block type not checked", where)
 	}
 }
 
