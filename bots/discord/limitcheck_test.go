@@ -41,44 +41,7 @@ func messageProblems(m map[string]any) []string {
 		discordText(&p, "content", c, 0, 2000)
 	}
 	embeds, _ := m["embeds"].([]any)
-	if len(embeds) > 10 {
-		p = append(p, fmt.Sprintf("%d embeds, at most 10", len(embeds)))
-	}
-	total := 0
-	count := func(where string, v any, lo, hi int) {
-		discordText(&p, where, v, lo, hi)
-		if s, ok := v.(string); ok {
-			total += utf8.RuneCountInString(strings.TrimSpace(s))
-		}
-	}
-	for i, raw := range embeds {
-		e, _ := raw.(map[string]any)
-		at := fmt.Sprintf("embeds[%d]", i)
-		if v, ok := e["title"]; ok {
-			count(at+".title", v, 0, 256)
-		}
-		if v, ok := e["description"]; ok {
-			count(at+".description", v, 0, 4096)
-		}
-		fields, _ := e["fields"].([]any)
-		if len(fields) > 25 {
-			p = append(p, fmt.Sprintf("%s: %d fields, at most 25", at, len(fields)))
-		}
-		for j, rf := range fields {
-			f, _ := rf.(map[string]any)
-			count(fmt.Sprintf("%s.fields[%d].name", at, j), f["name"], 1, 256)
-			count(fmt.Sprintf("%s.fields[%d].value", at, j), f["value"], 1, 1024)
-		}
-		if ft, ok := e["footer"].(map[string]any); ok {
-			count(at+".footer.text", ft["text"], 1, 2048)
-		}
-		if au, ok := e["author"].(map[string]any); ok {
-			count(at+".author.name", au["name"], 1, 256)
-		}
-	}
-	if total > 6000 {
-		p = append(p, fmt.Sprintf("embeds: %d characters in all, at most 6000", total))
-	}
+	embedProblems(&p, embeds)
 	rows, _ := m["components"].([]any)
 	if len(rows) > 5 {
 		p = append(p, fmt.Sprintf("%d action rows, at most 5", len(rows)))
@@ -98,66 +61,119 @@ func messageProblems(m map[string]any) []string {
 		for j, rc := range cs {
 			c, _ := rc.(map[string]any)
 			cat := fmt.Sprintf("%s.components[%d]", at, j)
-			typ, _ := number(c["type"])
 			if id, ok := c["custom_id"].(string); ok {
 				if ids[id] {
 					p = append(p, fmt.Sprintf("%s: custom_id %q used twice in the message", cat, id))
 				}
 				ids[id] = true
 			}
-			switch typ {
+			switch typ, _ := number(c["type"]); typ {
 			case 2:
-				style, _ := number(c["style"])
-				label, _ := c["label"].(string)
-				if label == "" && c["emoji"] == nil {
-					p = append(p, cat+": a button needs a label or an emoji")
-				}
-				discordText(&p, cat+".label", c["label"], 0, 80)
-				if style == 5 {
-					discordText(&p, cat+".url", c["url"], 1, 512)
-					if c["custom_id"] != nil {
-						p = append(p, cat+": a link button takes no custom_id")
-					}
-				} else {
-					discordText(&p, cat+".custom_id", c["custom_id"], 1, 100)
-					if c["url"] != nil {
-						p = append(p, cat+": only link buttons take a url")
-					}
-				}
+				buttonProblems(&p, cat, c)
 			case 3:
 				if len(cs) != 1 {
 					p = append(p, cat+": a select must be alone in its row")
 				}
-				discordText(&p, cat+".custom_id", c["custom_id"], 1, 100)
-				discordText(&p, cat+".placeholder", c["placeholder"], 0, 150)
-				opts, _ := c["options"].([]any)
-				if len(opts) < 1 || len(opts) > 25 {
-					p = append(p, fmt.Sprintf("%s: %d options, Discord takes 1 to 25", cat, len(opts)))
-				}
-				values := map[string]bool{}
-				for k, ro := range opts {
-					o, _ := ro.(map[string]any)
-					oat := fmt.Sprintf("%s.options[%d]", cat, k)
-					discordText(&p, oat+".label", o["label"], 1, 100)
-					discordText(&p, oat+".value", o["value"], 1, 100)
-					discordText(&p, oat+".description", o["description"], 0, 100)
-					if v, _ := o["value"].(string); values[v] {
-						p = append(p, fmt.Sprintf("%s: value %q used twice", oat, v))
-					} else {
-						values[v] = true
-					}
-				}
-				lo, hasLo := number(c["min_values"])
-				hi, hasHi := number(c["max_values"])
-				if hasLo && (lo < 0 || lo > 25) || hasHi && (hi < 1 || hi > 25) || hasLo && hasHi && lo > hi {
-					p = append(p, fmt.Sprintf("%s: min_values %v, max_values %v", cat, c["min_values"], c["max_values"]))
-				}
+				selectProblems(&p, cat, c)
 			default:
 				p = append(p, fmt.Sprintf("%s: component type %v in a message", cat, c["type"]))
 			}
 		}
 	}
 	return p
+}
+
+// embedProblems adds to p what Discord would refuse in a message's
+// embeds: each text's length, and all their text together.
+func embedProblems(p *[]string, embeds []any) {
+	if len(embeds) > 10 {
+		*p = append(*p, fmt.Sprintf("%d embeds, at most 10", len(embeds)))
+	}
+	total := 0
+	count := func(where string, v any, lo, hi int) {
+		discordText(p, where, v, lo, hi)
+		if s, ok := v.(string); ok {
+			total += utf8.RuneCountInString(strings.TrimSpace(s))
+		}
+	}
+	for i, raw := range embeds {
+		e, _ := raw.(map[string]any)
+		at := fmt.Sprintf("embeds[%d]", i)
+		if v, ok := e["title"]; ok {
+			count(at+".title", v, 0, 256)
+		}
+		if v, ok := e["description"]; ok {
+			count(at+".description", v, 0, 4096)
+		}
+		fields, _ := e["fields"].([]any)
+		if len(fields) > 25 {
+			*p = append(*p, fmt.Sprintf("%s: %d fields, at most 25", at, len(fields)))
+		}
+		for j, rf := range fields {
+			f, _ := rf.(map[string]any)
+			count(fmt.Sprintf("%s.fields[%d].name", at, j), f["name"], 1, 256)
+			count(fmt.Sprintf("%s.fields[%d].value", at, j), f["value"], 1, 1024)
+		}
+		if ft, ok := e["footer"].(map[string]any); ok {
+			count(at+".footer.text", ft["text"], 1, 2048)
+		}
+		if au, ok := e["author"].(map[string]any); ok {
+			count(at+".author.name", au["name"], 1, 256)
+		}
+	}
+	if total > 6000 {
+		*p = append(*p, fmt.Sprintf("embeds: %d characters in all, at most 6000", total))
+	}
+}
+
+// buttonProblems adds to p what Discord would refuse in button c, at cat.
+func buttonProblems(p *[]string, cat string, c map[string]any) {
+	style, _ := number(c["style"])
+	label, _ := c["label"].(string)
+	if label == "" && c["emoji"] == nil {
+		*p = append(*p, cat+": a button needs a label or an emoji")
+	}
+	discordText(p, cat+".label", c["label"], 0, 80)
+	if style == 5 {
+		discordText(p, cat+".url", c["url"], 1, 512)
+		if c["custom_id"] != nil {
+			*p = append(*p, cat+": a link button takes no custom_id")
+		}
+		return
+	}
+	discordText(p, cat+".custom_id", c["custom_id"], 1, 100)
+	if c["url"] != nil {
+		*p = append(*p, cat+": only link buttons take a url")
+	}
+}
+
+// selectProblems adds to p what Discord would refuse in string select c,
+// at cat.
+func selectProblems(p *[]string, cat string, c map[string]any) {
+	discordText(p, cat+".custom_id", c["custom_id"], 1, 100)
+	discordText(p, cat+".placeholder", c["placeholder"], 0, 150)
+	opts, _ := c["options"].([]any)
+	if len(opts) < 1 || len(opts) > 25 {
+		*p = append(*p, fmt.Sprintf("%s: %d options, Discord takes 1 to 25", cat, len(opts)))
+	}
+	values := map[string]bool{}
+	for k, ro := range opts {
+		o, _ := ro.(map[string]any)
+		oat := fmt.Sprintf("%s.options[%d]", cat, k)
+		discordText(p, oat+".label", o["label"], 1, 100)
+		discordText(p, oat+".value", o["value"], 1, 100)
+		discordText(p, oat+".description", o["description"], 0, 100)
+		if v, _ := o["value"].(string); values[v] {
+			*p = append(*p, fmt.Sprintf("%s: value %q used twice", oat, v))
+		} else {
+			values[v] = true
+		}
+	}
+	lo, hasLo := number(c["min_values"])
+	hi, hasHi := number(c["max_values"])
+	if hasLo && (lo < 0 || lo > 25) || hasHi && (hi < 1 || hi > 25) || hasLo && hasHi && lo > hi {
+		*p = append(*p, fmt.Sprintf("%s: min_values %v, max_values %v", cat, c["min_values"], c["max_values"]))
+	}
 }
 
 // modalProblems lists what Discord would refuse in a modal's data.
