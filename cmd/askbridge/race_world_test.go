@@ -62,45 +62,8 @@ func newRaceWorld(t *testing.T) *raceWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply := func(rw http.ResponseWriter, status int, v any) {
-		rw.Header().Set("Content-Type", "application/json")
-		rw.WriteHeader(status)
-		_ = json.NewEncoder(rw).Encode(v)
-	}
 	smux := http.NewServeMux()
-	smux.HandleFunc("/api/{method}", func(rw http.ResponseWriter, r *http.Request) {
-		c := raceCall{Method: r.PathValue("method"), Path: r.URL.Path}
-		body, _ := io.ReadAll(r.Body)
-		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-			_ = json.Unmarshal(body, &c.JSON)
-		} else {
-			c.Form, _ = url.ParseQuery(string(body))
-		}
-		w.mu.Lock()
-		w.seq++
-		ts := fmt.Sprintf("1700000000.%06d", w.seq)
-		c.TS = ts
-		w.calls = append(w.calls, c)
-		w.mu.Unlock()
-		var resp any
-		switch c.Method {
-		case "chat.postMessage":
-			resp = map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": ts, "message": map[string]any{"ts": ts}}
-		case "chat.update":
-			resp = map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": c.Form.Get("ts")}
-		case "chat.postEphemeral":
-			resp = map[string]any{"ok": true, "message_ts": ts}
-		case "conversations.open":
-			resp = map[string]any{"ok": true, "channel": map[string]any{"id": "D" + strings.TrimPrefix(c.Form.Get("users"), "U")}}
-		case "conversations.history", "conversations.replies":
-			resp = map[string]any{"ok": true, "messages": []any{}, "has_more": false}
-		case "views.open":
-			resp = map[string]any{"ok": true, "view": map[string]any{"id": "V" + ts}}
-		default:
-			resp = map[string]any{"ok": true}
-		}
-		reply(rw, 200, resp)
-	})
+	smux.HandleFunc("/api/{method}", w.slackAPI)
 	smux.HandleFunc("/response/{id}", func(rw http.ResponseWriter, r *http.Request) {
 		c := raceCall{Method: "response_url", Path: r.URL.Path}
 		_ = json.NewDecoder(r.Body).Decode(&c.JSON)
@@ -109,15 +72,66 @@ func newRaceWorld(t *testing.T) *raceWorld {
 	})
 	w.slack = httptest.NewServer(smux)
 	t.Cleanup(w.slack.Close)
+	w.discordToken, w.discordURL = discordAPI.add(t, w.discordMux())
+	return w
+}
 
-	dmux := http.NewServeMux()
-	decode := func(r *http.Request) map[string]any {
-		m := map[string]any{}
-		_ = json.NewDecoder(r.Body).Decode(&m)
-		return m
+// raceReply answers with v as JSON.
+func raceReply(rw http.ResponseWriter, status int, v any) {
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(status)
+	_ = json.NewEncoder(rw).Encode(v)
+}
+
+// raceDecode reads a JSON object from r's body.
+func raceDecode(r *http.Request) map[string]any {
+	m := map[string]any{}
+	_ = json.NewDecoder(r.Body).Decode(&m)
+	return m
+}
+
+// slackAPI is Slack's Web API: every call recorded, each message given a
+// ts of its own.
+func (w *raceWorld) slackAPI(rw http.ResponseWriter, r *http.Request) {
+	c := raceCall{Method: r.PathValue("method"), Path: r.URL.Path}
+	body, _ := io.ReadAll(r.Body)
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		_ = json.Unmarshal(body, &c.JSON)
+	} else {
+		c.Form, _ = url.ParseQuery(string(body))
 	}
+	w.mu.Lock()
+	w.seq++
+	ts := fmt.Sprintf("1700000000.%06d", w.seq)
+	c.TS = ts
+	w.calls = append(w.calls, c)
+	w.mu.Unlock()
+	var resp any
+	switch c.Method {
+	case "chat.postMessage":
+		resp = map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": ts, "message": map[string]any{"ts": ts}}
+	case "chat.update":
+		resp = map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": c.Form.Get("ts")}
+	case "chat.postEphemeral":
+		resp = map[string]any{"ok": true, "message_ts": ts}
+	case "conversations.open":
+		resp = map[string]any{"ok": true, "channel": map[string]any{"id": "D" + strings.TrimPrefix(c.Form.Get("users"), "U")}}
+	case "conversations.history", "conversations.replies":
+		resp = map[string]any{"ok": true, "messages": []any{}, "has_more": false}
+	case "views.open":
+		resp = map[string]any{"ok": true, "view": map[string]any{"id": "V" + ts}}
+	default:
+		resp = map[string]any{"ok": true}
+	}
+	raceReply(rw, 200, resp)
+}
+
+// discordMux is Discord's API: messages kept by id, and the calls that
+// post, edit or follow up recorded.
+func (w *raceWorld) discordMux() *http.ServeMux {
+	dmux := http.NewServeMux()
 	dmux.HandleFunc("POST /api/v10/channels/{cid}/messages", func(rw http.ResponseWriter, r *http.Request) {
-		m := decode(r)
+		m := raceDecode(r)
 		id := w.snowflake()
 		m["id"], m["channel_id"], m["type"] = id, r.PathValue("cid"), 0
 		m["author"] = map[string]any{"id": "424242", "username": "askbridge", "bot": true}
@@ -130,7 +144,7 @@ func newRaceWorld(t *testing.T) *raceWorld {
 		_, _ = rw.Write(out)
 	})
 	dmux.HandleFunc("PATCH /api/v10/channels/{cid}/messages/{mid}", func(rw http.ResponseWriter, r *http.Request) {
-		m := decode(r)
+		m := raceDecode(r)
 		m["id"], m["channel_id"], m["type"] = r.PathValue("mid"), r.PathValue("cid"), 0
 		w.mu.Lock()
 		if old, ok := w.dmsgs[r.PathValue("mid")]; ok {
@@ -150,21 +164,21 @@ func newRaceWorld(t *testing.T) *raceWorld {
 		out, _ := json.Marshal(m)
 		w.mu.Unlock()
 		if !ok {
-			reply(rw, 404, map[string]any{"message": "Unknown Message", "code": 10008})
+			raceReply(rw, 404, map[string]any{"message": "Unknown Message", "code": 10008})
 			return
 		}
 		rw.Header().Set("Content-Type", "application/json")
 		_, _ = rw.Write(out)
 	})
 	dmux.HandleFunc("GET /api/v10/channels/{cid}/messages", func(rw http.ResponseWriter, r *http.Request) {
-		reply(rw, 200, []any{})
+		raceReply(rw, 200, []any{})
 	})
 	dmux.HandleFunc("POST /api/v10/channels/{cid}/messages/{mid}/threads", func(rw http.ResponseWriter, r *http.Request) {
-		reply(rw, 201, map[string]any{"id": r.PathValue("mid"), "type": 11, "guild_id": "900", "parent_id": r.PathValue("cid")})
+		raceReply(rw, 201, map[string]any{"id": r.PathValue("mid"), "type": 11, "guild_id": "900", "parent_id": r.PathValue("cid")})
 	})
 	dmux.HandleFunc("POST /api/v10/users/@me/channels", func(rw http.ResponseWriter, r *http.Request) {
-		m := decode(r)
-		reply(rw, 200, map[string]any{"id": fmt.Sprint("77", m["recipient_id"]), "type": 1})
+		m := raceDecode(r)
+		raceReply(rw, 200, map[string]any{"id": fmt.Sprint("77", m["recipient_id"]), "type": 1})
 	})
 	dmux.HandleFunc("PUT /api/v10/applications/{app}/commands", func(rw http.ResponseWriter, r *http.Request) {
 		var cmds []map[string]any
@@ -172,15 +186,14 @@ func newRaceWorld(t *testing.T) *raceWorld {
 		for i, c := range cmds {
 			c["id"], c["application_id"], c["version"] = strconv.Itoa(900+i), r.PathValue("app"), "1"
 		}
-		reply(rw, 200, cmds)
+		raceReply(rw, 200, cmds)
 	})
 	dmux.HandleFunc("POST /api/v10/webhooks/{app}/{token}", func(rw http.ResponseWriter, r *http.Request) {
-		m := decode(r)
+		m := raceDecode(r)
 		w.record(raceCall{Method: "discord.followup", Path: r.URL.Path, JSON: m})
-		reply(rw, 200, map[string]any{"id": w.snowflake(), "channel_id": raceDiscordChan, "type": 0, "content": m["content"], "flags": m["flags"]})
+		raceReply(rw, 200, map[string]any{"id": w.snowflake(), "channel_id": raceDiscordChan, "type": 0, "content": m["content"], "flags": m["flags"]})
 	})
-	w.discordToken, w.discordURL = discordAPI.add(t, dmux)
-	return w
+	return dmux
 }
 
 func (w *raceWorld) record(c raceCall) {
