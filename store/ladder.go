@@ -3,11 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/askbridge/askbridge/bridge"
 	"github.com/askbridge/askbridge/store/record"
 )
 
@@ -41,29 +39,4 @@ func (s *Store) DueSteps(ctx context.Context, now time.Time, limit int) ([]recor
 		out = append(out, d)
 	}
 	return out, rows.Err()
-}
-
-// FireStep removes a ladder step and writes the messages it sends, once:
-// ErrStepGone when it fired (or its question ended) before.
-func (s *Store) FireStep(ctx context.Context, d record.DueStep, at time.Time, reason string, msgs []record.Message) error {
-	err := s.tx(ctx, func(tx *txn) error {
-		res, err := tx.exec(ctx, "DELETE FROM steps WHERE question = ? AND idx = ?", d.Question, d.Index)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return record.ErrStepGone
-		}
-		if err := snoozeEndedTx(ctx, tx, d); err != nil {
-			return err
-		}
-		if err := auditTx(ctx, tx, d.Question, bridge.StatePending, bridge.StatePending, "", "", reason, at); err != nil {
-			return err
-		}
-		return outboxTx(ctx, tx, msgs, at)
-	})
-	if err != nil && !errors.Is(err, record.ErrStepGone) {
-		return fmt.Errorf("store: fire step %d of question %d: %w", d.Index, d.Question, err)
-	}
-	return err
 }

@@ -128,7 +128,7 @@ func testSettleOnce(t *testing.T, s Store) {
 // testConcurrentSettles: of many settlements at once, exactly one wins.
 func testConcurrentSettles(t *testing.T, s Store) {
 	rec := Ask(t, s, NewQuestion("job-1", "q-1", 1))
-	const n = 10
+	const n = 20
 	results := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -289,7 +289,7 @@ func testLookupFindAnswerable(t *testing.T, s Store) {
 			t.Errorf("answerable after the job moved on = %+v, %v", a, err)
 		}
 		a, err = l.FindAnswerable(ctx, record.Key{Tenant: Tenant, JobID: "job-2", QuestionID: "q-1"})
-		if err != nil || a.JobID != "job-2" || a.JobVersion != 1 || len(a.Messages) != 0 || a.State != bridge.StatePending {
+		if err != nil || a.JobID != "job-2" || a.JobVersion != 1 || a.Messages != nil || a.State != bridge.StatePending {
 			t.Errorf("answerable, latest version, no messages = %+v, %v", a, err)
 		}
 		if _, err := l.FindAnswerable(ctx, record.Key{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", TaskVersion: 9}); !errors.Is(err, record.ErrNotFound) {
@@ -329,6 +329,9 @@ func testLookupPrefetch(t *testing.T, s Store) {
 			a, err := l.FindAnswerable(ctx, k)
 			if err != nil {
 				return record.Decision{}, err
+			}
+			if k == q2.Key && (a.JobVersion != 3 || a.State != bridge.StateSuperseded) {
+				t.Errorf("job-2's question after a bump to 3 = %s at job version %d", a.State, a.JobVersion)
 			}
 			want[k] = show(a)
 		}

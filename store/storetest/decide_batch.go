@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -16,7 +17,7 @@ import (
 // settled before and within it), and checks every outcome and what each
 // left, or did not.
 func testLargeBatch(t *testing.T, s Store) {
-	const n = 157
+	const n = 157 // more than one multi-row statement holds: SQLite's chunks of 64, 64, 16, 8, 4 and 1
 	var nqs []record.NewQuestion
 	for i := range n {
 		nqs = append(nqs, NewQuestion(fmt.Sprint("job-", i), "q", 1))
@@ -65,18 +66,39 @@ func testLargeBatch(t *testing.T, s Store) {
 	if got := Unsent(t, s)[before:]; !slices.Equal(got, wantOut) {
 		t.Fatalf("outbox:\n got %q\nwant %q", got, wantOut)
 	}
+	largeBatchLeft(t, s, qs)
+}
+
+// largeBatchLeft checks what testLargeBatch's batch left of each question:
+// its state and audit, its ladder (a question still pending keeps both
+// steps, the others none) and the attempts recorded (every winner's, no
+// loser's: a refusal of a recorded one is a duplicate).
+func largeBatchLeft(t *testing.T, s Store, qs []*record.Record) {
+	t.Helper()
+	steps := map[int64]int{}
+	for _, d := range dueSteps(t, s, T0.Add(24*time.Hour), 10*len(qs)) {
+		steps[d.Question]++
+	}
+	var probes []record.Decision
+	var recorded []bool
+	probe := func(q *record.Record, attempt string, was bool) {
+		probes = append(probes, record.Decision{Refuse: &record.Refusal{AttemptID: attempt, Question: q.ID, At: T0}})
+		recorded = append(recorded, was)
+	}
 	for i, q := range qs {
 		r := Get(t, s, q.ID)
 		audit, err := s.Audit(ctx, q.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
+		pending := i == 3 || i%20 == 7
 		switch {
 		case i == 5:
 			if r.Text != "by early-5" {
 				t.Errorf("question 5 answered %q, want by the earlier batch", r.Text)
 			}
-		case i == 3 || i%20 == 7:
+			probe(q, "a-5", false)
+		case pending:
 			if r.State != bridge.StatePending || len(audit) != 1 {
 				t.Errorf("question %d: %s with %d audit entries after a duplicate attempt, want pending with 1", i, r.State, len(audit))
 			}
@@ -84,11 +106,21 @@ func testLargeBatch(t *testing.T, s Store) {
 			if r.State != bridge.StateAnswered || r.Text != fmt.Sprint("by a-", i) || len(audit) != 2 {
 				t.Errorf("question %d: %s %q with %d audit entries, want answered by a-%d with 2", i, r.State, r.Text, len(audit), i)
 			}
+			probe(q, fmt.Sprint("a-", i), true)
+		}
+		if want := map[bool]int{true: 2}[pending]; steps[q.ID] != want {
+			t.Errorf("question %d has %d ladder steps left, want %d", i, steps[q.ID], want)
+		}
+		if i%10 == 9 {
+			probe(q, fmt.Sprint("second-", i), false)
 		}
 	}
-	for i := 9; i < n; i += 10 {
-		if seen(t, s, qs[i].ID, fmt.Sprint("second-", i)) {
-			t.Errorf("losing attempt second-%d recorded", i)
+	for j, err := range decideAll(t, s, probes...) {
+		if err != nil && !errors.Is(err, record.ErrDuplicate) {
+			t.Fatalf("probe of attempt %s: %v", probes[j].Refuse.AttemptID, err)
+		}
+		if was := err != nil; was != recorded[j] {
+			t.Errorf("attempt %s recorded = %v, want %v", probes[j].Refuse.AttemptID, was, recorded[j])
 		}
 	}
 }

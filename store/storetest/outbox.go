@@ -152,7 +152,8 @@ func testMarkSent(t *testing.T, s Store) {
 }
 
 // testPruneSent: a prune never takes an unsent row, and ids keep going up
-// after it: the relay reads the rows after the last id it published.
+// after it, even one of every row: the relay reads the rows after the last
+// id it published.
 func testPruneSent(t *testing.T, s Store) {
 	enqueue(t, s, "a", "b", "c")
 	rows := unsent(t, s, 0, 10)
@@ -174,6 +175,18 @@ func testPruneSent(t *testing.T, s Store) {
 	}
 	if n, err := s.OutboxBacklogAfter(ctx, 0); err != nil || n != 2 {
 		t.Fatalf("backlog %d, %v; want c and d", n, err)
+	}
+	// Every row sent and pruned: the next row's id is still higher.
+	last = next[0].ID
+	if err := s.MarkSentThrough(ctx, last, T0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PruneSent(ctx, T0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, s, "e")
+	if next := unsent(t, s, 0, 10); len(next) != 1 || next[0].ID <= last || string(next[0].Data) != "e" {
+		t.Fatalf("unsent after a prune of every row: %+v; want the new row, with an id above %d", next, last)
 	}
 }
 

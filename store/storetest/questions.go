@@ -101,6 +101,9 @@ func testAskSupersedes(t *testing.T, s Store) {
 		if got.State != bridge.StateSuperseded || got.Text != "superseded by task version 2" || !got.SettledAt.Equal(next.AskedAt) {
 			t.Errorf("%s = %+v", want.QuestionID, got)
 		}
+		if a, err := s.Audit(ctx, want.ID); err != nil || len(a) != 2 || a[1].From != bridge.StatePending || a[1].To != bridge.StateSuperseded {
+			t.Errorf("%s's audit = %+v, %v; want asked, then superseded", want.QuestionID, a, err)
+		}
 	}
 	if got := Get(t, s, done.ID); got.State != bridge.StateAnswered {
 		t.Errorf("the answered question became %s", got.State)

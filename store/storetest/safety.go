@@ -94,7 +94,8 @@ func testProposalIntake(t *testing.T, s Store) {
 		t.Fatalf("version 2: %d %q", v2.Status, v2.Problem)
 	}
 	p = Proposal(t, s, "pr_1")
-	if p.Question != v2.Record.ID || p.State != bridge.ProposalPending || len(p.Approvals) != 0 || p.IdempotencyKey != "ik_pr_1" {
+	if p.Question != v2.Record.ID || p.State != bridge.ProposalPending || len(p.Approvals) != 0 || p.IdempotencyKey != "ik_pr_1" ||
+		string(p.Arguments) != `{"order":1}` {
 		t.Fatalf("after version 2: %+v", p)
 	}
 	if p, err := s.ProposalOf(ctx, first.ID); !errors.Is(err, record.ErrNotFound) {
@@ -115,8 +116,9 @@ func testProposalIntake(t *testing.T, s Store) {
 	}
 }
 
-// testProposalFreed: a proposal whose question ended undecided may be
-// asked for again by another question of its job.
+// testProposalFreed: a proposal whose question ended undecided (cancelled,
+// or timed out) stays pending, an approval after the end losing, and may
+// be asked for again by another question of its job.
 func testProposalFreed(t *testing.T, s Store) {
 	q1 := Ask(t, s, NewApproval("job-1", "q-1", 1, "pr_1"))
 	if _, err := s.Cancel(ctx, record.JobCancel{Tenant: Tenant, JobID: "job-1", QuestionID: "q-1", At: T0}); err != nil {
@@ -128,6 +130,23 @@ func testProposalFreed(t *testing.T, s Store) {
 	q3 := Ask(t, s, NewApproval("job-1", "q-3", 1, "pr_1"))
 	if p, err := s.ProposalOf(ctx, q3.ID); err != nil || p.ID != "pr_1" || p.State != bridge.ProposalPending {
 		t.Fatalf("asked again: %+v, %v", p, err)
+	}
+	q2 := Ask(t, s, NewApproval("job-2", "q-1", 1, "pr_2"))
+	approval := func(attempt string, by ...string) record.Decision {
+		a := &record.ApprovalRecord{AttemptID: attempt, Question: q2.ID, Tenant: Tenant, ProposalID: "pr_2", At: T0}
+		for _, b := range by {
+			a.Approvals = append(a.Approvals, bridge.Approval{By: b, At: T0})
+		}
+		return record.Decision{Approve: a}
+	}
+	wantOutcomes(t, decideAll(t, s, approval("a1", "slack:U1"),
+		record.Decision{Settle: &record.Settlement{Question: q2.ID, State: bridge.StateTimedOut, At: T0}},
+		approval("a2", "slack:U1", "slack:U2")), nil, nil, record.ErrNotPending)
+	if p := Proposal(t, s, "pr_2"); p.State != bridge.ProposalPending || !slices.Equal(approvers(p.Approvals), []string{"slack:U1"}) {
+		t.Fatalf("after its question timed out: %+v", p)
+	}
+	if seen(t, s, q2.ID, "a2") {
+		t.Fatal("the losing approval's attempt id was kept")
 	}
 }
 
@@ -142,7 +161,8 @@ func testProposalDecidedRefused(t *testing.T, s Store) {
 			t.Errorf("%s asking for a decided proposal: %d %q, want %q", nq.Key, res.Status, res.Problem, want)
 		}
 	}
-	if p := Proposal(t, s, "pr_1"); p.State != bridge.ProposalApproved || p.Question != q.ID {
+	if p := Proposal(t, s, "pr_1"); p.State != bridge.ProposalApproved || p.Question != q.ID ||
+		!slices.Equal(approvers(p.Approvals), []string{"slack:U1"}) || !p.DecidedAt.Equal(T0) {
 		t.Fatalf("the decided proposal changed: %+v", p)
 	}
 }
@@ -210,7 +230,8 @@ func testGateCommit(t *testing.T, s Store) {
 		t.Fatalf("executes saw %q, want %q", seen, want)
 	}
 	p := Proposal(t, s, "pr_1")
-	if p.State != bridge.ProposalExecuted || !p.ExecutedAt.Equal(T0.Add(time.Minute)) || p.IdempotencyKey != "ik_pr_1" || !p.ReportedAt.IsZero() {
+	if p.State != bridge.ProposalExecuted || !p.ExecutedAt.Equal(T0.Add(time.Minute)) || p.IdempotencyKey != "ik_pr_1" || !p.ReportedAt.IsZero() ||
+		string(p.Arguments) != `{"order":1}` {
 		t.Fatalf("after: %+v", p)
 	}
 	want := []string{`gate  {"code":"execute pr_1 approved"}`, `gate  {"code":"allowed"}`, `gate  {"code":"execute pr_1 executed"}`,
