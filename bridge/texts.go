@@ -158,20 +158,7 @@ func NotPendingText(state, by, byName string, at time.Time, version int64) (reas
 // delivery_failed): what a front-end that saw the question end tells a
 // person who tries to answer it after, in the runtime's words.
 func EndedText(eventType, by, byName string, at time.Time, version int64) string {
-	state := StateFailed // delivery_failed
-	switch eventType {
-	case EventAnswered:
-		state = StateAnswered
-	case EventDeclined:
-		state = StateDeclined
-	case EventTimedOut:
-		state = StateTimedOut // with on_timeout: fail too
-	case EventCancelled:
-		state = StateCancelled
-	case EventSuperseded:
-		state = StateSuperseded
-	}
-	_, text := NotPendingText(state, by, byName, at, version)
+	_, text := NotPendingText(EndedState(eventType), by, byName, at, version)
 	return text
 }
 

@@ -149,3 +149,25 @@ func TestTruncate(t *testing.T) {
 		}
 	}
 }
+
+// TestEndingsPairEventsAndStates: each final state but failed is left by
+// one event and read back from it; failed is left by delivery_failed (or a
+// timeout), and a state that is not final by no event.
+func TestEndingsPairEventsAndStates(t *testing.T) {
+	for _, st := range []string{StateAnswered, StateDeclined, StateTimedOut, StateCancelled, StateSuperseded} {
+		ev := EndingEvent(st)
+		if ev == "" || EndedState(ev) != st {
+			t.Errorf("%s: ending event %q, which leaves %q", st, ev, EndedState(ev))
+		}
+	}
+	for _, st := range []string{StateFailed, StatePending, "nonsense"} {
+		if ev := EndingEvent(st); ev != "" {
+			t.Errorf("%s: ending event %q, want none", st, ev)
+		}
+	}
+	for _, ev := range []string{EventDeliveryFailed, "nonsense"} {
+		if st := EndedState(ev); st != StateFailed {
+			t.Errorf("%s leaves %q, want failed", ev, st)
+		}
+	}
+}

@@ -419,6 +419,39 @@ const (
 	StateFailed     = "failed"
 )
 
+// endings pairs each final state but failed with the event that leaves a
+// question in it (a failed question's event is delivery_failed, or
+// timed_out with on_timeout: fail).
+var endings = [...]struct{ event, state string }{
+	{EventAnswered, StateAnswered},
+	{EventDeclined, StateDeclined},
+	{EventTimedOut, StateTimedOut},
+	{EventCancelled, StateCancelled},
+	{EventSuperseded, StateSuperseded},
+}
+
+// EndedState is the state an ending event leaves its question in:
+// failed for delivery_failed, and for any event that ends none.
+func EndedState(eventType string) string {
+	for _, e := range endings {
+		if e.event == eventType {
+			return e.state
+		}
+	}
+	return StateFailed
+}
+
+// EndingEvent is the event that leaves a question in final state state;
+// "" for failed, which two events may end in, and for a state not final.
+func EndingEvent(state string) string {
+	for _, e := range endings {
+		if e.state == state {
+			return e.event
+		}
+	}
+	return ""
+}
+
 // Platforms, also the prefixes of identities.
 const (
 	PlatformSlack   = "slack"

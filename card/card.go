@@ -310,27 +310,15 @@ const (
 )
 
 func endState(e *Ending, approval bool) string {
-	switch e.Event {
-	case "":
+	switch {
+	case e.Event == "":
 		return StateEnded
-	case bridge.EventAnswered:
-		if approval {
-			if e.Answer == bridge.Denied {
-				return StateDenied
-			}
-			return StateApproved
-		}
-		return bridge.StateAnswered
-	case bridge.EventDeclined:
-		return bridge.StateDeclined
-	case bridge.EventTimedOut:
-		return bridge.StateTimedOut
-	case bridge.EventCancelled:
-		return bridge.StateCancelled
-	case bridge.EventSuperseded:
-		return bridge.StateSuperseded
+	case approval && e.Event == bridge.EventAnswered && e.Answer == bridge.Denied:
+		return StateDenied
+	case approval && e.Event == bridge.EventAnswered:
+		return StateApproved
 	}
-	return bridge.StateFailed
+	return bridge.EndedState(e.Event)
 }
 
 var stateLabels = map[string]string{

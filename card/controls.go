@@ -177,17 +177,8 @@ var timedOutPrefix = strings.TrimSuffix(bridge.TimedOutText(0), bridge.FormatTim
 // stateEvent is the event that leaves a question in state. A question
 // failed on its timeout (on_timeout: fail) timed out; text says which.
 func stateEvent(state, text string) string {
-	switch state {
-	case bridge.StateAnswered:
-		return bridge.EventAnswered
-	case bridge.StateDeclined:
-		return bridge.EventDeclined
-	case bridge.StateTimedOut:
-		return bridge.EventTimedOut
-	case bridge.StateCancelled:
-		return bridge.EventCancelled
-	case bridge.StateSuperseded:
-		return bridge.EventSuperseded
+	if ev := bridge.EndingEvent(state); ev != "" {
+		return ev
 	}
 	if strings.HasPrefix(text, timedOutPrefix) {
 		return bridge.EventTimedOut
