@@ -146,8 +146,6 @@ func (f *Front) question(req *mcp.CallToolRequest, a args, body map[string]json.
 // its proposal), so the result names what was asked, not what this call
 // would have asked.
 func (f *Front) wait(ctx context.Context, req *mcp.CallToolRequest, q *bridge.Question) (*bridge.Resume, error) {
-	f.waits.add()
-	defer f.waits.done()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(f.stopping, func() { cancel(errStopping) })()

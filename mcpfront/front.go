@@ -72,9 +72,7 @@ type Front struct {
 	// ended have answered (calls).
 	stopping, streams context.Context
 	stop, endStreams  context.CancelFunc
-	// calls counts the HTTP requests being served, waits the calls
-	// waiting for a person.
-	calls, waits inFlight
+	calls             inFlight
 }
 
 // New makes the front door on a NATS connection to a running askbridge.
@@ -189,37 +187,6 @@ const instructions = `askbridge asks people in Slack, Discord or a web console a
 
 // Server is the MCP server, for a transport to run.
 func (f *Front) Server() *mcp.Server { return f.srv }
-
-// RunStdio serves one client on stdin and stdout until it leaves or ctx
-// ends. When ctx ends, the calls waiting for a person end first, each
-// saying how to wait for its question again (as Stop ends them), and the
-// connection closes once they have answered.
-func (f *Front) RunStdio(ctx context.Context) error {
-	// The calls' contexts end with run's: ended first, a wait would say
-	// nothing of how to wait again.
-	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	ss, err := f.srv.Connect(run, &mcp.StdioTransport{}, nil)
-	if err != nil {
-		return err
-	}
-	defer context.AfterFunc(ctx, func() {
-		f.stop()
-		answered, done := context.WithTimeout(run, stdioStopWait)
-		defer done()
-		f.waits.wait(answered)
-		cancel()
-		_ = ss.Close()
-	})()
-	if err := ss.Wait(); ctx.Err() == nil {
-		return err
-	}
-	return ctx.Err()
-}
-
-// stdioStopWait bounds how long RunStdio waits, once ctx ended, for the
-// waiting calls to end: they end at once unless something hangs.
-const stdioStopWait = 10 * time.Second
 
 // Handler serves streamable HTTP for clients that present the bearer
 // token; every other request gets 401. The token is compared in constant
