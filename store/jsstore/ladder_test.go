@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -195,44 +194,6 @@ func TestMarkSentOnAnotherReplica(t *testing.T) {
 	}
 	if r, err := b.Get(ctx, res.Record.ID); err != nil || r.State != bridge.StatePending {
 		t.Fatalf("the question after marking its revision sent = %+v, %v", r, err)
-	}
-}
-
-// TestDueStepsLimitAcrossManyQuestions: with more questions due than a
-// limit, and their steps due at the same times, DueSteps returns the
-// first by due time, question and step, as SQLite's index orders them.
-func TestDueStepsLimitAcrossManyQuestions(t *testing.T) {
-	t.Parallel()
-	s := openTest(t)
-	ctx := context.Background()
-	const n = 50
-	var nqs []record.NewQuestion
-	for i := range n {
-		nqs = append(nqs, newQ(fmt.Sprint("job-", i), "q-1", 1))
-	}
-	res, err := s.AskMany(ctx, nqs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []int64
-	for _, r := range res {
-		ids = append(ids, r.Record.ID)
-	}
-	slices.Sort(ids)
-	for _, limit := range []int{10, 60, 200} {
-		due, err := s.DueSteps(ctx, t0.Add(5*time.Hour), limit)
-		if err != nil || len(due) != min(limit, 2*n) {
-			t.Fatalf("DueSteps(limit %d) = %d steps, %v", limit, len(due), err)
-		}
-		for i, d := range due {
-			want := record.DueStep{Question: ids[i%n], Index: i / n, Target: bridge.TargetAnswerers, Due: t0.Add(time.Hour)}
-			if i >= n {
-				want.Target, want.Due = record.StepTimeout, t0.Add(4*time.Hour)
-			}
-			if d != want {
-				t.Fatalf("DueSteps(limit %d)[%d] = %+v, want %+v", limit, i, d, want)
-			}
-		}
 	}
 }
 

@@ -17,6 +17,7 @@ func RunLadder(t *testing.T, open Open) {
 	run(t, open, map[string]func(t *testing.T, s Store){
 		"NextDue":                    testNextDue,
 		"DueStepsInOrder":            testDueStepsInOrder,
+		"DueStepsLimitAcrossMany":    testDueStepsLimitAcrossMany,
 		"EndedQuestionsLeave":        testEndedQuestionsLeaveTheLadder,
 		"FireRoundOnce":              testFireRoundOnce,
 		"FireRoundAllOrNothing":      testFireRoundAllOrNothing,
@@ -108,6 +109,37 @@ func testDueStepsInOrder(t *testing.T, s Store) {
 		got := stepsOf(dueSteps(t, s, T0.Add(c.at), c.limit), qa, qb)
 		if !slices.Equal(got, c.want) {
 			t.Errorf("due by T0+%v (limit %d) = %q, want %q", c.at, c.limit, got, c.want)
+		}
+	}
+}
+
+// testDueStepsLimitAcrossMany: with more questions due than a limit, and
+// their steps due at the same times, DueSteps returns the first by due
+// time, question and step, the limit cutting among ties of every step.
+func testDueStepsLimitAcrossMany(t *testing.T, s Store) {
+	const n = 50
+	var nqs []record.NewQuestion
+	for i := range n {
+		nqs = append(nqs, NewQuestion(fmt.Sprint("job-", i), "q-1", 1))
+	}
+	var ids []int64
+	for _, r := range AskAll(t, s, nqs...) {
+		ids = append(ids, r.Record.ID)
+	}
+	slices.Sort(ids)
+	for _, limit := range []int{10, 60, 200} {
+		due := dueSteps(t, s, T0.Add(5*time.Hour), limit)
+		if len(due) != min(limit, 2*n) {
+			t.Fatalf("DueSteps(limit %d) = %d steps, want %d", limit, len(due), min(limit, 2*n))
+		}
+		for i, d := range due {
+			want := record.DueStep{Question: ids[i%n], Index: i / n, Target: bridge.TargetAnswerers, Due: T0.Add(time.Hour)}
+			if i >= n {
+				want.Target, want.Due = record.StepTimeout, T0.Add(4*time.Hour)
+			}
+			if d != want {
+				t.Fatalf("DueSteps(limit %d)[%d] = %+v, want %+v", limit, i, d, want)
+			}
 		}
 	}
 }
