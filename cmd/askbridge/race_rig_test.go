@@ -146,28 +146,80 @@ func (r *race) ask(q *bridge.Question) (slackTS, discordID string) {
 // cards waits for q's cards on both platforms.
 func (r *race) cards(q *bridge.Question) (slackTS, discordID string) {
 	r.t.Helper()
-	block := fmt.Sprintf("ask.%s.%s.%s.%d", q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
-	prefix := fmt.Sprintf("ab:c:%s:%s:%s:%d:", q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
 	testenv.CheckFor(r.t, testenv.Patience, 20*time.Millisecond, func() error {
-		slackTS, discordID = "", ""
-		r.mu.Lock()
-		for _, c := range r.calls {
-			if c.Method == "chat.postMessage" && c.Form.Get("thread_ts") != "" && strings.Contains(c.Form.Get("blocks"), `"block_id":"`+block+`"`) {
-				slackTS = c.TS
-			}
-		}
-		for id, m := range r.dmsgs {
-			if strings.Contains(fmt.Sprint(m["components"]), prefix) {
-				discordID = id
-			}
-		}
-		r.mu.Unlock()
-		if slackTS == "" || discordID == "" {
-			return fmt.Errorf("cards of %s: slack %q, discord %q", q.QuestionID, slackTS, discordID)
-		}
-		return nil
+		var err error
+		slackTS, discordID, err = r.shown(q)
+		return err
 	})
 	return slackTS, discordID
+}
+
+// shown is q's cards on both platforms, or an error naming the one missing.
+func (r *race) shown(q *bridge.Question) (slackTS, discordID string, err error) {
+	block := fmt.Sprintf("ask.%s.%s.%s.%d", q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
+	prefix := fmt.Sprintf("ab:c:%s:%s:%s:%d:", q.Tenant, q.JobID, q.QuestionID, q.TaskVersion)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.calls {
+		if c.Method == "chat.postMessage" && c.Form.Get("thread_ts") != "" && strings.Contains(c.Form.Get("blocks"), `"block_id":"`+block+`"`) {
+			slackTS = c.TS
+		}
+	}
+	for id, m := range r.dmsgs {
+		if strings.Contains(fmt.Sprint(m["components"]), prefix) {
+			discordID = id
+		}
+	}
+	if slackTS == "" || discordID == "" {
+		return "", "", fmt.Errorf("cards of %s: slack %q, discord %q", q.QuestionID, slackTS, discordID)
+	}
+	return slackTS, discordID, nil
+}
+
+// askShortly asks a question of job with a timeout of two seconds and no
+// reminders, and waits for its cards. A question that times out before
+// both its cards are shown (a loaded machine) is asked again, in a job of
+// its own, with twice the timeout, up to half a minute: a race at the
+// deadline needs cards to click.
+func (r *race) askShortly(job string) (q *bridge.Question, timeout time.Duration, slackTS, discordID string) {
+	r.t.Helper()
+	for timeout = 2 * time.Second; ; timeout *= 2 {
+		q = raceQuestion(fmt.Sprintf("%s-%ds", job, timeout/time.Second), "q-1")
+		q.Timeout = timeout.String()
+		// The default ladder's rounds, at a quarter, half and three
+		// quarters of the timeout, each re-surface the question in its
+		// Slack thread; paced at Slack's one message a second per
+		// channel they hold the next job's card past this one's timeout.
+		q.Escalation, q.EscalationReason = &bridge.Escalation{Off: true}, "a question of seconds needs no reminders"
+		if err := r.ag.Publish(context.Background(), q); err != nil {
+			r.t.Fatal(err)
+		}
+		var shownErr error
+		testenv.CheckFor(r.t, testenv.Patience, 20*time.Millisecond, func() error {
+			if slackTS, discordID, shownErr = r.shown(q); shownErr == nil || r.ended(q) {
+				return nil
+			}
+			return shownErr
+		})
+		if shownErr == nil {
+			return q, timeout, slackTS, discordID
+		}
+		if timeout >= 30*time.Second {
+			r.t.Fatalf("%s timed out after %v before its cards were shown: %v", q.JobID, timeout, shownErr)
+		}
+		r.t.Logf("%s timed out after %v before its cards were shown (%v); asking again with twice the timeout", q.JobID, timeout, shownErr)
+	}
+}
+
+// ended says whether an event ended q.
+func (r *race) ended(q *bridge.Question) bool {
+	for _, ev := range r.events.of(q.JobID, q.QuestionID) {
+		switch ev.Type {
+		case bridge.EventAnswered, bridge.EventDeclined, bridge.EventTimedOut, bridge.EventCancelled, bridge.EventSuperseded, bridge.EventDeliveryFailed:
+			return true
+		}
+	}
+	return false
 }
 
 // signedSlack POSTs a signed Slack interaction payload; headers are added.

@@ -221,16 +221,8 @@ func TestRaceAnswerAndTimeout(t *testing.T) {
 	t.Parallel()
 	r := startRace(t)
 	for i, after := range []time.Duration{-400 * time.Millisecond, 0, 300 * time.Millisecond} {
-		job := fmt.Sprintf("job-rt%d", i)
-		q := raceQuestion(job, "q-1")
-		q.Timeout = "2s"
-		// The default ladder's rounds, at a quarter, half and three
-		// quarters of two seconds, each re-surface the question in its
-		// Slack thread; paced at Slack's one message a second per
-		// channel they hold the next job's card past this one's timeout.
-		// The race here is the answer's and the timeout's alone.
-		q.Escalation, q.EscalationReason = &bridge.Escalation{Off: true}, "a two-second question needs no reminders"
-		ts, did := r.ask(q)
+		q, timeout, ts, did := r.askShortly(fmt.Sprintf("job-rt%d", i))
+		job := q.JobID
 		var deadline time.Time
 		testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
 			for _, ev := range r.events.of(q.JobID, q.QuestionID) {
@@ -259,7 +251,7 @@ func TestRaceAnswerAndTimeout(t *testing.T) {
 		}
 		switch res.Outcome {
 		case bridge.OutcomeTimedOut:
-			if res.Text != "Nobody answered within 0:00:02." {
+			if res.Text != bridge.TimedOutText(timeout) {
 				t.Errorf("resume %+v", res)
 			}
 			loserText(t, r.waitTold(trig), "This question timed out at ")
@@ -270,8 +262,8 @@ func TestRaceAnswerAndTimeout(t *testing.T) {
 				return nil
 			})
 			loserText(t, r.followups(id), "This question timed out at ")
-			r.slackSettled(ts, "Nobody answered within 0:00:02")
-			r.discordSettled(did, "Nobody answered within 0:00:02")
+			r.slackSettled(ts, strings.TrimSuffix(bridge.TimedOutText(timeout), "."))
+			r.discordSettled(did, strings.TrimSuffix(bridge.TimedOutText(timeout), "."))
 		case bridge.OutcomeAnswered:
 			// The loser of the two clicks is told who answered.
 			if res.By == "slack:U0ANA" {
