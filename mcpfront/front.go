@@ -124,7 +124,7 @@ func (f *Front) Stop(ctx context.Context) {
 	f.endStreams()
 }
 
-// inFlight counts requests being served.
+// inFlight counts requests being served (calls being answered).
 type inFlight struct {
 	mu   sync.Mutex
 	n    int
@@ -140,9 +140,13 @@ func (fl *inFlight) add() {
 	fl.n++
 }
 
+// done counts one served; one more than were added counts nothing.
 func (fl *inFlight) done() {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
+	if fl.n == 0 {
+		return
+	}
 	if fl.n--; fl.n == 0 {
 		close(fl.none)
 	}

@@ -2,7 +2,6 @@ package mcpfront
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -28,7 +27,7 @@ func (f *Front) RunStdio(ctx context.Context) error {
 		f.stop()
 		answered, done := context.WithTimeout(run, stdioStopWait)
 		defer done()
-		t.wait(answered)
+		t.calls.wait(answered)
 		cancel()
 		_ = ss.Close()
 	})()
@@ -47,9 +46,7 @@ const stdioStopWait = 10 * time.Second
 // yet: each call read, less each answer written.
 type answering struct {
 	mcp.Transport
-	mu      sync.Mutex
-	pending int
-	none    chan struct{} // closed when pending drops to 0
+	calls inFlight
 }
 
 func (a *answering) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -57,49 +54,18 @@ func (a *answering) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &answeringConn{Connection: c, a: a}, nil
-}
-
-// wait returns once every call read is answered, or when ctx ends.
-func (a *answering) wait(ctx context.Context) {
-	a.mu.Lock()
-	if a.pending == 0 {
-		a.mu.Unlock()
-		return
-	}
-	none := a.none
-	a.mu.Unlock()
-	select {
-	case <-none:
-	case <-ctx.Done():
-	}
-}
-
-// add counts n more calls (1) or answers (-1). An answer to no call read
-// counts nothing.
-func (a *answering) add(n int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.pending+n < 0 {
-		return
-	}
-	if a.pending == 0 {
-		a.none = make(chan struct{})
-	}
-	if a.pending += n; a.pending == 0 {
-		close(a.none)
-	}
+	return &answeringConn{Connection: c, calls: &a.calls}, nil
 }
 
 type answeringConn struct {
 	mcp.Connection
-	a *answering
+	calls *inFlight
 }
 
 func (c *answeringConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.IsCall() {
-		c.a.add(1)
+		c.calls.add()
 	}
 	return msg, err
 }
@@ -107,7 +73,7 @@ func (c *answeringConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 func (c *answeringConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	err := c.Connection.Write(ctx, msg)
 	if _, ok := msg.(*jsonrpc.Response); ok {
-		c.a.add(-1)
+		c.calls.done()
 	}
 	return err
 }
