@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -51,7 +52,16 @@ func Start(t testing.TB) context.Context {
 	)
 	t.Cleanup(cancelAlloc)
 	ctx, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(cancel)
+	t.Cleanup(func() {
+		// Closed, Chromium removes its temporary directories; killed, as
+		// a plain cancel does, it leaves them in $TMPDIR, a few a test.
+		closing, stop := context.WithTimeout(ctx, 10*time.Second)
+		defer stop()
+		if err := chromedp.Cancel(closing); err != nil {
+			t.Logf("closing chromium: %v", err)
+		}
+		cancel()
+	})
 	// The first Run starts the browser; it must not run under a timeout.
 	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
 		t.Fatalf("start chromium: %v", err)
