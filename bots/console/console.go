@@ -33,8 +33,6 @@ const (
 	LateDecisionWait = time.Minute
 	// apiTimeout bounds one request to the runtime's API.
 	apiTimeout = 5 * time.Second
-	// listLimit is how many questions a list page shows.
-	listLimit = 50
 	// jobLimit is how many questions a job page shows.
 	jobLimit = 50
 	// minSecret is the shortest HMAC key the console accepts.

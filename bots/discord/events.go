@@ -79,8 +79,6 @@ type listedMessage struct {
 			CustomID string `json:"custom_id"`
 		} `json:"components"`
 	} `json:"components"`
-	// thread is the job's thread when the message is in it.
-	thread string
 }
 
 // hasComponent says one of m's components has the custom id want.

@@ -90,14 +90,6 @@ func slackTS(t time.Time) string {
 	return fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000)
 }
 
-// earliest is the earlier of two times, ignoring zero ones.
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
-		return b
-	}
-	return a
-}
-
 // findPosted looks for the message marked want that an unfinished post,
 // claimed at since, may have left in channel: among the thread's replies
 // when thread is set (conversations.replies), else in the channel's

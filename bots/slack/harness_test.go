@@ -119,14 +119,13 @@ func actionsBlock(c apiCall) string {
 // --- the adapter under test ---
 
 type harness struct {
-	t     testing.TB
-	fake  *fakeSlack
-	nats  *bridge.NATS
-	bot   *Bot
-	web   *httptest.Server
-	stop  context.CancelFunc
-	done  chan struct{}
-	extra func(*Options)
+	t    testing.TB
+	fake *fakeSlack
+	nats *bridge.NATS
+	bot  *Bot
+	web  *httptest.Server
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // testLogger is the adapter's log, printed when the test fails

@@ -39,10 +39,6 @@ type apiError struct {
 	err        error
 }
 
-// laterThan is how long to wait before the event is tried again: at least
-// d, and as long as Slack asked.
-func (e *apiError) laterThan(d time.Duration) time.Duration { return max(d, e.RetryAfter) }
-
 func (e *apiError) Error() string {
 	if e.Code != "" {
 		return fmt.Sprintf("slack: %s: %s", e.Op, e.Code)

@@ -27,9 +27,11 @@ func (b *Bot) runSocketMode(ctx context.Context) {
 	go func() {
 		refused := 0
 		for ctx.Err() == nil {
+			// RunContext returns only with an error: ctx ended, or the
+			// connection failed for good.
 			err := smc.RunContext(ctx)
-			if err == nil || ctx.Err() != nil {
-				continue
+			if ctx.Err() != nil {
+				return
 			}
 			wait := 5 * time.Second
 			if code := err.Error(); refusedTokenCodes[code] {

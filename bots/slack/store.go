@@ -11,7 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bridge"
 )
 
@@ -45,10 +44,6 @@ var clicksConfig = jetstream.KeyValueConfig{
 
 // kvTTL outlives the longest question (90 days) with margin.
 const kvTTL = 120 * 24 * time.Hour
-
-func cardKey(r blockkit.Ref) string {
-	return fmt.Sprintf("q.%s.%s.%s.%d", r.Tenant, r.JobID, r.QuestionID, r.Version)
-}
 
 func threadKey(tenant, job, channel string) string {
 	return "t." + tenant + "." + job + "." + channel
