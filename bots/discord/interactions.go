@@ -375,9 +375,10 @@ func (b *Bot) onModal(ctx context.Context, in *discordgo.Interaction, who clicke
 
 // mayNotAnswer asks the runtime whether who may answer c's question, and
 // says why not ("" when they may), in the words a refused answer gets. A
-// runtime that cannot be asked in time opens no form.
+// runtime that cannot be asked within half the interaction's budget (a
+// second) opens no form: the modal must still reach Discord in time.
 func (b *Bot) mayNotAnswer(ctx context.Context, who clicker, c *card) string {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := context.WithTimeout(ctx, b.budget/2)
 	defer cancel()
 	var reply bridge.ShowReply
 	err := b.request(ctx, bridge.APIShow, bridge.ShowRequest{As: who.Identity, Roles: who.Roles, Tenant: c.Tenant,

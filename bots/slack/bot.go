@@ -104,6 +104,11 @@ type Bot struct {
 // command: Slack wants the answer within 3 s.
 const ackBudget = 2500 * time.Millisecond
 
+// formLookup bounds a lookup of the runtime's before a form opens: two
+// fifths of the budget (a second), leaving the rest for views.open
+// within the trigger id's 3 seconds.
+func (b *Bot) formLookup() time.Duration { return b.budget * 2 / 5 }
+
 // New checks the options and prepares the adapter: the Slack client and
 // the KV bucket. It does not call Slack, so a Slack outage does not stop
 // askbridge from starting; failures show up as delivery failures.

@@ -3,7 +3,6 @@ package slack
 import (
 	"cmp"
 	"context"
-	"time"
 
 	"github.com/askbridge/askbridge/blockkit"
 	"github.com/askbridge/askbridge/bots/engine"
@@ -45,7 +44,7 @@ func (b *Bot) question(ctx context.Context, r blockkit.Ref, user string) (*formQ
 		}
 		return f, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := context.WithTimeout(ctx, b.formLookup())
 	defer cancel()
 	var reply bridge.ShowReply
 	if err := b.request(ctx, bridge.APIShow, bridge.ShowRequest{As: "slack:" + user, Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID}, &reply); err != nil {

@@ -317,7 +317,7 @@ func (b *Bot) say(to map[string]string, text string) {
 // says why not ("" when they may). A runtime that cannot be asked in time
 // opens no form: it would show the question's details to anyone.
 func (b *Bot) mayNotAnswer(ctx context.Context, r blockkit.Ref, user string) string {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := context.WithTimeout(ctx, b.formLookup())
 	defer cancel()
 	var reply bridge.ShowReply
 	if err := b.request(ctx, bridge.APIShow, bridge.ShowRequest{As: "slack:" + user, Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID}, &reply); err != nil {
