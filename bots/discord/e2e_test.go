@@ -231,12 +231,23 @@ func TestE2EAccessDeniedFailsTheJob(t *testing.T) {
 
 func TestE2EReminderDMThenTimeout(t *testing.T) {
 	t.Parallel()
-	env, h := startE2E(t, runtime.Roles{})
+	// The runtime's ladder and the adapter's reading of a reminder's
+	// deadline on one injected clock: on the real one, a reminder handled
+	// after a short question's deadline is rightly dropped.
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Clock: clock,
+		Platforms: map[string]bridge.Platform{bridge.PlatformDiscord: {DefaultChannel: channelA}}})
+	h := start(t, harnessOptions{nats: env.NATS, tweak: func(b *Bot) { b.now = clock.Now }})
 	q := colorQuestion()
-	q.Timeout = "3s"
+	q.Timeout = "4h"
 	q.Escalation = &bridge.Escalation{Steps: []bridge.LadderStep{{At: 0.25, To: bridge.TargetAnswerers}}}
 	ask(t, env, q)
 	msg := h.posted(channelA, 1)
+	dms := func() int { return len(h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")) }
+	if n := dms(); n != 0 {
+		t.Fatalf("%d reminder DMs before the first quarter", n)
+	}
+	clock.Advance(time.Hour + time.Second)
 	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
 		dms := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
 		if len(dms) != 1 {
@@ -247,12 +258,13 @@ func TestE2EReminderDMThenTimeout(t *testing.T) {
 		}
 		return nil
 	})
+	clock.Advance(3 * time.Hour)
 	res := await(t, env, q)
-	if res.Outcome != bridge.OutcomeTimedOut || res.Text != "Nobody answered within 0:00:03." {
+	if res.Outcome != bridge.OutcomeTimedOut || res.Text != "Nobody answered within 4:00:00." {
 		t.Fatalf("resume = %+v", res)
 	}
-	h.fake.settledCard(t, msg["id"].(string), "Nobody answered within 0:00:03 · ")
-	if n := len(h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")); n != 1 {
+	h.fake.settledCard(t, msg["id"].(string), "Nobody answered within 4:00:00 · ")
+	if n := dms(); n != 1 {
 		t.Fatalf("%d reminder DMs, want 1", n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askbridge/askbridge/bots/engine"
 	"github.com/askbridge/askbridge/bridge"
@@ -41,9 +42,15 @@ func TestDMChannelOpenedOnce(t *testing.T) {
 
 func TestEscalationDMs(t *testing.T) {
 	t.Parallel()
-	env, h := e2e(t, runtime.Roles{Admins: []string{"slack:U0ADM"}})
-	q := question("job-esc", "q-esc")
-	q.Timeout = "6s"
+	// The runtime's ladder and the adapter's reading of deadlines on one
+	// injected clock: on the real one, a step handled after a short
+	// question's deadline is rightly dropped, and the events handled again
+	// below would be dropped for that, not for having been sent.
+	clock := testenv.NewClock()
+	env := testenv.Start(t, testenv.Options{Roles: runtime.Roles{Admins: []string{"slack:U0ADM"}}, Clock: clock,
+		Platforms: map[string]bridge.Platform{bridge.PlatformSlack: {DefaultChannel: "C0123"}}})
+	h := startBotAt(t, env.NATS, newFakeSlack(t), clock.Now)
+	q := question("job-esc", "q-esc") // 4h
 	events := env.Record(t, bridge.StreamEvents, bridge.EventSubject("acme", "job-esc"))
 	publishQuestion(t, env, q)
 	h.posted(t, "q-esc")
@@ -56,18 +63,19 @@ func TestEscalationDMs(t *testing.T) {
 		}
 		return apiCall{}, fmt.Errorf("no DM in %s", ch)
 	}
-	var kev, owner, adm apiCall
-	testenv.CheckFor(t, wait, tick, func() error {
-		var err error
-		if kev, err = dmTo("D0KEV"); err != nil {
+	step := func(advance time.Duration, ch string) apiCall {
+		t.Helper()
+		clock.Advance(advance)
+		var dm apiCall
+		testenv.CheckFor(t, wait, tick, func() (err error) {
+			dm, err = dmTo(ch)
 			return err
-		}
-		if owner, err = dmTo("D0OWNER"); err != nil {
-			return err
-		}
-		adm, err = dmTo("D0ADM")
-		return err
-	})
+		})
+		return dm
+	}
+	kev := step(time.Hour+time.Second, "D0KEV")
+	owner := step(time.Hour, "D0OWNER")
+	adm := step(time.Hour, "D0ADM")
 	opened := map[string]bool{}
 	for _, c := range h.fake.Calls("conversations.open") {
 		opened[c.Str("users")] = true
@@ -75,10 +83,13 @@ func TestEscalationDMs(t *testing.T) {
 	if !opened["U0KEV"] || !opened["U0OWNER"] || !opened["U0ADM"] {
 		t.Fatalf("conversations.open for %v", opened)
 	}
-	for name, c := range map[string]apiCall{"answerer": kev, "owner": owner, "admin": adm} {
-		text := c.Str("text")
+	for name, c := range map[string]struct {
+		dm   apiCall
+		left string
+	}{"answerer": {kev, "2:59:59"}, "owner": {owner, "1:59:59"}, "admin": {adm, "0:59:59"}} {
+		text := c.dm.Str("text")
 		if !strings.Contains(text, "Which colour should the report use?") || !strings.Contains(text, "https://acme.slack.com/archives/C0123/p") ||
-			!strings.Contains(text, "Time left: 0:00:0") {
+			!strings.Contains(text, "Time left: "+c.left+" (until ") {
 			t.Errorf("%s DM: %q", name, text)
 		}
 	}
@@ -90,23 +101,25 @@ func TestEscalationDMs(t *testing.T) {
 	if strings.Contains(kev.Str("text"), "Asked of") {
 		t.Errorf("answerer DM carries the owner's details: %q", kev.Str("text"))
 	}
-	out := awaitOutcome(t, env, q)
-	if out.Outcome != bridge.OutcomeTimedOut {
-		t.Fatalf("resume: %+v", out)
-	}
-	h.updated(t, h.cardTS(t, q), "Nobody answered within 0:00:06")
-	// One DM per person and step, even if the runtime's events come again.
-	again := 0
-	for _, ev := range events.Events() {
-		if ev.Type == bridge.EventEscalated || ev.Type == bridge.EventReminded {
-			if err := h.bot.handleEvent(context.Background(), &ev, engine.Delivery{Attempt: 2}); err != nil {
-				t.Fatal(err)
+	// One DM per person and step, even if the runtime's events come again
+	// while the question waits.
+	var ladder []bridge.Event
+	testenv.CheckFor(t, wait, tick, func() error {
+		ladder = ladder[:0]
+		for _, ev := range events.Events() {
+			if ev.Type == bridge.EventEscalated || ev.Type == bridge.EventReminded {
+				ladder = append(ladder, ev)
 			}
-			again++
 		}
-	}
-	if again != 3 {
-		t.Fatalf("%d ladder events handled again (%s), want 3", again, events.EventTypes())
+		if len(ladder) != 3 {
+			return fmt.Errorf("%d ladder events recorded (%s), want 3", len(ladder), events.EventTypes())
+		}
+		return nil
+	})
+	for _, ev := range ladder {
+		if err := h.bot.handleEvent(context.Background(), &ev, engine.Delivery{Attempt: 2}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	dms := 0
 	for _, c := range h.fake.Calls("chat.postMessage") {
@@ -115,8 +128,14 @@ func TestEscalationDMs(t *testing.T) {
 		}
 	}
 	if dms != 3 {
-		t.Fatalf("%d DMs after redelivery, want 3", dms)
+		t.Fatalf("%d DMs after the ladder's events came again, want 3", dms)
 	}
+	clock.Advance(time.Hour)
+	out := awaitOutcome(t, env, q)
+	if out.Outcome != bridge.OutcomeTimedOut {
+		t.Fatalf("resume: %+v", out)
+	}
+	h.updatedBy(t, h.cardTS(t, q), "Nobody answered within 4:00:00", clock.Now)
 }
 
 func TestRoutedThreadAndPrivateRefusalFallback(t *testing.T) {

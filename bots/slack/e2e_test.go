@@ -81,6 +81,12 @@ var began = time.Now()
 // after now: order, not how long ago).
 func (h *harness) updated(t *testing.T, ts, want string) apiCall {
 	t.Helper()
+	return h.updatedBy(t, ts, want, time.Now)
+}
+
+// updatedBy is updated for a question that ended by the clock now.
+func (h *harness) updatedBy(t *testing.T, ts, want string, now func() time.Time) apiCall {
+	t.Helper()
 	var got apiCall
 	testenv.CheckFor(t, wait, tick, func() error {
 		var seen []string
@@ -97,7 +103,7 @@ func (h *harness) updated(t *testing.T, ts, want string) apiCall {
 						continue
 					}
 					unix, _ := strconv.ParseInt(m[1], 10, 64)
-					if ended := time.Unix(unix, 0); ended.Before(began.Truncate(time.Second)) || ended.After(time.Now()) {
+					if ended := time.Unix(unix, 0); ended.Before(began.Truncate(time.Second)) || ended.After(now()) {
 						continue
 					}
 					if strings.TrimSuffix(line, m[0]) == want {
