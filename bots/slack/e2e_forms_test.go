@@ -284,3 +284,31 @@ func TestSubmissionDeliveredAgainAfterItEndedTheQuestion(t *testing.T) {
 		t.Errorf("kevin was told something %d times", n)
 	}
 }
+
+// TestFormWhenTheRuntimeDoesNotAnswer: a form button on a card this
+// adapter does not remember (a restart), clicked while the runtime
+// answers no lookup, tells the person to try again, not that the
+// question is gone: nothing is known of it.
+func TestFormWhenTheRuntimeDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	n := plainNATS(t) // no runtime: every lookup goes unanswered
+	fake := newFakeSlack(t)
+	h := startBot(t, n, fake)
+	h.interact(fake.click("U0KEV", "kevin", "trig-away", "C0123", "1700000000.000002", "ask.acme.job-away.q-away.1", "decline", "decline", ""))
+	testenv.CheckFor(t, wait, tick, func() error {
+		var told []string
+		for _, c := range fake.Calls("response_url") {
+			told = append(told, fmt.Sprint(c.JSON["text"]))
+		}
+		if len(told) == 0 {
+			return errors.New("the clicker was told nothing")
+		}
+		if len(told) != 1 || told[0] != formTryAgain {
+			t.Fatalf("the clicker was told %q, want %q", told, formTryAgain)
+		}
+		return nil
+	})
+	if opens := fake.Calls("views.open"); len(opens) != 0 {
+		t.Fatalf("views.open with nothing known of the question: %s", opens[0].JSON["view"])
+	}
+}

@@ -313,6 +313,10 @@ func (b *Bot) say(to map[string]string, text string) {
 	}()
 }
 
+// formTryAgain tells a person who clicked a form button that the runtime
+// could not be asked about the question in time: no form opens.
+const formTryAgain = "askbridge could not open the form just now. Please try again in a moment."
+
 // mayNotAnswer asks the runtime whether user may answer the question, and
 // says why not ("" when they may). A runtime that cannot be asked in time
 // opens no form: it would show the question's details to anyone.
@@ -321,13 +325,13 @@ func (b *Bot) mayNotAnswer(ctx context.Context, r blockkit.Ref, user string) str
 	defer cancel()
 	var reply bridge.ShowReply
 	if err := b.request(ctx, bridge.APIShow, bridge.ShowRequest{As: "slack:" + user, Tenant: r.Tenant, JobID: r.JobID, QuestionID: r.QuestionID}, &reply); err != nil {
-		return "askbridge could not open the form just now. Please try again in a moment."
+		return formTryAgain
 	}
 	switch v := reply.Question; {
 	case v == nil && reply.Error != bridge.NoQuestionShown(r.QuestionID):
 		// The runtime could not look (its store, say): not a refusal.
 		b.log.WarnContext(ctx, "slack: the runtime could not say who may answer", "job", r.JobID, "question", r.QuestionID, "err", reply.Error)
-		return "askbridge could not open the form just now. Please try again in a moment."
+		return formTryAgain
 	case v == nil && b.hasCard(r):
 		// The runtime tells someone with no role nothing about a
 		// question, not even that it exists; but this person clicked its
@@ -363,7 +367,11 @@ func (b *Bot) openModal(ctx context.Context, cb *slack.InteractionCallback, c bl
 		}
 	}
 	rec, err := b.question(ctx, c.Ref, cb.User.ID)
-	if err != nil || rec == nil {
+	if err != nil {
+		b.say(to, formTryAgain) // the runtime did not answer: nothing is known
+		return
+	}
+	if rec == nil {
 		b.say(to, "This question is no longer available here; see /ask list.")
 		return
 	}
