@@ -137,8 +137,8 @@ func testMCPApproveToolUse(t *testing.T) {
 	rm := map[string]any{"tool_name": "Bash", "input": map[string]any{"command": "git status && rm -rf /"}, "tool_use_id": "toolu_02B", "job_id": "job-tu"}
 	ch = p.callAsync("approve_tool_use", rm, time.Minute)
 	ts = r.slackCard("job-tu", "tu-toolu_02B")
-	r.signedSlack(r.slackClick("U0KEV", "trig-tu2", ts, "ask.acme.job-tu.tu-toolu_02B.0", "deny", "deny"), nil)
-	r.signedSlack(r.slackSubmit("U0KEV", r.modalOpened(), "V2", "h2", "not on main"), nil)
+	opened := r.openSlackModal("U0KEV", "trig-tu2", ts, "ask.acme.job-tu.tu-toolu_02B.0", "deny")
+	r.signedSlack(r.slackSubmit("U0KEV", opened, "V2", "h2", "not on main"), nil)
 	got := permission(waitResult(t, ch))
 	if got["behavior"] != "deny" || got["message"] != "slack:U0KEV (u0kev) denied: not on main" {
 		t.Errorf("denied: %v", got)

@@ -278,6 +278,25 @@ func (r *race) signedDiscord(in map[string]any) (int, map[string]any) {
 	return resp.StatusCode, out
 }
 
+// openDiscordModal sends kevin's click on a card's form button (its
+// component data) until Discord is answered with the form, and returns
+// that answer. Told to try again (see openSlackModal), he clicks again.
+func (r *race) openDiscordModal(data map[string]any) map[string]any {
+	r.t.Helper()
+	for range 5 {
+		_, reply := r.signedDiscord(r.discordInteraction(3, data))
+		if reply["type"] == float64(9) {
+			return reply
+		}
+		told, _ := reply["data"].(map[string]any)
+		if told["content"] != formTryAgain {
+			r.t.Fatalf("discord form button: %v, want a modal", reply)
+		}
+	}
+	r.t.Fatalf("kevin was told to try again five times: the Discord form never opened")
+	return nil
+}
+
 // discordInteraction is an interaction of kevin's in the guild.
 func (r *race) discordInteraction(typ int, data map[string]any) map[string]any {
 	id := r.snowflake()

@@ -74,19 +74,8 @@ func TestRaceFormsAfterAButtonAnswer(t *testing.T) {
 	block := "ask.acme.job-rf.q-1.1"
 
 	// Three people open their forms.
-	r.signedSlack(r.slackClick("U0ANA", "trig-open", ts, block, "decline", "decline"), nil)
-	testenv.CheckFor(t, testenv.Patience, 20*time.Millisecond, func() error {
-		if len(r.Calls("views.open")) == 0 {
-			return fmt.Errorf("no modal opened")
-		}
-		return nil
-	})
-	opened := r.Calls("views.open")[0]
-	open := r.discordInteraction(3, map[string]any{"custom_id": "ab:d:acme:job-rf:q-1:1", "component_type": 2})
-	_, modal := r.signedDiscord(open)
-	if modal["type"] != float64(9) {
-		t.Fatalf("discord decline: %v, want a modal", modal)
-	}
+	opened := r.openSlackModal("U0ANA", "trig-open", ts, block, "decline")
+	modal := r.openDiscordModal(map[string]any{"custom_id": "ab:d:acme:job-rf:q-1:1", "component_type": 2})
 	modalID, _ := modal["data"].(map[string]any)["custom_id"].(string)
 	link, form := r.consoleForm("console:alice", q)
 
