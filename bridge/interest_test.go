@@ -131,7 +131,7 @@ func TestLimitsEventsStreamBecomesInterest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "test"}, time.Now())
+	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

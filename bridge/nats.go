@@ -159,11 +159,11 @@ func (n *NATS) credential(o NATSOptions) ([]nats.Option, error) {
 		n.Server, n.storeDir, n.Keys = ns, o.StoreDir, keys
 		// The service's own parts connect in process, with a credential
 		// that no TCP connection can use.
-		self, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge", InProcessOnly: true}, time.Now())
+		self, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge", InProcessOnly: true})
 		if err != nil {
 			return nil, fmt.Errorf("nats: %w", err)
 		}
-		if n.admin, err = keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge-admin"}, time.Now()); err != nil {
+		if n.admin, err = keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge-admin"}); err != nil {
 			return nil, fmt.Errorf("nats: %w", err)
 		}
 		// The server is in this process: its handshake's timeout only
@@ -180,7 +180,7 @@ func (n *NATS) credential(o NATSOptions) ([]nats.Option, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nats: %w", err)
 	}
-	self, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge"}, time.Now())
+	self, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "askbridge"})
 	if err != nil {
 		return nil, fmt.Errorf("nats: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -32,7 +31,7 @@ func TestConnectReadsRepliesOnTheCredentialsInbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	issued, err := keys.Mint(principal.Spec{Kind: principal.KindAgent, Name: "report-bot", Tenant: "acme"}, time.Now())
+	issued, err := keys.Mint(principal.Spec{Kind: principal.KindAgent, Name: "report-bot", Tenant: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}

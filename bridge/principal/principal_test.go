@@ -55,7 +55,7 @@ func TestVerifierReadsWhatTheCredentialSays(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	agent, err := k.Mint(Spec{Kind: KindAgent, Name: "bot", Tenant: "Acme", ActsFor: "slack:U0OWNER"}, now)
+	agent, err := k.Mint(Spec{Kind: KindAgent, Name: "bot", Tenant: "Acme", ActsFor: "slack:U0OWNER"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestVerifierReadsWhatTheCredentialSays(t *testing.T) {
 		t.Error("an agent's credential read as a person's")
 	}
 	other, _ := LoadOrCreateKeys(t.TempDir())
-	forged, _ := other.Mint(Spec{Kind: KindPerson, Name: "cli:root"}, now)
+	forged, _ := other.Mint(Spec{Kind: KindPerson, Name: "cli:root"})
 	if _, err := g.Check(stamp(t, forged, pub(k.People)), now); err == nil {
 		t.Error("a credential of other keys was taken")
 	}
@@ -78,11 +78,14 @@ func TestVerifierReadsWhatTheCredentialSays(t *testing.T) {
 	if _, err := g.Check(stamp(t, agent, pub(k.Agents)), now); err == nil {
 		t.Error("a credential acting for a person read from the account of agents that act for no one")
 	}
-	g.SetRevoked(map[string]int64{agent.UserKey: now.Unix()})
+	// Revoked as `askbridge creds revoke` does, once it is issued: the
+	// JWT's issue time is when it was signed, which may be the second
+	// after now.
+	g.SetRevoked(map[string]int64{agent.UserKey: agent.IssuedAt})
 	if _, err := g.Check(stamp(t, agent, pub(k.Acting)), now); err == nil || !strings.Contains(err.Error(), `"bot" is revoked`) {
 		t.Errorf("a revoked credential: %v", err)
 	}
-	short, _ := k.Mint(Spec{Kind: KindPerson, Name: "cli:ana", Expires: now.Add(time.Hour)}, now)
+	short, _ := k.Mint(Spec{Kind: KindPerson, Name: "cli:ana", Expires: now.Add(time.Hour)})
 	if _, err := g.Check(stamp(t, short, pub(k.People)), now.Add(2*time.Hour)); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("an expired credential: %v", err)
 	}
@@ -92,7 +95,7 @@ func TestVerifierReadsWhatTheCredentialSays(t *testing.T) {
 // user JWT carries the permissions of its kind.
 func TestMintedCredentialsAreStandard(t *testing.T) {
 	k, _ := LoadOrCreateKeys(t.TempDir())
-	issued, err := k.Mint(Spec{Kind: KindAgent, Name: "bot", Tenant: "acme"}, time.Now())
+	issued, err := k.Mint(Spec{Kind: KindAgent, Name: "bot", Tenant: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +115,7 @@ func TestMintedCredentialsAreStandard(t *testing.T) {
 		t.Fatalf("agent permissions: %+v", uc.Permissions)
 	}
 	for _, bad := range []string{"", "a.b", "a b", "a*", strings.Repeat("x", 65)} {
-		if _, err := k.Mint(Spec{Kind: KindPerson, Name: bad}, time.Now()); err == nil {
+		if _, err := k.Mint(Spec{Kind: KindPerson, Name: bad}); err == nil {
 			t.Errorf("minted a credential named %q", bad)
 		}
 	}
@@ -180,7 +183,7 @@ func startServer(t *testing.T, dir string) (*Keys, *server.Server) {
 func TestInProcessCredentialsRefusedOverTCP(t *testing.T) {
 	dir := t.TempDir()
 	k, ns := startServer(t, dir)
-	self, err := k.Mint(Spec{Kind: KindAdmin, Name: "askbridge", InProcessOnly: true}, time.Now())
+	self, err := k.Mint(Spec{Kind: KindAdmin, Name: "askbridge", InProcessOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +224,7 @@ func TestKeysKeptBeforeTheActingAccountGainIt(t *testing.T) {
 	if err != nil || old.Acting != nil {
 		t.Fatalf("LoadKeys of a file without the acting key: %v, acting %v", err, old.Acting)
 	}
-	if _, err := old.Mint(Spec{Kind: KindAgent, Name: "bot", Tenant: "acme", ActsFor: "cli:ana"}, time.Now()); err == nil || !strings.Contains(err.Error(), "start the service once with them") {
+	if _, err := old.Mint(Spec{Kind: KindAgent, Name: "bot", Tenant: "acme", ActsFor: "cli:ana"}); err == nil || !strings.Contains(err.Error(), "start the service once with them") {
 		t.Errorf("an acting credential without the key: %v", err)
 	}
 	again, err := LoadOrCreateKeys(dir)
@@ -243,7 +246,7 @@ func TestMintDoesNotLoseRepliesInFlight(t *testing.T) {
 	k, ns := startServer(t, dir)
 	connect := func(s Spec) *nats.Conn {
 		t.Helper()
-		is, err := k.Mint(s, time.Now())
+		is, err := k.Mint(s)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -79,7 +79,7 @@ func TestMintWithAnAccountSigningKey(t *testing.T) {
 	now := time.Now()
 	mint := func(s principal.Spec, account string) *principal.Issued {
 		t.Helper()
-		is, err := k.Mint(s, now)
+		is, err := k.Mint(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +323,7 @@ func TestImportKeysAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	is, err := k.Mint(principal.Spec{Kind: principal.KindAgent, Name: "bot", Tenant: "acme"}, time.Now())
+	is, err := k.Mint(principal.Spec{Kind: principal.KindAgent, Name: "bot", Tenant: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}

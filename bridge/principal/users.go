@@ -67,7 +67,7 @@ func CheckName(name string) error {
 // Mint issues a credential of s.Kind, signed by the account it belongs to:
 // with the account's own key, or, for an operator's own account, with the
 // account's signing key, the credential naming its account.
-func (k *Keys) Mint(s Spec, now time.Time) (*Issued, error) {
+func (k *Keys) Mint(s Spec) (*Issued, error) {
 	if err := CheckName(s.Name); err != nil {
 		return nil, err
 	}
@@ -76,8 +76,7 @@ func (k *Keys) Mint(s Spec, now time.Time) (*Issued, error) {
 		return nil, fmt.Errorf("principal: make a user key: %w", err)
 	}
 	uc := jwt.NewUserClaims(pub(user))
-	uc.Name = s.Name
-	uc.IssuedAt = now.Unix()
+	uc.Name = s.Name // its IssuedAt is when Encode signs it
 	if !s.Expires.IsZero() {
 		uc.Expires = s.Expires.Unix()
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -30,7 +29,7 @@ func benchConnect(url, dataDir string, asAgent bool, opts ...nats.Option) (*nats
 		spec = principal.Spec{Kind: principal.KindAgent, Name: "bench-agent", Tenant: benchTenant}
 		opts = append(opts, nats.CustomInboxPrefix(principal.InboxPrefix(spec.Name)))
 	}
-	issued, err := keys.Mint(spec, time.Now())
+	issued, err := keys.Mint(spec)
 	if err != nil {
 		return nil, err
 	}

@@ -106,7 +106,7 @@ func (c *cli) credentials() ([]nats.Option, error) {
 	if c.ownerAs != nil {
 		spec = *c.ownerAs
 	}
-	issued, err := keys.Mint(spec, time.Now())
+	issued, err := keys.Mint(spec)
 	if err != nil {
 		return nil, err
 	}

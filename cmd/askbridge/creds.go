@@ -108,7 +108,7 @@ func (c *cli) credsMint(dataDir, kind string, args []string) int {
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	issued, err := keys.Mint(spec, now)
+	issued, err := keys.Mint(spec)
 	if err != nil {
 		return c.fail("creds %s: %v", kind, err)
 	}

@@ -355,7 +355,7 @@ func AdminOf(t testing.TB, dataDir string) nats.Option {
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "test-admin"}, time.Now())
+	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "test-admin"})
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}

@@ -336,7 +336,7 @@ func (r *run) connect(ctx context.Context, serverLog io.Writer, rep *Report) err
 	if err != nil {
 		return fmt.Errorf("torture: %w", err)
 	}
-	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "torture"}, time.Now())
+	admin, err := keys.Mint(principal.Spec{Kind: principal.KindAdmin, Name: "torture"})
 	if err != nil {
 		return fmt.Errorf("torture: %w", err)
 	}
