@@ -243,13 +243,13 @@ func TestE2EReminderDMThenTimeout(t *testing.T) {
 	q.Escalation = &bridge.Escalation{Steps: []bridge.LadderStep{{At: 0.25, To: bridge.TargetAnswerers}}}
 	ask(t, env, q)
 	msg := h.posted(channelA, 1)
-	dms := func() int { return len(h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")) }
-	if n := dms(); n != 0 {
+	kevinDMs := func() []fakeReq { return h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages") }
+	if n := len(kevinDMs()); n != 0 {
 		t.Fatalf("%d reminder DMs before the first quarter", n)
 	}
 	clock.Advance(time.Hour + time.Second)
 	testenv.CheckFor(t, testenv.Patience, 10*time.Millisecond, func() error {
-		dms := h.fake.requests("POST", "/channels/77"+kevin.ID+"/messages")
+		dms := kevinDMs()
 		if len(dms) != 1 {
 			return fmt.Errorf("%d reminder DMs to kevin", len(dms))
 		}
@@ -264,7 +264,7 @@ func TestE2EReminderDMThenTimeout(t *testing.T) {
 		t.Fatalf("resume = %+v", res)
 	}
 	h.fake.settledCard(t, msg["id"].(string), "Nobody answered within 4:00:00 · ")
-	if n := dms(); n != 1 {
+	if n := len(kevinDMs()); n != 1 {
 		t.Fatalf("%d reminder DMs, want 1", n)
 	}
 }

@@ -76,7 +76,8 @@ func (k *Keys) Mint(s Spec) (*Issued, error) {
 		return nil, fmt.Errorf("principal: make a user key: %w", err)
 	}
 	uc := jwt.NewUserClaims(pub(user))
-	uc.Name = s.Name // its IssuedAt is when Encode signs it
+	// Its IssuedAt is set by Encode: when it is signed.
+	uc.Name = s.Name
 	if !s.Expires.IsZero() {
 		uc.Expires = s.Expires.Unix()
 	}
