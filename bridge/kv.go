@@ -14,8 +14,12 @@ import (
 // time to live. A record an adapter still needs lives as long as the
 // bucket keeps anything; a settled one is given a short life, because
 // JetStream keeps an in-memory index entry for every key it holds.
+//
+// Every read and write waits AckWithin at most: one sent to a node as it
+// died is never answered, and without a bound would wait out its
+// caller's whole deadline (an adapter's handler has 90 s).
 type KV struct {
-	jetstream.KeyValue
+	kv     jetstream.KeyValue
 	js     jetstream.JetStream
 	prefix string // "$KV.<bucket>."
 	keyTTL bool
@@ -119,7 +123,7 @@ func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 	if err != nil {
 		return nil, fmt.Errorf("nats: key-value bucket %s: %w", cfg.Bucket, err)
 	}
-	return &KV{KeyValue: kv, js: js, prefix: "$KV." + cfg.Bucket + ".", keyTTL: st.CachedInfo().Config.AllowMsgTTL}, nil
+	return &KV{kv: kv, js: js, prefix: "$KV." + cfg.Bucket + ".", keyTTL: st.CachedInfo().Config.AllowMsgTTL}, nil
 }
 
 // kvStreamConfig is the stream JetStream's CreateKeyValue makes for cfg
@@ -167,13 +171,13 @@ func (kv *KV) Write(ctx context.Context, key string, rev uint64, value []byte, t
 	defer cancel()
 	if ttl <= 0 || !kv.keyTTL {
 		if rev == 0 {
-			return kv.Create(ctx, key, value)
+			return kv.kv.Create(ctx, key, value)
 		}
-		return kv.Update(ctx, key, value, rev)
+		return kv.kv.Update(ctx, key, value, rev)
 	}
 	if rev == 0 {
 		// Create also takes over a key whose last entry is a delete marker.
-		return kv.Create(ctx, key, value, jetstream.KeyTTL(ttl))
+		return kv.kv.Create(ctx, key, value, jetstream.KeyTTL(ttl))
 	}
 	ack, err := kv.js.PublishMsg(ctx, &nats.Msg{Subject: kv.prefix + key, Data: value},
 		jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
@@ -188,20 +192,21 @@ func (kv *KV) Write(ctx context.Context, key string, rev uint64, value []byte, t
 	return ack.Sequence, nil
 }
 
-// Get is KeyValue.Get waiting AckWithin at most: a read sent to a node as
-// it died is never answered, and without a bound would wait out its
-// caller's whole deadline (an adapter's handler has 90 s).
+// Bucket is the bucket's name.
+func (kv *KV) Bucket() string { return kv.kv.Bucket() }
+
+// Get reads key's latest entry, waiting AckWithin at most.
 func (kv *KV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
 	ctx, cancel := context.WithTimeout(ctx, AckWithin)
 	defer cancel()
-	return kv.KeyValue.Get(ctx, key)
+	return kv.kv.Get(ctx, key)
 }
 
-// Delete is KeyValue.Delete waiting AckWithin at most, as Write does.
+// Delete deletes key, waiting AckWithin at most.
 func (kv *KV) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
 	ctx, cancel := context.WithTimeout(ctx, AckWithin)
 	defer cancel()
-	return kv.KeyValue.Delete(ctx, key, opts...)
+	return kv.kv.Delete(ctx, key, opts...)
 }
 
 // Hint stores value at key without waiting for JetStream's
@@ -217,4 +222,17 @@ func (kv *KV) Hint(key string, value []byte, ttl time.Duration) error {
 	}
 	_, err := kv.js.PublishMsgAsync(&nats.Msg{Subject: kv.prefix + key, Data: value}, opts...)
 	return err
+}
+
+// Put stores value at key whatever it holds, waiting AckWithin at most.
+func (kv *KV) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, AckWithin)
+	defer cancel()
+	return kv.kv.Put(ctx, key, value)
+}
+
+// Watch follows the keys matching keys until ctx ends or the watcher is
+// stopped: it lives as long as its caller wants, so it has no bound.
+func (kv *KV) Watch(ctx context.Context, keys string, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	return kv.kv.Watch(ctx, keys, opts...)
 }

@@ -194,11 +194,11 @@ func TestEnsureKVMakesTheBucketAsJetStreamWould(t *testing.T) {
 	}
 }
 
-// TestKVReadsGiveUpOnANodeThatNeverAnswers checks a read or delete sent
-// to a node as it died (here: a JetStream API whose gets and deletes
+// TestKVCallsGiveUpOnANodeThatNeverAnswers checks a read or write sent
+// to a node as it died (here: a JetStream API whose gets and writes
 // reach a subscriber that never answers) fails after AckWithin, rather
 // than hold its caller for the caller's whole deadline.
-func TestKVReadsGiveUpOnANodeThatNeverAnswers(t *testing.T) {
+func TestKVCallsGiveUpOnANodeThatNeverAnswers(t *testing.T) {
 	t.Parallel()
 	n, _, ctx := startKV(t)
 	// The API under "hole.": bucket lookups go through to the server,
@@ -224,7 +224,7 @@ func TestKVReadsGiveUpOnANodeThatNeverAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv := &KV{KeyValue: raw, js: js}
+	kv := &KV{kv: raw, js: js}
 	// The deadline is a hang detector, far past AckWithin.
 	long, cancel := context.WithTimeout(context.Background(), 10*AckWithin)
 	defer cancel()
@@ -233,6 +233,12 @@ func TestKVReadsGiveUpOnANodeThatNeverAnswers(t *testing.T) {
 	}
 	if err := kv.Delete(long, "k"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("delete: %v, want it to give up waiting", err)
+	}
+	if _, err := kv.Put(long, "k", []byte("v")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("put: %v, want it to give up waiting", err)
+	}
+	if _, err := kv.Write(long, "k", 0, []byte("v"), 0); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("write: %v, want it to give up waiting", err)
 	}
 	if long.Err() != nil {
 		t.Fatal("the caller's deadline passed: the reads waited it out")

@@ -73,7 +73,11 @@ func TestWaitingQuestionLeavesNoRecord(t *testing.T) {
 	h.waitDelivery()
 	keys := func() []string {
 		t.Helper()
-		lister, err := h.bot.refs.ListKeys(context.Background())
+		refs, err := h.nats.JS.KeyValue(context.Background(), RefsBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lister, err := refs.ListKeys(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

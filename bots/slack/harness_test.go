@@ -278,7 +278,11 @@ func (b *Bot) loadCard(_ context.Context, r blockkit.Ref) (*rememberedCard, erro
 // bucketKeys lists the keys of the adapter's bucket.
 func bucketKeys(t *testing.T, b *Bot) []string {
 	t.Helper()
-	lister, err := b.kv.ListKeys(context.Background())
+	kv, err := b.js.KeyValue(context.Background(), b.kv.Bucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lister, err := kv.ListKeys(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

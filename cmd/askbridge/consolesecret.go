@@ -55,7 +55,7 @@ func (s *service) consoleSecret(ctx context.Context) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		_, err = kv.Create(ctx, consoleSecretKey, generated)
+		_, err = kv.Write(ctx, consoleSecretKey, 0, generated, 0)
 		switch {
 		case err == nil:
 			s.log.Info("console secret made in the bucket " + SecretsBucket + ", shared by every replica")
@@ -67,9 +67,15 @@ func (s *service) consoleSecret(ctx context.Context) ([]byte, error) {
 	}
 }
 
+// keyReader reads a key of a bucket: the service's bucket (bridge.KV) or
+// the CLI's (jetstream.KeyValue).
+type keyReader interface {
+	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
+}
+
 // sharedConsoleSecret reads the console secret from SecretsBucket; an error
 // wrapping fs.ErrNotExist when no replica has made it yet.
-func sharedConsoleSecret(ctx context.Context, kv jetstream.KeyValue) ([]byte, error) {
+func sharedConsoleSecret(ctx context.Context, kv keyReader) ([]byte, error) {
 	e, err := kv.Get(ctx, consoleSecretKey)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, fmt.Errorf("console secret: none in %s: %w", SecretsBucket, fs.ErrNotExist)
