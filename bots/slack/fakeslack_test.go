@@ -366,7 +366,13 @@ func (f *fakeSlack) response(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "ok")
 }
 
-// websocket is Socket Mode: hello, then the queued envelopes; acks are recorded.
+// socketPing is how often the fake pings a Socket Mode connection, as
+// Slack does: slack-go reconnects when no ping came for 30 s, and an
+// envelope sent as it does is lost.
+const socketPing = 10 * time.Second
+
+// websocket is Socket Mode: hello, then the queued envelopes and a ping
+// every socketPing; acks are recorded.
 func (f *fakeSlack) websocket(w http.ResponseWriter, r *http.Request) {
 	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
 	conn, err := up.Upgrade(w, r, nil)
@@ -391,10 +397,16 @@ func (f *fakeSlack) websocket(w http.ResponseWriter, r *http.Request) {
 			f.record(c)
 		}
 	}()
+	ping := time.NewTicker(socketPing)
+	defer ping.Stop()
 	for {
 		select {
 		case env := <-f.wsSend:
 			if err := conn.WriteMessage(websocket.TextMessage, env); err != nil {
+				return
+			}
+		case <-ping.C:
+			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(socketPing)); err != nil {
 				return
 			}
 		case <-done:
