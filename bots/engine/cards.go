@@ -161,7 +161,11 @@ func (cs *Cards) Asked(ctx context.Context, ev *bridge.Event, d Delivery) error 
 		return nil
 	}
 	c := &Card{Ref: ref, Question: q, AskedAt: ev.AskedAt, Deadline: ev.Deadline, Proposal: ev.Proposal}
-	again := d.Attempt > 1 || cs.tried(ctx, ref)
+	// Claimed on every try, not on the first alone: a later try may post,
+	// and the kill that follows can cost the server its count of the
+	// deliveries, so the next try comes as a first one with the claim as
+	// the only record that a card may be up.
+	again := cs.tried(ctx, ref) || d.Attempt > 1
 	// An old event, or a later try (a crash may have come after the card
 	// was reported, its event unacknowledged, and the question may have
 	// ended since): the runtime knows.
@@ -213,7 +217,7 @@ func (cs *Cards) Asked(ctx context.Context, ev *bridge.Event, d Delivery) error 
 // its card. The embedded NATS server writes a consumer's deliveries down
 // lazily (a tenth of a second apart), so an event an adapter held when
 // the process was killed may come back counted as a first delivery; the
-// claim, written before the first post, tells that try from a first one.
+// claim, written before any try posts, tells that try from a first one.
 // It lasts ShowClaimTTL, longer than a restart takes. A claim that cannot
 // be written (NATS away) says no: the card is posted, as a first try's is.
 func (cs *Cards) tried(ctx context.Context, ref bridge.Ref) bool {

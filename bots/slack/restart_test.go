@@ -78,6 +78,39 @@ func TestFirstDeliveryClaimsTheQuestionForAWhile(t *testing.T) {
 	}
 }
 
+// TestLaterTryClaimsTheQuestionToo checks a try after the first (its
+// first failed before posting) that posts the card: it claims the
+// question as a first try does. A kill right after its post can cost the
+// embedded server its count of the deliveries, and the event then comes
+// back as a first one: only the claim makes that try look for the card
+// (TestFirstDeliveryOfAQuestionAKilledRunClaimedAdoptsItsCard) rather than
+// post a second one, as a kill -9 run once saw.
+func TestLaterTryClaimsTheQuestionToo(t *testing.T) {
+	t.Parallel()
+	n := plainNATS(t)
+	fake := newFakeSlack(t)
+	h := startBot(t, n, fake)
+	deliveries := collect[bridge.Delivery](t, n, bridge.PrefixDelivery+".>")
+	q := question("job-lc", "q-lc")
+	ev := askedEvent(q)
+	if err := h.bot.handleEvent(context.Background(), &ev, engine.Delivery{Attempt: 2}); err != nil {
+		t.Fatalf("second delivery: %v", err)
+	}
+	if d := deliveredTS(t, h.nats, deliveries, q.QuestionID); !d.OK || d.Message == nil {
+		t.Fatalf("delivery %+v, want the card shown", d)
+	}
+	if got := len(fake.Calls("chat.postMessage")); got == 0 {
+		t.Fatal("no post: the try found no card, so it posts one")
+	}
+	e, err := h.bot.kv.Get(context.Background(), "shown.acme.job-lc.q-lc.1")
+	if err != nil {
+		t.Fatalf("the claim of a later try that posted: %v", err)
+	}
+	if len(e.Value()) == 0 {
+		t.Fatal("the claim names no run")
+	}
+}
+
 // TestLookupWaitingForItsTurnHoldsTheJob checks a later try whose lookup
 // must wait for the history method's turn (Slack limits those methods per
 // method, and several tries look at once after a restart): the job is put
