@@ -137,9 +137,7 @@ func (r *Runtime) keepLease(ctx context.Context, kv *bridge.KV, rev uint64, lost
 	for {
 		select {
 		case <-ctx.Done():
-			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = kv.Delete(dctx, "lease", jetstream.LastRevision(rev))
-			cancel()
+			r.releaseLease(kv, rev)
 			return
 		case <-tick.C:
 		}
@@ -168,6 +166,27 @@ func (r *Runtime) keepLease(ctx context.Context, kv *bridge.KV, rev uint64, lost
 		case ctx.Err() == nil:
 			r.log.Warn("runtime: renew the lease", "err", err)
 		}
+	}
+}
+
+// releaseLease deletes this runtime's lease, last written at rev. A
+// renewal cut short by the stop may have been stored all the same, at a
+// revision this runtime never heard of: the lease is then read back and
+// deleted at its revision when it is still this database's.
+func (r *Runtime) releaseLease(kv *bridge.KV, rev uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), bridge.AckWithin)
+	defer cancel()
+	err := kv.Delete(ctx, "lease", jetstream.LastRevision(rev))
+	if !isKVConflict(err) {
+		return
+	}
+	e, err := kv.Get(ctx, "lease")
+	if err != nil {
+		return
+	}
+	var held lease
+	if json.Unmarshal(e.Value(), &held) == nil && held.Database == r.instance {
+		_ = kv.Delete(ctx, "lease", jetstream.LastRevision(e.Revision()))
 	}
 }
 
