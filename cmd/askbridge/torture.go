@@ -115,6 +115,7 @@ func (c *cli) printTortureReport(rep *torture.Report) {
 		{"  missing", rep.CardsMissing},
 		{"  later than " + torture.DefaultCardWithin.String(), rep.CardsLate},
 		{"  none, ended before due", rep.NoCard},
+		{"lookups for a card a try may have posted", rep.Lookups},
 		{"card delay p50", rep.CardDelayP50},
 		{"card delay p99", rep.CardDelayP99},
 		{"card delay max", rep.CardDelayMax},

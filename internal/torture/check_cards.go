@@ -17,6 +17,8 @@ import (
 // have none: there was nothing left to show.
 func (r *run) checkCards(rep *Report, rb *readBack) {
 	var delays []time.Duration
+	lookups, lastLookup := r.slack.lookedUp()
+	rep.Lookups = lookups
 	for _, q := range r.questions {
 		k := q.key()
 		v, stored := rb.views[k]
@@ -35,9 +37,9 @@ func (r *run) checkCards(rep *Report, rb *readBack) {
 				continue
 			}
 			rep.CardsMissing++
-			rep.violate("question %s (%s) has no card at the end: its publish was acknowledged at %s, so its card was due by %s (%v later, %v of it when no replica was ready)%s",
+			rep.violate("question %s (%s) has no card at the end: its publish was acknowledged at %s, so its card was due by %s (%v later, %v of it when no replica was ready)%s; %s",
 				k, v.State, clock(q.ackedAt), clock(late), late.Sub(q.ackedAt).Round(time.Millisecond), overlap(rb.down, q.ackedAt, late).Round(time.Millisecond),
-				r.killsWithin(q.ackedAt.Add(-r.o.CardWithin), late))
+				r.killsWithin(q.ackedAt.Add(-r.o.CardWithin), late), lookupsSaid(lookups, lastLookup))
 			continue
 		}
 		first := cs[0].at
@@ -52,6 +54,15 @@ func (r *run) checkCards(rep *Report, rb *readBack) {
 	}
 	r.writeCards(rb)
 	rep.CardDelayP50, rep.CardDelayP99, rep.CardDelayMax = spread(delays)
+}
+
+// lookupsSaid says how many lookups for cards the adapters made, and when
+// the last came: a backlog of them, paced one a second, holds cards back.
+func lookupsSaid(n int, last time.Time) string {
+	if n == 0 {
+		return "the adapters looked for no card"
+	}
+	return fmt.Sprintf("the adapters looked for cards %d times, the last at %s", n, clock(last))
 }
 
 // killsWithin names the kills between from and to, for a sentence.

@@ -29,6 +29,9 @@ type fakeSlack struct {
 	seq   int
 	msgs  map[string][]slackMsg // by channel, in posting order
 	cards map[string][]card     // by question key, in posting order
+	// lookups is when each conversations.history or .replies call came:
+	// a try looking for a card an earlier one may have posted.
+	lookups []time.Time
 }
 
 type slackMsg struct {
@@ -97,6 +100,9 @@ func (f *fakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 	case "conversations.open":
 		resp = map[string]any{"ok": true, "channel": map[string]any{"id": "D" + r.Form.Get("users")}}
 	case "conversations.history", "conversations.replies":
+		f.mu.Lock()
+		f.lookups = append(f.lookups, time.Now())
+		f.mu.Unlock()
 		resp = map[string]any{"ok": true, "messages": f.list(channel, r.Form.Get("ts"), r.Form.Get("oldest")), "has_more": false}
 	case "auth.test":
 		resp = map[string]any{"ok": true, "user_id": "UTORTUREBOT", "team_id": "TTORTURE", "bot_id": "BTORTURE"}
@@ -177,6 +183,16 @@ func (f *fakeSlack) list(channel, thread, oldest string) []slackMsg {
 		out = append(out, m)
 	}
 	return out
+}
+
+// lookedUp returns how many lookups came, and when the last did.
+func (f *fakeSlack) lookedUp() (int, time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.lookups) == 0 {
+		return 0, time.Time{}
+	}
+	return len(f.lookups), f.lookups[len(f.lookups)-1]
 }
 
 // posted returns the question cards posted, by question key, in posting

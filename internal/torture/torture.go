@@ -122,6 +122,10 @@ type Report struct {
 	// without a card still pending past then; NoCard questions that ended
 	// before their card was due and never got one.
 	Cards, CardDuplicates, CardsLate, CardsMissing, NoCard int
+	// Lookups is the fake Slack's conversations.history and .replies
+	// calls: tries looking for a card an earlier try may have posted,
+	// which the adapter paces per method, one a second.
+	Lookups int
 	// CardDelay* are the first cards' delays after the acknowledged
 	// publish, not counting time when no replica was ready.
 	CardDelayP50, CardDelayP99, CardDelayMax time.Duration
