@@ -116,12 +116,17 @@ func (s *service) await(ctx context.Context, what string, step func(context.Cont
 	}
 }
 
+// headerTimeout bounds the reading of a request's header. On a new
+// connection net/http runs it from the accept, so a client that opens a
+// connection and sends nothing for that long is closed unanswered.
+const headerTimeout = 5 * time.Second
+
 // serveHTTP serves the listener from the start: /readyz answers 503
 // while the start waits, the service's routes once it has started.
 func (s *service) serveHTTP() {
 	s.http = &http.Server{
 		Handler:           &s.start,
-		ReadHeaderTimeout: 5 * time.Second,
+		ReadHeaderTimeout: headerTimeout,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
