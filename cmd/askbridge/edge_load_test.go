@@ -275,9 +275,9 @@ type edgeResults struct {
 // its accept. A connection the client dialed for a request that another,
 // freed meanwhile, served lies unused in its pool; the service closes it
 // unanswered once headerTimeout passes, and a POST sent on it just then
-// gets EOF, which net/http does not retry (a POST is not replayable), as
-// a client that keeps its connections idle no longer than the server's
-// timeouts never meets.
+// gets EOF, which net/http does not retry (a POST is not replayable). A
+// client that keeps connections idle for less than the server's timeouts
+// never meets it.
 const edgeIdle = headerTimeout * 2 / 5
 
 // send sends jobs over workers connections and checks each answer.

@@ -29,9 +29,11 @@ type fakeSlack struct {
 	seq   int
 	msgs  map[string][]slackMsg // by channel, in posting order
 	cards map[string][]card     // by question key, in posting order
-	// lookups is when each conversations.history or .replies call came:
-	// a try looking for a card an earlier one may have posted.
-	lookups []time.Time
+	// lookups counts conversations.history and .replies calls, each a
+	// try looking for a card an earlier one may have posted, and
+	// lastLookup is when the last came.
+	lookups    int
+	lastLookup time.Time
 }
 
 type slackMsg struct {
@@ -101,7 +103,8 @@ func (f *fakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		resp = map[string]any{"ok": true, "channel": map[string]any{"id": "D" + r.Form.Get("users")}}
 	case "conversations.history", "conversations.replies":
 		f.mu.Lock()
-		f.lookups = append(f.lookups, time.Now())
+		f.lookups++
+		f.lastLookup = time.Now()
 		f.mu.Unlock()
 		resp = map[string]any{"ok": true, "messages": f.list(channel, r.Form.Get("ts"), r.Form.Get("oldest")), "has_more": false}
 	case "auth.test":
@@ -189,10 +192,7 @@ func (f *fakeSlack) list(channel, thread, oldest string) []slackMsg {
 func (f *fakeSlack) lookedUp() (int, time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.lookups) == 0 {
-		return 0, time.Time{}
-	}
-	return len(f.lookups), f.lookups[len(f.lookups)-1]
+	return f.lookups, f.lastLookup
 }
 
 // posted returns the question cards posted, by question key, in posting
