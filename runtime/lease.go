@@ -75,7 +75,7 @@ func (r *Runtime) takeLease(ctx context.Context) (*bridge.KV, uint64, error) {
 		switch {
 		case err == nil:
 			return kv, rev, nil
-		case isKVConflict(err):
+		case bridge.IsConflict(err):
 			continue // taken or renewed meanwhile: look again
 		case !errors.Is(err, ErrOtherRuntime):
 			return nil, 0, fmt.Errorf("runtime: take the lease: %w", err)
@@ -150,7 +150,7 @@ func (r *Runtime) keepLease(ctx context.Context, kv *bridge.KV, rev uint64, lost
 				err = jetstream.ErrKeyNotFound
 			}
 		}
-		if isKVConflict(err) || errors.Is(err, jetstream.ErrKeyNotFound) {
+		if bridge.IsConflict(err) || errors.Is(err, jetstream.ErrKeyNotFound) {
 			// Lapsed (this process stalled past leaseTTL) or taken: take it
 			// again, unless another database's runtime holds it now.
 			next, err = r.claimLease(ctx, kv)
@@ -177,19 +177,12 @@ func (r *Runtime) releaseLease(kv *bridge.KV, rev uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), bridge.AckWithin)
 	defer cancel()
 	err := kv.Delete(ctx, "lease", jetstream.LastRevision(rev))
-	if !isKVConflict(err) {
-		return
-	}
-	e, err := kv.Get(ctx, "lease")
-	if err != nil {
+	if !bridge.IsConflict(err) {
 		return
 	}
 	var held lease
-	if json.Unmarshal(e.Value(), &held) == nil && held.Database == r.instance {
-		_ = kv.Delete(ctx, "lease", jetstream.LastRevision(e.Revision()))
+	stored, _, found, err := bridge.GetJSON(ctx, kv, "lease", &held)
+	if err == nil && found && held.Database == r.instance {
+		_ = kv.Delete(ctx, "lease", jetstream.LastRevision(stored))
 	}
-}
-
-func isKVConflict(err error) bool {
-	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
 }
